@@ -1,0 +1,27 @@
+/** Options of {@link Backoff}. */
+export interface BackoffOptions {
+  /** First delay, ms. */
+  minMs: number;
+  /** Cap, ms. */
+  maxMs: number;
+  /** Random source in [0, 1); injectable for tests. @default Math.random */
+  random?: () => number;
+}
+
+/** Capped exponential backoff with full jitter: delay n is uniform in [min, min(max, min·2ⁿ)]. */
+export class Backoff {
+  private attempt = 0;
+
+  constructor(private readonly options: BackoffOptions) {}
+
+  next(): number {
+    const { minMs, maxMs, random = Math.random } = this.options;
+    const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(this.attempt, 30));
+    this.attempt++;
+    return Math.round(minMs + random() * (ceiling - minMs));
+  }
+
+  reset(): void {
+    this.attempt = 0;
+  }
+}

@@ -1,0 +1,84 @@
+import { MakinaError, toLinkError, type AgentMessage, type InferenceRequest, type Logger } from "../../proto/index.js";
+import type { StackHost } from "../stacks/stack-host.js";
+import { CreditGate } from "./credit-gate.js";
+
+interface Active {
+  controller: AbortController;
+  gate: CreditGate;
+}
+
+/**
+ * Serves inference requests arriving over the link: runs each on its stack's
+ * runtime, sends chunks only against the relay's credits, and aborts the
+ * runtime when the relay cancels or the link is lost.
+ */
+export class InferenceDispatcher {
+  private readonly active = new Map<string, Active>();
+  /** Chunks of text sent since start (observability: tests watch generation stop). */
+  chunksSent = 0;
+
+  constructor(
+    private readonly host: StackHost,
+    private readonly send: (message: AgentMessage) => void,
+    private readonly log: Logger,
+  ) {}
+
+  get inFlight(): number {
+    return this.active.size;
+  }
+
+  start(request: InferenceRequest): void {
+    const active: Active = { controller: new AbortController(), gate: new CreditGate(request.initialCredit) };
+    this.active.set(request.requestId, active);
+    void this.serve(request, active).finally(() => this.active.delete(request.requestId));
+  }
+
+  cancel(requestId: string, reason: string): void {
+    this.active.get(requestId)?.controller.abort(new MakinaError("canceled", reason));
+  }
+
+  credit(requestId: string, credits: number): void {
+    this.active.get(requestId)?.gate.add(credits);
+  }
+
+  /** Aborts every request (the link is gone, so nobody is listening). */
+  abortAll(reason: string): void {
+    for (const a of this.active.values()) a.controller.abort(new MakinaError("canceled", reason));
+  }
+
+  private async serve(request: InferenceRequest, active: Active): Promise<void> {
+    const { requestId } = request;
+    const signal = active.controller.signal;
+    const log = this.log.child({ requestId, stackId: request.stackId });
+    try {
+      const runtime = this.host.runtime(request.stackId);
+      if (!runtime) throw new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
+      const events = runtime.chat(
+        { messages: request.messages, temperature: request.temperature, topP: request.topP, maxTokens: request.maxTokens, stop: request.stop, seed: request.seed },
+        { signal },
+      );
+      for await (const ev of events) {
+        if (ev.type === "text") {
+          await active.gate.take(signal);
+          this.send({ body: { $case: "inferenceChunk", value: { requestId, text: ev.text } } });
+          this.chunksSent++;
+        } else {
+          this.send({
+            body: {
+              $case: "inferenceEnd",
+              value: { requestId, outcome: { $case: "done", value: { finishReason: ev.finishReason, promptTokens: ev.promptTokens, completionTokens: ev.completionTokens } } },
+            },
+          });
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) {
+        log.info("request canceled", { reason: (signal.reason as Error | undefined)?.message });
+        return;
+      }
+      const e = MakinaError.from(err);
+      if (e.code === "internal_error") log.error("inference failed", { err, cause: e.cause });
+      this.send({ body: { $case: "inferenceEnd", value: { requestId, outcome: { $case: "error", value: toLinkError(e) } } } });
+    }
+  }
+}

@@ -1,0 +1,28 @@
+import { isAbsolute, resolve } from "node:path";
+import { MakinaError } from "../../proto/index.js";
+
+/** Where a model comes from. */
+export type ModelSource = { kind: "file"; path: string } | { kind: "url"; url: string };
+
+/**
+ * Parses a model reference: an `https://` URL, `hf:owner/repo/path/file.gguf`
+ * (optionally `hf:owner/repo@revision/file.gguf`), or a local path.
+ */
+export function parseModelRef(ref: string, cwd = process.cwd()): ModelSource {
+  if (/^https?:\/\//i.test(ref)) {
+    let url: URL;
+    try {
+      url = new URL(ref);
+    } catch {
+      throw new MakinaError("invalid_value", `Not a valid model URL: ${ref}`);
+    }
+    return { kind: "url", url: url.toString() };
+  }
+  if (ref.startsWith("hf:")) {
+    const m = /^hf:([\w.-]+)\/([\w.-]+)(?:@([\w./-]+?))?\/(.+)$/.exec(ref);
+    if (!m) throw new MakinaError("invalid_value", `Not a valid Hugging Face reference: ${ref} (expected hf:owner/repo/file.gguf).`);
+    const [, owner, repo, revision, file] = m;
+    return { kind: "url", url: `https://huggingface.co/${owner}/${repo}/resolve/${encodeURIComponent(revision ?? "main")}/${file!.split("/").map(encodeURIComponent).join("/")}` };
+  }
+  return { kind: "file", path: isAbsolute(ref) ? ref : resolve(cwd, ref) };
+}

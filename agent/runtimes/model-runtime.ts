@@ -1,0 +1,31 @@
+import type { ChatMessage } from "../../proto/index.js";
+
+/** A chat request as a runtime sees it. */
+export interface ChatInput {
+  messages: ChatMessage[];
+  temperature: number;
+  topP: number;
+  /** Most tokens to generate; 0 = what is left of the context. */
+  maxTokens: number;
+  stop: string[];
+  seed?: number;
+}
+
+/** What a runtime yields: text as it is produced, then one `end`. */
+export type RuntimeEvent =
+  | { type: "text"; text: string }
+  | { type: "end"; finishReason: "stop" | "length"; promptTokens: number; completionTokens: number };
+
+/** A model loaded in a runtime, ready to serve chat requests. */
+export interface ModelRuntime {
+  /** Tokens of context each request gets. */
+  readonly contextSize: number;
+  /**
+   * Generates a reply as a token stream. Aborting `signal`, or leaving the loop
+   * early, stops generation. Throws MakinaError `context_length_exceeded` when the
+   * prompt plus `maxTokens` does not fit.
+   */
+  chat(input: ChatInput, options?: { signal?: AbortSignal }): AsyncIterable<RuntimeEvent>;
+  /** Unloads the model. Idempotent. */
+  close(): Promise<void>;
+}

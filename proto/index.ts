@@ -1,0 +1,5 @@
+export * from "./generated/agent_link.js";
+export { PROTOCOL_VERSION, MACHINE_ID_METADATA, AUTHORIZATION_METADATA, DEFAULT_INITIAL_CREDIT } from "./link/constants.js";
+export { toLinkError, fromLinkError } from "./link/link-error.js";
+export * from "./errors/index.js";
+export * from "./log/index.js";

@@ -1,0 +1,1 @@
+export { createLogger, silentLogger, redact, type Logger, type LoggerOptions, type LogLevel } from "./logger.js";

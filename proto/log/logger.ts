@@ -1,0 +1,66 @@
+/** Severity of a log line. */
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/** A structured logger: one JSON object per line, with bindings inherited by children. */
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  /** A logger whose lines all carry `bindings` (for example `{component: "link", machineId}`). */
+  child(bindings: Record<string, unknown>): Logger;
+}
+
+/** Options of {@link createLogger}. */
+export interface LoggerOptions {
+  /** Lowest level written. @default "info" */
+  level?: LogLevel;
+  /** Where lines go. @default process.stderr */
+  write?: (line: string) => void;
+  /** Fields on every line. */
+  bindings?: Record<string, unknown>;
+}
+
+const SECRET_KEY = /authorization|token|api_?key|secret|password|cookie/i;
+const SECRET_VALUE = /\b(mk_live_|mk_mach_|mk_admin_)[A-Za-z0-9]+/g;
+
+/** Replaces secrets (by key name or by value shape) so no log line carries a credential. */
+export function redact(value: unknown, depth = 0): unknown {
+  if (typeof value === "string") return value.replace(SECRET_VALUE, (_m, prefix: string) => `${prefix}[redacted]`);
+  if (value instanceof Error) {
+    return { name: value.name, message: redact(value.message), ...(value.cause ? { cause: redact(value.cause, depth + 1) } : {}) };
+  }
+  if (value === null || typeof value !== "object" || depth > 5) return value;
+  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? "[redacted]" : redact(v, depth + 1);
+  return out;
+}
+
+/** Creates a JSON-lines logger with secrets redacted. */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const min = LEVELS[options.level ?? "info"];
+  const write = options.write ?? ((line: string) => process.stderr.write(line + "\n"));
+  const make = (bindings: Record<string, unknown>): Logger => {
+    const log = (level: LogLevel) => (msg: string, fields?: Record<string, unknown>) => {
+      if (LEVELS[level] < min) return;
+      const line = redact({ time: new Date().toISOString(), level, msg, ...bindings, ...fields });
+      write(JSON.stringify(line));
+    };
+    return {
+      debug: log("debug"),
+      info: log("info"),
+      warn: log("warn"),
+      error: log("error"),
+      child: (more) => make({ ...bindings, ...more }),
+    };
+  };
+  return make(options.bindings ?? {});
+}
+
+/** A logger that writes nothing (for tests and quiet CLI commands). */
+export function silentLogger(): Logger {
+  return createLogger({ write: () => {} });
+}

@@ -1,0 +1,115 @@
+import { join, resolve } from "node:path";
+
+/** The relay's resolved, validated configuration. */
+export interface RelayConfig {
+  /** Where the SQLite file and the admin token live. @default "./.makina" */
+  readonly dataDir: string;
+  /** HTTP listen host. @default "127.0.0.1" */
+  readonly host: string;
+  /** HTTP port; 0 picks a free one. @default 8080 */
+  readonly port: number;
+  /** gRPC listen host for agents. @default "0.0.0.0" */
+  readonly grpcHost: string;
+  /** gRPC port for agents; 0 picks a free one. @default 8081 */
+  readonly grpcPort: number;
+  /** Address agents should dial, as printed in install commands. @default "<host>:<grpcPort>" */
+  readonly publicGrpcAddress: string | null;
+  /** Heartbeat interval asked of agents, ms. @default 1000 */
+  readonly heartbeatIntervalMs: number;
+  /** Largest request body, bytes. @default 4 MiB */
+  readonly bodyLimitBytes: number;
+  /** Time to first token before 503 `runtime_unavailable`, ms. @default 120000 */
+  readonly firstTokenTimeoutMs: number;
+  /** Longest non-streamed request, ms. @default 600000 */
+  readonly requestTimeoutMs: number;
+  readonly logLevel: "debug" | "info" | "warn" | "error";
+}
+
+/** Raw inputs: command-line flags, environment (`MAKINA_*`), config file; in that precedence. */
+export interface RelayConfigSources {
+  flags?: Partial<Record<keyof RelayConfig, unknown>>;
+  env?: Record<string, string | undefined>;
+  file?: Partial<Record<keyof RelayConfig, unknown>>;
+}
+
+const ENV: Record<keyof RelayConfig, string> = {
+  dataDir: "MAKINA_DATA_DIR",
+  host: "MAKINA_HOST",
+  port: "MAKINA_PORT",
+  grpcHost: "MAKINA_GRPC_HOST",
+  grpcPort: "MAKINA_GRPC_PORT",
+  publicGrpcAddress: "MAKINA_PUBLIC_GRPC_ADDRESS",
+  heartbeatIntervalMs: "MAKINA_HEARTBEAT_INTERVAL_MS",
+  bodyLimitBytes: "MAKINA_BODY_LIMIT_BYTES",
+  firstTokenTimeoutMs: "MAKINA_FIRST_TOKEN_TIMEOUT_MS",
+  requestTimeoutMs: "MAKINA_REQUEST_TIMEOUT_MS",
+  logLevel: "MAKINA_LOG_LEVEL",
+};
+
+const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
+  dataDir: ".makina",
+  host: "127.0.0.1",
+  port: 8080,
+  grpcHost: "0.0.0.0",
+  grpcPort: 8081,
+  publicGrpcAddress: null,
+  heartbeatIntervalMs: 1000,
+  bodyLimitBytes: 4 * 1024 * 1024,
+  firstTokenTimeoutMs: 120_000,
+  requestTimeoutMs: 600_000,
+  logLevel: "info",
+};
+
+/** Thrown when configuration is invalid; lists every problem at once. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join("\n  - ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Resolves flags > env > file > defaults into a frozen, validated config. */
+export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfig {
+  const problems: string[] = [];
+  const pick = (k: keyof RelayConfig): unknown => {
+    const f = sources.flags?.[k];
+    if (f !== undefined) return f;
+    const e = sources.env?.[ENV[k]];
+    if (e !== undefined && e !== "") return e;
+    const file = sources.file?.[k];
+    if (file !== undefined) return file;
+    return DEFAULTS[k];
+  };
+  const int = (k: keyof RelayConfig, min: number, max: number): number => {
+    const v = Number(pick(k));
+    if (!Number.isInteger(v) || v < min || v > max) {
+      problems.push(`${k} (${ENV[k]}) must be an integer from ${min} to ${max}, got ${JSON.stringify(pick(k))}`);
+      return DEFAULTS[k] as number;
+    }
+    return v;
+  };
+  const str = (k: keyof RelayConfig): string => String(pick(k));
+  const logLevel = str("logLevel");
+  if (!["debug", "info", "warn", "error"].includes(logLevel)) problems.push(`logLevel (${ENV.logLevel}) must be debug, info, warn or error`);
+  const config: RelayConfig = {
+    dataDir: resolve(str("dataDir")),
+    host: str("host"),
+    port: int("port", 0, 65535),
+    grpcHost: str("grpcHost"),
+    grpcPort: int("grpcPort", 0, 65535),
+    publicGrpcAddress: pick("publicGrpcAddress") === null ? null : str("publicGrpcAddress"),
+    heartbeatIntervalMs: int("heartbeatIntervalMs", 100, 60_000),
+    bodyLimitBytes: int("bodyLimitBytes", 1024, 1024 * 1024 * 1024),
+    firstTokenTimeoutMs: int("firstTokenTimeoutMs", 100, 3_600_000),
+    requestTimeoutMs: int("requestTimeoutMs", 100, 24 * 3_600_000),
+    logLevel: logLevel as RelayConfig["logLevel"],
+  };
+  if (problems.length) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+/** Paths inside the data directory. */
+export const relayPaths = (dataDir: string) => ({
+  database: join(dataDir, "makina.db"),
+  adminToken: join(dataDir, "admin-token"),
+});

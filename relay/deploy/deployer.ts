@@ -1,0 +1,113 @@
+import { MakinaError, type Command, type Logger } from "../../proto/index.js";
+import type { AgentRegistry, AgentSession } from "../grpc/index.js";
+import type { Stack, Store } from "../store/index.js";
+
+type Step = NonNullable<Command["step"]>;
+
+/** The deploy sequence, in order: install the runtime, pull the model, configure the endpoint. */
+export const DEPLOY_STEPS = ["install_runtime", "pull_model", "configure_endpoint"] as const;
+
+/**
+ * Runs deployments: moves stacks through their states and sends each step to
+ * the stack's machine. Deploying to an offline machine leaves the stack
+ * `deploying` until the machine connects; a machine that reconnects gets its
+ * deployed stacks configured again.
+ */
+export class Deployer {
+  private readonly running = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly registry: AgentRegistry,
+    private readonly log: Logger,
+  ) {
+    registry.on("online", (session) => this.resume(session));
+  }
+
+  /** Starts deploying a stack; returns it in its new `deploying` state. */
+  deploy(stackId: string): Stack {
+    const stack = this.store.stacks.transition(stackId, "deploying");
+    const session = this.registry.get(stack.machineId);
+    if (session) this.run(session, stack);
+    return stack;
+  }
+
+  /** Stops serving a stack; it ends as `draft`. */
+  async undeploy(stackId: string): Promise<Stack> {
+    const stack = this.store.stacks.transition(stackId, "undeploying");
+    const session = this.registry.get(stack.machineId);
+    if (session) {
+      session.readyStacks.delete(stack.id);
+      await session.runCommand(stack.id, { $case: "removeStack", value: {} }).catch((err: unknown) => {
+        this.log.warn("remove_stack failed; the stack is undeployed anyway", { stackId, err });
+      });
+    }
+    return this.store.stacks.transition(stackId, "draft");
+  }
+
+  /** Resolves once no deployment of this stack is running (for tests and `--wait`). */
+  async settled(stackId: string): Promise<void> {
+    await this.running.get(stackId);
+  }
+
+  private resume(session: AgentSession): void {
+    for (const stack of this.store.stacks.listByMachine(session.machineId)) {
+      if (stack.state === "deploying" || stack.state === "deployed") this.run(session, stack);
+    }
+  }
+
+  private run(session: AgentSession, stack: Stack): void {
+    const previous = this.running.get(stack.id) ?? Promise.resolve();
+    const next = previous.then(() => this.sequence(session, stack)).finally(() => {
+      if (this.running.get(stack.id) === next) this.running.delete(stack.id);
+    });
+    this.running.set(stack.id, next);
+  }
+
+  private async sequence(session: AgentSession, stack: Stack): Promise<void> {
+    const log = this.log.child({ stackId: stack.id, machineId: stack.machineId });
+    const deploymentId = this.store.deployments.start(stack.id, DEPLOY_STEPS);
+    const steps: Step[] = [
+      { $case: "installRuntime", value: { runtime: stack.runtime } },
+      { $case: "pullModel", value: { ref: stack.modelRef, sha256: "" } },
+      { $case: "configureEndpoint", value: { runtime: stack.runtime, modelRef: stack.modelRef, modelId: stack.modelId } },
+    ];
+    let contextSize: number | null = null;
+    try {
+      for (const [seq, step] of steps.entries()) {
+        this.store.deployments.stepRunning(deploymentId, seq);
+        try {
+          const result = await session.runCommand(stack.id, step, {
+            onProgress: (p) => this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes }),
+          });
+          if (step.$case === "pullModel") {
+            this.store.deployments.stepDetail(deploymentId, seq, { path: result.modelPath, sha256: result.modelSha256, sizeBytes: result.modelSizeBytes });
+          }
+          if (step.$case === "configureEndpoint") contextSize = result.contextSize || null;
+          this.store.deployments.stepFinished(deploymentId, seq, null);
+        } catch (err) {
+          this.store.deployments.stepFinished(deploymentId, seq, MakinaError.from(err).message);
+          throw err;
+        }
+      }
+      this.store.deployments.finish(deploymentId, null);
+      const current = this.store.stacks.get(stack.id);
+      if (current?.state === "deploying" || current?.state === "deployed") {
+        if (current.state === "deploying") this.store.stacks.transition(stack.id, "deployed", { contextSize });
+        session.readyStacks.add(stack.id);
+      }
+      log.info("stack deployed", { contextSize });
+    } catch (err) {
+      const e = MakinaError.from(err);
+      this.store.deployments.finish(deploymentId, e.message);
+      if (e.code === "machine_offline") {
+        // The link went away mid-deploy: the sequence runs again when the machine reconnects.
+        log.warn("deploy interrupted: machine went offline");
+        return;
+      }
+      const current = this.store.stacks.get(stack.id);
+      if (current?.state === "deploying" || current?.state === "deployed") this.store.stacks.transition(stack.id, "failed", { error: e.message });
+      log.error("deploy failed", { err: e, cause: e.cause });
+    }
+  }
+}

@@ -1,0 +1,1 @@
+export { Deployer, DEPLOY_STEPS } from "./deployer.js";

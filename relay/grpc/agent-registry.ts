@@ -1,0 +1,37 @@
+import { EventEmitter } from "node:events";
+import type { AgentSession } from "./agent-session.js";
+
+/** Events of the {@link AgentRegistry}. */
+export interface RegistryEvents {
+  online: [AgentSession];
+  offline: [AgentSession];
+}
+
+/** The agents connected right now, one session per machine. */
+export class AgentRegistry extends EventEmitter<RegistryEvents> {
+  private readonly sessions = new Map<string, AgentSession>();
+
+  /** Registers a new link; an older link of the same machine is ended. */
+  add(session: AgentSession): void {
+    const previous = this.sessions.get(session.machineId);
+    this.sessions.set(session.machineId, session);
+    if (previous && previous !== session) previous.end();
+    this.emit("online", session);
+  }
+
+  /** Removes a link if it is still the machine's current one. Returns whether it was. */
+  remove(session: AgentSession): boolean {
+    if (this.sessions.get(session.machineId) !== session) return false;
+    this.sessions.delete(session.machineId);
+    this.emit("offline", session);
+    return true;
+  }
+
+  get(machineId: string): AgentSession | undefined {
+    return this.sessions.get(machineId);
+  }
+
+  all(): AgentSession[] {
+    return [...this.sessions.values()];
+  }
+}

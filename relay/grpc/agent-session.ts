@@ -1,0 +1,229 @@
+import { randomUUID } from "node:crypto";
+import type { ServerDuplexStream } from "@grpc/grpc-js";
+import {
+  DEFAULT_INITIAL_CREDIT,
+  MakinaError,
+  fromLinkError,
+  type AgentMessage,
+  type ChatMessage,
+  type Command,
+  type CommandProgress,
+  type CommandResult,
+  type Logger,
+  type RelayMessage,
+} from "../../proto/index.js";
+import { PendingInference, type InferenceEvent } from "./pending-inference.js";
+
+/** A chat request as the gateway hands it to a machine. */
+export interface InferenceCall {
+  stackId: string;
+  messages: ChatMessage[];
+  temperature: number;
+  topP: number;
+  /** 0 = what is left of the context. */
+  maxTokens: number;
+  stop: string[];
+  seed?: number;
+}
+
+/** Options of {@link AgentSession.infer}. */
+export interface InferOptions {
+  signal?: AbortSignal;
+  /** Fail with 503 `runtime_unavailable` when no first token arrives in time. @default 120000 */
+  firstTokenTimeoutMs?: number;
+}
+
+type CommandStep = NonNullable<Command["step"]>;
+
+interface PendingCommand {
+  resolve(result: CommandResult): void;
+  reject(err: MakinaError): void;
+  onProgress?: (p: CommandProgress) => void;
+}
+
+/** Link states: `open` while the agent is connected, then `closed` (final). */
+export type SessionState = "open" | "closed";
+
+/**
+ * One connected agent: multiplexes inference requests and commands over its
+ * single link, and fails everything pending when the link goes away.
+ */
+export class AgentSession {
+  private readonly inferences = new Map<string, PendingInference>();
+  private readonly commands = new Map<string, PendingCommand>();
+  /** Stacks whose endpoint the agent has configured on this link. */
+  readonly readyStacks = new Set<string>();
+  state: SessionState = "open";
+  /** Unix ms of the last message from the agent. */
+  lastSeenAt = Date.now();
+
+  constructor(
+    readonly machineId: string,
+    readonly orgId: string,
+    private readonly call: ServerDuplexStream<AgentMessage, RelayMessage>,
+    private readonly log: Logger,
+    private readonly window = DEFAULT_INITIAL_CREDIT,
+  ) {}
+
+  /** Inference requests in flight on this machine (for least-loaded routing). */
+  get inFlight(): number {
+    return this.inferences.size;
+  }
+
+  send(message: RelayMessage): void {
+    if (this.state === "open") this.call.write(message);
+  }
+
+  /** Dispatches one message from the agent. */
+  handle(message: AgentMessage): void {
+    this.lastSeenAt = Date.now();
+    const body = message.body;
+    switch (body?.$case) {
+      case "inferenceChunk":
+        this.inferences.get(body.value.requestId)?.push({ type: "chunk", text: body.value.text });
+        return;
+      case "inferenceEnd": {
+        const pending = this.inferences.get(body.value.requestId);
+        const outcome = body.value.outcome;
+        if (!pending) return;
+        if (outcome?.$case === "done") {
+          pending.push({
+            type: "done",
+            finishReason: outcome.value.finishReason,
+            promptTokens: outcome.value.promptTokens,
+            completionTokens: outcome.value.completionTokens,
+          });
+        } else {
+          pending.fail(outcome?.$case === "error" ? fromLinkError(outcome.value) : new MakinaError("internal_error", "The agent ended the request without an outcome."));
+        }
+        return;
+      }
+      case "commandProgress":
+        this.commands.get(body.value.commandId)?.onProgress?.(body.value);
+        return;
+      case "commandResult": {
+        const pending = this.commands.get(body.value.commandId);
+        if (!pending) return;
+        this.commands.delete(body.value.commandId);
+        if (body.value.error) pending.reject(fromLinkError(body.value.error));
+        else pending.resolve(body.value);
+        return;
+      }
+      case "heartbeat":
+      case "hello":
+      case undefined:
+        return;
+    }
+  }
+
+  /**
+   * Runs a chat request on the agent, yielding chunks and then a final `done`.
+   * Each chunk's credit is returned to the agent only when the caller asks for the
+   * next event, so a slow consumer slows only its own request. Leaving the loop
+   * early, or aborting `signal`, cancels the request on the agent.
+   */
+  async *infer(call: InferenceCall, options: InferOptions = {}): AsyncGenerator<InferenceEvent> {
+    if (this.state !== "open") throw offline();
+    const requestId = randomUUID();
+    const pending = new PendingInference(this.window);
+    this.inferences.set(requestId, pending);
+    const { signal } = options;
+    const onAbort = () => pending.fail(MakinaError.from(signal?.reason ?? new DOMException("aborted", "AbortError")));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const firstTokenTimer = setTimeout(() => {
+      if (!pending.started) {
+        pending.fail(new MakinaError("runtime_unavailable", "The runtime did not start answering in time.", { retryAfterMs: 5000 }));
+      }
+    }, options.firstTokenTimeoutMs ?? 120_000);
+    let finished = false;
+    try {
+      if (signal?.aborted) onAbort();
+      this.send({
+        body: {
+          $case: "inferenceRequest",
+          value: {
+            requestId,
+            stackId: call.stackId,
+            messages: call.messages,
+            temperature: call.temperature,
+            topP: call.topP,
+            maxTokens: call.maxTokens,
+            stop: call.stop,
+            initialCredit: this.window,
+            seed: call.seed,
+          },
+        },
+      });
+      let unacknowledged = 0;
+      for (;;) {
+        const event = await pending.next();
+        if (event.type === "done") {
+          finished = true;
+          yield event;
+          return;
+        }
+        yield event;
+        if (++unacknowledged >= Math.max(1, this.window >> 1)) {
+          this.send({ body: { $case: "inferenceCredit", value: { requestId, credits: unacknowledged } } });
+          unacknowledged = 0;
+        }
+      }
+    } finally {
+      clearTimeout(firstTokenTimer);
+      signal?.removeEventListener("abort", onAbort);
+      this.inferences.delete(requestId);
+      if (!finished) this.send({ body: { $case: "inferenceCancel", value: { requestId, reason: "canceled by the relay" } } });
+    }
+  }
+
+  /** Sends one deployment step and waits for its result. */
+  runCommand(stackId: string, step: CommandStep, options: { onProgress?: (p: CommandProgress) => void; signal?: AbortSignal } = {}): Promise<CommandResult> {
+    if (this.state !== "open") return Promise.reject(offline());
+    const commandId = randomUUID();
+    return new Promise<CommandResult>((resolve, reject) => {
+      const onAbort = () => {
+        this.commands.delete(commandId);
+        reject(MakinaError.from(options.signal?.reason));
+      };
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      this.commands.set(commandId, {
+        resolve: (r) => {
+          options.signal?.removeEventListener("abort", onAbort);
+          resolve(r);
+        },
+        reject: (e) => {
+          options.signal?.removeEventListener("abort", onAbort);
+          reject(e);
+        },
+        onProgress: options.onProgress,
+      });
+      this.send({ body: { $case: "command", value: { commandId, stackId, step } } });
+    });
+  }
+
+  /** Marks the link gone: every pending request and command fails with `machine_offline`. Idempotent. */
+  close(): void {
+    if (this.state === "closed") return;
+    this.state = "closed";
+    const err = offline();
+    for (const p of this.inferences.values()) p.fail(err);
+    for (const c of this.commands.values()) c.reject(err);
+    this.commands.clear();
+    this.readyStacks.clear();
+    this.log.info("link closed", { inFlight: this.inferences.size });
+  }
+
+  /** Ends the gRPC call (used when a newer link replaces this one, or at shutdown). */
+  end(): void {
+    this.close();
+    try {
+      this.call.end();
+    } catch {
+      // The call may already be finished; ending it again is harmless.
+    }
+  }
+}
+
+function offline(): MakinaError {
+  return new MakinaError("machine_offline", "The machine serving this model is offline.", { retryAfterMs: 5000 });
+}

@@ -1,0 +1,156 @@
+import { Server, ServerCredentials, status, type ServerDuplexStream } from "@grpc/grpc-js";
+import {
+  AUTHORIZATION_METADATA,
+  AgentLinkService,
+  MACHINE_ID_METADATA,
+  PROTOCOL_VERSION,
+  type AgentMessage,
+  type HardwareReport,
+  type Logger,
+  type RelayMessage,
+} from "../../proto/index.js";
+import { hashSecret, hashesEqual } from "../keys/index.js";
+import type { HardwareSummary, Store } from "../store/index.js";
+import type { AgentRegistry } from "./agent-registry.js";
+import { AgentSession } from "./agent-session.js";
+
+/** Options of {@link startLinkServer}. */
+export interface LinkServerOptions {
+  store: Store;
+  registry: AgentRegistry;
+  log: Logger;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** Heartbeat interval asked of agents, in ms; a link silent for 3.5 intervals is dropped. */
+  heartbeatIntervalMs: number;
+}
+
+/** The running gRPC server agents dial. */
+export interface LinkServer {
+  readonly port: number;
+  /** Stops accepting links and ends every open one. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const HELLO_TIMEOUT_MS = 10_000;
+
+/** Starts the gRPC server that agents connect to. */
+export async function startLinkServer(options: LinkServerOptions): Promise<LinkServer> {
+  const { store, registry, log } = options;
+  const server = new Server({
+    // Ping idle agents so a vanished peer is noticed within seconds even without heartbeats.
+    "grpc.keepalive_time_ms": 2_000,
+    "grpc.keepalive_timeout_ms": 2_000,
+    "grpc.keepalive_permit_without_calls": 1,
+    "grpc.http2.min_ping_interval_without_data_ms": 1_000,
+    "grpc.max_receive_message_length": 8 * 1024 * 1024,
+  });
+
+  server.addService(AgentLinkService, {
+    connect: (call: ServerDuplexStream<AgentMessage, RelayMessage>) => handleLink(call),
+  });
+
+  function reject(call: ServerDuplexStream<AgentMessage, RelayMessage>, code: status, details: string): void {
+    call.emit("error", { code, details });
+  }
+
+  function handleLink(call: ServerDuplexStream<AgentMessage, RelayMessage>): void {
+    const machineId = String(call.metadata.get(MACHINE_ID_METADATA)[0] ?? "");
+    const auth = String(call.metadata.get(AUTHORIZATION_METADATA)[0] ?? "");
+    const token = /^Bearer\s+(\S+)$/i.exec(auth)?.[1] ?? "";
+    const machine = machineId ? store.machines.get(machineId) : undefined;
+    const storedHash = machine ? store.machines.tokenHash(machine.id) : undefined;
+    if (!machine || !storedHash || !hashesEqual(storedHash, hashSecret(token))) {
+      log.warn("link refused: bad machine credentials", { machineId, peer: call.getPeer() });
+      reject(call, status.UNAUTHENTICATED, "Unknown machine ID or machine token rejected.");
+      return;
+    }
+    const linkLog = log.child({ machineId });
+    const helloTimer = setTimeout(() => reject(call, status.DEADLINE_EXCEEDED, "No hello received."), HELLO_TIMEOUT_MS);
+
+    call.once("data", (first: AgentMessage) => {
+      clearTimeout(helloTimer);
+      if (first.body?.$case !== "hello") {
+        reject(call, status.INVALID_ARGUMENT, "The first message on the link must be a hello.");
+        return;
+      }
+      const hello = first.body.value;
+      if (hello.protocolVersion !== PROTOCOL_VERSION) {
+        reject(call, status.FAILED_PRECONDITION, `Protocol version ${hello.protocolVersion} is not supported; this relay speaks ${PROTOCOL_VERSION}.`);
+        return;
+      }
+      const session = new AgentSession(machine.id, machine.orgId, call, linkLog);
+      let watchdog: NodeJS.Timeout | undefined;
+      const armWatchdog = () => {
+        clearTimeout(watchdog);
+        watchdog = setTimeout(() => {
+          linkLog.warn("link silent, dropping it");
+          finish();
+          call.destroy();
+        }, options.heartbeatIntervalMs * 3.5);
+      };
+      let finished = false;
+      const finish = () => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(watchdog);
+        session.close();
+        if (registry.remove(session)) store.machines.markOffline(machine.id);
+      };
+      call.on("data", (msg: AgentMessage) => {
+        armWatchdog();
+        session.handle(msg);
+      });
+      call.on("end", () => {
+        finish();
+        call.end();
+      });
+      call.on("error", finish);
+      call.on("cancelled", finish);
+      call.on("close", finish);
+      armWatchdog();
+
+      store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion });
+      session.send({
+        body: { $case: "welcome", value: { machineId: machine.id, heartbeatIntervalMs: options.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION } },
+      });
+      linkLog.info("machine online", { agentVersion: hello.agentVersion, peer: call.getPeer() });
+      registry.add(session);
+    });
+  }
+
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${options.host}:${options.port}`, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+
+  let stopping: Promise<void> | undefined;
+  return {
+    port,
+    stop() {
+      stopping ??= new Promise<void>((resolve) => {
+        for (const s of registry.all()) s.end();
+        const force = setTimeout(() => server.forceShutdown(), 2_000);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      return stopping;
+    },
+  };
+}
+
+function toHardwareSummary(h: HardwareReport | undefined): HardwareSummary {
+  return {
+    platform: h?.platform ?? "",
+    os: h?.os ?? "",
+    arch: h?.arch ?? "",
+    cpuModel: h?.cpuModel ?? "",
+    cpuPhysicalCores: h?.cpuPhysicalCores ?? 0,
+    cpuLogicalCores: h?.cpuLogicalCores ?? 0,
+    memoryBytes: h?.memoryBytes ?? 0,
+    gpus: (h?.gpus ?? []).map((g) => ({ vendor: g.vendor, model: g.model, vramBytes: g.vramBytes, driverVersion: g.driverVersion })),
+    disks: (h?.disks ?? []).map((d) => ({ mount: d.mount, sizeBytes: d.sizeBytes, freeBytes: d.freeBytes })),
+  };
+}

@@ -1,0 +1,55 @@
+import { MakinaError } from "../../proto/index.js";
+
+/** What a request yields as the agent produces it. */
+export type InferenceEvent =
+  | { type: "chunk"; text: string }
+  | { type: "done"; finishReason: string; promptTokens: number; completionTokens: number };
+
+/**
+ * The relay's side of one in-flight request: a queue of events that the agent
+ * fills and the HTTP handler drains. The queue can never hold more than the
+ * request's credit window, because the agent sends only against credits.
+ */
+export class PendingInference {
+  private readonly queue: InferenceEvent[] = [];
+  private failure: MakinaError | undefined;
+  private wake: (() => void) | undefined;
+  /** Chunks received so far, for protocol checks and logs. */
+  received = 0;
+  /** True once the first event (chunk or end) arrived. */
+  started = false;
+
+  constructor(private readonly window: number) {}
+
+  /** Adds an event from the link; a flood past the window is a protocol violation. */
+  push(event: InferenceEvent): void {
+    if (this.failure) return;
+    this.started = true;
+    if (event.type === "chunk") this.received++;
+    if (this.queue.length >= this.window + 1) {
+      this.fail(new MakinaError("internal_error", "The agent sent more than its flow-control window allows."));
+      return;
+    }
+    this.queue.push(event);
+    this.wake?.();
+  }
+
+  /** Ends the request with an error; events already queued are dropped. */
+  fail(err: MakinaError): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.queue.length = 0;
+    this.wake?.();
+  }
+
+  /** The next event, waiting for one; rejects once the request failed. */
+  async next(): Promise<InferenceEvent> {
+    for (;;) {
+      if (this.failure) throw this.failure;
+      const ev = this.queue.shift();
+      if (ev) return ev;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      this.wake = undefined;
+    }
+  }
+}

@@ -1,0 +1,30 @@
+import type { ErrorRequestHandler, RequestHandler } from "express";
+import { MakinaError, type Logger } from "../../proto/index.js";
+
+/** Answers unknown paths: 404 `unknown_url` (or `unsupported_endpoint` for the legacy completions endpoint). */
+export function unknownUrl(): RequestHandler {
+  return (req, _res, next) => {
+    if (req.method === "POST" && req.path === "/v1/completions") {
+      next(new MakinaError("unsupported_endpoint", "The legacy completions endpoint POST /v1/completions is not supported; use POST /v1/chat/completions."));
+      return;
+    }
+    next(new MakinaError("unknown_url", `Unknown request URL: ${req.method} ${req.path}. Please check the URL for typos.`));
+  };
+}
+
+/** Renders every error in the OpenAI envelope; unexpected ones are logged, never shown. */
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (err, _req, res, _next) => {
+    const e = MakinaError.from(err);
+    if (e.code === "internal_error") log.error("unexpected error", { requestId: res.locals.requestId, err, cause: e.cause });
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (e.retryAfterMs !== undefined) {
+      res.setHeader("Retry-After", String(Math.max(1, Math.ceil(e.retryAfterMs / 1000))));
+      res.setHeader("retry-after-ms", String(e.retryAfterMs));
+    }
+    res.status(e.mapping.http).json(e.toBody());
+  };
+}

@@ -1,0 +1,32 @@
+import express, { type RequestHandler } from "express";
+import { MakinaError } from "../../proto/index.js";
+
+/**
+ * Parses a JSON request body: 415 when the Content-Type is not JSON, 413 past
+ * `limitBytes`, 400 `invalid_json` when it does not parse. Only POST, PUT and
+ * PATCH carry bodies.
+ */
+export function jsonBody(limitBytes: number): RequestHandler[] {
+  const parse = express.json({ limit: limitBytes, strict: false, type: () => true });
+  return [
+    (req, _res, next) => {
+      if (!["POST", "PUT", "PATCH"].includes(req.method)) return next();
+      if (!req.is("application/json")) {
+        return next(new MakinaError("unsupported_media_type", "Invalid Content-Type header: send the body as JSON with `Content-Type: application/json`."));
+      }
+      parse(req, _res, (err?: unknown) => next(err === undefined ? undefined : bodyError(err, limitBytes)));
+    },
+  ];
+}
+
+function bodyError(err: unknown, limitBytes: number): unknown {
+  const type = (err as { type?: string }).type;
+  if (type === "entity.too.large") {
+    return new MakinaError("request_too_large", `The request body is larger than the limit of ${limitBytes} bytes.`);
+  }
+  if (type === "entity.parse.failed" || type === "encoding.unsupported" || type === "charset.unsupported") {
+    return new MakinaError("invalid_json", "We could not parse the JSON body of your request. The body must be valid JSON.", { cause: err });
+  }
+  if (type === "request.aborted") return new MakinaError("canceled", "The client closed the request.", { cause: err });
+  return err;
+}

@@ -1,0 +1,136 @@
+import type { Request, RequestHandler, Response } from "express";
+import { MakinaError, type Logger } from "../../../proto/index.js";
+import { pickTarget, stacksForKey, type AgentRegistry, type InferenceEvent } from "../../grpc/index.js";
+import { randomBase62, type ApiKeyRecord, type Store } from "../../store/index.js";
+import { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
+import { SseWriter } from "./sse-writer.js";
+
+/** Dependencies and limits of the chat-completions endpoint. */
+export interface ChatCompletionsDeps {
+  store: Store;
+  registry: AgentRegistry;
+  log: Logger;
+  /** No first token within this many ms → 503 `runtime_unavailable`. */
+  firstTokenTimeoutMs: number;
+  /** A non-streamed request is abandoned after this many ms. */
+  requestTimeoutMs: number;
+}
+
+/** `POST /v1/chat/completions`, streamed and not. */
+export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
+  return async (req, res, next) => {
+    const log = deps.log.child({ requestId: res.locals.requestId });
+    // The client going away cancels the generation on the machine.
+    const controller = new AbortController();
+    const onClose = () => {
+      if (!res.writableFinished) controller.abort(new MakinaError("canceled", "The client closed the connection."));
+    };
+    res.on("close", onClose);
+    try {
+      const key = res.locals.apiKey as ApiKeyRecord;
+      const request = validateChatRequest(req.body);
+      const stacks = stacksForKey(deps.store, key, request.model);
+      const { stack, session } = pickTarget(deps.registry, stacks);
+      if (request.maxTokens !== null && stack.contextSize !== null && request.maxTokens > stack.contextSize) {
+        throw new MakinaError(
+          "context_length_exceeded",
+          `This model's maximum context length is ${stack.contextSize} tokens, but max_tokens is ${request.maxTokens}.`,
+          { param: "max_tokens" },
+        );
+      }
+      log.info("chat completion", { model: request.model, stackId: stack.id, machineId: stack.machineId, stream: request.stream });
+      const events = session.infer(
+        {
+          stackId: stack.id,
+          messages: request.messages,
+          temperature: request.temperature,
+          topP: request.topP,
+          maxTokens: request.maxTokens ?? 0,
+          stop: request.stop,
+          seed: request.seed,
+        },
+        { signal: controller.signal, firstTokenTimeoutMs: deps.firstTokenTimeoutMs },
+      );
+      const meta = { id: `chatcmpl-${randomBase62(29)}`, created: Math.floor(Date.now() / 1000), model: request.model };
+      if (request.stream) await stream(req, res, events, meta, request, log);
+      else await complete(res, events, meta, controller, deps.requestTimeoutMs);
+    } catch (err) {
+      next(err);
+    } finally {
+      res.off("close", onClose);
+    }
+  };
+}
+
+interface Meta {
+  id: string;
+  created: number;
+  model: string;
+}
+
+async function complete(res: Response, events: AsyncGenerator<InferenceEvent>, meta: Meta, controller: AbortController, timeoutMs: number): Promise<void> {
+  const timer = setTimeout(() => controller.abort(new MakinaError("timeout", "The request took too long to complete.")), timeoutMs);
+  try {
+    let content = "";
+    for await (const ev of events) {
+      if (ev.type === "chunk") {
+        content += ev.text;
+        continue;
+      }
+      res.json({
+        id: meta.id,
+        object: "chat.completion",
+        created: meta.created,
+        model: meta.model,
+        choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: ev.finishReason }],
+        usage: { prompt_tokens: ev.promptTokens, completion_tokens: ev.completionTokens, total_tokens: ev.promptTokens + ev.completionTokens },
+      });
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function stream(_req: Request, res: Response, events: AsyncGenerator<InferenceEvent>, meta: Meta, request: ChatRequest, log: Logger): Promise<void> {
+  // Wait for the machine's first event before committing to 200, so that errors
+  // known up front (context too long, runtime not ready) get their real status.
+  const first = await events.next();
+  const sse = new SseWriter(res);
+  sse.open();
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null) => ({
+    id: meta.id,
+    object: "chat.completion.chunk",
+    created: meta.created,
+    model: meta.model,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+  });
+  try {
+    if (!(await sse.send(chunk({ role: "assistant", content: "" }, null)))) return;
+    let ev: IteratorResult<InferenceEvent> = first;
+    while (!ev.done) {
+      const value = ev.value;
+      if (value.type === "chunk") {
+        if (value.text !== "" && !(await sse.send(chunk({ content: value.text }, null)))) return;
+      } else {
+        if (!(await sse.send(chunk({}, value.finishReason)))) return;
+        if (request.includeUsage) {
+          const usage = { prompt_tokens: value.promptTokens, completion_tokens: value.completionTokens, total_tokens: value.promptTokens + value.completionTokens };
+          if (!(await sse.send({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, choices: [], usage }))) return;
+        }
+        await sse.send("[DONE]");
+        sse.end();
+        return;
+      }
+      ev = await events.next();
+    }
+  } catch (err) {
+    const e = MakinaError.from(err);
+    if (e.code === "canceled") return;
+    log.warn("stream failed after the first byte", { err: e, cause: e.cause });
+    // A truncated stream must never look like a success: an error event and no [DONE].
+    await sse.send({ error: { message: `The stream ended before completion: ${e.message}`, type: "server_error", param: null, code: "stream_incomplete" } });
+    sse.end();
+  } finally {
+    await events.return(undefined);
+  }
+}

@@ -1,0 +1,4 @@
+export { startRelay, type Relay } from "./start-relay.js";
+export { resolveRelayConfig, relayPaths, ConfigError, type RelayConfig, type RelayConfigSources } from "./config.js";
+export { hashPassword } from "./keys/index.js";
+export type { StackView } from "./control/index.js";

@@ -1,0 +1,61 @@
+import { MakinaError } from "../../proto/index.js";
+import type { ApiKeyRecord, Store } from "../store/index.js";
+import { hashSecret, hashesEqual, maskSecret, newSecret } from "./secrets.js";
+
+/** Options for a new API key. */
+export interface NewApiKey {
+  orgId: string;
+  name?: string | null;
+  stackIds?: string[] | null;
+  machineIds?: string[] | null;
+  rpm?: number | null;
+  tpm?: number | null;
+}
+
+/** A key as shown to admins: never the secret or its hash. */
+export type PublicApiKey = Omit<ApiKeyRecord, "keyHash">;
+
+export function publicKey(record: ApiKeyRecord): PublicApiKey {
+  const { keyHash: _hash, ...rest } = record;
+  return rest;
+}
+
+/** Creates a key; the returned `key` is the only time the secret exists outside the caller. */
+export function createApiKey(store: Store, input: NewApiKey): { key: string; record: PublicApiKey } {
+  const key = newSecret("mk_live_");
+  const record = store.keys.insert({
+    orgId: input.orgId,
+    name: input.name ?? null,
+    prefix: key.slice(0, 12),
+    keyHash: hashSecret(key),
+    stackIds: input.stackIds?.length ? input.stackIds : null,
+    machineIds: input.machineIds?.length ? input.machineIds : null,
+    rpm: input.rpm ?? null,
+    tpm: input.tpm ?? null,
+  });
+  return { key, record: publicKey(record) };
+}
+
+/**
+ * Checks the `Authorization` header of a gateway request against SQLite. There is
+ * no cache: every request reads the key's current state, so a revocation holds
+ * for the very next request.
+ */
+export function authenticateApiKey(store: Store, authorization: string | undefined, now = Date.now()): ApiKeyRecord {
+  if (authorization === undefined || authorization.trim() === "") {
+    throw new MakinaError(
+      "missing_api_key",
+      "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+    );
+  }
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  const token = match?.[1];
+  const invalid = (shown: string) =>
+    new MakinaError("invalid_api_key", `Incorrect API key provided: ${shown}. You can find your API keys in the Makina web application.`);
+  if (!token) throw invalid("(not a bearer token)");
+  const hash = hashSecret(token);
+  const record = token.startsWith("mk_live_") ? store.keys.findByHash(hash) : undefined;
+  if (!record || !hashesEqual(record.keyHash, hash) || record.state !== "active") throw invalid(maskSecret(token));
+  store.keys.touch(record.id, now);
+  return record;
+}

@@ -1,0 +1,42 @@
+import { createHash, randomBytes, scryptSync, timingSafeEqual } from "node:crypto";
+import { randomBase62 } from "../store/index.js";
+
+/** Kinds of secret the relay issues, by prefix. */
+export type SecretPrefix = "mk_live_" | "mk_mach_" | "mk_admin_";
+
+/** A new secret: the prefix followed by 40 random base62 characters (≈238 bits). */
+export function newSecret(prefix: SecretPrefix): string {
+  return prefix + randomBase62(40);
+}
+
+/**
+ * Hash under which a secret is stored. Secrets are 238-bit random strings, so a
+ * fast hash is safe here (no dictionary to attack) and keeps lookups an index hit.
+ */
+export function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret, "utf8").digest("hex");
+}
+
+/** Compares two hex hashes in constant time. */
+export function hashesEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a, "hex");
+  const y = Buffer.from(b, "hex");
+  return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
+}
+
+/** A secret shortened for display and logs: first 8 and last 4 characters at most. */
+export function maskSecret(secret: string): string {
+  return secret.length <= 12 ? `${secret.slice(0, 4)}…` : `${secret.slice(0, 8)}…${secret.slice(-4)}`;
+}
+
+/** scrypt hash of a human password, `scrypt$salt$hash` (hex). */
+export function hashPassword(password: string): string {
+  const salt = randomBytes(16);
+  return `scrypt$${salt.toString("hex")}$${scryptSync(password, salt, 32).toString("hex")}`;
+}
+
+export function verifyPassword(password: string, stored: string): boolean {
+  const [kind, salt, hash] = stored.split("$");
+  if (kind !== "scrypt" || !salt || !hash) return false;
+  return hashesEqual(scryptSync(password, Buffer.from(salt, "hex"), 32).toString("hex"), hash);
+}

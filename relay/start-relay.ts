@@ -1,0 +1,105 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { createServer, type Server } from "node:http";
+import { createLogger, type Logger } from "../proto/index.js";
+import type { RelayConfig } from "./config.js";
+import { relayPaths } from "./config.js";
+import { ControlPlane } from "./control/index.js";
+import { Deployer } from "./deploy/index.js";
+import { AgentRegistry, startLinkServer } from "./grpc/index.js";
+import { createRelayApp } from "./http/create-relay-app.js";
+import { hashSecret, newSecret } from "./keys/index.js";
+import { openStore, type Store } from "./store/index.js";
+
+/** A running relay. */
+export interface Relay {
+  readonly config: RelayConfig;
+  /** e.g. `http://127.0.0.1:8080` */
+  readonly url: string;
+  readonly httpPort: number;
+  readonly grpcPort: number;
+  /** `host:port` agents dial. */
+  readonly linkAddress: string;
+  readonly store: Store;
+  readonly registry: AgentRegistry;
+  readonly deployer: Deployer;
+  readonly control: ControlPlane;
+  /** The admin token, read from the data directory. */
+  readonly adminToken: string;
+  /** Drains and stops everything. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Reads the admin token from the data directory, creating it (mode 0600) on first start. */
+function ensureAdminToken(store: Store, dataDir: string): string {
+  const file = relayPaths(dataDir).adminToken;
+  if (existsSync(file)) {
+    const token = readFileSync(file, "utf8").trim();
+    if (store.settings.get("admin_token_hash") !== hashSecret(token)) store.settings.set("admin_token_hash", hashSecret(token));
+    return token;
+  }
+  const token = newSecret("mk_admin_");
+  writeFileSync(file, token + "\n", { mode: 0o600 });
+  chmodSync(file, 0o600);
+  store.settings.set("admin_token_hash", hashSecret(token));
+  return token;
+}
+
+/** Composition root of the relay: store, link server, deployer, HTTP app. */
+export async function startRelay(config: RelayConfig, options: { log?: Logger } = {}): Promise<Relay> {
+  const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "relay" });
+  mkdirSync(config.dataDir, { recursive: true });
+  const store = openStore(relayPaths(config.dataDir).database);
+  store.machines.markAllOffline();
+  const adminToken = ensureAdminToken(store, config.dataDir);
+  const registry = new AgentRegistry();
+  const deployer = new Deployer(store, registry, log.child({ component: "deployer" }));
+  const link = await startLinkServer({ store, registry, log: log.child({ component: "link" }), host: config.grpcHost, port: config.grpcPort, heartbeatIntervalMs: config.heartbeatIntervalMs });
+  const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
+  const linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
+  const control = new ControlPlane(store, deployer, () => linkAddress);
+  const app = createRelayApp({
+    store,
+    registry,
+    control,
+    log: log.child({ component: "http" }),
+    adminTokenHash: () => store.settings.get("admin_token_hash"),
+    limits: { bodyLimitBytes: config.bodyLimitBytes, firstTokenTimeoutMs: config.firstTokenTimeoutMs, requestTimeoutMs: config.requestTimeoutMs },
+  });
+  const server: Server = createServer(app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const httpPort = (server.address() as AddressInfo).port;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${httpPort}`;
+  log.info("relay listening", { url, grpcPort: link.port, dataDir: config.dataDir });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    config,
+    url,
+    httpPort,
+    grpcPort: link.port,
+    linkAddress,
+    store,
+    registry,
+    deployer,
+    control,
+    adminToken,
+    stop() {
+      stopping ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const force = setTimeout(() => server.closeAllConnections(), 5_000);
+        await link.stop();
+        await closed;
+        clearTimeout(force);
+        store.close();
+        log.info("relay stopped");
+      })();
+      return stopping;
+    },
+  };
+}

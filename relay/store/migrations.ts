@@ -1,0 +1,95 @@
+/**
+ * Versioned schema migrations. Each entry runs once, in order, inside a
+ * transaction; `PRAGMA user_version` records how far a database has come.
+ * Never edit a released migration: add a new one.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE organizations (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    slug TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL
+  );
+  CREATE TABLE users (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations(id),
+    login TEXT NOT NULL UNIQUE,
+    password_hash TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
+    created_at INTEGER NOT NULL
+  );
+  CREATE TABLE machines (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations(id),
+    name TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'online', 'offline')),
+    hardware_json TEXT,
+    agent_version TEXT,
+    last_seen_at INTEGER,
+    created_at INTEGER NOT NULL
+  );
+  CREATE INDEX machines_org ON machines(org_id);
+  CREATE TABLE stacks (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations(id),
+    name TEXT NOT NULL,
+    machine_id TEXT NOT NULL REFERENCES machines(id),
+    runtime TEXT NOT NULL CHECK (runtime IN ('gguf', 'vllm', 'mlx', 'openai')),
+    model_ref TEXT NOT NULL,
+    model_id TEXT NOT NULL,
+    harness TEXT,
+    orchestrator TEXT,
+    has_endpoint INTEGER NOT NULL DEFAULT 1,
+    state TEXT NOT NULL DEFAULT 'draft' CHECK (state IN ('draft', 'deploying', 'deployed', 'failed', 'undeploying')),
+    state_error TEXT,
+    context_size INTEGER,
+    deployed_at INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX stacks_org_model ON stacks(org_id, model_id);
+  CREATE INDEX stacks_machine ON stacks(machine_id);
+  CREATE TABLE deployments (
+    id TEXT PRIMARY KEY,
+    stack_id TEXT NOT NULL REFERENCES stacks(id),
+    state TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed')),
+    error TEXT,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER
+  );
+  CREATE INDEX deployments_stack ON deployments(stack_id);
+  CREATE TABLE deployment_steps (
+    deployment_id TEXT NOT NULL REFERENCES deployments(id),
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'succeeded', 'failed')),
+    detail_json TEXT,
+    error TEXT,
+    started_at INTEGER,
+    finished_at INTEGER,
+    PRIMARY KEY (deployment_id, seq)
+  );
+  CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations(id),
+    name TEXT,
+    prefix TEXT NOT NULL,
+    key_hash TEXT NOT NULL UNIQUE,
+    stack_ids_json TEXT,
+    machine_ids_json TEXT,
+    rpm INTEGER,
+    tpm INTEGER,
+    state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'revoked')),
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER,
+    last_used_at INTEGER
+  );
+  CREATE INDEX api_keys_org ON api_keys(org_id);
+  CREATE TABLE settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  );
+  `,
+];

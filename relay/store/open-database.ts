@@ -1,0 +1,35 @@
+import Database from "better-sqlite3";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { MIGRATIONS } from "./migrations.js";
+
+/** An open SQLite database of the relay. */
+export type Db = Database.Database;
+
+/**
+ * Opens (creating when needed) the relay's SQLite file and brings its schema up
+ * to date. WAL mode, foreign keys on, and a busy timeout so a CLI reading the
+ * same file does not fail a write.
+ */
+export function openDatabase(file: string): Db {
+  if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma("journal_mode = WAL");
+  db.pragma("foreign_keys = ON");
+  db.pragma("busy_timeout = 5000");
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Db): void {
+  const current = db.pragma("user_version", { simple: true }) as number;
+  if (current > MIGRATIONS.length) {
+    throw new Error(`The database schema (version ${current}) is newer than this Makina (version ${MIGRATIONS.length}); upgrade Makina.`);
+  }
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}

@@ -1,0 +1,157 @@
+import type { Db } from "./open-database.js";
+import { newId } from "./ids.js";
+import { MakinaError } from "../../proto/index.js";
+
+/** Runtime kinds a stack can use. */
+export type RuntimeKind = "gguf" | "vllm" | "mlx" | "openai";
+export const RUNTIME_KINDS: readonly RuntimeKind[] = ["gguf", "vllm", "mlx", "openai"];
+
+/**
+ * Stack states: `draft` → `deploying` → `deployed` or `failed`;
+ * `deployed` → `undeploying` → `draft`. A `failed` stack may be deployed again or undeployed.
+ */
+export type StackState = "draft" | "deploying" | "deployed" | "failed" | "undeploying";
+
+const TRANSITIONS: Record<StackState, readonly StackState[]> = {
+  draft: ["deploying"],
+  deploying: ["deployed", "failed", "undeploying"],
+  deployed: ["undeploying", "deploying", "failed"],
+  failed: ["deploying", "undeploying"],
+  undeploying: ["draft"],
+};
+
+/** A stack: machine + runtime + model (+ harness, orchestrator, endpoint). */
+export interface Stack {
+  id: string;
+  orgId: string;
+  name: string;
+  machineId: string;
+  runtime: RuntimeKind;
+  modelRef: string;
+  /** The id clients pass as `model` (the Endpoint layer's name). */
+  modelId: string;
+  harness: string | null;
+  orchestrator: string | null;
+  hasEndpoint: boolean;
+  state: StackState;
+  stateError: string | null;
+  /** Context size served by the runtime, in tokens, once deployed. */
+  contextSize: number | null;
+  deployedAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** What it takes to create a stack. */
+export interface NewStack {
+  orgId: string;
+  name: string;
+  machineId: string;
+  runtime: RuntimeKind;
+  modelRef: string;
+  modelId: string;
+  harness?: string | null;
+  orchestrator?: string | null;
+  hasEndpoint: boolean;
+}
+
+interface Row {
+  id: string;
+  org_id: string;
+  name: string;
+  machine_id: string;
+  runtime: RuntimeKind;
+  model_ref: string;
+  model_id: string;
+  harness: string | null;
+  orchestrator: string | null;
+  has_endpoint: number;
+  state: StackState;
+  state_error: string | null;
+  context_size: number | null;
+  deployed_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+const toStack = (r: Row): Stack => ({
+  id: r.id,
+  orgId: r.org_id,
+  name: r.name,
+  machineId: r.machine_id,
+  runtime: r.runtime,
+  modelRef: r.model_ref,
+  modelId: r.model_id,
+  harness: r.harness,
+  orchestrator: r.orchestrator,
+  hasEndpoint: r.has_endpoint === 1,
+  state: r.state,
+  stateError: r.state_error,
+  contextSize: r.context_size,
+  deployedAt: r.deployed_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+/** Stacks in SQLite, with their state machine enforced on every change. */
+export class StackStore {
+  constructor(private readonly db: Db) {}
+
+  create(input: NewStack, now = Date.now()): Stack {
+    const id = newId("stk");
+    this.db
+      .prepare(
+        `INSERT INTO stacks (id, org_id, name, machine_id, runtime, model_ref, model_id, harness, orchestrator, has_endpoint, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(id, input.orgId, input.name, input.machineId, input.runtime, input.modelRef, input.modelId, input.harness ?? null, input.orchestrator ?? null, input.hasEndpoint ? 1 : 0, now, now);
+    return this.get(id)!;
+  }
+
+  get(id: string): Stack | undefined {
+    const row = this.db.prepare("SELECT * FROM stacks WHERE id = ?").get(id) as Row | undefined;
+    return row && toStack(row);
+  }
+
+  listByOrg(orgId: string): Stack[] {
+    return (this.db.prepare("SELECT * FROM stacks WHERE org_id = ? ORDER BY created_at, id").all(orgId) as Row[]).map(toStack);
+  }
+
+  listByMachine(machineId: string): Stack[] {
+    return (this.db.prepare("SELECT * FROM stacks WHERE machine_id = ? ORDER BY created_at, id").all(machineId) as Row[]).map(toStack);
+  }
+
+  /** Deployed stacks with an Endpoint layer serving `modelId` in an organization: what the gateway may route to. */
+  servingModel(orgId: string, modelId: string): Stack[] {
+    return (
+      this.db.prepare("SELECT * FROM stacks WHERE org_id = ? AND model_id = ? AND state = 'deployed' AND has_endpoint = 1").all(orgId, modelId) as Row[]
+    ).map(toStack);
+  }
+
+  /** Every deployed stack with an Endpoint layer in an organization. */
+  servingInOrg(orgId: string): Stack[] {
+    return (
+      this.db.prepare("SELECT * FROM stacks WHERE org_id = ? AND state = 'deployed' AND has_endpoint = 1 ORDER BY deployed_at, id").all(orgId) as Row[]
+    ).map(toStack);
+  }
+
+  /**
+   * Moves a stack to `to`, rejecting transitions the state machine does not allow.
+   * `extra` sets the error text, context size and deploy time that go with the state.
+   */
+  transition(id: string, to: StackState, extra: { error?: string | null; contextSize?: number | null } = {}, now = Date.now()): Stack {
+    return this.db.transaction(() => {
+      const stack = this.get(id);
+      if (!stack) throw new MakinaError("not_found", `No stack ${id}.`);
+      if (!TRANSITIONS[stack.state].includes(to)) {
+        throw new MakinaError("conflict", `Stack ${id} is ${stack.state} and cannot become ${to}.`);
+      }
+      const deployedAt = to === "deployed" ? now : to === "draft" ? null : stack.deployedAt;
+      const contextSize = extra.contextSize !== undefined ? extra.contextSize : to === "draft" ? null : stack.contextSize;
+      this.db
+        .prepare("UPDATE stacks SET state = ?, state_error = ?, context_size = ?, deployed_at = ?, updated_at = ? WHERE id = ?")
+        .run(to, extra.error ?? null, contextSize, deployedAt, now, id);
+      return this.get(id)!;
+    })();
+  }
+}

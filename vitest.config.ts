@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    // Inference tests share two cores: running files one at a time keeps llama.cpp's
+    // threads from oversubscribing the machine (see ../shared/models/README.md).
+    fileParallelism: false,
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});
