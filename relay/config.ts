@@ -112,4 +112,5 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
 export const relayPaths = (dataDir: string) => ({
   database: join(dataDir, "makina.db"),
   adminToken: join(dataDir, "admin-token"),
+  info: join(dataDir, "relay.json"),
 });

@@ -74,6 +74,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   });
   const httpPort = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${httpPort}`;
+  // Lets `makina admin --data-dir` on this host find the relay.
+  writeFileSync(relayPaths(config.dataDir).info, JSON.stringify({ url, link_address: linkAddress, pid: process.pid }, null, 2) + "\n");
   log.info("relay listening", { url, grpcPort: link.port, dataDir: config.dataDir });
 
   let stopping: Promise<void> | undefined;

@@ -1,0 +1,12 @@
+import type { CommandModule } from "yargs";
+import { keyCommand } from "./key-command.js";
+import { machineCommand } from "./machine-command.js";
+import { orgCommand } from "./org-command.js";
+import { stackCommand } from "./stack-command.js";
+
+export const adminCommand: CommandModule = {
+  command: "admin <command>",
+  describe: "Administer a relay (organizations, machines, stacks, keys)",
+  builder: (y) => y.command(orgCommand).command(machineCommand).command(stackCommand).command(keyCommand).demandCommand(1).strict(),
+  handler: () => {},
+};

@@ -1,0 +1,33 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import type { Argv } from "yargs";
+import { resolveAdminTarget, type AdminTarget } from "../../admin-client.js";
+
+/** Options every `makina admin` command takes. */
+export interface AdminArgs {
+  json: boolean;
+  relay?: string;
+  adminToken?: string;
+  dataDir?: string;
+}
+
+export function adminOptions<T>(y: Argv<T>): Argv<T & AdminArgs> {
+  return y
+    .option("json", { type: "boolean", default: false, describe: "Print exactly one JSON document" })
+    .option("relay", { type: "string", describe: "Relay URL (or MAKINA_RELAY_URL)" })
+    .option("admin-token", { type: "string", describe: "Admin token (or MAKINA_ADMIN_TOKEN)" })
+    .option("data-dir", { type: "string", describe: "The relay's data directory, when on its host" }) as Argv<T & AdminArgs>;
+}
+
+export function target(argv: AdminArgs): AdminTarget {
+  return resolveAdminTarget(argv, process.env);
+}
+
+/** A model reference as the agent should see it: a relative path that exists here becomes absolute. */
+export function normalizeModelRef(ref: string): string {
+  if (/^(https?:\/\/|hf:)/i.test(ref)) return ref;
+  return existsSync(ref) ? resolve(ref) : ref;
+}
+
+/** Milliseconds since the epoch as an ISO date, or "-". */
+export const when = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : "-");

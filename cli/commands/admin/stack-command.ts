@@ -1,0 +1,139 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { CommandModule } from "yargs";
+import { adminRequest, type AdminTarget } from "../../admin-client.js";
+import { CliError } from "../../cli-error.js";
+import { humanBytes, keyValues, print, table } from "../../output.js";
+import { adminOptions, normalizeModelRef, target, type AdminArgs } from "./common.js";
+
+interface Step {
+  seq: number;
+  kind: string;
+  state: string;
+  detail: { stage?: string; done_bytes?: number; total_bytes?: number } | null;
+  error: string | null;
+}
+
+interface StackView {
+  id: string;
+  name: string;
+  machine_id: string;
+  runtime: string;
+  model_ref: string;
+  model_id: string;
+  has_endpoint: boolean;
+  state: string;
+  state_error: string | null;
+  compatibility: { ok: boolean | null; checks: { level: string; message: string }[] };
+  deployment: { state: string; steps: Step[] } | null;
+}
+
+const describeStack = (s: StackView) =>
+  keyValues([
+    ["id", s.id],
+    ["name", s.name],
+    ["state", s.state_error ? `${s.state} (${s.state_error})` : s.state],
+    ["machine", s.machine_id],
+    ["runtime", s.runtime],
+    ["model", s.model_ref],
+    ["model id", s.has_endpoint ? s.model_id : `${s.model_id} (no endpoint: not reachable through the API)`],
+    ["compatible", s.compatibility.checks.map((c) => `${c.level}: ${c.message}`).join("; ")],
+  ]);
+
+function stepLine(step: Step): string {
+  const d = step.detail;
+  const bytes = d?.total_bytes ? ` ${humanBytes(d.done_bytes ?? 0)}/${humanBytes(d.total_bytes)} ${bar((d.done_bytes ?? 0) / d.total_bytes)}` : "";
+  return `${step.kind}: ${step.state}${d?.stage && step.state === "running" ? ` (${d.stage})` : ""}${bytes}${step.error ? ` - ${step.error}` : ""}`;
+}
+
+function bar(fraction: number, width = 20): string {
+  const n = Math.max(0, Math.min(width, Math.round(fraction * width)));
+  return `[${"#".repeat(n)}${".".repeat(width - n)}] ${Math.round(fraction * 100)}%`;
+}
+
+/** Follows a deployment until the stack is `deployed` or `failed`, printing step progress to stderr. */
+async function follow(t: AdminTarget, id: string, quiet: boolean): Promise<StackView> {
+  let last = "";
+  for (;;) {
+    const s = await adminRequest<StackView>(t, "GET", `/stacks/${encodeURIComponent(id)}`);
+    const lines = (s.deployment?.steps ?? []).map(stepLine).join("\n");
+    if (!quiet && lines !== last) process.stderr.write(lines + "\n");
+    last = lines;
+    if (s.state === "deployed" || s.state === "failed" || s.state === "draft") return s;
+    await sleep(500);
+  }
+}
+
+export const stackCommand: CommandModule = {
+  command: "stack <command>",
+  describe: "Manage stacks",
+  builder: (y) =>
+    y
+      .command({
+        command: "create",
+        describe: "Create a stack (machine + runtime + model [+ harness, orchestrator, endpoint])",
+        builder: (b) =>
+          adminOptions(
+            b
+              .option("org", { type: "string", demandOption: true })
+              .option("name", { type: "string", demandOption: true })
+              .option("machine", { type: "string", demandOption: true })
+              .option("runtime", { choices: ["gguf", "vllm", "mlx", "openai"] as const, demandOption: true })
+              .option("model", { type: "string", demandOption: true, describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
+              .option("model-id", { type: "string", describe: "The id clients pass as `model` (default: the model file's name)" })
+              .option("harness", { type: "string" })
+              .option("orchestrator", { type: "string" })
+              .option("endpoint", { type: "boolean", default: true, describe: "Expose through the API (--no-endpoint to omit the layer)" }),
+          ),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: string; model: string; modelId?: string; harness?: string; orchestrator?: string; endpoint: boolean };
+          const s = await adminRequest<StackView>(target(a), "POST", "/stacks", {
+            org: a.org,
+            name: a.name,
+            machine: a.machine,
+            runtime: a.runtime,
+            model: normalizeModelRef(a.model),
+            model_id: a.modelId,
+            harness: a.harness,
+            orchestrator: a.orchestrator,
+            endpoint: a.endpoint,
+          });
+          print(a, s, () => describeStack(s));
+        },
+      })
+      .command({
+        command: "deploy <id>",
+        describe: "Deploy a stack to its machine",
+        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true }).option("wait", { type: "boolean", default: false, describe: "Follow progress until deployed or failed" })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { id: string; wait: boolean };
+          const t = target(a);
+          let s = await adminRequest<StackView>(t, "POST", `/stacks/${encodeURIComponent(a.id)}/deploy`);
+          if (a.wait) s = await follow(t, a.id, a.json);
+          print(a, s, () => describeStack(s));
+          if (a.wait && s.state !== "deployed") throw new CliError(`Deploy of ${a.id} ended ${s.state}${s.state_error ? `: ${s.state_error}` : ""}.`);
+        },
+      })
+      .command({
+        command: "undeploy <id>",
+        describe: "Stop serving a stack",
+        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { id: string };
+          const s = await adminRequest<StackView>(target(a), "POST", `/stacks/${encodeURIComponent(a.id)}/undeploy`);
+          print(a, s, () => describeStack(s));
+        },
+      })
+      .command({
+        command: "list",
+        describe: "List stacks with their state",
+        builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { org: string };
+          const { data } = await adminRequest<{ data: StackView[] }>(target(a), "GET", `/stacks?org=${encodeURIComponent(a.org)}`);
+          print(a, data, () => table(["ID", "NAME", "STATE", "RUNTIME", "MODEL ID", "MACHINE"], data.map((s) => [s.id, s.name, s.state, s.runtime, s.model_id, s.machine_id])));
+        },
+      })
+      .demandCommand(1)
+      .strict(),
+  handler: () => {},
+};

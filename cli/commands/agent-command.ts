@@ -1,0 +1,47 @@
+import { readFileSync } from "node:fs";
+import type { CommandModule } from "yargs";
+import { resolveAgentConfig, startAgent } from "../../agent/index.js";
+import { CliError, EXIT } from "../cli-error.js";
+import { runUntilSignal } from "../run-until-signal.js";
+
+interface AgentArgs {
+  config?: string;
+  server?: string;
+  machineId?: string;
+  token?: string;
+  dataDir?: string;
+  threads?: number;
+}
+
+/** Reads an agent config file (JSON; snake_case or camelCase keys). */
+export function readAgentConfigFile(path: string): Record<string, unknown> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new CliError(`Cannot read the agent config ${path}: ${(err as Error).message}`, EXIT.usage);
+  }
+  return Object.fromEntries(Object.entries(raw as Record<string, unknown>).map(([k, v]) => [k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase()), v]));
+}
+
+export const agentCommand: CommandModule<object, AgentArgs> = {
+  command: "agent",
+  describe: "Run the agent daemon in the foreground",
+  builder: (y) =>
+    y
+      .option("config", { type: "string", describe: "Agent config file (JSON)" })
+      .option("server", { type: "string", describe: "Relay address host:port" })
+      .option("machine-id", { type: "string", describe: "This machine's ID" })
+      .option("token", { type: "string", describe: "This machine's token" })
+      .option("data-dir", { type: "string", describe: "Model cache directory [default: ~/.makina/agent]" })
+      .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" }),
+  handler: async (argv) => {
+    const config = resolveAgentConfig({
+      flags: { server: argv.server, machineId: argv.machineId, token: argv.token, dataDir: argv.dataDir, threads: argv.threads },
+      env: process.env,
+      file: argv.config ? readAgentConfigFile(argv.config) : undefined,
+    });
+    const agent = await startAgent(config);
+    await runUntilSignal(() => agent.stop());
+  },
+};

@@ -1,0 +1,66 @@
+import type { CommandModule } from "yargs";
+import { createLogger } from "../../proto/index.js";
+import { runUntilSignal } from "../run-until-signal.js";
+import { DEFAULT_MODEL, startQuickstart } from "../up/quickstart.js";
+
+interface UpArgs {
+  dataDir: string;
+  host?: string;
+  port?: number;
+  grpcPort?: number;
+  model?: string;
+  modelId?: string;
+  threads?: number;
+  json: boolean;
+}
+
+export const upCommand: CommandModule = {
+  command: "up",
+  describe: "Start a relay and this machine's agent, with a deployed demo stack and an API key",
+  builder: (y) =>
+    y
+      .option("data-dir", { type: "string", default: ".makina", describe: "Data directory" })
+      .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
+      .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
+      .option("grpc-port", { type: "number", describe: "Port agents dial [default: 8081]" })
+      .option("model", { type: "string", describe: `GGUF path, https:// URL or hf: reference [default: ${DEFAULT_MODEL}]` })
+      .option("model-id", { type: "string", describe: "The id clients pass as `model`" })
+      .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" })
+      .option("json", { type: "boolean", default: false, describe: "Print the quickstart details as one JSON document" }),
+  handler: async (raw) => {
+    const argv = raw as unknown as UpArgs;
+    const log = createLogger({ level: (process.env.MAKINA_LOG_LEVEL as "info" | undefined) ?? "warn" });
+    const qs = await startQuickstart({
+      dataDir: argv.dataDir,
+      host: argv.host,
+      port: argv.port,
+      grpcPort: argv.grpcPort,
+      model: argv.model,
+      modelId: argv.modelId,
+      threads: argv.threads,
+      log,
+      progress: (line) => process.stderr.write(line + "\n"),
+    });
+    const i = qs.info;
+    if (argv.json) process.stdout.write(JSON.stringify(i, null, 2) + "\n");
+    else
+      process.stdout.write(
+        [
+          "Makina is up.",
+          `  base URL:  ${i.base_url}`,
+          `  API key:   ${i.api_key}`,
+          `  model:     ${i.model}`,
+          `  admin:     login ${i.admin.login}, password ${i.admin.password}; admin token in ${i.admin.token_file}`,
+          `  saved in:  ${qs.relay.config.dataDir}/quickstart.json`,
+          "",
+          "Try it:",
+          `  curl ${i.base_url}/chat/completions -H "Authorization: Bearer ${i.api_key}" -H "Content-Type: application/json" \\`,
+          `    -d '{"model": "${i.model}", "messages": [{"role": "user", "content": "Hello!"}]}'`,
+          "",
+          "Ctrl-C stops it; the next `makina up` reuses everything.",
+          "",
+        ].join("\n"),
+      );
+    await runUntilSignal(() => qs.stop());
+  },
+};

@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+import yargs from "yargs";
+import { hideBin } from "yargs/helpers";
+import { CliError, EXIT, exitFor } from "./cli-error.js";
+import { adminCommand } from "./commands/admin/admin-command.js";
+import { agentCommand } from "./commands/agent-command.js";
+import { relayCommand } from "./commands/relay-command.js";
+import { upCommand } from "./commands/up-command.js";
+
+/** Runs `makina` with `argv`; resolves to the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  try {
+    await yargs(argv)
+      .scriptName("makina")
+      .usage("$0 <command>\n\nSelf-hosted inference gateway: your machines, the OpenAI chat-completions API.")
+      .command(upCommand)
+      .command(relayCommand)
+      .command(agentCommand)
+      .command(adminCommand)
+      .demandCommand(1, "Name a command; see --help.")
+      .strict()
+      .help()
+      .version()
+      .fail((message, err) => {
+        throw err ?? new CliError(message, EXIT.usage);
+      })
+      .parseAsync();
+    return EXIT.ok;
+  } catch (err) {
+    const { code, message } = exitFor(err);
+    process.stderr.write(`makina: ${message}\n`);
+    return code;
+  }
+}
+
+process.exitCode = await main(hideBin(process.argv));

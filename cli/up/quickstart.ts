@@ -1,0 +1,138 @@
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
+import type { Logger } from "../../proto/index.js";
+import { hashPassword, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { CliError } from "../cli-error.js";
+import { normalizeModelRef } from "../commands/admin/common.js";
+
+/** The model `makina up` deploys when `--model` is not given: a small instruct model (Apache-2.0, ~0.4 GB). */
+export const DEFAULT_MODEL = "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf";
+export const DEFAULT_MODEL_ID = "qwen2.5-0.5b-instruct";
+
+/** What `makina up` prints and writes to `DATA_DIR/quickstart.json`. */
+export interface QuickstartInfo {
+  base_url: string;
+  api_key: string;
+  model: string;
+  organization: string;
+  machine_id: string;
+  stack_id: string;
+  admin: { login: string; password: string; token_file: string };
+}
+
+/** Options of {@link startQuickstart}. */
+export interface QuickstartOptions {
+  dataDir: string;
+  host?: string;
+  port?: number;
+  grpcPort?: number;
+  model?: string;
+  modelId?: string;
+  /** Agent inference threads (default: cores − 1). */
+  threads?: number;
+  log: Logger;
+  env?: NodeJS.ProcessEnv;
+  /** Progress lines for the human (stderr). */
+  progress?: (line: string) => void;
+}
+
+const writeSecret = (path: string, value: unknown) => {
+  writeFileSync(path, JSON.stringify(value, null, 2) + "\n", { mode: 0o600 });
+  chmodSync(path, 0o600);
+};
+
+const readJson = <T>(path: string): T | undefined => (existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as T) : undefined);
+
+/**
+ * The all-in-one start: a relay and this machine's agent in one process. The
+ * first start creates the `default` organization, an admin login, this machine,
+ * a deployed demo stack and an API key; later starts reuse all of them.
+ */
+export async function startQuickstart(options: QuickstartOptions): Promise<{ relay: Relay; agent: Agent; info: QuickstartInfo; stop(): Promise<void> }> {
+  const env = options.env ?? process.env;
+  const progress = options.progress ?? (() => {});
+  const relay = await startRelay(
+    resolveRelayConfig({ flags: { dataDir: options.dataDir, host: options.host, port: options.port, grpcPort: options.grpcPort }, env }),
+    { log: options.log },
+  );
+  let agent: Agent | undefined;
+  try {
+    const dataDir = relay.config.dataDir;
+    const files = { quickstart: join(dataDir, "quickstart.json"), agent: join(dataDir, "agent.json") };
+    const previous = readJson<QuickstartInfo>(files.quickstart);
+    const { control, store } = relay;
+
+    const org = store.orgs.find("default") ?? control.createOrg("default");
+    let password = previous?.admin.password ?? "";
+    if (!store.users.findByLogin("admin")) {
+      password = (await import("../../relay/store/index.js")).randomBase62(20);
+      store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword(password), role: "admin" });
+    }
+
+    let machineCreds = readJson<{ machine_id: string; token: string }>(files.agent);
+    if (!machineCreds || !store.machines.get(machineCreds.machine_id)) {
+      const { machine, token } = control.createMachine(org.id, hostname() || "this-machine");
+      machineCreds = { machine_id: machine.id, token };
+      writeSecret(files.agent, machineCreds);
+    }
+
+    let stack = previous?.stack_id ? store.stacks.get(previous.stack_id) : undefined;
+    if (!stack) {
+      const modelRef = normalizeModelRef(options.model ?? env.MAKINA_MODEL ?? DEFAULT_MODEL);
+      const modelId = options.modelId ?? (options.model || env.MAKINA_MODEL ? undefined : DEFAULT_MODEL_ID);
+      stack = control.createStack({ org: org.id, name: "quickstart", machine: machineCreds.machine_id, runtime: "gguf", model: modelRef, modelId });
+    } else if (options.model && normalizeModelRef(options.model) !== stack.modelRef) {
+      progress(`Note: reusing the existing quickstart stack with ${stack.modelRef}; --model applies only to the first start.`);
+    }
+    if (stack.state === "draft" || stack.state === "failed") control.deploy(stack.id);
+
+    let apiKey = previous?.api_key;
+    const keyRecord = apiKey ? store.keys.listByOrg(org.id).find((k) => k.prefix === apiKey!.slice(0, 12) && k.state === "active") : undefined;
+    if (!apiKey || !keyRecord) apiKey = control.createKey(org.id, { name: "quickstart" }).key;
+
+    agent = await startAgent(
+      resolveAgentConfig({
+        flags: { server: relay.linkAddress, machineId: machineCreds.machine_id, token: machineCreds.token, dataDir: join(dataDir, "agent"), threads: options.threads },
+        env,
+      }),
+      { log: options.log },
+    );
+    progress(`Deploying ${stack.modelRef} …`);
+    await agent.link.whenOnline();
+    await relay.deployer.settled(stack.id);
+    const deployed = control.stack(stack.id);
+    if (deployed.state !== "deployed") {
+      throw new CliError(
+        `The quickstart stack did not deploy: ${deployed.stateError ?? deployed.state}.` +
+          (deployed.modelRef.startsWith("hf:") ? " Without internet access, pass a local GGUF file: makina up --model path/to/model.gguf" : ""),
+      );
+    }
+
+    const info: QuickstartInfo = {
+      base_url: `${relay.url}/v1`,
+      api_key: apiKey,
+      model: deployed.modelId,
+      organization: org.slug,
+      machine_id: machineCreds.machine_id,
+      stack_id: stack.id,
+      admin: { login: "admin", password, token_file: join(dataDir, "admin-token") },
+    };
+    writeSecret(files.quickstart, info);
+    const started = agent;
+    return {
+      relay,
+      agent: started,
+      info,
+      async stop() {
+        await started.stop();
+        await relay.stop();
+      },
+    };
+  } catch (err) {
+    await agent?.stop();
+    await relay.stop();
+    throw err;
+  }
+}
