@@ -1,6 +1,5 @@
 import { readFileSync } from "node:fs";
 import type { CommandModule } from "yargs";
-import { resolveAgentConfig, startAgent } from "../../agent/index.js";
 import { CliError, EXIT } from "../cli-error.js";
 import { runUntilSignal } from "../run-until-signal.js";
 
@@ -36,6 +35,7 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
       .option("data-dir", { type: "string", describe: "Model cache directory [default: ~/.makina/agent]" })
       .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" }),
   handler: async (argv) => {
+    const { resolveAgentConfig, startAgent } = await import("../../agent/index.js");
     const config = resolveAgentConfig({
       flags: { server: argv.server, machineId: argv.machineId, token: argv.token, dataDir: argv.dataDir, threads: argv.threads },
       env: process.env,

@@ -1,5 +1,4 @@
 import type { CommandModule } from "yargs";
-import { resolveRelayConfig, startRelay } from "../../relay/index.js";
 import { runUntilSignal } from "../run-until-signal.js";
 
 interface RelayArgs {
@@ -19,6 +18,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
       .option("grpc-port", { type: "number", describe: "Port agents dial [default: 8081]" }),
   handler: async (argv) => {
+    const { resolveRelayConfig, startRelay } = await import("../../relay/index.js");
     const config = resolveRelayConfig({ flags: { dataDir: argv.dataDir, host: argv.host, port: argv.port, grpcPort: argv.grpcPort }, env: process.env });
     const relay = await startRelay(config);
     process.stdout.write(`Makina relay\n  gateway:     ${relay.url}/v1\n  agents dial: ${relay.linkAddress}\n  admin token: ${config.dataDir}/admin-token\n`);

@@ -1,7 +1,7 @@
 import type { CommandModule } from "yargs";
 import { createLogger } from "../../proto/index.js";
 import { runUntilSignal } from "../run-until-signal.js";
-import { DEFAULT_MODEL, startQuickstart } from "../up/quickstart.js";
+import { DEFAULT_MODEL } from "../up/default-model.js";
 
 interface UpArgs {
   dataDir: string;
@@ -30,6 +30,8 @@ export const upCommand: CommandModule = {
   handler: async (raw) => {
     const argv = raw as unknown as UpArgs;
     const log = createLogger({ level: (process.env.MAKINA_LOG_LEVEL as "info" | undefined) ?? "warn" });
+    // Loaded here, not at the top: relay and llama.cpp bindings are heavy, and other commands never need them.
+    const { startQuickstart } = await import("../up/quickstart.js");
     const qs = await startQuickstart({
       dataDir: argv.dataDir,
       host: argv.host,

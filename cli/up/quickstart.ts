@@ -3,13 +3,11 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import type { Logger } from "../../proto/index.js";
-import { hashPassword, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { hashPassword, randomBase62, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
 import { CliError } from "../cli-error.js";
 import { normalizeModelRef } from "../commands/admin/common.js";
+import { DEFAULT_MODEL, DEFAULT_MODEL_ID } from "./default-model.js";
 
-/** The model `makina up` deploys when `--model` is not given: a small instruct model (Apache-2.0, ~0.4 GB). */
-export const DEFAULT_MODEL = "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf";
-export const DEFAULT_MODEL_ID = "qwen2.5-0.5b-instruct";
 
 /** What `makina up` prints and writes to `DATA_DIR/quickstart.json`. */
 export interface QuickstartInfo {
@@ -67,7 +65,7 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
     const org = store.orgs.find("default") ?? control.createOrg("default");
     let password = previous?.admin.password ?? "";
     if (!store.users.findByLogin("admin")) {
-      password = (await import("../../relay/store/index.js")).randomBase62(20);
+      password = randomBase62(20);
       store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword(password), role: "admin" });
     }
 

@@ -82,13 +82,21 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
       }
       const session = new AgentSession(machine.id, machine.orgId, call, linkLog);
       let watchdog: NodeJS.Timeout | undefined;
+      const silenceMs = options.heartbeatIntervalMs * 3.5;
       const armWatchdog = () => {
         clearTimeout(watchdog);
+        const due = Date.now() + silenceMs;
         watchdog = setTimeout(() => {
-          linkLog.warn("link silent, dropping it");
+          // A timer that fires late means this process was stalled, not that the agent was silent:
+          // give the agent's queued messages a full interval to arrive before judging it.
+          if (Date.now() - due > options.heartbeatIntervalMs) {
+            armWatchdog();
+            return;
+          }
+          linkLog.warn("link silent, dropping it", { silentMs: Date.now() - session.lastSeenAt });
           finish();
           call.destroy();
-        }, options.heartbeatIntervalMs * 3.5);
+        }, silenceMs);
       };
       let finished = false;
       const finish = () => {

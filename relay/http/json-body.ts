@@ -11,6 +11,9 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
   return [
     (req, _res, next) => {
       if (!["POST", "PUT", "PATCH"].includes(req.method)) return next();
+      // A request without a body (none, or `Content-Length: 0`) has nothing to parse or refuse.
+      const empty = req.headers["transfer-encoding"] === undefined && (req.headers["content-length"] ?? "0") === "0";
+      if (empty) return next();
       if (!req.is("application/json")) {
         return next(new MakinaError("unsupported_media_type", "Invalid Content-Type header: send the body as JSON with `Content-Type: application/json`."));
       }

@@ -54,8 +54,11 @@ class GgufRuntime implements ModelRuntime {
     private readonly context: LlamaContext,
   ) {
     this.contextSize = context.contextSize;
-    const chats: LlamaChat[] = [];
-    for (let i = 0; i < context.totalSequences; i++) chats.push(new LlamaChat({ contextSequence: context.getSequence() }));
+    // Resolving the chat wrapper (rendering the model's Jinja template) is synchronous and
+    // costs about a second: do it once per model and share it between sequences.
+    const first = new LlamaChat({ contextSequence: context.getSequence() });
+    const chats: LlamaChat[] = [first];
+    for (let i = 1; i < context.totalSequences; i++) chats.push(new LlamaChat({ contextSequence: context.getSequence(), chatWrapper: first.chatWrapper }));
     this.slots = new SlotPool(chats);
   }
 

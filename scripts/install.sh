@@ -1,0 +1,65 @@
+#!/bin/sh
+# Joins this machine to a Makina relay:
+#   sh install.sh --server HOST:PORT --machine-id mach_… --token mk_mach_… [--source DIR] [--no-service]
+# Installs the `makina` command (from --source: a Makina checkout or release tarball; default: the
+# checkout this script lives in), writes the agent config (mode 0600) and starts the agent as a
+# systemd service when systemd is there, or tells you the command to run otherwise.
+set -eu
+
+server="" machine_id="" token="" source_dir="" service=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --server) server="$2"; shift 2 ;;
+    --machine-id) machine_id="$2"; shift 2 ;;
+    --token) token="$2"; shift 2 ;;
+    --source) source_dir="$2"; shift 2 ;;
+    --no-service) service=0; shift ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) echo "install.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$server" ] && [ -n "$machine_id" ] && [ -n "$token" ] || { echo "install.sh: --server, --machine-id and --token are required" >&2; exit 2; }
+case "$machine_id" in mach_*) ;; *) echo "install.sh: the machine ID starts with mach_" >&2; exit 2 ;; esac
+case "$token" in mk_mach_*) ;; *) echo "install.sh: the machine token starts with mk_mach_" >&2; exit 2 ;; esac
+
+command -v node >/dev/null 2>&1 || { echo "install.sh: Node.js 20 or newer is required (https://nodejs.org)" >&2; exit 1; }
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { echo "install.sh: Node.js 20 or newer is required, found $(node --version)" >&2; exit 1; }
+
+if [ -z "$source_dir" ]; then source_dir="$(cd "$(dirname "$0")/.." && pwd)"; fi
+if ! command -v makina >/dev/null 2>&1; then
+  echo "Installing makina from $source_dir …"
+  npm install --global "$source_dir"
+fi
+
+if [ "$(id -u)" = 0 ]; then config_dir=/etc/makina; else config_dir="${XDG_CONFIG_HOME:-$HOME/.config}/makina"; fi
+mkdir -p "$config_dir"
+umask 077
+cat > "$config_dir/agent.json" <<JSON
+{ "server": "$server", "machine_id": "$machine_id", "token": "$token" }
+JSON
+chmod 600 "$config_dir/agent.json"
+echo "Wrote $config_dir/agent.json"
+
+makina_bin="$(command -v makina)"
+if [ "$service" = 1 ] && command -v systemctl >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  cat > /etc/systemd/system/makina-agent.service <<UNIT
+[Unit]
+Description=Makina agent
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+ExecStart=$makina_bin agent --config $config_dir/agent.json
+Restart=always
+RestartSec=2
+KillMode=control-group
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  systemctl daemon-reload
+  systemctl enable --now makina-agent.service
+  echo "The agent runs as the systemd service makina-agent; the machine shows online within seconds."
+else
+  echo "Start the agent with:  $makina_bin agent --config $config_dir/agent.json"
+fi

@@ -1,0 +1,97 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli, startCli, stopCli } from "../helpers/cli.js";
+import { testModelPath } from "../helpers/models.js";
+
+describe("an operator runs the relay and an agent as separate processes and administers them with makina admin", () => {
+  let dataDir: string;
+  let relay: ChildProcess;
+  let agent: ChildProcess | undefined;
+  let baseURL: string;
+  const admin = (...args: string[]) => runCli(["admin", ...args, "--data-dir", dataDir, "--json"]);
+  const json = async (...args: string[]) => {
+    const r = await admin(...args);
+    expect(r.code, r.stderr).toBe(0);
+    return JSON.parse(r.stdout) as Record<string, unknown>;
+  };
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "makina-e2e-"));
+    relay = (await startCli(["relay", "--data-dir", dataDir, "--port", "0", "--grpc-port", "0"], /agents dial/)).child;
+    baseURL = `${(JSON.parse(readFileSync(join(dataDir, "relay.json"), "utf8")) as { url: string }).url}/v1`;
+  });
+  afterAll(async () => {
+    if (agent) await stopCli(agent);
+    if (relay) expect(await stopCli(relay)).toBe(0);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("registers a machine, deploys a GGUF stack, and serves the key printed by `key create --json`", async () => {
+    const org = await json("org", "create", "Acme Labs");
+    expect(org).toEqual({ id: expect.stringMatching(/^org_/), name: "Acme Labs", slug: "acme-labs" });
+
+    const machine = await json("machine", "create", "--org", "acme-labs", "--name", "worker-1");
+    expect(machine.id).toMatch(/^mach_/);
+    expect(machine.token).toMatch(/^mk_mach_[A-Za-z0-9]{32,}$/);
+    expect(machine.install_command).toContain(String(machine.id));
+
+    const linkAddress = (JSON.parse(readFileSync(join(dataDir, "relay.json"), "utf8")) as { link_address: string }).link_address;
+    agent = (
+      await startCli(
+        ["agent", "--server", linkAddress, "--machine-id", String(machine.id), "--token", String(machine.token), "--data-dir", join(dataDir, "agent"), "--threads", "1"],
+        /link online/,
+        { MAKINA_AGENT_GPU: "false" },
+      )
+    ).child;
+    const machines = (await json("machine", "list", "--org", "acme-labs")) as unknown as { id: string; state: string; hardware: { cpu_logical_cores: number } }[];
+    expect(machines).toHaveLength(1);
+    expect(machines[0]!.state).toBe("online");
+    expect(machines[0]!.hardware.cpu_logical_cores).toBeGreaterThan(0);
+
+    const stack = await json("stack", "create", "--org", "acme-labs", "--name", "tiny", "--machine", String(machine.id), "--runtime", "gguf", "--model", testModelPath(), "--model-id", "tiny-story");
+    expect(stack.state).toBe("draft");
+    expect((stack.compatibility as { ok: boolean }).ok).toBe(true);
+
+    const deployed = await json("stack", "deploy", String(stack.id), "--wait");
+    expect(deployed.state).toBe("deployed");
+    expect((deployed.deployment as { steps: { kind: string; state: string }[] }).steps.map((s) => [s.kind, s.state])).toEqual([
+      ["install_runtime", "succeeded"],
+      ["pull_model", "succeeded"],
+      ["configure_endpoint", "succeeded"],
+    ]);
+
+    const created = await json("key", "create", "--org", "acme-labs", "--name", "ci");
+    expect(created.key).toMatch(/^mk_live_[A-Za-z0-9]{32,}$/);
+    const client = new OpenAI({ baseURL, apiKey: String(created.key), maxRetries: 0 });
+    expect((await client.models.list()).data.map((m) => m.id)).toEqual(["tiny-story"]);
+    const res = await client.chat.completions.create({ model: "tiny-story", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 8, temperature: 0 });
+    expect(res.choices[0]!.message.content!.length).toBeGreaterThan(0);
+    expect(res.usage!.completion_tokens).toBe(8);
+
+    const keys = (await json("key", "list", "--org", "acme-labs")) as unknown as Record<string, unknown>[];
+    expect(keys).toHaveLength(1);
+    expect(JSON.stringify(keys)).not.toContain(String(created.key));
+    expect(keys[0]!.last_used_at).toEqual(expect.any(Number));
+
+    const revoked = await json("key", "revoke", String(created.id));
+    expect(revoked.state).toBe("revoked");
+    const err = await client.models.list().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
+  });
+
+  it("exits 2 with a message on bad usage and 1 when the relay refuses", async () => {
+    const usage = await runCli(["admin", "key", "create", "--data-dir", dataDir]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("Missing required argument: org");
+    const refused = await admin("stack", "deploy", "stk_doesnotexist");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("No stack 'stk_doesnotexist'");
+    const noRelay = await runCli(["admin", "org", "list", "--relay", "http://127.0.0.1:1", "--admin-token", "x"]);
+    expect(noRelay.code).toBe(1);
+    expect(noRelay.stderr).toContain("Cannot reach the relay");
+  });
+});

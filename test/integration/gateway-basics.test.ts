@@ -1,0 +1,88 @@
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { testModelPath } from "../helpers/models.js";
+
+describe("gateway basics over raw HTTP", () => {
+  let gw: TestGateway;
+  const post = (path: string, body: string | undefined, headers: Record<string, string> = {}) =>
+    fetch(`${gw.relay.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json", ...headers }, body });
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ model: testModelPath("stories260K-chat-template.gguf") });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("answers GET /health without a key", async () => {
+    const res = await fetch(`${gw.relay.url}/health`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ok" });
+    expect(res.headers.get("x-request-id")).toMatch(/^req_/);
+  });
+
+  it.each([
+    ["no Authorization header", undefined, 401, "authentication_error", "missing_api_key"],
+    ["a key that is not a bearer token", "Basic abc", 401, "authentication_error", "invalid_api_key"],
+    ["an unknown key", "Bearer mk_live_00000000000000000000000000000000", 401, "authentication_error", "invalid_api_key"],
+  ])("refuses %s", async (_name, authorization, statusCode, type, code) => {
+    const res = await fetch(`${gw.relay.url}/v1/models`, { headers: authorization ? { authorization } : {} });
+    expect(res.status).toBe(statusCode);
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+    expect(await res.json()).toEqual({ error: { message: expect.any(String), type, param: null, code } });
+  });
+
+  it("never echoes a whole key back", async () => {
+    const key = "mk_live_ThisIsASecretLookingKey1234567890abcd";
+    const body = await (await fetch(`${gw.relay.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).text();
+    expect(body).not.toContain(key);
+    expect(body).toContain("mk_live_");
+  });
+
+  it.each([
+    ["POST", "/v1/completions", 404, "unsupported_endpoint"],
+    ["GET", "/v1/nope", 404, "unknown_url"],
+    ["DELETE", "/v1/models", 404, "unknown_url"],
+  ])("answers %s %s with %i %s", async (method, path, statusCode, code) => {
+    const res = await fetch(`${gw.relay.url}${path}`, { method, headers: { authorization: `Bearer ${gw.apiKey}` } });
+    expect(res.status).toBe(statusCode);
+    const body = (await res.json()) as { error: { code: string; type: string; message: string } };
+    expect(body.error).toMatchObject({ type: "invalid_request_error", code });
+    if (code === "unsupported_endpoint") expect(body.error.message).toContain("POST /v1/chat/completions");
+    if (code === "unknown_url") expect(body.error.message).toBe(`Unknown request URL: ${method} ${path}. Please check the URL for typos.`);
+  });
+
+  it("answers 400 invalid_json, 415 for another content type and 413 past the body limit", async () => {
+    const bad = await post("/v1/chat/completions", "{not json");
+    expect([bad.status, ((await bad.json()) as { error: { code: string } }).error.code]).toEqual([400, "invalid_json"]);
+    const text = await post("/v1/chat/completions", "hello", { "content-type": "text/plain" });
+    expect([text.status, ((await text.json()) as { error: { code: string } }).error.code]).toEqual([415, "unsupported_media_type"]);
+    const huge = await post("/v1/chat/completions", JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "x".repeat(5 * 1024 * 1024) }] }));
+    expect([huge.status, ((await huge.json()) as { error: { code: string } }).error.code]).toEqual([413, "request_too_large"]);
+  });
+
+  it("answers 404 model_not_found for a model that is not deployed", async () => {
+    const res = await post("/v1/chat/completions", JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] }));
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: { message: "The model `gpt-4o` does not exist or is not deployed.", type: "invalid_request_error", param: "model", code: "model_not_found" } });
+  });
+
+  it("renders the prompt with the model's own Jinja chat template and honours stop sequences", async () => {
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
+    const free = await client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "Hi! What is the capital of France?" }], max_tokens: 40, temperature: 0 });
+    const text = free.choices[0]!.message.content!;
+    const cut = text.indexOf(" ", 3);
+    expect(cut).toBeGreaterThan(0);
+    const stopAt = text.slice(cut, cut + 3);
+    const stopped = await client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "Hi! What is the capital of France?" }], max_tokens: 40, temperature: 0, stop: [stopAt] });
+    expect(stopped.choices[0]!.finish_reason).toBe("stop");
+    expect(stopped.choices[0]!.message.content).toBe(text.slice(0, cut));
+  });
+
+  it("refuses max_tokens beyond the model's context", async () => {
+    const res = await post("/v1/chat/completions", JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "hi" }], max_tokens: 100000 }));
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("context_length_exceeded");
+  });
+});

@@ -1,0 +1,92 @@
+import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { AgentLinkClient, PROTOCOL_VERSION, type RelayMessage } from "../../proto/index.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+describe("the link between a machine and the relay", () => {
+  let gw: TestGateway;
+  let client: OpenAI;
+  const chat = () => client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "Hi" }], max_tokens: 3, temperature: 0 });
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+    client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("shows the machine online with the hardware it reported", () => {
+    const m = gw.relay.store.machines.get(gw.machineId)!;
+    expect(m.state).toBe("online");
+    expect(m.hardware!.cpuLogicalCores).toBeGreaterThan(0);
+    expect(m.hardware!.memoryBytes).toBeGreaterThan(0);
+    expect(m.agentVersion).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it("answers 503 machine_offline with Retry-After once the agent is gone, and serves again when it is back", async () => {
+    await gw.agent.stop();
+    await vi.waitFor(() => expect(gw.relay.store.machines.get(gw.machineId)!.state).toBe("offline"), { timeout: 5000, interval: 50 });
+
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "Hi" }] }),
+    });
+    expect(res.status).toBe(503);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+    expect(await res.json()).toEqual({ error: { message: expect.any(String), type: "service_unavailable_error", param: null, code: "machine_offline" } });
+    // The stack stays deployed while its machine is away: it is listed, only unreachable.
+    expect((await client.models.list()).data.map((m) => m.id)).toEqual([gw.modelId]);
+
+    await gw.restartAgent();
+    await vi.waitFor(() => expect(gw.relay.registry.get(gw.machineId)?.readyStacks.has(gw.stackId)).toBe(true), { timeout: 10_000, interval: 50 });
+    const again = await chat();
+    expect(again.usage!.completion_tokens).toBe(3);
+  });
+
+  it("reconnects by itself after the relay drops the link", async () => {
+    const session = gw.relay.registry.get(gw.machineId)!;
+    session.end();
+    await vi.waitFor(() => {
+      const current = gw.relay.registry.get(gw.machineId);
+      expect(current && current !== session && current.readyStacks.has(gw.stackId)).toBe(true);
+    }, { timeout: 10_000, interval: 50 });
+    expect((await chat()).choices[0]!.finish_reason).toBe("length");
+  });
+
+  it("refuses a link with a wrong machine token", async () => {
+    const raw = new AgentLinkClient(gw.relay.linkAddress, credentials.createInsecure());
+    const md = new Metadata();
+    md.set("x-makina-machine-id", gw.machineId);
+    md.set("authorization", "Bearer mk_mach_wrongwrongwrongwrongwrongwrongwrong");
+    const call = raw.connect(md);
+    const error = await new Promise<ServiceError>((resolve) => {
+      call.on("error", resolve);
+      call.on("data", (_m: RelayMessage) => {});
+      call.write({ body: { $case: "hello", value: { protocolVersion: PROTOCOL_VERSION, agentVersion: "x", hardware: undefined } } });
+    });
+    raw.close();
+    expect(error.code).toBe(status.UNAUTHENTICATED);
+    // The real agent's link is untouched.
+    expect(gw.relay.store.machines.get(gw.machineId)!.state).toBe("online");
+  });
+
+  it("refuses an agent that speaks another protocol version", async () => {
+    const raw = new AgentLinkClient(gw.relay.linkAddress, credentials.createInsecure());
+    const md = new Metadata();
+    md.set("x-makina-machine-id", gw.machineId);
+    md.set("authorization", `Bearer ${gw.machineToken}`);
+    const call = raw.connect(md);
+    const error = await new Promise<ServiceError>((resolve) => {
+      call.on("error", resolve);
+      call.on("data", () => {});
+      call.write({ body: { $case: "hello", value: { protocolVersion: PROTOCOL_VERSION + 1, agentVersion: "x", hardware: undefined } } });
+    });
+    raw.close();
+    expect(error.code).toBe(status.FAILED_PRECONDITION);
+    expect(error.details).toContain("not supported");
+  });
+});

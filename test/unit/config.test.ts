@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { AgentConfigError, defaultThreads, resolveAgentConfig } from "../../agent/index.js";
+import { ConfigError, resolveRelayConfig } from "../../relay/index.js";
+
+const creds = { server: "relay.example:8081", machineId: "mach_abc", token: "mk_mach_xyz" };
+
+describe("configuration", () => {
+  it("takes flags over environment over file over defaults, and freezes the result", () => {
+    const c = resolveRelayConfig({ flags: { port: 1 }, env: { MAKINA_PORT: "2", MAKINA_GRPC_PORT: "3" }, file: { port: 4, grpcPort: 5, host: "0.0.0.0" } });
+    expect([c.port, c.grpcPort, c.host, c.bodyLimitBytes]).toEqual([1, 3, "0.0.0.0", 4 * 1024 * 1024]);
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it("reports every problem at once", () => {
+    const err = (() => {
+      try {
+        resolveRelayConfig({ env: { MAKINA_PORT: "http", MAKINA_LOG_LEVEL: "loud" } });
+      } catch (e) {
+        return e as ConfigError;
+      }
+    })();
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err!.problems).toHaveLength(2);
+    const agentErr = (() => {
+      try {
+        resolveAgentConfig({});
+      } catch (e) {
+        return e as AgentConfigError;
+      }
+    })();
+    expect(agentErr!.problems.map((p) => p.split(" ")[0])).toEqual(["server", "machineId", "token"]);
+  });
+
+  it("never gives inference more threads than cores minus one", () => {
+    expect(defaultThreads(1)).toBe(1);
+    expect(defaultThreads(2)).toBe(1);
+    expect(defaultThreads(16)).toBe(15);
+    expect(resolveAgentConfig({ flags: creds }, 2).threads).toBe(1);
+    expect(resolveAgentConfig({ flags: { ...creds, threads: 3 } }, 2).threads).toBe(3);
+  });
+
+  it("reads the agent's credentials from the environment", () => {
+    const c = resolveAgentConfig({ env: { MAKINA_AGENT_SERVER: "h:1", MAKINA_AGENT_MACHINE_ID: "mach_1", MAKINA_AGENT_TOKEN: "mk_mach_1", MAKINA_AGENT_GPU: "false" } });
+    expect([c.server, c.machineId, c.gpu]).toEqual(["h:1", "mach_1", false]);
+  });
+});

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { parseModelRef } from "../../agent/models/model-ref.js";
+import { createLogger } from "../../proto/index.js";
+
+describe("structured logs", () => {
+  it("redact secrets by key and by shape, and carry child bindings", () => {
+    const lines: string[] = [];
+    const log = createLogger({ write: (l) => lines.push(l) }).child({ component: "http", requestId: "r1" });
+    log.info("auth", { authorization: "Bearer mk_live_abc", note: "key mk_live_SECRET123 and token mk_mach_T0K3N", nested: { apiKey: "x" } });
+    const line = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(line).toMatchObject({ level: "info", msg: "auth", component: "http", requestId: "r1", authorization: "[redacted]", nested: { apiKey: "[redacted]" } });
+    expect(lines[0]).not.toContain("SECRET123");
+    expect(lines[0]).not.toContain("T0K3N");
+  });
+
+  it("drops lines below the level", () => {
+    const lines: string[] = [];
+    createLogger({ level: "warn", write: (l) => lines.push(l) }).info("quiet");
+    expect(lines).toEqual([]);
+  });
+});
+
+describe("model references", () => {
+  it("resolves hf: references to Hugging Face download URLs", () => {
+    expect(parseModelRef("hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf")).toEqual({
+      kind: "url",
+      url: "https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_k_m.gguf",
+    });
+    expect(parseModelRef("hf:org/repo@v1.0/sub/model.gguf")).toEqual({ kind: "url", url: "https://huggingface.co/org/repo/resolve/v1.0/sub/model.gguf" });
+  });
+
+  it("keeps URLs and resolves local paths against the working directory", () => {
+    expect(parseModelRef("https://example.com/m.gguf")).toEqual({ kind: "url", url: "https://example.com/m.gguf" });
+    expect(parseModelRef("models/m.gguf", "/srv")).toEqual({ kind: "file", path: "/srv/models/m.gguf" });
+    expect(parseModelRef("/abs/m.gguf")).toEqual({ kind: "file", path: "/abs/m.gguf" });
+  });
+
+  it("rejects a malformed hf: reference", () => {
+    expect(() => parseModelRef("hf:just-a-name")).toThrow(/Hugging Face reference/);
+  });
+});

@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import { MakinaError } from "../../proto/index.js";
+import { validateChatRequest } from "../../relay/http/openai/index.js";
+
+const ok = { model: "m", messages: [{ role: "user", content: "hi" }] };
+
+function rejects(body: unknown): { code: string; param: string | null; message: string } {
+  try {
+    validateChatRequest(body);
+  } catch (err) {
+    expect(err).toBeInstanceOf(MakinaError);
+    const e = err as MakinaError;
+    return { code: e.mapping.openaiCode, param: e.param, message: e.message };
+  }
+  throw new Error("expected the request to be rejected");
+}
+
+describe("chat request validation", () => {
+  it("applies the vendor defaults", () => {
+    expect(validateChatRequest(ok)).toEqual({ model: "m", messages: [{ role: "user", content: "hi" }], stream: false, includeUsage: false, temperature: 1, topP: 1, maxTokens: null, stop: [], seed: undefined });
+  });
+
+  it("accepts text content parts, every role, a stop string and max_completion_tokens", () => {
+    const r = validateChatRequest({
+      model: "m",
+      messages: [
+        { role: "developer", content: "be brief" },
+        { role: "user", content: [{ type: "text", text: "a" }, { type: "text", text: "b" }] },
+        { role: "assistant", content: null },
+        { role: "tool", content: "42" },
+      ],
+      stop: "\n",
+      max_completion_tokens: 7,
+    });
+    expect(r.messages.map((m) => m.content)).toEqual(["be brief", "ab", "", "42"]);
+    expect(r.stop).toEqual(["\n"]);
+    expect(r.maxTokens).toBe(7);
+  });
+
+  it.each([
+    [{ messages: ok.messages }, "missing_required_parameter", "model"],
+    [{ model: "m" }, "missing_required_parameter", "messages"],
+    [{ model: "m", messages: [] }, "invalid_value", "messages"],
+    [{ model: 3, messages: ok.messages }, "invalid_value", "model"],
+    [{ ...ok, messages: [{ role: "wizard", content: "x" }] }, "invalid_value", "messages[0].role"],
+    [{ ...ok, temperature: 2.5 }, "invalid_value", "temperature"],
+    [{ ...ok, temperature: "hot" }, "invalid_value", "temperature"],
+    [{ ...ok, top_p: 1.5 }, "invalid_value", "top_p"],
+    [{ ...ok, max_tokens: 0 }, "invalid_value", "max_tokens"],
+    [{ ...ok, max_tokens: 1.5 }, "invalid_value", "max_tokens"],
+    [{ ...ok, stop: ["a", "b", "c", "d", "e"] }, "invalid_value", "stop"],
+    [{ ...ok, stream: "yes" }, "invalid_value", "stream"],
+    [{ ...ok, stream_options: { include_usage: true } }, "invalid_value", "stream_options"],
+    [{ ...ok, n: 2 }, "unsupported_parameter", "n"],
+    [{ ...ok, tools: [{ type: "function", function: { name: "f" } }] }, "unsupported_parameter", "tools"],
+    [{ ...ok, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] }, "unsupported_parameter", "messages[0].content[0].type"],
+  ])("rejects %j with %s on %s", (body, code, param) => {
+    expect(rejects(body)).toMatchObject({ code, param });
+  });
+
+  it("names an unknown parameter the way the vendor does", () => {
+    expect(rejects({ ...ok, frobnicate: true })).toEqual({ code: "unknown_parameter", param: "frobnicate", message: "Unrecognized request argument supplied: frobnicate" });
+  });
+
+  it("rejects a body that is not an object", () => {
+    expect(rejects([1, 2]).code).toBe("invalid_value");
+    expect(rejects(null).code).toBe("invalid_value");
+  });
+});
