@@ -9,6 +9,11 @@ export class CreditGate {
 
   constructor(private credits: number) {}
 
+  /** True while a chunk waits for credit (the relay's client is slower than generation). */
+  get waiting(): boolean {
+    return this.wake !== undefined;
+  }
+
   add(n: number): void {
     this.credits += n;
     this.wake?.();

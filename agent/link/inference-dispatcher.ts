@@ -27,6 +27,13 @@ export class InferenceDispatcher {
     return this.active.size;
   }
 
+  /** Requests held back because the relay has not returned credit (a slow HTTP client). */
+  get stalled(): number {
+    let n = 0;
+    for (const a of this.active.values()) if (a.gate.waiting) n++;
+    return n;
+  }
+
   start(request: InferenceRequest): void {
     const active: Active = { controller: new AbortController(), gate: new CreditGate(request.initialCredit) };
     this.active.set(request.requestId, active);
