@@ -22,6 +22,8 @@ export interface RelayConfig {
   readonly firstTokenTimeoutMs: number;
   /** Longest non-streamed request, ms. @default 600000 */
   readonly requestTimeoutMs: number;
+  /** Completion tokens assumed when admitting a request without `max_tokens` against a token limit. @default 512 */
+  readonly defaultCompletionEstimate: number;
   readonly logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -43,6 +45,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   bodyLimitBytes: "MAKINA_BODY_LIMIT_BYTES",
   firstTokenTimeoutMs: "MAKINA_FIRST_TOKEN_TIMEOUT_MS",
   requestTimeoutMs: "MAKINA_REQUEST_TIMEOUT_MS",
+  defaultCompletionEstimate: "MAKINA_DEFAULT_COMPLETION_ESTIMATE",
   logLevel: "MAKINA_LOG_LEVEL",
 };
 
@@ -57,6 +60,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   bodyLimitBytes: 4 * 1024 * 1024,
   firstTokenTimeoutMs: 120_000,
   requestTimeoutMs: 600_000,
+  defaultCompletionEstimate: 512,
   logLevel: "info",
 };
 
@@ -102,6 +106,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     bodyLimitBytes: int("bodyLimitBytes", 1024, 1024 * 1024 * 1024),
     firstTokenTimeoutMs: int("firstTokenTimeoutMs", 100, 3_600_000),
     requestTimeoutMs: int("requestTimeoutMs", 100, 24 * 3_600_000),
+    defaultCompletionEstimate: int("defaultCompletionEstimate", 1, 1 << 20),
     logLevel: logLevel as RelayConfig["logLevel"],
   };
   if (problems.length) throw new ConfigError(problems);

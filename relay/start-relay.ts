@@ -9,6 +9,7 @@ import { Deployer } from "./deploy/index.js";
 import { AgentRegistry, startLinkServer } from "./grpc/index.js";
 import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
+import { RateLimiter } from "./limits/index.js";
 import { openStore, type Store } from "./store/index.js";
 
 /** A running relay. */
@@ -63,8 +64,14 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     registry,
     control,
     log: log.child({ component: "http" }),
+    limiter: new RateLimiter(),
     adminTokenHash: () => store.settings.get("admin_token_hash"),
-    limits: { bodyLimitBytes: config.bodyLimitBytes, firstTokenTimeoutMs: config.firstTokenTimeoutMs, requestTimeoutMs: config.requestTimeoutMs },
+    limits: {
+      bodyLimitBytes: config.bodyLimitBytes,
+      firstTokenTimeoutMs: config.firstTokenTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      defaultCompletionEstimate: config.defaultCompletionEstimate,
+    },
   });
   const server: Server = createServer(app);
   server.keepAliveTimeout = 65_000;

@@ -1,4 +1,4 @@
-import { MakinaError, toLinkError, type AgentMessage, type InferenceRequest, type Logger } from "../../proto/index.js";
+import { MakinaError, toLinkError, type AgentMessage, type InferenceEnd, type InferenceRequest, type Logger } from "../../proto/index.js";
 import type { StackHost } from "../stacks/stack-host.js";
 import { CreditGate } from "./credit-gate.js";
 
@@ -57,12 +57,15 @@ export class InferenceDispatcher {
     const { requestId } = request;
     const signal = active.controller.signal;
     const log = this.log.child({ requestId, stackId: request.stackId });
+    const usage = { promptTokens: 0, completionTokens: 0 };
+    const end = (outcome: InferenceEnd["outcome"]) =>
+      this.send({ body: { $case: "inferenceEnd", value: { requestId, outcome, usage: { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens } } } });
     try {
       const runtime = this.host.runtime(request.stackId);
       if (!runtime) throw new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
       const events = runtime.chat(
         { messages: request.messages, temperature: request.temperature, topP: request.topP, maxTokens: request.maxTokens, stop: request.stop, seed: request.seed },
-        { signal },
+        { signal, usage },
       );
       for await (const ev of events) {
         if (ev.type === "text") {
@@ -70,22 +73,19 @@ export class InferenceDispatcher {
           this.send({ body: { $case: "inferenceChunk", value: { requestId, text: ev.text } } });
           this.chunksSent++;
         } else {
-          this.send({
-            body: {
-              $case: "inferenceEnd",
-              value: { requestId, outcome: { $case: "done", value: { finishReason: ev.finishReason, promptTokens: ev.promptTokens, completionTokens: ev.completionTokens } } },
-            },
-          });
+          end({ $case: "done", value: { finishReason: ev.finishReason } });
         }
       }
     } catch (err) {
       if (signal.aborted) {
-        log.info("request canceled", { reason: (signal.reason as Error | undefined)?.message });
+        // The relay still wants the usage of a canceled request: its tokens count toward the key's limits.
+        log.info("request canceled", { reason: (signal.reason as Error | undefined)?.message, completionTokens: usage.completionTokens });
+        end({ $case: "done", value: { finishReason: "canceled" } });
         return;
       }
       const e = MakinaError.from(err);
       if (e.code === "internal_error") log.error("inference failed", { err, cause: e.cause });
-      this.send({ body: { $case: "inferenceEnd", value: { requestId, outcome: { $case: "error", value: toLinkError(e) } } } });
+      end({ $case: "error", value: toLinkError(e) });
     }
   }
 }

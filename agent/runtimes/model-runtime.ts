@@ -16,6 +16,19 @@ export type RuntimeEvent =
   | { type: "text"; text: string }
   | { type: "end"; finishReason: "stop" | "length"; promptTokens: number; completionTokens: number };
 
+/** Tokens a request has used so far; a runtime updates it as it goes, so a canceled request can still be charged. */
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** Options of {@link ModelRuntime.chat}. */
+export interface ChatOptions {
+  signal?: AbortSignal;
+  /** Filled in while generating (prompt tokens once counted, completion tokens per token). */
+  usage?: TokenUsage;
+}
+
 /** A model loaded in a runtime, ready to serve chat requests. */
 export interface ModelRuntime {
   /** Tokens of context each request gets. */
@@ -25,7 +38,7 @@ export interface ModelRuntime {
    * early, stops generation. Throws MakinaError `context_length_exceeded` when the
    * prompt plus `maxTokens` does not fit.
    */
-  chat(input: ChatInput, options?: { signal?: AbortSignal }): AsyncIterable<RuntimeEvent>;
+  chat(input: ChatInput, options?: ChatOptions): AsyncIterable<RuntimeEvent>;
   /** Unloads the model. Idempotent. */
   close(): Promise<void>;
 }

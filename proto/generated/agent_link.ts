@@ -187,16 +187,29 @@ export interface InferenceChunk {
   text: string;
 }
 
-/** The last message of a request: its outcome. */
+/**
+ * The last message of a request: its outcome and what it used. Sent for every
+ * request, also after an `InferenceCancel`, so the relay can charge the tokens
+ * really generated (per-key token limits).
+ */
 export interface InferenceEnd {
   requestId: string;
-  outcome: { $case: "done"; value: InferenceDone } | { $case: "error"; value: LinkError } | undefined;
+  outcome:
+    | { $case: "done"; value: InferenceDone }
+    | { $case: "error"; value: LinkError }
+    | undefined;
+  /** Tokens used, whatever the outcome (zero when nothing was evaluated). */
+  usage: Usage | undefined;
 }
 
-/** A request that completed. */
+/** A request that completed, or stopped because the relay canceled it. */
 export interface InferenceDone {
-  /** `stop` or `length`. */
+  /** `stop` or `length`; `canceled` after an `InferenceCancel`. */
   finishReason: string;
+}
+
+/** Tokens a request used. */
+export interface Usage {
   /** Tokens of the rendered prompt. */
   promptTokens: number;
   /** Tokens generated. */
@@ -2022,7 +2035,7 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
 };
 
 function createBaseInferenceEnd(): InferenceEnd {
-  return { requestId: "", outcome: undefined };
+  return { requestId: "", outcome: undefined, usage: undefined };
 }
 
 export const InferenceEnd: MessageFns<InferenceEnd> = {
@@ -2037,6 +2050,9 @@ export const InferenceEnd: MessageFns<InferenceEnd> = {
       case "error":
         LinkError.encode(message.outcome.value, writer.uint32(26).fork()).join();
         break;
+    }
+    if (message.usage !== undefined) {
+      Usage.encode(message.usage, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -2078,6 +2094,14 @@ export const InferenceEnd: MessageFns<InferenceEnd> = {
             message.outcome = { $case: "error", value: LinkError.decode(reader, reader.uint32()) };
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.usage = Usage.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2102,6 +2126,7 @@ export const InferenceEnd: MessageFns<InferenceEnd> = {
         : isSet(object.error)
         ? { $case: "error", value: LinkError.fromJSON(object.error) }
         : undefined,
+      usage: isSet(object.usage) ? Usage.fromJSON(object.usage) : undefined,
     };
   },
 
@@ -2114,6 +2139,9 @@ export const InferenceEnd: MessageFns<InferenceEnd> = {
       obj.done = InferenceDone.toJSON(message.outcome.value);
     } else if (message.outcome?.$case === "error") {
       obj.error = LinkError.toJSON(message.outcome.value);
+    }
+    if (message.usage !== undefined) {
+      obj.usage = Usage.toJSON(message.usage);
     }
     return obj;
   },
@@ -2138,24 +2166,19 @@ export const InferenceEnd: MessageFns<InferenceEnd> = {
         break;
       }
     }
+    message.usage = (object.usage !== undefined && object.usage !== null) ? Usage.fromPartial(object.usage) : undefined;
     return message;
   },
 };
 
 function createBaseInferenceDone(): InferenceDone {
-  return { finishReason: "", promptTokens: 0, completionTokens: 0 };
+  return { finishReason: "" };
 }
 
 export const InferenceDone: MessageFns<InferenceDone> = {
   encode(message: InferenceDone, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.finishReason !== "") {
       writer.uint32(10).string(message.finishReason);
-    }
-    if (message.promptTokens !== 0) {
-      writer.uint32(16).uint32(message.promptTokens);
-    }
-    if (message.completionTokens !== 0) {
-      writer.uint32(24).uint32(message.completionTokens);
     }
     return writer;
   },
@@ -2181,22 +2204,6 @@ export const InferenceDone: MessageFns<InferenceDone> = {
             message.finishReason = reader.string();
             continue;
           }
-          case 2: {
-            if (tag !== 16) {
-              break;
-            }
-
-            message.promptTokens = reader.uint32();
-            continue;
-          }
-          case 3: {
-            if (tag !== 24) {
-              break;
-            }
-
-            message.completionTokens = reader.uint32();
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2216,6 +2223,85 @@ export const InferenceDone: MessageFns<InferenceDone> = {
         : isSet(object.finish_reason)
         ? globalThis.String(object.finish_reason)
         : "",
+    };
+  },
+
+  toJSON(message: InferenceDone): unknown {
+    const obj: any = {};
+    if (message.finishReason !== "") {
+      obj.finishReason = message.finishReason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<InferenceDone>, I>>(base?: I): InferenceDone {
+    return InferenceDone.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<InferenceDone>, I>>(object: I): InferenceDone {
+    const message = createBaseInferenceDone();
+    message.finishReason = object.finishReason ?? "";
+    return message;
+  },
+};
+
+function createBaseUsage(): Usage {
+  return { promptTokens: 0, completionTokens: 0 };
+}
+
+export const Usage: MessageFns<Usage> = {
+  encode(message: Usage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.promptTokens !== 0) {
+      writer.uint32(8).uint32(message.promptTokens);
+    }
+    if (message.completionTokens !== 0) {
+      writer.uint32(16).uint32(message.completionTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Usage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUsage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.promptTokens = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.completionTokens = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Usage {
+    return {
       promptTokens: isSet(object.promptTokens)
         ? globalThis.Number(object.promptTokens)
         : isSet(object.prompt_tokens)
@@ -2229,11 +2315,8 @@ export const InferenceDone: MessageFns<InferenceDone> = {
     };
   },
 
-  toJSON(message: InferenceDone): unknown {
+  toJSON(message: Usage): unknown {
     const obj: any = {};
-    if (message.finishReason !== "") {
-      obj.finishReason = message.finishReason;
-    }
     if (message.promptTokens !== 0) {
       obj.promptTokens = Math.round(message.promptTokens);
     }
@@ -2243,12 +2326,11 @@ export const InferenceDone: MessageFns<InferenceDone> = {
     return obj;
   },
 
-  create<I extends Exact<DeepPartial<InferenceDone>, I>>(base?: I): InferenceDone {
-    return InferenceDone.fromPartial(base ?? ({} as any));
+  create<I extends Exact<DeepPartial<Usage>, I>>(base?: I): Usage {
+    return Usage.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<InferenceDone>, I>>(object: I): InferenceDone {
-    const message = createBaseInferenceDone();
-    message.finishReason = object.finishReason ?? "";
+  fromPartial<I extends Exact<DeepPartial<Usage>, I>>(object: I): Usage {
+    const message = createBaseUsage();
     message.promptTokens = object.promptTokens ?? 0;
     message.completionTokens = object.completionTokens ?? 0;
     return message;

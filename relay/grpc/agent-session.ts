@@ -26,12 +26,36 @@ export interface InferenceCall {
   seed?: number;
 }
 
+/** Tokens a request used, as the agent counted them. */
+export interface InferenceUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
 /** Options of {@link AgentSession.infer}. */
 export interface InferOptions {
   signal?: AbortSignal;
   /** Fail with 503 `runtime_unavailable` when no first token arrives in time. @default 120000 */
   firstTokenTimeoutMs?: number;
+  /**
+   * Called exactly once with the tokens the request really used: when it ends,
+   * also after the consumer left early (the agent reports what it generated
+   * before it stopped), or with `null` when the link was lost and nobody knows.
+   */
+  onUsage?: (usage: InferenceUsage | null) => void;
 }
+
+/** A request the relay is tracking on this link. */
+interface Tracked {
+  pending: PendingInference;
+  onUsage: ((usage: InferenceUsage | null) => void) | undefined;
+  /** The consumer left; only the final usage is still awaited. */
+  abandoned: boolean;
+  timer?: NodeJS.Timeout;
+}
+
+/** How long an abandoned request waits for its final usage before it is charged at its estimate. */
+const USAGE_WAIT_MS = 30_000;
 
 type CommandStep = NonNullable<Command["step"]>;
 
@@ -49,7 +73,7 @@ export type SessionState = "open" | "closed";
  * single link, and fails everything pending when the link goes away.
  */
 export class AgentSession {
-  private readonly inferences = new Map<string, PendingInference>();
+  private readonly inferences = new Map<string, Tracked>();
   private readonly commands = new Map<string, PendingCommand>();
   /** Stacks whose endpoint the agent has configured on this link. */
   readonly readyStacks = new Set<string>();
@@ -67,7 +91,9 @@ export class AgentSession {
 
   /** Inference requests in flight on this machine (for least-loaded routing). */
   get inFlight(): number {
-    return this.inferences.size;
+    let n = 0;
+    for (const t of this.inferences.values()) if (!t.abandoned) n++;
+    return n;
   }
 
   send(message: RelayMessage): void {
@@ -80,21 +106,22 @@ export class AgentSession {
     const body = message.body;
     switch (body?.$case) {
       case "inferenceChunk":
-        this.inferences.get(body.value.requestId)?.push({ type: "chunk", text: body.value.text });
+        this.inferences.get(body.value.requestId)?.pending.push({ type: "chunk", text: body.value.text });
         return;
       case "inferenceEnd": {
-        const pending = this.inferences.get(body.value.requestId);
+        const tracked = this.inferences.get(body.value.requestId);
+        if (!tracked) return;
+        const usage = { promptTokens: body.value.usage?.promptTokens ?? 0, completionTokens: body.value.usage?.completionTokens ?? 0 };
+        settle(tracked, usage);
+        if (tracked.abandoned) {
+          this.inferences.delete(body.value.requestId);
+          return;
+        }
         const outcome = body.value.outcome;
-        if (!pending) return;
         if (outcome?.$case === "done") {
-          pending.push({
-            type: "done",
-            finishReason: outcome.value.finishReason,
-            promptTokens: outcome.value.promptTokens,
-            completionTokens: outcome.value.completionTokens,
-          });
+          tracked.pending.push({ type: "done", finishReason: outcome.value.finishReason, ...usage });
         } else {
-          pending.fail(outcome?.$case === "error" ? fromLinkError(outcome.value) : new MakinaError("internal_error", "The agent ended the request without an outcome."));
+          tracked.pending.fail(outcome?.$case === "error" ? fromLinkError(outcome.value) : new MakinaError("internal_error", "The agent ended the request without an outcome."));
         }
         return;
       }
@@ -126,7 +153,8 @@ export class AgentSession {
     if (this.state !== "open") throw offline();
     const requestId = randomUUID();
     const pending = new PendingInference(this.window);
-    this.inferences.set(requestId, pending);
+    const tracked: Tracked = { pending, onUsage: options.onUsage, abandoned: false };
+    this.inferences.set(requestId, tracked);
     const { signal } = options;
     const onAbort = () => pending.fail(MakinaError.from(signal?.reason ?? new DOMException("aborted", "AbortError")));
     signal?.addEventListener("abort", onAbort, { once: true });
@@ -171,7 +199,17 @@ export class AgentSession {
     } finally {
       clearTimeout(firstTokenTimer);
       signal?.removeEventListener("abort", onAbort);
-      this.inferences.delete(requestId);
+      if (finished || this.state !== "open" || !tracked.onUsage) {
+        this.inferences.delete(requestId);
+        settle(tracked, null);
+      } else {
+        // Keep listening for the final usage of a request the consumer left.
+        tracked.abandoned = true;
+        tracked.timer = setTimeout(() => {
+          this.inferences.delete(requestId);
+          settle(tracked, null);
+        }, USAGE_WAIT_MS);
+      }
       if (!finished) this.send({ body: { $case: "inferenceCancel", value: { requestId, reason: "canceled by the relay" } } });
     }
   }
@@ -206,7 +244,10 @@ export class AgentSession {
     if (this.state === "closed") return;
     this.state = "closed";
     const err = offline();
-    for (const p of this.inferences.values()) p.fail(err);
+    for (const t of this.inferences.values()) {
+      t.pending.fail(err);
+      if (t.abandoned) settle(t, null);
+    }
     for (const c of this.commands.values()) c.reject(err);
     this.commands.clear();
     this.readyStacks.clear();
@@ -222,6 +263,14 @@ export class AgentSession {
       // The call may already be finished; ending it again is harmless.
     }
   }
+}
+
+/** Delivers a request's usage once; later calls do nothing. */
+function settle(tracked: Tracked, usage: InferenceUsage | null): void {
+  clearTimeout(tracked.timer);
+  const cb = tracked.onUsage;
+  tracked.onUsage = undefined;
+  cb?.(usage);
 }
 
 function offline(): MakinaError {

@@ -1,6 +1,6 @@
 import { LlamaChat, type ChatHistoryItem, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
 import { MakinaError, type ChatMessage } from "../../../proto/index.js";
-import type { ChatInput, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
+import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
 
 /** Options of {@link loadGgufModel}. */
@@ -62,7 +62,7 @@ class GgufRuntime implements ModelRuntime {
     this.slots = new SlotPool(chats);
   }
 
-  async *chat(input: ChatInput, options: { signal?: AbortSignal } = {}): AsyncGenerator<RuntimeEvent> {
+  async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
     if (this.closed) throw new MakinaError("runtime_unavailable", "The model is being unloaded.", { retryAfterMs: 1000 });
     const chat = await this.slots.acquire(options.signal);
     const stop = new AbortController();
@@ -72,6 +72,7 @@ class GgufRuntime implements ModelRuntime {
     try {
       const history = toChatHistory(input.messages);
       const promptTokens = chat.chatWrapper.generateContextState({ chatHistory: history }).contextText.tokenize(this.model.tokenizer).length;
+      if (options.usage) options.usage.promptTokens = promptTokens;
       const room = this.contextSize - promptTokens;
       if (room < 1 || input.maxTokens > room) {
         throw new MakinaError(
@@ -98,6 +99,7 @@ class GgufRuntime implements ModelRuntime {
           stopOnAbortSignal: true,
           onToken: (tokens) => {
             completionTokens += tokens.length;
+            if (options.usage) options.usage.completionTokens = completionTokens;
           },
           onTextChunk: (text) => {
             pending.push(text);

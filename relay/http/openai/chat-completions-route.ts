@@ -1,6 +1,7 @@
 import type { Request, RequestHandler, Response } from "express";
 import { MakinaError, type Logger } from "../../../proto/index.js";
 import { pickTarget, stacksForKey, type AgentRegistry, type InferenceEvent } from "../../grpc/index.js";
+import { estimateTokens, type RateLimiter } from "../../limits/index.js";
 import { randomBase62, type ApiKeyRecord, type Store } from "../../store/index.js";
 import { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 import { SseWriter } from "./sse-writer.js";
@@ -14,6 +15,9 @@ export interface ChatCompletionsDeps {
   firstTokenTimeoutMs: number;
   /** A non-streamed request is abandoned after this many ms. */
   requestTimeoutMs: number;
+  limiter: RateLimiter;
+  /** Completion tokens assumed for the token-limit estimate when `max_tokens` is absent. */
+  defaultCompletionEstimate: number;
 }
 
 /** `POST /v1/chat/completions`, streamed and not. */
@@ -38,22 +42,37 @@ export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
           { param: "max_tokens" },
         );
       }
+      // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
+      const admission = deps.limiter.admit(key, estimateTokens(request.messages, request.maxTokens, deps.defaultCompletionEstimate));
+      res.set(deps.limiter.headers(key));
       log.info("chat completion", { model: request.model, stackId: stack.id, machineId: stack.machineId, stream: request.stream });
-      const events = session.infer(
-        {
-          stackId: stack.id,
-          messages: request.messages,
-          temperature: request.temperature,
-          topP: request.topP,
-          maxTokens: request.maxTokens ?? 0,
-          stop: request.stop,
-          seed: request.seed,
-        },
-        { signal: controller.signal, firstTokenTimeoutMs: deps.firstTokenTimeoutMs },
-      );
-      const meta = { id: `chatcmpl-${randomBase62(29)}`, created: Math.floor(Date.now() / 1000), model: request.model };
-      if (request.stream) await stream(req, res, events, meta, request, log);
-      else await complete(res, events, meta, controller, deps.requestTimeoutMs);
+      try {
+        const events = session.infer(
+          {
+            stackId: stack.id,
+            messages: request.messages,
+            temperature: request.temperature,
+            topP: request.topP,
+            maxTokens: request.maxTokens ?? 0,
+            stop: request.stop,
+            seed: request.seed,
+          },
+          {
+            signal: controller.signal,
+            firstTokenTimeoutMs: deps.firstTokenTimeoutMs,
+            onUsage: (u) => admission.settle(u ? u.promptTokens + u.completionTokens : null),
+          },
+        );
+        const meta = { id: `chatcmpl-${randomBase62(29)}`, created: Math.floor(Date.now() / 1000), model: request.model };
+        if (request.stream) await stream(req, res, events, meta, request, log);
+        else await complete(res, events, meta, controller, deps.requestTimeoutMs);
+      } catch (err) {
+        // Not served (refused by the runtime, machine gone before the first byte): give the quota back.
+        // A client that went away keeps paying for the tokens generated until then.
+        const code = MakinaError.from(err).code;
+        if (!res.headersSent && code !== "canceled" && code !== "timeout") admission.refund();
+        throw err;
+      }
     } catch (err) {
       next(err);
     } finally {

@@ -3,6 +3,7 @@ import { authenticate } from "./authenticate.js";
 import { listModels } from "./models-route.js";
 import { chatCompletions, type ChatCompletionsDeps } from "./chat-completions-route.js";
 import { jsonBody } from "../json-body.js";
+import type { ApiKeyRecord } from "../../store/index.js";
 
 export { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 
@@ -15,7 +16,11 @@ export interface OpenAiRouterDeps extends ChatCompletionsDeps {
 /** The gateway: `/v1/models` and `/v1/chat/completions` behind bearer keys. */
 export function openAiRouter(deps: OpenAiRouterDeps): Router {
   const router = Router();
-  router.use("/v1", authenticate(deps.store), ...jsonBody(deps.bodyLimitBytes));
+  router.use("/v1", authenticate(deps.store), (_req, res, next) => {
+    // Every response to a rate-limited key carries its x-ratelimit-* headers.
+    res.set(deps.limiter.headers(res.locals.apiKey as ApiKeyRecord));
+    next();
+  }, ...jsonBody(deps.bodyLimitBytes));
   router.get("/v1/models", listModels(deps.store));
   router.post("/v1/chat/completions", chatCompletions(deps));
   return router;

@@ -1,0 +1,1 @@
+export { RateLimiter, formatDuration, estimateTokens, type Admission, type KeyLimits } from "./rate-limiter.js";

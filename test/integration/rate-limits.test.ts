@@ -1,0 +1,83 @@
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+describe("per-key rate limits at the gateway", () => {
+  let gw: TestGateway;
+  const chat = (key: string, body: Record<string, unknown> = {}) =>
+    fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "Hi" }], max_tokens: 1, ...body }),
+    });
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("lets exactly 10 of 100 parallel requests through a 10 rpm key; the rest get 429 requests with Retry-After", async () => {
+    const { key } = gw.relay.control.createKey(gw.orgId, { rpm: 10 });
+    const responses = await Promise.all(Array.from({ length: 100 }, () => chat(key)));
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(90);
+    const refused = responses.find((r) => r.status === 429)!;
+    expect(await refused.json()).toEqual({ error: { message: expect.stringContaining("requests per minute"), type: "requests", param: null, code: "rate_limit_exceeded" } });
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(Number(refused.headers.get("retry-after-ms"))).toBeGreaterThan(0);
+    expect(refused.headers.get("x-ratelimit-limit-requests")).toBe("10");
+    expect(refused.headers.get("x-ratelimit-remaining-requests")).toBe("0");
+    expect(refused.headers.get("x-ratelimit-reset-requests")).toMatch(/^\d+(\.\d+)?(ms|s)$|^\d+m\d+s$/);
+    await Promise.all(responses.filter((r) => !r.bodyUsed).map((r) => r.body?.cancel()));
+  });
+
+  it("reports the limits on every response of a limited key, and none for an unlimited one", async () => {
+    const { key } = gw.relay.control.createKey(gw.orgId, { rpm: 5, tpm: 10_000 });
+    const models = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } });
+    expect(Object.fromEntries([...models.headers].filter(([h]) => h.startsWith("x-ratelimit-")))).toEqual({
+      "x-ratelimit-limit-requests": "5",
+      "x-ratelimit-remaining-requests": "5",
+      "x-ratelimit-reset-requests": "0ms",
+      "x-ratelimit-limit-tokens": "10000",
+      "x-ratelimit-remaining-tokens": "10000",
+      "x-ratelimit-reset-tokens": "0ms",
+    });
+    const notFound = await chat(key, { model: "nope" });
+    expect(notFound.status).toBe(404);
+    expect(notFound.headers.get("x-ratelimit-remaining-requests")).toBe("5");
+    const unlimited = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${gw.apiKey}` } });
+    expect([...unlimited.headers.keys()].some((h) => h.startsWith("x-ratelimit-"))).toBe(false);
+  });
+
+  it("charges nothing for refused requests (400, 404, context too long)", async () => {
+    const { key } = gw.relay.control.createKey(gw.orgId, { rpm: 2, tpm: 1000 });
+    expect((await chat(key, { temperature: 9 })).status).toBe(400);
+    expect((await chat(key, { model: "nope" })).status).toBe(404);
+    expect((await chat(key, { max_tokens: 900 })).status).toBe(400);
+    expect((await chat(key, { messages: [{ role: "user", content: "word ".repeat(600) }], max_tokens: 1 })).status).toBe(400);
+    expect((await chat(key)).status).toBe(200);
+    expect((await chat(key)).status).toBe(200);
+    expect((await chat(key)).status).toBe(429);
+  });
+
+  it("admits on the estimate, settles to real usage, and refuses with 429 tokens when the estimate does not fit", async () => {
+    const { key } = gw.relay.control.createKey(gw.orgId, { tpm: 300 });
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: key, maxRetries: 0 });
+    const { data, response } = await client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "Hi" }], max_tokens: 5, temperature: 0 }).withResponse();
+    const used = data.usage!.total_tokens;
+    // The headers of this response were set at admission (estimate); the next response shows the settled usage.
+    expect(Number(response.headers.get("x-ratelimit-remaining-tokens"))).toBeLessThan(300);
+    const after = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } });
+    expect(Number(after.headers.get("x-ratelimit-remaining-tokens"))).toBe(300 - used);
+
+    const err = await client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "Hi" }], max_tokens: 290 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((err as InstanceType<typeof OpenAI.RateLimitError>).type).toBe("tokens");
+    expect((err as InstanceType<typeof OpenAI.RateLimitError>).code).toBe("rate_limit_exceeded");
+  });
+});
