@@ -16,6 +16,8 @@ export class InferenceDispatcher {
   private readonly active = new Map<string, Active>();
   /** Chunks of text sent since start (observability: tests watch generation stop). */
   chunksSent = 0;
+  /** Requests that ended because the relay canceled them (client gone, deadline). */
+  canceled = 0;
 
   constructor(
     private readonly host: StackHost,
@@ -80,6 +82,7 @@ export class InferenceDispatcher {
       if (signal.aborted) {
         // The relay still wants the usage of a canceled request: its tokens count toward the key's limits.
         log.info("request canceled", { reason: (signal.reason as Error | undefined)?.message, completionTokens: usage.completionTokens });
+        this.canceled++;
         end({ $case: "done", value: { finishReason: "canceled" } });
         return;
       }

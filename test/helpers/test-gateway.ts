@@ -22,6 +22,10 @@ export interface TestGateway {
   baseURL: string;
   /** Starts another agent for the same machine (after `agent.stop()`). */
   restartAgent(): Promise<Agent>;
+  /** Registers another machine in `orgId` and starts a real agent for it (stopped by `close`). */
+  addMachine(orgId: string, agentFlags?: Record<string, unknown>): Promise<{ machineId: string; agent: Agent }>;
+  /** Creates a stack of the test model on a machine, deployed unless told otherwise. */
+  addStack(options: { orgId: string; machineId: string; modelId: string; endpoint?: boolean; deploy?: boolean }): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -30,7 +34,7 @@ function testLog(): Logger {
 }
 
 /** Starts a relay on ephemeral ports, registers this machine, deploys a stack and creates a key. */
-export async function startTestGateway(options: { model?: string; relayFlags?: Record<string, unknown> } = {}): Promise<TestGateway> {
+export async function startTestGateway(options: { model?: string; relayFlags?: Record<string, unknown>; agentFlags?: Record<string, unknown> } = {}): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), "makina-test-"));
   const log = testLog();
   const relay = await startRelay(
@@ -39,9 +43,20 @@ export async function startTestGateway(options: { model?: string; relayFlags?: R
   );
   const org = relay.control.createOrg("Test Org");
   const { machine, token } = relay.control.createMachine(org.id, "test-machine");
-  const agentConfig = resolveAgentConfig({
-    flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dataDir, "agent"), threads: 1, gpu: false, maxContextSize: 512, reconnectMinMs: 50, reconnectMaxMs: 500 },
+  const agentFlags = (machineId: string, machineToken: string, extra: Record<string, unknown> = {}) => ({
+    server: relay.linkAddress,
+    machineId,
+    token: machineToken,
+    dataDir: join(dataDir, "agent"),
+    threads: 1,
+    gpu: false,
+    maxContextSize: 512,
+    reconnectMinMs: 50,
+    reconnectMaxMs: 500,
+    ...extra,
   });
+  const agentConfig = resolveAgentConfig({ flags: agentFlags(machine.id, token, options.agentFlags) });
+  const extraAgents: Agent[] = [];
   let agent = await startAgent(agentConfig, { log });
   await agent.link.whenOnline();
   const stack = relay.control.createStack({ org: org.id, name: "test-stack", machine: machine.id, runtime: "gguf", model: options.model ?? testModelPath(), modelId: "stories" });
@@ -68,7 +83,23 @@ export async function startTestGateway(options: { model?: string; relayFlags?: R
       await agent.link.whenOnline();
       return agent;
     },
+    async addMachine(orgId, flags) {
+      const m = relay.control.createMachine(orgId, `machine-${extraAgents.length + 2}`);
+      const a = await startAgent(resolveAgentConfig({ flags: agentFlags(m.machine.id, m.token, flags) }), { log });
+      extraAgents.push(a);
+      await a.link.whenOnline();
+      return { machineId: m.machine.id, agent: a };
+    },
+    async addStack(o) {
+      const st = relay.control.createStack({ org: o.orgId, name: o.modelId, machine: o.machineId, runtime: "gguf", model: options.model ?? testModelPath(), modelId: o.modelId, endpoint: o.endpoint ?? true });
+      if (o.deploy ?? true) {
+        relay.control.deploy(st.id);
+        await relay.deployer.settled(st.id);
+      }
+      return st.id;
+    },
     async close() {
+      await Promise.all(extraAgents.map((a) => a.stop()));
       await agent.stop();
       await relay.stop();
       rmSync(dataDir, { recursive: true, force: true });

@@ -1,0 +1,182 @@
+import type { ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { Agent } from "../../agent/index.js";
+import { startCli, stopCli } from "../helpers/cli.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+const post = (gw: TestGateway, body: Record<string, unknown>, signal?: AbortSignal) =>
+  fetch(`${gw.baseURL}/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "Once upon a time" }], ...body }),
+    signal,
+  });
+
+/** Holds one request on a machine: its consumer reads one chunk and stops, so the agent waits for credit. */
+async function holdRequest(gw: TestGateway, machineId: string, stackId: string, agent: Agent) {
+  const session = gw.relay.registry.get(machineId)!;
+  const events = session.infer({ stackId, messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [] });
+  await events.next();
+  await vi.waitFor(() => expect(agent.inference.stalled).toBeGreaterThan(0), { timeout: 10_000, interval: 10 });
+  return () => events.return(undefined);
+}
+
+describe("when runtimes are busy, crash or vanish", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ relayFlags: { firstTokenTimeoutMs: 500 }, agentFlags: { parallelSequences: 1, maxContextSize: 2048 } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("answers 503 runtime_unavailable with Retry-After when no first token comes in time", async () => {
+    const release = await holdRequest(gw, gw.machineId, gw.stackId, gw.agent);
+    try {
+      const res = await post(gw, { model: gw.modelId, max_tokens: 2 });
+      expect(res.status).toBe(503);
+      expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(((await res.json()) as { error: { code: string; type: string } }).error).toMatchObject({ type: "service_unavailable_error", code: "runtime_unavailable" });
+    } finally {
+      await release();
+    }
+    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBe(0), { timeout: 5_000, interval: 10 });
+    expect((await post(gw, { model: gw.modelId, max_tokens: 2 })).status).toBe(200);
+  });
+
+  it("answers 503 runtime_unavailable when the runtime is gone from the machine", async () => {
+    const stackId = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "fragile" });
+    await gw.agent.host.run({ commandId: "test", stackId, step: { $case: "removeStack", value: {} } }, () => {});
+    const res = await post(gw, { model: "fragile", max_tokens: 2 });
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("runtime_unavailable");
+  });
+
+  it("stops generating on the machine when the HTTP client goes away", async () => {
+    const canceledBefore = gw.agent.inference.canceled;
+    const controller = new AbortController();
+    const res = await post(gw, { model: gw.modelId, max_tokens: 1900, stream: true }, controller.signal);
+    const reader = res.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBe(0), { timeout: 5_000, interval: 10 });
+    // Ended by the cancel, not by running to max_tokens.
+    expect(gw.agent.inference.canceled).toBe(canceledBefore + 1);
+    expect(gw.relay.registry.get(gw.machineId)!.inFlight).toBe(0);
+  });
+
+  it("stops generating when the client of a non-streamed request goes away", async () => {
+    const canceledBefore = gw.agent.inference.canceled;
+    const controller = new AbortController();
+    const pending = post(gw, { model: gw.modelId, max_tokens: 1900 }, controller.signal).catch((e: unknown) => e);
+    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBe(1), { timeout: 5_000, interval: 5 });
+    controller.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBe(0), { timeout: 5_000, interval: 10 });
+    expect(gw.agent.inference.canceled).toBe(canceledBefore + 1);
+  });
+
+  it("charges a key's token limit for what a cut-short stream generated, not for its estimate", async () => {
+    const { key } = gw.relay.control.createKey(gw.orgId, { tpm: 100_000 });
+    const controller = new AbortController();
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 1900, stream: true }),
+      signal: controller.signal,
+    });
+    const estimated = 100_000 - Number(res.headers.get("x-ratelimit-remaining-tokens"));
+    expect(estimated).toBeGreaterThan(1900);
+    await res.body!.getReader().read();
+    controller.abort();
+    const remaining = async () => Number((await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } })).headers.get("x-ratelimit-remaining-tokens"));
+    await vi.waitFor(async () => expect(await remaining()).toBeGreaterThan(100_000 - estimated), { timeout: 5_000, interval: 20 });
+    const charged = 100_000 - (await remaining());
+    expect(charged).toBeGreaterThan(0);
+    expect(charged).toBeLessThan(1900);
+  });
+});
+
+describe("routing across machines serving one model id", () => {
+  let gw: TestGateway;
+  let second: { machineId: string; agent: Agent };
+  let secondStack: string;
+  beforeAll(async () => {
+    gw = await startTestGateway({ agentFlags: { parallelSequences: 2 } });
+    second = await gw.addMachine(gw.orgId);
+    secondStack = await gw.addStack({ orgId: gw.orgId, machineId: second.machineId, modelId: gw.modelId });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("lists the shared model id once", async () => {
+    const res = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${gw.apiKey}` } });
+    expect(((await res.json()) as { data: { id: string }[] }).data.map((m) => m.id)).toEqual([gw.modelId]);
+  });
+
+  it("sends a request to the machine with the fewest requests in flight", async () => {
+    const release = await holdRequest(gw, gw.machineId, gw.stackId, gw.agent);
+    try {
+      const before = { first: gw.agent.inference.chunksSent, second: second.agent.inference.chunksSent };
+      for (let i = 0; i < 3; i++) expect((await post(gw, { model: gw.modelId, max_tokens: 3 })).status).toBe(200);
+      expect(gw.agent.inference.chunksSent).toBe(before.first);
+      expect(second.agent.inference.chunksSent).toBeGreaterThan(before.second);
+    } finally {
+      await release();
+    }
+  });
+
+  it("skips an offline machine, and answers 503 machine_offline only when none is online", async () => {
+    await second.agent.stop();
+    await vi.waitFor(() => expect(gw.relay.registry.get(second.machineId)).toBeUndefined(), { timeout: 5_000, interval: 10 });
+    expect((await post(gw, { model: gw.modelId, max_tokens: 2 })).status).toBe(200);
+    await gw.agent.stop();
+    await vi.waitFor(() => expect(gw.relay.registry.get(gw.machineId)).toBeUndefined(), { timeout: 5_000, interval: 10 });
+    const res = await post(gw, { model: gw.modelId, max_tokens: 2 });
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("machine_offline");
+    expect(secondStack).toMatch(/^stk_/);
+    await gw.restartAgent();
+  });
+});
+
+describe("a machine killed in the middle of a stream", () => {
+  let gw: TestGateway;
+  let agentProcess: ChildProcess | undefined;
+  beforeAll(async () => {
+    gw = await startTestGateway();
+  });
+  afterAll(async () => {
+    if (agentProcess) await stopCli(agentProcess);
+    await gw?.close();
+  });
+
+  it("ends the stream with a stream_incomplete error event and no [DONE]", async () => {
+    const { machine, token } = gw.relay.control.createMachine(gw.orgId, "doomed");
+    agentProcess = (
+      await startCli(["agent", "--server", gw.relay.linkAddress, "--machine-id", machine.id, "--token", token, "--data-dir", join(gw.dataDir, "doomed"), "--threads", "1"], /link online/, {
+        MAKINA_AGENT_GPU: "false",
+        MAKINA_AGENT_MAX_CONTEXT: "2048",
+        MAKINA_LOG_LEVEL: "info",
+      })
+    ).child;
+    await gw.addStack({ orgId: gw.orgId, machineId: machine.id, modelId: "doomed" });
+    const res = await post(gw, { model: "doomed", max_tokens: 1800, stream: true });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value);
+    agentProcess.kill("SIGKILL");
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    const events = text.split("\n\n").filter(Boolean);
+    expect(events.at(-1)).not.toBe("data: [DONE]");
+    expect(JSON.parse(events.at(-1)!.slice(6))).toEqual({ error: { message: expect.any(String), type: "server_error", param: null, code: "stream_incomplete" } });
+    expect(text).not.toContain("[DONE]");
+  });
+});
