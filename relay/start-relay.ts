@@ -7,6 +7,7 @@ import { relayPaths } from "./config.js";
 import { ControlPlane } from "./control/index.js";
 import { Deployer } from "./deploy/index.js";
 import { AgentRegistry, startLinkServer } from "./grpc/index.js";
+import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
 import { RateLimiter } from "./limits/index.js";
@@ -75,6 +76,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   });
   const server: Server = createServer(app);
   server.keepAliveTimeout = 65_000;
+  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());

@@ -66,7 +66,7 @@ export class InferenceDispatcher {
       const runtime = this.host.runtime(request.stackId);
       if (!runtime) throw new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
       const events = runtime.chat(
-        { messages: request.messages, temperature: request.temperature, topP: request.topP, maxTokens: request.maxTokens, stop: request.stop, seed: request.seed },
+        { messages: request.messages, temperature: request.temperature, topP: request.topP, maxTokens: request.maxTokens, stop: request.stop, seed: request.seed, presencePenalty: request.presencePenalty, frequencyPenalty: request.frequencyPenalty },
         { signal, usage },
       );
       for await (const ev of events) {

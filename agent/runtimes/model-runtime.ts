@@ -9,6 +9,10 @@ export interface ChatInput {
   maxTokens: number;
   stop: string[];
   seed?: number;
+  /** OpenAI presence penalty, -2 to 2; 0 is off. */
+  presencePenalty?: number;
+  /** OpenAI frequency penalty, -2 to 2; 0 is off. */
+  frequencyPenalty?: number;
 }
 
 /** What a runtime yields: text as it is produced, then one `end`. */

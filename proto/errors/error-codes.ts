@@ -24,6 +24,8 @@ export type ErrorCode =
   | "unsupported_parameter"
   | "context_length_exceeded"
   | "request_too_large"
+  | "bad_request"
+  | "headers_too_large"
   | "stream_incomplete"
   | "canceled"
   | "timeout"
@@ -68,6 +70,8 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = Object.fre
   unsupported_parameter: { grpc: S.INVALID_ARGUMENT, http: 400, type: "invalid_request_error", openaiCode: "unsupported_parameter" },
   context_length_exceeded: { grpc: S.INVALID_ARGUMENT, http: 400, type: "invalid_request_error", openaiCode: "context_length_exceeded" },
   request_too_large: { grpc: S.RESOURCE_EXHAUSTED, http: 413, type: "invalid_request_error", openaiCode: "request_too_large" },
+  bad_request: { grpc: S.INVALID_ARGUMENT, http: 400, type: "invalid_request_error", openaiCode: "bad_request" },
+  headers_too_large: { grpc: S.RESOURCE_EXHAUSTED, http: 431, type: "invalid_request_error", openaiCode: "headers_too_large" },
   stream_incomplete: { grpc: S.ABORTED, http: 500, type: "server_error", openaiCode: "stream_incomplete" },
   canceled: { grpc: S.CANCELLED, http: 499, type: "server_error", openaiCode: "canceled" },
   timeout: { grpc: S.DEADLINE_EXCEEDED, http: 504, type: "server_error", openaiCode: "timeout" },

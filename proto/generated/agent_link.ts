@@ -164,7 +164,13 @@ export interface InferenceRequest {
   /** Chunks the agent may send before it needs an `InferenceCredit`. */
   initialCredit: number;
   /** Seed for sampling; absent means random. */
-  seed?: number | undefined;
+  seed?:
+    | number
+    | undefined;
+  /** OpenAI presence penalty, -2 to 2; 0 is off. */
+  presencePenalty: number;
+  /** OpenAI frequency penalty, -2 to 2; 0 is off. */
+  frequencyPenalty: number;
 }
 
 /** The relay no longer wants a request (client gone, deadline passed). */
@@ -1547,6 +1553,8 @@ function createBaseInferenceRequest(): InferenceRequest {
     stop: [],
     initialCredit: 0,
     seed: undefined,
+    presencePenalty: 0,
+    frequencyPenalty: 0,
   };
 }
 
@@ -1578,6 +1586,12 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     }
     if (message.seed !== undefined) {
       writer.uint32(72).uint32(message.seed);
+    }
+    if (message.presencePenalty !== 0) {
+      writer.uint32(81).double(message.presencePenalty);
+    }
+    if (message.frequencyPenalty !== 0) {
+      writer.uint32(89).double(message.frequencyPenalty);
     }
     return writer;
   },
@@ -1667,6 +1681,22 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
             message.seed = reader.uint32();
             continue;
           }
+          case 10: {
+            if (tag !== 81) {
+              break;
+            }
+
+            message.presencePenalty = reader.double();
+            continue;
+          }
+          case 11: {
+            if (tag !== 89) {
+              break;
+            }
+
+            message.frequencyPenalty = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1714,6 +1744,16 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
         ? globalThis.Number(object.initial_credit)
         : 0,
       seed: isSet(object.seed) ? globalThis.Number(object.seed) : undefined,
+      presencePenalty: isSet(object.presencePenalty)
+        ? globalThis.Number(object.presencePenalty)
+        : isSet(object.presence_penalty)
+        ? globalThis.Number(object.presence_penalty)
+        : 0,
+      frequencyPenalty: isSet(object.frequencyPenalty)
+        ? globalThis.Number(object.frequencyPenalty)
+        : isSet(object.frequency_penalty)
+        ? globalThis.Number(object.frequency_penalty)
+        : 0,
     };
   },
 
@@ -1746,6 +1786,12 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     if (message.seed !== undefined) {
       obj.seed = Math.round(message.seed);
     }
+    if (message.presencePenalty !== 0) {
+      obj.presencePenalty = floatToJson(message.presencePenalty);
+    }
+    if (message.frequencyPenalty !== 0) {
+      obj.frequencyPenalty = floatToJson(message.frequencyPenalty);
+    }
     return obj;
   },
 
@@ -1763,6 +1809,8 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     message.stop = object.stop?.map((e) => e) || [];
     message.initialCredit = object.initialCredit ?? 0;
     message.seed = object.seed ?? undefined;
+    message.presencePenalty = object.presencePenalty ?? 0;
+    message.frequencyPenalty = object.frequencyPenalty ?? 0;
     return message;
   },
 };

@@ -1,2 +1,3 @@
 export { ControlPlane, defaultModelId, type StackInput, type StackView } from "./control-plane.js";
 export { checkCompatibility, type Compatibility, type CompatibilityCheck } from "./compatibility.js";
+export { RUNTIME_CAPABILITIES } from "./runtime-capabilities.js";

@@ -24,6 +24,10 @@ export interface InferenceCall {
   maxTokens: number;
   stop: string[];
   seed?: number;
+  /** -2 to 2; 0 is off. */
+  presencePenalty?: number;
+  /** -2 to 2; 0 is off. */
+  frequencyPenalty?: number;
 }
 
 /** Tokens a request used, as the agent counted them. */
@@ -179,6 +183,8 @@ export class AgentSession {
             stop: call.stop,
             initialCredit: this.window,
             seed: call.seed,
+            presencePenalty: call.presencePenalty ?? 0,
+            frequencyPenalty: call.frequencyPenalty ?? 0,
           },
         },
       });

@@ -7,7 +7,20 @@ import { MakinaError } from "../../proto/index.js";
  * PATCH carry bodies.
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
-  const parse = express.json({ limit: limitBytes, strict: false, type: () => true });
+  const utf8 = new TextDecoder("utf-8", { fatal: true });
+  const parse = express.json({
+    limit: limitBytes,
+    strict: false,
+    type: () => true,
+    // JSON is UTF-8: a body with invalid bytes is refused rather than silently repaired.
+    verify: (_req, _res, buf) => {
+      try {
+        utf8.decode(buf);
+      } catch (err) {
+        throw Object.assign(new Error("invalid UTF-8"), { type: "entity.parse.failed", cause: err });
+      }
+    },
+  });
   return [
     (req, _res, next) => {
       if (!["POST", "PUT", "PATCH"].includes(req.method)) return next();
@@ -27,8 +40,11 @@ function bodyError(err: unknown, limitBytes: number): unknown {
   if (type === "entity.too.large") {
     return new MakinaError("request_too_large", `The request body is larger than the limit of ${limitBytes} bytes.`);
   }
-  if (type === "entity.parse.failed" || type === "encoding.unsupported" || type === "charset.unsupported") {
-    return new MakinaError("invalid_json", "We could not parse the JSON body of your request. The body must be valid JSON.", { cause: err });
+  if (type === "encoding.unsupported" || type === "charset.unsupported") {
+    return new MakinaError("unsupported_media_type", "Unsupported body encoding: send the body as UTF-8 JSON without content encoding.", { cause: err });
+  }
+  if (type === "entity.parse.failed" || (err as { status?: number }).status === 400) {
+    return new MakinaError("invalid_json", "We could not parse the JSON body of your request. The body must be valid UTF-8 JSON.", { cause: err });
   }
   if (type === "request.aborted") return new MakinaError("canceled", "The client closed the request.", { cause: err });
   return err;

@@ -80,6 +80,23 @@ describe("gateway basics over raw HTTP", () => {
     expect(stopped.choices[0]!.message.content).toBe(text.slice(0, cut));
   });
 
+  it("refuses a parameter the stack's runtime cannot honour instead of dropping it", async () => {
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
+    for (const extra of [{ n: 2 }, { logprobs: true }, { tools: [{ type: "function" as const, function: { name: "f", parameters: {} } }] }, { response_format: { type: "json_object" as const } }]) {
+      const err = await client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "hi" }], ...extra }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(err).toMatchObject({ status: 400, code: "unsupported_parameter", param: Object.keys(extra)[0] });
+    }
+  });
+
+  it("honours presence and frequency penalties on the GGUF runtime", async () => {
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
+    const body = { model: gw.modelId, messages: [{ role: "user" as const, content: "Once upon a time" }], max_tokens: 60, temperature: 0 };
+    const plain = await client.chat.completions.create(body);
+    const penalised = await client.chat.completions.create({ ...body, frequency_penalty: 2, presence_penalty: 2 });
+    expect(penalised.choices[0]!.message.content).not.toBe(plain.choices[0]!.message.content);
+  });
+
   it("refuses max_tokens beyond the model's context", async () => {
     const res = await post("/v1/chat/completions", JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "hi" }], max_tokens: 100000 }));
     expect(res.status).toBe(400);

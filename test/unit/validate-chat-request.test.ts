@@ -17,7 +17,20 @@ function rejects(body: unknown): { code: string; param: string | null; message: 
 
 describe("chat request validation", () => {
   it("applies the vendor defaults", () => {
-    expect(validateChatRequest(ok)).toEqual({ model: "m", messages: [{ role: "user", content: "hi" }], stream: false, includeUsage: false, temperature: 1, topP: 1, maxTokens: null, stop: [], seed: undefined });
+    expect(validateChatRequest(ok)).toEqual({
+      model: "m",
+      messages: [{ role: "user", content: "hi" }],
+      stream: false,
+      includeUsage: false,
+      temperature: 1,
+      topP: 1,
+      maxTokens: null,
+      stop: [],
+      seed: undefined,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      needs: [],
+    });
   });
 
   it("accepts text content parts, every role, a stop string and max_completion_tokens", () => {
@@ -27,7 +40,7 @@ describe("chat request validation", () => {
         { role: "developer", content: "be brief" },
         { role: "user", content: [{ type: "text", text: "a" }, { type: "text", text: "b" }] },
         { role: "assistant", content: null },
-        { role: "tool", content: "42" },
+        { role: "tool", content: "42", tool_call_id: "call_1" },
       ],
       stop: "\n",
       max_completion_tokens: 7,
@@ -51,11 +64,55 @@ describe("chat request validation", () => {
     [{ ...ok, stop: ["a", "b", "c", "d", "e"] }, "invalid_value", "stop"],
     [{ ...ok, stream: "yes" }, "invalid_value", "stream"],
     [{ ...ok, stream_options: { include_usage: true } }, "invalid_value", "stream_options"],
-    [{ ...ok, n: 2 }, "unsupported_parameter", "n"],
-    [{ ...ok, tools: [{ type: "function", function: { name: "f" } }] }, "unsupported_parameter", "tools"],
+    [{ ...ok, n: 0 }, "invalid_value", "n"],
+    [{ ...ok, presence_penalty: 2.5 }, "invalid_value", "presence_penalty"],
+    [{ ...ok, frequency_penalty: -3 }, "invalid_value", "frequency_penalty"],
+    [{ ...ok, logprobs: "yes" }, "invalid_value", "logprobs"],
+    [{ ...ok, top_logprobs: 3 }, "invalid_value", "top_logprobs"],
+    [{ ...ok, logit_bias: { "12": 101 } }, "invalid_value", "logit_bias.12"],
+    [{ ...ok, response_format: { type: "yaml" } }, "invalid_value", "response_format.type"],
+    [{ ...ok, tools: "all" }, "invalid_value", "tools"],
+    [{ ...ok, user: 5 }, "invalid_value", "user"],
+    [{ ...ok, seed: -1 }, "invalid_value", "seed"],
+    [{ ...ok, stream: true, stream_options: { include_usage: "yes" } }, "invalid_value", "stream_options.include_usage"],
+    [{ ...ok, stream: true, stream_options: { colour: true } }, "unknown_parameter", "stream_options.colour"],
+    [{ ...ok, messages: [{ role: "tool", content: "x" }] }, "missing_required_parameter", "messages[0].tool_call_id"],
+    [{ ...ok, messages: [{ role: "user" }] }, "missing_required_parameter", "messages[0].content"],
+    [{ ...ok, messages: [{ content: "x" }] }, "missing_required_parameter", "messages[0].role"],
+    [{ ...ok, messages: [{ role: "user", content: [] }] }, "invalid_value", "messages[0].content"],
+    [{ ...ok, messages: [{ role: "user", content: [{ type: "text" }] }] }, "invalid_value", "messages[0].content[0].text"],
     [{ ...ok, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] }, "unsupported_parameter", "messages[0].content[0].type"],
   ])("rejects %j with %s on %s", (body, code, param) => {
     expect(rejects(body)).toMatchObject({ code, param });
+  });
+
+  it("accepts every documented parameter in its neutral form without needing anything of the runtime", () => {
+    const r = validateChatRequest({
+      ...ok,
+      n: 1,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      logprobs: false,
+      logit_bias: {},
+      response_format: { type: "text" },
+      tools: [],
+      tool_choice: "auto",
+      parallel_tool_calls: true,
+      store: false,
+      metadata: { team: "a" },
+      service_tier: "auto",
+      user: "u-1",
+      seed: 7,
+      prompt_cache_key: "k",
+    });
+    expect(r.needs).toEqual([]);
+    expect(r.seed).toBe(7);
+  });
+
+  it("lists the parameters whose values the runtime must honour", () => {
+    const r = validateChatRequest({ ...ok, n: 2, presence_penalty: 0.5, tools: [{ type: "function", function: { name: "f" } }], logprobs: true, top_logprobs: 2 });
+    expect(r.needs.sort()).toEqual(["logprobs", "n", "presence_penalty", "tools", "top_logprobs"]);
+    expect(r.presencePenalty).toBe(0.5);
   });
 
   it("names an unknown parameter the way the vendor does", () => {

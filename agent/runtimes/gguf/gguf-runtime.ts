@@ -94,6 +94,10 @@ class GgufRuntime implements ModelRuntime {
           temperature: input.temperature,
           topP: input.topP,
           seed: input.seed,
+          repeatPenalty:
+            input.presencePenalty || input.frequencyPenalty
+              ? { penalty: 1, presencePenalty: input.presencePenalty ?? 0, frequencyPenalty: input.frequencyPenalty ?? 0 }
+              : false,
           customStopTriggers: input.stop.length ? input.stop : undefined,
           signal: stop.signal,
           stopOnAbortSignal: true,

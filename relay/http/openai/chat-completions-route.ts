@@ -1,5 +1,6 @@
 import type { Request, RequestHandler, Response } from "express";
 import { MakinaError, type Logger } from "../../../proto/index.js";
+import { RUNTIME_CAPABILITIES } from "../../control/index.js";
 import { pickTarget, stacksForKey, type AgentRegistry, type InferenceEvent } from "../../grpc/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
 import { randomBase62, type ApiKeyRecord, type Store } from "../../store/index.js";
@@ -33,8 +34,13 @@ export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
     try {
       const key = res.locals.apiKey as ApiKeyRecord;
       const request = validateChatRequest(req.body);
-      const stacks = stacksForKey(deps.store, key, request.model);
-      const { stack, session } = pickTarget(deps.registry, stacks);
+      const allowed = stacksForKey(deps.store, key, request.model);
+      const capable = allowed.filter((st) => request.needs.every((p) => RUNTIME_CAPABILITIES[st.runtime].has(p)));
+      if (capable.length === 0) {
+        const param = request.needs.find((p) => !RUNTIME_CAPABILITIES[allowed[0]!.runtime].has(p))!;
+        throw new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${allowed[0]!.runtime} runtime serving \`${request.model}\`.`, { param });
+      }
+      const { stack, session } = pickTarget(deps.registry, capable);
       if (request.maxTokens !== null && stack.contextSize !== null && request.maxTokens > stack.contextSize) {
         throw new MakinaError(
           "context_length_exceeded",
@@ -56,6 +62,8 @@ export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
             maxTokens: request.maxTokens ?? 0,
             stop: request.stop,
             seed: request.seed,
+            presencePenalty: request.presencePenalty,
+            frequencyPenalty: request.frequencyPenalty,
           },
           {
             signal: controller.signal,

@@ -13,9 +13,15 @@ export interface ChatRequest {
   maxTokens: number | null;
   stop: string[];
   seed: number | undefined;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  /**
+   * Parameters given with a value that changes the output beyond the basics
+   * (for example `presence_penalty: 0.5`, `n: 2`). The stack's runtime must
+   * honour each of them, or the request is refused with `unsupported_parameter`.
+   */
+  needs: string[];
 }
-
-const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 
 /** The gateway's limits on a chat request. */
 export interface ChatLimits {
@@ -23,61 +29,9 @@ export interface ChatLimits {
   maxStop: number;
 }
 
-/**
- * Parameters of the vendor interface that the gateway knows but honours only in
- * their neutral form; any other value is refused with `unsupported_parameter`
- * rather than silently dropped.
- */
-const NEUTRAL: Record<string, (v: unknown) => boolean> = {
-  n: (v) => v === 1,
-  presence_penalty: (v) => v === 0,
-  frequency_penalty: (v) => v === 0,
-  logprobs: (v) => v === false,
-  top_logprobs: (v) => v === 0,
-  logit_bias: (v) => isPlainObject(v) && Object.keys(v).length === 0,
-  response_format: (v) => isPlainObject(v) && v.type === "text",
-  tools: (v) => Array.isArray(v) && v.length === 0,
-  tool_choice: (v) => v === "none",
-  parallel_tool_calls: () => true,
-  functions: (v) => Array.isArray(v) && v.length === 0,
-  function_call: (v) => v === "none",
-  store: (v) => v === false,
-  metadata: (v) => isPlainObject(v),
-  service_tier: (v) => v === "auto" || v === "default",
-  modalities: (v) => Array.isArray(v) && v.length === 1 && v[0] === "text",
-  audio: () => false,
-  prediction: () => false,
-  reasoning_effort: () => false,
-  web_search_options: () => false,
-  verbosity: () => false,
-  prompt_cache_key: (v) => typeof v === "string",
-  safety_identifier: (v) => typeof v === "string",
-  user: (v) => typeof v === "string",
-};
-
-const SUPPORTED = new Set(["model", "messages", "stream", "stream_options", "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed"]);
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
+const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 
 const invalid = (param: string, message: string) => new MakinaError("invalid_value", message, { param });
-
-function optionalNumber(body: Record<string, unknown>, name: string, min: number, max: number, fallback: number): number {
-  const v = body[name];
-  if (v === undefined || v === null) return fallback;
-  if (typeof v !== "number" || !Number.isFinite(v)) throw invalid(name, `Invalid type for '${name}': expected a number, but got ${describe(v)}.`);
-  if (v < min || v > max) throw invalid(name, `Invalid '${name}': ${v} is outside the range ${min} to ${max}.`);
-  return v;
-}
-
-function optionalInteger(body: Record<string, unknown>, name: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  const v = body[name];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v)) throw invalid(name, `Invalid type for '${name}': expected an integer, but got ${describe(v)}.`);
-  if (v < min || v > max) throw invalid(name, `Invalid '${name}': ${v} is outside the range ${min} to ${max}.`);
-  return v;
-}
 
 function describe(v: unknown): string {
   if (v === null) return "null";
@@ -85,74 +39,193 @@ function describe(v: unknown): string {
   return typeof v === "object" ? "an object" : `a ${typeof v}`;
 }
 
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+const number = (min: number, max: number) => (v: unknown, name: string) => {
+  if (typeof v !== "number" || !Number.isFinite(v)) throw invalid(name, `Invalid type for '${name}': expected a number, but got ${describe(v)}.`);
+  if (v < min || v > max) throw invalid(name, `Invalid '${name}': ${v} is outside the range ${min} to ${max}.`);
+};
+const integer = (min: number, max: number) => (v: unknown, name: string) => {
+  if (typeof v !== "number" || !Number.isInteger(v)) throw invalid(name, `Invalid type for '${name}': expected an integer, but got ${describe(v)}.`);
+  if (v < min || v > max) throw invalid(name, `Invalid '${name}': ${v} is outside the range ${min} to ${max}.`);
+};
+const boolean = (v: unknown, name: string) => {
+  if (typeof v !== "boolean") throw invalid(name, `Invalid type for '${name}': expected a boolean, but got ${describe(v)}.`);
+};
+const string = (maxLength: number) => (v: unknown, name: string) => {
+  if (typeof v !== "string") throw invalid(name, `Invalid type for '${name}': expected a string, but got ${describe(v)}.`);
+  if (v.length > maxLength) throw invalid(name, `Invalid '${name}': longer than ${maxLength} characters.`);
+};
+const oneOf = (...values: string[]) => (v: unknown, name: string) => {
+  if (typeof v !== "string" || !values.includes(v)) throw invalid(name, `Invalid value for '${name}': expected one of ${values.map((x) => `'${x}'`).join(", ")}.`);
+};
+const object = (v: unknown, name: string) => {
+  if (!isPlainObject(v)) throw invalid(name, `Invalid type for '${name}': expected an object, but got ${describe(v)}.`);
+};
+const array = (v: unknown, name: string) => {
+  if (!Array.isArray(v)) throw invalid(name, `Invalid type for '${name}': expected an array, but got ${describe(v)}.`);
+};
+const either =
+  (...checks: ((v: unknown, name: string) => void)[]) =>
+  (v: unknown, name: string) => {
+    const errors: unknown[] = [];
+    for (const c of checks) {
+      try {
+        return c(v, name);
+      } catch (e) {
+        errors.push(e);
+      }
+    }
+    throw errors[0];
+  };
+
+/** A parameter of the vendor interface beyond the basics: how to check it, and which values change nothing. */
+interface Rule {
+  check: (v: unknown, name: string) => void;
+  neutral: (v: unknown) => boolean;
+}
+
+const always = () => true;
+
+/** Every other documented request parameter of the vendor chat-completions interface. */
+const RULES: Record<string, Rule> = {
+  n: { check: integer(1, 128), neutral: (v) => v === 1 },
+  presence_penalty: { check: number(-2, 2), neutral: (v) => v === 0 },
+  frequency_penalty: { check: number(-2, 2), neutral: (v) => v === 0 },
+  logprobs: { check: boolean, neutral: (v) => v === false },
+  top_logprobs: { check: integer(0, 20), neutral: (v) => v === 0 },
+  logit_bias: {
+    check: (v, name) => {
+      object(v, name);
+      for (const [token, bias] of Object.entries(v as Record<string, unknown>)) {
+        if (!/^\d+$/.test(token)) throw invalid(name, `Invalid '${name}': keys must be token ids, got '${token.slice(0, 40)}'.`);
+        number(-100, 100)(bias, `${name}.${token}`);
+      }
+    },
+    neutral: (v) => Object.keys(v as object).length === 0,
+  },
+  response_format: {
+    check: (v, name) => {
+      object(v, name);
+      oneOf("text", "json_object", "json_schema")((v as Record<string, unknown>).type, `${name}.type`);
+    },
+    neutral: (v) => (v as Record<string, unknown>).type === "text",
+  },
+  tools: { check: array, neutral: (v) => (v as unknown[]).length === 0 },
+  tool_choice: { check: either(oneOf("none", "auto", "required"), object), neutral: (v) => v === "none" || v === "auto" },
+  parallel_tool_calls: { check: boolean, neutral: always },
+  functions: { check: array, neutral: (v) => (v as unknown[]).length === 0 },
+  function_call: { check: either(oneOf("none", "auto"), object), neutral: (v) => v === "none" || v === "auto" },
+  store: { check: boolean, neutral: (v) => v === false },
+  metadata: { check: object, neutral: always },
+  service_tier: { check: string(32), neutral: (v) => v === "auto" || v === "default" },
+  modalities: { check: array, neutral: (v) => JSON.stringify(v) === '["text"]' },
+  audio: { check: object, neutral: () => false },
+  prediction: { check: object, neutral: () => false },
+  reasoning_effort: { check: oneOf("minimal", "low", "medium", "high"), neutral: () => false },
+  web_search_options: { check: object, neutral: () => false },
+  verbosity: { check: oneOf("low", "medium", "high"), neutral: (v) => v === "medium" },
+  prompt_cache_key: { check: string(1024), neutral: always },
+  safety_identifier: { check: string(1024), neutral: always },
+  user: { check: string(1024), neutral: always },
+};
+
+const CORE = new Set(["model", "messages", "stream", "stream_options", "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed"]);
+
+function optional<T>(body: Record<string, unknown>, name: string, check: (v: unknown, name: string) => void, fallback: T): T {
+  const v = body[name];
+  if (v === undefined || v === null) return fallback;
+  check(v, name);
+  return v as T;
+}
+
 function messageContent(m: Record<string, unknown>, i: number): string {
   const param = `messages[${i}].content`;
   const c = m.content;
   if (typeof c === "string") return c;
   if ((c === null || c === undefined) && m.role === "assistant") return "";
-  if (c === undefined) throw new MakinaError("missing_required_parameter", `Missing required parameter: '${param}'.`, { param });
+  if (c === undefined || c === null) throw new MakinaError("missing_required_parameter", `Missing required parameter: '${param}'.`, { param });
   if (!Array.isArray(c)) throw invalid(param, `Invalid type for '${param}': expected a string or an array of content parts, but got ${describe(c)}.`);
+  if (c.length === 0) throw invalid(param, `Invalid '${param}': empty array. Expected an array with minimum length 1.`);
   return c
     .map((part: unknown, j) => {
       const p = `${param}[${j}]`;
       if (!isPlainObject(part)) throw invalid(p, `Invalid type for '${p}': expected an object, but got ${describe(part)}.`);
-      if (part.type === "text" || part.type === "input_text") {
+      if (part.type === "text") {
         if (typeof part.text !== "string") throw invalid(`${p}.text`, `Invalid type for '${p}.text': expected a string, but got ${describe(part.text)}.`);
         return part.text;
       }
       if (typeof part.type === "string" && ["image_url", "input_audio", "file", "refusal"].includes(part.type)) {
         throw new MakinaError("unsupported_parameter", `Content parts of type '${part.type}' are not supported by this model's runtime.`, { param: `${p}.type` });
       }
-      throw invalid(`${p}.type`, `Invalid value for '${p}.type': expected 'text'.`);
+      throw invalid(`${p}.type`, `Invalid value for '${p}.type': expected one of 'text', 'image_url', 'input_audio', 'file', 'refusal'.`);
     })
     .join("");
+}
+
+function validateMessages(value: unknown): ChatMessage[] {
+  if (value === undefined || value === null) throw new MakinaError("missing_required_parameter", "Missing required parameter: 'messages'.", { param: "messages" });
+  if (!Array.isArray(value)) throw invalid("messages", `Invalid type for 'messages': expected an array, but got ${describe(value)}.`);
+  if (value.length === 0) throw invalid("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.");
+  return value.map((m: unknown, i): ChatMessage => {
+    if (!isPlainObject(m)) throw invalid(`messages[${i}]`, `Invalid type for 'messages[${i}]': expected an object, but got ${describe(m)}.`);
+    if (m.role === undefined || m.role === null) throw new MakinaError("missing_required_parameter", `Missing required parameter: 'messages[${i}].role'.`, { param: `messages[${i}].role` });
+    if (typeof m.role !== "string" || !ROLES.has(m.role)) {
+      throw invalid(`messages[${i}].role`, `Invalid value for 'messages[${i}].role': expected one of 'system', 'developer', 'user', 'assistant', 'tool'.`);
+    }
+    if (m.name !== undefined && m.name !== null) string(256)(m.name, `messages[${i}].name`);
+    if (m.role === "tool" && typeof m.tool_call_id !== "string") {
+      throw new MakinaError("missing_required_parameter", `Missing required parameter: 'messages[${i}].tool_call_id'.`, { param: `messages[${i}].tool_call_id` });
+    }
+    if (m.role === "assistant" && m.tool_calls !== undefined && m.tool_calls !== null) array(m.tool_calls, `messages[${i}].tool_calls`);
+    return { role: m.role, content: messageContent(m, i) };
+  });
 }
 
 /** Checks a chat-completions body against the vendor interface and the gateway's limits. */
 export function validateChatRequest(body: unknown, limits: ChatLimits = { maxStop: 4 }): ChatRequest {
   if (!isPlainObject(body)) throw new MakinaError("invalid_value", `The request body must be a JSON object, but got ${describe(body)}.`);
-  for (const name of Object.keys(body)) {
-    if (SUPPORTED.has(name)) continue;
-    const neutral = NEUTRAL[name];
-    if (!neutral) throw new MakinaError("unknown_parameter", `Unrecognized request argument supplied: ${name}`, { param: name });
-    if (body[name] !== null && !neutral(body[name])) {
-      throw new MakinaError("unsupported_parameter", `The parameter '${name}' with this value is not supported by this model's runtime.`, { param: name });
-    }
+  const needs: string[] = [];
+  for (const [name, value] of Object.entries(body)) {
+    if (CORE.has(name)) continue;
+    const rule = RULES[name];
+    if (!rule) throw new MakinaError("unknown_parameter", `Unrecognized request argument supplied: ${name.slice(0, 256)}`, { param: name.slice(0, 256) });
+    if (value === null || value === undefined) continue;
+    rule.check(value, name);
+    if (!rule.neutral(value)) needs.push(name);
+  }
+  if (body.top_logprobs !== undefined && body.top_logprobs !== null && body.top_logprobs !== 0 && body.logprobs !== true) {
+    throw invalid("top_logprobs", "Invalid 'top_logprobs': only allowed when 'logprobs' is true.");
   }
 
-  if (body.model === undefined) throw new MakinaError("missing_required_parameter", "Missing required parameter: 'model'.", { param: "model" });
-  if (typeof body.model !== "string" || body.model === "") throw invalid("model", `Invalid type for 'model': expected a non-empty string, but got ${describe(body.model)}.`);
+  if (body.model === undefined || body.model === null) throw new MakinaError("missing_required_parameter", "Missing required parameter: 'model'.", { param: "model" });
+  if (typeof body.model !== "string" || body.model === "" || body.model.length > 256) {
+    throw invalid("model", `Invalid type for 'model': expected a non-empty string of at most 256 characters, but got ${describe(body.model)}.`);
+  }
+  const messages = validateMessages(body.messages);
 
-  if (body.messages === undefined) throw new MakinaError("missing_required_parameter", "Missing required parameter: 'messages'.", { param: "messages" });
-  if (!Array.isArray(body.messages)) throw invalid("messages", `Invalid type for 'messages': expected an array, but got ${describe(body.messages)}.`);
-  if (body.messages.length === 0) throw invalid("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.");
-  const messages = body.messages.map((m: unknown, i): ChatMessage => {
-    if (!isPlainObject(m)) throw invalid(`messages[${i}]`, `Invalid type for 'messages[${i}]': expected an object, but got ${describe(m)}.`);
-    if (m.role === undefined) throw new MakinaError("missing_required_parameter", `Missing required parameter: 'messages[${i}].role'.`, { param: `messages[${i}].role` });
-    if (typeof m.role !== "string" || !ROLES.has(m.role)) {
-      throw invalid(`messages[${i}].role`, `Invalid value for 'messages[${i}].role': expected one of 'system', 'developer', 'user', 'assistant', 'tool'.`);
-    }
-    return { role: m.role, content: messageContent(m, i) };
-  });
-
-  const stream = body.stream ?? false;
-  if (typeof stream !== "boolean") throw invalid("stream", `Invalid type for 'stream': expected a boolean, but got ${describe(stream)}.`);
+  const stream = optional(body, "stream", boolean, false);
   let includeUsage = false;
   if (body.stream_options !== undefined && body.stream_options !== null) {
     if (!stream) throw invalid("stream_options", "Invalid 'stream_options': only allowed when 'stream' is true.");
-    if (!isPlainObject(body.stream_options)) throw invalid("stream_options", `Invalid type for 'stream_options': expected an object, but got ${describe(body.stream_options)}.`);
-    for (const k of Object.keys(body.stream_options)) {
-      if (k !== "include_usage" && k !== "include_obfuscation") throw new MakinaError("unknown_parameter", `Unrecognized request argument supplied: stream_options.${k}`, { param: `stream_options.${k}` });
+    object(body.stream_options, "stream_options");
+    const so = body.stream_options as Record<string, unknown>;
+    for (const k of Object.keys(so)) {
+      if (k !== "include_usage" && k !== "include_obfuscation") {
+        throw new MakinaError("unknown_parameter", `Unrecognized request argument supplied: stream_options.${k.slice(0, 256)}`, { param: `stream_options.${k.slice(0, 256)}` });
+      }
+      if (so[k] !== null && so[k] !== undefined) boolean(so[k], `stream_options.${k}`);
     }
-    const iu = body.stream_options.include_usage;
-    if (iu !== undefined && typeof iu !== "boolean") throw invalid("stream_options.include_usage", "Invalid type for 'stream_options.include_usage': expected a boolean.");
-    includeUsage = iu === true;
+    includeUsage = so.include_usage === true;
   }
 
-  const temperature = optionalNumber(body, "temperature", 0, 2, 1);
-  const topP = optionalNumber(body, "top_p", 0, 1, 1);
-  const maxTokens = optionalInteger(body, "max_completion_tokens", 1) ?? optionalInteger(body, "max_tokens", 1) ?? null;
-  const seed = optionalInteger(body, "seed", 0, 0xffffffff);
+  const temperature = optional(body, "temperature", number(0, 2), 1);
+  const topP = optional(body, "top_p", number(0, 1), 1);
+  const maxCompletion = optional<number | null>(body, "max_completion_tokens", integer(1, Number.MAX_SAFE_INTEGER), null);
+  const maxTokens = optional<number | null>(body, "max_tokens", integer(1, Number.MAX_SAFE_INTEGER), null);
+  const seed = optional<number | undefined>(body, "seed", integer(0, 0xffffffff), undefined);
 
   let stop: string[] = [];
   if (body.stop !== undefined && body.stop !== null) {
@@ -160,8 +233,21 @@ export function validateChatRequest(body: unknown, limits: ChatLimits = { maxSto
     else if (Array.isArray(body.stop) && body.stop.every((s) => typeof s === "string")) stop = body.stop as string[];
     else throw invalid("stop", "Invalid type for 'stop': expected a string or an array of strings.");
     if (stop.length > limits.maxStop) throw invalid("stop", `Invalid 'stop': at most ${limits.maxStop} stop sequences are allowed.`);
-    if (stop.some((s) => s === "")) throw invalid("stop", "Invalid 'stop': stop sequences must not be empty.");
+    if (stop.some((s) => s === "" || s.length > 1024)) throw invalid("stop", "Invalid 'stop': each stop sequence must be 1 to 1024 characters.");
   }
 
-  return { model: body.model, messages, stream, includeUsage, temperature, topP, maxTokens, stop, seed };
+  return {
+    model: body.model,
+    messages,
+    stream,
+    includeUsage,
+    temperature,
+    topP,
+    maxTokens: maxCompletion ?? maxTokens,
+    stop,
+    seed,
+    presencePenalty: (body.presence_penalty as number | null | undefined) ?? 0,
+    frequencyPenalty: (body.frequency_penalty as number | null | undefined) ?? 0,
+    needs,
+  };
 }
