@@ -54,8 +54,8 @@ export class MakinaError extends Error {
     return new MakinaError("internal_error", "The server had an error while processing your request.", { cause: err });
   }
 
-  /** Rebuilds an error that crossed the link as `{code, message}`. */
-  static fromLink(code: string, message: string): MakinaError {
-    return isErrorCode(code) ? new MakinaError(code, message) : new MakinaError("internal_error", message);
+  /** Rebuilds an error that crossed the link as `{code, message, retryAfterMs}`. */
+  static fromLink(code: string, message: string, retryAfterMs?: number): MakinaError {
+    return isErrorCode(code) ? new MakinaError(code, message, { retryAfterMs }) : new MakinaError("internal_error", message);
   }
 }

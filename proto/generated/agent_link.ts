@@ -227,6 +227,8 @@ export interface LinkError {
   code: string;
   /** A message fit for the API client. */
   message: string;
+  /** When the client may retry, in milliseconds; 0 when not said. */
+  retryAfterMs: number;
 }
 
 /** One step of a deployment, sent by the relay. */
@@ -2386,7 +2388,7 @@ export const Usage: MessageFns<Usage> = {
 };
 
 function createBaseLinkError(): LinkError {
-  return { code: "", message: "" };
+  return { code: "", message: "", retryAfterMs: 0 };
 }
 
 export const LinkError: MessageFns<LinkError> = {
@@ -2396,6 +2398,9 @@ export const LinkError: MessageFns<LinkError> = {
     }
     if (message.message !== "") {
       writer.uint32(18).string(message.message);
+    }
+    if (message.retryAfterMs !== 0) {
+      writer.uint32(24).uint32(message.retryAfterMs);
     }
     return writer;
   },
@@ -2429,6 +2434,14 @@ export const LinkError: MessageFns<LinkError> = {
             message.message = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.retryAfterMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2445,6 +2458,11 @@ export const LinkError: MessageFns<LinkError> = {
     return {
       code: isSet(object.code) ? globalThis.String(object.code) : "",
       message: isSet(object.message) ? globalThis.String(object.message) : "",
+      retryAfterMs: isSet(object.retryAfterMs)
+        ? globalThis.Number(object.retryAfterMs)
+        : isSet(object.retry_after_ms)
+        ? globalThis.Number(object.retry_after_ms)
+        : 0,
     };
   },
 
@@ -2456,6 +2474,9 @@ export const LinkError: MessageFns<LinkError> = {
     if (message.message !== "") {
       obj.message = message.message;
     }
+    if (message.retryAfterMs !== 0) {
+      obj.retryAfterMs = Math.round(message.retryAfterMs);
+    }
     return obj;
   },
 
@@ -2466,6 +2487,7 @@ export const LinkError: MessageFns<LinkError> = {
     const message = createBaseLinkError();
     message.code = object.code ?? "";
     message.message = object.message ?? "";
+    message.retryAfterMs = object.retryAfterMs ?? 0;
     return message;
   },
 };
