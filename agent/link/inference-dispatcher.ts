@@ -65,10 +65,8 @@ export class InferenceDispatcher {
     try {
       const runtime = this.host.runtime(request.stackId);
       if (!runtime) throw new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
-      const events = runtime.chat(
-        { messages: request.messages, temperature: request.temperature, topP: request.topP, maxTokens: request.maxTokens, stop: request.stop, seed: request.seed, presencePenalty: request.presencePenalty, frequencyPenalty: request.frequencyPenalty },
-        { signal, usage },
-      );
+      const { requestId: _id, stackId: _stack, initialCredit: _credit, ...input } = request;
+      const events = runtime.chat(input, { signal, usage });
       for await (const ev of events) {
         if (ev.type === "text") {
           await active.gate.take(signal);

@@ -1,19 +1,10 @@
-import type { ChatMessage } from "../../proto/index.js";
+import type { InferenceRequest } from "../../proto/index.js";
 
-/** A chat request as a runtime sees it. */
-export interface ChatInput {
-  messages: ChatMessage[];
-  temperature: number;
-  topP: number;
-  /** Most tokens to generate; 0 = what is left of the context. */
-  maxTokens: number;
-  stop: string[];
-  seed?: number;
-  /** OpenAI presence penalty, -2 to 2; 0 is off. */
-  presencePenalty?: number;
-  /** OpenAI frequency penalty, -2 to 2; 0 is off. */
-  frequencyPenalty?: number;
-}
+/**
+ * A chat request as a runtime sees it: the wire request without its routing and
+ * flow-control fields. `maxTokens` 0 means what is left of the context; penalties 0 are off.
+ */
+export type ChatInput = Omit<InferenceRequest, "requestId" | "stackId" | "initialCredit">;
 
 /** What a runtime yields: text as it is produced, then one `end`. */
 export type RuntimeEvent =

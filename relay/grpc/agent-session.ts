@@ -5,30 +5,17 @@ import {
   MakinaError,
   fromLinkError,
   type AgentMessage,
-  type ChatMessage,
   type Command,
   type CommandProgress,
   type CommandResult,
+  type InferenceRequest,
   type Logger,
   type RelayMessage,
 } from "../../proto/index.js";
 import { PendingInference, type InferenceEvent } from "./pending-inference.js";
 
-/** A chat request as the gateway hands it to a machine. */
-export interface InferenceCall {
-  stackId: string;
-  messages: ChatMessage[];
-  temperature: number;
-  topP: number;
-  /** 0 = what is left of the context. */
-  maxTokens: number;
-  stop: string[];
-  seed?: number;
-  /** -2 to 2; 0 is off. */
-  presencePenalty?: number;
-  /** -2 to 2; 0 is off. */
-  frequencyPenalty?: number;
-}
+/** A chat request as the gateway hands it to a machine: the wire request without the link's own fields. */
+export type InferenceCall = Omit<InferenceRequest, "requestId" | "initialCredit">;
 
 /** Tokens a request used, as the agent counted them. */
 export interface InferenceUsage {
@@ -171,22 +158,7 @@ export class AgentSession {
     try {
       if (signal?.aborted) onAbort();
       this.send({
-        body: {
-          $case: "inferenceRequest",
-          value: {
-            requestId,
-            stackId: call.stackId,
-            messages: call.messages,
-            temperature: call.temperature,
-            topP: call.topP,
-            maxTokens: call.maxTokens,
-            stop: call.stop,
-            initialCredit: this.window,
-            seed: call.seed,
-            presencePenalty: call.presencePenalty ?? 0,
-            frequencyPenalty: call.frequencyPenalty ?? 0,
-          },
-        },
+        body: { $case: "inferenceRequest", value: { ...call, requestId, initialCredit: this.window } },
       });
       let unacknowledged = 0;
       for (;;) {

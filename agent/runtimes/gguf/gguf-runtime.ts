@@ -95,9 +95,7 @@ class GgufRuntime implements ModelRuntime {
           topP: input.topP,
           seed: input.seed,
           repeatPenalty:
-            input.presencePenalty || input.frequencyPenalty
-              ? { penalty: 1, presencePenalty: input.presencePenalty ?? 0, frequencyPenalty: input.frequencyPenalty ?? 0 }
-              : false,
+            input.presencePenalty || input.frequencyPenalty ? { penalty: 1, presencePenalty: input.presencePenalty, frequencyPenalty: input.frequencyPenalty } : false,
           customStopTriggers: input.stop.length ? input.stop : undefined,
           signal: stop.signal,
           stopOnAbortSignal: true,
