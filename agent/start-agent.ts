@@ -1,5 +1,5 @@
 import type { Llama } from "node-llama-cpp";
-import { createLogger, MakinaError, PROTOCOL_VERSION, toLinkError, type HardwareReport, type Logger } from "../proto/index.js";
+import { createLogger, MakinaError, PROTOCOL_VERSION, toLinkError, type CommandProgress, type HardwareReport, type Logger } from "../proto/index.js";
 import type { AgentConfig } from "./config.js";
 import { detectHardware } from "./hardware/detect-hardware.js";
 import { Backoff } from "./link/backoff.js";
@@ -63,7 +63,7 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger } 
           const command = body.value;
           const controller = new AbortController();
           commands.set(command.commandId, controller);
-          const progress = (p: { stage: string; doneBytes: number; totalBytes: number }) =>
+          const progress = (p: Omit<CommandProgress, "commandId">) =>
             link.send({ body: { $case: "commandProgress", value: { commandId: command.commandId, ...p } } });
           host
             .run(command, progress, controller.signal)

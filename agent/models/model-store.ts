@@ -1,10 +1,8 @@
 import { createHash, randomUUID } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import { MakinaError, type Logger } from "../../proto/index.js";
+import { downloadFile, type DownloadProgress } from "./download.js";
 import { parseModelRef } from "./model-ref.js";
 import { sha256File } from "./sha256-file.js";
 
@@ -15,31 +13,42 @@ export interface LocalModel {
   sizeBytes: number;
 }
 
-/** Download progress. */
-export interface PullProgress {
-  doneBytes: number;
-  totalBytes: number;
+/** Options of {@link ModelStore.pull}. */
+export interface PullOptions {
+  expectedSha256?: string;
+  signal?: AbortSignal;
+  onProgress?: (p: DownloadProgress) => void;
+}
+
+/** A model in the cache, as `makina model list` shows it. */
+export interface CachedModel extends LocalModel {
+  /** The URL it was downloaded from. */
+  source: string;
 }
 
 /**
  * Makes models available on disk. Local paths are used in place; URLs and `hf:`
- * references download into a content-addressed cache (`models/<sha256>.gguf`),
- * written to a temporary file and renamed atomically, so a half-written file is
- * never taken for a model.
+ * references download into a content-addressed cache (`models/<sha256>.gguf`):
+ * bytes land in a partial file that survives interruptions (the next attempt
+ * resumes it), and the finished file is renamed atomically into place, so a
+ * half-written file is never taken for a model. Concurrent pulls of one URL
+ * share one download.
  */
 export class ModelStore {
   private readonly dir: string;
+  private readonly inflight = new Map<string, { promise: Promise<LocalModel>; listeners: Set<(p: DownloadProgress) => void> }>();
 
   constructor(
     dataDir: string,
     private readonly log: Logger,
     private readonly fetchImpl: typeof fetch = fetch,
+    private readonly freeBytes?: (path: string) => Promise<number>,
   ) {
     this.dir = join(dataDir, "models");
   }
 
   /** The file serving `ref`, pulling it first when needed. */
-  async pull(ref: string, options: { expectedSha256?: string; signal?: AbortSignal; onProgress?: (p: PullProgress) => void } = {}): Promise<LocalModel> {
+  async pull(ref: string, options: PullOptions = {}): Promise<LocalModel> {
     const source = parseModelRef(ref);
     if (source.kind === "file") {
       const info = await stat(source.path).catch(() => undefined);
@@ -52,7 +61,27 @@ export class ModelStore {
     }
     const cached = await this.lookup(source.url);
     if (cached) return cached;
-    return this.download(source.url, options);
+    const running = this.inflight.get(source.url);
+    if (running) {
+      if (options.onProgress) running.listeners.add(options.onProgress);
+      return running.promise;
+    }
+    const listeners = new Set<(p: DownloadProgress) => void>(options.onProgress ? [options.onProgress] : []);
+    const promise = this.download(source.url, options, (p) => listeners.forEach((l) => l(p))).finally(() => this.inflight.delete(source.url));
+    this.inflight.set(source.url, { promise, listeners });
+    return promise;
+  }
+
+  /** Every model downloaded into the cache. */
+  async list(): Promise<CachedModel[]> {
+    const index = await this.readIndex();
+    const out: CachedModel[] = [];
+    for (const [source, sha256] of Object.entries(index)) {
+      const path = join(this.dir, `${sha256}.gguf`);
+      const info = await stat(path).catch(() => undefined);
+      if (info?.isFile()) out.push({ source, path, sha256, sizeBytes: info.size });
+    }
+    return out;
   }
 
   private indexFile(): string {
@@ -75,50 +104,28 @@ export class ModelStore {
     return info?.isFile() ? { path, sha256, sizeBytes: info.size } : undefined;
   }
 
-  private async download(url: string, options: { expectedSha256?: string; signal?: AbortSignal; onProgress?: (p: PullProgress) => void }): Promise<LocalModel> {
+  private async download(url: string, options: PullOptions, onProgress: (p: DownloadProgress) => void): Promise<LocalModel> {
     await mkdir(this.dir, { recursive: true });
     const log = this.log.child({ url });
     log.info("downloading model");
-    let res: Response;
-    try {
-      res = await this.fetchImpl(url, { signal: options.signal, redirect: "follow" });
-    } catch (err) {
-      throw new MakinaError("runtime_unavailable", `Could not download ${url}: ${(err as Error).message}`, { cause: err });
-    }
-    if (!res.ok || !res.body) throw new MakinaError("not_found", `Could not download ${url}: HTTP ${res.status}.`);
-    const totalBytes = Number(res.headers.get("content-length") ?? 0);
-    const tmp = join(this.dir, `.download-${randomUUID()}`);
-    const hash = createHash("sha256");
-    let doneBytes = 0;
-    let lastReport = 0;
-    try {
-      const body = Readable.fromWeb(res.body as import("node:stream/web").ReadableStream<Uint8Array>);
-      body.on("data", (chunk: Buffer) => {
-        hash.update(chunk);
-        doneBytes += chunk.length;
-        if (Date.now() - lastReport > 250) {
-          lastReport = Date.now();
-          options.onProgress?.({ doneBytes, totalBytes });
-        }
-      });
-      await pipeline(body, createWriteStream(tmp), { signal: options.signal });
-      const sha256 = hash.digest("hex");
-      if (options.expectedSha256 && options.expectedSha256 !== sha256) {
-        throw new MakinaError("invalid_value", `The download of ${url} has sha256 ${sha256}, expected ${options.expectedSha256}.`);
-      }
-      const path = join(this.dir, `${sha256}.gguf`);
-      await rename(tmp, path);
-      const index = await this.readIndex();
-      index[url] = sha256;
-      const indexTmp = `${this.indexFile()}.${randomUUID()}`;
-      await writeFile(indexTmp, JSON.stringify(index, null, 2));
-      await rename(indexTmp, this.indexFile());
-      options.onProgress?.({ doneBytes, totalBytes: totalBytes || doneBytes });
-      log.info("model downloaded", { sha256, sizeBytes: doneBytes });
-      return { path, sha256, sizeBytes: doneBytes };
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err instanceof MakinaError ? err : new MakinaError("runtime_unavailable", `The download of ${url} failed: ${(err as Error).message}`, { cause: err });
-    }
+    const partialPath = join(this.dir, `.partial-${createHash("sha256").update(url).digest("hex").slice(0, 32)}`);
+    const { sha256, sizeBytes } = await downloadFile(url, {
+      partialPath,
+      expectedSha256: options.expectedSha256,
+      signal: options.signal,
+      onProgress,
+      fetchImpl: this.fetchImpl,
+      freeBytes: this.freeBytes,
+      log,
+    });
+    const path = join(this.dir, `${sha256}.gguf`);
+    await rename(partialPath, path);
+    const index = await this.readIndex();
+    index[url] = sha256;
+    const indexTmp = `${this.indexFile()}.${randomUUID()}`;
+    await writeFile(indexTmp, JSON.stringify(index, null, 2));
+    await rename(indexTmp, this.indexFile());
+    log.info("model downloaded", { sha256, sizeBytes });
+    return { path, sha256, sizeBytes };
   }
 }

@@ -37,14 +37,14 @@ export class StackHost {
     switch (step?.$case) {
       case "installRuntime":
         if (step.value.runtime !== "gguf") throw new MakinaError("runtime_unavailable", `The ${step.value.runtime} runtime is not available on this agent yet.`);
-        onProgress({ stage: "loading llama.cpp", doneBytes: 0, totalBytes: 0 });
+        onProgress({ stage: "loading llama.cpp", doneBytes: 0, totalBytes: 0, bytesPerSecond: 0, etaSeconds: 0 });
         await this.deps.llama();
         return empty;
       case "pullModel": {
         const model = await this.deps.models.pull(step.value.ref, {
           expectedSha256: step.value.sha256 || undefined,
           signal,
-          onProgress: (p) => onProgress({ stage: "downloading", doneBytes: p.doneBytes, totalBytes: p.totalBytes }),
+          onProgress: (p) => onProgress({ stage: "downloading", ...p }),
         });
         log.info("model ready on disk", { path: model.path, sha256: model.sha256 });
         return { ...empty, modelPath: model.path, modelSha256: model.sha256, modelSizeBytes: model.sizeBytes };
@@ -57,7 +57,7 @@ export class StackHost {
           // A reconnect re-sends the deploy sequence: the model already loaded keeps serving.
           return { ...empty, contextSize: current.contextSize };
         }
-        onProgress({ stage: "loading model", doneBytes: 0, totalBytes: model.sizeBytes });
+        onProgress({ stage: "loading model", doneBytes: 0, totalBytes: model.sizeBytes, bytesPerSecond: 0, etaSeconds: 0 });
         const previous = this.runtimes.get(command.stackId);
         this.runtimes.delete(command.stackId);
         await previous?.close();

@@ -280,6 +280,10 @@ export interface CommandProgress {
   /** Bytes done and total (0 when unknown). */
   doneBytes: number;
   totalBytes: number;
+  /** Current transfer rate, bytes per second (0 when unknown). */
+  bytesPerSecond: number;
+  /** Estimated seconds left (0 when unknown). */
+  etaSeconds: number;
 }
 
 /** Outcome of a command. */
@@ -2997,7 +3001,7 @@ export const RemoveStack: MessageFns<RemoveStack> = {
 };
 
 function createBaseCommandProgress(): CommandProgress {
-  return { commandId: "", stage: "", doneBytes: 0, totalBytes: 0 };
+  return { commandId: "", stage: "", doneBytes: 0, totalBytes: 0, bytesPerSecond: 0, etaSeconds: 0 };
 }
 
 export const CommandProgress: MessageFns<CommandProgress> = {
@@ -3013,6 +3017,12 @@ export const CommandProgress: MessageFns<CommandProgress> = {
     }
     if (message.totalBytes !== 0) {
       writer.uint32(32).uint64(message.totalBytes);
+    }
+    if (message.bytesPerSecond !== 0) {
+      writer.uint32(40).uint64(message.bytesPerSecond);
+    }
+    if (message.etaSeconds !== 0) {
+      writer.uint32(48).uint32(message.etaSeconds);
     }
     return writer;
   },
@@ -3062,6 +3072,22 @@ export const CommandProgress: MessageFns<CommandProgress> = {
             message.totalBytes = longToNumber(reader.uint64());
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.bytesPerSecond = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.etaSeconds = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3092,6 +3118,16 @@ export const CommandProgress: MessageFns<CommandProgress> = {
         : isSet(object.total_bytes)
         ? globalThis.Number(object.total_bytes)
         : 0,
+      bytesPerSecond: isSet(object.bytesPerSecond)
+        ? globalThis.Number(object.bytesPerSecond)
+        : isSet(object.bytes_per_second)
+        ? globalThis.Number(object.bytes_per_second)
+        : 0,
+      etaSeconds: isSet(object.etaSeconds)
+        ? globalThis.Number(object.etaSeconds)
+        : isSet(object.eta_seconds)
+        ? globalThis.Number(object.eta_seconds)
+        : 0,
     };
   },
 
@@ -3109,6 +3145,12 @@ export const CommandProgress: MessageFns<CommandProgress> = {
     if (message.totalBytes !== 0) {
       obj.totalBytes = Math.round(message.totalBytes);
     }
+    if (message.bytesPerSecond !== 0) {
+      obj.bytesPerSecond = Math.round(message.bytesPerSecond);
+    }
+    if (message.etaSeconds !== 0) {
+      obj.etaSeconds = Math.round(message.etaSeconds);
+    }
     return obj;
   },
 
@@ -3121,6 +3163,8 @@ export const CommandProgress: MessageFns<CommandProgress> = {
     message.stage = object.stage ?? "";
     message.doneBytes = object.doneBytes ?? 0;
     message.totalBytes = object.totalBytes ?? 0;
+    message.bytesPerSecond = object.bytesPerSecond ?? 0;
+    message.etaSeconds = object.etaSeconds ?? 0;
     return message;
   },
 };

@@ -78,7 +78,8 @@ export class Deployer {
         this.store.deployments.stepRunning(deploymentId, seq);
         try {
           const result = await session.runCommand(stack.id, step, {
-            onProgress: (p) => this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes }),
+            onProgress: (p) =>
+              this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds }),
           });
           if (step.$case === "pullModel") {
             this.store.deployments.stepDetail(deploymentId, seq, { path: result.modelPath, sha256: result.modelSha256, sizeBytes: result.modelSizeBytes });

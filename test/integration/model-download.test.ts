@@ -1,73 +1,158 @@
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ModelStore } from "../../agent/models/model-store.js";
 import { silentLogger } from "../../proto/index.js";
 import { testModelPath } from "../helpers/models.js";
 
-// A local HTTP server stands in for Hugging Face, which cannot be reached from here.
-describe("pulling a model over HTTPS-style URLs (local HTTP server as a stand-in for the hub)", () => {
+/**
+ * A local HTTP server stands in for Hugging Face, which cannot be reached from
+ * here. Each path misbehaves in one way a real network or server can.
+ */
+describe("pulling models over HTTP (a local server stands in for the hub)", () => {
   const model = readFileSync(testModelPath());
   const sha256 = createHash("sha256").update(model).digest("hex");
+  const half = Math.floor(model.length / 2);
   let server: Server;
   let base: string;
-  let requests = 0;
   let dir: string;
+  const seen: { path: string; range: string | undefined; status: number }[] = [];
+  const attempts = new Map<string, number>();
+
+  function serve(req: IncomingMessage, res: ServerResponse, options: { honourRange: boolean; etag?: string; dropFirstAt?: number }) {
+    const n = (attempts.get(req.url!) ?? 0) + 1;
+    attempts.set(req.url!, n);
+    const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? "");
+    const start = options.honourRange && range ? Number(range[1]) : 0;
+    const status = start > 0 ? 206 : 200;
+    seen.push({ path: req.url!, range: req.headers.range, status });
+    const headers: Record<string, string | number> = { "content-length": model.length - start, ...(options.etag ? { "x-linked-etag": `"${options.etag}"` } : {}) };
+    if (status === 206) headers["content-range"] = `bytes ${start}-${model.length - 1}/${model.length}`;
+    res.writeHead(status, headers);
+    if (n === 1 && options.dropFirstAt !== undefined) {
+      // Send part of the body, then cut the connection.
+      res.write(model.subarray(start, options.dropFirstAt), () => res.socket?.destroy());
+      return;
+    }
+    res.end(model.subarray(start));
+  }
 
   beforeAll(async () => {
     server = createServer((req, res) => {
-      requests++;
-      if (req.url === "/model.gguf") {
-        res.writeHead(200, { "content-length": model.length });
-        res.end(model);
-      } else {
-        res.writeHead(404).end();
+      switch (req.url) {
+        case "/model.gguf":
+          return serve(req, res, { honourRange: true, etag: sha256 });
+        case "/drops.gguf":
+          return serve(req, res, { honourRange: true, dropFirstAt: half });
+        case "/ignores-range.gguf":
+          return serve(req, res, { honourRange: false, dropFirstAt: half });
+        case "/liar.gguf":
+          return serve(req, res, { honourRange: true, etag: "0".repeat(64) });
+        case "/shared.gguf":
+          return serve(req, res, { honourRange: true });
+        default:
+          res.writeHead(404).end();
       }
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), "makina-models-"));
+    seen.length = 0;
+    attempts.clear();
   });
   afterAll(async () => {
     await new Promise((r) => server.close(r));
+  });
+
+  const resumedFrom = (range: string | undefined) => Number(/^bytes=(\d+)-$/.exec(range ?? "")?.[1] ?? -1);
+  const cacheFiles = () => readdirSync(join(dir, "models")).filter((f) => f !== "index.json");
+
+  it("downloads into the content-addressed cache, checks the hub's checksum and reports progress with rate", async () => {
+    const progress: { doneBytes: number; totalBytes: number; bytesPerSecond: number }[] = [];
+    const local = await new ModelStore(dir, silentLogger()).pull(`${base}/model.gguf`, { onProgress: (p) => progress.push(p) });
+    expect(local).toEqual({ path: join(dir, "models", `${sha256}.gguf`), sha256, sizeBytes: model.length });
+    expect(readFileSync(local.path).equals(model)).toBe(true);
+    expect(progress.at(-1)).toMatchObject({ doneBytes: model.length, totalBytes: model.length });
+    expect(progress.every((p) => p.bytesPerSecond >= 0)).toBe(true);
+    expect(cacheFiles()).toEqual([`${sha256}.gguf`]);
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("downloads into the content-addressed cache with its sha256, reporting progress", async () => {
-    const store = new ModelStore(dir, silentLogger());
-    const progress: number[] = [];
-    const local = await store.pull(`${base}/model.gguf`, { onProgress: (p) => progress.push(p.doneBytes) });
-    expect(local).toEqual({ path: join(dir, "models", `${sha256}.gguf`), sha256, sizeBytes: model.length });
-    expect(readFileSync(local.path).equals(model)).toBe(true);
-    expect(progress.at(-1)).toBe(model.length);
-  });
-
   it("does not download a model it already has", async () => {
-    const before = requests;
-    const local = await new ModelStore(dir, silentLogger()).pull(`${base}/model.gguf`);
+    const store = new ModelStore(dir, silentLogger());
+    await store.pull(`${base}/model.gguf`);
+    const before = seen.length;
+    expect((await new ModelStore(dir, silentLogger()).pull(`${base}/model.gguf`)).sha256).toBe(sha256);
+    expect(seen.length).toBe(before);
+    expect(await store.list()).toEqual([{ source: `${base}/model.gguf`, path: join(dir, "models", `${sha256}.gguf`), sha256, sizeBytes: model.length }]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("resumes with HTTP Range after the connection drops midway, ending with the right sha256", async () => {
+    const local = await new ModelStore(dir, silentLogger()).pull(`${base}/drops.gguf`);
     expect(local.sha256).toBe(sha256);
-    expect(requests).toBe(before);
+    expect(readFileSync(local.path).equals(model)).toBe(true);
+    expect(seen.map((s) => s.status)).toEqual([200, 206]);
+    expect(seen[0]!.range).toBeUndefined();
+    expect(resumedFrom(seen[1]!.range)).toBeGreaterThan(0);
+    expect(resumedFrom(seen[1]!.range)).toBeLessThanOrEqual(half);
+    rmSync(dir, { recursive: true, force: true });
   });
 
-  it("refuses a download whose checksum is wrong and leaves no file behind", async () => {
-    const other = mkdtempSync(join(tmpdir(), "makina-models-"));
-    const err = await new ModelStore(other, silentLogger()).pull(`${base}/model.gguf`, { expectedSha256: "0".repeat(64) }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: "invalid_value", message: expect.stringContaining(`has sha256 ${sha256}`) });
-    expect(readdirSync(join(other, "models"))).toEqual([]);
-    rmSync(other, { recursive: true, force: true });
+  it("starts over when the server ignores Range", async () => {
+    const local = await new ModelStore(dir, silentLogger()).pull(`${base}/ignores-range.gguf`);
+    expect(local.sha256).toBe(sha256);
+    // It asked to resume, got the whole file instead, and started over.
+    expect(seen.map((s) => s.status)).toEqual([200, 200]);
+    expect(resumedFrom(seen[1]!.range)).toBeGreaterThan(0);
+    expect(readFileSync(local.path).equals(model)).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
   });
 
-  it("reports a clear error for a missing file or a failed download", async () => {
+  it("refuses a download whose checksum does not match what the server announced, leaving no file behind", async () => {
+    const err = await new ModelStore(dir, silentLogger()).pull(`${base}/liar.gguf`).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "invalid_value", message: expect.stringContaining(`has sha256 ${sha256}, but the server announced ${"0".repeat(64)}`) });
+    expect(cacheFiles()).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("refuses a download whose checksum does not match the one the stack expects", async () => {
+    const err = await new ModelStore(dir, silentLogger()).pull(`${base}/model.gguf`, { expectedSha256: "f".repeat(64) }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "invalid_value", message: expect.stringContaining("the stack expects") });
+    expect(cacheFiles()).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("shares one download between two pulls of the same model", async () => {
+    const store = new ModelStore(dir, silentLogger());
+    const [a, b] = await Promise.all([store.pull(`${base}/shared.gguf`), store.pull(`${base}/shared.gguf`)]);
+    expect(a).toEqual(b);
+    expect(seen.filter((s) => s.path === "/shared.gguf")).toHaveLength(1);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("checks free disk space before downloading", async () => {
+    const err = await new ModelStore(dir, silentLogger(), fetch, async () => 1000).pull(`${base}/model.gguf`).catch((e: unknown) => e);
+    expect(err).toMatchObject({ message: expect.stringContaining(`Not enough disk space`) });
+    expect((err as Error).message).toContain(`${model.length} more bytes are needed, 1000 are free`);
+    expect(cacheFiles()).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("reports a clear error for a missing file", async () => {
     await expect(new ModelStore(dir, silentLogger()).pull(`${base}/missing.gguf`)).rejects.toMatchObject({ message: expect.stringContaining("HTTP 404") });
     await expect(new ModelStore(dir, silentLogger()).pull("/no/such/model.gguf")).rejects.toMatchObject({ code: "not_found", message: "Model file not found: /no/such/model.gguf" });
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("uses a local file in place and records its sha256", async () => {
-    const local = await new ModelStore(dir, silentLogger()).pull(testModelPath());
-    expect(local).toEqual({ path: testModelPath(), sha256, sizeBytes: model.length });
+    expect(await new ModelStore(dir, silentLogger()).pull(testModelPath())).toEqual({ path: testModelPath(), sha256, sizeBytes: model.length });
+    rmSync(dir, { recursive: true, force: true });
   });
 });

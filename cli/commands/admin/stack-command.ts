@@ -9,7 +9,7 @@ interface Step {
   seq: number;
   kind: string;
   state: string;
-  detail: { stage?: string; done_bytes?: number; total_bytes?: number } | null;
+  detail: { stage?: string; done_bytes?: number; total_bytes?: number; bytes_per_second?: number; eta_seconds?: number } | null;
   error: string | null;
 }
 
@@ -41,7 +41,9 @@ const describeStack = (s: StackView) =>
 
 function stepLine(step: Step): string {
   const d = step.detail;
-  const bytes = d?.total_bytes ? ` ${humanBytes(d.done_bytes ?? 0)}/${humanBytes(d.total_bytes)} ${bar((d.done_bytes ?? 0) / d.total_bytes)}` : "";
+  const rate = d?.bytes_per_second ? ` ${humanBytes(d.bytes_per_second)}/s` : "";
+  const eta = d?.eta_seconds ? `, ${d.eta_seconds}s left` : "";
+  const bytes = d?.total_bytes && step.state === "running" ? ` ${humanBytes(d.done_bytes ?? 0)}/${humanBytes(d.total_bytes)} ${bar((d.done_bytes ?? 0) / d.total_bytes)}${rate}${eta}` : "";
   return `${step.kind}: ${step.state}${d?.stage && step.state === "running" ? ` (${d.stage})` : ""}${bytes}${step.error ? ` - ${step.error}` : ""}`;
 }
 

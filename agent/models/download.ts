@@ -1,0 +1,153 @@
+import { createHash } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { rm, stat, statfs } from "node:fs/promises";
+import { dirname } from "node:path";
+import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { pipeline } from "node:stream/promises";
+import { setTimeout as sleep } from "node:timers/promises";
+import { MakinaError, type Logger } from "../../proto/index.js";
+
+/** Progress of a download. */
+export interface DownloadProgress {
+  doneBytes: number;
+  /** 0 when the server did not say. */
+  totalBytes: number;
+  /** Over the last few seconds; 0 at first. */
+  bytesPerSecond: number;
+  /** 0 when unknown. */
+  etaSeconds: number;
+}
+
+/** Options of {@link downloadFile}. */
+export interface DownloadOptions {
+  /** Where bytes accumulate; kept between attempts (and runs) so a download resumes. */
+  partialPath: string;
+  /** Expected sha256 (hex); the hub's `x-linked-etag` is used when this is absent. */
+  expectedSha256?: string;
+  signal?: AbortSignal;
+  onProgress?: (p: DownloadProgress) => void;
+  /** Attempts after a dropped connection, each resuming where the last stopped. @default 5 */
+  attempts?: number;
+  fetchImpl?: typeof fetch;
+  log: Logger;
+  /** Free bytes of the disk holding `path` (injectable for tests). */
+  freeBytes?: (path: string) => Promise<number>;
+}
+
+const SHA256 = /^[0-9a-f]{64}$/;
+
+async function defaultFreeBytes(path: string): Promise<number> {
+  const s = await statfs(path);
+  return s.bavail * s.bsize;
+}
+
+async function hashExisting(path: string): Promise<{ hash: ReturnType<typeof createHash>; size: number }> {
+  const hash = createHash("sha256");
+  let size = 0;
+  try {
+    for await (const chunk of createReadStream(path)) {
+      hash.update(chunk as Buffer);
+      size += (chunk as Buffer).length;
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  return { hash, size };
+}
+
+/** The sha256 a response vouches for: Hugging Face sends it as `x-linked-etag` for large files. */
+function announcedSha256(res: Response): string | undefined {
+  const tag = (res.headers.get("x-linked-etag") ?? res.headers.get("etag") ?? "").replace(/^W\//, "").replaceAll('"', "").toLowerCase();
+  return SHA256.test(tag) ? tag : undefined;
+}
+
+/**
+ * Downloads `url` into `partialPath`, resuming with HTTP Range after a dropped
+ * connection, starting over when the server ignores Range, checking free disk
+ * space first and hashing as bytes arrive. Resolves with the sha256 of the
+ * complete file; on a checksum mismatch the partial file is removed.
+ */
+export async function downloadFile(url: string, options: DownloadOptions): Promise<{ sha256: string; sizeBytes: number }> {
+  const fetchImpl = options.fetchImpl ?? fetch;
+  const freeBytes = options.freeBytes ?? defaultFreeBytes;
+  const attempts = options.attempts ?? 5;
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
+    const { hash, size: have } = await hashExisting(options.partialPath);
+    let res: Response;
+    try {
+      res = await fetchImpl(url, { signal: options.signal, redirect: "follow", headers: have > 0 ? { range: `bytes=${have}-` } : {} });
+    } catch (err) {
+      if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
+      lastError = err;
+      options.log.warn("download attempt failed", { attempt, err });
+      await sleep(Math.min(8000, 250 * 2 ** attempt), undefined, { signal: options.signal });
+      continue;
+    }
+    if (res.status === 416) {
+      // What we hold is not a prefix the server recognises: start over.
+      await rm(options.partialPath, { force: true });
+      await res.body?.cancel();
+      continue;
+    }
+    if (!res.ok || !res.body) throw new MakinaError("not_found", `Could not download ${url}: HTTP ${res.status}.`);
+    const resumed = res.status === 206 && have > 0 && res.headers.get("content-range")?.startsWith(`bytes ${have}-`) === true;
+    const length = Number(res.headers.get("content-length") ?? 0);
+    const totalBytes = resumed ? Number(/\/(\d+)$/.exec(res.headers.get("content-range") ?? "")?.[1] ?? have + length) : length;
+    const startAt = resumed ? have : 0;
+    const streamHash = resumed ? hash : createHash("sha256");
+    if (!resumed && have > 0) options.log.info("the server ignored Range: starting the download over", { had: have });
+    const needed = (totalBytes || length) - startAt;
+    const free = await freeBytes(dirname(options.partialPath));
+    if (needed > free) {
+      await res.body.cancel();
+      throw new MakinaError("runtime_unavailable", `Not enough disk space for ${url}: ${needed} more bytes are needed, ${free} are free on ${dirname(options.partialPath)}.`);
+    }
+
+    let doneBytes = startAt;
+    const window: { at: number; bytes: number }[] = [{ at: Date.now(), bytes: doneBytes }];
+    let lastReport = 0;
+    const report = (force = false) => {
+      const now = Date.now();
+      if (!force && now - lastReport < 250) return;
+      lastReport = now;
+      window.push({ at: now, bytes: doneBytes });
+      while (window.length > 2 && now - window[0]!.at > 5000) window.shift();
+      const first = window[0]!;
+      const seconds = (now - first.at) / 1000;
+      const bytesPerSecond = seconds > 0 ? Math.round((doneBytes - first.bytes) / seconds) : 0;
+      const etaSeconds = bytesPerSecond > 0 && totalBytes > doneBytes ? Math.ceil((totalBytes - doneBytes) / bytesPerSecond) : 0;
+      options.onProgress?.({ doneBytes, totalBytes, bytesPerSecond, etaSeconds });
+    };
+    const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+    body.on("data", (chunk: Buffer) => {
+      streamHash.update(chunk);
+      doneBytes += chunk.length;
+      report();
+    });
+    try {
+      await pipeline(body, createWriteStream(options.partialPath, { flags: resumed ? "a" : "w" }), { signal: options.signal });
+    } catch (err) {
+      if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
+      lastError = err;
+      options.log.warn("download interrupted; it will resume", { attempt, doneBytes, err });
+      continue;
+    }
+    if (totalBytes && doneBytes < totalBytes) {
+      lastError = new Error(`the connection closed after ${doneBytes} of ${totalBytes} bytes`);
+      options.log.warn("download cut short; it will resume", { attempt, doneBytes, totalBytes });
+      continue;
+    }
+    report(true);
+    const sha256 = streamHash.digest("hex");
+    const expected = options.expectedSha256 ?? announcedSha256(res);
+    if (expected && expected !== sha256) {
+      await rm(options.partialPath, { force: true });
+      throw new MakinaError("invalid_value", `The download of ${url} has sha256 ${sha256}, but ${options.expectedSha256 ? "the stack expects" : "the server announced"} ${expected}. The file was discarded.`);
+    }
+    return { sha256, sizeBytes: (await stat(options.partialPath)).size };
+  }
+  throw new MakinaError("runtime_unavailable", `The download of ${url} failed after ${attempts} attempts: ${(lastError as Error | undefined)?.message ?? "unknown error"}`, { cause: lastError });
+}
