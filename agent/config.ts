@@ -22,6 +22,10 @@ export interface AgentConfig {
   /** Reconnect backoff bounds, ms. @default 250 and 15000 */
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
+  /** The local control socket (`doctor`, `info`, …). @default "<dataDir>/agent.sock" */
+  readonly controlSocket: string;
+  /** How often hardware is detected again, ms (changes are sent to the relay). @default 60000 */
+  readonly hardwareIntervalMs: number;
   readonly logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -43,6 +47,8 @@ const ENV: Record<keyof AgentConfig, string> = {
   parallelSequences: "MAKINA_AGENT_PARALLEL",
   reconnectMinMs: "MAKINA_AGENT_RECONNECT_MIN_MS",
   reconnectMaxMs: "MAKINA_AGENT_RECONNECT_MAX_MS",
+  controlSocket: "MAKINA_AGENT_SOCKET",
+  hardwareIntervalMs: "MAKINA_AGENT_HARDWARE_INTERVAL_MS",
   logLevel: "MAKINA_LOG_LEVEL",
 };
 
@@ -76,6 +82,8 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     parallelSequences: 2,
     reconnectMinMs: 250,
     reconnectMaxMs: 15_000,
+    controlSocket: undefined,
+    hardwareIntervalMs: 60_000,
     logLevel: "info",
   };
   const pick = (k: keyof AgentConfig): unknown => {
@@ -96,17 +104,21 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   const gpu = gpuRaw === false || gpuRaw === "false" || gpuRaw === "off" ? false : "auto";
   const logLevel = String(pick("logLevel"));
   if (!["debug", "info", "warn", "error"].includes(logLevel)) problems.push("logLevel must be debug, info, warn or error");
+  const dataDir = resolve(String(pick("dataDir")));
+  const socket = pick("controlSocket");
   const config: AgentConfig = {
     server: required("server", /^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/, "the relay's gRPC address as host:port"),
     machineId: required("machineId", /^mach_[A-Za-z0-9]+$/, "a machine ID such as mach_…"),
     token: required("token", /^mk_mach_[A-Za-z0-9]+$/, "a machine token such as mk_mach_…"),
-    dataDir: resolve(String(pick("dataDir"))),
+    dataDir,
     threads: int("threads", 1, 1024),
     gpu,
     maxContextSize: int("maxContextSize", 64, 1 << 20),
     parallelSequences: int("parallelSequences", 1, 64),
     reconnectMinMs: int("reconnectMinMs", 10, 600_000),
     reconnectMaxMs: int("reconnectMaxMs", 10, 3_600_000),
+    controlSocket: resolve(typeof socket === "string" ? socket : join(dataDir, "agent.sock")),
+    hardwareIntervalMs: int("hardwareIntervalMs", 1000, 86_400_000),
     logLevel: logLevel as AgentConfig["logLevel"],
   };
   if (config.reconnectMaxMs < config.reconnectMinMs) problems.push("reconnectMaxMs must not be below reconnectMinMs");

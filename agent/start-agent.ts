@@ -1,14 +1,17 @@
 import type { Llama } from "node-llama-cpp";
 import { createLogger, MakinaError, PROTOCOL_VERSION, toLinkError, type CommandProgress, type HardwareReport, type Logger } from "../proto/index.js";
+import { mkdir, statfs } from "node:fs/promises";
 import type { AgentConfig } from "./config.js";
-import { detectHardware } from "./hardware/detect-hardware.js";
+import type { AgentStatus } from "./control/agent-status.js";
+import { startControlServer, type ControlServer } from "./control/control-server.js";
+import { detectHardware, hardwareChanged, type HardwareSource } from "./hardware/detect-hardware.js";
 import { Backoff } from "./link/backoff.js";
 import { InferenceDispatcher } from "./link/inference-dispatcher.js";
 import { LinkClient } from "./link/link-client.js";
 import { ModelStore } from "./models/model-store.js";
 import { createLlama } from "./runtimes/gguf/gguf-engine.js";
 import { StackHost } from "./stacks/stack-host.js";
-import { agentVersion } from "./version.js";
+import { agentVersion, dependencyVersion } from "./version.js";
 
 /** A running agent. */
 export interface Agent {
@@ -16,19 +19,24 @@ export interface Agent {
   readonly link: LinkClient;
   readonly host: StackHost;
   readonly inference: InferenceDispatcher;
+  /** The hardware as last detected. */
   readonly hardware: HardwareReport;
+  /** What the control socket reports. */
+  status(): Promise<AgentStatus>;
   /** Closes the link, aborts requests, unloads models. Idempotent. */
   stop(): Promise<void>;
 }
 
 /** Composition root of the agent: hardware, model store, runtimes, link. */
-export async function startAgent(config: AgentConfig, options: { log?: Logger } = {}): Promise<Agent> {
+export async function startAgent(config: AgentConfig, options: { log?: Logger; hardwareSource?: HardwareSource } = {}): Promise<Agent> {
   const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "agent", machineId: config.machineId });
-  const { report: hardware } = await detectHardware({ log });
+  const startedAt = Date.now();
+  let { report: hardware, problems: hardwareProblems } = await detectHardware({ log, source: options.hardwareSource });
   let llama: Promise<Llama> | undefined;
+  const models = new ModelStore(config.dataDir, log.child({ component: "models" }));
   const host = new StackHost({
     config,
-    models: new ModelStore(config.dataDir, log.child({ component: "models" })),
+    models,
     llama: () => (llama ??= createLlama({ threads: config.threads, gpu: config.gpu, log: log.child({ component: "llama" }) })),
     log: log.child({ component: "stacks" }),
   });
@@ -83,7 +91,47 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger } 
       }
     },
   });
+  const status = async (): Promise<AgentStatus> => {
+    const disk = await statfs(config.dataDir).catch(() => undefined);
+    const llamaVersion = dependencyVersion("node-llama-cpp");
+    return {
+      agentVersion: agentVersion(),
+      pid: process.pid,
+      startedAt,
+      machineId: config.machineId,
+      server: config.server,
+      dataDir: config.dataDir,
+      link: { state: link.state, lastError: link.lastError, credentialsRejected: link.credentialsRejected, onlineSince: link.onlineSince },
+      hardware,
+      hardwareProblems,
+      accelerators: hardware.accelerators,
+      disk: disk ? { path: config.dataDir, freeBytes: disk.bavail * disk.bsize, sizeBytes: disk.blocks * disk.bsize } : null,
+      runtimes: host.list().map((r) => ({ ...r, version: r.runtime === "gguf" ? `node-llama-cpp ${llamaVersion}` : "unknown" })),
+      models: await models.list(),
+    };
+  };
+
+  let control: ControlServer;
+  try {
+    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+    control = await startControlServer(config.controlSocket, status, log.child({ component: "control" }));
+  } catch (err) {
+    await link.stop();
+    throw err;
+  }
   link.start();
+
+  // Hardware is detected again now and then; the relay hears of changes.
+  const hardwareTimer = setInterval(() => {
+    void detectHardware({ log, source: options.hardwareSource }).then((next) => {
+      hardwareProblems = next.problems;
+      if (!hardwareChanged(hardware, next.report)) return;
+      hardware = next.report;
+      log.info("hardware changed");
+      link.send({ body: { $case: "hardwareUpdate", value: hardware } });
+    });
+  }, config.hardwareIntervalMs);
+  hardwareTimer.unref();
 
   let stopping: Promise<void> | undefined;
   return {
@@ -91,9 +139,14 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger } 
     link,
     host,
     inference,
-    hardware,
+    get hardware() {
+      return hardware;
+    },
+    status,
     stop() {
       stopping ??= (async () => {
+        clearInterval(hardwareTimer);
+        await control.close();
         await link.stop();
         inference.abortAll("the agent is stopping");
         await host.close();

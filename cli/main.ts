@@ -4,6 +4,10 @@ import { hideBin } from "yargs/helpers";
 import { CliError, EXIT, exitFor } from "./cli-error.js";
 import { adminCommand } from "./commands/admin/admin-command.js";
 import { agentCommand } from "./commands/agent-command.js";
+import { doctorCommand } from "./commands/doctor-command.js";
+import { infoCommand } from "./commands/info-command.js";
+import { modelCommand } from "./commands/model-command.js";
+import { runtimeCommand } from "./commands/runtime-command.js";
 import { relayCommand } from "./commands/relay-command.js";
 import { upCommand } from "./commands/up-command.js";
 
@@ -16,6 +20,10 @@ export async function main(argv: string[]): Promise<number> {
       .command(upCommand)
       .command(relayCommand)
       .command(agentCommand)
+      .command(doctorCommand)
+      .command(infoCommand)
+      .command(runtimeCommand)
+      .command(modelCommand)
       .command(adminCommand)
       .demandCommand(1, "Name a command; see --help.")
       .strict()

@@ -1,6 +1,36 @@
 import { arch, cpus, platform, totalmem } from "node:os";
-import si from "systeminformation";
 import type { HardwareReport, Logger } from "../../proto/index.js";
+
+/** Where hardware facts come from: systeminformation and node-llama-cpp in production, recorded fixtures in tests. */
+export interface HardwareSource {
+  platform: string;
+  arch: string;
+  osInfo(): Promise<{ distro: string; release: string }>;
+  cpu(): Promise<{ manufacturer: string; brand: string; physicalCores: number; cores: number }>;
+  mem(): Promise<{ total: number }>;
+  graphics(): Promise<{ controllers: { vendor?: string; model?: string; vram?: number | null; driverVersion?: string }[] }>;
+  fsSize(): Promise<{ mount: string; size: number; available: number }[]>;
+  /** GPU backends llama.cpp can use here. */
+  gpuBackends(): Promise<string[]>;
+}
+
+/** The real machine: systeminformation for the hardware, node-llama-cpp for usable GPU backends. */
+export async function systemHardwareSource(): Promise<HardwareSource> {
+  const si = (await import("systeminformation")).default;
+  return {
+    platform: platform(),
+    arch: arch(),
+    osInfo: () => si.osInfo(),
+    cpu: () => si.cpu(),
+    mem: () => si.mem(),
+    graphics: () => si.graphics(),
+    fsSize: () => si.fsSize(),
+    gpuBackends: async () => {
+      const { getLlamaGpuTypes } = await import("node-llama-cpp");
+      return (await getLlamaGpuTypes("supported")).filter((t): t is Exclude<typeof t, false> => t !== false);
+    },
+  };
+}
 
 /** What a hardware probe found, plus the probes that failed (shown by `doctor`, never fatal). */
 export interface HardwareDetection {
@@ -24,24 +54,26 @@ async function probe<T>(name: string, run: () => Promise<T>, fallback: T, proble
 }
 
 /**
- * Detects the machine's hardware with systeminformation. Each probe is bounded
- * in time and a failing one falls back to what Node itself knows.
+ * Detects the machine's hardware. Each probe is bounded in time; a failing one
+ * falls back to what Node itself knows and is listed in `problems`.
  */
-export async function detectHardware(options: { log?: Logger; timeoutMs?: number } = {}): Promise<HardwareDetection> {
+export async function detectHardware(options: { source?: HardwareSource; log?: Logger; timeoutMs?: number } = {}): Promise<HardwareDetection> {
   const problems: string[] = [];
   const t = options.timeoutMs ?? 10_000;
-  const [os, cpu, mem, graphics, disks] = await Promise.all([
-    probe("os", () => si.osInfo(), null, problems, t),
-    probe("cpu", () => si.cpu(), null, problems, t),
-    probe("memory", () => si.mem(), null, problems, t),
-    probe("gpu", () => si.graphics(), null, problems, t),
-    probe("disk", () => si.fsSize(), [], problems, t),
+  const source = options.source ?? (await systemHardwareSource());
+  const [os, cpu, mem, graphics, disks, backends] = await Promise.all([
+    probe("os", () => source.osInfo(), null, problems, t),
+    probe("cpu", () => source.cpu(), null, problems, t),
+    probe("memory", () => source.mem(), null, problems, t),
+    probe("gpu", () => source.graphics(), null, problems, t),
+    probe("disk", () => source.fsSize(), [], problems, t),
+    probe("gpu backend", () => source.gpuBackends(), [], problems, t),
   ]);
   for (const p of problems) options.log?.warn("hardware probe failed", { problem: p });
   const report: HardwareReport = {
-    platform: platform(),
-    os: os ? `${os.distro} ${os.release}`.trim() : platform(),
-    arch: arch(),
+    platform: source.platform,
+    os: os ? `${os.distro} ${os.release}`.trim() : source.platform,
+    arch: source.arch,
     cpuModel: cpu ? `${cpu.manufacturer} ${cpu.brand}`.trim() : (cpus()[0]?.model ?? "unknown"),
     cpuPhysicalCores: cpu?.physicalCores ?? cpus().length,
     cpuLogicalCores: cpu?.cores ?? cpus().length,
@@ -50,6 +82,13 @@ export async function detectHardware(options: { log?: Logger; timeoutMs?: number
       .filter((c) => c.model || c.vendor)
       .map((c) => ({ vendor: c.vendor ?? "", model: c.model ?? "", vramBytes: Math.max(0, (c.vram ?? 0) * 1024 * 1024), driverVersion: c.driverVersion ?? "" })),
     disks: disks.map((d) => ({ mount: d.mount, sizeBytes: Math.max(0, d.size), freeBytes: Math.max(0, d.available) })),
+    accelerators: backends,
   };
   return { report, problems };
+}
+
+/** Whether two reports differ in a way worth telling the relay (free disk space counts per whole GiB). */
+export function hardwareChanged(a: HardwareReport, b: HardwareReport): boolean {
+  const gib = (r: HardwareReport) => ({ ...r, disks: r.disks.map((d) => ({ ...d, freeBytes: Math.floor(d.freeBytes / 2 ** 30) })) });
+  return JSON.stringify(gib(a)) !== JSON.stringify(gib(b));
 }

@@ -50,6 +50,10 @@ export class LinkClient {
   lastError: string | null = null;
   /** The relay's welcome on the current link. */
   welcome: Welcome | null = null;
+  /** Unix ms when the current link was welcomed. */
+  onlineSince: number | null = null;
+  /** True when the relay refused this machine's credentials on the last attempt. */
+  credentialsRejected = false;
   private readonly onlineWaiters = new Set<() => void>();
 
   constructor(private readonly options: LinkClientOptions) {}
@@ -108,6 +112,7 @@ export class LinkClient {
         clearInterval(heartbeat);
         this.stopController.signal.removeEventListener("abort", onStop);
         this.welcome = null;
+        this.onlineSince = null;
         this.call = undefined;
         this.lastError = reason;
         call.cancel();
@@ -121,6 +126,8 @@ export class LinkClient {
           this.welcome = message.body.value;
           this.state = "online";
           this.lastError = null;
+          this.onlineSince = Date.now();
+          this.credentialsRejected = false;
           this.options.backoff.reset();
           log.info("link online", { machineId: message.body.value.machineId });
           const interval = Math.max(100, message.body.value.heartbeatIntervalMs);
@@ -135,6 +142,7 @@ export class LinkClient {
         this.options.onMessage(message);
       });
       call.on("error", (err: ServiceError) => {
+        this.credentialsRejected = err.code === status.UNAUTHENTICATED;
         if (err.code === status.UNAUTHENTICATED) log.error("the relay rejected this machine's credentials", { details: err.details });
         else if (err.code !== status.CANCELLED) log.warn("link error", { code: err.code, details: err.details });
         end(`${status[err.code] ?? err.code}: ${err.details}`);

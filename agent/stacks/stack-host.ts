@@ -14,6 +14,26 @@ export interface StackHostDeps {
   log: Logger;
 }
 
+/** Runtime states as `runtime list` shows them. */
+export type RuntimeState = "loading" | "ready" | "failed";
+
+/** A stack's runtime on this machine. */
+export interface HostedStack {
+  stackId: string;
+  modelId: string;
+  runtime: string;
+  state: RuntimeState;
+  /** Where requests are served: `in-process` for GGUF, a local URL for server runtimes. */
+  endpoint: string;
+  modelRef: string;
+  modelPath: string | null;
+  modelSha256: string | null;
+  modelSizeBytes: number | null;
+  contextSize: number | null;
+  error: string | null;
+  since: number;
+}
+
 /**
  * The stacks this machine serves: runs the deploy commands the relay sends and
  * keeps each configured stack's loaded model.
@@ -21,6 +41,31 @@ export interface StackHostDeps {
 export class StackHost {
   private readonly runtimes = new Map<string, ModelRuntime>();
   private readonly modelPaths = new Map<string, string>();
+  private readonly hosted = new Map<string, HostedStack>();
+
+  /** What this machine serves, for `runtime list` and `model list`. */
+  list(): HostedStack[] {
+    return [...this.hosted.values()];
+  }
+
+  private record(stackId: string, patch: Partial<HostedStack> & Pick<HostedStack, "state">): void {
+    const previous = this.hosted.get(stackId);
+    this.hosted.set(stackId, {
+      stackId,
+      modelId: "",
+      runtime: "gguf",
+      endpoint: "in-process",
+      modelRef: "",
+      modelPath: null,
+      modelSha256: null,
+      modelSizeBytes: null,
+      contextSize: null,
+      error: null,
+      ...previous,
+      ...patch,
+      since: previous?.state === patch.state ? previous.since : Date.now(),
+    });
+  }
 
   constructor(private readonly deps: StackHostDeps) {}
 
@@ -57,18 +102,28 @@ export class StackHost {
           // A reconnect re-sends the deploy sequence: the model already loaded keeps serving.
           return { ...empty, contextSize: current.contextSize };
         }
+        const described = { modelId: step.value.modelId, runtime: step.value.runtime, modelRef: step.value.modelRef, modelPath: model.path, modelSha256: model.sha256, modelSizeBytes: model.sizeBytes };
+        this.record(command.stackId, { ...described, state: "loading", error: null });
         onProgress({ stage: "loading model", doneBytes: 0, totalBytes: model.sizeBytes, bytesPerSecond: 0, etaSeconds: 0 });
         const previous = this.runtimes.get(command.stackId);
         this.runtimes.delete(command.stackId);
         await previous?.close();
-        const runtime = await loadGgufModel(await this.deps.llama(), model.path, {
-          maxContextSize: this.deps.config.maxContextSize,
-          sequences: this.deps.config.parallelSequences,
-          threads: this.deps.config.threads,
-          signal,
-        });
+        let runtime: ModelRuntime;
+        try {
+          runtime = await loadGgufModel(await this.deps.llama(), model.path, {
+            maxContextSize: this.deps.config.maxContextSize,
+            sequences: this.deps.config.parallelSequences,
+            threads: this.deps.config.threads,
+            signal,
+          });
+        } catch (err) {
+          // The machine's owner sees the runtime's own words in `runtime list`.
+          this.record(command.stackId, { state: "failed", error: err instanceof Error ? err.message : String(err) });
+          throw err;
+        }
         this.runtimes.set(command.stackId, runtime);
         this.modelPaths.set(command.stackId, model.path);
+        this.record(command.stackId, { state: "ready", contextSize: runtime.contextSize });
         log.info("endpoint configured", { modelId: step.value.modelId, contextSize: runtime.contextSize });
         return { ...empty, contextSize: runtime.contextSize };
       }
@@ -76,6 +131,7 @@ export class StackHost {
         const runtime = this.runtimes.get(command.stackId);
         this.runtimes.delete(command.stackId);
         this.modelPaths.delete(command.stackId);
+        this.hosted.delete(command.stackId);
         await runtime?.close();
         return empty;
       }

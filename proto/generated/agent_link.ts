@@ -50,6 +50,9 @@ export interface AgentMessage {
     | { $case: "inferenceEnd"; value: InferenceEnd }
     | { $case: "commandProgress"; value: CommandProgress }
     | { $case: "commandResult"; value: CommandResult }
+    | //
+    /** The hardware changed since the hello (a GPU appeared, a disk filled up…). */
+    { $case: "hardwareUpdate"; value: HardwareReport }
     | undefined;
 }
 
@@ -113,6 +116,8 @@ export interface HardwareReport {
   gpus: Gpu[];
   /** Mounted file systems. */
   disks: Disk[];
+  /** GPU backends llama.cpp can use on this machine (`cuda`, `vulkan`, `metal`); empty for CPU only. */
+  accelerators: string[];
 }
 
 /** One graphics adapter. */
@@ -326,6 +331,9 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       case "commandResult":
         CommandResult.encode(message.body.value, writer.uint32(50).fork()).join();
         break;
+      case "hardwareUpdate":
+        HardwareReport.encode(message.body.value, writer.uint32(58).fork()).join();
+        break;
     }
     return writer;
   },
@@ -391,6 +399,14 @@ export const AgentMessage: MessageFns<AgentMessage> = {
             message.body = { $case: "commandResult", value: CommandResult.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.body = { $case: "hardwareUpdate", value: HardwareReport.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -425,6 +441,10 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         ? { $case: "commandResult", value: CommandResult.fromJSON(object.commandResult) }
         : isSet(object.command_result)
         ? { $case: "commandResult", value: CommandResult.fromJSON(object.command_result) }
+        : isSet(object.hardwareUpdate)
+        ? { $case: "hardwareUpdate", value: HardwareReport.fromJSON(object.hardwareUpdate) }
+        : isSet(object.hardware_update)
+        ? { $case: "hardwareUpdate", value: HardwareReport.fromJSON(object.hardware_update) }
         : undefined,
     };
   },
@@ -443,6 +463,8 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       obj.commandProgress = CommandProgress.toJSON(message.body.value);
     } else if (message.body?.$case === "commandResult") {
       obj.commandResult = CommandResult.toJSON(message.body.value);
+    } else if (message.body?.$case === "hardwareUpdate") {
+      obj.hardwareUpdate = HardwareReport.toJSON(message.body.value);
     }
     return obj;
   },
@@ -486,6 +508,12 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       case "commandResult": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
           message.body = { $case: "commandResult", value: CommandResult.fromPartial(object.body.value) };
+        }
+        break;
+      }
+      case "hardwareUpdate": {
+        if (object.body?.value !== undefined && object.body?.value !== null) {
+          message.body = { $case: "hardwareUpdate", value: HardwareReport.fromPartial(object.body.value) };
         }
         break;
       }
@@ -1013,6 +1041,7 @@ function createBaseHardwareReport(): HardwareReport {
     memoryBytes: 0,
     gpus: [],
     disks: [],
+    accelerators: [],
   };
 }
 
@@ -1044,6 +1073,9 @@ export const HardwareReport: MessageFns<HardwareReport> = {
     }
     for (const v of message.disks) {
       Disk.encode(v!, writer.uint32(74).fork()).join();
+    }
+    for (const v of message.accelerators) {
+      writer.uint32(82).string(v!);
     }
     return writer;
   },
@@ -1133,6 +1165,14 @@ export const HardwareReport: MessageFns<HardwareReport> = {
             message.disks.push(Disk.decode(reader, reader.uint32()));
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.accelerators.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1176,6 +1216,9 @@ export const HardwareReport: MessageFns<HardwareReport> = {
       disks: globalThis.Array.isArray(object?.disks)
         ? object.disks.map((e: any) => Disk.fromJSON(e))
         : [],
+      accelerators: globalThis.Array.isArray(object?.accelerators)
+        ? object.accelerators.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1208,6 +1251,9 @@ export const HardwareReport: MessageFns<HardwareReport> = {
     if (message.disks?.length) {
       obj.disks = message.disks.map((e) => Disk.toJSON(e));
     }
+    if (message.accelerators?.length) {
+      obj.accelerators = message.accelerators;
+    }
     return obj;
   },
 
@@ -1225,6 +1271,7 @@ export const HardwareReport: MessageFns<HardwareReport> = {
     message.memoryBytes = object.memoryBytes ?? 0;
     message.gpus = object.gpus?.map((e) => Gpu.fromPartial(e)) || [];
     message.disks = object.disks?.map((e) => Disk.fromPartial(e)) || [];
+    message.accelerators = object.accelerators?.map((e) => e) || [];
     return message;
   },
 };

@@ -8,6 +8,7 @@ import {
   type Command,
   type CommandProgress,
   type CommandResult,
+  type HardwareReport,
   type InferenceRequest,
   type Logger,
   type RelayMessage,
@@ -77,6 +78,8 @@ export class AgentSession {
     readonly orgId: string,
     private readonly call: ServerDuplexStream<AgentMessage, RelayMessage>,
     private readonly log: Logger,
+    /** Called when the agent reports that its hardware changed. */
+    private readonly onHardware: (hardware: HardwareReport) => void = () => {},
     private readonly window = DEFAULT_INITIAL_CREDIT,
   ) {}
 
@@ -127,6 +130,9 @@ export class AgentSession {
         else pending.resolve(body.value);
         return;
       }
+      case "hardwareUpdate":
+        this.onHardware(body.value);
+        return;
       case "heartbeat":
       case "hello":
       case undefined:

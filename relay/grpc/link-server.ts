@@ -80,7 +80,10 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
         reject(call, status.FAILED_PRECONDITION, `Protocol version ${hello.protocolVersion} is not supported; this relay speaks ${PROTOCOL_VERSION}.`);
         return;
       }
-      const session = new AgentSession(machine.id, machine.orgId, call, linkLog);
+      const session = new AgentSession(machine.id, machine.orgId, call, linkLog, (hardware) => {
+        store.machines.updateHardware(machine.id, toHardwareSummary(hardware));
+        linkLog.info("hardware changed");
+      });
       let watchdog: NodeJS.Timeout | undefined;
       const silenceMs = options.heartbeatIntervalMs * 3.5;
       const armWatchdog = () => {
@@ -160,5 +163,6 @@ function toHardwareSummary(h: HardwareReport | undefined): HardwareSummary {
     memoryBytes: h?.memoryBytes ?? 0,
     gpus: (h?.gpus ?? []).map((g) => ({ vendor: g.vendor, model: g.model, vramBytes: g.vramBytes, driverVersion: g.driverVersion })),
     disks: (h?.disks ?? []).map((d) => ({ mount: d.mount, sizeBytes: d.sizeBytes, freeBytes: d.freeBytes })),
+    accelerators: h?.accelerators ?? [],
   };
 }

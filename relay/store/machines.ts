@@ -15,6 +15,8 @@ export interface HardwareSummary {
   memoryBytes: number;
   gpus: { vendor: string; model: string; vramBytes: number; driverVersion: string }[];
   disks: { mount: string; sizeBytes: number; freeBytes: number }[];
+  /** GPU backends llama.cpp can use: `cuda`, `vulkan`, `metal`. */
+  accelerators: string[];
 }
 
 /** A worker machine. */
@@ -82,6 +84,10 @@ export class MachineStore {
     this.db
       .prepare("UPDATE machines SET state = 'online', hardware_json = ?, agent_version = ?, last_seen_at = ? WHERE id = ?")
       .run(JSON.stringify(hello.hardware), hello.agentVersion, now, id);
+  }
+
+  updateHardware(id: string, hardware: HardwareSummary): void {
+    this.db.prepare("UPDATE machines SET hardware_json = ? WHERE id = ?").run(JSON.stringify(hardware), id);
   }
 
   markOffline(id: string, now = Date.now()): void {

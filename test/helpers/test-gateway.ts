@@ -47,7 +47,7 @@ export async function startTestGateway(options: { model?: string; relayFlags?: R
     server: relay.linkAddress,
     machineId,
     token: machineToken,
-    dataDir: join(dataDir, "agent"),
+    dataDir: join(dataDir, `agent-${machineId}`),
     threads: 1,
     gpu: false,
     maxContextSize: 512,

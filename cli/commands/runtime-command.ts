@@ -1,0 +1,36 @@
+import type { CommandModule } from "yargs";
+import { print, table } from "../output.js";
+import { localOptions, requireStatus, type LocalArgs } from "./local-agent.js";
+
+export const runtimeCommand: CommandModule = {
+  command: "runtime <command>",
+  describe: "Runtimes on this machine",
+  builder: (y) =>
+    y
+      .command({
+        command: "list",
+        describe: "Installed runtimes: name, version, state, local endpoint, model served",
+        builder: (b) => localOptions(b),
+        handler: async (raw) => {
+          const argv = raw as unknown as LocalArgs;
+          const s = await requireStatus(argv);
+          const rows = s.runtimes.map((r) => ({
+            name: r.runtime,
+            version: r.version,
+            state: r.state,
+            endpoint: r.endpoint,
+            model: r.modelId,
+            stack_id: r.stackId,
+            context_size: r.contextSize,
+            error: r.error,
+            since: r.since,
+          }));
+          print(argv, rows, () =>
+            rows.length ? table(["NAME", "VERSION", "STATE", "ENDPOINT", "MODEL", "STACK"], rows.map((r) => [r.name, r.version, r.error ? `${r.state}: ${r.error}` : r.state, r.endpoint, r.model, r.stack_id])) : "No runtimes yet: deploy a stack to this machine.",
+          );
+        },
+      })
+      .demandCommand(1)
+      .strict(),
+  handler: () => {},
+};
