@@ -1,0 +1,80 @@
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
+import { silentLogger } from "../../proto/index.js";
+import { testModelPath } from "../helpers/models.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+// The model is served by a local HTTP server, standing in for Hugging Face.
+describe("deploying a stack through its lifecycle", () => {
+  let gw: TestGateway;
+  let server: Server;
+  let downloads = 0;
+  let modelUrl: string;
+  let agent: Agent | undefined;
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+    const model = readFileSync(testModelPath());
+    server = createServer((_req, res) => {
+      downloads++;
+      res.writeHead(200, { "content-length": model.length }).end(model);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    modelUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/stories.gguf`;
+  });
+  afterAll(async () => {
+    await agent?.stop();
+    await new Promise((r) => server.close(r));
+    await gw?.close();
+  });
+
+  it("waits for an offline machine, deploys when it connects, and survives an agent restart without downloading again", async () => {
+    const { machine, token } = gw.relay.control.createMachine(gw.orgId, "late");
+    const stack = gw.relay.control.createStack({ org: gw.orgId, name: "late", machine: machine.id, runtime: "gguf", model: modelUrl, modelId: "late-model" });
+    expect(gw.relay.control.deploy(stack.id).state).toBe("deploying");
+    expect(gw.relay.control.stack(stack.id).state).toBe("deploying");
+    expect(downloads).toBe(0);
+
+    const config = resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: machine.id, token, dataDir: join(gw.dataDir, "late-agent"), threads: 1, gpu: false, maxContextSize: 512 } });
+    agent = await startAgent(config, { log: silentLogger() });
+    await vi.waitFor(() => expect(gw.relay.control.stack(stack.id).state).toBe("deployed"), { timeout: 15_000, interval: 50 });
+    expect(downloads).toBe(1);
+    const steps = gw.relay.control.stack(stack.id).deployment!.steps;
+    expect(steps.map((s) => s.state)).toEqual(["succeeded", "succeeded", "succeeded"]);
+    expect(steps[1]!.detail).toMatchObject({ sha256: "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d", sizeBytes: 1185376 });
+
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
+    expect((await client.chat.completions.create({ model: "late-model", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).usage!.completion_tokens).toBe(2);
+
+    await agent.stop();
+    agent = await startAgent(config, { log: silentLogger() });
+    await vi.waitFor(() => expect(gw.relay.registry.get(machine.id)?.readyStacks.has(stack.id)).toBe(true), { timeout: 15_000, interval: 50 });
+    expect(downloads).toBe(1);
+    expect((await client.chat.completions.create({ model: "late-model", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).choices[0]!.finish_reason).toBe("length");
+  });
+
+  it("undeploys: the runtime stops on the machine and the model is no longer listed or reachable", async () => {
+    const stack = gw.relay.control.listStacks(gw.orgId).find((s) => s.modelId === "late-model")!;
+    expect((await gw.relay.control.undeploy(stack.id)).state).toBe("draft");
+    expect(agent!.host.list().map((r) => r.stackId)).not.toContain(stack.id);
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
+    expect((await client.models.list()).data.map((m) => m.id)).not.toContain("late-model");
+    const err = await client.chat.completions.create({ model: "late-model", messages: [{ role: "user", content: "Hi" }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it("marks a stack failed with the reason when a step fails", async () => {
+    const stack = gw.relay.control.createStack({ org: gw.orgId, name: "broken", machine: gw.machineId, runtime: "gguf", model: "/nonexistent/model.gguf", modelId: "broken" });
+    gw.relay.control.deploy(stack.id);
+    await gw.relay.deployer.settled(stack.id);
+    const s = gw.relay.control.stack(stack.id);
+    expect(s.state).toBe("failed");
+    expect(s.stateError).toBe("Model file not found: /nonexistent/model.gguf");
+    expect(s.deployment!.steps.map((x) => x.state)).toEqual(["succeeded", "failed", "pending"]);
+  });
+});
