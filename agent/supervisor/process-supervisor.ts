@@ -1,0 +1,186 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { EventEmitter } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
+import { MakinaError, type Logger } from "../../proto/index.js";
+import { Backoff } from "../link/backoff.js";
+
+/**
+ * Supervised process states: `starting` (spawned, readiness probe not yet
+ * passing) → `ready`; after an unexpected exit → `restarting` (backing off) →
+ * `starting` …; too many early exits in a row → `failed` (final); `stop()` →
+ * `stopped` (final, never restarted).
+ */
+export type SupervisedState = "starting" | "ready" | "restarting" | "failed" | "stopped";
+
+/** Options of {@link ProcessSupervisor}. */
+export interface SupervisorOptions {
+  /** Name for logs and errors, e.g. `vllm stk_123`. */
+  name: string;
+  command: string;
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Readiness probe: resolves true once the process serves. Called every `probeIntervalMs` while starting. */
+  ready: (signal: AbortSignal) => Promise<boolean>;
+  /** @default 250 */
+  probeIntervalMs?: number;
+  /** A start that is not ready within this time counts as a crash. @default 600000 */
+  startTimeoutMs?: number;
+  /** A process that exits before running this long counts toward the crash loop. @default 10000 */
+  minUptimeMs?: number;
+  /** Early exits in a row that make a crash loop. @default 5 */
+  maxEarlyExits?: number;
+  /** Restart delay bounds (exponential with jitter). @default 500 and 30000 */
+  backoffMinMs?: number;
+  backoffMaxMs?: number;
+  /** Time between SIGTERM and SIGKILL of the process group on stop. @default 5000 */
+  stopGraceMs?: number;
+  log: Logger;
+}
+
+/** The last lines a process wrote, kept off enumerable error fields so logs stay small. */
+class OutputTail {
+  private lines: string[] = [];
+  push(chunk: Buffer): void {
+    this.lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+    if (this.lines.length > 20) this.lines = this.lines.slice(-20);
+  }
+  toString(): string {
+    return this.lines.join("\n");
+  }
+}
+
+/**
+ * Runs one child process the way a process manager would: its own process
+ * group (so stopping it kills everything it started), a readiness probe
+ * instead of sleeps, restarts with capped exponential backoff, and a crash-loop
+ * limit that ends in `failed`.
+ */
+export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }> {
+  state: SupervisedState = "starting";
+  /** Restarts since start. */
+  restarts = 0;
+  /** Why the process last failed. */
+  lastError: string | null = null;
+  private child: ChildProcess | undefined;
+  private readonly tail = new OutputTail();
+  private readonly stopController = new AbortController();
+  private loop: Promise<void> | undefined;
+  private readonly backoff: Backoff;
+
+  constructor(private readonly o: SupervisorOptions) {
+    super();
+    this.backoff = new Backoff({ minMs: o.backoffMinMs ?? 500, maxMs: o.backoffMaxMs ?? 30_000 });
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  private set(state: SupervisedState): void {
+    if (this.state === state) return;
+    this.state = state;
+    this.o.log.info("runtime process state", { runtime: this.o.name, state, restarts: this.restarts, error: this.lastError });
+    this.emit("state", state);
+  }
+
+  /** Starts supervising; resolves once the process is ready the first time, rejects if it fails first. */
+  start(): Promise<void> {
+    this.loop ??= this.run();
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (this.state === "ready") return done(resolve);
+        if (this.state === "failed" || this.state === "stopped") {
+          return done(() => reject(new MakinaError("runtime_unavailable", `${this.o.name} did not start: ${this.lastError ?? this.state}`)));
+        }
+      };
+      const done = (fn: () => void) => {
+        this.off("state", check);
+        fn();
+      };
+      this.on("state", check);
+      check();
+    });
+  }
+
+  private async run(): Promise<void> {
+    let earlyExits = 0;
+    while (!this.stopController.signal.aborted) {
+      this.set("starting");
+      const startedAt = Date.now();
+      const exit = await this.runOnce();
+      if (this.stopController.signal.aborted) break;
+      const ranMs = Date.now() - startedAt;
+      earlyExits = ranMs < (this.o.minUptimeMs ?? 10_000) ? earlyExits + 1 : 0;
+      if (ranMs >= (this.o.minUptimeMs ?? 10_000)) this.backoff.reset();
+      this.lastError = `${exit}${this.tail.toString() ? `; last output:\n${this.tail}` : ""}`;
+      if (earlyExits >= (this.o.maxEarlyExits ?? 5)) {
+        this.lastError = `crash loop: exited ${earlyExits} times in a row within ${this.o.minUptimeMs ?? 10_000} ms of starting (${exit})`;
+        this.set("failed");
+        return;
+      }
+      this.restarts++;
+      this.set("restarting");
+      await sleep(this.backoff.next(), undefined, { signal: this.stopController.signal }).catch(() => {});
+    }
+    this.set("stopped");
+  }
+
+  /** One run of the process: spawn, probe until ready, wait for exit. Resolves with how it ended. */
+  private async runOnce(): Promise<string> {
+    const child = spawn(this.o.command, this.o.args, { env: this.o.env, cwd: this.o.cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    this.child = child;
+    child.stdout?.on("data", (d: Buffer) => this.tail.push(d));
+    child.stderr?.on("data", (d: Buffer) => this.tail.push(d));
+    const exited = new Promise<string>((resolve) => {
+      child.once("error", (err) => resolve(`could not start ${this.o.command}: ${err.message}`));
+      child.once("exit", (code, signal) => resolve(signal ? `killed by ${signal}` : `exited with code ${code}`));
+    });
+    const probe = new AbortController();
+    const probing = (async () => {
+      const deadline = Date.now() + (this.o.startTimeoutMs ?? 600_000);
+      while (!probe.signal.aborted) {
+        if (await this.o.ready(probe.signal).catch(() => false)) {
+          if (!probe.signal.aborted) this.set("ready");
+          return;
+        }
+        if (Date.now() > deadline) {
+          this.tail.push(Buffer.from(`not ready after ${this.o.startTimeoutMs ?? 600_000} ms`));
+          this.killGroup("SIGKILL");
+          return;
+        }
+        await sleep(this.o.probeIntervalMs ?? 250, undefined, { signal: probe.signal }).catch(() => {});
+      }
+    })();
+    const result = await exited;
+    probe.abort();
+    await probing;
+    this.child = undefined;
+    return result;
+  }
+
+  private killGroup(signal: NodeJS.Signals): void {
+    const pid = this.child?.pid;
+    if (!pid) return;
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // The group is already gone.
+    }
+  }
+
+  /** Stops the process group for good (SIGTERM, then SIGKILL after the grace period). Idempotent. */
+  async stop(): Promise<void> {
+    if (this.stopController.signal.aborted) return this.loop;
+    this.stopController.abort();
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      this.killGroup("SIGTERM");
+      const timer = setTimeout(() => this.killGroup("SIGKILL"), this.o.stopGraceMs ?? 5000);
+      await gone;
+      clearTimeout(timer);
+    }
+    await this.loop;
+  }
+}

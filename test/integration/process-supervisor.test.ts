@@ -1,0 +1,92 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { freePort, httpReady, ProcessSupervisor, type SupervisedState } from "../../agent/supervisor/index.js";
+import { silentLogger } from "../../proto/index.js";
+import { REPO_ROOT } from "../helpers/models.js";
+
+// The stand-in server is a small Node program that behaves like an OpenAI-compatible model server.
+const STANDIN = join(REPO_ROOT, "test", "fixtures", "standins", "openai-server.mjs");
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("supervising a runtime process", () => {
+  const supervisors: ProcessSupervisor[] = [];
+  afterEach(async () => {
+    await Promise.all(supervisors.splice(0).map((s) => s.stop()));
+  });
+
+  async function supervise(env: Record<string, string>, options: { minUptimeMs?: number; maxEarlyExits?: number } = {}) {
+    const port = await freePort();
+    const states: SupervisedState[] = [];
+    const s = new ProcessSupervisor({
+      name: "standin",
+      command: process.execPath,
+      args: [STANDIN, "--host", "127.0.0.1", "--port", String(port), "--model", "m"],
+      env: { ...process.env, ...env },
+      ready: (signal) => httpReady(`http://127.0.0.1:${port}/health`, signal),
+      probeIntervalMs: 20,
+      backoffMinMs: 10,
+      backoffMaxMs: 50,
+      stopGraceMs: 2000,
+      log: silentLogger(),
+      ...options,
+    });
+    s.on("state", (st) => states.push(st));
+    supervisors.push(s);
+    return { s, port, states };
+  }
+
+  it("is ready only once the readiness probe passes", async () => {
+    const { s, port } = await supervise({ STANDIN_STARTUP_MS: "300" });
+    await s.start();
+    expect(s.state).toBe("ready");
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+  });
+
+  it("restarts a process that crashed, and is ready again", async () => {
+    const { s, states } = await supervise({ STANDIN_EXIT_AFTER_MS: "400" }, { minUptimeMs: 100 });
+    await s.start();
+    await vi.waitFor(() => expect(s.restarts).toBeGreaterThanOrEqual(1), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(s.state).toBe("ready"), { timeout: 5000, interval: 20 });
+    expect(states.slice(0, 4)).toEqual(["ready", "restarting", "starting", "ready"]);
+    expect(s.lastError).toContain("exited with code 1");
+  });
+
+  it("gives up after a crash loop and ends failed, saying why", async () => {
+    const { s } = await supervise({ STANDIN_EXIT_AFTER_MS: "1" }, { minUptimeMs: 5000, maxEarlyExits: 3 });
+    await expect(s.start()).rejects.toMatchObject({ code: "runtime_unavailable", message: expect.stringContaining("crash loop") });
+    expect(s.state).toBe("failed");
+    expect(s.restarts).toBe(2);
+  });
+
+  it("kills the whole process group on stop and never restarts it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "makina-sup-"));
+    const pidFile = join(dir, "grandchild.pid");
+    const { s, states } = await supervise({ STANDIN_CHILD: "1", STANDIN_PID_FILE: pidFile });
+    await s.start();
+    await vi.waitFor(() => expect(existsSync(pidFile)).toBe(true), { timeout: 5000, interval: 20 });
+    const grandchild = Number(readFileSync(pidFile, "utf8"));
+    const pid = s.pid!;
+    expect(alive(grandchild)).toBe(true);
+    await s.stop();
+    await vi.waitFor(() => expect([alive(pid), alive(grandchild)]).toEqual([false, false]), { timeout: 5000, interval: 20 });
+    expect(s.state).toBe("stopped");
+    expect(states).not.toContain("restarting");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("fails clearly when the executable does not exist", async () => {
+    const s = new ProcessSupervisor({ name: "ghost", command: "/no/such/vllm", args: [], ready: async () => false, minUptimeMs: 5000, maxEarlyExits: 2, backoffMinMs: 10, backoffMaxMs: 20, log: silentLogger() });
+    supervisors.push(s);
+    await expect(s.start()).rejects.toMatchObject({ message: expect.stringContaining("could not start /no/such/vllm") });
+  });
+});
