@@ -22,6 +22,8 @@ export interface AgentConfig {
   /** Reconnect backoff bounds, ms. @default 250 and 15000 */
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
+  /** Python used to create the virtual environments of vLLM and MLX. @default "python3" */
+  readonly python: string;
   /** The local control socket (`doctor`, `info`, …). @default "<dataDir>/agent.sock" */
   readonly controlSocket: string;
   /** How often hardware is detected again, ms (changes are sent to the relay). @default 60000 */
@@ -48,6 +50,7 @@ const ENV: Record<keyof AgentConfig, string> = {
   reconnectMinMs: "MAKINA_AGENT_RECONNECT_MIN_MS",
   reconnectMaxMs: "MAKINA_AGENT_RECONNECT_MAX_MS",
   controlSocket: "MAKINA_AGENT_SOCKET",
+  python: "MAKINA_AGENT_PYTHON",
   hardwareIntervalMs: "MAKINA_AGENT_HARDWARE_INTERVAL_MS",
   logLevel: "MAKINA_LOG_LEVEL",
 };
@@ -83,6 +86,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     reconnectMinMs: 250,
     reconnectMaxMs: 15_000,
     controlSocket: undefined,
+    python: "python3",
     hardwareIntervalMs: 60_000,
     logLevel: "info",
   };
@@ -117,6 +121,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     parallelSequences: int("parallelSequences", 1, 64),
     reconnectMinMs: int("reconnectMinMs", 10, 600_000),
     reconnectMaxMs: int("reconnectMaxMs", 10, 3_600_000),
+    python: String(pick("python")),
     controlSocket: resolve(typeof socket === "string" ? socket : join(dataDir, "agent.sock")),
     hardwareIntervalMs: int("hardwareIntervalMs", 1000, 86_400_000),
     logLevel: logLevel as AgentConfig["logLevel"],

@@ -9,6 +9,10 @@ import { Backoff } from "./link/backoff.js";
 import { InferenceDispatcher } from "./link/inference-dispatcher.js";
 import { LinkClient } from "./link/link-client.js";
 import { ModelStore } from "./models/model-store.js";
+import { ggufAdapter } from "./runtimes/adapters/gguf-adapter.js";
+import { mlxAdapter } from "./runtimes/adapters/mlx-adapter.js";
+import { openaiServerAdapter } from "./runtimes/adapters/openai-adapter.js";
+import { vllmAdapter } from "./runtimes/adapters/vllm-adapter.js";
 import { createLlama } from "./runtimes/gguf/gguf-engine.js";
 import { StackHost } from "./stacks/stack-host.js";
 import { agentVersion, dependencyVersion } from "./version.js";
@@ -34,10 +38,18 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
   let { report: hardware, problems: hardwareProblems } = await detectHardware({ log, source: options.hardwareSource });
   let llama: Promise<Llama> | undefined;
   const models = new ModelStore(config.dataDir, log.child({ component: "models" }));
+  const loadLlama = () => (llama ??= createLlama({ threads: config.threads, gpu: config.gpu, log: log.child({ component: "llama" }) }));
   const host = new StackHost({
     config,
     models,
-    llama: () => (llama ??= createLlama({ threads: config.threads, gpu: config.gpu, log: log.child({ component: "llama" }) })),
+    adapters: {
+      gguf: ggufAdapter({ llama: loadLlama, maxContextSize: config.maxContextSize, sequences: config.parallelSequences, threads: config.threads }),
+      vllm: vllmAdapter,
+      mlx: mlxAdapter,
+      openai: openaiServerAdapter,
+    },
+    hardware: () => hardware,
+    onRuntimeState: (stackId, state, error) => link.send({ body: { $case: "runtimeStatus", value: { stackId, state, error: error ?? "" } } }),
     log: log.child({ component: "stacks" }),
   });
   const commands = new Map<string, AbortController>();
@@ -106,7 +118,7 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
       hardwareProblems,
       accelerators: hardware.accelerators,
       disk: disk ? { path: config.dataDir, freeBytes: disk.bavail * disk.bsize, sizeBytes: disk.blocks * disk.bsize } : null,
-      runtimes: host.list().map((r) => ({ ...r, version: r.runtime === "gguf" ? `node-llama-cpp ${llamaVersion}` : "unknown" })),
+      runtimes: host.list().map((r) => ({ ...r, version: r.runtime === "gguf" ? `node-llama-cpp ${llamaVersion}` : r.runtime === "openai" ? "external" : "see the runtime's venv" })),
       models: await models.list(),
     };
   };

@@ -26,8 +26,10 @@ export interface ChatOptions {
 
 /** A model loaded in a runtime, ready to serve chat requests. */
 export interface ModelRuntime {
-  /** Tokens of context each request gets. */
+  /** Tokens of context each request gets; 0 when the runtime does not say. */
   readonly contextSize: number;
+  /** Where it serves: `in-process`, or the local base URL of its server. */
+  readonly endpoint: string;
   /**
    * Generates a reply as a token stream. Aborting `signal`, or leaving the loop
    * early, stops generation. Throws MakinaError `context_length_exceeded` when the

@@ -53,7 +53,19 @@ export interface AgentMessage {
     | //
     /** The hardware changed since the hello (a GPU appeared, a disk filled up…). */
     { $case: "hardwareUpdate"; value: HardwareReport }
+    | //
+    /** A configured stack's runtime changed state on its own (restarting after a crash, failed in a crash loop, ready again). */
+    { $case: "runtimeStatus"; value: RuntimeStatus }
     | undefined;
+}
+
+/** The state of one stack's runtime on the machine. */
+export interface RuntimeStatus {
+  stackId: string;
+  /** `loading` (starting or restarting: requests get 503), `ready`, or `failed` (crash loop; final until redeployed). */
+  state: string;
+  /** Why it is not ready; empty when ready. */
+  error: string;
 }
 
 /** Everything the relay sends on the link. */
@@ -262,6 +274,8 @@ export interface PullModel {
   ref: string;
   /** Expected sha256 (hex); empty when unknown. */
   sha256: string;
+  /** The runtime the model is for: vLLM and MLX fetch hub ids themselves, an existing server needs nothing. */
+  runtime: string;
 }
 
 /** Load the model into the runtime and serve the stack. */
@@ -333,6 +347,9 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         break;
       case "hardwareUpdate":
         HardwareReport.encode(message.body.value, writer.uint32(58).fork()).join();
+        break;
+      case "runtimeStatus":
+        RuntimeStatus.encode(message.body.value, writer.uint32(66).fork()).join();
         break;
     }
     return writer;
@@ -407,6 +424,14 @@ export const AgentMessage: MessageFns<AgentMessage> = {
             message.body = { $case: "hardwareUpdate", value: HardwareReport.decode(reader, reader.uint32()) };
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.body = { $case: "runtimeStatus", value: RuntimeStatus.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -445,6 +470,10 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         ? { $case: "hardwareUpdate", value: HardwareReport.fromJSON(object.hardwareUpdate) }
         : isSet(object.hardware_update)
         ? { $case: "hardwareUpdate", value: HardwareReport.fromJSON(object.hardware_update) }
+        : isSet(object.runtimeStatus)
+        ? { $case: "runtimeStatus", value: RuntimeStatus.fromJSON(object.runtimeStatus) }
+        : isSet(object.runtime_status)
+        ? { $case: "runtimeStatus", value: RuntimeStatus.fromJSON(object.runtime_status) }
         : undefined,
     };
   },
@@ -465,6 +494,8 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       obj.commandResult = CommandResult.toJSON(message.body.value);
     } else if (message.body?.$case === "hardwareUpdate") {
       obj.hardwareUpdate = HardwareReport.toJSON(message.body.value);
+    } else if (message.body?.$case === "runtimeStatus") {
+      obj.runtimeStatus = RuntimeStatus.toJSON(message.body.value);
     }
     return obj;
   },
@@ -517,7 +548,118 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         }
         break;
       }
+      case "runtimeStatus": {
+        if (object.body?.value !== undefined && object.body?.value !== null) {
+          message.body = { $case: "runtimeStatus", value: RuntimeStatus.fromPartial(object.body.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseRuntimeStatus(): RuntimeStatus {
+  return { stackId: "", state: "", error: "" };
+}
+
+export const RuntimeStatus: MessageFns<RuntimeStatus> = {
+  encode(message: RuntimeStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.stackId !== "") {
+      writer.uint32(10).string(message.stackId);
+    }
+    if (message.state !== "") {
+      writer.uint32(18).string(message.state);
+    }
+    if (message.error !== "") {
+      writer.uint32(26).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RuntimeStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRuntimeStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.stackId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RuntimeStatus {
+    return {
+      stackId: isSet(object.stackId)
+        ? globalThis.String(object.stackId)
+        : isSet(object.stack_id)
+        ? globalThis.String(object.stack_id)
+        : "",
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+    };
+  },
+
+  toJSON(message: RuntimeStatus): unknown {
+    const obj: any = {};
+    if (message.stackId !== "") {
+      obj.stackId = message.stackId;
+    }
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RuntimeStatus>, I>>(base?: I): RuntimeStatus {
+    return RuntimeStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RuntimeStatus>, I>>(object: I): RuntimeStatus {
+    const message = createBaseRuntimeStatus();
+    message.stackId = object.stackId ?? "";
+    message.state = object.state ?? "";
+    message.error = object.error ?? "";
     return message;
   },
 };
@@ -2802,7 +2944,7 @@ export const InstallRuntime: MessageFns<InstallRuntime> = {
 };
 
 function createBasePullModel(): PullModel {
-  return { ref: "", sha256: "" };
+  return { ref: "", sha256: "", runtime: "" };
 }
 
 export const PullModel: MessageFns<PullModel> = {
@@ -2812,6 +2954,9 @@ export const PullModel: MessageFns<PullModel> = {
     }
     if (message.sha256 !== "") {
       writer.uint32(18).string(message.sha256);
+    }
+    if (message.runtime !== "") {
+      writer.uint32(26).string(message.runtime);
     }
     return writer;
   },
@@ -2845,6 +2990,14 @@ export const PullModel: MessageFns<PullModel> = {
             message.sha256 = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.runtime = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2861,6 +3014,7 @@ export const PullModel: MessageFns<PullModel> = {
     return {
       ref: isSet(object.ref) ? globalThis.String(object.ref) : "",
       sha256: isSet(object.sha256) ? globalThis.String(object.sha256) : "",
+      runtime: isSet(object.runtime) ? globalThis.String(object.runtime) : "",
     };
   },
 
@@ -2872,6 +3026,9 @@ export const PullModel: MessageFns<PullModel> = {
     if (message.sha256 !== "") {
       obj.sha256 = message.sha256;
     }
+    if (message.runtime !== "") {
+      obj.runtime = message.runtime;
+    }
     return obj;
   },
 
@@ -2882,6 +3039,7 @@ export const PullModel: MessageFns<PullModel> = {
     const message = createBasePullModel();
     message.ref = object.ref ?? "";
     message.sha256 = object.sha256 ?? "";
+    message.runtime = object.runtime ?? "";
     return message;
   },
 };

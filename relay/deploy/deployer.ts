@@ -69,7 +69,7 @@ export class Deployer {
     const deploymentId = this.store.deployments.start(stack.id, DEPLOY_STEPS);
     const steps: Step[] = [
       { $case: "installRuntime", value: { runtime: stack.runtime } },
-      { $case: "pullModel", value: { ref: stack.modelRef, sha256: "" } },
+      { $case: "pullModel", value: { ref: stack.modelRef, sha256: "", runtime: stack.runtime } },
       { $case: "configureEndpoint", value: { runtime: stack.runtime, modelRef: stack.modelRef, modelId: stack.modelId } },
     ];
     let contextSize: number | null = null;
@@ -95,6 +95,7 @@ export class Deployer {
       const current = this.store.stacks.get(stack.id);
       if (current?.state === "deploying" || current?.state === "deployed") {
         if (current.state === "deploying") this.store.stacks.transition(stack.id, "deployed", { contextSize });
+        this.store.stacks.setRuntimeState(stack.id, "ready", null);
         session.readyStacks.add(stack.id);
       }
       log.info("stack deployed", { contextSize });

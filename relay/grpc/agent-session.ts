@@ -57,6 +57,12 @@ interface PendingCommand {
   onProgress?: (p: CommandProgress) => void;
 }
 
+/** What an agent reports on its own over the link. */
+export interface SessionReports {
+  onHardware?: (hardware: HardwareReport) => void;
+  onRuntimeStatus?: (stackId: string, state: string, error: string | null) => void;
+}
+
 /** Link states: `open` while the agent is connected, then `closed` (final). */
 export type SessionState = "open" | "closed";
 
@@ -78,8 +84,8 @@ export class AgentSession {
     readonly orgId: string,
     private readonly call: ServerDuplexStream<AgentMessage, RelayMessage>,
     private readonly log: Logger,
-    /** Called when the agent reports that its hardware changed. */
-    private readonly onHardware: (hardware: HardwareReport) => void = () => {},
+    /** What the agent reports on its own: hardware changes and runtime state changes. */
+    private readonly reports: SessionReports = {},
     private readonly window = DEFAULT_INITIAL_CREDIT,
   ) {}
 
@@ -131,8 +137,16 @@ export class AgentSession {
         return;
       }
       case "hardwareUpdate":
-        this.onHardware(body.value);
+        this.reports.onHardware?.(body.value);
         return;
+      case "runtimeStatus": {
+        const { stackId, state, error } = body.value;
+        // A runtime that is restarting or failed takes no requests: they get 503 runtime_unavailable.
+        if (state === "ready") this.readyStacks.add(stackId);
+        else this.readyStacks.delete(stackId);
+        this.reports.onRuntimeStatus?.(stackId, state, error || null);
+        return;
+      }
       case "heartbeat":
       case "hello":
       case undefined:

@@ -80,9 +80,16 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
         reject(call, status.FAILED_PRECONDITION, `Protocol version ${hello.protocolVersion} is not supported; this relay speaks ${PROTOCOL_VERSION}.`);
         return;
       }
-      const session = new AgentSession(machine.id, machine.orgId, call, linkLog, (hardware) => {
-        store.machines.updateHardware(machine.id, toHardwareSummary(hardware));
-        linkLog.info("hardware changed");
+      const session = new AgentSession(machine.id, machine.orgId, call, linkLog, {
+        onHardware: (hardware) => {
+          store.machines.updateHardware(machine.id, toHardwareSummary(hardware));
+          linkLog.info("hardware changed");
+        },
+        onRuntimeStatus: (stackId, state, error) => {
+          linkLog.info("runtime state", { stackId, state, error });
+          // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
+          if (store.stacks.get(stackId)?.machineId === machine.id) store.stacks.setRuntimeState(stackId, state, error);
+        },
       });
       let watchdog: NodeJS.Timeout | undefined;
       const silenceMs = options.heartbeatIntervalMs * 3.5;

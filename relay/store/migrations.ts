@@ -92,4 +92,9 @@ export const MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  `
+  -- The state of a deployed stack's runtime as its machine last reported it (restarting, crash loop).
+  ALTER TABLE stacks ADD COLUMN runtime_state TEXT;
+  ALTER TABLE stacks ADD COLUMN runtime_error TEXT;
+  `,
 ];

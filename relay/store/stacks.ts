@@ -37,6 +37,10 @@ export interface Stack {
   stateError: string | null;
   /** Context size served by the runtime, in tokens, once deployed. */
   contextSize: number | null;
+  /** The runtime's state as its machine last reported it: `loading`, `ready` or `failed`; null before any report. */
+  runtimeState: string | null;
+  /** Why the runtime is not ready, as the machine reported it. */
+  runtimeError: string | null;
   deployedAt: number | null;
   createdAt: number;
   updatedAt: number;
@@ -69,6 +73,8 @@ interface Row {
   state: StackState;
   state_error: string | null;
   context_size: number | null;
+  runtime_state: string | null;
+  runtime_error: string | null;
   deployed_at: number | null;
   created_at: number;
   updated_at: number;
@@ -88,6 +94,8 @@ const toStack = (r: Row): Stack => ({
   state: r.state,
   stateError: r.state_error,
   contextSize: r.context_size,
+  runtimeState: r.runtime_state,
+  runtimeError: r.runtime_error,
   deployedAt: r.deployed_at,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -133,6 +141,11 @@ export class StackStore {
     return (
       this.db.prepare("SELECT * FROM stacks WHERE org_id = ? AND state = 'deployed' AND has_endpoint = 1 ORDER BY deployed_at, id").all(orgId) as Row[]
     ).map(toStack);
+  }
+
+  /** Records what the machine reports of the stack's runtime. */
+  setRuntimeState(id: string, state: string, error: string | null): void {
+    this.db.prepare("UPDATE stacks SET runtime_state = ?, runtime_error = ? WHERE id = ?").run(state, error, id);
   }
 
   /**

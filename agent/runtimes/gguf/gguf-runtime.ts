@@ -48,6 +48,7 @@ class GgufRuntime implements ModelRuntime {
   private readonly slots: SlotPool<LlamaChat>;
   private closed = false;
   readonly contextSize: number;
+  readonly endpoint = "in-process";
 
   constructor(
     private readonly model: LlamaModel,

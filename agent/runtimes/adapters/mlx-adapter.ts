@@ -1,0 +1,32 @@
+import { join } from "node:path";
+import { binaryVersion, installIntoVenv } from "../python-venv.js";
+import type { RuntimeAdapter } from "../runtime-adapter.js";
+import { startSupervisedServer } from "./server-runtime.js";
+
+/**
+ * MLX on Apple silicon: mlx-lm installed with pip into its own virtual
+ * environment, run as `mlx_lm.server` on a local port, ready when it lists its
+ * models, requests forwarded to its OpenAI endpoint.
+ */
+export const mlxAdapter: RuntimeAdapter = {
+  kind: "mlx",
+  requirements: { platforms: ["darwin"], arch: ["arm64"], description: "macOS on Apple silicon" },
+  capabilities: [],
+  async install(ctx) {
+    const bin = await installIntoVenv("mlx", ["mlx-lm"], "mlx_lm.server", ctx);
+    return { version: await binaryVersion(join(bin, "python"), ["-c", "import mlx_lm; print(mlx_lm.__version__)"]) };
+  },
+  async start(model, ctx) {
+    const bin = await installIntoVenv("mlx", ["mlx-lm"], "mlx_lm.server", ctx);
+    const source = model.path ?? model.ref.replace(/^hf:/, "");
+    return startSupervisedServer({
+      name: `mlx ${model.modelId}`,
+      command: join(bin, "mlx_lm.server"),
+      args: (port) => ["--model", source, "--host", "127.0.0.1", "--port", String(port)],
+      readyPath: "/v1/models",
+      model: source,
+      continuousUsage: false,
+      ctx,
+    });
+  },
+};

@@ -1,0 +1,33 @@
+import { join } from "node:path";
+import { binaryVersion, installIntoVenv } from "../python-venv.js";
+import type { RuntimeAdapter } from "../runtime-adapter.js";
+import { startSupervisedServer } from "./server-runtime.js";
+
+/**
+ * vLLM: installed with pip into its own virtual environment, run as
+ * `vllm serve` on a local port, ready when `/health` answers, requests
+ * forwarded to its OpenAI endpoint. A model is a local path or a hub id
+ * (`hf:owner/repo` → `owner/repo`, which vLLM downloads itself).
+ */
+export const vllmAdapter: RuntimeAdapter = {
+  kind: "vllm",
+  requirements: { platforms: ["linux"], accelerators: ["cuda"], description: "Linux with an NVIDIA GPU (CUDA)" },
+  capabilities: ["presence_penalty", "frequency_penalty"],
+  async install(ctx) {
+    const bin = await installIntoVenv("vllm", ["vllm"], "vllm", ctx);
+    return { version: await binaryVersion(join(bin, "vllm")) };
+  },
+  async start(model, ctx) {
+    const bin = await installIntoVenv("vllm", ["vllm"], "vllm", ctx);
+    const source = model.path ?? model.ref.replace(/^hf:/, "");
+    return startSupervisedServer({
+      name: `vllm ${model.modelId}`,
+      command: join(bin, "vllm"),
+      args: (port) => ["serve", source, "--host", "127.0.0.1", "--port", String(port), "--served-model-name", model.modelId],
+      readyPath: "/health",
+      model: model.modelId,
+      continuousUsage: true,
+      ctx,
+    });
+  },
+};

@@ -1,0 +1,65 @@
+import type { HardwareReport, Logger } from "../../proto/index.js";
+import type { CommandProgress } from "../../proto/index.js";
+import type { ModelRuntime } from "./model-runtime.js";
+
+/** Runtime kinds an agent can run. */
+export type RuntimeKind = "gguf" | "vllm" | "mlx" | "openai";
+
+/** What a runtime needs of the machine. */
+export interface RuntimeRequirements {
+  /** Operating systems (`process.platform` values); absent = any. */
+  platforms?: string[];
+  /** CPU architectures; absent = any. */
+  arch?: string[];
+  /** At least one of these GPU backends must be usable; absent = none needed. */
+  accelerators?: string[];
+  /** Human description for errors, e.g. "Linux with an NVIDIA GPU (CUDA)". */
+  description: string;
+}
+
+/** What install and start need from the agent. */
+export interface RuntimeContext {
+  /** Where runtimes keep their installs (`<dataDir>/runtimes`). */
+  runtimesDir: string;
+  /** The Python used to create virtual environments. */
+  python: string;
+  log: Logger;
+  signal?: AbortSignal;
+  onProgress?: (p: Omit<CommandProgress, "commandId">) => void;
+  /** Reports state changes of a supervised runtime after it started (restarts, crash loop). */
+  onState?: (state: "loading" | "ready" | "failed", error: string | null) => void;
+}
+
+/** A model to serve: a local file, or a name the runtime resolves itself (vLLM's hub ids). */
+export interface ModelToServe {
+  modelId: string;
+  ref: string;
+  path: string | null;
+}
+
+/**
+ * The one interface every runtime implements: install it, check its
+ * requirements, start a model (resolving once it is ready), and say which
+ * request parameters it honours.
+ */
+export interface RuntimeAdapter {
+  readonly kind: RuntimeKind;
+  readonly requirements: RuntimeRequirements;
+  /** Request parameters beyond the basics that it honours. */
+  readonly capabilities: readonly string[];
+  /** Makes the runtime usable; idempotent. Resolves with its version. */
+  install(ctx: RuntimeContext): Promise<{ version: string }>;
+  /** Serves `model`; resolves once a readiness probe passes. */
+  start(model: ModelToServe, ctx: RuntimeContext): Promise<ModelRuntime>;
+}
+
+/** What keeps a runtime off this machine, in words; empty when it can run. */
+export function unmetRequirements(req: RuntimeRequirements, hardware: HardwareReport): string[] {
+  const problems: string[] = [];
+  if (req.platforms && !req.platforms.includes(hardware.platform)) problems.push(`needs ${req.description}, but this machine runs ${hardware.platform}/${hardware.arch}`);
+  else if (req.arch && !req.arch.includes(hardware.arch)) problems.push(`needs ${req.description}, but this machine is ${hardware.arch}`);
+  if (req.accelerators && !req.accelerators.some((a) => hardware.accelerators.includes(a))) {
+    problems.push(`needs ${req.description}, but no ${req.accelerators.join("/")} backend is usable here${hardware.gpus.length ? " (is the GPU driver installed?)" : " (no GPU found)"}`);
+  }
+  return problems;
+}

@@ -1,0 +1,153 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
+import { freePort } from "../../agent/supervisor/index.js";
+import { silentLogger } from "../../proto/index.js";
+import { fixtureSource, type MachineKind } from "../helpers/hardware-fixtures.js";
+import { REPO_ROOT } from "../helpers/models.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+// vLLM and MLX cannot run on the CI machine: these tests use stand-in executables (test/fixtures/standins)
+// that behave like `python3 -m venv`, `pip install`, `vllm serve` and `mlx_lm.server` (same flags, same
+// endpoints), and hardware fixtures for an NVIDIA server and an Apple-silicon Mac.
+const STANDINS = join(REPO_ROOT, "test", "fixtures", "standins");
+
+describe("runtimes beyond GGUF, supervised by the agent", () => {
+  let gw: TestGateway;
+  let client: OpenAI;
+  let log: string;
+  const agents: Agent[] = [];
+  let existing: ChildProcess | undefined;
+
+  async function machine(kind: MachineKind, name: string) {
+    const { machine: m, token } = gw.relay.control.createMachine(gw.orgId, name);
+    const agent = await startAgent(
+      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, name), threads: 1, gpu: false, python: join(STANDINS, "python3") } }),
+      { log: silentLogger(), hardwareSource: fixtureSource(kind) },
+    );
+    agents.push(agent);
+    await agent.link.whenOnline();
+    return { machineId: m.id, agent };
+  }
+
+  async function deploy(machineId: string, runtime: "vllm" | "mlx" | "openai", model: string, modelId: string) {
+    const stack = gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: machineId, runtime, model, modelId });
+    gw.relay.control.deploy(stack.id);
+    await gw.relay.deployer.settled(stack.id);
+    return gw.relay.control.stack(stack.id);
+  }
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+    client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
+    log = join(mkdtempSync(join(tmpdir(), "makina-standin-")), "calls.log");
+    writeFileSync(log, "");
+    process.env.STANDIN_LOG = log;
+    process.env.STANDIN_WORD_MS = "20";
+  });
+  afterAll(async () => {
+    existing?.kill();
+    await Promise.all(agents.map((a) => a.stop()));
+    await gw?.close();
+    delete process.env.STANDIN_LOG;
+    delete process.env.STANDIN_WORD_MS;
+    delete process.env.STANDIN_EXIT_AFTER_MS;
+  });
+
+  it("installs vLLM into a virtual environment with pip, runs `vllm serve`, and serves through the gateway", async () => {
+    const { machineId, agent } = await machine("nvidia-linux", "gpu-box");
+    const stack = await deploy(machineId, "vllm", "hf:Qwen/Qwen2.5-0.5B-Instruct", "qwen-vllm");
+    expect(stack.state).toBe("deployed");
+    expect(stack.deployment!.steps.map((s) => s.state)).toEqual(["succeeded", "succeeded", "succeeded"]);
+    const calls = readFileSync(log, "utf8");
+    expect(calls).toMatch(/python -m venv .*gpu-box\/runtimes\/vllm\/venv/);
+    expect(calls).toContain("python -m pip install --upgrade vllm");
+    expect(calls).toMatch(/serve Qwen\/Qwen2\.5-0\.5B-Instruct --host 127\.0\.0\.1 --port \d+ --served-model-name qwen-vllm/);
+
+    const res = await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "Hello there" }] });
+    expect(res.choices[0]!.message.content).toBe("You said: Hello there");
+    expect(res.usage).toMatchObject({ completion_tokens: 4 });
+    let streamed = "";
+    for await (const c of await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "one two" }], stream: true })) streamed += c.choices[0]?.delta.content ?? "";
+    expect(streamed).toBe("You said: one two");
+    expect(agent.host.list()).toEqual([expect.objectContaining({ runtime: "vllm", state: "ready", endpoint: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/v1$/), modelId: "qwen-vllm" })]);
+  });
+
+  it("stops the server's generation when the client goes away", async () => {
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "word ".repeat(200) }], stream: true }, { signal: controller.signal });
+    for await (const _ of stream) {
+      controller.abort();
+      break;
+    }
+    await vi.waitFor(() => expect(readFileSync(log, "utf8")).toMatch(/canceled after \d+ words/), { timeout: 10_000, interval: 50 });
+  });
+
+  it("refuses vLLM on a machine without a usable NVIDIA GPU, saying why", async () => {
+    const { machineId } = await machine("cpu-vm", "cpu-box");
+    const stack = await deploy(machineId, "vllm", "hf:Qwen/Qwen2.5-0.5B-Instruct", "qwen-cpu");
+    expect(stack.state).toBe("failed");
+    expect(stack.stateError).toBe("The vllm runtime cannot run here: needs Linux with an NVIDIA GPU (CUDA), but no cuda backend is usable here (no GPU found).");
+    expect(stack.compatibility.ok).toBe(false);
+  });
+
+  it("runs mlx_lm.server only on Apple silicon", async () => {
+    const mac = await machine("apple-silicon", "mac");
+    const ok = await deploy(mac.machineId, "mlx", "hf:mlx-community/Qwen2.5-0.5B-Instruct-4bit", "qwen-mlx");
+    expect(ok.state).toBe("deployed");
+    expect(readFileSync(log, "utf8")).toContain("python -m pip install --upgrade mlx-lm");
+    expect((await client.chat.completions.create({ model: "qwen-mlx", messages: [{ role: "user", content: "Hi" }] })).choices[0]!.message.content).toBe("You said: Hi");
+    const linux = await deploy(gw.machineId, "mlx", "hf:mlx-community/Qwen2.5-0.5B-Instruct-4bit", "qwen-mlx-linux");
+    expect(linux.state).toBe("failed");
+    expect(linux.stateError).toContain("needs macOS on Apple silicon");
+  });
+
+  it("serves through an OpenAI-compatible server that already runs on the machine", async () => {
+    const port = await freePort();
+    existing = spawn(process.execPath, [join(STANDINS, "openai-server.mjs"), "--host", "127.0.0.1", "--port", String(port), "--model", "llama3.2"], { stdio: "ignore" });
+    await vi.waitFor(async () => expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200), { timeout: 5000, interval: 50 });
+    const stack = await deploy(gw.machineId, "openai", `http://127.0.0.1:${port}/v1#llama3.2`, "local-llama");
+    expect(stack.state).toBe("deployed");
+    expect((await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Hey" }] })).choices[0]!.message.content).toBe("You said: Hey");
+    const bad = await deploy(gw.machineId, "openai", `http://127.0.0.1:1/v1#nothing`, "nothing-there");
+    expect(bad.state).toBe("failed");
+    expect(bad.stateError).toContain("is not reachable");
+  });
+
+  it("restarts a crashing server, answers 503 runtime_unavailable meanwhile, and reports a crash loop to the relay", async () => {
+    const { machineId, agent } = await machine("nvidia-linux", "flaky-box");
+    process.env.STANDIN_EXIT_AFTER_MS = "600";
+    try {
+      const stack = await deploy(machineId, "vllm", "hf:org/flaky", "flaky");
+      expect(stack.state).toBe("deployed");
+      await vi.waitFor(() => expect(gw.relay.store.stacks.get(stack.id)!.runtimeState).toBe("loading"), { timeout: 10_000, interval: 20 });
+      const during = await fetch(`${gw.baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "flaky", messages: [{ role: "user", content: "hi" }] }),
+      });
+      if (gw.relay.store.stacks.get(stack.id)!.runtimeState !== "ready") {
+        expect(during.status).toBe(503);
+        expect(((await during.json()) as { error: { code: string } }).error.code).toBe("runtime_unavailable");
+      }
+      await vi.waitFor(() => expect(gw.relay.store.stacks.get(stack.id)!.runtimeState).toBe("failed"), { timeout: 60_000, interval: 100 });
+      const s = gw.relay.store.stacks.get(stack.id)!;
+      expect(s.state).toBe("deployed");
+      expect(s.runtimeError).toContain("crash loop");
+      const after = await fetch(`${gw.baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "flaky", messages: [{ role: "user", content: "hi" }] }),
+      });
+      expect(after.status).toBe(503);
+      expect(((await after.json()) as { error: { code: string } }).error.code).toBe("runtime_unavailable");
+      expect(agent.host.list()[0]).toMatchObject({ state: "failed", error: expect.stringContaining("crash loop") });
+    } finally {
+      delete process.env.STANDIN_EXIT_AFTER_MS;
+    }
+  }, 90_000);
+});
