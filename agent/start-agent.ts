@@ -1,4 +1,3 @@
-import type { Llama } from "node-llama-cpp";
 import { createLogger, MakinaError, PROTOCOL_VERSION, toLinkError, type CommandProgress, type HardwareReport, type Logger } from "../proto/index.js";
 import { mkdir, statfs } from "node:fs/promises";
 import type { AgentConfig } from "./config.js";
@@ -13,7 +12,6 @@ import { ggufAdapter } from "./runtimes/adapters/gguf-adapter.js";
 import { mlxAdapter } from "./runtimes/adapters/mlx-adapter.js";
 import { openaiServerAdapter } from "./runtimes/adapters/openai-adapter.js";
 import { vllmAdapter } from "./runtimes/adapters/vllm-adapter.js";
-import { createLlama } from "./runtimes/gguf/gguf-engine.js";
 import { StackHost } from "./stacks/stack-host.js";
 import { agentVersion, dependencyVersion } from "./version.js";
 
@@ -36,14 +34,12 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
   const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "agent", machineId: config.machineId });
   const startedAt = Date.now();
   let { report: hardware, problems: hardwareProblems } = await detectHardware({ log, source: options.hardwareSource });
-  let llama: Promise<Llama> | undefined;
   const models = new ModelStore(config.dataDir, log.child({ component: "models" }));
-  const loadLlama = () => (llama ??= createLlama({ threads: config.threads, gpu: config.gpu, log: log.child({ component: "llama" }) }));
   const host = new StackHost({
     config,
     models,
     adapters: {
-      gguf: ggufAdapter({ llama: loadLlama, maxContextSize: config.maxContextSize, sequences: config.parallelSequences, threads: config.threads }),
+      gguf: ggufAdapter({ maxContextSize: config.maxContextSize, sequences: config.parallelSequences, threads: config.threads, gpu: config.gpu }),
       vllm: vllmAdapter,
       mlx: mlxAdapter,
       openai: openaiServerAdapter,
@@ -162,8 +158,6 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
         await link.stop();
         inference.abortAll("the agent is stopping");
         await host.close();
-        const l = await llama?.catch(() => undefined);
-        await l?.dispose();
         log.info("agent stopped");
       })();
       return stopping;

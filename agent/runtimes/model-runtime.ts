@@ -30,6 +30,8 @@ export interface ModelRuntime {
   readonly contextSize: number;
   /** Where it serves: `in-process`, or the local base URL of its server. */
   readonly endpoint: string;
+  /** The process serving it, when the agent runs one. */
+  readonly pid?: number;
   /**
    * Generates a reply as a token stream. Aborting `signal`, or leaving the loop
    * early, stops generation. Throws MakinaError `context_length_exceeded` when the

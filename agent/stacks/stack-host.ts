@@ -23,6 +23,8 @@ export interface HostedStack {
   contextSize: number | null;
   error: string | null;
   since: number;
+  /** The runtime's process, when the agent runs one. */
+  pid: number | null;
 }
 
 /** What the host needs from its surroundings, passed in by `startAgent`. */
@@ -54,7 +56,7 @@ export class StackHost {
 
   /** What this machine serves, for `runtime list` and `model list`. */
   list(): HostedStack[] {
-    return [...this.hosted.values()];
+    return [...this.hosted.values()].map((h) => ({ ...h, pid: this.runtimes.get(h.stackId)?.pid ?? null }));
   }
 
   /** The runtime serving a stack, if it is configured and not failed. */
@@ -75,6 +77,7 @@ export class StackHost {
       modelSizeBytes: null,
       contextSize: null,
       error: null,
+      pid: null,
       ...previous,
       ...patch,
       since: previous?.state === patch.state ? previous.since : Date.now(),

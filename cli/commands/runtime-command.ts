@@ -24,6 +24,7 @@ export const runtimeCommand: CommandModule = {
             context_size: r.contextSize,
             error: r.error,
             since: r.since,
+            pid: r.pid,
           }));
           print(argv, rows, () =>
             rows.length ? table(["NAME", "VERSION", "STATE", "ENDPOINT", "MODEL", "STACK"], rows.map((r) => [r.name, r.version, r.error ? `${r.state}: ${r.error}` : r.state, r.endpoint, r.model, r.stack_id])) : "No runtimes yet: deploy a stack to this machine.",

@@ -98,6 +98,35 @@ describe("when runtimes are busy, crash or vanish", () => {
   });
 });
 
+describe("a GGUF model that crashes", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway();
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("does not take the agent down: its process is restarted and serves again", async () => {
+    const [runtime] = gw.agent.host.list();
+    const pid = runtime!.pid!;
+    process.kill(pid, "SIGKILL");
+    await vi.waitFor(
+      () => {
+        const now = gw.agent.host.list()[0]!;
+        expect(now.pid).not.toBe(pid);
+        expect(now.state).toBe("ready");
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+    expect(gw.agent.link.state).toBe("online");
+    await vi.waitFor(() => expect(gw.relay.registry.get(gw.machineId)!.readyStacks.has(gw.stackId)).toBe(true), { timeout: 5_000, interval: 20 });
+    const res = await post(gw, { model: gw.modelId, max_tokens: 3 });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(3);
+  });
+});
+
 describe("routing across machines serving one model id", () => {
   let gw: TestGateway;
   let second: { machineId: string; agent: Agent };

@@ -1,22 +1,74 @@
-import type { Llama } from "node-llama-cpp";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { MakinaError } from "../../../proto/index.js";
 import { dependencyVersion } from "../../version.js";
-import { loadGgufModel } from "../gguf/gguf-runtime.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
+import { startSupervisedServer } from "./server-runtime.js";
 
-/** GGUF through node-llama-cpp, in the agent's process (prebuilt llama.cpp binaries from npm). */
-export function ggufAdapter(options: { llama: () => Promise<Llama>; maxContextSize: number; sequences: number; threads: number }): RuntimeAdapter {
+/** The compiled GGUF server next to this module, or in dist/ when running from TypeScript sources (tests run `npm run build` first). */
+function ggufServerEntry(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const beside = join(here, "..", "gguf", "gguf-server.js");
+  if (existsSync(beside)) return beside;
+  for (let dir = here; dir !== dirname(dir); dir = dirname(dir)) {
+    const built = join(dir, "dist", "agent", "runtimes", "gguf", "gguf-server.js");
+    if (existsSync(built)) return built;
+  }
+  throw new MakinaError("runtime_unavailable", "The GGUF server is not built: run `npm run build`.");
+}
+
+/** Options of {@link ggufAdapter}. */
+export interface GgufAdapterOptions {
+  /** Largest context per sequence, tokens. */
+  maxContextSize: number;
+  /** Requests one model serves at once. */
+  sequences: number;
+  /** Inference threads of each model's process. */
+  threads: number;
+  gpu: "auto" | false;
+}
+
+/**
+ * GGUF through node-llama-cpp (prebuilt llama.cpp binaries from npm), each
+ * model in its own supervised process serving an OpenAI-compatible endpoint,
+ * so that a crash of the model never takes the agent down.
+ */
+export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
   return {
     kind: "gguf",
     requirements: { description: "any machine" },
     capabilities: ["presence_penalty", "frequency_penalty"],
     async install() {
-      await options.llama();
+      ggufServerEntry();
       return { version: `node-llama-cpp ${dependencyVersion("node-llama-cpp")}` };
     },
     async start(model, ctx) {
       if (!model.path) throw new MakinaError("invalid_value", `The GGUF runtime needs a model file, got '${model.ref}'.`);
-      return loadGgufModel(await options.llama(), model.path, { maxContextSize: options.maxContextSize, sequences: options.sequences, threads: options.threads, signal: ctx.signal });
+      const path = model.path;
+      return startSupervisedServer({
+        name: `gguf ${model.modelId}`,
+        command: process.execPath,
+        args: (port) => [
+          ggufServerEntry(),
+          "--model",
+          path,
+          "--port",
+          String(port),
+          "--threads",
+          String(options.threads),
+          "--context",
+          String(options.maxContextSize),
+          "--sequences",
+          String(options.sequences),
+          ...(options.gpu === false ? ["--cpu"] : []),
+        ],
+        readyPath: "/health",
+        model: model.modelId,
+        continuousUsage: false,
+        contextSizeFromReady: true,
+        ctx,
+      });
     },
   };
 }

@@ -11,6 +11,8 @@ export async function startSupervisedServer(options: {
   model: string;
   continuousUsage: boolean;
   ctx: RuntimeContext;
+  /** The server's readiness answer says its context size as `context_size`. */
+  contextSizeFromReady?: boolean;
 }): Promise<OpenAiServerRuntime> {
   const port = await freePort();
   const supervisor = new ProcessSupervisor({
@@ -35,5 +37,10 @@ export async function startSupervisedServer(options: {
   } finally {
     options.ctx.signal?.removeEventListener("abort", abort);
   }
-  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize: 0, supervisor, continuousUsage: options.continuousUsage });
+  let contextSize = 0;
+  if (options.contextSizeFromReady) {
+    const info = (await (await fetch(`http://127.0.0.1:${port}${options.readyPath}`)).json()) as { context_size?: number };
+    contextSize = info.context_size ?? 0;
+  }
+  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize, supervisor, continuousUsage: options.continuousUsage });
 }

@@ -52,6 +52,10 @@ export class OpenAiServerRuntime implements ModelRuntime {
   readonly contextSize: number;
   readonly endpoint: string;
 
+  get pid(): number | undefined {
+    return this.o.supervisor?.pid;
+  }
+
   constructor(private readonly o: OpenAiServerOptions) {
     this.contextSize = o.contextSize;
     this.endpoint = o.baseUrl;
