@@ -128,7 +128,10 @@ export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }
 
   /** One run of the process: spawn, probe until ready, wait for exit. Resolves with how it ended. */
   private async runOnce(): Promise<string> {
-    const child = spawn(this.o.command, this.o.args, { env: this.o.env, cwd: this.o.cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    // stdin is a lifeline: the agent never writes to it, and it closes when the agent dies, even by SIGKILL.
+    // A child that watches it (the GGUF server does) exits instead of living on as an orphan.
+    const child = spawn(this.o.command, this.o.args, { env: this.o.env, cwd: this.o.cwd, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin?.on("error", () => {});
     this.child = child;
     child.stdout?.on("data", (d: Buffer) => this.tail.push(d));
     child.stderr?.on("data", (d: Buffer) => this.tail.push(d));

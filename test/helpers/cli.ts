@@ -31,7 +31,7 @@ export function startCli(args: string[], ready: RegExp, env: NodeJS.ProcessEnv =
 
 /** Sends SIGTERM and waits for the exit status. */
 export function stopCli(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => {
     child.once("exit", (code) => resolve(code));
     child.kill("SIGTERM");

@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Agent } from "../../agent/index.js";
+import { fetchAgentStatus } from "../../cli/agent-client.js";
 import { startCli, stopCli } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
@@ -182,6 +183,18 @@ describe("a machine killed in the middle of a stream", () => {
     await gw?.close();
   });
 
+  let doomedSocket = "";
+  let doomedRuntimePid = 0;
+  const fetchStatusOf = async (socket: string) => (await fetchAgentStatus([socket]))?.runtimes;
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
   it("ends the stream with a stream_incomplete error event and no [DONE]", async () => {
     const { machine, token } = gw.relay.control.createMachine(gw.orgId, "doomed");
     agentProcess = (
@@ -192,6 +205,8 @@ describe("a machine killed in the middle of a stream", () => {
       })
     ).child;
     await gw.addStack({ orgId: gw.orgId, machineId: machine.id, modelId: "doomed" });
+    doomedSocket = join(gw.dataDir, "doomed", "agent.sock");
+    doomedRuntimePid = (await fetchStatusOf(doomedSocket))![0]!.pid!;
     const res = await post(gw, { model: "doomed", max_tokens: 1800, stream: true });
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
@@ -207,5 +222,9 @@ describe("a machine killed in the middle of a stream", () => {
     expect(events.at(-1)).not.toBe("data: [DONE]");
     expect(JSON.parse(events.at(-1)!.slice(6))).toEqual({ error: { message: expect.any(String), type: "server_error", param: null, code: "stream_incomplete" } });
     expect(text).not.toContain("[DONE]");
+    // The killed agent's model process does not live on as an orphan.
+    const [runtime] = (await fetchStatusOf(doomedSocket)) ?? [];
+    expect(runtime).toBeUndefined();
+    await vi.waitFor(() => expect(alive(doomedRuntimePid)).toBe(false), { timeout: 10_000, interval: 50 });
   });
 });

@@ -133,3 +133,7 @@ const shutdown = () => {
 };
 process.on("SIGTERM", shutdown);
 process.on("SIGINT", shutdown);
+// The agent holds our stdin open; when it closes, the agent is gone (even killed with SIGKILL): stop too.
+process.stdin.on("end", shutdown);
+process.stdin.on("close", shutdown);
+process.stdin.resume();
