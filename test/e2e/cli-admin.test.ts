@@ -64,10 +64,18 @@ describe("an operator runs the relay and an agent as separate processes and admi
       ["configure_endpoint", "succeeded"],
     ]);
 
+    // Without --json, --wait shows each step's progress on stderr and the stack on stdout.
+    const second = await json("stack", "create", "--org", "acme-labs", "--name", "tiny-2", "--machine", String(machine.id), "--runtime", "gguf", "--model", testModelPath(), "--model-id", "tiny-2");
+    const human = await runCli(["admin", "stack", "deploy", String(second.id), "--wait", "--data-dir", dataDir]);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stderr).toContain("install_runtime: succeeded");
+    expect(human.stderr).toContain("configure_endpoint: succeeded");
+    expect(human.stdout).toMatch(/state:\s+deployed/);
+
     const created = await json("key", "create", "--org", "acme-labs", "--name", "ci");
     expect(created.key).toMatch(/^mk_live_[A-Za-z0-9]{32,}$/);
     const client = new OpenAI({ baseURL, apiKey: String(created.key), maxRetries: 0 });
-    expect((await client.models.list()).data.map((m) => m.id)).toEqual(["tiny-story"]);
+    expect((await client.models.list()).data.map((m) => m.id)).toEqual(["tiny-story", "tiny-2"]);
     const res = await client.chat.completions.create({ model: "tiny-story", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 8, temperature: 0 });
     expect(res.choices[0]!.message.content!.length).toBeGreaterThan(0);
     expect(res.usage!.completion_tokens).toBe(8);
