@@ -2,8 +2,9 @@ import type { HardwareReport, Logger } from "../../proto/index.js";
 import type { CommandProgress } from "../../proto/index.js";
 import type { ModelRuntime } from "./model-runtime.js";
 
-/** Runtime kinds an agent can run. */
-export type RuntimeKind = "gguf" | "vllm" | "mlx" | "openai";
+import type { RuntimeKind } from "../../proto/index.js";
+
+export type { RuntimeKind };
 
 /** What a runtime needs of the machine. */
 export interface RuntimeRequirements {

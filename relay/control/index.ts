@@ -1,3 +1,2 @@
 export { ControlPlane, defaultModelId, type StackInput, type StackView } from "./control-plane.js";
 export { checkCompatibility, type Compatibility, type CompatibilityCheck } from "./compatibility.js";
-export { RUNTIME_CAPABILITIES } from "./runtime-capabilities.js";

@@ -1,10 +1,10 @@
 import type { Db } from "./open-database.js";
 import { newId } from "./ids.js";
-import { MakinaError } from "../../proto/index.js";
+import { MakinaError, RUNTIME_CAPABILITIES, type RuntimeKind } from "../../proto/index.js";
 
+export type { RuntimeKind };
 /** Runtime kinds a stack can use. */
-export type RuntimeKind = "gguf" | "vllm" | "mlx" | "openai";
-export const RUNTIME_KINDS: readonly RuntimeKind[] = ["gguf", "vllm", "mlx", "openai"];
+export const RUNTIME_KINDS = Object.keys(RUNTIME_CAPABILITIES) as readonly RuntimeKind[];
 
 /**
  * Stack states: `draft` → `deploying` → `deployed` or `failed`;

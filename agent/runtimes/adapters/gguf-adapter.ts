@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { MakinaError } from "../../../proto/index.js";
+import { MakinaError, RUNTIME_CAPABILITIES } from "../../../proto/index.js";
 import { dependencyVersion } from "../../version.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
 import { startSupervisedServer } from "./server-runtime.js";
@@ -38,7 +38,7 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
   return {
     kind: "gguf",
     requirements: { description: "any machine" },
-    capabilities: ["presence_penalty", "frequency_penalty"],
+    capabilities: RUNTIME_CAPABILITIES.gguf,
     async install() {
       ggufServerEntry();
       return { version: `node-llama-cpp ${dependencyVersion("node-llama-cpp")}` };

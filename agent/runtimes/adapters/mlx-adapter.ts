@@ -1,3 +1,4 @@
+import { RUNTIME_CAPABILITIES } from "../../../proto/index.js";
 import { join } from "node:path";
 import { binaryVersion, installIntoVenv } from "../python-venv.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
@@ -11,7 +12,7 @@ import { startSupervisedServer } from "./server-runtime.js";
 export const mlxAdapter: RuntimeAdapter = {
   kind: "mlx",
   requirements: { platforms: ["darwin"], arch: ["arm64"], description: "macOS on Apple silicon" },
-  capabilities: [],
+  capabilities: RUNTIME_CAPABILITIES.mlx,
   async install(ctx) {
     const bin = await installIntoVenv("mlx", ["mlx-lm"], "mlx_lm.server", ctx);
     return { version: await binaryVersion(join(bin, "python"), ["-c", "import mlx_lm; print(mlx_lm.__version__)"]) };

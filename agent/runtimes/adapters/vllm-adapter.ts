@@ -1,3 +1,4 @@
+import { RUNTIME_CAPABILITIES } from "../../../proto/index.js";
 import { join } from "node:path";
 import { binaryVersion, installIntoVenv } from "../python-venv.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
@@ -12,7 +13,7 @@ import { startSupervisedServer } from "./server-runtime.js";
 export const vllmAdapter: RuntimeAdapter = {
   kind: "vllm",
   requirements: { platforms: ["linux"], accelerators: ["cuda"], description: "Linux with an NVIDIA GPU (CUDA)" },
-  capabilities: ["presence_penalty", "frequency_penalty"],
+  capabilities: RUNTIME_CAPABILITIES.vllm,
   async install(ctx) {
     const bin = await installIntoVenv("vllm", ["vllm"], "vllm", ctx);
     return { version: await binaryVersion(join(bin, "vllm")) };

@@ -1,6 +1,5 @@
 import type { Request, RequestHandler, Response } from "express";
-import { MakinaError, type Logger } from "../../../proto/index.js";
-import { RUNTIME_CAPABILITIES } from "../../control/index.js";
+import { MakinaError, RUNTIME_CAPABILITIES, type Logger } from "../../../proto/index.js";
 import { pickTarget, stacksForKey, type AgentRegistry, type InferenceEvent } from "../../grpc/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
 import { randomBase62, type ApiKeyRecord, type Store } from "../../store/index.js";
@@ -35,9 +34,9 @@ export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
       const key = res.locals.apiKey as ApiKeyRecord;
       const request = validateChatRequest(req.body);
       const allowed = stacksForKey(deps.store, key, request.model);
-      const capable = allowed.filter((st) => request.needs.every((p) => RUNTIME_CAPABILITIES[st.runtime].has(p)));
+      const capable = allowed.filter((st) => request.needs.every((p) => RUNTIME_CAPABILITIES[st.runtime].includes(p)));
       if (capable.length === 0) {
-        const param = request.needs.find((p) => !RUNTIME_CAPABILITIES[allowed[0]!.runtime].has(p))!;
+        const param = request.needs.find((p) => !RUNTIME_CAPABILITIES[allowed[0]!.runtime].includes(p))!;
         throw new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${allowed[0]!.runtime} runtime serving \`${request.model}\`.`, { param });
       }
       const { stack, session } = pickTarget(deps.registry, capable);
