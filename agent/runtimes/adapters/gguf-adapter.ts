@@ -24,7 +24,7 @@ export interface GgufAdapterOptions {
   maxContextSize: number;
   /** Requests one model serves at once. */
   sequences: number;
-  /** Inference threads of each model's process. */
+  /** The machine's inference thread budget, shared by every GGUF model's process. */
   threads: number;
   gpu: "auto" | false;
 }
@@ -35,6 +35,9 @@ export interface GgufAdapterOptions {
  * so that a crash of the model never takes the agent down.
  */
 export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
+  // Threads in use by running GGUF processes: together they stay within the budget, so llama.cpp's
+  // spinning threads never outnumber the cores (the first model gets the whole budget, later ones what is left).
+  let threadsInUse = 0;
   return {
     kind: "gguf",
     requirements: { description: "any machine" },
@@ -46,6 +49,14 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
     async start(model, ctx) {
       if (!model.path) throw new MakinaError("invalid_value", `The GGUF runtime needs a model file, got '${model.ref}'.`);
       const path = model.path;
+      const threads = Math.max(1, options.threads - threadsInUse);
+      if (threadsInUse + threads > options.threads) {
+        ctx.log.warn("the inference thread budget is used up: this model gets 1 thread, and the CPU is oversubscribed while models decode at once", {
+          budget: options.threads,
+          inUse: threadsInUse,
+        });
+      }
+      threadsInUse += threads;
       return startSupervisedServer({
         name: `gguf ${model.modelId}`,
         command: process.execPath,
@@ -56,7 +67,7 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
           "--port",
           String(port),
           "--threads",
-          String(options.threads),
+          String(threads),
           "--context",
           String(options.maxContextSize),
           "--sequences",
@@ -67,6 +78,9 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         model: model.modelId,
         continuousUsage: false,
         contextSizeFromReady: true,
+        onClose: () => {
+          threadsInUse -= threads;
+        },
         ctx,
       });
     },

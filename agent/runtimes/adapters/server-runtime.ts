@@ -13,6 +13,8 @@ export async function startSupervisedServer(options: {
   ctx: RuntimeContext;
   /** The server's readiness answer says its context size as `context_size`. */
   contextSizeFromReady?: boolean;
+  /** Called once the runtime is closed, or when it fails to start. */
+  onClose?: () => void;
 }): Promise<OpenAiServerRuntime> {
   const port = await freePort();
   const supervisor = new ProcessSupervisor({
@@ -33,6 +35,7 @@ export async function startSupervisedServer(options: {
     await supervisor.start();
   } catch (err) {
     await supervisor.stop();
+    options.onClose?.();
     throw err;
   } finally {
     options.ctx.signal?.removeEventListener("abort", abort);
@@ -42,5 +45,5 @@ export async function startSupervisedServer(options: {
     const info = (await (await fetch(`http://127.0.0.1:${port}${options.readyPath}`)).json()) as { context_size?: number };
     contextSize = info.context_size ?? 0;
   }
-  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize, supervisor, continuousUsage: options.continuousUsage });
+  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize, supervisor, continuousUsage: options.continuousUsage, onClose: options.onClose });
 }

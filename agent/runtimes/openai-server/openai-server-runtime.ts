@@ -14,6 +14,8 @@ export interface OpenAiServerOptions {
   supervisor?: ProcessSupervisor;
   /** Ask for usage in every chunk (vLLM's `continuous_usage_stats`), so a canceled request is charged exactly. */
   continuousUsage?: boolean;
+  /** Called once after the runtime closed (to give back what it held). */
+  onClose?: () => void;
   fetchImpl?: typeof fetch;
 }
 
@@ -124,7 +126,11 @@ export class OpenAiServerRuntime implements ModelRuntime {
     yield { type: "end", finishReason: finish === "length" ? "length" : "stop", promptTokens, completionTokens };
   }
 
+  private closed = false;
+
   async close(): Promise<void> {
     await this.o.supervisor?.stop();
+    if (!this.closed) this.o.onClose?.();
+    this.closed = true;
   }
 }
