@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+// Benchmarks the gateway on this machine with a real GGUF model (npm run bench; builds first).
+// Measures, with the relay and agent in this process and the model in its own process as in production:
+//   - gateway overhead: latency of a 1-token completion through the relay vs. straight to the model's server
+//   - time to first token and decode rate of a streamed 256-token completion
+//   - aggregate decode rate of 8 concurrent streams
+//   - resident memory of the relay+agent process and of the model process
+// Model: MAKINA_BENCH_MODEL or ../shared/models/stories260K.gguf. Results go to stdout as a markdown table.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { availableParallelism, cpus, tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const { resolveRelayConfig, startRelay } = await import(join(root, "dist/relay/index.js"));
+const { resolveAgentConfig, startAgent } = await import(join(root, "dist/agent/index.js"));
+const { silentLogger } = await import(join(root, "dist/proto/index.js"));
+
+const model = resolve(process.env.MAKINA_BENCH_MODEL ?? join(root, "..", "shared", "models", "stories260K.gguf"));
+const dir = mkdtempSync(join(tmpdir(), "makina-bench-"));
+const log = silentLogger();
+const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
+const org = relay.control.createOrg("bench");
+const { machine, token } = relay.control.createMachine(org.id, "bench");
+const agent = await startAgent(resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), gpu: false, maxContextSize: 2048, parallelSequences: 8 } }), { log });
+await agent.link.whenOnline();
+const stack = relay.control.createStack({ org: org.id, name: "bench", machine: machine.id, runtime: "gguf", model, modelId: "bench" });
+relay.control.deploy(stack.id);
+await relay.deployer.settled(stack.id);
+const { key } = relay.control.createKey(org.id, {});
+const runtime = agent.host.list()[0];
+
+const body = (extra) => JSON.stringify({ model: "bench", messages: [{ role: "user", content: "Once upon a time" }], temperature: 0, ...extra });
+const viaGateway = (extra) =>
+  fetch(`${relay.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: body(extra) });
+const direct = (extra) => fetch(`${runtime.endpoint}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: body(extra) });
+
+const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+async function latency(send, n) {
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    const r = await send({ max_tokens: 1 });
+    await r.text();
+    out.push(performance.now() - t);
+  }
+  return out;
+}
+async function stream(tokens) {
+  const t0 = performance.now();
+  const res = await viaGateway({ max_tokens: tokens, stream: true, stream_options: { include_usage: true } });
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let first = 0;
+  let text = "";
+  let completion = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+    if (!first && text.includes('"content":"') && /"content":"[^"]/.test(text)) first = performance.now() - t0;
+  }
+  const usage = /"completion_tokens":(\d+)/.exec(text.slice(text.lastIndexOf('"usage"')));
+  completion = Number(usage?.[1] ?? 0);
+  const total = performance.now() - t0;
+  return { ttft: first, total, completion, rate: completion / ((total - first) / 1000) };
+}
+const median = (xs) => pct(xs, 50);
+const rss = (pid) => Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)], { encoding: "utf8" }).trim()) * 1024;
+const mib = (b) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+
+await latency(viaGateway, 5);
+await latency(direct, 5);
+const gw = await latency(viaGateway, 100);
+const dr = await latency(direct, 100);
+const streams = [];
+for (let i = 0; i < 5; i++) streams.push(await stream(256));
+const t = performance.now();
+const parallel = await Promise.all(Array.from({ length: 8 }, () => stream(128)));
+const parallelSecs = (performance.now() - t) / 1000;
+const parallelTokens = parallel.reduce((n, s) => n + s.completion, 0);
+
+const rows = [
+  ["1-token completion through the gateway (p50 / p95)", `${median(gw).toFixed(1)} ms / ${pct(gw, 95).toFixed(1)} ms`],
+  ["1-token completion straight to the model's server (p50 / p95)", `${median(dr).toFixed(1)} ms / ${pct(dr, 95).toFixed(1)} ms`],
+  ["gateway overhead (p50 difference)", `${(median(gw) - median(dr)).toFixed(1)} ms`],
+  ["time to first token, streamed (median of 5)", `${median(streams.map((s) => s.ttft)).toFixed(1)} ms`],
+  ["decode rate, one 256-token stream (median of 5)", `${median(streams.map((s) => s.rate)).toFixed(0)} tokens/s`],
+  ["aggregate decode rate, 8 concurrent 128-token streams", `${(parallelTokens / parallelSecs).toFixed(0)} tokens/s`],
+  ["resident memory: relay + agent process", mib(process.memoryUsage().rss)],
+  ["resident memory: model process", mib(rss(runtime.pid))],
+];
+console.log(`Machine: ${cpus()[0]?.model ?? "?"}, ${availableParallelism()} CPUs; model ${model.split("/").pop()}; threads ${agent.config.threads}; Node ${process.version}\n`);
+console.log("| measure | result |\n|---|---|");
+for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);
+
+await agent.stop();
+await relay.stop();
+rmSync(dir, { recursive: true, force: true });
