@@ -14,8 +14,6 @@ export class PendingInference {
   private readonly queue: InferenceEvent[] = [];
   private failure: MakinaError | undefined;
   private wake: (() => void) | undefined;
-  /** Chunks received so far, for protocol checks and logs. */
-  received = 0;
   /** True once the first event (chunk or end) arrived. */
   started = false;
 
@@ -25,7 +23,6 @@ export class PendingInference {
   push(event: InferenceEvent): void {
     if (this.failure) return;
     this.started = true;
-    if (event.type === "chunk") this.received++;
     if (this.queue.length >= this.window + 1) {
       this.fail(new MakinaError("internal_error", "The agent sent more than its flow-control window allows."));
       return;
