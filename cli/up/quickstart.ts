@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import type { Logger } from "../../proto/index.js";
-import { hashPassword, randomBase62, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { hashPassword, hashSecret, randomBase62, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
 import { CliError } from "../cli-error.js";
 import { normalizeModelRef } from "../commands/admin/common.js";
 import { DEFAULT_MODEL, DEFAULT_MODEL_ID } from "./default-model.js";
@@ -87,8 +87,9 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
     if (stack.state === "draft" || stack.state === "failed") control.deploy(stack.id);
 
     let apiKey = previous?.api_key;
-    const keyRecord = apiKey ? store.keys.listByOrg(org.id).find((k) => k.prefix === apiKey!.slice(0, 12) && k.state === "active") : undefined;
-    if (!apiKey || !keyRecord) apiKey = control.createKey(org.id, { name: "quickstart" }).key;
+    // The saved key is reused only while it is still a live key of this organization.
+    const keyRecord = apiKey ? store.keys.findByHash(hashSecret(apiKey)) : undefined;
+    if (!apiKey || keyRecord?.state !== "active" || keyRecord.orgId !== org.id) apiKey = control.createKey(org.id, { name: "quickstart" }).key;
 
     agent = await startAgent(
       resolveAgentConfig({

@@ -23,15 +23,25 @@ interface StackView {
   has_endpoint: boolean;
   state: string;
   state_error: string | null;
+  runtime_state: string | null;
+  runtime_error: string | null;
   compatibility: { ok: boolean | null; checks: { level: string; message: string }[] };
   deployment: { state: string; steps: Step[] } | null;
 }
+
+/** The stack's state, with its runtime's trouble when the machine reported some (restarting, crash loop). */
+const stateText = (s: StackView) =>
+  s.state === "deployed" && s.runtime_state && s.runtime_state !== "ready"
+    ? `deployed, runtime ${s.runtime_state}${s.runtime_error ? ` (${s.runtime_error.split("\n")[0]})` : ""}`
+    : s.state_error
+      ? `${s.state} (${s.state_error})`
+      : s.state;
 
 const describeStack = (s: StackView) =>
   keyValues([
     ["id", s.id],
     ["name", s.name],
-    ["state", s.state_error ? `${s.state} (${s.state_error})` : s.state],
+    ["state", stateText(s)],
     ["machine", s.machine_id],
     ["runtime", s.runtime],
     ["model", s.model_ref],
@@ -132,7 +142,7 @@ export const stackCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
           const { data } = await adminRequest<{ data: StackView[] }>(target(a), "GET", `/stacks?org=${encodeURIComponent(a.org)}`);
-          print(a, data, () => table(["ID", "NAME", "STATE", "RUNTIME", "MODEL ID", "MACHINE"], data.map((s) => [s.id, s.name, s.state, s.runtime, s.model_id, s.machine_id])));
+          print(a, data, () => table(["ID", "NAME", "STATE", "RUNTIME", "MODEL ID", "MACHINE"], data.map((s) => [s.id, s.name, stateText(s), s.runtime, s.model_id, s.machine_id])));
         },
       })
       .demandCommand(1)
