@@ -1,6 +1,27 @@
 import { arch, cpus, platform, totalmem } from "node:os";
 import type { HardwareReport, Logger } from "../../proto/index.js";
 
+/** One GPU as systeminformation reports it (the fields Makina reads). */
+export interface GraphicsController {
+  vendor?: string;
+  /** On Linux the PCI device name from lspci ("GA100 [A100 SXM4 80GB]"); on macOS the chip ("Apple M2 Max"). */
+  model?: string;
+  /** The product name nvidia-smi gives ("NVIDIA A100-SXM4-80GB"), when the NVIDIA driver answers. */
+  name?: string;
+  /** MiB. On Linux, without a driver to ask, the largest PCI memory window, which is not the VRAM. */
+  vram?: number | null;
+  /** MiB, from nvidia-smi. */
+  memoryTotal?: number;
+  driverVersion?: string;
+}
+
+/** A GPU for the report: nvidia-smi's name and memory win; an NVIDIA GPU without them has unknown VRAM (0). */
+function gpuOf(c: GraphicsController): HardwareReport["gpus"][number] {
+  const nvidia = /nvidia/i.test(c.vendor ?? "");
+  const mib = c.memoryTotal ?? (nvidia ? 0 : (c.vram ?? 0));
+  return { vendor: c.vendor ?? "", model: c.name || c.model || "", vramBytes: Math.max(0, mib) * 1024 * 1024, driverVersion: c.driverVersion ?? "" };
+}
+
 /** Where hardware facts come from: systeminformation and node-llama-cpp in production, recorded fixtures in tests. */
 export interface HardwareSource {
   platform: string;
@@ -8,7 +29,7 @@ export interface HardwareSource {
   osInfo(): Promise<{ distro: string; release: string }>;
   cpu(): Promise<{ manufacturer: string; brand: string; physicalCores: number; cores: number }>;
   mem(): Promise<{ total: number }>;
-  graphics(): Promise<{ controllers: { vendor?: string; model?: string; vram?: number | null; driverVersion?: string }[] }>;
+  graphics(): Promise<{ controllers: GraphicsController[] }>;
   fsSize(): Promise<{ mount: string; size: number; available: number }[]>;
   /** GPU backends llama.cpp can use here. */
   gpuBackends(): Promise<string[]>;
@@ -80,7 +101,7 @@ export async function detectHardware(options: { source?: HardwareSource; log?: L
     memoryBytes: mem?.total ?? totalmem(),
     gpus: (graphics?.controllers ?? [])
       .filter((c) => c.model || c.vendor)
-      .map((c) => ({ vendor: c.vendor ?? "", model: c.model ?? "", vramBytes: Math.max(0, (c.vram ?? 0) * 1024 * 1024), driverVersion: c.driverVersion ?? "" })),
+      .map(gpuOf),
     disks: disks.map((d) => ({ mount: d.mount, sizeBytes: Math.max(0, d.size), freeBytes: Math.max(0, d.available) })),
     accelerators: backends,
   };

@@ -75,9 +75,11 @@ describe("makina doctor", () => {
   });
 
   it("fails when an NVIDIA GPU is present but its driver is missing", async () => {
-    const checks = doctorChecks(await status("nvidia-linux", { accelerators: [] }), { socketPaths: [] });
-    expect(byName(checks, "GPU detection")).toMatchObject({ level: "fail", detail: expect.stringContaining("NVIDIA A100-SXM4-80GB") });
-    expect(byName(checks, "GPU detection").hint).toContain("nvidia-smi");
+    // lspci sees the card, nvidia-smi cannot reach a driver, node-llama-cpp finds neither CUDA nor Vulkan.
+    const checks = doctorChecks(await status("nvidia-no-driver"), { socketPaths: [] });
+    expect(byName(checks, "GPU detection")).toMatchObject({ level: "fail", detail: "AD102 [GeForce RTX 4090] present, but neither CUDA nor Vulkan is usable" });
+    expect(byName(checks, "GPU detection").hint).toContain("install the NVIDIA driver");
+    expect(failing(checks)).toEqual(["GPU detection"]);
   });
 
   it("warns about hardware probes that failed", async () => {

@@ -1,17 +1,36 @@
 import { describe, expect, it } from "vitest";
 import { detectHardware, hardwareChanged } from "../../agent/hardware/detect-hardware.js";
-import { fixtureSource } from "../helpers/hardware-fixtures.js";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fixtureFileSource, fixtureSource, HARDWARE_FIXTURES, standinHardwareEnv, type Fixture } from "../helpers/hardware-fixtures.js";
+import { REPO_ROOT } from "../helpers/models.js";
 
 describe("hardware detection", () => {
-  it("reports an NVIDIA Linux server with its GPUs, VRAM, drivers and CUDA", async () => {
+  // The two NVIDIA machines are stand-ins (see their fixture files): their lspci and nvidia-smi output is replayed
+  // through systeminformation's own Linux parser by stand-in executables, as it would run on such a machine.
+  it("reports an NVIDIA Linux server with its GPUs, VRAM and driver from nvidia-smi, and CUDA", async () => {
     const { report, problems } = await detectHardware({ source: fixtureSource("nvidia-linux") });
     expect(problems).toEqual([]);
     expect(report).toMatchObject({ platform: "linux", arch: "x64", os: "Ubuntu 22.04.4 LTS", cpuModel: "AMD EPYC 7763 64-Core Processor", cpuPhysicalCores: 64, cpuLogicalCores: 128, accelerators: ["cuda", "vulkan"] });
-    expect(report.gpus.filter((g) => g.vendor.startsWith("NVIDIA"))).toEqual([
+    expect(report.gpus).toEqual([
+      { vendor: "ASPEED Technology, Inc.", model: "ASPEED Graphics Family", vramBytes: 64 * 2 ** 20, driverVersion: "" },
+      // nvidia-smi's product name and memory, not lspci's chip name and 128 GiB PCI window
       { vendor: "NVIDIA Corporation", model: "NVIDIA A100-SXM4-80GB", vramBytes: 80 * 2 ** 30, driverVersion: "550.54.15" },
       { vendor: "NVIDIA Corporation", model: "NVIDIA A100-SXM4-80GB", vramBytes: 80 * 2 ** 30, driverVersion: "550.54.15" },
     ]);
     expect(report.disks.map((d) => d.mount)).toEqual(["/", "/data"]);
+  });
+
+  it("reports an NVIDIA GPU whose driver is missing with unknown VRAM rather than its PCI window", async () => {
+    const { report, problems } = await detectHardware({ source: fixtureSource("nvidia-no-driver") });
+    expect(problems).toEqual([]);
+    expect(report.gpus).toEqual([
+      { vendor: "NVIDIA Corporation", model: "AD102 [GeForce RTX 4090]", vramBytes: 0, driverVersion: "" },
+      { vendor: "Advanced Micro Devices, Inc. [AMD/ATI]", model: "Raphael", vramBytes: 256 * 2 ** 20, driverVersion: "" },
+    ]);
+    expect(report.accelerators).toEqual([]);
   });
 
   it("reports an Apple-silicon Mac with Metal and unified memory", async () => {
@@ -54,5 +73,42 @@ describe("hardware detection", () => {
     expect(hardwareChanged(report, drift)).toBe(false);
     expect(hardwareChanged(report, { ...report, gpus: report.gpus.slice(1) })).toBe(true);
     expect(hardwareChanged(report, { ...report, disks: report.disks.map((d) => ({ ...d, freeBytes: d.freeBytes - 5 * 2 ** 30 })) })).toBe(true);
+  });
+
+  describe("scripts/record-hardware.mjs", () => {
+    const record = (dir: string, env?: NodeJS.ProcessEnv) =>
+      execFileSync(process.execPath, [join(REPO_ROOT, "scripts", "record-hardware.mjs"), "probe", "--dir", dir], { cwd: REPO_ROOT, env, encoding: "utf8" });
+
+    it("records this machine as a fixture that gives the same report as live detection, without serial numbers", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "makina-hw-"));
+      try {
+        record(dir, process.env);
+        const text = readFileSync(join(dir, "probe.json"), "utf8");
+        expect(text).not.toMatch(/"(serial|uuid|hostname|fqdn)"/i);
+        const recorded = (await detectHardware({ source: fixtureFileSource(join(dir, "probe.json")) })).report;
+        const live = (await detectHardware()).report;
+        expect({ ...recorded, disks: [] }).toEqual({ ...live, disks: [] });
+        expect(recorded.disks.map((d) => d.mount)).toEqual(live.disks.map((d) => d.mount));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("keeps the raw lspci and nvidia-smi output on Linux, which replays to what systeminformation said", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "makina-hw-"));
+      try {
+        // On the stand-in NVIDIA server: PATH leads to the stand-in lspci and nvidia-smi.
+        const env = { ...standinHardwareEnv(HARDWARE_FIXTURES, { lspci: "nvidia-linux.lspci.txt", nvidiaSmi: "nvidia-linux.nvidia-smi.csv" }), HOME: tmpdir() };
+        expect(record(dir, env)).toContain("with the raw lspci/nvidia-smi output beside it");
+        const fixture = JSON.parse(readFileSync(join(dir, "probe.json"), "utf8")) as Fixture;
+        expect(fixture.graphicsReplay).toEqual({ lspci: "probe.lspci.txt", nvidiaSmi: "probe.nvidia-smi.csv" });
+        expect(readFileSync(join(dir, "probe.nvidia-smi.csv"), "utf8")).toBe(readFileSync(join(HARDWARE_FIXTURES, "nvidia-linux.nvidia-smi.csv"), "utf8"));
+        const replayed = await fixtureFileSource(join(dir, "probe.json")).graphics();
+        expect(replayed).toEqual(fixture.graphics);
+        expect(replayed.controllers.map((c) => c.name ?? c.model)).toEqual(["ASPEED Graphics Family", "NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB"]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
   });
 });
