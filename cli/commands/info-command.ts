@@ -2,6 +2,14 @@ import type { CommandModule } from "yargs";
 import { humanBytes, keyValues, print } from "../output.js";
 import { localOptions, requireStatus, type LocalArgs } from "./local-agent.js";
 
+/** "NVIDIA A100-SXM4-80GB, 80.0 GiB, driver 550.54.15"; the vendor only when the model does not already say it. */
+function gpuLabel(g: { vendor: string; model: string; vramBytes: number; driverVersion: string }): string {
+  const brand = g.vendor.split(/[\s,]/)[0] ?? "";
+  const name = brand && g.model.toLowerCase().startsWith(brand.toLowerCase()) ? g.model : `${g.vendor} ${g.model}`.trim();
+  const vram = g.vramBytes ? humanBytes(g.vramBytes) : /nvidia/i.test(g.vendor) ? "VRAM unknown" : "";
+  return [name, vram, g.driverVersion && `driver ${g.driverVersion}`].filter(Boolean).join(", ");
+}
+
 export const infoCommand: CommandModule = {
   command: "info",
   describe: "Show this machine's agent: id, relay, link, version, hardware",
@@ -38,7 +46,7 @@ export const infoCommand: CommandModule = {
         ["os", `${h.os} (${h.platform}/${h.arch})`],
         ["cpu", `${h.cpuModel}, ${h.cpuPhysicalCores} cores / ${h.cpuLogicalCores} threads`],
         ["memory", humanBytes(h.memoryBytes)],
-        ["gpus", h.gpus.length ? h.gpus.map((g) => `${g.vendor} ${g.model}${g.vramBytes ? ` ${humanBytes(g.vramBytes)}` : ""}${g.driverVersion ? ` (driver ${g.driverVersion})` : ""}`).join("; ") : "none"],
+        ["gpus", h.gpus.length ? h.gpus.map(gpuLabel).join("; ") : "none"],
         ["accelerators", s.accelerators.length ? s.accelerators.join(", ") : "none (CPU inference)"],
         ["disk", s.disk ? `${humanBytes(s.disk.freeBytes)} free of ${humanBytes(s.disk.sizeBytes)} on ${s.disk.path}` : "unknown"],
       ]),

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
 import { runCli } from "../helpers/cli.js";
+import type { GraphicsController } from "../../agent/hardware/detect-hardware.js";
 import { fixtureSource } from "../helpers/hardware-fixtures.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
@@ -79,7 +80,7 @@ describe("the agent's local control socket and the commands that read it", () =>
   });
 
   it("reports hardware changes to the relay", async () => {
-    let gpus: { vendor: string; model: string; vram: number; driverVersion: string }[] = [];
+    let gpus: GraphicsController[] = [];
     const dir = join(gw.dataDir, "changing");
     const { machine, token } = gw.relay.control.createMachine(gw.orgId, "changing");
     const agent = await startAgent(
@@ -89,8 +90,11 @@ describe("the agent's local control socket and the commands that read it", () =>
     try {
       await agent.link.whenOnline();
       expect(gw.relay.store.machines.get(machine.id)!.hardware!.gpus).toEqual([]);
-      gpus = [{ vendor: "NVIDIA Corporation", model: "NVIDIA L4", vram: 23034, driverVersion: "550.54" }];
+      // A GPU appears, as systeminformation shows it once the NVIDIA driver answers.
+      gpus = [{ vendor: "NVIDIA Corporation", model: "AD104GL [L4]", name: "NVIDIA L4", vram: 23034, memoryTotal: 23034, driverVersion: "550.54.15" }];
       await vi.waitFor(() => expect(gw.relay.store.machines.get(machine.id)!.hardware!.gpus.map((g) => g.model)).toEqual(["NVIDIA L4"]), { timeout: 10_000, interval: 50 });
+      const info = await runCli(["info", "--socket", agent.config.controlSocket]);
+      expect(info.stdout).toMatch(/gpus:\s+NVIDIA L4, 22 GiB, driver 550\.54\.15\n/);
     } finally {
       await agent.stop();
     }
