@@ -37,6 +37,16 @@ export interface DownloadOptions {
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
+/** Write errors that another attempt cannot fix: the disk (or quota, or file size limit) is full, or it is not writable. */
+const LOCAL_WRITE_ERRORS = new Set(["ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EACCES", "EPERM"]);
+
+function localWriteFailure(url: string, path: string, written: number, err: NodeJS.ErrnoException): MakinaError {
+  const full = err.code === "ENOSPC" || err.code === "EDQUOT" || err.code === "EFBIG";
+  const what = full ? `there is no more room to write (${err.code})` : `the file cannot be written (${err.code})`;
+  const hint = full ? "Free some space and deploy again: the download resumes where it stopped." : `Check the permissions of ${dirname(path)}.`;
+  return new MakinaError("runtime_unavailable", `The download of ${url} stopped after ${written} bytes: ${what} on ${dirname(path)}. ${hint}`, { cause: err });
+}
+
 async function defaultFreeBytes(path: string): Promise<number> {
   const s = await statfs(path);
   return s.bavail * s.bsize;
@@ -75,6 +85,9 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
   let lastError: unknown;
   for (let attempt = 1; attempt <= attempts; attempt++) {
     if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
+    // Back off before each retry, so a flapping server is not hammered.
+    if (attempt > 1) await sleep(Math.min(8000, 250 * 2 ** (attempt - 2)), undefined, { signal: options.signal }).catch(() => {});
+    if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
     const { hash, size: have } = await hashExisting(options.partialPath);
     let res: Response;
     try {
@@ -83,7 +96,6 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
       if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
       lastError = err;
       options.log.warn("download attempt failed", { attempt, err });
-      await sleep(Math.min(8000, 250 * 2 ** attempt), undefined, { signal: options.signal });
       continue;
     }
     if (res.status === 416) {
@@ -131,6 +143,12 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
       await pipeline(body, createWriteStream(options.partialPath, { flags: resumed ? "a" : "w" }), { signal: options.signal });
     } catch (err) {
       if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code && LOCAL_WRITE_ERRORS.has(code)) {
+        body.destroy();
+        const written = (await stat(options.partialPath).catch(() => null))?.size ?? 0;
+        throw localWriteFailure(url, options.partialPath, written, err as NodeJS.ErrnoException);
+      }
       lastError = err;
       options.log.warn("download interrupted; it will resume", { attempt, doneBytes, err });
       continue;

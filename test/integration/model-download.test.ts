@@ -1,13 +1,15 @@
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ModelStore } from "../../agent/models/model-store.js";
 import { silentLogger } from "../../proto/index.js";
-import { testModelPath } from "../helpers/models.js";
+import { REPO_ROOT, testModelPath } from "../helpers/models.js";
 
 /**
  * A local HTTP server stands in for Hugging Face, which cannot be reached from
@@ -142,6 +144,29 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
     expect(err).toMatchObject({ message: expect.stringContaining(`Not enough disk space`) });
     expect((err as Error).message).toContain(`${model.length} more bytes are needed, 1000 are free`);
     expect(cacheFiles()).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("stops with a clear error when the disk fills up midway, and resumes once there is room", async () => {
+    // The full disk is a stand-in: a file size limit (ulimit -f) makes the kernel refuse writes past 256 KiB,
+    // as a full disk would, without needing a small file system. The pull runs in a child process under it.
+    const script = [
+      `const { ModelStore } = await import(${JSON.stringify(join(REPO_ROOT, "dist", "agent", "models", "model-store.js"))});`,
+      `const { silentLogger } = await import(${JSON.stringify(join(REPO_ROOT, "dist", "proto", "index.js"))});`,
+      `await new ModelStore(process.argv[1], silentLogger()).pull(process.argv[2]).then(`,
+      `  () => console.log("{}"), (e) => console.log(JSON.stringify({ code: e.code, message: e.message })));`,
+    ].join("\n");
+    const child = await promisify(execFile)("/bin/sh", ["-c", 'ulimit -f 512 && exec "$0" --input-type=module -e "$1" "$2" "$3"', process.execPath, script, dir, `${base}/model.gguf`], { timeout: 30_000 });
+    expect(JSON.parse(child.stdout)).toEqual({
+      code: "runtime_unavailable",
+      message: `The download of ${base}/model.gguf stopped after ${256 * 1024} bytes: there is no more room to write (EFBIG) on ${join(dir, "models")}. Free some space and deploy again: the download resumes where it stopped.`,
+    });
+    // One request: a full disk is not retried.
+    expect(seen).toHaveLength(1);
+    const local = await new ModelStore(dir, silentLogger()).pull(`${base}/model.gguf`);
+    expect(local.sha256).toBe(sha256);
+    expect(resumedFrom(seen[1]!.range)).toBe(256 * 1024);
+    expect(cacheFiles()).toEqual([`${sha256}.gguf`]);
     rmSync(dir, { recursive: true, force: true });
   });
 
