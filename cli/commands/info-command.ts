@@ -2,7 +2,7 @@ import type { CommandModule } from "yargs";
 import { humanBytes, keyValues, print } from "../output.js";
 import { localOptions, requireStatus, type LocalArgs } from "./local-agent.js";
 
-/** "NVIDIA A100-SXM4-80GB, 80.0 GiB, driver 550.54.15"; the vendor only when the model does not already say it. */
+/** "NVIDIA A100-SXM4-80GB, 80 GiB, driver 550.54.15"; the vendor only when the model does not already say it. */
 function gpuLabel(g: { vendor: string; model: string; vramBytes: number; driverVersion: string }): string {
   const brand = g.vendor.split(/[\s,]/)[0] ?? "";
   const name = brand && g.model.toLowerCase().startsWith(brand.toLowerCase()) ? g.model : `${g.vendor} ${g.model}`.trim();
