@@ -28,6 +28,10 @@ export interface AgentConfig {
   readonly controlSocket: string;
   /** How often hardware is detected again, ms (changes are sent to the relay). @default 60000 */
   readonly hardwareIntervalMs: number;
+  /** Where `hf:` model references resolve: Hugging Face or a mirror. @default "https://huggingface.co" */
+  readonly hfEndpoint: string;
+  /** A Hugging Face token for gated and private models, sent to `hfEndpoint` only; never logged. */
+  readonly hfToken: string | undefined;
   readonly logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -52,8 +56,13 @@ const ENV: Record<keyof AgentConfig, string> = {
   controlSocket: "MAKINA_AGENT_SOCKET",
   python: "MAKINA_AGENT_PYTHON",
   hardwareIntervalMs: "MAKINA_AGENT_HARDWARE_INTERVAL_MS",
+  hfEndpoint: "MAKINA_AGENT_HF_ENDPOINT",
+  hfToken: "MAKINA_AGENT_HF_TOKEN",
   logLevel: "MAKINA_LOG_LEVEL",
 };
+
+/** The variables Hugging Face's own tools read, honoured after Makina's. */
+const ENV_ALIASES: Partial<Record<keyof AgentConfig, string>> = { hfEndpoint: "HF_ENDPOINT", hfToken: "HF_TOKEN" };
 
 /**
  * Inference threads that never oversubscribe the machine: one core is left for
@@ -88,10 +97,13 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     controlSocket: undefined,
     python: "python3",
     hardwareIntervalMs: 60_000,
+    hfEndpoint: "https://huggingface.co",
+    hfToken: undefined,
     logLevel: "info",
   };
   const pick = (k: keyof AgentConfig): unknown => {
-    for (const v of [sources.flags?.[k], sources.env?.[ENV[k]], sources.file?.[k]]) if (v !== undefined && v !== "") return v;
+    const alias = ENV_ALIASES[k];
+    for (const v of [sources.flags?.[k], sources.env?.[ENV[k]], alias && sources.env?.[alias], sources.file?.[k]]) if (v !== undefined && v !== "") return v;
     return defaults[k];
   };
   const required = (k: keyof AgentConfig, pattern: RegExp, what: string): string => {
@@ -110,6 +122,10 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   if (!["debug", "info", "warn", "error"].includes(logLevel)) problems.push("logLevel must be debug, info, warn or error");
   const dataDir = resolve(String(pick("dataDir")));
   const socket = pick("controlSocket");
+  const hfEndpoint = String(pick("hfEndpoint")).replace(/\/+$/, "");
+  if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(hfEndpoint) || !URL.canParse(hfEndpoint)) problems.push(`hfEndpoint (${ENV.hfEndpoint} or HF_ENDPOINT) must be an http(s) URL such as https://huggingface.co`);
+  const hfToken = pick("hfToken");
+  if (hfToken !== undefined && (typeof hfToken !== "string" || !/^\S+$/.test(hfToken))) problems.push(`hfToken (${ENV.hfToken} or HF_TOKEN) must be a token without spaces`);
   const config: AgentConfig = {
     server: required("server", /^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/, "the relay's gRPC address as host:port"),
     machineId: required("machineId", /^mach_[A-Za-z0-9]+$/, "a machine ID such as mach_…"),
@@ -124,6 +140,8 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     python: String(pick("python")),
     controlSocket: resolve(typeof socket === "string" ? socket : join(dataDir, "agent.sock")),
     hardwareIntervalMs: int("hardwareIntervalMs", 1000, 86_400_000),
+    hfEndpoint,
+    hfToken: typeof hfToken === "string" ? hfToken : undefined,
     logLevel: logLevel as AgentConfig["logLevel"],
   };
   if (config.reconnectMaxMs < config.reconnectMinMs) problems.push("reconnectMaxMs must not be below reconnectMinMs");

@@ -34,7 +34,7 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
   const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "agent", machineId: config.machineId });
   const startedAt = Date.now();
   let { report: hardware, problems: hardwareProblems } = await detectHardware({ log, source: options.hardwareSource });
-  const models = new ModelStore(config.dataDir, log.child({ component: "models" }));
+  const models = new ModelStore(config.dataDir, log.child({ component: "models" }), { hub: { endpoint: config.hfEndpoint, token: config.hfToken } });
   const host = new StackHost({
     config,
     models,

@@ -33,7 +33,14 @@ export interface DownloadOptions {
   log: Logger;
   /** Free bytes of the disk holding `path` (injectable for tests). */
   freeBytes?: (path: string) => Promise<number>;
+  /** Sent with the first request, and with redirects to the same origin only (a hub token, say). */
+  authorization?: string;
+  /** Added to the error when the server answers 401 or 403 (how to get access). */
+  accessHint?: string;
 }
+
+/** Redirects followed before giving up. */
+const MAX_REDIRECTS = 8;
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
@@ -66,10 +73,40 @@ async function hashExisting(path: string): Promise<{ hash: ReturnType<typeof cre
   return { hash, size };
 }
 
-/** The sha256 a response vouches for: Hugging Face sends it as `x-linked-etag` for large files. */
-function announcedSha256(res: Response): string | undefined {
-  const tag = (res.headers.get("x-linked-etag") ?? res.headers.get("etag") ?? "").replace(/^W\//, "").replaceAll('"', "").toLowerCase();
+/** A sha256 in an entity tag, or undefined when the tag is something else (an MD5, a version…). */
+function sha256Tag(value: string | null): string | undefined {
+  const tag = (value ?? "").replace(/^W\//, "").replaceAll('"', "").toLowerCase();
   return SHA256.test(tag) ? tag : undefined;
+}
+
+/**
+ * Fetches `url`, following redirects by hand: Hugging Face answers a model file with a redirect to its CDN
+ * and vouches for the file's sha256 in that redirect's `x-linked-etag`, which an automatic redirect would
+ * lose. The authorization header never leaves the origin it was meant for.
+ */
+async function fetchFollowing(
+  url: string,
+  headers: Record<string, string>,
+  fetchImpl: typeof fetch,
+  signal: AbortSignal | undefined,
+): Promise<{ res: Response; announcedSha256: string | undefined }> {
+  let current = new URL(url);
+  let linked: string | undefined;
+  const sent = { ...headers };
+  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    const res = await fetchImpl(current, { signal, redirect: "manual", headers: sent });
+    linked ??= sha256Tag(res.headers.get("x-linked-etag"));
+    const location = res.headers.get("location");
+    if (res.status >= 300 && res.status < 400 && location) {
+      await res.body?.cancel();
+      const next = new URL(location, current);
+      if (next.origin !== current.origin) delete sent.authorization;
+      current = next;
+      continue;
+    }
+    return { res, announcedSha256: linked ?? sha256Tag(res.headers.get("etag")) };
+  }
+  throw new MakinaError("not_found", `Could not download ${url}: more than ${MAX_REDIRECTS} redirects.`);
 }
 
 /**
@@ -90,9 +127,14 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
     if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
     const { hash, size: have } = await hashExisting(options.partialPath);
     let res: Response;
+    let announced: string | undefined;
     try {
-      res = await fetchImpl(url, { signal: options.signal, redirect: "follow", headers: have > 0 ? { range: `bytes=${have}-` } : {} });
+      const headers: Record<string, string> = {};
+      if (have > 0) headers.range = `bytes=${have}-`;
+      if (options.authorization) headers.authorization = options.authorization;
+      ({ res, announcedSha256: announced } = await fetchFollowing(url, headers, fetchImpl, options.signal));
     } catch (err) {
+      if (err instanceof MakinaError) throw err;
       if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
       lastError = err;
       options.log.warn("download attempt failed", { attempt, err });
@@ -104,7 +146,14 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
       await res.body?.cancel();
       continue;
     }
-    if (!res.ok || !res.body) throw new MakinaError("not_found", `Could not download ${url}: HTTP ${res.status}.`);
+    if (res.status === 401 || res.status === 403) {
+      await res.body?.cancel();
+      throw new MakinaError("model_access_denied", `Could not download ${url}: HTTP ${res.status}.${options.accessHint ? ` ${options.accessHint}` : ""}`);
+    }
+    if (!res.ok || !res.body) {
+      await res.body?.cancel();
+      throw new MakinaError("not_found", `Could not download ${url}: HTTP ${res.status}.`);
+    }
     const resumed = res.status === 206 && have > 0 && res.headers.get("content-range")?.startsWith(`bytes ${have}-`) === true;
     const length = Number(res.headers.get("content-length") ?? 0);
     const totalBytes = resumed ? Number(/\/(\d+)$/.exec(res.headers.get("content-range") ?? "")?.[1] ?? have + length) : length;
@@ -160,7 +209,7 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
     }
     report(true);
     const sha256 = streamHash.digest("hex");
-    const expected = options.expectedSha256 ?? announcedSha256(res);
+    const expected = options.expectedSha256 ?? announced;
     if (expected && expected !== sha256) {
       await rm(options.partialPath, { force: true });
       throw new MakinaError("invalid_value", `The download of ${url} has sha256 ${sha256}, but ${options.expectedSha256 ? "the stack expects" : "the server announced"} ${expected}. The file was discarded.`);

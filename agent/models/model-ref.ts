@@ -4,11 +4,15 @@ import { MakinaError } from "../../proto/index.js";
 /** Where a model comes from. */
 export type ModelSource = { kind: "file"; path: string } | { kind: "url"; url: string };
 
+/** Where `hf:` references resolve. */
+export const DEFAULT_HF_ENDPOINT = "https://huggingface.co";
+
 /**
  * Parses a model reference: an `https://` URL, `hf:owner/repo/path/file.gguf`
- * (optionally `hf:owner/repo@revision/file.gguf`), or a local path.
+ * (optionally `hf:owner/repo@revision/file.gguf`, resolved against `hfEndpoint`,
+ * Hugging Face or a mirror of it), or a local path.
  */
-export function parseModelRef(ref: string, cwd = process.cwd()): ModelSource {
+export function parseModelRef(ref: string, cwd = process.cwd(), hfEndpoint = DEFAULT_HF_ENDPOINT): ModelSource {
   if (/^https?:\/\//i.test(ref)) {
     let url: URL;
     try {
@@ -22,7 +26,8 @@ export function parseModelRef(ref: string, cwd = process.cwd()): ModelSource {
     const m = /^hf:([\w.-]+)\/([\w.-]+)(?:@([\w./-]+?))?\/(.+)$/.exec(ref);
     if (!m) throw new MakinaError("invalid_value", `Not a valid Hugging Face reference: ${ref} (expected hf:owner/repo/file.gguf).`);
     const [, owner, repo, revision, file] = m;
-    return { kind: "url", url: `https://huggingface.co/${owner}/${repo}/resolve/${encodeURIComponent(revision ?? "main")}/${file!.split("/").map(encodeURIComponent).join("/")}` };
+    const path = `${owner}/${repo}/resolve/${encodeURIComponent(revision ?? "main")}/${file!.split("/").map(encodeURIComponent).join("/")}`;
+    return { kind: "url", url: new URL(path, hfEndpoint.endsWith("/") ? hfEndpoint : `${hfEndpoint}/`).toString() };
   }
   return { kind: "file", path: isAbsolute(ref) ? ref : resolve(cwd, ref) };
 }

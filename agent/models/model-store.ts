@@ -3,7 +3,7 @@ import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { MakinaError, type Logger } from "../../proto/index.js";
 import { downloadFile, type DownloadProgress } from "./download.js";
-import { parseModelRef } from "./model-ref.js";
+import { DEFAULT_HF_ENDPOINT, parseModelRef } from "./model-ref.js";
 import { sha256File } from "./sha256-file.js";
 
 /** A model available on disk. */
@@ -26,6 +26,21 @@ export interface CachedModel extends LocalModel {
   source: string;
 }
 
+/** Where `hf:` references resolve, and the token sent there (gated and private models need one). */
+export interface HubOptions {
+  endpoint: string;
+  token?: string;
+}
+
+/** Options of {@link ModelStore}. */
+export interface ModelStoreOptions {
+  fetchImpl?: typeof fetch;
+  /** Free bytes of the disk holding a path (injectable for tests). */
+  freeBytes?: (path: string) => Promise<number>;
+  /** @default Hugging Face, without a token */
+  hub?: HubOptions;
+}
+
 /**
  * Makes models available on disk. Local paths are used in place; URLs and `hf:`
  * references download into a content-addressed cache (`models/<sha256>.gguf`):
@@ -38,18 +53,24 @@ export class ModelStore {
   private readonly dir: string;
   private readonly inflight = new Map<string, { promise: Promise<LocalModel>; listeners: Set<(p: DownloadProgress) => void> }>();
 
+  private readonly fetchImpl: typeof fetch;
+  private readonly freeBytes?: (path: string) => Promise<number>;
+  private readonly hub: HubOptions;
+
   constructor(
     dataDir: string,
     private readonly log: Logger,
-    private readonly fetchImpl: typeof fetch = fetch,
-    private readonly freeBytes?: (path: string) => Promise<number>,
+    options: ModelStoreOptions = {},
   ) {
     this.dir = join(dataDir, "models");
+    this.fetchImpl = options.fetchImpl ?? fetch;
+    this.freeBytes = options.freeBytes;
+    this.hub = options.hub ?? { endpoint: DEFAULT_HF_ENDPOINT };
   }
 
   /** The file serving `ref`, pulling it first when needed. */
   async pull(ref: string, options: PullOptions = {}): Promise<LocalModel> {
-    const source = parseModelRef(ref);
+    const source = parseModelRef(ref, process.cwd(), this.hub.endpoint);
     if (source.kind === "file") {
       const info = await stat(source.path).catch(() => undefined);
       if (!info?.isFile()) throw new MakinaError("not_found", `Model file not found: ${source.path}`);
@@ -109,8 +130,16 @@ export class ModelStore {
     const log = this.log.child({ url });
     log.info("downloading model");
     const partialPath = join(this.dir, `.partial-${createHash("sha256").update(url).digest("hex").slice(0, 32)}`);
+    const fromHub = new URL(url).origin === new URL(this.hub.endpoint).origin;
     const { sha256, sizeBytes } = await downloadFile(url, {
       partialPath,
+      // The hub token goes to the hub only (and downloadFile keeps it from the CDN it redirects to).
+      authorization: fromHub && this.hub.token ? `Bearer ${this.hub.token}` : undefined,
+      accessHint: !fromHub
+        ? undefined
+        : this.hub.token
+          ? "The agent's Hugging Face token was refused or has no access to this model: check the token, and that its account accepted the model's terms."
+          : "The model is gated or private: accept its terms on the hub, then give the agent a Hugging Face token (HF_TOKEN, or hf_token in its config file).",
       expectedSha256: options.expectedSha256,
       signal: options.signal,
       onProgress,

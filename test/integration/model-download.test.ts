@@ -21,8 +21,13 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
   const half = Math.floor(model.length / 2);
   let server: Server;
   let base: string;
+  // A stand-in for Hugging Face's CDN: another origin, where the hub redirects model files.
+  let cdn: Server;
+  let cdnBase: string;
+  const cdnSeen: { path: string; authorization: string | undefined }[] = [];
+  const TOKEN = "hf_StandInTokenForTheLocalHub0123456789";
   let dir: string;
-  const seen: { path: string; range: string | undefined; status: number }[] = [];
+  const seen: { path: string; range: string | undefined; status: number; authorization?: string }[] = [];
   const attempts = new Map<string, number>();
 
   function serve(req: IncomingMessage, res: ServerResponse, options: { honourRange: boolean; etag?: string; dropFirstAt?: number }) {
@@ -56,20 +61,39 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
           return serve(req, res, { honourRange: true, etag: "0".repeat(64) });
         case "/shared.gguf":
           return serve(req, res, { honourRange: true });
+        // As the hub answers a model file: a redirect to the CDN that vouches for the sha256 in x-linked-etag.
+        case "/org/open/resolve/main/model.gguf":
+        case "/org/gated/resolve/main/model.gguf":
+        case "/org/open/resolve/main/liar.gguf": {
+          seen.push({ path: req.url, range: req.headers.range, status: 302, authorization: req.headers.authorization });
+          if (req.url.includes("/gated/") && req.headers.authorization !== `Bearer ${TOKEN}`) return res.writeHead(401).end("Access to model org/gated is restricted.");
+          const etag = req.url.endsWith("liar.gguf") ? "1".repeat(64) : sha256;
+          return res.writeHead(302, { location: `${cdnBase}/blobs/${sha256}`, "x-linked-etag": `"${etag}"`, "x-linked-size": model.length }).end();
+        }
         default:
           res.writeHead(404).end();
       }
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    cdn = createServer((req, res) => {
+      cdnSeen.push({ path: req.url!, authorization: req.headers.authorization });
+      // The CDN's own ETag is not a sha256 (an MD5 here), so only the hub's redirect can vouch for the file.
+      res.setHeader("etag", `"${createHash("md5").update(model).digest("hex")}"`);
+      return serve(req, res, { honourRange: true });
+    });
+    await new Promise<void>((r) => cdn.listen(0, "localhost", r));
+    cdnBase = `http://localhost:${(cdn.address() as AddressInfo).port}`;
   });
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), "makina-models-"));
     seen.length = 0;
+    cdnSeen.length = 0;
     attempts.clear();
   });
   afterAll(async () => {
     await new Promise((r) => server.close(r));
+    await new Promise((r) => cdn.close(r));
   });
 
   const resumedFrom = (range: string | undefined) => Number(/^bytes=(\d+)-$/.exec(range ?? "")?.[1] ?? -1);
@@ -140,7 +164,7 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
   });
 
   it("checks free disk space before downloading", async () => {
-    const err = await new ModelStore(dir, silentLogger(), fetch, async () => 1000).pull(`${base}/model.gguf`).catch((e: unknown) => e);
+    const err = await new ModelStore(dir, silentLogger(), { freeBytes: async () => 1000 }).pull(`${base}/model.gguf`).catch((e: unknown) => e);
     expect(err).toMatchObject({ message: expect.stringContaining(`Not enough disk space`) });
     expect((err as Error).message).toContain(`${model.length} more bytes are needed, 1000 are free`);
     expect(cacheFiles()).toEqual([]);
@@ -170,6 +194,41 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
     expect(local.sha256).toBe(sha256);
     expect(resumedFrom(seen[1]!.range)).toBe(written);
     expect(cacheFiles()).toEqual([`${sha256}.gguf`]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("pulls hf: references from the configured hub with its token, checks the sha256 its redirect vouches for, and keeps the token from the CDN", async () => {
+    const store = new ModelStore(dir, silentLogger(), { hub: { endpoint: base, token: TOKEN } });
+    const local = await store.pull("hf:org/gated/model.gguf");
+    expect(local.sha256).toBe(sha256);
+    expect(readFileSync(local.path).equals(model)).toBe(true);
+    const atHub = seen.filter((s) => s.path.startsWith("/org/"));
+    expect(atHub.map((s) => [s.path, s.authorization])).toEqual([["/org/gated/resolve/main/model.gguf", `Bearer ${TOKEN}`]]);
+    expect(cdnSeen).toEqual([{ path: `/blobs/${sha256}`, authorization: undefined }]);
+    // A URL elsewhere never gets the hub's token.
+    await store.pull(`${cdnBase}/elsewhere.gguf`);
+    expect(cdnSeen[1]).toEqual({ path: "/elsewhere.gguf", authorization: undefined });
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("refuses a gated model without a token, or with a token the hub refuses, saying what to do", async () => {
+    await expect(new ModelStore(dir, silentLogger(), { hub: { endpoint: base } }).pull("hf:org/gated/model.gguf")).rejects.toMatchObject({
+      code: "model_access_denied",
+      message: `Could not download ${base}/org/gated/resolve/main/model.gguf: HTTP 401. The model is gated or private: accept its terms on the hub, then give the agent a Hugging Face token (HF_TOKEN, or hf_token in its config file).`,
+    });
+    await expect(new ModelStore(dir, silentLogger(), { hub: { endpoint: base, token: "hf_wrong" } }).pull("hf:org/gated/model.gguf")).rejects.toMatchObject({
+      code: "model_access_denied",
+      message: expect.stringContaining("HTTP 401. The agent's Hugging Face token was refused or has no access to this model"),
+    });
+    expect(cdnSeen).toEqual([]);
+    expect(cacheFiles()).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("discards a file whose bytes do not match the sha256 in the hub's redirect", async () => {
+    const err = await new ModelStore(dir, silentLogger(), { hub: { endpoint: base } }).pull("hf:org/open/liar.gguf").catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "invalid_value", message: expect.stringContaining(`but the server announced ${"1".repeat(64)}. The file was discarded.`) });
+    expect(cacheFiles()).toEqual([]);
     rmSync(dir, { recursive: true, force: true });
   });
 

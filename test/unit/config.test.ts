@@ -43,4 +43,14 @@ describe("configuration", () => {
     const c = resolveAgentConfig({ env: { MAKINA_AGENT_SERVER: "h:1", MAKINA_AGENT_MACHINE_ID: "mach_1", MAKINA_AGENT_TOKEN: "mk_mach_1", MAKINA_AGENT_GPU: "false" } });
     expect([c.server, c.machineId, c.gpu]).toEqual(["h:1", "mach_1", false]);
   });
+
+  it("takes a Hugging Face endpoint and token from Makina's variables, Hugging Face's own, or the config file", () => {
+    expect(resolveAgentConfig({ flags: creds })).toMatchObject({ hfEndpoint: "https://huggingface.co", hfToken: undefined });
+    expect(resolveAgentConfig({ flags: creds, env: { HF_ENDPOINT: "https://hf-mirror.example/", HF_TOKEN: "hf_a" } })).toMatchObject({ hfEndpoint: "https://hf-mirror.example", hfToken: "hf_a" });
+    expect(resolveAgentConfig({ flags: creds, env: { MAKINA_AGENT_HF_TOKEN: "hf_m", HF_TOKEN: "hf_a" } }).hfToken).toBe("hf_m");
+    expect(resolveAgentConfig({ flags: creds, file: { hfToken: "hf_f" } }).hfToken).toBe("hf_f");
+    expect(() => resolveAgentConfig({ flags: creds, env: { HF_ENDPOINT: "huggingface.co", HF_TOKEN: "hf a" } })).toThrow(
+      expect.objectContaining({ problems: [expect.stringMatching(/^hfEndpoint .* must be an http\(s\) URL/), expect.stringMatching(/^hfToken .* without spaces/)] }),
+    );
+  });
 });

@@ -13,6 +13,13 @@ describe("structured logs", () => {
     expect(lines[0]).not.toContain("T0K3N");
   });
 
+  it("redact Hugging Face tokens, but not words that merely start with hf_", () => {
+    const lines: string[] = [];
+    createLogger({ write: (l) => lines.push(l) }).warn("download failed", { err: new Error("GET with hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567 refused; set hf_token") });
+    expect(lines[0]).not.toContain("AbCdEfGh");
+    expect(lines[0]).toContain("hf_[redacted] refused; set hf_token");
+  });
+
   it("drops lines below the level", () => {
     const lines: string[] = [];
     createLogger({ level: "warn", write: (l) => lines.push(l) }).info("quiet");
@@ -27,6 +34,11 @@ describe("model references", () => {
       url: "https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_k_m.gguf",
     });
     expect(parseModelRef("hf:org/repo@v1.0/sub/model.gguf")).toEqual({ kind: "url", url: "https://huggingface.co/org/repo/resolve/v1.0/sub/model.gguf" });
+  });
+
+  it("resolves hf: references against a mirror when one is configured", () => {
+    expect(parseModelRef("hf:org/repo/m.gguf", "/", "https://hf-mirror.example/")).toEqual({ kind: "url", url: "https://hf-mirror.example/org/repo/resolve/main/m.gguf" });
+    expect(parseModelRef("hf:org/repo/m.gguf", "/", "http://127.0.0.1:9/hub")).toEqual({ kind: "url", url: "http://127.0.0.1:9/hub/org/repo/resolve/main/m.gguf" });
   });
 
   it("keeps URLs and resolves local paths against the working directory", () => {
