@@ -1,5 +1,6 @@
 import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { DEFAULT_HF_ENDPOINT } from "./models/model-ref.js";
 
 /** The agent's resolved, validated configuration. */
 export interface AgentConfig {
@@ -97,7 +98,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     controlSocket: undefined,
     python: "python3",
     hardwareIntervalMs: 60_000,
-    hfEndpoint: "https://huggingface.co",
+    hfEndpoint: DEFAULT_HF_ENDPOINT,
     hfToken: undefined,
     logLevel: "info",
   };

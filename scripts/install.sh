@@ -1,12 +1,14 @@
 #!/bin/sh
 # Joins this machine to a Makina relay:
 #   sh install.sh --server HOST:PORT --machine-id mach_… --token mk_mach_… [--source DIR] [--no-service]
+#                 [--config-dir DIR] [--hf-token hf_…]
 # Installs the `makina` command (from --source: a Makina checkout or release tarball; default: the
-# checkout this script lives in), writes the agent config (mode 0600) and starts the agent as a
-# systemd service when systemd is there, or tells you the command to run otherwise.
+# checkout this script lives in), writes the agent config (mode 0600; in /etc/makina as root, else
+# ~/.config/makina, or --config-dir) and starts the agent as a systemd service when systemd is there,
+# or tells you the command to run otherwise. --hf-token: a Hugging Face token for gated models.
 set -eu
 
-server="" machine_id="" token="" source_dir="" service=1
+server="" machine_id="" token="" source_dir="" service=1 config_dir="" hf_token=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --server) server="$2"; shift 2 ;;
@@ -14,13 +16,18 @@ while [ $# -gt 0 ]; do
     --token) token="$2"; shift 2 ;;
     --source) source_dir="$2"; shift 2 ;;
     --no-service) service=0; shift ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    --config-dir) config_dir="$2"; shift 2 ;;
+    --hf-token) hf_token="$2"; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [ -n "$server" ] && [ -n "$machine_id" ] && [ -n "$token" ] || { echo "install.sh: --server, --machine-id and --token are required" >&2; exit 2; }
 case "$machine_id" in mach_*) ;; *) echo "install.sh: the machine ID starts with mach_" >&2; exit 2 ;; esac
 case "$token" in mk_mach_*) ;; *) echo "install.sh: the machine token starts with mk_mach_" >&2; exit 2 ;; esac
+# The values go into JSON as they are: only the characters they are made of are accepted.
+case "$server$machine_id$token$hf_token" in *[!A-Za-z0-9_.:\[\]-]*) echo "install.sh: --server, --machine-id, --token and --hf-token hold only letters, digits and . : _ - [ ]" >&2; exit 2 ;; esac
+case "$hf_token" in ""|hf_*) ;; *) echo "install.sh: a Hugging Face token starts with hf_" >&2; exit 2 ;; esac
 
 command -v node >/dev/null 2>&1 || { echo "install.sh: Node.js 20 or newer is required (https://nodejs.org)" >&2; exit 1; }
 node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { echo "install.sh: Node.js 20 or newer is required, found $(node --version)" >&2; exit 1; }
@@ -31,11 +38,16 @@ if ! command -v makina >/dev/null 2>&1; then
   npm install --global "$source_dir"
 fi
 
-if [ "$(id -u)" = 0 ]; then config_dir=/etc/makina; else config_dir="${XDG_CONFIG_HOME:-$HOME/.config}/makina"; fi
+if [ -z "$config_dir" ]; then
+  if [ "$(id -u)" = 0 ]; then config_dir=/etc/makina; else config_dir="${XDG_CONFIG_HOME:-$HOME/.config}/makina"; fi
+fi
 mkdir -p "$config_dir"
+config_dir="$(cd "$config_dir" && pwd)"
 umask 077
+hf_line=""
+if [ -n "$hf_token" ]; then hf_line=", \"hf_token\": \"$hf_token\""; fi
 cat > "$config_dir/agent.json" <<JSON
-{ "server": "$server", "machine_id": "$machine_id", "token": "$token" }
+{ "server": "$server", "machine_id": "$machine_id", "token": "$token"$hf_line }
 JSON
 chmod 600 "$config_dir/agent.json"
 echo "Wrote $config_dir/agent.json"

@@ -2,9 +2,9 @@
 // Records this machine's hardware as a test fixture (node scripts/record-hardware.mjs NAME [--description TEXT] [--dir DIR]).
 // Writes test/fixtures/hardware/NAME.json with what the agent's hardware probes see here: systeminformation's
 // osInfo, cpu, mem, graphics and fsSize, and node-llama-cpp's usable GPU backends. On Linux it also keeps the raw
-// output of `lspci -vvv` and of nvidia-smi's query (NAME.lspci.txt, NAME.nvidia-smi.csv; review them before committing,
-// they may hold serial numbers), so the tests replay the
-// GPU probe through systeminformation's own parser (test/helpers/hardware-fixtures.ts).
+// output of `lspci -vvv` and of nvidia-smi's query (NAME.lspci.txt, NAME.nvidia-smi.csv), so the tests replay the
+// GPU probe through systeminformation's own parser (test/helpers/hardware-fixtures.ts). Review those two files
+// before committing them: unlike NAME.json, they are kept as the tools printed them.
 // Run it on a machine of a kind the tests do not cover yet, then add the kind to MachineKind and a test.
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -22,7 +22,7 @@ const NVIDIA_QUERY = [
 const args = process.argv.slice(2);
 const name = args[0];
 if (!name || !/^[a-z0-9][a-z0-9-]*$/.test(name)) {
-  console.error("usage: node scripts/record-hardware.mjs NAME [--description TEXT]   [--dir DIR]   (NAME: lowercase letters, digits, dashes)");
+  console.error("usage: node scripts/record-hardware.mjs NAME [--description TEXT] [--dir DIR]   (NAME: lowercase letters, digits, dashes)");
   process.exit(2);
 }
 const d = args.indexOf("--description");
