@@ -2,17 +2,10 @@ import type { CommandModule } from "yargs";
 import { createLogger } from "../../proto/index.js";
 import { runUntilSignal } from "../run-until-signal.js";
 import { DEFAULT_MODEL } from "../up/default-model.js";
+import type { QuickstartOptions } from "../up/quickstart.js";
 
-interface UpArgs {
-  dataDir: string;
-  host?: string;
-  port?: number;
-  grpcPort?: number;
-  model?: string;
-  modelId?: string;
-  threads?: number;
-  json: boolean;
-}
+/** The flags: the quickstart's own options, plus --json. */
+type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "model" | "modelId" | "threads"> & { json: boolean };
 
 export const upCommand: CommandModule = {
   command: "up",
