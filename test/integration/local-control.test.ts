@@ -37,7 +37,7 @@ describe("the agent's local control socket and the commands that read it", () =>
 
   it("makina runtime list and model list show the deployed stack's runtime and model", async () => {
     const runtimes = await cli("runtime", "list");
-    expect(runtimes.json).toEqual([expect.objectContaining({ name: "gguf", state: "ready", endpoint: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/v1$/), pid: expect.any(Number), model: gw.modelId, stack_id: gw.stackId, version: expect.stringContaining("node-llama-cpp") })]);
+    expect(runtimes.json).toEqual([expect.objectContaining({ name: "gguf", state: "ready", endpoint: expect.stringMatching(/^unix:\/.*makina-gguf-[0-9a-f]+\.sock$/), pid: expect.any(Number), model: gw.modelId, stack_id: gw.stackId, version: expect.stringContaining("node-llama-cpp") })]);
     const models = await cli("model", "list");
     expect(models.json).toEqual([expect.objectContaining({ name: "stories260K.gguf", format: "gguf", size_bytes: 1185376, sha256: "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d", stacks: [gw.stackId] })]);
   });

@@ -1,10 +1,15 @@
-import { existsSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { MakinaError, RUNTIME_CAPABILITIES } from "../../../proto/index.js";
 import { dependencyVersion } from "../../version.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
-import { startSupervisedServer } from "./server-runtime.js";
+import { ProcessSupervisor } from "../../supervisor/index.js";
+import { GgufProcessRuntime } from "../gguf/gguf-process-runtime.js";
+import { processHealth } from "../gguf/gguf-wire.js";
+import { superviseUntilReady } from "./server-runtime.js";
 
 /** The compiled GGUF server next to this module, or in dist/ when running from TypeScript sources (tests run `npm run build` first). */
 function ggufServerEntry(): string {
@@ -31,8 +36,9 @@ export interface GgufAdapterOptions {
 
 /**
  * GGUF through node-llama-cpp (prebuilt llama.cpp binaries from npm), each
- * model in its own supervised process serving an OpenAI-compatible endpoint,
- * so that a crash of the model never takes the agent down.
+ * model in its own supervised process reached over a local socket with
+ * per-request credit, so that a crash of the model never takes the agent down
+ * and a slow client pauses its request's decoding.
  */
 export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
   // Threads in use by running GGUF processes: together they stay within the budget, so llama.cpp's
@@ -57,15 +63,16 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         });
       }
       threadsInUse += threads;
-      return startSupervisedServer({
+      const socketPath = join(tmpdir(), `makina-gguf-${randomBytes(6).toString("hex")}.sock`);
+      const supervisor = new ProcessSupervisor({
         name: `gguf ${model.modelId}`,
         command: process.execPath,
-        args: (port) => [
+        args: [
           ggufServerEntry(),
           "--model",
           path,
-          "--port",
-          String(port),
+          "--socket",
+          socketPath,
           "--threads",
           String(threads),
           "--context",
@@ -74,15 +81,22 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
           String(options.sequences),
           ...(options.gpu === false ? ["--cpu"] : []),
         ],
-        readyPath: "/health",
-        model: model.modelId,
-        continuousUsage: false,
-        contextSizeFromReady: true,
-        onClose: () => {
-          threadsInUse -= threads;
-        },
-        ctx,
+        ready: async (signal) => (await processHealth(socketPath, signal), true),
+        log: ctx.log,
       });
+      const release = () => {
+        threadsInUse -= threads;
+        rmSync(socketPath, { force: true });
+      };
+      try {
+        await superviseUntilReady(supervisor, ctx);
+        const { contextSize } = await processHealth(socketPath, ctx.signal);
+        return new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release });
+      } catch (err) {
+        await supervisor.stop();
+        release();
+        throw err;
+      }
     },
   };
 }

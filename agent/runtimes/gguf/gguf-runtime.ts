@@ -2,6 +2,7 @@ import { LlamaChat, type ChatHistoryItem, type Llama, type LlamaContext, type Ll
 import { MakinaError, type ChatMessage } from "../../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
+import { paceEvaluation } from "./pace-evaluation.js";
 
 /** Options of {@link loadGgufModel}. */
 export interface GgufLoadOptions {
@@ -27,7 +28,7 @@ export function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
 }
 
 /** Loads a GGUF file with node-llama-cpp and serves chat requests from a pool of context sequences. */
-export async function loadGgufModel(llama: Llama, modelPath: string, options: GgufLoadOptions): Promise<ModelRuntime> {
+export async function loadGgufModel(llama: Llama, modelPath: string, options: GgufLoadOptions): Promise<GgufRuntime> {
   const model = await llama.loadModel({ modelPath, loadSignal: options.signal });
   let context: LlamaContext;
   try {
@@ -44,8 +45,21 @@ export async function loadGgufModel(llama: Llama, modelPath: string, options: Gg
   return new GgufRuntime(model, context);
 }
 
-class GgufRuntime implements ModelRuntime {
-  private readonly slots: SlotPool<LlamaChat>;
+/** Text chunks decoded ahead of the reader before a sequence pauses its decoding. */
+const READ_AHEAD = 4;
+
+/** A context sequence with its chat, and what its decoding waits for before each next token. */
+interface Slot {
+  chat: LlamaChat;
+  beforeNextToken: (() => Promise<void> | undefined) | undefined;
+  /** True while its decoding waits for the reader to take text. */
+  paused: boolean;
+}
+
+/** A GGUF model loaded in this process, serving requests from a pool of context sequences. */
+export class GgufRuntime implements ModelRuntime {
+  private readonly slots: SlotPool<Slot>;
+  private readonly all: Slot[] = [];
   private closed = false;
   readonly contextSize: number;
   readonly endpoint = "in-process";
@@ -57,17 +71,48 @@ class GgufRuntime implements ModelRuntime {
     this.contextSize = context.contextSize;
     // Resolving the chat wrapper (rendering the model's Jinja template) is synchronous and
     // costs about a second: do it once per model and share it between sequences.
-    const first = new LlamaChat({ contextSequence: context.getSequence() });
-    const chats: LlamaChat[] = [first];
-    for (let i = 1; i < context.totalSequences; i++) chats.push(new LlamaChat({ contextSequence: context.getSequence(), chatWrapper: first.chatWrapper }));
-    this.slots = new SlotPool(chats);
+    let chatWrapper: LlamaChat["chatWrapper"] | undefined;
+    const slots: Slot[] = [];
+    for (let i = 0; i < context.totalSequences; i++) {
+      const sequence = context.getSequence();
+      const slot: Slot = { chat: new LlamaChat({ contextSequence: sequence, chatWrapper }), beforeNextToken: undefined, paused: false };
+      chatWrapper ??= slot.chat.chatWrapper;
+      paceEvaluation(sequence, () => slot.beforeNextToken?.());
+      slots.push(slot);
+    }
+    this.all = slots;
+    this.slots = new SlotPool(slots);
+  }
+
+  /** Requests whose decoding is paused because their reader has not taken the text decoded so far. */
+  get pausedRequests(): number {
+    return this.all.filter((s) => s.paused).length;
   }
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
     if (this.closed) throw new MakinaError("runtime_unavailable", "The model is being unloaded.", { retryAfterMs: 1000 });
-    const chat = await this.slots.acquire(options.signal);
+    const slot = await this.slots.acquire(options.signal);
+    const { chat } = slot;
     const stop = new AbortController();
-    const onAbort = () => stop.abort();
+    // Text decoded but not yet taken by the reader. Decoding pauses while READ_AHEAD chunks wait,
+    // so a reader that stops reading (a slow client, no credit) stops the decoder too.
+    const pending: string[] = [];
+    let wakeDecoder: (() => void) | undefined;
+    const resumeDecoder = () => {
+      const wake = wakeDecoder;
+      wakeDecoder = undefined;
+      slot.paused = false;
+      wake?.();
+    };
+    slot.beforeNextToken = () => {
+      if (pending.length < READ_AHEAD || stop.signal.aborted) return undefined;
+      slot.paused = true;
+      return new Promise<void>((resolve) => (wakeDecoder = resolve));
+    };
+    const onAbort = () => {
+      stop.abort();
+      resumeDecoder();
+    };
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let generation: Promise<unknown> | undefined;
     try {
@@ -82,13 +127,10 @@ class GgufRuntime implements ModelRuntime {
           { param: "messages" },
         );
       }
-      // Text produced by node-llama-cpp's callbacks waits here until the consumer asks for it;
-      // at most `maxTokens` tokens of text, which the context size bounds.
-      const pending: string[] = [];
       let completionTokens = 0;
       let outcome: { stopReason: string } | undefined;
       let failure: unknown;
-      let wake: (() => void) | undefined;
+      let wakeReader: (() => void) | undefined;
       generation = chat
         .generateResponse(history, {
           maxTokens: input.maxTokens || room,
@@ -106,37 +148,41 @@ class GgufRuntime implements ModelRuntime {
           },
           onTextChunk: (text) => {
             pending.push(text);
-            wake?.();
+            wakeReader?.();
           },
         })
         .then(
           (r) => {
             outcome = r.metadata;
-            wake?.();
+            wakeReader?.();
           },
           (err: unknown) => {
             failure = err;
-            wake?.();
+            wakeReader?.();
           },
         );
       for (;;) {
         if (pending.length) {
-          yield { type: "text", text: pending.splice(0).join("") };
+          const text = pending.splice(0).join("");
+          resumeDecoder();
+          yield { type: "text", text };
           continue;
         }
         if (failure !== undefined) throw MakinaError.from(failure);
         if (outcome) break;
-        await new Promise<void>((resolve) => (wake = resolve));
-        wake = undefined;
+        await new Promise<void>((resolve) => (wakeReader = resolve));
+        wakeReader = undefined;
       }
       if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
       yield { type: "end", finishReason: outcome.stopReason === "maxTokens" ? "length" : "stop", promptTokens, completionTokens };
     } finally {
       options.signal?.removeEventListener("abort", onAbort);
       stop.abort();
+      resumeDecoder();
       // The sequence is handed to the next request only once this generation has fully stopped.
       await generation;
-      this.slots.release(chat);
+      slot.beforeNextToken = undefined;
+      this.slots.release(slot);
     }
   }
 

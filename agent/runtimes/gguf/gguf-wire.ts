@@ -1,0 +1,105 @@
+import type { Socket } from "node:net";
+import { connect } from "node:net";
+import { MakinaError, isErrorCode } from "../../../proto/index.js";
+import type { ChatInput } from "../model-runtime.js";
+
+/**
+ * The pipe between the agent and a GGUF model process: one local socket
+ * connection per request, newline-delimited JSON frames in both directions.
+ *
+ *   agent → process  {type:"chat", input, window}   first frame: the request, and how many text frames may come unasked
+ *                    {type:"credit", n}             the agent took n text frames: n more may come
+ *                    (closing the connection cancels the request)
+ *   process → agent  {type:"text", text, promptTokens, completionTokens}   only against credit
+ *                    {type:"end", finishReason, promptTokens, completionTokens}
+ *                    {type:"error", code, message, param, retryAfterMs}
+ *
+ * Health checks are a connection that sends {type:"health"} and reads
+ * {type:"health", contextSize, pausedRequests}: requests whose decoding waits for credit.
+ * Credit reaches all the way to the decoder: a process with no credit left stops
+ * decoding that request (see `paceEvaluation`), so a slow client holds its slot
+ * instead of having its answer generated into a buffer.
+ */
+export type AgentFrame = { type: "chat"; input: ChatInput; window: number } | { type: "credit"; n: number } | { type: "health" };
+
+export type ProcessFrame =
+  | { type: "text"; text: string; promptTokens: number; completionTokens: number }
+  | { type: "end"; finishReason: "stop" | "length"; promptTokens: number; completionTokens: number }
+  | { type: "error"; code: string; message: string; param: string | null; retryAfterMs: number | null }
+  | { type: "health"; contextSize: number; pausedRequests: number };
+
+/** Text frames a process may send before the agent returns credit. */
+export const GGUF_WINDOW = 4;
+
+/** Writes one frame (JSON escapes newlines inside strings, so a line is a frame). */
+export function writeFrame(socket: Socket, frame: AgentFrame | ProcessFrame): boolean {
+  return socket.write(`${JSON.stringify(frame)}\n`);
+}
+
+/** Reads frames from a socket until it ends. Leaving the loop early leaves the socket to the caller. */
+export async function* readFrames<T>(socket: Socket): AsyncGenerator<T> {
+  socket.setEncoding("utf8");
+  let buffer = "";
+  for await (const chunk of socket as AsyncIterable<string>) {
+    buffer += chunk;
+    let i: number;
+    while ((i = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, i);
+      buffer = buffer.slice(i + 1);
+      if (line) yield JSON.parse(line) as T;
+    }
+  }
+}
+
+/** The error frame of anything thrown. */
+export function errorFrame(err: unknown): ProcessFrame {
+  const e = MakinaError.from(err);
+  return { type: "error", code: e.code, message: e.message, param: e.param, retryAfterMs: e.retryAfterMs ?? null };
+}
+
+/** The MakinaError an error frame stands for. */
+export function fromErrorFrame(frame: Extract<ProcessFrame, { type: "error" }>): MakinaError {
+  if (!isErrorCode(frame.code)) return new MakinaError("internal_error", frame.message);
+  return new MakinaError(frame.code, frame.message, { param: frame.param, retryAfterMs: frame.retryAfterMs ?? undefined });
+}
+
+/** Opens a connection to a model process's socket; rejects with `runtime_unavailable` when nothing listens. */
+export function connectToProcess(path: string, signal?: AbortSignal): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(MakinaError.from(signal.reason));
+    const socket = connect(path);
+    const onAbort = () => {
+      socket.destroy();
+      reject(MakinaError.from(signal?.reason));
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    socket.once("connect", () => {
+      signal?.removeEventListener("abort", onAbort);
+      socket.off("error", onError);
+      resolve(socket);
+    });
+    const onError = (err: Error) => {
+      signal?.removeEventListener("abort", onAbort);
+      reject(new MakinaError("runtime_unavailable", "The GGUF model process is not reachable.", { cause: err, retryAfterMs: 1000 }));
+    };
+    socket.once("error", onError);
+  });
+}
+
+/** A readiness probe and context-size query: the process's answer to a health frame. */
+export async function processHealth(path: string, signal?: AbortSignal): Promise<{ contextSize: number; pausedRequests: number }> {
+  const deadline = AbortSignal.any([...(signal ? [signal] : []), AbortSignal.timeout(2000)]);
+  const socket = await connectToProcess(path, deadline);
+  const onAbort = () => socket.destroy();
+  deadline.addEventListener("abort", onAbort, { once: true });
+  try {
+    writeFrame(socket, { type: "health" });
+    for await (const frame of readFrames<ProcessFrame>(socket)) {
+      if (frame.type === "health") return { contextSize: frame.contextSize, pausedRequests: frame.pausedRequests };
+    }
+    throw new MakinaError("runtime_unavailable", "The GGUF model process did not answer its health check.");
+  } finally {
+    deadline.removeEventListener("abort", onAbort);
+    socket.destroy();
+  }
+}

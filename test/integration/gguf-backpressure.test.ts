@@ -1,0 +1,92 @@
+import type { Llama } from "node-llama-cpp";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { ggufAdapter } from "../../agent/runtimes/adapters/gguf-adapter.js";
+import { createLlama } from "../../agent/runtimes/gguf/gguf-engine.js";
+import { loadGgufModel, type GgufRuntime } from "../../agent/runtimes/gguf/gguf-runtime.js";
+import { processHealth } from "../../agent/runtimes/gguf/gguf-wire.js";
+import type { ChatInput, RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
+import { silentLogger } from "../../proto/index.js";
+import { testModelPath } from "../helpers/models.js";
+
+const story = (maxTokens: number): ChatInput => ({
+  messages: [{ role: "user", content: "Tell me a long story" }],
+  temperature: 0,
+  topP: 1,
+  maxTokens,
+  stop: [],
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+});
+
+async function drain(events: AsyncIterator<RuntimeEvent>): Promise<RuntimeEvent[]> {
+  const all: RuntimeEvent[] = [];
+  for (let ev = await events.next(); !ev.done; ev = await events.next()) all.push(ev.value);
+  return all;
+}
+
+describe("a GGUF model decodes only as fast as its reader reads", () => {
+  let llama: Llama;
+  let runtime: GgufRuntime;
+  beforeAll(async () => {
+    llama = await createLlama({ threads: 1, gpu: false, log: silentLogger() });
+    runtime = await loadGgufModel(llama, testModelPath(), { maxContextSize: 1024, sequences: 2, threads: 1 });
+  });
+  afterAll(async () => {
+    await runtime?.close();
+  });
+
+  it("pauses a request whose reader stops, while another request on the same model runs to its end", async () => {
+    const heldUsage = { promptTokens: 0, completionTokens: 0 };
+    const held = runtime.chat(story(600), { usage: heldUsage })[Symbol.asyncIterator]();
+    expect((await held.next()).value).toMatchObject({ type: "text" });
+    await vi.waitFor(() => expect(runtime.pausedRequests).toBe(1), { timeout: 10_000, interval: 5 });
+    const decodedWhenPaused = heldUsage.completionTokens;
+    expect(decodedWhenPaused).toBeLessThan(20);
+
+    // The other sequence decodes a whole answer meanwhile; the held one decodes nothing more.
+    const other = await drain(runtime.chat(story(300))[Symbol.asyncIterator]());
+    expect(other.at(-1)).toMatchObject({ type: "end", finishReason: "length", completionTokens: 300 });
+    expect(heldUsage.completionTokens).toBe(decodedWhenPaused);
+    expect(runtime.pausedRequests).toBe(1);
+
+    // Reading again resumes it, and it runs to its full length.
+    const rest = await drain(held);
+    expect(rest.at(-1)).toMatchObject({ type: "end", finishReason: "length", completionTokens: 600 });
+    expect(runtime.pausedRequests).toBe(0);
+  });
+
+  it("frees the sequence at once when a paused request is abandoned", async () => {
+    const controller = new AbortController();
+    const held = runtime.chat(story(600), { signal: controller.signal })[Symbol.asyncIterator]();
+    await held.next();
+    await vi.waitFor(() => expect(runtime.pausedRequests).toBe(1), { timeout: 10_000, interval: 5 });
+    controller.abort();
+    await expect(drain(held)).rejects.toMatchObject({ code: "canceled" });
+    // Both sequences serve again.
+    const [a, b] = await Promise.all([drain(runtime.chat(story(5))[Symbol.asyncIterator]()), drain(runtime.chat(story(5))[Symbol.asyncIterator]())]);
+    expect(a.at(-1)).toMatchObject({ type: "end", completionTokens: 5 });
+    expect(b.at(-1)).toMatchObject({ type: "end", completionTokens: 5 });
+  });
+});
+
+describe("a GGUF model process decodes only as far as the agent's credit reaches", () => {
+  it("pauses the decoder of a request whose caller stops pulling, and finishes it when the caller reads on", async () => {
+    const adapter = ggufAdapter({ threads: 1, maxContextSize: 1024, sequences: 1, gpu: false });
+    const runtime = await adapter.start({ modelId: "paced", ref: testModelPath(), path: testModelPath() }, { runtimesDir: "/nonexistent", python: "python3", log: silentLogger() });
+    const socketPath = runtime.endpoint.replace(/^unix:/, "");
+    try {
+      expect(await processHealth(socketPath)).toEqual({ contextSize: 1024, pausedRequests: 0 });
+      const usage = { promptTokens: 0, completionTokens: 0 };
+      const held = runtime.chat(story(600), { usage })[Symbol.asyncIterator]();
+      await held.next();
+      await vi.waitFor(async () => expect((await processHealth(socketPath)).pausedRequests).toBe(1), { timeout: 10_000, interval: 20 });
+      expect(usage.completionTokens).toBeLessThan(20);
+      const rest = await drain(held);
+      expect(rest.at(-1)).toMatchObject({ type: "end", finishReason: "length", completionTokens: 600 });
+      expect(usage.completionTokens).toBe(600);
+      expect((await processHealth(socketPath)).pausedRequests).toBe(0);
+    } finally {
+      await runtime.close();
+    }
+  });
+});
