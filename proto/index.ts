@@ -3,4 +3,4 @@ export { PROTOCOL_VERSION, MACHINE_ID_METADATA, AUTHORIZATION_METADATA, DEFAULT_
 export { toLinkError, fromLinkError } from "./link/link-error.js";
 export * from "./errors/index.js";
 export * from "./log/index.js";
-export { RUNTIME_CAPABILITIES, type RuntimeKind } from "./runtimes/runtime-capabilities.js";
+export { RUNTIME_CAPABILITIES, RUNTIME_LAYERS, HARNESS_KINDS, ORCHESTRATOR_KINDS, type RuntimeKind } from "./runtimes/runtime-capabilities.js";

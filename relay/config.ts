@@ -25,6 +25,8 @@ export interface RelayConfig {
   /** Completion tokens assumed when admitting a request without `max_tokens` against a token limit. @default 512 */
   readonly defaultCompletionEstimate: number;
   readonly logLevel: "debug" | "info" | "warn" | "error";
+  /** Where the Forge reads GGUF headers of `hf:` references (a mirror, like the agents'). @default "https://huggingface.co" */
+  readonly hfEndpoint: string;
 }
 
 /** Raw inputs: command-line flags, environment (`MAKINA_*`), config file; in that precedence. */
@@ -47,6 +49,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   requestTimeoutMs: "MAKINA_REQUEST_TIMEOUT_MS",
   defaultCompletionEstimate: "MAKINA_DEFAULT_COMPLETION_ESTIMATE",
   logLevel: "MAKINA_LOG_LEVEL",
+  hfEndpoint: "HF_ENDPOINT",
 };
 
 const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
@@ -62,6 +65,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   requestTimeoutMs: 600_000,
   defaultCompletionEstimate: 512,
   logLevel: "info",
+  hfEndpoint: "https://huggingface.co",
 };
 
 /** Thrown when configuration is invalid; lists every problem at once. */
@@ -95,6 +99,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const str = (k: keyof RelayConfig): string => String(pick(k));
   const logLevel = str("logLevel");
   if (!["debug", "info", "warn", "error"].includes(logLevel)) problems.push(`logLevel (${ENV.logLevel}) must be debug, info, warn or error`);
+  if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const config: RelayConfig = {
     dataDir: resolve(str("dataDir")),
     host: str("host"),
@@ -108,6 +113,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     requestTimeoutMs: int("requestTimeoutMs", 100, 24 * 3_600_000),
     defaultCompletionEstimate: int("defaultCompletionEstimate", 1, 1 << 20),
     logLevel: logLevel as RelayConfig["logLevel"],
+    hfEndpoint: str("hfEndpoint"),
   };
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -4,7 +4,10 @@ import { createServer, type Server } from "node:http";
 import { createLogger, type Logger } from "../proto/index.js";
 import type { RelayConfig } from "./config.js";
 import { relayPaths } from "./config.js";
-import { ControlPlane } from "./control/index.js";
+import { WebSessions } from "./auth/index.js";
+import { ControlPlane, ModelInspector } from "./control/index.js";
+import { EventBus } from "./events/index.js";
+import { UsageRecorder } from "./usage/index.js";
 import { Deployer } from "./deploy/index.js";
 import { AgentRegistry, startLinkServer } from "./grpc/index.js";
 import { answerClientErrors } from "./http/client-error.js";
@@ -26,6 +29,10 @@ export interface Relay {
   readonly registry: AgentRegistry;
   readonly deployer: Deployer;
   readonly control: ControlPlane;
+  /** Control-plane changes, as the web application's live pages see them. */
+  readonly events: EventBus;
+  /** Gateway usage per key and model, for the usage page. */
+  readonly usage: UsageRecorder;
   /** The admin token, read from the data directory. */
   readonly adminToken: string;
   /** Drains and stops everything. Idempotent. */
@@ -55,15 +62,28 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   store.machines.markAllOffline();
   const adminToken = ensureAdminToken(store, config.dataDir);
   const registry = new AgentRegistry();
-  const deployer = new Deployer(store, registry, log.child({ component: "deployer" }));
-  const link = await startLinkServer({ store, registry, log: log.child({ component: "link" }), host: config.grpcHost, port: config.grpcPort, heartbeatIntervalMs: config.heartbeatIntervalMs });
+  const events = new EventBus();
+  const usage = new UsageRecorder(store.db);
+  const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events);
+  const link = await startLinkServer({
+    store,
+    registry,
+    events,
+    log: log.child({ component: "link" }),
+    host: config.grpcHost,
+    port: config.grpcPort,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+  });
   const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
   const linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
-  const control = new ControlPlane(store, deployer, () => linkAddress);
+  const control = new ControlPlane(store, deployer, () => linkAddress, events, new ModelInspector({ hubEndpoint: config.hfEndpoint }));
   const app = createRelayApp({
     store,
     registry,
     control,
+    events,
+    usage,
+    sessions: new WebSessions(store),
     log: log.child({ component: "http" }),
     limiter: new RateLimiter(),
     adminTokenHash: () => store.settings.get("admin_token_hash"),
@@ -98,6 +118,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     registry,
     deployer,
     control,
+    events,
+    usage,
     adminToken,
     stop() {
       stopping ??= (async () => {
@@ -107,6 +129,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         await link.stop();
         await closed;
         clearTimeout(force);
+        usage.close();
         store.close();
         log.info("relay stopped");
       })();

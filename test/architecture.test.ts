@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve, dirname } from "node:path";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "./helpers/models.js";
 
@@ -19,8 +20,15 @@ function sources(dir: string): string[] {
   });
 }
 
+const WEB = join(REPO_ROOT, "relay", "web");
+const isWeb = (file: string) => file.startsWith(WEB + "/");
+/** The modules a file really imports (TypeScript's own scanner: text in strings is not an import). */
+const importsOf = (file: string) => ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles.map((f) => f.fileName);
+
 describe("repository rules", () => {
   const files = Object.keys(ALLOWED).flatMap((area) => sources(join(REPO_ROOT, area)).map((file) => ({ area, file })));
+  // The web application runs in the browser: it has rules of its own below.
+  const serverFiles = files.filter(({ file }) => !isWeb(file));
 
   it("keeps dependencies pointing one way: agent and relay never import each other", () => {
     const violations: string[] = [];
@@ -37,12 +45,42 @@ describe("repository rules", () => {
   });
 
   it("writes no console output outside the CLI", () => {
-    const offenders = files.filter(({ area, file }) => area !== "cli" && /\bconsole\.(log|error|warn|info|debug)\(/.test(readFileSync(file, "utf8")));
+    const offenders = serverFiles.filter(({ area, file }) => area !== "cli" && /\bconsole\.(log|error|warn|info|debug)\(/.test(readFileSync(file, "utf8")));
     expect(offenders.map((f) => relative(REPO_ROOT, f.file))).toEqual([]);
   });
 
   it("reads process.env only in composition roots and the CLI, never at import time", () => {
-    const offenders = files.filter(({ area, file }) => area !== "cli" && /process\.env/.test(readFileSync(file, "utf8")));
+    const offenders = serverFiles.filter(({ area, file }) => area !== "cli" && /process\.env/.test(readFileSync(file, "utf8")));
     expect(offenders.map((f) => relative(REPO_ROOT, f.file))).toEqual([]);
+  });
+
+  it("keeps the web application to itself: it imports only its own files and preact, and the relay never imports it", () => {
+    const web = sources(WEB);
+    expect(web.length).toBeGreaterThan(20);
+    const outside = web.flatMap((file) =>
+      importsOf(file)
+        .filter((spec) => (spec.startsWith(".") ? !isWeb(resolve(dirname(file), spec)) : spec !== "preact" && !spec.startsWith("preact/")))
+        .map((spec) => `${relative(REPO_ROOT, file)} imports ${spec}`),
+    );
+    expect(outside).toEqual([]);
+    const intoWeb = serverFiles.flatMap(({ file }) => importsOf(file).filter((spec) => spec.startsWith(".") && isWeb(resolve(dirname(file), spec))).map((spec) => `${relative(REPO_ROOT, file)} imports ${spec}`));
+    expect(intoWeb).toEqual([]);
+  });
+
+  it("keeps the compatibility rules pure: no HTTP, gRPC, database or file system", () => {
+    const rules = sources(join(REPO_ROOT, "relay", "compatibility"));
+    expect(rules.length).toBeGreaterThan(2);
+    const impure = rules.flatMap((file) =>
+      importsOf(file)
+        .filter((spec) => /^(express|@grpc\/|better-sqlite3|node:)/.test(spec) || /\/(store|http|grpc|control)\//.test(spec + "/") && !/\/store\/index\.js$/.test(spec))
+        .map((spec) => `${relative(REPO_ROOT, file)} imports ${spec}`),
+    );
+    expect(impure).toEqual([]);
+  });
+
+  it("keeps sign-in, events and usage recording free of Express: the HTTP layer calls them", () => {
+    const areas = ["auth", "events", "usage"].flatMap((a) => sources(join(REPO_ROOT, "relay", a)));
+    expect(areas.length).toBeGreaterThan(5);
+    expect(areas.flatMap((file) => importsOf(file).filter((spec) => spec === "express").map(() => relative(REPO_ROOT, file)))).toEqual([]);
   });
 });

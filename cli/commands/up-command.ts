@@ -42,10 +42,11 @@ export const upCommand: CommandModule = {
       process.stdout.write(
         [
           "Makina is up.",
+          `  web:       ${i.web_url}  (sign in as ${i.admin.login}, password ${i.admin.password})`,
           `  base URL:  ${i.base_url}`,
           `  API key:   ${i.api_key}`,
-          `  model:     ${i.model}`,
-          `  admin:     login ${i.admin.login}, password ${i.admin.password}; admin token in ${i.admin.token_file}`,
+          `  model:     ${i.model}${i.stack_error ? `  (NOT deployed: ${i.stack_error}; retry or pick another model on the stack's page)` : ""}`,
+          `  admin:     token in ${i.admin.token_file}`,
           `  saved in:  ${qs.relay.config.dataDir}/quickstart.json`,
           "",
           "Try it:",

@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import type { Logger } from "../../proto/index.js";
 import { hashPassword, hashSecret, randomBase62, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
-import { CliError } from "../cli-error.js";
 import { normalizeModelRef } from "../commands/admin/common.js";
 import { DEFAULT_MODEL, DEFAULT_MODEL_ID } from "./default-model.js";
 
@@ -12,11 +11,16 @@ import { DEFAULT_MODEL, DEFAULT_MODEL_ID } from "./default-model.js";
 /** What `makina up` prints and writes to `DATA_DIR/quickstart.json`. */
 export interface QuickstartInfo {
   base_url: string;
+  /** The web application; sign in with `admin`. */
+  web_url: string;
   api_key: string;
   model: string;
   organization: string;
   machine_id: string;
   stack_id: string;
+  /** The demo stack's state: `deployed`, or `failed` with `stack_error` saying why (the web app offers a retry). */
+  stack_state: string;
+  stack_error: string | null;
   admin: { login: string; password: string; token_file: string };
 }
 
@@ -80,11 +84,11 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
     if (!stack) {
       const modelRef = normalizeModelRef(options.model ?? env.MAKINA_MODEL ?? DEFAULT_MODEL);
       const modelId = options.modelId ?? (options.model || env.MAKINA_MODEL ? undefined : DEFAULT_MODEL_ID);
-      stack = control.createStack({ org: org.id, name: "quickstart", machine: machineCreds.machine_id, runtime: "gguf", model: modelRef, modelId });
+      stack = await control.createStack({ org: org.id, name: "quickstart", machine: machineCreds.machine_id, runtime: "gguf", model: modelRef, modelId });
     } else if (options.model && normalizeModelRef(options.model) !== stack.modelRef) {
       progress(`Note: reusing the existing quickstart stack with ${stack.modelRef}; --model applies only to the first start.`);
     }
-    if (stack.state === "draft" || stack.state === "failed") control.deploy(stack.id);
+    if (stack.state === "draft" || stack.state === "failed") await control.deploy(stack.id);
 
     let apiKey = previous?.api_key;
     // The saved key is reused only while it is still a live key of this organization.
@@ -102,20 +106,24 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
     await agent.link.whenOnline();
     await relay.deployer.settled(stack.id);
     const deployed = control.stack(stack.id);
-    if (deployed.state !== "deployed") {
-      throw new CliError(
-        `The quickstart stack did not deploy: ${deployed.stateError ?? deployed.state}.` +
-          (deployed.modelRef.startsWith("hf:") ? " Without internet access, pass a local GGUF file: makina up --model path/to/model.gguf" : ""),
-      );
-    }
+    // A demo model that cannot be pulled (no internet, a bad reference) does not stop the gateway:
+    // the web application shows the failure on the stack's page, with a retry.
+    const stackError =
+      deployed.state === "deployed"
+        ? null
+        : `${deployed.stateError ?? deployed.state}` +
+          (deployed.modelRef.startsWith("hf:") ? " (without internet access, start with a local GGUF file: makina up --model path/to/model.gguf)" : "");
 
     const info: QuickstartInfo = {
       base_url: `${relay.url}/v1`,
+      web_url: `${relay.url}/`,
       api_key: apiKey,
       model: deployed.modelId,
       organization: org.slug,
       machine_id: machineCreds.machine_id,
       stack_id: stack.id,
+      stack_state: deployed.state,
+      stack_error: stackError,
       admin: { login: "admin", password, token_file: join(dataDir, "admin-token") },
     };
     writeSecret(files.quickstart, info);

@@ -30,9 +30,14 @@ export type ErrorCode =
   | "canceled"
   | "timeout"
   | "invalid_admin_token"
+  | "invalid_credentials"
+  | "sign_in_throttled"
+  | "permission_denied"
+  | "invalid_csrf_token"
   | "invalid_machine_token"
   | "unsupported_protocol"
   | "not_found"
+  | "incompatible_stack"
   | "conflict"
   | "internal_error";
 
@@ -76,9 +81,14 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = Object.fre
   canceled: { grpc: S.CANCELLED, http: 499, type: "server_error", openaiCode: "canceled" },
   timeout: { grpc: S.DEADLINE_EXCEEDED, http: 504, type: "server_error", openaiCode: "timeout" },
   invalid_admin_token: { grpc: S.UNAUTHENTICATED, http: 401, type: "authentication_error", openaiCode: "invalid_admin_token" },
+  invalid_credentials: { grpc: S.UNAUTHENTICATED, http: 401, type: "authentication_error", openaiCode: "invalid_credentials" },
+  sign_in_throttled: { grpc: S.RESOURCE_EXHAUSTED, http: 429, type: "authentication_error", openaiCode: "sign_in_throttled" },
+  permission_denied: { grpc: S.PERMISSION_DENIED, http: 403, type: "permission_error", openaiCode: "permission_denied" },
+  invalid_csrf_token: { grpc: S.PERMISSION_DENIED, http: 403, type: "permission_error", openaiCode: "invalid_csrf_token" },
   invalid_machine_token: { grpc: S.UNAUTHENTICATED, http: 401, type: "authentication_error", openaiCode: "invalid_machine_token" },
   unsupported_protocol: { grpc: S.FAILED_PRECONDITION, http: 400, type: "invalid_request_error", openaiCode: "unsupported_protocol" },
   not_found: { grpc: S.NOT_FOUND, http: 404, type: "invalid_request_error", openaiCode: "not_found" },
+  incompatible_stack: { grpc: S.FAILED_PRECONDITION, http: 400, type: "invalid_request_error", openaiCode: "incompatible_stack" },
   conflict: { grpc: S.FAILED_PRECONDITION, http: 409, type: "invalid_request_error", openaiCode: "conflict" },
   internal_error: { grpc: S.INTERNAL, http: 500, type: "server_error", openaiCode: "internal_error" },
 });

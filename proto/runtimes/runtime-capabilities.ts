@@ -14,3 +14,21 @@ export const RUNTIME_CAPABILITIES: Readonly<Record<RuntimeKind, readonly string[
   mlx: [],
   openai: ["presence_penalty", "frequency_penalty"],
 });
+
+/** Harness kinds a stack can name (prompt routing / tool wrapper layers). */
+export const HARNESS_KINDS = ["system-prompt", "tools", "router"] as const;
+/** Orchestrator kinds a stack can name (multi-step layers). */
+export const ORCHESTRATOR_KINDS = ["refine", "vote"] as const;
+
+/**
+ * The optional layers each runtime kind can run today. Read by the relay's
+ * compatibility rules (the Forge and stack create/deploy), so a stack naming a
+ * layer its runtime cannot run is refused with the reason rather than deployed
+ * without it. None is built yet: every list is empty until the layers land.
+ */
+export const RUNTIME_LAYERS: Readonly<Record<RuntimeKind, { harness: readonly string[]; orchestrator: readonly string[] }>> = Object.freeze({
+  gguf: { harness: [], orchestrator: [] },
+  vllm: { harness: [], orchestrator: [] },
+  mlx: { harness: [], orchestrator: [] },
+  openai: { harness: [], orchestrator: [] },
+});

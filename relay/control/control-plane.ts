@@ -1,8 +1,12 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Deployer } from "../deploy/index.js";
-import { createApiKey, hashSecret, newSecret, publicKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
-import { RUNTIME_KINDS, slugify, type Machine, type Organization, type RuntimeKind, type Stack, type Store } from "../store/index.js";
-import { checkCompatibility, type Compatibility } from "./compatibility.js";
+import { checkNewPassword } from "../auth/index.js";
+import type { EventBus } from "../events/index.js";
+import { createApiKey, hashPassword, hashSecret, newSecret, publicKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
+import type { ModelFacts, StackPlan } from "../compatibility/index.js";
+import { RUNTIME_KINDS, slugify, type HardwareSummary, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
+import { checkStack, refusalReasons, type Compatibility } from "../compatibility/index.js";
+import type { ModelInspector } from "./model-inspector.js";
 
 /** What it takes to create a stack through the control plane. */
 export interface StackInput {
@@ -30,6 +34,8 @@ export class ControlPlane {
     private readonly deployer: Deployer,
     /** Address agents dial, for install commands (`host:port`). */
     private readonly linkAddress: () => string,
+    private readonly events: EventBus,
+    private readonly inspector: ModelInspector,
   ) {}
 
   org(idOrSlug: string): Organization {
@@ -45,12 +51,13 @@ export class ControlPlane {
     return org;
   }
 
-  createMachine(orgRef: unknown, name: unknown): { machine: Machine; token: string; installCommand: string } {
+  createMachine(orgRef: unknown, name: unknown): { machine: Machine; token: string; installCommand: string; server: string } {
     const org = this.org(requireString(orgRef, "org"));
     const token = newSecret("mk_mach_");
     const machine = this.store.machines.create({ orgId: org.id, name: requireString(name, "name"), tokenHash: hashSecret(token) });
     const installCommand = `sh scripts/install.sh --server ${this.linkAddress()} --machine-id ${machine.id} --token ${token}`;
-    return { machine, token, installCommand };
+    this.events.emit({ type: "machine", orgId: org.id, machineId: machine.id });
+    return { machine, token, installCommand, server: this.linkAddress() };
   }
 
   machine(orgId: string | null, id: string): Machine {
@@ -59,26 +66,42 @@ export class ControlPlane {
     return m;
   }
 
-  createStack(input: StackInput): StackView {
+  /**
+   * The compatibility of a stack that is being built (the Forge's panel): the
+   * same rules that stack create and deploy apply. The machine is optional.
+   */
+  async checkPlan(input: Partial<StackInput> & { org: string }): Promise<Compatibility> {
+    const org = this.org(input.org);
+    const machine = input.machine ? this.machine(org.id, requireString(input.machine, "machine")) : undefined;
+    const runtime = requireRuntime(input.runtime);
+    const modelRef = typeof input.model === "string" ? input.model : "";
+    const model = machine?.hardware && modelRef ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef);
+    return checkStack(this.plan(runtime, modelRef, model, machine?.hardware ?? null, input));
+  }
+
+  /** Creates a stack; refused with the reasons when the compatibility rules fail it. */
+  async createStack(input: StackInput): Promise<StackView> {
     const org = this.org(requireString(input.org, "org"));
     const machine = this.machine(org.id, requireString(input.machine, "machine"));
-    const runtime = requireString(input.runtime, "runtime");
-    if (!RUNTIME_KINDS.includes(runtime as RuntimeKind)) {
-      throw new MakinaError("invalid_value", `Unknown runtime '${runtime}'; expected one of ${RUNTIME_KINDS.join(", ")}.`, { param: "runtime" });
-    }
+    const runtime = requireRuntime(input.runtime);
     const modelRef = requireString(input.model, "model");
     const modelId = input.modelId === undefined || input.modelId === null || input.modelId === "" ? defaultModelId(modelRef) : requireString(input.modelId, "model_id");
+    const name = requireString(input.name, "name");
+    const model = machine.hardware ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef);
+    const verdict = checkStack(this.plan(runtime, modelRef, model, machine.hardware, input));
+    if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
     const stack = this.store.stacks.create({
       orgId: org.id,
-      name: requireString(input.name, "name"),
+      name,
       machineId: machine.id,
-      runtime: runtime as RuntimeKind,
+      runtime,
       modelRef,
       modelId,
       harness: input.harness ?? null,
       orchestrator: input.orchestrator ?? null,
       hasEndpoint: input.endpoint ?? true,
     });
+    this.events.emit({ type: "stack", orgId: org.id, stackId: stack.id });
     return this.view(stack);
   }
 
@@ -92,8 +115,15 @@ export class ControlPlane {
     return this.store.stacks.listByOrg(this.org(orgRef).id).map((s) => this.view(s));
   }
 
-  deploy(id: string): StackView {
-    this.stack(id);
+  /** Starts deploying; refused with the reasons when the machine (as it reports itself now) cannot run the stack. */
+  async deploy(id: string): Promise<StackView> {
+    const stack = this.stack(id);
+    const machine = this.store.machines.get(stack.machineId);
+    if (machine?.hardware) {
+      const model = await this.inspector.facts(stack.modelRef);
+      const verdict = checkStack(this.plan(stack.runtime, stack.modelRef, model, machine.hardware, { ...stack, endpoint: stack.hasEndpoint }));
+      if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`);
+    }
     return this.view(this.deployer.deploy(id));
   }
 
@@ -112,7 +142,23 @@ export class ControlPlane {
     for (const [name, v] of [["rpm", options.rpm], ["tpm", options.tpm]] as const) {
       if (v !== undefined && v !== null && (!Number.isInteger(v) || v < 1)) throw new MakinaError("invalid_value", `'${name}' must be a positive integer.`, { param: name });
     }
-    return createApiKey(this.store, { ...options, orgId: org.id });
+    const created = createApiKey(this.store, { ...options, orgId: org.id });
+    this.events.emit({ type: "key", orgId: org.id, keyId: created.record.id });
+    return created;
+  }
+
+  /** Adds a person to an organization; the password must be at least 10 characters. */
+  createUser(orgRef: unknown, input: { login: unknown; password: unknown; role: unknown }): User {
+    const org = this.org(requireString(orgRef, "org"));
+    const login = requireString(input.login, "login").trim();
+    if (!/^[A-Za-z0-9._@+-]{1,64}$/.test(login)) {
+      throw new MakinaError("invalid_value", "A login is 1 to 64 letters, digits or . _ @ + - (an email address works).", { param: "login" });
+    }
+    const role = input.role === undefined || input.role === null || input.role === "" ? "member" : input.role;
+    if (role !== "admin" && role !== "member") throw new MakinaError("invalid_value", "'role' must be 'admin' or 'member'.", { param: "role" });
+    checkNewPassword(input.password, "password");
+    if (this.store.users.findByLogin(login)) throw new MakinaError("conflict", `The login '${login}' is taken.`, { param: "login" });
+    return this.store.users.create({ orgId: org.id, login, passwordHash: hashPassword(input.password), role });
   }
 
   listKeys(orgRef: string): PublicApiKey[] {
@@ -122,13 +168,52 @@ export class ControlPlane {
   revokeKey(id: string): PublicApiKey {
     const key = this.store.keys.revoke(id);
     if (!key) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
+    this.events.emit({ type: "key", orgId: key.orgId, keyId: key.id });
     return publicKey(key);
   }
 
   private view(stack: Stack): StackView {
     const machine = this.store.machines.get(stack.machineId);
-    return { ...stack, compatibility: checkCompatibility(stack.runtime, machine?.hardware ?? null), deployment: this.store.deployments.latest(stack.id) ?? null };
+    const deployment = this.store.deployments.latest(stack.id) ?? null;
+    let model = this.inspector.known(stack.modelRef);
+    // Once pulled, the model's size on the machine is known even when nothing else is.
+    const pulled = deployment?.steps.find((s) => s.kind === "pull_model" && s.state === "succeeded")?.detail?.sizeBytes;
+    if (model.weightsBytes === null && typeof pulled === "number" && pulled > 0) model = { ...model, weightsBytes: pulled, source: "pulled" };
+    const compatibility = checkStack(this.plan(stack.runtime, stack.modelRef, model, machine?.hardware ?? null, { ...stack, endpoint: stack.hasEndpoint }));
+    return { ...stack, compatibility, deployment };
   }
+
+  private plan(
+    runtime: RuntimeKind,
+    modelRef: string,
+    model: ModelFacts,
+    hardware: HardwareSummary | null,
+    layers: { harness?: string | null; orchestrator?: string | null; endpoint?: boolean },
+  ): StackPlan {
+    return {
+      runtime,
+      modelRef,
+      model,
+      hardware,
+      contextSize: AGENT_DEFAULT_CONTEXT,
+      sequences: AGENT_DEFAULT_SEQUENCES,
+      harness: layers.harness || null,
+      orchestrator: layers.orchestrator || null,
+      hasEndpoint: layers.endpoint ?? true,
+    };
+  }
+}
+
+/** The agent's defaults (MAKINA_AGENT_MAX_CONTEXT, MAKINA_AGENT_PARALLEL): what memory estimates assume. */
+const AGENT_DEFAULT_CONTEXT = 4096;
+const AGENT_DEFAULT_SEQUENCES = 2;
+
+function requireRuntime(v: unknown): RuntimeKind {
+  const runtime = requireString(v, "runtime");
+  if (!RUNTIME_KINDS.includes(runtime as RuntimeKind)) {
+    throw new MakinaError("invalid_value", `Unknown runtime '${runtime}'; expected one of ${RUNTIME_KINDS.join(", ")}.`, { param: "runtime" });
+  }
+  return runtime as RuntimeKind;
 }
 
 function requireString(v: unknown, param: string): string {

@@ -1,2 +1,2 @@
 export { ControlPlane, defaultModelId, type StackInput, type StackView } from "./control-plane.js";
-export { checkCompatibility, type Compatibility, type CompatibilityCheck } from "./compatibility.js";
+export { ModelInspector, readGgufHeader, type GgufHeaderReader, type ModelInspectorOptions } from "./model-inspector.js";

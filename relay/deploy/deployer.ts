@@ -1,5 +1,6 @@
 import { MakinaError, type Command, type Logger } from "../../proto/index.js";
 import type { AgentRegistry, AgentSession } from "../grpc/index.js";
+import type { EventBus } from "../events/index.js";
 import type { Stack, Store } from "../store/index.js";
 
 type Step = NonNullable<Command["step"]>;
@@ -20,6 +21,7 @@ export class Deployer {
     private readonly store: Store,
     private readonly registry: AgentRegistry,
     private readonly log: Logger,
+    private readonly events: EventBus,
   ) {
     registry.on("online", (session) => this.resume(session));
   }
@@ -27,6 +29,7 @@ export class Deployer {
   /** Starts deploying a stack; returns it in its new `deploying` state. */
   deploy(stackId: string): Stack {
     const stack = this.store.stacks.transition(stackId, "deploying");
+    this.changed(stack);
     const session = this.registry.get(stack.machineId);
     if (session) this.run(session, stack);
     return stack;
@@ -35,6 +38,7 @@ export class Deployer {
   /** Stops serving a stack; it ends as `draft`. */
   async undeploy(stackId: string): Promise<Stack> {
     const stack = this.store.stacks.transition(stackId, "undeploying");
+    this.changed(stack);
     const session = this.registry.get(stack.machineId);
     if (session) {
       session.readyStacks.delete(stack.id);
@@ -42,7 +46,14 @@ export class Deployer {
         this.log.warn("remove_stack failed; the stack is undeployed anyway", { stackId, err });
       });
     }
-    return this.store.stacks.transition(stackId, "draft");
+    const undeployed = this.store.stacks.transition(stackId, "draft");
+    this.changed(undeployed);
+    return undeployed;
+  }
+
+  /** Tells live pages that a stack or its deployment changed. */
+  private changed(stack: Stack): void {
+    this.events.emit({ type: "stack", orgId: stack.orgId, stackId: stack.id });
   }
 
   /** Resolves once no deployment of this stack is running (for tests and `--wait`). */
@@ -67,6 +78,8 @@ export class Deployer {
   private async sequence(session: AgentSession, stack: Stack): Promise<void> {
     const log = this.log.child({ stackId: stack.id, machineId: stack.machineId });
     const deploymentId = this.store.deployments.start(stack.id, DEPLOY_STEPS);
+    const changed = () => this.changed(stack);
+    changed();
     const steps: Step[] = [
       { $case: "installRuntime", value: { runtime: stack.runtime } },
       { $case: "pullModel", value: { ref: stack.modelRef, sha256: "", runtime: stack.runtime } },
@@ -76,18 +89,23 @@ export class Deployer {
     try {
       for (const [seq, step] of steps.entries()) {
         this.store.deployments.stepRunning(deploymentId, seq);
+        changed();
         try {
           const result = await session.runCommand(stack.id, step, {
-            onProgress: (p) =>
-              this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds }),
+            onProgress: (p) => {
+              this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds });
+              changed();
+            },
           });
           if (step.$case === "pullModel") {
             this.store.deployments.stepDetail(deploymentId, seq, { path: result.modelPath, sha256: result.modelSha256, sizeBytes: result.modelSizeBytes });
           }
           if (step.$case === "configureEndpoint") contextSize = result.contextSize || null;
           this.store.deployments.stepFinished(deploymentId, seq, null);
+          changed();
         } catch (err) {
           this.store.deployments.stepFinished(deploymentId, seq, MakinaError.from(err).message);
+          changed();
           throw err;
         }
       }
@@ -98,6 +116,7 @@ export class Deployer {
         this.store.stacks.setRuntimeState(stack.id, "ready", null);
         session.readyStacks.add(stack.id);
       }
+      changed();
       log.info("stack deployed", { contextSize });
     } catch (err) {
       const e = MakinaError.from(err);
@@ -105,10 +124,12 @@ export class Deployer {
       if (e.code === "machine_offline") {
         // The link went away mid-deploy: the sequence runs again when the machine reconnects.
         log.warn("deploy interrupted: machine went offline");
+        changed();
         return;
       }
       const current = this.store.stacks.get(stack.id);
       if (current?.state === "deploying" || current?.state === "deployed") this.store.stacks.transition(stack.id, "failed", { error: e.message });
+      changed();
       log.error("deploy failed", { err: e, cause: e.cause });
     }
   }

@@ -1,3 +1,4 @@
+import type { EventBus } from "../events/index.js";
 import { Server, ServerCredentials, status, type ServerDuplexStream } from "@grpc/grpc-js";
 import {
   AUTHORIZATION_METADATA,
@@ -24,6 +25,8 @@ export interface LinkServerOptions {
   port: number;
   /** Heartbeat interval asked of agents, in ms; a link silent for 3.5 intervals is dropped. */
   heartbeatIntervalMs: number;
+  /** Where machine changes (online, offline, hardware) and runtime states are announced. */
+  events: EventBus;
 }
 
 /** The running gRPC server agents dial. */
@@ -67,6 +70,7 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
       return;
     }
     const linkLog = log.child({ machineId });
+    const machineChanged = () => options.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
     const helloTimer = setTimeout(() => reject(call, status.DEADLINE_EXCEEDED, "No hello received."), HELLO_TIMEOUT_MS);
 
     call.once("data", (first: AgentMessage) => {
@@ -83,12 +87,16 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
       const session = new AgentSession(machine.id, machine.orgId, call, linkLog, {
         onHardware: (hardware) => {
           store.machines.updateHardware(machine.id, toHardwareSummary(hardware));
+          machineChanged();
           linkLog.info("hardware changed");
         },
         onRuntimeStatus: (stackId, state, error) => {
           linkLog.info("runtime state", { stackId, state, error });
           // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
-          if (store.stacks.get(stackId)?.machineId === machine.id) store.stacks.setRuntimeState(stackId, state, error);
+          if (store.stacks.get(stackId)?.machineId === machine.id) {
+            store.stacks.setRuntimeState(stackId, state, error);
+            options.events.emit({ type: "stack", orgId: machine.orgId, stackId });
+          }
         },
       });
       let watchdog: NodeJS.Timeout | undefined;
@@ -114,7 +122,10 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
         finished = true;
         clearTimeout(watchdog);
         session.close();
-        if (registry.remove(session)) store.machines.markOffline(machine.id);
+        if (registry.remove(session)) {
+          store.machines.markOffline(machine.id);
+          machineChanged();
+        }
       };
       call.on("data", (msg: AgentMessage) => {
         armWatchdog();
@@ -130,6 +141,7 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
       armWatchdog();
 
       store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion });
+      machineChanged();
       session.send({
         body: { $case: "welcome", value: { machineId: machine.id, heartbeatIntervalMs: options.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION } },
       });

@@ -4,7 +4,12 @@ import type { ControlPlane } from "../control/index.js";
 import type { AgentRegistry } from "../grpc/index.js";
 import type { RateLimiter } from "../limits/index.js";
 import type { Store } from "../store/index.js";
+import type { WebSessions } from "../auth/index.js";
+import type { EventBus } from "../events/index.js";
+import type { UsageRecorder } from "../usage/index.js";
 import { adminRouter } from "./admin/admin-router.js";
+import { authRouter } from "./auth/auth-router.js";
+import { findWebDir, webApp } from "./web/web-app.js";
 import { errorHandler, unknownUrl } from "./error-handler.js";
 import { openAiRouter } from "./openai/index.js";
 import { requestId } from "./request-id.js";
@@ -16,11 +21,16 @@ export interface RelayAppDeps {
   control: ControlPlane;
   log: Logger;
   limiter: RateLimiter;
+  sessions: WebSessions;
+  events: EventBus;
+  usage: UsageRecorder;
   adminTokenHash: () => string | undefined;
+  /** Where the built web application is; absent to find it next to the relay's code. */
+  webDir?: string | null;
   limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
 }
 
-/** Builds the relay's Express application: health, gateway, admin API, and the error envelope. */
+/** Builds the relay's Express application: health, gateway, sign-in, admin API, web application, and the error envelope. */
 export function createRelayApp(deps: RelayAppDeps): Express {
   const app = express();
   app.disable("x-powered-by");
@@ -29,8 +39,10 @@ export function createRelayApp(deps: RelayAppDeps): Express {
   app.get("/health", (_req, res) => {
     res.json({ status: "ok" });
   });
-  app.use(openAiRouter({ store: deps.store, registry: deps.registry, log: deps.log, limiter: deps.limiter, ...deps.limits }));
-  app.use(adminRouter({ store: deps.store, control: deps.control, adminTokenHash: deps.adminTokenHash }));
+  app.use(openAiRouter({ store: deps.store, registry: deps.registry, log: deps.log, limiter: deps.limiter, usage: deps.usage, ...deps.limits }));
+  app.use(authRouter({ store: deps.store, sessions: deps.sessions }));
+  app.use(adminRouter({ store: deps.store, control: deps.control, sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash }));
+  app.use(webApp(deps.webDir === undefined ? findWebDir() : deps.webDir));
   app.use(unknownUrl());
   app.use(errorHandler(deps.log));
   return app;

@@ -10,6 +10,8 @@ export interface NewApiKey {
   machineIds?: string[] | null;
   rpm?: number | null;
   tpm?: number | null;
+  /** The user creating it; absent or `null` with the admin token. */
+  createdBy?: string | null;
 }
 
 /** A key as shown to admins: never the secret or its hash. */
@@ -32,6 +34,7 @@ export function createApiKey(store: Store, input: NewApiKey): { key: string; rec
     machineIds: input.machineIds?.length ? input.machineIds : null,
     rpm: input.rpm ?? null,
     tpm: input.tpm ?? null,
+    createdBy: input.createdBy ?? null,
   });
   return { key, record: publicKey(record) };
 }

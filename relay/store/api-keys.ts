@@ -21,6 +21,8 @@ export interface ApiKeyRecord {
   createdAt: number;
   revokedAt: number | null;
   lastUsedAt: number | null;
+  /** The user who created it; `null` when made with the admin token. */
+  createdBy: string | null;
 }
 
 interface Row {
@@ -37,6 +39,7 @@ interface Row {
   created_at: number;
   revoked_at: number | null;
   last_used_at: number | null;
+  created_by: string | null;
 }
 
 const toKey = (r: Row): ApiKeyRecord => ({
@@ -53,6 +56,7 @@ const toKey = (r: Row): ApiKeyRecord => ({
   createdAt: r.created_at,
   revokedAt: r.revoked_at,
   lastUsedAt: r.last_used_at,
+  createdBy: r.created_by,
 });
 
 /** API keys in SQLite. Reads always go to the database, so a revocation holds for the very next request. */
@@ -60,14 +64,14 @@ export class ApiKeyStore {
   constructor(private readonly db: Db) {}
 
   insert(
-    input: Pick<ApiKeyRecord, "orgId" | "name" | "prefix" | "keyHash" | "stackIds" | "machineIds" | "rpm" | "tpm">,
+    input: Pick<ApiKeyRecord, "orgId" | "name" | "prefix" | "keyHash" | "stackIds" | "machineIds" | "rpm" | "tpm" | "createdBy">,
     now = Date.now(),
   ): ApiKeyRecord {
     const id = newId("key");
     this.db
       .prepare(
-        `INSERT INTO api_keys (id, org_id, name, prefix, key_hash, stack_ids_json, machine_ids_json, rpm, tpm, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO api_keys (id, org_id, name, prefix, key_hash, stack_ids_json, machine_ids_json, rpm, tpm, created_at, created_by)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         id,
@@ -80,6 +84,7 @@ export class ApiKeyStore {
         input.rpm,
         input.tpm,
         now,
+        input.createdBy,
       );
     return this.get(id)!;
   }

@@ -6,6 +6,7 @@ import { StackStore } from "./stacks.js";
 import { DeploymentStore } from "./deployments.js";
 import { ApiKeyStore } from "./api-keys.js";
 import { SettingsStore } from "./settings.js";
+import { SessionStore } from "./sessions.js";
 
 export { slugify, type Organization } from "./organizations.js";
 export type { User } from "./users.js";
@@ -13,6 +14,7 @@ export type { Machine, MachineState, HardwareSummary } from "./machines.js";
 export { RUNTIME_KINDS, type Stack, type StackState, type RuntimeKind, type NewStack } from "./stacks.js";
 export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord } from "./api-keys.js";
+export type { SessionRecord } from "./sessions.js";
 export { randomBase62, newId } from "./ids.js";
 
 /** The relay's persistent state: one SQLite file, one store per table family. */
@@ -25,6 +27,7 @@ export interface Store {
   readonly deployments: DeploymentStore;
   readonly keys: ApiKeyStore;
   readonly settings: SettingsStore;
+  readonly sessions: SessionStore;
   close(): void;
 }
 
@@ -40,6 +43,7 @@ export function openStore(file: string): Store {
     deployments: new DeploymentStore(db),
     keys: new ApiKeyStore(db),
     settings: new SettingsStore(db),
+    sessions: new SessionStore(db),
     close: () => db.close(),
   };
 }

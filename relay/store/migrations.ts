@@ -97,4 +97,31 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE stacks ADD COLUMN runtime_state TEXT;
   ALTER TABLE stacks ADD COLUMN runtime_error TEXT;
   `,
+  `
+  -- Web sign-in: sessions by the hash of their cookie, each with its CSRF token.
+  CREATE TABLE sessions (
+    id_hash TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL REFERENCES users(id),
+    csrf_token TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  CREATE INDEX sessions_user ON sessions(user_id);
+  -- Who created a key (a user id; NULL when made with the admin token): members revoke only their own.
+  ALTER TABLE api_keys ADD COLUMN created_by TEXT;
+  `,
+  `
+  -- Gateway usage, aggregated per key, model and minute by the relay before it is written.
+  CREATE TABLE usage_minutes (
+    org_id TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    minute INTEGER NOT NULL,
+    requests INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    PRIMARY KEY (org_id, minute, key_id, model)
+  ) WITHOUT ROWID;
+  `,
 ];

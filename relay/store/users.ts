@@ -10,6 +10,16 @@ export interface User {
   createdAt: number;
 }
 
+interface UserRow {
+  id: string;
+  org_id: string;
+  login: string;
+  role: User["role"];
+  created_at: number;
+}
+
+const toUser = (r: UserRow): User => ({ id: r.id, orgId: r.org_id, login: r.login, role: r.role, createdAt: r.created_at });
+
 /** Users of the web application in SQLite (passwords as scrypt hashes only). */
 export class UserStore {
   constructor(private readonly db: Db) {}
@@ -20,6 +30,19 @@ export class UserStore {
       .prepare("INSERT INTO users (id, org_id, login, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)")
       .run(user.id, user.orgId, user.login, input.passwordHash, user.role, now);
     return user;
+  }
+
+  get(id: string): User | undefined {
+    const r = this.db.prepare("SELECT id, org_id, login, role, created_at FROM users WHERE id = ?").get(id) as UserRow | undefined;
+    return r && toUser(r);
+  }
+
+  listByOrg(orgId: string): User[] {
+    return (this.db.prepare("SELECT id, org_id, login, role, created_at FROM users WHERE org_id = ? ORDER BY created_at, id").all(orgId) as UserRow[]).map(toUser);
+  }
+
+  setPasswordHash(id: string, passwordHash: string): void {
+    this.db.prepare("UPDATE users SET password_hash = ? WHERE id = ?").run(passwordHash, id);
   }
 
   /** The user and its password hash, for sign-in. */

@@ -59,8 +59,8 @@ export async function startTestGateway(options: { model?: string; relayFlags?: R
   const extraAgents: Agent[] = [];
   let agent = await startAgent(agentConfig, { log });
   await agent.link.whenOnline();
-  const stack = relay.control.createStack({ org: org.id, name: "test-stack", machine: machine.id, runtime: "gguf", model: options.model ?? testModelPath(), modelId: "stories" });
-  relay.control.deploy(stack.id);
+  const stack = await relay.control.createStack({ org: org.id, name: "test-stack", machine: machine.id, runtime: "gguf", model: options.model ?? testModelPath(), modelId: "stories" });
+  await relay.control.deploy(stack.id);
   await relay.deployer.settled(stack.id);
   const deployed = relay.control.stack(stack.id);
   if (deployed.state !== "deployed") throw new Error(`test stack did not deploy: ${deployed.state} ${deployed.stateError}`);
@@ -91,9 +91,9 @@ export async function startTestGateway(options: { model?: string; relayFlags?: R
       return { machineId: m.machine.id, agent: a };
     },
     async addStack(o) {
-      const st = relay.control.createStack({ org: o.orgId, name: o.modelId, machine: o.machineId, runtime: "gguf", model: options.model ?? testModelPath(), modelId: o.modelId, endpoint: o.endpoint ?? true });
+      const st = await relay.control.createStack({ org: o.orgId, name: o.modelId, machine: o.machineId, runtime: "gguf", model: options.model ?? testModelPath(), modelId: o.modelId, endpoint: o.endpoint ?? true });
       if (o.deploy ?? true) {
-        relay.control.deploy(st.id);
+        await relay.control.deploy(st.id);
         await relay.deployer.settled(st.id);
       }
       return st.id;

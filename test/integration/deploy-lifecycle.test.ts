@@ -35,8 +35,8 @@ describe("deploying a stack through its lifecycle", () => {
 
   it("waits for an offline machine, deploys when it connects, and survives an agent restart without downloading again", async () => {
     const { machine, token } = gw.relay.control.createMachine(gw.orgId, "late");
-    const stack = gw.relay.control.createStack({ org: gw.orgId, name: "late", machine: machine.id, runtime: "gguf", model: modelUrl, modelId: "late-model" });
-    expect(gw.relay.control.deploy(stack.id).state).toBe("deploying");
+    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "late", machine: machine.id, runtime: "gguf", model: modelUrl, modelId: "late-model" });
+    expect((await gw.relay.control.deploy(stack.id)).state).toBe("deploying");
     expect(gw.relay.control.stack(stack.id).state).toBe("deploying");
     expect(downloads).toBe(0);
 
@@ -69,8 +69,8 @@ describe("deploying a stack through its lifecycle", () => {
   });
 
   it("marks a stack failed with the reason when a step fails", async () => {
-    const stack = gw.relay.control.createStack({ org: gw.orgId, name: "broken", machine: gw.machineId, runtime: "gguf", model: "/nonexistent/model.gguf", modelId: "broken" });
-    gw.relay.control.deploy(stack.id);
+    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "broken", machine: gw.machineId, runtime: "gguf", model: "/nonexistent/model.gguf", modelId: "broken" });
+    await gw.relay.control.deploy(stack.id);
     await gw.relay.deployer.settled(stack.id);
     const s = gw.relay.control.stack(stack.id);
     expect(s.state).toBe("failed");

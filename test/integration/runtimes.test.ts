@@ -36,8 +36,8 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   }
 
   async function deploy(machineId: string, runtime: "vllm" | "mlx" | "openai", model: string, modelId: string) {
-    const stack = gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: machineId, runtime, model, modelId });
-    gw.relay.control.deploy(stack.id);
+    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: machineId, runtime, model, modelId });
+    await gw.relay.control.deploy(stack.id);
     await gw.relay.deployer.settled(stack.id);
     return gw.relay.control.stack(stack.id);
   }
@@ -90,10 +90,27 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
 
   it("refuses vLLM on a machine without a usable NVIDIA GPU, saying why", async () => {
     const { machineId } = await machine("cpu-vm", "cpu-box");
-    const stack = await deploy(machineId, "vllm", "hf:Qwen/Qwen2.5-0.5B-Instruct", "qwen-cpu");
-    expect(stack.state).toBe("failed");
-    expect(stack.stateError).toBe("The vllm runtime cannot run here: needs Linux with an NVIDIA GPU (CUDA), but no cuda backend is usable here (no GPU found).");
-    expect(stack.compatibility.ok).toBe(false);
+    await expect(deploy(machineId, "vllm", "hf:Qwen/Qwen2.5-0.5B-Instruct", "qwen-cpu")).rejects.toMatchObject({
+      code: "incompatible_stack",
+      message: "This stack cannot run on cpu-box: vLLM needs an NVIDIA GPU; none was detected on this machine.",
+    });
+    expect(gw.relay.store.stacks.listByMachine(machineId)).toEqual([]);
+  });
+
+  it("still refuses on the machine a runtime its hardware cannot run, when the relay let it through", async () => {
+    // A machine that reported no hardware yet passes the relay's rules; the agent checks again.
+    const { machine: m, token } = gw.relay.control.createMachine(gw.orgId, "unknown-box");
+    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "vllm-unknown", machine: m.id, runtime: "vllm", model: "hf:Qwen/Qwen2.5-0.5B-Instruct", modelId: "qwen-unknown" });
+    expect(stack.compatibility.ok).toBeNull();
+    expect((await gw.relay.control.deploy(stack.id)).state).toBe("deploying");
+    const agent = await startAgent(
+      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, "unknown-box"), threads: 1, gpu: false, python: join(STANDINS, "python3") } }),
+      { log: silentLogger(), hardwareSource: fixtureSource("cpu-vm") },
+    );
+    agents.push(agent);
+    await vi.waitFor(() => expect(gw.relay.control.stack(stack.id).state).toBe("failed"), { timeout: 15_000, interval: 50 });
+    expect(gw.relay.control.stack(stack.id).stateError).toBe("The vllm runtime cannot run here: needs Linux with an NVIDIA GPU (CUDA), but no cuda backend is usable here (no GPU found).");
+    expect(gw.relay.control.stack(stack.id).compatibility.ok).toBe(false);
   });
 
   it("runs mlx_lm.server only on Apple silicon", async () => {
@@ -102,9 +119,10 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(ok.state).toBe("deployed");
     expect(readFileSync(log, "utf8")).toContain("python -m pip install --upgrade mlx-lm");
     expect((await client.chat.completions.create({ model: "qwen-mlx", messages: [{ role: "user", content: "Hi" }] })).choices[0]!.message.content).toBe("You said: Hi");
-    const linux = await deploy(gw.machineId, "mlx", "hf:mlx-community/Qwen2.5-0.5B-Instruct-4bit", "qwen-mlx-linux");
-    expect(linux.state).toBe("failed");
-    expect(linux.stateError).toContain("needs macOS on Apple silicon");
+    await expect(deploy(gw.machineId, "mlx", "hf:mlx-community/Qwen2.5-0.5B-Instruct-4bit", "qwen-mlx-linux")).rejects.toMatchObject({
+      code: "incompatible_stack",
+      message: expect.stringContaining("MLX needs macOS on Apple silicon"),
+    });
   });
 
   it("serves through an OpenAI-compatible server that already runs on the machine", async () => {

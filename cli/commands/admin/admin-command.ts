@@ -3,10 +3,11 @@ import { keyCommand } from "./key-command.js";
 import { machineCommand } from "./machine-command.js";
 import { orgCommand } from "./org-command.js";
 import { stackCommand } from "./stack-command.js";
+import { userCommand } from "./user-command.js";
 
 export const adminCommand: CommandModule = {
   command: "admin <command>",
-  describe: "Administer a relay (organizations, machines, stacks, keys)",
-  builder: (y) => y.command(orgCommand).command(machineCommand).command(stackCommand).command(keyCommand).demandCommand(1).strict(),
+  describe: "Administer a relay (organizations, users, machines, stacks, keys)",
+  builder: (y) => y.command(orgCommand).command(machineCommand).command(stackCommand).command(keyCommand).command(userCommand).demandCommand(1).strict(),
   handler: () => {},
 };

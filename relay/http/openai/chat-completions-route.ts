@@ -3,6 +3,7 @@ import { MakinaError, RUNTIME_CAPABILITIES, type Logger } from "../../../proto/i
 import { pickTarget, stacksForKey, type AgentRegistry, type InferenceEvent } from "../../grpc/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
 import { randomBase62, type ApiKeyRecord, type Store } from "../../store/index.js";
+import type { UsageRecorder } from "../../usage/index.js";
 import { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 import { SseWriter } from "./sse-writer.js";
 
@@ -18,6 +19,8 @@ export interface ChatCompletionsDeps {
   limiter: RateLimiter;
   /** Completion tokens assumed for the token-limit estimate when `max_tokens` is absent. */
   defaultCompletionEstimate: number;
+  /** Counts requests and tokens per key and model for the usage page. */
+  usage: UsageRecorder;
 }
 
 /** `POST /v1/chat/completions`, streamed and not. */
@@ -67,7 +70,10 @@ export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
           {
             signal: controller.signal,
             firstTokenTimeoutMs: deps.firstTokenTimeoutMs,
-            onUsage: (u) => admission.settle(u ? u.promptTokens + u.completionTokens : null),
+            onUsage: (u) => {
+              admission.settle(u ? u.promptTokens + u.completionTokens : null);
+              deps.usage.record({ orgId: key.orgId, keyId: key.id, model: request.model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });
+            },
           },
         );
         const meta = { id: `chatcmpl-${randomBase62(29)}`, created: Math.floor(Date.now() / 1000), model: request.model };

@@ -1,0 +1,56 @@
+import { MakinaError } from "../../proto/index.js";
+import type { Organization, Store } from "../store/index.js";
+import type { Principal } from "./principal.js";
+
+/**
+ * What a caller of the admin API may see and do. The operator (admin token)
+ * acts on any organization it names; a user acts on its own organization only,
+ * and nothing of another organization is visible to it (it reads as not found).
+ * Admins of an organization manage it; members see it and manage their own keys.
+ */
+export class Access {
+  constructor(
+    readonly principal: Principal,
+    private readonly store: Store,
+  ) {}
+
+  /** The signed-in user's id; `null` for the operator. */
+  get userId(): string | null {
+    return this.principal.kind === "user" ? this.principal.user.id : null;
+  }
+
+  /** True for the operator and for admins of the organization. */
+  get isAdmin(): boolean {
+    return this.principal.kind === "operator" || this.principal.user.role === "admin";
+  }
+
+  /** The organization a call acts on: the one named (operator), or the user's own (a name, if given, must be it). */
+  org(ref: unknown): Organization {
+    const named = typeof ref === "string" && ref !== "" ? ref : undefined;
+    if (ref !== undefined && ref !== null && ref !== "" && typeof ref !== "string") throw new MakinaError("invalid_value", "'org' must be a string.", { param: "org" });
+    if (this.principal.kind === "operator") {
+      if (!named) throw new MakinaError("missing_required_parameter", "Missing required parameter: 'org'.", { param: "org" });
+      const org = this.store.orgs.find(named);
+      if (!org) throw new MakinaError("not_found", `No organization '${named}'.`, { param: "org" });
+      return org;
+    }
+    const own = this.store.orgs.find(this.principal.user.orgId);
+    if (!own || (named && named !== own.id && named !== own.slug)) throw new MakinaError("not_found", `No organization '${named ?? ""}'.`, { param: "org" });
+    return own;
+  }
+
+  /** The organization whose resources this caller sees; `null` for the operator (all). */
+  get orgScope(): string | null {
+    return this.principal.kind === "operator" ? null : this.principal.user.orgId;
+  }
+
+  /** Throws `not_found` unless a resource of `orgId` is visible to this caller. */
+  see(orgId: string, what: string, id: string, param: string): void {
+    if (this.orgScope !== null && this.orgScope !== orgId) throw new MakinaError("not_found", `No ${what} '${id}'.`, { param });
+  }
+
+  /** Throws `permission_denied` unless the caller is the operator or an admin of its organization. */
+  requireAdmin(action: string): void {
+    if (!this.isAdmin) throw new MakinaError("permission_denied", `Only an organization admin can ${action}.`);
+  }
+}

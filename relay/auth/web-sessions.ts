@@ -1,0 +1,110 @@
+import { randomBytes } from "node:crypto";
+import { MakinaError } from "../../proto/index.js";
+import { hashPassword, hashSecret, hashesEqual, verifyPassword } from "../keys/index.js";
+import type { Store, User } from "../store/index.js";
+import { SignInThrottle } from "./sign-in-throttle.js";
+
+/** A signed-in user and the CSRF token of its session. */
+export interface SessionUser {
+  user: User;
+  csrfToken: string;
+  /** Hash of the session cookie, to end this session. */
+  sessionHash: string;
+}
+
+/** Options of {@link WebSessions}. */
+export interface WebSessionsOptions {
+  /** How long a session lasts after sign-in. @default 604800000 (7 days) */
+  ttlMs?: number;
+  throttle?: SignInThrottle;
+  now?: () => number;
+}
+
+/** The shortest password a user may set. */
+export const MIN_PASSWORD_LENGTH = 10;
+
+const token = () => randomBytes(32).toString("base64url");
+
+/**
+ * Sign-in for the web application: passwords checked against scrypt hashes,
+ * sessions stored by the hash of their cookie value, each with a CSRF token,
+ * failed sign-ins throttled per login and per address.
+ */
+export class WebSessions {
+  private readonly throttle: SignInThrottle;
+  private readonly ttlMs: number;
+  private readonly now: () => number;
+  // A hash to verify against when the login does not exist, so a missing login costs as much as a wrong password.
+  private readonly decoyHash = hashPassword(token());
+
+  constructor(
+    private readonly store: Store,
+    options: WebSessionsOptions = {},
+  ) {
+    this.throttle = options.throttle ?? new SignInThrottle();
+    this.ttlMs = options.ttlMs ?? 7 * 24 * 3600_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Checks a login and password; on success opens a session and returns its cookie value. */
+  signIn(login: unknown, password: unknown, address: string): SessionUser & { cookie: string } {
+    if (typeof login !== "string" || login === "") throw new MakinaError("missing_required_parameter", "Enter your login.", { param: "login" });
+    if (typeof password !== "string" || password === "") throw new MakinaError("missing_required_parameter", "Enter your password.", { param: "password" });
+    const keys = [`login:${login.toLowerCase()}`, `address:${address}`];
+    const wait = this.throttle.retryAfterMs(keys);
+    if (wait > 0) {
+      throw new MakinaError("sign_in_throttled", `Too many failed sign-ins. Try again in ${Math.ceil(wait / 1000)} seconds.`, { retryAfterMs: wait });
+    }
+    const found = this.store.users.findByLogin(login);
+    const ok = verifyPassword(password, found?.passwordHash ?? this.decoyHash) && found !== undefined;
+    if (!ok || !found) {
+      this.throttle.failed(keys);
+      throw new MakinaError("invalid_credentials", "The login or password is not right.", { param: "password" });
+    }
+    this.throttle.succeeded(keys[0]!);
+    const { passwordHash: _hash, ...user } = found;
+    const cookie = token();
+    const csrfToken = token();
+    const now = this.now();
+    const sessionHash = hashSecret(cookie);
+    this.store.sessions.create(sessionHash, { userId: user.id, csrfToken, createdAt: now, expiresAt: now + this.ttlMs });
+    return { user, csrfToken, sessionHash, cookie };
+  }
+
+  /** The user of a session cookie, or undefined when it is unknown, expired or its user is gone. */
+  resolve(cookie: string | undefined): SessionUser | undefined {
+    if (!cookie) return undefined;
+    const sessionHash = hashSecret(cookie);
+    const session = this.store.sessions.find(sessionHash, this.now());
+    const user = session && this.store.users.get(session.userId);
+    return session && user ? { user, csrfToken: session.csrfToken, sessionHash } : undefined;
+  }
+
+  /** True when `sent` is this session's CSRF token (compared in constant time). */
+  csrfMatches(session: SessionUser, sent: string | undefined): boolean {
+    return sent !== undefined && sent !== "" && hashesEqual(hashSecret(sent), hashSecret(session.csrfToken));
+  }
+
+  signOut(session: SessionUser): void {
+    this.store.sessions.delete(session.sessionHash);
+  }
+
+  /** Changes the signed-in user's password; every other session of that user ends. */
+  changePassword(session: SessionUser, current: unknown, next: unknown): void {
+    if (typeof current !== "string" || current === "") throw new MakinaError("missing_required_parameter", "Enter your current password.", { param: "current_password" });
+    checkNewPassword(next, "new_password");
+    const found = this.store.users.findByLogin(session.user.login);
+    if (!found || !verifyPassword(current, found.passwordHash)) {
+      throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
+    }
+    this.store.users.setPasswordHash(found.id, hashPassword(next as string));
+    this.store.sessions.deleteForUser(found.id, session.sessionHash);
+  }
+}
+
+/** Throws a clear error unless `password` is a string of at least {@link MIN_PASSWORD_LENGTH} characters. */
+export function checkNewPassword(password: unknown, param: string): asserts password is string {
+  if (typeof password !== "string" || password === "") throw new MakinaError("missing_required_parameter", "Enter a new password.", { param });
+  if (password.length < MIN_PASSWORD_LENGTH) throw new MakinaError("invalid_value", `The password must have at least ${MIN_PASSWORD_LENGTH} characters.`, { param });
+  if (password.length > 1024) throw new MakinaError("invalid_value", "The password must have at most 1024 characters.", { param });
+}

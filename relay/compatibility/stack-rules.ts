@@ -1,0 +1,179 @@
+import { HARNESS_KINDS, ORCHESTRATOR_KINDS, RUNTIME_LAYERS, type RuntimeKind } from "../../proto/index.js";
+import type { HardwareSummary } from "../store/index.js";
+import type { ModelFacts } from "./model-facts.js";
+
+/** One line of the compatibility panel: what was checked, and how it came out, in words. */
+export interface CompatibilityCheck {
+  topic: "runtime" | "format" | "memory" | "disk" | "endpoint" | "layers";
+  level: "ok" | "warn" | "fail";
+  message: string;
+}
+
+/** The verdict on a stack: `ok` is false when any check fails, null while the machine's hardware is unknown. */
+export interface Compatibility {
+  ok: boolean | null;
+  checks: CompatibilityCheck[];
+}
+
+/** A stack as the rules see it: the Forge's choices, or a stack being created or deployed. */
+export interface StackPlan {
+  runtime: RuntimeKind;
+  modelRef: string;
+  model: ModelFacts;
+  /** The machine's hardware; null until it first connects. */
+  hardware: HardwareSummary | null;
+  /** Context per request, tokens (the agent's setting, capped by the model's trained context). */
+  contextSize: number;
+  /** Requests served at once, each with its own KV cache. */
+  sequences: number;
+  harness: string | null;
+  orchestrator: string | null;
+  hasEndpoint: boolean;
+}
+
+const GiB = 1024 ** 3;
+const gib = (n: number) => `${(n / GiB).toFixed(n < 10 * GiB ? 1 : 0)} GiB`;
+/** Memory beyond weights and KV cache: compute buffers and the runtime itself. */
+const overhead = (weights: number) => 0.05 * weights + 0.25 * GiB;
+
+function runtimeCheck(plan: StackPlan, hw: HardwareSummary): CompatibilityCheck[] {
+  const nvidia = hw.gpus.some((g) => /nvidia/i.test(g.vendor));
+  const where = `${hw.platform}/${hw.arch}`;
+  switch (plan.runtime) {
+    case "gguf":
+      return [{ topic: "runtime", level: "ok", message: `GGUF runs on ${where}${hw.accelerators.length ? ` with ${hw.accelerators.join("/")} offload` : " on the CPU"}.` }];
+    case "vllm": {
+      const problems: CompatibilityCheck[] = [];
+      if (hw.platform !== "linux") problems.push({ topic: "runtime", level: "fail", message: `vLLM needs Linux; this machine runs ${where}.` });
+      if (!nvidia) problems.push({ topic: "runtime", level: "fail", message: "vLLM needs an NVIDIA GPU; none was detected on this machine." });
+      else if (!hw.accelerators.includes("cuda")) problems.push({ topic: "runtime", level: "fail", message: "vLLM needs CUDA, but no CUDA backend is usable here: is the NVIDIA driver installed?" });
+      return problems.length ? problems : [{ topic: "runtime", level: "ok", message: "Linux with an NVIDIA GPU and CUDA: vLLM can run." }];
+    }
+    case "mlx":
+      return hw.platform === "darwin" && hw.arch === "arm64"
+        ? [{ topic: "runtime", level: "ok", message: "Apple silicon: MLX can run." }]
+        : [{ topic: "runtime", level: "fail", message: `MLX needs macOS on Apple silicon; this machine runs ${where}.` }];
+    case "openai":
+      return [{ topic: "runtime", level: "ok", message: "An OpenAI-compatible server already running on the machine is used as it is." }];
+  }
+}
+
+function formatCheck(plan: StackPlan): CompatibilityCheck {
+  const ref = plan.modelRef;
+  const gguf = /\.gguf($|\?)/i.test(ref);
+  switch (plan.runtime) {
+    case "gguf":
+      return gguf
+        ? { topic: "format", level: "ok", message: "A GGUF file: the GGUF runtime loads it." }
+        : { topic: "format", level: "fail", message: "The GGUF runtime needs a .gguf file (a path, an https:// URL or hf:owner/repo/file.gguf)." };
+    case "vllm":
+      return gguf
+        ? { topic: "format", level: "fail", message: "vLLM serves Hugging Face repositories (safetensors); run a .gguf file on the GGUF runtime." }
+        : { topic: "format", level: "ok", message: "A model repository or directory: vLLM loads it." };
+    case "mlx":
+      return gguf
+        ? { topic: "format", level: "fail", message: "MLX serves MLX-format repositories (e.g. mlx-community/…); run a .gguf file on the GGUF runtime." }
+        : { topic: "format", level: "ok", message: "An MLX model repository: mlx_lm loads it." };
+    case "openai":
+      return { topic: "format", level: "ok", message: "The name is passed to the server as it is." };
+  }
+}
+
+function memoryCheck(plan: StackPlan, hw: HardwareSummary): CompatibilityCheck | null {
+  if (plan.runtime === "openai") return null;
+  const { weightsBytes, kvBytesPerToken, trainContextSize } = plan.model;
+  if (weightsBytes === null) {
+    return { topic: "memory", level: "warn", message: "The model's size is unknown before it is pulled, so memory cannot be checked yet." };
+  }
+  const context = Math.min(plan.contextSize, trainContextSize ?? plan.contextSize);
+  const kv = (kvBytesPerToken ?? 0) * context * plan.sequences;
+  const need = weightsBytes + kv + overhead(weightsBytes);
+  const what = `about ${gib(need)} (${gib(weightsBytes)} weights${kvBytesPerToken ? ` + ${gib(kv)} KV cache for ${plan.sequences} × ${context.toLocaleString("en-US")} tokens` : ""})`;
+  const vram = hw.gpus.reduce((sum, g) => sum + g.vramBytes, 0);
+  const vramUnknown = hw.gpus.some((g) => g.vramBytes === 0);
+  if (plan.runtime === "vllm") {
+    if (vram === 0) return { topic: "memory", level: "warn", message: `Needs ${what} of GPU memory, but the GPU's VRAM is unknown (install the NVIDIA driver).` };
+    const usable = 0.9 * vram;
+    return need <= usable
+      ? { topic: "memory", level: "ok", message: `Needs ${what}; fits in ${gib(vram)} of VRAM.` }
+      : { topic: "memory", level: "fail", message: `Needs ${what}, more than the ${gib(usable)} of VRAM vLLM may use (90% of ${gib(vram)}).` };
+  }
+  if (plan.runtime === "mlx") {
+    const usable = 0.75 * hw.memoryBytes;
+    if (need <= usable) return { topic: "memory", level: "ok", message: `Needs ${what}; fits in the ${gib(usable)} of unified memory the GPU may use.` };
+    if (need <= hw.memoryBytes) return { topic: "memory", level: "warn", message: `Needs ${what}, more than the GPU's usual share (75% of ${gib(hw.memoryBytes)}): it may swap.` };
+    return { topic: "memory", level: "fail", message: `Needs ${what}, more than this Mac's ${gib(hw.memoryBytes)} of memory.` };
+  }
+  const offload = hw.accelerators.length > 0 && vram > 0;
+  if (offload && need <= vram) return { topic: "memory", level: "ok", message: `Needs ${what}; fits in ${gib(vram)} of VRAM.` };
+  if (offload && need <= vram + 0.9 * hw.memoryBytes) {
+    return { topic: "memory", level: "warn", message: `Needs ${what}, more than ${gib(vram)} of VRAM: part of it runs on the CPU, slower.` };
+  }
+  if (need <= 0.9 * hw.memoryBytes) {
+    return { topic: "memory", level: "ok", message: `Needs ${what}; fits in ${gib(hw.memoryBytes)} of RAM${vramUnknown ? " (GPU VRAM unknown)" : ""}.` };
+  }
+  if (need <= hw.memoryBytes) return { topic: "memory", level: "warn", message: `Needs ${what} of ${gib(hw.memoryBytes)} RAM: little is left for anything else.` };
+  return { topic: "memory", level: "fail", message: `Needs ${what}, more than the machine's ${gib(hw.memoryBytes)} of RAM${vram ? ` and ${gib(vram)} of VRAM` : ""}.` };
+}
+
+function diskCheck(plan: StackPlan, hw: HardwareSummary): CompatibilityCheck | null {
+  const size = plan.model.weightsBytes;
+  if (size === null || plan.runtime === "openai" || !/^(hf:|https?:\/\/)|^[\w.-]+\/[\w.-]+$/.test(plan.modelRef)) return null;
+  const free = Math.max(0, ...hw.disks.map((d) => d.freeBytes));
+  if (hw.disks.length === 0) return { topic: "disk", level: "warn", message: `The download takes ${gib(size)}; the machine reported no disks.` };
+  return size * 1.05 <= free
+    ? { topic: "disk", level: "ok", message: `The download takes ${gib(size)}; ${gib(free)} is free.` }
+    : { topic: "disk", level: "fail", message: `The download takes ${gib(size)}, but the largest free space on the machine is ${gib(free)}.` };
+}
+
+function layerChecks(plan: StackPlan): CompatibilityCheck[] {
+  const checks: CompatibilityCheck[] = [];
+  const supported = RUNTIME_LAYERS[plan.runtime];
+  for (const [layer, kind, known, runs] of [
+    ["harness", plan.harness, HARNESS_KINDS as readonly string[], supported.harness],
+    ["orchestrator", plan.orchestrator, ORCHESTRATOR_KINDS as readonly string[], supported.orchestrator],
+  ] as const) {
+    if (!kind) continue;
+    if (!known.includes(kind)) checks.push({ topic: "layers", level: "fail", message: `Unknown ${layer} '${kind}'; the kinds are ${known.join(", ")}.` });
+    else if (!runs.includes(kind)) checks.push({ topic: "layers", level: "fail", message: `The ${kind} ${layer} does not run on the ${plan.runtime} runtime yet.` });
+    else checks.push({ topic: "layers", level: "ok", message: `The ${kind} ${layer} runs on ${plan.runtime}.` });
+  }
+  return checks;
+}
+
+/**
+ * The one set of compatibility rules: runtime against the machine's OS, arch and
+ * accelerators; model format against runtime; estimated memory (weights plus KV
+ * cache for the context) against RAM or VRAM; disk for the download; the
+ * Endpoint layer; harness and orchestrator kinds the runtime runs. Pure: the
+ * Forge's panel and stack create/deploy call it with the same plan.
+ */
+export function checkStack(plan: StackPlan): Compatibility {
+  const checks: CompatibilityCheck[] = [];
+  const hw = plan.hardware;
+  if (hw) checks.push(...runtimeCheck(plan, hw));
+  else checks.push({ topic: "runtime", level: "warn", message: "The machine has not connected yet, so its hardware is unknown." });
+  checks.push(formatCheck(plan));
+  if (hw) {
+    const memory = memoryCheck(plan, hw);
+    if (memory) checks.push(memory);
+    const disk = diskCheck(plan, hw);
+    if (disk) checks.push(disk);
+  }
+  checks.push(...layerChecks(plan));
+  checks.push(
+    plan.hasEndpoint
+      ? { topic: "endpoint", level: "ok", message: "Reachable through the API as its model id." }
+      : { topic: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." },
+  );
+  const failed = checks.some((c) => c.level === "fail");
+  return { ok: failed ? false : hw ? true : null, checks };
+}
+
+/** The reasons a plan is refused, in one sentence; empty when nothing fails. */
+export function refusalReasons(result: Compatibility): string {
+  return result.checks
+    .filter((c) => c.level === "fail")
+    .map((c) => c.message)
+    .join(" ");
+}

@@ -1,0 +1,1 @@
+export { EventBus, type RelayEvent } from "./event-bus.js";

@@ -1,0 +1,1 @@
+export { UsageRecorder, type UsagePoint, type UsageSample, type UsageSeries, type UsageRecorderOptions } from "./usage-recorder.js";

@@ -1,0 +1,64 @@
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useApp } from "../app-context.js";
+import type { ApiError } from "./admin-client.js";
+import type { EventType } from "./types.js";
+
+/** The state of data loaded from the relay and kept up to date by its events. */
+export interface Live<T> {
+  data: T | undefined;
+  error: ApiError | undefined;
+  loading: boolean;
+  reload: () => void;
+}
+
+/**
+ * Loads data and loads it again whenever the relay announces a change of one of
+ * `on` (and `match` accepts the event), coalescing bursts (download progress)
+ * into at most one load in flight plus one queued.
+ */
+export function useLive<T>(load: () => Promise<T>, on: EventType[], deps: unknown[], match?: (data: Record<string, string>) => boolean): Live<T> {
+  const { events } = useApp();
+  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean }>({ loading: true });
+  const inFlight = useRef(false);
+  const queued = useRef(false);
+  const alive = useRef(true);
+  const loadRef = useRef(load);
+  loadRef.current = load;
+
+  const run = useCallback(() => {
+    if (inFlight.current) {
+      queued.current = true;
+      return;
+    }
+    inFlight.current = true;
+    loadRef
+      .current()
+      .then(
+        (data) => alive.current && setState({ data, loading: false }),
+        (error: ApiError) => alive.current && setState((s) => ({ data: s.data, error, loading: false })),
+      )
+      .finally(() => {
+        inFlight.current = false;
+        if (queued.current && alive.current) {
+          queued.current = false;
+          run();
+        }
+      });
+  }, []);
+
+  useEffect(() => {
+    alive.current = true;
+    setState({ loading: true });
+    run();
+    const unsubscribe = events.subscribe((type, data) => {
+      if (on.includes(type) && (!match || Object.keys(data).length === 0 || match(data))) run();
+    });
+    return () => {
+      alive.current = false;
+      unsubscribe();
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+
+  return { data: state.data, error: state.error, loading: state.loading, reload: run };
+}

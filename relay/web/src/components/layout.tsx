@@ -1,0 +1,66 @@
+import type { ComponentChildren } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { useApp } from "../app-context.js";
+import type { Route } from "../router.js";
+import { Link } from "./link.js";
+
+const NAV: { href: string; label: string; pages: Route["page"][] }[] = [
+  { href: "/machines", label: "Machines", pages: ["machines", "machine"] },
+  { href: "/forge", label: "Forge", pages: ["forge"] },
+  { href: "/stacks", label: "Stacks", pages: ["stacks", "stack"] },
+  { href: "/keys", label: "API keys", pages: ["keys"] },
+  { href: "/usage", label: "Usage", pages: ["usage"] },
+  { href: "/users", label: "People", pages: ["users"] },
+];
+
+/** The signed-in frame: navigation, organization, user menu, and whether live updates flow. */
+export function Layout({ route, children }: { route: Route; children: ComponentChildren }) {
+  const { session, events, signOut } = useApp();
+  const [live, setLive] = useState(events.connected);
+  useEffect(() => {
+    events.onConnectionChange = setLive;
+    setLive(events.connected);
+  }, [events]);
+  return (
+    <div class="shell">
+      <nav class="sidebar" aria-label="Main">
+        <div class="brand">
+          <span class="logo" aria-hidden="true">
+            M
+          </span>
+          <span>Makina</span>
+        </div>
+        <ul>
+          {NAV.map((item) => (
+            <li key={item.href}>
+              <Link href={item.href} class={item.pages.includes(route.page) ? "active" : ""}>
+                {item.label}
+              </Link>
+            </li>
+          ))}
+        </ul>
+        <div class="sidebar-foot">
+          <span class={`live ${live ? "on" : ""}`} title={live ? "Pages update by themselves" : "Reconnecting to the relay…"}>
+            {live ? "Live" : "Reconnecting…"}
+          </span>
+        </div>
+      </nav>
+      <div class="main">
+        <div class="topbar">
+          <span class="org" title={`Organization ${session.org.slug}`}>
+            {session.org.name}
+          </span>
+          <div class="user">
+            <Link href="/account" testId="account-link">
+              {session.user.login} <span class="role">{session.user.role}</span>
+            </Link>
+            <button type="button" class="button small secondary" onClick={signOut}>
+              Sign out
+            </button>
+          </div>
+        </div>
+        <main id="content">{children}</main>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,33 @@
+import type { ComponentChildren } from "preact";
+
+/** A message about the whole page or form: an error, a warning or a success. */
+export function Notice({ tone, children }: { tone: "error" | "warn" | "ok" | "info"; children: ComponentChildren }) {
+  return (
+    <div class={`notice ${tone}`} role={tone === "error" ? "alert" : "status"}>
+      {children}
+    </div>
+  );
+}
+
+/** What an empty list shows: what it is for, and the next step. */
+export function EmptyState({ title, children }: { title: string; children?: ComponentChildren }) {
+  return (
+    <div class="empty">
+      <h3>{title}</h3>
+      {children}
+    </div>
+  );
+}
+
+/** A page's title row with its actions. */
+export function PageHeader({ title, subtitle, children }: { title: string; subtitle?: ComponentChildren; children?: ComponentChildren }) {
+  return (
+    <header class="page-header">
+      <div>
+        <h1>{title}</h1>
+        {subtitle && <p class="subtitle">{subtitle}</p>}
+      </div>
+      {children && <div class="actions">{children}</div>}
+    </header>
+  );
+}

@@ -1,0 +1,105 @@
+import { render } from "preact";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { AdminClient } from "./api/admin-client.js";
+import { RelayEvents } from "./api/event-stream.js";
+import type { SessionInfo } from "./api/types.js";
+import { AppContext, type AppContextValue } from "./app-context.js";
+import { Layout } from "./components/layout.js";
+import { EmptyState } from "./components/notice.js";
+import { Link } from "./components/link.js";
+import { AccountPage } from "./pages/account/account-page.js";
+import { ForgePage } from "./pages/forge/forge-page.js";
+import { KeysPage } from "./pages/keys/keys-page.js";
+import { MachinePage } from "./pages/machines/machine-page.js";
+import { MachinesPage } from "./pages/machines/machines-page.js";
+import { SignInPage } from "./pages/sign-in/sign-in-page.js";
+import { StackPage } from "./pages/stacks/stack-page.js";
+import { StacksPage } from "./pages/stacks/stacks-page.js";
+import { UsagePage } from "./pages/usage/usage-page.js";
+import { UsersPage } from "./pages/account/users-page.js";
+import { parseRoute, type Route } from "./router.js";
+import "./styles.css";
+
+function Page({ route }: { route: Route }) {
+  switch (route.page) {
+    case "machines":
+      return <MachinesPage />;
+    case "machine":
+      return <MachinePage id={route.id} />;
+    case "stacks":
+      return <StacksPage />;
+    case "stack":
+      return <StackPage id={route.id} />;
+    case "forge":
+      return <ForgePage />;
+    case "keys":
+      return <KeysPage />;
+    case "usage":
+      return <UsagePage />;
+    case "users":
+      return <UsersPage />;
+    case "account":
+      return <AccountPage />;
+    case "not-found":
+      return (
+        <EmptyState title="There is no such page">
+          <p>
+            Go to <Link href="/machines">Machines</Link>.
+          </p>
+        </EmptyState>
+      );
+  }
+}
+
+function App() {
+  const client = useMemo(() => new AdminClient(), []);
+  const events = useMemo(() => new RelayEvents(), []);
+  const [session, setSession] = useState<SessionInfo | null | undefined>(undefined);
+  const [bootError, setBootError] = useState<string | null>(null);
+  const [path, setPath] = useState(location.pathname);
+
+  useEffect(() => {
+    client.onSignedOut = () => setSession(null);
+    client.session().then(setSession, (err: Error) => setBootError(err.message));
+    const onPop = () => setPath(location.pathname);
+    addEventListener("popstate", onPop);
+    return () => removeEventListener("popstate", onPop);
+  }, [client]);
+
+  useEffect(() => {
+    if (session) events.start();
+    else events.stop();
+  }, [session, events]);
+
+  const route = parseRoute(path);
+  useEffect(() => {
+    document.title = `${route.page === "not-found" ? "Not found" : route.page[0]!.toUpperCase() + route.page.slice(1)} · Makina`;
+  }, [route.page]);
+
+  if (bootError) return <EmptyState title="The relay cannot be reached">{bootError}</EmptyState>;
+  if (session === undefined) return <div class="booting" aria-busy="true" />;
+  if (session === null) return <SignInPage client={client} onSignedIn={setSession} />;
+
+  const ctx: AppContextValue = {
+    client,
+    events,
+    session,
+    navigate: (to) => {
+      if (to !== location.pathname) history.pushState(null, "", to);
+      setPath(to);
+      scrollTo(0, 0);
+    },
+    signOut: () => {
+      void client.signOut().finally(() => setSession(null));
+    },
+  };
+  return (
+    <AppContext.Provider value={ctx}>
+      <Layout route={route}>
+        <Page route={route} />
+      </Layout>
+    </AppContext.Provider>
+  );
+}
+
+render(<App />, document.getElementById("app")!);

@@ -1,0 +1,239 @@
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import type { ApiError } from "../../api/admin-client.js";
+import type { Check, List, Machine, RuntimeKind, Stack } from "../../api/types.js";
+import { useLive } from "../../api/use-live.js";
+import { useApp, useIsAdmin } from "../../app-context.js";
+import { describedBy, Field } from "../../components/field.js";
+import { formatBytes } from "../../components/format.js";
+import { Link } from "../../components/link.js";
+import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
+import { CompatibilityPanel } from "./compatibility-panel.js";
+
+interface CatalogModel {
+  ref: string;
+  model_id: string;
+  label: string;
+  runtime: RuntimeKind;
+  size_bytes: number | null;
+}
+
+const RUNTIMES: { kind: RuntimeKind; label: string; hint: string }[] = [
+  { kind: "gguf", label: "GGUF (llama.cpp)", hint: "Any machine; CPU, CUDA, Vulkan or Metal." },
+  { kind: "vllm", label: "vLLM", hint: "Linux with an NVIDIA GPU; high throughput." },
+  { kind: "mlx", label: "MLX", hint: "macOS on Apple silicon." },
+  { kind: "openai", label: "Existing server", hint: "An OpenAI-compatible server already running on the machine." },
+];
+
+const CUSTOM = "__custom__";
+
+/** Builds a stack layer by layer, with a compatibility panel that answers every choice. */
+export function ForgePage() {
+  const { client, session, navigate } = useApp();
+  const isAdmin = useIsAdmin();
+  const machines = useLive(() => client.get<List<Machine>>("/machines").then((l) => l.data), ["machine"], []);
+  const [catalog, setCatalog] = useState<CatalogModel[]>([]);
+  const [machine, setMachine] = useState("");
+  const [runtime, setRuntime] = useState<RuntimeKind>("gguf");
+  const [choice, setChoice] = useState("");
+  const [custom, setCustom] = useState("");
+  const [harness, setHarness] = useState("");
+  const [orchestrator, setOrchestrator] = useState("");
+  const [endpoint, setEndpoint] = useState(true);
+  const [modelId, setModelId] = useState("");
+  const [name, setName] = useState("");
+  const [compat, setCompat] = useState<{ ok: boolean | null; checks: Check[] } | null>(null);
+  const [checking, setChecking] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const seq = useRef(0);
+
+  useEffect(() => {
+    client.get<List<CatalogModel>>("/catalog").then((l) => setCatalog(l.data), () => setCatalog([]));
+  }, [client]);
+  useEffect(() => {
+    if (!machine && machines.data?.length) setMachine((machines.data.find((m) => m.state === "online") ?? machines.data[0]!).id);
+  }, [machines.data, machine]);
+
+  const models = catalog.filter((m) => m.runtime === runtime);
+  const picked = models.find((m) => m.ref === choice);
+  const modelRef = choice === CUSTOM || !picked ? custom.trim() : picked.ref;
+  const suggestedId = picked?.model_id ?? (modelRef.split(/[\\/]/).pop() ?? "").replace(/\.gguf$/i, "");
+
+  useEffect(() => {
+    if (!machine) return;
+    const mine = ++seq.current;
+    setChecking(true);
+    const timer = setTimeout(() => {
+      client
+        .post<{ ok: boolean | null; checks: Check[] }>("/compatibility", { org: session.org.id, machine, runtime, model: modelRef, harness: harness || null, orchestrator: orchestrator || null, endpoint })
+        .then(
+          (r) => mine === seq.current && setCompat(r),
+          (e: ApiError) => mine === seq.current && setCompat({ ok: false, checks: [{ level: "fail", message: e.message }] }),
+        )
+        .finally(() => mine === seq.current && setChecking(false));
+    }, 150);
+    return () => clearTimeout(timer);
+  }, [client, session.org.id, machine, runtime, modelRef, harness, orchestrator, endpoint]);
+
+  const machineList = useMemo(() => machines.data ?? [], [machines.data]);
+  if (!isAdmin) {
+    return (
+      <EmptyState title="Only admins build stacks">
+        <p>Ask an admin of {session.org.name} to build one; you can use every stack from the Stacks page.</p>
+      </EmptyState>
+    );
+  }
+  if (machines.data && machineList.length === 0) {
+    return (
+      <>
+        <PageHeader title="Forge" />
+        <EmptyState title="Add a machine first">
+          <p>A stack runs on a machine. Add one, and come back.</p>
+          <Link href="/machines" class="button primary">
+            Go to Machines
+          </Link>
+        </EmptyState>
+      </>
+    );
+  }
+
+  const fieldError = (param: string) => (error?.param === param ? error.message : null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const stack = await client.post<Stack>("/stacks", {
+        org: session.org.id,
+        name: name.trim() || modelId.trim() || suggestedId,
+        machine,
+        runtime,
+        model: modelRef,
+        model_id: modelId.trim() || suggestedId,
+        harness: harness || null,
+        orchestrator: orchestrator || null,
+        endpoint,
+      });
+      await client.post(`/stacks/${stack.id}/deploy`);
+      navigate(`/stacks/${stack.id}`);
+    } catch (err) {
+      setError(err as ApiError);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const selected = machineList.find((m) => m.id === machine);
+  return (
+    <>
+      <PageHeader title="Forge" subtitle="Build a stack layer by layer: machine, runtime, model, then the optional layers and the endpoint." />
+      <div class="forge">
+        <form class="card forge-form" onSubmit={submit} noValidate>
+          {error && !error.param && <Notice tone="error">{error.message}</Notice>}
+          <fieldset>
+            <legend>1 · Machine</legend>
+            <Field id="forge-machine" label="Machine" error={fieldError("machine")}>
+              <select id="forge-machine" value={machine} onChange={(e) => setMachine(e.currentTarget.value)}>
+                {machineList.map((m) => (
+                  <option key={m.id} value={m.id}>
+                    {m.name} ({m.state}
+                    {m.hardware ? `, ${m.hardware.os}, ${formatBytes(m.hardware.memory_bytes)} RAM` : ""})
+                  </option>
+                ))}
+              </select>
+            </Field>
+            {selected && selected.state !== "online" && <p class="hint">This machine is {selected.state}: its stacks deploy when it connects.</p>}
+          </fieldset>
+          <fieldset>
+            <legend>2 · Runtime</legend>
+            <div class="choices" role="radiogroup" aria-label="Runtime">
+              {RUNTIMES.map((r) => (
+                <label key={r.kind} class={`choice ${runtime === r.kind ? "selected" : ""}`}>
+                  <input
+                    type="radio"
+                    name="runtime"
+                    value={r.kind}
+                    checked={runtime === r.kind}
+                    onChange={() => {
+                      setRuntime(r.kind);
+                      setChoice("");
+                    }}
+                  />
+                  <span class="choice-title">{r.label}</span>
+                  <span class="choice-hint">{r.hint}</span>
+                </label>
+              ))}
+            </div>
+          </fieldset>
+          <fieldset>
+            <legend>3 · Model</legend>
+            <Field id="forge-model" label="Model" error={fieldError("model")}>
+              <select id="forge-model" value={choice || (models.length ? "" : CUSTOM)} onChange={(e) => setChoice(e.currentTarget.value)}>
+                <option value="">Choose a model…</option>
+                {models.map((m) => (
+                  <option key={m.ref} value={m.ref}>
+                    {m.label}
+                  </option>
+                ))}
+                <option value={CUSTOM}>{runtime === "openai" ? "The server's model name…" : "Custom: a path, URL or hf: reference…"}</option>
+              </select>
+            </Field>
+            {(choice === CUSTOM || (!models.length && choice === "")) && (
+              <Field
+                id="forge-custom"
+                label={runtime === "openai" ? "Model name on the server" : "Model reference"}
+                hint={runtime === "gguf" ? "A .gguf path on the machine, an https:// URL, or hf:owner/repo/file.gguf" : runtime === "openai" ? "e.g. llama3.1:8b" : "A Hugging Face repository id, e.g. Qwen/Qwen2.5-7B-Instruct"}
+              >
+                <input id="forge-custom" value={custom} onInput={(e) => setCustom(e.currentTarget.value)} aria-describedby={describedBy("forge-custom")} spellcheck={false} />
+              </Field>
+            )}
+          </fieldset>
+          <fieldset>
+            <legend>4 · Layers (optional)</legend>
+            <div class="row">
+              <Field id="forge-harness" label="Harness">
+                <select id="forge-harness" value={harness} onChange={(e) => setHarness(e.currentTarget.value)}>
+                  <option value="">None</option>
+                  <option value="system-prompt">System prompt</option>
+                  <option value="tools">Tools</option>
+                  <option value="router">Router</option>
+                </select>
+              </Field>
+              <Field id="forge-orchestrator" label="Orchestrator">
+                <select id="forge-orchestrator" value={orchestrator} onChange={(e) => setOrchestrator(e.currentTarget.value)}>
+                  <option value="">None</option>
+                  <option value="refine">Refine</option>
+                  <option value="vote">Vote</option>
+                </select>
+              </Field>
+            </div>
+          </fieldset>
+          <fieldset>
+            <legend>5 · Endpoint</legend>
+            <label class="check-row">
+              <input type="checkbox" checked={endpoint} onChange={(e) => setEndpoint(e.currentTarget.checked)} /> Expose through the API
+            </label>
+            <div class="row">
+              <Field id="forge-model-id" label="Model id" hint="What clients pass as `model`." error={fieldError("model_id")}>
+                <input id="forge-model-id" value={modelId} placeholder={suggestedId} onInput={(e) => setModelId(e.currentTarget.value)} disabled={!endpoint} spellcheck={false} />
+              </Field>
+              <Field id="forge-name" label="Stack name" error={fieldError("name")}>
+                <input id="forge-name" value={name} placeholder={modelId || suggestedId || "my-stack"} onInput={(e) => setName(e.currentTarget.value)} />
+              </Field>
+            </div>
+          </fieldset>
+          {error?.param && error.param !== "model" && error.param !== "machine" && error.param !== "model_id" && error.param !== "name" && <Notice tone="error">{error.message}</Notice>}
+          <div class="form-actions">
+            <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat?.ok === false}>
+              {busy ? "Creating…" : "Create and deploy"}
+            </button>
+            {compat?.ok === false && <span class="muted">Fix what the panel says first.</span>}
+          </div>
+        </form>
+        <aside class="forge-side">
+          <CompatibilityPanel result={machine ? compat : null} pending={checking} />
+        </aside>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,124 @@
+import { useState } from "preact/hooks";
+import type { ApiError } from "../../api/admin-client.js";
+import type { ApiKey, List, Machine, Stack } from "../../api/types.js";
+import { useLive } from "../../api/use-live.js";
+import { useApp, useIsAdmin } from "../../app-context.js";
+import { formatAgo } from "../../components/format.js";
+import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
+import { StateBadge } from "../../components/state-badge.js";
+import { NewKeyForm } from "./new-key-form.js";
+
+type KeyRow = ApiKey & { requests_24h: number; tokens_24h: number };
+
+/** API keys without their secrets: restrictions, limits, use; create and revoke. */
+export function KeysPage() {
+  const { client, session } = useApp();
+  const isAdmin = useIsAdmin();
+  const keys = useLive(() => client.get<List<KeyRow>>("/keys").then((l) => l.data), ["key"], []);
+  const stacks = useLive(() => client.get<List<Stack>>("/stacks").then((l) => l.data), ["stack"], []);
+  const machines = useLive(() => client.get<List<Machine>>("/machines").then((l) => l.data), ["machine"], []);
+  const [creating, setCreating] = useState(false);
+  const [confirming, setConfirming] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const stackName = (id: string) => stacks.data?.find((s) => s.id === id)?.name ?? id;
+  const machineName = (id: string) => machines.data?.find((m) => m.id === id)?.name ?? id;
+
+  const revoke = async (id: string) => {
+    setError(null);
+    try {
+      await client.post(`/keys/${encodeURIComponent(id)}/revoke`);
+      setConfirming(null);
+      keys.reload();
+    } catch (err) {
+      setError((err as ApiError).message);
+    }
+  };
+  const list = keys.data ?? [];
+  return (
+    <>
+      <PageHeader title="API keys" subtitle="Apps call the gateway with these keys as bearer tokens. A revoked key is refused from its next request on.">
+        {!creating && (
+          <button type="button" class="button primary" onClick={() => setCreating(true)}>
+            Create key
+          </button>
+        )}
+      </PageHeader>
+      {creating && <NewKeyForm stacks={stacks.data ?? []} machines={machines.data ?? []} onClose={() => setCreating(false)} />}
+      {(error || keys.error) && <Notice tone="error">{error ?? keys.error?.message}</Notice>}
+      {keys.data && list.length === 0 && !creating && (
+        <EmptyState title="No API keys yet">
+          <p>Create a key, then call the gateway with it from any OpenAI client.</p>
+        </EmptyState>
+      )}
+      {list.length > 0 && (
+        <div class="table-wrap">
+          <table class="table" aria-label="API keys">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">State</th>
+                <th scope="col">Restrictions</th>
+                <th scope="col">Limits</th>
+                <th scope="col">Last 24 h</th>
+                <th scope="col">Created · last used</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((k) => {
+                const mayRevoke = k.state === "active" && (isAdmin || k.created_by === session.user.id);
+                return (
+                  <tr key={k.id} data-testid={`key-row-${k.id}`} class={k.state === "revoked" ? "dim" : ""}>
+                    <td>
+                      {k.name ?? <span class="muted">unnamed</span>}
+                      <div class="muted mono small">{k.prefix}…</div>
+                    </td>
+                    <td>
+                      <StateBadge state={k.state} />
+                    </td>
+                    <td class="small">
+                      {k.stack_ids ? `stacks: ${k.stack_ids.map(stackName).join(", ")}` : "all stacks"}
+                      <br />
+                      {k.machine_ids ? `machines: ${k.machine_ids.map(machineName).join(", ")}` : "any machine"}
+                    </td>
+                    <td class="small">{[k.rpm ? `${k.rpm} RPM` : "", k.tpm ? `${k.tpm} TPM` : ""].filter(Boolean).join(" · ") || "none"}</td>
+                    <td class="small" data-testid={`key-usage-${k.id}`}>
+                      {k.requests_24h} requests
+                      <br />
+                      {k.tokens_24h.toLocaleString("en-US")} tokens
+                    </td>
+                    <td class="small muted">
+                      {formatAgo(k.created_at)}
+                      <br />
+                      {k.state === "revoked" ? `revoked ${formatAgo(k.revoked_at)}` : `used ${formatAgo(k.last_used_at)}`}
+                    </td>
+                    <td class="row-actions">
+                      {mayRevoke &&
+                        (confirming === k.id ? (
+                          <span class="confirm" role="group" aria-label={`Revoke ${k.name ?? k.prefix}?`}>
+                            <span>Revoke? Apps using it stop working.</span>
+                            <button type="button" class="button small danger" onClick={() => revoke(k.id)}>
+                              Revoke key
+                            </button>
+                            <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
+                              Keep
+                            </button>
+                          </span>
+                        ) : (
+                          <button type="button" class="button small secondary" onClick={() => setConfirming(k.id)}>
+                            Revoke…
+                          </button>
+                        ))}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,102 @@
+import { useState } from "preact/hooks";
+import { ApiError } from "../../api/admin-client.js";
+import type { Machine, NewMachine } from "../../api/types.js";
+import { useApp } from "../../app-context.js";
+import { CopyBlock, CopyButton } from "../../components/copy-button.js";
+import { describedBy, Field } from "../../components/field.js";
+import { HardwareSummary } from "./hardware-summary.js";
+import { StateBadge } from "../../components/state-badge.js";
+import { Link } from "../../components/link.js";
+
+/**
+ * Adds a machine: names it, shows its install command and token once, and
+ * waits on the same screen until the machine comes online (the list it gets
+ * from the page updates live).
+ */
+export function AddMachine({ machines, onClose }: { machines: Machine[]; onClose: () => void }) {
+  const { client, session } = useApp();
+  const [name, setName] = useState("");
+  const [error, setError] = useState<ApiError | null>(null);
+  const [created, setCreated] = useState<NewMachine | null>(null);
+  const [busy, setBusy] = useState(false);
+  const live = created ? machines.find((m) => m.id === created.id) : undefined;
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      setCreated(await client.post<NewMachine>("/machines", { org: session.org.id, name: name.trim() }));
+    } catch (err) {
+      setError(err as ApiError);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (!created) {
+    return (
+      <section class="card panel" aria-labelledby="add-machine-title">
+        <h2 id="add-machine-title">Add a machine</h2>
+        <form onSubmit={submit} class="inline-form" noValidate>
+          <Field id="machine-name" label="Name" error={error?.message} hint="How it shows in lists, e.g. gpu-box-1.">
+            <input id="machine-name" value={name} onInput={(e) => setName(e.currentTarget.value)} aria-describedby={describedBy("machine-name", error?.message)} autoFocus />
+          </Field>
+          <div class="form-actions">
+            <button type="submit" class="button primary" disabled={busy}>
+              {busy ? "Creating…" : "Create machine"}
+            </button>
+            <button type="button" class="button secondary" onClick={onClose}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      </section>
+    );
+  }
+
+  const online = live?.state === "online";
+  return (
+    <section class="card panel" aria-labelledby="add-machine-title" data-testid="new-machine">
+      <h2 id="add-machine-title">Install the agent on {created.name}</h2>
+      <p>
+        Run this on the machine. The token is shown <strong>this once</strong>: copy it now.
+      </p>
+      <CopyBlock text={created.install_command} label="Copy command" testId="install-command" />
+      <dl class="values">
+        <dt>Machine ID</dt>
+        <dd>
+          <code data-testid="new-machine-id">{created.id}</code> <CopyButton text={created.id} />
+        </dd>
+        <dt>Machine token</dt>
+        <dd>
+          <code data-testid="new-machine-token">{created.token}</code> <CopyButton text={created.token} />
+        </dd>
+        <dt>Relay address</dt>
+        <dd>
+          <code data-testid="new-machine-server">{created.server}</code> <CopyButton text={created.server} />
+        </dd>
+      </dl>
+      <p class="hint">
+        Or run the agent in the foreground: <code>makina agent --server {created.server} --machine-id {created.id} --token …</code>
+      </p>
+      <div class={`waiting ${online ? "done" : ""}`} role="status" aria-live="polite" data-testid="new-machine-status">
+        {online ? (
+          <>
+            <StateBadge state="online" /> {created.name} is online. <HardwareSummary hardware={live?.hardware ?? null} />{" "}
+            <Link href="/forge">Build a stack on it →</Link>
+          </>
+        ) : (
+          <>
+            <span class="spinner" aria-hidden="true" /> Waiting for {created.name} to connect… This page updates by itself.
+          </>
+        )}
+      </div>
+      <div class="form-actions">
+        <button type="button" class="button secondary" onClick={onClose}>
+          {online ? "Done" : "Close (the machine can connect later)"}
+        </button>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,106 @@
+import type { List, Machine, Stack } from "../../api/types.js";
+import { useLive } from "../../api/use-live.js";
+import { useApp } from "../../app-context.js";
+import { formatAgo, formatBytes } from "../../components/format.js";
+import { Link } from "../../components/link.js";
+import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
+import { StateBadge } from "../../components/state-badge.js";
+import { DeploymentProgress } from "../stacks/deployment-progress.js";
+
+/** One machine: its hardware, the stacks on it, and the live progress of what the relay asked of it. */
+export function MachinePage({ id }: { id: string }) {
+  const { client } = useApp();
+  const machine = useLive(() => client.get<Machine>(`/machines/${encodeURIComponent(id)}`), ["machine"], [id], (d) => d.machine_id === id);
+  const stacks = useLive(() => client.get<List<Stack>>("/stacks").then((l) => l.data.filter((s) => s.machine_id === id)), ["stack"], [id]);
+  if (machine.error && !machine.data) {
+    return (
+      <EmptyState title={machine.error.status === 404 ? "No such machine" : "This machine cannot be loaded"}>
+        <p>{machine.error.message}</p>
+        <Link href="/machines">All machines</Link>
+      </EmptyState>
+    );
+  }
+  const m = machine.data;
+  if (!m) return <div class="booting" aria-busy="true" />;
+  const h = m.hardware;
+  const onMachine = stacks.data ?? [];
+  return (
+    <>
+      <PageHeader
+        title={m.name}
+        subtitle={
+          <>
+            <StateBadge state={m.state} /> <span class="mono">{m.id}</span> · agent {m.agent_version ?? "not connected yet"} · {m.state === "online" ? "connected" : `last seen ${formatAgo(m.last_seen_at)}`}
+          </>
+        }
+      />
+      {m.state === "pending" && <Notice tone="info">This machine has never connected. Run the install command shown when it was added; it appears online within seconds.</Notice>}
+      <div class="grid two">
+        <section class="card" aria-labelledby="hw-title">
+          <h2 id="hw-title">Hardware</h2>
+          {!h ? (
+            <p class="muted">Reported when the machine first connects.</p>
+          ) : (
+            <dl class="values">
+              <dt>System</dt>
+              <dd>
+                {h.os} ({h.platform}/{h.arch})
+              </dd>
+              <dt>CPU</dt>
+              <dd>
+                {h.cpu_model} · {h.cpu_physical_cores} cores, {h.cpu_logical_cores} threads
+              </dd>
+              <dt>Memory</dt>
+              <dd>{formatBytes(h.memory_bytes)}</dd>
+              <dt>GPUs</dt>
+              <dd>
+                {h.gpus.length === 0
+                  ? "none"
+                  : h.gpus.map((g, i) => (
+                      <div key={i}>
+                        {g.model} · {g.vram_bytes ? formatBytes(g.vram_bytes) : "VRAM unknown (driver not answering)"}
+                        {g.driver_version ? ` · driver ${g.driver_version}` : ""}
+                      </div>
+                    ))}
+              </dd>
+              <dt>Accelerators</dt>
+              <dd>{h.accelerators.length ? h.accelerators.join(", ") : "none (CPU inference)"}</dd>
+              <dt>Disks</dt>
+              <dd>
+                {h.disks.map((d) => (
+                  <div key={d.mount}>
+                    <span class="mono">{d.mount}</span> · {formatBytes(d.free_bytes)} free of {formatBytes(d.size_bytes)}
+                  </div>
+                ))}
+              </dd>
+            </dl>
+          )}
+        </section>
+        <section class="card" aria-labelledby="machine-stacks-title">
+          <h2 id="machine-stacks-title">Stacks on this machine</h2>
+          {onMachine.length === 0 ? (
+            <p class="muted">
+              None yet. <Link href="/forge">Build one in the Forge.</Link>
+            </p>
+          ) : (
+            <ul class="stack-list">
+              {onMachine.map((s) => (
+                <li key={s.id}>
+                  <div class="stack-line">
+                    <Link href={`/stacks/${s.id}`}>{s.name}</Link> <StateBadge state={s.state} />
+                    <span class="muted">
+                      {s.runtime}
+                      {s.runtime_state ? ` · runtime ${s.runtime_state}` : ""} · <span class="mono">{s.model_id}</span>
+                    </span>
+                  </div>
+                  {s.runtime_error && <p class="field-error">{s.runtime_error}</p>}
+                  {s.deployment && (s.deployment.state === "running" || s.deployment.state === "failed") && <DeploymentProgress deployment={s.deployment} />}
+                </li>
+              ))}
+            </ul>
+          )}
+        </section>
+      </div>
+    </>
+  );
+}

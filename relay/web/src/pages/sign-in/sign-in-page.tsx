@@ -1,0 +1,60 @@
+import { useState } from "preact/hooks";
+import { ApiError, type AdminClient } from "../../api/admin-client.js";
+import type { SessionInfo } from "../../api/types.js";
+import { describedBy, Field } from "../../components/field.js";
+import { Notice } from "../../components/notice.js";
+
+/** Sign in with a login and password. `makina up` prints the first admin's. */
+export function SignInPage({ client, onSignedIn }: { client: AdminClient; onSignedIn: (s: SessionInfo) => void }) {
+  const [login, setLogin] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      onSignedIn(await client.signIn(login.trim(), password));
+    } catch (err) {
+      setError(err instanceof ApiError ? err : new ApiError(0, null, null, String(err)));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const loginError = error?.param === "login" ? error.message : null;
+  const passwordError = error?.param === "password" ? error.message : null;
+  return (
+    <div class="sign-in">
+      <form class="card sign-in-card" onSubmit={submit} noValidate>
+        <div class="brand large">
+          <span class="logo" aria-hidden="true">
+            M
+          </span>
+          <span>Makina</span>
+        </div>
+        <h1>Sign in</h1>
+        <p class="subtitle">Serve models from your own machines through the API your code already speaks.</p>
+        {error && !loginError && !passwordError && <Notice tone="error">{error.message}</Notice>}
+        <Field id="login" label="Login" error={loginError} hint="On a fresh install, `makina up` prints the admin login and password.">
+          <input id="login" name="login" autoComplete="username" value={login} onInput={(e) => setLogin(e.currentTarget.value)} aria-describedby={describedBy("login", loginError)} autoFocus required />
+        </Field>
+        <Field id="password" label="Password" error={passwordError}>
+          <input
+            id="password"
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+            aria-describedby={describedBy("password", passwordError)}
+            required
+          />
+        </Field>
+        <button type="submit" class="button primary wide" disabled={busy}>
+          {busy ? "Signing in…" : "Sign in"}
+        </button>
+      </form>
+    </div>
+  );
+}

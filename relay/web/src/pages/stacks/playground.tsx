@@ -1,0 +1,159 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError } from "../../api/admin-client.js";
+import { streamChat, type ChatMessage } from "../../api/chat-stream.js";
+import type { ApiKey, Stack } from "../../api/types.js";
+import { useApp } from "../../app-context.js";
+import { Notice } from "../../components/notice.js";
+
+const storageKey = (stackId: string) => `makina.playground-key.${stackId}`;
+
+/**
+ * A chat box that talks to the stack through the real gateway path
+ * (`/v1/chat/completions`, streamed) with an API key restricted to this stack:
+ * one the user creates here (kept in this browser tab only) or pastes.
+ */
+export function Playground({ stack }: { stack: Stack }) {
+  const { client, session } = useApp();
+  const [apiKey, setApiKey] = useState(() => sessionStorage.getItem(storageKey(stack.id)) ?? "");
+  const [messages, setMessages] = useState<ChatMessage[]>([]);
+  const [draft, setDraft] = useState("");
+  const [temperature, setTemperature] = useState(0.7);
+  const [maxTokens, setMaxTokens] = useState(256);
+  const [error, setError] = useState<string | null>(null);
+  const [stats, setStats] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const controller = useRef<AbortController | null>(null);
+  const log = useRef<HTMLDivElement>(null);
+
+  useEffect(() => () => controller.current?.abort(), []);
+  useEffect(() => {
+    log.current?.scrollTo({ top: log.current.scrollHeight });
+  }, [messages]);
+
+  const rememberKey = (key: string) => {
+    setApiKey(key);
+    if (key) sessionStorage.setItem(storageKey(stack.id), key);
+    else sessionStorage.removeItem(storageKey(stack.id));
+  };
+
+  const createKey = async () => {
+    setError(null);
+    try {
+      const k = await client.post<ApiKey>("/keys", { org: session.org.id, name: `playground · ${session.user.login}`, stacks: [stack.id] });
+      rememberKey(k.key ?? "");
+    } catch (err) {
+      setError((err as ApiError).message);
+    }
+  };
+
+  const send = async (e: Event) => {
+    e.preventDefault();
+    const text = draft.trim();
+    if (!text || busy) return;
+    const history: ChatMessage[] = [...messages, { role: "user", content: text }];
+    setMessages([...history, { role: "assistant", content: "" }]);
+    setDraft("");
+    setError(null);
+    setStats(null);
+    setBusy(true);
+    const c = new AbortController();
+    controller.current = c;
+    const started = performance.now();
+    let answer = "";
+    try {
+      const { finishReason, usage } = await streamChat({ apiKey, model: stack.model_id, messages: history, temperature, maxTokens: maxTokens || null, signal: c.signal }, (piece) => {
+        answer += piece;
+        setMessages([...history, { role: "assistant", content: answer }]);
+      });
+      const seconds = (performance.now() - started) / 1000;
+      setStats(
+        `${usage ? `${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion tokens · ` : ""}${seconds.toFixed(1)} s${finishReason === "length" ? " · stopped at max tokens" : ""}`,
+      );
+    } catch (err) {
+      if (c.signal.aborted) setStats("Stopped.");
+      else {
+        setError(err instanceof ApiError ? err.message : String(err));
+        if (err instanceof ApiError && err.status === 401) rememberKey("");
+      }
+      if (!answer) setMessages(history);
+    } finally {
+      setBusy(false);
+      controller.current = null;
+    }
+  };
+
+  return (
+    <section class="card" aria-labelledby="playground-title">
+      <h2 id="playground-title">Playground</h2>
+      {!apiKey ? (
+        <div class="playground-key">
+          <p>The playground calls the gateway like your code would, with an API key for this stack.</p>
+          <div class="form-actions">
+            <button type="button" class="button primary" onClick={createKey}>
+              Create a playground key
+            </button>
+            <span class="muted">or</span>
+            <label class="sr-only" for="playground-paste">
+              Paste an API key
+            </label>
+            <input id="playground-paste" placeholder="paste an mk_live_… key" onChange={(e) => rememberKey(e.currentTarget.value.trim())} />
+          </div>
+          {error && <Notice tone="error">{error}</Notice>}
+        </div>
+      ) : (
+        <>
+          <div class="chat-log" ref={log} aria-live="polite" data-testid="chat-log">
+            {messages.length === 0 && <p class="muted">Say something to {stack.model_id}.</p>}
+            {messages.map((m, i) => (
+              <div key={i} class={`bubble ${m.role}`} data-role={m.role}>
+                {m.content || (busy && i === messages.length - 1 ? <span class="typing" aria-label="Generating" /> : "")}
+              </div>
+            ))}
+          </div>
+          {error && <Notice tone="error">{error}</Notice>}
+          <form class="chat-form" onSubmit={send}>
+            <label class="sr-only" for="chat-input">
+              Message
+            </label>
+            <textarea
+              id="chat-input"
+              rows={2}
+              value={draft}
+              placeholder="Write a message; Enter sends, Shift+Enter adds a line"
+              onInput={(e) => setDraft(e.currentTarget.value)}
+              onKeyDown={(e) => {
+                if (e.key === "Enter" && !e.shiftKey) void send(e);
+              }}
+            />
+            <div class="chat-controls">
+              <label for="temperature">
+                Temperature <output>{temperature.toFixed(1)}</output>
+              </label>
+              <input id="temperature" type="range" min="0" max="2" step="0.1" value={temperature} onInput={(e) => setTemperature(Number(e.currentTarget.value))} />
+              <label for="max-tokens">Max tokens</label>
+              <input id="max-tokens" type="number" min="1" max="32768" value={maxTokens} onInput={(e) => setMaxTokens(Number(e.currentTarget.value))} class="narrow" />
+              {busy ? (
+                <button type="button" class="button secondary" onClick={() => controller.current?.abort()}>
+                  Stop
+                </button>
+              ) : (
+                <button type="submit" class="button primary" disabled={!draft.trim()}>
+                  Send
+                </button>
+              )}
+              <button type="button" class="button ghost" onClick={() => setMessages([])} disabled={busy || messages.length === 0}>
+                Clear
+              </button>
+            </div>
+          </form>
+          <p class="muted small">
+            {stats ? `${stats} · ` : ""}Using key {apiKey.slice(0, 12)}…{" "}
+            <button type="button" class="link-button" onClick={() => rememberKey("")}>
+              forget
+            </button>
+          </p>
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,46 @@
+import { useState } from "preact/hooks";
+import type { Stack } from "../../api/types.js";
+import { CopyBlock } from "../../components/copy-button.js";
+
+/** Ready-to-paste calls of this stack with curl and the `openai` SDKs, pointed at this gateway. */
+export function Snippets({ stack }: { stack: Stack }) {
+  const base = `${location.origin}/v1`;
+  const [tab, setTab] = useState<"curl" | "python" | "javascript">("curl");
+  const m = stack.model_id;
+  const snippets = {
+    curl: `curl ${base}/chat/completions \\
+  -H "Authorization: Bearer $MAKINA_API_KEY" \\
+  -H "Content-Type: application/json" \\
+  -d '{"model": "${m}", "messages": [{"role": "user", "content": "Hello!"}]}'`,
+    python: `from openai import OpenAI
+
+client = OpenAI(base_url="${base}", api_key=os.environ["MAKINA_API_KEY"])
+reply = client.chat.completions.create(
+    model="${m}",
+    messages=[{"role": "user", "content": "Hello!"}],
+)
+print(reply.choices[0].message.content)`,
+    javascript: `import OpenAI from "openai";
+
+const client = new OpenAI({ baseURL: "${base}", apiKey: process.env.MAKINA_API_KEY });
+const reply = await client.chat.completions.create({
+  model: "${m}",
+  messages: [{ role: "user", content: "Hello!" }],
+});
+console.log(reply.choices[0].message.content);`,
+  };
+  return (
+    <section class="card" aria-labelledby="snippets-title">
+      <h2 id="snippets-title">Call it from your code</h2>
+      <div class="tabs" role="tablist" aria-label="Language">
+        {(["curl", "python", "javascript"] as const).map((t) => (
+          <button key={t} type="button" role="tab" aria-selected={tab === t} class={tab === t ? "tab active" : "tab"} onClick={() => setTab(t)}>
+            {t === "curl" ? "curl" : t === "python" ? "Python" : "JavaScript"}
+          </button>
+        ))}
+      </div>
+      <CopyBlock text={snippets[tab]} testId={`snippet-${tab}`} />
+      <p class="hint">Set MAKINA_API_KEY to a key from the API keys page. Nothing else changes from the vendor's SDK.</p>
+    </section>
+  );
+}

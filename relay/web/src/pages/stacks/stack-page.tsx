@@ -1,0 +1,131 @@
+import { useState } from "preact/hooks";
+import type { ApiError } from "../../api/admin-client.js";
+import type { List, Machine, Stack } from "../../api/types.js";
+import { useLive } from "../../api/use-live.js";
+import { useApp, useIsAdmin } from "../../app-context.js";
+import { Link } from "../../components/link.js";
+import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
+import { StateBadge } from "../../components/state-badge.js";
+import { CompatibilityPanel } from "../forge/compatibility-panel.js";
+import { DeploymentProgress } from "./deployment-progress.js";
+import { Playground } from "./playground.js";
+import { Snippets } from "./snippets.js";
+
+/** One stack: deploy and undeploy with live progress, how to call it, and a playground. */
+export function StackPage({ id }: { id: string }) {
+  const { client } = useApp();
+  const isAdmin = useIsAdmin();
+  const stack = useLive(() => client.get<Stack>(`/stacks/${encodeURIComponent(id)}`), ["stack"], [id], (d) => d.stack_id === id);
+  const machines = useLive(() => client.get<List<Machine>>("/machines").then((l) => l.data), ["machine"], []);
+  const [actionError, setActionError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  if (stack.error && !stack.data) {
+    return (
+      <EmptyState title={stack.error.status === 404 ? "No such stack" : "This stack cannot be loaded"}>
+        <p>{stack.error.message}</p>
+        <Link href="/stacks">All stacks</Link>
+      </EmptyState>
+    );
+  }
+  const s = stack.data;
+  if (!s) return <div class="booting" aria-busy="true" />;
+  const machine = machines.data?.find((m) => m.id === s.machine_id);
+
+  const act = async (action: "deploy" | "undeploy") => {
+    setBusy(true);
+    setActionError(null);
+    try {
+      await client.post(`/stacks/${encodeURIComponent(s.id)}/${action}`);
+      stack.reload();
+    } catch (err) {
+      setActionError((err as ApiError).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const canDeploy = s.state === "draft" || s.state === "failed";
+  const canUndeploy = s.state === "deployed" || s.state === "deploying" || s.state === "failed";
+  return (
+    <>
+      <PageHeader
+        title={s.name}
+        subtitle={
+          <>
+            <StateBadge state={s.state} /> {s.runtime} on {machine ? <Link href={`/machines/${machine.id}`}>{machine.name}</Link> : s.machine_id}
+            {machine && machine.state !== "online" && <StateBadge state={machine.state} label={`machine ${machine.state}`} />}
+          </>
+        }
+      >
+        {isAdmin && canDeploy && (
+          <button type="button" class="button primary" disabled={busy} onClick={() => act("deploy")}>
+            {s.state === "failed" ? "Retry deploy" : "Deploy"}
+          </button>
+        )}
+        {isAdmin && canUndeploy && (
+          <button type="button" class="button secondary" disabled={busy} onClick={() => act("undeploy")}>
+            Undeploy
+          </button>
+        )}
+      </PageHeader>
+      {actionError && <Notice tone="error">{actionError}</Notice>}
+      {s.state === "failed" && (
+        <Notice tone="error">
+          <strong>The deploy failed:</strong> {s.state_error ?? "unknown reason"}.{" "}
+          {isAdmin && (
+            <>
+              Retry, or <Link href="/forge">build a stack with another model</Link>.
+            </>
+          )}
+        </Notice>
+      )}
+      {s.state === "deploying" && machine && machine.state !== "online" && (
+        <Notice tone="warn">The machine is {machine.state}: the deploy starts as soon as it connects.</Notice>
+      )}
+      {s.state === "deployed" && s.runtime_state && s.runtime_state !== "ready" && (
+        <Notice tone="warn">
+          The runtime is {s.runtime_state}
+          {s.runtime_error ? `: ${s.runtime_error}` : ""}. Requests get 503 until it is ready again.
+        </Notice>
+      )}
+      <div class="grid two">
+        <section class="card" aria-labelledby="stack-layers">
+          <h2 id="stack-layers">Layers</h2>
+          <dl class="values">
+            <dt>Model id</dt>
+            <dd class="mono" data-testid="stack-model-id">
+              {s.has_endpoint ? s.model_id : "— (no Endpoint layer: not reachable through the API)"}
+            </dd>
+            <dt>Model</dt>
+            <dd class="mono wrap">{s.model_ref}</dd>
+            <dt>Runtime</dt>
+            <dd>
+              {s.runtime}
+              {s.runtime_state && ` · ${s.runtime_state}`}
+            </dd>
+            <dt>Harness</dt>
+            <dd>{s.harness ?? "none"}</dd>
+            <dt>Orchestrator</dt>
+            <dd>{s.orchestrator ?? "none"}</dd>
+            <dt>Context</dt>
+            <dd>{s.context_size ? `${s.context_size.toLocaleString()} tokens per request` : "known once deployed"}</dd>
+          </dl>
+          <CompatibilityPanel result={s.compatibility} />
+        </section>
+        <section class="card" aria-labelledby="stack-deploy">
+          <h2 id="stack-deploy">Deployment</h2>
+          {s.deployment ? (
+            <>
+              <DeploymentProgress deployment={s.deployment} />
+              {s.deployment.error && <p class="field-error">{s.deployment.error}</p>}
+            </>
+          ) : (
+            <p class="muted">Not deployed yet. Deploy installs the runtime, pulls the model and configures the endpoint on the machine.</p>
+          )}
+        </section>
+      </div>
+      {s.has_endpoint && <Snippets stack={s} />}
+      {s.has_endpoint && s.state === "deployed" && <Playground stack={s} />}
+    </>
+  );
+}

@@ -1,0 +1,93 @@
+import { useState } from "preact/hooks";
+import type { ApiKey, List } from "../../api/types.js";
+import { useLive } from "../../api/use-live.js";
+import { useApp } from "../../app-context.js";
+import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
+import { UsageChart } from "./usage-chart.js";
+
+export interface UsagePoint {
+  start: number;
+  requests: number;
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+interface Usage {
+  bucket_ms: number;
+  start: number;
+  series: { group: string; points: UsagePoint[]; total: Omit<UsagePoint, "start"> }[];
+}
+
+/** Requests and tokens over time, per key or per model, for the last 24 hours or 30 days. */
+export function UsagePage() {
+  const { client } = useApp();
+  const [range, setRange] = useState<"24h" | "30d">("24h");
+  const [by, setBy] = useState<"key" | "model">("key");
+  const usage = useLive(() => client.get<Usage>(`/usage?range=${range}&by=${by}`), ["key", "stack"], [range, by]);
+  const keys = useLive(() => client.get<List<ApiKey>>("/keys").then((l) => l.data), ["key"], []);
+  const label = (group: string) => (by === "model" ? group : (keys.data?.find((k) => k.id === group)?.name ?? keys.data?.find((k) => k.id === group)?.prefix ?? group));
+  const series = (usage.data?.series ?? []).map((s) => ({ ...s, label: label(s.group) }));
+  return (
+    <>
+      <PageHeader title="Usage" subtitle="Requests and tokens through the gateway, as the relay counted them.">
+        <div class="segmented" role="group" aria-label="Range">
+          {(["24h", "30d"] as const).map((r) => (
+            <button key={r} type="button" aria-pressed={range === r} class={range === r ? "active" : ""} onClick={() => setRange(r)}>
+              {r === "24h" ? "Last 24 hours" : "Last 30 days"}
+            </button>
+          ))}
+        </div>
+        <div class="segmented" role="group" aria-label="Group by">
+          {(["key", "model"] as const).map((b) => (
+            <button key={b} type="button" aria-pressed={by === b} class={by === b ? "active" : ""} onClick={() => setBy(b)}>
+              Per {b}
+            </button>
+          ))}
+        </div>
+      </PageHeader>
+      {usage.error && <Notice tone="error">{usage.error.message}</Notice>}
+      {usage.data && series.length === 0 && (
+        <EmptyState title="No requests in this period">
+          <p>Calls through the gateway show here within seconds.</p>
+        </EmptyState>
+      )}
+      {usage.data && series.length > 0 && (
+        <>
+          <section class="card" aria-labelledby="requests-chart">
+            <h2 id="requests-chart">Requests</h2>
+            <UsageChart series={series} metric={(p) => p.requests} bucketMs={usage.data.bucket_ms} />
+          </section>
+          <section class="card" aria-labelledby="tokens-chart">
+            <h2 id="tokens-chart">Tokens (prompt + completion)</h2>
+            <UsageChart series={series} metric={(p) => p.prompt_tokens + p.completion_tokens} bucketMs={usage.data.bucket_ms} />
+          </section>
+          <div class="table-wrap">
+            <table class="table" aria-label="Usage totals">
+              <thead>
+                <tr>
+                  <th scope="col">{by === "key" ? "Key" : "Model"}</th>
+                  <th scope="col">Requests</th>
+                  <th scope="col">Errors</th>
+                  <th scope="col">Prompt tokens</th>
+                  <th scope="col">Completion tokens</th>
+                </tr>
+              </thead>
+              <tbody>
+                {series.map((s) => (
+                  <tr key={s.group} data-testid={`usage-row-${s.group}`}>
+                    <td>{s.label}</td>
+                    <td>{s.total.requests.toLocaleString("en-US")}</td>
+                    <td>{s.total.errors.toLocaleString("en-US")}</td>
+                    <td>{s.total.prompt_tokens.toLocaleString("en-US")}</td>
+                    <td>{s.total.completion_tokens.toLocaleString("en-US")}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,23 @@
+/** The web application's pages, by path. */
+export type Route =
+  | { page: "machines" }
+  | { page: "machine"; id: string }
+  | { page: "stacks" }
+  | { page: "stack"; id: string }
+  | { page: "forge" }
+  | { page: "keys" }
+  | { page: "usage" }
+  | { page: "users" }
+  | { page: "account" }
+  | { page: "not-found" };
+
+/** Reads a path such as `/stacks/stk_123`. */
+export function parseRoute(path: string): Route {
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const [first, second] = parts;
+  if (parts.length === 0) return { page: "machines" };
+  if (first === "machines") return second ? { page: "machine", id: second } : { page: "machines" };
+  if (first === "stacks") return second ? { page: "stack", id: second } : { page: "stacks" };
+  if (parts.length === 1 && (first === "forge" || first === "keys" || first === "usage" || first === "users" || first === "account")) return { page: first };
+  return { page: "not-found" };
+}

@@ -1,0 +1,33 @@
+// Builds the web application (relay/web) into dist/web: one hashed JS bundle and one hashed
+// CSS file under assets/, and index.html naming them. No CDN: everything is served by the relay.
+import { build } from "esbuild";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const out = join(root, "dist", "web");
+rmSync(out, { recursive: true, force: true });
+mkdirSync(join(out, "assets"), { recursive: true });
+
+const result = await build({
+  entryPoints: [join(root, "relay", "web", "src", "main.tsx")],
+  bundle: true,
+  minify: true,
+  sourcemap: "linked",
+  format: "esm",
+  target: ["es2022"],
+  jsx: "automatic",
+  jsxImportSource: "preact",
+  outdir: join(out, "assets"),
+  entryNames: "[name]-[hash]",
+  metafile: true,
+  logLevel: "warning",
+  legalComments: "none",
+});
+const outputs = Object.keys(result.metafile.outputs).map((p) => basename(p));
+const js = outputs.find((f) => f.endsWith(".js"));
+const css = outputs.find((f) => f.endsWith(".css"));
+if (!js || !css) throw new Error(`web build produced ${outputs.join(", ")}`);
+const html = readFileSync(join(root, "relay", "web", "index.html"), "utf8").replace("%SCRIPT%", `/assets/${js}`).replace("%STYLE%", `/assets/${css}`);
+writeFileSync(join(out, "index.html"), html);
