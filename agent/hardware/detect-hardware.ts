@@ -1,5 +1,6 @@
 import { arch, cpus, platform, totalmem } from "node:os";
 import type { HardwareReport, Logger } from "../../proto/index.js";
+import { queryNvidiaSmi, type NvidiaSmiGpu } from "./nvidia-smi.js";
 
 /** One GPU as systeminformation reports it (the fields Makina reads). */
 export interface GraphicsController {
@@ -22,6 +23,23 @@ function gpuOf(c: GraphicsController): HardwareReport["gpus"][number] {
   return { vendor: c.vendor ?? "", model: c.name || c.model || "", vramBytes: Math.max(0, mib) * 1024 * 1024, driverVersion: c.driverVersion ?? "" };
 }
 
+/**
+ * Completes the NVIDIA GPUs systeminformation found with what nvidia-smi says
+ * (product name, memory, driver), in order; GPUs only nvidia-smi knows are added.
+ */
+function withNvidiaSmi(controllers: GraphicsController[], smi: NvidiaSmiGpu[] | null): GraphicsController[] {
+  if (!smi?.length) return controllers;
+  const rows = [...smi];
+  const merged = controllers.map((c) => {
+    if (!/nvidia/i.test(c.vendor ?? "") || c.memoryTotal) return c;
+    const row = rows.shift();
+    return row ? { ...c, name: row.name, memoryTotal: row.memoryTotal, driverVersion: row.driverVersion } : c;
+  });
+  const known = controllers.filter((c) => /nvidia/i.test(c.vendor ?? "") && c.memoryTotal).length;
+  for (const row of rows.slice(known)) merged.push({ vendor: "NVIDIA", name: row.name, model: row.name, memoryTotal: row.memoryTotal, driverVersion: row.driverVersion });
+  return merged;
+}
+
 /** Where hardware facts come from: systeminformation and node-llama-cpp in production, recorded fixtures in tests. */
 export interface HardwareSource {
   platform: string;
@@ -33,6 +51,8 @@ export interface HardwareSource {
   fsSize(): Promise<{ mount: string; size: number; available: number }[]>;
   /** GPU backends llama.cpp can use here. */
   gpuBackends(): Promise<string[]>;
+  /** NVIDIA GPUs as nvidia-smi reports them; null when it does not answer. */
+  nvidiaSmi(): Promise<NvidiaSmiGpu[] | null>;
 }
 
 /** The real machine: systeminformation for the hardware, node-llama-cpp for usable GPU backends. */
@@ -50,6 +70,7 @@ export async function systemHardwareSource(): Promise<HardwareSource> {
       const { getLlamaGpuTypes } = await import("node-llama-cpp");
       return (await getLlamaGpuTypes("supported")).filter((t): t is Exclude<typeof t, false> => t !== false);
     },
+    nvidiaSmi: async () => (platform() === "darwin" ? null : queryNvidiaSmi()),
   };
 }
 
@@ -82,13 +103,15 @@ export async function detectHardware(options: { source?: HardwareSource; log?: L
   const problems: string[] = [];
   const t = options.timeoutMs ?? 10_000;
   const source = options.source ?? (await systemHardwareSource());
-  const [os, cpu, mem, graphics, disks, backends] = await Promise.all([
+  const [os, cpu, mem, graphics, disks, backends, smi] = await Promise.all([
     probe("os", () => source.osInfo(), null, problems, t),
     probe("cpu", () => source.cpu(), null, problems, t),
     probe("memory", () => source.mem(), null, problems, t),
     probe("gpu", () => source.graphics(), null, problems, t),
     probe("disk", () => source.fsSize(), [], problems, t),
     probe("gpu backend", () => source.gpuBackends(), [], problems, t),
+    // No answer from nvidia-smi is normal (no NVIDIA GPU, or no driver): not a problem to report.
+    probe("nvidia-smi", () => source.nvidiaSmi(), null, [], t),
   ]);
   for (const p of problems) options.log?.warn("hardware probe failed", { problem: p });
   const report: HardwareReport = {
@@ -99,11 +122,9 @@ export async function detectHardware(options: { source?: HardwareSource; log?: L
     cpuPhysicalCores: cpu?.physicalCores ?? cpus().length,
     cpuLogicalCores: cpu?.cores ?? cpus().length,
     memoryBytes: mem?.total ?? totalmem(),
-    gpus: (graphics?.controllers ?? [])
-      .filter((c) => c.model || c.vendor)
-      .map(gpuOf),
+    gpus: withNvidiaSmi((graphics?.controllers ?? []).filter((c) => c.model || c.vendor), smi).map(gpuOf),
     disks: disks.map((d) => ({ mount: d.mount, sizeBytes: Math.max(0, d.size), freeBytes: Math.max(0, d.available) })),
-    accelerators: backends,
+    accelerators: backends ?? [],
   };
   return { report, problems };
 }

@@ -1,17 +1,20 @@
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { HardwareSource } from "../../agent/hardware/detect-hardware.js";
+import { queryNvidiaSmi } from "../../agent/hardware/nvidia-smi.js";
 import { REPO_ROOT } from "./models.js";
 
 /**
  * Machine kinds with a hardware fixture in test/fixtures/hardware. cpu-vm is recorded on the CI machine with
  * scripts/record-hardware.mjs; the others are stand-ins for machines CI cannot reach (each file says how it was made).
  */
-export type MachineKind = "nvidia-linux" | "nvidia-no-driver" | "apple-silicon" | "cpu-vm";
+export type MachineKind = "nvidia-linux" | "nvidia-no-driver" | "apple-silicon" | "cpu-vm" | "nvidia-h100";
 
 export const HARDWARE_FIXTURES = join(REPO_ROOT, "test", "fixtures", "hardware");
+/** Recordings of real machines in ../shared/hardware (nvidia-h100: a real H100 server without lspci). */
+export const SHARED_HARDWARE = join(REPO_ROOT, "..", "shared", "hardware");
 const STANDINS = join(REPO_ROOT, "test", "fixtures", "standins", "hardware");
 
 export interface Fixture {
@@ -46,7 +49,7 @@ export function standinHardwareEnv(dir: string, replay: NonNullable<Fixture["gra
 
 /** A hardware source that answers from a fixture; `overrides` replace probes (to make one fail, say). */
 export function fixtureSource(kind: MachineKind, overrides: Partial<HardwareSource> = {}): HardwareSource {
-  return fixtureFileSource(join(HARDWARE_FIXTURES, `${kind}.json`), overrides);
+  return fixtureFileSource(join(kind === "nvidia-h100" ? SHARED_HARDWARE : HARDWARE_FIXTURES, `${kind}.json`), overrides);
 }
 
 /** The same, for a fixture file anywhere (one scripts/record-hardware.mjs just wrote, say). */
@@ -54,6 +57,10 @@ export function fixtureFileSource(file: string, overrides: Partial<HardwareSourc
   const f = JSON.parse(readFileSync(file, "utf8")) as Fixture;
   const answer = <T>(key: string) => async () => f[key] as T;
   const replay = f.graphicsReplay;
+  // nvidia-smi's recorded answer sits beside the fixture as NAME.nvidia-smi.csv; the stand-in replays it
+  // (and fails as nvidia-smi does without a driver when there is none).
+  const smiFile = replay?.nvidiaSmi ? join(dirname(file), replay.nvidiaSmi) : file.replace(/\.json$/, ".nvidia-smi.csv");
+  const smiEnv: NodeJS.ProcessEnv = { PATH: [STANDINS, "/usr/bin", "/bin"].join(":"), LC_ALL: "C", ...(existsSync(smiFile) ? { STANDIN_NVIDIA_SMI_OUTPUT: smiFile } : {}) };
   return {
     platform: f.platform,
     arch: f.arch,
@@ -62,7 +69,8 @@ export function fixtureFileSource(file: string, overrides: Partial<HardwareSourc
     mem: answer("mem"),
     graphics: replay ? () => replayGraphics(dirname(file), replay) as ReturnType<HardwareSource["graphics"]> : answer("graphics"),
     fsSize: answer("fsSize"),
-    gpuBackends: answer("gpuBackends"),
+    gpuBackends: async () => (f.gpuBackends as string[] | null) ?? [],
+    nvidiaSmi: () => (f.platform === "darwin" ? Promise.resolve(null) : queryNvidiaSmi({ env: smiEnv })),
     ...overrides,
   };
 }

@@ -33,6 +33,20 @@ describe("hardware detection", () => {
     expect(report.accelerators).toEqual([]);
   });
 
+  // A real recording (../shared/hardware): an H100 server with nvidia-smi but no lspci, where systeminformation
+  // builds the GPU from clinfo and never asks nvidia-smi. The agent asks nvidia-smi itself.
+  it("reports a real H100 server without lspci with its 80 GB and driver, asking nvidia-smi directly", async () => {
+    const { report, problems } = await detectHardware({ source: fixtureSource("nvidia-h100") });
+    expect(problems).toEqual([]);
+    expect(report).toMatchObject({ platform: "linux", os: "Ubuntu 24.04.3 LTS", cpuLogicalCores: 16 });
+    expect(report.gpus).toEqual([{ vendor: "NVIDIA Corporation", model: "NVIDIA H100 80GB HBM3", vramBytes: 81559 * 2 ** 20, driverVersion: "580.159.04" }]);
+  });
+
+  it("reports the H100's VRAM as unknown when nvidia-smi does not answer, as systeminformation alone would", async () => {
+    const { report } = await detectHardware({ source: fixtureSource("nvidia-h100", { nvidiaSmi: async () => null }) });
+    expect(report.gpus).toEqual([{ vendor: "NVIDIA Corporation", model: "NVIDIA H100 80GB HBM3", vramBytes: 0, driverVersion: "" }]);
+  });
+
   it("reports an Apple-silicon Mac with Metal and unified memory", async () => {
     const { report } = await detectHardware({ source: fixtureSource("apple-silicon") });
     expect(report).toMatchObject({ platform: "darwin", arch: "arm64", os: "macOS 14.5", cpuModel: "Apple M2 Max", memoryBytes: 64 * 2 ** 30, accelerators: ["metal"] });
@@ -56,14 +70,18 @@ describe("hardware detection", () => {
     const { report, problems } = await detectHardware({
       source: fixtureSource("nvidia-linux", {
         graphics: async () => {
-          throw new Error("nvidia-smi: command not found");
+          throw new Error("lspci: command not found");
         },
         gpuBackends: () => new Promise(() => {}),
       }),
-      timeoutMs: 50,
+      timeoutMs: 2000,
     });
-    expect(problems).toEqual(["gpu probe failed: nvidia-smi: command not found", "gpu backend probe failed: timed out after 50 ms"]);
-    expect(report.gpus).toEqual([]);
+    expect(problems).toEqual(["gpu probe failed: lspci: command not found", "gpu backend probe failed: timed out after 2000 ms"]);
+    // nvidia-smi still names the NVIDIA GPUs when systeminformation's probe fails.
+    expect(report.gpus).toEqual([
+      { vendor: "NVIDIA", model: "NVIDIA A100-SXM4-80GB", vramBytes: 80 * 2 ** 30, driverVersion: "550.54.15" },
+      { vendor: "NVIDIA", model: "NVIDIA A100-SXM4-80GB", vramBytes: 80 * 2 ** 30, driverVersion: "550.54.15" },
+    ]);
     expect(report.cpuPhysicalCores).toBe(64);
   });
 

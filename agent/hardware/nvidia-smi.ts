@@ -1,0 +1,38 @@
+import { execFile } from "node:child_process";
+
+/** One NVIDIA GPU as `nvidia-smi` reports it. */
+export interface NvidiaSmiGpu {
+  name: string;
+  /** MiB. */
+  memoryTotal: number;
+  driverVersion: string;
+  busId: string;
+}
+
+/** The fields systeminformation asks for, in its order, so recorded answers replay as they are. */
+const FIELDS = "driver_version,pci.sub_device_id,name,pci.bus_id,fan.speed,memory.total,memory.used,memory.free,utilization.gpu,utilization.memory,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.gr,clocks.mem";
+
+/** Parses `nvidia-smi --query-gpu=<FIELDS> --format=csv,noheader,nounits`. */
+export function parseNvidiaSmi(csv: string): NvidiaSmiGpu[] {
+  return csv
+    .split(/\r?\n/)
+    .map((line) => line.split(",").map((f) => f.trim()))
+    .filter((f) => f.length >= 6 && f[2])
+    .map((f) => ({ driverVersion: f[0]!, name: f[2]!, busId: f[3]!, memoryTotal: Number(f[5]) || 0 }));
+}
+
+/**
+ * Asks `nvidia-smi` for the NVIDIA GPUs, their memory and driver. Null when it
+ * is not installed or does not answer (no driver loaded): then nothing is known
+ * from it. systeminformation asks it only after finding the GPU with `lspci`, so
+ * on a machine without `lspci` (many minimal server images) it never does.
+ */
+export function queryNvidiaSmi(options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<NvidiaSmiGpu[] | null> {
+  return new Promise((resolve) => {
+    execFile("nvidia-smi", [`--query-gpu=${FIELDS}`, "--format=csv,noheader,nounits"], { env: options.env, timeout: options.timeoutMs ?? 5000, windowsHide: true }, (err, stdout) => {
+      if (err) return resolve(null);
+      const gpus = parseNvidiaSmi(String(stdout));
+      resolve(gpus.length ? gpus : null);
+    });
+  });
+}

@@ -1,0 +1,129 @@
+import { describe, expect, it } from "vitest";
+import { checkStack, findCatalogModel, kvBytesPerToken, refusalReasons, UNKNOWN_MODEL, type StackPlan } from "../../relay/compatibility/index.js";
+import type { HardwareSummary } from "../../relay/store/index.js";
+
+const GiB = 1024 ** 3;
+
+const cpuBox: HardwareSummary = {
+  platform: "linux",
+  os: "Debian GNU/Linux 12",
+  arch: "x64",
+  cpuModel: "EPYC",
+  cpuPhysicalCores: 2,
+  cpuLogicalCores: 2,
+  memoryBytes: 24 * GiB,
+  gpus: [],
+  disks: [{ mount: "/", sizeBytes: 250 * GiB, freeBytes: 80 * GiB }],
+  accelerators: [],
+};
+const h100: HardwareSummary = {
+  ...cpuBox,
+  memoryBytes: 256 * GiB,
+  gpus: [{ vendor: "NVIDIA", model: "NVIDIA H100 80GB HBM3", vramBytes: 80 * GiB, driverVersion: "550.54.15" }],
+  disks: [{ mount: "/", sizeBytes: 2000 * GiB, freeBytes: 1500 * GiB }],
+  accelerators: ["cuda", "vulkan"],
+};
+const mac: HardwareSummary = { ...cpuBox, platform: "darwin", os: "macOS 15", arch: "arm64", memoryBytes: 16 * GiB, gpus: [{ vendor: "Apple", model: "Apple M3", vramBytes: 0, driverVersion: "" }], accelerators: ["metal"] };
+
+const plan = (p: Partial<StackPlan>): StackPlan => ({
+  runtime: "gguf",
+  modelRef: "/models/tiny.gguf",
+  model: UNKNOWN_MODEL,
+  hardware: cpuBox,
+  contextSize: 4096,
+  sequences: 2,
+  harness: null,
+  orchestrator: null,
+  hasEndpoint: true,
+  ...p,
+});
+const catalog = (ref: string) => findCatalogModel(ref)!.facts;
+const levels = (p: Partial<StackPlan>) => Object.fromEntries(checkStack(plan(p)).checks.map((c) => [c.topic, c.level]));
+
+describe("the compatibility rules", () => {
+  it("passes a small GGUF model on a CPU machine and says why each part works", () => {
+    const r = checkStack(plan({ modelRef: "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf", model: catalog("hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf") }));
+    expect(r.ok).toBe(true);
+    expect(r.checks.map((c) => [c.topic, c.level])).toEqual([
+      ["runtime", "ok"],
+      ["format", "ok"],
+      ["memory", "ok"],
+      ["disk", "ok"],
+      ["endpoint", "ok"],
+    ]);
+    expect(r.checks.find((c) => c.topic === "memory")!.message).toBe("Needs about 0.8 GiB (0.4 GiB weights + 0.1 GiB KV cache for 2 × 4,096 tokens); fits in 24 GiB of RAM.");
+  });
+
+  it("refuses a model too large for the machine's memory, with the numbers", () => {
+    const ref = "hf:bartowski/Llama-3.3-70B-Instruct-GGUF/Llama-3.3-70B-Instruct-Q4_K_M.gguf";
+    const r = checkStack(plan({ modelRef: ref, model: catalog(ref) }));
+    expect(r.ok).toBe(false);
+    expect(refusalReasons(r)).toMatch(/^Needs about 4\d GiB \(40 GiB weights \+ 2\.5 GiB KV cache for 2 × 4,096 tokens\), more than the machine's 24 GiB of RAM\.$/);
+    // The same model fits on a GPU server.
+    expect(checkStack(plan({ modelRef: ref, model: catalog(ref), hardware: h100 })).checks.find((c) => c.topic === "memory")).toMatchObject({ level: "ok", message: expect.stringContaining("fits in 80 GiB of VRAM") });
+  });
+
+  it("warns when a GGUF model fits only partly in VRAM", () => {
+    const ref = "hf:bartowski/Llama-3.3-70B-Instruct-GGUF/Llama-3.3-70B-Instruct-Q4_K_M.gguf";
+    const small = { ...h100, gpus: [{ ...h100.gpus[0]!, vramBytes: 24 * GiB }] };
+    expect(levels({ modelRef: ref, model: catalog(ref), hardware: small }).memory).toBe("warn");
+  });
+
+  it("refuses vLLM without Linux, an NVIDIA GPU and CUDA, and MLX off Apple silicon", () => {
+    expect(refusalReasons(checkStack(plan({ runtime: "vllm", modelRef: "Qwen/Qwen2.5-7B-Instruct" })))).toContain("vLLM needs an NVIDIA GPU; none was detected on this machine.");
+    expect(refusalReasons(checkStack(plan({ runtime: "vllm", modelRef: "Qwen/Qwen2.5-7B-Instruct", hardware: { ...h100, accelerators: [] } })))).toContain("no CUDA backend is usable here");
+    expect(refusalReasons(checkStack(plan({ runtime: "vllm", modelRef: "Qwen/Qwen2.5-7B-Instruct", hardware: mac })))).toContain("vLLM needs Linux; this machine runs darwin/arm64.");
+    expect(checkStack(plan({ runtime: "vllm", modelRef: "Qwen/Qwen2.5-7B-Instruct", model: catalog("Qwen/Qwen2.5-7B-Instruct"), hardware: h100 })).ok).toBe(true);
+    expect(refusalReasons(checkStack(plan({ runtime: "mlx", modelRef: "mlx-community/Qwen2.5-0.5B-Instruct-4bit" })))).toBe("MLX needs macOS on Apple silicon; this machine runs linux/x64.");
+    expect(checkStack(plan({ runtime: "mlx", modelRef: "mlx-community/Qwen2.5-0.5B-Instruct-4bit", model: catalog("mlx-community/Qwen2.5-0.5B-Instruct-4bit"), hardware: mac })).ok).toBe(true);
+  });
+
+  it("checks vLLM's memory against 90% of VRAM, and says so when VRAM is unknown", () => {
+    const ref = "Qwen/Qwen2.5-72B-Instruct-AWQ";
+    const one = { ...h100, gpus: [{ ...h100.gpus[0]!, vramBytes: 40 * GiB }] };
+    expect(checkStack(plan({ runtime: "vllm", modelRef: ref, model: catalog(ref), hardware: one })).checks.find((c) => c.topic === "memory")).toMatchObject({
+      level: "fail",
+      message: expect.stringContaining("more than the 36 GiB of VRAM vLLM may use (90% of 40 GiB)"),
+    });
+    const unknown = { ...h100, gpus: [{ ...h100.gpus[0]!, vramBytes: 0 }] };
+    expect(levels({ runtime: "vllm", modelRef: ref, model: catalog(ref), hardware: unknown }).memory).toBe("warn");
+  });
+
+  it("matches the model's format to the runtime", () => {
+    expect(levels({ modelRef: "Qwen/Qwen2.5-7B-Instruct" }).format).toBe("fail");
+    expect(levels({ runtime: "vllm", modelRef: "/models/x.gguf", hardware: h100 }).format).toBe("fail");
+    expect(levels({ runtime: "mlx", modelRef: "hf:a/b/c.gguf", hardware: mac }).format).toBe("fail");
+    expect(levels({ runtime: "openai", modelRef: "llama3.1:8b" }).format).toBe("ok");
+  });
+
+  it("checks the download against the largest free disk", () => {
+    const ref = "hf:bartowski/Qwen2.5-32B-Instruct-GGUF/Qwen2.5-32B-Instruct-Q4_K_M.gguf";
+    const full = { ...cpuBox, memoryBytes: 64 * GiB, disks: [{ mount: "/", sizeBytes: 100 * GiB, freeBytes: 10 * GiB }] };
+    expect(checkStack(plan({ modelRef: ref, model: catalog(ref), hardware: full })).checks.find((c) => c.topic === "disk")).toEqual({
+      topic: "disk",
+      level: "fail",
+      message: "The download takes 18 GiB, but the largest free space on the machine is 10 GiB.",
+    });
+    // A local path is not downloaded: no disk check.
+    expect(levels({ modelRef: "/models/big.gguf", model: catalog(ref), hardware: full }).disk).toBeUndefined();
+  });
+
+  it("says what it cannot know: unknown hardware, unknown model size", () => {
+    const r = checkStack(plan({ hardware: null }));
+    expect(r.ok).toBeNull();
+    expect(r.checks[0]).toEqual({ topic: "runtime", level: "warn", message: "The machine has not connected yet, so its hardware is unknown." });
+    expect(levels({}).memory).toBe("warn");
+    // An incompatible format is refused even before the machine connects.
+    expect(checkStack(plan({ hardware: null, modelRef: "Qwen/Qwen2.5-7B-Instruct" })).ok).toBe(false);
+  });
+
+  it("warns that a stack without an Endpoint is not reachable, and refuses layers its runtime cannot run", () => {
+    expect(checkStack(plan({ hasEndpoint: false })).checks.at(-1)).toEqual({ topic: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." });
+    expect(refusalReasons(checkStack(plan({ harness: "tools" })))).toBe("The tools harness does not run on the gguf runtime yet.");
+    expect(refusalReasons(checkStack(plan({ orchestrator: "swarm" })))).toBe("Unknown orchestrator 'swarm'; the kinds are refine, vote.");
+  });
+
+  it("sizes the KV cache from the architecture: K and V in f16 for every layer's key-value heads", () => {
+    expect(kvBytesPerToken(32, 8, 128)).toBe(131_072);
+  });
+});
