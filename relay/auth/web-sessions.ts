@@ -16,7 +16,10 @@ export interface SessionUser {
 export interface WebSessionsOptions {
   /** How long a session lasts after sign-in. @default 604800000 (7 days) */
   ttlMs?: number;
-  throttle?: SignInThrottle;
+  /** Failed sign-ins per login. @default 5 free failures, then waits from 30 s doubling to 15 min */
+  loginThrottle?: SignInThrottle;
+  /** Failed sign-ins per client address (any login). @default 30 free failures, then the same waits */
+  addressThrottle?: SignInThrottle;
   now?: () => number;
 }
 
@@ -31,7 +34,8 @@ const token = () => randomBytes(32).toString("base64url");
  * failed sign-ins throttled per login and per address.
  */
 export class WebSessions {
-  private readonly throttle: SignInThrottle;
+  private readonly loginThrottle: SignInThrottle;
+  private readonly addressThrottle: SignInThrottle;
   private readonly ttlMs: number;
   private readonly now: () => number;
   // A hash to verify against when the login does not exist, so a missing login costs as much as a wrong password.
@@ -41,7 +45,8 @@ export class WebSessions {
     private readonly store: Store,
     options: WebSessionsOptions = {},
   ) {
-    this.throttle = options.throttle ?? new SignInThrottle();
+    this.loginThrottle = options.loginThrottle ?? new SignInThrottle({ freeFailures: 5 });
+    this.addressThrottle = options.addressThrottle ?? new SignInThrottle({ freeFailures: 30 });
     this.ttlMs = options.ttlMs ?? 7 * 24 * 3600_000;
     this.now = options.now ?? Date.now;
   }
@@ -50,18 +55,20 @@ export class WebSessions {
   signIn(login: unknown, password: unknown, address: string): SessionUser & { cookie: string } {
     if (typeof login !== "string" || login === "") throw new MakinaError("missing_required_parameter", "Enter your login.", { param: "login" });
     if (typeof password !== "string" || password === "") throw new MakinaError("missing_required_parameter", "Enter your password.", { param: "password" });
-    const keys = [`login:${login.toLowerCase()}`, `address:${address}`];
-    const wait = this.throttle.retryAfterMs(keys);
+    const loginKey = [login.toLowerCase()];
+    const addressKey = [address];
+    const wait = Math.max(this.loginThrottle.retryAfterMs(loginKey), this.addressThrottle.retryAfterMs(addressKey));
     if (wait > 0) {
       throw new MakinaError("sign_in_throttled", `Too many failed sign-ins. Try again in ${Math.ceil(wait / 1000)} seconds.`, { retryAfterMs: wait });
     }
     const found = this.store.users.findByLogin(login);
     const ok = verifyPassword(password, found?.passwordHash ?? this.decoyHash) && found !== undefined;
     if (!ok || !found) {
-      this.throttle.failed(keys);
+      this.loginThrottle.failed(loginKey);
+      this.addressThrottle.failed(addressKey);
       throw new MakinaError("invalid_credentials", "The login or password is not right.", { param: "password" });
     }
-    this.throttle.succeeded(keys[0]!);
+    this.loginThrottle.succeeded(loginKey[0]!);
     const { passwordHash: _hash, ...user } = found;
     const cookie = token();
     const csrfToken = token();

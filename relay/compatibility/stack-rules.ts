@@ -32,7 +32,7 @@ export interface StackPlan {
 }
 
 const GiB = 1024 ** 3;
-const gib = (n: number) => `${(n / GiB).toFixed(n < 10 * GiB ? 1 : 0)} GiB`;
+const gib = (n: number) => `${(n / GiB).toFixed(n < 100 * GiB ? 1 : 0).replace(/\.0$/, "")} GiB`;
 /** Memory beyond weights and KV cache: compute buffers and the runtime itself. */
 const overhead = (weights: number) => 0.05 * weights + 0.25 * GiB;
 

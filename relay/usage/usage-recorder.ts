@@ -118,7 +118,7 @@ export class UsageRecorder {
     const column = by === "key" ? "key_id" : "model";
     const rows = this.db
       .prepare(
-        `SELECT ${column} AS grp, (minute - @start) / @bucketMs AS bucket, SUM(requests) AS requests, SUM(errors) AS errors,
+        `SELECT ${column} AS grp, CAST((minute - @start) / @bucketMs AS INTEGER) AS bucket, SUM(requests) AS requests, SUM(errors) AS errors,
                 SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens
          FROM usage_minutes WHERE org_id = @orgId AND minute >= @start AND minute < @end GROUP BY grp, bucket`,
       )

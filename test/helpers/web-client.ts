@@ -1,0 +1,58 @@
+/**
+ * A client of the relay's web endpoints the way a browser is one: it keeps the
+ * session cookie it is given and sends the session's CSRF token on state-changing calls.
+ */
+export class WebClient {
+  cookie = "";
+  csrf = "";
+
+  constructor(readonly origin: string) {}
+
+  /** Signs in; resolves with the raw response (status, Set-Cookie) and keeps the session. */
+  async signIn(login: string, password: string): Promise<Response> {
+    const res = await fetch(`${this.origin}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login, password }) });
+    if (res.ok) {
+      this.cookie = (res.headers.get("set-cookie") ?? "").split(";")[0]!;
+      this.csrf = ((await res.clone().json()) as { csrf_token: string }).csrf_token;
+    }
+    return res;
+  }
+
+  /** Calls a path with the session cookie; non-GET calls carry the CSRF token unless `csrf` is false. */
+  call(method: string, path: string, body?: unknown, options: { csrf?: boolean } = {}): Promise<Response> {
+    const headers: Record<string, string> = { cookie: this.cookie };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (method !== "GET" && options.csrf !== false) headers["x-csrf-token"] = this.csrf;
+    return fetch(`${this.origin}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  }
+
+  async json<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await this.call(method, path, body);
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${text}`);
+    return JSON.parse(text) as T;
+  }
+}
+
+/** Reads server-sent events from a streaming response, one `{event, data}` at a time. */
+export async function* sseEvents(res: Response): AsyncGenerator<{ event: string; data: Record<string, unknown> }> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let i: number;
+      while ((i = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, i);
+        buffer = buffer.slice(i + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (event && data) yield { event, data: JSON.parse(data) as Record<string, unknown> };
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+}

@@ -1,0 +1,283 @@
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
+import { silentLogger } from "../../proto/index.js";
+import { fixtureSource } from "../helpers/hardware-fixtures.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { sseEvents, WebClient } from "../helpers/web-client.js";
+
+// The admin API as the web application uses it: a session cookie and a CSRF token instead of the admin token.
+describe("the web application's API: sign-in, sessions, roles and organizations", () => {
+  let gw: TestGateway;
+  let origin: string;
+  const operator = (method: string, path: string, body?: unknown) =>
+    fetch(`${origin}${path}`, { method, headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const addUser = async (org: string, login: string, role: "admin" | "member", password = "correct horse battery") => {
+    const res = await operator("POST", "/admin/v1/users", { org, login, role, password });
+    expect(res.status, await res.clone().text()).toBe(201);
+    return password;
+  };
+  const signedIn = async (login: string, password: string) => {
+    const c = new WebClient(origin);
+    expect((await c.signIn(login, password)).status).toBe(200);
+    return c;
+  };
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+    origin = gw.relay.url;
+    await addUser(gw.orgId, "ada@example.com", "admin");
+    await addUser(gw.orgId, "mo", "member");
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("signs in with a login and password into an HttpOnly, SameSite=Strict session, and signs out", async () => {
+    const c = new WebClient(origin);
+    const res = await c.signIn("ada@example.com", "correct horse battery");
+    expect(res.status).toBe(200);
+    const cookie = res.headers.get("set-cookie")!;
+    expect(cookie).toMatch(/^makina_session=[\w-]{40,}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=604800$/);
+    expect(await res.json()).toEqual({ user: { id: expect.stringMatching(/^user_/), login: "ada@example.com", role: "admin" }, org: { id: gw.orgId, name: "Test Org", slug: "test-org" }, csrf_token: c.csrf });
+    expect((await c.json<{ user: { login: string } }>("GET", "/auth/v1/session")).user.login).toBe("ada@example.com");
+    expect((await c.json<{ data: { id: string }[] }>("GET", "/admin/v1/machines")).data.map((m) => m.id)).toEqual([gw.machineId]);
+
+    expect((await c.call("POST", "/auth/v1/sign-out")).status).toBe(200);
+    expect((await c.call("GET", "/auth/v1/session")).status).toBe(401);
+    const after = await c.call("GET", "/admin/v1/machines");
+    expect(after.status).toBe(401);
+    expect(((await after.json()) as { error: { code: string } }).error.code).toBe("invalid_admin_token");
+  });
+
+  it("says plainly when the login or password is wrong, the same for an unknown login", async () => {
+    for (const [login, password] of [
+      ["ada@example.com", "wrong password!"],
+      ["nobody", "correct horse battery"],
+    ]) {
+      const res = await new WebClient(origin).signIn(login!, password!);
+      expect(res.status).toBe(401);
+      expect(res.headers.get("set-cookie")).toBeNull();
+      expect(await res.json()).toEqual({ error: { message: "The login or password is not right.", type: "authentication_error", param: "password", code: "invalid_credentials" } });
+    }
+    const empty = await new WebClient(origin).signIn("", "x");
+    expect(((await empty.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: "missing_required_parameter", param: "login" });
+  });
+
+  it("refuses a state-changing call without the session's CSRF token", async () => {
+    const c = await signedIn("ada@example.com", "correct horse battery");
+    const refused = async (res: Response) => {
+      expect(res.status).toBe(403);
+      expect(((await res.json()) as { error: { code: string; type: string } }).error).toMatchObject({ code: "invalid_csrf_token", type: "permission_error" });
+    };
+    await refused(await c.call("POST", "/admin/v1/keys", { name: "no csrf" }, { csrf: false }));
+    const token = c.csrf;
+    c.csrf = "not-the-token";
+    await refused(await c.call("POST", "/admin/v1/keys", { name: "no csrf" }));
+    await refused(await c.call("POST", "/auth/v1/sign-out"));
+    expect(gw.relay.store.keys.listByOrg(gw.orgId).map((k) => k.name)).not.toContain("no csrf");
+    // Reads need no token; with the session's own token the same call goes through.
+    expect((await c.call("GET", "/admin/v1/keys")).status).toBe(200);
+    c.csrf = token;
+    expect((await c.call("POST", "/admin/v1/keys", { name: "with csrf" })).status).toBe(201);
+  });
+
+  it("throttles failed sign-ins of a login, even when the right password comes next", async () => {
+    const password = await addUser(gw.orgId, "target", "member");
+    const c = new WebClient(origin);
+    for (let i = 0; i < 5; i++) expect((await c.signIn("target", `guess number ${i}`)).status).toBe(401);
+    const held = await c.signIn("target", `guess number 6`);
+    expect(held.status).toBe(429);
+    expect(Number(held.headers.get("retry-after"))).toBeGreaterThanOrEqual(29);
+    expect(((await held.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "sign_in_throttled", message: expect.stringMatching(/^Too many failed sign-ins\. Try again in \d+ seconds\.$/) });
+    expect((await c.signIn("target", password)).status).toBe(429);
+    // Another login from the same address is not held back by it.
+    expect((await new WebClient(origin).signIn("mo", "correct horse battery")).status).toBe(200);
+  });
+
+  it("changes a password: the old one stops working and the user's other sessions end", async () => {
+    const password = await addUser(gw.orgId, "pat", "member");
+    const here = await signedIn("pat", password);
+    const elsewhere = await signedIn("pat", password);
+    const short = await here.call("POST", "/auth/v1/password", { current_password: password, new_password: "short" });
+    expect(((await short.json()) as { error: { param: string; message: string } }).error).toMatchObject({ param: "new_password", message: "The password must have at least 10 characters." });
+    const wrong = await here.call("POST", "/auth/v1/password", { current_password: "not it at all", new_password: "a much longer one" });
+    expect(((await wrong.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: "invalid_credentials", param: "current_password" });
+
+    expect((await here.call("POST", "/auth/v1/password", { current_password: password, new_password: "a much longer one" })).status).toBe(200);
+    expect((await here.call("GET", "/auth/v1/session")).status).toBe(200);
+    expect((await elsewhere.call("GET", "/auth/v1/session")).status).toBe(401);
+    expect((await new WebClient(origin).signIn("pat", password)).status).toBe(401);
+    expect((await new WebClient(origin).signIn("pat", "a much longer one")).status).toBe(200);
+  });
+
+  it("lets a member see the pages and manage its own keys, but not administer", async () => {
+    const member = await signedIn("mo", "correct horse battery");
+    const admin = await signedIn("ada@example.com", "correct horse battery");
+    expect((await member.call("GET", "/admin/v1/machines")).status).toBe(200);
+    expect((await member.call("GET", `/admin/v1/stacks/${gw.stackId}`)).status).toBe(200);
+    for (const [path, body] of [
+      ["/admin/v1/machines", { name: "sneaky" }],
+      ["/admin/v1/stacks", { name: "s", machine: gw.machineId, runtime: "gguf", model: "/x.gguf" }],
+      [`/admin/v1/stacks/${gw.stackId}/undeploy`, undefined],
+      ["/admin/v1/users", { login: "friend", password: "0123456789", role: "admin" }],
+    ] as const) {
+      const res = await member.call("POST", path, body);
+      expect(res.status, path).toBe(403);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("permission_denied");
+    }
+    expect(gw.relay.control.stack(gw.stackId).state).toBe("deployed");
+
+    const own = await member.json<{ id: string; key: string; created_by: string }>("POST", "/admin/v1/keys", { name: "mine" });
+    const theirs = await admin.json<{ id: string }>("POST", "/admin/v1/keys", { name: "the admin's" });
+    const denied = await member.call("POST", `/admin/v1/keys/${theirs.id}/revoke`);
+    expect(denied.status).toBe(403);
+    expect(((await denied.json()) as { error: { message: string } }).error.message).toBe("Members can revoke only the keys they created.");
+    expect((await member.call("POST", `/admin/v1/keys/${own.id}/revoke`)).status).toBe(200);
+    expect(gw.relay.store.keys.get(own.id)?.state).toBe("revoked");
+    expect(gw.relay.store.keys.get(theirs.id)?.state).toBe("active");
+    // An admin revokes anyone's key of the organization.
+    expect((await admin.call("POST", `/admin/v1/keys/${theirs.id}/revoke`)).status).toBe(200);
+  });
+
+  it("shows a user of another organization nothing of this one", async () => {
+    const other = (await (await operator("POST", "/admin/v1/orgs", { name: "Rivals" })).json()) as { id: string; slug: string };
+    const rival = await signedIn(`rival@rivals`, await addUser(other.id, "rival@rivals", "admin"));
+    const ours = await gw.relay.control.createKey(gw.orgId, { name: "ours" });
+    expect((await rival.json<{ data: unknown[] }>("GET", "/admin/v1/machines")).data).toEqual([]);
+    expect((await rival.json<{ data: unknown[] }>("GET", "/admin/v1/stacks")).data).toEqual([]);
+    expect((await rival.json<{ data: { name: string }[] }>("GET", "/admin/v1/keys")).data).toEqual([]);
+    expect((await rival.json<{ data: { login: string }[] }>("GET", "/admin/v1/users")).data.map((u) => u.login)).toEqual(["rival@rivals"]);
+    expect((await rival.json<{ data: { slug: string }[] }>("GET", "/admin/v1/orgs")).data.map((o) => o.slug)).toEqual(["rivals"]);
+    for (const [method, path] of [
+      ["GET", `/admin/v1/machines/${gw.machineId}`],
+      ["GET", `/admin/v1/stacks/${gw.stackId}`],
+      ["POST", `/admin/v1/stacks/${gw.stackId}/undeploy`],
+      ["POST", `/admin/v1/keys/${ours.record.id}/revoke`],
+      ["GET", "/admin/v1/machines?org=test-org"],
+      ["GET", `/admin/v1/keys?org=${gw.orgId}`],
+    ] as const) {
+      const res = await rival.call(method, path);
+      expect(res.status, `${method} ${path}`).toBe(404);
+    }
+    // Naming this organization's machine in a key or a stack does not reach it either.
+    expect((await rival.call("POST", "/admin/v1/keys", { machines: [gw.machineId] })).status).toBe(404);
+    expect((await rival.call("POST", "/admin/v1/stacks", { name: "x", machine: gw.machineId, runtime: "gguf", model: "/x.gguf" })).status).toBe(404);
+    expect(gw.relay.store.keys.get(ours.record.id)?.state).toBe("active");
+    expect(gw.relay.control.stack(gw.stackId).state).toBe("deployed");
+    expect((await operator("POST", "/admin/v1/orgs", { name: "x" })).status).toBe(201);
+    expect((await rival.call("POST", "/admin/v1/orgs", { name: "y" })).status).toBe(403);
+  });
+
+  it("streams the organization's changes as server-sent events, and only its own", async () => {
+    const other = (await (await operator("POST", "/admin/v1/orgs", { name: "Elsewhere" })).json()) as { id: string };
+    const c = await signedIn("ada@example.com", "correct horse battery");
+    const controller = new AbortController();
+    const res = await fetch(`${origin}/admin/v1/events`, { headers: { cookie: c.cookie }, signal: controller.signal });
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    const events = sseEvents(res);
+    try {
+      // Announced in this order: another organization's change first, then ours.
+      const theirs = gw.relay.control.createKey(other.id, { name: "theirs" });
+      const mine = await c.json<{ id: string }>("POST", "/admin/v1/keys", { name: "watched" });
+      expect((await events.next()).value).toEqual({ event: "key", data: { type: "key", key_id: mine.id } });
+      expect(theirs.record.id).not.toBe(mine.id);
+      await c.call("POST", `/admin/v1/stacks/${gw.stackId}/undeploy`);
+      expect((await events.next()).value).toEqual({ event: "stack", data: { type: "stack", stack_id: gw.stackId } });
+    } finally {
+      controller.abort();
+      await events.return(undefined);
+      await gw.relay.control.deploy(gw.stackId);
+      await gw.relay.deployer.settled(gw.stackId);
+    }
+    expect(gw.relay.control.stack(gw.stackId).state).toBe("deployed");
+  });
+
+  it("counts gateway calls per key and model for the usage page and the keys list", async () => {
+    const c = await signedIn("ada@example.com", "correct horse battery");
+    const key = await c.json<{ id: string; key: string }>("POST", "/admin/v1/keys", { name: "counted", stacks: [gw.stackId] });
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: key.key, maxRetries: 0 });
+    const a = await client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "Once" }], max_tokens: 3 });
+    const b = await client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "Twice" }], max_tokens: 5, stream: true, stream_options: { include_usage: true } });
+    let streamedUsage = 0;
+    for await (const chunk of b) streamedUsage += chunk.usage?.total_tokens ?? 0;
+    const tokens = a.usage!.total_tokens + streamedUsage;
+
+    const usage = await c.json<{ series: { group: string; total: { requests: number; prompt_tokens: number; completion_tokens: number }; points: { requests: number }[] }[] }>("GET", "/admin/v1/usage?range=24h&by=key");
+    const mine = usage.series.find((s) => s.group === key.id)!;
+    expect(mine.total.requests).toBe(2);
+    expect(mine.total.prompt_tokens + mine.total.completion_tokens).toBe(tokens);
+    expect(mine.total.completion_tokens).toBe(8);
+    expect(mine.points).toHaveLength(24);
+    expect(mine.points.at(-1)!.requests).toBe(2);
+    const byModel = await c.json<{ series: { group: string; total: { requests: number } }[] }>("GET", "/admin/v1/usage?range=30d&by=model");
+    expect(byModel.series.find((s) => s.group === gw.modelId)!.total.requests).toBeGreaterThanOrEqual(2);
+    const listed = (await c.json<{ data: { id: string; requests_24h: number; tokens_24h: number }[] }>("GET", "/admin/v1/keys")).data.find((k) => k.id === key.id);
+    expect(listed).toMatchObject({ requests_24h: 2, tokens_24h: tokens });
+    const bad = await c.call("GET", "/admin/v1/usage?range=1y");
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toBe("range");
+  });
+
+  describe("the compatibility rules, as the Forge and stack create use them", () => {
+    let agent: Agent;
+    let cpuBox: string;
+    beforeAll(async () => {
+      const { machine, token } = gw.relay.control.createMachine(gw.orgId, "cpu-box");
+      cpuBox = machine.id;
+      agent = await startAgent(resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: machine.id, token, dataDir: join(gw.dataDir, "cpu-box"), threads: 1, gpu: false } }), {
+        log: silentLogger(),
+        hardwareSource: fixtureSource("cpu-vm"),
+      });
+      await agent.link.whenOnline();
+    });
+    afterAll(async () => {
+      await agent?.stop();
+    });
+
+    it("answers the Forge's panel, and refuses to create what it fails with the same reasons", async () => {
+      const c = await signedIn("ada@example.com", "correct horse battery");
+      const big = "hf:bartowski/Llama-3.3-70B-Instruct-GGUF/Llama-3.3-70B-Instruct-Q4_K_M.gguf";
+      const panel = await c.json<{ ok: boolean; checks: { topic: string; level: string; message: string }[] }>("POST", "/admin/v1/compatibility", { machine: cpuBox, runtime: "gguf", model: big });
+      expect(panel.ok).toBe(false);
+      const memory = panel.checks.find((c) => c.topic === "memory")!;
+      expect(memory).toMatchObject({ level: "fail", message: "Needs about 44.3 GiB (39.6 GiB weights + 2.5 GiB KV cache for 2 × 4,096 tokens), more than the machine's 23.5 GiB of RAM." });
+      const refused = await c.call("POST", "/admin/v1/stacks", { name: "too big", machine: cpuBox, runtime: "gguf", model: big });
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: { code: string; message: string } }).error).toEqual(expect.objectContaining({ code: "incompatible_stack", message: `This stack cannot run on cpu-box: ${memory.message}` }));
+
+      const vllm = await c.json<{ ok: boolean; checks: { level: string; message: string }[] }>("POST", "/admin/v1/compatibility", { machine: cpuBox, runtime: "vllm", model: "Qwen/Qwen2.5-7B-Instruct" });
+      expect(vllm.ok).toBe(false);
+      expect(vllm.checks.filter((x) => x.level === "fail").map((x) => x.message)).toEqual(["vLLM needs an NVIDIA GPU; none was detected on this machine."]);
+
+      const small = await c.json<{ ok: boolean }>("POST", "/admin/v1/compatibility", { machine: cpuBox, runtime: "gguf", model: "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf" });
+      expect(small.ok).toBe(true);
+      const catalog = await c.json<{ data: { ref: string; runtime: string; size_bytes: number }[] }>("GET", "/admin/v1/catalog");
+      expect(catalog.data.map((m) => m.runtime)).toEqual(expect.arrayContaining(["gguf", "vllm", "mlx"]));
+      expect(catalog.data.find((m) => m.ref === big)!.size_bytes).toBe(42.5e9);
+    });
+  });
+
+  it("serves the web application at / without touching the gateway's and APIs' answers", async () => {
+    const page = await fetch(`${origin}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(page.headers.get("cache-control")).toBe("no-cache");
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    const html = await page.text();
+    const script = /src="(\/assets\/main-[\w]+\.js)"/.exec(html)![1]!;
+    const asset = await fetch(`${origin}${script}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    // The app's own routes load the page; everything else keeps its answer.
+    expect(await (await fetch(`${origin}/stacks/stk_anything`)).text()).toBe(html);
+    const missing = await fetch(`${origin}/assets/nope.js`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { code: string } }).error.code).toBe("unknown_url");
+    const unknownV1 = await fetch(`${gw.baseURL}/no-such-thing`, { headers: { authorization: `Bearer ${gw.apiKey}` } });
+    expect(unknownV1.status).toBe(404);
+    expect(((await unknownV1.json()) as { error: { code: string } }).error.code).toBe("unknown_url");
+    expect(await (await fetch(`${origin}/health`)).json()).toEqual({ status: "ok" });
+    expect((await fetch(`${origin}/admin/v1/nope`)).status).toBe(401);
+  });
+});
