@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Benchmarks the gateway on this machine with a real GGUF model (npm run bench; builds first).
 // Measures, with the relay and agent in this process and the model in its own process as in production:
-//   - gateway overhead: latency of a 1-token completion through the relay vs. straight to the model's server
+//   - gateway overhead: latency of a 1-token completion through the relay vs. straight to the model's process
+//     (the agent's own client of the model process's socket, called in this process)
 //   - time to first token and decode rate of a streamed 256-token completion
 //   - aggregate decode rate of 8 concurrent streams
 //   - resident memory of the relay+agent process and of the model process
@@ -25,8 +26,8 @@ const org = relay.control.createOrg("bench");
 const { machine, token } = relay.control.createMachine(org.id, "bench");
 const agent = await startAgent(resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), gpu: false, maxContextSize: 2048, parallelSequences: 8 } }), { log });
 await agent.link.whenOnline();
-const stack = relay.control.createStack({ org: org.id, name: "bench", machine: machine.id, runtime: "gguf", model, modelId: "bench" });
-relay.control.deploy(stack.id);
+const stack = await relay.control.createStack({ org: org.id, name: "bench", machine: machine.id, runtime: "gguf", model, modelId: "bench" });
+await relay.control.deploy(stack.id);
 await relay.deployer.settled(stack.id);
 const { key } = relay.control.createKey(org.id, {});
 const runtime = agent.host.list()[0];
@@ -34,7 +35,12 @@ const runtime = agent.host.list()[0];
 const body = (extra) => JSON.stringify({ model: "bench", messages: [{ role: "user", content: "Once upon a time" }], temperature: 0, ...extra });
 const viaGateway = (extra) =>
   fetch(`${relay.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: body(extra) });
-const direct = (extra) => fetch(`${runtime.endpoint}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: body(extra) });
+const modelProcess = agent.host.runtime(stack.id);
+const input = { messages: [{ role: "user", content: "Once upon a time" }], temperature: 0, topP: 1, stop: [], presencePenalty: 0, frequencyPenalty: 0 };
+const direct = async (extra) => {
+  for await (const _ of modelProcess.chat({ ...input, maxTokens: extra.max_tokens })) void _;
+  return { text: async () => "" };
+};
 
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 async function latency(send, n) {
@@ -83,7 +89,7 @@ const parallelTokens = parallel.reduce((n, s) => n + s.completion, 0);
 
 const rows = [
   ["1-token completion through the gateway (p50 / p95)", `${median(gw).toFixed(1)} ms / ${pct(gw, 95).toFixed(1)} ms`],
-  ["1-token completion straight to the model's server (p50 / p95)", `${median(dr).toFixed(1)} ms / ${pct(dr, 95).toFixed(1)} ms`],
+  ["1-token completion straight to the model's process (p50 / p95)", `${median(dr).toFixed(1)} ms / ${pct(dr, 95).toFixed(1)} ms`],
   ["gateway overhead (p50 difference)", `${(median(gw) - median(dr)).toFixed(1)} ms`],
   ["time to first token, streamed (median of 5)", `${median(streams.map((s) => s.ttft)).toFixed(1)} ms`],
   ["decode rate, one 256-token stream (median of 5)", `${median(streams.map((s) => s.rate)).toFixed(0)} tokens/s`],

@@ -4,7 +4,7 @@ import { checkNewPassword } from "../auth/index.js";
 import type { EventBus } from "../events/index.js";
 import { createApiKey, hashPassword, hashSecret, newSecret, publicKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
 import type { ModelFacts, StackPlan } from "../compatibility/index.js";
-import { RUNTIME_KINDS, slugify, type HardwareSummary, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
+import { RUNTIME_KINDS, slugify, type Deployment, type HardwareSummary, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
 import { checkStack, refusalReasons, type Compatibility } from "../compatibility/index.js";
 import type { ModelInspector } from "./model-inspector.js";
 
@@ -112,7 +112,11 @@ export class ControlPlane {
   }
 
   listStacks(orgRef: string): StackView[] {
-    return this.store.stacks.listByOrg(this.org(orgRef).id).map((s) => this.view(s));
+    const org = this.org(orgRef);
+    const stacks = this.store.stacks.listByOrg(org.id);
+    const machines = new Map(this.store.machines.listByOrg(org.id).map((m) => [m.id, m]));
+    const deployments = this.store.deployments.latestOf(stacks.map((s) => s.id));
+    return stacks.map((s) => this.view(s, machines.get(s.machineId) ?? null, deployments.get(s.id) ?? null));
   }
 
   /** Starts deploying; refused with the reasons when the machine (as it reports itself now) cannot run the stack. */
@@ -172,9 +176,11 @@ export class ControlPlane {
     return publicKey(key);
   }
 
-  private view(stack: Stack): StackView {
-    const machine = this.store.machines.get(stack.machineId);
-    const deployment = this.store.deployments.latest(stack.id) ?? null;
+  private view(
+    stack: Stack,
+    machine: Machine | null = this.store.machines.get(stack.machineId) ?? null,
+    deployment: Deployment | null = this.store.deployments.latest(stack.id) ?? null,
+  ): StackView {
     let model = this.inspector.known(stack.modelRef);
     // Once pulled, the model's size on the machine is known even when nothing else is.
     const pulled = deployment?.steps.find((s) => s.kind === "pull_model" && s.state === "succeeded")?.detail?.sizeBytes;

@@ -60,29 +60,48 @@ export class DeploymentStore {
 
   /** The most recent deployment of a stack, with its steps. */
   latest(stackId: string): Deployment | undefined {
-    const d = this.db.prepare("SELECT * FROM deployments WHERE stack_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1").get(stackId) as
-      | { id: string; stack_id: string; state: Deployment["state"]; error: string | null; started_at: number; finished_at: number | null }
-      | undefined;
-    if (!d) return undefined;
-    const steps = (
-      this.db.prepare("SELECT * FROM deployment_steps WHERE deployment_id = ? ORDER BY seq").all(d.id) as {
-        seq: number;
-        kind: string;
-        state: DeploymentStep["state"];
-        detail_json: string | null;
-        error: string | null;
-        started_at: number | null;
-        finished_at: number | null;
-      }[]
-    ).map((s) => ({
-      seq: s.seq,
-      kind: s.kind,
-      state: s.state,
-      detail: s.detail_json ? (JSON.parse(s.detail_json) as Record<string, unknown>) : null,
-      error: s.error,
-      startedAt: s.started_at,
-      finishedAt: s.finished_at,
-    }));
-    return { id: d.id, stackId: d.stack_id, state: d.state, error: d.error, startedAt: d.started_at, finishedAt: d.finished_at, steps };
+    return this.latestOf([stackId]).get(stackId);
+  }
+
+  /** The most recent deployment of each of these stacks, with its steps, in two queries. */
+  latestOf(stackIds: readonly string[]): Map<string, Deployment> {
+    const out = new Map<string, Deployment>();
+    if (stackIds.length === 0) return out;
+    const marks = stackIds.map(() => "?").join(",");
+    const rows = this.db
+      .prepare(
+        `SELECT d.* FROM deployments d WHERE d.stack_id IN (${marks})
+         AND d.rowid = (SELECT rowid FROM deployments WHERE stack_id = d.stack_id ORDER BY started_at DESC, rowid DESC LIMIT 1)`,
+      )
+      .all(...stackIds) as { id: string; stack_id: string; state: Deployment["state"]; error: string | null; started_at: number; finished_at: number | null }[];
+    if (rows.length === 0) return out;
+    const byId = new Map<string, Deployment>();
+    for (const d of rows) {
+      const deployment: Deployment = { id: d.id, stackId: d.stack_id, state: d.state, error: d.error, startedAt: d.started_at, finishedAt: d.finished_at, steps: [] };
+      byId.set(d.id, deployment);
+      out.set(d.stack_id, deployment);
+    }
+    const steps = this.db.prepare(`SELECT * FROM deployment_steps WHERE deployment_id IN (${rows.map(() => "?").join(",")}) ORDER BY deployment_id, seq`).all(...rows.map((r) => r.id)) as {
+      deployment_id: string;
+      seq: number;
+      kind: string;
+      state: DeploymentStep["state"];
+      detail_json: string | null;
+      error: string | null;
+      started_at: number | null;
+      finished_at: number | null;
+    }[];
+    for (const s of steps) {
+      byId.get(s.deployment_id)?.steps.push({
+        seq: s.seq,
+        kind: s.kind,
+        state: s.state,
+        detail: s.detail_json ? (JSON.parse(s.detail_json) as Record<string, unknown>) : null,
+        error: s.error,
+        startedAt: s.started_at,
+        finishedAt: s.finished_at,
+      });
+    }
+    return out;
   }
 }

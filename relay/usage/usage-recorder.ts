@@ -107,9 +107,16 @@ export class UsageRecorder {
 
   /**
    * Requests and tokens over the last 24 hours (hourly buckets) or 30 days
-   * (daily buckets), one series per key or per model.
+   * (daily buckets), per key or per model: a series of buckets for the
+   * `top` busiest groups and one more (`group` "other") for the rest, and
+   * the totals of every group.
    */
-  series(orgId: string, range: "24h" | "30d", by: "key" | "model"): { bucketMs: number; start: number; series: UsageSeries[] } {
+  series(
+    orgId: string,
+    range: "24h" | "30d",
+    by: "key" | "model",
+    top = 8,
+  ): { bucketMs: number; start: number; series: UsageSeries[]; totals: { group: string; total: UsageSeries["total"] }[] } {
     this.flush();
     const bucketMs = range === "24h" ? 3_600_000 : 86_400_000;
     const buckets = range === "24h" ? 24 : 30;
@@ -145,7 +152,29 @@ export class UsageRecorder {
       s.total.promptTokens += r.promptTokens;
       s.total.completionTokens += r.completionTokens;
     }
-    return { bucketMs, start, series: [...byGroup.values()].sort((a, b) => b.total.requests - a.total.requests) };
+    const all = [...byGroup.values()].sort((a, b) => b.total.requests - a.total.requests || a.group.localeCompare(b.group));
+    const series = all.slice(0, top);
+    const rest = all.slice(top);
+    if (rest.length) {
+      const other: UsageSeries = {
+        group: "other",
+        points: rest[0]!.points.map((p, i) => ({
+          start: p.start,
+          requests: rest.reduce((n, s) => n + s.points[i]!.requests, 0),
+          errors: rest.reduce((n, s) => n + s.points[i]!.errors, 0),
+          promptTokens: rest.reduce((n, s) => n + s.points[i]!.promptTokens, 0),
+          completionTokens: rest.reduce((n, s) => n + s.points[i]!.completionTokens, 0),
+        })),
+        total: {
+          requests: rest.reduce((n, s) => n + s.total.requests, 0),
+          errors: rest.reduce((n, s) => n + s.total.errors, 0),
+          promptTokens: rest.reduce((n, s) => n + s.total.promptTokens, 0),
+          completionTokens: rest.reduce((n, s) => n + s.total.completionTokens, 0),
+        },
+      };
+      series.push(other);
+    }
+    return { bucketMs, start, series, totals: all.map((s) => ({ group: s.group, total: s.total })) };
   }
 
   /** Requests and tokens per key since `since` (ms), for the keys list. */

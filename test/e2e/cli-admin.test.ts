@@ -1,10 +1,10 @@
-import type { ChildProcess } from "node:child_process";
+import { execFile, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, startCli, stopCli } from "../helpers/cli.js";
+import { CLI, runCli, startCli, stopCli } from "../helpers/cli.js";
 import { testModelPath } from "../helpers/models.js";
 
 describe("an operator runs the relay and an agent as separate processes and administers them with makina admin", () => {
@@ -89,6 +89,39 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect(revoked.state).toBe("revoked");
     const err = await client.models.list().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
+  });
+
+  it("adds users who can sign in to the web application, and lists them", async () => {
+    const generated = await json("user", "create", "--org", "acme-labs", "--login", "ada@acme.test", "--role", "admin");
+    expect(generated).toMatchObject({ id: expect.stringMatching(/^user_/), login: "ada@acme.test", role: "admin", password: expect.stringMatching(/^[\w-]{20}$/) });
+    const withStdin = (input: string, ...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        const child = execFile(process.execPath, [CLI, "admin", "user", "create", "--org", "acme-labs", ...args, "--password-stdin", "--data-dir", dataDir, "--json"], (err, stdout, stderr) =>
+          resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr }),
+        );
+        child.stdin!.end(input);
+      });
+    const chosen = await withStdin("a password of my own\n", "--login", "mo");
+    expect(chosen.code, chosen.stderr).toBe(0);
+    expect(JSON.parse(chosen.stdout)).toMatchObject({ login: "mo", role: "member" });
+    expect(chosen.stdout).not.toContain("password");
+
+    const users = (await json("user", "list", "--org", "acme-labs")) as unknown as { login: string; role: string }[];
+    expect(users.map((u) => [u.login, u.role])).toEqual([
+      ["ada@acme.test", "admin"],
+      ["mo", "member"],
+    ]);
+    const origin = new URL(baseURL).origin;
+    const signIn = (login: string, password: string) => fetch(`${origin}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login, password }) });
+    expect((await signIn("ada@acme.test", String(generated.password))).status).toBe(200);
+    expect((await signIn("mo", "a password of my own")).status).toBe(200);
+
+    const short = await withStdin("short\n", "--login", "x");
+    expect(short.code).toBe(1);
+    expect(short.stderr).toContain("The password must have at least 10 characters.");
+    const taken = await admin("user", "create", "--org", "acme-labs", "--login", "mo");
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toContain("The login 'mo' is taken.");
   });
 
   it("exits 2 with a message on bad usage and 1 when the relay refuses", async () => {

@@ -8,6 +8,10 @@ import { testModelPath } from "../helpers/models.js";
 
 interface Quickstart {
   base_url: string;
+  web_url: string;
+  stack_id: string;
+  stack_state: string;
+  stack_error: string | null;
   api_key: string;
   model: string;
   admin: { login: string; password: string };
@@ -33,8 +37,15 @@ describe("makina up: the all-in-one quickstart", () => {
       expect(output()).toContain(`base URL:  ${saved.base_url}`);
       expect(output()).toContain(`API key:   ${saved.api_key}`);
       expect(output()).toContain(`model:     ${saved.model}`);
+      expect(output()).toContain(`web:       ${saved.web_url}  (sign in as admin, password ${saved.admin.password})`);
       expect(saved.model).toBe("stories260K");
+      expect(saved).toMatchObject({ stack_state: "deployed", stack_error: null });
       expect(saved.admin.login).toBe("admin");
+
+      // The printed web URL serves the web application, and the printed login signs in to it.
+      expect(await (await fetch(saved.web_url)).text()).toContain('<div id="app">');
+      const signIn = await fetch(`${saved.web_url}auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login: "admin", password: saved.admin.password }) });
+      expect(signIn.status).toBe(200);
 
       const client = new OpenAI({ baseURL: saved.base_url, apiKey: saved.api_key, maxRetries: 0 });
       expect((await client.models.list()).data.map((m) => m.id)).toEqual(["stories260K"]);
@@ -57,6 +68,34 @@ describe("makina up: the all-in-one quickstart", () => {
       expect(res.choices[0]!.finish_reason).toBe("length");
     } finally {
       expect(await stopCli(child)).toBe(0);
+    }
+  });
+
+  it("stays up when its demo model cannot be pulled, says why, and lets the web application retry", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "makina-up-bad-"));
+    try {
+      const { child, output } = await startCli(["up", "--data-dir", dir, "--port", "0", "--grpc-port", "0", "--model", "/nonexistent/model.gguf", "--threads", "1"], /Ctrl-C stops it/, {
+        MAKINA_AGENT_GPU: "false",
+      });
+      try {
+        const saved = JSON.parse(readFileSync(join(dir, "quickstart.json"), "utf8")) as Quickstart;
+        expect(saved.stack_state).toBe("failed");
+        expect(saved.stack_error).toContain("/nonexistent/model.gguf");
+        expect(output()).toContain(`model:     model  (NOT deployed: ${saved.stack_error}; retry or pick another model on the stack's page)`);
+        expect(output()).toContain(`web:       ${saved.web_url}`);
+        // Still up: the web application answers, and its API offers the retry.
+        const admin = new URL(saved.web_url);
+        const session = await fetch(`${admin.origin}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login: "admin", password: saved.admin.password }) });
+        const { csrf_token } = (await session.json()) as { csrf_token: string };
+        const cookie = session.headers.get("set-cookie")!.split(";")[0]!;
+        const retry = await fetch(`${admin.origin}/admin/v1/stacks/${saved.stack_id}/deploy`, { method: "POST", headers: { cookie, "x-csrf-token": csrf_token } });
+        expect(retry.status).toBe(200);
+        expect(((await retry.json()) as { state: string }).state).toBe("deploying");
+      } finally {
+        expect(await stopCli(child)).toBe(0);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

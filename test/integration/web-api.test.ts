@@ -271,6 +271,11 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     // The app's own routes load the page; everything else keeps its answer.
     expect(await (await fetch(`${origin}/stacks/stk_anything`)).text()).toBe(html);
+    for (const path of ["/v2/chat/completions", "/nope", "/machines/a/b"]) {
+      const res = await fetch(`${origin}${path}`);
+      expect(res.status, path).toBe(404);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("unknown_url");
+    }
     const missing = await fetch(`${origin}/assets/nope.js`);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe("unknown_url");

@@ -3,8 +3,11 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import express, { Router } from "express";
 
-/** Paths the web application never answers: the gateway, the APIs and health keep their own 404s. */
-const NOT_WEB = /^\/(v1|admin|auth|health|assets)(\/|$)/;
+/**
+ * The web application's own pages (relay/web/src/router.ts): only these load the app, so every other
+ * path (the gateway's, the APIs', a typo) keeps its JSON 404 in the documented envelope.
+ */
+const APP_PAGES = /^\/(?:(?:machines|stacks)(?:\/[\w-]+)?|forge|keys|usage|users|account)?\/?$/;
 
 /** The built web application (`dist/web`, made by `npm run build`), or null when it is not built. */
 export function findWebDir(): string | null {
@@ -25,8 +28,8 @@ const SECURITY_HEADERS = {
 
 /**
  * Serves the web application: hashed assets under `/assets` cached for a year,
- * and `index.html` (never cached) for every other GET that is not the gateway,
- * an API or health, so the app's own routes (`/machines`, `/stacks/…`) load.
+ * and `index.html` (never cached) for the app's own pages (`/`, `/machines`,
+ * `/stacks/…`), so a page can be reloaded or opened from a link.
  */
 export function webApp(dir: string | null): Router {
   const r = Router();
@@ -38,8 +41,7 @@ export function webApp(dir: string | null): Router {
   }
   const index = readFileSync(join(dir, "index.html"));
   r.use("/assets", express.static(join(dir, "assets"), { immutable: true, maxAge: "365d", index: false }));
-  r.get(/.*/, (req, res, next) => {
-    if (NOT_WEB.test(req.path)) return next();
+  r.get(APP_PAGES, (_req, res) => {
     res.set({ ...SECURITY_HEADERS, "cache-control": "no-cache", "content-type": "text/html; charset=utf-8" }).send(index);
   });
   return r;

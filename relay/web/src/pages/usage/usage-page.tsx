@@ -16,7 +16,10 @@ export interface UsagePoint {
 interface Usage {
   bucket_ms: number;
   start: number;
+  /** The busiest groups, and "other" for the rest. */
   series: { group: string; points: UsagePoint[]; total: Omit<UsagePoint, "start"> }[];
+  /** Every group's totals. */
+  totals: { group: string; total: Omit<UsagePoint, "start"> }[];
 }
 
 /** Requests and tokens over time, per key or per model, for the last 24 hours or 30 days. */
@@ -26,8 +29,10 @@ export function UsagePage() {
   const [by, setBy] = useState<"key" | "model">("key");
   const usage = useLive(() => client.get<Usage>(`/usage?range=${range}&by=${by}`), ["key", "stack"], [range, by]);
   const keys = useLive(() => client.get<List<ApiKey>>("/keys").then((l) => l.data), ["key"], []);
-  const label = (group: string) => (by === "model" ? group : (keys.data?.find((k) => k.id === group)?.name ?? keys.data?.find((k) => k.id === group)?.prefix ?? group));
+  const label = (group: string) =>
+    group === "other" ? "all others" : by === "model" ? group : (keys.data?.find((k) => k.id === group)?.name ?? keys.data?.find((k) => k.id === group)?.prefix ?? group);
   const series = (usage.data?.series ?? []).map((s) => ({ ...s, label: label(s.group) }));
+  const totals = (usage.data?.totals ?? []).map((s) => ({ ...s, label: label(s.group) }));
   return (
     <>
       <PageHeader title="Usage" subtitle="Requests and tokens through the gateway, as the relay counted them.">
@@ -74,7 +79,7 @@ export function UsagePage() {
                 </tr>
               </thead>
               <tbody>
-                {series.map((s) => (
+                {totals.map((s) => (
                   <tr key={s.group} data-testid={`usage-row-${s.group}`}>
                     <td>{s.label}</td>
                     <td>{s.total.requests.toLocaleString("en-US")}</td>

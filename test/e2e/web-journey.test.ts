@@ -1,0 +1,213 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
+import { silentLogger } from "../../proto/index.js";
+import { hashPassword, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { fixtureSource } from "../helpers/hardware-fixtures.js";
+import { REPO_ROOT, testModelPath } from "../helpers/models.js";
+
+/** Debian's chromium (`apt-get install -y chromium`; .ci/run installs it), or MAKINA_CHROMIUM. */
+function chromiumPath(): string {
+  const path = process.env.MAKINA_CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
+  if (!path) throw new Error("The browser tests need Chromium: apt-get install -y chromium (or set MAKINA_CHROMIUM).");
+  return path;
+}
+
+/** Every page's screenshot lands here, for a person to look at. */
+const SHOTS = join(REPO_ROOT, "test-output", "screenshots");
+
+// The specification's journey, as a newcomer takes it in a real browser against a real relay,
+// a real agent (its hardware from the cpu-vm fixture, so the memory check does not depend on the
+// machine running the test) and real inference on the tiny GGUF model.
+describe("a newcomer's journey through the web application", () => {
+  let dataDir: string;
+  let relay: Relay;
+  let agent: Agent | undefined;
+  let browser: Browser;
+  let page: Page;
+  const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  const nav = (label: string) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: label, exact: true }).click();
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    dataDir = mkdtempSync(join(tmpdir(), "makina-web-"));
+    relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } }), { log: silentLogger() });
+    const org = relay.control.createOrg("Acme");
+    relay.store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword("first-admin-password"), role: "admin" });
+    browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    page.setDefaultTimeout(30_000);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await agent?.stop();
+    await relay?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("signs in, adds a machine, builds and deploys a stack, chats, and manages a key through to its revocation", async () => {
+    const pageErrors: string[] = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+
+    // Sign in: a wrong password is said in words next to the field, then the right one gets in.
+    await page.goto(relay.url);
+    await shot("sign-in");
+    await page.getByLabel("Login").fill("admin");
+    await page.getByLabel("Password").fill("not the password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toBe("The login or password is not right.");
+    await page.getByLabel("Password").fill("first-admin-password");
+    await page.getByLabel("Password").press("Enter");
+    await page.getByRole("heading", { name: "No machines yet" }).waitFor();
+    await shot("machines-empty");
+
+    // Add a machine: the page shows its values once, and waits until it comes online.
+    await page.getByRole("button", { name: "Add your first machine" }).click();
+    await page.getByLabel("Name").fill("gpu-box");
+    await page.getByRole("button", { name: "Create machine" }).click();
+    const machineId = (await page.getByTestId("new-machine-id").textContent())!;
+    const token = (await page.getByTestId("new-machine-token").textContent())!;
+    const server = (await page.getByTestId("new-machine-server").textContent())!;
+    expect(await page.getByTestId("install-command").textContent()).toContain(`--machine-id ${machineId} --token ${token}`);
+    await expect.poll(() => page.getByTestId("new-machine-status").textContent()).toContain("Waiting for gpu-box to connect");
+    await shot("add-machine");
+    agent = await startAgent(resolveAgentConfig({ flags: { server, machineId, token, dataDir: join(dataDir, "agent"), threads: 1, gpu: false, maxContextSize: 1024 } }), {
+      log: silentLogger(),
+      hardwareSource: fixtureSource("cpu-vm"),
+    });
+    // No reload: the relay's event stream turns the page.
+    await expect.poll(() => page.getByTestId("new-machine-status").textContent(), { timeout: 20_000 }).toContain("gpu-box is online");
+    await shot("machine-online");
+    await page.getByRole("button", { name: "Done" }).click();
+    await expect.poll(() => page.getByTestId(`machine-row-${machineId}`).textContent()).toContain("online");
+    await shot("machines");
+    await page.getByRole("link", { name: "gpu-box" }).click();
+    await page.getByRole("heading", { name: "Hardware" }).waitFor();
+    await shot("machine-detail");
+
+    // The Forge: the compatibility panel answers every choice, and says why.
+    await nav("Forge");
+    const panel = page.getByTestId("compatibility");
+    await page.getByRole("radio", { name: /vLLM/ }).check();
+    await expect.poll(() => panel.textContent()).toContain("vLLM needs an NVIDIA GPU; none was detected on this machine.");
+    expect(await panel.getAttribute("data-verdict")).toBe("fail");
+    await shot("forge-incompatible-runtime");
+    await page.getByRole("radio", { name: /GGUF/ }).check();
+    await page.getByLabel("Model", { exact: true }).selectOption({ label: "Llama 3.3 70B Instruct · Q4_K_M · 39.6 GiB" });
+    await expect.poll(() => panel.textContent()).toContain("more than the machine's 23.5 GiB of RAM");
+    expect(await page.getByRole("button", { name: "Create and deploy" }).isDisabled()).toBe(true);
+    await shot("forge-too-large");
+    await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
+    await page.getByLabel("Model reference").fill(testModelPath());
+    await page.getByLabel("Model id").fill("tiny");
+    await expect.poll(() => panel.getAttribute("data-verdict")).not.toBe("fail");
+    await expect.poll(() => panel.getAttribute("aria-busy")).toBe("false");
+    await shot("forge");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+
+    // The stack's page follows the deploy live until it is deployed.
+    await page.getByRole("heading", { name: "Deployment" }).waitFor();
+    await expect.poll(() => page.getByTestId("deploy-steps").locator("li[data-state=succeeded]").count(), { timeout: 30_000 }).toBe(3);
+    await page.getByRole("heading", { name: "Playground" }).waitFor();
+    expect(await page.getByTestId("stack-model-id").textContent()).toBe("tiny");
+    expect(await page.getByTestId("snippet-curl").textContent()).toContain(`${relay.url}/v1/chat/completions`);
+    await shot("stack-deployed");
+
+    // The playground streams the answer through the gateway.
+    await page.getByRole("button", { name: "Create a playground key" }).click();
+    await page.getByLabel("Message").fill("Once upon a time");
+    // Counts how often the answer's text changes on screen: a streamed answer grows in many steps.
+    await page.evaluate(`window.textUpdates = 0;
+      new MutationObserver((records) => (window.textUpdates += records.length))
+        .observe(document.querySelector("[data-testid=chat-log]"), { subtree: true, characterData: true, childList: true });`);
+    await page.getByLabel("Message").press("Enter");
+    await expect.poll(() => page.getByText(/completion tokens ·/).count(), { timeout: 30_000 }).toBe(1);
+    const answer = (await page.locator(".bubble.assistant").textContent()) ?? "";
+    expect(answer.trim().length).toBeGreaterThan(0);
+    expect(await page.evaluate("window.textUpdates")).toBeGreaterThan(3);
+    await shot("playground");
+
+    // A key restricted to the stack, shown once; it works through the openai client until revoked in the UI.
+    await nav("API keys");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByLabel("Name").fill("support-bot");
+    await page.getByRole("checkbox", { name: /tiny/ }).check();
+    await page.getByLabel("Requests per minute").fill("100");
+    await page.getByRole("button", { name: "Create key" }).last().click();
+    const secret = (await page.getByTestId("new-key-secret").textContent())!;
+    expect(secret).toMatch(/^mk_live_/);
+    await shot("key-created");
+    const client = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: secret, maxRetries: 0 });
+    const reply = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 4 });
+    expect(reply.usage!.completion_tokens).toBe(4);
+    await page.getByRole("button", { name: "Done" }).click();
+    const keyRow = page.locator("tr", { hasText: "support-bot" });
+    await expect.poll(() => keyRow.textContent()).toContain("stacks: tiny");
+    await expect.poll(() => keyRow.textContent()).toContain("100 RPM");
+    await keyRow.getByRole("button", { name: "Revoke…" }).click();
+    await keyRow.getByRole("button", { name: "Revoke key" }).click();
+    await expect.poll(() => keyRow.textContent()).toContain("revoked");
+    await expect(client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 4 })).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
+    await shot("keys");
+
+    // The usage page counts the calls, per key.
+    await nav("Usage");
+    const usageRow = page.locator("tr", { hasText: "support-bot" });
+    await expect.poll(() => usageRow.locator("td").nth(1).textContent()).toBe("1");
+    await page.getByRole("heading", { name: "Requests" }).waitFor();
+    await shot("usage");
+    await page.getByRole("button", { name: "Per model" }).click();
+    await expect.poll(() => page.locator("tr", { hasText: "tiny" }).locator("td").nth(1).textContent()).toBe("2");
+
+    await nav("Stacks");
+    await expect.poll(() => page.locator("tr", { hasText: "tiny" }).textContent()).toContain("deployed");
+    await shot("stacks");
+    await page.getByRole("link", { name: "admin admin" }).click();
+    await page.getByRole("heading", { name: "Change password" }).waitFor();
+    await shot("account");
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("adds a member in the People page, who sees the pages but no admin actions", async () => {
+    await nav("People");
+    await page.getByRole("button", { name: "Add person" }).click();
+    await page.getByLabel("Login or email").fill("mo@acme.test");
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    await page.getByRole("heading", { name: "mo@acme.test can sign in now" }).waitFor();
+    const password = (await page.locator(".copy-block code").textContent())!;
+    await shot("people");
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const member = await context.newPage();
+    await member.goto(relay.url);
+    await member.getByLabel("Login").fill("mo@acme.test");
+    await member.getByLabel("Password").fill(password);
+    await member.getByRole("button", { name: "Sign in" }).click();
+    await member.getByRole("heading", { name: "Machines" }).waitFor();
+    await expect.poll(() => member.locator("table").textContent()).toContain("gpu-box");
+    expect(await member.getByRole("button", { name: "Add machine" }).count()).toBe(0);
+    await member.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Forge" }).click();
+    await member.getByRole("heading", { name: "Only admins build stacks" }).waitFor();
+    await member.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Stacks" }).click();
+    await member.getByRole("link", { name: "tiny" }).click();
+    await member.getByRole("heading", { name: "Deployment" }).waitFor();
+    expect(await member.getByRole("button", { name: "Undeploy" }).count()).toBe(0);
+    await context.close();
+  });
+
+  it("works in a narrow window: navigation stays reachable and nothing scrolls sideways", async () => {
+    await page.setViewportSize({ width: 390, height: 800 });
+    await nav("Machines");
+    await page.getByRole("heading", { name: "Machines" }).waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    await shot("narrow-machines");
+    await nav("API keys");
+    await page.getByRole("heading", { name: "API keys" }).waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    await shot("narrow-keys");
+  });
+});
