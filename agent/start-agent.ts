@@ -7,6 +7,8 @@ import { detectHardware, hardwareChanged, type HardwareSource } from "./hardware
 import { Backoff } from "./link/backoff.js";
 import { InferenceDispatcher } from "./link/inference-dispatcher.js";
 import { LinkClient } from "./link/link-client.js";
+import { InventoryReporter } from "./control/inventory-reporter.js";
+import { modelsOnDisk } from "./control/models-on-disk.js";
 import { ModelStore } from "./models/model-store.js";
 import { ggufAdapter } from "./runtimes/adapters/gguf-adapter.js";
 import { mlxAdapter } from "./runtimes/adapters/mlx-adapter.js";
@@ -45,7 +47,10 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
       openai: openaiServerAdapter,
     },
     hardware: () => hardware,
-    onRuntimeState: (stackId, state, error) => link.send({ body: { $case: "runtimeStatus", value: { stackId, state, error: error ?? "" } } }),
+    onRuntimeState: (stackId, state, error) => {
+      link.send({ body: { $case: "runtimeStatus", value: { stackId, state, error: error ?? "" } } });
+      void inventory.report();
+    },
     log: log.child({ component: "stacks" }),
   });
   const commands = new Map<string, AbortController>();
@@ -59,6 +64,7 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
     inFlight: () => inference.inFlight,
     backoff: new Backoff({ minMs: config.reconnectMinMs, maxMs: config.reconnectMaxMs }),
     log: log.child({ component: "link" }),
+    onOnline: () => inventory.linkOnline(),
     onDisconnect: () => {
       inference.abortAll("the link to the relay was lost");
       for (const c of commands.values()) c.abort(new MakinaError("canceled", "the link to the relay was lost"));
@@ -91,7 +97,10 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
                 link.send({ body: { $case: "commandResult", value: { commandId: command.commandId, error: toLinkError(e), modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } } });
               },
             )
-            .finally(() => commands.delete(command.commandId));
+            .finally(() => {
+              commands.delete(command.commandId);
+              void inventory.report();
+            });
           return;
         }
         default:
@@ -99,9 +108,20 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
       }
     },
   });
+  const runtimeVersion = (kind: string) => (kind === "gguf" ? `node-llama-cpp ${dependencyVersion("node-llama-cpp")}` : kind === "openai" ? "external" : "see the runtime's venv");
+  const inventory = new InventoryReporter(
+    async () => {
+      const runtimes = host.list();
+      return {
+        runtimes: runtimes.map((r) => ({ stackId: r.stackId, modelId: r.modelId, runtime: r.runtime, version: runtimeVersion(r.runtime), state: r.state, endpoint: r.endpoint, error: r.error ?? "" })),
+        models: modelsOnDisk(await models.list(), runtimes).map(({ source: _source, ...m }) => m),
+      };
+    },
+    (value) => link.send({ body: { $case: "inventory", value } }),
+    log,
+  );
   const status = async (): Promise<AgentStatus> => {
     const disk = await statfs(config.dataDir).catch(() => undefined);
-    const llamaVersion = dependencyVersion("node-llama-cpp");
     return {
       agentVersion: agentVersion(),
       pid: process.pid,
@@ -114,7 +134,7 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
       hardwareProblems,
       accelerators: hardware.accelerators,
       disk: disk ? { path: config.dataDir, freeBytes: disk.bavail * disk.bsize, sizeBytes: disk.blocks * disk.bsize } : null,
-      runtimes: host.list().map((r) => ({ ...r, version: r.runtime === "gguf" ? `node-llama-cpp ${llamaVersion}` : r.runtime === "openai" ? "external" : "see the runtime's venv" })),
+      runtimes: host.list().map((r) => ({ ...r, version: runtimeVersion(r.runtime) })),
       models: await models.list(),
     };
   };

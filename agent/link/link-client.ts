@@ -29,6 +29,8 @@ export interface LinkClientOptions {
   onMessage: (message: RelayMessage) => void;
   /** Called when a link is lost (after being welcomed or not). */
   onDisconnect: () => void;
+  /** Called once the relay welcomed a new link. */
+  onOnline?: () => void;
   /** Inference requests in flight, for heartbeats. */
   inFlight: () => number;
   backoff: Backoff;
@@ -136,6 +138,7 @@ export class LinkClient {
           }, interval);
           for (const w of this.onlineWaiters) w();
           this.onlineWaiters.clear();
+          this.options.onOnline?.();
           return;
         }
         if (message.body?.$case === "heartbeat") return;

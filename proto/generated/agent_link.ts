@@ -56,7 +56,52 @@ export interface AgentMessage {
     | //
     /** A configured stack's runtime changed state on its own (restarting after a crash, failed in a crash loop, ready again). */
     { $case: "runtimeStatus"; value: RuntimeStatus }
+    | //
+    /** What the machine hosts, sent when the link comes online and whenever it changes. */
+    { $case: "inventory"; value: Inventory }
     | undefined;
+}
+
+/** What a machine hosts, as `makina runtime list` and `makina model list` show it there. */
+export interface Inventory {
+  /** One entry per configured stack's runtime. */
+  runtimes: HostedRuntime[];
+  /** Models on disk: the download cache and local files that stacks use in place. */
+  models: ModelOnDisk[];
+}
+
+/** A stack's runtime on the machine. */
+export interface HostedRuntime {
+  /** The stack it serves. */
+  stackId: string;
+  /** The model id it serves under. */
+  modelId: string;
+  /** Runtime kind: `gguf`, `vllm`, `mlx`, `openai`. */
+  runtime: string;
+  /** The runtime's version, for example `node-llama-cpp 3.21.1`. */
+  version: string;
+  /** `loading`, `ready` or `failed`. */
+  state: string;
+  /** Where it serves on the machine: `unix:/…` for GGUF, a local URL for server runtimes. */
+  endpoint: string;
+  /** Why it is not ready; empty when ready. */
+  error: string;
+}
+
+/** A model file on the machine's disk. */
+export interface ModelOnDisk {
+  /** File name. */
+  name: string;
+  /** `gguf`. */
+  format: string;
+  /** Size in bytes. */
+  sizeBytes: number;
+  /** Absolute path on the machine. */
+  path: string;
+  /** SHA-256 of the file, hex; empty when not computed. */
+  sha256: string;
+  /** Stacks whose runtime uses it. */
+  stackIds: string[];
 }
 
 /** The state of one stack's runtime on the machine. */
@@ -351,6 +396,9 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       case "runtimeStatus":
         RuntimeStatus.encode(message.body.value, writer.uint32(66).fork()).join();
         break;
+      case "inventory":
+        Inventory.encode(message.body.value, writer.uint32(74).fork()).join();
+        break;
     }
     return writer;
   },
@@ -432,6 +480,14 @@ export const AgentMessage: MessageFns<AgentMessage> = {
             message.body = { $case: "runtimeStatus", value: RuntimeStatus.decode(reader, reader.uint32()) };
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.body = { $case: "inventory", value: Inventory.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -474,6 +530,8 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         ? { $case: "runtimeStatus", value: RuntimeStatus.fromJSON(object.runtimeStatus) }
         : isSet(object.runtime_status)
         ? { $case: "runtimeStatus", value: RuntimeStatus.fromJSON(object.runtime_status) }
+        : isSet(object.inventory)
+        ? { $case: "inventory", value: Inventory.fromJSON(object.inventory) }
         : undefined,
     };
   },
@@ -496,6 +554,8 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       obj.hardwareUpdate = HardwareReport.toJSON(message.body.value);
     } else if (message.body?.$case === "runtimeStatus") {
       obj.runtimeStatus = RuntimeStatus.toJSON(message.body.value);
+    } else if (message.body?.$case === "inventory") {
+      obj.inventory = Inventory.toJSON(message.body.value);
     }
     return obj;
   },
@@ -554,7 +614,430 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         }
         break;
       }
+      case "inventory": {
+        if (object.body?.value !== undefined && object.body?.value !== null) {
+          message.body = { $case: "inventory", value: Inventory.fromPartial(object.body.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseInventory(): Inventory {
+  return { runtimes: [], models: [] };
+}
+
+export const Inventory: MessageFns<Inventory> = {
+  encode(message: Inventory, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.runtimes) {
+      HostedRuntime.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.models) {
+      ModelOnDisk.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Inventory {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInventory();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.runtimes.push(HostedRuntime.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.models.push(ModelOnDisk.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Inventory {
+    return {
+      runtimes: globalThis.Array.isArray(object?.runtimes)
+        ? object.runtimes.map((e: any) => HostedRuntime.fromJSON(e))
+        : [],
+      models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => ModelOnDisk.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: Inventory): unknown {
+    const obj: any = {};
+    if (message.runtimes?.length) {
+      obj.runtimes = message.runtimes.map((e) => HostedRuntime.toJSON(e));
+    }
+    if (message.models?.length) {
+      obj.models = message.models.map((e) => ModelOnDisk.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Inventory>, I>>(base?: I): Inventory {
+    return Inventory.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Inventory>, I>>(object: I): Inventory {
+    const message = createBaseInventory();
+    message.runtimes = object.runtimes?.map((e) => HostedRuntime.fromPartial(e)) || [];
+    message.models = object.models?.map((e) => ModelOnDisk.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseHostedRuntime(): HostedRuntime {
+  return { stackId: "", modelId: "", runtime: "", version: "", state: "", endpoint: "", error: "" };
+}
+
+export const HostedRuntime: MessageFns<HostedRuntime> = {
+  encode(message: HostedRuntime, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.stackId !== "") {
+      writer.uint32(10).string(message.stackId);
+    }
+    if (message.modelId !== "") {
+      writer.uint32(18).string(message.modelId);
+    }
+    if (message.runtime !== "") {
+      writer.uint32(26).string(message.runtime);
+    }
+    if (message.version !== "") {
+      writer.uint32(34).string(message.version);
+    }
+    if (message.state !== "") {
+      writer.uint32(42).string(message.state);
+    }
+    if (message.endpoint !== "") {
+      writer.uint32(50).string(message.endpoint);
+    }
+    if (message.error !== "") {
+      writer.uint32(58).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HostedRuntime {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHostedRuntime();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.stackId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.modelId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.runtime = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.endpoint = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HostedRuntime {
+    return {
+      stackId: isSet(object.stackId)
+        ? globalThis.String(object.stackId)
+        : isSet(object.stack_id)
+        ? globalThis.String(object.stack_id)
+        : "",
+      modelId: isSet(object.modelId)
+        ? globalThis.String(object.modelId)
+        : isSet(object.model_id)
+        ? globalThis.String(object.model_id)
+        : "",
+      runtime: isSet(object.runtime) ? globalThis.String(object.runtime) : "",
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      endpoint: isSet(object.endpoint) ? globalThis.String(object.endpoint) : "",
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+    };
+  },
+
+  toJSON(message: HostedRuntime): unknown {
+    const obj: any = {};
+    if (message.stackId !== "") {
+      obj.stackId = message.stackId;
+    }
+    if (message.modelId !== "") {
+      obj.modelId = message.modelId;
+    }
+    if (message.runtime !== "") {
+      obj.runtime = message.runtime;
+    }
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.endpoint !== "") {
+      obj.endpoint = message.endpoint;
+    }
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HostedRuntime>, I>>(base?: I): HostedRuntime {
+    return HostedRuntime.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HostedRuntime>, I>>(object: I): HostedRuntime {
+    const message = createBaseHostedRuntime();
+    message.stackId = object.stackId ?? "";
+    message.modelId = object.modelId ?? "";
+    message.runtime = object.runtime ?? "";
+    message.version = object.version ?? "";
+    message.state = object.state ?? "";
+    message.endpoint = object.endpoint ?? "";
+    message.error = object.error ?? "";
+    return message;
+  },
+};
+
+function createBaseModelOnDisk(): ModelOnDisk {
+  return { name: "", format: "", sizeBytes: 0, path: "", sha256: "", stackIds: [] };
+}
+
+export const ModelOnDisk: MessageFns<ModelOnDisk> = {
+  encode(message: ModelOnDisk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.format !== "") {
+      writer.uint32(18).string(message.format);
+    }
+    if (message.sizeBytes !== 0) {
+      writer.uint32(24).uint64(message.sizeBytes);
+    }
+    if (message.path !== "") {
+      writer.uint32(34).string(message.path);
+    }
+    if (message.sha256 !== "") {
+      writer.uint32(42).string(message.sha256);
+    }
+    for (const v of message.stackIds) {
+      writer.uint32(50).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ModelOnDisk {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseModelOnDisk();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.format = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.sizeBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.sha256 = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.stackIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ModelOnDisk {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      format: isSet(object.format) ? globalThis.String(object.format) : "",
+      sizeBytes: isSet(object.sizeBytes)
+        ? globalThis.Number(object.sizeBytes)
+        : isSet(object.size_bytes)
+        ? globalThis.Number(object.size_bytes)
+        : 0,
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      sha256: isSet(object.sha256) ? globalThis.String(object.sha256) : "",
+      stackIds: globalThis.Array.isArray(object?.stackIds)
+        ? object.stackIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.stack_ids)
+        ? object.stack_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ModelOnDisk): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.format !== "") {
+      obj.format = message.format;
+    }
+    if (message.sizeBytes !== 0) {
+      obj.sizeBytes = Math.round(message.sizeBytes);
+    }
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.sha256 !== "") {
+      obj.sha256 = message.sha256;
+    }
+    if (message.stackIds?.length) {
+      obj.stackIds = message.stackIds;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ModelOnDisk>, I>>(base?: I): ModelOnDisk {
+    return ModelOnDisk.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ModelOnDisk>, I>>(object: I): ModelOnDisk {
+    const message = createBaseModelOnDisk();
+    message.name = object.name ?? "";
+    message.format = object.format ?? "";
+    message.sizeBytes = object.sizeBytes ?? 0;
+    message.path = object.path ?? "";
+    message.sha256 = object.sha256 ?? "";
+    message.stackIds = object.stackIds?.map((e) => e) || [];
     return message;
   },
 };

@@ -75,7 +75,7 @@ export class ControlPlane {
     const machine = input.machine ? this.machine(org.id, requireString(input.machine, "machine")) : undefined;
     const runtime = requireRuntime(input.runtime);
     const modelRef = typeof input.model === "string" ? input.model : "";
-    const model = machine?.hardware && modelRef ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef);
+    const model = onDisk(machine?.hardware && modelRef ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef), modelRef, machine ?? null);
     return checkStack(this.plan(runtime, modelRef, model, machine?.hardware ?? null, input));
   }
 
@@ -87,7 +87,7 @@ export class ControlPlane {
     const modelRef = requireString(input.model, "model");
     const modelId = input.modelId === undefined || input.modelId === null || input.modelId === "" ? defaultModelId(modelRef) : requireString(input.modelId, "model_id");
     const name = requireString(input.name, "name");
-    const model = machine.hardware ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef);
+    const model = onDisk(machine.hardware ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef), modelRef, machine);
     const verdict = checkStack(this.plan(runtime, modelRef, model, machine.hardware, input));
     if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
     const stack = this.store.stacks.create({
@@ -124,7 +124,7 @@ export class ControlPlane {
     const stack = this.stack(id);
     const machine = this.store.machines.get(stack.machineId);
     if (machine?.hardware) {
-      const model = await this.inspector.facts(stack.modelRef);
+      const model = onDisk(await this.inspector.facts(stack.modelRef), stack.modelRef, machine);
       const verdict = checkStack(this.plan(stack.runtime, stack.modelRef, model, machine.hardware, { ...stack, endpoint: stack.hasEndpoint }));
       if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`);
     }
@@ -181,7 +181,7 @@ export class ControlPlane {
     machine: Machine | null = this.store.machines.get(stack.machineId) ?? null,
     deployment: Deployment | null = this.store.deployments.latest(stack.id) ?? null,
   ): StackView {
-    let model = this.inspector.known(stack.modelRef);
+    let model = onDisk(this.inspector.known(stack.modelRef), stack.modelRef, machine);
     // Once pulled, the model's size on the machine is known even when nothing else is.
     const pulled = deployment?.steps.find((s) => s.kind === "pull_model" && s.state === "succeeded")?.detail?.sizeBytes;
     if (model.weightsBytes === null && typeof pulled === "number" && pulled > 0) model = { ...model, weightsBytes: pulled, source: "pulled" };
@@ -208,6 +208,13 @@ export class ControlPlane {
       hasEndpoint: layers.endpoint ?? true,
     };
   }
+}
+
+/** What the machine says of a model file it has on disk (a local path it reported), when nothing else is known. */
+function onDisk(model: ModelFacts, ref: string, machine: Machine | null): ModelFacts {
+  if (model.weightsBytes !== null) return model;
+  const file = machine?.inventory?.models.find((m) => m.path === ref);
+  return file && file.sizeBytes > 0 ? { ...model, weightsBytes: file.sizeBytes, source: "pulled" } : model;
 }
 
 /** The agent's defaults (MAKINA_AGENT_MAX_CONTEXT, MAKINA_AGENT_PARALLEL): what memory estimates assume. */

@@ -10,6 +10,7 @@ import {
   type CommandResult,
   type HardwareReport,
   type InferenceRequest,
+  type Inventory,
   type Logger,
   type RelayMessage,
 } from "../../proto/index.js";
@@ -61,6 +62,7 @@ interface PendingCommand {
 export interface SessionReports {
   onHardware?: (hardware: HardwareReport) => void;
   onRuntimeStatus?: (stackId: string, state: string, error: string | null) => void;
+  onInventory?: (inventory: Inventory) => void;
 }
 
 /** Link states: `open` while the agent is connected, then `closed` (final). */
@@ -147,6 +149,9 @@ export class AgentSession {
         this.reports.onRuntimeStatus?.(stackId, state, error || null);
         return;
       }
+      case "inventory":
+        this.reports.onInventory?.(body.value);
+        return;
       case "heartbeat":
       case "hello":
       case undefined:

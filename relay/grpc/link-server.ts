@@ -1,4 +1,3 @@
-import type { EventBus } from "../events/index.js";
 import { Server, ServerCredentials, status, type ServerDuplexStream } from "@grpc/grpc-js";
 import {
   AUTHORIZATION_METADATA,
@@ -7,11 +6,13 @@ import {
   PROTOCOL_VERSION,
   type AgentMessage,
   type HardwareReport,
+  type Inventory,
   type Logger,
   type RelayMessage,
 } from "../../proto/index.js";
+import type { EventBus } from "../events/index.js";
 import { hashSecret, hashesEqual } from "../keys/index.js";
-import type { HardwareSummary, Store } from "../store/index.js";
+import type { HardwareSummary, MachineInventory, Store } from "../store/index.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { AgentSession } from "./agent-session.js";
 
@@ -89,6 +90,10 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
           store.machines.updateHardware(machine.id, toHardwareSummary(hardware));
           machineChanged();
           linkLog.info("hardware changed");
+        },
+        onInventory: (inventory) => {
+          store.machines.setInventory(machine.id, boundedInventory(inventory));
+          machineChanged();
         },
         onRuntimeStatus: (stackId, state, error) => {
           linkLog.info("runtime state", { stackId, state, error });
@@ -168,6 +173,34 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
       });
       return stopping;
     },
+  };
+}
+
+/** Longest string kept from an agent's inventory, and most entries: a machine cannot grow the database without bound. */
+const INVENTORY_STRING = 1024;
+const INVENTORY_ENTRIES = 256;
+
+/** An agent's inventory as stored: strings and lists cut to size. */
+function boundedInventory(inv: Inventory): MachineInventory {
+  const str = (v: string) => v.slice(0, INVENTORY_STRING);
+  return {
+    runtimes: inv.runtimes.slice(0, INVENTORY_ENTRIES).map((r) => ({
+      stackId: str(r.stackId),
+      modelId: str(r.modelId),
+      runtime: str(r.runtime),
+      version: str(r.version),
+      state: str(r.state),
+      endpoint: str(r.endpoint),
+      error: str(r.error),
+    })),
+    models: inv.models.slice(0, INVENTORY_ENTRIES).map((m) => ({
+      name: str(m.name),
+      format: str(m.format),
+      sizeBytes: Math.max(0, m.sizeBytes),
+      path: str(m.path),
+      sha256: str(m.sha256),
+      stackIds: m.stackIds.slice(0, INVENTORY_ENTRIES).map(str),
+    })),
   };
 }
 

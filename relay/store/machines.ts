@@ -19,6 +19,12 @@ export interface HardwareSummary {
   accelerators: string[];
 }
 
+/** What a machine hosts, as it last reported it. */
+export interface MachineInventory {
+  runtimes: { stackId: string; modelId: string; runtime: string; version: string; state: string; endpoint: string; error: string }[];
+  models: { name: string; format: string; sizeBytes: number; path: string; sha256: string; stackIds: string[] }[];
+}
+
 /** A worker machine. */
 export interface Machine {
   id: string;
@@ -29,6 +35,8 @@ export interface Machine {
   agentVersion: string | null;
   lastSeenAt: number | null;
   createdAt: number;
+  /** Runtimes and models on disk as the machine last reported them; null before its first report. */
+  inventory: MachineInventory | null;
 }
 
 interface Row {
@@ -41,6 +49,7 @@ interface Row {
   agent_version: string | null;
   last_seen_at: number | null;
   created_at: number;
+  inventory_json: string | null;
 }
 
 const toMachine = (r: Row): Machine => ({
@@ -52,6 +61,7 @@ const toMachine = (r: Row): Machine => ({
   agentVersion: r.agent_version,
   lastSeenAt: r.last_seen_at,
   createdAt: r.created_at,
+  inventory: r.inventory_json ? (JSON.parse(r.inventory_json) as MachineInventory) : null,
 });
 
 /** Machines in SQLite; their tokens are stored only as hashes. */
@@ -88,6 +98,10 @@ export class MachineStore {
 
   updateHardware(id: string, hardware: HardwareSummary): void {
     this.db.prepare("UPDATE machines SET hardware_json = ? WHERE id = ?").run(JSON.stringify(hardware), id);
+  }
+
+  setInventory(id: string, inventory: MachineInventory): void {
+    this.db.prepare("UPDATE machines SET inventory_json = ? WHERE id = ?").run(JSON.stringify(inventory), id);
   }
 
   markOffline(id: string, now = Date.now()): void {

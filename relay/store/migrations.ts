@@ -124,4 +124,8 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (org_id, minute, key_id, model)
   ) WITHOUT ROWID;
   `,
+  `
+  -- What a machine last reported hosting (runtimes, models on disk), for its page in the web application.
+  ALTER TABLE machines ADD COLUMN inventory_json TEXT;
+  `,
 ];

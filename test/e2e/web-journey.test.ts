@@ -166,6 +166,14 @@ describe("a newcomer's journey through the web application", () => {
     await nav("Stacks");
     await expect.poll(() => page.locator("tr", { hasText: "tiny" }).textContent()).toContain("deployed");
     await shot("stacks");
+
+    // The machine's page shows the runtime it now runs and the model on its disk.
+    await nav("Machines");
+    await page.getByRole("link", { name: "gpu-box" }).click();
+    await expect.poll(() => page.getByTestId("machine-runtimes").textContent()).toContain("ready");
+    expect(await page.getByTestId("machine-runtimes").textContent()).toContain("tiny");
+    await expect.poll(() => page.getByTestId("machine-models").textContent()).toContain("stories260K.gguf");
+    await shot("machine-detail-deployed");
     await page.getByRole("link", { name: "admin admin" }).click();
     await page.getByRole("heading", { name: "Change password" }).waitFor();
     await shot("account");

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
 import { fixtureSource } from "../helpers/hardware-fixtures.js";
@@ -192,6 +192,32 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       await gw.relay.deployer.settled(gw.stackId);
     }
     expect(gw.relay.control.stack(gw.stackId).state).toBe("deployed");
+  });
+
+  it("shows what a machine hosts, as it reports it over the link: runtimes and models on disk", async () => {
+    const c = await signedIn("ada@example.com", "correct horse battery");
+    type Inventory = { runtimes: { stack_id: string; runtime: string; state: string; model_id: string; endpoint: string; version: string }[]; models: { name: string; size_bytes: number; sha256: string; stack_ids: string[] }[] };
+    const inventory = async () => (await c.json<{ inventory: Inventory | null }>("GET", `/admin/v1/machines/${gw.machineId}`)).inventory;
+    await vi.waitFor(async () => expect((await inventory())?.runtimes.map((r) => r.stack_id)).toEqual([gw.stackId]), { timeout: 10_000, interval: 50 });
+    expect((await inventory())!.runtimes[0]).toEqual({
+      stack_id: gw.stackId,
+      model_id: "stories",
+      runtime: "gguf",
+      version: expect.stringMatching(/^node-llama-cpp /),
+      state: "ready",
+      endpoint: expect.stringMatching(/^unix:\//),
+      error: "",
+    });
+    expect((await inventory())!.models).toEqual([
+      expect.objectContaining({ name: "stories260K.gguf", format: "gguf", size_bytes: 1185376, sha256: "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d", stack_ids: [gw.stackId] }),
+    ]);
+
+    // A second stack appears when deployed and goes when undeployed; the page hears of each change.
+    const second = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "second" });
+    await vi.waitFor(async () => expect((await inventory())!.runtimes.map((r) => r.model_id).sort()).toEqual(["second", "stories"]), { timeout: 10_000, interval: 50 });
+    expect((await inventory())!.models[0]!.stack_ids.sort()).toEqual([gw.stackId, second].sort());
+    await c.call("POST", `/admin/v1/stacks/${second}/undeploy`);
+    await vi.waitFor(async () => expect((await inventory())!.runtimes.map((r) => r.model_id)).toEqual(["stories"]), { timeout: 10_000, interval: 50 });
   });
 
   it("counts gateway calls per key and model for the usage page and the keys list", async () => {

@@ -32,6 +32,11 @@ export interface Hardware {
   accelerators: string[];
 }
 
+export interface MachineInventory {
+  runtimes: { stack_id: string; model_id: string; runtime: string; version: string; state: string; endpoint: string; error: string }[];
+  models: { name: string; format: string; size_bytes: number; path: string; sha256: string; stack_ids: string[] }[];
+}
+
 export interface Machine {
   id: string;
   org_id: string;
@@ -41,6 +46,8 @@ export interface Machine {
   agent_version: string | null;
   last_seen_at: number | null;
   created_at: number;
+  /** Runtimes and models on disk as the machine last reported them; null before its first report. */
+  inventory: MachineInventory | null;
 }
 
 export interface NewMachine extends Machine {

@@ -101,6 +101,82 @@ export function MachinePage({ id }: { id: string }) {
           )}
         </section>
       </div>
+      <section class="card" aria-labelledby="runtimes-title">
+        <h2 id="runtimes-title">Runtimes</h2>
+        {!m.inventory ? (
+          <p class="muted">Reported by the machine once it connects.</p>
+        ) : m.inventory.runtimes.length === 0 ? (
+          <p class="muted">No runtime runs here yet: deploy a stack to this machine.</p>
+        ) : (
+          <div class="table-wrap flat">
+            <table class="table" aria-label="Runtimes" data-testid="machine-runtimes">
+              <thead>
+                <tr>
+                  <th scope="col">Runtime</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Model id</th>
+                  <th scope="col">Endpoint on the machine</th>
+                  <th scope="col">Stack</th>
+                </tr>
+              </thead>
+              <tbody>
+                {m.inventory.runtimes.map((r) => (
+                  <tr key={r.stack_id}>
+                    <td>
+                      {r.runtime}
+                      <div class="muted small">{r.version}</div>
+                    </td>
+                    <td>
+                      <StateBadge state={r.state} />
+                      {r.error && <p class="field-error">{r.error}</p>}
+                    </td>
+                    <td class="mono">{r.model_id}</td>
+                    <td class="mono small wrap">{r.endpoint || "—"}</td>
+                    <td>
+                      <Link href={`/stacks/${r.stack_id}`}>{onMachine.find((s) => s.id === r.stack_id)?.name ?? r.stack_id}</Link>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+      <section class="card" aria-labelledby="models-title">
+        <h2 id="models-title">Models on disk</h2>
+        {!m.inventory || m.inventory.models.length === 0 ? (
+          <p class="muted">{m.inventory ? "None yet: a deploy pulls its model here." : "Reported by the machine once it connects."}</p>
+        ) : (
+          <div class="table-wrap flat">
+            <table class="table" aria-label="Models on disk" data-testid="machine-models">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Size</th>
+                  <th scope="col">SHA-256</th>
+                  <th scope="col">Used by</th>
+                  <th scope="col">Path</th>
+                </tr>
+              </thead>
+              <tbody>
+                {m.inventory.models.map((f) => (
+                  <tr key={f.path}>
+                    <td>
+                      {f.name} <span class="muted small">{f.format}</span>
+                    </td>
+                    <td>{formatBytes(f.size_bytes)}</td>
+                    <td class="mono small" title={f.sha256}>
+                      {f.sha256 ? `${f.sha256.slice(0, 12)}…` : "—"}
+                    </td>
+                    <td>{f.stack_ids.map((id) => onMachine.find((s) => s.id === id)?.name ?? id).join(", ") || "—"}</td>
+                    <td class="mono small wrap">{f.path}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
     </>
   );
 }
