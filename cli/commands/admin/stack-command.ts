@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type { CommandModule } from "yargs";
 import { adminRequest, type AdminTarget } from "../../admin-client.js";
+import { adminEvents, type AdminEvent } from "../../admin-events.js";
 import { CliError } from "../../cli-error.js";
 import { humanBytes, keyValues, print, table } from "../../output.js";
 import { adminOptions, normalizeModelRef, target, type AdminArgs } from "./common.js";
@@ -15,6 +15,7 @@ interface Step {
 
 interface StackView {
   id: string;
+  org_id: string;
   name: string;
   machine_id: string;
   runtime: string;
@@ -62,16 +63,37 @@ function bar(fraction: number, width = 20): string {
   return `[${"#".repeat(n)}${".".repeat(width - n)}] ${Math.round(fraction * 100)}%`;
 }
 
-/** Follows a deployment until the stack is `deployed` or `failed`, printing step progress to stderr. */
+/**
+ * Follows a deployment until the stack is `deployed` or `failed`, printing step progress to stderr.
+ * The relay's event stream says when the stack changed; each change is fetched and shown.
+ */
 async function follow(t: AdminTarget, id: string, quiet: boolean): Promise<StackView> {
+  const get = () => adminRequest<StackView>(t, "GET", `/stacks/${encodeURIComponent(id)}`);
+  let s = await get();
+  const controller = new AbortController();
+  const events = adminEvents(t, s.org_id, controller.signal);
   let last = "";
-  for (;;) {
-    const s = await adminRequest<StackView>(t, "GET", `/stacks/${encodeURIComponent(id)}`);
-    const lines = (s.deployment?.steps ?? []).map(stepLine).join("\n");
-    if (!quiet && lines !== last) process.stderr.write(lines + "\n");
-    last = lines;
-    if (s.state === "deployed" || s.state === "failed" || s.state === "draft") return s;
-    await sleep(500);
+  try {
+    // Listen first, then read the stack again: no change after this read goes unheard.
+    await events.next();
+    s = await get();
+    let next: Promise<IteratorResult<AdminEvent>> = events.next();
+    for (;;) {
+      const lines = (s.deployment?.steps ?? []).map(stepLine).join("\n");
+      if (!quiet && lines !== last) process.stderr.write(lines + "\n");
+      last = lines;
+      if (s.state === "deployed" || s.state === "failed" || s.state === "draft") return s;
+      for (;;) {
+        const ev = await next;
+        next = events.next();
+        if (ev.done) throw new CliError("The relay's event stream ended before the deploy did.");
+        if (ev.value.event === "reconnected" || (ev.value.event === "stack" && ev.value.data.stack_id === id)) break;
+      }
+      s = await get();
+    }
+  } finally {
+    controller.abort();
+    await events.return(undefined);
   }
 }
 
