@@ -6,6 +6,29 @@ export interface AdminEvent {
   data: Record<string, string>;
 }
 
+/** Reads named server-sent events (`event:` and a JSON `data:` line) from a response body until it ends. */
+export async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<AdminEvent> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let i: number;
+      while ((i = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, i);
+        buffer = buffer.slice(i + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (event && data) yield { event, data: JSON.parse(data) as Record<string, string> };
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+}
+
 /**
  * Follows the relay's change events for an organization (`/admin/v1/events`,
  * server-sent events) until `signal` aborts. It first yields `connected` once
@@ -21,21 +44,7 @@ export async function* adminEvents(target: AdminTarget, org: string, signal: Abo
       if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
       yield { event: connected ? "reconnected" : "connected", data: {} };
       connected = true;
-      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buffer = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buffer += value;
-        let i: number;
-        while ((i = buffer.indexOf("\n\n")) >= 0) {
-          const block = buffer.slice(0, i);
-          buffer = buffer.slice(i + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event && data) yield { event, data: JSON.parse(data) as Record<string, string> };
-        }
-      }
+      yield* serverSentEvents(res.body);
     } catch (err) {
       if (signal.aborted) return;
       if (!connected) throw err;

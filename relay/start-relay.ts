@@ -124,6 +124,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     stop() {
       stopping ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        events.close();
         server.closeIdleConnections();
         const force = setTimeout(() => server.closeAllConnections(), 5_000);
         await link.stop();

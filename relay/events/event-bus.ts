@@ -16,11 +16,26 @@ type Listener = (event: RelayEvent) => void;
 /** One typed in-process bus for the relay's change events. A throwing listener never stops the others. */
 export class EventBus {
   private readonly listeners = new Set<Listener>();
+  private readonly closers = new Set<() => void>();
 
-  /** Subscribes; returns the function that unsubscribes. */
-  subscribe(listener: Listener): () => void {
+  /**
+   * Subscribes; returns the function that unsubscribes. `onClose` runs when the
+   * relay stops, so a long-lived subscriber (an event stream) ends at once.
+   */
+  subscribe(listener: Listener, onClose?: () => void): () => void {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    if (onClose) this.closers.add(onClose);
+    return () => {
+      this.listeners.delete(listener);
+      if (onClose) this.closers.delete(onClose);
+    };
+  }
+
+  /** The relay is stopping: every subscriber's `onClose` runs. */
+  close(): void {
+    for (const close of [...this.closers]) close();
+    this.closers.clear();
+    this.listeners.clear();
   }
 
   emit(event: RelayEvent): void {

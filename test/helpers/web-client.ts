@@ -1,3 +1,5 @@
+import { serverSentEvents } from "../../cli/admin-events.js";
+
 /**
  * A client of the relay's web endpoints the way a browser is one: it keeps the
  * session cookie it is given and sends the session's CSRF token on state-changing calls.
@@ -34,25 +36,7 @@ export class WebClient {
   }
 }
 
-/** Reads server-sent events from a streaming response, one `{event, data}` at a time. */
-export async function* sseEvents(res: Response): AsyncGenerator<{ event: string; data: Record<string, unknown> }> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      let i: number;
-      while ((i = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, i);
-        buffer = buffer.slice(i + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (event && data) yield { event, data: JSON.parse(data) as Record<string, unknown> };
-      }
-    }
-  } finally {
-    await reader.cancel().catch(() => {});
-  }
+/** Reads the relay's server-sent events from a streaming response, one `{event, data}` at a time. */
+export function sseEvents(res: Response) {
+  return serverSentEvents(res.body!);
 }

@@ -1,8 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
+import { hashPassword, resolveRelayConfig, startRelay } from "../../relay/index.js";
 import { fixtureSource } from "../helpers/hardware-fixtures.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { sseEvents, WebClient } from "../helpers/web-client.js";
@@ -310,5 +313,28 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     expect(((await unknownV1.json()) as { error: { code: string } }).error.code).toBe("unknown_url");
     expect(await (await fetch(`${origin}/health`)).json()).toEqual({ status: "ok" });
     expect((await fetch(`${origin}/admin/v1/nope`)).status).toBe(401);
+  });
+});
+
+describe("a relay stopping with web pages open", () => {
+  it("ends their event streams cleanly instead of holding the stop until they are cut", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "makina-stop-"));
+    const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
+    try {
+      const org = relay.control.createOrg("Stopping");
+      relay.store.users.create({ orgId: org.id, login: "op", passwordHash: hashPassword("a long enough password"), role: "admin" });
+      const c = new WebClient(relay.url);
+      expect((await c.signIn("op", "a long enough password")).status).toBe(200);
+      const res = await fetch(`${relay.url}/admin/v1/events`, { headers: { cookie: c.cookie } });
+      const reader = res.body!.getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toContain(": makina events");
+      const stopped = relay.stop();
+      // A clean end of the stream (not a connection cut when the grace period runs out).
+      expect(await reader.read()).toEqual({ done: true, value: undefined });
+      await stopped;
+    } finally {
+      await relay.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

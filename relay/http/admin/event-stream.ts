@@ -13,11 +13,14 @@ const KEEPALIVE_MS = 15_000;
 export function streamEvents(res: Response, bus: EventBus, filter: (event: RelayEvent) => boolean): void {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive", "x-accel-buffering": "no" });
   res.write(": makina events\nretry: 2000\n\n");
-  const unsubscribe = bus.subscribe((event) => {
-    if (!filter(event)) return;
-    const { orgId: _org, ...data } = event;
-    res.write(`event: ${event.type}\ndata: ${JSON.stringify(snakeCase(data))}\n\n`);
-  });
+  const unsubscribe = bus.subscribe(
+    (event) => {
+      if (!filter(event)) return;
+      const { orgId: _org, ...data } = event;
+      res.write(`event: ${event.type}\ndata: ${JSON.stringify(snakeCase(data))}\n\n`);
+    },
+    () => res.end(),
+  );
   const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
   res.on("close", () => {
     clearInterval(keepalive);
