@@ -32,7 +32,10 @@ export interface StackPlan {
 }
 
 const GiB = 1024 ** 3;
-const gib = (n: number) => `${(n / GiB).toFixed(n < 100 * GiB ? 1 : 0).replace(/\.0$/, "")} GiB`;
+const MiB = 1024 ** 2;
+/** A size in words: GiB with one decimal (none from 100 GiB), MiB under 1 GiB. */
+const gib = (n: number) =>
+  n < GiB ? `${(n / MiB).toFixed(n < 10 * MiB ? 1 : 0).replace(/\.0$/, "")} MiB` : `${(n / GiB).toFixed(n < 100 * GiB ? 1 : 0).replace(/\.0$/, "")} GiB`;
 /** Memory beyond weights and KV cache: compute buffers and the runtime itself. */
 const overhead = (weights: number) => 0.05 * weights + 0.25 * GiB;
 

@@ -51,7 +51,7 @@ describe("the compatibility rules", () => {
       ["disk", "ok"],
       ["endpoint", "ok"],
     ]);
-    expect(r.checks.find((c) => c.topic === "memory")!.message).toBe("Needs about 0.8 GiB (0.4 GiB weights + 0.1 GiB KV cache for 2 × 4,096 tokens); fits in 24 GiB of RAM.");
+    expect(r.checks.find((c) => c.topic === "memory")!.message).toBe("Needs about 770 MiB (398 MiB weights + 96 MiB KV cache for 2 × 4,096 tokens); fits in 24 GiB of RAM.");
   });
 
   it("refuses a model too large for the machine's memory, with the numbers", () => {
