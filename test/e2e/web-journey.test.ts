@@ -207,6 +207,29 @@ describe("a newcomer's journey through the web application", () => {
     await context.close();
   });
 
+  it("shows a user of another organization nothing of this one", async () => {
+    const rivals = relay.control.createOrg("Rivals");
+    relay.store.users.create({ orgId: rivals.id, login: "rival", passwordHash: hashPassword("rival-password-1"), role: "admin" });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const rival = await context.newPage();
+    await rival.goto(relay.url);
+    await rival.getByLabel("Login").fill("rival");
+    await rival.getByLabel("Password").fill("rival-password-1");
+    await rival.getByRole("button", { name: "Sign in" }).click();
+    await rival.getByRole("heading", { name: "No machines yet" }).waitFor();
+    expect(await rival.locator(".topbar .org").textContent()).toBe("Rivals");
+    await rival.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Stacks" }).click();
+    await rival.getByRole("heading", { name: "No stacks yet" }).waitFor();
+    await rival.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "API keys" }).click();
+    await rival.getByRole("heading", { name: "No API keys yet" }).waitFor();
+    // Even a direct link to this organization's stack shows nothing of it.
+    const stackId = relay.store.stacks.listByOrg(relay.store.orgs.find("acme")!.id)[0]!.id;
+    await rival.goto(`${relay.url}/stacks/${stackId}`);
+    await rival.getByRole("heading", { name: "No such stack" }).waitFor();
+    expect(await rival.content()).not.toContain("tiny");
+    await context.close();
+  });
+
   it("works in a narrow window: navigation stays reachable and nothing scrolls sideways", async () => {
     await page.setViewportSize({ width: 390, height: 800 });
     await nav("Machines");
@@ -214,7 +237,8 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
     await shot("narrow-machines");
     await nav("API keys");
-    await page.getByRole("heading", { name: "API keys" }).waitFor();
+    await page.getByRole("table", { name: "API keys" }).waitFor();
+    // Wide tables scroll inside their own frame, not the page.
     expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
     await shot("narrow-keys");
   });

@@ -94,7 +94,7 @@ export function MachinePage({ id }: { id: string }) {
                     </span>
                   </div>
                   {s.runtime_error && <p class="field-error">{s.runtime_error}</p>}
-                  {s.deployment && (s.deployment.state === "running" || s.deployment.state === "failed") && <DeploymentProgress deployment={s.deployment} />}
+                  {s.deployment && <DeploymentProgress deployment={s.deployment} />}
                 </li>
               ))}
             </ul>
