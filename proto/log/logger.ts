@@ -23,7 +23,15 @@ export interface LoggerOptions {
   bindings?: Record<string, unknown>;
 }
 
-const SECRET_KEY = /authorization|token|api_?key|secret|password|cookie/i;
+/**
+ * Field names that hold secrets, compared whole (case, `_` and `-` ignored): `authorization`, `token`,
+ * `apiKey`, `cookie`, `setCookie`, and any name ending in `token`, `secret` or `password`
+ * (`machineToken`, `hf_token`, `newPassword`). Counting fields such as `completionTokens` are not secrets.
+ */
+function isSecretKey(name: string): boolean {
+  const n = name.toLowerCase().replace(/[_-]/g, "");
+  return n === "authorization" || n === "apikey" || n === "cookie" || n === "setcookie" || n === "key" || /(token|secret|password)$/.test(n);
+}
 /** Makina's own credentials, and Hugging Face access tokens (hf_ and 30 or more letters and digits). */
 const SECRET_VALUE = /\b(mk_live_|mk_mach_|mk_admin_)[A-Za-z0-9]+|\b(hf_)[A-Za-z0-9]{30,}/g;
 
@@ -36,7 +44,7 @@ export function redact(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== "object" || depth > 5) return value;
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? "[redacted]" : redact(v, depth + 1);
+  for (const [k, v] of Object.entries(value)) out[k] = isSecretKey(k) ? "[redacted]" : redact(v, depth + 1);
   return out;
 }
 

@@ -58,6 +58,18 @@ interface PendingCommand {
   onProgress?: (p: CommandProgress) => void;
 }
 
+/**
+ * A message whose numbers do not fit the link's types cannot be encoded, and grpc-js ends the whole
+ * link when a write fails to encode: such a request is refused alone, before it is sent.
+ */
+function assertEncodable(call: InferenceCall): void {
+  const uint32 = (v: number, param: string) => {
+    if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new MakinaError("invalid_value", `'${param}' is out of range: ${v}.`, { param });
+  };
+  uint32(call.maxTokens, "max_tokens");
+  if (call.seed !== undefined) uint32(call.seed, "seed");
+}
+
 /** What an agent reports on its own over the link. */
 export interface SessionReports {
   onHardware?: (hardware: HardwareReport) => void;
@@ -167,6 +179,7 @@ export class AgentSession {
    */
   async *infer(call: InferenceCall, options: InferOptions = {}): AsyncGenerator<InferenceEvent> {
     if (this.state !== "open") throw offline();
+    assertEncodable(call);
     const requestId = randomUUID();
     const pending = new PendingInference(this.window);
     const tracked: Tracked = { pending, onUsage: options.onUsage, abandoned: false };

@@ -12,6 +12,11 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     limit: limitBytes,
     strict: false,
     type: () => true,
+    // Keys that name parts of JavaScript's object model are refused at any depth, however they are escaped.
+    reviver: (key, value: unknown) => {
+      if (FORBIDDEN_KEYS.has(key)) throw new ForbiddenKeyError(key);
+      return value;
+    },
     // JSON is UTF-8: a body with invalid bytes is refused rather than silently repaired.
     verify: (_req, _res, buf) => {
       try {
@@ -35,8 +40,22 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
   ];
 }
 
+/** Object keys a request body may not use: they could reach an object's prototype. */
+const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+
+/** Thrown from the JSON reviver; body-parser keeps only the message of what JSON.parse throws. */
+class ForbiddenKeyError extends SyntaxError {
+  constructor(key: string) {
+    super(`makina-forbidden-key:${key}`);
+  }
+}
+
 function bodyError(err: unknown, limitBytes: number): unknown {
   const type = (err as { type?: string }).type;
+  const key = /makina-forbidden-key:(__proto__|constructor|prototype)/.exec((err as Error | undefined)?.message ?? "")?.[1];
+  if (key) {
+    return new MakinaError("invalid_value", `The key '${key}' is not allowed anywhere in a request body.`, { param: key });
+  }
   if (type === "entity.too.large") {
     return new MakinaError("request_too_large", `The request body is larger than the limit of ${limitBytes} bytes.`);
   }

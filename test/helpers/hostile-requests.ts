@@ -64,8 +64,8 @@ export function generator(seed: number, ctx: { key: string; model: string }) {
     messages: [null, "hi", 1, {}, [], [null], [1], [{}], [{ role: "user" }], [{ role: "robot", content: "x" }], [{ role: "user", content: 5 }], [{ role: "user", content: [{ type: "image" }] }], [{ role: "tool", content: "x" }]],
     temperature: [-0.1, 2.01, "1", true, [], 1e308, -1e308],
     top_p: [-1, 1.5, "0.5", {}],
-    max_tokens: [0, -1, 1.5, "10", 2 ** 64, 1e308],
-    max_completion_tokens: [0, -5, 0.5, "x"],
+    max_tokens: [0, -1, 1.5, "10", 2 ** 64, 1e308, 5_000_000_000, 2 ** 32, 16_777_217],
+    max_completion_tokens: [0, -5, 0.5, "x", 5_000_000_000],
     n: [0, -1, 1.5, "2", 129],
     stop: [5, [1], ["a", "b", "c", "d", "e"], [""], {}, "x".repeat(2000)],
     presence_penalty: [-2.5, 3, "1"],
@@ -92,6 +92,26 @@ export function generator(seed: number, ctx: { key: string; model: string }) {
     },
     () => chat("unknown parameter", { ...base(), [`x_${weird().slice(0, 30)}${int(1e6)}`]: randomValue() }),
     () => chat("random object", Object.fromEntries(Array.from({ length: 1 + int(5) }, () => [weird() || "k", randomValue()]))),
+    () => {
+      // Keys that name JavaScript's object model, at the top or deeper, plainly or escaped: written as JSON text,
+      // since an object literal's __proto__ would set a prototype rather than a key.
+      const key = pick(['"__proto__"', '"constructor"', '"prototype"', '"\\u005f_proto__"', '"construct\\u006fr"']);
+      const value = JSON.stringify(pick([{}, { admin: true }, [], null, 1, "x", { prototype: { polluted: true } }]));
+      const text = JSON.stringify(base());
+      const where = pick(["top", "message", "content part", "stream_options", "logit_bias"]);
+      const body =
+        where === "top"
+          ? `{${key}:${value},${text.slice(1)}`
+          : where === "message"
+            ? text.replace('{"role":"user"', `{${key}:${value},"role":"user"`)
+            : where === "content part"
+              ? text.replace('"content":"hi"', `"content":[{"type":"text","text":"hi",${key}:${value}}]`)
+              : where === "stream_options"
+                ? `{"stream":true,"stream_options":{${key}:${value}},${text.slice(1)}`
+                : `{"logit_bias":{${key}:${value}},${text.slice(1)}`;
+      return chat(`prototype key ${key} (${where})`, body);
+    },
+    () => chat("inherited name as a parameter", `{"${pick(["toString", "hasOwnProperty", "valueOf", "isPrototypeOf", "__defineGetter__"])}":${JSON.stringify(randomValue())},${JSON.stringify(base()).slice(1)}`),
     () => chat("unknown model", { ...base(), model: `no-such-${int(1e9)}-${weird().slice(0, 20)}` }),
     () => {
       const depth = 1 + int(200_000);

@@ -132,6 +132,25 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     const stack = await deploy(gw.machineId, "openai", `http://127.0.0.1:${port}/v1#llama3.2`, "local-llama");
     expect(stack.state).toBe("deployed");
     expect((await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Hey" }] })).choices[0]!.message.content).toBe("You said: Hey");
+    // A max_tokens no stack can take is refused alone: the machine's link and its other requests carry on.
+    const held = client.chat.completions.create({ model: "stories", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 200, stream: true });
+    const huge = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "local-llama", messages: [{ role: "user", content: "Hey" }], max_tokens: 5_000_000_000 }),
+    });
+    expect(huge.status).toBe(400);
+    expect(((await huge.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: "invalid_value", param: "max_tokens" });
+    let streamed = 0;
+    for await (const chunk of await held) streamed += chunk.choices[0]?.delta?.content ? 1 : 0;
+    expect(streamed).toBeGreaterThan(0);
+    const onLink = gw.relay.registry.get(gw.machineId)!;
+    await expect(onLink.infer({ stackId: stack.id, messages: [{ role: "user", content: "x" }], temperature: 1, topP: 1, maxTokens: 2 ** 32, stop: [], presencePenalty: 0, frequencyPenalty: 0 }).next()).rejects.toMatchObject({
+      code: "invalid_value",
+      param: "max_tokens",
+    });
+    expect(gw.relay.registry.get(gw.machineId)).toBe(onLink);
+    expect((await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Still there?" }] })).choices[0]!.message.content).toBe("You said: Still there?");
     const bad = await deploy(gw.machineId, "openai", `http://127.0.0.1:1/v1#nothing`, "nothing-there");
     expect(bad.state).toBe("failed");
     expect(bad.stateError).toContain("is not reachable");

@@ -13,6 +13,21 @@ describe("structured logs", () => {
     expect(lines[0]).not.toContain("T0K3N");
   });
 
+  it("redact fields named as secrets, and keep counts whose names only contain 'token'", () => {
+    const lines: string[] = [];
+    createLogger({ write: (l) => lines.push(l) }).info("request canceled", {
+      completionTokens: 17,
+      promptTokens: 5,
+      maxTokens: 64,
+      machine_token: "x",
+      hfToken: "y",
+      newPassword: "z",
+      "set-cookie": "c",
+      csrfSecret: "s",
+    });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ completionTokens: 17, promptTokens: 5, maxTokens: 64, machine_token: "[redacted]", hfToken: "[redacted]", newPassword: "[redacted]", "set-cookie": "[redacted]", csrfSecret: "[redacted]" });
+  });
+
   it("redact Hugging Face tokens, but not words that merely start with hf_", () => {
     const lines: string[] = [];
     createLogger({ write: (l) => lines.push(l) }).warn("download failed", { err: new Error("GET with hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567 refused; set hf_token") });

@@ -184,13 +184,19 @@ function validateMessages(value: unknown): ChatMessage[] {
   });
 }
 
+/**
+ * The largest `max_tokens` any stack can take: far beyond any model's context (2^24 tokens), and within
+ * the link's uint32, so a request the relay lets through can always reach its machine.
+ */
+export const MAX_COMPLETION_TOKENS = 16_777_216;
+
 /** Checks a chat-completions body against the vendor interface and the gateway's limits. */
 export function validateChatRequest(body: unknown, limits: ChatLimits = { maxStop: 4 }): ChatRequest {
   if (!isPlainObject(body)) throw new MakinaError("invalid_value", `The request body must be a JSON object, but got ${describe(body)}.`);
   const needs: string[] = [];
   for (const [name, value] of Object.entries(body)) {
     if (CORE.has(name)) continue;
-    const rule = RULES[name];
+    const rule = Object.hasOwn(RULES, name) ? RULES[name] : undefined;
     if (!rule) throw new MakinaError("unknown_parameter", `Unrecognized request argument supplied: ${name.slice(0, 256)}`, { param: name.slice(0, 256) });
     if (value === null || value === undefined) continue;
     rule.check(value, name);
@@ -223,8 +229,8 @@ export function validateChatRequest(body: unknown, limits: ChatLimits = { maxSto
 
   const temperature = optional(body, "temperature", number(0, 2), 1);
   const topP = optional(body, "top_p", number(0, 1), 1);
-  const maxCompletion = optional<number | null>(body, "max_completion_tokens", integer(1, Number.MAX_SAFE_INTEGER), null);
-  const maxTokens = optional<number | null>(body, "max_tokens", integer(1, Number.MAX_SAFE_INTEGER), null);
+  const maxCompletion = optional<number | null>(body, "max_completion_tokens", integer(1, MAX_COMPLETION_TOKENS), null);
+  const maxTokens = optional<number | null>(body, "max_tokens", integer(1, MAX_COMPLETION_TOKENS), null);
   const seed = optional<number | undefined>(body, "seed", integer(0, 0xffffffff), undefined);
 
   let stop: string[] = [];
