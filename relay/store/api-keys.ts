@@ -59,9 +59,25 @@ const toKey = (r: Row): ApiKeyRecord => ({
   createdBy: r.created_by,
 });
 
-/** API keys in SQLite. Reads always go to the database, so a revocation holds for the very next request. */
+/** How long a key's last use may wait in memory before it is written. */
+const TOUCH_FLUSH_MS = 1000;
+
+/**
+ * API keys in SQLite. Reads of a key's state always go to the database, so a revocation holds for the
+ * very next request. Last-use times are kept in memory and written together at most a second later
+ * (a write per request cost the gateway more than the rest of the key check); reads of `lastUsedAt`
+ * write them first.
+ */
 export class ApiKeyStore {
-  constructor(private readonly db: Db) {}
+  private readonly byHash;
+  private readonly touchOne;
+  private readonly touched = new Map<string, number>();
+  private touchTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly db: Db) {
+    this.byHash = db.prepare("SELECT * FROM api_keys WHERE key_hash = ?");
+    this.touchOne = db.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)");
+  }
 
   insert(
     input: Pick<ApiKeyRecord, "orgId" | "name" | "prefix" | "keyHash" | "stackIds" | "machineIds" | "rpm" | "tpm" | "createdBy">,
@@ -90,16 +106,18 @@ export class ApiKeyStore {
   }
 
   get(id: string): ApiKeyRecord | undefined {
+    this.flushTouches();
     const row = this.db.prepare("SELECT * FROM api_keys WHERE id = ?").get(id) as Row | undefined;
     return row && toKey(row);
   }
 
   findByHash(keyHash: string): ApiKeyRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM api_keys WHERE key_hash = ?").get(keyHash) as Row | undefined;
+    const row = this.byHash.get(keyHash) as Row | undefined;
     return row && toKey(row);
   }
 
   listByOrg(orgId: string): ApiKeyRecord[] {
+    this.flushTouches();
     return (this.db.prepare("SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id").all(orgId) as Row[]).map(toKey);
   }
 
@@ -109,7 +127,24 @@ export class ApiKeyStore {
     return this.get(id);
   }
 
+  /** Records a key's use; written with the others within a second. */
   touch(id: string, now = Date.now()): void {
-    this.db.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ?").run(now, id);
+    this.touched.set(id, now);
+    if (!this.touchTimer) {
+      this.touchTimer = setTimeout(() => this.flushTouches(), TOUCH_FLUSH_MS);
+      this.touchTimer.unref();
+    }
+  }
+
+  /** Writes the last-use times recorded since the last write, in one transaction. */
+  flushTouches(): void {
+    clearTimeout(this.touchTimer);
+    this.touchTimer = undefined;
+    if (this.touched.size === 0 || !this.db.open) return;
+    const touched = [...this.touched];
+    this.touched.clear();
+    this.db.transaction(() => {
+      for (const [id, at] of touched) this.touchOne.run(at, id, at);
+    })();
   }
 }

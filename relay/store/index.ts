@@ -34,6 +34,7 @@ export interface Store {
 /** Opens the relay store at `file` (migrating it) and builds its parts. */
 export function openStore(file: string): Store {
   const db = openDatabase(file);
+  const keys = new ApiKeyStore(db);
   return {
     db,
     orgs: new OrganizationStore(db),
@@ -41,9 +42,12 @@ export function openStore(file: string): Store {
     machines: new MachineStore(db),
     stacks: new StackStore(db),
     deployments: new DeploymentStore(db),
-    keys: new ApiKeyStore(db),
+    keys,
     settings: new SettingsStore(db),
     sessions: new SessionStore(db),
-    close: () => db.close(),
+    close: () => {
+      keys.flushTouches();
+      db.close();
+    },
   };
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Benchmarks the gateway on this machine with a real GGUF model (npm run bench; builds first).
+// Benchmarks GGUF inference through the gateway on this machine with a real model (npm run bench runs it after bench-gateway.mjs).
 // Measures, with the relay and agent in this process and the model in its own process as in production:
 //   - gateway overhead: latency of a 1-token completion through the relay vs. straight to the model's process
 //     (the agent's own client of the model process's socket, called in this process)

@@ -1,0 +1,145 @@
+#!/usr/bin/env node
+// What the gateway itself costs, measured side by side (npm run bench runs it after building).
+// An instant OpenAI-compatible stand-in (scripts/bench/instant-openai-server.mjs) answers at once in its
+// own process; autocannon (in this process) calls it directly and through the gateway (relay → link →
+// agent → stand-in, an `openai`-kind stack), in interleaved rounds, at concurrency 1, 16 and 64,
+// non-streamed and streamed. The gateway runs as one process (relay and agent together, as `makina up`)
+// and as two (relay, agent). CPU per request comes from /proc/PID/stat of the gateway's processes.
+// Knobs: MAKINA_BENCH_SECONDS (per round, default 3), MAKINA_BENCH_CHUNKS (streamed chunks, default 16),
+// MAKINA_BENCH_MODES (one,separate), MAKINA_BENCH_JSON (also write the results there as JSON).
+import autocannon from "autocannon";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const seconds = Number(process.env.MAKINA_BENCH_SECONDS ?? 3);
+const chunks = Number(process.env.MAKINA_BENCH_CHUNKS ?? 16);
+const modes = (process.env.MAKINA_BENCH_MODES ?? "one,separate").split(",");
+const TICK_MS = 1000 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
+const dir = mkdtempSync(join(tmpdir(), "makina-bench-gw-"));
+const children = [];
+
+/** Starts a node script and resolves with its first JSON line that has `key`. */
+function start(script, args, key, env = {}) {
+  const child = spawn(process.execPath, [join(root, script), ...args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`${script} exited ${code}`)));
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      const msg = JSON.parse(line);
+      if (key in msg) resolve({ child, msg });
+    });
+  });
+}
+const cpuMs = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+};
+const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
+const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+
+const body = (stream, n = chunks) =>
+  JSON.stringify({ model: "instant", messages: [{ role: "user", content: "Say hello." }], ...(stream ? { stream: true, stream_options: { include_usage: true }, max_tokens: n } : {}) });
+
+async function load(url, key, connections, stream, pids, n = chunks) {
+  const before = pids.map(cpuMs);
+  const r = await autocannon({
+    url: `${url}/v1/chat/completions`,
+    method: "POST",
+    headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body: body(stream, n),
+    connections,
+    duration: seconds,
+  });
+  const cpu = pids.map((pid, i) => cpuMs(pid) - before[i]);
+  const ok = r.requests.total - r.non2xx;
+  if (r.non2xx || r.errors) process.stderr.write(`  warning: ${r.non2xx} non-2xx, ${r.errors} errors (${url}, c=${connections})\n`);
+  return { rps: ok / seconds, p50: r.latency.p50, p99: r.latency.p99, cpuMsPerRequest: cpu.reduce((a, b) => a + b, 0) / Math.max(1, ok), requests: ok };
+}
+
+/**
+ * Sequential requests timed to the microsecond (autocannon reports whole milliseconds): p50 of the time to
+ * the whole non-streamed answer, and of the time to the first byte of a streamed one.
+ */
+async function sequential(url, key, n = 300) {
+  const whole = [];
+  const first = [];
+  const headers = { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) };
+  for (let i = 0; i < n; i++) {
+    let t = performance.now();
+    await (await fetch(`${url}/v1/chat/completions`, { method: "POST", headers, body: body(false) })).arrayBuffer();
+    whole.push(performance.now() - t);
+    t = performance.now();
+    const res = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers, body: body(true) });
+    const reader = res.body.getReader();
+    await reader.read();
+    first.push(performance.now() - t);
+    while (!(await reader.read()).done);
+  }
+  return { p50: pct(whole, 50), firstByte: pct(first, 50) };
+}
+
+const { msg: standin, child: standinChild } = await start("scripts/bench/instant-openai-server.mjs", ["0", String(chunks)], "port");
+const direct = `http://127.0.0.1:${standin.port}`;
+const results = { machine: `${cpus()[0]?.model ?? "?"}, ${availableParallelism()} CPUs`, node: process.version, seconds, chunks, modes: {} };
+
+for (const mode of modes) {
+  let gateway;
+  let pids;
+  if (mode === "one") {
+    const { child, msg } = await start("scripts/bench/gateway-process.mjs", ["one", join(dir, mode), `${direct}/v1`], "url", { MAKINA_BENCH_LOG_FILE: join(dir, "one.log") });
+    gateway = msg;
+    pids = [child.pid];
+  } else {
+    const relay = await start("scripts/bench/gateway-process.mjs", ["relay", join(dir, mode), `${direct}/v1`], "joining", { MAKINA_BENCH_LOG_FILE: join(dir, "relay.log") });
+    const { server, machineId, token } = relay.msg.joining;
+    const agent = await start("scripts/bench/gateway-process.mjs", ["agent", join(dir, mode), server, machineId, token], "ready", { MAKINA_BENCH_LOG_FILE: join(dir, "agent.log") });
+    gateway = await new Promise((resolve) => createInterface({ input: relay.child.stdout }).on("line", (l) => "url" in JSON.parse(l) && resolve(JSON.parse(l))));
+    pids = [relay.child.pid, agent.child.pid];
+  }
+  const idleRss = pids.map(rssMiB);
+  const rows = [];
+  for (const stream of [false, true]) {
+    for (const c of [1, 16, 64]) {
+      // Interleaved: the stand-in alone, then through the gateway, then with a rate-limited key.
+      const d = await load(direct, null, c, stream, [standinChild.pid]);
+      const g = await load(gateway.url, gateway.plain, c, stream, pids);
+      const l = await load(gateway.url, gateway.limited, c, stream, pids);
+      rows.push({ stream, connections: c, direct: d, gateway: g, limited: l });
+    }
+  }
+  // CPU per streamed chunk: the same streamed load with 4 times the chunks.
+  const longer = await load(gateway.url, gateway.plain, 64, true, pids, chunks * 4);
+  const shorter = rows.find((r) => r.stream && r.connections === 64).gateway;
+  const perChunkUs = ((longer.cpuMsPerRequest - shorter.cpuMsPerRequest) / (chunks * 3)) * 1000;
+  const seq = { direct: await sequential(direct, null), gateway: await sequential(gateway.url, gateway.plain) };
+  results.modes[mode] = { idleRssMiB: idleRss, rssAfterMiB: pids.map(rssMiB), rows, sequential: seq, perChunkUs };
+  for (const pid of pids) process.kill(pid, "SIGTERM");
+}
+
+console.log(`Machine: ${results.machine}; Node ${results.node}; ${seconds} s per round; ${chunks} chunks per streamed answer; logs to a file at info level\n`);
+for (const [mode, m] of Object.entries(results.modes)) {
+  console.log(`### ${mode === "one" ? "One process (relay and agent together, as makina up)" : "Two processes (relay, agent)"}\n`);
+  console.log("| request | conc. | stand-in req/s | gateway req/s | limited key req/s | stand-in p50 / p99 | gateway p50 / p99 | added p50 | gateway CPU per request |");
+  console.log("|---|---|---|---|---|---|---|---|---|");
+  for (const r of m.rows) {
+    console.log(
+      `| ${r.stream ? "streamed" : "non-streamed"} | ${r.connections} | ${r.direct.rps.toFixed(0)} | ${r.gateway.rps.toFixed(0)} | ${r.limited.rps.toFixed(0)} | ${r.direct.p50} / ${r.direct.p99} ms | ${r.gateway.p50} / ${r.gateway.p99} ms | ${(r.gateway.p50 - r.direct.p50).toFixed(2)} ms | ${r.gateway.cpuMsPerRequest.toFixed(2)} ms |`,
+    );
+  }
+  const q = m.sequential;
+  console.log(
+    `\nOne request at a time (p50 of 300, to the µs): non-streamed ${q.direct.p50.toFixed(2)} ms direct, ${q.gateway.p50.toFixed(2)} ms through the gateway ` +
+      `(added ${(q.gateway.p50 - q.direct.p50).toFixed(2)} ms); time to first byte, streamed: ${q.direct.firstByte.toFixed(2)} ms direct, ${q.gateway.firstByte.toFixed(2)} ms ` +
+      `(added ${(q.gateway.firstByte - q.direct.firstByte).toFixed(2)} ms). CPU per streamed chunk (c=64, ${chunks} vs ${chunks * 4} chunks): ${m.perChunkUs.toFixed(1)} µs. ` +
+      `Idle RSS: ${m.idleRssMiB.map((x) => `${x.toFixed(0)} MiB`).join(" + ")}; after the runs: ${m.rssAfterMiB.map((x) => `${x.toFixed(0)} MiB`).join(" + ")}.\n`,
+  );
+}
+if (process.env.MAKINA_BENCH_JSON) writeFileSync(process.env.MAKINA_BENCH_JSON, JSON.stringify(results, null, 2) + "\n");
+for (const c of children) c.kill("SIGTERM");
+rmSync(dir, { recursive: true, force: true });
+process.exit(0);

@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+// One gateway process for the benchmark, from the built dist/:
+//   gateway-process.mjs one DIR UPSTREAM      relay and agent in one process (as `makina up` runs them)
+//   gateway-process.mjs relay DIR UPSTREAM    the relay alone; prints what an agent needs to join
+//   gateway-process.mjs agent DIR SERVER MACHINE_ID TOKEN
+// The relay side creates an organization, a machine, an `openai`-kind stack in front of UPSTREAM (the
+// instant stand-in's base URL) and two API keys (one without limits, one with RPM/TPM limits no run
+// reaches), then prints them as one JSON line once the stack is deployed.
+// MAKINA_BENCH_LOG_FILE sends the logs (info level, as in production) to that file.
+import { createWriteStream } from "node:fs";
+import { join } from "node:path";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const { resolveRelayConfig, startRelay } = await import(join(root, "dist/relay/index.js"));
+const { resolveAgentConfig, startAgent } = await import(join(root, "dist/agent/index.js"));
+const { createLogger, silentLogger } = await import(join(root, "dist/proto/index.js"));
+
+const [mode, dir, ...rest] = process.argv.slice(2);
+const logFile = process.env.MAKINA_BENCH_LOG_FILE;
+const log = logFile ? createLogger({ level: "info", write: ((s) => (line) => s.write(line + "\n"))(createWriteStream(logFile, { flags: "a" })) }) : silentLogger();
+
+async function agent(server, machineId, token) {
+  const a = await startAgent(resolveAgentConfig({ flags: { server, machineId, token, dataDir: join(dir, `agent-${process.pid}`), gpu: false } }), { log });
+  await a.link.whenOnline();
+  return a;
+}
+
+if (mode === "agent") {
+  const [server, machineId, token] = rest;
+  await agent(server, machineId, token);
+  process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+} else {
+  const [upstream] = rest;
+  const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
+  const org = relay.control.createOrg("bench");
+  const { machine, token } = relay.control.createMachine(org.id, "bench");
+  const info = { url: relay.url, server: relay.linkAddress, machineId: machine.id, token };
+  if (mode === "relay") {
+    process.stdout.write(`${JSON.stringify({ joining: info })}\n`);
+    await new Promise((resolve) => {
+      const check = setInterval(() => relay.registry.get(machine.id) && (clearInterval(check), resolve()), 20);
+    });
+  } else {
+    await agent(relay.linkAddress, machine.id, token);
+  }
+  const stack = await relay.control.createStack({ org: org.id, name: "instant", machine: machine.id, runtime: "openai", model: `${upstream}#instant`, modelId: "instant" });
+  await relay.control.deploy(stack.id);
+  await relay.deployer.settled(stack.id);
+  const state = relay.control.stack(stack.id).state;
+  if (state !== "deployed") throw new Error(`the bench stack did not deploy: ${relay.control.stack(stack.id).stateError}`);
+  const plain = relay.control.createKey(org.id, { name: "plain" }).key;
+  const limited = relay.control.createKey(org.id, { name: "limited", rpm: 10_000_000, tpm: 1_000_000_000 }).key;
+  process.stdout.write(`${JSON.stringify({ url: relay.url, plain, limited })}\n`);
+}
+process.on("SIGTERM", () => process.exit(0));
+setInterval(() => {}, 1 << 30);
