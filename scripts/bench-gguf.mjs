@@ -36,7 +36,7 @@ const body = (extra) => JSON.stringify({ model: "bench", messages: [{ role: "use
 const viaGateway = (extra) =>
   fetch(`${relay.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: body(extra) });
 const modelProcess = agent.host.runtime(stack.id);
-const input = { messages: [{ role: "user", content: "Once upon a time" }], temperature: 0, topP: 1, stop: [], presencePenalty: 0, frequencyPenalty: 0 };
+const input = { messages: [{ role: "user", content: "Once upon a time" }], temperature: 0, topP: 1, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true };
 const direct = async (extra) => {
   for await (const _ of modelProcess.chat({ ...input, maxTokens: extra.max_tokens })) void _;
   return { text: async () => "" };

@@ -233,6 +233,11 @@ export interface InferenceRequest {
   presencePenalty: number;
   /** OpenAI frequency penalty, -2 to 2; 0 is off. */
   frequencyPenalty: number;
+  /**
+   * The client asked for a streamed answer. When false, a runtime behind an HTTP server is asked for the
+   * whole answer at once (cheaper than a stream of events); the answer still travels as chunks.
+   */
+  stream: boolean;
 }
 
 /** The relay no longer wants a request (client gone, deadline passed). */
@@ -2233,6 +2238,7 @@ function createBaseInferenceRequest(): InferenceRequest {
     seed: undefined,
     presencePenalty: 0,
     frequencyPenalty: 0,
+    stream: false,
   };
 }
 
@@ -2270,6 +2276,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     }
     if (message.frequencyPenalty !== 0) {
       writer.uint32(89).double(message.frequencyPenalty);
+    }
+    if (message.stream !== false) {
+      writer.uint32(96).bool(message.stream);
     }
     return writer;
   },
@@ -2375,6 +2384,14 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
             message.frequencyPenalty = reader.double();
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.stream = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2432,6 +2449,7 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
         : isSet(object.frequency_penalty)
         ? globalThis.Number(object.frequency_penalty)
         : 0,
+      stream: isSet(object.stream) ? globalThis.Boolean(object.stream) : false,
     };
   },
 
@@ -2470,6 +2488,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     if (message.frequencyPenalty !== 0) {
       obj.frequencyPenalty = floatToJson(message.frequencyPenalty);
     }
+    if (message.stream !== false) {
+      obj.stream = message.stream;
+    }
     return obj;
   },
 
@@ -2489,6 +2510,7 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     message.seed = object.seed ?? undefined;
     message.presencePenalty = object.presencePenalty ?? 0;
     message.frequencyPenalty = object.frequencyPenalty ?? 0;
+    message.stream = object.stream ?? false;
     return message;
   },
 };

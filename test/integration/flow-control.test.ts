@@ -33,7 +33,7 @@ describe("streaming over the link", () => {
   it("holds a request back at its credit window while its consumer does not read, and loses nothing", async () => {
     const session = gw.relay.registry.get(gw.machineId)!;
     const inference = gw.agent.inference;
-    const call = { stackId: gw.stackId, messages: [{ role: "user", content: "Once upon a time" }], temperature: 0, topP: 1, maxTokens: 200, stop: [], presencePenalty: 0, frequencyPenalty: 0 };
+    const call = { stackId: gw.stackId, messages: [{ role: "user", content: "Once upon a time" }], temperature: 0, topP: 1, maxTokens: 200, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true };
 
     let expected = "";
     for await (const ev of session.infer(call)) if (ev.type === "chunk") expected += ev.text;
@@ -59,7 +59,7 @@ describe("streaming over the link", () => {
   it("cancels the generation on the machine when the consumer leaves the stream early", async () => {
     const session = gw.relay.registry.get(gw.machineId)!;
     const inference = gw.agent.inference;
-    const events = session.infer({ stackId: gw.stackId, messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [], presencePenalty: 0, frequencyPenalty: 0 });
+    const events = session.infer({ stackId: gw.stackId, messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true });
     await events.next();
     await vi.waitFor(() => expect(inference.stalled).toBe(1), { timeout: 10_000, interval: 10 });
     await events.return(undefined);

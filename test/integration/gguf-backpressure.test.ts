@@ -16,6 +16,7 @@ const story = (maxTokens: number): ChatInput => ({
   stop: [],
   presencePenalty: 0,
   frequencyPenalty: 0,
+  stream: true,
 });
 
 async function drain(events: AsyncIterator<RuntimeEvent>): Promise<RuntimeEvent[]> {

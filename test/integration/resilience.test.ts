@@ -17,7 +17,7 @@ const post = (gw: TestGateway, body: Record<string, unknown>, signal?: AbortSign
 /** Holds one request on a machine: its consumer reads one chunk and stops, so the agent waits for credit. */
 async function holdRequest(gw: TestGateway, machineId: string, stackId: string, agent: Agent) {
   const session = gw.relay.registry.get(machineId)!;
-  const events = session.infer({ stackId, messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [], presencePenalty: 0, frequencyPenalty: 0 });
+  const events = session.infer({ stackId, messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true });
   await events.next();
   await vi.waitFor(() => expect(agent.inference.stalled).toBeGreaterThan(0), { timeout: 10_000, interval: 10 });
   return () => events.return(undefined);

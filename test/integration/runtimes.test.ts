@@ -132,6 +132,12 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     const stack = await deploy(gw.machineId, "openai", `http://127.0.0.1:${port}/v1#llama3.2`, "local-llama");
     expect(stack.state).toBe("deployed");
     expect((await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Hey" }] })).choices[0]!.message.content).toBe("You said: Hey");
+    // A non-streamed request is fetched from the server in one piece; a streamed one as a stream.
+    expect(readFileSync(log, "utf8").trim().split("\n").at(-1)).toBe("request llama3.2 stream=false");
+    let streamedText = "";
+    for await (const chunk of await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Hey you" }], stream: true })) streamedText += chunk.choices[0]?.delta?.content ?? "";
+    expect(streamedText).toBe("You said: Hey you");
+    expect(readFileSync(log, "utf8").trim().split("\n").at(-1)).toBe("request llama3.2 stream=true");
     // A max_tokens no stack can take is refused alone: the machine's link and its other requests carry on.
     const held = client.chat.completions.create({ model: "stories", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 200, stream: true });
     const huge = await fetch(`${gw.baseURL}/chat/completions`, {
@@ -145,7 +151,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     for await (const chunk of await held) streamed += chunk.choices[0]?.delta?.content ? 1 : 0;
     expect(streamed).toBeGreaterThan(0);
     const onLink = gw.relay.registry.get(gw.machineId)!;
-    await expect(onLink.infer({ stackId: stack.id, messages: [{ role: "user", content: "x" }], temperature: 1, topP: 1, maxTokens: 2 ** 32, stop: [], presencePenalty: 0, frequencyPenalty: 0 }).next()).rejects.toMatchObject({
+    await expect(onLink.infer({ stackId: stack.id, messages: [{ role: "user", content: "x" }], temperature: 1, topP: 1, maxTokens: 2 ** 32, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true }).next()).rejects.toMatchObject({
       code: "invalid_value",
       param: "max_tokens",
     });

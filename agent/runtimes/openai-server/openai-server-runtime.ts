@@ -1,6 +1,7 @@
 import { MakinaError } from "../../../proto/index.js";
 import type { ProcessSupervisor } from "../../supervisor/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
+import { readText, sseData, UpstreamClient } from "./upstream-client.js";
 
 /** Options of {@link OpenAiServerRuntime}. */
 export interface OpenAiServerOptions {
@@ -16,43 +17,24 @@ export interface OpenAiServerOptions {
   continuousUsage?: boolean;
   /** Called once after the runtime closed (to give back what it held). */
   onClose?: () => void;
-  fetchImpl?: typeof fetch;
-}
-
-/** Reads server-sent events' `data:` payloads from a response body. */
-async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let i: number;
-    while ((i = buffer.search(/\r?\n\r?\n/)) >= 0) {
-      const event = buffer.slice(0, i);
-      buffer = buffer.slice(i).replace(/^\r?\n\r?\n/, "");
-      const data = event
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith("data:"))
-        .map((l) => l.slice(5).trimStart())
-        .join("\n");
-      if (data) yield data;
-    }
-  }
 }
 
 interface Chunk {
-  choices?: { delta?: { content?: string | null }; finish_reason?: string | null }[];
+  choices?: { delta?: { content?: string | null }; message?: { content?: string | null }; finish_reason?: string | null }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
   error?: { message?: string };
 }
 
 /**
  * A model served by an OpenAI-compatible HTTP server on this machine (vLLM,
- * mlx_lm.server, llama-server, Ollama, LM Studio…). Requests are forwarded as
- * streams; aborting the signal aborts the HTTP request, which stops the server.
+ * mlx_lm.server, llama-server, Ollama, LM Studio…), over a pool of keep-alive
+ * connections. A streamed request is forwarded as a stream, a non-streamed one
+ * in one piece; aborting the signal aborts the HTTP request, which stops the server.
  */
 export class OpenAiServerRuntime implements ModelRuntime {
   readonly contextSize: number;
   readonly endpoint: string;
+  private readonly upstream: UpstreamClient;
 
   get pid(): number | undefined {
     return this.o.supervisor?.pid;
@@ -61,6 +43,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
   constructor(private readonly o: OpenAiServerOptions) {
     this.contextSize = o.contextSize;
     this.endpoint = o.baseUrl;
+    this.upstream = new UpstreamClient(o.baseUrl);
   }
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
@@ -77,19 +60,18 @@ export class OpenAiServerRuntime implements ModelRuntime {
       ...(input.seed !== undefined ? { seed: input.seed } : {}),
       ...(input.presencePenalty ? { presence_penalty: input.presencePenalty } : {}),
       ...(input.frequencyPenalty ? { frequency_penalty: input.frequencyPenalty } : {}),
-      stream: true,
-      stream_options: { include_usage: true, ...(this.o.continuousUsage ? { continuous_usage_stats: true } : {}) },
+      stream: input.stream,
+      ...(input.stream ? { stream_options: { include_usage: true, ...(this.o.continuousUsage ? { continuous_usage_stats: true } : {}) } } : {}),
     };
-    const res = await (this.o.fetchImpl ?? fetch)(`${this.o.baseUrl}/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal: options.signal,
-    }).catch((err: unknown) => {
-      throw options.signal?.aborted ? MakinaError.from(options.signal.reason) : new MakinaError("runtime_unavailable", "The runtime's server is not reachable.", { cause: err, retryAfterMs: 5000 });
-    });
-    if (!res.ok || !res.body) {
-      const text = await res.text().catch(() => "");
+    const { signal } = options;
+    const fail = (err: unknown): never => {
+      if (signal?.aborted) throw MakinaError.from(signal.reason);
+      throw err instanceof MakinaError ? err : new MakinaError("runtime_unavailable", "The runtime's server is not reachable.", { cause: err, retryAfterMs: 5000 });
+    };
+    const res = await this.upstream.post("chat/completions", JSON.stringify(body), signal).catch(fail);
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status >= 300) {
+      const text = await readText(res).catch(() => "");
       const message = ((): string => {
         try {
           return (JSON.parse(text) as Chunk).error?.message ?? text;
@@ -97,30 +79,50 @@ export class OpenAiServerRuntime implements ModelRuntime {
           return text;
         }
       })();
-      if (res.status === 400 && /context|too long|maximum.*length/i.test(message)) throw new MakinaError("context_length_exceeded", message, { param: "messages" });
-      throw new MakinaError(res.status >= 500 ? "runtime_unavailable" : "internal_error", `The runtime answered ${res.status}: ${message.slice(0, 500)}`, { retryAfterMs: res.status >= 500 ? 5000 : undefined });
+      if (status === 400 && /context|too long|maximum.*length/i.test(message)) throw new MakinaError("context_length_exceeded", message, { param: "messages" });
+      throw new MakinaError(status >= 500 ? "runtime_unavailable" : "internal_error", `The runtime answered ${status}: ${message.slice(0, 500)}`, { retryAfterMs: status >= 500 ? 5000 : undefined });
     }
     let promptTokens = 0;
     let completionTokens = 0;
-    let reported = false;
     let finish = "stop";
-    for await (const data of sseData(res.body)) {
-      if (data === "[DONE]") break;
-      const chunk = JSON.parse(data) as Chunk;
-      if (chunk.error) throw new MakinaError("runtime_unavailable", `The runtime failed: ${chunk.error.message ?? "unknown error"}`);
-      if (chunk.usage) {
-        reported = true;
-        promptTokens = chunk.usage.prompt_tokens ?? promptTokens;
-        completionTokens = chunk.usage.completion_tokens ?? completionTokens;
-      }
-      const choice = chunk.choices?.[0];
-      const text = choice?.delta?.content;
-      if (text) {
-        if (!chunk.usage && !reported) completionTokens++;
+    try {
+      if (!input.stream) {
+        const reply = JSON.parse(await readText(res)) as Chunk;
+        if (reply.error) throw new MakinaError("runtime_unavailable", `The runtime failed: ${reply.error.message ?? "unknown error"}`);
+        const choice = reply.choices?.[0];
+        const text = choice?.message?.content ?? "";
+        promptTokens = reply.usage?.prompt_tokens ?? 0;
+        completionTokens = reply.usage?.completion_tokens ?? (text ? 1 : 0);
+        finish = choice?.finish_reason ?? "stop";
         if (options.usage) Object.assign(options.usage, { promptTokens, completionTokens });
-        yield { type: "text", text };
+        if (text) yield { type: "text", text };
+      } else {
+        let reported = false;
+        for await (const data of sseData(res)) {
+          if (data === "[DONE]") break;
+          const chunk = JSON.parse(data) as Chunk;
+          if (chunk.error) throw new MakinaError("runtime_unavailable", `The runtime failed: ${chunk.error.message ?? "unknown error"}`);
+          if (chunk.usage) {
+            reported = true;
+            promptTokens = chunk.usage.prompt_tokens ?? promptTokens;
+            completionTokens = chunk.usage.completion_tokens ?? completionTokens;
+          }
+          const choice = chunk.choices?.[0];
+          const text = choice?.delta?.content;
+          if (text) {
+            if (!chunk.usage && !reported) completionTokens++;
+            if (options.usage) Object.assign(options.usage, { promptTokens, completionTokens });
+            yield { type: "text", text };
+          }
+          if (choice?.finish_reason) finish = choice.finish_reason;
+        }
       }
-      if (choice?.finish_reason) finish = choice.finish_reason;
+    } catch (err) {
+      if (signal?.aborted) throw MakinaError.from(signal.reason);
+      throw err instanceof MakinaError ? err : MakinaError.from(err);
+    } finally {
+      // A body read to its end gives its connection back to the pool; one left midway closes it.
+      if (!res.complete) res.destroy();
     }
     if (options.usage) Object.assign(options.usage, { promptTokens, completionTokens });
     yield { type: "end", finishReason: finish === "length" ? "length" : "stop", promptTokens, completionTokens };
@@ -129,6 +131,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
   private closed = false;
 
   async close(): Promise<void> {
+    this.upstream.close();
     await this.o.supervisor?.stop();
     if (!this.closed) this.o.onClose?.();
     this.closed = true;

@@ -66,6 +66,7 @@ export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
             seed: request.seed,
             presencePenalty: request.presencePenalty,
             frequencyPenalty: request.frequencyPenalty,
+            stream: request.stream,
           },
           {
             signal: controller.signal,
