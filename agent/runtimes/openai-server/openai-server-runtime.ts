@@ -99,7 +99,8 @@ export class OpenAiServerRuntime implements ModelRuntime {
       } else {
         let reported = false;
         for await (const data of sseData(res)) {
-          if (data === "[DONE]") break;
+          // Read on past [DONE] to the body's end, so the connection goes back to the pool.
+          if (data === "[DONE]") continue;
           const chunk = JSON.parse(data) as Chunk;
           if (chunk.error) throw new MakinaError("runtime_unavailable", `The runtime failed: ${chunk.error.message ?? "unknown error"}`);
           if (chunk.usage) {

@@ -4,18 +4,21 @@ import type { Response } from "express";
  * Writes server-sent events with backpressure: each write waits until the
  * socket has taken the previous one, so a slow client never makes the relay
  * buffer more than one event. Resolves `false` once the client has gone.
+ * Events written in the same turn of the event loop leave in one socket write
+ * (the response is corked until the turn ends), never later.
  */
 export class SseWriter {
+  private corked = false;
+
   constructor(private readonly res: Response) {}
 
-  /** Sends the event-stream headers at once (nothing is buffered by proxies). */
+  /** Sets the event-stream headers; they leave with the first event, which the caller sends at once. */
   open(): void {
     this.res.status(200);
     this.res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
     this.res.setHeader("Cache-Control", "no-cache");
     this.res.setHeader("X-Accel-Buffering", "no");
     this.res.setHeader("Connection", "keep-alive");
-    this.res.flushHeaders();
   }
 
   /** Writes `data: <payload>\n\n`, waiting for drain when the socket is full. */
@@ -26,6 +29,14 @@ export class SseWriter {
   private raw(text: string): Promise<boolean> {
     const res = this.res;
     if (res.destroyed || res.writableEnded) return Promise.resolve(false);
+    if (!this.corked) {
+      this.corked = true;
+      res.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        res.uncork();
+      });
+    }
     if (res.write(text)) return Promise.resolve(true);
     return new Promise((resolve) => {
       const done = (ok: boolean) => () => {
