@@ -8,6 +8,7 @@ import { WebSessions } from "./auth/index.js";
 import { ControlPlane, ModelInspector } from "./control/index.js";
 import { EventBus } from "./events/index.js";
 import { UsageRecorder } from "./usage/index.js";
+import { RelayMetrics } from "./metrics/index.js";
 import { Deployer } from "./deploy/index.js";
 import { AgentRegistry, startLinkServer } from "./grpc/index.js";
 import { answerClientErrors } from "./http/client-error.js";
@@ -64,6 +65,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const registry = new AgentRegistry();
   const events = new EventBus();
   const usage = new UsageRecorder(store.db);
+  const metrics = new RelayMetrics({ machinesOnline: () => registry.size });
   const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events);
   const link = await startLinkServer({
     store,
@@ -83,6 +85,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     control,
     events,
     usage,
+    metrics,
     sessions: new WebSessions(store),
     log: log.child({ component: "http" }),
     limiter: new RateLimiter(),

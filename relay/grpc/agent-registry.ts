@@ -31,6 +31,11 @@ export class AgentRegistry extends EventEmitter<RegistryEvents> {
     return this.sessions.get(machineId);
   }
 
+  /** Machines connected now. */
+  get size(): number {
+    return this.sessions.size;
+  }
+
   all(): AgentSession[] {
     return [...this.sessions.values()];
   }

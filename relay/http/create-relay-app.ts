@@ -7,6 +7,8 @@ import type { Store } from "../store/index.js";
 import type { WebSessions } from "../auth/index.js";
 import type { EventBus } from "../events/index.js";
 import type { UsageRecorder } from "../usage/index.js";
+import type { RelayMetrics } from "../metrics/index.js";
+import { metricsRoute } from "./metrics-route.js";
 import { adminRouter } from "./admin/admin-router.js";
 import { authRouter } from "./auth/auth-router.js";
 import { findWebDir, webApp } from "./web/web-app.js";
@@ -24,6 +26,7 @@ export interface RelayAppDeps {
   sessions: WebSessions;
   events: EventBus;
   usage: UsageRecorder;
+  metrics: RelayMetrics;
   adminTokenHash: () => string | undefined;
   /** Where the built web application is; absent to find it next to the relay's code. */
   webDir?: string | null;
@@ -39,7 +42,8 @@ export function createRelayApp(deps: RelayAppDeps): Express {
   app.get("/health", (_req, res) => {
     res.json({ status: "ok" });
   });
-  app.use(openAiRouter({ store: deps.store, registry: deps.registry, log: deps.log, limiter: deps.limiter, usage: deps.usage, ...deps.limits }));
+  app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash));
+  app.use(openAiRouter({ store: deps.store, registry: deps.registry, log: deps.log, limiter: deps.limiter, usage: deps.usage, metrics: deps.metrics, ...deps.limits }));
   app.use(authRouter({ store: deps.store, sessions: deps.sessions }));
   app.use(adminRouter({ store: deps.store, control: deps.control, sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash }));
   app.use(webApp(deps.webDir === undefined ? findWebDir() : deps.webDir));

@@ -16,6 +16,7 @@ export function unknownUrl(): RequestHandler {
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, _req, res, _next) => {
     const e = MakinaError.from(err);
+    res.locals.errorCode = e.code;
     if (e.code === "internal_error") log.error("unexpected error", { requestId: res.locals.requestId, err, cause: e.cause });
     if (res.headersSent) {
       res.destroy();

@@ -130,9 +130,12 @@ export class StackStore {
   }
 
   /** Deployed stacks with an Endpoint layer serving `modelId` in an organization: what the gateway may route to. */
+  /** Prepared once: it runs on every gateway request. */
+  private servingStatement: ReturnType<Db["prepare"]> | undefined;
+
   servingModel(orgId: string, modelId: string): Stack[] {
     return (
-      this.db.prepare("SELECT * FROM stacks WHERE org_id = ? AND model_id = ? AND state = 'deployed' AND has_endpoint = 1").all(orgId, modelId) as Row[]
+      (this.servingStatement ??= this.db.prepare("SELECT * FROM stacks WHERE org_id = ? AND model_id = ? AND state = 'deployed' AND has_endpoint = 1")).all(orgId, modelId) as Row[]
     ).map(toStack);
   }
 

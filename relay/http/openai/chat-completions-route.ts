@@ -3,6 +3,7 @@ import { MakinaError, RUNTIME_CAPABILITIES, type Logger } from "../../../proto/i
 import { pickTarget, stacksForKey, type AgentRegistry, type InferenceEvent } from "../../grpc/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
 import { randomBase62, type ApiKeyRecord, type Store } from "../../store/index.js";
+import type { RelayMetrics } from "../../metrics/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 import { SseWriter } from "./sse-writer.js";
@@ -21,6 +22,7 @@ export interface ChatCompletionsDeps {
   defaultCompletionEstimate: number;
   /** Counts requests and tokens per key and model for the usage page. */
   usage: UsageRecorder;
+  metrics: RelayMetrics;
 }
 
 /** `POST /v1/chat/completions`, streamed and not. */
@@ -36,6 +38,7 @@ export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
     try {
       const key = res.locals.apiKey as ApiKeyRecord;
       const request = validateChatRequest(req.body);
+      res.locals.model = request.model;
       const allowed = stacksForKey(deps.store, key, request.model);
       const capable = allowed.filter((st) => request.needs.every((p) => RUNTIME_CAPABILITIES[st.runtime].includes(p)));
       if (capable.length === 0) {
@@ -74,6 +77,7 @@ export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
             onUsage: (u) => {
               admission.settle(u ? u.promptTokens + u.completionTokens : null);
               deps.usage.record({ orgId: key.orgId, keyId: key.id, model: request.model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });
+              if (u) deps.metrics.usage(request.model, u.promptTokens, u.completionTokens);
             },
           },
         );
@@ -128,6 +132,7 @@ async function stream(_req: Request, res: Response, events: AsyncGenerator<Infer
   // Wait for the machine's first event before committing to 200, so that errors
   // known up front (context too long, runtime not ready) get their real status.
   const first = await events.next();
+  res.locals.firstTokenAt = performance.now();
   const sse = new SseWriter(res);
   sse.open();
   const chunk = (delta: Record<string, unknown>, finishReason: string | null) => ({

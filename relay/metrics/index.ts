@@ -1,0 +1,1 @@
+export { RelayMetrics, type RequestOutcome } from "./relay-metrics.js";

@@ -1,0 +1,77 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+
+/** What one answered gateway request adds to the metrics. */
+export interface RequestOutcome {
+  /** The `model` asked for; empty when the body did not name one. */
+  model: string;
+  status: number;
+  /** The API key's id; empty when the request had no valid key. */
+  keyId: string;
+  /** The error code of a refused or failed request (`rate_limit_tokens`…), else null. */
+  errorCode: string | null;
+  durationSeconds: number;
+  /** Seconds to the first token of a streamed answer, when there was one. */
+  firstTokenSeconds: number | null;
+}
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+/**
+ * The relay's Prometheus metrics, in a registry of its own (no global state):
+ * gateway requests by model, status and key; latency and time-to-first-token
+ * histograms; tokens in and out; rate-limit refusals; requests in flight;
+ * machines online; and the process's own CPU, memory and event-loop delay.
+ */
+export class RelayMetrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({ name: "makina_requests_total", help: "Gateway chat requests answered, by model, HTTP status and API key id.", labelNames: ["model", "status", "key_id"], registers: [this.registry] });
+  private readonly duration = new Histogram({ name: "makina_request_duration_seconds", help: "Time from a chat request's arrival to its answer's end.", labelNames: ["model"], buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  private readonly firstToken = new Histogram({ name: "makina_time_to_first_token_seconds", help: "Time from a streamed chat request's arrival to its first token.", labelNames: ["model"], buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  private readonly tokens = new Counter({ name: "makina_tokens_total", help: "Tokens processed, by model and direction (prompt or completion).", labelNames: ["model", "direction"], registers: [this.registry] });
+  private readonly rateLimited = new Counter({ name: "makina_rate_limited_total", help: "Requests refused by a key's limit, by kind (requests or tokens).", labelNames: ["kind"], registers: [this.registry] });
+  private readonly inFlight = new Gauge({ name: "makina_requests_in_flight", help: "Gateway chat requests being answered now.", registers: [this.registry] });
+
+  constructor(options: { machinesOnline: () => number }) {
+    new Gauge({
+      name: "makina_machines_online",
+      help: "Machines whose agent is connected now.",
+      registers: [this.registry],
+      collect() {
+        this.set(options.machinesOnline());
+      },
+    });
+    collectDefaultMetrics({ register: this.registry, prefix: "makina_relay_" });
+  }
+
+  /** A chat request arrived; returns the function that records its outcome (call it once). */
+  started(): (outcome: RequestOutcome) => void {
+    this.inFlight.inc();
+    let done = false;
+    return (o) => {
+      if (done) return;
+      done = true;
+      this.inFlight.dec();
+      const model = o.model.slice(0, 256);
+      this.requests.inc({ model, status: String(o.status), key_id: o.keyId });
+      this.duration.observe({ model }, o.durationSeconds);
+      if (o.firstTokenSeconds !== null) this.firstToken.observe({ model }, o.firstTokenSeconds);
+      if (o.errorCode === "rate_limit_requests") this.rateLimited.inc({ kind: "requests" });
+      if (o.errorCode === "rate_limit_tokens") this.rateLimited.inc({ kind: "tokens" });
+    };
+  }
+
+  /** Tokens a request used, once known. */
+  usage(model: string, promptTokens: number, completionTokens: number): void {
+    this.tokens.inc({ model: model.slice(0, 256), direction: "prompt" }, Math.max(0, promptTokens));
+    this.tokens.inc({ model: model.slice(0, 256), direction: "completion" }, Math.max(0, completionTokens));
+  }
+
+  /** The text exposition format. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hashSecret } from "../../relay/index.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+/** The value of one sample line of the Prometheus text format, 0 when absent. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name)) continue;
+    const m = /^([^{ ]+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = (m[2] ?? "").split(",").filter(Boolean);
+    if (want.length === have.length && want.every((w) => have.includes(w))) return Number(m[3]);
+  }
+  return 0;
+}
+
+describe("Prometheus metrics", () => {
+  let gw: TestGateway;
+  const chat = (body: Record<string, unknown>, key = gw.apiKey) =>
+    fetch(`${gw.baseURL}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ messages: [{ role: "user", content: "Once upon a time" }], ...body }) });
+  const scrape = async () => {
+    const res = await fetch(`${gw.relay.url}/metrics`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    return res.text();
+  };
+  beforeAll(async () => {
+    gw = await startTestGateway();
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("needs the admin token", async () => {
+    const res = await fetch(`${gw.relay.url}/metrics`);
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("invalid_admin_token");
+    expect((await fetch(`${gw.relay.url}/metrics`, { headers: { authorization: `Bearer ${gw.apiKey}` } })).status).toBe(401);
+  });
+
+  it("counts what was sent, by model, status and key, with tokens, latency, first tokens and refusals", async () => {
+    const keyId = gw.relay.store.keys.findByHash(hashSecret(gw.apiKey))!.id;
+    const limited = gw.relay.control.createKey(gw.orgId, { name: "one a minute", rpm: 1 });
+    expect((await chat({ model: gw.modelId, max_tokens: 2 })).status).toBe(200);
+    expect((await chat({ model: gw.modelId, max_tokens: 3 })).status).toBe(200);
+    const streamed = await chat({ model: gw.modelId, max_tokens: 4, stream: true });
+    expect(streamed.status).toBe(200);
+    await streamed.text();
+    expect((await chat({ model: "no-such-model" })).status).toBe(404);
+    expect((await chat({ model: gw.modelId }, "mk_live_not-a-real-key")).status).toBe(401);
+    expect((await chat({ model: gw.modelId, max_tokens: 1 }, limited.key)).status).toBe(200);
+    expect((await chat({ model: gw.modelId, max_tokens: 1 }, limited.key)).status).toBe(429);
+
+    const text = await scrape();
+    expect(sample(text, "makina_requests_total", { model: gw.modelId, status: "200", key_id: keyId })).toBe(3);
+    expect(sample(text, "makina_requests_total", { model: "no-such-model", status: "404", key_id: keyId })).toBe(1);
+    expect(sample(text, "makina_requests_total", { model: "", status: "401", key_id: "" })).toBe(1);
+    expect(sample(text, "makina_requests_total", { model: gw.modelId, status: "200", key_id: limited.record.id })).toBe(1);
+    expect(sample(text, "makina_requests_total", { model: gw.modelId, status: "429", key_id: limited.record.id })).toBe(1);
+    expect(sample(text, "makina_rate_limited_total", { kind: "requests" })).toBe(1);
+    expect(sample(text, "makina_tokens_total", { model: gw.modelId, direction: "completion" })).toBe(2 + 3 + 4 + 1);
+    expect(sample(text, "makina_tokens_total", { model: gw.modelId, direction: "prompt" })).toBeGreaterThan(0);
+    expect(sample(text, "makina_request_duration_seconds_count", { model: gw.modelId })).toBe(5);
+    expect(sample(text, "makina_time_to_first_token_seconds_count", { model: gw.modelId })).toBe(1);
+    expect(sample(text, "makina_requests_in_flight")).toBe(0);
+    expect(sample(text, "makina_machines_online")).toBe(1);
+    expect(sample(text, "makina_relay_process_resident_memory_bytes")).toBeGreaterThan(0);
+  });
+});
