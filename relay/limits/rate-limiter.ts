@@ -18,6 +18,17 @@ export interface Admission {
 interface Entry {
   at: number;
   tokens: number;
+  /** Still counted: neither refunded nor out of the window. */
+  live: boolean;
+}
+
+/** One key's requests in the window, oldest first, with running totals of the live ones. */
+interface Window {
+  entries: Entry[];
+  /** Entries before this index have left the window. */
+  head: number;
+  count: number;
+  tokens: number;
 }
 
 const NOOP: Admission = { settle: () => {}, refund: () => {} };
@@ -25,25 +36,56 @@ const NOOP: Admission = { settle: () => {}, refund: () => {} };
 /**
  * Per-key requests-per-minute and tokens-per-minute limits over a sliding
  * 60-second window. `admit` checks and reserves in one synchronous step, so
- * concurrent requests can never overshoot a limit.
+ * concurrent requests can never overshoot a limit. The totals are kept as the
+ * window moves, so admitting costs the same however busy a key is; a key with
+ * nothing left in its window is forgotten.
  */
 export class RateLimiter {
-  private readonly windows = new Map<string, Entry[]>();
+  private readonly windows = new Map<string, Window>();
+  private lastSweep: number;
 
   constructor(
     private readonly now: () => number = Date.now,
     private readonly windowMs = 60_000,
-  ) {}
+  ) {
+    this.lastSweep = now();
+  }
 
-  private entries(keyId: string): Entry[] {
-    const list = this.windows.get(keyId);
-    if (!list) return [];
+  /** Once a window's length, keys that went quiet are dropped (spread over requests: constant per request on average). */
+  private sweep(): void {
+    const now = this.now();
+    if (now - this.lastSweep < this.windowMs) return;
+    this.lastSweep = now;
+    for (const id of [...this.windows.keys()]) this.window(id);
+  }
+
+  /** The key's window with what is older than 60 seconds taken out; undefined when nothing is left. */
+  private window(keyId: string): Window | undefined {
+    const w = this.windows.get(keyId);
+    if (!w) return undefined;
     const cutoff = this.now() - this.windowMs;
-    let drop = 0;
-    while (drop < list.length && list[drop]!.at <= cutoff) drop++;
-    if (drop) list.splice(0, drop);
-    if (list.length === 0) this.windows.delete(keyId);
-    return list;
+    while (w.head < w.entries.length && w.entries[w.head]!.at <= cutoff) {
+      const e = w.entries[w.head++]!;
+      if (e.live) {
+        e.live = false;
+        w.count--;
+        w.tokens -= e.tokens;
+      }
+    }
+    if (w.count === 0) {
+      this.windows.delete(keyId);
+      return undefined;
+    }
+    if (w.head > 64 && w.head * 2 > w.entries.length) {
+      w.entries = w.entries.slice(w.head);
+      w.head = 0;
+    }
+    return w;
+  }
+
+  /** Live entries, oldest first (only when a refusal must say how long to wait). */
+  private live(w: Window): Entry[] {
+    return w.entries.slice(w.head).filter((e) => e.live);
   }
 
   /**
@@ -52,16 +94,18 @@ export class RateLimiter {
    */
   admit(key: KeyLimits, estimatedTokens: number): Admission {
     if (key.rpm === null && key.tpm === null) return NOOP;
-    const list = this.entries(key.id);
+    this.sweep();
+    const w = this.window(key.id);
+    const count = w?.count ?? 0;
+    const used = w?.tokens ?? 0;
     const now = this.now();
-    if (key.rpm !== null && list.length >= key.rpm) {
-      const waitMs = list[list.length - key.rpm]!.at + this.windowMs - now;
-      throw new MakinaError("rate_limit_requests", `Rate limit reached for requests per minute: limit ${key.rpm}, used ${list.length}. Please try again in ${formatDuration(waitMs)}.`, {
+    if (key.rpm !== null && w && count >= key.rpm) {
+      const waitMs = this.live(w)[count - key.rpm]!.at + this.windowMs - now;
+      throw new MakinaError("rate_limit_requests", `Rate limit reached for requests per minute: limit ${key.rpm}, used ${count}. Please try again in ${formatDuration(waitMs)}.`, {
         retryAfterMs: Math.max(1, waitMs),
       });
     }
     if (key.tpm !== null) {
-      const used = list.reduce((sum, e) => sum + e.tokens, 0);
       if (estimatedTokens > key.tpm) {
         throw new MakinaError(
           "rate_limit_tokens",
@@ -69,10 +113,10 @@ export class RateLimiter {
           { retryAfterMs: this.windowMs },
         );
       }
-      if (used + estimatedTokens > key.tpm) {
+      if (w && used + estimatedTokens > key.tpm) {
         let freed = 0;
         let waitMs = this.windowMs;
-        for (const e of list) {
+        for (const e of this.live(w)) {
           freed += e.tokens;
           if (used - freed + estimatedTokens <= key.tpm) {
             waitMs = e.at + this.windowMs - now;
@@ -84,22 +128,28 @@ export class RateLimiter {
         });
       }
     }
-    const entry: Entry = { at: now, tokens: estimatedTokens };
-    if (!this.windows.has(key.id)) this.windows.set(key.id, list);
-    list.push(entry);
+    const entry: Entry = { at: now, tokens: estimatedTokens, live: true };
+    const target = w ?? { entries: [], head: 0, count: 0, tokens: 0 };
+    if (!w) this.windows.set(key.id, target);
+    target.entries.push(entry);
+    target.count++;
+    target.tokens += estimatedTokens;
     let refunded = false;
     return {
       settle: (tokens) => {
-        if (!refunded && tokens !== null) entry.tokens = tokens;
+        if (refunded || tokens === null) return;
+        if (entry.live) target.tokens += tokens - entry.tokens;
+        entry.tokens = tokens;
       },
       // A refund wins over a settle in either order: a refused request costs nothing,
       // even when the runtime counted its prompt before refusing it.
       refund: () => {
         if (refunded) return;
         refunded = true;
-        const current = this.windows.get(key.id);
-        const i = current?.indexOf(entry) ?? -1;
-        if (i >= 0) current!.splice(i, 1);
+        if (!entry.live) return;
+        entry.live = false;
+        target.count--;
+        target.tokens -= entry.tokens;
       },
     };
   }
@@ -108,21 +158,28 @@ export class RateLimiter {
   headers(key: KeyLimits): Record<string, string> {
     const out: Record<string, string> = {};
     if (key.rpm === null && key.tpm === null) return out;
-    const list = this.entries(key.id);
-    const now = this.now();
-    const resetAll = list.length ? list[list.length - 1]!.at + this.windowMs - now : 0;
+    const w = this.window(key.id);
+    const count = w?.count ?? 0;
+    const used = w?.tokens ?? 0;
+    let last = w ? w.entries.length - 1 : -1;
+    while (w && last >= w.head && !w.entries[last]!.live) last--;
+    const resetAll = w && last >= w.head ? w.entries[last]!.at + this.windowMs - this.now() : 0;
     if (key.rpm !== null) {
       out["x-ratelimit-limit-requests"] = String(key.rpm);
-      out["x-ratelimit-remaining-requests"] = String(Math.max(0, key.rpm - list.length));
+      out["x-ratelimit-remaining-requests"] = String(Math.max(0, key.rpm - count));
       out["x-ratelimit-reset-requests"] = formatDuration(resetAll);
     }
     if (key.tpm !== null) {
-      const used = list.reduce((sum, e) => sum + e.tokens, 0);
       out["x-ratelimit-limit-tokens"] = String(key.tpm);
       out["x-ratelimit-remaining-tokens"] = String(Math.max(0, key.tpm - used));
-      out["x-ratelimit-reset-tokens"] = formatDuration(list.find((e) => e.tokens > 0) ? resetAll : 0);
+      out["x-ratelimit-reset-tokens"] = formatDuration(used > 0 ? resetAll : 0);
     }
     return out;
+  }
+
+  /** Keys with requests in their window (for tests: idle keys are forgotten). */
+  get trackedKeys(): number {
+    return this.windows.size;
   }
 }
 

@@ -63,6 +63,26 @@ describe("per-key rate limits", () => {
     expect(limiter.headers(key)).toMatchObject({ "x-ratelimit-remaining-requests": "2", "x-ratelimit-remaining-tokens": "100" });
   });
 
+  it("keeps exact totals however busy a key is, and forgets keys that went quiet", () => {
+    const c = clock();
+    const limiter = new RateLimiter(c.now);
+    const busy = { id: "busy", rpm: 100_000, tpm: 10_000_000 };
+    const admissions = [];
+    for (let i = 0; i < 50_000; i++) {
+      admissions.push(limiter.admit(busy, 10));
+      if (i % 100 === 0) c.advance(100);
+    }
+    // Half refunded, a tenth settled at 1 token: the totals follow exactly.
+    admissions.forEach((a, i) => (i % 2 ? a.refund() : i % 10 === 0 ? a.settle(1) : undefined));
+    expect(limiter.headers(busy)).toMatchObject({ "x-ratelimit-remaining-requests": String(100_000 - 25_000), "x-ratelimit-remaining-tokens": String(10_000_000 - (20_000 * 10 + 5_000 * 1)) });
+    for (let k = 0; k < 100; k++) limiter.admit({ id: `idle-${k}`, rpm: 5, tpm: null }, 1);
+    expect(limiter.trackedKeys).toBe(101);
+    c.advance(61_000);
+    limiter.admit({ id: "other", rpm: 5, tpm: null }, 1);
+    expect(limiter.trackedKeys).toBe(1);
+    expect(limiter.headers(busy)).toMatchObject({ "x-ratelimit-remaining-requests": "100000", "x-ratelimit-remaining-tokens": "10000000" });
+  });
+
   it("never tracks or limits a key without limits", () => {
     const limiter = new RateLimiter();
     for (let i = 0; i < 1000; i++) limiter.admit({ id: "free", rpm: null, tpm: null }, 1e6);
