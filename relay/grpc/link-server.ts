@@ -104,38 +104,36 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
           }
         },
       });
-      let watchdog: NodeJS.Timeout | undefined;
+      // One timer per link checks how long the agent has been silent (every message counts), rather than
+      // a timer re-armed for every message, which cost the relay a timer per streamed chunk.
       const silenceMs = options.heartbeatIntervalMs * 3.5;
-      const armWatchdog = () => {
-        clearTimeout(watchdog);
-        const due = Date.now() + silenceMs;
-        watchdog = setTimeout(() => {
-          // A timer that fires late means this process was stalled, not that the agent was silent:
-          // give the agent's queued messages a full interval to arrive before judging it.
-          if (Date.now() - due > options.heartbeatIntervalMs) {
-            armWatchdog();
-            return;
-          }
-          linkLog.warn("link silent, dropping it", { silentMs: Date.now() - session.lastSeenAt });
-          finish();
-          call.destroy();
-        }, silenceMs);
-      };
+      const tickMs = Math.max(50, Math.floor(options.heartbeatIntervalMs / 2));
+      let lastTick = Date.now();
+      let graceUntil = 0;
+      const watchdog = setInterval(() => {
+        const now = Date.now();
+        const stalled = now - lastTick - tickMs > options.heartbeatIntervalMs;
+        lastTick = now;
+        // A tick that comes late means this process was stalled, not that the agent was silent:
+        // give the agent's queued messages a full silence period to arrive before judging it.
+        if (stalled) graceUntil = now + silenceMs;
+        if (now < graceUntil || now - session.lastSeenAt <= silenceMs) return;
+        linkLog.warn("link silent, dropping it", { silentMs: now - session.lastSeenAt });
+        finish();
+        call.destroy();
+      }, tickMs);
       let finished = false;
       const finish = () => {
         if (finished) return;
         finished = true;
-        clearTimeout(watchdog);
+        clearInterval(watchdog);
         session.close();
         if (registry.remove(session)) {
           store.machines.markOffline(machine.id);
           machineChanged();
         }
       };
-      call.on("data", (msg: AgentMessage) => {
-        armWatchdog();
-        session.handle(msg);
-      });
+      call.on("data", (msg: AgentMessage) => session.handle(msg));
       call.on("end", () => {
         finish();
         call.end();
@@ -143,7 +141,6 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
       call.on("error", finish);
       call.on("cancelled", finish);
       call.on("close", finish);
-      armWatchdog();
 
       store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion });
       machineChanged();

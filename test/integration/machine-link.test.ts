@@ -89,4 +89,25 @@ describe("the link between a machine and the relay", () => {
     expect(error.code).toBe(status.FAILED_PRECONDITION);
     expect(error.details).toContain("not supported");
   });
+
+  it("drops a link whose agent falls silent, and marks the machine offline, while a talking agent stays online", async () => {
+    // A machine of its own whose "agent" says hello and then nothing at all (no heartbeats), connection open.
+    const { machine, token } = gw.relay.control.createMachine(gw.orgId, "mute");
+    const raw = new AgentLinkClient(gw.relay.linkAddress, credentials.createInsecure());
+    const md = new Metadata();
+    md.set("x-makina-machine-id", machine.id);
+    md.set("authorization", `Bearer ${token}`);
+    const call = raw.connect(md);
+    call.on("error", () => {});
+    call.on("data", () => {});
+    call.write({ body: { $case: "hello", value: { protocolVersion: PROTOCOL_VERSION, agentVersion: "mute", hardware: undefined } } });
+    await vi.waitFor(() => expect(gw.relay.store.machines.get(machine.id)!.state).toBe("online"), { timeout: 5000, interval: 20 });
+    // The relay asks for a heartbeat every 500 ms here, and gives up after 3.5 of them.
+    await vi.waitFor(() => expect(gw.relay.store.machines.get(machine.id)!.state).toBe("offline"), { timeout: 10_000, interval: 50 });
+    expect(gw.relay.registry.get(machine.id)).toBeUndefined();
+    call.cancel();
+    raw.close();
+    expect(gw.relay.store.machines.get(gw.machineId)!.state).toBe("online");
+    expect((await chat()).choices[0]!.finish_reason).toBe("length");
+  });
 });
