@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Benchmarks GGUF inference through the gateway on this machine with a real model (npm run bench runs it after bench-gateway.mjs).
-// Measures, with the relay and agent in this process and the model in its own process as in production:
+// Measures, with the relay and agent in this process and the model in its own process as in production
+// (and then node-llama-cpp in this process alone, on the same model and thread count, for comparison):
 //   - gateway overhead: latency of a 1-token completion through the relay vs. straight to the model's process
 //     (the agent's own client of the model process's socket, called in this process)
 //   - time to first token and decode rate of a streamed 256-token completion
@@ -87,20 +88,46 @@ const parallel = await Promise.all(Array.from({ length: 8 }, () => stream(128)))
 const parallelSecs = (performance.now() - t) / 1000;
 const parallelTokens = parallel.reduce((n, s) => n + s.completion, 0);
 
+// node-llama-cpp in this process, on the same model and thread count, once the gateway has stopped:
+// how much of the decode rate survives the trip through the gateway.
+const threads = agent.config.threads;
+const gatewayRss = process.memoryUsage().rss;
+const modelRss = rss(runtime.pid);
+await agent.stop();
+const { createLlama } = await import(join(root, "dist/agent/runtimes/gguf/gguf-engine.js"));
+const { loadGgufModel } = await import(join(root, "dist/agent/runtimes/gguf/gguf-runtime.js"));
+const llama = await createLlama({ threads, gpu: false, log });
+const inProcess = await loadGgufModel(llama, model, { maxContextSize: 2048, sequences: 1, threads });
+const local = [];
+for (let i = 0; i < 6; i++) {
+  const t0 = performance.now();
+  let first = 0;
+  let completion = 0;
+  for await (const ev of inProcess.chat({ ...input, maxTokens: 256 })) {
+    if (ev.type === "text" && !first) first = performance.now() - t0;
+    if (ev.type === "end") completion = ev.completionTokens;
+  }
+  if (i) local.push(completion / ((performance.now() - t0 - first) / 1000));
+}
+await inProcess.close();
+const gatewayRate = median(streams.map((s) => s.rate));
+const localRate = median(local);
+
 const rows = [
   ["1-token completion through the gateway (p50 / p95)", `${median(gw).toFixed(1)} ms / ${pct(gw, 95).toFixed(1)} ms`],
   ["1-token completion straight to the model's process (p50 / p95)", `${median(dr).toFixed(1)} ms / ${pct(dr, 95).toFixed(1)} ms`],
   ["gateway overhead (p50 difference)", `${(median(gw) - median(dr)).toFixed(1)} ms`],
   ["time to first token, streamed (median of 5)", `${median(streams.map((s) => s.ttft)).toFixed(1)} ms`],
-  ["decode rate, one 256-token stream (median of 5)", `${median(streams.map((s) => s.rate)).toFixed(0)} tokens/s`],
+  ["decode rate, one 256-token stream through the gateway (median of 5)", `${gatewayRate.toFixed(0)} tokens/s`],
+  ["decode rate, node-llama-cpp in-process, same model and threads (median of 5)", `${localRate.toFixed(0)} tokens/s`],
+  ["through the gateway / in-process", `${((gatewayRate / localRate) * 100).toFixed(0)}%`],
   ["aggregate decode rate, 8 concurrent 128-token streams", `${(parallelTokens / parallelSecs).toFixed(0)} tokens/s`],
-  ["resident memory: relay + agent process", mib(process.memoryUsage().rss)],
-  ["resident memory: model process", mib(rss(runtime.pid))],
+  ["resident memory: relay + agent process", mib(gatewayRss)],
+  ["resident memory: model process", mib(modelRss)],
 ];
-console.log(`Machine: ${cpus()[0]?.model ?? "?"}, ${availableParallelism()} CPUs; model ${model.split("/").pop()}; threads ${agent.config.threads}; Node ${process.version}\n`);
+console.log(`Machine: ${cpus()[0]?.model ?? "?"}, ${availableParallelism()} CPUs; model ${model.split("/").pop()}; threads ${threads}; Node ${process.version}\n`);
 console.log("| measure | result |\n|---|---|");
 for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);
 
-await agent.stop();
 await relay.stop();
 rmSync(dir, { recursive: true, force: true });
