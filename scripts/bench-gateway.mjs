@@ -6,7 +6,9 @@
 // non-streamed and streamed. The gateway runs as one process (relay and agent together, as `makina up`)
 // and as two (relay, agent). CPU per request comes from /proc/PID/stat of the gateway's processes.
 // Knobs: MAKINA_BENCH_SECONDS (per round, default 3), MAKINA_BENCH_CHUNKS (streamed chunks, default 16),
-// MAKINA_BENCH_MODES (one,separate), MAKINA_BENCH_JSON (also write the results there as JSON).
+// MAKINA_BENCH_MODES (one,separate), MAKINA_BENCH_JSON (also write the results there as JSON),
+// MAKINA_BENCH_PEER=1 (also measure Portkey's open-source Node gateway doing the same job; install it first
+// with `npm --prefix scripts/bench/peer ci`, which pins it with the hono versions it needs).
 import autocannon from "autocannon";
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -45,12 +47,12 @@ const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Mat
 const body = (stream, n = chunks) =>
   JSON.stringify({ model: "instant", messages: [{ role: "user", content: "Say hello." }], ...(stream ? { stream: true, stream_options: { include_usage: true }, max_tokens: n } : {}) });
 
-async function load(url, key, connections, stream, pids, n = chunks) {
+async function load(url, key, connections, stream, pids, n = chunks, extraHeaders = {}) {
   const before = pids.map(cpuMs);
   const r = await autocannon({
     url: `${url}/v1/chat/completions`,
     method: "POST",
-    headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}), ...extraHeaders },
     body: body(stream, n),
     connections,
     duration: seconds,
@@ -121,6 +123,30 @@ for (const mode of modes) {
   for (const pid of pids) process.kill(pid, "SIGTERM");
 }
 
+if (process.env.MAKINA_BENCH_PEER === "1") {
+  // The peer gateway in front of the same stand-in, as its own process.
+  const peerEntry = join(root, "scripts/bench/peer/node_modules/@portkey-ai/gateway/build/start-server.js");
+  const port = 18000 + Math.floor(Math.random() * 1000);
+  const peer = spawn(process.execPath, [peerEntry, `--port=${port}`, "--headless"], { stdio: "ignore", env: { ...process.env, NODE_ENV: "production" } });
+  children.push(peer);
+  const headers = { "x-portkey-provider": "openai", "x-portkey-custom-host": `${direct}/v1` };
+  const peerUrl = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    const ok = await fetch(`${peerUrl}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer x", ...headers }, body: body(false) }).then((r) => r.ok, () => false);
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const rows = [];
+  for (const stream of [false, true]) {
+    for (const c of [1, 16, 64]) {
+      const d = await load(direct, null, c, stream, [standinChild.pid]);
+      const p = await load(peerUrl, "x", c, stream, [peer.pid], chunks, headers);
+      rows.push({ stream, connections: c, direct: d, peer: p });
+    }
+  }
+  results.peer = { rows, idleRssMiB: [rssMiB(peer.pid)] };
+}
+
 console.log(`Machine: ${results.machine}; Node ${results.node}; ${seconds} s per round; ${chunks} chunks per streamed answer; logs to a file at info level\n`);
 for (const [mode, m] of Object.entries(results.modes)) {
   console.log(`### ${mode === "one" ? "One process (relay and agent together, as makina up)" : "Two processes (relay, agent)"}\n`);
@@ -138,6 +164,14 @@ for (const [mode, m] of Object.entries(results.modes)) {
       `(added ${(q.gateway.firstByte - q.direct.firstByte).toFixed(2)} ms). CPU per streamed chunk (c=64, ${chunks} vs ${chunks * 4} chunks): ${m.perChunkUs.toFixed(1)} µs. ` +
       `Idle RSS: ${m.idleRssMiB.map((x) => `${x.toFixed(0)} MiB`).join(" + ")}; after the runs: ${m.rssAfterMiB.map((x) => `${x.toFixed(0)} MiB`).join(" + ")}.\n`,
   );
+}
+if (results.peer) {
+  console.log("### Peer gateway (@portkey-ai/gateway 1.15.2, one process)\n");
+  console.log("| request | conc. | stand-in req/s | peer req/s | stand-in p50 / p99 | peer p50 / p99 | peer CPU per request |\n|---|---|---|---|---|---|---|");
+  for (const r of results.peer.rows) {
+    console.log(`| ${r.stream ? "streamed" : "non-streamed"} | ${r.connections} | ${r.direct.rps.toFixed(0)} | ${r.peer.rps.toFixed(0)} | ${r.direct.p50} / ${r.direct.p99} ms | ${r.peer.p50} / ${r.peer.p99} ms | ${r.peer.cpuMsPerRequest.toFixed(2)} ms |`);
+  }
+  console.log("");
 }
 if (process.env.MAKINA_BENCH_JSON) writeFileSync(process.env.MAKINA_BENCH_JSON, JSON.stringify(results, null, 2) + "\n");
 for (const c of children) c.kill("SIGTERM");
