@@ -74,6 +74,8 @@ export class WebSessions {
     const csrfToken = token();
     const now = this.now();
     const sessionHash = hashSecret(cookie);
+    // Sessions nobody signed out of are swept here, so the table holds live sessions only.
+    this.store.sessions.deleteExpired(now);
     this.store.sessions.create(sessionHash, { userId: user.id, csrfToken, createdAt: now, expiresAt: now + this.ttlMs });
     return { user, csrfToken, sessionHash, cookie };
   }

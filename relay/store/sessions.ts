@@ -37,6 +37,11 @@ export class SessionStore {
     return { userId: r.user_id, csrfToken: r.csrf_token, createdAt: r.created_at, expiresAt: r.expires_at };
   }
 
+  /** Deletes every expired session (sessions nobody signed out of). */
+  deleteExpired(now = Date.now()): void {
+    this.db.prepare("DELETE FROM sessions WHERE expires_at <= ?").run(now);
+  }
+
   delete(idHash: string): void {
     this.db.prepare("DELETE FROM sessions WHERE id_hash = ?").run(idHash);
   }

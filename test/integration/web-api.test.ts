@@ -5,6 +5,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
+import { WebSessions } from "../../relay/auth/index.js";
 import { hashPassword, resolveRelayConfig, startRelay } from "../../relay/index.js";
 import { fixtureSource } from "../helpers/hardware-fixtures.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
@@ -332,6 +333,32 @@ describe("a relay stopping with web pages open", () => {
       // A clean end of the stream (not a connection cut when the grace period runs out).
       expect(await reader.read()).toEqual({ done: true, value: undefined });
       await stopped;
+    } finally {
+      await relay.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("web sessions over time", () => {
+  it("expire after their lifetime, and expired ones are swept at the next sign-in", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "makina-sessions-"));
+    const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
+    try {
+      const org = relay.control.createOrg("Clocks");
+      relay.store.users.create({ orgId: org.id, login: "tz", passwordHash: hashPassword("a long enough password"), role: "admin" });
+      let now = Date.now();
+      const sessions = new WebSessions(relay.store, { ttlMs: 60_000, now: () => now });
+      const first = sessions.signIn("tz", "a long enough password", "127.0.0.1");
+      expect(sessions.resolve(first.cookie)?.user.login).toBe("tz");
+      now += 61_000;
+      expect(sessions.resolve(first.cookie)).toBeUndefined();
+      const stale = sessions.signIn("tz", "a long enough password", "127.0.0.1");
+      now += 61_000;
+      sessions.signIn("tz", "a long enough password", "127.0.0.1");
+      const rows = relay.store.db.prepare("SELECT COUNT(*) AS n FROM sessions").get() as { n: number };
+      expect(rows.n).toBe(1);
+      expect(sessions.resolve(stale.cookie)).toBeUndefined();
     } finally {
       await relay.stop();
       rmSync(dataDir, { recursive: true, force: true });
