@@ -78,7 +78,9 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   });
   const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
   const linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
-  const control = new ControlPlane(store, deployer, () => linkAddress, events, new ModelInspector({ hubEndpoint: config.hfEndpoint }));
+  const control = new ControlPlane(store, deployer, () => linkAddress, events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
+    registry.get(machineId)?.end(),
+  );
   const app = createRelayApp({
     store,
     registry,

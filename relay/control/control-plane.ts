@@ -36,6 +36,8 @@ export class ControlPlane {
     private readonly linkAddress: () => string,
     private readonly events: EventBus,
     private readonly inspector: ModelInspector,
+    /** Ends a machine's live link, if it has one. */
+    private readonly dropLink: (machineId: string) => void,
   ) {}
 
   org(idOrSlug: string): Organization {
@@ -58,6 +60,30 @@ export class ControlPlane {
     const installCommand = `sh scripts/install.sh --server ${this.linkAddress()} --machine-id ${machine.id} --token ${token}`;
     this.events.emit({ type: "machine", orgId: org.id, machineId: machine.id });
     return { machine, token, installCommand, server: this.linkAddress() };
+  }
+
+  /**
+   * Revokes a machine: its link is dropped at once, its token stops working, and it cannot connect again.
+   * Its stacks' requests get 503 `machine_offline`. Final: add the machine again to use it.
+   */
+  revokeMachine(orgId: string | null, id: string): Machine {
+    const machine = this.machine(orgId, id);
+    this.store.machines.revoke(machine.id, hashSecret(newSecret("mk_mach_")));
+    this.dropLink(machine.id);
+    this.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
+    return this.machine(orgId, id);
+  }
+
+  /** Gives a machine a new token (shown once); the old one stops working and the live link is dropped. */
+  rotateMachineToken(orgId: string | null, id: string): { machine: Machine; token: string; installCommand: string; server: string } {
+    const machine = this.machine(orgId, id);
+    if (machine.revokedAt) throw new MakinaError("conflict", `The machine '${id}' is revoked; add it again instead.`, { param: "machine" });
+    const token = newSecret("mk_mach_");
+    this.store.machines.setTokenHash(machine.id, hashSecret(token));
+    this.dropLink(machine.id);
+    this.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
+    const installCommand = `sh scripts/install.sh --server ${this.linkAddress()} --machine-id ${machine.id} --token ${token}`;
+    return { machine: this.machine(orgId, id), token, installCommand, server: this.linkAddress() };
   }
 
   machine(orgId: string | null, id: string): Machine {

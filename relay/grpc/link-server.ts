@@ -64,6 +64,11 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
     const auth = String(call.metadata.get(AUTHORIZATION_METADATA)[0] ?? "");
     const token = /^Bearer\s+(\S+)$/i.exec(auth)?.[1] ?? "";
     const machine = machineId ? store.machines.get(machineId) : undefined;
+    if (machine?.revokedAt) {
+      log.warn("link refused: the machine is revoked", { machineId, peer: call.getPeer() });
+      reject(call, status.UNAUTHENTICATED, "This machine was revoked; add it again to get a new token.");
+      return;
+    }
     const storedHash = machine ? store.machines.tokenHash(machine.id) : undefined;
     if (!machine || !storedHash || !hashesEqual(storedHash, hashSecret(token))) {
       log.warn("link refused: bad machine credentials", { machineId, peer: call.getPeer() });

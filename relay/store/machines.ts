@@ -37,6 +37,8 @@ export interface Machine {
   createdAt: number;
   /** Runtimes and models on disk as the machine last reported them; null before its first report. */
   inventory: MachineInventory | null;
+  /** When the machine was revoked; null while it may connect. */
+  revokedAt: number | null;
 }
 
 interface Row {
@@ -50,6 +52,7 @@ interface Row {
   last_seen_at: number | null;
   created_at: number;
   inventory_json: string | null;
+  revoked_at: number | null;
 }
 
 const toMachine = (r: Row): Machine => ({
@@ -62,6 +65,7 @@ const toMachine = (r: Row): Machine => ({
   lastSeenAt: r.last_seen_at,
   createdAt: r.created_at,
   inventory: r.inventory_json ? (JSON.parse(r.inventory_json) as MachineInventory) : null,
+  revokedAt: r.revoked_at,
 });
 
 /** Machines in SQLite; their tokens are stored only as hashes. */
@@ -98,6 +102,16 @@ export class MachineStore {
 
   updateHardware(id: string, hardware: HardwareSummary): void {
     this.db.prepare("UPDATE machines SET hardware_json = ? WHERE id = ?").run(JSON.stringify(hardware), id);
+  }
+
+  /** Replaces the machine's token (stored as a hash only). */
+  setTokenHash(id: string, tokenHash: string): void {
+    this.db.prepare("UPDATE machines SET token_hash = ? WHERE id = ?").run(tokenHash, id);
+  }
+
+  /** Revokes a machine for good: its token hash is replaced by one no token matches. */
+  revoke(id: string, unmatchableHash: string, now = Date.now()): void {
+    this.db.prepare("UPDATE machines SET revoked_at = COALESCE(revoked_at, ?), token_hash = ? WHERE id = ?").run(now, unmatchableHash, id);
   }
 
   setInventory(id: string, inventory: MachineInventory): void {

@@ -128,4 +128,8 @@ export const MIGRATIONS: readonly string[] = [
   -- What a machine last reported hosting (runtimes, models on disk), for its page in the web application.
   ALTER TABLE machines ADD COLUMN inventory_json TEXT;
   `,
+  `
+  -- A revoked machine: its token no longer opens a link, and it cannot reconnect.
+  ALTER TABLE machines ADD COLUMN revoked_at INTEGER;
+  `,
 ];

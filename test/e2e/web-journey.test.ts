@@ -6,7 +6,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
-import { hashPassword, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { hashPassword, hashSecret, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
 import { fixtureSource } from "../helpers/hardware-fixtures.js";
 import { REPO_ROOT, testModelPath } from "../helpers/models.js";
 
@@ -228,6 +228,24 @@ describe("a newcomer's journey through the web application", () => {
     await rival.getByRole("heading", { name: "No such stack" }).waitFor();
     expect(await rival.content()).not.toContain("tiny");
     await context.close();
+  });
+
+  it("rotates a machine's token and revokes the machine from its page", async () => {
+    await nav("Machines");
+    await page.getByRole("link", { name: "gpu-box" }).click();
+    await page.getByRole("button", { name: "Rotate token" }).click();
+    const command = (await page.getByTestId("rotated-token").locator("code").textContent())!;
+    const token = /--token (mk_mach_\w+)/.exec(command)![1]!;
+    expect(relay.store.machines.tokenHash(relay.store.machines.listByOrg(relay.store.orgs.find("acme")!.id)[0]!.id)).toBe(hashSecret(token));
+    await expect.poll(() => page.locator(".page-header").textContent()).toContain("offline");
+    await shot("machine-rotated");
+    await page.getByRole("button", { name: "Done" }).click();
+    await page.getByRole("button", { name: "Revoke…" }).click();
+    await page.getByRole("button", { name: "Revoke machine" }).click();
+    await expect.poll(() => page.locator(".page-header").textContent()).toContain("revoked");
+    expect(await page.getByRole("button", { name: "Rotate token" }).count()).toBe(0);
+    await nav("Machines");
+    await expect.poll(() => page.locator("tr", { hasText: "gpu-box" }).textContent()).toContain("revoked");
   });
 
   it("works in a narrow window: navigation stays reachable and nothing scrolls sideways", async () => {

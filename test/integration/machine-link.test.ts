@@ -1,7 +1,9 @@
 import { credentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { AgentLinkClient, PROTOCOL_VERSION, type RelayMessage } from "../../proto/index.js";
+import { join } from "node:path";
+import { resolveAgentConfig, startAgent } from "../../agent/index.js";
+import { AgentLinkClient, PROTOCOL_VERSION, silentLogger, type RelayMessage } from "../../proto/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
 describe("the link between a machine and the relay", () => {
@@ -109,5 +111,53 @@ describe("the link between a machine and the relay", () => {
     raw.close();
     expect(gw.relay.store.machines.get(gw.machineId)!.state).toBe("online");
     expect((await chat()).choices[0]!.finish_reason).toBe("length");
+  });
+
+  const adminPost = (path: string) => fetch(`${gw.relay.url}/admin/v1${path}`, { method: "POST", headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
+
+  it("revokes a machine: its link drops at once, its stacks answer 503, and it cannot connect again", async () => {
+    const { machineId, agent } = await gw.addMachine(gw.orgId);
+    await gw.addStack({ orgId: gw.orgId, machineId, modelId: "on-revoked" });
+    expect((await client.chat.completions.create({ model: "on-revoked", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).usage!.completion_tokens).toBe(2);
+
+    const res = await adminPost(`/machines/${machineId}/revoke`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { revoked_at: number | null }).revoked_at).toEqual(expect.any(Number));
+    await vi.waitFor(() => expect(gw.relay.registry.get(machineId)).toBeUndefined(), { timeout: 5000, interval: 10 });
+    const refused = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "on-revoked", messages: [{ role: "user", content: "Hi" }] }),
+    });
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("machine_offline");
+    // The agent tries again and is refused, for good.
+    await vi.waitFor(() => expect(agent.link.credentialsRejected).toBe(true), { timeout: 10_000, interval: 20 });
+    expect(agent.link.lastError).toContain("revoked");
+    expect(gw.relay.store.machines.get(machineId)!.state).toBe("offline");
+    // Rotating a revoked machine's token is refused; the other machines are untouched.
+    expect((await adminPost(`/machines/${machineId}/rotate-token`)).status).toBe(409);
+    expect(gw.relay.store.machines.get(gw.machineId)!.state).toBe("online");
+  });
+
+  it("rotates a machine's token: the link drops, the old token is refused and the new one connects", async () => {
+    const { machineId, agent } = await gw.addMachine(gw.orgId);
+    const res = await adminPost(`/machines/${machineId}/rotate-token`);
+    expect(res.status).toBe(200);
+    const { token, install_command } = (await res.json()) as { token: string; install_command: string };
+    expect(token).toMatch(/^mk_mach_/);
+    expect(install_command).toContain(`--token ${token}`);
+    await vi.waitFor(() => expect(agent.link.credentialsRejected).toBe(true), { timeout: 10_000, interval: 20 });
+    await agent.stop();
+    const renewed = await startAgent(
+      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId, token, dataDir: join(gw.dataDir, `renewed-${machineId}`), threads: 1, gpu: false } }),
+      { log: silentLogger() },
+    );
+    try {
+      await renewed.link.whenOnline();
+      expect(gw.relay.store.machines.get(machineId)!.state).toBe("online");
+    } finally {
+      await renewed.stop();
+    }
   });
 });

@@ -10,6 +10,7 @@ interface Machine {
   token?: string;
   install_command?: string;
   last_seen_at: number | null;
+  revoked_at: number | null;
   hardware: { platform: string; arch: string; cpu_model: string; cpu_logical_cores: number; memory_bytes: number; gpus: { model: string; vram_bytes: number }[] } | null;
 }
 
@@ -42,7 +43,29 @@ export const machineCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
           const { data } = await adminRequest<{ data: Machine[] }>(target(a), "GET", `/machines?org=${encodeURIComponent(a.org)}`);
-          print(a, data, () => table(["ID", "NAME", "STATE", "LAST SEEN", "HARDWARE"], data.map((m) => [m.id, m.name, m.state, when(m.last_seen_at), hardwareSummary(m)])));
+          print(a, data, () => table(["ID", "NAME", "STATE", "LAST SEEN", "HARDWARE"], data.map((m) => [m.id, m.name, m.revoked_at ? "revoked" : m.state, when(m.last_seen_at), hardwareSummary(m)])));
+        },
+      })
+      .command({
+        command: "revoke <id>",
+        describe: "Revoke a machine: its link drops at once and its token never works again",
+        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { id: string };
+          const m = await adminRequest<Machine>(target(a), "POST", `/machines/${encodeURIComponent(a.id)}/revoke`);
+          print(a, m, () => keyValues([["id", m.id], ["name", m.name], ["state", "revoked"]]));
+        },
+      })
+      .command({
+        command: "rotate-token <id>",
+        describe: "Give a machine a new token (printed once); the old one stops working and the link drops",
+        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { id: string };
+          const m = await adminRequest<Machine>(target(a), "POST", `/machines/${encodeURIComponent(a.id)}/rotate-token`);
+          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command }, () =>
+            keyValues([["id", m.id], ["token", `${m.token}  (shown this once)`], ["install", m.install_command]]),
+          );
         },
       })
       .demandCommand(1)

@@ -82,6 +82,22 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     }, 201),
   );
 
+  r.post(
+    "/admin/v1/machines/:id/revoke",
+    route((req, access) => {
+      access.requireAdmin("revoke machines");
+      return control.revokeMachine(access.orgScope, String(req.params.id));
+    }),
+  );
+  r.post(
+    "/admin/v1/machines/:id/rotate-token",
+    route((req, access) => {
+      access.requireAdmin("rotate machine tokens");
+      const { machine, token, installCommand, server } = control.rotateMachineToken(access.orgScope, String(req.params.id));
+      return { ...machine, token, installCommand, server };
+    }),
+  );
+
   r.get("/admin/v1/stacks", route((req, access) => ({ object: "list", data: control.listStacks(access.org(req.query.org).id) })));
   r.get("/admin/v1/stacks/:id", route((req, access) => stackOf(access, String(req.params.id))));
   r.post(

@@ -48,6 +48,8 @@ export interface Machine {
   created_at: number;
   /** Runtimes and models on disk as the machine last reported them; null before its first report. */
   inventory: MachineInventory | null;
+  /** When it was revoked; null while it may connect. */
+  revoked_at: number | null;
 }
 
 export interface NewMachine extends Machine {

@@ -1,6 +1,9 @@
-import type { List, Machine, Stack } from "../../api/types.js";
+import { useState } from "preact/hooks";
+import type { ApiError } from "../../api/admin-client.js";
+import type { List, Machine, NewMachine, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
-import { useApp } from "../../app-context.js";
+import { useApp, useIsAdmin } from "../../app-context.js";
+import { CopyBlock } from "../../components/copy-button.js";
 import { formatAgo, formatBytes } from "../../components/format.js";
 import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
@@ -10,6 +13,10 @@ import { DeploymentProgress } from "../stacks/deployment-progress.js";
 /** One machine: its hardware, the stacks on it, and the live progress of what the relay asked of it. */
 export function MachinePage({ id }: { id: string }) {
   const { client } = useApp();
+  const isAdmin = useIsAdmin();
+  const [confirming, setConfirming] = useState(false);
+  const [rotated, setRotated] = useState<NewMachine | null>(null);
+  const [actionError, setActionError] = useState<string | null>(null);
   const machine = useLive(() => client.get<Machine>(`/machines/${encodeURIComponent(id)}`), ["machine"], [id], (d) => d.machine_id === id);
   const stacks = useLive(() => client.get<List<Stack>>("/stacks").then((l) => l.data.filter((s) => s.machine_id === id)), ["stack"], [id]);
   if (machine.error && !machine.data) {
@@ -24,16 +31,64 @@ export function MachinePage({ id }: { id: string }) {
   if (!m) return <div class="booting" aria-busy="true" />;
   const h = m.hardware;
   const onMachine = stacks.data ?? [];
+  const act = async (action: "revoke" | "rotate-token") => {
+    setActionError(null);
+    try {
+      const result = await client.post<NewMachine>(`/machines/${encodeURIComponent(m.id)}/${action}`);
+      if (action === "rotate-token") setRotated(result);
+      setConfirming(false);
+      machine.reload();
+    } catch (err) {
+      setActionError((err as ApiError).message);
+    }
+  };
   return (
     <>
       <PageHeader
         title={m.name}
         subtitle={
           <>
-            <StateBadge state={m.state} /> <span class="mono">{m.id}</span> · agent {m.agent_version ?? "not connected yet"} · {m.state === "online" ? "connected" : `last seen ${formatAgo(m.last_seen_at)}`}
+            {m.revoked_at ? <StateBadge state="revoked" /> : <StateBadge state={m.state} />} <span class="mono">{m.id}</span> · agent {m.agent_version ?? "not connected yet"} · {m.state === "online" ? "connected" : `last seen ${formatAgo(m.last_seen_at)}`}
           </>
         }
-      />
+      >
+        {isAdmin && !m.revoked_at && (
+          <>
+            <button type="button" class="button secondary" onClick={() => act("rotate-token")}>
+              Rotate token
+            </button>
+            {confirming ? (
+              <span class="confirm" role="group" aria-label={`Revoke ${m.name}?`}>
+                <span>Revoke? Its link drops now and it can never connect again.</span>
+                <button type="button" class="button small danger" onClick={() => act("revoke")}>
+                  Revoke machine
+                </button>
+                <button type="button" class="button small secondary" onClick={() => setConfirming(false)}>
+                  Keep
+                </button>
+              </span>
+            ) : (
+              <button type="button" class="button secondary" onClick={() => setConfirming(true)}>
+                Revoke…
+              </button>
+            )}
+          </>
+        )}
+      </PageHeader>
+      {actionError && <Notice tone="error">{actionError}</Notice>}
+      {m.revoked_at && <Notice tone="warn">This machine is revoked: its token no longer works and its stacks get 503. Add the machine again to use it.</Notice>}
+      {rotated && (
+        <section class="card panel" data-testid="rotated-token">
+          <h2>New token for {rotated.name}</h2>
+          <p>
+            The old token stopped working and the machine's link dropped. Put the new one in the agent's config (or run the install command again). It is shown <strong>this once</strong>.
+          </p>
+          <CopyBlock text={rotated.install_command} label="Copy command" />
+          <button type="button" class="button secondary" onClick={() => setRotated(null)}>
+            Done
+          </button>
+        </section>
+      )}
       {m.state === "pending" && <Notice tone="info">This machine has never connected. Run the install command shown when it was added; it appears online within seconds.</Notice>}
       <div class="grid two">
         <section class="card" aria-labelledby="hw-title">

@@ -59,7 +59,7 @@ export function MachinesPage() {
                     <div class="muted mono small">{m.id}</div>
                   </td>
                   <td>
-                    <StateBadge state={m.state} />
+                    {m.revoked_at ? <StateBadge state="revoked" /> : <StateBadge state={m.state} />}
                   </td>
                   <td>
                     <HardwareSummary hardware={m.hardware} />
