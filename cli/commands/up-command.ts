@@ -42,7 +42,7 @@ export const upCommand: CommandModule = {
       process.stdout.write(
         [
           "Makina is up.",
-          `  web:       ${i.web_url}  (sign in as ${i.admin.login}, password ${i.admin.password})`,
+          `  web:       ${i.web_url}  (sign in as ${i.admin.login}, ${i.admin.password ? `password ${i.admin.password}` : "with the password you set"})`,
           `  base URL:  ${i.base_url}`,
           `  API key:   ${i.api_key}`,
           `  model:     ${i.model}${i.stack_error ? `  (NOT deployed: ${i.stack_error}; retry or pick another model on the stack's page)` : ""}`,

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import type { Logger } from "../../proto/index.js";
-import { hashPassword, hashSecret, randomBase62, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { hashPassword, hashSecret, randomBase62, resolveRelayConfig, startRelay, verifyPassword, type Relay } from "../../relay/index.js";
 import { normalizeModelRef } from "../commands/admin/common.js";
 import { DEFAULT_MODEL, DEFAULT_MODEL_ID } from "./default-model.js";
 
@@ -21,6 +21,7 @@ export interface QuickstartInfo {
   /** The demo stack's state: `deployed`, or `failed` with `stack_error` saying why (the web app offers a retry). */
   stack_state: string;
   stack_error: string | null;
+  /** The first admin's login; `password` is empty once the admin changed it. */
   admin: { login: string; password: string; token_file: string };
 }
 
@@ -68,9 +69,13 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
 
     const org = store.orgs.find("default") ?? control.createOrg("default");
     let password = previous?.admin.password ?? "";
-    if (!store.users.findByLogin("admin")) {
+    const admin = store.users.findByLogin("admin");
+    if (!admin) {
       password = randomBase62(20);
       store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword(password), role: "admin" });
+    } else if (!password || !verifyPassword(password, admin.passwordHash)) {
+      // Changed in the web application since: it is the admin's own now, and not written down anywhere.
+      password = "";
     }
 
     let machineCreds = readJson<{ machine_id: string; token: string }>(files.agent);

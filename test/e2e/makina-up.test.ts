@@ -71,6 +71,35 @@ describe("makina up: the all-in-one quickstart", () => {
     }
   });
 
+  it("does not print a first password that the admin has changed since", async () => {
+    const first = JSON.parse(readFileSync(join(dataDir, "quickstart.json"), "utf8")) as Quickstart;
+    let { child, output } = await up();
+    expect(output()).toContain(`password ${first.admin.password})`);
+    try {
+      const saved = JSON.parse(readFileSync(join(dataDir, "quickstart.json"), "utf8")) as Quickstart;
+      const base = new URL(saved.web_url).origin;
+      const signIn = await fetch(`${base}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login: "admin", password: saved.admin.password }) });
+      const { csrf_token } = (await signIn.json()) as { csrf_token: string };
+      const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
+      const changed = await fetch(`${base}/auth/v1/password`, {
+        method: "POST",
+        headers: { cookie, "x-csrf-token": csrf_token, "content-type": "application/json" },
+        body: JSON.stringify({ current_password: saved.admin.password, new_password: "my own password now" }),
+      });
+      expect(changed.status).toBe(200);
+    } finally {
+      expect(await stopCli(child)).toBe(0);
+    }
+    ({ child, output } = await up());
+    try {
+      expect(output()).toContain("(sign in as admin, with the password you set)");
+      expect(output()).not.toContain(first.admin.password);
+      expect((JSON.parse(readFileSync(join(dataDir, "quickstart.json"), "utf8")) as Quickstart).admin.password).toBe("");
+    } finally {
+      expect(await stopCli(child)).toBe(0);
+    }
+  });
+
   it("stays up when its demo model cannot be pulled, says why, and lets the web application retry", async () => {
     const dir = mkdtempSync(join(tmpdir(), "makina-up-bad-"));
     try {
