@@ -8,20 +8,51 @@ export interface AdminTarget {
   token: string;
 }
 
-/** Finds the relay: `--relay`/`--admin-token`, else `MAKINA_RELAY_URL`/`MAKINA_ADMIN_TOKEN`, else the relay's `--data-dir`. */
-export function resolveAdminTarget(flags: { relay?: string; adminToken?: string; dataDir?: string }, env: NodeJS.ProcessEnv): AdminTarget {
+/**
+ * Finds the relay and its admin token: `--relay`/`--admin-token`/`--admin-token-file`, else
+ * `MAKINA_RELAY_URL`/`MAKINA_ADMIN_TOKEN`, else the relay's data directory (`--data-dir`, `MAKINA_DATA_DIR`,
+ * or `./.makina`). A token given by the caller is never sent to a URL read from a `./.makina` that merely
+ * happens to be in the current directory: that directory must be named, or the URL given.
+ */
+export function resolveAdminTarget(
+  flags: { relay?: string; adminToken?: string; adminTokenFile?: string; dataDir?: string },
+  env: NodeJS.ProcessEnv,
+  cwd = process.cwd(),
+): AdminTarget {
   let url = flags.relay ?? env.MAKINA_RELAY_URL;
-  let token = flags.adminToken ?? env.MAKINA_ADMIN_TOKEN;
-  const dataDir = resolve(flags.dataDir ?? env.MAKINA_DATA_DIR ?? ".makina");
-  if (!url && existsSync(join(dataDir, "relay.json"))) url = (JSON.parse(readFileSync(join(dataDir, "relay.json"), "utf8")) as { url: string }).url;
+  let token = flags.adminToken ?? (flags.adminTokenFile ? readTokenFile(flags.adminTokenFile) : undefined) ?? env.MAKINA_ADMIN_TOKEN;
+  const callerToken = token !== undefined;
+  const namedDir = flags.dataDir ?? env.MAKINA_DATA_DIR;
+  const dataDir = resolve(cwd, namedDir ?? ".makina");
+  if (!url && existsSync(join(dataDir, "relay.json"))) {
+    if (callerToken && namedDir === undefined) {
+      throw new CliError(
+        `Not sending the admin token to the relay named in ${join(dataDir, "relay.json")}, a file that happens to be in this directory: pass --relay URL, or --data-dir ${dataDir} if it is your relay's.`,
+        EXIT.usage,
+      );
+    }
+    url = (JSON.parse(readFileSync(join(dataDir, "relay.json"), "utf8")) as { url: string }).url;
+  }
   if (!token && existsSync(join(dataDir, "admin-token"))) token = readFileSync(join(dataDir, "admin-token"), "utf8").trim();
   if (!url || !token) {
     throw new CliError(
-      `Cannot find the relay${url ? "'s admin token" : ""}: pass --relay URL and --admin-token TOKEN, set MAKINA_RELAY_URL and MAKINA_ADMIN_TOKEN, or run on the relay's host with --data-dir DIR (looked in ${dataDir}).`,
+      `Cannot find the relay${url ? "'s admin token" : ""}: pass --relay URL and --admin-token-file FILE (or --admin-token TOKEN), set MAKINA_RELAY_URL and MAKINA_ADMIN_TOKEN, or run on the relay's host with --data-dir DIR (looked in ${dataDir}).`,
       EXIT.usage,
     );
   }
   return { url: url.replace(/\/+$/, ""), token };
+}
+
+/** A token kept in a file (so it never shows in `ps`): its first line. */
+function readTokenFile(path: string): string {
+  try {
+    const token = readFileSync(path, "utf8").split(/\r?\n/)[0]!.trim();
+    if (!token) throw new CliError(`The token file ${path} is empty.`, EXIT.usage);
+    return token;
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError(`Cannot read the token file ${path}: ${(err as Error).message}`, EXIT.usage);
+  }
 }
 
 /** Calls the admin API; an error answer becomes a CliError carrying the relay's message. */

@@ -8,6 +8,7 @@ export interface AdminArgs {
   json: boolean;
   relay?: string;
   adminToken?: string;
+  adminTokenFile?: string;
   dataDir?: string;
 }
 
@@ -15,7 +16,8 @@ export function adminOptions<T>(y: Argv<T>): Argv<T & AdminArgs> {
   return y
     .option("json", { type: "boolean", default: false, describe: "Print exactly one JSON document" })
     .option("relay", { type: "string", describe: "Relay URL (or MAKINA_RELAY_URL)" })
-    .option("admin-token", { type: "string", describe: "Admin token (or MAKINA_ADMIN_TOKEN)" })
+    .option("admin-token", { type: "string", describe: "Admin token (or MAKINA_ADMIN_TOKEN); it shows in `ps`: prefer --admin-token-file" })
+    .option("admin-token-file", { type: "string", describe: "A file holding the admin token (its first line)" })
     .option("data-dir", { type: "string", describe: "The relay's data directory, when on its host" }) as Argv<T & AdminArgs>;
 }
 
