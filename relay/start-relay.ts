@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
 import { createLogger, type Logger } from "../proto/index.js";
@@ -16,6 +16,7 @@ import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
 import { RateLimiter } from "./limits/index.js";
 import { openStore, type Store } from "./store/index.js";
+import { lockDataDir } from "./data-dir-lock.js";
 
 /** A running relay. */
 export interface Relay {
@@ -58,8 +59,19 @@ function ensureAdminToken(store: Store, dataDir: string): string {
 /** Composition root of the relay: store, link server, deployer, HTTP app. */
 export async function startRelay(config: RelayConfig, options: { log?: Logger } = {}): Promise<Relay> {
   const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "relay" });
-  mkdirSync(config.dataDir, { recursive: true });
-  const store = openStore(relayPaths(config.dataDir).database);
+  const lock = lockDataDir(config.dataDir);
+  let store: Store;
+  try {
+    store = openStore(relayPaths(config.dataDir).database);
+    // The database holds password and token hashes and usage: readable by this user only.
+    for (const suffix of ["", "-wal", "-shm"]) {
+      const file = relayPaths(config.dataDir).database + suffix;
+      if (existsSync(file)) chmodSync(file, 0o600);
+    }
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   store.machines.markAllOffline();
   const adminToken = ensureAdminToken(store, config.dataDir);
   const registry = new AgentRegistry();
@@ -137,6 +149,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         clearTimeout(force);
         usage.close();
         store.close();
+        lock.release();
         log.info("relay stopped");
       })();
       return stopping;

@@ -1,5 +1,5 @@
 import { execFile, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -122,6 +122,17 @@ describe("an operator runs the relay and an agent as separate processes and admi
     const taken = await admin("user", "create", "--org", "acme-labs", "--login", "mo");
     expect(taken.code).toBe(1);
     expect(taken.stderr).toContain("The login 'mo' is taken.");
+  });
+
+  it("keeps its data directory private and refuses a second relay on it, leaving the first one serving", async () => {
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dataDir, "makina.db")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dataDir, "admin-token")).mode & 0o777).toBe(0o600);
+    const second = await runCli(["relay", "--data-dir", dataDir, "--port", "0", "--grpc-port", "0"]);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(`Another relay (pid ${relay.pid}) is using the data directory ${dataDir}`);
+    const machines = (await json("machine", "list", "--org", "acme-labs")) as unknown as { state: string }[];
+    expect(machines.map((m) => m.state)).toEqual(["online"]);
   });
 
   it("exits 2 with a message on bad usage and 1 when the relay refuses", async () => {
