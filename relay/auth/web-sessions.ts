@@ -52,7 +52,7 @@ export class WebSessions {
   }
 
   /** Checks a login and password; on success opens a session and returns its cookie value. */
-  signIn(login: unknown, password: unknown, address: string): SessionUser & { cookie: string } {
+  signIn(login: unknown, password: unknown, address: string): SessionUser & { cookie: string; expiresAt: number } {
     if (typeof login !== "string" || login === "") throw new MakinaError("missing_required_parameter", "Enter your login.", { param: "login" });
     if (typeof password !== "string" || password === "") throw new MakinaError("missing_required_parameter", "Enter your password.", { param: "password" });
     const loginKey = [login.toLowerCase()];
@@ -76,8 +76,9 @@ export class WebSessions {
     const sessionHash = hashSecret(cookie);
     // Sessions nobody signed out of are swept here, so the table holds live sessions only.
     this.store.sessions.deleteExpired(now);
-    this.store.sessions.create(sessionHash, { userId: user.id, csrfToken, createdAt: now, expiresAt: now + this.ttlMs });
-    return { user, csrfToken, sessionHash, cookie };
+    const expiresAt = now + this.ttlMs;
+    this.store.sessions.create(sessionHash, { userId: user.id, csrfToken, createdAt: now, expiresAt });
+    return { user, csrfToken, sessionHash, cookie, expiresAt };
   }
 
   /** The user of a session cookie, or undefined when it is unknown, expired or its user is gone. */

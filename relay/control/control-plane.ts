@@ -57,9 +57,8 @@ export class ControlPlane {
     const org = this.org(requireString(orgRef, "org"));
     const token = newSecret("mk_mach_");
     const machine = this.store.machines.create({ orgId: org.id, name: requireString(name, "name"), tokenHash: hashSecret(token) });
-    const installCommand = `sh scripts/install.sh --server ${this.linkAddress()} --machine-id ${machine.id} --token ${token}`;
     this.events.emit({ type: "machine", orgId: org.id, machineId: machine.id });
-    return { machine, token, installCommand, server: this.linkAddress() };
+    return { machine, token, ...this.joining(machine.id, token) };
   }
 
   /**
@@ -82,8 +81,13 @@ export class ControlPlane {
     this.store.machines.setTokenHash(machine.id, hashSecret(token));
     this.dropLink(machine.id);
     this.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
-    const installCommand = `sh scripts/install.sh --server ${this.linkAddress()} --machine-id ${machine.id} --token ${token}`;
-    return { machine: this.machine(orgId, id), token, installCommand, server: this.linkAddress() };
+    return { machine: this.machine(orgId, id), token, ...this.joining(machine.id, token) };
+  }
+
+  /** What a machine needs to join: the address agents dial, and the install command with its token. */
+  private joining(machineId: string, token: string): { installCommand: string; server: string } {
+    const server = this.linkAddress();
+    return { installCommand: `sh scripts/install.sh --server ${server} --machine-id ${machineId} --token ${token}`, server };
   }
 
   machine(orgId: string | null, id: string): Machine {
@@ -113,9 +117,7 @@ export class ControlPlane {
     const modelRef = requireString(input.model, "model");
     const modelId = input.modelId === undefined || input.modelId === null || input.modelId === "" ? defaultModelId(modelRef) : requireString(input.modelId, "model_id");
     const name = requireString(input.name, "name");
-    const model = onDisk(machine.hardware ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef), modelRef, machine);
-    const verdict = checkStack(this.plan(runtime, modelRef, model, machine.hardware, input));
-    if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
+    await this.refuseIfIncompatible(machine, runtime, modelRef, input);
     const stack = this.store.stacks.create({
       orgId: org.id,
       name,
@@ -147,14 +149,21 @@ export class ControlPlane {
 
   /** Starts deploying; refused with the reasons when the machine (as it reports itself now) cannot run the stack. */
   async deploy(id: string): Promise<StackView> {
-    const stack = this.stack(id);
+    const stack = this.store.stacks.get(id);
+    if (!stack) throw new MakinaError("not_found", `No stack '${id}'.`, { param: "stack" });
     const machine = this.store.machines.get(stack.machineId);
-    if (machine?.hardware) {
-      const model = onDisk(await this.inspector.facts(stack.modelRef), stack.modelRef, machine);
-      const verdict = checkStack(this.plan(stack.runtime, stack.modelRef, model, machine.hardware, { ...stack, endpoint: stack.hasEndpoint }));
-      if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`);
-    }
+    if (machine) await this.refuseIfIncompatible(machine, stack.runtime, stack.modelRef, { ...stack, endpoint: stack.hasEndpoint });
     return this.view(this.deployer.deploy(id));
+  }
+
+  /**
+   * Throws 400 `incompatible_stack` with the reasons when the rules fail a stack on this machine. A machine
+   * that has reported its hardware gets the model's facts read if need be (a GGUF header over the network).
+   */
+  private async refuseIfIncompatible(machine: Machine, runtime: RuntimeKind, modelRef: string, layers: Parameters<ControlPlane["plan"]>[4]): Promise<void> {
+    const model = onDisk(machine.hardware ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef), modelRef, machine);
+    const verdict = checkStack(this.plan(runtime, modelRef, model, machine.hardware, layers));
+    if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
   }
 
   async undeploy(id: string): Promise<StackView> {

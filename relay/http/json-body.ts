@@ -12,18 +12,15 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     limit: limitBytes,
     strict: false,
     type: () => true,
-    // Keys that name parts of JavaScript's object model are refused at any depth, however they are escaped.
-    reviver: (key, value: unknown) => {
-      if (FORBIDDEN_KEYS.has(key)) throw new ForbiddenKeyError(key);
-      return value;
-    },
-    // JSON is UTF-8: a body with invalid bytes is refused rather than silently repaired.
-    verify: (_req, _res, buf) => {
+    // JSON is UTF-8: a body with invalid bytes is refused rather than silently repaired. The same look at the
+    // raw bytes notes whether the body could hold a forbidden key, so only such bodies are walked after parsing.
+    verify: (req, _res, buf) => {
       try {
         utf8.decode(buf);
       } catch (err) {
         throw Object.assign(new Error("invalid UTF-8"), { type: "entity.parse.failed", cause: err });
       }
+      if (SUSPECT_BYTES.some((b) => buf.includes(b))) (req as { mayHoldForbiddenKey?: boolean }).mayHoldForbiddenKey = true;
     },
   });
   return [
@@ -35,27 +32,38 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
       if (!req.is("application/json")) {
         return next(new MakinaError("unsupported_media_type", "Invalid Content-Type header: send the body as JSON with `Content-Type: application/json`."));
       }
-      parse(req, _res, (err?: unknown) => next(err === undefined ? undefined : bodyError(err, limitBytes)));
+      parse(req, _res, (err?: unknown) => {
+        if (err !== undefined) return next(bodyError(err, limitBytes));
+        const key = (req as { mayHoldForbiddenKey?: boolean }).mayHoldForbiddenKey ? forbiddenKeyIn(req.body) : undefined;
+        if (key) return next(new MakinaError("invalid_value", `The key '${key}' is not allowed anywhere in a request body.`, { param: key }));
+        next();
+      });
     },
   ];
 }
 
-/** Object keys a request body may not use: they could reach an object's prototype. */
+/** Object keys a request body may not use, at any depth: they name parts of JavaScript's object model. */
 const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
 
-/** Thrown from the JSON reviver; body-parser keeps only the message of what JSON.parse throws. */
-class ForbiddenKeyError extends SyntaxError {
-  constructor(key: string) {
-    super(`makina-forbidden-key:${key}`);
+/** Bytes without which a body cannot hold a forbidden key: the names themselves, or an escape that could spell one. */
+const SUSPECT_BYTES = ["__proto__", "constructor", "prototype", "\\u"].map((s) => Buffer.from(s));
+
+/** The first forbidden key anywhere in a parsed body (iteratively: bodies may nest deeply). */
+function forbiddenKeyIn(body: unknown): string | undefined {
+  const stack: unknown[] = [body];
+  while (stack.length) {
+    const value = stack.pop();
+    if (value === null || typeof value !== "object") continue;
+    for (const [k, v] of Object.entries(value)) {
+      if (FORBIDDEN_KEYS.has(k)) return k;
+      if (v !== null && typeof v === "object") stack.push(v);
+    }
   }
+  return undefined;
 }
 
 function bodyError(err: unknown, limitBytes: number): unknown {
   const type = (err as { type?: string }).type;
-  const key = /makina-forbidden-key:(__proto__|constructor|prototype)/.exec((err as Error | undefined)?.message ?? "")?.[1];
-  if (key) {
-    return new MakinaError("invalid_value", `The key '${key}' is not allowed anywhere in a request body.`, { param: key });
-  }
   if (type === "entity.too.large") {
     return new MakinaError("request_too_large", `The request body is larger than the limit of ${limitBytes} bytes.`);
   }

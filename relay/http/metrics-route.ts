@@ -1,7 +1,7 @@
 import type { RequestHandler } from "express";
 import { MakinaError } from "../../proto/index.js";
-import { hashSecret, hashesEqual } from "../keys/index.js";
 import type { RelayMetrics } from "../metrics/index.js";
+import { bearerToken, isAdminToken } from "./auth/request-auth.js";
 
 /**
  * `GET /metrics`: the Prometheus text format, for a scraper that sends the
@@ -9,9 +9,7 @@ import type { RelayMetrics } from "../metrics/index.js";
  */
 export function metricsRoute(metrics: RelayMetrics, adminTokenHash: () => string | undefined): RequestHandler {
   return (req, res, next) => {
-    const token = /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "")?.[1];
-    const stored = adminTokenHash();
-    if (!token || !stored || !hashesEqual(stored, hashSecret(token))) {
+    if (!isAdminToken(bearerToken(req), adminTokenHash)) {
       next(new MakinaError("invalid_admin_token", "The metrics need the admin token: `Authorization: Bearer <admin token>`."));
       return;
     }

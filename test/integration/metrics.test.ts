@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashSecret } from "../../relay/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
-/** The value of one sample line of the Prometheus text format, 0 when absent. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
+/** The value of one sample line of the Prometheus text format; undefined when there is no such line. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   for (const line of text.split("\n")) {
     if (!line.startsWith(name)) continue;
@@ -12,7 +12,7 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
     const have = (m[2] ?? "").split(",").filter(Boolean);
     if (want.length === have.length && want.every((w) => have.includes(w))) return Number(m[3]);
   }
-  return 0;
+  return undefined;
 }
 
 describe("Prometheus metrics", () => {
@@ -60,11 +60,11 @@ describe("Prometheus metrics", () => {
     expect(sample(text, "makina_requests_total", { model: gw.modelId, status: "429", key_id: limited.record.id })).toBe(1);
     expect(sample(text, "makina_rate_limited_total", { kind: "requests" })).toBe(1);
     expect(sample(text, "makina_tokens_total", { model: gw.modelId, direction: "completion" })).toBe(2 + 3 + 4 + 1);
-    expect(sample(text, "makina_tokens_total", { model: gw.modelId, direction: "prompt" })).toBeGreaterThan(0);
+    expect(sample(text, "makina_tokens_total", { model: gw.modelId, direction: "prompt" })!).toBeGreaterThan(0);
     expect(sample(text, "makina_request_duration_seconds_count", { model: gw.modelId })).toBe(5);
     expect(sample(text, "makina_time_to_first_token_seconds_count", { model: gw.modelId })).toBe(1);
     expect(sample(text, "makina_requests_in_flight")).toBe(0);
     expect(sample(text, "makina_machines_online")).toBe(1);
-    expect(sample(text, "makina_relay_process_resident_memory_bytes")).toBeGreaterThan(0);
+    expect(sample(text, "makina_relay_process_resident_memory_bytes")!).toBeGreaterThan(0);
   });
 });

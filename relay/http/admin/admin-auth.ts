@@ -1,9 +1,8 @@
 import type { Request, RequestHandler, Response } from "express";
 import { MakinaError } from "../../../proto/index.js";
 import { Access, type WebSessions } from "../../auth/index.js";
-import { hashSecret, hashesEqual } from "../../keys/index.js";
 import type { Store } from "../../store/index.js";
-import { SESSION_COOKIE, readCookie } from "../auth/cookies.js";
+import { bearerToken, isAdminToken, requestSession, requireCsrf } from "../auth/request-auth.js";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -15,19 +14,20 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  */
 export function adminAuth(deps: { store: Store; sessions: WebSessions; adminTokenHash: () => string | undefined }): RequestHandler {
   return (req, res, next) => {
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "")?.[1];
+    const bearer = bearerToken(req);
     if (bearer !== undefined) {
-      const stored = deps.adminTokenHash();
-      if (!stored || !hashesEqual(stored, hashSecret(bearer))) return next(new MakinaError("invalid_admin_token", "Invalid admin token."));
+      if (!isAdminToken(bearer, deps.adminTokenHash)) return next(new MakinaError("invalid_admin_token", "Invalid admin token."));
       res.locals.access = new Access({ kind: "operator" }, deps.store);
       return next();
     }
-    const session = deps.sessions.resolve(readCookie(req, SESSION_COOKIE));
+    const session = requestSession(req, deps.sessions);
     if (!session) {
       return next(new MakinaError("invalid_admin_token", "Sign in, or pass the admin token as `Authorization: Bearer <admin token>`."));
     }
-    if (!SAFE_METHODS.has(req.method) && !deps.sessions.csrfMatches(session, req.get("x-csrf-token"))) {
-      return next(new MakinaError("invalid_csrf_token", "This request is missing its CSRF token (X-CSRF-Token). Reload the page and try again."));
+    try {
+      if (!SAFE_METHODS.has(req.method)) requireCsrf(req, deps.sessions, session);
+    } catch (err) {
+      return next(err);
     }
     res.locals.access = new Access({ kind: "user", ...session }, deps.store);
     next();

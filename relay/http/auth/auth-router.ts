@@ -3,10 +3,8 @@ import { MakinaError } from "../../../proto/index.js";
 import type { SessionUser, WebSessions } from "../../auth/index.js";
 import type { Store } from "../../store/index.js";
 import { jsonBody } from "../json-body.js";
-import { readCookie, SESSION_COOKIE, setSessionCookie } from "./cookies.js";
-
-/** How long the browser keeps the session cookie; the server's session lasts as long. */
-const SESSION_TTL_MS = 7 * 24 * 3600_000;
+import { setSessionCookie } from "./cookies.js";
+import { requestSession, requireCsrf } from "./request-auth.js";
 
 /**
  * Sign-in for the web application (`/auth/v1`): sign in, the current session
@@ -22,13 +20,13 @@ export function authRouter(deps: { store: Store; sessions: WebSessions }): Route
     return { user: { id: s.user.id, login: s.user.login, role: s.user.role }, org: org && { id: org.id, name: org.name, slug: org.slug }, csrf_token: s.csrfToken };
   };
   const current = (req: Request): SessionUser => {
-    const s = sessions.resolve(readCookie(req, SESSION_COOKIE));
+    const s = requestSession(req, sessions);
     if (!s) throw new MakinaError("invalid_credentials", "You are not signed in.");
     return s;
   };
   const withCsrf = (req: Request): SessionUser => {
     const s = current(req);
-    if (!sessions.csrfMatches(s, req.get("x-csrf-token"))) throw new MakinaError("invalid_csrf_token", "This request is missing its CSRF token (X-CSRF-Token). Reload the page and try again.");
+    requireCsrf(req, sessions, s);
     return s;
   };
   const handle = (fn: (req: Request, res: Response) => unknown) => (req: Request, res: Response, next: (err?: unknown) => void) => {
@@ -44,7 +42,8 @@ export function authRouter(deps: { store: Store; sessions: WebSessions }): Route
     handle((req, res) => {
       const b = (req.body ?? {}) as Record<string, unknown>;
       const s = sessions.signIn(b.login, b.password, req.socket.remoteAddress ?? "unknown");
-      setSessionCookie(req, res, s.cookie, SESSION_TTL_MS);
+      // The browser keeps the cookie exactly as long as the session lasts.
+      setSessionCookie(req, res, s.cookie, s.expiresAt - Date.now());
       return view(s);
     }),
   );

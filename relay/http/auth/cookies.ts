@@ -23,7 +23,7 @@ export function readCookie(req: Request, name: string): string | undefined {
 
 /** Sets (or, with `maxAgeMs` 0, clears) the session cookie: HttpOnly, SameSite=Strict, and Secure under HTTPS. */
 export function setSessionCookie(req: Request, res: Response, value: string, maxAgeMs: number): void {
-  const parts = [`${SESSION_COOKIE}=${encodeURIComponent(value)}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${Math.floor(maxAgeMs / 1000)}`];
+  const parts = [`${SESSION_COOKIE}=${encodeURIComponent(value)}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${Math.max(0, Math.round(maxAgeMs / 1000))}`];
   if (req.secure) parts.push("Secure");
   res.append("set-cookie", parts.join("; "));
 }

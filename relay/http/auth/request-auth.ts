@@ -1,0 +1,28 @@
+import type { Request } from "express";
+import { MakinaError } from "../../../proto/index.js";
+import type { SessionUser, WebSessions } from "../../auth/index.js";
+import { hashSecret, hashesEqual } from "../../keys/index.js";
+import { readCookie, SESSION_COOKIE } from "./cookies.js";
+
+/** The bearer token of a request, if it sent one. */
+export function bearerToken(req: Request): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "")?.[1];
+}
+
+/** True when `token` is the relay's admin token (compared by hash, in constant time). */
+export function isAdminToken(token: string | undefined, adminTokenHash: () => string | undefined): boolean {
+  const stored = adminTokenHash();
+  return token !== undefined && stored !== undefined && hashesEqual(stored, hashSecret(token));
+}
+
+/** The signed-in user of the request's session cookie, if any. */
+export function requestSession(req: Request, sessions: WebSessions): SessionUser | undefined {
+  return sessions.resolve(readCookie(req, SESSION_COOKIE));
+}
+
+/** Throws 403 `invalid_csrf_token` unless the request carries its session's CSRF token. */
+export function requireCsrf(req: Request, sessions: WebSessions, session: SessionUser): void {
+  if (!sessions.csrfMatches(session, req.get("x-csrf-token"))) {
+    throw new MakinaError("invalid_csrf_token", "This request is missing its CSRF token (X-CSRF-Token). Reload the page and try again.");
+  }
+}
