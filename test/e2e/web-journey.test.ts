@@ -60,6 +60,7 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByLabel("Password").fill("not the password");
     await page.getByRole("button", { name: "Sign in" }).click();
     await expect.poll(() => page.getByRole("alert").textContent()).toBe("The login or password is not right.");
+    await shot("sign-in-error");
     await page.getByLabel("Password").fill("first-admin-password");
     await page.getByLabel("Password").press("Enter");
     await page.getByRole("heading", { name: "No machines yet" }).waitFor();
@@ -136,6 +137,11 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("button", { name: "Create key" }).click();
     await page.getByLabel("Name").fill("support-bot");
     await page.getByRole("checkbox", { name: /tiny/ }).check();
+    // A limit the relay refuses is said in words next to its field; fixing it goes through.
+    await page.getByLabel("Requests per minute").fill("0");
+    await page.getByRole("button", { name: "Create key" }).last().click();
+    await expect.poll(() => page.locator("#key-rpm-error").textContent()).toBe("'rpm' must be a positive integer.");
+    await shot("key-form-error");
     await page.getByLabel("Requests per minute").fill("100");
     await page.getByRole("button", { name: "Create key" }).last().click();
     const secret = (await page.getByTestId("new-key-secret").textContent())!;
@@ -174,6 +180,18 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.getByTestId("machine-runtimes").textContent()).toContain("tiny");
     await expect.poll(() => page.getByTestId("machine-models").textContent()).toContain("stories260K.gguf");
     await shot("machine-detail-deployed");
+    // A deploy that fails says why on the stack's page, with a retry.
+    await nav("Forge");
+    await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
+    await page.getByLabel("Model reference").fill("/models/not-on-this-machine.gguf");
+    await page.getByLabel("Model id").fill("missing");
+    await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await expect.poll(() => page.getByRole("alert").first().textContent(), { timeout: 20_000 }).toContain("The deploy failed:");
+    expect(await page.getByRole("alert").first().textContent()).toContain("/models/not-on-this-machine.gguf");
+    expect(await page.getByRole("button", { name: "Retry deploy" }).count()).toBe(1);
+    await shot("stack-failed");
+
     await page.getByRole("link", { name: "admin admin" }).click();
     await page.getByRole("heading", { name: "Change password" }).waitFor();
     await shot("account");

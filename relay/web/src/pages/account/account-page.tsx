@@ -3,6 +3,7 @@ import type { ApiError } from "../../api/admin-client.js";
 import { useApp } from "../../app-context.js";
 import { describedBy, Field } from "../../components/field.js";
 import { Notice, PageHeader } from "../../components/notice.js";
+import { FormActions } from "../../components/form-actions.js";
 
 /** The signed-in user: who it is, and a way to change its password. */
 export function AccountPage() {
@@ -43,6 +44,8 @@ export function AccountPage() {
         {done && <Notice tone="ok">Password changed. Your other sessions are signed out.</Notice>}
         {error && !["current_password", "new_password", "repeat"].includes(error.param ?? "") && <Notice tone="error">{error.message}</Notice>}
         <form onSubmit={submit} noValidate>
+          {/* Tells password managers whose password this is. */}
+          <input type="text" name="username" autoComplete="username" value={session.user.login} readOnly hidden />
           <Field id="current-password" label="Current password" error={err("current_password")}>
             <input id="current-password" type="password" autoComplete="current-password" value={current} onInput={(e) => setCurrent(e.currentTarget.value)} aria-describedby={describedBy("current-password", err("current_password"))} />
           </Field>
@@ -52,11 +55,7 @@ export function AccountPage() {
           <Field id="repeat-password" label="New password again" error={err("repeat")}>
             <input id="repeat-password" type="password" autoComplete="new-password" value={repeat} onInput={(e) => setRepeat(e.currentTarget.value)} aria-describedby={describedBy("repeat-password", err("repeat"))} />
           </Field>
-          <div class="form-actions">
-            <button type="submit" class="button primary" disabled={busy}>
-              {busy ? "Changing…" : "Change password"}
-            </button>
-          </div>
+          <FormActions label="Change password" busyLabel="Changing…" busy={busy} />
         </form>
       </section>
     </>

@@ -7,6 +7,7 @@ import { CopyBlock } from "../../components/copy-button.js";
 import { describedBy, Field } from "../../components/field.js";
 import { formatAgo } from "../../components/format.js";
 import { Notice, PageHeader } from "../../components/notice.js";
+import { FormActions } from "../../components/form-actions.js";
 
 /** The people of the organization; admins add members and admins. */
 export function UsersPage() {
@@ -65,14 +66,7 @@ export function UsersPage() {
                 <option value="admin">Admin</option>
               </select>
             </Field>
-            <div class="form-actions">
-              <button type="submit" class="button primary">
-                Add
-              </button>
-              <button type="button" class="button secondary" onClick={() => setAdding(false)}>
-                Cancel
-              </button>
-            </div>
+            <FormActions label="Add" onCancel={() => setAdding(false)} />
           </form>
           {error && error.param !== "login" && <Notice tone="error">{error.message}</Notice>}
         </section>

@@ -3,7 +3,7 @@ import type { ApiError } from "../../api/admin-client.js";
 import type { ApiKey, List, Machine, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
-import { formatAgo } from "../../components/format.js";
+import { formatAgo, plural } from "../../components/format.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { NewKeyForm } from "./new-key-form.js";
@@ -85,9 +85,9 @@ export function KeysPage() {
                     </td>
                     <td class="small">{[k.rpm ? `${k.rpm} RPM` : "", k.tpm ? `${k.tpm} TPM` : ""].filter(Boolean).join(" · ") || "none"}</td>
                     <td class="small" data-testid={`key-usage-${k.id}`}>
-                      {k.requests_24h} requests
+                      {plural(k.requests_24h, "request")}
                       <br />
-                      {k.tokens_24h.toLocaleString("en-US")} tokens
+                      {plural(k.tokens_24h, "token")}
                     </td>
                     <td class="small muted">
                       {formatAgo(k.created_at)}

@@ -5,6 +5,7 @@ import { useApp } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
 import { describedBy, Field } from "../../components/field.js";
 import { Notice } from "../../components/notice.js";
+import { FormActions } from "../../components/form-actions.js";
 
 /** Creates a key with optional stack and machine restrictions and limits; shows the secret once. */
 export function NewKeyForm({ stacks, machines, onClose }: { stacks: Stack[]; machines: Machine[]; onClose: () => void }) {
@@ -87,14 +88,7 @@ export function NewKeyForm({ stacks, machines, onClose }: { stacks: Stack[]; mac
             <input id="key-tpm" type="number" min="1" step="1" inputMode="numeric" value={tpm} onInput={(e) => setTpm(e.currentTarget.value)} aria-describedby={describedBy("key-tpm", err("tpm"))} />
           </Field>
         </div>
-        <div class="form-actions">
-          <button type="submit" class="button primary" disabled={busy}>
-            {busy ? "Creating…" : "Create key"}
-          </button>
-          <button type="button" class="button secondary" onClick={onClose}>
-            Cancel
-          </button>
-        </div>
+        <FormActions label="Create key" busyLabel="Creating…" busy={busy} onCancel={onClose} />
       </form>
     </section>
   );

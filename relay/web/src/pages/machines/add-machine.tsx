@@ -7,6 +7,7 @@ import { describedBy, Field } from "../../components/field.js";
 import { HardwareSummary } from "./hardware-summary.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { Link } from "../../components/link.js";
+import { FormActions } from "../../components/form-actions.js";
 
 /**
  * Adds a machine: names it, shows its install command and token once, and
@@ -42,14 +43,7 @@ export function AddMachine({ machines, onClose }: { machines: Machine[]; onClose
           <Field id="machine-name" label="Name" error={error?.message} hint="How it shows in lists, e.g. gpu-box-1.">
             <input id="machine-name" value={name} onInput={(e) => setName(e.currentTarget.value)} aria-describedby={describedBy("machine-name", error?.message)} autoFocus />
           </Field>
-          <div class="form-actions">
-            <button type="submit" class="button primary" disabled={busy}>
-              {busy ? "Creating…" : "Create machine"}
-            </button>
-            <button type="button" class="button secondary" onClick={onClose}>
-              Cancel
-            </button>
-          </div>
+          <FormActions label="Create machine" busyLabel="Creating…" busy={busy} onCancel={onClose} />
         </form>
       </section>
     );

@@ -48,7 +48,7 @@ export function DeploymentProgress({ deployment }: { deployment: Deployment }) {
         <li key={step.seq} class={`step ${step.state}`} data-step={step.kind} data-state={step.state}>
           <div class="step-head">
             <span class="step-name">{STEP_NAMES[step.kind] ?? step.kind}</span>
-            <StateBadge state={step.state} />
+            {deployment.state === "failed" && step.state === "pending" ? <StateBadge state="draft" label="not run" /> : <StateBadge state={step.state} />}
           </div>
           {step.kind === "pull_model" && <PullProgress step={step} />}
           {step.error && <p class="field-error">{step.error}</p>}

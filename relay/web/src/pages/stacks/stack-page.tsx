@@ -117,7 +117,7 @@ export function StackPage({ id }: { id: string }) {
           {s.deployment ? (
             <>
               <DeploymentProgress deployment={s.deployment} />
-              {s.deployment.error && <p class="field-error">{s.deployment.error}</p>}
+              {s.deployment.error && !s.deployment.steps.some((step) => step.error) && <p class="field-error">{s.deployment.error}</p>}
             </>
           ) : (
             <p class="muted">Not deployed yet. Deploy installs the runtime, pulls the model and configures the endpoint on the machine.</p>
