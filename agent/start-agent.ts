@@ -1,4 +1,4 @@
-import { createLogger, MakinaError, PROTOCOL_VERSION, toLinkError, type CommandProgress, type HardwareReport, type Logger } from "../proto/index.js";
+import { createLogger, PROTOCOL_VERSION, type HardwareReport, type LinkDialer, type Logger } from "../proto/index.js";
 import { mkdir, statfs } from "node:fs/promises";
 import type { AgentConfig } from "./config.js";
 import type { AgentStatus } from "./control/agent-status.js";
@@ -6,7 +6,9 @@ import { startControlServer, type ControlServer } from "./control/control-server
 import { detectHardware, hardwareChanged, type HardwareSource } from "./hardware/detect-hardware.js";
 import { Backoff } from "./link/backoff.js";
 import { InferenceDispatcher } from "./link/inference-dispatcher.js";
+import { GrpcDialer } from "./link/grpc-dialer.js";
 import { LinkClient } from "./link/link-client.js";
+import { RelayMessageHandler } from "./link/relay-message-handler.js";
 import { InventoryReporter } from "./control/inventory-reporter.js";
 import { modelsOnDisk } from "./control/models-on-disk.js";
 import { ModelStore } from "./models/model-store.js";
@@ -31,8 +33,16 @@ export interface Agent {
   stop(): Promise<void>;
 }
 
+/** Options of {@link startAgent}. */
+export interface StartAgentOptions {
+  log?: Logger;
+  hardwareSource?: HardwareSource;
+  /** How to reach the relay; absent to dial `config.server` over gRPC. `makina up` passes its relay's in-process dialer. */
+  dial?: LinkDialer;
+}
+
 /** Composition root of the agent: hardware, model store, runtimes, link. */
-export async function startAgent(config: AgentConfig, options: { log?: Logger; hardwareSource?: HardwareSource } = {}): Promise<Agent> {
+export async function startAgent(config: AgentConfig, options: StartAgentOptions = {}): Promise<Agent> {
   const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "agent", machineId: config.machineId });
   const startedAt = Date.now();
   let { report: hardware, problems: hardwareProblems } = await detectHardware({ log, source: options.hardwareSource });
@@ -48,65 +58,26 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
     },
     hardware: () => hardware,
     onRuntimeState: (stackId, state, error) => {
-      link.send({ body: { $case: "runtimeStatus", value: { stackId, state, error: error ?? "" } } });
+      link.send({ type: "runtimeState", stackId, state, error: error ?? "" });
       void inventory.report();
     },
     log: log.child({ component: "stacks" }),
   });
-  const commands = new Map<string, AbortController>();
   // `link` is defined below; these closures only run once it exists.
-  const inference = new InferenceDispatcher(host, (m) => link.send(m), log.child({ component: "inference" }));
+  const send = (m: Parameters<LinkClient["send"]>[0]) => link.send(m);
+  const inference = new InferenceDispatcher(host, send, log.child({ component: "inference" }));
+  const relayMessages = new RelayMessageHandler({ inference, host, send, onStepDone: () => void inventory.report(), log });
+  const grpc = options.dial ? undefined : new GrpcDialer(config.server, { machineId: config.machineId, token: config.token });
   const link: LinkClient = new LinkClient({
-    server: config.server,
-    machineId: config.machineId,
-    token: config.token,
-    hello: () => ({ protocolVersion: PROTOCOL_VERSION, agentVersion: agentVersion(), hardware }),
+    dial: options.dial ?? grpc!.dial,
+    onStopped: () => grpc?.close(),
+    hello: () => ({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: agentVersion(), hardware }),
     inFlight: () => inference.inFlight,
     backoff: new Backoff({ minMs: config.reconnectMinMs, maxMs: config.reconnectMaxMs }),
     log: log.child({ component: "link" }),
     onOnline: () => inventory.linkOnline(),
-    onDisconnect: () => {
-      inference.abortAll("the link to the relay was lost");
-      for (const c of commands.values()) c.abort(new MakinaError("canceled", "the link to the relay was lost"));
-    },
-    onMessage: (message) => {
-      const body = message.body;
-      switch (body?.$case) {
-        case "inferenceRequest":
-          inference.start(body.value);
-          return;
-        case "inferenceCancel":
-          inference.cancel(body.value.requestId, body.value.reason);
-          return;
-        case "inferenceCredit":
-          inference.credit(body.value.requestId, body.value.credits);
-          return;
-        case "command": {
-          const command = body.value;
-          const controller = new AbortController();
-          commands.set(command.commandId, controller);
-          const progress = (p: Omit<CommandProgress, "commandId">) =>
-            link.send({ body: { $case: "commandProgress", value: { commandId: command.commandId, ...p } } });
-          host
-            .run(command, progress, controller.signal)
-            .then(
-              (result) => link.send({ body: { $case: "commandResult", value: { ...result, commandId: command.commandId } } }),
-              (err: unknown) => {
-                const e = MakinaError.from(err);
-                log.warn("command failed", { stackId: command.stackId, step: command.step?.$case, err: e, cause: e.cause });
-                link.send({ body: { $case: "commandResult", value: { commandId: command.commandId, error: toLinkError(e), modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } } });
-              },
-            )
-            .finally(() => {
-              commands.delete(command.commandId);
-              void inventory.report();
-            });
-          return;
-        }
-        default:
-          return;
-      }
-    },
+    onDisconnect: () => relayMessages.linkLost("the link to the relay was lost"),
+    onMessage: (message) => relayMessages.handle(message),
   });
   const runtimeVersion = (kind: string) => (kind === "gguf" ? `node-llama-cpp ${dependencyVersion("node-llama-cpp")}` : kind === "openai" ? "external" : "see the runtime's venv");
   const inventory = new InventoryReporter(
@@ -117,7 +88,7 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
         models: modelsOnDisk(await models.list(), runtimes).map(({ source: _source, ...m }) => m),
       };
     },
-    (value) => link.send({ body: { $case: "inventory", value } }),
+    (inventory) => link.send({ type: "inventory", inventory }),
     log,
   );
   const status = async (): Promise<AgentStatus> => {
@@ -156,7 +127,7 @@ export async function startAgent(config: AgentConfig, options: { log?: Logger; h
       if (!hardwareChanged(hardware, next.report)) return;
       hardware = next.report;
       log.info("hardware changed");
-      link.send({ body: { $case: "hardwareUpdate", value: hardware } });
+      link.send({ type: "hardware", hardware });
     });
   }, config.hardwareIntervalMs);
   hardwareTimer.unref();

@@ -1,6 +1,7 @@
-export * from "./generated/agent_link.js";
+export * from "./link/link-messages.js";
+export { inProcessDialer } from "./link/in-process-link.js";
 export { PROTOCOL_VERSION, MACHINE_ID_METADATA, AUTHORIZATION_METADATA, DEFAULT_INITIAL_CREDIT } from "./link/constants.js";
-export { toLinkError, fromLinkError } from "./link/link-error.js";
+export { toErrorReport, fromErrorReport } from "./link/link-error.js";
 export * from "./errors/index.js";
 export * from "./log/index.js";
 export { RUNTIME_CAPABILITIES, RUNTIME_LAYERS, HARNESS_KINDS, ORCHESTRATOR_KINDS, type RuntimeKind } from "./runtimes/runtime-capabilities.js";

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
-import { createLogger, type Logger } from "../proto/index.js";
+import { createLogger, inProcessDialer, type LinkCredentials, type LinkDialer, type Logger } from "../proto/index.js";
 import type { RelayConfig } from "./config.js";
 import { relayPaths } from "./config.js";
 import { WebSessions } from "./auth/index.js";
@@ -10,7 +10,7 @@ import { EventBus } from "./events/index.js";
 import { UsageRecorder } from "./usage/index.js";
 import { RelayMetrics } from "./metrics/index.js";
 import { Deployer } from "./deploy/index.js";
-import { AgentRegistry, startLinkServer } from "./grpc/index.js";
+import { AgentRegistry, linkAcceptor, startLinkServer } from "./link/index.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
@@ -35,6 +35,11 @@ export interface Relay {
   readonly events: EventBus;
   /** Gateway usage per key and model, for the usage page. */
   readonly usage: UsageRecorder;
+  /**
+   * Opens links from an agent in this same process (`makina up`): the agent's messages are handed to the
+   * relay as they are, with no gRPC, no encoding and no socket between them.
+   */
+  inProcessDialer(credentials: LinkCredentials): LinkDialer;
   /** The admin token, read from the data directory. */
   readonly adminToken: string;
   /** Drains and stops everything. Idempotent. */
@@ -79,15 +84,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const usage = new UsageRecorder(store.db);
   const metrics = new RelayMetrics({ machinesOnline: () => registry.size });
   const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events);
-  const link = await startLinkServer({
-    store,
-    registry,
-    events,
-    log: log.child({ component: "link" }),
-    host: config.grpcHost,
-    port: config.grpcPort,
-    heartbeatIntervalMs: config.heartbeatIntervalMs,
-  });
+  const accept = linkAcceptor({ store, registry, events, log: log.child({ component: "link" }), heartbeatIntervalMs: config.heartbeatIntervalMs });
+  const link = await startLinkServer({ accept, registry, host: config.grpcHost, port: config.grpcPort });
   const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
   const linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
   const control = new ControlPlane(store, deployer, () => linkAddress, events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
@@ -138,6 +136,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     events,
     usage,
     adminToken,
+    inProcessDialer: (credentials) => inProcessDialer(accept, credentials),
     stop() {
       stopping ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -44,6 +44,15 @@ describe("repository rules", () => {
     expect(violations).toEqual([]);
   });
 
+  it("keeps the link's generated wire types at the edge: only the codecs and gRPC transports import them", () => {
+    const edge = ["agent/link/agent-link-codec.ts", "agent/link/grpc-dialer.ts", "relay/link/relay-link-codec.ts", "relay/link/grpc-link-server.ts", "proto/wire.ts"];
+    const importers = serverFiles
+      .filter(({ file }) => importsOf(file).some((spec) => /(^|\/)(wire|generated\/agent_link)\.js$/.test(spec)))
+      .map(({ file }) => relative(REPO_ROOT, file))
+      .sort();
+    expect(importers).toEqual([...edge].sort());
+  });
+
   it("writes no console output outside the CLI", () => {
     const offenders = serverFiles.filter(({ area, file }) => area !== "cli" && /\bconsole\.(log|error|warn|info|debug)\(/.test(readFileSync(file, "utf8")));
     expect(offenders.map((f) => relative(REPO_ROOT, f.file))).toEqual([]);

@@ -1,4 +1,4 @@
-import { MakinaError, toLinkError, type AgentMessage, type InferenceEnd, type InferenceRequest, type Logger } from "../../proto/index.js";
+import { MakinaError, toErrorReport, type AgentToRelay, type Logger, type RelayToAgent } from "../../proto/index.js";
 import type { StackHost } from "../stacks/stack-host.js";
 import { CreditGate } from "./credit-gate.js";
 
@@ -9,7 +9,7 @@ interface Active {
 
 /**
  * Serves inference requests arriving over the link: runs each on its stack's
- * runtime, sends chunks only against the relay's credits, and aborts the
+ * runtime, sends text only against the relay's credits, and aborts the
  * runtime when the relay cancels or the link is lost.
  */
 export class InferenceDispatcher {
@@ -21,7 +21,7 @@ export class InferenceDispatcher {
 
   constructor(
     private readonly host: StackHost,
-    private readonly send: (message: AgentMessage) => void,
+    private readonly send: (message: AgentToRelay) => void,
     private readonly log: Logger,
   ) {}
 
@@ -36,8 +36,8 @@ export class InferenceDispatcher {
     return n;
   }
 
-  start(request: InferenceRequest): void {
-    const active: Active = { controller: new AbortController(), gate: new CreditGate(request.initialCredit) };
+  start(request: Extract<RelayToAgent, { type: "infer" }>): void {
+    const active: Active = { controller: new AbortController(), gate: new CreditGate(request.credit) };
     this.active.set(request.requestId, active);
     void this.serve(request, active).finally(() => this.active.delete(request.requestId));
   }
@@ -55,38 +55,34 @@ export class InferenceDispatcher {
     for (const a of this.active.values()) a.controller.abort(new MakinaError("canceled", reason));
   }
 
-  private async serve(request: InferenceRequest, active: Active): Promise<void> {
-    const { requestId } = request;
+  private async serve(request: Extract<RelayToAgent, { type: "infer" }>, active: Active): Promise<void> {
+    const { requestId, stackId } = request;
     const signal = active.controller.signal;
-    const log = this.log.child({ requestId, stackId: request.stackId });
+    // What the runtime has used so far: sent when the request is canceled or fails midway, so its tokens count.
     const usage = { promptTokens: 0, completionTokens: 0 };
-    const end = (outcome: InferenceEnd["outcome"]) =>
-      this.send({ body: { $case: "inferenceEnd", value: { requestId, outcome, usage: { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens } } } });
     try {
-      const runtime = this.host.runtime(request.stackId);
+      const runtime = this.host.runtime(stackId);
       if (!runtime) throw new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
-      const { requestId: _id, stackId: _stack, initialCredit: _credit, ...input } = request;
-      const events = runtime.chat(input, { signal, usage });
-      for await (const ev of events) {
+      for await (const ev of runtime.chat(request.input, { signal, usage })) {
         if (ev.type === "text") {
           await active.gate.take(signal);
-          this.send({ body: { $case: "inferenceChunk", value: { requestId, text: ev.text } } });
+          this.send({ type: "text", requestId, text: ev.text });
           this.chunksSent++;
         } else {
-          end({ $case: "done", value: { finishReason: ev.finishReason } });
+          this.send({ type: "end", requestId, finishReason: ev.finishReason, usage: ev.usage });
         }
       }
     } catch (err) {
       if (signal.aborted) {
         // The relay still wants the usage of a canceled request: its tokens count toward the key's limits.
-        log.info("request canceled", { reason: (signal.reason as Error | undefined)?.message, completionTokens: usage.completionTokens });
+        this.log.info("request canceled", { requestId, stackId, reason: (signal.reason as Error | undefined)?.message, completionTokens: usage.completionTokens });
         this.canceled++;
-        end({ $case: "done", value: { finishReason: "canceled" } });
+        this.send({ type: "end", requestId, finishReason: "canceled", usage });
         return;
       }
       const e = MakinaError.from(err);
-      if (e.code === "internal_error") log.error("inference failed", { err, cause: e.cause });
-      end({ $case: "error", value: toLinkError(e) });
+      if (e.code === "internal_error") this.log.error("inference failed", { requestId, stackId, err, cause: e.cause });
+      this.send({ type: "failed", requestId, error: toErrorReport(e), usage });
     }
   }
 }

@@ -1,16 +1,11 @@
-import { credentials, Metadata, status, type ClientDuplexStream, type ServiceError } from "@grpc/grpc-js";
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  AgentLinkClient,
-  AUTHORIZATION_METADATA,
-  MACHINE_ID_METADATA,
-  type AgentMessage,
-  type Hello,
-  type Logger,
-  type RelayMessage,
-  type Welcome,
-} from "../../proto/index.js";
+import type { AgentToRelay, LinkDialer, LinkEnd, Logger, RelayToAgent } from "../../proto/index.js";
 import { Backoff } from "./backoff.js";
+
+/** The agent's hello on a new link. */
+export type Hello = Extract<AgentToRelay, { type: "hello" }>;
+/** The relay's welcome of a link. */
+export type Welcome = Extract<RelayToAgent, { type: "welcome" }>;
 
 /**
  * Link states: `connecting` (dialing, hello sent) → `online` (welcomed) →
@@ -20,13 +15,14 @@ export type LinkState = "idle" | "connecting" | "online" | "waiting" | "stopped"
 
 /** Options of {@link LinkClient}. */
 export interface LinkClientOptions {
-  server: string;
-  machineId: string;
-  token: string;
+  /** Opens a link to the relay: over gRPC ({@link GrpcDialer}), or in this process (`makina up`). */
+  dial: LinkDialer;
+  /** Called once after the client stopped, to release what the dialer holds. */
+  onStopped?: () => void;
   /** Builds the hello sent on every new link. */
   hello: () => Hello;
   /** Every relay message after the welcome. */
-  onMessage: (message: RelayMessage) => void;
+  onMessage: (message: RelayToAgent) => void;
   /** Called when a link is lost (after being welcomed or not). */
   onDisconnect: () => void;
   /** Called once the relay welcomed a new link. */
@@ -43,8 +39,7 @@ export interface LinkClientOptions {
  * jitter whenever the link is lost.
  */
 export class LinkClient {
-  private client: AgentLinkClient | undefined;
-  private call: ClientDuplexStream<AgentMessage, RelayMessage> | undefined;
+  private relay: LinkEnd<AgentToRelay> | undefined;
   private readonly stopController = new AbortController();
   private loop: Promise<void> | undefined;
   state: LinkState = "idle";
@@ -71,19 +66,12 @@ export class LinkClient {
   }
 
   /** Sends a message on the current link; dropped when there is none (the relay fails what was pending). */
-  send(message: AgentMessage): void {
-    if (this.state === "online") this.call?.write(message);
+  send(message: AgentToRelay): void {
+    if (this.state === "online") this.relay?.send(message);
   }
 
   private async run(): Promise<void> {
     const { log } = this.options;
-    this.client = new AgentLinkClient(this.options.server, credentials.createInsecure(), {
-      "grpc.keepalive_time_ms": 10_000,
-      "grpc.keepalive_timeout_ms": 5_000,
-      "grpc.keepalive_permit_without_calls": 1,
-      "grpc.max_receive_message_length": 64 * 1024 * 1024,
-      "grpc.initial_reconnect_backoff_ms": 250,
-    });
     while (!this.stopController.signal.aborted) {
       this.state = "connecting";
       await this.session();
@@ -101,11 +89,6 @@ export class LinkClient {
   private session(): Promise<void> {
     const { log } = this.options;
     return new Promise<void>((resolve) => {
-      const metadata = new Metadata();
-      metadata.set(MACHINE_ID_METADATA, this.options.machineId);
-      metadata.set(AUTHORIZATION_METADATA, `Bearer ${this.options.token}`);
-      const call = this.client!.connect(metadata);
-      this.call = call;
       let heartbeat: NodeJS.Timeout | undefined;
       let ended = false;
       const end = (reason: string) => {
@@ -115,43 +98,44 @@ export class LinkClient {
         this.stopController.signal.removeEventListener("abort", onStop);
         this.welcome = null;
         this.onlineSince = null;
-        this.call = undefined;
+        this.relay = undefined;
         this.lastError = reason;
-        call.cancel();
+        relay.close(reason);
         resolve();
       };
       const onStop = () => end("stopped");
       this.stopController.signal.addEventListener("abort", onStop, { once: true });
-
-      call.on("data", (message: RelayMessage) => {
-        if (message.body?.$case === "welcome") {
-          this.welcome = message.body.value;
-          this.state = "online";
-          this.lastError = null;
-          this.onlineSince = Date.now();
-          this.credentialsRejected = false;
-          this.options.backoff.reset();
-          log.info("link online", { machineId: message.body.value.machineId });
-          const interval = Math.max(100, message.body.value.heartbeatIntervalMs);
-          heartbeat = setInterval(() => {
-            call.write({ body: { $case: "heartbeat", value: { sentAtMs: Date.now(), inFlight: this.options.inFlight() } } });
-          }, interval);
-          for (const w of this.onlineWaiters) w();
-          this.onlineWaiters.clear();
-          this.options.onOnline?.();
-          return;
-        }
-        if (message.body?.$case === "heartbeat") return;
-        this.options.onMessage(message);
+      const relay: LinkEnd<AgentToRelay> = this.options.dial({
+        send: (message) => {
+          if (ended) return;
+          if (message.type === "welcome") {
+            this.welcome = message;
+            this.state = "online";
+            this.lastError = null;
+            this.onlineSince = Date.now();
+            this.credentialsRejected = false;
+            this.options.backoff.reset();
+            log.info("link online", { machineId: message.machineId });
+            const interval = Math.max(100, message.heartbeatIntervalMs);
+            heartbeat = setInterval(() => relay.send({ type: "heartbeat", sentAtMs: Date.now(), inFlight: this.options.inFlight() }), interval);
+            for (const w of this.onlineWaiters) w();
+            this.onlineWaiters.clear();
+            this.options.onOnline?.();
+            return;
+          }
+          if (message.type === "heartbeat") return;
+          this.options.onMessage(message);
+        },
+        close: (reason, refused) => {
+          if (ended) return;
+          this.credentialsRejected = refused === "credentials";
+          if (refused === "credentials") log.error("the relay rejected this machine's credentials", { details: reason });
+          else if (!this.stopController.signal.aborted) log.warn("link error", { reason });
+          end(reason);
+        },
       });
-      call.on("error", (err: ServiceError) => {
-        this.credentialsRejected = err.code === status.UNAUTHENTICATED;
-        if (err.code === status.UNAUTHENTICATED) log.error("the relay rejected this machine's credentials", { details: err.details });
-        else if (err.code !== status.CANCELLED) log.warn("link error", { code: err.code, details: err.details });
-        end(`${status[err.code] ?? err.code}: ${err.details}`);
-      });
-      call.on("end", () => end("the relay closed the link"));
-      call.write({ body: { $case: "hello", value: this.options.hello() } });
+      this.relay = relay;
+      relay.send({ ...this.options.hello() });
     });
   }
 
@@ -159,7 +143,7 @@ export class LinkClient {
   async stop(): Promise<void> {
     this.stopController.abort();
     await this.loop;
-    this.client?.close();
+    this.options.onStopped?.();
     this.state = "stopped";
   }
 }

@@ -1,26 +1,20 @@
-import type { InferenceRequest } from "../../proto/index.js";
+import type { ChatInput, TokenEvent, Usage } from "../../proto/index.js";
+
+export type { ChatInput };
 
 /**
- * A chat request as a runtime sees it: the wire request without its routing and
- * flow-control fields. `maxTokens` 0 means what is left of the context; penalties 0 are off.
+ * What a runtime yields: the link's one token vocabulary, text as it is produced, then one `end` whose
+ * usage covers the whole request. A runtime never yields `canceled`: a canceled request throws.
  */
-export type ChatInput = Omit<InferenceRequest, "requestId" | "stackId" | "initialCredit">;
-
-/** What a runtime yields: text as it is produced, then one `end`. */
-export type RuntimeEvent =
-  | { type: "text"; text: string }
-  | { type: "end"; finishReason: "stop" | "length"; promptTokens: number; completionTokens: number };
+export type RuntimeEvent = TokenEvent;
 
 /** Tokens a request has used so far; a runtime updates it as it goes, so a canceled request can still be charged. */
-export interface TokenUsage {
-  promptTokens: number;
-  completionTokens: number;
-}
+export type TokenUsage = Usage;
 
 /** Options of {@link ModelRuntime.chat}. */
 export interface ChatOptions {
   signal?: AbortSignal;
-  /** Filled in while generating (prompt tokens once counted, completion tokens per token). */
+  /** Filled in while generating (prompt tokens once counted, completion tokens per token): read when a request is canceled or fails midway. */
   usage?: TokenUsage;
 }
 
@@ -28,7 +22,7 @@ export interface ChatOptions {
 export interface ModelRuntime {
   /** Tokens of context each request gets; 0 when the runtime does not say. */
   readonly contextSize: number;
-  /** Where it serves: `in-process`, or the local base URL of its server. */
+  /** Where it serves: `unix:/…` for a GGUF model process, or the local base URL of its server. */
   readonly endpoint: string;
   /** The process serving it, when the agent runs one. */
   readonly pid?: number;

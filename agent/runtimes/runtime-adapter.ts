@@ -1,5 +1,5 @@
 import type { HardwareReport, Logger } from "../../proto/index.js";
-import type { CommandProgress } from "../../proto/index.js";
+import type { StepProgress } from "../../proto/index.js";
 import type { ModelRuntime } from "./model-runtime.js";
 
 import type { RuntimeKind } from "../../proto/index.js";
@@ -26,7 +26,7 @@ export interface RuntimeContext {
   python: string;
   log: Logger;
   signal?: AbortSignal;
-  onProgress?: (p: Omit<CommandProgress, "commandId">) => void;
+  onProgress?: (p: StepProgress) => void;
   /** Reports state changes of a supervised runtime after it started (restarts, crash loop). */
   onState?: (state: "loading" | "ready" | "failed", error: string | null) => void;
 }

@@ -1,12 +1,11 @@
-import { MakinaError, type Command, type CommandProgress, type CommandResult, type HardwareReport, type Logger } from "../../proto/index.js";
+import { MakinaError, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
 import type { AgentConfig } from "../config.js";
 import type { ModelStore } from "../models/model-store.js";
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { unmetRequirements, type RuntimeAdapter, type RuntimeContext, type RuntimeKind } from "../runtimes/runtime-adapter.js";
 import { join } from "node:path";
 
-/** Runtime states as `runtime list` shows them. */
-export type RuntimeState = "loading" | "ready" | "failed";
+export type { RuntimeState };
 
 /** A stack's runtime on this machine. */
 export interface HostedStack {
@@ -92,7 +91,7 @@ export class StackHost {
     return adapter;
   }
 
-  private context(onProgress: (p: Omit<CommandProgress, "commandId">) => void, signal?: AbortSignal, stackId?: string): RuntimeContext {
+  private context(onProgress: (p: StepProgress) => void, signal?: AbortSignal, stackId?: string): RuntimeContext {
     return {
       runtimesDir: join(this.deps.config.dataDir, "runtimes"),
       python: this.deps.config.python,
@@ -110,20 +109,19 @@ export class StackHost {
   }
 
   /** Runs one deploy step; progress goes to `onProgress`. */
-  async run(command: Command, onProgress: (p: Omit<CommandProgress, "commandId">) => void, signal?: AbortSignal): Promise<Omit<CommandResult, "commandId">> {
-    const empty = { error: undefined, modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 };
-    const step = command.step;
-    const log = this.deps.log.child({ stackId: command.stackId, step: step?.$case });
-    switch (step?.$case) {
+  async run(stackId: string, step: DeployStep, onProgress: (p: StepProgress) => void, signal?: AbortSignal): Promise<StepResult> {
+    const empty: StepResult = { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 };
+    const log = this.deps.log.child({ stackId, step: step.kind });
+    switch (step.kind) {
       case "installRuntime": {
-        const { version } = await this.adapter(step.value.runtime).install(this.context(onProgress, signal));
-        log.info("runtime installed", { runtime: step.value.runtime, version });
+        const { version } = await this.adapter(step.runtime).install(this.context(onProgress, signal));
+        log.info("runtime installed", { runtime: step.runtime, version });
         return empty;
       }
       case "pullModel": {
-        if (pulledByRuntime(step.value.runtime, step.value.ref)) return empty;
-        const model = await this.deps.models.pull(step.value.ref, {
-          expectedSha256: step.value.sha256 || undefined,
+        if (pulledByRuntime(step.runtime, step.ref)) return empty;
+        const model = await this.deps.models.pull(step.ref, {
+          expectedSha256: step.sha256 || undefined,
           signal,
           onProgress: (p) => onProgress({ stage: "downloading", ...p }),
         });
@@ -131,18 +129,18 @@ export class StackHost {
         return { ...empty, modelPath: model.path, modelSha256: model.sha256, modelSizeBytes: model.sizeBytes };
       }
       case "configureEndpoint": {
-        const { runtime: kind, modelRef, modelId } = step.value;
+        const { runtime: kind, modelRef, modelId } = step;
         const adapter = this.adapter(kind);
         const model = pulledByRuntime(kind, modelRef) ? null : await this.deps.models.pull(modelRef, { signal });
-        const current = this.runtimes.get(command.stackId);
-        const existing = this.hosted.get(command.stackId);
+        const current = this.runtimes.get(stackId);
+        const existing = this.hosted.get(stackId);
         if (current && existing?.state !== "failed" && existing?.modelRef === modelRef && existing.runtime === kind) {
           // A reconnect re-sends the deploy sequence: the runtime already serving keeps serving.
           return { ...empty, contextSize: current.contextSize };
         }
-        this.runtimes.delete(command.stackId);
+        this.runtimes.delete(stackId);
         await current?.close();
-        this.record(command.stackId, {
+        this.record(stackId, {
           state: "loading",
           modelId,
           runtime: kind,
@@ -155,26 +153,24 @@ export class StackHost {
         onProgress({ stage: "starting the runtime", doneBytes: 0, totalBytes: model?.sizeBytes ?? 0, bytesPerSecond: 0, etaSeconds: 0 });
         let runtime: ModelRuntime;
         try {
-          runtime = await adapter.start({ modelId, ref: modelRef, path: model?.path ?? null }, this.context(onProgress, signal, command.stackId));
+          runtime = await adapter.start({ modelId, ref: modelRef, path: model?.path ?? null }, this.context(onProgress, signal, stackId));
         } catch (err) {
           // The machine's owner sees the runtime's own words in `runtime list`.
-          this.record(command.stackId, { state: "failed", error: err instanceof Error ? err.message : String(err) });
+          this.record(stackId, { state: "failed", error: err instanceof Error ? err.message : String(err) });
           throw err;
         }
-        this.runtimes.set(command.stackId, runtime);
-        this.record(command.stackId, { state: "ready", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
+        this.runtimes.set(stackId, runtime);
+        this.record(stackId, { state: "ready", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
         log.info("endpoint configured", { modelId, runtime: kind, contextSize: runtime.contextSize });
         return { ...empty, contextSize: runtime.contextSize };
       }
       case "removeStack": {
-        const runtime = this.runtimes.get(command.stackId);
-        this.runtimes.delete(command.stackId);
-        this.hosted.delete(command.stackId);
+        const runtime = this.runtimes.get(stackId);
+        this.runtimes.delete(stackId);
+        this.hosted.delete(stackId);
         await runtime?.close();
         return empty;
       }
-      case undefined:
-        throw new MakinaError("invalid_value", "A command without a step.");
     }
   }
 

@@ -105,7 +105,8 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
         flags: { server: relay.linkAddress, machineId: machineCreds.machine_id, token: machineCreds.token, dataDir: join(dataDir, "agent"), threads: options.threads },
         env,
       }),
-      { log: options.log },
+      // Relay and agent share this process: the link is a direct call, with no gRPC or socket between them.
+      { log: options.log, dial: relay.inProcessDialer({ machineId: machineCreds.machine_id, token: machineCreds.token }) },
     );
     progress(`Deploying ${stack.modelRef} …`);
     await agent.link.whenOnline();

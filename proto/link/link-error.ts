@@ -1,13 +1,13 @@
-import type { LinkError } from "../generated/agent_link.js";
 import { MakinaError } from "../errors/index.js";
+import type { ErrorReport } from "./link-messages.js";
 
-/** Encodes any error for the link; internal details stay on the sending side. */
-export function toLinkError(err: unknown): LinkError {
+/** Reports any error across the link; internal details (the cause) stay on the sending side. */
+export function toErrorReport(err: unknown): ErrorReport {
   const e = MakinaError.from(err);
   return { code: e.code, message: e.message, retryAfterMs: e.retryAfterMs ?? 0 };
 }
 
-/** Decodes a `LinkError` into the one error type. */
-export function fromLinkError(err: LinkError): MakinaError {
+/** Turns an error that crossed the link back into the one error type. */
+export function fromErrorReport(err: ErrorReport): MakinaError {
   return MakinaError.fromLink(err.code, err.message, err.retryAfterMs || undefined);
 }

@@ -1,9 +1,7 @@
-import { MakinaError, type Command, type Logger } from "../../proto/index.js";
-import type { AgentRegistry, AgentSession } from "../grpc/index.js";
+import { MakinaError, type DeployStep, type Logger } from "../../proto/index.js";
+import type { AgentRegistry, AgentSession } from "../link/index.js";
 import type { EventBus } from "../events/index.js";
 import type { Stack, Store } from "../store/index.js";
-
-type Step = NonNullable<Command["step"]>;
 
 /** The deploy sequence, in order: install the runtime, pull the model, configure the endpoint. */
 export const DEPLOY_STEPS = ["install_runtime", "pull_model", "configure_endpoint"] as const;
@@ -42,7 +40,7 @@ export class Deployer {
     const session = this.registry.get(stack.machineId);
     if (session) {
       session.readyStacks.delete(stack.id);
-      await session.runCommand(stack.id, { $case: "removeStack", value: {} }).catch((err: unknown) => {
+      await session.runCommand(stack.id, { kind: "removeStack" }).catch((err: unknown) => {
         this.log.warn("remove_stack failed; the stack is undeployed anyway", { stackId, err });
       });
     }
@@ -80,10 +78,10 @@ export class Deployer {
     const deploymentId = this.store.deployments.start(stack.id, DEPLOY_STEPS);
     const changed = () => this.changed(stack);
     changed();
-    const steps: Step[] = [
-      { $case: "installRuntime", value: { runtime: stack.runtime } },
-      { $case: "pullModel", value: { ref: stack.modelRef, sha256: "", runtime: stack.runtime } },
-      { $case: "configureEndpoint", value: { runtime: stack.runtime, modelRef: stack.modelRef, modelId: stack.modelId } },
+    const steps: DeployStep[] = [
+      { kind: "installRuntime", runtime: stack.runtime },
+      { kind: "pullModel", ref: stack.modelRef, sha256: "", runtime: stack.runtime },
+      { kind: "configureEndpoint", runtime: stack.runtime, modelRef: stack.modelRef, modelId: stack.modelId },
     ];
     let contextSize: number | null = null;
     try {
@@ -97,10 +95,10 @@ export class Deployer {
               changed();
             },
           });
-          if (step.$case === "pullModel") {
+          if (step.kind === "pullModel") {
             this.store.deployments.stepDetail(deploymentId, seq, { path: result.modelPath, sha256: result.modelSha256, sizeBytes: result.modelSizeBytes });
           }
-          if (step.$case === "configureEndpoint") contextSize = result.contextSize || null;
+          if (step.kind === "configureEndpoint") contextSize = result.contextSize || null;
           this.store.deployments.stepFinished(deploymentId, seq, null);
           changed();
         } catch (err) {

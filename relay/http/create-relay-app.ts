@@ -1,7 +1,7 @@
 import express, { type Express } from "express";
 import type { Logger } from "../../proto/index.js";
 import type { ControlPlane } from "../control/index.js";
-import type { AgentRegistry } from "../grpc/index.js";
+import type { AgentRegistry } from "../link/index.js";
 import type { RateLimiter } from "../limits/index.js";
 import type { Store } from "../store/index.js";
 import type { WebSessions } from "../auth/index.js";

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // One gateway process for the benchmark, from the built dist/:
-//   gateway-process.mjs one DIR UPSTREAM      relay and agent in one process (as `makina up` runs them)
+//   gateway-process.mjs one DIR UPSTREAM      relay and agent in one process, linked in-process (as `makina up` runs them)
 //   gateway-process.mjs relay DIR UPSTREAM    the relay alone; prints what an agent needs to join
 //   gateway-process.mjs agent DIR SERVER MACHINE_ID TOKEN
 // The relay side creates an organization, a machine, an `openai`-kind stack in front of UPSTREAM (the
@@ -21,8 +21,8 @@ const [mode, dir, ...rest] = process.argv.slice(2);
 const logFile = process.env.MAKINA_BENCH_LOG_FILE;
 const log = logFile ? createLogger({ level: "info", write: ((s) => (line) => s.write(line + "\n"))(createWriteStream(logFile, { flags: "a" })) }) : silentLogger();
 
-async function agent(server, machineId, token) {
-  const a = await startAgent(resolveAgentConfig({ flags: { server, machineId, token, dataDir: join(dir, `agent-${process.pid}`), gpu: false } }), { log });
+async function agent(server, machineId, token, dial) {
+  const a = await startAgent(resolveAgentConfig({ flags: { server, machineId, token, dataDir: join(dir, `agent-${process.pid}`), gpu: false } }), { log, dial });
   await a.link.whenOnline();
   return a;
 }
@@ -43,7 +43,8 @@ if (mode === "agent") {
       const check = setInterval(() => relay.registry.get(machine.id) && (clearInterval(check), resolve()), 20);
     });
   } else {
-    await agent(relay.linkAddress, machine.id, token);
+    // As `makina up` does: the agent reaches the relay in the same process by a direct call.
+    await agent(relay.linkAddress, machine.id, token, relay.inProcessDialer({ machineId: machine.id, token }));
   }
   const stack = await relay.control.createStack({ org: org.id, name: "instant", machine: machine.id, runtime: "openai", model: `${upstream}#instant`, modelId: "instant" });
   await relay.control.deploy(stack.id);

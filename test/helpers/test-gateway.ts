@@ -33,8 +33,17 @@ function testLog(): Logger {
   return process.env.MAKINA_TEST_LOG ? createLogger({ level: "debug" }) : silentLogger();
 }
 
+/** Options of {@link startTestGateway}. */
+export interface TestGatewayOptions {
+  model?: string;
+  relayFlags?: Record<string, unknown>;
+  agentFlags?: Record<string, unknown>;
+  /** How the first agent reaches the relay: gRPC over loopback (as across machines), or in-process (as `makina up`). @default "grpc" */
+  link?: "grpc" | "in-process";
+}
+
 /** Starts a relay on ephemeral ports, registers this machine, deploys a stack and creates a key. */
-export async function startTestGateway(options: { model?: string; relayFlags?: Record<string, unknown>; agentFlags?: Record<string, unknown> } = {}): Promise<TestGateway> {
+export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), "makina-test-"));
   const log = testLog();
   const relay = await startRelay(
@@ -57,7 +66,8 @@ export async function startTestGateway(options: { model?: string; relayFlags?: R
   });
   const agentConfig = resolveAgentConfig({ flags: agentFlags(machine.id, token, options.agentFlags) });
   const extraAgents: Agent[] = [];
-  let agent = await startAgent(agentConfig, { log });
+  const dial = options.link === "in-process" ? relay.inProcessDialer({ machineId: machine.id, token }) : undefined;
+  let agent = await startAgent(agentConfig, { log, dial });
   await agent.link.whenOnline();
   const stack = await relay.control.createStack({ org: org.id, name: "test-stack", machine: machine.id, runtime: "gguf", model: options.model ?? testModelPath(), modelId: "stories" });
   await relay.control.deploy(stack.id);
@@ -79,7 +89,7 @@ export async function startTestGateway(options: { model?: string; relayFlags?: R
     apiKey: key,
     baseURL: `${relay.url}/v1`,
     async restartAgent() {
-      agent = await startAgent(agentConfig, { log });
+      agent = await startAgent(agentConfig, { log, dial });
       await agent.link.whenOnline();
       return agent;
     },

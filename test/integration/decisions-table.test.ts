@@ -188,7 +188,7 @@ describe("every row of the decisions error table", () => {
     await vi.waitFor(() => expect(gw.relay.registry.get(offline.machineId)).toBeUndefined(), { timeout: 5_000, interval: 10 });
     ctx.loadingModel = "crashed-model";
     const crashed = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: ctx.loadingModel });
-    await gw.agent.host.run({ commandId: "test", stackId: crashed, step: { $case: "removeStack", value: {} } }, () => {});
+    await gw.agent.host.run(crashed, { kind: "removeStack" }, () => {});
     const other = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "other" });
     ctx.keys = {
       restricted: gw.relay.control.createKey(gw.orgId, { stackIds: [other] }).key,

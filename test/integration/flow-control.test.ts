@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEFAULT_INITIAL_CREDIT } from "../../proto/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
-describe("streaming over the link", () => {
+// The same contract whether the link is gRPC (agents on other machines) or a direct call (`makina up`).
+describe.each(["grpc", "in-process"] as const)("streaming over the link (%s)", (link) => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startTestGateway();
+    gw = await startTestGateway({ link });
   });
   afterAll(async () => {
     await gw?.close();
@@ -33,33 +34,33 @@ describe("streaming over the link", () => {
   it("holds a request back at its credit window while its consumer does not read, and loses nothing", async () => {
     const session = gw.relay.registry.get(gw.machineId)!;
     const inference = gw.agent.inference;
-    const call = { stackId: gw.stackId, messages: [{ role: "user", content: "Once upon a time" }], temperature: 0, topP: 1, maxTokens: 200, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true };
+    const call = { messages: [{ role: "user", content: "Once upon a time" }], temperature: 0, topP: 1, maxTokens: 200, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true };
 
     let expected = "";
-    for await (const ev of session.infer(call)) if (ev.type === "chunk") expected += ev.text;
+    for await (const ev of session.infer(gw.stackId, call)) if (ev.type === "text") expected += ev.text;
 
     const sentBefore = inference.chunksSent;
-    const events = session.infer(call);
+    const events = session.infer(gw.stackId, call);
     const first = await events.next();
     // The consumer now stops reading: the agent may send exactly one window, then must wait.
     await vi.waitFor(() => expect(inference.stalled).toBe(1), { timeout: 10_000, interval: 10 });
     expect(inference.chunksSent - sentBefore).toBe(DEFAULT_INITIAL_CREDIT);
 
-    let text = first.value!.type === "chunk" ? first.value!.text : "";
-    let done: { finishReason: string; completionTokens: number } | undefined;
+    let text = first.value!.type === "text" ? first.value!.text : "";
+    let done: { finishReason: string; usage: { completionTokens: number } } | undefined;
     for await (const ev of events) {
-      if (ev.type === "chunk") text += ev.text;
+      if (ev.type === "text") text += ev.text;
       else done = ev;
     }
     expect(text).toBe(expected);
-    expect(done).toMatchObject({ finishReason: "length", completionTokens: 200 });
+    expect(done).toMatchObject({ finishReason: "length", usage: { completionTokens: 200 } });
     expect(inference.stalled).toBe(0);
   });
 
   it("cancels the generation on the machine when the consumer leaves the stream early", async () => {
     const session = gw.relay.registry.get(gw.machineId)!;
     const inference = gw.agent.inference;
-    const events = session.infer({ stackId: gw.stackId, messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true });
+    const events = session.infer(gw.stackId, { messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true });
     await events.next();
     await vi.waitFor(() => expect(inference.stalled).toBe(1), { timeout: 10_000, interval: 10 });
     await events.return(undefined);

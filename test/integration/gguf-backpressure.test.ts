@@ -46,13 +46,13 @@ describe("a GGUF model decodes only as fast as its reader reads", () => {
 
     // The other sequence decodes a whole answer meanwhile; the held one decodes nothing more.
     const other = await drain(runtime.chat(story(300))[Symbol.asyncIterator]());
-    expect(other.at(-1)).toMatchObject({ type: "end", finishReason: "length", completionTokens: 300 });
+    expect(other.at(-1)).toMatchObject({ type: "end", finishReason: "length", usage: { completionTokens: 300 } });
     expect(heldUsage.completionTokens).toBe(decodedWhenPaused);
     expect(runtime.pausedRequests).toBe(1);
 
     // Reading again resumes it, and it runs to its full length.
     const rest = await drain(held);
-    expect(rest.at(-1)).toMatchObject({ type: "end", finishReason: "length", completionTokens: 600 });
+    expect(rest.at(-1)).toMatchObject({ type: "end", finishReason: "length", usage: { completionTokens: 600 } });
     expect(runtime.pausedRequests).toBe(0);
   });
 
@@ -65,8 +65,8 @@ describe("a GGUF model decodes only as fast as its reader reads", () => {
     await expect(drain(held)).rejects.toMatchObject({ code: "canceled" });
     // Both sequences serve again.
     const [a, b] = await Promise.all([drain(runtime.chat(story(5))[Symbol.asyncIterator]()), drain(runtime.chat(story(5))[Symbol.asyncIterator]())]);
-    expect(a.at(-1)).toMatchObject({ type: "end", completionTokens: 5 });
-    expect(b.at(-1)).toMatchObject({ type: "end", completionTokens: 5 });
+    expect(a.at(-1)).toMatchObject({ type: "end", usage: { completionTokens: 5 } });
+    expect(b.at(-1)).toMatchObject({ type: "end", usage: { completionTokens: 5 } });
   });
 });
 
@@ -83,7 +83,7 @@ describe("a GGUF model process decodes only as far as the agent's credit reaches
       await vi.waitFor(async () => expect((await processHealth(socketPath)).pausedRequests).toBe(1), { timeout: 10_000, interval: 20 });
       expect(usage.completionTokens).toBeLessThan(20);
       const rest = await drain(held);
-      expect(rest.at(-1)).toMatchObject({ type: "end", finishReason: "length", completionTokens: 600 });
+      expect(rest.at(-1)).toMatchObject({ type: "end", finishReason: "length", usage: { completionTokens: 600 } });
       expect(usage.completionTokens).toBe(600);
       expect((await processHealth(socketPath)).pausedRequests).toBe(0);
     } finally {

@@ -3,7 +3,8 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { join } from "node:path";
 import { resolveAgentConfig, startAgent } from "../../agent/index.js";
-import { AgentLinkClient, PROTOCOL_VERSION, silentLogger, type RelayMessage } from "../../proto/index.js";
+import { PROTOCOL_VERSION, silentLogger } from "../../proto/index.js";
+import { AgentLinkClient, type RelayMessage } from "../../proto/wire.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
 describe("the link between a machine and the relay", () => {

@@ -17,7 +17,7 @@ const post = (gw: TestGateway, body: Record<string, unknown>, signal?: AbortSign
 /** Holds one request on a machine: its consumer reads one chunk and stops, so the agent waits for credit. */
 async function holdRequest(gw: TestGateway, machineId: string, stackId: string, agent: Agent) {
   const session = gw.relay.registry.get(machineId)!;
-  const events = session.infer({ stackId, messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true });
+  const events = session.infer(stackId, { messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true });
   await events.next();
   await vi.waitFor(() => expect(agent.inference.stalled).toBeGreaterThan(0), { timeout: 10_000, interval: 10 });
   return () => events.return(undefined);
@@ -48,7 +48,7 @@ describe("when runtimes are busy, crash or vanish", () => {
 
   it("answers 503 runtime_unavailable when the runtime is gone from the machine", async () => {
     const stackId = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "fragile" });
-    await gw.agent.host.run({ commandId: "test", stackId, step: { $case: "removeStack", value: {} } }, () => {});
+    await gw.agent.host.run(stackId, { kind: "removeStack" }, () => {});
     const res = await post(gw, { model: "fragile", max_tokens: 2 });
     expect(res.status).toBe(503);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("runtime_unavailable");

@@ -151,7 +151,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     for await (const chunk of await held) streamed += chunk.choices[0]?.delta?.content ? 1 : 0;
     expect(streamed).toBeGreaterThan(0);
     const onLink = gw.relay.registry.get(gw.machineId)!;
-    await expect(onLink.infer({ stackId: stack.id, messages: [{ role: "user", content: "x" }], temperature: 1, topP: 1, maxTokens: 2 ** 32, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true }).next()).rejects.toMatchObject({
+    await expect(onLink.infer(stack.id, { messages: [{ role: "user", content: "x" }], temperature: 1, topP: 1, maxTokens: 2 ** 32, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true }).next()).rejects.toMatchObject({
       code: "invalid_value",
       param: "max_tokens",
     });

@@ -50,7 +50,7 @@ export class GgufProcessRuntime implements ModelRuntime {
         if (frame.type === "health") continue;
         if (options.usage) Object.assign(options.usage, { promptTokens: frame.promptTokens, completionTokens: frame.completionTokens });
         if (frame.type === "end") {
-          yield { type: "end", finishReason: frame.finishReason, promptTokens: frame.promptTokens, completionTokens: frame.completionTokens };
+          yield { type: "end", finishReason: frame.finishReason, usage: { promptTokens: frame.promptTokens, completionTokens: frame.completionTokens } };
           return;
         }
         yield { type: "text", text: frame.text };

@@ -174,7 +174,7 @@ export class GgufRuntime implements ModelRuntime {
         wakeReader = undefined;
       }
       if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
-      yield { type: "end", finishReason: outcome.stopReason === "maxTokens" ? "length" : "stop", promptTokens, completionTokens };
+      yield { type: "end", finishReason: outcome.stopReason === "maxTokens" ? "length" : "stop", usage: { promptTokens, completionTokens } };
     } finally {
       options.signal?.removeEventListener("abort", onAbort);
       stop.abort();

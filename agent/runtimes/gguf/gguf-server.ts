@@ -66,7 +66,7 @@ async function serve(socket: Socket): Promise<void> {
         await gate.take(controller.signal);
         writeFrame(socket, { type: "text", text: ev.text, ...usage });
       } else {
-        writeFrame(socket, { type: "end", finishReason: ev.finishReason, promptTokens: ev.promptTokens, completionTokens: ev.completionTokens });
+        writeFrame(socket, { type: "end", finishReason: ev.finishReason === "length" ? "length" : "stop", ...ev.usage });
       }
     }
   } catch (err) {

@@ -126,7 +126,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
       if (!res.complete) res.destroy();
     }
     if (options.usage) Object.assign(options.usage, { promptTokens, completionTokens });
-    yield { type: "end", finishReason: finish === "length" ? "length" : "stop", promptTokens, completionTokens };
+    yield { type: "end", finishReason: finish === "length" ? "length" : "stop", usage: { promptTokens, completionTokens } };
   }
 
   private closed = false;

@@ -1,6 +1,7 @@
 import type { Request, RequestHandler, Response } from "express";
-import { MakinaError, RUNTIME_CAPABILITIES, type Logger } from "../../../proto/index.js";
-import { pickTarget, stacksForKey, type AgentRegistry, type InferenceEvent } from "../../grpc/index.js";
+import { MakinaError, RUNTIME_CAPABILITIES, type Logger, type TokenEvent } from "../../../proto/index.js";
+import type { AgentRegistry } from "../../link/index.js";
+import { pickTarget, stacksForKey } from "../../routing/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
 import { randomBase62, type ApiKeyRecord, type Store } from "../../store/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
@@ -59,8 +60,8 @@ export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
       log.info("chat completion", { model: request.model, stackId: stack.id, machineId: stack.machineId, stream: request.stream });
       try {
         const events = session.infer(
+          stack.id,
           {
-            stackId: stack.id,
             messages: request.messages,
             temperature: request.temperature,
             topP: request.topP,
@@ -105,12 +106,12 @@ interface Meta {
   model: string;
 }
 
-async function complete(res: Response, events: AsyncGenerator<InferenceEvent>, meta: Meta, controller: AbortController, timeoutMs: number): Promise<void> {
+async function complete(res: Response, events: AsyncGenerator<TokenEvent>, meta: Meta, controller: AbortController, timeoutMs: number): Promise<void> {
   const timer = setTimeout(() => controller.abort(new MakinaError("timeout", "The request took too long to complete.")), timeoutMs);
   try {
     let content = "";
     for await (const ev of events) {
-      if (ev.type === "chunk") {
+      if (ev.type === "text") {
         content += ev.text;
         continue;
       }
@@ -120,7 +121,7 @@ async function complete(res: Response, events: AsyncGenerator<InferenceEvent>, m
         created: meta.created,
         model: meta.model,
         choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: ev.finishReason }],
-        usage: { prompt_tokens: ev.promptTokens, completion_tokens: ev.completionTokens, total_tokens: ev.promptTokens + ev.completionTokens },
+        usage: { prompt_tokens: ev.usage.promptTokens, completion_tokens: ev.usage.completionTokens, total_tokens: ev.usage.promptTokens + ev.usage.completionTokens },
       });
     }
   } finally {
@@ -128,7 +129,7 @@ async function complete(res: Response, events: AsyncGenerator<InferenceEvent>, m
   }
 }
 
-async function stream(_req: Request, res: Response, events: AsyncGenerator<InferenceEvent>, meta: Meta, request: ChatRequest, log: Logger): Promise<void> {
+async function stream(_req: Request, res: Response, events: AsyncGenerator<TokenEvent>, meta: Meta, request: ChatRequest, log: Logger): Promise<void> {
   // Wait for the machine's first event before committing to 200, so that errors
   // known up front (context too long, runtime not ready) get their real status.
   const first = await events.next();
@@ -144,15 +145,15 @@ async function stream(_req: Request, res: Response, events: AsyncGenerator<Infer
   });
   try {
     if (!(await sse.send(chunk({ role: "assistant", content: "" }, null)))) return;
-    let ev: IteratorResult<InferenceEvent> = first;
+    let ev: IteratorResult<TokenEvent> = first;
     while (!ev.done) {
       const value = ev.value;
-      if (value.type === "chunk") {
+      if (value.type === "text") {
         if (value.text !== "" && !(await sse.send(chunk({ content: value.text }, null)))) return;
       } else {
         if (!(await sse.send(chunk({}, value.finishReason)))) return;
         if (request.includeUsage) {
-          const usage = { prompt_tokens: value.promptTokens, completion_tokens: value.completionTokens, total_tokens: value.promptTokens + value.completionTokens };
+          const usage = { prompt_tokens: value.usage.promptTokens, completion_tokens: value.usage.completionTokens, total_tokens: value.usage.promptTokens + value.usage.completionTokens };
           if (!(await sse.send({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, choices: [], usage }))) return;
         }
         await sse.send("[DONE]");

@@ -1,6 +1,6 @@
 import type { RequestHandler } from "express";
 import type { ApiKeyRecord, Store } from "../../store/index.js";
-import { keyAllowsStack } from "../../grpc/index.js";
+import { keyAllowsStack } from "../../routing/index.js";
 
 /** `GET /v1/models`: every model id the key may call, once each. */
 export function listModels(store: Store): RequestHandler {

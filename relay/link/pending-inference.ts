@@ -1,9 +1,4 @@
-import { MakinaError } from "../../proto/index.js";
-
-/** What a request yields as the agent produces it. */
-export type InferenceEvent =
-  | { type: "chunk"; text: string }
-  | { type: "done"; finishReason: string; promptTokens: number; completionTokens: number };
+import { MakinaError, type TokenEvent } from "../../proto/index.js";
 
 /**
  * The relay's side of one in-flight request: a queue of events that the agent
@@ -11,7 +6,7 @@ export type InferenceEvent =
  * request's credit window, because the agent sends only against credits.
  */
 export class PendingInference {
-  private readonly queue: InferenceEvent[] = [];
+  private readonly queue: TokenEvent[] = [];
   private failure: MakinaError | undefined;
   private wake: (() => void) | undefined;
   /** True once the first event (chunk or end) arrived. */
@@ -20,7 +15,7 @@ export class PendingInference {
   constructor(private readonly window: number) {}
 
   /** Adds an event from the link; a flood past the window is a protocol violation. */
-  push(event: InferenceEvent): void {
+  push(event: TokenEvent): void {
     if (this.failure) return;
     this.started = true;
     if (this.queue.length >= this.window + 1) {
@@ -40,7 +35,7 @@ export class PendingInference {
   }
 
   /** The next event, waiting for one; rejects once the request failed. */
-  async next(): Promise<InferenceEvent> {
+  async next(): Promise<TokenEvent> {
     for (;;) {
       if (this.failure) throw this.failure;
       const ev = this.queue.shift();

@@ -1,7 +1,6 @@
 import { MakinaError } from "../../proto/index.js";
 import type { ApiKeyRecord, Stack, Store } from "../store/index.js";
-import type { AgentRegistry } from "./agent-registry.js";
-import type { AgentSession } from "./agent-session.js";
+import type { AgentRegistry, AgentSession } from "../link/index.js";
 
 /** Stacks of the key's organization that serve `modelId` and that the key may use. */
 export function stacksForKey(store: Store, key: ApiKeyRecord, modelId: string): Stack[] {

@@ -1,29 +1,22 @@
-import { randomUUID } from "node:crypto";
-import type { ServerDuplexStream } from "@grpc/grpc-js";
 import {
   DEFAULT_INITIAL_CREDIT,
   MakinaError,
-  fromLinkError,
-  type AgentMessage,
-  type Command,
-  type CommandProgress,
-  type CommandResult,
+  fromErrorReport,
+  type AgentToRelay,
+  type ChatInput,
+  type DeployStep,
   type HardwareReport,
-  type InferenceRequest,
   type Inventory,
+  type LinkEnd,
   type Logger,
-  type RelayMessage,
+  type RelayToAgent,
+  type RuntimeState,
+  type StepProgress,
+  type StepResult,
+  type TokenEvent,
+  type Usage,
 } from "../../proto/index.js";
-import { PendingInference, type InferenceEvent } from "./pending-inference.js";
-
-/** A chat request as the gateway hands it to a machine: the wire request without the link's own fields. */
-export type InferenceCall = Omit<InferenceRequest, "requestId" | "initialCredit">;
-
-/** Tokens a request used, as the agent counted them. */
-export interface InferenceUsage {
-  promptTokens: number;
-  completionTokens: number;
-}
+import { PendingInference } from "./pending-inference.js";
 
 /** Options of {@link AgentSession.infer}. */
 export interface InferOptions {
@@ -35,13 +28,13 @@ export interface InferOptions {
    * also after the consumer left early (the agent reports what it generated
    * before it stopped), or with `null` when the link was lost and nobody knows.
    */
-  onUsage?: (usage: InferenceUsage | null) => void;
+  onUsage?: (usage: Usage | null) => void;
 }
 
 /** A request the relay is tracking on this link. */
 interface Tracked {
   pending: PendingInference;
-  onUsage: ((usage: InferenceUsage | null) => void) | undefined;
+  onUsage: ((usage: Usage | null) => void) | undefined;
   /** The consumer left; only the final usage is still awaited. */
   abandoned: boolean;
   timer?: NodeJS.Timeout;
@@ -50,19 +43,17 @@ interface Tracked {
 /** How long an abandoned request waits for its final usage before it is charged at its estimate. */
 const USAGE_WAIT_MS = 30_000;
 
-type CommandStep = NonNullable<Command["step"]>;
-
 interface PendingCommand {
-  resolve(result: CommandResult): void;
+  resolve(result: StepResult): void;
   reject(err: MakinaError): void;
-  onProgress?: (p: CommandProgress) => void;
+  onProgress?: (p: StepProgress) => void;
 }
 
 /**
  * A message whose numbers do not fit the link's types cannot be encoded, and grpc-js ends the whole
  * link when a write fails to encode: such a request is refused alone, before it is sent.
  */
-function assertEncodable(call: InferenceCall): void {
+function assertEncodable(call: ChatInput): void {
   const uint32 = (v: number, param: string) => {
     if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new MakinaError("invalid_value", `'${param}' is out of range: ${v}.`, { param });
   };
@@ -73,7 +64,7 @@ function assertEncodable(call: InferenceCall): void {
 /** What an agent reports on its own over the link. */
 export interface SessionReports {
   onHardware?: (hardware: HardwareReport) => void;
-  onRuntimeStatus?: (stackId: string, state: string, error: string | null) => void;
+  onRuntimeStatus?: (stackId: string, state: RuntimeState, error: string | null) => void;
   onInventory?: (inventory: Inventory) => void;
 }
 
@@ -86,6 +77,8 @@ export type SessionState = "open" | "closed";
  */
 export class AgentSession {
   private readonly inferences = new Map<string, Tracked>();
+  /** Request and command ids are this link's own: a counter is enough (and cheaper than a UUID per request). */
+  private nextId = 0;
   private readonly commands = new Map<string, PendingCommand>();
   /** Stacks whose endpoint the agent has configured on this link. */
   readonly readyStacks = new Set<string>();
@@ -96,7 +89,7 @@ export class AgentSession {
   constructor(
     readonly machineId: string,
     readonly orgId: string,
-    private readonly call: ServerDuplexStream<AgentMessage, RelayMessage>,
+    private readonly agent: LinkEnd<RelayToAgent>,
     private readonly log: Logger,
     /** What the agent reports on its own: hardware changes and runtime state changes. */
     private readonly reports: SessionReports = {},
@@ -110,51 +103,48 @@ export class AgentSession {
     return n;
   }
 
-  send(message: RelayMessage): void {
-    if (this.state === "open") this.call.write(message);
+  send(message: RelayToAgent): void {
+    if (this.state === "open") this.agent.send(message);
   }
 
   /** Dispatches one message from the agent. */
-  handle(message: AgentMessage): void {
+  handle(message: AgentToRelay): void {
     this.lastSeenAt = Date.now();
-    const body = message.body;
-    switch (body?.$case) {
-      case "inferenceChunk":
-        this.inferences.get(body.value.requestId)?.pending.push({ type: "chunk", text: body.value.text });
+    switch (message.type) {
+      case "text":
+        // The message is the token event itself: it is queued as it came.
+        this.inferences.get(message.requestId)?.pending.push(message);
         return;
-      case "inferenceEnd": {
-        const tracked = this.inferences.get(body.value.requestId);
+      case "end":
+      case "failed": {
+        const tracked = this.inferences.get(message.requestId);
         if (!tracked) return;
-        const usage = { promptTokens: body.value.usage?.promptTokens ?? 0, completionTokens: body.value.usage?.completionTokens ?? 0 };
-        settle(tracked, usage);
+        settle(tracked, message.usage);
         if (tracked.abandoned) {
-          this.inferences.delete(body.value.requestId);
+          this.inferences.delete(message.requestId);
           return;
         }
-        const outcome = body.value.outcome;
-        if (outcome?.$case === "done") {
-          tracked.pending.push({ type: "done", finishReason: outcome.value.finishReason, ...usage });
-        } else {
-          tracked.pending.fail(outcome?.$case === "error" ? fromLinkError(outcome.value) : new MakinaError("internal_error", "The agent ended the request without an outcome."));
-        }
+        if (message.type === "end") tracked.pending.push(message);
+        else tracked.pending.fail(fromErrorReport(message.error));
         return;
       }
-      case "commandProgress":
-        this.commands.get(body.value.commandId)?.onProgress?.(body.value);
+      case "progress":
+        this.commands.get(message.commandId)?.onProgress?.(message.progress);
         return;
-      case "commandResult": {
-        const pending = this.commands.get(body.value.commandId);
+      case "result":
+      case "stepFailed": {
+        const pending = this.commands.get(message.commandId);
         if (!pending) return;
-        this.commands.delete(body.value.commandId);
-        if (body.value.error) pending.reject(fromLinkError(body.value.error));
-        else pending.resolve(body.value);
+        this.commands.delete(message.commandId);
+        if (message.type === "stepFailed") pending.reject(fromErrorReport(message.error));
+        else pending.resolve(message.result);
         return;
       }
-      case "hardwareUpdate":
-        this.reports.onHardware?.(body.value);
+      case "hardware":
+        this.reports.onHardware?.(message.hardware);
         return;
-      case "runtimeStatus": {
-        const { stackId, state, error } = body.value;
+      case "runtimeState": {
+        const { stackId, state, error } = message;
         // A runtime that is restarting or failed takes no requests: they get 503 runtime_unavailable.
         if (state === "ready") this.readyStacks.add(stackId);
         else this.readyStacks.delete(stackId);
@@ -162,11 +152,10 @@ export class AgentSession {
         return;
       }
       case "inventory":
-        this.reports.onInventory?.(body.value);
+        this.reports.onInventory?.(message.inventory);
         return;
       case "heartbeat":
       case "hello":
-      case undefined:
         return;
     }
   }
@@ -177,10 +166,10 @@ export class AgentSession {
    * next event, so a slow consumer slows only its own request. Leaving the loop
    * early, or aborting `signal`, cancels the request on the agent.
    */
-  async *infer(call: InferenceCall, options: InferOptions = {}): AsyncGenerator<InferenceEvent> {
+  async *infer(stackId: string, input: ChatInput, options: InferOptions = {}): AsyncGenerator<TokenEvent> {
     if (this.state !== "open") throw offline();
-    assertEncodable(call);
-    const requestId = randomUUID();
+    assertEncodable(input);
+    const requestId = `r${++this.nextId}`;
     const pending = new PendingInference(this.window);
     const tracked: Tracked = { pending, onUsage: options.onUsage, abandoned: false };
     this.inferences.set(requestId, tracked);
@@ -195,20 +184,18 @@ export class AgentSession {
     let finished = false;
     try {
       if (signal?.aborted) onAbort();
-      this.send({
-        body: { $case: "inferenceRequest", value: { ...call, requestId, initialCredit: this.window } },
-      });
+      this.send({ type: "infer", requestId, stackId, input, credit: this.window });
       let unacknowledged = 0;
       for (;;) {
         const event = await pending.next();
-        if (event.type === "done") {
+        if (event.type === "end") {
           finished = true;
           yield event;
           return;
         }
         yield event;
         if (++unacknowledged >= Math.max(1, this.window >> 1)) {
-          this.send({ body: { $case: "inferenceCredit", value: { requestId, credits: unacknowledged } } });
+          this.send({ type: "credit", requestId, credits: unacknowledged });
           unacknowledged = 0;
         }
       }
@@ -226,15 +213,15 @@ export class AgentSession {
           settle(tracked, null);
         }, USAGE_WAIT_MS);
       }
-      if (!finished) this.send({ body: { $case: "inferenceCancel", value: { requestId, reason: "canceled by the relay" } } });
+      if (!finished) this.send({ type: "cancel", requestId, reason: "canceled by the relay" });
     }
   }
 
   /** Sends one deployment step and waits for its result. */
-  runCommand(stackId: string, step: CommandStep, options: { onProgress?: (p: CommandProgress) => void; signal?: AbortSignal } = {}): Promise<CommandResult> {
+  runCommand(stackId: string, step: DeployStep, options: { onProgress?: (p: StepProgress) => void; signal?: AbortSignal } = {}): Promise<StepResult> {
     if (this.state !== "open") return Promise.reject(offline());
-    const commandId = randomUUID();
-    return new Promise<CommandResult>((resolve, reject) => {
+    const commandId = `c${++this.nextId}`;
+    return new Promise<StepResult>((resolve, reject) => {
       const onAbort = () => {
         this.commands.delete(commandId);
         reject(MakinaError.from(options.signal?.reason));
@@ -251,7 +238,7 @@ export class AgentSession {
         },
         onProgress: options.onProgress,
       });
-      this.send({ body: { $case: "command", value: { commandId, stackId, step } } });
+      this.send({ type: "command", commandId, stackId, step });
     });
   }
 
@@ -270,19 +257,15 @@ export class AgentSession {
     this.log.info("link closed", { inFlight: this.inferences.size });
   }
 
-  /** Ends the gRPC call (used when a newer link replaces this one, or at shutdown). */
-  end(): void {
+  /** Ends the link from the relay's side (a newer link replaces it, the machine was revoked, shutdown). */
+  end(reason = "the relay ended the link"): void {
     this.close();
-    try {
-      this.call.end();
-    } catch {
-      // The call may already be finished; ending it again is harmless.
-    }
+    this.agent.close(reason);
   }
 }
 
 /** Delivers a request's usage once; later calls do nothing. */
-function settle(tracked: Tracked, usage: InferenceUsage | null): void {
+function settle(tracked: Tracked, usage: Usage | null): void {
   clearTimeout(tracked.timer);
   const cb = tracked.onUsage;
   tracked.onUsage = undefined;

@@ -1,0 +1,69 @@
+import type { AgentToRelay, DeployStep, RelayToAgent } from "../../proto/index.js";
+import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
+
+/** The agent's reading of a wire message from the relay; `undefined` for one it does not know (ignored). */
+export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefined {
+  const body = message.body;
+  switch (body?.$case) {
+    case "inferenceRequest": {
+      const { requestId, stackId, initialCredit, ...input } = body.value;
+      return { type: "infer", requestId, stackId, credit: initialCredit, input };
+    }
+    case "inferenceCredit":
+      return { type: "credit", requestId: body.value.requestId, credits: body.value.credits };
+    case "inferenceCancel":
+      return { type: "cancel", requestId: body.value.requestId, reason: body.value.reason };
+    case "welcome":
+      return { type: "welcome", ...body.value };
+    case "heartbeat":
+      return { type: "heartbeat", ...body.value };
+    case "command": {
+      const { commandId, stackId, step } = body.value;
+      const decoded = ((): DeployStep | undefined => {
+        switch (step?.$case) {
+          case "installRuntime":
+            return { kind: "installRuntime", runtime: step.value.runtime };
+          case "pullModel":
+            return { kind: "pullModel", ...step.value };
+          case "configureEndpoint":
+            return { kind: "configureEndpoint", ...step.value };
+          case "removeStack":
+            return { kind: "removeStack" };
+          case undefined:
+            return undefined;
+        }
+      })();
+      return decoded && { type: "command", commandId, stackId, step: decoded };
+    }
+    case undefined:
+      return undefined;
+  }
+}
+
+/** The wire form of a message to the relay. */
+export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
+  switch (message.type) {
+    case "text":
+      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: message.text } } };
+    case "end":
+      return { body: { $case: "inferenceEnd", value: { requestId: message.requestId, outcome: { $case: "done", value: { finishReason: message.finishReason } }, usage: message.usage } } };
+    case "failed":
+      return { body: { $case: "inferenceEnd", value: { requestId: message.requestId, outcome: { $case: "error", value: message.error }, usage: message.usage } } };
+    case "hello":
+      return { body: { $case: "hello", value: { protocolVersion: message.protocolVersion, agentVersion: message.agentVersion, hardware: message.hardware } } };
+    case "heartbeat":
+      return { body: { $case: "heartbeat", value: { sentAtMs: message.sentAtMs, inFlight: message.inFlight } } };
+    case "progress":
+      return { body: { $case: "commandProgress", value: { commandId: message.commandId, ...message.progress } } };
+    case "result":
+      return { body: { $case: "commandResult", value: { commandId: message.commandId, error: undefined, ...message.result } } };
+    case "stepFailed":
+      return { body: { $case: "commandResult", value: { commandId: message.commandId, error: message.error, modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } } };
+    case "hardware":
+      return { body: { $case: "hardwareUpdate", value: message.hardware } };
+    case "runtimeState":
+      return { body: { $case: "runtimeStatus", value: { stackId: message.stackId, state: message.state, error: message.error } } };
+    case "inventory":
+      return { body: { $case: "inventory", value: message.inventory } };
+  }
+}

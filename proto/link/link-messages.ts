@@ -1,0 +1,180 @@
+// The link's messages as both sides' code sees them. The wire types generated from agent_link.proto stay at
+// the edge: a codec on each side (agent/link/agent-link-codec.ts, relay/link/relay-link-codec.ts) turns
+// them into these, and an in-process link (relay and agent in one process, as `makina up` runs them)
+// passes these as they are, with nothing encoded. Fields mean what agent_link.proto documents.
+
+/** Tokens a request used. */
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** Why a token stream ended: `canceled` after the relay canceled the request. */
+export type FinishReason = "stop" | "length" | "canceled";
+
+/**
+ * The one vocabulary of a token stream, from the runtime over the link to the HTTP route: text as it is
+ * produced, then one `end` with the usage of the whole request.
+ */
+export type TokenEvent = { type: "text"; text: string } | { type: "end"; finishReason: FinishReason; usage: Usage };
+
+/** One message of a chat conversation (text parts already joined by the relay). */
+export interface ChatMessage {
+  role: string;
+  content: string;
+}
+
+/**
+ * A chat request for a stack's runtime. `maxTokens` 0 means what is left of the context; penalties 0 are
+ * off; `seed` absent means random; `stream` says whether the client asked for a stream.
+ */
+export interface ChatInput {
+  messages: ChatMessage[];
+  temperature: number;
+  topP: number;
+  maxTokens: number;
+  stop: string[];
+  seed?: number | undefined;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  stream: boolean;
+}
+
+/** An error crossing the link: a code of `proto/errors` and a message fit for the API client. */
+export interface ErrorReport {
+  code: string;
+  message: string;
+  /** When the client may retry, in milliseconds; 0 when not said. */
+  retryAfterMs: number;
+}
+
+/** One graphics adapter. */
+export interface Gpu {
+  vendor: string;
+  model: string;
+  vramBytes: number;
+  driverVersion: string;
+}
+
+/** One mounted file system. */
+export interface Disk {
+  mount: string;
+  sizeBytes: number;
+  freeBytes: number;
+}
+
+/** The hardware of a machine. */
+export interface HardwareReport {
+  platform: string;
+  os: string;
+  arch: string;
+  cpuModel: string;
+  cpuPhysicalCores: number;
+  cpuLogicalCores: number;
+  memoryBytes: number;
+  gpus: Gpu[];
+  disks: Disk[];
+  accelerators: string[];
+}
+
+/** A stack's runtime on a machine. */
+export interface HostedRuntime {
+  stackId: string;
+  modelId: string;
+  runtime: string;
+  version: string;
+  state: string;
+  endpoint: string;
+  error: string;
+}
+
+/** A model file on a machine's disk. */
+export interface ModelOnDisk {
+  name: string;
+  format: string;
+  sizeBytes: number;
+  path: string;
+  sha256: string;
+  stackIds: string[];
+}
+
+/** What a machine hosts. */
+export interface Inventory {
+  runtimes: HostedRuntime[];
+  models: ModelOnDisk[];
+}
+
+/** One step of a deployment. */
+export type DeployStep =
+  | { kind: "installRuntime"; runtime: string }
+  | { kind: "pullModel"; ref: string; sha256: string; runtime: string }
+  | { kind: "configureEndpoint"; runtime: string; modelRef: string; modelId: string }
+  | { kind: "removeStack" };
+
+/** Progress of a running step. */
+export interface StepProgress {
+  stage: string;
+  doneBytes: number;
+  totalBytes: number;
+  bytesPerSecond: number;
+  etaSeconds: number;
+}
+
+/** What a finished step produced (zeros and empty strings where it produced nothing). */
+export interface StepResult {
+  modelPath: string;
+  modelSha256: string;
+  modelSizeBytes: number;
+  contextSize: number;
+}
+
+/** Runtime states: `loading` (requests get 503), `ready`, `failed` (final until redeployed). */
+export type RuntimeState = "loading" | "ready" | "failed";
+
+/** Everything the relay sends an agent. */
+export type RelayToAgent =
+  | { type: "welcome"; machineId: string; heartbeatIntervalMs: number; protocolVersion: number }
+  | { type: "heartbeat"; sentAtMs: number; inFlight: number }
+  | { type: "infer"; requestId: string; stackId: string; input: ChatInput; credit: number }
+  | { type: "cancel"; requestId: string; reason: string }
+  | { type: "credit"; requestId: string; credits: number }
+  | { type: "command"; commandId: string; stackId: string; step: DeployStep };
+
+/** Everything an agent sends the relay. A request's `text` and `end` are {@link TokenEvent}s with its id. */
+export type AgentToRelay =
+  | { type: "hello"; protocolVersion: number; agentVersion: string; hardware: HardwareReport }
+  | { type: "heartbeat"; sentAtMs: number; inFlight: number }
+  | { type: "text"; requestId: string; text: string }
+  | { type: "end"; requestId: string; finishReason: FinishReason; usage: Usage }
+  | { type: "failed"; requestId: string; error: ErrorReport; usage: Usage }
+  | { type: "progress"; commandId: string; progress: StepProgress }
+  | { type: "result"; commandId: string; result: StepResult }
+  | { type: "stepFailed"; commandId: string; error: ErrorReport }
+  | { type: "hardware"; hardware: HardwareReport }
+  | { type: "runtimeState"; stackId: string; state: RuntimeState; error: string }
+  | { type: "inventory"; inventory: Inventory };
+
+/** What proves a machine's identity when it opens a link. */
+export interface LinkCredentials {
+  machineId: string;
+  token: string;
+}
+
+/** Why a link was refused: the machine's credentials, or its hello (protocol version, first message). */
+export type LinkRefusal = "credentials" | "protocol";
+
+/**
+ * Where one side's messages go: the other side of a link, whatever carries it (gRPC across machines, a
+ * direct call in one process). `close` tells that side the link is over.
+ */
+export interface LinkEnd<M> {
+  send(message: M): void;
+  /** The link is over; `refused` when it never opened because the relay refused it. Idempotent. */
+  close(reason: string, refused?: LinkRefusal): void;
+}
+
+/** The relay's side of opening a link: given a machine's credentials and its end, returns the relay's end. */
+export type LinkAcceptor = (credentials: LinkCredentials, agent: LinkEnd<RelayToAgent>) => LinkEnd<AgentToRelay>;
+
+/** The agent's side of opening a link: given its end, returns the relay's end. */
+export type LinkDialer = (agent: LinkEnd<RelayToAgent>) => LinkEnd<AgentToRelay>;

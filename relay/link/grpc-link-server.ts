@@ -1,0 +1,106 @@
+import { Server, ServerCredentials, status, type ServerDuplexStream } from "@grpc/grpc-js";
+import { AUTHORIZATION_METADATA, MACHINE_ID_METADATA, type LinkAcceptor, type LinkRefusal } from "../../proto/index.js";
+import { AgentLinkService, type AgentMessage, type RelayMessage } from "../../proto/wire.js";
+import type { AgentRegistry } from "./agent-registry.js";
+import { decodeAgentMessage, encodeRelayMessage } from "./relay-link-codec.js";
+
+/** Options of {@link startLinkServer}. */
+export interface LinkServerOptions {
+  accept: LinkAcceptor;
+  registry: AgentRegistry;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+}
+
+/** The running gRPC server agents dial. */
+export interface LinkServer {
+  readonly port: number;
+  /** Stops accepting links and ends every open one. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** The gRPC status an agent sees for a refused link. */
+function refusalStatus(refused: LinkRefusal, reason: string): status {
+  if (refused === "credentials") return status.UNAUTHENTICATED;
+  if (reason.startsWith("No hello")) return status.DEADLINE_EXCEEDED;
+  return reason.startsWith("Protocol version") ? status.FAILED_PRECONDITION : status.INVALID_ARGUMENT;
+}
+
+/** Starts the gRPC server that agents on other machines connect to: one `Connect` stream per agent. */
+export async function startLinkServer(options: LinkServerOptions): Promise<LinkServer> {
+  const server = new Server({
+    // Ping idle agents so a vanished peer is noticed within seconds even without heartbeats.
+    "grpc.keepalive_time_ms": 2_000,
+    "grpc.keepalive_timeout_ms": 2_000,
+    "grpc.keepalive_permit_without_calls": 1,
+    "grpc.http2.min_ping_interval_without_data_ms": 1_000,
+    "grpc.max_receive_message_length": 8 * 1024 * 1024,
+  });
+
+  server.addService(AgentLinkService, {
+    connect: (call: ServerDuplexStream<AgentMessage, RelayMessage>) => {
+      const machineId = String(call.metadata.get(MACHINE_ID_METADATA)[0] ?? "");
+      const auth = String(call.metadata.get(AUTHORIZATION_METADATA)[0] ?? "");
+      const token = /^Bearer\s+(\S+)$/i.exec(auth)?.[1] ?? "";
+      let closed = false;
+      const relay = options.accept(
+        { machineId, token },
+        {
+          send: (message) => {
+            if (!closed) call.write(encodeRelayMessage(message));
+          },
+          close: (reason, refused) => {
+            if (closed) return;
+            closed = true;
+            if (refused) {
+              call.emit("error", { code: refusalStatus(refused, reason), details: reason });
+              return;
+            }
+            try {
+              call.end();
+            } catch {
+              // The call may already be finished; ending it again is harmless.
+            }
+          },
+        },
+      );
+      call.on("data", (message: AgentMessage) => {
+        const decoded = decodeAgentMessage(message);
+        if (decoded) relay.send(decoded);
+      });
+      const gone = () => relay.close("the agent closed the link");
+      call.on("end", () => {
+        gone();
+        try {
+          call.end();
+        } catch {
+          // Already ended.
+        }
+      });
+      call.on("error", gone);
+      call.on("cancelled", gone);
+      call.on("close", gone);
+    },
+  });
+
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${options.host}:${options.port}`, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+
+  let stopping: Promise<void> | undefined;
+  return {
+    port,
+    stop() {
+      stopping ??= new Promise<void>((resolve) => {
+        for (const s of options.registry.all()) s.end("the relay is stopping");
+        const force = setTimeout(() => server.forceShutdown(), 2_000);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      return stopping;
+    },
+  };
+}

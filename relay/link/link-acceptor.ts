@@ -1,0 +1,178 @@
+import {
+  PROTOCOL_VERSION,
+  type AgentToRelay,
+  type HardwareReport,
+  type Inventory,
+  type LinkAcceptor,
+  type LinkEnd,
+  type Logger,
+} from "../../proto/index.js";
+import type { EventBus } from "../events/index.js";
+import { hashSecret, hashesEqual } from "../keys/index.js";
+import type { HardwareSummary, MachineInventory, Store } from "../store/index.js";
+import type { AgentRegistry } from "./agent-registry.js";
+import { AgentSession } from "./agent-session.js";
+
+/** What {@link linkAcceptor} needs. */
+export interface LinkAcceptorDeps {
+  store: Store;
+  registry: AgentRegistry;
+  log: Logger;
+  /** Heartbeat interval asked of agents, in ms; a link silent for 3.5 intervals is dropped. */
+  heartbeatIntervalMs: number;
+  /** Where machine changes (online, offline, hardware) and runtime states are announced. */
+  events: EventBus;
+}
+
+const HELLO_TIMEOUT_MS = 10_000;
+
+/** What an end that has nothing to do accepts: everything, and ignores it. */
+const NOTHING: LinkEnd<AgentToRelay> = { send: () => {}, close: () => {} };
+
+/**
+ * The relay's side of every link, whatever carries it (gRPC from other machines, a direct call from an
+ * agent in the same process): checks the machine's credentials and its hello, registers its session,
+ * keeps the machine's state in the store, and drops a link that falls silent.
+ */
+export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
+  const { store, registry, log } = deps;
+  return ({ machineId, token }, agent) => {
+    const machine = machineId ? store.machines.get(machineId) : undefined;
+    if (machine?.revokedAt) {
+      log.warn("link refused: the machine is revoked", { machineId });
+      agent.close("This machine was revoked; add it again to get a new token.", "credentials");
+      return NOTHING;
+    }
+    const storedHash = machine ? store.machines.tokenHash(machine.id) : undefined;
+    if (!machine || !storedHash || !hashesEqual(storedHash, hashSecret(token))) {
+      log.warn("link refused: bad machine credentials", { machineId });
+      agent.close("Unknown machine ID or machine token rejected.", "credentials");
+      return NOTHING;
+    }
+    const linkLog = log.child({ machineId });
+    const machineChanged = () => deps.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
+    let session: AgentSession | undefined;
+    let watchdog: NodeJS.Timeout | undefined;
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(helloTimer);
+      clearInterval(watchdog);
+      if (!session) return;
+      session.close();
+      if (registry.remove(session)) {
+        store.machines.markOffline(machine.id);
+        machineChanged();
+      }
+    };
+    const refuse = (reason: string) => {
+      finish();
+      agent.close(reason, "protocol");
+    };
+    const helloTimer = setTimeout(() => refuse("No hello received."), HELLO_TIMEOUT_MS);
+
+    const open = (hello: Extract<AgentToRelay, { type: "hello" }>): AgentSession => {
+      const s = new AgentSession(machine.id, machine.orgId, agent, linkLog, {
+        onHardware: (hardware) => {
+          store.machines.updateHardware(machine.id, toHardwareSummary(hardware));
+          machineChanged();
+          linkLog.info("hardware changed");
+        },
+        onInventory: (inventory) => {
+          store.machines.setInventory(machine.id, boundedInventory(inventory));
+          machineChanged();
+        },
+        onRuntimeStatus: (stackId, state, error) => {
+          linkLog.info("runtime state", { stackId, state, error });
+          // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
+          if (store.stacks.get(stackId)?.machineId === machine.id) {
+            store.stacks.setRuntimeState(stackId, state, error);
+            deps.events.emit({ type: "stack", orgId: machine.orgId, stackId });
+          }
+        },
+      });
+      // One timer per link checks how long the agent has been silent (every message counts), rather than
+      // a timer re-armed for every message, which cost the relay a timer per streamed chunk.
+      const silenceMs = deps.heartbeatIntervalMs * 3.5;
+      const tickMs = Math.max(50, Math.floor(deps.heartbeatIntervalMs / 2));
+      let lastTick = Date.now();
+      let graceUntil = 0;
+      watchdog = setInterval(() => {
+        const now = Date.now();
+        const stalled = now - lastTick - tickMs > deps.heartbeatIntervalMs;
+        lastTick = now;
+        // A tick that comes late means this process was stalled, not that the agent was silent:
+        // give the agent's queued messages a full silence period to arrive before judging it.
+        if (stalled) graceUntil = now + silenceMs;
+        if (now < graceUntil || now - s.lastSeenAt <= silenceMs) return;
+        linkLog.warn("link silent, dropping it", { silentMs: now - s.lastSeenAt });
+        finish();
+        agent.close("the agent was silent for too long");
+      }, tickMs);
+      store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion });
+      machineChanged();
+      s.send({ type: "welcome", machineId: machine.id, heartbeatIntervalMs: deps.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION });
+      linkLog.info("machine online", { agentVersion: hello.agentVersion });
+      registry.add(s);
+      return s;
+    };
+
+    return {
+      send(message) {
+        if (finished) return;
+        if (session) return session.handle(message);
+        clearTimeout(helloTimer);
+        if (message.type !== "hello") return refuse("The first message on the link must be a hello.");
+        if (message.protocolVersion !== PROTOCOL_VERSION) {
+          return refuse(`Protocol version ${message.protocolVersion} is not supported; this relay speaks ${PROTOCOL_VERSION}.`);
+        }
+        session = open(message);
+      },
+      close: finish,
+    };
+  };
+}
+
+/** Longest string kept from an agent's inventory, and most entries: a machine cannot grow the database without bound. */
+const INVENTORY_STRING = 1024;
+const INVENTORY_ENTRIES = 256;
+
+/** An agent's inventory as stored: strings and lists cut to size. */
+function boundedInventory(inv: Inventory): MachineInventory {
+  const str = (v: string) => v.slice(0, INVENTORY_STRING);
+  return {
+    runtimes: inv.runtimes.slice(0, INVENTORY_ENTRIES).map((r) => ({
+      stackId: str(r.stackId),
+      modelId: str(r.modelId),
+      runtime: str(r.runtime),
+      version: str(r.version),
+      state: str(r.state),
+      endpoint: str(r.endpoint),
+      error: str(r.error),
+    })),
+    models: inv.models.slice(0, INVENTORY_ENTRIES).map((m) => ({
+      name: str(m.name),
+      format: str(m.format),
+      sizeBytes: Math.max(0, m.sizeBytes),
+      path: str(m.path),
+      sha256: str(m.sha256),
+      stackIds: m.stackIds.slice(0, INVENTORY_ENTRIES).map(str),
+    })),
+  };
+}
+
+function toHardwareSummary(h: HardwareReport | undefined): HardwareSummary {
+  return {
+    platform: h?.platform ?? "",
+    os: h?.os ?? "",
+    arch: h?.arch ?? "",
+    cpuModel: h?.cpuModel ?? "",
+    cpuPhysicalCores: h?.cpuPhysicalCores ?? 0,
+    cpuLogicalCores: h?.cpuLogicalCores ?? 0,
+    memoryBytes: h?.memoryBytes ?? 0,
+    gpus: (h?.gpus ?? []).map((g) => ({ vendor: g.vendor, model: g.model, vramBytes: g.vramBytes, driverVersion: g.driverVersion })),
+    disks: (h?.disks ?? []).map((d) => ({ mount: d.mount, sizeBytes: d.sizeBytes, freeBytes: d.freeBytes })),
+    accelerators: h?.accelerators ?? [],
+  };
+}

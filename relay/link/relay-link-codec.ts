@@ -1,0 +1,103 @@
+import type { AgentToRelay, FinishReason, RelayToAgent, RuntimeState } from "../../proto/index.js";
+import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
+
+const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(["stop", "length", "canceled"]);
+const RUNTIME_STATES: ReadonlySet<string> = new Set<RuntimeState>(["loading", "ready", "failed"]);
+
+/** The relay's reading of a wire message from an agent; `undefined` for one it does not know (ignored). */
+export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefined {
+  const body = message.body;
+  switch (body?.$case) {
+    case "inferenceChunk":
+      return { type: "text", requestId: body.value.requestId, text: body.value.text };
+    case "inferenceEnd": {
+      const { requestId, outcome } = body.value;
+      const usage = { promptTokens: body.value.usage?.promptTokens ?? 0, completionTokens: body.value.usage?.completionTokens ?? 0 };
+      if (outcome?.$case === "done") {
+        const reason = outcome.value.finishReason;
+        return { type: "end", requestId, finishReason: FINISH_REASONS.has(reason) ? (reason as FinishReason) : "stop", usage };
+      }
+      const error = outcome?.$case === "error" ? outcome.value : { code: "internal_error", message: "The agent ended the request without an outcome.", retryAfterMs: 0 };
+      return { type: "failed", requestId, error, usage };
+    }
+    case "hello":
+      return {
+        type: "hello",
+        protocolVersion: body.value.protocolVersion,
+        agentVersion: body.value.agentVersion,
+        hardware: body.value.hardware ?? { platform: "", os: "", arch: "", cpuModel: "", cpuPhysicalCores: 0, cpuLogicalCores: 0, memoryBytes: 0, gpus: [], disks: [], accelerators: [] },
+      };
+    case "heartbeat":
+      return { type: "heartbeat", ...body.value };
+    case "commandProgress": {
+      const { commandId, ...progress } = body.value;
+      return { type: "progress", commandId, progress };
+    }
+    case "commandResult": {
+      const { commandId, error, ...result } = body.value;
+      return error ? { type: "stepFailed", commandId, error } : { type: "result", commandId, result };
+    }
+    case "hardwareUpdate":
+      return { type: "hardware", hardware: body.value };
+    case "runtimeStatus": {
+      const { stackId, state, error } = body.value;
+      return RUNTIME_STATES.has(state) ? { type: "runtimeState", stackId, state: state as RuntimeState, error } : undefined;
+    }
+    case "inventory":
+      return { type: "inventory", inventory: body.value };
+    case undefined:
+      return undefined;
+  }
+}
+
+/** The wire form of a message to an agent. */
+export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
+  switch (message.type) {
+    case "infer": {
+      const { input } = message;
+      return {
+        body: {
+          $case: "inferenceRequest",
+          value: {
+            requestId: message.requestId,
+            stackId: message.stackId,
+            initialCredit: message.credit,
+            messages: input.messages,
+            temperature: input.temperature,
+            topP: input.topP,
+            maxTokens: input.maxTokens,
+            stop: input.stop,
+            seed: input.seed,
+            presencePenalty: input.presencePenalty,
+            frequencyPenalty: input.frequencyPenalty,
+            stream: input.stream,
+          },
+        },
+      };
+    }
+    case "credit":
+      return { body: { $case: "inferenceCredit", value: { requestId: message.requestId, credits: message.credits } } };
+    case "cancel":
+      return { body: { $case: "inferenceCancel", value: { requestId: message.requestId, reason: message.reason } } };
+    case "welcome":
+      return { body: { $case: "welcome", value: { machineId: message.machineId, heartbeatIntervalMs: message.heartbeatIntervalMs, protocolVersion: message.protocolVersion } } };
+    case "heartbeat":
+      return { body: { $case: "heartbeat", value: { sentAtMs: message.sentAtMs, inFlight: message.inFlight } } };
+    case "command": {
+      const { commandId, stackId, step } = message;
+      const wireStep = ((): NonNullable<Extract<RelayMessage["body"], { $case: "command" }>["value"]["step"]> => {
+        switch (step.kind) {
+          case "installRuntime":
+            return { $case: "installRuntime", value: { runtime: step.runtime } };
+          case "pullModel":
+            return { $case: "pullModel", value: { ref: step.ref, sha256: step.sha256, runtime: step.runtime } };
+          case "configureEndpoint":
+            return { $case: "configureEndpoint", value: { runtime: step.runtime, modelRef: step.modelRef, modelId: step.modelId } };
+          case "removeStack":
+            return { $case: "removeStack", value: {} };
+        }
+      })();
+      return { body: { $case: "command", value: { commandId, stackId, step: wireStep } } };
+    }
+  }
+}

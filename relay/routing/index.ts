@@ -1,0 +1,1 @@
+export { stacksForKey, keyAllowsStack, pickTarget } from "./route-request.js";
