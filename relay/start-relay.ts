@@ -11,6 +11,7 @@ import { UsageRecorder } from "./usage/index.js";
 import { RelayMetrics } from "./metrics/index.js";
 import { Deployer } from "./deploy/index.js";
 import { AgentRegistry, linkAcceptor, startLinkServer } from "./link/index.js";
+import { GatewayDirectory } from "./routing/index.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
@@ -94,6 +95,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const app = createRelayApp({
     store,
     registry,
+    directory: new GatewayDirectory(store),
     control,
     events,
     usage,

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { MakinaError, type Logger } from "../../proto/index.js";
+import { sendError } from "./send-json.js";
 
 /** Answers unknown paths: 404 `unknown_url` (or `unsupported_endpoint` for the legacy completions endpoint). */
 export function unknownUrl(): RequestHandler {
@@ -15,17 +16,6 @@ export function unknownUrl(): RequestHandler {
 /** Renders every error in the OpenAI envelope; unexpected ones are logged, never shown. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, _req, res, _next) => {
-    const e = MakinaError.from(err);
-    res.locals.errorCode = e.code;
-    if (e.code === "internal_error") log.error("unexpected error", { requestId: res.locals.requestId, err, cause: e.cause });
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    if (e.retryAfterMs !== undefined) {
-      res.setHeader("Retry-After", String(Math.max(1, Math.ceil(e.retryAfterMs / 1000))));
-      res.setHeader("retry-after-ms", String(e.retryAfterMs));
-    }
-    res.status(e.mapping.http).json(e.toBody());
+    res.locals.errorCode = sendError(res, err, log, res.locals.requestId);
   };
 }

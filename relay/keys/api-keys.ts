@@ -39,12 +39,17 @@ export function createApiKey(store: Store, input: NewApiKey): { key: string; rec
   return { key, record: publicKey(record) };
 }
 
+/** Where {@link authenticateApiKey} finds keys and records their use: the store, or the gateway's directory in front of it. */
+export interface KeyLookup {
+  findByHash(keyHash: string): ApiKeyRecord | undefined;
+  touch(id: string, now?: number): void;
+}
+
 /**
- * Checks the `Authorization` header of a gateway request against SQLite. There is
- * no cache: every request reads the key's current state, so a revocation holds
- * for the very next request.
+ * Checks the `Authorization` header of a gateway request. The lookup must give the key's current state
+ * (the store, or a directory refreshed for this request), so a revocation holds for the very next request.
  */
-export function authenticateApiKey(store: Store, authorization: string | undefined, now = Date.now()): ApiKeyRecord {
+export function authenticateApiKey(keys: KeyLookup, authorization: string | undefined, now = Date.now()): ApiKeyRecord {
   if (authorization === undefined || authorization.trim() === "") {
     throw new MakinaError(
       "missing_api_key",
@@ -57,8 +62,8 @@ export function authenticateApiKey(store: Store, authorization: string | undefin
     new MakinaError("invalid_api_key", `Incorrect API key provided: ${shown}. You can find your API keys in the Makina web application.`);
   if (!token) throw invalid("(not a bearer token)");
   const hash = hashSecret(token);
-  const record = token.startsWith("mk_live_") ? store.keys.findByHash(hash) : undefined;
+  const record = token.startsWith("mk_live_") ? keys.findByHash(hash) : undefined;
   if (!record || !hashesEqual(record.keyHash, hash) || record.state !== "active") throw invalid(maskSecret(token));
-  store.keys.touch(record.id, now);
+  keys.touch(record.id, now);
   return record;
 }

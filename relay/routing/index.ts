@@ -1,1 +1,2 @@
 export { stacksForKey, keyAllowsStack, pickTarget } from "./route-request.js";
+export { GatewayDirectory } from "./gateway-directory.js";

@@ -1,10 +1,10 @@
 import { MakinaError } from "../../proto/index.js";
-import type { ApiKeyRecord, Stack, Store } from "../store/index.js";
+import type { ApiKeyRecord, Stack } from "../store/index.js";
 import type { AgentRegistry, AgentSession } from "../link/index.js";
 
 /** Stacks of the key's organization that serve `modelId` and that the key may use. */
-export function stacksForKey(store: Store, key: ApiKeyRecord, modelId: string): Stack[] {
-  const serving = store.stacks.servingModel(key.orgId, modelId);
+export function stacksForKey(directory: { servingModel(orgId: string, modelId: string): Stack[] }, key: ApiKeyRecord, modelId: string): Stack[] {
+  const serving = directory.servingModel(key.orgId, modelId);
   if (serving.length === 0) {
     throw new MakinaError("model_not_found", `The model \`${modelId}\` does not exist or is not deployed.`, { param: "model" });
   }

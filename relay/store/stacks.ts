@@ -129,10 +129,10 @@ export class StackStore {
     return (this.db.prepare("SELECT * FROM stacks WHERE machine_id = ? ORDER BY created_at, id").all(machineId) as Row[]).map(toStack);
   }
 
-  /** Deployed stacks with an Endpoint layer serving `modelId` in an organization: what the gateway may route to. */
-  /** Prepared once: it runs on every gateway request. */
+  /** Prepared once: it runs whenever the gateway's directory was refreshed. */
   private servingStatement: ReturnType<Db["prepare"]> | undefined;
 
+  /** Deployed stacks with an Endpoint layer serving `modelId` in an organization: what the gateway may route to. */
   servingModel(orgId: string, modelId: string): Stack[] {
     return (
       (this.servingStatement ??= this.db.prepare("SELECT * FROM stacks WHERE org_id = ? AND model_id = ? AND state = 'deployed' AND has_endpoint = 1")).all(orgId, modelId) as Row[]

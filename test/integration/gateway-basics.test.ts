@@ -1,3 +1,4 @@
+import { gzipSync } from "node:zlib";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
@@ -60,6 +61,32 @@ describe("gateway basics over raw HTTP", () => {
     expect([text.status, ((await text.json()) as { error: { code: string } }).error.code]).toEqual([415, "unsupported_media_type"]);
     const huge = await post("/v1/chat/completions", JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "x".repeat(5 * 1024 * 1024) }] }));
     expect([huge.status, ((await huge.json()) as { error: { code: string } }).error.code]).toEqual([413, "request_too_large"]);
+  });
+
+  it("answers chat completions the same on every spelling of the path and every body encoding a client may use", async () => {
+    const body = JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 });
+    for (const path of ["/v1/chat/completions", "/v1/chat/completions?trace=1", "/v1/chat/completions/", "/V1/Chat/Completions"]) {
+      const res = await post(path, body, { "x-request-id": "client-trace-1" });
+      expect([path, res.status]).toEqual([path, 200]);
+      expect(res.headers.get("x-request-id")).toBe("client-trace-1");
+      expect(((await res.json()) as { object: string }).object).toBe("chat.completion");
+    }
+    const gzipped = await fetch(`${gw.relay.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json; charset=UTF-8", "content-encoding": "gzip" },
+      body: gzipSync(body),
+    });
+    expect(gzipped.status).toBe(200);
+    const utf16 = await post("/v1/chat/completions", body, { "content-type": "application/json; charset=utf-16" });
+    expect([utf16.status, ((await utf16.json()) as { error: { code: string } }).error.code]).toEqual([415, "unsupported_media_type"]);
+    const bomb = await fetch(`${gw.relay.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json", "content-encoding": "gzip" },
+      body: gzipSync(JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "x".repeat(8 * 1024 * 1024) }] })),
+    });
+    expect([bomb.status, ((await bomb.json()) as { error: { code: string } }).error.code]).toEqual([413, "request_too_large"]);
+    const wrongMethod = await fetch(`${gw.relay.url}/v1/chat/completions`, { headers: { authorization: `Bearer ${gw.apiKey}` } });
+    expect([wrongMethod.status, ((await wrongMethod.json()) as { error: { code: string } }).error.code]).toEqual([404, "unknown_url"]);
   });
 
   it("answers 404 model_not_found for a model that is not deployed", async () => {

@@ -6,7 +6,7 @@ import { authenticateApiKey } from "../../keys/index.js";
 export function authenticate(store: Store): RequestHandler {
   return (req, res, next) => {
     try {
-      res.locals.apiKey = authenticateApiKey(store, req.get("authorization"));
+      res.locals.apiKey = authenticateApiKey(store.keys, req.get("authorization"));
       next();
     } catch (err) {
       next(err);

@@ -1,19 +1,27 @@
-import type { Request, RequestHandler, Response } from "express";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { MakinaError, RUNTIME_CAPABILITIES, type Logger, type TokenEvent } from "../../../proto/index.js";
+import { authenticateApiKey } from "../../keys/index.js";
 import type { AgentRegistry } from "../../link/index.js";
-import { pickTarget, stacksForKey } from "../../routing/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
-import { randomBase62, type ApiKeyRecord, type Store } from "../../store/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
+import { pickTarget, stacksForKey, type GatewayDirectory } from "../../routing/index.js";
+import type { ApiKeyRecord } from "../../store/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
-import { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
+import { readJsonBody } from "../read-json-body.js";
+import { requestIdFor } from "../request-id.js";
+import { sendError, sendJson } from "../send-json.js";
+import { ChatIds } from "./chat-ids.js";
 import { SseWriter } from "./sse-writer.js";
+import { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 
 /** Dependencies and limits of the chat-completions endpoint. */
 export interface ChatCompletionsDeps {
-  store: Store;
+  /** Keys and routes, refreshed for every request. */
+  directory: GatewayDirectory;
   registry: AgentRegistry;
   log: Logger;
+  /** Largest accepted request body, in bytes. */
+  bodyLimitBytes: number;
   /** No first token within this many ms → 503 `runtime_unavailable`. */
   firstTokenTimeoutMs: number;
   /** A non-streamed request is abandoned after this many ms. */
@@ -26,78 +34,110 @@ export interface ChatCompletionsDeps {
   metrics: RelayMetrics;
 }
 
-/** `POST /v1/chat/completions`, streamed and not. */
-export function chatCompletions(deps: ChatCompletionsDeps): RequestHandler {
-  return async (req, res, next) => {
-    const log = deps.log.child({ requestId: res.locals.requestId });
-    // The client going away cancels the generation on the machine.
-    const controller = new AbortController();
-    const onClose = () => {
-      if (!res.writableFinished) controller.abort(new MakinaError("canceled", "The client closed the connection."));
-    };
-    res.on("close", onClose);
-    try {
-      const key = res.locals.apiKey as ApiKeyRecord;
-      const request = validateChatRequest(req.body);
-      res.locals.model = request.model;
-      const allowed = stacksForKey(deps.store, key, request.model);
-      const capable = allowed.filter((st) => request.needs.every((p) => RUNTIME_CAPABILITIES[st.runtime].includes(p)));
-      if (capable.length === 0) {
-        const param = request.needs.find((p) => !RUNTIME_CAPABILITIES[allowed[0]!.runtime].includes(p))!;
-        throw new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${allowed[0]!.runtime} runtime serving \`${request.model}\`.`, { param });
-      }
-      const { stack, session } = pickTarget(deps.registry, capable);
-      if (request.maxTokens !== null && stack.contextSize !== null && request.maxTokens > stack.contextSize) {
-        throw new MakinaError(
-          "context_length_exceeded",
-          `This model's maximum context length is ${stack.contextSize} tokens, but max_tokens is ${request.maxTokens}.`,
-          { param: "max_tokens" },
-        );
-      }
-      // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
-      const admission = deps.limiter.admit(key, estimateTokens(request.messages, request.maxTokens, deps.defaultCompletionEstimate));
-      res.set(deps.limiter.headers(key));
-      log.info("chat completion", { model: request.model, stackId: stack.id, machineId: stack.machineId, stream: request.stream });
-      try {
-        const events = session.infer(
-          stack.id,
-          {
-            messages: request.messages,
-            temperature: request.temperature,
-            topP: request.topP,
-            maxTokens: request.maxTokens ?? 0,
-            stop: request.stop,
-            seed: request.seed,
-            presencePenalty: request.presencePenalty,
-            frequencyPenalty: request.frequencyPenalty,
-            stream: request.stream,
-          },
-          {
-            signal: controller.signal,
-            firstTokenTimeoutMs: deps.firstTokenTimeoutMs,
-            onUsage: (u) => {
-              admission.settle(u ? u.promptTokens + u.completionTokens : null);
-              deps.usage.record({ orgId: key.orgId, keyId: key.id, model: request.model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });
-              if (u) deps.metrics.usage(request.model, u.promptTokens, u.completionTokens);
-            },
-          },
-        );
-        const meta = { id: `chatcmpl-${randomBase62(29)}`, created: Math.floor(Date.now() / 1000), model: request.model };
-        if (request.stream) await stream(req, res, events, meta, request, log);
-        else await complete(res, events, meta, controller, deps.requestTimeoutMs);
-      } catch (err) {
-        // Not served (refused by the runtime, machine gone before the first byte): give the quota back.
-        // A client that went away keeps paying for the tokens generated until then.
-        const code = MakinaError.from(err).code;
-        if (!res.headersSent && code !== "canceled" && code !== "timeout") admission.refund();
-        throw err;
-      }
-    } catch (err) {
-      next(err);
-    } finally {
-      res.off("close", onClose);
-    }
+/** What one request has become, for its metrics. */
+interface Outcome {
+  key: ApiKeyRecord | undefined;
+  model: string;
+  errorCode: string | null;
+  firstTokenAt: number | undefined;
+}
+
+/**
+ * `POST /v1/chat/completions`, streamed and not, as a plain Node handler: the gateway's one hot path does
+ * its own request id, key check, body reading and error envelope (the same helpers the Express side uses)
+ * rather than pass through Express's router and body parser.
+ */
+export function chatCompletions(deps: ChatCompletionsDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  const ids = new ChatIds();
+  return (req, res) => {
+    const startedAt = performance.now();
+    const requestId = requestIdFor(req, res);
+    const outcome: Outcome = { key: undefined, model: "", errorCode: null, firstTokenAt: undefined };
+    const done = deps.metrics.started();
+    res.once("close", () =>
+      done({
+        model: outcome.model,
+        status: res.statusCode,
+        keyId: outcome.key?.id ?? "",
+        errorCode: outcome.errorCode,
+        durationSeconds: (performance.now() - startedAt) / 1000,
+        firstTokenSeconds: outcome.firstTokenAt === undefined ? null : (outcome.firstTokenAt - startedAt) / 1000,
+      }),
+    );
+    serve(deps, ids, req, res, outcome, requestId).catch((err: unknown) => {
+      outcome.errorCode = sendError(res, err, deps.log, requestId);
+    });
   };
+}
+
+async function serve(deps: ChatCompletionsDeps, ids: ChatIds, req: IncomingMessage, res: ServerResponse, outcome: Outcome, requestId: string): Promise<void> {
+  deps.directory.refresh();
+  const key = authenticateApiKey(deps.directory, req.headers.authorization);
+  outcome.key = key;
+  // Every response to a rate-limited key carries its x-ratelimit-* headers.
+  setHeaders(res, deps.limiter.headers(key));
+  const request = validateChatRequest(await readJsonBody(req, deps.bodyLimitBytes));
+  outcome.model = request.model;
+  const allowed = stacksForKey(deps.directory, key, request.model);
+  const capable = allowed.filter((st) => request.needs.every((p) => RUNTIME_CAPABILITIES[st.runtime].includes(p)));
+  if (capable.length === 0) {
+    const param = request.needs.find((p) => !RUNTIME_CAPABILITIES[allowed[0]!.runtime].includes(p))!;
+    throw new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${allowed[0]!.runtime} runtime serving \`${request.model}\`.`, { param });
+  }
+  const { stack, session } = pickTarget(deps.registry, capable);
+  if (request.maxTokens !== null && stack.contextSize !== null && request.maxTokens > stack.contextSize) {
+    throw new MakinaError("context_length_exceeded", `This model's maximum context length is ${stack.contextSize} tokens, but max_tokens is ${request.maxTokens}.`, { param: "max_tokens" });
+  }
+  // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
+  const admission = deps.limiter.admit(key, estimateTokens(request.messages, request.maxTokens, deps.defaultCompletionEstimate));
+  setHeaders(res, deps.limiter.headers(key));
+  deps.log.info("chat completion", { requestId, model: request.model, stackId: stack.id, machineId: stack.machineId, stream: request.stream });
+  // The client going away cancels the generation on the machine.
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) controller.abort(new MakinaError("canceled", "The client closed the connection."));
+  };
+  res.on("close", onClose);
+  try {
+    const events = session.infer(
+      stack.id,
+      {
+        messages: request.messages,
+        temperature: request.temperature,
+        topP: request.topP,
+        maxTokens: request.maxTokens ?? 0,
+        stop: request.stop,
+        seed: request.seed,
+        presencePenalty: request.presencePenalty,
+        frequencyPenalty: request.frequencyPenalty,
+        stream: request.stream,
+      },
+      {
+        signal: controller.signal,
+        firstTokenTimeoutMs: deps.firstTokenTimeoutMs,
+        onUsage: (u) => {
+          admission.settle(u ? u.promptTokens + u.completionTokens : null);
+          deps.usage.record({ orgId: key.orgId, keyId: key.id, model: request.model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });
+          if (u) deps.metrics.usage(request.model, u.promptTokens, u.completionTokens);
+        },
+      },
+    );
+    const meta = { id: ids.next(), created: Math.floor(Date.now() / 1000), model: request.model };
+    if (request.stream) await stream(res, events, meta, request, outcome, deps.log, requestId);
+    else await complete(res, events, meta, controller, deps.requestTimeoutMs);
+  } catch (err) {
+    // Not served (refused by the runtime, machine gone before the first byte): give the quota back.
+    // A client that went away keeps paying for the tokens generated until then.
+    const code = MakinaError.from(err).code;
+    if (!res.headersSent && code !== "canceled" && code !== "timeout") admission.refund();
+    throw err;
+  } finally {
+    res.off("close", onClose);
+  }
+}
+
+function setHeaders(res: ServerResponse, headers: Record<string, string>): void {
+  for (const name in headers) res.setHeader(name, headers[name]!);
 }
 
 interface Meta {
@@ -106,7 +146,7 @@ interface Meta {
   model: string;
 }
 
-async function complete(res: Response, events: AsyncGenerator<TokenEvent>, meta: Meta, controller: AbortController, timeoutMs: number): Promise<void> {
+async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>, meta: Meta, controller: AbortController, timeoutMs: number): Promise<void> {
   const timer = setTimeout(() => controller.abort(new MakinaError("timeout", "The request took too long to complete.")), timeoutMs);
   try {
     let content = "";
@@ -115,13 +155,14 @@ async function complete(res: Response, events: AsyncGenerator<TokenEvent>, meta:
         content += ev.text;
         continue;
       }
-      res.json({
+      const { promptTokens, completionTokens } = ev.usage;
+      sendJson(res, 200, {
         id: meta.id,
         object: "chat.completion",
         created: meta.created,
         model: meta.model,
         choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: ev.finishReason }],
-        usage: { prompt_tokens: ev.usage.promptTokens, completion_tokens: ev.usage.completionTokens, total_tokens: ev.usage.promptTokens + ev.usage.completionTokens },
+        usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
       });
     }
   } finally {
@@ -129,32 +170,30 @@ async function complete(res: Response, events: AsyncGenerator<TokenEvent>, meta:
   }
 }
 
-async function stream(_req: Request, res: Response, events: AsyncGenerator<TokenEvent>, meta: Meta, request: ChatRequest, log: Logger): Promise<void> {
+async function stream(res: ServerResponse, events: AsyncGenerator<TokenEvent>, meta: Meta, request: ChatRequest, outcome: Outcome, log: Logger, requestId: string): Promise<void> {
   // Wait for the machine's first event before committing to 200, so that errors
   // known up front (context too long, runtime not ready) get their real status.
   const first = await events.next();
-  res.locals.firstTokenAt = performance.now();
+  outcome.firstTokenAt = performance.now();
   const sse = new SseWriter(res);
   sse.open();
-  const chunk = (delta: Record<string, unknown>, finishReason: string | null) => ({
-    id: meta.id,
-    object: "chat.completion.chunk",
-    created: meta.created,
-    model: meta.model,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
-  });
+  // The fixed part of every chunk, serialised once: each event only adds its delta.
+  const head = `{"id":${JSON.stringify(meta.id)},"object":"chat.completion.chunk","created":${meta.created},"model":${JSON.stringify(meta.model)},"choices":`;
+  const chunk = (delta: string, finishReason: string | null) =>
+    `${head}[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finishReason === null ? "null" : JSON.stringify(finishReason)}}]}`;
   try {
-    if (!(await sse.send(chunk({ role: "assistant", content: "" }, null)))) return;
+    if (!(await sse.send(chunk(`{"role":"assistant","content":""}`, null)))) return;
     let ev: IteratorResult<TokenEvent> = first;
     while (!ev.done) {
       const value = ev.value;
       if (value.type === "text") {
-        if (value.text !== "" && !(await sse.send(chunk({ content: value.text }, null)))) return;
+        if (value.text !== "" && !(await sse.send(chunk(`{"content":${JSON.stringify(value.text)}}`, null)))) return;
       } else {
-        if (!(await sse.send(chunk({}, value.finishReason)))) return;
+        if (!(await sse.send(chunk("{}", value.finishReason)))) return;
         if (request.includeUsage) {
-          const usage = { prompt_tokens: value.usage.promptTokens, completion_tokens: value.usage.completionTokens, total_tokens: value.usage.promptTokens + value.usage.completionTokens };
-          if (!(await sse.send({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, choices: [], usage }))) return;
+          const { promptTokens, completionTokens } = value.usage;
+          const usage = `{"prompt_tokens":${promptTokens},"completion_tokens":${completionTokens},"total_tokens":${promptTokens + completionTokens}}`;
+          if (!(await sse.send(`${head}[],"usage":${usage}}`))) return;
         }
         await sse.send("[DONE]");
         sse.end();
@@ -165,9 +204,9 @@ async function stream(_req: Request, res: Response, events: AsyncGenerator<Token
   } catch (err) {
     const e = MakinaError.from(err);
     if (e.code === "canceled") return;
-    log.warn("stream failed after the first byte", { err: e, cause: e.cause });
+    log.warn("stream failed after the first byte", { requestId, err: e, cause: e.cause });
     // A truncated stream must never look like a success: an error event and no [DONE].
-    await sse.send({ error: { message: `The stream ended before completion: ${e.message}`, type: "server_error", param: null, code: "stream_incomplete" } });
+    await sse.send(JSON.stringify({ error: { message: `The stream ended before completion: ${e.message}`, type: "server_error", param: null, code: "stream_incomplete" } }));
     sse.end();
   } finally {
     await events.return(undefined);

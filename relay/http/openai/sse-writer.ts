@@ -1,4 +1,4 @@
-import type { Response } from "express";
+import type { ServerResponse } from "node:http";
 
 /**
  * Writes server-sent events with backpressure: each write waits until the
@@ -10,20 +10,20 @@ import type { Response } from "express";
 export class SseWriter {
   private corked = false;
 
-  constructor(private readonly res: Response) {}
+  constructor(private readonly res: ServerResponse) {}
 
   /** Sets the event-stream headers; they leave with the first event, which the caller sends at once. */
   open(): void {
-    this.res.status(200);
+    this.res.statusCode = 200;
     this.res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
     this.res.setHeader("Cache-Control", "no-cache");
     this.res.setHeader("X-Accel-Buffering", "no");
     this.res.setHeader("Connection", "keep-alive");
   }
 
-  /** Writes `data: <payload>\n\n`, waiting for drain when the socket is full. */
-  async send(payload: unknown): Promise<boolean> {
-    return this.raw(`data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`);
+  /** Writes `data: <payload>\n\n` (the payload already serialised), waiting for drain when the socket is full. */
+  send(payload: string): Promise<boolean> {
+    return this.raw(`data: ${payload}\n\n`);
   }
 
   private raw(text: string): Promise<boolean> {

@@ -1,0 +1,63 @@
+import type { ApiKeyRecord, Stack, Store } from "../store/index.js";
+
+/** Most keys remembered (valid or not) before the directory starts over: random bearer strings cannot grow it without bound. */
+const MAX_KEYS = 10_000;
+/** Most routes (organization and model) remembered before the directory starts over. */
+const MAX_ROUTES = 10_000;
+
+/**
+ * What the gateway reads for every request (a key by its hash, the stacks serving a model) kept in
+ * memory, and forgotten whenever the database may have changed: a write through this relay's own
+ * connection (SQLite's `total_changes()`), or a commit by any other connection, such as `makina admin
+ * --data-dir` in another process (`PRAGMA data_version`). One cheap statement per request tells which, so
+ * a revocation, an undeploy or a new limit holds for the very next request.
+ */
+export class GatewayDirectory {
+  private readonly stamp;
+  private changes = -1;
+  private version = -1;
+  private readonly keys = new Map<string, ApiKeyRecord | null>();
+  private readonly routes = new Map<string, Stack[]>();
+
+  constructor(private readonly store: Store) {
+    this.stamp = store.db.prepare("SELECT total_changes(), data_version FROM pragma_data_version").raw();
+  }
+
+  /** Forgets everything when the database changed since the last call. Call once per request, before reading. */
+  refresh(): void {
+    const [changes, version] = this.stamp.get() as [number, number];
+    if (changes === this.changes && version === this.version) return;
+    this.changes = changes;
+    this.version = version;
+    this.keys.clear();
+    this.routes.clear();
+  }
+
+  /** The key with this hash, if any. */
+  findByHash(keyHash: string): ApiKeyRecord | undefined {
+    let record = this.keys.get(keyHash);
+    if (record === undefined) {
+      if (this.keys.size >= MAX_KEYS) this.keys.clear();
+      record = this.store.keys.findByHash(keyHash) ?? null;
+      this.keys.set(keyHash, record);
+    }
+    return record ?? undefined;
+  }
+
+  /** Records a key's use (written with the others within a second). */
+  touch(id: string, now?: number): void {
+    this.store.keys.touch(id, now);
+  }
+
+  /** Deployed stacks with an Endpoint layer serving `modelId` in an organization. */
+  servingModel(orgId: string, modelId: string): Stack[] {
+    const route = `${orgId}\u0000${modelId}`;
+    let stacks = this.routes.get(route);
+    if (!stacks) {
+      if (this.routes.size >= MAX_ROUTES) this.routes.clear();
+      stacks = this.store.stacks.servingModel(orgId, modelId);
+      this.routes.set(route, stacks);
+    }
+    return stacks;
+  }
+}
