@@ -73,6 +73,10 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
     onStopped: () => grpc?.close(),
     hello: () => ({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: agentVersion(), hardware }),
     inFlight: () => inference.inFlight,
+    withHeartbeat: () => {
+      const stacks = inference.metrics();
+      return stacks.length ? { type: "metrics", stacks } : undefined;
+    },
     backoff: new Backoff({ minMs: config.reconnectMinMs, maxMs: config.reconnectMaxMs }),
     log: log.child({ component: "link" }),
     onOnline: () => inventory.linkOnline(),

@@ -85,7 +85,14 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const usage = new UsageRecorder(store.db);
   const metrics = new RelayMetrics({ machinesOnline: () => registry.size });
   const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events);
-  const accept = linkAcceptor({ store, registry, events, log: log.child({ component: "link" }), heartbeatIntervalMs: config.heartbeatIntervalMs });
+  const accept = linkAcceptor({
+    store,
+    registry,
+    events,
+    log: log.child({ component: "link" }),
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    runtimeMetrics: { reported: (machineId, stacks) => metrics.runtimeReported(machineId, stacks), machineGone: (machineId) => metrics.machineGone(machineId) },
+  });
   const link = await startLinkServer({ accept, registry, host: config.grpcHost, port: config.grpcPort });
   const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
   const linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;

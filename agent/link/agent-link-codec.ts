@@ -65,5 +65,7 @@ export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
       return { body: { $case: "runtimeStatus", value: { stackId: message.stackId, state: message.state, error: message.error } } };
     case "inventory":
       return { body: { $case: "inventory", value: message.inventory } };
+    case "metrics":
+      return { body: { $case: "runtimeMetrics", value: { stacks: message.stacks } } };
   }
 }

@@ -1,8 +1,9 @@
-import { MakinaError, toErrorReport, type AgentToRelay, type Logger, type RelayToAgent } from "../../proto/index.js";
+import { MakinaError, toErrorReport, type AgentToRelay, type Logger, type RelayToAgent, type StackMetrics } from "../../proto/index.js";
 import type { StackHost } from "../stacks/stack-host.js";
 import { CreditGate } from "./credit-gate.js";
 
 interface Active {
+  stackId: string;
   controller: AbortController;
   gate: CreditGate;
 }
@@ -14,6 +15,8 @@ interface Active {
  */
 export class InferenceDispatcher {
   private readonly active = new Map<string, Active>();
+  /** Totals per stack since start, for the metrics sent to the relay. */
+  private readonly totals = new Map<string, Omit<StackMetrics, "stackId" | "inFlight" | "waitingForCredit">>();
   /** Chunks of text sent since start (observability: tests watch generation stop). */
   chunksSent = 0;
   /** Requests that ended because the relay canceled them (client gone, deadline). */
@@ -37,7 +40,7 @@ export class InferenceDispatcher {
   }
 
   start(request: Extract<RelayToAgent, { type: "infer" }>): void {
-    const active: Active = { controller: new AbortController(), gate: new CreditGate(request.credit) };
+    const active: Active = { stackId: request.stackId, controller: new AbortController(), gate: new CreditGate(request.credit) };
     this.active.set(request.requestId, active);
     void this.serve(request, active).finally(() => this.active.delete(request.requestId));
   }
@@ -48,6 +51,29 @@ export class InferenceDispatcher {
 
   credit(requestId: string, credits: number): void {
     this.active.get(requestId)?.gate.add(credits);
+  }
+
+  /** What each stack served since start, and what it serves now; stacks that served nothing yet are left out. */
+  metrics(): StackMetrics[] {
+    const now = new Map<string, { inFlight: number; waitingForCredit: number }>();
+    for (const a of this.active.values()) {
+      const m = now.get(a.stackId) ?? { inFlight: 0, waitingForCredit: 0 };
+      m.inFlight++;
+      if (a.gate.waiting) m.waitingForCredit++;
+      now.set(a.stackId, m);
+    }
+    const stacks = new Set([...this.totals.keys(), ...now.keys()]);
+    const zero = { requests: 0, failed: 0, promptTokens: 0, completionTokens: 0 };
+    return [...stacks].map((stackId) => ({ stackId, ...zero, ...this.totals.get(stackId), inFlight: 0, waitingForCredit: 0, ...now.get(stackId) }));
+  }
+
+  private count(stackId: string, usage: { promptTokens: number; completionTokens: number }, failed: boolean): void {
+    const t = this.totals.get(stackId) ?? { requests: 0, failed: 0, promptTokens: 0, completionTokens: 0 };
+    t.requests++;
+    if (failed) t.failed++;
+    t.promptTokens += usage.promptTokens;
+    t.completionTokens += usage.completionTokens;
+    this.totals.set(stackId, t);
   }
 
   /** Aborts every request (the link is gone, so nobody is listening). */
@@ -69,6 +95,7 @@ export class InferenceDispatcher {
           this.send({ type: "text", requestId, text: ev.text });
           this.chunksSent++;
         } else {
+          this.count(stackId, ev.usage, false);
           this.send({ type: "end", requestId, finishReason: ev.finishReason, usage: ev.usage });
         }
       }
@@ -77,11 +104,13 @@ export class InferenceDispatcher {
         // The relay still wants the usage of a canceled request: its tokens count toward the key's limits.
         this.log.info("request canceled", { requestId, stackId, reason: (signal.reason as Error | undefined)?.message, completionTokens: usage.completionTokens });
         this.canceled++;
+        this.count(stackId, usage, false);
         this.send({ type: "end", requestId, finishReason: "canceled", usage });
         return;
       }
       const e = MakinaError.from(err);
       if (e.code === "internal_error") this.log.error("inference failed", { requestId, stackId, err, cause: e.cause });
+      this.count(stackId, usage, true);
       this.send({ type: "failed", requestId, error: toErrorReport(e), usage });
     }
   }

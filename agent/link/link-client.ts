@@ -29,6 +29,8 @@ export interface LinkClientOptions {
   onOnline?: () => void;
   /** Inference requests in flight, for heartbeats. */
   inFlight: () => number;
+  /** A message sent along with every heartbeat (the runtimes' metrics), if any. */
+  withHeartbeat?: () => AgentToRelay | undefined;
   backoff: Backoff;
   log: Logger;
 }
@@ -117,7 +119,11 @@ export class LinkClient {
             this.options.backoff.reset();
             log.info("link online", { machineId: message.machineId });
             const interval = Math.max(100, message.heartbeatIntervalMs);
-            heartbeat = setInterval(() => relay.send({ type: "heartbeat", sentAtMs: Date.now(), inFlight: this.options.inFlight() }), interval);
+            heartbeat = setInterval(() => {
+              relay.send({ type: "heartbeat", sentAtMs: Date.now(), inFlight: this.options.inFlight() });
+              const extra = this.options.withHeartbeat?.();
+              if (extra) relay.send(extra);
+            }, interval);
             for (const w of this.onlineWaiters) w();
             this.onlineWaiters.clear();
             this.options.onOnline?.();

@@ -59,7 +59,30 @@ export interface AgentMessage {
     | //
     /** What the machine hosts, sent when the link comes online and whenever it changes. */
     { $case: "inventory"; value: Inventory }
+    | //
+    /** What each stack's runtime has served, sent with every heartbeat. */
+    { $case: "runtimeMetrics"; value: RuntimeMetrics }
     | undefined;
+}
+
+/** What each stack's runtime on the machine has served since the agent started. */
+export interface RuntimeMetrics {
+  stacks: StackMetrics[];
+}
+
+/** One stack's counts on the machine. Totals only grow while the agent runs; they start again at 0 when it restarts. */
+export interface StackMetrics {
+  stackId: string;
+  /** Requests finished (answered, failed or canceled). */
+  requests: number;
+  /** Requests that ended with an error. */
+  failed: number;
+  /** Tokens of prompts and tokens generated. */
+  promptTokens: number;
+  completionTokens: number;
+  /** Requests being served now, and those of them waiting for the relay's credit (a slow client). */
+  inFlight: number;
+  waitingForCredit: number;
 }
 
 /** What a machine hosts, as `makina runtime list` and `makina model list` show it there. */
@@ -404,6 +427,9 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       case "inventory":
         Inventory.encode(message.body.value, writer.uint32(74).fork()).join();
         break;
+      case "runtimeMetrics":
+        RuntimeMetrics.encode(message.body.value, writer.uint32(82).fork()).join();
+        break;
     }
     return writer;
   },
@@ -493,6 +519,14 @@ export const AgentMessage: MessageFns<AgentMessage> = {
             message.body = { $case: "inventory", value: Inventory.decode(reader, reader.uint32()) };
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.body = { $case: "runtimeMetrics", value: RuntimeMetrics.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -537,6 +571,10 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         ? { $case: "runtimeStatus", value: RuntimeStatus.fromJSON(object.runtime_status) }
         : isSet(object.inventory)
         ? { $case: "inventory", value: Inventory.fromJSON(object.inventory) }
+        : isSet(object.runtimeMetrics)
+        ? { $case: "runtimeMetrics", value: RuntimeMetrics.fromJSON(object.runtimeMetrics) }
+        : isSet(object.runtime_metrics)
+        ? { $case: "runtimeMetrics", value: RuntimeMetrics.fromJSON(object.runtime_metrics) }
         : undefined,
     };
   },
@@ -561,6 +599,8 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       obj.runtimeStatus = RuntimeStatus.toJSON(message.body.value);
     } else if (message.body?.$case === "inventory") {
       obj.inventory = Inventory.toJSON(message.body.value);
+    } else if (message.body?.$case === "runtimeMetrics") {
+      obj.runtimeMetrics = RuntimeMetrics.toJSON(message.body.value);
     }
     return obj;
   },
@@ -625,7 +665,275 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         }
         break;
       }
+      case "runtimeMetrics": {
+        if (object.body?.value !== undefined && object.body?.value !== null) {
+          message.body = { $case: "runtimeMetrics", value: RuntimeMetrics.fromPartial(object.body.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseRuntimeMetrics(): RuntimeMetrics {
+  return { stacks: [] };
+}
+
+export const RuntimeMetrics: MessageFns<RuntimeMetrics> = {
+  encode(message: RuntimeMetrics, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.stacks) {
+      StackMetrics.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RuntimeMetrics {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRuntimeMetrics();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.stacks.push(StackMetrics.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RuntimeMetrics {
+    return {
+      stacks: globalThis.Array.isArray(object?.stacks) ? object.stacks.map((e: any) => StackMetrics.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: RuntimeMetrics): unknown {
+    const obj: any = {};
+    if (message.stacks?.length) {
+      obj.stacks = message.stacks.map((e) => StackMetrics.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RuntimeMetrics>, I>>(base?: I): RuntimeMetrics {
+    return RuntimeMetrics.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RuntimeMetrics>, I>>(object: I): RuntimeMetrics {
+    const message = createBaseRuntimeMetrics();
+    message.stacks = object.stacks?.map((e) => StackMetrics.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseStackMetrics(): StackMetrics {
+  return {
+    stackId: "",
+    requests: 0,
+    failed: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    inFlight: 0,
+    waitingForCredit: 0,
+  };
+}
+
+export const StackMetrics: MessageFns<StackMetrics> = {
+  encode(message: StackMetrics, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.stackId !== "") {
+      writer.uint32(10).string(message.stackId);
+    }
+    if (message.requests !== 0) {
+      writer.uint32(16).uint64(message.requests);
+    }
+    if (message.failed !== 0) {
+      writer.uint32(24).uint64(message.failed);
+    }
+    if (message.promptTokens !== 0) {
+      writer.uint32(32).uint64(message.promptTokens);
+    }
+    if (message.completionTokens !== 0) {
+      writer.uint32(40).uint64(message.completionTokens);
+    }
+    if (message.inFlight !== 0) {
+      writer.uint32(48).uint32(message.inFlight);
+    }
+    if (message.waitingForCredit !== 0) {
+      writer.uint32(56).uint32(message.waitingForCredit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StackMetrics {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStackMetrics();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.stackId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.requests = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.failed = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.promptTokens = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.completionTokens = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.inFlight = reader.uint32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.waitingForCredit = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StackMetrics {
+    return {
+      stackId: isSet(object.stackId)
+        ? globalThis.String(object.stackId)
+        : isSet(object.stack_id)
+        ? globalThis.String(object.stack_id)
+        : "",
+      requests: isSet(object.requests) ? globalThis.Number(object.requests) : 0,
+      failed: isSet(object.failed) ? globalThis.Number(object.failed) : 0,
+      promptTokens: isSet(object.promptTokens)
+        ? globalThis.Number(object.promptTokens)
+        : isSet(object.prompt_tokens)
+        ? globalThis.Number(object.prompt_tokens)
+        : 0,
+      completionTokens: isSet(object.completionTokens)
+        ? globalThis.Number(object.completionTokens)
+        : isSet(object.completion_tokens)
+        ? globalThis.Number(object.completion_tokens)
+        : 0,
+      inFlight: isSet(object.inFlight)
+        ? globalThis.Number(object.inFlight)
+        : isSet(object.in_flight)
+        ? globalThis.Number(object.in_flight)
+        : 0,
+      waitingForCredit: isSet(object.waitingForCredit)
+        ? globalThis.Number(object.waitingForCredit)
+        : isSet(object.waiting_for_credit)
+        ? globalThis.Number(object.waiting_for_credit)
+        : 0,
+    };
+  },
+
+  toJSON(message: StackMetrics): unknown {
+    const obj: any = {};
+    if (message.stackId !== "") {
+      obj.stackId = message.stackId;
+    }
+    if (message.requests !== 0) {
+      obj.requests = Math.round(message.requests);
+    }
+    if (message.failed !== 0) {
+      obj.failed = Math.round(message.failed);
+    }
+    if (message.promptTokens !== 0) {
+      obj.promptTokens = Math.round(message.promptTokens);
+    }
+    if (message.completionTokens !== 0) {
+      obj.completionTokens = Math.round(message.completionTokens);
+    }
+    if (message.inFlight !== 0) {
+      obj.inFlight = Math.round(message.inFlight);
+    }
+    if (message.waitingForCredit !== 0) {
+      obj.waitingForCredit = Math.round(message.waitingForCredit);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StackMetrics>, I>>(base?: I): StackMetrics {
+    return StackMetrics.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StackMetrics>, I>>(object: I): StackMetrics {
+    const message = createBaseStackMetrics();
+    message.stackId = object.stackId ?? "";
+    message.requests = object.requests ?? 0;
+    message.failed = object.failed ?? 0;
+    message.promptTokens = object.promptTokens ?? 0;
+    message.completionTokens = object.completionTokens ?? 0;
+    message.inFlight = object.inFlight ?? 0;
+    message.waitingForCredit = object.waitingForCredit ?? 0;
     return message;
   },
 };

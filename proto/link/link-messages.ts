@@ -104,6 +104,20 @@ export interface Inventory {
   models: ModelOnDisk[];
 }
 
+/** What one stack's runtime has served since the agent started (totals restart at 0 with the agent). */
+export interface StackMetrics {
+  stackId: string;
+  /** Requests finished: answered, failed or canceled. */
+  requests: number;
+  /** Requests that ended with an error. */
+  failed: number;
+  promptTokens: number;
+  completionTokens: number;
+  /** Requests being served now, and those of them waiting for the relay's credit (a slow client). */
+  inFlight: number;
+  waitingForCredit: number;
+}
+
 /** One step of a deployment. */
 export type DeployStep =
   | { kind: "installRuntime"; runtime: string }
@@ -152,7 +166,8 @@ export type AgentToRelay =
   | { type: "stepFailed"; commandId: string; error: ErrorReport }
   | { type: "hardware"; hardware: HardwareReport }
   | { type: "runtimeState"; stackId: string; state: RuntimeState; error: string }
-  | { type: "inventory"; inventory: Inventory };
+  | { type: "inventory"; inventory: Inventory }
+  | { type: "metrics"; stacks: StackMetrics[] };
 
 /** What proves a machine's identity when it opens a link. */
 export interface LinkCredentials {

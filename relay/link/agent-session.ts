@@ -12,6 +12,7 @@ import {
   type RelayToAgent,
   type RuntimeState,
   type StepProgress,
+  type StackMetrics,
   type StepResult,
   type TokenEvent,
   type Usage,
@@ -66,6 +67,7 @@ export interface SessionReports {
   onHardware?: (hardware: HardwareReport) => void;
   onRuntimeStatus?: (stackId: string, state: RuntimeState, error: string | null) => void;
   onInventory?: (inventory: Inventory) => void;
+  onMetrics?: (stacks: StackMetrics[]) => void;
 }
 
 /** Link states: `open` while the agent is connected, then `closed` (final). */
@@ -153,6 +155,9 @@ export class AgentSession {
       }
       case "inventory":
         this.reports.onInventory?.(message.inventory);
+        return;
+      case "metrics":
+        this.reports.onMetrics?.(message.stacks);
         return;
       case "heartbeat":
       case "hello":

@@ -6,6 +6,7 @@ import {
   type LinkAcceptor,
   type LinkEnd,
   type Logger,
+  type StackMetrics,
 } from "../../proto/index.js";
 import type { EventBus } from "../events/index.js";
 import { hashSecret, hashesEqual } from "../keys/index.js";
@@ -22,6 +23,8 @@ export interface LinkAcceptorDeps {
   heartbeatIntervalMs: number;
   /** Where machine changes (online, offline, hardware) and runtime states are announced. */
   events: EventBus;
+  /** Where the runtime metrics agents report go (the relay's Prometheus metrics). */
+  runtimeMetrics: { reported(machineId: string, stacks: StackMetrics[]): void; machineGone(machineId: string): void };
 }
 
 const HELLO_TIMEOUT_MS = 10_000;
@@ -62,6 +65,7 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
       if (!session) return;
       session.close();
       if (registry.remove(session)) {
+        deps.runtimeMetrics.machineGone(machine.id);
         store.machines.markOffline(machine.id);
         machineChanged();
       }
@@ -82,6 +86,11 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
         onInventory: (inventory) => {
           store.machines.setInventory(machine.id, boundedInventory(inventory));
           machineChanged();
+        },
+        onMetrics: (stacks) => {
+          // Only the stacks this relay gave the machine count, and no more of them than it could have.
+          const mine = new Set(store.stacks.listByMachine(machine.id).map((st) => st.id));
+          deps.runtimeMetrics.reported(machine.id, stacks.filter((st) => mine.has(st.stackId)));
         },
         onRuntimeStatus: (stackId, state, error) => {
           linkLog.info("runtime state", { stackId, state, error });

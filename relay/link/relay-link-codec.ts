@@ -45,6 +45,8 @@ export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefi
     }
     case "inventory":
       return { type: "inventory", inventory: body.value };
+    case "runtimeMetrics":
+      return { type: "metrics", stacks: body.value.stacks };
     case undefined:
       return undefined;
   }

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { StackMetrics } from "../../proto/index.js";
 
 /** What one answered gateway request adds to the metrics. */
 export interface RequestOutcome {
@@ -31,7 +32,33 @@ export class RelayMetrics {
   private readonly rateLimited = new Counter({ name: "makina_rate_limited_total", help: "Requests refused by a key's limit, by kind (requests or tokens).", labelNames: ["kind"], registers: [this.registry] });
   private readonly inFlight = new Gauge({ name: "makina_requests_in_flight", help: "Gateway chat requests being answered now.", registers: [this.registry] });
 
+  /** The runtime metrics each connected machine last reported, by machine id. */
+  private readonly runtimes = new Map<string, StackMetrics[]>();
+
   constructor(options: { machinesOnline: () => number }) {
+    const runtimes = this.runtimes;
+    /** A series per stack of every connected machine, set from what the agents last reported. */
+    const fromAgents = (name: string, help: string, value: (m: StackMetrics) => number, kind: "counter" | "gauge") => {
+      const Metric = kind === "counter" ? Counter : Gauge;
+      const metric: Counter<string> | Gauge<string> = new Metric({
+        name,
+        help,
+        labelNames: ["machine_id", "stack_id"],
+        registers: [this.registry],
+        collect() {
+          metric.reset();
+          for (const [machineId, stacks] of runtimes) {
+            for (const m of stacks) metric.inc({ machine_id: machineId, stack_id: m.stackId }, Math.max(0, value(m)));
+          }
+        },
+      });
+    };
+    fromAgents("makina_runtime_requests_total", "Requests a stack's runtime finished on its machine, as its agent reports (restarts at 0 with the agent).", (m) => m.requests, "counter");
+    fromAgents("makina_runtime_failed_requests_total", "Requests a stack's runtime failed on its machine, as its agent reports.", (m) => m.failed, "counter");
+    fromAgents("makina_runtime_prompt_tokens_total", "Prompt tokens a stack's runtime processed on its machine, as its agent reports.", (m) => m.promptTokens, "counter");
+    fromAgents("makina_runtime_completion_tokens_total", "Tokens a stack's runtime generated on its machine, as its agent reports.", (m) => m.completionTokens, "counter");
+    fromAgents("makina_runtime_requests_in_flight", "Requests a stack's runtime is serving now, as its agent last reported.", (m) => m.inFlight, "gauge");
+    fromAgents("makina_runtime_requests_waiting_for_credit", "Requests held on the machine because their client reads slower than the runtime generates.", (m) => m.waitingForCredit, "gauge");
     new Gauge({
       name: "makina_machines_online",
       help: "Machines whose agent is connected now.",
@@ -58,6 +85,16 @@ export class RelayMetrics {
       if (o.errorCode === "rate_limit_requests") this.rateLimited.inc({ kind: "requests" });
       if (o.errorCode === "rate_limit_tokens") this.rateLimited.inc({ kind: "tokens" });
     };
+  }
+
+  /** What a machine's agent reported of its stacks' runtimes (at most the stacks it was given). */
+  runtimeReported(machineId: string, stacks: StackMetrics[]): void {
+    this.runtimes.set(machineId, stacks);
+  }
+
+  /** A machine went offline: its runtimes' series go. */
+  machineGone(machineId: string): void {
+    this.runtimes.delete(machineId);
   }
 
   /** Tokens a request used, once known. */

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { hashSecret } from "../../relay/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
@@ -66,5 +66,25 @@ describe("Prometheus metrics", () => {
     expect(sample(text, "makina_requests_in_flight")).toBe(0);
     expect(sample(text, "makina_machines_online")).toBe(1);
     expect(sample(text, "makina_relay_process_resident_memory_bytes")!).toBeGreaterThan(0);
+  });
+
+  it("shows what each machine's runtimes served, as their agents report it over the link, until the machine goes", async () => {
+    const labels = { machine_id: gw.machineId, stack_id: gw.stackId };
+    // What the agent itself counted so far (earlier tests' requests included).
+    const counted = () => gw.agent.inference.metrics().find((m) => m.stackId === gw.stackId) ?? { requests: 0, completionTokens: 0 };
+    const before = counted().requests;
+    const tokensBefore = counted().completionTokens;
+    expect((await chat({ model: gw.modelId, max_tokens: 5 })).status).toBe(200);
+    expect((await chat({ model: gw.modelId, max_tokens: 6 })).status).toBe(200);
+    // The agent reports with its heartbeat (every 500 ms here).
+    await vi.waitFor(async () => expect(sample(await scrape(), "makina_runtime_requests_total", labels)).toBe(before + 2), { timeout: 5_000, interval: 100 });
+    const text = await scrape();
+    expect(sample(text, "makina_runtime_completion_tokens_total", labels)).toBe(tokensBefore + 11);
+    expect(sample(text, "makina_runtime_failed_requests_total", labels)).toBe(0);
+    expect(sample(text, "makina_runtime_requests_in_flight", labels)).toBe(0);
+
+    await gw.agent.stop();
+    await vi.waitFor(async () => expect(sample(await scrape(), "makina_runtime_requests_total", labels)).toBeUndefined(), { timeout: 5_000, interval: 100 });
+    await gw.restartAgent();
   });
 });
