@@ -16,6 +16,7 @@ import { ggufAdapter } from "./runtimes/adapters/gguf-adapter.js";
 import { mlxAdapter } from "./runtimes/adapters/mlx-adapter.js";
 import { openaiServerAdapter } from "./runtimes/adapters/openai-adapter.js";
 import { vllmAdapter } from "./runtimes/adapters/vllm-adapter.js";
+import type { RuntimeAdapter, RuntimeKind } from "./runtimes/runtime-adapter.js";
 import { StackHost } from "./stacks/stack-host.js";
 import { agentVersion, dependencyVersion } from "./version.js";
 
@@ -39,6 +40,8 @@ export interface StartAgentOptions {
   hardwareSource?: HardwareSource;
   /** How to reach the relay; absent to dial `config.server` over gRPC. `makina up` passes its relay's in-process dialer. */
   dial?: LinkDialer;
+  /** Adapters that replace the built-in ones of their kind (tests use a stand-in model this way). */
+  adapters?: Partial<Record<RuntimeKind, RuntimeAdapter>>;
 }
 
 /** Composition root of the agent: hardware, model store, runtimes, link. */
@@ -55,6 +58,7 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
       vllm: vllmAdapter,
       mlx: mlxAdapter,
       openai: openaiServerAdapter,
+      ...options.adapters,
     },
     hardware: () => hardware,
     onRuntimeState: (stackId, state, error) => {

@@ -13,19 +13,23 @@ const MAX_ROUTES = 10_000;
  * a revocation, an undeploy or a new limit holds for the very next request.
  */
 export class GatewayDirectory {
-  private readonly stamp;
+  private readonly ownChanges;
+  private readonly dataVersion;
   private changes = -1;
   private version = -1;
   private readonly keys = new Map<string, ApiKeyRecord | null>();
   private readonly routes = new Map<string, Stack[]>();
 
   constructor(private readonly store: Store) {
-    this.stamp = store.db.prepare("SELECT total_changes(), data_version FROM pragma_data_version").raw();
+    // Two statements: reading the pragma through its table-valued function costs more than both together.
+    this.ownChanges = store.db.prepare("SELECT total_changes()").pluck();
+    this.dataVersion = store.db.prepare("PRAGMA data_version").pluck();
   }
 
   /** Forgets everything when the database changed since the last call. Call once per request, before reading. */
   refresh(): void {
-    const [changes, version] = this.stamp.get() as [number, number];
+    const changes = this.ownChanges.get() as number;
+    const version = this.dataVersion.get() as number;
     if (changes === this.changes && version === this.version) return;
     this.changes = changes;
     this.version = version;

@@ -5,6 +5,7 @@ import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js
 import { silentLogger, createLogger, type Logger } from "../../proto/index.js";
 import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
 import { testModelPath } from "./models.js";
+import { fakeAdapter, type FakeRuntime } from "../fakes/fake-runtime.js";
 
 /** A relay and one agent on loopback with a temporary data directory and a real GGUF model deployed. */
 export interface TestGateway {
@@ -26,6 +27,8 @@ export interface TestGateway {
   addMachine(orgId: string, agentFlags?: Record<string, unknown>): Promise<{ machineId: string; agent: Agent }>;
   /** Creates a stack of the test model on a machine, deployed unless told otherwise. */
   addStack(options: { orgId: string; machineId: string; modelId: string; endpoint?: boolean; deploy?: boolean }): Promise<string>;
+  /** With `runtime: "fake"`: the stand-in model serving `modelId` on a machine. */
+  fake(machineId: string, modelId: string): FakeRuntime;
   close(): Promise<void>;
 }
 
@@ -40,6 +43,11 @@ export interface TestGatewayOptions {
   agentFlags?: Record<string, unknown>;
   /** How the first agent reaches the relay: gRPC over loopback (as across machines), or in-process (as `makina up`). @default "grpc" */
   link?: "grpc" | "in-process";
+  /**
+   * What serves the stacks: the real GGUF model, or the stand-in of test/fakes (no llama.cpp; stacks are of the
+   * `openai` kind, whose adapter the agents replace with the stand-in's). @default "gguf"
+   */
+  runtime?: "gguf" | "fake";
 }
 
 /** Starts a relay on ephemeral ports, registers this machine, deploys a stack and creates a key. */
@@ -67,9 +75,18 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const agentConfig = resolveAgentConfig({ flags: agentFlags(machine.id, token, options.agentFlags) });
   const extraAgents: Agent[] = [];
   const dial = options.link === "in-process" ? relay.inProcessDialer({ machineId: machine.id, token }) : undefined;
-  let agent = await startAgent(agentConfig, { log, dial });
+  const fakes = new Map<string, ReturnType<typeof fakeAdapter>>();
+  const adaptersFor = (machineId: string) => {
+    if (options.runtime !== "fake") return undefined;
+    const adapter = fakeAdapter();
+    fakes.set(machineId, adapter);
+    return { openai: adapter };
+  };
+  const stackModel = () =>
+    options.runtime === "fake" ? { runtime: "openai" as const, model: "http://fake.invalid/v1#fake" } : { runtime: "gguf" as const, model: options.model ?? testModelPath() };
+  let agent = await startAgent(agentConfig, { log, dial, adapters: adaptersFor(machine.id) });
   await agent.link.whenOnline();
-  const stack = await relay.control.createStack({ org: org.id, name: "test-stack", machine: machine.id, runtime: "gguf", model: options.model ?? testModelPath(), modelId: "stories" });
+  const stack = await relay.control.createStack({ org: org.id, name: "test-stack", machine: machine.id, ...stackModel(), modelId: "stories" });
   await relay.control.deploy(stack.id);
   await relay.deployer.settled(stack.id);
   const deployed = relay.control.stack(stack.id);
@@ -89,24 +106,29 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     apiKey: key,
     baseURL: `${relay.url}/v1`,
     async restartAgent() {
-      agent = await startAgent(agentConfig, { log, dial });
+      agent = await startAgent(agentConfig, { log, dial, adapters: adaptersFor(machine.id) });
       await agent.link.whenOnline();
       return agent;
     },
     async addMachine(orgId, flags) {
       const m = relay.control.createMachine(orgId, `machine-${extraAgents.length + 2}`);
-      const a = await startAgent(resolveAgentConfig({ flags: agentFlags(m.machine.id, m.token, flags) }), { log });
+      const a = await startAgent(resolveAgentConfig({ flags: agentFlags(m.machine.id, m.token, flags) }), { log, adapters: adaptersFor(m.machine.id) });
       extraAgents.push(a);
       await a.link.whenOnline();
       return { machineId: m.machine.id, agent: a };
     },
     async addStack(o) {
-      const st = await relay.control.createStack({ org: o.orgId, name: o.modelId, machine: o.machineId, runtime: "gguf", model: options.model ?? testModelPath(), modelId: o.modelId, endpoint: o.endpoint ?? true });
+      const st = await relay.control.createStack({ org: o.orgId, name: o.modelId, machine: o.machineId, ...stackModel(), modelId: o.modelId, endpoint: o.endpoint ?? true });
       if (o.deploy ?? true) {
         await relay.control.deploy(st.id);
         await relay.deployer.settled(st.id);
       }
       return st.id;
+    },
+    fake(machineId, modelId) {
+      const runtime = fakes.get(machineId)?.runtimes.get(modelId);
+      if (!runtime) throw new Error(`no stand-in model serves ${modelId} on ${machineId}`);
+      return runtime;
     },
     async close() {
       await Promise.all(extraAgents.map((a) => a.stop()));

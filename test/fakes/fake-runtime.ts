@@ -1,0 +1,77 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { RuntimeAdapter } from "../../agent/runtimes/runtime-adapter.js";
+import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
+import { isErrorCode, MakinaError, RUNTIME_CAPABILITIES } from "../../proto/index.js";
+
+/**
+ * A stand-in for a model, for tests of routing, errors and flow control that need no llama.cpp: it answers
+ * with the words of the last user message, one word per chunk (a word is a token here), up to `max_tokens`
+ * (then `length`). The last user message may instead hold one directive:
+ * - `fail <code>`: the runtime fails with that error code (any string: unknown codes too);
+ * - `hang`: no answer until the request is canceled;
+ * - `slow <ms> <words…>`: waits that long before each word.
+ * Usage counts the words of every message as the prompt and each word sent as a completion token.
+ */
+export class FakeRuntime implements ModelRuntime {
+  readonly endpoint = "fake:";
+  /** Requests seen, in order: tests check where the router sent them. */
+  readonly seen: ChatInput[] = [];
+
+  constructor(readonly contextSize = 0) {}
+
+  async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
+    this.seen.push(input);
+    const { signal } = options;
+    const usage = options.usage ?? { promptTokens: 0, completionTokens: 0 };
+    usage.promptTokens = input.messages.reduce((n, m) => n + words(m.content).length, 0);
+    const last = [...input.messages].reverse().find((m) => m.role === "user")?.content ?? "";
+    const [directive, ...rest] = words(last);
+    if (directive === "fail") {
+      const code = rest[0] ?? "internal_error";
+      if (!isErrorCode(code)) throw new Error(`the fake model was told to fail with '${code}'`);
+      throw new MakinaError(code, `The fake model failed with ${code} as told.`, { retryAfterMs: code === "runtime_unavailable" ? 2000 : undefined });
+    }
+    if (directive === "hang") {
+      await new Promise((_, reject) => signal?.addEventListener("abort", () => reject(MakinaError.from(signal.reason)), { once: true }));
+    }
+    const delayMs = directive === "slow" ? Number(rest.shift()) : 0;
+    const reply = directive === "slow" ? rest : words(last);
+    const limit = input.maxTokens || Infinity;
+    for (const [i, word] of reply.entries()) {
+      if (i >= limit) break;
+      if (delayMs) await sleep(delayMs, undefined, { signal });
+      if (signal?.aborted) throw MakinaError.from(signal.reason);
+      usage.completionTokens++;
+      yield { type: "text", text: i === 0 ? word : ` ${word}` };
+    }
+    yield { type: "end", finishReason: reply.length > limit ? "length" : "stop", usage: { ...usage } };
+  }
+
+  async close(): Promise<void> {}
+}
+
+function words(text: string): string[] {
+  return text.split(/\s+/).filter(Boolean);
+}
+
+/**
+ * An adapter that serves every stack of its kind with a {@link FakeRuntime}; `runtimes` holds them by
+ * model id, so a test can look at what each one was asked.
+ */
+export function fakeAdapter(kind: "openai" = "openai"): RuntimeAdapter & { runtimes: Map<string, FakeRuntime> } {
+  const runtimes = new Map<string, FakeRuntime>();
+  return {
+    kind,
+    requirements: { description: "any machine" },
+    capabilities: RUNTIME_CAPABILITIES[kind],
+    runtimes,
+    async install() {
+      return { version: "fake" };
+    },
+    async start(model) {
+      const runtime = new FakeRuntime();
+      runtimes.set(model.modelId, runtime);
+      return runtime;
+    },
+  };
+}
