@@ -1,18 +1,12 @@
 import { basename } from "node:path";
+import type { ModelOnDisk as ReportedModel } from "../../proto/index.js";
 import type { CachedModel } from "../models/model-store.js";
 import type { HostedStack } from "../stacks/stack-host.js";
 
 /** A model file on this machine's disk, as `makina model list` and the relay's machine page show it. */
-export interface ModelOnDisk {
-  name: string;
-  format: string;
-  sizeBytes: number;
-  path: string;
-  sha256: string;
+export interface ModelOnDisk extends ReportedModel {
   /** Where it came from: the URL it was downloaded from, or the reference a stack gave. */
   source: string;
-  /** Stacks whose runtime uses it. */
-  stackIds: string[];
 }
 
 /** Models on disk: the download cache plus local files that stacks use in place. */

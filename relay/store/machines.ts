@@ -1,29 +1,15 @@
+import type { HardwareReport, Inventory } from "../../proto/index.js";
 import type { Db } from "./open-database.js";
 import { newId } from "./ids.js";
 
 /** Machine states: `pending` (created, never connected) → `online` ⇄ `offline`. */
 export type MachineState = "pending" | "online" | "offline";
 
-/** The hardware summary a machine reported in its last hello. */
-export interface HardwareSummary {
-  platform: string;
-  os: string;
-  arch: string;
-  cpuModel: string;
-  cpuPhysicalCores: number;
-  cpuLogicalCores: number;
-  memoryBytes: number;
-  gpus: { vendor: string; model: string; vramBytes: number; driverVersion: string }[];
-  disks: { mount: string; sizeBytes: number; freeBytes: number }[];
-  /** GPU backends llama.cpp can use: `cuda`, `vulkan`, `metal`. */
-  accelerators: string[];
-}
+/** The hardware a machine reported in its last hello or hardware update, as stored. */
+export type HardwareSummary = HardwareReport;
 
-/** What a machine hosts, as it last reported it. */
-export interface MachineInventory {
-  runtimes: { stackId: string; modelId: string; runtime: string; version: string; state: string; endpoint: string; error: string }[];
-  models: { name: string; format: string; sizeBytes: number; path: string; sha256: string; stackIds: string[] }[];
-}
+/** What a machine hosts, as it last reported it (cut to size). */
+export type MachineInventory = Inventory;
 
 /** A worker machine. */
 export interface Machine {
