@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { DEFAULT_HF_ENDPOINT } from "./models/model-ref.js";
@@ -8,8 +9,18 @@ export interface AgentConfig {
   readonly server: string;
   /** This machine's ID (`mach_…`). */
   readonly machineId: string;
-  /** This machine's token (`mk_mach_…`); never logged. */
+  /** This machine's token (`mk_mach_…`); never logged. Read from `tokenFile` when given there. */
   readonly token: string;
+  /** A file holding the token (so it never shows in `ps`). */
+  readonly tokenFile: string | null;
+  /** SHA-256 (hex) of the relay's own CA: the link is TLS, trusting that CA alone (from the install command). */
+  readonly caSha256: string | null;
+  /** A CA file to trust for the link's TLS (a relay given its own certificate by a private CA). */
+  readonly caFile: string | null;
+  /** TLS on the link, trusting the system's CAs (a relay with a publicly trusted certificate). @default false */
+  readonly tls: boolean;
+  /** Allow a plaintext link to an address that is not loopback. @default false */
+  readonly insecure: boolean;
   /** Where downloaded models are cached. @default "~/.makina/agent" */
   readonly dataDir: string;
   /** CPU threads for inference, shared by every loaded model. @default cores − 1, at least 1 */
@@ -47,6 +58,11 @@ const ENV: Record<keyof AgentConfig, string> = {
   server: "MAKINA_AGENT_SERVER",
   machineId: "MAKINA_AGENT_MACHINE_ID",
   token: "MAKINA_AGENT_TOKEN",
+  tokenFile: "MAKINA_AGENT_TOKEN_FILE",
+  caSha256: "MAKINA_AGENT_CA_SHA256",
+  caFile: "MAKINA_AGENT_CA_FILE",
+  tls: "MAKINA_AGENT_TLS",
+  insecure: "MAKINA_AGENT_INSECURE",
   dataDir: "MAKINA_AGENT_DATA_DIR",
   threads: "MAKINA_AGENT_THREADS",
   gpu: "MAKINA_AGENT_GPU",
@@ -88,6 +104,11 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     server: undefined,
     machineId: undefined,
     token: undefined,
+    tokenFile: null,
+    caSha256: null,
+    caFile: null,
+    tls: false,
+    insecure: false,
     dataDir: join(homedir(), ".makina", "agent"),
     threads: defaultThreads(cores),
     gpu: "auto",
@@ -125,12 +146,38 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   const socket = pick("controlSocket");
   const hfEndpoint = String(pick("hfEndpoint")).replace(/\/+$/, "");
   if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(hfEndpoint) || !URL.canParse(hfEndpoint)) problems.push(`hfEndpoint (${ENV.hfEndpoint} or HF_ENDPOINT) must be an http(s) URL such as https://huggingface.co`);
+  const bool = (k: keyof AgentConfig): boolean => {
+    const v = pick(k);
+    return v === true || v === "true" || v === "1";
+  };
+  const optionalPath = (k: keyof AgentConfig): string | null => {
+    const v = pick(k);
+    return typeof v === "string" ? resolve(v) : null;
+  };
+  const tokenFile = optionalPath("tokenFile");
+  let fileToken: string | undefined;
+  if (tokenFile && pick("token") === undefined) {
+    try {
+      fileToken = readFileSync(tokenFile, "utf8").trim();
+    } catch (err) {
+      problems.push(`tokenFile (--token-file or ${ENV.tokenFile}) cannot be read: ${(err as Error).message}`);
+    }
+  }
+  const caSha256Raw = pick("caSha256");
+  const caSha256 = typeof caSha256Raw === "string" ? caSha256Raw.replaceAll(":", "").toLowerCase() : null;
+  if (caSha256 !== null && !/^[0-9a-f]{64}$/.test(caSha256)) problems.push(`caSha256 (--ca-sha256 or ${ENV.caSha256}) must be a SHA-256 fingerprint: 64 hex digits`);
+  const caFile = optionalPath("caFile");
   const hfToken = pick("hfToken");
   if (hfToken !== undefined && (typeof hfToken !== "string" || !/^\S+$/.test(hfToken))) problems.push(`hfToken (${ENV.hfToken} or HF_TOKEN) must be a token without spaces`);
   const config: AgentConfig = {
     server: required("server", /^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/, "the relay's gRPC address as host:port"),
     machineId: required("machineId", /^mach_[A-Za-z0-9]+$/, "a machine ID such as mach_…"),
-    token: required("token", /^mk_mach_[A-Za-z0-9]+$/, "a machine token such as mk_mach_…"),
+    token: fileToken ?? required("token", /^mk_mach_[A-Za-z0-9]+$/, "a machine token such as mk_mach_… (or --token-file)"),
+    tokenFile,
+    caSha256,
+    caFile,
+    tls: bool("tls"),
+    insecure: bool("insecure"),
     dataDir,
     threads: int("threads", 1, 1024),
     gpu,
@@ -146,8 +193,26 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     logLevel: logLevel as AgentConfig["logLevel"],
   };
   if (config.reconnectMaxMs < config.reconnectMinMs) problems.push("reconnectMaxMs must not be below reconnectMinMs");
+  if (fileToken !== undefined && !/^mk_mach_[A-Za-z0-9]+$/.test(fileToken)) problems.push(`tokenFile (${tokenFile}) must hold a machine token such as mk_mach_…`);
+  if (config.server && !linkUsesTls(config) && !config.insecure && !isLoopback(config.server)) {
+    problems.push(
+      `refusing a plaintext link to ${config.server}: anyone on the path could read prompts, answers and this machine's token. ` +
+        "Pass --ca-sha256 from the install command (or --tls, or --ca-file), or --insecure to allow plaintext anyway",
+    );
+  }
   if (problems.length) throw new AgentConfigError(problems);
   return Object.freeze(config);
+}
+
+/** Whether the link is TLS (any of `caSha256`, `caFile`, `tls`). */
+export function linkUsesTls(config: Pick<AgentConfig, "caSha256" | "caFile" | "tls">): boolean {
+  return config.caSha256 !== null || config.caFile !== null || config.tls;
+}
+
+/** Whether `host:port` names this machine itself. */
+export function isLoopback(server: string): boolean {
+  const host = server.replace(/:\d+$/, "").replace(/^\[|\]$/g, "").toLowerCase();
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 function kebab(s: string): string {

@@ -1,5 +1,6 @@
 import { createLogger, PROTOCOL_VERSION, type HardwareReport, type LinkDialer, type Logger } from "../proto/index.js";
 import { mkdir, statfs } from "node:fs/promises";
+import { join } from "node:path";
 import type { AgentConfig } from "./config.js";
 import type { AgentStatus } from "./control/agent-status.js";
 import { startControlServer, type ControlServer } from "./control/control-server.js";
@@ -71,7 +72,13 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
   const send = (m: Parameters<LinkClient["send"]>[0]) => link.send(m);
   const inference = new InferenceDispatcher(host, send, log.child({ component: "inference" }));
   const relayMessages = new RelayMessageHandler({ inference, host, send, onStepDone: () => void inventory.report(), log });
-  const grpc = options.dial ? undefined : new GrpcDialer(config.server, { machineId: config.machineId, token: config.token });
+  const grpc = options.dial
+    ? undefined
+    : new GrpcDialer(
+        config.server,
+        { machineId: config.machineId, token: config.token },
+        { caSha256: config.caSha256, caCacheFile: join(config.dataDir, "relay-ca.pem"), caFile: config.caFile, tls: config.tls },
+      );
   const link: LinkClient = new LinkClient({
     dial: options.dial ?? grpc!.dial,
     onStopped: () => grpc?.close(),

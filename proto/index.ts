@@ -1,6 +1,6 @@
 export * from "./link/link-messages.js";
 export { inProcessDialer } from "./link/in-process-link.js";
-export { PROTOCOL_VERSION, MACHINE_ID_METADATA, AUTHORIZATION_METADATA, DEFAULT_INITIAL_CREDIT } from "./link/constants.js";
+export { PROTOCOL_VERSION, MACHINE_ID_METADATA, AUTHORIZATION_METADATA, DEFAULT_INITIAL_CREDIT, LINK_TLS_SERVER_NAME } from "./link/constants.js";
 export { toErrorReport, fromErrorReport } from "./link/link-error.js";
 export * from "./errors/index.js";
 export * from "./log/index.js";

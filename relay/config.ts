@@ -12,6 +12,14 @@ export interface RelayConfig {
   readonly grpcHost: string;
   /** gRPC port for agents; 0 picks a free one. @default 8081 */
   readonly grpcPort: number;
+  /**
+   * TLS on the agents' link: `on`, `off`, or `auto` (on unless the link listens on loopback only). With no
+   * certificate given, the relay makes a private CA and a server certificate on first start. @default "auto"
+   */
+  readonly grpcTls: "auto" | "on" | "off";
+  /** A certificate (chain, PEM) and key for the link instead of the relay's own CA. */
+  readonly grpcTlsCert: string | null;
+  readonly grpcTlsKey: string | null;
   /** Address agents should dial, as printed in install commands. @default "<host>:<grpcPort>" */
   readonly publicGrpcAddress: string | null;
   /** Heartbeat interval asked of agents, ms. @default 1000 */
@@ -43,6 +51,9 @@ const ENV: Record<keyof RelayConfig, string> = {
   grpcHost: "MAKINA_GRPC_HOST",
   grpcPort: "MAKINA_GRPC_PORT",
   publicGrpcAddress: "MAKINA_PUBLIC_GRPC_ADDRESS",
+  grpcTls: "MAKINA_GRPC_TLS",
+  grpcTlsCert: "MAKINA_GRPC_TLS_CERT",
+  grpcTlsKey: "MAKINA_GRPC_TLS_KEY",
   heartbeatIntervalMs: "MAKINA_HEARTBEAT_INTERVAL_MS",
   bodyLimitBytes: "MAKINA_BODY_LIMIT_BYTES",
   firstTokenTimeoutMs: "MAKINA_FIRST_TOKEN_TIMEOUT_MS",
@@ -59,6 +70,9 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   grpcHost: "0.0.0.0",
   grpcPort: 8081,
   publicGrpcAddress: null,
+  grpcTls: "auto",
+  grpcTlsCert: null,
+  grpcTlsKey: null,
   heartbeatIntervalMs: 1000,
   bodyLimitBytes: 4 * 1024 * 1024,
   firstTokenTimeoutMs: 120_000,
@@ -99,6 +113,13 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const str = (k: keyof RelayConfig): string => String(pick(k));
   const logLevel = str("logLevel");
   if (!["debug", "info", "warn", "error"].includes(logLevel)) problems.push(`logLevel (${ENV.logLevel}) must be debug, info, warn or error`);
+  const grpcTls = str("grpcTls");
+  if (!["auto", "on", "off"].includes(grpcTls)) problems.push(`grpcTls (${ENV.grpcTls}) must be auto, on or off`);
+  const optionalPath = (k: keyof RelayConfig): string | null => (pick(k) === null ? null : resolve(str(k)));
+  const grpcTlsCert = optionalPath("grpcTlsCert");
+  const grpcTlsKey = optionalPath("grpcTlsKey");
+  if ((grpcTlsCert === null) !== (grpcTlsKey === null)) problems.push("grpcTlsCert and grpcTlsKey go together: give both, or neither");
+  if (grpcTlsCert && grpcTls === "off") problems.push("grpcTlsCert is given but grpcTls is off");
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const config: RelayConfig = {
     dataDir: resolve(str("dataDir")),
@@ -107,6 +128,9 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     grpcHost: str("grpcHost"),
     grpcPort: int("grpcPort", 0, 65535),
     publicGrpcAddress: pick("publicGrpcAddress") === null ? null : str("publicGrpcAddress"),
+    grpcTls: grpcTls as RelayConfig["grpcTls"],
+    grpcTlsCert,
+    grpcTlsKey,
     heartbeatIntervalMs: int("heartbeatIntervalMs", 100, 60_000),
     bodyLimitBytes: int("bodyLimitBytes", 1024, 1024 * 1024 * 1024),
     firstTokenTimeoutMs: int("firstTokenTimeoutMs", 100, 3_600_000),

@@ -10,7 +10,7 @@ import { EventBus } from "./events/index.js";
 import { UsageRecorder } from "./usage/index.js";
 import { RelayMetrics } from "./metrics/index.js";
 import { Deployer } from "./deploy/index.js";
-import { AgentRegistry, linkAcceptor, startLinkServer } from "./link/index.js";
+import { AgentRegistry, linkAcceptor, loadLinkTls, startLinkServer } from "./link/index.js";
 import { GatewayDirectory } from "./routing/index.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
@@ -28,6 +28,10 @@ export interface Relay {
   readonly grpcPort: number;
   /** `host:port` agents dial. */
   readonly linkAddress: string;
+  /** Whether the link is TLS. */
+  readonly linkTls: boolean;
+  /** SHA-256 of the relay's own link CA, which agents pin (`--ca-sha256`); null with a given certificate or no TLS. */
+  readonly linkCaSha256: string | null;
   readonly store: Store;
   readonly registry: AgentRegistry;
   readonly deployer: Deployer;
@@ -93,10 +97,15 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     runtimeMetrics: { reported: (machineId, stacks) => metrics.runtimeReported(machineId, stacks), machineGone: (machineId) => metrics.machineGone(machineId) },
   });
-  const link = await startLinkServer({ accept, registry, host: config.grpcHost, port: config.grpcPort });
+  const loopbackOnly = ["127.0.0.1", "localhost", "::1"].includes(config.grpcHost);
+  const tlsOn = config.grpcTls === "on" || (config.grpcTls === "auto" && !loopbackOnly);
+  const tls = tlsOn ? loadLinkTls(config.dataDir, config.grpcTlsCert && config.grpcTlsKey ? { certFile: config.grpcTlsCert, keyFile: config.grpcTlsKey } : undefined) : undefined;
+  if (!tlsOn && !loopbackOnly) log.warn("the agents' link is plaintext on a public address: prompts, answers and machine tokens cross the network unencrypted", { grpcHost: config.grpcHost });
+  const link = await startLinkServer({ accept, registry, host: config.grpcHost, port: config.grpcPort, tls });
+  const linkCaSha256 = tls?.caSha256 ?? null;
   const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
   const linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
-  const control = new ControlPlane(store, deployer, () => linkAddress, events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
+  const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256 }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
     registry.get(machineId)?.end(),
   );
   const app = createRelayApp({
@@ -128,8 +137,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const httpPort = (server.address() as AddressInfo).port;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${httpPort}`;
   // Lets `makina admin --data-dir` on this host find the relay.
-  writeFileSync(relayPaths(config.dataDir).info, JSON.stringify({ url, link_address: linkAddress, pid: process.pid }, null, 2) + "\n");
-  log.info("relay listening", { url, grpcPort: link.port, dataDir: config.dataDir });
+  writeFileSync(relayPaths(config.dataDir).info, JSON.stringify({ url, link_address: linkAddress, link_tls: tlsOn, link_ca_sha256: linkCaSha256, pid: process.pid }, null, 2) + "\n");
+  log.info("relay listening", { url, grpcPort: link.port, linkTls: tlsOn, linkCaSha256, dataDir: config.dataDir });
 
   let stopping: Promise<void> | undefined;
   return {
@@ -138,6 +147,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     httpPort,
     grpcPort: link.port,
     linkAddress,
+    linkTls: tlsOn,
+    linkCaSha256,
     store,
     registry,
     deployer,

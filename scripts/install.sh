@@ -1,14 +1,16 @@
 #!/bin/sh
 # Joins this machine to a Makina relay:
-#   sh install.sh --server HOST:PORT --machine-id mach_… --token mk_mach_… [--source DIR] [--no-service]
-#                 [--config-dir DIR] [--hf-token hf_…]
+#   sh install.sh --server HOST:PORT --machine-id mach_… --token mk_mach_… [--ca-sha256 HEX | --tls]
+#                 [--source DIR] [--no-service] [--config-dir DIR] [--hf-token hf_…]
 # Installs the `makina` command (from --source: a Makina checkout or release tarball; default: the
 # checkout this script lives in), writes the agent config (mode 0600; in /etc/makina as root, else
 # ~/.config/makina, or --config-dir) and starts the agent as a systemd service when systemd is there,
-# or tells you the command to run otherwise. --hf-token: a Hugging Face token for gated models.
+# or tells you the command to run otherwise. --ca-sha256: the fingerprint of the relay's own link CA, the only
+# CA the agent will trust (from the install command); --tls: the relay has a publicly trusted certificate.
+# --hf-token: a Hugging Face token for gated models.
 set -eu
 
-server="" machine_id="" token="" source_dir="" service=1 config_dir="" hf_token=""
+server="" machine_id="" token="" source_dir="" service=1 config_dir="" hf_token="" ca_sha256="" tls=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --server) server="$2"; shift 2 ;;
@@ -18,7 +20,9 @@ while [ $# -gt 0 ]; do
     --no-service) service=0; shift ;;
     --config-dir) config_dir="$2"; shift 2 ;;
     --hf-token) hf_token="$2"; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --ca-sha256) ca_sha256="$2"; shift 2 ;;
+    --tls) tls=1; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -28,6 +32,7 @@ case "$token" in mk_mach_*) ;; *) echo "install.sh: the machine token starts wit
 # The values go into JSON as they are: only the characters they are made of are accepted.
 case "$server$machine_id$token$hf_token" in *[!A-Za-z0-9_.:\[\]-]*) echo "install.sh: --server, --machine-id, --token and --hf-token hold only letters, digits and . : _ - [ ]" >&2; exit 2 ;; esac
 case "$hf_token" in ""|hf_*) ;; *) echo "install.sh: a Hugging Face token starts with hf_" >&2; exit 2 ;; esac
+case "$ca_sha256" in "") ;; *[!0-9a-fA-F]*) echo "install.sh: --ca-sha256 is a SHA-256 fingerprint: 64 hex digits" >&2; exit 2 ;; *) [ "${#ca_sha256}" -eq 64 ] || { echo "install.sh: --ca-sha256 is a SHA-256 fingerprint: 64 hex digits" >&2; exit 2; } ;; esac
 
 command -v node >/dev/null 2>&1 || { echo "install.sh: Node.js 20 or newer is required (https://nodejs.org)" >&2; exit 1; }
 node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { echo "install.sh: Node.js 20 or newer is required, found $(node --version)" >&2; exit 1; }
@@ -44,10 +49,12 @@ fi
 mkdir -p "$config_dir"
 config_dir="$(cd "$config_dir" && pwd)"
 umask 077
-hf_line=""
-if [ -n "$hf_token" ]; then hf_line=", \"hf_token\": \"$hf_token\""; fi
+extra=""
+if [ -n "$hf_token" ]; then extra="$extra, \"hf_token\": \"$hf_token\""; fi
+if [ -n "$ca_sha256" ]; then extra="$extra, \"ca_sha256\": \"$ca_sha256\""; fi
+if [ "$tls" = 1 ]; then extra="$extra, \"tls\": true"; fi
 cat > "$config_dir/agent.json" <<JSON
-{ "server": "$server", "machine_id": "$machine_id", "token": "$token"$hf_line }
+{ "server": "$server", "machine_id": "$machine_id", "token": "$token"$extra }
 JSON
 chmod 600 "$config_dir/agent.json"
 echo "Wrote $config_dir/agent.json"

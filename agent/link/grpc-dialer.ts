@@ -1,59 +1,108 @@
-import { credentials as channelCredentials, Metadata, status, type ServiceError } from "@grpc/grpc-js";
-import { AUTHORIZATION_METADATA, MACHINE_ID_METADATA, type LinkCredentials, type LinkDialer } from "../../proto/index.js";
+import { credentials as channelCredentials, Metadata, status, type ChannelCredentials, type ChannelOptions, type ServiceError } from "@grpc/grpc-js";
+import { readFileSync } from "node:fs";
+import { AUTHORIZATION_METADATA, LINK_TLS_SERVER_NAME, MACHINE_ID_METADATA, type AgentToRelay, type LinkCredentials, type LinkDialer } from "../../proto/index.js";
 import { AgentLinkClient, type RelayMessage } from "../../proto/wire.js";
 import { decodeRelayMessage, encodeAgentMessage } from "./agent-link-codec.js";
+import { pinnedCa } from "./pinned-ca.js";
 
-/** Dials a relay on another machine over gRPC: one `Connect` stream per link, over one reused channel. */
+/** How the link is protected: see the agent's `caSha256`, `caFile` and `tls` settings. */
+export interface LinkSecurity {
+  /** Trust only the relay's own CA with this fingerprint; it is kept in `caCacheFile` once seen. */
+  caSha256: string | null;
+  caCacheFile: string;
+  /** Trust this CA. */
+  caFile: string | null;
+  /** Trust the system's CAs. */
+  tls: boolean;
+}
+
+const CHANNEL_OPTIONS: ChannelOptions = {
+  "grpc.keepalive_time_ms": 10_000,
+  "grpc.keepalive_timeout_ms": 5_000,
+  "grpc.keepalive_permit_without_calls": 1,
+  "grpc.max_receive_message_length": 64 * 1024 * 1024,
+  "grpc.initial_reconnect_backoff_ms": 250,
+};
+
+/**
+ * Dials a relay on another machine over gRPC: one `Connect` stream per link, over one reused channel; TLS
+ * unless the link is plaintext by choice (loopback, or `--insecure`).
+ */
 export class GrpcDialer {
-  private readonly client: AgentLinkClient;
+  private client: Promise<AgentLinkClient> | undefined;
 
   constructor(
-    server: string,
+    private readonly server: string,
     private readonly credentials: LinkCredentials,
-  ) {
-    this.client = new AgentLinkClient(server, channelCredentials.createInsecure(), {
-      "grpc.keepalive_time_ms": 10_000,
-      "grpc.keepalive_timeout_ms": 5_000,
-      "grpc.keepalive_permit_without_calls": 1,
-      "grpc.max_receive_message_length": 64 * 1024 * 1024,
-      "grpc.initial_reconnect_backoff_ms": 250,
-    });
+    private readonly security: LinkSecurity,
+  ) {}
+
+  private async channel(): Promise<{ creds: ChannelCredentials; options: ChannelOptions }> {
+    const { caSha256, caCacheFile, caFile, tls } = this.security;
+    if (caSha256) {
+      const ca = await pinnedCa(this.server, caSha256, caCacheFile);
+      // The relay's own certificates name it LINK_TLS_SERVER_NAME whatever address it is reached at.
+      return {
+        creds: channelCredentials.createSsl(Buffer.from(ca)),
+        options: { ...CHANNEL_OPTIONS, "grpc.ssl_target_name_override": LINK_TLS_SERVER_NAME, "grpc.default_authority": LINK_TLS_SERVER_NAME },
+      };
+    }
+    if (caFile) return { creds: channelCredentials.createSsl(readFileSync(caFile)), options: CHANNEL_OPTIONS };
+    if (tls) return { creds: channelCredentials.createSsl(), options: CHANNEL_OPTIONS };
+    return { creds: channelCredentials.createInsecure(), options: CHANNEL_OPTIONS };
   }
 
   readonly dial: LinkDialer = (agent) => {
-    const metadata = new Metadata();
-    metadata.set(MACHINE_ID_METADATA, this.credentials.machineId);
-    metadata.set(AUTHORIZATION_METADATA, `Bearer ${this.credentials.token}`);
-    const call = this.client.connect(metadata);
     let closed = false;
+    let call: ReturnType<AgentLinkClient["connect"]> | undefined;
+    const waiting: AgentToRelay[] = [];
     const close = (reason: string, refused?: "credentials" | "protocol") => {
       if (closed) return;
       closed = true;
       agent.close(reason, refused);
     };
-    call.on("data", (message: RelayMessage) => {
-      const decoded = decodeRelayMessage(message);
-      if (decoded && !closed) agent.send(decoded);
-    });
-    call.on("error", (err: ServiceError) => {
-      const refused = err.code === status.UNAUTHENTICATED ? "credentials" : err.code === status.FAILED_PRECONDITION || err.code === status.INVALID_ARGUMENT ? "protocol" : undefined;
-      close(`${status[err.code] ?? err.code}: ${err.details}`, refused);
-    });
-    call.on("end", () => close("the relay closed the link"));
+    this.client ??= this.channel().then(({ creds, options }) => new AgentLinkClient(this.server, creds, options));
+    this.client.then(
+      (client) => {
+        if (closed) return;
+        const metadata = new Metadata();
+        metadata.set(MACHINE_ID_METADATA, this.credentials.machineId);
+        metadata.set(AUTHORIZATION_METADATA, `Bearer ${this.credentials.token}`);
+        const c = client.connect(metadata);
+        call = c;
+        c.on("data", (message: RelayMessage) => {
+          const decoded = decodeRelayMessage(message);
+          if (decoded && !closed) agent.send(decoded);
+        });
+        c.on("error", (err: ServiceError) => {
+          const refused = err.code === status.UNAUTHENTICATED ? "credentials" : err.code === status.FAILED_PRECONDITION || err.code === status.INVALID_ARGUMENT ? "protocol" : undefined;
+          close(`${status[err.code] ?? err.code}: ${err.details}`, refused);
+        });
+        c.on("end", () => close("the relay closed the link"));
+        for (const m of waiting.splice(0)) c.write(encodeAgentMessage(m));
+      },
+      (err: unknown) => {
+        // No channel (the relay's CA could not be had or was not the pinned one): try again on the next dial.
+        this.client = undefined;
+        close(err instanceof Error ? err.message : String(err));
+      },
+    );
     return {
       send: (message) => {
-        if (!closed) call.write(encodeAgentMessage(message));
+        if (closed) return;
+        if (call) call.write(encodeAgentMessage(message));
+        else waiting.push(message);
       },
       close: (reason) => {
         if (closed) return;
         close(reason);
-        call.cancel();
+        call?.cancel();
       },
     };
   };
 
   /** Releases the channel. */
   close(): void {
-    this.client.close();
+    void this.client?.then((c) => c.close(), () => {});
   }
 }

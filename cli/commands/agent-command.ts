@@ -8,6 +8,11 @@ interface AgentArgs {
   server?: string;
   machineId?: string;
   token?: string;
+  tokenFile?: string;
+  caSha256?: string;
+  caFile?: string;
+  tls?: boolean;
+  insecure?: boolean;
   dataDir?: string;
   threads?: number;
 }
@@ -31,13 +36,29 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
       .option("config", { type: "string", describe: "Agent config file (JSON)" })
       .option("server", { type: "string", describe: "Relay address host:port" })
       .option("machine-id", { type: "string", describe: "This machine's ID" })
-      .option("token", { type: "string", describe: "This machine's token" })
+      .option("token", { type: "string", describe: "This machine's token (shows in ps: prefer --token-file or the config file)" })
+      .option("token-file", { type: "string", describe: "A file holding this machine's token" })
+      .option("ca-sha256", { type: "string", describe: "Trust only the relay's own CA with this SHA-256 fingerprint (from the install command)" })
+      .option("ca-file", { type: "string", describe: "Trust this CA for the link's TLS" })
+      .option("tls", { type: "boolean", describe: "TLS on the link, trusting the system's CAs" })
+      .option("insecure", { type: "boolean", describe: "Allow a plaintext link to an address that is not loopback" })
       .option("data-dir", { type: "string", describe: "Model cache directory [default: ~/.makina/agent]" })
       .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" }),
   handler: async (argv) => {
     const { resolveAgentConfig, startAgent } = await import("../../agent/index.js");
     const config = resolveAgentConfig({
-      flags: { server: argv.server, machineId: argv.machineId, token: argv.token, dataDir: argv.dataDir, threads: argv.threads },
+      flags: {
+        server: argv.server,
+        machineId: argv.machineId,
+        token: argv.token,
+        tokenFile: argv.tokenFile,
+        caSha256: argv.caSha256,
+        caFile: argv.caFile,
+        tls: argv.tls,
+        insecure: argv.insecure,
+        dataDir: argv.dataDir,
+        threads: argv.threads,
+      },
       env: process.env,
       file: argv.config ? readAgentConfigFile(argv.config) : undefined,
     });

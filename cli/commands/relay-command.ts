@@ -6,6 +6,11 @@ interface RelayArgs {
   host?: string;
   port?: number;
   grpcPort?: number;
+  grpcHost?: string;
+  grpcTls?: string;
+  grpcTlsCert?: string;
+  grpcTlsKey?: string;
+  publicGrpcAddress?: string;
 }
 
 export const relayCommand: CommandModule<object, RelayArgs> = {
@@ -16,12 +21,31 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("data-dir", { type: "string", describe: "Data directory (SQLite, admin token) [default: ./.makina]" })
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
-      .option("grpc-port", { type: "number", describe: "Port agents dial [default: 8081]" }),
+      .option("grpc-port", { type: "number", describe: "Port agents dial [default: 8081]" })
+      .option("grpc-host", { type: "string", describe: "Host the agents' link listens on [default: 0.0.0.0]" })
+      .option("grpc-tls", { type: "string", choices: ["auto", "on", "off"], describe: "TLS on the agents' link; auto: on unless it listens on loopback only [default: auto]" })
+      .option("grpc-tls-cert", { type: "string", describe: "Certificate chain (PEM) for the link, instead of the relay's own CA" })
+      .option("grpc-tls-key", { type: "string", describe: "Its private key (PEM)" })
+      .option("public-grpc-address", { type: "string", describe: "host:port agents dial, as install commands print it [default: this host's link address]" }),
   handler: async (argv) => {
     const { resolveRelayConfig, startRelay } = await import("../../relay/index.js");
-    const config = resolveRelayConfig({ flags: { dataDir: argv.dataDir, host: argv.host, port: argv.port, grpcPort: argv.grpcPort }, env: process.env });
+    const config = resolveRelayConfig({
+      flags: {
+        dataDir: argv.dataDir,
+        host: argv.host,
+        port: argv.port,
+        grpcPort: argv.grpcPort,
+        grpcHost: argv.grpcHost,
+        grpcTls: argv.grpcTls,
+        grpcTlsCert: argv.grpcTlsCert,
+        grpcTlsKey: argv.grpcTlsKey,
+        publicGrpcAddress: argv.publicGrpcAddress,
+      },
+      env: process.env,
+    });
     const relay = await startRelay(config);
-    process.stdout.write(`Makina relay\n  gateway:     ${relay.url}/v1\n  agents dial: ${relay.linkAddress}\n  admin token: ${config.dataDir}/admin-token\n`);
+    const trust = relay.linkCaSha256 ? `TLS, own CA sha256 ${relay.linkCaSha256}` : relay.linkTls ? "TLS" : "plaintext";
+    process.stdout.write(`Makina relay\n  gateway:     ${relay.url}/v1\n  agents dial: ${relay.linkAddress} (${trust})\n  admin token: ${config.dataDir}/admin-token\n`);
     await runUntilSignal(() => relay.stop());
   },
 };

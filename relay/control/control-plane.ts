@@ -32,8 +32,8 @@ export class ControlPlane {
   constructor(
     private readonly store: Store,
     private readonly deployer: Deployer,
-    /** Address agents dial, for install commands (`host:port`). */
-    private readonly linkAddress: () => string,
+    /** How agents reach the link, for install commands: its `host:port`, whether it is TLS, and the CA they pin. */
+    private readonly link: () => { address: string; tls: boolean; caSha256: string | null },
     private readonly events: EventBus,
     private readonly inspector: ModelInspector,
     /** Ends a machine's live link, if it has one. */
@@ -53,7 +53,7 @@ export class ControlPlane {
     return org;
   }
 
-  createMachine(orgRef: unknown, name: unknown): { machine: Machine; token: string; installCommand: string; server: string } {
+  createMachine(orgRef: unknown, name: unknown): { machine: Machine; token: string; installCommand: string; server: string; caSha256: string | null } {
     const org = this.org(requireString(orgRef, "org"));
     const token = newSecret("mk_mach_");
     const machine = this.store.machines.create({ orgId: org.id, name: requireString(name, "name"), tokenHash: hashSecret(token) });
@@ -74,7 +74,7 @@ export class ControlPlane {
   }
 
   /** Gives a machine a new token (shown once); the old one stops working and the live link is dropped. */
-  rotateMachineToken(orgId: string | null, id: string): { machine: Machine; token: string; installCommand: string; server: string } {
+  rotateMachineToken(orgId: string | null, id: string): { machine: Machine; token: string; installCommand: string; server: string; caSha256: string | null } {
     const machine = this.machine(orgId, id);
     if (machine.revokedAt) throw new MakinaError("conflict", `The machine '${id}' is revoked; add it again instead.`, { param: "machine" });
     const token = newSecret("mk_mach_");
@@ -84,10 +84,11 @@ export class ControlPlane {
     return { machine: this.machine(orgId, id), token, ...this.joining(machine.id, token) };
   }
 
-  /** What a machine needs to join: the address agents dial, and the install command with its token. */
-  private joining(machineId: string, token: string): { installCommand: string; server: string } {
-    const server = this.linkAddress();
-    return { installCommand: `sh scripts/install.sh --server ${server} --machine-id ${machineId} --token ${token}`, server };
+  /** What a machine needs to join: the address agents dial, the CA they pin, and the install command with its token. */
+  private joining(machineId: string, token: string): { installCommand: string; server: string; caSha256: string | null } {
+    const { address: server, tls, caSha256 } = this.link();
+    const trust = caSha256 ? ` --ca-sha256 ${caSha256}` : tls ? " --tls" : "";
+    return { installCommand: `sh scripts/install.sh --server ${server} --machine-id ${machineId} --token ${token}${trust}`, server, caSha256 };
   }
 
   machine(orgId: string | null, id: string): Machine {

@@ -11,6 +11,8 @@ export interface LinkServerOptions {
   host: string;
   /** 0 picks a free port. */
   port: number;
+  /** The certificate chain and key to serve TLS with; absent for plaintext. */
+  tls?: { certChain: Buffer; privateKey: Buffer };
 }
 
 /** The running gRPC server agents dial. */
@@ -85,7 +87,11 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
   });
 
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${options.host}:${options.port}`, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(
+      `${options.host}:${options.port}`,
+      options.tls ? ServerCredentials.createSsl(null, [{ cert_chain: options.tls.certChain, private_key: options.tls.privateKey }], false) : ServerCredentials.createInsecure(),
+      (err, p) => (err ? reject(err) : resolve(p)),
+    ),
   );
 
   let stopping: Promise<void> | undefined;

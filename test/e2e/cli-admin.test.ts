@@ -1,5 +1,5 @@
 import { execFile, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -39,10 +39,16 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect(machine.token).toMatch(/^mk_mach_[A-Za-z0-9]{32,}$/);
     expect(machine.install_command).toContain(String(machine.id));
 
-    const linkAddress = (JSON.parse(readFileSync(join(dataDir, "relay.json"), "utf8")) as { link_address: string }).link_address;
+    // The relay listens beyond loopback by default, so its link is TLS with its own CA, which the agent pins;
+    // the token comes from a file, so it never shows in `ps`.
+    const info = JSON.parse(readFileSync(join(dataDir, "relay.json"), "utf8")) as { link_address: string; link_ca_sha256: string };
+    expect(machine.ca_sha256).toBe(info.link_ca_sha256);
+    expect(machine.install_command).toContain(`--ca-sha256 ${info.link_ca_sha256}`);
+    const tokenFile = join(dataDir, "machine-token");
+    writeFileSync(tokenFile, `${String(machine.token)}\n`, { mode: 0o600 });
     agent = (
       await startCli(
-        ["agent", "--server", linkAddress, "--machine-id", String(machine.id), "--token", String(machine.token), "--data-dir", join(dataDir, "agent"), "--threads", "1"],
+        ["agent", "--server", info.link_address, "--machine-id", String(machine.id), "--token-file", tokenFile, "--ca-sha256", info.link_ca_sha256, "--data-dir", join(dataDir, "agent"), "--threads", "1"],
         /link online/,
         { MAKINA_AGENT_GPU: "false" },
       )

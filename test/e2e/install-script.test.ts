@@ -56,7 +56,10 @@ describe("scripts/install.sh joins a machine to a relay with the command the rel
       machine_id: machine.id,
       token: machine.token,
       hf_token: "hf_InstallTestToken01234567890123456789",
+      // The relay's link is TLS with its own CA: the agent trusts that CA alone.
+      ca_sha256: machine.ca_sha256,
     });
+    expect(machine.ca_sha256).toMatch(/^[0-9a-f]{64}$/);
 
     const start = /Start the agent with:\s+(.+)\n/.exec(r.stdout)?.[1];
     expect(start).toBe(`${join(dir, "bin", "makina")} agent --config ${file}`);

@@ -70,6 +70,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     maxContextSize: 512,
     reconnectMinMs: 50,
     reconnectMaxMs: 500,
+    // A relay whose link is TLS with its own CA: agents pin it, as the install command makes them.
+    ...(relay.linkCaSha256 ? { caSha256: relay.linkCaSha256 } : {}),
     ...extra,
   });
   const agentConfig = resolveAgentConfig({ flags: agentFlags(machine.id, token, options.agentFlags) });

@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { AgentConfigError, defaultThreads, resolveAgentConfig } from "../../agent/index.js";
 import { ConfigError, resolveRelayConfig } from "../../relay/index.js";
 
-const creds = { server: "relay.example:8081", machineId: "mach_abc", token: "mk_mach_xyz" };
+const PIN = "ab".repeat(32);
+const creds = { server: "relay.example:8081", machineId: "mach_abc", token: "mk_mach_xyz", caSha256: PIN };
 
 describe("configuration", () => {
   it("takes flags over environment over file over defaults, and freezes the result", () => {
@@ -40,8 +44,30 @@ describe("configuration", () => {
   });
 
   it("reads the agent's credentials from the environment", () => {
-    const c = resolveAgentConfig({ env: { MAKINA_AGENT_SERVER: "h:1", MAKINA_AGENT_MACHINE_ID: "mach_1", MAKINA_AGENT_TOKEN: "mk_mach_1", MAKINA_AGENT_GPU: "false" } });
-    expect([c.server, c.machineId, c.gpu]).toEqual(["h:1", "mach_1", false]);
+    const c = resolveAgentConfig({ env: { MAKINA_AGENT_SERVER: "h:1", MAKINA_AGENT_MACHINE_ID: "mach_1", MAKINA_AGENT_TOKEN: "mk_mach_1", MAKINA_AGENT_GPU: "false", MAKINA_AGENT_CA_SHA256: PIN } });
+    expect([c.server, c.machineId, c.gpu, c.caSha256]).toEqual(["h:1", "mach_1", false, PIN]);
+  });
+
+  it("refuses a plaintext link beyond loopback unless told --insecure, and says why", () => {
+    const plain = { server: "relay.example:8081", machineId: "mach_abc", token: "mk_mach_xyz" };
+    expect(() => resolveAgentConfig({ flags: plain })).toThrow(/refusing a plaintext link to relay\.example:8081: anyone on the path could read prompts, answers and this machine's token/);
+    expect(resolveAgentConfig({ flags: { ...plain, insecure: true } }).insecure).toBe(true);
+    expect(resolveAgentConfig({ flags: { ...plain, tls: true } }).tls).toBe(true);
+    for (const server of ["127.0.0.1:8081", "localhost:8081", "[::1]:8081"]) expect(resolveAgentConfig({ flags: { ...plain, server } }).server).toBe(server);
+    expect(() => resolveAgentConfig({ flags: { ...plain, caSha256: "not-a-fingerprint" } })).toThrow(/64 hex digits/);
+    expect(resolveAgentConfig({ flags: { ...plain, caSha256: PIN.toUpperCase().replace(/(..)(?!$)/g, "$1:") } }).caSha256).toBe(PIN);
+  });
+
+  it("reads the machine token from a file, so it never shows in ps", () => {
+    const dir = mkdtempSync(join(tmpdir(), "makina-token-"));
+    const file = join(dir, "token");
+    writeFileSync(file, "mk_mach_fromAFile123\n", { mode: 0o600 });
+    const { token: _token, ...noToken } = creds;
+    expect(resolveAgentConfig({ flags: { ...noToken, tokenFile: file } }).token).toBe("mk_mach_fromAFile123");
+    expect(() => resolveAgentConfig({ flags: { ...noToken, tokenFile: join(dir, "missing") } })).toThrow(/tokenFile .* cannot be read/);
+    writeFileSync(file, "not a token");
+    expect(() => resolveAgentConfig({ flags: { ...noToken, tokenFile: file } })).toThrow(/must hold a machine token/);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("takes a Hugging Face endpoint and token from Makina's variables, Hugging Face's own, or the config file", () => {

@@ -9,6 +9,7 @@ interface Machine {
   state: string;
   token?: string;
   install_command?: string;
+  ca_sha256?: string | null;
   last_seen_at: number | null;
   revoked_at: number | null;
   hardware: { platform: string; arch: string; cpu_model: string; cpu_logical_cores: number; memory_bytes: number; gpus: { model: string; vram_bytes: number }[] } | null;
@@ -31,8 +32,8 @@ export const machineCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string; name: string };
           const m = await adminRequest<Machine>(target(a), "POST", "/machines", { org: a.org, name: a.name });
-          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command }, () =>
-            keyValues([["id", m.id], ["name", m.name], ["token", `${m.token}  (shown this once)`], ["install", m.install_command]]),
+          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, ca_sha256: m.ca_sha256 ?? null }, () =>
+            keyValues([["id", m.id], ["name", m.name], ["token", `${m.token}  (shown this once)`], ["install", m.install_command], ["link CA sha256", m.ca_sha256 ?? "(none)"]]),
           );
         },
       })
@@ -63,8 +64,8 @@ export const machineCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { id: string };
           const m = await adminRequest<Machine>(target(a), "POST", `/machines/${encodeURIComponent(a.id)}/rotate-token`);
-          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command }, () =>
-            keyValues([["id", m.id], ["token", `${m.token}  (shown this once)`], ["install", m.install_command]]),
+          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, ca_sha256: m.ca_sha256 ?? null }, () =>
+            keyValues([["id", m.id], ["token", `${m.token}  (shown this once)`], ["install", m.install_command], ["link CA sha256", m.ca_sha256 ?? "(none)"]]),
           );
         },
       })

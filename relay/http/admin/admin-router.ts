@@ -77,8 +77,8 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     "/admin/v1/machines",
     route((req, access) => {
       access.requireAdmin("add machines");
-      const { machine, token, installCommand, server } = control.createMachine(access.org(body(req).org).id, body(req).name);
-      return { ...machine, token, installCommand, server };
+      const { machine, token, installCommand, server, caSha256 } = control.createMachine(access.org(body(req).org).id, body(req).name);
+      return { ...machine, token, installCommand, server, caSha256 };
     }, 201),
   );
 
@@ -93,8 +93,8 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     "/admin/v1/machines/:id/rotate-token",
     route((req, access) => {
       access.requireAdmin("rotate machine tokens");
-      const { machine, token, installCommand, server } = control.rotateMachineToken(access.orgScope, String(req.params.id));
-      return { ...machine, token, installCommand, server };
+      const { machine, token, installCommand, server, caSha256 } = control.rotateMachineToken(access.orgScope, String(req.params.id));
+      return { ...machine, token, installCommand, server, caSha256 };
     }),
   );
 

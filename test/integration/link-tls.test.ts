@@ -1,0 +1,114 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
+import { silentLogger } from "../../proto/index.js";
+import { certificateSha256, loadLinkTls } from "../../relay/link/index.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+describe("the agents' link over TLS, trusting only the relay's own CA", () => {
+  let gw: TestGateway;
+  const agents: Agent[] = [];
+  const dirs: string[] = [];
+  const agentFor = async (flags: Record<string, unknown>) => {
+    const { machine, token } = gw.relay.control.createMachine(gw.orgId, `box-${agents.length}`);
+    const dataDir = mkdtempSync(join(tmpdir(), "makina-tls-agent-"));
+    dirs.push(dataDir);
+    const agent = await startAgent(
+      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: machine.id, token, dataDir, threads: 1, gpu: false, reconnectMinMs: 50, reconnectMaxMs: 200, ...flags } }),
+      { log: silentLogger() },
+    );
+    agents.push(agent);
+    return { agent, machineId: machine.id, dataDir };
+  };
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ relayFlags: { grpcTls: "on" }, runtime: "fake" });
+  });
+  afterAll(async () => {
+    await Promise.all(agents.map((a) => a.stop()));
+    await gw?.close();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it("serves TLS with a CA made on first start, whose fingerprint the install command carries", async () => {
+    expect(gw.relay.linkTls).toBe(true);
+    expect(gw.relay.linkCaSha256).toMatch(/^[0-9a-f]{64}$/);
+    const { installCommand, caSha256 } = gw.relay.control.createMachine(gw.orgId, "listed");
+    expect(caSha256).toBe(gw.relay.linkCaSha256);
+    expect(installCommand).toContain(`--ca-sha256 ${gw.relay.linkCaSha256}`);
+    const info = JSON.parse(readFileSync(join(gw.dataDir, "relay.json"), "utf8")) as { link_tls: boolean; link_ca_sha256: string };
+    expect(info).toMatchObject({ link_tls: true, link_ca_sha256: gw.relay.linkCaSha256 });
+  });
+
+  it("connects an agent that pins the relay's CA, serves requests over it, and keeps the CA it checked", async () => {
+    const { agent, machineId, dataDir } = await agentFor({ caSha256: gw.relay.linkCaSha256 });
+    await agent.link.whenOnline();
+    expect(gw.relay.registry.get(machineId)).toBeDefined();
+    expect(certificateSha256(readFileSync(join(dataDir, "relay-ca.pem"), "utf8"))).toBe(gw.relay.linkCaSha256);
+    // The test gateway's own agent pins the CA too: a request crosses the TLS link end to end.
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "over tls" }] }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe("over tls");
+  });
+
+  it("refuses a relay presenting a certificate from another CA, and sends it nothing", async () => {
+    const otherDir = mkdtempSync(join(tmpdir(), "makina-other-ca-"));
+    dirs.push(otherDir);
+    const other = loadLinkTls(otherDir);
+    const { agent, machineId } = await agentFor({ caSha256: other.caSha256 });
+    await vi.waitFor(() => expect(agent.link.lastError).toContain("presented no certificate from the CA this machine trusts"), { timeout: 5_000, interval: 20 });
+    expect(agent.link.state).not.toBe("online");
+    // Not even the hello with the token went out: the relay never saw this machine.
+    expect(gw.relay.control.machine(null, machineId).state).toBe("pending");
+  });
+
+  it("cannot talk plaintext to the TLS link", async () => {
+    const { agent, machineId } = await agentFor({});
+    await vi.waitFor(() => expect(agent.link.lastError).toBeTruthy(), { timeout: 5_000, interval: 20 });
+    expect(agent.link.state).not.toBe("online");
+    expect(gw.relay.control.machine(null, machineId).state).toBe("pending");
+  });
+});
+
+describe("the agents' link over TLS with a certificate the relay was given", () => {
+  let gw: TestGateway;
+  let dir: string;
+
+  beforeAll(async () => {
+    // A CA and a server certificate for 127.0.0.1 made with openssl, as an operator's own CA would make them.
+    dir = mkdtempSync(join(tmpdir(), "makina-given-cert-"));
+    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Operator CA");
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "link.key", "-out", "link.csr", "-subj", "/CN=127.0.0.1");
+    writeFileSync(join(dir, "ext.cnf"), "subjectAltName=IP:127.0.0.1\n");
+    openssl("x509", "-req", "-in", "link.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "link.pem", "-days", "2", "-extfile", "ext.cnf");
+    gw = await startTestGateway({
+      relayFlags: { grpcTls: "on", grpcTlsCert: join(dir, "link.pem"), grpcTlsKey: join(dir, "link.key") },
+      agentFlags: { caFile: join(dir, "ca.pem") },
+      runtime: "fake",
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("serves it, tells new machines to use TLS, and an agent trusting that CA is served over it", async () => {
+    expect([gw.relay.linkTls, gw.relay.linkCaSha256]).toEqual([true, null]);
+    expect(gw.relay.control.createMachine(gw.orgId, "told").installCommand).toMatch(/ --tls$/);
+    expect(gw.relay.registry.get(gw.machineId)).toBeDefined();
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "given cert" }] }),
+    });
+    expect(res.status).toBe(200);
+  });
+});
