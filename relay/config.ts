@@ -8,6 +8,14 @@ export interface RelayConfig {
   readonly host: string;
   /** HTTP port; 0 picks a free one. @default 8080 */
   readonly port: number;
+  /**
+   * Behind a reverse proxy on this host: take the client's address and scheme from the proxy's
+   * `X-Forwarded-For`/`X-Forwarded-Proto` when the request comes from loopback. @default false
+   */
+  readonly trustProxy: boolean;
+  /** A certificate chain (PEM) and key: the gateway, admin API and web application serve HTTPS. */
+  readonly tlsCert: string | null;
+  readonly tlsKey: string | null;
   /** gRPC listen host for agents. @default "0.0.0.0" */
   readonly grpcHost: string;
   /** gRPC port for agents; 0 picks a free one. @default 8081 */
@@ -48,6 +56,9 @@ const ENV: Record<keyof RelayConfig, string> = {
   dataDir: "MAKINA_DATA_DIR",
   host: "MAKINA_HOST",
   port: "MAKINA_PORT",
+  trustProxy: "MAKINA_TRUST_PROXY",
+  tlsCert: "MAKINA_TLS_CERT",
+  tlsKey: "MAKINA_TLS_KEY",
   grpcHost: "MAKINA_GRPC_HOST",
   grpcPort: "MAKINA_GRPC_PORT",
   publicGrpcAddress: "MAKINA_PUBLIC_GRPC_ADDRESS",
@@ -67,6 +78,9 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   dataDir: ".makina",
   host: "127.0.0.1",
   port: 8080,
+  trustProxy: false,
+  tlsCert: null,
+  tlsKey: null,
   grpcHost: "0.0.0.0",
   grpcPort: 8081,
   publicGrpcAddress: null,
@@ -120,11 +134,17 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const grpcTlsKey = optionalPath("grpcTlsKey");
   if ((grpcTlsCert === null) !== (grpcTlsKey === null)) problems.push("grpcTlsCert and grpcTlsKey go together: give both, or neither");
   if (grpcTlsCert && grpcTls === "off") problems.push("grpcTlsCert is given but grpcTls is off");
+  const tlsCert = optionalPath("tlsCert");
+  const tlsKey = optionalPath("tlsKey");
+  if ((tlsCert === null) !== (tlsKey === null)) problems.push("tlsCert and tlsKey go together: give both, or neither");
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const config: RelayConfig = {
     dataDir: resolve(str("dataDir")),
     host: str("host"),
     port: int("port", 0, 65535),
+    trustProxy: [true, "true", "1"].includes(pick("trustProxy") as string | boolean),
+    tlsCert,
+    tlsKey,
     grpcHost: str("grpcHost"),
     grpcPort: int("grpcPort", 0, 65535),
     publicGrpcAddress: pick("publicGrpcAddress") === null ? null : str("publicGrpcAddress"),

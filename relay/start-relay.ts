@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { createLogger, inProcessDialer, type LinkCredentials, type LinkDialer, type Logger } from "../proto/index.js";
 import type { RelayConfig } from "./config.js";
 import { relayPaths } from "./config.js";
@@ -120,6 +121,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     log: log.child({ component: "http" }),
     limiter: new RateLimiter(),
     adminTokenHash: () => store.settings.get("admin_token_hash"),
+    trustProxy: config.trustProxy,
     limits: {
       bodyLimitBytes: config.bodyLimitBytes,
       firstTokenTimeoutMs: config.firstTokenTimeoutMs,
@@ -127,7 +129,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
       defaultCompletionEstimate: config.defaultCompletionEstimate,
     },
   });
-  const server: Server = createServer(app);
+  const https = config.tlsCert !== null && config.tlsKey !== null;
+  const server: Server = https ? createHttpsServer({ cert: readFileSync(config.tlsCert!), key: readFileSync(config.tlsKey!) }, app) : createServer(app);
   server.keepAliveTimeout = 65_000;
   answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
@@ -135,7 +138,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     server.listen(config.port, config.host, () => resolve());
   });
   const httpPort = (server.address() as AddressInfo).port;
-  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${httpPort}`;
+  const url = `${https ? "https" : "http"}://${config.host.includes(":") ? `[${config.host}]` : config.host}:${httpPort}`;
   // Lets `makina admin --data-dir` on this host find the relay.
   writeFileSync(relayPaths(config.dataDir).info, JSON.stringify({ url, link_address: linkAddress, link_tls: tlsOn, link_ca_sha256: linkCaSha256, pid: process.pid }, null, 2) + "\n");
   log.info("relay listening", { url, grpcPort: link.port, linkTls: tlsOn, linkCaSha256, dataDir: config.dataDir });

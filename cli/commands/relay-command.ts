@@ -7,6 +7,9 @@ interface RelayArgs {
   port?: number;
   grpcPort?: number;
   grpcHost?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  trustProxy?: boolean;
   grpcTls?: string;
   grpcTlsCert?: string;
   grpcTlsKey?: string;
@@ -21,6 +24,9 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("data-dir", { type: "string", describe: "Data directory (SQLite, admin token) [default: ./.makina]" })
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
+      .option("tls-cert", { type: "string", describe: "Certificate chain (PEM): serve the gateway, admin API and web application over HTTPS" })
+      .option("tls-key", { type: "string", describe: "Its private key (PEM)" })
+      .option("trust-proxy", { type: "boolean", describe: "Behind a reverse proxy on this host: take the client's address and scheme from X-Forwarded-* sent from loopback" })
       .option("grpc-port", { type: "number", describe: "Port agents dial [default: 8081]" })
       .option("grpc-host", { type: "string", describe: "Host the agents' link listens on [default: 0.0.0.0]" })
       .option("grpc-tls", { type: "string", choices: ["auto", "on", "off"], describe: "TLS on the agents' link; auto: on unless it listens on loopback only [default: auto]" })
@@ -34,6 +40,9 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
         dataDir: argv.dataDir,
         host: argv.host,
         port: argv.port,
+        tlsCert: argv.tlsCert,
+        tlsKey: argv.tlsKey,
+        trustProxy: argv.trustProxy,
         grpcPort: argv.grpcPort,
         grpcHost: argv.grpcHost,
         grpcTls: argv.grpcTls,

@@ -5,7 +5,7 @@ import { DEFAULT_MODEL } from "../up/default-model.js";
 import type { QuickstartOptions } from "../up/quickstart.js";
 
 /** The flags: the quickstart's own options, plus --json. */
-type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "model" | "modelId" | "threads"> & { json: boolean };
+type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads"> & { json: boolean };
 
 export const upCommand: CommandModule = {
   command: "up",
@@ -16,6 +16,8 @@ export const upCommand: CommandModule = {
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
       .option("grpc-port", { type: "number", describe: "Port agents dial [default: 8081]" })
+      .option("tls-cert", { type: "string", describe: "Certificate chain (PEM): serve the gateway and web application over HTTPS" })
+      .option("tls-key", { type: "string", describe: "Its private key (PEM)" })
       .option("model", { type: "string", describe: `GGUF path, https:// URL or hf: reference [default: ${DEFAULT_MODEL}]` })
       .option("model-id", { type: "string", describe: "The id clients pass as `model`" })
       .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" })
@@ -30,6 +32,8 @@ export const upCommand: CommandModule = {
       host: argv.host,
       port: argv.port,
       grpcPort: argv.grpcPort,
+      tlsCert: argv.tlsCert,
+      tlsKey: argv.tlsKey,
       model: argv.model,
       modelId: argv.modelId,
       threads: argv.threads,

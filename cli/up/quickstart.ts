@@ -31,6 +31,9 @@ export interface QuickstartOptions {
   host?: string;
   port?: number;
   grpcPort?: number;
+  /** Serve HTTPS with this certificate chain and key (PEM files). */
+  tlsCert?: string;
+  tlsKey?: string;
   model?: string;
   modelId?: string;
   /** Agent inference threads (default: cores − 1). */
@@ -57,7 +60,7 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
   const env = options.env ?? process.env;
   const progress = options.progress ?? (() => {});
   const relay = await startRelay(
-    resolveRelayConfig({ flags: { dataDir: options.dataDir, host: options.host, port: options.port, grpcPort: options.grpcPort }, env }),
+    resolveRelayConfig({ flags: { dataDir: options.dataDir, host: options.host, port: options.port, grpcPort: options.grpcPort, tlsCert: options.tlsCert, tlsKey: options.tlsKey }, env }),
     { log: options.log },
   );
   let agent: Agent | undefined;

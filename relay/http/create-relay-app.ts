@@ -34,6 +34,8 @@ export interface RelayAppDeps {
   adminTokenHash: () => string | undefined;
   /** Where the built web application is; absent to find it next to the relay's code. */
   webDir?: string | null;
+  /** Trust `X-Forwarded-*` from a reverse proxy on loopback. */
+  trustProxy?: boolean;
   limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
 }
 
@@ -56,6 +58,7 @@ export function createRelayApp(deps: RelayAppDeps): RequestListener {
   });
   const app = express();
   app.disable("x-powered-by");
+  if (deps.trustProxy) app.set("trust proxy", "loopback");
   app.set("etag", false);
   app.use(requestId());
   app.get("/health", (_req, res) => {

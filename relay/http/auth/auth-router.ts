@@ -41,7 +41,7 @@ export function authRouter(deps: { store: Store; sessions: WebSessions }): Route
     "/auth/v1/sign-in",
     handle((req, res) => {
       const b = (req.body ?? {}) as Record<string, unknown>;
-      const s = sessions.signIn(b.login, b.password, req.socket.remoteAddress ?? "unknown");
+      const s = sessions.signIn(b.login, b.password, req.ip ?? "unknown");
       // The browser keeps the cookie exactly as long as the session lasts.
       setSessionCookie(req, res, s.cookie, s.expiresAt - Date.now());
       return view(s);

@@ -1,0 +1,82 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+/** One HTTPS request trusting `ca`; resolves the status, headers and body. */
+function httpsRequest(url: string, ca: Buffer, options: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
+  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>((resolve, reject) => {
+    const req = request(url, { method: options.method ?? "GET", headers: options.headers, ca }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on("error", reject);
+    req.end(options.body);
+  });
+}
+
+describe("the relay's HTTP side over HTTPS, and behind a reverse proxy", () => {
+  let gw: TestGateway;
+  let proxied: TestGateway;
+  let dir: string;
+  let ca: Buffer;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "makina-https-"));
+    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Test CA");
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "site.key", "-out", "site.csr", "-subj", "/CN=127.0.0.1");
+    writeFileSync(join(dir, "ext.cnf"), "subjectAltName=IP:127.0.0.1\n");
+    openssl("x509", "-req", "-in", "site.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "site.pem", "-days", "2", "-extfile", "ext.cnf");
+    ca = readFileSync(join(dir, "ca.pem"));
+    gw = await startTestGateway({ relayFlags: { tlsCert: join(dir, "site.pem"), tlsKey: join(dir, "site.key") }, runtime: "fake" });
+    proxied = await startTestGateway({ relayFlags: { trustProxy: true }, runtime: "fake" });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await proxied?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("serves the gateway over HTTPS with the certificate it was given", async () => {
+    expect(gw.relay.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const res = await httpsRequest(`${gw.baseURL}/chat/completions`, ca, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "private words" }] }),
+    });
+    expect(res.status).toBe(200);
+    expect((JSON.parse(res.body) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe("private words");
+  });
+
+  it("marks the session cookie Secure when signed in over HTTPS", async () => {
+    gw.relay.control.createUser(gw.orgId, { login: "ada", password: "a long enough password", role: "admin" });
+    const res = await httpsRequest(`${gw.relay.url}/auth/v1/sign-in`, ca, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ login: "ada", password: "a long enough password" }),
+    });
+    expect(res.status).toBe(200);
+    expect(String(res.headers["set-cookie"])).toMatch(/HttpOnly/);
+    expect(String(res.headers["set-cookie"])).toMatch(/Secure/);
+  });
+
+  it("behind a proxy it trusts, throttles failed sign-ins by the client's forwarded address, not the proxy's", async () => {
+    const signIn = (address: string, i: number) =>
+      fetch(`${proxied.relay.url}/auth/v1/sign-in`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": address },
+        body: JSON.stringify({ login: `nobody-${i}`, password: "wrong password here" }),
+      });
+    let throttled = 0;
+    for (let i = 0; i < 40; i++) if ((await signIn("203.0.113.7", i)).status === 429) throttled++;
+    expect(throttled).toBeGreaterThan(0);
+    const other = await signIn("198.51.100.9", 1000);
+    expect(other.status).toBe(401);
+  });
+});
