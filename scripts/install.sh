@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     *) echo "install.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$server" ] && [ -n "$machine_id" ] && [ -n "$token" ] || { echo "install.sh: --server, --machine-id and --token are required" >&2; exit 2; }
+if [ -z "$server" ] || [ -z "$machine_id" ] || [ -z "$token" ]; then echo "install.sh: --server, --machine-id and --token are required" >&2; exit 2; fi
 case "$machine_id" in mach_*) ;; *) echo "install.sh: the machine ID starts with mach_" >&2; exit 2 ;; esac
 case "$token" in mk_mach_*) ;; *) echo "install.sh: the machine token starts with mk_mach_" >&2; exit 2 ;; esac
 # The values go into JSON as they are: only the characters they are made of are accepted.

@@ -84,11 +84,18 @@ describe("scripts/install.sh joins a machine to a relay with the command the rel
       ['--server "relay:8081;rm" --machine-id mach_1 --token mk_mach_1', /hold only letters, digits/],
       ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --hf-token abc", /starts with hf_/],
       ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --verbose", /unknown option --verbose/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --ca-sha256 abc123", /64 hex digits/],
+      [`--server relay:8081 --machine-id mach_1 --token mk_mach_1 --ca-sha256 ${"z".repeat(64)}`, /64 hex digits/],
     ];
     for (const [args, message] of cases) {
       const r = await sh(`sh scripts/install.sh ${args} --no-service --config-dir ${conf}`, env);
       expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(message)]);
     }
     expect(() => statSync(conf)).toThrow();
+  });
+
+  it("passes shellcheck (Debian's package, which CI installs)", async () => {
+    const r = await sh("shellcheck --shell=sh scripts/install.sh", env);
+    expect([r.code, r.stdout + r.stderr]).toEqual([0, ""]);
   });
 });
