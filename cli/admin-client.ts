@@ -31,7 +31,9 @@ export function resolveAdminTarget(
         EXIT.usage,
       );
     }
-    url = (JSON.parse(readFileSync(join(dataDir, "relay.json"), "utf8")) as { url: string }).url;
+    // The admin API may have a listener of its own (admin_url); older relay.json files name only the url.
+    const info = JSON.parse(readFileSync(join(dataDir, "relay.json"), "utf8")) as { url: string; admin_url?: string };
+    url = info.admin_url ?? info.url;
   }
   if (!token && existsSync(join(dataDir, "admin-token"))) token = readFileSync(join(dataDir, "admin-token"), "utf8").trim();
   if (!url || !token) {

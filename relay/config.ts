@@ -8,6 +8,14 @@ export interface RelayConfig {
   readonly host: string;
   /** HTTP port; 0 picks a free one. @default 8080 */
   readonly port: number;
+  /** Where the admin API and the web application listen when they have their own listener. @default "127.0.0.1" */
+  readonly adminHost: string;
+  /**
+   * The admin listener's port, or `shared` to serve the admin API and web application on the gateway's own
+   * listener. By default they share it while the gateway listens on loopback only, and move to 8082 on
+   * loopback when the gateway listens publicly. 0 picks a free port.
+   */
+  readonly adminPort: number | "shared";
   /**
    * Behind a reverse proxy on this host: take the client's address and scheme from the proxy's
    * `X-Forwarded-For`/`X-Forwarded-Proto` when the request comes from loopback. @default false
@@ -57,6 +65,8 @@ const ENV: Record<keyof RelayConfig, string> = {
   host: "MAKINA_HOST",
   port: "MAKINA_PORT",
   trustProxy: "MAKINA_TRUST_PROXY",
+  adminHost: "MAKINA_ADMIN_HOST",
+  adminPort: "MAKINA_ADMIN_PORT",
   tlsCert: "MAKINA_TLS_CERT",
   tlsKey: "MAKINA_TLS_KEY",
   grpcHost: "MAKINA_GRPC_HOST",
@@ -79,6 +89,8 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   host: "127.0.0.1",
   port: 8080,
   trustProxy: false,
+  adminHost: "127.0.0.1",
+  adminPort: "shared",
   tlsCert: null,
   tlsKey: null,
   grpcHost: "0.0.0.0",
@@ -138,11 +150,20 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const tlsKey = optionalPath("tlsKey");
   if ((tlsCert === null) !== (tlsKey === null)) problems.push("tlsCert and tlsKey go together: give both, or neither");
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
+  const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
+  const adminPort = (): number | "shared" => {
+    const given = sources.flags?.adminPort ?? sources.env?.[ENV.adminPort] ?? sources.file?.adminPort;
+    if (given === undefined || given === "") return loopback(str("host")) ? "shared" : 8082;
+    if (given === "shared") return "shared";
+    return int("adminPort", 0, 65535);
+  };
   const config: RelayConfig = {
     dataDir: resolve(str("dataDir")),
     host: str("host"),
     port: int("port", 0, 65535),
     trustProxy: [true, "true", "1"].includes(pick("trustProxy") as string | boolean),
+    adminHost: str("adminHost"),
+    adminPort: adminPort(),
     tlsCert,
     tlsKey,
     grpcHost: str("grpcHost"),

@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import { createServer, type Server } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { createLogger, inProcessDialer, type LinkCredentials, type LinkDialer, type Logger } from "../proto/index.js";
 import type { RelayConfig } from "./config.js";
@@ -25,6 +25,8 @@ export interface Relay {
   readonly config: RelayConfig;
   /** e.g. `http://127.0.0.1:8080` */
   readonly url: string;
+  /** Where the admin API and the web application answer: `url` itself, or the admin listener's own URL. */
+  readonly adminUrl: string;
   readonly httpPort: number;
   readonly grpcPort: number;
   /** `host:port` agents dial. */
@@ -109,7 +111,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256 }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
     registry.get(machineId)?.end(),
   );
-  const app = createRelayApp({
+  const apps = createRelayApp({
     store,
     registry,
     directory: new GatewayDirectory(store),
@@ -128,25 +130,38 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
       requestTimeoutMs: config.requestTimeoutMs,
       defaultCompletionEstimate: config.defaultCompletionEstimate,
     },
-  });
+  }, { separateAdmin: config.adminPort !== "shared" });
   const https = config.tlsCert !== null && config.tlsKey !== null;
-  const server: Server = https ? createHttpsServer({ cert: readFileSync(config.tlsCert!), key: readFileSync(config.tlsKey!) }, app) : createServer(app);
-  server.keepAliveTimeout = 65_000;
-  answerClientErrors(server);
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const httpPort = (server.address() as AddressInfo).port;
-  const url = `${https ? "https" : "http"}://${config.host.includes(":") ? `[${config.host}]` : config.host}:${httpPort}`;
-  // Lets `makina admin --data-dir` on this host find the relay.
-  writeFileSync(relayPaths(config.dataDir).info, JSON.stringify({ url, link_address: linkAddress, link_tls: tlsOn, link_ca_sha256: linkCaSha256, pid: process.pid }, null, 2) + "\n");
-  log.info("relay listening", { url, grpcPort: link.port, linkTls: tlsOn, linkCaSha256, dataDir: config.dataDir });
+  const tlsFiles = https ? { cert: readFileSync(config.tlsCert!), key: readFileSync(config.tlsKey!) } : undefined;
+  /** One HTTP(S) listener; resolves with its server and URL. */
+  const listen = async (handler: RequestListener, host: string, port: number) => {
+    const s: Server = tlsFiles ? createHttpsServer(tlsFiles, handler) : createServer(handler);
+    s.keepAliveTimeout = 65_000;
+    answerClientErrors(s);
+    await new Promise<void>((resolve, reject) => {
+      s.once("error", reject);
+      s.listen(port, host, () => resolve());
+    });
+    const p = (s.address() as AddressInfo).port;
+    return { server: s, port: p, url: `${https ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${p}` };
+  };
+  const main = await listen(apps.public, config.host, config.port);
+  const admin = apps.admin && config.adminPort !== "shared" ? await listen(apps.admin, config.adminHost, config.adminPort) : undefined;
+  const servers = admin ? [main.server, admin.server] : [main.server];
+  const { url, port: httpPort } = main;
+  const adminUrl = admin?.url ?? url;
+  // Lets `makina admin --data-dir` on this host find the relay (its admin API is at admin_url).
+  writeFileSync(
+    relayPaths(config.dataDir).info,
+    JSON.stringify({ url, admin_url: adminUrl, link_address: linkAddress, link_tls: tlsOn, link_ca_sha256: linkCaSha256, pid: process.pid }, null, 2) + "\n",
+  );
+  log.info("relay listening", { url, adminUrl, grpcPort: link.port, linkTls: tlsOn, linkCaSha256, dataDir: config.dataDir });
 
   let stopping: Promise<void> | undefined;
   return {
     config,
     url,
+    adminUrl,
     httpPort,
     grpcPort: link.port,
     linkAddress,
@@ -162,10 +177,10 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     inProcessDialer: (credentials) => inProcessDialer(accept, credentials),
     stop() {
       stopping ??= (async () => {
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        const closed = Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
         events.close();
-        server.closeIdleConnections();
-        const force = setTimeout(() => server.closeAllConnections(), 5_000);
+        for (const s of servers) s.closeIdleConnections();
+        const force = setTimeout(() => servers.forEach((s) => s.closeAllConnections()), 5_000);
         await link.stop();
         await closed;
         clearTimeout(force);

@@ -10,6 +10,8 @@ interface RelayArgs {
   tlsCert?: string;
   tlsKey?: string;
   trustProxy?: boolean;
+  adminHost?: string;
+  adminPort?: string;
   grpcTls?: string;
   grpcTlsCert?: string;
   grpcTlsKey?: string;
@@ -26,6 +28,8 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
       .option("tls-cert", { type: "string", describe: "Certificate chain (PEM): serve the gateway, admin API and web application over HTTPS" })
       .option("tls-key", { type: "string", describe: "Its private key (PEM)" })
+      .option("admin-host", { type: "string", describe: "Where the admin API and web application listen when they have their own listener [default: 127.0.0.1]" })
+      .option("admin-port", { type: "string", describe: "Their own port, or 'shared' for the gateway's listener [default: shared while --host is loopback, else 8082]" })
       .option("trust-proxy", { type: "boolean", describe: "Behind a reverse proxy on this host: take the client's address and scheme from X-Forwarded-* sent from loopback" })
       .option("grpc-port", { type: "number", describe: "Port agents dial [default: 8081]" })
       .option("grpc-host", { type: "string", describe: "Host the agents' link listens on [default: 0.0.0.0]" })
@@ -43,6 +47,8 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
         tlsCert: argv.tlsCert,
         tlsKey: argv.tlsKey,
         trustProxy: argv.trustProxy,
+        adminHost: argv.adminHost,
+        adminPort: argv.adminPort,
         grpcPort: argv.grpcPort,
         grpcHost: argv.grpcHost,
         grpcTls: argv.grpcTls,
@@ -54,7 +60,9 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
     });
     const relay = await startRelay(config);
     const trust = relay.linkCaSha256 ? `TLS, own CA sha256 ${relay.linkCaSha256}` : relay.linkTls ? "TLS" : "plaintext";
-    process.stdout.write(`Makina relay\n  gateway:     ${relay.url}/v1\n  agents dial: ${relay.linkAddress} (${trust})\n  admin token: ${config.dataDir}/admin-token\n`);
+    process.stdout.write(
+      `Makina relay\n  gateway:     ${relay.url}/v1\n  admin & web: ${relay.adminUrl}/\n  agents dial: ${relay.linkAddress} (${trust})\n  admin token: ${config.dataDir}/admin-token\n`,
+    );
     await runUntilSignal(() => relay.stop());
   },
 };

@@ -125,7 +125,7 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
 
     const info: QuickstartInfo = {
       base_url: `${relay.url}/v1`,
-      web_url: `${relay.url}/`,
+      web_url: `${relay.adminUrl}/`,
       api_key: apiKey,
       model: deployed.modelId,
       organization: org.slug,

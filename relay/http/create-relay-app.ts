@@ -1,5 +1,5 @@
 import type { RequestListener } from "node:http";
-import express from "express";
+import express, { type Express } from "express";
 import type { Logger } from "../../proto/index.js";
 import type { ControlPlane } from "../control/index.js";
 import type { AgentRegistry } from "../link/index.js";
@@ -42,11 +42,21 @@ export interface RelayAppDeps {
 /** The path of the gateway's hot route, matched exactly (query string aside) before Express. */
 const CHAT_PATH = "/v1/chat/completions";
 
+/** The relay's HTTP handlers: the public one, and the admin one when the admin API has a listener of its own. */
+export interface RelayApps {
+  /** The gateway (`/v1`, `/health`), and with a shared listener also the admin API, sign-in, web application and `/metrics`. */
+  public: RequestListener;
+  /** The admin API, sign-in, web application, `/metrics` and `/health`, for their own listener; null when shared. */
+  admin: RequestListener | null;
+}
+
 /**
- * Builds the relay's HTTP handler: chat completions straight to their own handler, and everything else
- * (health, models, sign-in, admin API, web application, the error envelope) through Express.
+ * Builds the relay's HTTP handlers: chat completions straight to their own handler, and everything else
+ * (health, models, sign-in, admin API, web application, the error envelope) through Express. With
+ * `separateAdmin`, the admin API and the web application answer only on the admin handler, and the public
+ * one knows nothing of them (404 like any unknown URL).
  */
-export function createRelayApp(deps: RelayAppDeps): RequestListener {
+export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: boolean } = {}): RelayApps {
   const chat = chatCompletions({
     directory: deps.directory,
     registry: deps.registry,
@@ -56,27 +66,50 @@ export function createRelayApp(deps: RelayAppDeps): RequestListener {
     metrics: deps.metrics,
     ...deps.limits,
   });
-  const app = express();
-  app.disable("x-powered-by");
-  if (deps.trustProxy) app.set("trust proxy", "loopback");
-  app.set("etag", false);
-  app.use(requestId());
-  app.get("/health", (_req, res) => {
-    res.json({ status: "ok" });
-  });
-  app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash));
-  // Spellings of the path that Express also matches (another case, a trailing slash) reach the same handler.
-  app.post(CHAT_PATH, (req, res) => chat(req, res));
-  app.use(openAiRouter({ store: deps.store, limiter: deps.limiter, bodyLimitBytes: deps.limits.bodyLimitBytes }));
-  app.use(authRouter({ store: deps.store, sessions: deps.sessions }));
-  app.use(adminRouter({ store: deps.store, control: deps.control, sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash }));
-  app.use(webApp(deps.webDir === undefined ? findWebDir() : deps.webDir));
-  app.use(unknownUrl());
-  app.use(errorHandler(deps.log));
-  return (req, res) => {
-    const url = req.url ?? "";
-    const path = url.length === CHAT_PATH.length ? url : url.split("?", 1)[0];
-    if (path === CHAT_PATH && req.method === "POST") chat(req, res);
-    else app(req, res);
+  const base = () => {
+    const app = express();
+    app.disable("x-powered-by");
+    if (deps.trustProxy) app.set("trust proxy", "loopback");
+    app.set("etag", false);
+    app.use(requestId());
+    app.get("/health", (_req, res) => {
+      res.json({ status: "ok" });
+    });
+    return app;
+  };
+  const gatewayRoutes = (app: Express) => {
+    // Spellings of the path that Express also matches (another case, a trailing slash) reach the same handler.
+    app.post(CHAT_PATH, (req, res) => chat(req, res));
+    app.use(openAiRouter({ store: deps.store, limiter: deps.limiter, bodyLimitBytes: deps.limits.bodyLimitBytes }));
+  };
+  const adminRoutes = (app: Express) => {
+    app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash));
+    app.use(authRouter({ store: deps.store, sessions: deps.sessions }));
+    app.use(adminRouter({ store: deps.store, control: deps.control, sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash }));
+    app.use(webApp(deps.webDir === undefined ? findWebDir() : deps.webDir));
+  };
+  const finish = (app: Express) => {
+    app.use(unknownUrl());
+    app.use(errorHandler(deps.log));
+    return app;
+  };
+  const publicApp = base();
+  gatewayRoutes(publicApp);
+  if (!options.separateAdmin) adminRoutes(publicApp);
+  finish(publicApp);
+  let adminApp: Express | null = null;
+  if (options.separateAdmin) {
+    adminApp = base();
+    adminRoutes(adminApp);
+    finish(adminApp);
+  }
+  return {
+    public: (req, res) => {
+      const url = req.url ?? "";
+      const path = url.length === CHAT_PATH.length ? url : url.split("?", 1)[0];
+      if (path === CHAT_PATH && req.method === "POST") chat(req, res);
+      else publicApp(req, res);
+    },
+    admin: adminApp,
   };
 }

@@ -43,6 +43,14 @@ describe("configuration", () => {
     expect(resolveAgentConfig({ flags: { ...creds, threads: 3 } }, 2).threads).toBe(3);
   });
 
+  it("moves the admin API off the gateway's listener when the gateway listens publicly", () => {
+    expect(resolveRelayConfig({}).adminPort).toBe("shared");
+    expect(resolveRelayConfig({ flags: { host: "0.0.0.0" } })).toMatchObject({ adminHost: "127.0.0.1", adminPort: 8082 });
+    expect(resolveRelayConfig({ flags: { host: "0.0.0.0", adminPort: "shared" } }).adminPort).toBe("shared");
+    expect(resolveRelayConfig({ env: { MAKINA_ADMIN_PORT: "9000" } }).adminPort).toBe(9000);
+    expect(() => resolveRelayConfig({ flags: { adminPort: "nine" } })).toThrow(/adminPort/);
+  });
+
   it("reads the agent's credentials from the environment", () => {
     const c = resolveAgentConfig({ env: { MAKINA_AGENT_SERVER: "h:1", MAKINA_AGENT_MACHINE_ID: "mach_1", MAKINA_AGENT_TOKEN: "mk_mach_1", MAKINA_AGENT_GPU: "false", MAKINA_AGENT_CA_SHA256: PIN } });
     expect([c.server, c.machineId, c.gpu, c.caSha256]).toEqual(["h:1", "mach_1", false, PIN]);
