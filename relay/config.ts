@@ -8,6 +8,8 @@ export interface RelayConfig {
   readonly host: string;
   /** HTTP port; 0 picks a free one. @default 8080 */
   readonly port: number;
+  /** The URL machines reach the gateway at, as install commands print it. @default this relay's URL (its host name when it listens on every address) */
+  readonly publicUrl: string | null;
   /** Where the admin API and the web application listen when they have their own listener. @default "127.0.0.1" */
   readonly adminHost: string;
   /**
@@ -65,6 +67,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   host: "MAKINA_HOST",
   port: "MAKINA_PORT",
   trustProxy: "MAKINA_TRUST_PROXY",
+  publicUrl: "MAKINA_PUBLIC_URL",
   adminHost: "MAKINA_ADMIN_HOST",
   adminPort: "MAKINA_ADMIN_PORT",
   tlsCert: "MAKINA_TLS_CERT",
@@ -89,6 +92,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   host: "127.0.0.1",
   port: 8080,
   trustProxy: false,
+  publicUrl: null,
   adminHost: "127.0.0.1",
   adminPort: "shared",
   tlsCert: null,
@@ -148,6 +152,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   if (grpcTlsCert && grpcTls === "off") problems.push("grpcTlsCert is given but grpcTls is off");
   const tlsCert = optionalPath("tlsCert");
   const tlsKey = optionalPath("tlsKey");
+  if (pick("publicUrl") !== null && !/^https?:\/\/[^/\s]+$/.test(str("publicUrl").replace(/\/+$/, ""))) problems.push(`publicUrl (${ENV.publicUrl}) must be an http(s) URL without a path, such as https://makina.example.com`);
   if ((tlsCert === null) !== (tlsKey === null)) problems.push("tlsCert and tlsKey go together: give both, or neither");
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
@@ -162,6 +167,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     host: str("host"),
     port: int("port", 0, 65535),
     trustProxy: [true, "true", "1"].includes(pick("trustProxy") as string | boolean),
+    publicUrl: pick("publicUrl") === null ? null : str("publicUrl").replace(/\/+$/, ""),
     adminHost: str("adminHost"),
     adminPort: adminPort(),
     tlsCert,

@@ -1,4 +1,5 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import type { AddressInfo } from "node:net";
 import { createServer, type RequestListener, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
@@ -108,7 +109,9 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const linkCaSha256 = tls?.caSha256 ?? null;
   const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
   const linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
-  const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256 }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
+  // Known once the HTTP listener is up (below); install commands are made only after that.
+  let relayUrl = "";
+  const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
     registry.get(machineId)?.end(),
   );
   const apps = createRelayApp({
@@ -149,6 +152,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const admin = apps.admin && config.adminPort !== "shared" ? await listen(apps.admin, config.adminHost, config.adminPort) : undefined;
   const servers = admin ? [main.server, admin.server] : [main.server];
   const { url, port: httpPort } = main;
+  const everyAddress = config.host === "0.0.0.0" || config.host === "::";
+  relayUrl = config.publicUrl ?? (everyAddress ? url.replace(`//${config.host.includes(":") ? `[${config.host}]` : config.host}:`, `//${hostname()}:`) : url);
   const adminUrl = admin?.url ?? url;
   // Lets `makina admin --data-dir` on this host find the relay (its admin API is at admin_url).
   writeFileSync(

@@ -16,6 +16,7 @@ interface RelayArgs {
   grpcTlsCert?: string;
   grpcTlsKey?: string;
   publicGrpcAddress?: string;
+  publicUrl?: string;
 }
 
 export const relayCommand: CommandModule<object, RelayArgs> = {
@@ -36,6 +37,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("grpc-tls", { type: "string", choices: ["auto", "on", "off"], describe: "TLS on the agents' link; auto: on unless it listens on loopback only [default: auto]" })
       .option("grpc-tls-cert", { type: "string", describe: "Certificate chain (PEM) for the link, instead of the relay's own CA" })
       .option("grpc-tls-key", { type: "string", describe: "Its private key (PEM)" })
+      .option("public-url", { type: "string", describe: "The URL machines reach this relay at, as install commands print it [default: this relay's URL]" })
       .option("public-grpc-address", { type: "string", describe: "host:port agents dial, as install commands print it [default: this host's link address]" }),
   handler: async (argv) => {
     const { resolveRelayConfig, startRelay } = await import("../../relay/index.js");
@@ -55,6 +57,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
         grpcTlsCert: argv.grpcTlsCert,
         grpcTlsKey: argv.grpcTlsKey,
         publicGrpcAddress: argv.publicGrpcAddress,
+        publicUrl: argv.publicUrl,
       },
       env: process.env,
     });

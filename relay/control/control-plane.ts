@@ -33,7 +33,7 @@ export class ControlPlane {
     private readonly store: Store,
     private readonly deployer: Deployer,
     /** How agents reach the link, for install commands: its `host:port`, whether it is TLS, and the CA they pin. */
-    private readonly link: () => { address: string; tls: boolean; caSha256: string | null },
+    private readonly link: () => { address: string; tls: boolean; caSha256: string | null; relayUrl: string },
     private readonly events: EventBus,
     private readonly inspector: ModelInspector,
     /** Ends a machine's live link, if it has one. */
@@ -86,9 +86,11 @@ export class ControlPlane {
 
   /** What a machine needs to join: the address agents dial, the CA they pin, and the install command with its token. */
   private joining(machineId: string, token: string): { installCommand: string; server: string; caSha256: string | null } {
-    const { address: server, tls, caSha256 } = this.link();
+    const { address: server, tls, caSha256, relayUrl } = this.link();
     const trust = caSha256 ? ` --ca-sha256 ${caSha256}` : tls ? " --tls" : "";
-    return { installCommand: `sh scripts/install.sh --server ${server} --machine-id ${machineId} --token ${token}${trust}`, server, caSha256 };
+    // The relay's URL lets the script check, before it installs anything, that the relay answers and takes the token.
+    const installCommand = `sh scripts/install.sh --relay-url ${relayUrl} --server ${server} --machine-id ${machineId} --token ${token}${trust}`;
+    return { installCommand, server, caSha256 };
   }
 
   machine(orgId: string | null, id: string): Machine {

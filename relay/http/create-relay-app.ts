@@ -11,6 +11,7 @@ import type { EventBus } from "../events/index.js";
 import type { UsageRecorder } from "../usage/index.js";
 import type { RelayMetrics } from "../metrics/index.js";
 import { metricsRoute } from "./metrics-route.js";
+import { agentCheckRouter } from "./agent-check-route.js";
 import { adminRouter } from "./admin/admin-router.js";
 import { authRouter } from "./auth/auth-router.js";
 import { findWebDir, webApp } from "./web/web-app.js";
@@ -80,6 +81,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const gatewayRoutes = (app: Express) => {
     // Spellings of the path that Express also matches (another case, a trailing slash) reach the same handler.
     app.post(CHAT_PATH, (req, res) => chat(req, res));
+    app.use(agentCheckRouter(deps.store));
     app.use(openAiRouter({ store: deps.store, limiter: deps.limiter, bodyLimitBytes: deps.limits.bodyLimitBytes }));
   };
   const adminRoutes = (app: Express) => {

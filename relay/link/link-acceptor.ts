@@ -9,10 +9,10 @@ import {
   type StackMetrics,
 } from "../../proto/index.js";
 import type { EventBus } from "../events/index.js";
-import { hashSecret, hashesEqual } from "../keys/index.js";
 import type { HardwareSummary, MachineInventory, Store } from "../store/index.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { AgentSession } from "./agent-session.js";
+import { checkMachineCredentials } from "./machine-credentials.js";
 
 /** What {@link linkAcceptor} needs. */
 export interface LinkAcceptorDeps {
@@ -40,18 +40,13 @@ const NOTHING: LinkEnd<AgentToRelay> = { send: () => {}, close: () => {} };
 export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
   const { store, registry, log } = deps;
   return ({ machineId, token }, agent) => {
-    const machine = machineId ? store.machines.get(machineId) : undefined;
-    if (machine?.revokedAt) {
-      log.warn("link refused: the machine is revoked", { machineId });
-      agent.close("This machine was revoked; add it again to get a new token.", "credentials");
+    const checked = checkMachineCredentials(store, machineId, token);
+    if ("refusal" in checked) {
+      log.warn(checked.revoked ? "link refused: the machine is revoked" : "link refused: bad machine credentials", { machineId });
+      agent.close(checked.refusal, "credentials");
       return NOTHING;
     }
-    const storedHash = machine ? store.machines.tokenHash(machine.id) : undefined;
-    if (!machine || !storedHash || !hashesEqual(storedHash, hashSecret(token))) {
-      log.warn("link refused: bad machine credentials", { machineId });
-      agent.close("Unknown machine ID or machine token rejected.", "credentials");
-      return NOTHING;
-    }
+    const { machine } = checked;
     const linkLog = log.child({ machineId });
     const machineChanged = () => deps.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
     let session: AgentSession | undefined;

@@ -94,6 +94,24 @@ describe("scripts/install.sh joins a machine to a relay with the command the rel
     expect(() => statSync(conf)).toThrow();
   });
 
+  it("checks with the relay before installing anything: a wrong or revoked token, or a relay that does not answer, stops it with the relay's words", async () => {
+    const org = await admin("org", "create", "Careful Co");
+    const machine = await admin("machine", "create", "--org", String(org.slug), "--name", "checked-box");
+    const command = String(machine.install_command);
+    expect(command).toMatch(/^sh scripts\/install\.sh --relay-url https?:\/\/\S+ --server /);
+    const conf = join(dir, "never-written");
+    const wrong = await sh(`${command.replace(String(machine.token), "mk_mach_notTheRightOne000000000000")} --no-service --config-dir ${conf}`, env);
+    expect([wrong.code, wrong.stderr.trim()]).toEqual([1, "install.sh: the relay refused this machine: Unknown machine ID or machine token rejected. Nothing was installed."]);
+
+    await admin("machine", "revoke", String(machine.id));
+    const revoked = await sh(`${command} --no-service --config-dir ${conf}`, env);
+    expect([revoked.code, revoked.stderr.trim()]).toEqual([1, "install.sh: the relay refused this machine: This machine was revoked; add it again to get a new token. Nothing was installed."]);
+
+    const silent = await sh(`${command.replace(/--relay-url \S+/, "--relay-url http://127.0.0.1:9")} --no-service --config-dir ${conf}`, env);
+    expect([silent.code, silent.stderr.trim()]).toEqual([1, "install.sh: the relay at http://127.0.0.1:9 does not answer: check the address, that the relay runs, and the firewall"]);
+    expect(() => statSync(conf)).toThrow();
+  });
+
   it("passes shellcheck (Debian's package, which CI installs)", async () => {
     const r = await sh("shellcheck --shell=sh scripts/install.sh", env);
     expect([r.code, r.stdout + r.stderr]).toEqual([0, ""]);

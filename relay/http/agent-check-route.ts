@@ -1,0 +1,21 @@
+import { Router } from "express";
+import { MakinaError } from "../../proto/index.js";
+import { checkMachineCredentials } from "../link/index.js";
+import type { Store } from "../store/index.js";
+import { jsonBody } from "./json-body.js";
+
+/**
+ * `POST /agent/v1/check` `{machine_id, token}`: whether the link would accept these credentials, so the
+ * install script can stop before installing anything, with the relay's own words. 200 `{machine_id, name}`,
+ * or 401 `invalid_machine_token`.
+ */
+export function agentCheckRouter(store: Store): Router {
+  const r = Router();
+  r.post("/agent/v1/check", ...jsonBody(4096), (req, res, next) => {
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    const checked = checkMachineCredentials(store, typeof b.machine_id === "string" ? b.machine_id : "", typeof b.token === "string" ? b.token : "");
+    if ("refusal" in checked) return next(new MakinaError("invalid_machine_token", checked.refusal));
+    res.json({ machine_id: checked.machine.id, name: checked.machine.name });
+  });
+  return r;
+}
