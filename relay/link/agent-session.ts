@@ -1,7 +1,6 @@
 import {
   DEFAULT_INITIAL_CREDIT,
   MakinaError,
-  fromErrorReport,
   type AgentToRelay,
   type ChatInput,
   type DeployStep,
@@ -17,6 +16,7 @@ import {
   type TokenEvent,
   type Usage,
 } from "../../proto/index.js";
+import { fromAgentError } from "./agent-errors.js";
 import { PendingInference } from "./pending-inference.js";
 
 /** Options of {@link AgentSession.infer}. */
@@ -32,8 +32,16 @@ export interface InferOptions {
   onUsage?: (usage: Usage | null) => void;
 }
 
+/** Tokens a runtime may decode beyond what reached the relay before a cancel stops it (its read-ahead windows). */
+const DECODED_AHEAD = 64;
+
+/** Longest answer one request may bring, in characters (what the relay may have to hold of it). */
+const MAX_ANSWER_CHARS = 8 * 1024 * 1024;
+
 /** A request the relay is tracking on this link. */
 interface Tracked {
+  /** What the relay itself saw, to check the usage the agent reports against. */
+  seen: { chunks: number; chars: number; promptChars: number; messages: number; maxTokens: number };
   pending: PendingInference;
   onUsage: ((usage: Usage | null) => void) | undefined;
   /** The consumer left; only the final usage is still awaited. */
@@ -68,6 +76,8 @@ export interface SessionReports {
   onRuntimeStatus?: (stackId: string, state: RuntimeState, error: string | null) => void;
   onInventory?: (inventory: Inventory) => void;
   onMetrics?: (stacks: StackMetrics[]) => void;
+  /** Whether the relay gave this machine the stack: a runtime state for any other is ignored. */
+  ownsStack?: (stackId: string) => boolean;
 }
 
 /** Link states: `open` while the agent is connected, then `closed` (final). */
@@ -113,21 +123,31 @@ export class AgentSession {
   handle(message: AgentToRelay): void {
     this.lastSeenAt = Date.now();
     switch (message.type) {
-      case "text":
+      case "text": {
+        const tracked = this.inferences.get(message.requestId);
+        if (!tracked) return;
+        tracked.seen.chunks++;
+        tracked.seen.chars += message.text.length;
+        if (tracked.seen.chars > MAX_ANSWER_CHARS) {
+          tracked.pending.fail(new MakinaError("stream_incomplete", `The answer grew past the relay's limit of ${MAX_ANSWER_CHARS} characters.`));
+          return;
+        }
         // The message is the token event itself: it is queued as it came.
-        this.inferences.get(message.requestId)?.pending.push(message);
+        tracked.pending.push(message);
         return;
+      }
       case "end":
       case "failed": {
         const tracked = this.inferences.get(message.requestId);
         if (!tracked) return;
-        settle(tracked, message.usage);
+        const usage = clampUsage(message.usage, tracked.seen);
+        settle(tracked, usage);
         if (tracked.abandoned) {
           this.inferences.delete(message.requestId);
           return;
         }
-        if (message.type === "end") tracked.pending.push(message);
-        else tracked.pending.fail(fromErrorReport(message.error));
+        if (message.type === "end") tracked.pending.push(usage === message.usage ? message : { ...message, usage });
+        else tracked.pending.fail(fromAgentError(message.error, "inference"));
         return;
       }
       case "progress":
@@ -138,7 +158,7 @@ export class AgentSession {
         const pending = this.commands.get(message.commandId);
         if (!pending) return;
         this.commands.delete(message.commandId);
-        if (message.type === "stepFailed") pending.reject(fromErrorReport(message.error));
+        if (message.type === "stepFailed") pending.reject(fromAgentError(message.error, "step"));
         else pending.resolve(message.result);
         return;
       }
@@ -147,6 +167,10 @@ export class AgentSession {
         return;
       case "runtimeState": {
         const { stackId, state, error } = message;
+        if (this.reports.ownsStack && !this.reports.ownsStack(stackId)) {
+          this.log.warn("runtime state for a stack this machine was not given, ignored", { stackId: stackId.slice(0, 64) });
+          return;
+        }
         // A runtime that is restarting or failed takes no requests: they get 503 runtime_unavailable.
         if (state === "ready") this.readyStacks.add(stackId);
         else this.readyStacks.delete(stackId);
@@ -176,7 +200,10 @@ export class AgentSession {
     assertEncodable(input);
     const requestId = `r${++this.nextId}`;
     const pending = new PendingInference(this.window);
-    const tracked: Tracked = { pending, onUsage: options.onUsage, abandoned: false };
+    let promptChars = 0;
+    for (const m of input.messages) promptChars += m.content.length;
+    const seen = { chunks: 0, chars: 0, promptChars, messages: input.messages.length, maxTokens: input.maxTokens };
+    const tracked: Tracked = { pending, onUsage: options.onUsage, abandoned: false, seen };
     this.inferences.set(requestId, tracked);
     const { signal } = options;
     const onAbort = () => pending.fail(MakinaError.from(signal?.reason ?? new DOMException("aborted", "AbortError")));
@@ -267,6 +294,20 @@ export class AgentSession {
     this.close();
     this.agent.close(reason);
   }
+}
+
+/**
+ * The usage an agent reports, held to what the relay saw: no more completion tokens than `max_tokens` or
+ * than the characters and chunks that arrived (each token brings a chunk or a character) plus the few a
+ * runtime may have decoded ahead of its credit when the request was canceled, no more prompt tokens than the
+ * prompt's characters plus room for the chat template. The same object when it holds.
+ */
+export function clampUsage(reported: Usage, seen: Tracked["seen"]): Usage {
+  const whole = (n: number) => (Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);
+  let completion = Math.min(whole(reported.completionTokens), seen.chars + seen.chunks + DECODED_AHEAD);
+  if (seen.maxTokens > 0) completion = Math.min(completion, seen.maxTokens);
+  const prompt = Math.min(whole(reported.promptTokens), seen.promptChars + 32 * seen.messages + 1024);
+  return completion === reported.completionTokens && prompt === reported.promptTokens ? reported : { promptTokens: prompt, completionTokens: completion };
 }
 
 /** Delivers a request's usage once; later calls do nothing. */

@@ -28,6 +28,10 @@ export interface LinkAcceptorDeps {
 }
 
 const HELLO_TIMEOUT_MS = 10_000;
+/** An agent's hardware is taken at most this often; reports in between are dropped (hardware changes rarely). */
+const HARDWARE_MIN_INTERVAL_MS = 10_000;
+/** An agent's inventory is stored at most this often; the latest report in between is stored when the time comes. */
+const INVENTORY_MIN_INTERVAL_MS = 1_000;
 
 /** What an end that has nothing to do accepts: everything, and ignores it. */
 const NOTHING: LinkEnd<AgentToRelay> = { send: () => {}, close: () => {} };
@@ -51,12 +55,25 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
     const machineChanged = () => deps.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
     let session: AgentSession | undefined;
     let watchdog: NodeJS.Timeout | undefined;
+    let hardwareAt = 0;
+    let inventoryAt = 0;
+    let inventoryTimer: NodeJS.Timeout | undefined;
+    let latestInventory: Inventory | undefined;
+    const storeInventory = () => {
+      inventoryTimer = undefined;
+      if (!latestInventory || finished) return;
+      inventoryAt = Date.now();
+      store.machines.setInventory(machine.id, boundedInventory(latestInventory));
+      latestInventory = undefined;
+      machineChanged();
+    };
     let finished = false;
     const finish = () => {
       if (finished) return;
       finished = true;
       clearTimeout(helloTimer);
       clearInterval(watchdog);
+      clearTimeout(inventoryTimer);
       if (!session) return;
       session.close();
       if (registry.remove(session)) {
@@ -74,14 +91,24 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
     const open = (hello: Extract<AgentToRelay, { type: "hello" }>): AgentSession => {
       const s = new AgentSession(machine.id, machine.orgId, agent, linkLog, {
         onHardware: (hardware) => {
+          const now = Date.now();
+          if (now - hardwareAt < HARDWARE_MIN_INTERVAL_MS) {
+            linkLog.warn("hardware report dropped: the last one was less than 10 s ago");
+            return;
+          }
+          hardwareAt = now;
           store.machines.updateHardware(machine.id, toHardwareSummary(hardware));
           machineChanged();
           linkLog.info("hardware changed");
         },
         onInventory: (inventory) => {
-          store.machines.setInventory(machine.id, boundedInventory(inventory));
-          machineChanged();
+          latestInventory = inventory;
+          if (inventoryTimer) return;
+          const wait = inventoryAt + INVENTORY_MIN_INTERVAL_MS - Date.now();
+          if (wait <= 0) storeInventory();
+          else inventoryTimer = setTimeout(storeInventory, wait);
         },
+        ownsStack: (stackId) => store.stacks.get(stackId)?.machineId === machine.id,
         onMetrics: (stacks) => {
           // Only the stacks this relay gave the machine count, and no more of them than it could have.
           const mine = new Set(store.stacks.listByMachine(machine.id).map((st) => st.id));
@@ -166,17 +193,24 @@ function boundedInventory(inv: Inventory): MachineInventory {
   };
 }
 
+/** Longest string and most entries kept from an agent's hardware report. */
+const HARDWARE_STRING = 256;
+const HARDWARE_ENTRIES = 64;
+
+/** An agent's hardware as stored: only the known fields, strings and lists cut to size. */
 function toHardwareSummary(h: HardwareReport | undefined): HardwareSummary {
+  const str = (v: string | undefined) => String(v ?? "").slice(0, HARDWARE_STRING);
+  const num = (v: number | undefined) => (Number.isFinite(v) && v! > 0 ? v! : 0);
   return {
-    platform: h?.platform ?? "",
-    os: h?.os ?? "",
-    arch: h?.arch ?? "",
-    cpuModel: h?.cpuModel ?? "",
-    cpuPhysicalCores: h?.cpuPhysicalCores ?? 0,
-    cpuLogicalCores: h?.cpuLogicalCores ?? 0,
-    memoryBytes: h?.memoryBytes ?? 0,
-    gpus: (h?.gpus ?? []).map((g) => ({ vendor: g.vendor, model: g.model, vramBytes: g.vramBytes, driverVersion: g.driverVersion })),
-    disks: (h?.disks ?? []).map((d) => ({ mount: d.mount, sizeBytes: d.sizeBytes, freeBytes: d.freeBytes })),
-    accelerators: h?.accelerators ?? [],
+    platform: str(h?.platform),
+    os: str(h?.os),
+    arch: str(h?.arch),
+    cpuModel: str(h?.cpuModel),
+    cpuPhysicalCores: num(h?.cpuPhysicalCores),
+    cpuLogicalCores: num(h?.cpuLogicalCores),
+    memoryBytes: num(h?.memoryBytes),
+    gpus: (h?.gpus ?? []).slice(0, HARDWARE_ENTRIES).map((g) => ({ vendor: str(g.vendor), model: str(g.model), vramBytes: num(g.vramBytes), driverVersion: str(g.driverVersion) })),
+    disks: (h?.disks ?? []).slice(0, HARDWARE_ENTRIES).map((d) => ({ mount: str(d.mount), sizeBytes: num(d.sizeBytes), freeBytes: num(d.freeBytes) })),
+    accelerators: (h?.accelerators ?? []).slice(0, HARDWARE_ENTRIES).map(str),
   };
 }

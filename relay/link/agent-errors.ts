@@ -1,0 +1,17 @@
+import { fromErrorReport, MakinaError, type ErrorCode, type ErrorReport } from "../../proto/index.js";
+
+/** Errors a runtime may answer an inference request with; anything else an agent sends becomes a plain 500. */
+const INFERENCE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["runtime_unavailable", "context_length_exceeded", "invalid_value", "canceled", "timeout", "internal_error"]);
+
+/** Errors a deployment step may fail with. */
+const STEP_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([...INFERENCE_ERRORS, "not_found", "model_access_denied"]);
+
+/**
+ * An error an agent reported, as the relay believes it: only codes a runtime (or a deployment step) can
+ * mean are kept, so a machine cannot make a client see `invalid_api_key` or a rate limit; any other becomes
+ * `internal_error` with the generic message (the agent's words are not shown).
+ */
+export function fromAgentError(report: ErrorReport, kind: "inference" | "step"): MakinaError {
+  const e = fromErrorReport(report);
+  return (kind === "inference" ? INFERENCE_ERRORS : STEP_ERRORS).has(e.code) ? e : MakinaError.from(new Error(`an agent reported the error code '${report.code}'`));
+}

@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { clampUsage } from "../../relay/link/agent-session.js";
+import { PROTOCOL_VERSION, type AgentToRelay, type LinkEnd, type RelayToAgent } from "../../proto/index.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+/**
+ * A machine that speaks the link's protocol by hand (through the relay's in-process dialer), to do what no
+ * honest agent does: claim stacks it was not given, flood reports, overstate usage, send errors that are not
+ * a runtime's, and answer without end.
+ */
+async function rogueAgent(gw: TestGateway, name: string) {
+  const { machine, token } = gw.relay.control.createMachine(gw.orgId, name);
+  const received: RelayToAgent[] = [];
+  let onInfer: (m: Extract<RelayToAgent, { type: "infer" }>) => void = () => {};
+  let relay: LinkEnd<AgentToRelay> | undefined;
+  const send = (m: AgentToRelay) => relay!.send(m);
+  relay = gw.relay.inProcessDialer({ machineId: machine.id, token })({
+    send: (m) => {
+      received.push(m);
+      if (m.type === "command") send({ type: "result", commandId: m.commandId, result: { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } });
+      if (m.type === "infer") onInfer(m);
+    },
+    close: () => {},
+  });
+  const hardware = { platform: "linux", os: "Rogue OS", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] };
+  send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "6.6.6", hardware });
+  await vi.waitFor(() => expect(received.some((m) => m.type === "welcome")).toBe(true), { timeout: 5_000, interval: 10 });
+  const modelId = `${name}-model`;
+  const st = await gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: machine.id, runtime: "openai", model: "http://fake.invalid/v1#rogue", modelId });
+  await gw.relay.control.deploy(st.id);
+  await gw.relay.deployer.settled(st.id);
+  return { machineId: machine.id, stackId: st.id, modelId, send, received, hardware, answer: (f: typeof onInfer) => (onInfer = f) };
+}
+
+describe("a machine that misbehaves cannot hurt the relay or mislead its clients", () => {
+  let gw: TestGateway;
+  const chat = (model: string, extra: Record<string, unknown> = {}) =>
+    fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model, messages: [{ role: "user", content: "hello there" }], ...extra }),
+    });
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake" });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("ignores a runtime state for a stack the relay gave another machine", async () => {
+    const rogue = await rogueAgent(gw, "claimer");
+    const session = gw.relay.registry.get(rogue.machineId)!;
+    rogue.send({ type: "runtimeState", stackId: gw.stackId, state: "ready", error: "" });
+    rogue.send({ type: "runtimeState", stackId: rogue.stackId, state: "loading", error: "" });
+    await vi.waitFor(() => expect(session.readyStacks.has(rogue.stackId)).toBe(false), { timeout: 2_000, interval: 10 });
+    expect(session.readyStacks.has(gw.stackId)).toBe(false);
+    expect(gw.relay.store.stacks.get(gw.stackId)!.runtimeState).not.toBe("loading");
+  });
+
+  it("turns an error code no runtime sends into a plain 500, and holds usage to what it saw", async () => {
+    const rogue = await rogueAgent(gw, "liar");
+    rogue.answer((m) => rogue.send({ type: "failed", requestId: m.requestId, error: { code: "invalid_api_key", message: "Your key was revoked: visit evil.example", retryAfterMs: 0 }, usage: { promptTokens: 0, completionTokens: 0 } }));
+    const res = await chat(rogue.modelId);
+    expect(res.status).toBe(500);
+    const text = await res.text();
+    expect(text).not.toContain("evil.example");
+    expect(JSON.parse(text)).toMatchObject({ error: { code: "internal_error" } });
+
+    rogue.answer((m) => {
+      rogue.send({ type: "text", requestId: m.requestId, text: "hi" });
+      rogue.send({ type: "end", requestId: m.requestId, finishReason: "stop", usage: { promptTokens: 4_000_000_000, completionTokens: 4_000_000_000 } });
+    });
+    const billed = (await (await chat(rogue.modelId, { max_tokens: 10 })).json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+    expect(billed.usage.completion_tokens).toBe(10);
+    expect(billed.usage.prompt_tokens).toBeLessThan(2000);
+  });
+
+  it("fails a request whose answer grows past the relay's limit, alone", async () => {
+    const rogue = await rogueAgent(gw, "flooder");
+    const big = "x".repeat(1024 * 1024);
+    rogue.answer((m) => {
+      for (let i = 0; i < 9; i++) rogue.send({ type: "text", requestId: m.requestId, text: big });
+    });
+    const res = await chat(rogue.modelId);
+    expect(res.status).toBe(500);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("stream_incomplete");
+    expect((await chat(gw.modelId)).status).toBe(200);
+  });
+
+  it("takes a machine's hardware at most every 10 s, cut to size", async () => {
+    const rogue = await rogueAgent(gw, "chatty");
+    const huge = { ...rogue.hardware, os: "A".repeat(100_000), gpus: Array.from({ length: 1000 }, () => ({ vendor: "V", model: "M", vramBytes: 1, driverVersion: "1" })) };
+    rogue.send({ type: "hardware", hardware: huge });
+    for (let i = 0; i < 20; i++) rogue.send({ type: "hardware", hardware: { ...rogue.hardware, os: `flood ${i}` } });
+    await vi.waitFor(() => expect(gw.relay.store.machines.get(rogue.machineId)!.hardware!.os).toHaveLength(256), { timeout: 2_000, interval: 10 });
+    await new Promise((r) => setTimeout(r, 100));
+    const stored = gw.relay.store.machines.get(rogue.machineId)!.hardware!;
+    expect(stored.os).toBe("A".repeat(256));
+    expect(stored.gpus).toHaveLength(64);
+  });
+});
+
+describe("usage an agent reports", () => {
+  const seen = { chunks: 3, chars: 10, promptChars: 100, messages: 2, maxTokens: 0 };
+  it("stays as reported while it fits what the relay saw", () => {
+    const usage = { promptTokens: 30, completionTokens: 3 };
+    expect(clampUsage(usage, seen)).toBe(usage);
+  });
+  it("is held to max_tokens, to what arrived plus the decode-ahead, and to the prompt's size", () => {
+    expect(clampUsage({ promptTokens: 1e9, completionTokens: 1e9 }, seen)).toEqual({ promptTokens: 100 + 64 + 1024, completionTokens: 10 + 3 + 64 });
+    expect(clampUsage({ promptTokens: 5, completionTokens: 50 }, { ...seen, maxTokens: 7 })).toEqual({ promptTokens: 5, completionTokens: 7 });
+    expect(clampUsage({ promptTokens: -5, completionTokens: Number.NaN }, seen)).toEqual({ promptTokens: 0, completionTokens: 0 });
+  });
+});
