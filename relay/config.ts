@@ -46,6 +46,8 @@ export interface RelayConfig {
   readonly bodyLimitBytes: number;
   /** Time to first token before 503 `runtime_unavailable`, ms. @default 120000 */
   readonly firstTokenTimeoutMs: number;
+  /** A request whose runtime produces nothing for this long after its first token ends with `stream_incomplete`, ms. @default 60000 */
+  readonly streamIdleTimeoutMs: number;
   /** Longest non-streamed request, ms. @default 600000 */
   readonly requestTimeoutMs: number;
   /** Completion tokens assumed when admitting a request without `max_tokens` against a token limit. @default 512 */
@@ -82,6 +84,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   bodyLimitBytes: "MAKINA_BODY_LIMIT_BYTES",
   firstTokenTimeoutMs: "MAKINA_FIRST_TOKEN_TIMEOUT_MS",
   requestTimeoutMs: "MAKINA_REQUEST_TIMEOUT_MS",
+  streamIdleTimeoutMs: "MAKINA_STREAM_IDLE_TIMEOUT_MS",
   defaultCompletionEstimate: "MAKINA_DEFAULT_COMPLETION_ESTIMATE",
   logLevel: "MAKINA_LOG_LEVEL",
   hfEndpoint: "HF_ENDPOINT",
@@ -107,6 +110,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   bodyLimitBytes: 4 * 1024 * 1024,
   firstTokenTimeoutMs: 120_000,
   requestTimeoutMs: 600_000,
+  streamIdleTimeoutMs: 60_000,
   defaultCompletionEstimate: 512,
   logLevel: "info",
   hfEndpoint: "https://huggingface.co",
@@ -182,6 +186,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     bodyLimitBytes: int("bodyLimitBytes", 1024, 1024 * 1024 * 1024),
     firstTokenTimeoutMs: int("firstTokenTimeoutMs", 100, 3_600_000),
     requestTimeoutMs: int("requestTimeoutMs", 100, 24 * 3_600_000),
+    streamIdleTimeoutMs: int("streamIdleTimeoutMs", 100, 24 * 3_600_000),
     defaultCompletionEstimate: int("defaultCompletionEstimate", 1, 1 << 20),
     logLevel: logLevel as RelayConfig["logLevel"],
     hfEndpoint: str("hfEndpoint"),

@@ -99,6 +99,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     events,
     log: log.child({ component: "link" }),
     heartbeatIntervalMs: config.heartbeatIntervalMs,
+    streamIdleTimeoutMs: config.streamIdleTimeoutMs,
     runtimeMetrics: { reported: (machineId, stacks) => metrics.runtimeReported(machineId, stacks), machineGone: (machineId) => metrics.machineGone(machineId) },
   });
   const loopbackOnly = ["127.0.0.1", "localhost", "::1"].includes(config.grpcHost);

@@ -108,6 +108,20 @@ export class AgentSession {
     private readonly window = DEFAULT_INITIAL_CREDIT,
   ) {}
 
+  /**
+   * Fails every request whose runtime went quiet after its first token: the relay waited `idleMs` for its
+   * next event (a client that reads slowly holds credit back, and is not counted: the relay was not waiting).
+   * Called now and then by the link's watchdog.
+   */
+  failStalled(idleMs: number, now = Date.now()): void {
+    for (const t of this.inferences.values()) {
+      const p = t.pending;
+      if (!t.abandoned && p.started && p.waitingSince !== 0 && now - p.waitingSince > idleMs) {
+        p.fail(new MakinaError("stream_incomplete", `The runtime stopped producing for ${Math.round(idleMs / 1000)} s in the middle of its answer.`));
+      }
+    }
+  }
+
   /** Inference requests in flight on this machine (for least-loaded routing). */
   get inFlight(): number {
     let n = 0;

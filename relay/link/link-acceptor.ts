@@ -21,6 +21,8 @@ export interface LinkAcceptorDeps {
   log: Logger;
   /** Heartbeat interval asked of agents, in ms; a link silent for 3.5 intervals is dropped. */
   heartbeatIntervalMs: number;
+  /** A request whose runtime produces nothing for this long after its first token fails with `stream_incomplete`. */
+  streamIdleTimeoutMs: number;
   /** Where machine changes (online, offline, hardware) and runtime states are announced. */
   events: EventBus;
   /** Where the runtime metrics agents report go (the relay's Prometheus metrics). */
@@ -136,7 +138,9 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
         // A tick that comes late means this process was stalled, not that the agent was silent:
         // give the agent's queued messages a full silence period to arrive before judging it.
         if (stalled) graceUntil = now + silenceMs;
-        if (now < graceUntil || now - s.lastSeenAt <= silenceMs) return;
+        if (now < graceUntil) return;
+        s.failStalled(deps.streamIdleTimeoutMs, now);
+        if (now - s.lastSeenAt <= silenceMs) return;
         linkLog.warn("link silent, dropping it", { silentMs: now - s.lastSeenAt });
         finish();
         agent.close("the agent was silent for too long");

@@ -11,6 +11,8 @@ export class PendingInference {
   private wake: (() => void) | undefined;
   /** True once the first event (chunk or end) arrived. */
   started = false;
+  /** Unix ms since when the consumer has been waiting for an event that has not come; 0 while it is not waiting. */
+  waitingSince = 0;
 
   constructor(private readonly window: number) {}
 
@@ -23,6 +25,7 @@ export class PendingInference {
       return;
     }
     this.queue.push(event);
+    this.waitingSince = 0;
     this.wake?.();
   }
 
@@ -40,8 +43,10 @@ export class PendingInference {
       if (this.failure) throw this.failure;
       const ev = this.queue.shift();
       if (ev) return ev;
+      this.waitingSince = Date.now();
       await new Promise<void>((resolve) => (this.wake = resolve));
       this.wake = undefined;
+      this.waitingSince = 0;
     }
   }
 }

@@ -9,7 +9,8 @@ import { isErrorCode, MakinaError, RUNTIME_CAPABILITIES } from "../../proto/inde
  * (then `length`). The last user message may instead hold one directive:
  * - `fail <code>`: the runtime fails with that error code (any string: unknown codes too);
  * - `hang`: no answer until the request is canceled;
- * - `slow <ms> <words…>`: waits that long before each word.
+ * - `slow <ms> <words…>`: waits that long before each word;
+ * - `stall <words…>`: sends the words, then nothing more until the request is canceled.
  * Usage counts the words of every message as the prompt and each word sent as a completion token.
  */
 export class FakeRuntime implements ModelRuntime {
@@ -35,7 +36,7 @@ export class FakeRuntime implements ModelRuntime {
       await new Promise((_, reject) => signal?.addEventListener("abort", () => reject(MakinaError.from(signal.reason)), { once: true }));
     }
     const delayMs = directive === "slow" ? Number(rest.shift()) : 0;
-    const reply = directive === "slow" ? rest : words(last);
+    const reply = directive === "slow" || directive === "stall" ? rest : words(last);
     const limit = input.maxTokens || Infinity;
     for (const [i, word] of reply.entries()) {
       if (i >= limit) break;
@@ -43,6 +44,9 @@ export class FakeRuntime implements ModelRuntime {
       if (signal?.aborted) throw MakinaError.from(signal.reason);
       usage.completionTokens++;
       yield { type: "text", text: i === 0 ? word : ` ${word}` };
+    }
+    if (directive === "stall") {
+      await new Promise((_, reject) => signal?.addEventListener("abort", () => reject(MakinaError.from(signal.reason)), { once: true }));
     }
     yield { type: "end", finishReason: reply.length > limit ? "length" : "stop", usage: { ...usage } };
   }

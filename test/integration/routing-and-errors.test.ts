@@ -81,3 +81,52 @@ describe("routing and runtime errors, with a stand-in model", () => {
     await vi.waitFor(() => expect(gw.agent.inference.inFlight + second.agent.inference.inFlight).toBe(0), { timeout: 5_000, interval: 10 });
   });
 });
+
+describe("a runtime that stalls in the middle of its answer", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake", relayFlags: { streamIdleTimeoutMs: 300 } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("ends the stream with a stream_incomplete error event and no [DONE] once it has been quiet too long, and stops it on the machine", async () => {
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "stall once upon" }], stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toContain('"content":"once"');
+    expect(text).toContain('"code":"stream_incomplete"');
+    expect(text).not.toContain("[DONE]");
+    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBe(0), { timeout: 5_000, interval: 10 });
+    expect(gw.agent.inference.canceled).toBe(1);
+  });
+
+  it("does not count a client that reads slowly as a stalled runtime", async () => {
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: Array.from({ length: 60_000 }, (_, i) => `w${i}`).join(" ") }], stream: true }),
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    // The client stops reading (more than the sockets' buffers hold is on its way): the relay holds credit back and the
+    // machine waits for it; the pause lasts longer than the idle limit, yet nobody stalled.
+    await vi.waitFor(() => expect(gw.agent.inference.stalled).toBe(1), { timeout: 10_000, interval: 10 });
+    await new Promise((r) => setTimeout(r, 900));
+    let text = "";
+    const decoder = new TextDecoder();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    expect(text).toContain("w59999");
+    expect(text).toContain("[DONE]");
+    expect(text).not.toContain("stream_incomplete");
+  });
+});
