@@ -1,9 +1,7 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { request } from "node:https";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorCertificates, type OperatorCertificates } from "../helpers/certificates.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
 /** One HTTPS request trusting `ca`; resolves the status, headers and body. */
@@ -23,24 +21,19 @@ function httpsRequest(url: string, ca: Buffer, options: { method?: string; heade
 describe("the relay's HTTP side over HTTPS, and behind a reverse proxy", () => {
   let gw: TestGateway;
   let proxied: TestGateway;
-  let dir: string;
+  let certs: OperatorCertificates;
   let ca: Buffer;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "makina-https-"));
-    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Test CA");
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "site.key", "-out", "site.csr", "-subj", "/CN=127.0.0.1");
-    writeFileSync(join(dir, "ext.cnf"), "subjectAltName=IP:127.0.0.1\n");
-    openssl("x509", "-req", "-in", "site.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "site.pem", "-days", "2", "-extfile", "ext.cnf");
-    ca = readFileSync(join(dir, "ca.pem"));
-    gw = await startTestGateway({ relayFlags: { tlsCert: join(dir, "site.pem"), tlsKey: join(dir, "site.key") }, runtime: "fake" });
+    certs = operatorCertificates();
+    ca = readFileSync(certs.ca);
+    gw = await startTestGateway({ relayFlags: { tlsCert: certs.cert, tlsKey: certs.key }, runtime: "fake" });
     proxied = await startTestGateway({ relayFlags: { trustProxy: true }, runtime: "fake" });
   });
   afterAll(async () => {
     await gw?.close();
     await proxied?.close();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(certs.dir, { recursive: true, force: true });
   });
 
   it("serves the gateway over HTTPS with the certificate it was given", async () => {

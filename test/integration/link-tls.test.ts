@@ -1,11 +1,11 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
 import { certificateSha256, loadLinkTls } from "../../relay/link/index.js";
+import { operatorCertificates, type OperatorCertificates } from "../helpers/certificates.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
 describe("the agents' link over TLS, trusting only the relay's own CA", () => {
@@ -79,25 +79,19 @@ describe("the agents' link over TLS, trusting only the relay's own CA", () => {
 
 describe("the agents' link over TLS with a certificate the relay was given", () => {
   let gw: TestGateway;
-  let dir: string;
+  let certs: OperatorCertificates;
 
   beforeAll(async () => {
-    // A CA and a server certificate for 127.0.0.1 made with openssl, as an operator's own CA would make them.
-    dir = mkdtempSync(join(tmpdir(), "makina-given-cert-"));
-    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Operator CA");
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "link.key", "-out", "link.csr", "-subj", "/CN=127.0.0.1");
-    writeFileSync(join(dir, "ext.cnf"), "subjectAltName=IP:127.0.0.1\n");
-    openssl("x509", "-req", "-in", "link.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "link.pem", "-days", "2", "-extfile", "ext.cnf");
+    certs = operatorCertificates();
     gw = await startTestGateway({
-      relayFlags: { grpcTls: "on", grpcTlsCert: join(dir, "link.pem"), grpcTlsKey: join(dir, "link.key") },
-      agentFlags: { caFile: join(dir, "ca.pem") },
+      relayFlags: { grpcTls: "on", grpcTlsCert: certs.cert, grpcTlsKey: certs.key },
+      agentFlags: { caFile: certs.ca },
       runtime: "fake",
     });
   });
   afterAll(async () => {
     await gw?.close();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(certs.dir, { recursive: true, force: true });
   });
 
   it("serves it, tells new machines to use TLS, and an agent trusting that CA is served over it", async () => {
