@@ -184,6 +184,8 @@ export type LinkRefusal = "credentials" | "protocol";
  */
 export interface LinkEnd<M> {
   send(message: M): void;
+  /** True while messages wait to leave because the other side does not read them fast enough (absent: never). */
+  congested?(): boolean;
   /** The link is over; `refused` when it never opened because the relay refused it. Idempotent. */
   close(reason: string, refused?: LinkRefusal): void;
 }

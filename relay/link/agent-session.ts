@@ -133,6 +133,11 @@ export class AgentSession {
     if (this.state === "open") this.agent.send(message);
   }
 
+  /** True while the agent does not take the relay's messages as fast as they are written (its link is not draining). */
+  get congested(): boolean {
+    return this.agent.congested?.() ?? false;
+  }
+
   /** Dispatches one message from the agent. */
   handle(message: AgentToRelay): void {
     this.lastSeenAt = Date.now();

@@ -46,12 +46,17 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
       const auth = String(call.metadata.get(AUTHORIZATION_METADATA)[0] ?? "");
       const token = /^Bearer\s+(\S+)$/i.exec(auth)?.[1] ?? "";
       let closed = false;
+      // The agent does not read as fast as the relay writes: grpc-js buffers what waits, and routing avoids the machine.
+      let congested = false;
       const relay = options.accept(
         { machineId, token },
         {
           send: (message) => {
-            if (!closed) call.write(encodeRelayMessage(message));
+            if (closed || call.write(encodeRelayMessage(message)) || congested) return;
+            congested = true;
+            call.once("drain", () => (congested = false));
           },
+          congested: () => congested,
           close: (reason, refused) => {
             if (closed) return;
             closed = true;

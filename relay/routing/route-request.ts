@@ -22,21 +22,33 @@ export function keyAllowsStack(key: ApiKeyRecord, stack: Stack): boolean {
   return true;
 }
 
+/** What routing needs to know of a machine's link. */
+export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested">;
+
 /**
- * Picks where a request runs: among the allowed stacks, those whose machine is
- * online and whose runtime is ready, the one with the fewest requests in flight.
+ * Picks where a request runs: among the allowed stacks, those whose machine is online, whose runtime is
+ * ready and whose link is draining, the one with the fewest requests in flight. Machines whose link is not
+ * draining (the agent does not read what the relay writes) get no new requests: 503 when only they are left.
  */
-export function pickTarget(registry: AgentRegistry, stacks: Stack[]): { stack: Stack; session: AgentSession } {
-  let best: { stack: Stack; session: AgentSession } | undefined;
+export function pickTarget<S extends RoutableSession = AgentSession>(registry: { get(machineId: string): S | undefined }, stacks: Stack[]): { stack: Stack; session: S } {
+  let best: { stack: Stack; session: S } | undefined;
   let anyOnline = false;
+  let anyCongested = false;
   for (const stack of stacks) {
     const session = registry.get(stack.machineId);
     if (!session || session.state !== "open") continue;
     anyOnline = true;
     if (!session.readyStacks.has(stack.id)) continue;
+    if (session.congested) {
+      anyCongested = true;
+      continue;
+    }
     if (!best || session.inFlight < best.session.inFlight) best = { stack, session };
   }
   if (best) return best;
+  if (anyCongested) {
+    throw new MakinaError("runtime_unavailable", "The machine serving this model is not keeping up with its link. Retry shortly.", { retryAfterMs: 1000 });
+  }
   if (anyOnline) {
     throw new MakinaError("runtime_unavailable", "The runtime serving this model is not ready yet. Retry shortly.", { retryAfterMs: 5000 });
   }

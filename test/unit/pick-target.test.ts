@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { pickTarget, type RoutableSession } from "../../relay/routing/route-request.js";
+import type { Stack } from "../../relay/store/index.js";
+
+const stack = (id: string, machineId: string) => ({ id, machineId }) as Stack;
+const session = (o: Partial<RoutableSession> & { ready: string[] }): RoutableSession => ({
+  state: "open",
+  readyStacks: new Set(o.ready),
+  inFlight: o.inFlight ?? 0,
+  congested: o.congested ?? false,
+});
+const registryOf = (sessions: Record<string, RoutableSession>) => ({ get: (id: string) => sessions[id] });
+
+describe("picking the machine that serves a request", () => {
+  const stacks = [stack("s1", "m1"), stack("s2", "m2"), stack("s3", "m3")];
+
+  it("takes the ready machine with the fewest requests in flight", () => {
+    const registry = registryOf({ m1: session({ ready: ["s1"], inFlight: 3 }), m2: session({ ready: ["s2"], inFlight: 1 }), m3: session({ ready: [], inFlight: 0 }) });
+    expect(pickTarget(registry, stacks).stack.id).toBe("s2");
+  });
+
+  it("avoids a machine whose link is not draining, however idle it looks", () => {
+    const registry = registryOf({ m1: session({ ready: ["s1"], inFlight: 5 }), m2: session({ ready: ["s2"], inFlight: 0, congested: true }) });
+    expect(pickTarget(registry, stacks).stack.id).toBe("s1");
+  });
+
+  it("answers 503 with a short Retry-After when only congested machines are left", () => {
+    const registry = registryOf({ m2: session({ ready: ["s2"], congested: true }) });
+    expect(() => pickTarget(registry, stacks)).toThrow(expect.objectContaining({ code: "runtime_unavailable", retryAfterMs: 1000 }));
+  });
+
+  it("tells a runtime still loading from every machine being offline", () => {
+    expect(() => pickTarget(registryOf({ m1: session({ ready: [] }) }), stacks)).toThrow(expect.objectContaining({ code: "runtime_unavailable" }));
+    expect(() => pickTarget(registryOf({}), stacks)).toThrow(expect.objectContaining({ code: "machine_offline" }));
+  });
+});
