@@ -18,6 +18,8 @@ export interface Admission {
 interface Entry {
   at: number;
   tokens: number;
+  /** 1 for a request; 0 for tokens charged later, when a request that outlived the window settled. */
+  requests: 0 | 1;
   /** Still counted: neither refunded nor out of the window. */
   live: boolean;
 }
@@ -68,11 +70,11 @@ export class RateLimiter {
       const e = w.entries[w.head++]!;
       if (e.live) {
         e.live = false;
-        w.count--;
+        w.count -= e.requests;
         w.tokens -= e.tokens;
       }
     }
-    if (w.count === 0) {
+    if (w.head >= w.entries.length) {
       this.windows.delete(keyId);
       return undefined;
     }
@@ -88,6 +90,16 @@ export class RateLimiter {
     return w.entries.slice(w.head).filter((e) => e.live);
   }
 
+  /** The key's window, made when it has none. */
+  private windowOf(keyId: string): Window {
+    let w = this.window(keyId);
+    if (!w) {
+      w = { entries: [], head: 0, count: 0, tokens: 0 };
+      this.windows.set(keyId, w);
+    }
+    return w;
+  }
+
   /**
    * Admits a request expected to use `estimatedTokens`, or throws 429 with the
    * time to wait. Keys without limits are always admitted and tracked not at all.
@@ -100,7 +112,7 @@ export class RateLimiter {
     const used = w?.tokens ?? 0;
     const now = this.now();
     if (key.rpm !== null && w && count >= key.rpm) {
-      const waitMs = this.live(w)[count - key.rpm]!.at + this.windowMs - now;
+      const waitMs = this.live(w).filter((e) => e.requests === 1)[count - key.rpm]!.at + this.windowMs - now;
       throw new MakinaError("rate_limit_requests", `Rate limit reached for requests per minute: limit ${key.rpm}, used ${count}. Please try again in ${formatDuration(waitMs)}.`, {
         retryAfterMs: Math.max(1, waitMs),
       });
@@ -128,9 +140,8 @@ export class RateLimiter {
         });
       }
     }
-    const entry: Entry = { at: now, tokens: estimatedTokens, live: true };
-    const target = w ?? { entries: [], head: 0, count: 0, tokens: 0 };
-    if (!w) this.windows.set(key.id, target);
+    const entry: Entry = { at: now, tokens: estimatedTokens, requests: 1, live: true };
+    const target = w ?? this.windowOf(key.id);
     target.entries.push(entry);
     target.count++;
     target.tokens += estimatedTokens;
@@ -138,8 +149,19 @@ export class RateLimiter {
     return {
       settle: (tokens) => {
         if (refunded || tokens === null) return;
-        if (entry.live) target.tokens += tokens - entry.tokens;
-        entry.tokens = tokens;
+        // Age the window first: the request's own entry may have left it while it ran.
+        this.window(key.id);
+        if (entry.live) {
+          target.tokens += tokens - entry.tokens;
+          entry.tokens = tokens;
+          return;
+        }
+        // The request outlived the window its admission counted in: what it really used is charged now,
+        // in the window that is current when it ends.
+        if (key.tpm === null || tokens <= 0) return;
+        const current = this.windowOf(key.id);
+        current.entries.push({ at: this.now(), tokens, requests: 0, live: true });
+        current.tokens += tokens;
       },
       // A refund wins over a settle in either order: a refused request costs nothing,
       // even when the runtime counted its prompt before refusing it.
@@ -148,7 +170,7 @@ export class RateLimiter {
         refunded = true;
         if (!entry.live) return;
         entry.live = false;
-        target.count--;
+        target.count -= entry.requests;
         target.tokens -= entry.tokens;
       },
     };

@@ -44,6 +44,27 @@ describe("per-key rate limits", () => {
     expect(() => limiter.admit(key, 30)).not.toThrow();
   });
 
+  it("charges a request that outlived the window when it ends, in the window current then", () => {
+    const c = clock();
+    const limiter = new RateLimiter(c.now);
+    const key = { id: "k", rpm: 10, tpm: 1000 };
+    const long = limiter.admit(key, 600);
+    c.advance(70_000);
+    long.settle(50_000);
+    const e = refusal(() => limiter.admit(key, 100));
+    expect(e.code).toBe("rate_limit_tokens");
+    expect(e.retryAfterMs).toBe(60_000);
+    expect(limiter.headers(key)["x-ratelimit-remaining-tokens"]).toBe("0");
+    // The late charge is tokens only: it does not count as a request.
+    expect(limiter.headers(key)["x-ratelimit-remaining-requests"]).toBe("10");
+    c.advance(60_001);
+    expect(() => limiter.admit(key, 100)).not.toThrow();
+    expect(limiter.trackedKeys).toBe(1);
+    c.advance(60_001);
+    limiter.admit({ id: "other", rpm: 1, tpm: null }, 1);
+    expect(limiter.headers(key)["x-ratelimit-remaining-tokens"]).toBe("1000");
+  });
+
   it("refuses a request that could never fit the token limit", () => {
     const limiter = new RateLimiter();
     const e = refusal(() => limiter.admit({ id: "k", rpm: null, tpm: 50 }, 51));
