@@ -38,6 +38,8 @@ export interface AgentConfig {
   readonly python: string;
   /** The local control socket (`doctor`, `info`, …). @default "<dataDir>/agent.sock" */
   readonly controlSocket: string;
+  /** On stop, how long requests in flight may take to finish before they are cut, ms. @default 30000 */
+  readonly drainTimeoutMs: number;
   /** How often hardware is detected again, ms (changes are sent to the relay). @default 60000 */
   readonly hardwareIntervalMs: number;
   /** Where `hf:` model references resolve: Hugging Face or a mirror. @default "https://huggingface.co" */
@@ -73,6 +75,7 @@ const ENV: Record<keyof AgentConfig, string> = {
   controlSocket: "MAKINA_AGENT_SOCKET",
   python: "MAKINA_AGENT_PYTHON",
   hardwareIntervalMs: "MAKINA_AGENT_HARDWARE_INTERVAL_MS",
+  drainTimeoutMs: "MAKINA_AGENT_DRAIN_TIMEOUT_MS",
   hfEndpoint: "MAKINA_AGENT_HF_ENDPOINT",
   hfToken: "MAKINA_AGENT_HF_TOKEN",
   logLevel: "MAKINA_LOG_LEVEL",
@@ -119,6 +122,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     controlSocket: undefined,
     python: "python3",
     hardwareIntervalMs: 60_000,
+    drainTimeoutMs: 30_000,
     hfEndpoint: DEFAULT_HF_ENDPOINT,
     hfToken: undefined,
     logLevel: "info",
@@ -188,6 +192,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     python: String(pick("python")),
     controlSocket: resolve(typeof socket === "string" ? socket : join(dataDir, "agent.sock")),
     hardwareIntervalMs: int("hardwareIntervalMs", 1000, 86_400_000),
+    drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     hfEndpoint,
     hfToken: typeof hfToken === "string" ? hfToken : undefined,
     logLevel: logLevel as AgentConfig["logLevel"],

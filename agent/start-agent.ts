@@ -1,6 +1,7 @@
 import { createLogger, PROTOCOL_VERSION, type HardwareReport, type LinkDialer, type Logger } from "../proto/index.js";
 import { mkdir, statfs } from "node:fs/promises";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentConfig } from "./config.js";
 import type { AgentStatus } from "./control/agent-status.js";
 import { startControlServer, type ControlServer } from "./control/control-server.js";
@@ -31,7 +32,10 @@ export interface Agent {
   readonly hardware: HardwareReport;
   /** What the control socket reports. */
   status(): Promise<AgentStatus>;
-  /** Closes the link, aborts requests, unloads models. Idempotent. */
+  /**
+   * Tells the relay its stacks take no new requests, lets the requests in flight finish (up to
+   * `drainTimeoutMs`), then closes the link, aborts what is left and unloads the models. Idempotent.
+   */
   stop(): Promise<void>;
 }
 
@@ -160,6 +164,13 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
     stop() {
       stopping ??= (async () => {
         clearInterval(hardwareTimer);
+        if (link.state === "online" && inference.inFlight > 0) {
+          // New requests get 503 with Retry-After from the relay while these finish.
+          for (const h of host.list()) link.send({ type: "runtimeState", stackId: h.stackId, state: "loading", error: "the agent is stopping" });
+          log.info("agent stopping: draining requests in flight", { inFlight: inference.inFlight, graceMs: config.drainTimeoutMs });
+          const deadline = Date.now() + config.drainTimeoutMs;
+          while (inference.inFlight > 0 && Date.now() < deadline) await sleep(50);
+        }
         await control.close();
         await link.stop();
         inference.abortAll("the agent is stopping");

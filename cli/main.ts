@@ -41,4 +41,11 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// A promise that fails with nobody awaiting it is a bug, but not a reason to drop every request in flight: it is
+// logged as an error (one JSON line, like the daemons' logs) and the process keeps serving.
+process.on("unhandledRejection", (reason) => {
+  const err = reason instanceof Error ? { name: reason.name, message: reason.message, stack: reason.stack } : { value: String(reason) };
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: "error", msg: "unhandled promise rejection", err })}\n`);
+});
+
 process.exitCode = await main(hideBin(process.argv));

@@ -46,6 +46,8 @@ export interface RelayConfig {
   readonly bodyLimitBytes: number;
   /** Time to first token before 503 `runtime_unavailable`, ms. @default 120000 */
   readonly firstTokenTimeoutMs: number;
+  /** On stop, how long requests in flight may take to finish before links and connections are cut, ms. @default 30000 */
+  readonly drainTimeoutMs: number;
   /** A request whose runtime produces nothing for this long after its first token ends with `stream_incomplete`, ms. @default 60000 */
   readonly streamIdleTimeoutMs: number;
   /** Longest non-streamed request, ms. @default 600000 */
@@ -85,6 +87,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   firstTokenTimeoutMs: "MAKINA_FIRST_TOKEN_TIMEOUT_MS",
   requestTimeoutMs: "MAKINA_REQUEST_TIMEOUT_MS",
   streamIdleTimeoutMs: "MAKINA_STREAM_IDLE_TIMEOUT_MS",
+  drainTimeoutMs: "MAKINA_DRAIN_TIMEOUT_MS",
   defaultCompletionEstimate: "MAKINA_DEFAULT_COMPLETION_ESTIMATE",
   logLevel: "MAKINA_LOG_LEVEL",
   hfEndpoint: "HF_ENDPOINT",
@@ -111,6 +114,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   firstTokenTimeoutMs: 120_000,
   requestTimeoutMs: 600_000,
   streamIdleTimeoutMs: 60_000,
+  drainTimeoutMs: 30_000,
   defaultCompletionEstimate: 512,
   logLevel: "info",
   hfEndpoint: "https://huggingface.co",
@@ -187,6 +191,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     firstTokenTimeoutMs: int("firstTokenTimeoutMs", 100, 3_600_000),
     requestTimeoutMs: int("requestTimeoutMs", 100, 24 * 3_600_000),
     streamIdleTimeoutMs: int("streamIdleTimeoutMs", 100, 24 * 3_600_000),
+    drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     defaultCompletionEstimate: int("defaultCompletionEstimate", 1, 1 << 20),
     logLevel: logLevel as RelayConfig["logLevel"],
     hfEndpoint: str("hfEndpoint"),

@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { AddressInfo } from "node:net";
 import { createServer, type RequestListener, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
@@ -51,7 +52,10 @@ export interface Relay {
   inProcessDialer(credentials: LinkCredentials): LinkDialer;
   /** The admin token, read from the data directory. */
   readonly adminToken: string;
-  /** Drains and stops everything. Idempotent. */
+  /**
+   * Stops accepting connections, lets the requests in flight finish (up to `drainTimeoutMs`), then ends the
+   * links, the remaining connections and the database. Idempotent.
+   */
   stop(): Promise<void>;
 }
 
@@ -185,9 +189,18 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
       stopping ??= (async () => {
         const closed = Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
         events.close();
+        const inFlight = () => registry.all().reduce((n, s) => n + s.inFlight, 0);
+        log.info("relay stopping: no new connections; draining requests in flight", { inFlight: inFlight(), graceMs: config.drainTimeoutMs });
+        const deadline = Date.now() + config.drainTimeoutMs;
+        // Connections that go idle (their answer sent) are closed as they do, so keep-alive clients move on.
+        while (inFlight() > 0 && Date.now() < deadline) {
+          for (const s of servers) s.closeIdleConnections();
+          await sleep(50);
+        }
+        if (inFlight() > 0) log.warn("drain period over: ending requests still in flight", { inFlight: inFlight() });
         for (const s of servers) s.closeIdleConnections();
-        const force = setTimeout(() => servers.forEach((s) => s.closeAllConnections()), 5_000);
         await link.stop();
+        const force = setTimeout(() => servers.forEach((s) => s.closeAllConnections()), 2_000);
         await closed;
         clearTimeout(force);
         usage.close();

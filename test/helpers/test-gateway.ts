@@ -55,7 +55,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const dataDir = mkdtempSync(join(tmpdir(), "makina-test-"));
   const log = testLog();
   const relay = await startRelay(
-    resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500, ...options.relayFlags } }),
+    resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500, drainTimeoutMs: 1000, ...options.relayFlags } }),
     { log },
   );
   const org = relay.control.createOrg("Test Org");
@@ -70,6 +70,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     maxContextSize: 512,
     reconnectMinMs: 50,
     reconnectMaxMs: 500,
+    drainTimeoutMs: 1000,
     // A relay whose link is TLS with its own CA: agents pin it, as the install command makes them.
     ...(relay.linkCaSha256 ? { caSha256: relay.linkCaSha256 } : {}),
     ...extra,
