@@ -57,6 +57,8 @@ export interface NewMachine extends Machine {
   install_command: string;
   /** The address agents dial (`host:port`). */
   server: string;
+  /** SHA-256 of the relay's own link CA, which the agent pins; null when the relay has another certificate or no TLS. */
+  ca_sha256: string | null;
 }
 
 export interface Check {

@@ -70,9 +70,21 @@ export function AddMachine({ machines, onClose }: { machines: Machine[]; onClose
         <dd>
           <code data-testid="new-machine-server">{created.server}</code> <CopyButton text={created.server} />
         </dd>
+        {created.ca_sha256 && (
+          <>
+            <dt>Relay CA (SHA-256)</dt>
+            <dd>
+              <code data-testid="new-machine-ca">{created.ca_sha256}</code> <CopyButton text={created.ca_sha256} />
+            </dd>
+          </>
+        )}
       </dl>
       <p class="hint">
-        Or run the agent in the foreground: <code>makina agent --server {created.server} --machine-id {created.id} --token …</code>
+        Or run the agent in the foreground:{" "}
+        <code>
+          makina agent --server {created.server} --machine-id {created.id}
+          {created.ca_sha256 ? ` --ca-sha256 ${created.ca_sha256}` : ""} --token-file FILE
+        </code>
       </p>
       <div class={`waiting ${online ? "done" : ""}`} role="status" aria-live="polite" data-testid="new-machine-status">
         {online ? (
