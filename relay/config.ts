@@ -46,6 +46,12 @@ export interface RelayConfig {
   readonly bodyLimitBytes: number;
   /** Time to first token before 503 `runtime_unavailable`, ms. @default 120000 */
   readonly firstTokenTimeoutMs: number;
+  /** Time a client has to send a request's headers, ms (slowloris). @default 20000 */
+  readonly headerTimeoutMs: number;
+  /** Time a client has to send a whole request, body included, ms. @default 60000 */
+  readonly bodyTimeoutMs: number;
+  /** Most HTTP connections open at once per listener; more are refused. @default 10000 */
+  readonly maxConnections: number;
   /** On stop, how long requests in flight may take to finish before links and connections are cut, ms. @default 30000 */
   readonly drainTimeoutMs: number;
   /** A request whose runtime produces nothing for this long after its first token ends with `stream_incomplete`, ms. @default 60000 */
@@ -88,6 +94,9 @@ const ENV: Record<keyof RelayConfig, string> = {
   requestTimeoutMs: "MAKINA_REQUEST_TIMEOUT_MS",
   streamIdleTimeoutMs: "MAKINA_STREAM_IDLE_TIMEOUT_MS",
   drainTimeoutMs: "MAKINA_DRAIN_TIMEOUT_MS",
+  headerTimeoutMs: "MAKINA_HEADER_TIMEOUT_MS",
+  bodyTimeoutMs: "MAKINA_BODY_TIMEOUT_MS",
+  maxConnections: "MAKINA_MAX_CONNECTIONS",
   defaultCompletionEstimate: "MAKINA_DEFAULT_COMPLETION_ESTIMATE",
   logLevel: "MAKINA_LOG_LEVEL",
   hfEndpoint: "HF_ENDPOINT",
@@ -115,6 +124,9 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   requestTimeoutMs: 600_000,
   streamIdleTimeoutMs: 60_000,
   drainTimeoutMs: 30_000,
+  headerTimeoutMs: 20_000,
+  bodyTimeoutMs: 60_000,
+  maxConnections: 10_000,
   defaultCompletionEstimate: 512,
   logLevel: "info",
   hfEndpoint: "https://huggingface.co",
@@ -192,10 +204,14 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     requestTimeoutMs: int("requestTimeoutMs", 100, 24 * 3_600_000),
     streamIdleTimeoutMs: int("streamIdleTimeoutMs", 100, 24 * 3_600_000),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
+    headerTimeoutMs: int("headerTimeoutMs", 100, 600_000),
+    bodyTimeoutMs: int("bodyTimeoutMs", 100, 3_600_000),
+    maxConnections: int("maxConnections", 1, 1_000_000),
     defaultCompletionEstimate: int("defaultCompletionEstimate", 1, 1 << 20),
     logLevel: logLevel as RelayConfig["logLevel"],
     hfEndpoint: str("hfEndpoint"),
   };
+  if (config.headerTimeoutMs > config.bodyTimeoutMs) problems.push("headerTimeoutMs must not be above bodyTimeoutMs (the whole request includes its headers)");
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);
 }

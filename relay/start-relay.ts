@@ -143,8 +143,12 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const tlsFiles = https ? { cert: readFileSync(config.tlsCert!), key: readFileSync(config.tlsKey!) } : undefined;
   /** One HTTP(S) listener; resolves with its server and URL. */
   const listen = async (handler: RequestListener, host: string, port: number) => {
-    const s: Server = tlsFiles ? createHttpsServer(tlsFiles, handler) : createServer(handler);
+    // Slow clients cannot hold the relay: the headers must arrive within headerTimeoutMs and the whole request
+    // (body included) within bodyTimeoutMs, or the connection gets 408; connections beyond maxConnections are refused.
+    const timeouts = { headersTimeout: config.headerTimeoutMs, requestTimeout: config.bodyTimeoutMs, connectionsCheckingInterval: Math.min(1000, config.headerTimeoutMs) };
+    const s: Server = tlsFiles ? createHttpsServer({ ...tlsFiles, ...timeouts }, handler) : createServer(timeouts, handler);
     s.keepAliveTimeout = 65_000;
+    s.maxConnections = config.maxConnections;
     answerClientErrors(s);
     await new Promise<void>((resolve, reject) => {
       s.once("error", reject);

@@ -26,6 +26,7 @@ export type ErrorCode =
   | "request_too_large"
   | "bad_request"
   | "headers_too_large"
+  | "request_timeout"
   | "stream_incomplete"
   | "canceled"
   | "timeout"
@@ -77,6 +78,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = Object.fre
   request_too_large: { grpc: S.RESOURCE_EXHAUSTED, http: 413, type: "invalid_request_error", openaiCode: "request_too_large" },
   bad_request: { grpc: S.INVALID_ARGUMENT, http: 400, type: "invalid_request_error", openaiCode: "bad_request" },
   headers_too_large: { grpc: S.RESOURCE_EXHAUSTED, http: 431, type: "invalid_request_error", openaiCode: "headers_too_large" },
+  request_timeout: { grpc: S.DEADLINE_EXCEEDED, http: 408, type: "invalid_request_error", openaiCode: "request_timeout" },
   stream_incomplete: { grpc: S.ABORTED, http: 500, type: "server_error", openaiCode: "stream_incomplete" },
   canceled: { grpc: S.CANCELLED, http: 499, type: "server_error", openaiCode: "canceled" },
   timeout: { grpc: S.DEADLINE_EXCEEDED, http: 504, type: "server_error", openaiCode: "timeout" },

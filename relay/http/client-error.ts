@@ -17,9 +17,11 @@ export function answerClientErrors(server: Server): void {
     const e =
       err.code === "HPE_HEADER_OVERFLOW"
         ? new MakinaError("headers_too_large", "The request headers are too large.")
-        : new MakinaError("bad_request", "The HTTP request is malformed.");
+        : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? new MakinaError("request_timeout", "The request was not sent in time: the connection is closed.")
+          : new MakinaError("bad_request", "The HTTP request is malformed.");
     const body = JSON.stringify(e.toBody());
-    const reason = e.mapping.http === 431 ? "Request Header Fields Too Large" : "Bad Request";
+    const reason = { 408: "Request Timeout", 431: "Request Header Fields Too Large" }[e.mapping.http as 408 | 431] ?? "Bad Request";
     socket.end(
       `HTTP/1.1 ${e.mapping.http} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nx-request-id: req_${randomUUID().replaceAll("-", "")}\r\nConnection: close\r\n\r\n${body}`,
     );
