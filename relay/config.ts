@@ -52,6 +52,8 @@ export interface RelayConfig {
   readonly bodyTimeoutMs: number;
   /** Most HTTP connections open at once per listener; more are refused. @default 10000 */
   readonly maxConnections: number;
+  /** A deployment step the machine reports nothing of (no progress, no result) for this long fails, ms. @default 1800000 */
+  readonly deployStepTimeoutMs: number;
   /** On stop, how long requests in flight may take to finish before links and connections are cut, ms. @default 30000 */
   readonly drainTimeoutMs: number;
   /** A request whose runtime produces nothing for this long after its first token ends with `stream_incomplete`, ms. @default 60000 */
@@ -94,6 +96,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   requestTimeoutMs: "MAKINA_REQUEST_TIMEOUT_MS",
   streamIdleTimeoutMs: "MAKINA_STREAM_IDLE_TIMEOUT_MS",
   drainTimeoutMs: "MAKINA_DRAIN_TIMEOUT_MS",
+  deployStepTimeoutMs: "MAKINA_DEPLOY_STEP_TIMEOUT_MS",
   headerTimeoutMs: "MAKINA_HEADER_TIMEOUT_MS",
   bodyTimeoutMs: "MAKINA_BODY_TIMEOUT_MS",
   maxConnections: "MAKINA_MAX_CONNECTIONS",
@@ -124,6 +127,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   requestTimeoutMs: 600_000,
   streamIdleTimeoutMs: 60_000,
   drainTimeoutMs: 30_000,
+  deployStepTimeoutMs: 30 * 60_000,
   headerTimeoutMs: 20_000,
   bodyTimeoutMs: 60_000,
   maxConnections: 10_000,
@@ -204,6 +208,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     requestTimeoutMs: int("requestTimeoutMs", 100, 24 * 3_600_000),
     streamIdleTimeoutMs: int("streamIdleTimeoutMs", 100, 24 * 3_600_000),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
+    deployStepTimeoutMs: int("deployStepTimeoutMs", 100, 24 * 3_600_000),
     headerTimeoutMs: int("headerTimeoutMs", 100, 600_000),
     bodyTimeoutMs: int("bodyTimeoutMs", 100, 3_600_000),
     maxConnections: int("maxConnections", 1, 1_000_000),

@@ -96,7 +96,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const events = new EventBus();
   const usage = new UsageRecorder(store.db);
   const metrics = new RelayMetrics({ machinesOnline: () => registry.size });
-  const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events);
+  const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs);
   const accept = linkAcceptor({
     store,
     registry,

@@ -20,6 +20,8 @@ export class Deployer {
     private readonly registry: AgentRegistry,
     private readonly log: Logger,
     private readonly events: EventBus,
+    /** A step the machine reports nothing of (no progress, no result) for this long fails its deployment. */
+    private readonly stepIdleTimeoutMs = 30 * 60_000,
   ) {
     registry.on("online", (session) => this.resume(session));
   }
@@ -40,7 +42,7 @@ export class Deployer {
     const session = this.registry.get(stack.machineId);
     if (session) {
       session.readyStacks.delete(stack.id);
-      await session.runCommand(stack.id, { kind: "removeStack" }).catch((err: unknown) => {
+      await session.runCommand(stack.id, { kind: "removeStack" }, { idleTimeoutMs: this.stepIdleTimeoutMs }).catch((err: unknown) => {
         this.log.warn("remove_stack failed; the stack is undeployed anyway", { stackId, err });
       });
     }
@@ -90,6 +92,7 @@ export class Deployer {
         changed();
         try {
           const result = await session.runCommand(stack.id, step, {
+            idleTimeoutMs: this.stepIdleTimeoutMs,
             onProgress: (p) => {
               this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds });
               changed();

@@ -268,26 +268,54 @@ export class AgentSession {
     }
   }
 
-  /** Sends one deployment step and waits for its result. */
-  runCommand(stackId: string, step: DeployStep, options: { onProgress?: (p: StepProgress) => void; signal?: AbortSignal } = {}): Promise<StepResult> {
+  /**
+   * Sends one deployment step and waits for its result. With `idleTimeoutMs`, a step the machine reports
+   * nothing of (no progress, no result) for that long fails with `timeout`, so a stuck step cannot hold
+   * the stack's later deployments.
+   */
+  runCommand(
+    stackId: string,
+    step: DeployStep,
+    options: { onProgress?: (p: StepProgress) => void; signal?: AbortSignal; idleTimeoutMs?: number } = {},
+  ): Promise<StepResult> {
     if (this.state !== "open") return Promise.reject(offline());
     const commandId = `c${++this.nextId}`;
     return new Promise<StepResult>((resolve, reject) => {
-      const onAbort = () => {
+      let idle: NodeJS.Timeout | undefined;
+      const done = () => {
+        clearTimeout(idle);
+        options.signal?.removeEventListener("abort", onAbort);
+      };
+      const fail = (err: MakinaError) => {
         this.commands.delete(commandId);
-        reject(MakinaError.from(options.signal?.reason));
+        done();
+        reject(err);
+      };
+      const onAbort = () => fail(MakinaError.from(options.signal?.reason));
+      const arm = () => {
+        if (options.idleTimeoutMs === undefined) return;
+        clearTimeout(idle);
+        idle = setTimeout(() => {
+          const ms = options.idleTimeoutMs!;
+          const wait = ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
+          fail(new MakinaError("timeout", `The machine reported nothing of the ${step.kind} step for ${wait}; it was given up.`));
+        }, options.idleTimeoutMs);
       };
       options.signal?.addEventListener("abort", onAbort, { once: true });
+      arm();
       this.commands.set(commandId, {
         resolve: (r) => {
-          options.signal?.removeEventListener("abort", onAbort);
+          done();
           resolve(r);
         },
         reject: (e) => {
-          options.signal?.removeEventListener("abort", onAbort);
+          done();
           reject(e);
         },
-        onProgress: options.onProgress,
+        onProgress: (p) => {
+          arm();
+          options.onProgress?.(p);
+        },
       });
       this.send({ type: "command", commandId, stackId, step });
     });

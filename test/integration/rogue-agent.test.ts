@@ -8,7 +8,7 @@ import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
  * honest agent does: claim stacks it was not given, flood reports, overstate usage, send errors that are not
  * a runtime's, and answer without end.
  */
-async function rogueAgent(gw: TestGateway, name: string) {
+async function rogueAgent(gw: TestGateway, name: string, options: { ignore?: (step: string) => boolean } = {}) {
   const { machine, token } = gw.relay.control.createMachine(gw.orgId, name);
   const received: RelayToAgent[] = [];
   let onInfer: (m: Extract<RelayToAgent, { type: "infer" }>) => void = () => {};
@@ -17,7 +17,7 @@ async function rogueAgent(gw: TestGateway, name: string) {
   relay = gw.relay.inProcessDialer({ machineId: machine.id, token })({
     send: (m) => {
       received.push(m);
-      if (m.type === "command") send({ type: "result", commandId: m.commandId, result: { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } });
+      if (m.type === "command" && !options.ignore?.(m.step.kind)) send({ type: "result", commandId: m.commandId, result: { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } });
       if (m.type === "infer") onInfer(m);
     },
     close: () => {},
@@ -29,7 +29,8 @@ async function rogueAgent(gw: TestGateway, name: string) {
   const st = await gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: machine.id, runtime: "openai", model: "http://fake.invalid/v1#rogue", modelId });
   await gw.relay.control.deploy(st.id);
   await gw.relay.deployer.settled(st.id);
-  return { machineId: machine.id, stackId: st.id, modelId, send, received, hardware, answer: (f: typeof onInfer) => (onInfer = f) };
+  return {
+    ignore: (f: (step: string) => boolean) => (options.ignore = f), machineId: machine.id, stackId: st.id, modelId, send, received, hardware, answer: (f: typeof onInfer) => (onInfer = f) };
 }
 
 describe("a machine that misbehaves cannot hurt the relay or mislead its clients", () => {
@@ -97,6 +98,27 @@ describe("a machine that misbehaves cannot hurt the relay or mislead its clients
     const stored = gw.relay.store.machines.get(rogue.machineId)!.hardware!;
     expect(stored.os).toBe("A".repeat(256));
     expect(stored.gpus).toHaveLength(64);
+  });
+});
+
+describe("a machine that never finishes a deployment step", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake", relayFlags: { deployStepTimeoutMs: 300 } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("fails the deployment with the reason once the step has been silent too long, and does not block the next one", async () => {
+    const rogue = await rogueAgent(gw, "stuck", { ignore: (step) => step === "pullModel" });
+    const failed = gw.relay.control.stack(rogue.stackId);
+    expect(failed.state).toBe("failed");
+    expect(failed.stateError).toBe("The machine reported nothing of the pullModel step for 300 ms; it was given up.");
+    rogue.ignore(() => false);
+    await gw.relay.control.deploy(rogue.stackId);
+    await gw.relay.deployer.settled(rogue.stackId);
+    expect(gw.relay.control.stack(rogue.stackId).state).toBe("deployed");
   });
 });
 
