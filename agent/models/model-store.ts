@@ -74,7 +74,11 @@ export class ModelStore {
     if (source.kind === "file") {
       const info = await stat(source.path).catch(() => undefined);
       if (!info?.isFile()) throw new MakinaError("not_found", `Model file not found: ${source.path}`);
-      const sha256 = await sha256File(source.path, options.signal);
+      // A file hashed before and unchanged since (same size and modification time) is not read again:
+      // a reconnect or a restart costs a stat, not minutes of hashing gigabytes.
+      const known = await this.knownDigest(source.path, info);
+      const sha256 = known ?? (await sha256File(source.path, options.signal));
+      if (!known) await this.rememberDigest(source.path, info, sha256);
       if (options.expectedSha256 && options.expectedSha256 !== sha256) {
         throw new MakinaError("invalid_value", `The model file ${source.path} has sha256 ${sha256}, expected ${options.expectedSha256}.`);
       }
@@ -103,6 +107,33 @@ export class ModelStore {
       if (info?.isFile()) out.push({ source, path, sha256, sizeBytes: info.size });
     }
     return out;
+  }
+
+  private digestsFile(): string {
+    return join(this.dir, "digests.json");
+  }
+
+  private async readDigests(): Promise<Record<string, { size: number; mtimeMs: number; sha256: string }>> {
+    try {
+      return JSON.parse(await readFile(this.digestsFile(), "utf8")) as Record<string, { size: number; mtimeMs: number; sha256: string }>;
+    } catch {
+      return {};
+    }
+  }
+
+  /** The digest recorded for a local file, when the file has not changed since. */
+  private async knownDigest(path: string, info: { size: number; mtimeMs: number }): Promise<string | undefined> {
+    const entry = (await this.readDigests())[path];
+    return entry && entry.size === info.size && entry.mtimeMs === info.mtimeMs ? entry.sha256 : undefined;
+  }
+
+  private async rememberDigest(path: string, info: { size: number; mtimeMs: number }, sha256: string): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    const digests = await this.readDigests();
+    digests[path] = { size: info.size, mtimeMs: info.mtimeMs, sha256 };
+    const tmp = `${this.digestsFile()}.${randomUUID()}.tmp`;
+    await writeFile(tmp, JSON.stringify(digests));
+    await rename(tmp, this.digestsFile());
   }
 
   private indexFile(): string {
