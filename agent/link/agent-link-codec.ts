@@ -13,6 +13,8 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
       return { type: "credit", requestId: body.value.requestId, credits: body.value.credits };
     case "inferenceCancel":
       return { type: "cancel", requestId: body.value.requestId, reason: body.value.reason };
+    case "commandCancel":
+      return { type: "cancelCommand", commandId: body.value.commandId, reason: body.value.reason };
     case "welcome":
       return { type: "welcome", ...body.value };
     case "heartbeat":

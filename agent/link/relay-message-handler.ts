@@ -31,6 +31,9 @@ export class RelayMessageHandler {
         return inference.credit(message.requestId, message.credits);
       case "command":
         return this.runStep(message);
+      case "cancelCommand":
+        this.commands.get(message.commandId)?.abort(new MakinaError("canceled", message.reason));
+        return;
       case "welcome":
       case "heartbeat":
         return;

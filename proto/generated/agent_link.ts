@@ -145,7 +145,15 @@ export interface RelayMessage {
     | { $case: "inferenceCancel"; value: InferenceCancel }
     | { $case: "inferenceCredit"; value: InferenceCredit }
     | { $case: "command"; value: Command }
+    | { $case: "commandCancel"; value: CommandCancel }
     | undefined;
+}
+
+/** The relay no longer waits for a command (its stack was undeployed, or the step timed out): the agent stops it. */
+export interface CommandCancel {
+  commandId: string;
+  /** Why, for the agent's log. */
+  reason: string;
 }
 
 /** First message of the agent on a new link. */
@@ -1485,6 +1493,9 @@ export const RelayMessage: MessageFns<RelayMessage> = {
       case "command":
         Command.encode(message.body.value, writer.uint32(50).fork()).join();
         break;
+      case "commandCancel":
+        CommandCancel.encode(message.body.value, writer.uint32(58).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1550,6 +1561,14 @@ export const RelayMessage: MessageFns<RelayMessage> = {
             message.body = { $case: "command", value: Command.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.body = { $case: "commandCancel", value: CommandCancel.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1582,6 +1601,10 @@ export const RelayMessage: MessageFns<RelayMessage> = {
         ? { $case: "inferenceCredit", value: InferenceCredit.fromJSON(object.inference_credit) }
         : isSet(object.command)
         ? { $case: "command", value: Command.fromJSON(object.command) }
+        : isSet(object.commandCancel)
+        ? { $case: "commandCancel", value: CommandCancel.fromJSON(object.commandCancel) }
+        : isSet(object.command_cancel)
+        ? { $case: "commandCancel", value: CommandCancel.fromJSON(object.command_cancel) }
         : undefined,
     };
   },
@@ -1600,6 +1623,8 @@ export const RelayMessage: MessageFns<RelayMessage> = {
       obj.inferenceCredit = InferenceCredit.toJSON(message.body.value);
     } else if (message.body?.$case === "command") {
       obj.command = Command.toJSON(message.body.value);
+    } else if (message.body?.$case === "commandCancel") {
+      obj.commandCancel = CommandCancel.toJSON(message.body.value);
     }
     return obj;
   },
@@ -1646,7 +1671,102 @@ export const RelayMessage: MessageFns<RelayMessage> = {
         }
         break;
       }
+      case "commandCancel": {
+        if (object.body?.value !== undefined && object.body?.value !== null) {
+          message.body = { $case: "commandCancel", value: CommandCancel.fromPartial(object.body.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseCommandCancel(): CommandCancel {
+  return { commandId: "", reason: "" };
+}
+
+export const CommandCancel: MessageFns<CommandCancel> = {
+  encode(message: CommandCancel, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.commandId !== "") {
+      writer.uint32(10).string(message.commandId);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CommandCancel {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCommandCancel();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.commandId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CommandCancel {
+    return {
+      commandId: isSet(object.commandId)
+        ? globalThis.String(object.commandId)
+        : isSet(object.command_id)
+        ? globalThis.String(object.command_id)
+        : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: CommandCancel): unknown {
+    const obj: any = {};
+    if (message.commandId !== "") {
+      obj.commandId = message.commandId;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CommandCancel>, I>>(base?: I): CommandCancel {
+    return CommandCancel.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CommandCancel>, I>>(object: I): CommandCancel {
+    const message = createBaseCommandCancel();
+    message.commandId = object.commandId ?? "";
+    message.reason = object.reason ?? "";
     return message;
   },
 };

@@ -152,7 +152,8 @@ export type RelayToAgent =
   | { type: "infer"; requestId: string; stackId: string; input: ChatInput; credit: number }
   | { type: "cancel"; requestId: string; reason: string }
   | { type: "credit"; requestId: string; credits: number }
-  | { type: "command"; commandId: string; stackId: string; step: DeployStep };
+  | { type: "command"; commandId: string; stackId: string; step: DeployStep }
+  | { type: "cancelCommand"; commandId: string; reason: string };
 
 /** Everything an agent sends the relay. A request's `text` and `end` are {@link TokenEvent}s with its id. */
 export type AgentToRelay =

@@ -14,6 +14,8 @@ export const DEPLOY_STEPS = ["install_runtime", "pull_model", "configure_endpoin
  */
 export class Deployer {
   private readonly running = new Map<string, Promise<void>>();
+  /** Per stack, what stops its deployments in progress (an undeploy aborts it). */
+  private readonly cancels = new Map<string, AbortController>();
 
   constructor(
     private readonly store: Store,
@@ -35,10 +37,16 @@ export class Deployer {
     return stack;
   }
 
-  /** Stops serving a stack; it ends as `draft`. */
+  /**
+   * Stops serving a stack; it ends as `draft`. A deployment still running is stopped first (on the machine
+   * too), and its steps end as canceled, so nothing of it lands after the stack was removed.
+   */
   async undeploy(stackId: string): Promise<Stack> {
     const stack = this.store.stacks.transition(stackId, "undeploying");
     this.changed(stack);
+    this.cancels.get(stackId)?.abort(new MakinaError("canceled", "The stack was undeployed during its deployment."));
+    this.cancels.delete(stackId);
+    await this.settled(stackId);
     const session = this.registry.get(stack.machineId);
     if (session) {
       session.readyStacks.delete(stack.id);
@@ -69,13 +77,19 @@ export class Deployer {
 
   private run(session: AgentSession, stack: Stack): void {
     const previous = this.running.get(stack.id) ?? Promise.resolve();
-    const next = previous.then(() => this.sequence(session, stack)).finally(() => {
+    let cancel = this.cancels.get(stack.id);
+    if (!cancel) {
+      cancel = new AbortController();
+      this.cancels.set(stack.id, cancel);
+    }
+    const { signal } = cancel;
+    const next = previous.then(() => this.sequence(session, stack, signal)).finally(() => {
       if (this.running.get(stack.id) === next) this.running.delete(stack.id);
     });
     this.running.set(stack.id, next);
   }
 
-  private async sequence(session: AgentSession, stack: Stack): Promise<void> {
+  private async sequence(session: AgentSession, stack: Stack, signal: AbortSignal): Promise<void> {
     const log = this.log.child({ stackId: stack.id, machineId: stack.machineId });
     const deploymentId = this.store.deployments.start(stack.id, DEPLOY_STEPS);
     const changed = () => this.changed(stack);
@@ -88,10 +102,12 @@ export class Deployer {
     let contextSize: number | null = null;
     try {
       for (const [seq, step] of steps.entries()) {
+        signal.throwIfAborted();
         this.store.deployments.stepRunning(deploymentId, seq);
         changed();
         try {
           const result = await session.runCommand(stack.id, step, {
+            signal,
             idleTimeoutMs: this.stepIdleTimeoutMs,
             onProgress: (p) => {
               this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds });

@@ -291,13 +291,18 @@ export class AgentSession {
         done();
         reject(err);
       };
-      const onAbort = () => fail(MakinaError.from(options.signal?.reason));
+      const onAbort = () => {
+        // The machine stops the step too: nothing it does for it after this counts.
+        this.send({ type: "cancelCommand", commandId, reason: "the relay no longer waits for this step" });
+        fail(MakinaError.from(options.signal?.reason));
+      };
       const arm = () => {
         if (options.idleTimeoutMs === undefined) return;
         clearTimeout(idle);
         idle = setTimeout(() => {
           const ms = options.idleTimeoutMs!;
           const wait = ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
+          this.send({ type: "cancelCommand", commandId, reason: `no word of the step for ${wait}` });
           fail(new MakinaError("timeout", `The machine reported nothing of the ${step.kind} step for ${wait}; it was given up.`));
         }, options.idleTimeoutMs);
       };

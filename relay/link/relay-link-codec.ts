@@ -79,6 +79,8 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
     }
     case "credit":
       return { body: { $case: "inferenceCredit", value: { requestId: message.requestId, credits: message.credits } } };
+    case "cancelCommand":
+      return { body: { $case: "commandCancel", value: { commandId: message.commandId, reason: message.reason } } };
     case "cancel":
       return { body: { $case: "inferenceCancel", value: { requestId: message.requestId, reason: message.reason } } };
     case "welcome":

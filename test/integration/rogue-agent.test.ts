@@ -8,7 +8,7 @@ import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
  * honest agent does: claim stacks it was not given, flood reports, overstate usage, send errors that are not
  * a runtime's, and answer without end.
  */
-async function rogueAgent(gw: TestGateway, name: string, options: { ignore?: (step: string) => boolean } = {}) {
+async function rogueAgent(gw: TestGateway, name: string, options: { ignore?: (step: string) => boolean; deploy?: boolean } = {}) {
   const { machine, token } = gw.relay.control.createMachine(gw.orgId, name);
   const received: RelayToAgent[] = [];
   let onInfer: (m: Extract<RelayToAgent, { type: "infer" }>) => void = () => {};
@@ -27,8 +27,10 @@ async function rogueAgent(gw: TestGateway, name: string, options: { ignore?: (st
   await vi.waitFor(() => expect(received.some((m) => m.type === "welcome")).toBe(true), { timeout: 5_000, interval: 10 });
   const modelId = `${name}-model`;
   const st = await gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: machine.id, runtime: "openai", model: "http://fake.invalid/v1#rogue", modelId });
-  await gw.relay.control.deploy(st.id);
-  await gw.relay.deployer.settled(st.id);
+  if (options.deploy ?? true) {
+    await gw.relay.control.deploy(st.id);
+    await gw.relay.deployer.settled(st.id);
+  }
   return {
     ignore: (f: (step: string) => boolean) => (options.ignore = f), machineId: machine.id, stackId: st.id, modelId, send, received, hardware, answer: (f: typeof onInfer) => (onInfer = f) };
 }
@@ -119,6 +121,34 @@ describe("a machine that never finishes a deployment step", () => {
     await gw.relay.control.deploy(rogue.stackId);
     await gw.relay.deployer.settled(rogue.stackId);
     expect(gw.relay.control.stack(rogue.stackId).state).toBe("deployed");
+  });
+});
+
+describe("undeploying a stack whose deployment is still running", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake" });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("stops the deployment on the relay and on the machine first, then removes the stack: nothing of it lands after", async () => {
+    const rogue = await rogueAgent(gw, "halfway", { ignore: (step) => step === "pullModel", deploy: false });
+    await gw.relay.control.deploy(rogue.stackId);
+    await vi.waitFor(() => expect(rogue.received.some((m) => m.type === "command" && m.step.kind === "pullModel")).toBe(true), { timeout: 5_000, interval: 10 });
+    const undeployed = await gw.relay.deployer.undeploy(rogue.stackId);
+    expect(undeployed.state).toBe("draft");
+    const sent = rogue.received.filter((m) => m.type === "command" || m.type === "cancelCommand");
+    const pull = sent.find((m) => m.type === "command" && m.step.kind === "pullModel")!;
+    expect(sent.map((m) => (m.type === "command" ? m.step.kind : `cancel ${m.commandId === (pull as { commandId: string }).commandId ? "pull" : "other"}`))).toEqual([
+      "installRuntime",
+      "pullModel",
+      "cancel pull",
+      "removeStack",
+    ]);
+    const view = gw.relay.control.stack(rogue.stackId);
+    expect(view.deployment?.error).toBe("The stack was undeployed during its deployment.");
   });
 });
 
