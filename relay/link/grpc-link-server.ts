@@ -22,6 +22,9 @@ export interface LinkServer {
   stop(): Promise<void>;
 }
 
+/** Messages waiting to leave for one agent beyond which its link counts as not draining. */
+const CONGESTED_BACKLOG = 1024;
+
 /** The gRPC status an agent sees for a refused link. */
 function refusalStatus(refused: LinkRefusal, reason: string): status {
   if (refused === "credentials") return status.UNAUTHENTICATED;
@@ -46,17 +49,15 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
       const auth = String(call.metadata.get(AUTHORIZATION_METADATA)[0] ?? "");
       const token = /^Bearer\s+(\S+)$/i.exec(auth)?.[1] ?? "";
       let closed = false;
-      // The agent does not read as fast as the relay writes: grpc-js buffers what waits, and routing avoids the machine.
-      let congested = false;
       const relay = options.accept(
         { machineId, token },
         {
           send: (message) => {
-            if (closed || call.write(encodeRelayMessage(message)) || congested) return;
-            congested = true;
-            call.once("drain", () => (congested = false));
+            if (!closed) call.write(encodeRelayMessage(message));
           },
-          congested: () => congested,
+          // grpc-js's own high-water mark (16 messages) is passed in ordinary bursts; only a backlog that size
+          // cannot explain means the agent stopped reading, and routing then avoids the machine.
+          congested: () => call.writableLength > CONGESTED_BACKLOG,
           close: (reason, refused) => {
             if (closed) return;
             closed = true;
