@@ -141,7 +141,7 @@ export class LinkClient {
         },
       });
       this.relay = relay;
-      relay.send({ ...this.options.hello() });
+      relay.send(this.options.hello());
     });
   }
 

@@ -9,23 +9,19 @@ import type { AgentToRelay, LinkAcceptor, LinkCredentials, LinkDialer, LinkEnd, 
 export function inProcessDialer(accept: LinkAcceptor, credentials: LinkCredentials): LinkDialer {
   return (agent) => {
     let open = true;
-    let relay: LinkEnd<AgentToRelay> | undefined;
+    // Runs in a microtask, so even a refusal from inside `accept` finds `relay` assigned.
     const closeBoth = (reason: string, refused?: LinkRefusal) => {
       if (!open) return;
       open = false;
       queueMicrotask(() => {
         agent.close(reason, refused);
-        relay?.close(reason);
+        relay.close(reason);
       });
     };
-    relay = accept(credentials, {
-      send: (message) => open && queueMicrotask(() => agent.send(message)),
-      close: closeBoth,
-    });
-    const toRelay = relay;
-    return {
-      send: (message) => open && queueMicrotask(() => toRelay.send(message)),
-      close: closeBoth,
+    const deliver = <M>(to: LinkEnd<M>) => (message: M) => {
+      if (open) queueMicrotask(() => to.send(message));
     };
+    const relay: LinkEnd<AgentToRelay> = accept(credentials, { send: deliver(agent), close: closeBoth });
+    return { send: deliver(relay), close: closeBoth };
   };
 }

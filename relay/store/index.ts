@@ -15,7 +15,7 @@ export { RUNTIME_KINDS, type Stack, type StackState, type RuntimeKind, type NewS
 export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";
-export { randomBase62, newId } from "./ids.js";
+export { randomBase62, newId, PooledBase62 } from "./ids.js";
 
 /** The relay's persistent state: one SQLite file, one store per table family. */
 export interface Store {

@@ -5,12 +5,11 @@ import type { AgentRegistry } from "../../link/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
 import { pickTarget, stacksForKey, type GatewayDirectory } from "../../routing/index.js";
-import type { ApiKeyRecord } from "../../store/index.js";
+import { PooledBase62, type ApiKeyRecord } from "../../store/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import { readJsonBody } from "../read-json-body.js";
 import { requestIdFor } from "../request-id.js";
 import { sendError, sendJson } from "../send-json.js";
-import { ChatIds } from "./chat-ids.js";
 import { SseWriter } from "./sse-writer.js";
 import { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 
@@ -48,7 +47,7 @@ interface Outcome {
  * rather than pass through Express's router and body parser.
  */
 export function chatCompletions(deps: ChatCompletionsDeps): (req: IncomingMessage, res: ServerResponse) => void {
-  const ids = new ChatIds();
+  const ids = new PooledBase62();
   return (req, res) => {
     const startedAt = performance.now();
     const requestId = requestIdFor(req, res);
@@ -70,7 +69,7 @@ export function chatCompletions(deps: ChatCompletionsDeps): (req: IncomingMessag
   };
 }
 
-async function serve(deps: ChatCompletionsDeps, ids: ChatIds, req: IncomingMessage, res: ServerResponse, outcome: Outcome, requestId: string): Promise<void> {
+async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: IncomingMessage, res: ServerResponse, outcome: Outcome, requestId: string): Promise<void> {
   deps.directory.refresh();
   const key = authenticateApiKey(deps.directory, req.headers.authorization);
   outcome.key = key;
@@ -122,7 +121,7 @@ async function serve(deps: ChatCompletionsDeps, ids: ChatIds, req: IncomingMessa
         },
       },
     );
-    const meta = { id: ids.next(), created: Math.floor(Date.now() / 1000), model: request.model };
+    const meta = { id: `chatcmpl-${ids.next(29)}`, created: Math.floor(Date.now() / 1000), model: request.model };
     if (request.stream) await stream(res, events, meta, request, outcome, deps.log, requestId);
     else await complete(res, events, meta, controller, deps.requestTimeoutMs);
   } catch (err) {
