@@ -4,11 +4,14 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { AgentStatus } from "../agent/control/agent-status.js";
 
-/** Where the local agent's control socket may be: `--socket`, `MAKINA_AGENT_SOCKET`, the agent's data dir, `makina up`'s default. */
-export function candidateSockets(flags: { socket?: string }, env: NodeJS.ProcessEnv, configDataDir?: string): string[] {
+/**
+ * Where the local agent's control socket may be: `--socket`, `MAKINA_AGENT_SOCKET`, the one the agent's config file
+ * names (its `control_socket`, or `agent.sock` in its `data_dir`), the default data dir's, `makina up`'s default.
+ */
+export function candidateSockets(flags: { socket?: string }, env: NodeJS.ProcessEnv, configSocket?: string): string[] {
   if (flags.socket) return [resolve(flags.socket)];
   if (env.MAKINA_AGENT_SOCKET) return [resolve(env.MAKINA_AGENT_SOCKET)];
-  const paths = [configDataDir && join(configDataDir, "agent.sock"), join(homedir(), ".makina", "agent", "agent.sock"), resolve(".makina", "agent", "agent.sock")];
+  const paths = [configSocket, join(homedir(), ".makina", "agent", "agent.sock"), resolve(".makina", "agent", "agent.sock")];
   return [...new Set(paths.filter((p): p is string => !!p))];
 }
 

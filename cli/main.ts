@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
+import { agentVersion } from "../agent/version.js";
 import { CliError, EXIT, exitFor } from "./cli-error.js";
 import { adminCommand } from "./commands/admin/admin-command.js";
 import { agentCommand } from "./commands/agent-command.js";
@@ -28,7 +29,7 @@ export async function main(argv: string[]): Promise<number> {
       .demandCommand(1, "Name a command; see --help.")
       .strict()
       .help()
-      .version()
+      .version(agentVersion())
       .fail((message, err) => {
         throw err ?? new CliError(message, EXIT.usage);
       })

@@ -1,109 +1,334 @@
 #!/bin/sh
-# Joins this machine to a Makina relay:
-#   sh install.sh [--relay-url URL] --server HOST:PORT --machine-id mach_… --token mk_mach_… [--ca-sha256 HEX | --tls]
-#                 [--source DIR] [--no-service] [--config-dir DIR] [--hf-token hf_…]
-# Before installing anything it checks the OS and CPU, Node.js 20.19 or newer, 1 GiB free in $HOME, and with
-# --relay-url (the install command passes it) that the relay answers and accepts this machine's token.
-# Installs the `makina` command (from --source: a Makina checkout or release tarball; default: the
-# checkout this script lives in), writes the agent config (mode 0600; in /etc/makina as root, else
-# ~/.config/makina, or --config-dir) and starts the agent as a systemd service when systemd is there,
-# or tells you the command to run otherwise. --ca-sha256: the fingerprint of the relay's own link CA, the only
-# CA the agent will trust (from the install command); --tls: the relay has a publicly trusted certificate.
-# --hf-token: a Hugging Face token for gated models.
+# Makina install script: joins this machine to a Makina relay. The relay serves it, and its Machines page (or
+# `makina admin machine create`) prints the one line to paste:
+#
+#   curl -fsSL https://RELAY/install.sh | sh -s -- --relay-url https://RELAY --server HOST:PORT \
+#     --machine-id mach_… --token mk_mach_… --ca-sha256 HEX
+#
+# Before it installs anything it checks the OS and CPU, Node.js 20.19 or newer with npm, free disk, and that the
+# relay answers and accepts this machine's token. Then it downloads the agent package of the relay's version
+# from the relay (its dependencies come from the npm registry), installs it into a prefix, writes the agent's
+# config (readable only by the service's user), starts the agent as a service and waits for `makina doctor`
+# to pass: the machine is online when the script ends. Running it again upgrades in place and keeps the config.
+#
+# Options:
+#   --relay-url URL       the relay's http(s) URL (the checks and the agent package come from it)
+#   --server HOST:PORT    the relay's link address, which the agent dials
+#   --machine-id ID       --token TOKEN    this machine's credentials
+#   --ca-sha256 HEX       trust only the relay's own link CA, with this fingerprint (from the install command)
+#   --tls                 the link has a publicly trusted certificate instead
+#   --hf-token hf_…       a Hugging Face token for gated models
+#   --prefix DIR          where to install [default: /opt/makina as root, else ~/.local/share/makina]
+#   --service MODE        auto, systemd, launchd, detached (a background process with a pid file) or none
+#                         [default: auto: systemd as root where it runs, launchd on macOS, else detached]
+#   --no-service          the same as --service none
+#   --source DIR|FILE     install this Makina checkout or package instead of the relay's agent package
+#   --uninstall           stop the agent and remove it; downloaded models stay unless --purge
+#   --purge               with --uninstall: remove the models and the service user too
 set -eu
 
-server="" machine_id="" token="" source_dir="" service=1 config_dir="" hf_token="" ca_sha256="" tls=0 relay_url=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --server) server="$2"; shift 2 ;;
-    --machine-id) machine_id="$2"; shift 2 ;;
-    --token) token="$2"; shift 2 ;;
-    --source) source_dir="$2"; shift 2 ;;
-    --no-service) service=0; shift ;;
-    --config-dir) config_dir="$2"; shift 2 ;;
-    --hf-token) hf_token="$2"; shift 2 ;;
-    --ca-sha256) ca_sha256="$2"; shift 2 ;;
-    --tls) tls=1; shift ;;
-    --relay-url) relay_url="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) echo "install.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-done
-if [ -z "$server" ] || [ -z "$machine_id" ] || [ -z "$token" ]; then echo "install.sh: --server, --machine-id and --token are required" >&2; exit 2; fi
-case "$machine_id" in mach_*) ;; *) echo "install.sh: the machine ID starts with mach_" >&2; exit 2 ;; esac
-case "$token" in mk_mach_*) ;; *) echo "install.sh: the machine token starts with mk_mach_" >&2; exit 2 ;; esac
-# The values go into JSON as they are: only the characters they are made of are accepted.
-case "$server$machine_id$token$hf_token" in *[!A-Za-z0-9_.:\[\]-]*) echo "install.sh: --server, --machine-id, --token and --hf-token hold only letters, digits and . : _ - [ ]" >&2; exit 2 ;; esac
-case "$hf_token" in ""|hf_*) ;; *) echo "install.sh: a Hugging Face token starts with hf_" >&2; exit 2 ;; esac
-case "$ca_sha256" in "") ;; *[!0-9a-fA-F]*) echo "install.sh: --ca-sha256 is a SHA-256 fingerprint: 64 hex digits" >&2; exit 2 ;; *) [ "${#ca_sha256}" -eq 64 ] || { echo "install.sh: --ca-sha256 is a SHA-256 fingerprint: 64 hex digits" >&2; exit 2; } ;; esac
+# Everything runs from main, called on the last line: a download cut short runs nothing.
+main() {
+  relay_url="" server="" machine_id="" token="" ca_sha256="" tls=0 hf_token="" prefix="" service=auto source=""
+  uninstall=0 purge=0
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --relay-url|--server|--machine-id|--token|--ca-sha256|--hf-token|--prefix|--service|--source)
+        [ $# -ge 2 ] || { echo "install.sh: $1 needs a value" >&2; exit 2; }
+        case "$1" in
+          --relay-url) relay_url="$2" ;; --server) server="$2" ;; --machine-id) machine_id="$2" ;; --token) token="$2" ;;
+          --ca-sha256) ca_sha256="$2" ;; --hf-token) hf_token="$2" ;; --prefix) prefix="$2" ;; --service) service="$2" ;;
+          --source) source="$2" ;;
+        esac
+        shift 2 ;;
+      --tls) tls=1; shift ;;
+      --no-service) service=none; shift ;;
+      --uninstall) uninstall=1; shift ;;
+      --purge) purge=1; shift ;;
+      -h|--help) echo "Usage: curl -fsSL https://RELAY/install.sh | sh -s -- --relay-url URL --server HOST:PORT --machine-id ID --token TOKEN [--ca-sha256 HEX | --tls] [--prefix DIR] [--service auto|systemd|launchd|detached|none] [--source DIR|FILE] [--hf-token hf_…]; or --uninstall [--purge] [--prefix DIR]"; exit 0 ;;
+      *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+  done
 
-case "$relay_url" in ""|http://*|https://*) ;; *) echo "install.sh: --relay-url is the relay's http(s) URL" >&2; exit 2 ;; esac
-case "$relay_url" in *[!A-Za-z0-9_.:/\[\]-]*) echo "install.sh: --relay-url holds only letters, digits and . : / _ - [ ]" >&2; exit 2 ;; esac
+  usage_error() { echo "install.sh: $*" >&2; exit 2; }
+  fail() { echo "install.sh: $*" >&2; exit 1; }
+  is_root() { [ "$(id -u)" = 0 ]; }
 
-# Checks before anything is installed: each failure says what is wrong in one line and exits 1.
-fail() { echo "install.sh: $*" >&2; exit 1; }
-case "$(uname -s)" in Linux|Darwin) ;; *) fail "this machine runs $(uname -s); the Makina agent runs on Linux and macOS" ;; esac
-case "$(uname -m)" in x86_64|amd64|aarch64|arm64) ;; *) fail "this machine's CPU is $(uname -m); the Makina agent runs on x86_64 and arm64" ;; esac
-command -v node >/dev/null 2>&1 || fail "Node.js 20.19 or newer is required: install it (https://nodejs.org, or your package manager's nodejs), then run this command again"
-node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' ||
-  fail "Node.js 20.19 or newer is required, this machine has $(node --version): update it (https://nodejs.org), then run this command again"
-free_kib="$(df -Pk "${HOME:-/}" 2>/dev/null | awk 'NR == 2 { print $4 }')"
-if [ -n "$free_kib" ] && [ "$free_kib" -lt 1048576 ]; then fail "the agent and its models need at least 1 GiB free in ${HOME:-/}; $((free_kib / 1024)) MiB are free"; fi
-if [ -n "$relay_url" ]; then
-  command -v curl >/dev/null 2>&1 || fail "curl is needed to reach the relay at $relay_url"
-  curl -fsS --max-time 10 "$relay_url/health" >/dev/null 2>&1 || fail "the relay at $relay_url does not answer: check the address, that the relay runs, and the firewall"
-  # The token goes on stdin, never in curl's arguments (which other users can see in ps).
-  answer="$(printf '{"machine_id":"%s","token":"%s"}' "$machine_id" "$token" |
-    curl -sS --max-time 10 -H 'content-type: application/json' --data-binary @- -w '\n%{http_code}' "$relay_url/agent/v1/check")" ||
-    fail "the relay at $relay_url does not answer"
-  if [ "$(printf '%s\n' "$answer" | tail -n 1)" != 200 ]; then
-    message="$(printf '%s\n' "$answer" | sed '$d' | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { try { process.stdout.write(JSON.parse(s).error.message); } catch { process.stdout.write(s.slice(0, 200)); } })')"
-    fail "the relay refused this machine: $message Nothing was installed."
+  case "$service" in auto|systemd|launchd|detached|none) ;; *) usage_error "--service is auto, systemd, launchd, detached or none" ;; esac
+  if [ -z "$prefix" ]; then
+    if is_root; then prefix=/opt/makina; else prefix="${XDG_DATA_HOME:-${HOME:?}/.local/share}/makina"; fi
   fi
-fi
+  case "$prefix" in /*) ;; *) prefix="$(pwd)/$prefix" ;; esac
+  case "$prefix" in *[!A-Za-z0-9_.@/+-]*) usage_error "--prefix holds only letters, digits and _ . @ / + -" ;; /) usage_error "--prefix cannot be /" ;; esac
+  prefix="${prefix%/}"
+  unit=/etc/systemd/system/makina-agent.service
+  if is_root; then plist=/Library/LaunchDaemons/dev.makina.agent.plist; else plist="${HOME:-/}/Library/LaunchAgents/dev.makina.agent.plist"; fi
 
-if [ -z "$source_dir" ]; then source_dir="$(cd "$(dirname "$0")/.." && pwd)"; fi
-if ! command -v makina >/dev/null 2>&1; then
-  echo "Installing makina from $source_dir …"
-  npm install --global "$source_dir"
-fi
+  # ---- Stopping whatever runs the agent now (for upgrades and --uninstall) ----
+  # The service mode the last install chose is kept in $prefix/etc/service.
+  installed_mode() { if [ -f "$prefix/etc/service" ]; then cat "$prefix/etc/service"; else echo none; fi; }
+  pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+  stop_detached() {
+    pidfile="$prefix/run/agent.pid"
+    [ -f "$pidfile" ] || return 0
+    pid="$(cat "$pidfile")"
+    case "$pid" in ''|*[!0-9]*) rm -f "$pidfile"; return 0 ;; esac
+    # Only a process started from this prefix is ours to stop (a stale pid may be someone else's by now).
+    if pid_alive "$pid" && { [ ! -r "/proc/$pid/cmdline" ] || tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q "$prefix/"; }; then
+      kill -TERM "$pid" 2>/dev/null || true
+      # The agent drains its requests in flight first (30 s at most by default).
+      waited=0
+      while pid_alive "$pid" && [ "$waited" -lt 40 ]; do sleep 1; waited=$((waited + 1)); done
+      if pid_alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+    fi
+    rm -f "$pidfile"
+  }
+  stop_service() {
+    case "$(installed_mode)" in
+      systemd) if command -v systemctl >/dev/null 2>&1; then systemctl disable --now makina-agent.service >/dev/null 2>&1 || true; fi; rm -f "$unit"
+        if command -v systemctl >/dev/null 2>&1; then systemctl daemon-reload || true; fi ;;
+      launchd) launchctl unload "$plist" >/dev/null 2>&1 || true; rm -f "$plist" ;;
+      detached) stop_detached ;;
+    esac
+  }
 
-if [ -z "$config_dir" ]; then
-  if [ "$(id -u)" = 0 ]; then config_dir=/etc/makina; else config_dir="${XDG_CONFIG_HOME:-$HOME/.config}/makina"; fi
-fi
-mkdir -p "$config_dir"
-config_dir="$(cd "$config_dir" && pwd)"
-umask 077
-extra=""
-if [ -n "$hf_token" ]; then extra="$extra, \"hf_token\": \"$hf_token\""; fi
-if [ -n "$ca_sha256" ]; then extra="$extra, \"ca_sha256\": \"$ca_sha256\""; fi
-if [ "$tls" = 1 ]; then extra="$extra, \"tls\": true"; fi
-cat > "$config_dir/agent.json" <<JSON
-{ "server": "$server", "machine_id": "$machine_id", "token": "$token"$extra }
-JSON
-chmod 600 "$config_dir/agent.json"
-echo "Wrote $config_dir/agent.json"
+  if [ "$uninstall" = 1 ]; then
+    [ -d "$prefix" ] || fail "nothing is installed in $prefix (pass the --prefix it was installed with)"
+    # A prefix with the install in it, or (for --purge after an --uninstall) with only the models left.
+    [ -f "$prefix/etc/service" ] || [ -d "$prefix/lib" ] || { [ "$purge" = 1 ] && [ "$(ls -A "$prefix")" = data ]; } ||
+      fail "$prefix does not hold a Makina install"
+    stop_service
+    if [ -L /usr/local/bin/makina ] && [ "$(readlink /usr/local/bin/makina)" = "$prefix/bin/makina" ]; then rm -f /usr/local/bin/makina; fi
+    rm -rf "${prefix:?}/bin" "${prefix:?}/lib" "${prefix:?}/etc" "${prefix:?}/run" "${prefix:?}/log"
+    if [ "$purge" = 1 ]; then
+      rm -rf "$prefix"
+      if is_root && id makina >/dev/null 2>&1 && command -v userdel >/dev/null 2>&1; then userdel makina 2>/dev/null || true; fi
+      echo "Makina is uninstalled from $prefix, models included."
+    else
+      rmdir "$prefix" 2>/dev/null || true
+      if [ -d "$prefix/data" ]; then echo "Makina is uninstalled from $prefix; downloaded models are kept in $prefix/data (--purge removes them)."
+      else echo "Makina is uninstalled from $prefix."; fi
+    fi
+    exit 0
+  fi
+  [ "$purge" = 0 ] || usage_error "--purge goes with --uninstall"
 
-makina_bin="$(command -v makina)"
-if [ "$service" = 1 ] && command -v systemctl >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  cat > /etc/systemd/system/makina-agent.service <<UNIT
+  # ---- The command line ----
+  if [ -z "$server" ] || [ -z "$machine_id" ] || [ -z "$token" ]; then usage_error "--server, --machine-id and --token are required"; fi
+  case "$machine_id" in mach_*) ;; *) usage_error "the machine ID starts with mach_" ;; esac
+  case "$token" in mk_mach_*) ;; *) usage_error "the machine token starts with mk_mach_" ;; esac
+  # The values go into JSON and URLs as they are: only the characters they are made of are accepted.
+  case "$server$machine_id$token$hf_token" in *[!A-Za-z0-9_.:\[\]-]*) usage_error "--server, --machine-id, --token and --hf-token hold only letters, digits and . : _ - [ ]" ;; esac
+  case "$hf_token" in ""|hf_*) ;; *) usage_error "a Hugging Face token starts with hf_" ;; esac
+  case "$ca_sha256" in "") ;; *[!0-9a-fA-F]*) usage_error "--ca-sha256 is a SHA-256 fingerprint: 64 hex digits" ;; *) [ "${#ca_sha256}" -eq 64 ] || usage_error "--ca-sha256 is a SHA-256 fingerprint: 64 hex digits" ;; esac
+  case "$relay_url" in ""|http://*|https://*) ;; *) usage_error "--relay-url is the relay's http(s) URL" ;; esac
+  case "$relay_url" in *[!A-Za-z0-9_.:/\[\]-]*) usage_error "--relay-url holds only letters, digits and . : / _ - [ ]" ;; esac
+  relay_url="${relay_url%/}"
+  if [ -z "$relay_url" ] && [ -z "$source" ]; then usage_error "--relay-url (the agent package comes from the relay) or --source is required"; fi
+  if [ -n "$source" ] && [ ! -e "$source" ]; then usage_error "--source $source does not exist"; fi
+
+  # ---- Checks before anything is installed: each failure says what is wrong in one line and exits 1 ----
+  os="$(uname -s)"
+  case "$os" in Linux|Darwin) ;; *) fail "this machine runs $os; the Makina agent runs on Linux and macOS" ;; esac
+  case "$(uname -m)" in x86_64|amd64|aarch64|arm64) ;; *) fail "this machine's CPU is $(uname -m); the Makina agent runs on x86_64 and arm64" ;; esac
+  command -v node >/dev/null 2>&1 || fail "Node.js 20.19 or newer is required: install it (https://nodejs.org, or your package manager's nodejs), then run this command again"
+  node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' ||
+    fail "Node.js 20.19 or newer is required, this machine has $(node --version): update it (https://nodejs.org), then run this command again"
+  command -v npm >/dev/null 2>&1 || fail "npm is required (it comes with Node.js; some distributions package it apart as npm)"
+  if [ "$service" = systemd ] && { ! is_root || ! command -v systemctl >/dev/null 2>&1; }; then fail "--service systemd needs root and systemd"; fi
+  if [ "$service" = launchd ] && [ "$os" != Darwin ]; then fail "--service launchd is for macOS"; fi
+  # The agent package with llama.cpp's prebuilt binaries takes about 1 GiB; models need more, later.
+  existing="$prefix"
+  while [ ! -d "$existing" ]; do existing="$(dirname "$existing")"; done
+  [ -w "$existing" ] || fail "$existing is not writable: run as root, or pass --prefix DIR in a directory you own"
+  free_kib="$(df -Pk "$existing" 2>/dev/null | awk 'NR == 2 { print $4 }')"
+  if [ -n "$free_kib" ] && [ "$free_kib" -lt 2097152 ]; then fail "the agent needs at least 2 GiB free in $existing; $((free_kib / 1024)) MiB are free"; fi
+  package_url="" package_sha256="" package_file=""
+  if [ -n "$relay_url" ]; then
+    command -v curl >/dev/null 2>&1 || fail "curl is needed to reach the relay at $relay_url"
+    curl -fsS --max-time 10 "$relay_url/health" >/dev/null 2>&1 || fail "the relay at $relay_url does not answer: check the address, that the relay runs, and the firewall"
+    # The token goes on stdin, never in curl's arguments (which other users can see in ps).
+    answer="$(printf '{"machine_id":"%s","token":"%s"}' "$machine_id" "$token" |
+      curl -sS --max-time 10 -H 'content-type: application/json' --data-binary @- -w '\n%{http_code}' "$relay_url/agent/v1/check")" ||
+      fail "the relay at $relay_url does not answer"
+    status="$(printf '%s\n' "$answer" | tail -n 1)"
+    body="$(printf '%s\n' "$answer" | sed '$d')"
+    if [ "$status" != 200 ]; then
+      message="$(printf '%s' "$body" | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { try { process.stdout.write(JSON.parse(s).error.message); } catch { process.stdout.write(s.slice(0, 200)); } })')"
+      fail "the relay refused this machine: $message Nothing was installed."
+    fi
+    if [ -z "$source" ]; then
+      # Where the agent package of the relay's version is, and its SHA-256: "url sha256 file", or nothing.
+      package="$(printf '%s' "$body" | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { const p = JSON.parse(s).agent_package; if (p && /^makina-agent-[\w.-]+\.tgz$/.test(p.file) && p.url === "/install/" + p.file && /^[0-9a-f]{64}$/.test(p.sha256)) process.stdout.write(p.url + " " + p.sha256 + " " + p.file); })')"
+      [ -n "$package" ] || fail "the relay at $relay_url has no agent package to serve (it was not built: npm run build); pass --source to install from elsewhere"
+      package_url="$relay_url${package%% *}"
+      package_file="${package##* }"
+      package_sha256="${package#* }"; package_sha256="${package_sha256%% *}"
+    fi
+  fi
+
+  # ---- Install ----
+  if [ "$service" = auto ]; then
+    if [ "$os" = Darwin ]; then service=launchd
+    elif is_root && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then service=systemd
+    else service=detached; fi
+  fi
+  node_bin="$(command -v node)"
+  service_user=""
+  if [ "$service" = systemd ]; then
+    # The agent runs as its own unprivileged user, in the GPU groups where the machine has them.
+    service_user=makina
+    if ! id makina >/dev/null 2>&1; then
+      useradd --system --home-dir "$prefix/data" --no-create-home --shell /usr/sbin/nologin makina 2>/dev/null ||
+        adduser --system --home "$prefix/data" --no-create-home --shell /usr/sbin/nologin makina >/dev/null ||
+        fail "cannot create the service user makina"
+    fi
+    for group in video render; do
+      if getent group "$group" >/dev/null 2>&1; then usermod -a -G "$group" makina 2>/dev/null || true; fi
+    done
+  fi
+
+  umask 022
+  mkdir -p "$prefix/bin" "$prefix/lib" "$prefix/etc" "$prefix/data" "$prefix/run" "$prefix/log"
+  chmod 700 "$prefix/etc" "$prefix/data"
+  if [ -n "$service_user" ]; then chown "$service_user" "$prefix/etc" "$prefix/data" "$prefix/run" "$prefix/log"; fi
+
+  # The agent package, into an npm project of its own in $prefix/lib. Of the dependencies' install scripts only
+  # node-llama-cpp's runs (it checks its prebuilt llama.cpp binaries); npm versions that gate scripts read this list.
+  if [ ! -f "$prefix/lib/package.json" ]; then
+    printf '{ "name": "makina-install", "private": true, "allowScripts": { "node-llama-cpp": true, "protobufjs": true } }\n' > "$prefix/lib/package.json"
+  fi
+  installed_sha="$(cat "$prefix/lib/installed.sha256" 2>/dev/null || true)"
+  if [ -n "$package_url" ]; then
+    if [ "$installed_sha" = "$package_sha256" ] && [ -d "$prefix/lib/node_modules" ]; then
+      echo "The agent package ${package_file%.tgz} is installed already."
+      spec=""
+    else
+      echo "Downloading ${package_file%.tgz} from $relay_url …"
+      curl -fsSL --max-time 300 "$package_url" -o "$prefix/lib/$package_file.partial" || fail "cannot download the agent package from $package_url"
+      got="$(node -e 'const h = require("node:crypto").createHash("sha256"); require("node:fs").createReadStream(process.argv[1]).on("data", (d) => h.update(d)).on("end", () => process.stdout.write(h.digest("hex")))' "$prefix/lib/$package_file.partial")"
+      if [ "$got" != "$package_sha256" ]; then rm -f "$prefix/lib/$package_file.partial"; fail "the agent package from $relay_url is damaged (its SHA-256 is $got, the relay announced $package_sha256)"; fi
+      for old in "$prefix"/lib/makina-agent-*.tgz; do
+        if [ -f "$old" ] && [ "$old" != "$prefix/lib/$package_file" ]; then rm -f "$old"; fi
+      done
+      mv "$prefix/lib/$package_file.partial" "$prefix/lib/$package_file"
+      spec="./$package_file"
+    fi
+  else
+    spec="$(cd "$(dirname "$source")" && pwd)/$(basename "$source")"
+  fi
+  if [ -n "$spec" ]; then
+    echo "Installing the agent and its dependencies into $prefix/lib (from the npm registry) …"
+    (cd "$prefix/lib" && npm install --omit=dev --no-audit --no-fund --loglevel=error "$spec") || fail "npm could not install the agent package (see npm's messages above); nothing else was changed"
+    if [ -n "$package_sha256" ]; then echo "$package_sha256" > "$prefix/lib/installed.sha256"; else rm -f "$prefix/lib/installed.sha256"; fi
+  fi
+  entry="$prefix/lib/node_modules/.bin/makina"
+  [ -e "$entry" ] || fail "the installed package has no makina command ($entry)"
+
+  cat > "$prefix/bin/makina" <<WRAPPER
+#!/bin/sh
+# Written by the Makina install script: the agent installed in $prefix, with its config.
+MAKINA_AGENT_CONFIG="\${MAKINA_AGENT_CONFIG:-$prefix/etc/agent.json}"
+export MAKINA_AGENT_CONFIG
+exec "$node_bin" "$entry" "\$@"
+WRAPPER
+  chmod 755 "$prefix/bin/makina"
+  if [ "$prefix" = /opt/makina ] && is_root && [ -d /usr/local/bin ] && { [ ! -e /usr/local/bin/makina ] || [ "$(readlink /usr/local/bin/makina 2>/dev/null)" = "$prefix/bin/makina" ]; }; then
+    ln -sf "$prefix/bin/makina" /usr/local/bin/makina
+  fi
+
+  # The config: the values of this command, over what the file already holds (a re-run keeps other settings).
+  config="$prefix/etc/agent.json"
+  MK_SERVER="$server" MK_MACHINE_ID="$machine_id" MK_TOKEN="$token" MK_CA_SHA256="$ca_sha256" MK_TLS="$tls" MK_HF_TOKEN="$hf_token" \
+    MK_DATA_DIR="$prefix/data" node -e '
+      const fs = require("node:fs");
+      const file = process.argv[1], e = process.env;
+      let c = {};
+      try { c = JSON.parse(fs.readFileSync(file, "utf8")); } catch {}
+      Object.assign(c, { server: e.MK_SERVER, machine_id: e.MK_MACHINE_ID, token: e.MK_TOKEN });
+      delete c.ca_sha256; delete c.tls;
+      if (e.MK_CA_SHA256) c.ca_sha256 = e.MK_CA_SHA256.toLowerCase();
+      if (e.MK_TLS === "1") c.tls = true;
+      if (e.MK_HF_TOKEN) c.hf_token = e.MK_HF_TOKEN;
+      c.data_dir ??= e.MK_DATA_DIR;
+      fs.writeFileSync(file + ".new", JSON.stringify(c, null, 2) + "\n", { mode: 0o600 });
+      fs.renameSync(file + ".new", file);
+    ' "$config"
+  chmod 600 "$config"
+  if [ -n "$service_user" ]; then chown "$service_user" "$config"; fi
+  echo "Wrote $config"
+
+  # ---- The service ----
+  previous="$(installed_mode)"
+  if [ "$previous" != "$service" ]; then stop_service; fi
+  echo "$service" > "$prefix/etc/service"
+  case "$service" in
+    systemd)
+      cat > "$unit" <<UNIT
 [Unit]
 Description=Makina agent
 After=network-online.target
 Wants=network-online.target
 
 [Service]
-ExecStart=$makina_bin agent --config $config_dir/agent.json
-Restart=always
+User=$service_user
+Environment=MAKINA_AGENT_CONFIG=$config
+ExecStart=$prefix/bin/makina agent
+Restart=on-failure
 RestartSec=2
-KillMode=control-group
+KillMode=mixed
+TimeoutStopSec=45
+NoNewPrivileges=true
+ProtectSystem=strict
+ProtectHome=true
+PrivateTmp=true
+ReadWritePaths=$prefix/data $prefix/run $prefix/log
 
 [Install]
 WantedBy=multi-user.target
 UNIT
-  systemctl daemon-reload
-  systemctl enable --now makina-agent.service
-  echo "The agent runs as the systemd service makina-agent; the machine shows online within seconds."
-else
-  echo "Start the agent with:  $makina_bin agent --config $config_dir/agent.json"
-fi
+      systemctl daemon-reload
+      systemctl enable makina-agent.service >/dev/null 2>&1
+      systemctl restart makina-agent.service
+      echo "The agent runs as the systemd service makina-agent (journalctl -u makina-agent for its log)." ;;
+    launchd)
+      cat > "$plist" <<PLIST
+<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+  <key>Label</key><string>dev.makina.agent</string>
+  <key>ProgramArguments</key><array><string>$prefix/bin/makina</string><string>agent</string></array>
+  <key>EnvironmentVariables</key><dict><key>MAKINA_AGENT_CONFIG</key><string>$config</string></dict>
+  <key>RunAtLoad</key><true/>
+  <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>
+  <key>StandardOutPath</key><string>$prefix/log/agent.log</string>
+  <key>StandardErrorPath</key><string>$prefix/log/agent.log</string>
+</dict>
+</plist>
+PLIST
+      launchctl unload "$plist" >/dev/null 2>&1 || true
+      launchctl load -w "$plist"
+      echo "The agent runs as the launchd job dev.makina.agent (log: $prefix/log/agent.log)." ;;
+    detached)
+      stop_detached
+      # A process of its own session, with no terminal: it outlives this script and the shell it ran in.
+      starter=""
+      if command -v setsid >/dev/null 2>&1; then starter=setsid; fi
+      $starter nohup "$prefix/bin/makina" agent </dev/null >>"$prefix/log/agent.log" 2>&1 &
+      echo "$!" > "$prefix/run/agent.pid"
+      echo "The agent runs in the background as process $(cat "$prefix/run/agent.pid") (pid file: $prefix/run/agent.pid, log: $prefix/log/agent.log). Nothing restarts it if it stops: run this command again." ;;
+    none)
+      echo "Start the agent with:  $prefix/bin/makina agent"
+      exit 0 ;;
+  esac
+
+  # ---- Done when the agent is linked to the relay ----
+  if "$prefix/bin/makina" doctor --wait 30; then
+    echo "This machine is online: its stacks can be deployed from the relay. Uninstall with the same script and --uninstall --prefix $prefix."
+  else
+    fail "the agent did not come up cleanly (see makina doctor above, and the agent's log); run this command again once it is fixed"
+  fi
+}
+
+main "$@"

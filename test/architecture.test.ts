@@ -87,6 +87,35 @@ describe("repository rules", () => {
     expect(impure).toEqual([]);
   });
 
+  it("keeps the agent package whole without the relay: its code imports only the packages it depends on, and the relay only through loadRelayPart", () => {
+    // What scripts/pack-agent.mjs packs: agent/, proto/ and cli/ (whose cli/up/quickstart.ts is `makina up`, a relay).
+    const { agentPackage } = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { agentPackage: { dependencies: string[] } };
+    const quickstart = join(REPO_ROOT, "cli", "up", "quickstart.ts");
+    const packed = serverFiles.filter(({ area, file }) => area !== "relay" && file !== quickstart);
+    expect(packed.length).toBeGreaterThan(50);
+    const outside: string[] = [];
+    const used = new Set<string>();
+    for (const { file } of packed) {
+      const text = readFileSync(file, "utf8");
+      for (const spec of importsOf(file)) {
+        if (spec.startsWith(".")) {
+          const target = relative(REPO_ROOT, resolve(dirname(file), spec));
+          const lazy = text.includes(`loadRelayPart(() => import("${spec}"))`);
+          if ((target.startsWith("relay/") || target === "cli/up/quickstart.js") && !lazy) outside.push(`${relative(REPO_ROOT, file)} imports ${spec}`);
+          continue;
+        }
+        if (spec.startsWith("node:")) continue;
+        const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!;
+        // A type-only import is erased: it needs no package at run time.
+        if (new RegExp(`import type [^;]*from "${spec.replace(/[/.]/g, "\\$&")}"`).test(text)) continue;
+        used.add(name);
+        if (!agentPackage.dependencies.includes(name)) outside.push(`${relative(REPO_ROOT, file)} imports ${spec}, which the agent package does not depend on`);
+      }
+    }
+    expect(outside).toEqual([]);
+    expect([...used].sort()).toEqual([...agentPackage.dependencies].sort());
+  });
+
   it("keeps sign-in, events and usage recording free of Express: the HTTP layer calls them", () => {
     const areas = ["auth", "events", "usage"].flatMap((a) => sources(join(REPO_ROOT, "relay", a)));
     expect(areas.length).toBeGreaterThan(5);

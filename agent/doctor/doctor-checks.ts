@@ -112,8 +112,8 @@ function offlineChecks(f: OfflineFacts): DoctorCheck[] {
       hint: "Start it: `systemctl start makina-agent`, or `makina agent --config FILE` in the foreground (or `makina up`). Pass --socket if it uses another socket.",
     },
   ];
-  if (!f.configFile) checks.push({ name: "config readable", level: "fail", detail: "no agent config found", hint: "Run scripts/install.sh, or pass --config FILE." });
-  else if (f.configProblems?.length) checks.push({ name: "config readable", level: "fail", detail: `${f.configFile}: ${f.configProblems.join("; ")}`, hint: "Fix the file or reinstall with scripts/install.sh." });
+  if (!f.configFile) checks.push({ name: "config readable", level: "fail", detail: "no agent config found", hint: "Run the install command from the relay's Machines page (or `makina admin machine create`), or pass --config FILE." });
+  else if (f.configProblems?.length) checks.push({ name: "config readable", level: "fail", detail: `${f.configFile}: ${f.configProblems.join("; ")}`, hint: "Fix the file, or run the install command again." });
   else checks.push({ name: "config readable", level: "ok", detail: f.configFile });
   if (f.server && f.relayReachable !== undefined) {
     checks.push(

@@ -101,6 +101,8 @@ export class StackHost {
       onState: stackId
         ? (state, error) => {
             if (!this.hosted.has(stackId)) return;
+            // While a configure starts the runtime, it says "ready" itself once it has the endpoint.
+            if (state === "ready" && !this.runtimes.has(stackId)) return;
             this.record(stackId, { state, error });
             this.deps.onRuntimeState(stackId, state, error);
           }

@@ -1,7 +1,6 @@
-import { readFileSync } from "node:fs";
 import type { CommandModule } from "yargs";
-import { CliError, EXIT } from "../cli-error.js";
 import { runUntilSignal } from "../run-until-signal.js";
+import { agentConfigPath, readAgentConfigFile } from "./local-agent.js";
 
 interface AgentArgs {
   config?: string;
@@ -17,23 +16,12 @@ interface AgentArgs {
   threads?: number;
 }
 
-/** Reads an agent config file (JSON; snake_case or camelCase keys). */
-export function readAgentConfigFile(path: string): Record<string, unknown> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, "utf8"));
-  } catch (err) {
-    throw new CliError(`Cannot read the agent config ${path}: ${(err as Error).message}`, EXIT.usage);
-  }
-  return Object.fromEntries(Object.entries(raw as Record<string, unknown>).map(([k, v]) => [k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase()), v]));
-}
-
 export const agentCommand: CommandModule<object, AgentArgs> = {
   command: "agent",
   describe: "Run the agent daemon in the foreground",
   builder: (y) =>
     y
-      .option("config", { type: "string", describe: "Agent config file (JSON)" })
+      .option("config", { type: "string", describe: "Agent config file (JSON) (or MAKINA_AGENT_CONFIG)" })
       .option("server", { type: "string", describe: "Relay address host:port" })
       .option("machine-id", { type: "string", describe: "This machine's ID" })
       .option("token", { type: "string", describe: "This machine's token (shows in ps: prefer --token-file or the config file)" })
@@ -46,6 +34,7 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
       .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" }),
   handler: async (argv) => {
     const { resolveAgentConfig, startAgent } = await import("../../agent/index.js");
+    const configPath = agentConfigPath(argv);
     const config = resolveAgentConfig({
       flags: {
         server: argv.server,
@@ -60,7 +49,7 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
         threads: argv.threads,
       },
       env: process.env,
-      file: argv.config ? readAgentConfigFile(argv.config) : undefined,
+      file: configPath ? readAgentConfigFile(configPath) : undefined,
     });
     const agent = await startAgent(config);
     await runUntilSignal(() => agent.stop());

@@ -2,12 +2,13 @@ import { existsSync } from "node:fs";
 import { connect } from "node:net";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { CommandModule } from "yargs";
+import type { AgentStatus } from "../../agent/control/agent-status.js";
 import { doctorChecks, type OfflineFacts } from "../../agent/doctor/doctor-checks.js";
 import { candidateSockets, fetchAgentStatus } from "../agent-client.js";
-import { CliError } from "../cli-error.js";
-import { readAgentConfigFile } from "./agent-command.js";
-import { localOptions, type LocalArgs } from "./local-agent.js";
+import { CliError, EXIT } from "../cli-error.js";
+import { agentConfigPath, configuredSocket, localOptions, readAgentConfigFile, type LocalArgs } from "./local-agent.js";
 
 function tcpReachable(address: string): Promise<boolean> {
   const i = address.lastIndexOf(":");
@@ -26,7 +27,12 @@ function tcpReachable(address: string): Promise<boolean> {
 /** What doctor can find out while the daemon is down: its config and whether the relay answers. */
 async function offlineFacts(argv: LocalArgs, sockets: string[]): Promise<OfflineFacts> {
   const facts: OfflineFacts = { socketPaths: sockets };
-  const configFile = argv.config ?? ["/etc/makina/agent.json", join(process.env.XDG_CONFIG_HOME ?? join(homedir(), ".config"), "makina", "agent.json")].find(existsSync);
+  const configFile = agentConfigPath(argv) ?? [
+      "/opt/makina/etc/agent.json",
+      join(process.env.XDG_DATA_HOME ?? join(homedir(), ".local", "share"), "makina", "etc", "agent.json"),
+      "/etc/makina/agent.json",
+      join(process.env.XDG_CONFIG_HOME ?? join(homedir(), ".config"), "makina", "agent.json"),
+    ].find(existsSync);
   if (!configFile) return facts;
   facts.configFile = configFile;
   try {
@@ -40,14 +46,29 @@ async function offlineFacts(argv: LocalArgs, sockets: string[]): Promise<Offline
   return facts;
 }
 
+/** The agent's status once it is linked or the relay refused it, or as it is at `deadline`. */
+async function statusWhenLinked(sockets: string[], deadline: number): Promise<AgentStatus | null> {
+  for (;;) {
+    const status = await fetchAgentStatus(sockets);
+    if ((status && (status.link.state === "online" || status.link.credentialsRejected)) || Date.now() >= deadline) return status;
+    await sleep(250);
+  }
+}
+
 export const doctorCommand: CommandModule = {
   command: "doctor",
   describe: "Check the local agent: daemon, config, relay, token, runtimes, disk, GPU",
-  builder: (y) => localOptions(y),
+  builder: (y) =>
+    localOptions(y).option("wait", {
+      type: "number",
+      default: 0,
+      describe: "Wait up to this many seconds for the agent to answer and link to the relay (as the install script does)",
+    }),
   handler: async (raw) => {
-    const argv = raw as unknown as LocalArgs;
-    const sockets = candidateSockets(argv, process.env);
-    const status = await fetchAgentStatus(sockets);
+    const argv = raw as unknown as LocalArgs & { wait: number };
+    if (!Number.isFinite(argv.wait) || argv.wait < 0 || argv.wait > 600) throw new CliError("--wait is a number of seconds from 0 to 600.", EXIT.usage);
+    const sockets = candidateSockets(argv, process.env, configuredSocket(agentConfigPath(argv)));
+    const status = await statusWhenLinked(sockets, Date.now() + argv.wait * 1000);
     const checks = doctorChecks(status, status ? { socketPaths: sockets } : await offlineFacts(argv, sockets));
     if (argv.json) process.stdout.write(JSON.stringify({ ok: !checks.some((c) => c.level === "fail"), checks }, null, 2) + "\n");
     else {

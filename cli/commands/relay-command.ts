@@ -1,4 +1,5 @@
 import type { CommandModule } from "yargs";
+import { loadRelayPart } from "../relay-part.js";
 import { runUntilSignal } from "../run-until-signal.js";
 
 interface RelayArgs {
@@ -40,7 +41,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("public-url", { type: "string", describe: "The URL machines reach this relay at, as install commands print it [default: this relay's URL]" })
       .option("public-grpc-address", { type: "string", describe: "host:port agents dial, as install commands print it [default: this host's link address]" }),
   handler: async (argv) => {
-    const { resolveRelayConfig, startRelay } = await import("../../relay/index.js");
+    const { resolveRelayConfig, startRelay } = await loadRelayPart(() => import("../../relay/index.js"));
     const config = resolveRelayConfig({
       flags: {
         dataDir: argv.dataDir,

@@ -1,5 +1,6 @@
 import type { CommandModule } from "yargs";
 import { createLogger } from "../../proto/index.js";
+import { loadRelayPart } from "../relay-part.js";
 import { runUntilSignal } from "../run-until-signal.js";
 import { DEFAULT_MODEL } from "../up/default-model.js";
 import type { QuickstartOptions } from "../up/quickstart.js";
@@ -26,7 +27,7 @@ export const upCommand: CommandModule = {
     const argv = raw as unknown as UpArgs;
     const log = createLogger({ level: (process.env.MAKINA_LOG_LEVEL as "info" | undefined) ?? "warn" });
     // Loaded here, not at the top: relay and llama.cpp bindings are heavy, and other commands never need them.
-    const { startQuickstart } = await import("../up/quickstart.js");
+    const { startQuickstart } = await loadRelayPart(() => import("../up/quickstart.js"));
     const qs = await startQuickstart({
       dataDir: argv.dataDir,
       host: argv.host,

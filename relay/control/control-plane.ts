@@ -88,8 +88,9 @@ export class ControlPlane {
   private joining(machineId: string, token: string): { installCommand: string; server: string; caSha256: string | null } {
     const { address: server, tls, caSha256, relayUrl } = this.link();
     const trust = caSha256 ? ` --ca-sha256 ${caSha256}` : tls ? " --tls" : "";
-    // The relay's URL lets the script check, before it installs anything, that the relay answers and takes the token.
-    const installCommand = `sh scripts/install.sh --relay-url ${relayUrl} --server ${server} --machine-id ${machineId} --token ${token}${trust}`;
+    // One line for a bare machine with Node: the relay serves the script and the agent package of its own version,
+    // and the script checks with the relay, before it installs anything, that it answers and takes the token.
+    const installCommand = `curl -fsSL ${relayUrl}/install.sh | sh -s -- --relay-url ${relayUrl} --server ${server} --machine-id ${machineId} --token ${token}${trust}`;
     return { installCommand, server, caSha256 };
   }
 

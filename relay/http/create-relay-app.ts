@@ -11,7 +11,7 @@ import type { EventBus } from "../events/index.js";
 import type { UsageRecorder } from "../usage/index.js";
 import type { RelayMetrics } from "../metrics/index.js";
 import { metricsRoute } from "./metrics-route.js";
-import { agentCheckRouter } from "./agent-check-route.js";
+import { agentCheckRouter, findInstallDir, installRouter, loadInstallFiles, type InstallFiles } from "./install/index.js";
 import { adminRouter } from "./admin/admin-router.js";
 import { authRouter } from "./auth/auth-router.js";
 import { findWebDir, webApp } from "./web/web-app.js";
@@ -35,6 +35,8 @@ export interface RelayAppDeps {
   adminTokenHash: () => string | undefined;
   /** Where the built web application is; absent to find it next to the relay's code. */
   webDir?: string | null;
+  /** The install script and agent package served to joining machines; absent to find them next to the relay's code. */
+  install?: InstallFiles;
   /** Trust `X-Forwarded-*` from a reverse proxy on loopback. */
   trustProxy?: boolean;
   limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
@@ -67,6 +69,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     metrics: deps.metrics,
     ...deps.limits,
   });
+  const install = deps.install ?? loadInstallFiles(findInstallDir());
   const base = () => {
     const app = express();
     app.disable("x-powered-by");
@@ -81,7 +84,8 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const gatewayRoutes = (app: Express) => {
     // Spellings of the path that Express also matches (another case, a trailing slash) reach the same handler.
     app.post(CHAT_PATH, (req, res) => chat(req, res));
-    app.use(agentCheckRouter(deps.store));
+    app.use(agentCheckRouter(deps.store, install.agentPackage));
+    app.use(installRouter(install));
     app.use(openAiRouter({ store: deps.store, limiter: deps.limiter, bodyLimitBytes: deps.limits.bodyLimitBytes }));
   };
   const adminRoutes = (app: Express) => {

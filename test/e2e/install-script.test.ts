@@ -1,115 +1,207 @@
-import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { execFile, execFileSync, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { CLI, runCli, startCli, stopCli } from "../helpers/cli.js";
+import { runCli, startCli, stopCli } from "../helpers/cli.js";
 import { REPO_ROOT } from "../helpers/models.js";
 
-/** Runs a shell command line from the repository, as a machine owner pastes it. */
-function sh(line: string, env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs a shell command line, as a machine owner pastes it. */
+function sh(line: string, env: NodeJS.ProcessEnv, timeout = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile("/bin/sh", ["-c", line], { cwd: REPO_ROOT, env, timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile("/bin/sh", ["-c", line], { cwd: REPO_ROOT, env, timeout }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr });
     });
   });
 }
 
-describe("scripts/install.sh joins a machine to a relay with the command the relay prints", () => {
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The whole join of a bare machine, as the issue's users do it: the install command a relay prints, run as shown,
+ * fetching the script and the agent package from that relay (the package's dependencies come from the npm registry,
+ * here through the npm cache that `npm ci` filled). The agent starts detached with a pid file (the fallback where
+ * neither systemd nor launchd is there, as in this container) in a temporary prefix.
+ */
+describe("the install command a relay prints joins a bare machine: curl … | sh", () => {
   let dir: string;
   let relay: ChildProcess;
-  let agent: ChildProcess | undefined;
   let env: NodeJS.ProcessEnv;
+  let relayUrl: string;
+  let org: string;
+  let machine: { id: string; token: string; install_command: string; ca_sha256: string };
+  let prefix: string;
   const admin = async (...args: string[]) => {
     const r = await runCli(["admin", ...args, "--data-dir", join(dir, "relay"), "--json"]);
     expect(r.code, r.stderr).toBe(0);
-    return JSON.parse(r.stdout) as Record<string, unknown>;
+    return JSON.parse(r.stdout) as unknown;
   };
+  const machineState = async (id: string) => ((await admin("machine", "list", "--org", org)) as { id: string; state: string }[]).find((m) => m.id === id)?.state;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "makina-install-"));
+    prefix = join(dir, "opt", "makina");
     relay = (await startCli(["relay", "--data-dir", join(dir, "relay"), "--port", "0", "--grpc-port", "0"], /agents dial/)).child;
-    // `makina` is already on PATH (the built CLI), so the script skips `npm install --global`.
-    const bin = join(dir, "bin");
-    mkdirSync(bin);
-    writeFileSync(join(bin, "makina"), `#!/bin/sh\nexec "${process.execPath}" "${CLI}" "$@"\n`);
-    chmodSync(join(bin, "makina"), 0o755);
-    env = { PATH: `${bin}:${process.env.PATH}`, HOME: join(dir, "home"), MAKINA_AGENT_GPU: "false", MAKINA_AGENT_THREADS: "1" };
+    relayUrl = (JSON.parse(readFileSync(join(dir, "relay", "relay.json"), "utf8")) as { url: string }).url;
+    const npmCache = execFileSync("npm", ["config", "get", "cache"], { encoding: "utf8" }).trim();
+    // A machine with Node, npm and curl on PATH and nothing of Makina; the GPU probe off so that doctor is quick.
+    env = {
+      PATH: process.env.PATH,
+      HOME: join(dir, "home"),
+      npm_config_cache: npmCache,
+      npm_config_prefer_offline: "true",
+      npm_config_update_notifier: "false",
+      MAKINA_AGENT_GPU: "false",
+      MAKINA_AGENT_THREADS: "1",
+    };
+    mkdirSync(env.HOME!);
+    org = String(((await admin("org", "create", "Install Co")) as { slug: string }).slug);
+    machine = (await admin("machine", "create", "--org", org, "--name", "new-box")) as typeof machine;
   });
   afterAll(async () => {
-    if (agent) await stopCli(agent);
+    if (existsSync(join(prefix, "run", "agent.pid"))) {
+      const pid = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
+      if (alive(pid)) process.kill(pid, "SIGKILL");
+    }
     if (relay) await stopCli(relay);
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("writes a private agent config, prints how to start the agent, and the machine comes online", async () => {
-    const org = await admin("org", "create", "Install Co");
-    const machine = await admin("machine", "create", "--org", String(org.slug), "--name", "new-box");
-    const conf = join(dir, "conf");
-    const r = await sh(`${String(machine.install_command)} --no-service --config-dir ${conf} --hf-token hf_InstallTestToken01234567890123456789`, env);
-    expect(r.code, r.stderr).toBe(0);
-    const file = join(conf, "agent.json");
-    expect(r.stdout).toContain(`Wrote ${file}`);
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({
+  it("serves the install script and the agent package of its own version, which holds no relay", async () => {
+    const script = await fetch(`${relayUrl}/install.sh`);
+    expect([script.status, script.headers.get("content-type")]).toEqual([200, "text/x-shellscript; charset=utf-8"]);
+    expect(await script.text()).toBe(readFileSync(join(REPO_ROOT, "scripts", "install.sh"), "utf8"));
+
+    const check = await fetch(`${relayUrl}/agent/v1/check`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ machine_id: machine.id, token: machine.token }) });
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string };
+    const { agent_package: pkg } = (await check.json()) as { agent_package: { url: string; version: string; sha256: string } };
+    expect(pkg).toEqual({ url: `/install/makina-agent-${version}.tgz`, file: `makina-agent-${version}.tgz`, version, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    const tgz = Buffer.from(await (await fetch(relayUrl + pkg.url)).arrayBuffer());
+    expect(createHash("sha256").update(tgz).digest("hex")).toBe(pkg.sha256);
+    writeFileSync(join(dir, "agent.tgz"), tgz);
+    const manifest = JSON.parse(execFileSync("tar", ["-xzOf", join(dir, "agent.tgz"), "package/package.json"], { encoding: "utf8" })) as { name: string; dependencies: Record<string, string> };
+    expect(manifest.name).toBe("makina-agent");
+    expect(Object.keys(manifest.dependencies).sort()).toEqual(["@bufbuild/protobuf", "@grpc/grpc-js", "node-llama-cpp", "systeminformation", "yargs"]);
+    const files = execFileSync("tar", ["-tzf", join(dir, "agent.tgz")], { encoding: "utf8" });
+    expect(files).toContain("package/dist/agent/");
+    expect(files).not.toContain("package/dist/relay/");
+
+    const other = await fetch(`${relayUrl}/install/makina-agent-0.0.1.tgz`);
+    expect([other.status, ((await other.json()) as { error: { code: string } }).error.code]).toEqual([404, "not_found"]);
+  });
+
+  it("installs into the prefix, starts the agent, and ends with makina doctor passing: the machine is online", async () => {
+    expect(machine.install_command).toBe(
+      `curl -fsSL ${relayUrl}/install.sh | sh -s -- --relay-url ${relayUrl} --server ${machine.install_command.match(/--server (\S+)/)![1]} --machine-id ${machine.id} --token ${machine.token} --ca-sha256 ${machine.ca_sha256}`,
+    );
+    const r = await sh(`${machine.install_command} --prefix ${prefix} --service detached`, env, 300_000);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/ok\s+daemon running/);
+    expect(r.stdout).toMatch(/ok\s+machine token accepted/);
+    expect(r.stdout).toContain("This machine is online");
+    // The script ended with the agent linked: the relay has it online now, with no wait.
+    expect(await machineState(machine.id)).toBe("online");
+
+    const config = join(prefix, "etc", "agent.json");
+    expect(statSync(config).mode & 0o777).toBe(0o600);
+    expect(statSync(join(prefix, "etc")).mode & 0o777).toBe(0o700);
+    expect(JSON.parse(readFileSync(config, "utf8"))).toEqual({
       server: expect.stringMatching(/:\d+$/),
       machine_id: machine.id,
       token: machine.token,
-      hf_token: "hf_InstallTestToken01234567890123456789",
-      // The relay's link is TLS with its own CA: the agent trusts that CA alone.
       ca_sha256: machine.ca_sha256,
+      data_dir: join(prefix, "data"),
     });
-    expect(machine.ca_sha256).toMatch(/^[0-9a-f]{64}$/);
+    const pid = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
+    expect(alive(pid)).toBe(true);
 
-    const start = /Start the agent with:\s+(.+)\n/.exec(r.stdout)?.[1];
-    expect(start).toBe(`${join(dir, "bin", "makina")} agent --config ${file}`);
-    agent = spawn("/bin/sh", ["-c", `exec ${start!}`], { env: { ...process.env, ...env }, stdio: "ignore" });
-    await vi.waitFor(
-      async () => {
-        const machines = (await admin("machine", "list", "--org", String(org.slug))) as unknown as { id: string; state: string }[];
-        expect(machines).toEqual([expect.objectContaining({ id: machine.id, state: "online" })]);
-      },
-      { timeout: 30_000, interval: 250 },
-    );
-    const doctor = await runCli(["doctor", "--config", file], env);
-    expect(doctor.stdout).toMatch(/ok\s+daemon running/i);
-    expect(doctor.stdout).toMatch(/ok\s+machine token accepted/i);
+    // The installed command finds its agent and config by itself.
+    const doctor = await sh(`${join(prefix, "bin", "makina")} doctor`, env);
+    expect(doctor.code, doctor.stdout + doctor.stderr).toBe(0);
+    expect(doctor.stdout).toMatch(/ok\s+relay reachable: linked to/);
+    const version = await sh(`${join(prefix, "bin", "makina")} --version`, env);
+    expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version);
+    const relayThere = await sh(`${join(prefix, "bin", "makina")} relay`, env);
+    expect([relayThere.code, relayThere.stderr]).toEqual([1, expect.stringContaining("This is the agent package (makina-agent)")]);
   });
 
-  it("refuses bad input with a clear message and exit status 2, writing nothing", async () => {
-    const conf = join(dir, "refused");
-    const cases: [string, RegExp][] = [
-      ["--server relay:8081 --machine-id mach_1", /--token are required/],
-      ["--server relay:8081 --machine-id box --token mk_mach_1", /starts with mach_/],
-      ['--server "relay:8081;rm" --machine-id mach_1 --token mk_mach_1', /hold only letters, digits/],
-      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --hf-token abc", /starts with hf_/],
-      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --verbose", /unknown option --verbose/],
-      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --ca-sha256 abc123", /64 hex digits/],
-      [`--server relay:8081 --machine-id mach_1 --token mk_mach_1 --ca-sha256 ${"z".repeat(64)}`, /64 hex digits/],
-    ];
-    for (const [args, message] of cases) {
-      const r = await sh(`sh scripts/install.sh ${args} --no-service --config-dir ${conf}`, env);
-      expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(message)]);
-    }
-    expect(() => statSync(conf)).toThrow();
+  it("runs again as an upgrade in place: the config keeps its own settings, the agent restarts and is online again", async () => {
+    const config = join(prefix, "etc", "agent.json");
+    writeFileSync(config, JSON.stringify({ ...JSON.parse(readFileSync(config, "utf8")), max_context_size: 2048 }));
+    const before = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
+    const r = await sh(`${machine.install_command} --prefix ${prefix} --service detached`, env, 300_000);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain("is installed already");
+    expect(JSON.parse(readFileSync(config, "utf8"))).toMatchObject({ token: machine.token, max_context_size: 2048 });
+    expect(statSync(config).mode & 0o777).toBe(0o600);
+    const after = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
+    expect(after).not.toBe(before);
+    expect(alive(before)).toBe(false);
+    expect(await machineState(machine.id)).toBe("online");
+  });
+
+  it("--uninstall stops the agent and removes it, keeping downloaded models; --purge removes them too", async () => {
+    mkdirSync(join(prefix, "data", "models"), { recursive: true });
+    writeFileSync(join(prefix, "data", "models", "kept.gguf"), "weights");
+    const pid = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
+    const r = await sh(`curl -fsSL ${relayUrl}/install.sh | sh -s -- --uninstall --prefix ${prefix}`, env);
+    expect([r.code, r.stdout.trim()]).toEqual([0, `Makina is uninstalled from ${prefix}; downloaded models are kept in ${prefix}/data (--purge removes them).`]);
+    expect(alive(pid)).toBe(false);
+    expect(readdirSync(prefix)).toEqual(["data"]);
+    expect(readFileSync(join(prefix, "data", "models", "kept.gguf"), "utf8")).toBe("weights");
+    await vi.waitFor(async () => expect(await machineState(machine.id)).toBe("offline"), { timeout: 10_000, interval: 100 });
+
+    const purge = await sh(`curl -fsSL ${relayUrl}/install.sh | sh -s -- --uninstall --purge --prefix ${prefix}`, env);
+    expect([purge.code, purge.stdout.trim()]).toEqual([0, `Makina is uninstalled from ${prefix}, models included.`]);
+    expect(existsSync(prefix)).toBe(false);
+    const again = await sh(`sh scripts/install.sh --uninstall --prefix ${prefix}`, env);
+    expect([again.code, again.stderr.trim()]).toEqual([1, `install.sh: nothing is installed in ${prefix} (pass the --prefix it was installed with)`]);
   });
 
   it("checks with the relay before installing anything: a wrong or revoked token, or a relay that does not answer, stops it with the relay's words", async () => {
-    const org = await admin("org", "create", "Careful Co");
-    const machine = await admin("machine", "create", "--org", String(org.slug), "--name", "checked-box");
-    const command = String(machine.install_command);
-    expect(command).toMatch(/^sh scripts\/install\.sh --relay-url https?:\/\/\S+ --server /);
-    const conf = join(dir, "never-written");
-    const wrong = await sh(`${command.replace(String(machine.token), "mk_mach_notTheRightOne000000000000")} --no-service --config-dir ${conf}`, env);
+    const other = (await admin("machine", "create", "--org", org, "--name", "checked-box")) as typeof machine;
+    const fresh = join(dir, "never-installed");
+    const run = (command: string) => sh(`${command} --prefix ${fresh} --service detached`, env);
+    const wrong = await run(other.install_command.replace(other.token, "mk_mach_notTheRightOne000000000000"));
     expect([wrong.code, wrong.stderr.trim()]).toEqual([1, "install.sh: the relay refused this machine: Unknown machine ID or machine token rejected. Nothing was installed."]);
 
-    await admin("machine", "revoke", String(machine.id));
-    const revoked = await sh(`${command} --no-service --config-dir ${conf}`, env);
+    await admin("machine", "revoke", other.id);
+    const revoked = await run(other.install_command);
     expect([revoked.code, revoked.stderr.trim()]).toEqual([1, "install.sh: the relay refused this machine: This machine was revoked; add it again to get a new token. Nothing was installed."]);
 
-    const silent = await sh(`${command.replace(/--relay-url \S+/, "--relay-url http://127.0.0.1:9")} --no-service --config-dir ${conf}`, env);
+    const silent = await run(`sh scripts/install.sh ${other.install_command.split("| sh -s -- ")[1]!.replace(/--relay-url \S+/, "--relay-url http://127.0.0.1:9")}`);
     expect([silent.code, silent.stderr.trim()]).toEqual([1, "install.sh: the relay at http://127.0.0.1:9 does not answer: check the address, that the relay runs, and the firewall"]);
-    expect(() => statSync(conf)).toThrow();
+    expect(existsSync(fresh)).toBe(false);
+  });
+
+  it("refuses bad input with a clear message and exit status 2, writing nothing", async () => {
+    const fresh = join(dir, "refused");
+    const cases: [string, RegExp][] = [
+      ["--server relay:8081 --machine-id mach_1", /--token are required/],
+      ["--server relay:8081 --machine-id box --token mk_mach_1 --relay-url http://relay", /starts with mach_/],
+      ['--server "relay:8081;rm" --machine-id mach_1 --token mk_mach_1 --relay-url http://relay', /hold only letters, digits/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url http://relay --hf-token abc", /starts with hf_/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --verbose", /unknown option --verbose/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url http://relay --ca-sha256 abc123", /64 hex digits/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1", /--relay-url \(the agent package comes from the relay\) or --source is required/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url http://relay --service cron", /--service is auto, systemd, launchd, detached or none/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url http://relay --purge", /--purge goes with --uninstall/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url ftp://relay", /http\(s\) URL/],
+      ["--server relay:8081 --machine-id mach_1 --token", /--token needs a value/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await sh(`sh scripts/install.sh --prefix ${fresh} ${args}`, env);
+      expect([args, r.code, r.stderr]).toEqual([args, 2, expect.stringMatching(message)]);
+    }
+    expect(existsSync(fresh)).toBe(false);
   });
 
   it("passes shellcheck (Debian's package, which CI installs)", async () => {

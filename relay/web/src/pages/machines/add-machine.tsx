@@ -54,7 +54,8 @@ export function AddMachine({ machines, onClose }: { machines: Machine[]; onClose
     <section class="card panel" aria-labelledby="add-machine-title" data-testid="new-machine">
       <h2 id="add-machine-title">Install the agent on {created.name}</h2>
       <p>
-        Run this on the machine. The token is shown <strong>this once</strong>: copy it now.
+        Paste this on the machine (it needs Node.js 20.19 or newer and curl): it installs the agent from this relay, starts it as a
+        service and waits until the machine is online. The token is shown <strong>this once</strong>: copy it now.
       </p>
       <CopyBlock text={created.install_command} label="Copy command" testId="install-command" />
       <dl class="values">

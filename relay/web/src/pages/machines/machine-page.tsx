@@ -81,7 +81,7 @@ export function MachinePage({ id }: { id: string }) {
         <section class="card panel" data-testid="rotated-token">
           <h2>New token for {rotated.name}</h2>
           <p>
-            The old token stopped working and the machine's link dropped. Put the new one in the agent's config (or run the install command again). It is shown <strong>this once</strong>.
+            The old token stopped working and the machine's link dropped. Run this on the machine (it keeps the agent's other settings), or put the new token in its config. It is shown <strong>this once</strong>.
           </p>
           <CopyBlock text={rotated.install_command} label="Copy command" />
           <button type="button" class="button secondary" onClick={() => setRotated(null)}>
