@@ -61,7 +61,8 @@ main() {
   case "$prefix" in /*) ;; *) prefix="$(pwd)/$prefix" ;; esac
   case "$prefix" in *[!A-Za-z0-9_.@/+-]*) usage_error "--prefix holds only letters, digits and _ . @ / + -" ;; /) usage_error "--prefix cannot be /" ;; esac
   prefix="${prefix%/}"
-  unit=/etc/systemd/system/makina-agent.service
+  # MAKINA_SYSTEMD_UNIT_DIR is for the test that runs this script against a stand-in for systemd.
+  unit="${MAKINA_SYSTEMD_UNIT_DIR:-/etc/systemd/system}/makina-agent.service"
   if is_root; then plist=/Library/LaunchDaemons/dev.makina.agent.plist; else plist="${HOME:-/}/Library/LaunchAgents/dev.makina.agent.plist"; fi
 
   # ---- Stopping whatever runs the agent now (for upgrades and --uninstall) ----

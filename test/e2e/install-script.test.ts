@@ -148,6 +148,68 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     expect(await machineState(machine.id)).toBe("online");
   });
 
+  // No systemd runs in this container: stand-ins for systemctl and the user tools record what the script asks and
+  // start the unit's ExecStart with its Environment the way systemd would, so the systemd path runs end to end.
+  it.runIf(process.getuid?.() === 0)("as root with systemd, switches to a hardened unit running as the makina user (systemd stood in for)", async () => {
+    const stand = join(dir, "standins");
+    const units = join(dir, "units");
+    mkdirSync(stand, { recursive: true });
+    mkdirSync(units, { recursive: true });
+    const calls = join(dir, "standin-calls");
+    const script = (body: string) => `#!/bin/sh\necho "$(basename "$0") $*" >> ${calls}\n${body}\n`;
+    const files: Record<string, string> = {
+      systemctl: script(`pidfile=${dir}/systemd-agent.pid
+stop() { if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null; while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.1; done; rm -f "$pidfile"; fi; }
+case "$1" in
+  restart) stop; unit=${units}/$2
+    env "$(sed -n 's/^Environment=//p' "$unit")" $(sed -n 's/^ExecStart=//p' "$unit") </dev/null >>${dir}/systemd-agent.log 2>&1 &
+    echo $! > "$pidfile" ;;
+  disable) stop ;;
+esac`),
+      useradd: script(`touch ${dir}/user-created`),
+      usermod: script(""),
+      chown: script(""),
+      id: script(`if [ "$1" = makina ]; then [ -f ${dir}/user-created ]; exit; fi\nexec /usr/bin/id "$@"`),
+    };
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(stand, name), text, { mode: 0o755 });
+    const rootEnv = { ...env, PATH: `${stand}:${env.PATH}`, MAKINA_SYSTEMD_UNIT_DIR: units };
+    const detachedPid = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
+
+    const r = await sh(`${machine.install_command} --prefix ${prefix} --service systemd`, rootEnv, 300_000);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain("The agent runs as the systemd service makina-agent");
+    expect(r.stdout).toContain("This machine is online");
+    expect(alive(detachedPid)).toBe(false);
+    expect(existsSync(join(prefix, "run", "agent.pid"))).toBe(false);
+    expect(await machineState(machine.id)).toBe("online");
+    const unit = readFileSync(join(units, "makina-agent.service"), "utf8");
+    for (const line of [
+      "User=makina",
+      `Environment=MAKINA_AGENT_CONFIG=${prefix}/etc/agent.json`,
+      `ExecStart=${prefix}/bin/makina agent`,
+      "Restart=on-failure",
+      "NoNewPrivileges=true",
+      "ProtectSystem=strict",
+      "PrivateTmp=true",
+      `ReadWritePaths=${prefix}/data ${prefix}/run ${prefix}/log`,
+    ]) {
+      expect(unit.split("\n")).toContain(line);
+    }
+    const asked = readFileSync(calls, "utf8");
+    expect(asked).toMatch(/^useradd --system --home-dir \S+\/data --no-create-home --shell \/usr\/sbin\/nologin makina$/m);
+    expect(asked).toContain(`chown makina ${prefix}/etc/agent.json`);
+    expect(asked).toMatch(/systemctl daemon-reload\nsystemctl enable makina-agent.service\nsystemctl restart makina-agent.service/);
+
+    // Back to a detached agent: the unit is stopped, disabled and removed first.
+    const back = await sh(`${machine.install_command} --prefix ${prefix} --service detached`, rootEnv, 300_000);
+    expect(back.code, back.stdout + back.stderr).toBe(0);
+    expect(readFileSync(calls, "utf8")).toContain("systemctl disable --now makina-agent.service");
+    expect(existsSync(join(units, "makina-agent.service"))).toBe(false);
+    expect(existsSync(join(dir, "systemd-agent.pid"))).toBe(false);
+    expect(alive(Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8")))).toBe(true);
+    expect(await machineState(machine.id)).toBe("online");
+  });
+
   it("--uninstall stops the agent and removes it, keeping downloaded models; --purge removes them too", async () => {
     mkdirSync(join(prefix, "data", "models"), { recursive: true });
     writeFileSync(join(prefix, "data", "models", "kept.gguf"), "weights");
