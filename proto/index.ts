@@ -5,3 +5,4 @@ export { toErrorReport, fromErrorReport } from "./link/link-error.js";
 export * from "./errors/index.js";
 export * from "./log/index.js";
 export { RUNTIME_CAPABILITIES, RUNTIME_LAYERS, HARNESS_KINDS, ORCHESTRATOR_KINDS, type RuntimeKind } from "./runtimes/runtime-capabilities.js";
+export { parseHfRef, hfResolveUrl, type HfRef } from "./models/hf-ref.js";

@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { rm, stat, statfs } from "node:fs/promises";
+import { readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MakinaError, type Logger } from "../../proto/index.js";
+import { checkRedirect, resolveHost, type Resolve } from "./redirect-policy.js";
 
 /** Progress of a download. */
 export interface DownloadProgress {
@@ -37,6 +38,8 @@ export interface DownloadOptions {
   authorization?: string;
   /** Added to the error when the server answers 401 or 403 (how to get access). */
   accessHint?: string;
+  /** Resolves host names for the redirect policy (injectable for tests). */
+  resolve?: Resolve;
 }
 
 /** Redirects followed before giving up. */
@@ -89,8 +92,10 @@ async function fetchFollowing(
   headers: Record<string, string>,
   fetchImpl: typeof fetch,
   signal: AbortSignal | undefined,
+  resolve: Resolve,
 ): Promise<{ res: Response; announcedSha256: string | undefined }> {
-  let current = new URL(url);
+  const origin = new URL(url);
+  let current = origin;
   let linked: string | undefined;
   const sent = { ...headers };
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
@@ -100,6 +105,7 @@ async function fetchFollowing(
     if (res.status >= 300 && res.status < 400 && location) {
       await res.body?.cancel();
       const next = new URL(location, current);
+      await checkRedirect(origin, next, resolve);
       if (next.origin !== current.origin) delete sent.authorization;
       current = next;
       continue;
@@ -109,11 +115,39 @@ async function fetchFollowing(
   throw new MakinaError("not_found", `Could not download ${url}: more than ${MAX_REDIRECTS} redirects.`);
 }
 
+/** A strong entity tag (usable in `If-Range`), or undefined for a weak one or none. */
+function strongEtag(value: string | null): string | undefined {
+  return value && !value.startsWith("W/") ? value : undefined;
+}
+
 /**
- * Downloads `url` into `partialPath`, resuming with HTTP Range after a dropped
- * connection, starting over when the server ignores Range, checking free disk
- * space first and hashing as bytes arrive. Resolves with the sha256 of the
- * complete file; on a checksum mismatch the partial file is removed.
+ * What identifies the version of the file whose bytes a partial download holds (its strong ETag, else its
+ * Last-Modified), kept beside it, so that a resumed request asks for the rest of that version only
+ * (`If-Range`): a file changed on the server in between comes whole, never spliced onto the old bytes.
+ */
+const validatorFile = (partialPath: string) => `${partialPath}.validator`;
+
+async function readValidator(partialPath: string, url: string): Promise<string | undefined> {
+  try {
+    const v = JSON.parse(await readFile(validatorFile(partialPath), "utf8")) as { url?: unknown; validator?: unknown };
+    return v.url === url && typeof v.validator === "string" && v.validator ? v.validator : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function keepValidator(partialPath: string, url: string, res: Response): Promise<void> {
+  const validator = strongEtag(res.headers.get("etag")) ?? res.headers.get("last-modified") ?? undefined;
+  if (validator) await writeFile(validatorFile(partialPath), JSON.stringify({ url, validator }));
+  else await rm(validatorFile(partialPath), { force: true });
+}
+
+/**
+ * Downloads `url` into `partialPath`, resuming with HTTP Range (and `If-Range`, so only bytes of the same
+ * version of the file are appended) after a dropped connection, starting over when the server ignores Range
+ * or the file changed, checking free disk space first and hashing as bytes arrive. Redirects are followed by
+ * the rules of {@link checkRedirect}. Resolves with the sha256 of the complete file; on a checksum mismatch
+ * the partial file is removed.
  */
 export async function downloadFile(url: string, options: DownloadOptions): Promise<{ sha256: string; sizeBytes: number }> {
   const fetchImpl = options.fetchImpl ?? fetch;
@@ -125,14 +159,24 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
     // Back off before each retry, so a flapping server is not hammered.
     if (attempt > 1) await sleep(Math.min(8000, 250 * 2 ** (attempt - 2)), undefined, { signal: options.signal }).catch(() => {});
     if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
-    const { hash, size: have } = await hashExisting(options.partialPath);
+    let { hash, size: have } = await hashExisting(options.partialPath);
+    const validator = have > 0 ? await readValidator(options.partialPath, url) : undefined;
+    if (have > 0 && !validator) {
+      // Bytes of a version nothing identifies: appending to them could splice two versions of the file.
+      options.log.info("a partial download the server gave no validator for: starting over", { had: have });
+      await rm(options.partialPath, { force: true });
+      ({ hash, size: have } = { hash: createHash("sha256"), size: 0 });
+    }
     let res: Response;
     let announced: string | undefined;
     try {
       const headers: Record<string, string> = {};
-      if (have > 0) headers.range = `bytes=${have}-`;
+      if (have > 0 && validator) {
+        headers.range = `bytes=${have}-`;
+        headers["if-range"] = validator;
+      }
       if (options.authorization) headers.authorization = options.authorization;
-      ({ res, announcedSha256: announced } = await fetchFollowing(url, headers, fetchImpl, options.signal));
+      ({ res, announcedSha256: announced } = await fetchFollowing(url, headers, fetchImpl, options.signal, options.resolve ?? resolveHost));
     } catch (err) {
       if (err instanceof MakinaError) throw err;
       if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
@@ -159,7 +203,7 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
     const totalBytes = resumed ? Number(/\/(\d+)$/.exec(res.headers.get("content-range") ?? "")?.[1] ?? have + length) : length;
     const startAt = resumed ? have : 0;
     const streamHash = resumed ? hash : createHash("sha256");
-    if (!resumed && have > 0) options.log.info("the server ignored Range: starting the download over", { had: have });
+    if (!resumed && have > 0) options.log.info("the server ignored Range, or the file changed: starting the download over", { had: have });
     const needed = (totalBytes || length) - startAt;
     const free = await freeBytes(dirname(options.partialPath));
     if (needed > free) {
@@ -167,6 +211,7 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
       throw new MakinaError("runtime_unavailable", `Not enough disk space for ${url}: ${needed} more bytes are needed, ${free} are free on ${dirname(options.partialPath)}.`);
     }
 
+    if (!resumed) await keepValidator(options.partialPath, url, res);
     let doneBytes = startAt;
     const window: { at: number; bytes: number }[] = [{ at: Date.now(), bytes: doneBytes }];
     let lastReport = 0;
@@ -210,6 +255,7 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
     report(true);
     const sha256 = streamHash.digest("hex");
     const expected = options.expectedSha256 ?? announced;
+    await rm(validatorFile(options.partialPath), { force: true });
     if (expected && expected !== sha256) {
       await rm(options.partialPath, { force: true });
       throw new MakinaError("invalid_value", `The download of ${url} has sha256 ${sha256}, but ${options.expectedSha256 ? "the stack expects" : "the server announced"} ${expected}. The file was discarded.`);

@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from "node:path";
-import { MakinaError } from "../../proto/index.js";
+import { hfResolveUrl, MakinaError, parseHfRef } from "../../proto/index.js";
 
 /** Where a model comes from. */
 export type ModelSource = { kind: "file"; path: string } | { kind: "url"; url: string };
@@ -22,12 +22,6 @@ export function parseModelRef(ref: string, cwd = process.cwd(), hfEndpoint = DEF
     }
     return { kind: "url", url: url.toString() };
   }
-  if (ref.startsWith("hf:")) {
-    const m = /^hf:([\w.-]+)\/([\w.-]+)(?:@([\w./-]+?))?\/(.+)$/.exec(ref);
-    if (!m) throw new MakinaError("invalid_value", `Not a valid Hugging Face reference: ${ref} (expected hf:owner/repo/file.gguf).`);
-    const [, owner, repo, revision, file] = m;
-    const path = `${owner}/${repo}/resolve/${encodeURIComponent(revision ?? "main")}/${file!.split("/").map(encodeURIComponent).join("/")}`;
-    return { kind: "url", url: new URL(path, hfEndpoint.endsWith("/") ? hfEndpoint : `${hfEndpoint}/`).toString() };
-  }
+  if (ref.startsWith("hf:")) return { kind: "url", url: hfResolveUrl(hfEndpoint, parseHfRef(ref)) };
   return { kind: "file", path: isAbsolute(ref) ? ref : resolve(cwd, ref) };
 }

@@ -3,6 +3,7 @@ import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { MakinaError, type Logger } from "../../proto/index.js";
 import { downloadFile, type DownloadProgress } from "./download.js";
+import type { Resolve } from "./redirect-policy.js";
 import { DEFAULT_HF_ENDPOINT, parseModelRef } from "./model-ref.js";
 import { sha256File } from "./sha256-file.js";
 
@@ -39,6 +40,8 @@ export interface ModelStoreOptions {
   freeBytes?: (path: string) => Promise<number>;
   /** @default Hugging Face, without a token */
   hub?: HubOptions;
+  /** Resolves host names for the redirect policy (injectable for tests). */
+  resolve?: Resolve;
 }
 
 /**
@@ -56,6 +59,7 @@ export class ModelStore {
   private readonly fetchImpl: typeof fetch;
   private readonly freeBytes?: (path: string) => Promise<number>;
   private readonly hub: HubOptions;
+  private readonly resolve?: Resolve;
 
   constructor(
     dataDir: string,
@@ -66,6 +70,7 @@ export class ModelStore {
     this.fetchImpl = options.fetchImpl ?? fetch;
     this.freeBytes = options.freeBytes;
     this.hub = options.hub ?? { endpoint: DEFAULT_HF_ENDPOINT };
+    this.resolve = options.resolve;
   }
 
   /** The file serving `ref`, pulling it first when needed. */
@@ -85,7 +90,12 @@ export class ModelStore {
       return { path: source.path, sha256, sizeBytes: info.size };
     }
     const cached = await this.lookup(source.url);
-    if (cached) return cached;
+    if (cached) {
+      if (options.expectedSha256 && options.expectedSha256 !== cached.sha256) {
+        throw new MakinaError("invalid_value", `The model downloaded from ${source.url} has sha256 ${cached.sha256}, but the stack expects ${options.expectedSha256}.`);
+      }
+      return cached;
+    }
     const running = this.inflight.get(source.url);
     if (running) {
       if (options.onProgress) running.listeners.add(options.onProgress);
@@ -176,6 +186,7 @@ export class ModelStore {
       onProgress,
       fetchImpl: this.fetchImpl,
       freeBytes: this.freeBytes,
+      resolve: this.resolve,
       log,
     });
     const path = join(this.dir, `${sha256}.gguf`);

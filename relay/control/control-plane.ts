@@ -1,4 +1,4 @@
-import { MakinaError } from "../../proto/index.js";
+import { MakinaError, parseHfRef } from "../../proto/index.js";
 import type { Deployer } from "../deploy/index.js";
 import { checkNewPassword } from "../auth/index.js";
 import type { EventBus } from "../events/index.js";
@@ -15,6 +15,8 @@ export interface StackInput {
   machine: string;
   runtime: string;
   model: string;
+  /** The SHA-256 the model file must have (hex); the machine refuses any other file. */
+  modelSha256?: string | null;
   modelId?: string;
   harness?: string | null;
   orchestrator?: string | null;
@@ -22,7 +24,12 @@ export interface StackInput {
 }
 
 /** A stack with its compatibility and latest deployment, as the admin API returns it. */
-export type StackView = Stack & { compatibility: Compatibility; deployment: ReturnType<Store["deployments"]["latest"]> | null };
+export type StackView = Stack & {
+  compatibility: Compatibility;
+  deployment: ReturnType<Store["deployments"]["latest"]> | null;
+  /** An `http(s)://` model with no SHA-256 pinned: whatever the server sends is served. (`hf:` files are checked against the hub's digest.) */
+  modelUnverified: boolean;
+};
 
 /**
  * The control plane's operations, shared by the admin API and `makina up`.
@@ -119,6 +126,8 @@ export class ControlPlane {
     const machine = this.machine(org.id, requireString(input.machine, "machine"));
     const runtime = requireRuntime(input.runtime);
     const modelRef = requireString(input.model, "model");
+    if (modelRef.startsWith("hf:")) parseHfRef(modelRef);
+    const modelSha256 = optionalSha256(input.modelSha256);
     const modelId = input.modelId === undefined || input.modelId === null || input.modelId === "" ? defaultModelId(modelRef) : requireString(input.modelId, "model_id");
     const name = requireString(input.name, "name");
     await this.refuseIfIncompatible(machine, runtime, modelRef, input);
@@ -128,6 +137,7 @@ export class ControlPlane {
       machineId: machine.id,
       runtime,
       modelRef,
+      modelSha256,
       modelId,
       harness: input.harness ?? null,
       orchestrator: input.orchestrator ?? null,
@@ -225,7 +235,7 @@ export class ControlPlane {
     const pulled = deployment?.steps.find((s) => s.kind === "pull_model" && s.state === "succeeded")?.detail?.sizeBytes;
     if (model.weightsBytes === null && typeof pulled === "number" && pulled > 0) model = { ...model, weightsBytes: pulled, source: "pulled" };
     const compatibility = checkStack(this.plan(stack.runtime, stack.modelRef, model, machine?.hardware ?? null, { ...stack, endpoint: stack.hasEndpoint }));
-    return { ...stack, compatibility, deployment };
+    return { ...stack, compatibility, deployment, modelUnverified: /^https?:\/\//i.test(stack.modelRef) && !stack.modelSha256 };
   }
 
   private plan(
@@ -275,6 +285,14 @@ function requireString(v: unknown, param: string): string {
 }
 
 /** The model id a stack serves when none is given: the model file's name without `.gguf`. */
+/** A SHA-256 given as 64 hex digits (any case, `:` separators allowed), lowercased; null when absent. */
+function optionalSha256(value: unknown): string | null {
+  if (value === undefined || value === null || value === "") return null;
+  const hex = typeof value === "string" ? value.replaceAll(":", "").toLowerCase() : "";
+  if (!/^[0-9a-f]{64}$/.test(hex)) throw new MakinaError("invalid_value", "model_sha256 is a SHA-256 digest: 64 hex digits.", { param: "model_sha256" });
+  return hex;
+}
+
 export function defaultModelId(modelRef: string): string {
   const last = modelRef.split(/[\\/]/).pop() ?? modelRef;
   return last.replace(/\.gguf$/i, "").replace(/^hf:/, "") || modelRef;

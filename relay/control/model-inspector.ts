@@ -1,3 +1,4 @@
+import { hfResolveUrl, parseHfRef } from "../../proto/index.js";
 import { findCatalogModel, UNKNOWN_MODEL, type ModelFacts } from "../compatibility/index.js";
 
 /** Reads what the compatibility rules need from a GGUF file's header at a URL. */
@@ -89,8 +90,11 @@ export class ModelInspector {
   private headerUrl(ref: string): string | null {
     if (!/\.gguf($|\?)/i.test(ref)) return null;
     if (/^https?:\/\//i.test(ref)) return ref;
-    const hf = /^hf:([^/]+)\/([^/@]+)(?:@([^/]+))?\/(.+)$/.exec(ref);
-    if (hf) return `${this.o.hubEndpoint.replace(/\/$/, "")}/${hf[1]}/${hf[2]}/resolve/${encodeURIComponent(hf[3] ?? "main")}/${hf[4]}`;
-    return null;
+    if (!ref.startsWith("hf:")) return null;
+    try {
+      return hfResolveUrl(this.o.hubEndpoint, parseHfRef(ref));
+    } catch {
+      return null;
+    }
   }
 }

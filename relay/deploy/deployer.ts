@@ -96,7 +96,7 @@ export class Deployer {
     changed();
     const steps: DeployStep[] = [
       { kind: "installRuntime", runtime: stack.runtime },
-      { kind: "pullModel", ref: stack.modelRef, sha256: "", runtime: stack.runtime },
+      { kind: "pullModel", ref: stack.modelRef, sha256: stack.modelSha256 ?? "", runtime: stack.runtime },
       { kind: "configureEndpoint", runtime: stack.runtime, modelRef: stack.modelRef, modelId: stack.modelId },
     ];
     let contextSize: number | null = null;

@@ -132,4 +132,8 @@ export const MIGRATIONS: readonly string[] = [
   -- A revoked machine: its token no longer opens a link, and it cannot reconnect.
   ALTER TABLE machines ADD COLUMN revoked_at INTEGER;
   `,
+  `
+  -- The SHA-256 a stack pins its model file to: the machine refuses any other file.
+  ALTER TABLE stacks ADD COLUMN model_sha256 TEXT;
+  `,
 ];

@@ -28,6 +28,8 @@ export interface Stack {
   machineId: string;
   runtime: RuntimeKind;
   modelRef: string;
+  /** The SHA-256 (hex) the model file must have, or null when none is pinned. */
+  modelSha256: string | null;
   /** The id clients pass as `model` (the Endpoint layer's name). */
   modelId: string;
   harness: string | null;
@@ -53,6 +55,7 @@ export interface NewStack {
   machineId: string;
   runtime: RuntimeKind;
   modelRef: string;
+  modelSha256?: string | null;
   modelId: string;
   harness?: string | null;
   orchestrator?: string | null;
@@ -66,6 +69,7 @@ interface Row {
   machine_id: string;
   runtime: RuntimeKind;
   model_ref: string;
+  model_sha256: string | null;
   model_id: string;
   harness: string | null;
   orchestrator: string | null;
@@ -87,6 +91,7 @@ const toStack = (r: Row): Stack => ({
   machineId: r.machine_id,
   runtime: r.runtime,
   modelRef: r.model_ref,
+  modelSha256: r.model_sha256,
   modelId: r.model_id,
   harness: r.harness,
   orchestrator: r.orchestrator,
@@ -109,10 +114,10 @@ export class StackStore {
     const id = newId("stk");
     this.db
       .prepare(
-        `INSERT INTO stacks (id, org_id, name, machine_id, runtime, model_ref, model_id, harness, orchestrator, has_endpoint, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO stacks (id, org_id, name, machine_id, runtime, model_ref, model_sha256, model_id, harness, orchestrator, has_endpoint, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(id, input.orgId, input.name, input.machineId, input.runtime, input.modelRef, input.modelId, input.harness ?? null, input.orchestrator ?? null, input.hasEndpoint ? 1 : 0, now, now);
+      .run(id, input.orgId, input.name, input.machineId, input.runtime, input.modelRef, input.modelSha256 ?? null, input.modelId, input.harness ?? null, input.orchestrator ?? null, input.hasEndpoint ? 1 : 0, now, now);
     return this.get(id)!;
   }
 

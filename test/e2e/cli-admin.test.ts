@@ -71,7 +71,15 @@ describe("an operator runs the relay and an agent as separate processes and admi
     ]);
 
     // Without --json, --wait shows each step's progress on stderr and the stack on stdout.
-    const second = await json("stack", "create", "--org", "acme-labs", "--name", "tiny-2", "--machine", String(machine.id), "--runtime", "gguf", "--model", testModelPath(), "--model-id", "tiny-2");
+    // Pinned to the model's SHA-256 (with --model-sha256): the machine checks it; `stack list` says how each model is checked.
+    const second = await json("stack", "create", "--org", "acme-labs", "--name", "tiny-2", "--machine", String(machine.id), "--runtime", "gguf", "--model", testModelPath(), "--model-id", "tiny-2", "--model-sha256", "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d");
+    expect(second.model_sha256).toBe("270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d");
+    const unpinned = await runCli(["admin", "stack", "create", "--org", "acme-labs", "--name", "from-url", "--machine", String(machine.id), "--runtime", "gguf", "--model", "https://models.example/tiny.gguf", "--model-id", "from-url", "--data-dir", dataDir]);
+    expect(unpinned.stdout).toMatch(/model:\s+https:\/\/models\.example\/tiny\.gguf \(unverified: no SHA-256 pinned/);
+    const list = await runCli(["admin", "stack", "list", "--org", "acme-labs", "--data-dir", dataDir]);
+    expect(list.stdout).toMatch(/MODEL CHECK/);
+    expect(list.stdout).toMatch(/tiny-2\s+draft\s+gguf\s+tiny-2\s+pinned sha256/);
+    expect(list.stdout).toMatch(/from-url\s+draft\s+gguf\s+from-url\s+unverified/);
     const human = await runCli(["admin", "stack", "deploy", String(second.id), "--wait", "--data-dir", dataDir]);
     expect(human.code, human.stderr).toBe(0);
     expect(human.stderr).toContain("install_runtime: succeeded");

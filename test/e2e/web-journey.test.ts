@@ -192,6 +192,24 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.getByRole("button", { name: "Retry deploy" }).count()).toBe(1);
     await shot("stack-failed");
 
+    // A model from a URL can be pinned to its SHA-256; without a pin the stack is marked unverified everywhere.
+    await nav("Forge");
+    await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
+    await page.getByLabel("Model reference").fill("https://models.example/tiny.gguf");
+    await page.getByLabel("Model id").fill("from-url");
+    await page.getByLabel("SHA-256 of the file (recommended)").fill("not-a-digest");
+    await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await expect.poll(() => page.locator("#forge-model-sha256-error").textContent()).toBe("model_sha256 is a SHA-256 digest: 64 hex digits.");
+    await page.getByLabel("SHA-256 of the file (recommended)").fill("");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await page.getByRole("heading", { name: "Deployment" }).waitFor();
+    expect(await page.getByTestId("stack-model").textContent()).toContain("unverified");
+    await nav("Stacks");
+    await expect.poll(() => page.locator("tr", { hasText: "from-url" }).textContent()).toContain("unverified");
+    expect(await page.locator("tr", { hasText: "tiny" }).first().textContent()).not.toContain("unverified");
+    await shot("stacks-unverified");
+
     await page.getByRole("link", { name: "admin admin" }).click();
     await page.getByRole("heading", { name: "Change password" }).waitFor();
     await shot("account");

@@ -27,25 +27,38 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
   const cdnSeen: { path: string; authorization: string | undefined }[] = [];
   const TOKEN = "hf_StandInTokenForTheLocalHub0123456789";
   let dir: string;
-  const seen: { path: string; range: string | undefined; status: number; authorization?: string }[] = [];
+  const seen: { path: string; range: string | undefined; status: number; authorization?: string; ifRange?: string | string[] }[] = [];
   const attempts = new Map<string, number>();
 
-  function serve(req: IncomingMessage, res: ServerResponse, options: { honourRange: boolean; etag?: string; dropFirstAt?: number }) {
+  /** Another version of the model file: the same size, other bytes. */
+  const older = Buffer.from(model);
+  older[100] = older[100]! ^ 0xff;
+  const md5 = (b: Buffer) => `"${createHash("md5").update(b).digest("hex")}"`;
+
+  /**
+   * Serves a file as a web server does: with a strong ETag (unless `noValidator`), honouring Range (unless
+   * told not to) only while `If-Range` names the version it serves now.
+   */
+  function serve(req: IncomingMessage, res: ServerResponse, options: { honourRange: boolean; etag?: string; dropFirstAt?: number; noValidator?: boolean; body?: (attempt: number) => Buffer }) {
     const n = (attempts.get(req.url!) ?? 0) + 1;
     attempts.set(req.url!, n);
+    const body = options.body?.(n) ?? model;
+    const validator = md5(body);
     const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? "");
-    const start = options.honourRange && range ? Number(range[1]) : 0;
+    const sameVersion = req.headers["if-range"] === undefined || req.headers["if-range"] === validator;
+    const start = options.honourRange && range && sameVersion ? Number(range[1]) : 0;
     const status = start > 0 ? 206 : 200;
-    seen.push({ path: req.url!, range: req.headers.range, status });
-    const headers: Record<string, string | number> = { "content-length": model.length - start, ...(options.etag ? { "x-linked-etag": `"${options.etag}"` } : {}) };
-    if (status === 206) headers["content-range"] = `bytes ${start}-${model.length - 1}/${model.length}`;
+    seen.push({ path: req.url!, range: req.headers.range, status, ifRange: req.headers["if-range"] });
+    const headers: Record<string, string | number> = { "content-length": body.length - start, ...(options.etag ? { "x-linked-etag": `"${options.etag}"` } : {}) };
+    if (!options.noValidator) headers.etag = validator;
+    if (status === 206) headers["content-range"] = `bytes ${start}-${body.length - 1}/${body.length}`;
     res.writeHead(status, headers);
     if (n === 1 && options.dropFirstAt !== undefined) {
       // Send part of the body, then cut the connection.
-      res.write(model.subarray(start, options.dropFirstAt), () => res.socket?.destroy());
+      res.write(body.subarray(start, options.dropFirstAt), () => res.socket?.destroy());
       return;
     }
-    res.end(model.subarray(start));
+    res.end(body.subarray(start));
   }
 
   beforeAll(async () => {
@@ -61,6 +74,21 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
           return serve(req, res, { honourRange: true, etag: "0".repeat(64) });
         case "/shared.gguf":
           return serve(req, res, { honourRange: true });
+        // The file is replaced on the server between the dropped first attempt and the next.
+        case "/changes.gguf":
+          return serve(req, res, { honourRange: true, dropFirstAt: half, body: (n) => (n === 1 ? older : model) });
+        case "/no-validator.gguf":
+          return serve(req, res, { honourRange: true, dropFirstAt: half, noValidator: true });
+        // Redirects that try to steer the agent at this machine, or at a cloud's metadata service.
+        case "/to-loopback.gguf":
+          seen.push({ path: req.url, range: undefined, status: 302 });
+          return res.writeHead(302, { location: `${base}/secret.gguf` }).end();
+        case "/to-metadata.gguf":
+          seen.push({ path: req.url, range: undefined, status: 302 });
+          return res.writeHead(302, { location: "http://169.254.169.254/latest/meta-data/iam/security-credentials/" }).end();
+        case "/secret.gguf":
+          seen.push({ path: req.url, range: undefined, status: 200 });
+          return res.writeHead(200).end("secret");
         // As the hub answers a model file: a redirect to the CDN that vouches for the sha256 in x-linked-etag.
         case "/org/open/resolve/main/model.gguf":
         case "/org/gated/resolve/main/model.gguf":
@@ -138,6 +166,70 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
     expect(seen.map((s) => s.status)).toEqual([200, 200]);
     expect(resumedFrom(seen[1]!.range)).toBeGreaterThan(0);
     expect(readFileSync(local.path).equals(model)).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("resumes only the same version of the file (If-Range): a file replaced in between comes whole, never spliced", async () => {
+    const local = await new ModelStore(dir, silentLogger()).pull(`${base}/changes.gguf`);
+    expect(local.sha256).toBe(sha256);
+    expect(readFileSync(local.path).equals(model)).toBe(true);
+    // It asked for the rest of the version it held; the server, holding another, sent the whole new one.
+    expect(seen.map((s) => [s.status, s.ifRange])).toEqual([
+      [200, undefined],
+      [200, md5(older)],
+    ]);
+    expect(resumedFrom(seen[1]!.range)).toBeGreaterThan(0);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("starts over, rather than resume, when the server gave no validator for the bytes it holds", async () => {
+    const local = await new ModelStore(dir, silentLogger()).pull(`${base}/no-validator.gguf`);
+    expect(local.sha256).toBe(sha256);
+    expect(seen.map((s) => [s.status, s.range])).toEqual([
+      [200, undefined],
+      [200, undefined],
+    ]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("refuses a redirect from a mirror on the internet to this machine (http://127.0.0.1), and one to a cloud's metadata address", async () => {
+    // mirror.example stands in for a mirror on the internet: it resolves to a public address, and the fetch is
+    // sent to the local server (no DNS or internet here).
+    const resolve = async (host: string) => (host === "mirror.example" ? ["203.0.113.10"] : ["127.0.0.1"]);
+    const viaMirror: typeof fetch = (input, init) => {
+      const url = new URL(String(input));
+      if (url.hostname === "mirror.example") url.hostname = "127.0.0.1";
+      return fetch(url, init);
+    };
+    const port = new URL(base).port;
+    const store = new ModelStore(dir, silentLogger(), { resolve, fetchImpl: viaMirror });
+    const err = await store.pull(`http://mirror.example:${port}/to-loopback.gguf`).catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      code: "invalid_value",
+      message: `The download of http://mirror.example:${port}/to-loopback.gguf was redirected to ${base}/secret.gguf, a loopback address: refused.`,
+    });
+    // Even the mirror's own LAN neighbours are off limits: only addresses of the mirror's kind are.
+    const metadata = await new ModelStore(dir, silentLogger()).pull(`${base}/to-metadata.gguf`).catch((e: unknown) => e);
+    expect(metadata).toMatchObject({ code: "invalid_value", message: expect.stringContaining("169.254.169.254/latest/meta-data/iam/security-credentials/, a link-local address: refused.") });
+    expect(seen.map((s) => s.path)).toEqual(["/to-loopback.gguf", "/to-metadata.gguf"]);
+    expect(cacheFiles()).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("refuses hf: references that reach outside the repository", async () => {
+    const store = new ModelStore(dir, silentLogger(), { hub: { endpoint: base } });
+    for (const ref of ["hf:org/open/../../secret.gguf", "hf:../open/model.gguf", "hf:org/open/./model.gguf", "hf:org/open@../main/model.gguf", "hf:org/open/%2e%2e/model.gguf", "hf:org/open/a\\b.gguf", "hf:org/open//model.gguf", "hf:org/open/model.gguf?x=1"]) {
+      const err = await store.pull(ref).catch((e: unknown) => e);
+      expect([ref, err]).toEqual([ref, expect.objectContaining({ code: "invalid_value", message: expect.stringContaining("Not a valid Hugging Face reference") })]);
+    }
+    expect(seen).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("checks a pinned digest against a model it already has, too", async () => {
+    await new ModelStore(dir, silentLogger()).pull(`${base}/model.gguf`);
+    const err = await new ModelStore(dir, silentLogger()).pull(`${base}/model.gguf`, { expectedSha256: "e".repeat(64) }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "invalid_value", message: `The model downloaded from ${base}/model.gguf has sha256 ${sha256}, but the stack expects ${"e".repeat(64)}.` });
     rmSync(dir, { recursive: true, force: true });
   });
 

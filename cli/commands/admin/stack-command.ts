@@ -20,6 +20,8 @@ interface StackView {
   machine_id: string;
   runtime: string;
   model_ref: string;
+  model_sha256: string | null;
+  model_unverified: boolean;
   model_id: string;
   has_endpoint: boolean;
   state: string;
@@ -38,6 +40,10 @@ const stateText = (s: StackView) =>
       ? `${s.state} (${s.state_error})`
       : s.state;
 
+/** How the machine checks the model file: against a pinned SHA-256, the hub's digest, or not at all. */
+const modelCheck = (s: StackView) =>
+  s.model_sha256 ? "pinned sha256" : s.model_unverified ? "unverified" : s.model_ref.startsWith("hf:") ? "hub digest" : "local file";
+
 const describeStack = (s: StackView) =>
   keyValues([
     ["id", s.id],
@@ -45,7 +51,10 @@ const describeStack = (s: StackView) =>
     ["state", stateText(s)],
     ["machine", s.machine_id],
     ["runtime", s.runtime],
-    ["model", s.model_ref],
+    [
+      "model",
+      `${s.model_ref}${s.model_sha256 ? ` (sha256 ${s.model_sha256} pinned)` : s.model_unverified ? " (unverified: no SHA-256 pinned, whatever the server sends is served; pin one with --model-sha256)" : ""}`,
+    ],
     ["model id", s.has_endpoint ? s.model_id : `${s.model_id} (no endpoint: not reachable through the API)`],
     ["compatible", s.compatibility.checks.map((c) => `${c.level}: ${c.message}`).join("; ")],
   ]);
@@ -113,19 +122,21 @@ export const stackCommand: CommandModule = {
               .option("machine", { type: "string", demandOption: true })
               .option("runtime", { choices: ["gguf", "vllm", "mlx", "openai"] as const, demandOption: true })
               .option("model", { type: "string", demandOption: true, describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
+              .option("model-sha256", { type: "string", describe: "Pin the model file's SHA-256: the machine refuses any other file" })
               .option("model-id", { type: "string", describe: "The id clients pass as `model` (default: the model file's name)" })
               .option("harness", { type: "string" })
               .option("orchestrator", { type: "string" })
               .option("endpoint", { type: "boolean", default: true, describe: "Expose through the API (--no-endpoint to omit the layer)" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: string; model: string; modelId?: string; harness?: string; orchestrator?: string; endpoint: boolean };
+          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: string; model: string; modelSha256?: string; modelId?: string; harness?: string; orchestrator?: string; endpoint: boolean };
           const s = await adminRequest<StackView>(target(a), "POST", "/stacks", {
             org: a.org,
             name: a.name,
             machine: a.machine,
             runtime: a.runtime,
             model: normalizeModelRef(a.model),
+            model_sha256: a.modelSha256,
             model_id: a.modelId,
             harness: a.harness,
             orchestrator: a.orchestrator,
@@ -164,7 +175,7 @@ export const stackCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
           const { data } = await adminRequest<{ data: StackView[] }>(target(a), "GET", `/stacks?org=${encodeURIComponent(a.org)}`);
-          print(a, data, () => table(["ID", "NAME", "STATE", "RUNTIME", "MODEL ID", "MACHINE"], data.map((s) => [s.id, s.name, stateText(s), s.runtime, s.model_id, s.machine_id])));
+          print(a, data, () => table(["ID", "NAME", "STATE", "RUNTIME", "MODEL ID", "MODEL CHECK", "MACHINE"], data.map((s) => [s.id, s.name, stateText(s), s.runtime, s.model_id, modelCheck(s), s.machine_id])));
         },
       })
       .demandCommand(1)

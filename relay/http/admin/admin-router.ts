@@ -111,6 +111,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
         machine: b.machine as string,
         runtime: b.runtime as string,
         model: b.model as string,
+        modelSha256: b.model_sha256 as string | undefined,
         modelId: b.model_id as string | undefined,
         harness: (b.harness as string | undefined) ?? null,
         orchestrator: (b.orchestrator as string | undefined) ?? null,

@@ -94,6 +94,10 @@ export interface Stack {
   machine_id: string;
   runtime: RuntimeKind;
   model_ref: string;
+  /** The SHA-256 the model file is pinned to, or null. */
+  model_sha256: string | null;
+  /** An http(s):// model with no SHA-256 pinned: whatever the server sends is served. */
+  model_unverified: boolean;
   model_id: string;
   harness: string | null;
   orchestrator: string | null;

@@ -16,6 +16,7 @@ const TONES: Record<string, string> = {
   revoked: "off",
   failed: "bad",
   fail: "bad",
+  unverified: "wait",
 };
 
 /** A machine's, stack's, key's or step's state as a coloured label. */
@@ -24,6 +25,16 @@ export function StateBadge({ state, label }: { state: string; label?: string }) 
     <span class={`badge ${TONES[state] ?? "off"}`} data-state={state}>
       <span class="dot" aria-hidden="true" />
       {label ?? state}
+    </span>
+  );
+}
+
+/** Marks an http(s):// model with no SHA-256 pinned: the machine serves whatever file the server sends. */
+export function UnverifiedBadge() {
+  return (
+    <span title="No SHA-256 is pinned for this model: the machine serves whatever file the server sends. Pin one when creating the stack." data-testid="model-unverified">
+      {" "}
+      <StateBadge state="unverified" />
     </span>
   );
 }

@@ -36,6 +36,7 @@ export function ForgePage() {
   const [runtime, setRuntime] = useState<RuntimeKind>("gguf");
   const [choice, setChoice] = useState("");
   const [custom, setCustom] = useState("");
+  const [sha256, setSha256] = useState("");
   const [harness, setHarness] = useState("");
   const [orchestrator, setOrchestrator] = useState("");
   const [endpoint, setEndpoint] = useState(true);
@@ -109,6 +110,7 @@ export function ForgePage() {
         machine,
         runtime,
         model: modelRef,
+        model_sha256: fromUrl && sha256.trim() ? sha256.trim() : null,
         model_id: modelId.trim() || suggestedId,
         harness: harness || null,
         orchestrator: orchestrator || null,
@@ -124,6 +126,7 @@ export function ForgePage() {
   };
 
   const selected = machineList.find((m) => m.id === machine);
+  const fromUrl = /^https?:\/\//i.test(modelRef);
   return (
     <>
       <PageHeader title="Forge" subtitle="Build a stack layer by layer: machine, runtime, model, then the optional layers and the endpoint." />
@@ -187,6 +190,16 @@ export function ForgePage() {
                 <input id="forge-custom" value={custom} onInput={(e) => setCustom(e.currentTarget.value)} aria-describedby={describedBy("forge-custom")} spellcheck={false} />
               </Field>
             )}
+            {fromUrl && (
+              <Field
+                id="forge-model-sha256"
+                label="SHA-256 of the file (recommended)"
+                hint="Pin the file: the machine refuses any other. Without it the stack is marked unverified."
+                error={fieldError("model_sha256")}
+              >
+                <input id="forge-model-sha256" value={sha256} onInput={(e) => setSha256(e.currentTarget.value)} aria-describedby={describedBy("forge-model-sha256", fieldError("model_sha256"))} spellcheck={false} />
+              </Field>
+            )}
           </fieldset>
           <fieldset>
             <legend>4 · Layers (optional)</legend>
@@ -222,7 +235,7 @@ export function ForgePage() {
               </Field>
             </div>
           </fieldset>
-          {error?.param && error.param !== "model" && error.param !== "machine" && error.param !== "model_id" && error.param !== "name" && <Notice tone="error">{error.message}</Notice>}
+          {error?.param && !["model", "machine", "model_id", "name", "model_sha256"].includes(error.param) && <Notice tone="error">{error.message}</Notice>}
           <div class="form-actions">
             <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat?.ok === false}>
               {busy ? "Creating…" : "Create and deploy"}

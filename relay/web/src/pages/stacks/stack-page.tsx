@@ -5,7 +5,7 @@ import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
-import { StateBadge } from "../../components/state-badge.js";
+import { StateBadge, UnverifiedBadge } from "../../components/state-badge.js";
 import { CompatibilityPanel } from "../forge/compatibility-panel.js";
 import { DeploymentProgress } from "./deployment-progress.js";
 import { Playground } from "./playground.js";
@@ -97,7 +97,11 @@ export function StackPage({ id }: { id: string }) {
               {s.has_endpoint ? s.model_id : "— (no Endpoint layer: not reachable through the API)"}
             </dd>
             <dt>Model</dt>
-            <dd class="mono wrap">{s.model_ref}</dd>
+            <dd class="mono wrap" data-testid="stack-model">
+              {s.model_ref}
+              {s.model_unverified && <UnverifiedBadge />}
+              {s.model_sha256 && <div class="muted small">sha256 {s.model_sha256} (pinned: the machine refuses any other file)</div>}
+            </dd>
             <dt>Runtime</dt>
             <dd>
               {s.runtime}

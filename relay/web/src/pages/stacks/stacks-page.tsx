@@ -3,7 +3,7 @@ import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
-import { StateBadge } from "../../components/state-badge.js";
+import { StateBadge, UnverifiedBadge } from "../../components/state-badge.js";
 
 /** Every stack of the organization with its state, live. */
 export function StacksPage() {
@@ -56,7 +56,10 @@ export function StacksPage() {
                     <StateBadge state={s.state} />
                     {s.state === "deployed" && s.runtime_state && s.runtime_state !== "ready" && <StateBadge state={s.runtime_state} label={`runtime ${s.runtime_state}`} />}
                   </td>
-                  <td class="mono">{s.has_endpoint ? s.model_id : <span class="muted">no endpoint</span>}</td>
+                  <td class="mono">
+                    {s.has_endpoint ? s.model_id : <span class="muted">no endpoint</span>}
+                    {s.model_unverified && <UnverifiedBadge />}
+                  </td>
                   <td>{s.runtime}</td>
                   <td>{machineName(s.machine_id)}</td>
                 </tr>
