@@ -42,6 +42,10 @@ export interface AgentConfig {
   readonly drainTimeoutMs: number;
   /** How often hardware is detected again, ms (changes are sent to the relay). @default 60000 */
   readonly hardwareIntervalMs: number;
+  /** How often a ready runtime's process is probed, ms; 3 missed probes in a row restart it. @default 5000 */
+  readonly healthIntervalMs: number;
+  /** How long one probe may take, ms. @default 10000 */
+  readonly healthTimeoutMs: number;
   /** Where `hf:` model references resolve: Hugging Face or a mirror. @default "https://huggingface.co" */
   readonly hfEndpoint: string;
   /** A Hugging Face token for gated and private models, sent to `hfEndpoint` only; never logged. */
@@ -75,6 +79,8 @@ const ENV: Record<keyof AgentConfig, string> = {
   controlSocket: "MAKINA_AGENT_SOCKET",
   python: "MAKINA_AGENT_PYTHON",
   hardwareIntervalMs: "MAKINA_AGENT_HARDWARE_INTERVAL_MS",
+  healthIntervalMs: "MAKINA_AGENT_HEALTH_INTERVAL_MS",
+  healthTimeoutMs: "MAKINA_AGENT_HEALTH_TIMEOUT_MS",
   drainTimeoutMs: "MAKINA_AGENT_DRAIN_TIMEOUT_MS",
   hfEndpoint: "MAKINA_AGENT_HF_ENDPOINT",
   hfToken: "MAKINA_AGENT_HF_TOKEN",
@@ -122,6 +128,8 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     controlSocket: undefined,
     python: "python3",
     hardwareIntervalMs: 60_000,
+    healthIntervalMs: 5000,
+    healthTimeoutMs: 10_000,
     drainTimeoutMs: 30_000,
     hfEndpoint: DEFAULT_HF_ENDPOINT,
     hfToken: undefined,
@@ -192,6 +200,8 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     python: String(pick("python")),
     controlSocket: resolve(typeof socket === "string" ? socket : join(dataDir, "agent.sock")),
     hardwareIntervalMs: int("hardwareIntervalMs", 1000, 86_400_000),
+    healthIntervalMs: int("healthIntervalMs", 50, 3_600_000),
+    healthTimeoutMs: int("healthTimeoutMs", 50, 600_000),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     hfEndpoint,
     hfToken: typeof hfToken === "string" ? hfToken : undefined,

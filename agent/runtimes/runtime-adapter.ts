@@ -27,7 +27,9 @@ export interface RuntimeContext {
   log: Logger;
   signal?: AbortSignal;
   onProgress?: (p: StepProgress) => void;
-  /** Reports state changes of a supervised runtime after it started (restarts, crash loop). */
+  /** How a ready runtime's process is probed: a wedged one is taken out of service and restarted. */
+  health?: { healthIntervalMs: number; healthTimeoutMs: number };
+  /** Reports state changes of a supervised runtime after it started (restarts, a wedged process, crash loop). */
   onState?: (state: "loading" | "ready" | "failed", error: string | null) => void;
 }
 

@@ -95,6 +95,7 @@ export class StackHost {
     return {
       runtimesDir: join(this.deps.config.dataDir, "runtimes"),
       python: this.deps.config.python,
+      health: { healthIntervalMs: this.deps.config.healthIntervalMs, healthTimeoutMs: this.deps.config.healthTimeoutMs },
       log: this.deps.log,
       signal,
       onProgress,

@@ -6,11 +6,12 @@ import { Backoff } from "../link/backoff.js";
 
 /**
  * Supervised process states: `starting` (spawned, readiness probe not yet
- * passing) → `ready`; after an unexpected exit → `restarting` (backing off) →
- * `starting` …; too many early exits in a row → `failed` (final); `stop()` →
- * `stopped` (final, never restarted).
+ * passing) → `ready`; a ready process that stops answering its health probe
+ * → `unresponsive` (it is killed, and restarts like a crashed one); after an
+ * unexpected exit → `restarting` (backing off) → `starting` …; too many early
+ * exits in a row → `failed` (final); `stop()` → `stopped` (final, never restarted).
  */
-export type SupervisedState = "starting" | "ready" | "restarting" | "failed" | "stopped";
+export type SupervisedState = "starting" | "ready" | "unresponsive" | "restarting" | "failed" | "stopped";
 
 /** Options of {@link ProcessSupervisor}. */
 export interface SupervisorOptions {
@@ -24,6 +25,12 @@ export interface SupervisorOptions {
   ready: (signal: AbortSignal) => Promise<boolean>;
   /** @default 250 */
   probeIntervalMs?: number;
+  /** Once ready, the same probe runs this often to catch a process that is alive but wedged. @default 5000 */
+  healthIntervalMs?: number;
+  /** How long one health probe may take. @default 10000 */
+  healthTimeoutMs?: number;
+  /** Health probes missed in a row that make a ready process `unresponsive`. @default 3 */
+  maxMissedProbes?: number;
   /** A start that is not ready within this time counts as a crash. @default 600000 */
   startTimeoutMs?: number;
   /** A process that exits before running this long counts toward the crash loop. @default 10000 */
@@ -144,8 +151,9 @@ export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }
       const deadline = Date.now() + (this.o.startTimeoutMs ?? 600_000);
       while (!probe.signal.aborted) {
         if (await this.o.ready(probe.signal).catch(() => false)) {
-          if (!probe.signal.aborted) this.set("ready");
-          return;
+          if (probe.signal.aborted) return;
+          this.set("ready");
+          return this.watchHealth(probe.signal);
         }
         if (Date.now() > deadline) {
           this.tail.push(Buffer.from(`not ready after ${this.o.startTimeoutMs ?? 600_000} ms`));
@@ -160,6 +168,39 @@ export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }
     await probing;
     this.child = undefined;
     return result;
+  }
+
+  /**
+   * Probes a ready process until it exits: one that misses `maxMissedProbes` in a row is alive but wedged (a
+   * deadlock, a stopped process, a driver hang). It is marked `unresponsive`, so that it takes no requests,
+   * and killed, so that it restarts like a crashed one.
+   */
+  private async watchHealth(signal: AbortSignal): Promise<void> {
+    const interval = this.o.healthIntervalMs ?? 5000;
+    const timeout = this.o.healthTimeoutMs ?? 10_000;
+    const maxMissed = this.o.maxMissedProbes ?? 3;
+    let missed = 0;
+    while (!signal.aborted) {
+      await sleep(interval, undefined, { signal }).catch(() => {});
+      if (signal.aborted) return;
+      const attempt = AbortSignal.any([signal, AbortSignal.timeout(timeout)]);
+      // A probe that ignores its signal still loses the race against the timeout.
+      const answered = await Promise.race([
+        this.o.ready(attempt).catch(() => false),
+        new Promise<false>((resolve) => attempt.addEventListener("abort", () => resolve(false), { once: true })),
+      ]);
+      if (signal.aborted) return;
+      if (answered) {
+        missed = 0;
+        continue;
+      }
+      if (++missed < maxMissed) continue;
+      this.lastError = `not answering its health probe (${missed} missed in a row, ${interval} ms apart): restarting it`;
+      this.tail.push(Buffer.from(this.lastError));
+      this.set("unresponsive");
+      this.killGroup("SIGKILL");
+      return;
+    }
   }
 
   private killGroup(signal: NodeJS.Signals): void {

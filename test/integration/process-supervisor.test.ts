@@ -24,7 +24,7 @@ describe("supervising a runtime process", () => {
     await Promise.all(supervisors.splice(0).map((s) => s.stop()));
   });
 
-  async function supervise(env: Record<string, string>, options: { minUptimeMs?: number; maxEarlyExits?: number } = {}) {
+  async function supervise(env: Record<string, string>, options: { minUptimeMs?: number; maxEarlyExits?: number; healthIntervalMs?: number; healthTimeoutMs?: number; maxMissedProbes?: number } = {}) {
     const port = await freePort();
     const states: SupervisedState[] = [];
     const s = new ProcessSupervisor({
@@ -59,6 +59,29 @@ describe("supervising a runtime process", () => {
     await vi.waitFor(() => expect(s.state).toBe("ready"), { timeout: 5000, interval: 20 });
     expect(states.slice(0, 4)).toEqual(["ready", "restarting", "starting", "ready"]);
     expect(s.lastError).toContain("exited with code 1");
+  });
+
+  it("restarts a ready process that stops answering its health probe (alive but wedged), and is ready again", async () => {
+    const { s, states, port } = await supervise({}, { healthIntervalMs: 50, healthTimeoutMs: 200, maxMissedProbes: 3 });
+    await s.start();
+    const wedged = s.pid!;
+    // SIGSTOP: the process exists and holds its port, but answers nothing, as a deadlocked server would.
+    process.kill(wedged, "SIGSTOP");
+    await vi.waitFor(() => expect(states).toContain("unresponsive"), { timeout: 10_000, interval: 20 });
+    expect(s.lastError).toBe("not answering its health probe (3 missed in a row, 50 ms apart): restarting it");
+    await vi.waitFor(() => expect([s.state, s.pid === wedged]).toEqual(["ready", false]), { timeout: 10_000, interval: 20 });
+    expect(states.slice(0, 5)).toEqual(["ready", "unresponsive", "restarting", "starting", "ready"]);
+    expect(alive(wedged)).toBe(false);
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+  });
+
+  it("keeps a process that answers its health probe, however long it runs", async () => {
+    const { s, states } = await supervise({}, { healthIntervalMs: 20, healthTimeoutMs: 1000, maxMissedProbes: 2 });
+    await s.start();
+    const pid = s.pid;
+    // Twenty probes or more, all answered.
+    await new Promise((r) => setTimeout(r, 600));
+    expect([s.state, s.pid, states]).toEqual(["ready", pid, ["ready"]]);
   });
 
   it("gives up after a crash loop and ends failed, saying why", async () => {

@@ -128,6 +128,37 @@ describe("a GGUF model that crashes", () => {
   });
 });
 
+describe("a GGUF model process that is alive but wedged", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ agentFlags: { healthIntervalMs: 100, healthTimeoutMs: 500 } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("is taken out of routing (503 runtime_unavailable), restarted, and serves again", async () => {
+    const [runtime] = gw.agent.host.list();
+    const pid = runtime!.pid!;
+    // SIGSTOP freezes the process: it keeps its socket but answers nothing, like a deadlock or a hung driver.
+    process.kill(pid, "SIGSTOP");
+    await vi.waitFor(() => expect(gw.relay.registry.get(gw.machineId)!.readyStacks.has(gw.stackId)).toBe(false), { timeout: 10_000, interval: 10 });
+    const meanwhile = await post(gw, { model: gw.modelId, max_tokens: 3 });
+    expect(meanwhile.status).toBe(503);
+    expect(((await meanwhile.json()) as { error: { code: string } }).error.code).toBe("runtime_unavailable");
+    await vi.waitFor(
+      () => {
+        const now = gw.agent.host.list()[0]!;
+        expect([now.state, now.pid === pid]).toEqual(["ready", false]);
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+    await vi.waitFor(() => expect(gw.relay.registry.get(gw.machineId)!.readyStacks.has(gw.stackId)).toBe(true), { timeout: 5_000, interval: 20 });
+    const res = await post(gw, { model: gw.modelId, max_tokens: 3 });
+    expect(res.status).toBe(200);
+  });
+});
+
 describe("routing across machines serving one model id", () => {
   let gw: TestGateway;
   let second: { machineId: string; agent: Agent };

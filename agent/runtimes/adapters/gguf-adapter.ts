@@ -82,6 +82,7 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
           ...(options.gpu === false ? ["--cpu"] : []),
         ],
         ready: async (signal) => (await processHealth(socketPath, signal), true),
+        ...ctx.health,
         log: ctx.log,
       });
       const release = () => {

@@ -10,7 +10,7 @@ import type { RuntimeContext } from "../runtime-adapter.js";
 export async function superviseUntilReady(supervisor: ProcessSupervisor, ctx: RuntimeContext): Promise<void> {
   supervisor.on("state", (state) => {
     if (state === "ready") ctx.onState?.("ready", null);
-    else if (state === "restarting" || state === "starting") ctx.onState?.("loading", supervisor.lastError);
+    else if (state === "restarting" || state === "starting" || state === "unresponsive") ctx.onState?.("loading", supervisor.lastError);
     else if (state === "failed") ctx.onState?.("failed", supervisor.lastError);
   });
   const abort = () => void supervisor.stop();
@@ -40,6 +40,7 @@ export async function startSupervisedServer(options: {
     command: options.command,
     args: options.args(port),
     ready: (signal) => httpReady(`http://127.0.0.1:${port}${options.readyPath}`, signal),
+    ...options.ctx.health,
     log: options.ctx.log,
   });
   try {
