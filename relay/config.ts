@@ -60,6 +60,14 @@ export interface RelayConfig {
   readonly streamIdleTimeoutMs: number;
   /** Longest non-streamed request, ms. @default 600000 */
   readonly requestTimeoutMs: number;
+  /** Requests one stack runs at once; more wait in its queue. @default 64 */
+  readonly maxInFlightPerStack: number;
+  /** Requests one machine runs at once, all its stacks together. @default 256 */
+  readonly maxInFlightPerMachine: number;
+  /** Requests that may wait for a stack; more get 503 at once. @default 256 */
+  readonly maxQueuePerStack: number;
+  /** Longest wait in a stack's queue before 503, ms. @default 30000 */
+  readonly queueTimeoutMs: number;
   /** Completion tokens assumed when admitting a request without `max_tokens` against a token limit. @default 512 */
   readonly defaultCompletionEstimate: number;
   readonly logLevel: "debug" | "info" | "warn" | "error";
@@ -94,6 +102,10 @@ const ENV: Record<keyof RelayConfig, string> = {
   bodyLimitBytes: "MAKINA_BODY_LIMIT_BYTES",
   firstTokenTimeoutMs: "MAKINA_FIRST_TOKEN_TIMEOUT_MS",
   requestTimeoutMs: "MAKINA_REQUEST_TIMEOUT_MS",
+  maxInFlightPerStack: "MAKINA_MAX_IN_FLIGHT_PER_STACK",
+  maxInFlightPerMachine: "MAKINA_MAX_IN_FLIGHT_PER_MACHINE",
+  maxQueuePerStack: "MAKINA_MAX_QUEUE_PER_STACK",
+  queueTimeoutMs: "MAKINA_QUEUE_TIMEOUT_MS",
   streamIdleTimeoutMs: "MAKINA_STREAM_IDLE_TIMEOUT_MS",
   drainTimeoutMs: "MAKINA_DRAIN_TIMEOUT_MS",
   deployStepTimeoutMs: "MAKINA_DEPLOY_STEP_TIMEOUT_MS",
@@ -125,6 +137,10 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   bodyLimitBytes: 4 * 1024 * 1024,
   firstTokenTimeoutMs: 120_000,
   requestTimeoutMs: 600_000,
+  maxInFlightPerStack: 64,
+  maxInFlightPerMachine: 256,
+  maxQueuePerStack: 256,
+  queueTimeoutMs: 30_000,
   streamIdleTimeoutMs: 60_000,
   drainTimeoutMs: 30_000,
   deployStepTimeoutMs: 30 * 60_000,
@@ -206,6 +222,10 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     bodyLimitBytes: int("bodyLimitBytes", 1024, 1024 * 1024 * 1024),
     firstTokenTimeoutMs: int("firstTokenTimeoutMs", 100, 3_600_000),
     requestTimeoutMs: int("requestTimeoutMs", 100, 24 * 3_600_000),
+    maxInFlightPerStack: int("maxInFlightPerStack", 1, 1_000_000),
+    maxInFlightPerMachine: int("maxInFlightPerMachine", 1, 1_000_000),
+    maxQueuePerStack: int("maxQueuePerStack", 0, 1_000_000),
+    queueTimeoutMs: int("queueTimeoutMs", 1, 3_600_000),
     streamIdleTimeoutMs: int("streamIdleTimeoutMs", 100, 24 * 3_600_000),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     deployStepTimeoutMs: int("deployStepTimeoutMs", 100, 24 * 3_600_000),

@@ -14,7 +14,7 @@ import { UsageRecorder } from "./usage/index.js";
 import { RelayMetrics } from "./metrics/index.js";
 import { Deployer } from "./deploy/index.js";
 import { AgentRegistry, linkAcceptor, loadLinkTls, startLinkServer } from "./link/index.js";
-import { GatewayDirectory } from "./routing/index.js";
+import { AdmissionGate, GatewayDirectory } from "./routing/index.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
@@ -45,6 +45,8 @@ export interface Relay {
   readonly events: EventBus;
   /** Gateway usage per key and model, for the usage page. */
   readonly usage: UsageRecorder;
+  /** Requests in flight per stack and machine, and those waiting their turn. */
+  readonly gate: AdmissionGate;
   /**
    * Opens links from an agent in this same process (`makina up`): the agent's messages are handed to the
    * relay as they are, with no gRPC, no encoding and no socket between them.
@@ -119,6 +121,12 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
     registry.get(machineId)?.end(),
   );
+  const gate = new AdmissionGate({
+    maxInFlightPerStack: config.maxInFlightPerStack,
+    maxInFlightPerMachine: config.maxInFlightPerMachine,
+    maxQueuePerStack: config.maxQueuePerStack,
+    queueTimeoutMs: config.queueTimeoutMs,
+  });
   const apps = createRelayApp({
     store,
     registry,
@@ -138,6 +146,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
       requestTimeoutMs: config.requestTimeoutMs,
       defaultCompletionEstimate: config.defaultCompletionEstimate,
     },
+    gate,
   }, { separateAdmin: config.adminPort !== "shared" });
   const https = config.tlsCert !== null && config.tlsKey !== null;
   const tlsFiles = https ? { cert: readFileSync(config.tlsCert!), key: readFileSync(config.tlsKey!) } : undefined;
@@ -187,13 +196,15 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     control,
     events,
     usage,
+    gate,
     adminToken,
     inProcessDialer: (credentials) => inProcessDialer(accept, credentials),
     stop() {
       stopping ??= (async () => {
         const closed = Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
         events.close();
-        const inFlight = () => registry.all().reduce((n, s) => n + s.inFlight, 0);
+        // Requests waiting their turn in the admission queues count too: they are let in as others finish.
+        const inFlight = () => registry.all().reduce((n, s) => n + s.inFlight, 0) + gate.waiting;
         log.info("relay stopping: no new connections; draining requests in flight", { inFlight: inFlight(), graceMs: config.drainTimeoutMs });
         const deadline = Date.now() + config.drainTimeoutMs;
         // Connections that go idle (their answer sent) are closed as they do, so keep-alive clients move on.

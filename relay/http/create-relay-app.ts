@@ -3,7 +3,7 @@ import express, { type Express } from "express";
 import type { Logger } from "../../proto/index.js";
 import type { ControlPlane } from "../control/index.js";
 import type { AgentRegistry } from "../link/index.js";
-import type { GatewayDirectory } from "../routing/index.js";
+import type { AdmissionGate, GatewayDirectory } from "../routing/index.js";
 import type { RateLimiter } from "../limits/index.js";
 import type { Store } from "../store/index.js";
 import type { WebSessions } from "../auth/index.js";
@@ -40,6 +40,8 @@ export interface RelayAppDeps {
   /** Trust `X-Forwarded-*` from a reverse proxy on loopback. */
   trustProxy?: boolean;
   limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
+  /** Requests in flight per stack and machine, and their queues. */
+  gate: AdmissionGate;
 }
 
 /** The path of the gateway's hot route, matched exactly (query string aside) before Express. */
@@ -67,6 +69,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     limiter: deps.limiter,
     usage: deps.usage,
     metrics: deps.metrics,
+    gate: deps.gate,
     ...deps.limits,
   });
   const install = deps.install ?? loadInstallFiles(findInstallDir());

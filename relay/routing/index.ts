@@ -1,2 +1,3 @@
 export { stacksForKey, keyAllowsStack, pickTarget } from "./route-request.js";
 export { GatewayDirectory } from "./gateway-directory.js";
+export { AdmissionGate, type AdmissionLimits, type Admitted } from "./admission-gate.js";

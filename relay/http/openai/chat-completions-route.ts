@@ -4,7 +4,7 @@ import { authenticateApiKey } from "../../keys/index.js";
 import type { AgentRegistry } from "../../link/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
-import { pickTarget, stacksForKey, type GatewayDirectory } from "../../routing/index.js";
+import { pickTarget, stacksForKey, type AdmissionGate, type Admitted, type GatewayDirectory } from "../../routing/index.js";
 import { PooledBase62, type ApiKeyRecord } from "../../store/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import { readJsonBody } from "../read-json-body.js";
@@ -31,6 +31,8 @@ export interface ChatCompletionsDeps {
   /** Counts requests and tokens per key and model for the usage page. */
   usage: UsageRecorder;
   metrics: RelayMetrics;
+  /** Requests in flight per stack and machine, with a bounded queue beyond. */
+  gate: AdmissionGate;
 }
 
 /** What one request has become, for its metrics. */
@@ -97,7 +99,10 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
     if (!res.writableFinished) controller.abort(new MakinaError("canceled", "The client closed the connection."));
   };
   res.on("close", onClose);
+  let place: Admitted | undefined;
   try {
+    // The stack and its machine run so many requests at once; beyond that the request waits its turn, briefly.
+    place = deps.gate.tryEnter(stack.id, stack.machineId) ?? (await deps.gate.wait(stack.id, stack.machineId, controller.signal));
     const events = session.infer(
       stack.id,
       {
@@ -128,9 +133,11 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
     // Not served (refused by the runtime, machine gone before the first byte): give the quota back.
     // A client that went away keeps paying for the tokens generated until then.
     const code = MakinaError.from(err).code;
-    if (!res.headersSent && code !== "canceled" && code !== "timeout") admission.refund();
+    // A request that never got its turn (refused or left the queue) ran nothing: refunded too.
+    if (!res.headersSent && (place === undefined || (code !== "canceled" && code !== "timeout"))) admission.refund();
     throw err;
   } finally {
+    place?.release();
     res.off("close", onClose);
   }
 }
