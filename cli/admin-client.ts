@@ -58,7 +58,7 @@ function readTokenFile(path: string): string {
 }
 
 /** Calls the admin API; an error answer becomes a CliError carrying the relay's message. */
-export async function adminRequest<T>(target: AdminTarget, method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+export async function adminRequest<T>(target: AdminTarget, method: "GET" | "POST" | "PATCH", path: string, body?: unknown): Promise<T> {
   let res: Response;
   try {
     res = await fetch(`${target.url}/admin/v1${path}`, {

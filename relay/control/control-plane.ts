@@ -185,6 +185,23 @@ export class ControlPlane {
     return this.view(await this.deployer.undeploy(id));
   }
 
+  /**
+   * Sets the rate limits that the organization's keys setting none of their own get (null: none); keys with
+   * their own limits keep them. Takes effect from the next request.
+   */
+  setOrgKeyDefaults(orgRef: unknown, limits: { rpm?: unknown; tpm?: unknown }): Organization {
+    const org = this.org(requireString(orgRef, "org"));
+    const value = (name: "rpm" | "tpm", v: unknown, current: number | null): number | null => {
+      if (v === undefined) return current;
+      if (v === null) return null;
+      if (!Number.isInteger(v) || (v as number) < 1) throw new MakinaError("invalid_value", `'default_key_${name}' must be a positive integer, or null for none.`, { param: `default_key_${name}` });
+      return v as number;
+    };
+    this.store.orgs.setDefaultKeyLimits(org.id, { rpm: value("rpm", limits.rpm, org.defaultKeyRpm), tpm: value("tpm", limits.tpm, org.defaultKeyTpm) });
+    this.events.emit({ type: "key", orgId: org.id, keyId: "*" });
+    return this.org(org.id);
+  }
+
   createKey(orgRef: unknown, options: Omit<NewApiKey, "orgId">): { key: string; record: PublicApiKey } {
     const org = this.org(requireString(orgRef, "org"));
     for (const s of options.stackIds ?? []) {

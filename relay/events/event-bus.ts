@@ -8,7 +8,7 @@ export type RelayEvent =
   | { type: "machine"; orgId: string; machineId: string }
   /** A stack changed state, a deploy step moved (progress included), or its runtime's state changed. */
   | { type: "stack"; orgId: string; stackId: string }
-  /** An API key was created or revoked. */
+  /** An API key was created or revoked; `*`: the organization's default key limits changed. */
   | { type: "key"; orgId: string; keyId: string };
 
 type Listener = (event: RelayEvent) => void;

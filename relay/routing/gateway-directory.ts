@@ -43,6 +43,11 @@ export class GatewayDirectory {
     if (record === undefined) {
       if (this.keys.size >= MAX_KEYS) this.keys.clear();
       record = this.store.keys.findByHash(keyHash) ?? null;
+      // A key that sets no limit of its own takes its organization's default, if it has one.
+      if (record && (record.rpm === null || record.tpm === null)) {
+        const org = this.store.orgs.find(record.orgId);
+        if (org) record = { ...record, rpm: record.rpm ?? org.defaultKeyRpm, tpm: record.tpm ?? org.defaultKeyTpm };
+      }
       this.keys.set(keyHash, record);
     }
     return record ?? undefined;

@@ -136,4 +136,9 @@ export const MIGRATIONS: readonly string[] = [
   -- The SHA-256 a stack pins its model file to: the machine refuses any other file.
   ALTER TABLE stacks ADD COLUMN model_sha256 TEXT;
   `,
+  `
+  -- Limits for the organization's keys that set none of their own (NULL: none).
+  ALTER TABLE organizations ADD COLUMN default_key_rpm INTEGER;
+  ALTER TABLE organizations ADD COLUMN default_key_tpm INTEGER;
+  `,
 ];

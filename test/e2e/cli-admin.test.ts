@@ -149,6 +149,14 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect(machines.map((m) => m.state)).toEqual(["online"]);
   });
 
+  it("sets the organization's default key limits, shown in org list, and clears them", async () => {
+    const set = await json("org", "key-limits", "acme-labs", "--rpm", "100", "--tpm", "20000");
+    expect([set.default_key_rpm, set.default_key_tpm]).toEqual([100, 20000]);
+    expect((await runCli(["admin", "org", "list", "--data-dir", dataDir])).stdout).toMatch(/acme-labs\s+Acme Labs\s+100 RPM, 20000 TPM/);
+    const cleared = await json("org", "key-limits", "acme-labs", "--rpm", "none", "--tpm", "none");
+    expect([cleared.default_key_rpm, cleared.default_key_tpm]).toEqual([null, null]);
+  });
+
   it("exits 2 with a message on bad usage and 1 when the relay refuses", async () => {
     const usage = await runCli(["admin", "key", "create", "--data-dir", dataDir]);
     expect(usage.code).toBe(2);
@@ -156,6 +164,8 @@ describe("an operator runs the relay and an agent as separate processes and admi
     const refused = await admin("stack", "deploy", "stk_doesnotexist");
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("No stack 'stk_doesnotexist'");
+    const badLimit = await admin("org", "key-limits", "acme-labs", "--rpm", "0");
+    expect([badLimit.code, badLimit.stderr.trim()]).toEqual([2, "makina: --rpm is a positive integer, or none."]);
     const noRelay = await runCli(["admin", "org", "list", "--relay", "http://127.0.0.1:1", "--admin-token", "x"]);
     expect(noRelay.code).toBe(1);
     expect(noRelay.stderr).toContain("Cannot reach the relay");

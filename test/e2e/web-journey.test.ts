@@ -159,6 +159,17 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => keyRow.textContent()).toContain("revoked");
     await expect(client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 4 })).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
     await shot("keys");
+    // The organization's default limits, for keys that set none of their own.
+    const defaults = page.getByTestId("default-limits");
+    expect(await defaults.getByTestId("default-limits-value").textContent()).toBe("none");
+    await defaults.getByRole("button", { name: "Change…" }).click();
+    await defaults.getByLabel("Requests per minute").fill("0");
+    await defaults.getByRole("button", { name: "Save defaults" }).click();
+    await expect.poll(() => page.locator("#default-rpm-error").textContent()).toBe("'default_key_rpm' must be a positive integer, or null for none.");
+    await defaults.getByLabel("Requests per minute").fill("120");
+    await defaults.getByRole("button", { name: "Save defaults" }).click();
+    await expect.poll(() => defaults.getByTestId("default-limits-value").textContent()).toBe("120 RPM");
+    await shot("keys-defaults");
 
     // The usage page counts the calls, per key.
     await nav("Usage");

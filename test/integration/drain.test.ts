@@ -88,7 +88,7 @@ describe("SIGTERM to a relay process with 20 streams in flight", () => {
       { log: silentLogger(), adapters: { openai: fakeAdapter() } },
     );
     await agent.link.whenOnline();
-    const stack = await admin("stack", "create", "--org", org, "--name", "s", "--machine", machine.id, "--runtime", "openai", "--model", "http://fake.invalid/v1#fake", "--model-id", "m");
+    const stack = await admin("stack", "create", "--org", org, "--name", "s", "--machine", machine.id!, "--runtime", "openai", "--model", "http://fake.invalid/v1#fake", "--model-id", "m");
     await admin("stack", "deploy", stack.id!, "--wait");
     const key = (await admin("key", "create", "--org", org, "--name", "k")).key!;
 

@@ -36,6 +36,34 @@ describe("per-key rate limits at the gateway", () => {
     await Promise.all(responses.filter((r) => !r.bodyUsed).map((r) => r.body?.cancel()));
   });
 
+  it("gives keys that set no limit of their own the organization's default limits, from the next request", async () => {
+    const patch = (body: unknown) =>
+      fetch(`${gw.relay.url}/admin/v1/orgs/${gw.orgId}`, { method: "PATCH", headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const { key: plain } = gw.relay.control.createKey(gw.orgId, {});
+    const { key: own } = gw.relay.control.createKey(gw.orgId, { rpm: 7 });
+    const limits = async (key: string) => {
+      const res = await chat(key);
+      await res.body?.cancel();
+      return [res.status, res.headers.get("x-ratelimit-limit-requests"), res.headers.get("x-ratelimit-limit-tokens")];
+    };
+    expect(await limits(plain)).toEqual([200, null, null]);
+
+    const set = await patch({ default_key_rpm: 3, default_key_tpm: 5000 });
+    expect([set.status, await set.json()]).toEqual([200, expect.objectContaining({ id: gw.orgId, default_key_rpm: 3, default_key_tpm: 5000 })]);
+    expect(await limits(plain)).toEqual([200, "3", "5000"]);
+    // A key's own limit stands; what it leaves open takes the default.
+    expect(await limits(own)).toEqual([200, "7", "5000"]);
+    expect(await limits(plain)).toEqual([200, "3", "5000"]);
+    expect(await limits(plain)).toEqual([200, "3", "5000"]);
+    expect((await limits(plain))[0]).toBe(429); // the fourth within the minute
+
+    const refused = await patch({ default_key_rpm: 0 });
+    expect([refused.status, ((await refused.json()) as { error: { param: string } }).error.param]).toEqual([400, "default_key_rpm"]);
+    const cleared = await patch({ default_key_rpm: null, default_key_tpm: null });
+    expect(cleared.status).toBe(200);
+    expect(await limits(plain)).toEqual([200, null, null]);
+  });
+
   it("reports the limits on every response of a limited key, and none for an unlimited one", async () => {
     const { key } = gw.relay.control.createKey(gw.orgId, { rpm: 5, tpm: 10_000 });
     const models = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } });

@@ -1,5 +1,6 @@
 import type { CommandModule } from "yargs";
 import { adminRequest } from "../../admin-client.js";
+import { CliError, EXIT } from "../../cli-error.js";
 import { keyValues, print, table } from "../../output.js";
 import { adminOptions, target, type AdminArgs } from "./common.js";
 
@@ -7,7 +8,23 @@ interface Org {
   id: string;
   name: string;
   slug: string;
+  default_key_rpm: number | null;
+  default_key_tpm: number | null;
 }
+
+/** `N` or `none` for a default limit; undefined when not given. */
+function limitArg(name: string, v: string | undefined): number | null | undefined {
+  if (v === undefined) return undefined;
+  if (v === "none") return null;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`--${name} is a positive integer, or none.`, EXIT.usage);
+  return n;
+}
+
+const limitsText = (o: Org) =>
+  o.default_key_rpm === null && o.default_key_tpm === null
+    ? "none"
+    : [o.default_key_rpm !== null && `${o.default_key_rpm} RPM`, o.default_key_tpm !== null && `${o.default_key_tpm} TPM`].filter(Boolean).join(", ");
 
 export const orgCommand: CommandModule = {
   command: "org <command>",
@@ -31,7 +48,26 @@ export const orgCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs;
           const { data } = await adminRequest<{ data: Org[] }>(target(a), "GET", "/orgs");
-          print(a, data, () => table(["ID", "SLUG", "NAME"], data.map((o) => [o.id, o.slug, o.name])));
+          print(a, data, () => table(["ID", "SLUG", "NAME", "DEFAULT KEY LIMITS"], data.map((o) => [o.id, o.slug, o.name, limitsText(o)])));
+        },
+      })
+      .command({
+        command: "key-limits <org>",
+        describe: "Set the rate limits of the organization's keys that set none of their own",
+        builder: (b) =>
+          adminOptions(
+            b
+              .positional("org", { type: "string", demandOption: true })
+              .option("rpm", { type: "string", describe: "Requests per minute, or none" })
+              .option("tpm", { type: "string", describe: "Tokens per minute, or none" }),
+          ),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { org: string; rpm?: string; tpm?: string };
+          const rpm = limitArg("rpm", a.rpm);
+          const tpm = limitArg("tpm", a.tpm);
+          if (rpm === undefined && tpm === undefined) throw new CliError("Give --rpm, --tpm or both (a number, or none).", EXIT.usage);
+          const org = await adminRequest<Org>(target(a), "PATCH", `/orgs/${encodeURIComponent(a.org)}`, { default_key_rpm: rpm, default_key_tpm: tpm });
+          print(a, org, () => keyValues([["org", org.slug], ["default key limits", limitsText(org)]]));
         },
       })
       .demandCommand(1)

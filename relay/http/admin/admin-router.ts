@@ -71,6 +71,15 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     }, 201),
   );
 
+  r.patch(
+    "/admin/v1/orgs/:org",
+    route((req, access) => {
+      access.requireAdmin("change the organization's default key limits");
+      const b = body(req);
+      return control.setOrgKeyDefaults(access.org(String(req.params.org)).id, { rpm: b.default_key_rpm, tpm: b.default_key_tpm });
+    }),
+  );
+
   r.get("/admin/v1/machines", route((req, access) => ({ object: "list", data: store.machines.listByOrg(access.org(req.query.org).id) })));
   r.get("/admin/v1/machines/:id", route((req, access) => control.machine(access.orgScope, String(req.params.id))));
   r.post(

@@ -55,6 +55,10 @@ export class AdminClient {
     return this.request<T>("POST", `/admin/v1${path}`, body);
   }
 
+  patch<T>(path: string, body: unknown): Promise<T> {
+    return this.request<T>("PATCH", `/admin/v1${path}`, body);
+  }
+
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";

@@ -4,6 +4,9 @@ export interface Org {
   id: string;
   name: string;
   slug: string;
+  /** Limits for keys that set none of their own; null: none. */
+  default_key_rpm?: number | null;
+  default_key_tpm?: number | null;
 }
 
 export interface SessionInfo {

@@ -1,11 +1,12 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { ApiKey, List, Machine, Stack } from "../../api/types.js";
+import type { ApiKey, List, Machine, Org, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { formatAgo, plural } from "../../components/format.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
+import { DefaultLimits, limitsText } from "./default-limits.js";
 import { NewKeyForm } from "./new-key-form.js";
 
 type KeyRow = ApiKey & { requests_24h: number; tokens_24h: number };
@@ -17,6 +18,7 @@ export function KeysPage() {
   const keys = useLive(() => client.get<List<KeyRow>>("/keys").then((l) => l.data), ["key"], []);
   const stacks = useLive(() => client.get<List<Stack>>("/stacks").then((l) => l.data), ["stack"], []);
   const machines = useLive(() => client.get<List<Machine>>("/machines").then((l) => l.data), ["machine"], []);
+  const org = useLive(() => client.get<List<Org>>("/orgs").then((l) => l.data.find((o) => o.id === session.org.id)), ["key"], []);
   const [creating, setCreating] = useState(false);
   const [confirming, setConfirming] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -83,7 +85,14 @@ export function KeysPage() {
                       <br />
                       {k.machine_ids ? `machines: ${k.machine_ids.map(machineName).join(", ")}` : "any machine"}
                     </td>
-                    <td class="small">{[k.rpm ? `${k.rpm} RPM` : "", k.tpm ? `${k.tpm} TPM` : ""].filter(Boolean).join(" · ") || "none"}</td>
+                    <td class="small">
+                      {limitsText(k.rpm, k.tpm)}
+                      {((!k.rpm && org.data?.default_key_rpm) || (!k.tpm && org.data?.default_key_tpm)) && (
+                        <div class="muted">
+                          with the defaults: {limitsText(k.rpm ?? org.data?.default_key_rpm, k.tpm ?? org.data?.default_key_tpm)}
+                        </div>
+                      )}
+                    </td>
                     <td class="small" data-testid={`key-usage-${k.id}`}>
                       {plural(k.requests_24h, "request")}
                       <br />
@@ -119,6 +128,7 @@ export function KeysPage() {
           </table>
         </div>
       )}
+      <DefaultLimits org={org.data} onSaved={() => org.reload()} />
     </>
   );
 }

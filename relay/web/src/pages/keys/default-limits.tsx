@@ -1,0 +1,75 @@
+import { useState } from "preact/hooks";
+import type { ApiError } from "../../api/admin-client.js";
+import type { Org } from "../../api/types.js";
+import { useApp, useIsAdmin } from "../../app-context.js";
+import { describedBy, Field } from "../../components/field.js";
+import { FormActions } from "../../components/form-actions.js";
+
+/** "100 RPM · 20000 TPM", or "none". */
+export function limitsText(rpm: number | null | undefined, tpm: number | null | undefined): string {
+  return [rpm ? `${rpm} RPM` : "", tpm ? `${tpm} TPM` : ""].filter(Boolean).join(" · ") || "none";
+}
+
+/**
+ * The organization's default key limits: what keys that set no limit of their own get. Everyone sees them;
+ * admins change them (from the next request on, for every such key).
+ */
+export function DefaultLimits({ org, onSaved }: { org: Org | undefined; onSaved: () => void }) {
+  const { client, session } = useApp();
+  const isAdmin = useIsAdmin();
+  const [editing, setEditing] = useState(false);
+  const [rpm, setRpm] = useState("");
+  const [tpm, setTpm] = useState("");
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  if (!org) return null;
+  const open = () => {
+    setRpm(org.default_key_rpm ? String(org.default_key_rpm) : "");
+    setTpm(org.default_key_tpm ? String(org.default_key_tpm) : "");
+    setError(null);
+    setEditing(true);
+  };
+  const number = (v: string) => (v.trim() === "" ? null : Number(v));
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await client.patch(`/orgs/${encodeURIComponent(session.org.id)}`, { default_key_rpm: number(rpm), default_key_tpm: number(tpm) });
+      setEditing(false);
+      onSaved();
+    } catch (err) {
+      setError(err as ApiError);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const err = (param: string) => (error?.param === param ? error.message : null);
+  return (
+    <section class="card panel" aria-labelledby="default-limits-title" data-testid="default-limits">
+      <h2 id="default-limits-title">Default limits</h2>
+      {!editing ? (
+        <p>
+          Keys that set no limit of their own get: <strong data-testid="default-limits-value">{limitsText(org.default_key_rpm, org.default_key_tpm)}</strong>.{" "}
+          {isAdmin && (
+            <button type="button" class="button small secondary" onClick={open}>
+              Change…
+            </button>
+          )}
+        </p>
+      ) : (
+        <form onSubmit={save} noValidate>
+          <div class="row">
+            <Field id="default-rpm" label="Requests per minute" hint="Empty: no limit." error={err("default_key_rpm")}>
+              <input id="default-rpm" type="number" min="1" step="1" inputMode="numeric" value={rpm} onInput={(e) => setRpm(e.currentTarget.value)} aria-describedby={describedBy("default-rpm", err("default_key_rpm"))} />
+            </Field>
+            <Field id="default-tpm" label="Tokens per minute" hint="Empty: no limit." error={err("default_key_tpm")}>
+              <input id="default-tpm" type="number" min="1" step="1" inputMode="numeric" value={tpm} onInput={(e) => setTpm(e.currentTarget.value)} aria-describedby={describedBy("default-tpm", err("default_key_tpm"))} />
+            </Field>
+          </div>
+          <FormActions label="Save defaults" busyLabel="Saving…" busy={busy} onCancel={() => setEditing(false)} />
+        </form>
+      )}
+    </section>
+  );
+}
