@@ -19,7 +19,7 @@ import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
 import { RateLimiter } from "./limits/index.js";
-import { openStore, type Store } from "./store/index.js";
+import { openStore, StorageHealth, type Store } from "./store/index.js";
 import { lockDataDir } from "./data-dir-lock.js";
 
 /** A running relay. */
@@ -81,8 +81,9 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "relay" });
   const lock = lockDataDir(config.dataDir);
   let store: Store;
+  const storage = new StorageHealth(log.child({ component: "storage" }));
   try {
-    store = openStore(relayPaths(config.dataDir).database);
+    store = openStore(relayPaths(config.dataDir).database, { onWriteError: (what, err) => storage.failed(what, err) });
     // The database holds password and token hashes and usage: readable by this user only.
     for (const suffix of ["", "-wal", "-shm"]) {
       const file = relayPaths(config.dataDir).database + suffix;
@@ -92,13 +93,13 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     lock.release();
     throw err;
   }
-  store.machines.markAllOffline();
+  storage.attempt("machine states", () => store.machines.markAllOffline());
   const adminToken = ensureAdminToken(store, config.dataDir);
   const registry = new AgentRegistry();
   const events = new EventBus();
-  const usage = new UsageRecorder(store.db);
+  const usage = new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) });
   const metrics = new RelayMetrics({ machinesOnline: () => registry.size });
-  const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs);
+  const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs, storage);
   const accept = linkAcceptor({
     store,
     registry,
@@ -107,6 +108,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     streamIdleTimeoutMs: config.streamIdleTimeoutMs,
     runtimeMetrics: { reported: (machineId, stacks) => metrics.runtimeReported(machineId, stacks), machineGone: (machineId) => metrics.machineGone(machineId) },
+    storage,
   });
   const loopbackOnly = ["127.0.0.1", "localhost", "::1"].includes(config.grpcHost);
   const tlsOn = config.grpcTls === "on" || (config.grpcTls === "auto" && !loopbackOnly);
@@ -129,6 +131,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   });
   const apps = createRelayApp({
     store,
+    storage,
     registry,
     directory: new GatewayDirectory(store),
     control,
@@ -218,7 +221,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         const force = setTimeout(() => servers.forEach((s) => s.closeAllConnections()), 2_000);
         await closed;
         clearTimeout(force);
-        usage.close();
+        // Counts the database still refuses are lost with the process: said so in the log, the stop goes on.
+        storage.attempt("usage counts", () => usage.close());
         store.close();
         lock.release();
         log.info("relay stopped");

@@ -40,6 +40,7 @@ export type ErrorCode =
   | "not_found"
   | "incompatible_stack"
   | "conflict"
+  | "storage_unavailable"
   | "internal_error";
 
 /** How one error code appears to each kind of peer. */
@@ -92,6 +93,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = Object.fre
   not_found: { grpc: S.NOT_FOUND, http: 404, type: "invalid_request_error", openaiCode: "not_found" },
   incompatible_stack: { grpc: S.FAILED_PRECONDITION, http: 400, type: "invalid_request_error", openaiCode: "incompatible_stack" },
   conflict: { grpc: S.FAILED_PRECONDITION, http: 409, type: "invalid_request_error", openaiCode: "conflict" },
+  storage_unavailable: { grpc: S.UNAVAILABLE, http: 503, type: "service_unavailable_error", openaiCode: "storage_unavailable" },
   internal_error: { grpc: S.INTERNAL, http: 500, type: "server_error", openaiCode: "internal_error" },
 });
 

@@ -1,7 +1,7 @@
 import { MakinaError, type DeployStep, type Logger } from "../../proto/index.js";
 import type { AgentRegistry, AgentSession } from "../link/index.js";
 import type { EventBus } from "../events/index.js";
-import type { Stack, Store } from "../store/index.js";
+import type { Stack, StorageHealth, Store } from "../store/index.js";
 
 /** The deploy sequence, in order: install the runtime, pull the model, configure the endpoint. */
 export const DEPLOY_STEPS = ["install_runtime", "pull_model", "configure_endpoint"] as const;
@@ -24,6 +24,8 @@ export class Deployer {
     private readonly events: EventBus,
     /** A step the machine reports nothing of (no progress, no result) for this long fails its deployment. */
     private readonly stepIdleTimeoutMs = 30 * 60_000,
+    /** Where writes the database refuses are reported: a deployment it cannot record stops there, the relay goes on. */
+    private readonly storage?: StorageHealth,
   ) {
     registry.on("online", (session) => this.resume(session));
   }
@@ -83,7 +85,13 @@ export class Deployer {
       this.cancels.set(stack.id, cancel);
     }
     const { signal } = cancel;
-    const next = previous.then(() => this.sequence(session, stack, signal)).finally(() => {
+    const next = previous
+      .then(() => this.sequence(session, stack, signal))
+      .catch((err: unknown) => {
+        if (!this.storage) throw err;
+        this.storage.failed("deployment", err);
+      })
+      .finally(() => {
       if (this.running.get(stack.id) === next) this.running.delete(stack.id);
     });
     this.running.set(stack.id, next);
@@ -110,7 +118,10 @@ export class Deployer {
             signal,
             idleTimeoutMs: this.stepIdleTimeoutMs,
             onProgress: (p) => {
-              this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds });
+              // Progress is news, not record: one the database refuses is skipped (the next one may land).
+              const write = () => this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds });
+              if (this.storage) this.storage.attempt("deploy progress", write);
+              else write();
               changed();
             },
           });

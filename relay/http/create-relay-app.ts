@@ -5,7 +5,7 @@ import type { ControlPlane } from "../control/index.js";
 import type { AgentRegistry } from "../link/index.js";
 import type { AdmissionGate, GatewayDirectory } from "../routing/index.js";
 import type { RateLimiter } from "../limits/index.js";
-import type { Store } from "../store/index.js";
+import type { StorageHealth, Store } from "../store/index.js";
 import type { WebSessions } from "../auth/index.js";
 import type { EventBus } from "../events/index.js";
 import type { UsageRecorder } from "../usage/index.js";
@@ -37,6 +37,8 @@ export interface RelayAppDeps {
   webDir?: string | null;
   /** The install script and agent package served to joining machines; absent to find them next to the relay's code. */
   install?: InstallFiles;
+  /** What the database refused lately, for `/health`; admin writes it refuses are reported there too. */
+  storage?: StorageHealth;
   /** Trust `X-Forwarded-*` from a reverse proxy on loopback. */
   trustProxy?: boolean;
   limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
@@ -80,7 +82,9 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     app.set("etag", false);
     app.use(requestId());
     app.get("/health", (_req, res) => {
-      res.json({ status: "ok" });
+      // The gateway serves while its database refuses writes: still 200, with what is wrong.
+      const problem = deps.storage?.problem;
+      res.json(problem ? { status: "degraded", storage: problem } : { status: "ok" });
     });
     return app;
   };
@@ -99,7 +103,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   };
   const finish = (app: Express) => {
     app.use(unknownUrl());
-    app.use(errorHandler(deps.log));
+    app.use(errorHandler(deps.log, deps.storage));
     return app;
   };
   const publicApp = base();

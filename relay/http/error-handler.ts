@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { MakinaError, type Logger } from "../../proto/index.js";
+import { storageError, type StorageHealth } from "../store/index.js";
 import { sendError } from "./send-json.js";
 
 /** Answers unknown paths: 404 `unknown_url` (or `unsupported_endpoint` for the legacy completions endpoint). */
@@ -13,9 +14,10 @@ export function unknownUrl(): RequestHandler {
   };
 }
 
-/** Renders every error in the OpenAI envelope; unexpected ones are logged, never shown. */
-export function errorHandler(log: Logger): ErrorRequestHandler {
+/** Renders every error in the OpenAI envelope; unexpected ones are logged, never shown; database refusals are reported to `storage`. */
+export function errorHandler(log: Logger, storage?: StorageHealth): ErrorRequestHandler {
   return (err, _req, res, _next) => {
+    if (storage && storageError(err)) storage.failed("admin write", err);
     res.locals.errorCode = sendError(res, err, log, res.locals.requestId);
   };
 }

@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { MakinaError, type Logger } from "../../proto/index.js";
+import { storageError } from "../store/index.js";
 
 /** Answers with a JSON body (what Express's `res.json` does, without Express). */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -16,7 +17,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
  * error's code.
  */
 export function sendError(res: ServerResponse, err: unknown, log: Logger, requestId: unknown): string {
-  const e = MakinaError.from(err);
+  const e = storageError(err) ?? MakinaError.from(err);
   if (e.code === "internal_error") log.error("unexpected error", { requestId, err, cause: e.cause });
   if (res.headersSent) {
     res.destroy();

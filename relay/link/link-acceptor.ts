@@ -9,7 +9,7 @@ import {
   type StackMetrics,
 } from "../../proto/index.js";
 import type { EventBus } from "../events/index.js";
-import type { HardwareSummary, MachineInventory, Store } from "../store/index.js";
+import type { HardwareSummary, MachineInventory, StorageHealth, Store } from "../store/index.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { AgentSession } from "./agent-session.js";
 import { checkMachineCredentials } from "./machine-credentials.js";
@@ -27,6 +27,8 @@ export interface LinkAcceptorDeps {
   events: EventBus;
   /** Where the runtime metrics agents report go (the relay's Prometheus metrics). */
   runtimeMetrics: { reported(machineId: string, stacks: StackMetrics[]): void; machineGone(machineId: string): void };
+  /** Writes of machine and runtime states that the database refuses are reported there; the link goes on. */
+  storage: StorageHealth;
 }
 
 const HELLO_TIMEOUT_MS = 10_000;
@@ -65,7 +67,8 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
       inventoryTimer = undefined;
       if (!latestInventory || finished) return;
       inventoryAt = Date.now();
-      store.machines.setInventory(machine.id, boundedInventory(latestInventory));
+      const inventory = boundedInventory(latestInventory);
+      deps.storage.attempt("machine inventory", () => store.machines.setInventory(machine.id, inventory));
       latestInventory = undefined;
       machineChanged();
     };
@@ -80,7 +83,7 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
       session.close();
       if (registry.remove(session)) {
         deps.runtimeMetrics.machineGone(machine.id);
-        store.machines.markOffline(machine.id);
+        deps.storage.attempt("machine state", () => store.machines.markOffline(machine.id));
         machineChanged();
       }
     };
@@ -99,7 +102,7 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
             return;
           }
           hardwareAt = now;
-          store.machines.updateHardware(machine.id, toHardwareSummary(hardware));
+          deps.storage.attempt("machine hardware", () => store.machines.updateHardware(machine.id, toHardwareSummary(hardware)));
           machineChanged();
           linkLog.info("hardware changed");
         },
@@ -120,7 +123,7 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
           linkLog.info("runtime state", { stackId, state, error });
           // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
           if (store.stacks.get(stackId)?.machineId === machine.id) {
-            store.stacks.setRuntimeState(stackId, state, error);
+            deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error));
             deps.events.emit({ type: "stack", orgId: machine.orgId, stackId });
           }
         },
@@ -145,7 +148,7 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
         finish();
         agent.close("the agent was silent for too long");
       }, tickMs);
-      store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion });
+      deps.storage.attempt("machine state", () => store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion }));
       machineChanged();
       s.send({ type: "welcome", machineId: machine.id, heartbeatIntervalMs: deps.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION });
       linkLog.info("machine online", { agentVersion: hello.agentVersion });

@@ -74,7 +74,10 @@ export class ApiKeyStore {
   private readonly touched = new Map<string, number>();
   private touchTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly onWriteError?: (what: string, err: unknown) => void,
+  ) {
     this.byHash = db.prepare("SELECT * FROM api_keys WHERE key_hash = ?");
     this.touchOne = db.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)");
   }
@@ -136,15 +139,26 @@ export class ApiKeyStore {
     }
   }
 
-  /** Writes the last-use times recorded since the last write, in one transaction. */
+  /**
+   * Writes the last-use times recorded since the last write, in one transaction. When the database refuses
+   * the write (a full disk, a lock), the times are kept and written again a second later.
+   */
   flushTouches(): void {
     clearTimeout(this.touchTimer);
     this.touchTimer = undefined;
     if (this.touched.size === 0 || !this.db.open) return;
     const touched = [...this.touched];
     this.touched.clear();
-    this.db.transaction(() => {
-      for (const [id, at] of touched) this.touchOne.run(at, id, at);
-    })();
+    try {
+      this.db.transaction(() => {
+        for (const [id, at] of touched) this.touchOne.run(at, id, at);
+      })();
+    } catch (err) {
+      for (const [id, at] of touched) this.touched.set(id, Math.max(at, this.touched.get(id) ?? 0));
+      this.touchTimer = setTimeout(() => this.flushTouches(), TOUCH_FLUSH_MS);
+      this.touchTimer.unref();
+      if (!this.onWriteError) throw err;
+      this.onWriteError("key last-use times", err);
+    }
   }
 }

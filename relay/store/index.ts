@@ -16,6 +16,7 @@ export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";
 export { randomBase62, newId, PooledBase62 } from "./ids.js";
+export { storageError, StorageHealth } from "./storage-error.js";
 
 /** The relay's persistent state: one SQLite file, one store per table family. */
 export interface Store {
@@ -31,10 +32,10 @@ export interface Store {
   close(): void;
 }
 
-/** Opens the relay store at `file` (migrating it) and builds its parts. */
-export function openStore(file: string): Store {
+/** Opens the relay store at `file` (migrating it) and builds its parts; writes it makes on its own that fail go to `onWriteError`. */
+export function openStore(file: string, options: { onWriteError?: (what: string, err: unknown) => void } = {}): Store {
   const db = openDatabase(file);
-  const keys = new ApiKeyStore(db);
+  const keys = new ApiKeyStore(db, options.onWriteError);
   return {
     db,
     orgs: new OrganizationStore(db),
@@ -47,7 +48,7 @@ export function openStore(file: string): Store {
     sessions: new SessionStore(db),
     close: () => {
       keys.flushTouches();
-      db.close();
+      if (db.open) db.close();
     },
   };
 }

@@ -8,8 +8,11 @@ export type Db = Database.Database;
 
 /**
  * Opens (creating when needed) the relay's SQLite file and brings its schema up
- * to date. WAL mode, foreign keys on, and a busy timeout so a CLI reading the
- * same file does not fail a write.
+ * to date. WAL mode (readers never wait for a writer), foreign keys on, and a
+ * short busy timeout: better-sqlite3 waits for a lock synchronously, so a long
+ * wait would stall every request; a write that cannot get the lock in time
+ * fails with a clear error instead (503 `storage_unavailable`), and the relay's
+ * own writes are tried again later.
  */
 export function openDatabase(file: string): Db {
   if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
@@ -19,7 +22,7 @@ export function openDatabase(file: string): Db {
   // and a power cut may lose only the last moments of usage counts and last-use times.
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
-  db.pragma("busy_timeout = 5000");
+  db.pragma("busy_timeout = 200");
   migrate(db);
   return db;
 }

@@ -45,6 +45,8 @@ interface Cell {
 export interface UsageRecorderOptions {
   /** How often counts are written to SQLite. @default 5000 */
   flushIntervalMs?: number;
+  /** Where a timed write the database refused is reported (the counts are kept for the next try). */
+  onWriteError?: (err: unknown) => void;
   now?: () => number;
 }
 
@@ -72,7 +74,14 @@ export class UsageRecorder {
          requests = requests + excluded.requests, errors = errors + excluded.errors,
          prompt_tokens = prompt_tokens + excluded.prompt_tokens, completion_tokens = completion_tokens + excluded.completion_tokens`,
     );
-    this.timer = setInterval(() => this.flush(), options.flushIntervalMs ?? 5000);
+    this.timer = setInterval(() => {
+      try {
+        this.flush();
+      } catch (err) {
+        if (!options.onWriteError) throw err;
+        options.onWriteError(err);
+      }
+    }, options.flushIntervalMs ?? 5000);
     this.timer.unref();
   }
 

@@ -1,0 +1,67 @@
+import { MakinaError, type Logger } from "../../proto/index.js";
+
+/** SQLite's result codes for a database that cannot be written now, in words. */
+const WHY: [prefix: string, why: string][] = [
+  ["SQLITE_FULL", "the disk holding it is full"],
+  ["SQLITE_BUSY", "another process holds it locked"],
+  ["SQLITE_LOCKED", "it is locked"],
+  ["SQLITE_IOERR", "the disk failed a read or a write"],
+  ["SQLITE_READONLY", "it is read-only"],
+  ["SQLITE_CANTOPEN", "its file cannot be opened"],
+  ["SQLITE_NOMEM", "the relay is out of memory"],
+];
+
+/**
+ * The clear error for a write the relay's database refused (a full disk, a lock held by another process, an
+ * I/O error): 503 `storage_unavailable`, saying why and that nothing was changed. Undefined for any other error.
+ */
+export function storageError(err: unknown): MakinaError | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return undefined;
+  const why = WHY.find(([prefix]) => code.startsWith(prefix))?.[1];
+  if (!why) return undefined;
+  return new MakinaError("storage_unavailable", `The relay cannot write to its database: ${why} (${code}). Nothing was changed; try again once it is fixed.`, {
+    retryAfterMs: 5000,
+    cause: err,
+  });
+}
+
+/**
+ * Writes the relay makes on its own (machine states, hardware, runtime states, usage counts, last-use times):
+ * one the database refuses is logged, at most every 10 s per kind, and the relay goes on serving; what it
+ * holds in memory is written again later where it can be. `problem` says what went wrong in the last 30 s,
+ * for `/health`.
+ */
+export class StorageHealth {
+  private reason: string | null = null;
+  private failedAt = 0;
+  private readonly loggedAt = new Map<string, number>();
+
+  get problem(): string | null {
+    return this.reason !== null && Date.now() - this.failedAt < 30_000 ? this.reason : null;
+  }
+
+  constructor(private readonly log: Logger) {}
+
+  /** Runs `write`; a storage failure is reported and gives undefined, anything else is thrown. */
+  attempt<T>(what: string, write: () => T): T | undefined {
+    try {
+      return write();
+    } catch (err) {
+      this.failed(what, err);
+      return undefined;
+    }
+  }
+
+  /** Reports a failed write of `what` (rethrowing anything that is not a storage failure). */
+  failed(what: string, err: unknown): void {
+    const e = storageError(err);
+    if (!e) throw err;
+    const now = Date.now();
+    this.reason = e.message.replace(/ Nothing was changed.*$/, "");
+    this.failedAt = now;
+    if (now - (this.loggedAt.get(what) ?? 0) < 10_000) return;
+    this.loggedAt.set(what, now);
+    this.log.error("a database write failed; the relay keeps serving", { what, reason: this.reason });
+  }
+}
