@@ -22,6 +22,10 @@ export function parseModelRef(ref: string, cwd = process.cwd(), hfEndpoint = DEF
     }
     return { kind: "url", url: url.toString() };
   }
-  if (ref.startsWith("hf:")) return { kind: "url", url: hfResolveUrl(hfEndpoint, parseHfRef(ref)) };
+  if (ref.startsWith("hf:")) {
+    const hf = parseHfRef(ref);
+    if (!hf.file) throw new MakinaError("invalid_value", `${ref} names a repository; a file is needed here: hf:owner/repo/file.gguf.`, { param: "model" });
+    return { kind: "url", url: hfResolveUrl(hfEndpoint, hf) };
+  }
   return { kind: "file", path: isAbsolute(ref) ? ref : resolve(cwd, ref) };
 }

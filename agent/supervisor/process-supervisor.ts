@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { EventEmitter } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MakinaError, type Logger } from "../../proto/index.js";
@@ -19,6 +22,11 @@ export interface SupervisorOptions {
   name: string;
   command: string;
   args: string[];
+  /**
+   * Run the command under the lifeline (supervisor/lifeline.ts), so that it stops when the agent dies, even by
+   * SIGKILL. For programs that do not watch their stdin themselves. @default false
+   */
+  lifeline?: boolean;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   /** Readiness probe: resolves true once the process serves. Called every `probeIntervalMs` while starting. */
@@ -43,6 +51,17 @@ export interface SupervisorOptions {
   /** Time between SIGTERM and SIGKILL of the process group on stop. @default 5000 */
   stopGraceMs?: number;
   log: Logger;
+}
+
+/** The compiled lifeline next to this module, or in dist/ when running from TypeScript sources (tests build first). */
+function lifelineEntry(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  if (existsSync(join(here, "lifeline.js"))) return join(here, "lifeline.js");
+  for (let dir = here; dir !== dirname(dir); dir = dirname(dir)) {
+    const built = join(dir, "dist", "agent", "supervisor", "lifeline.js");
+    if (existsSync(built)) return built;
+  }
+  throw new MakinaError("runtime_unavailable", "The runtime lifeline is not built: run `npm run build`.");
 }
 
 /** The last lines a process wrote, kept off enumerable error fields so logs stay small. */
@@ -137,7 +156,8 @@ export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }
   private async runOnce(): Promise<string> {
     // stdin is a lifeline: the agent never writes to it, and it closes when the agent dies, even by SIGKILL.
     // A child that watches it (the GGUF server does) exits instead of living on as an orphan.
-    const child = spawn(this.o.command, this.o.args, { env: this.o.env, cwd: this.o.cwd, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    const [command, args] = this.o.lifeline ? [process.execPath, [lifelineEntry(), this.o.command, ...this.o.args]] : [this.o.command, this.o.args];
+    const child = spawn(command, args, { env: this.o.env, cwd: this.o.cwd, detached: true, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin?.on("error", () => {});
     this.child = child;
     child.stdout?.on("data", (d: Buffer) => this.tail.push(d));

@@ -1,11 +1,11 @@
 import { MakinaError } from "../errors/index.js";
 
-/** A file in a Hugging Face repository: `hf:owner/repo[@revision]/path/file`. */
+/** A Hugging Face repository, or a file in one: `hf:owner/repo[@revision][/path/file]`. */
 export interface HfRef {
   owner: string;
   repo: string;
   revision: string;
-  /** The file's path in the repository, `/`-separated. */
+  /** The file's path in the repository, `/`-separated; empty for the repository itself (what vLLM and MLX take). */
   file: string;
 }
 
@@ -15,16 +15,16 @@ export interface HfRef {
  * reaching other paths of the hub), with no escapes, queries or fragments. Throws `invalid_value` (param `model`).
  */
 export function parseHfRef(ref: string): HfRef {
-  const m = /^hf:([^/@]+)\/([^/@]+)(?:@([^@]+?))?\/([^@]+)$/.exec(ref);
-  const segments = m ? [m[1]!, m[2]!, ...(m[3] ?? "main").split("/"), ...m[4]!.split("/")] : [];
+  const m = /^hf:([^/@]+)\/([^/@]+)(?:@([^/@]+))?(?:\/([^@]+))?$/.exec(ref);
+  const segments = m ? [m[1]!, m[2]!, m[3] ?? "main", ...(m[4] === undefined ? [] : m[4].split("/"))] : [];
   if (!m || segments.some((seg) => seg === "" || seg === "." || seg === ".." || !/^[\w.+=@,-]+$/.test(seg))) {
     throw new MakinaError(
       "invalid_value",
-      `Not a valid Hugging Face reference: ${JSON.stringify(ref)} (expected hf:owner/repo[@revision]/path/file.gguf, each part a plain name of letters, digits and _ . + = @ , -, never . or ..).`,
+      `Not a valid Hugging Face reference: ${JSON.stringify(ref)} (expected hf:owner/repo[@revision][/path/file.gguf], each part a plain name of letters, digits and _ . + = @ , -, never . or ..).`,
       { param: "model" },
     );
   }
-  return { owner: m[1]!, repo: m[2]!, revision: m[3] ?? "main", file: m[4]! };
+  return { owner: m[1]!, repo: m[2]!, revision: m[3] ?? "main", file: m[4] ?? "" };
 }
 
 /** Where the hub at `endpoint` (Hugging Face or a mirror) serves the file an `hf:` reference names. */

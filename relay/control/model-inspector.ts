@@ -92,7 +92,8 @@ export class ModelInspector {
     if (/^https?:\/\//i.test(ref)) return ref;
     if (!ref.startsWith("hf:")) return null;
     try {
-      return hfResolveUrl(this.o.hubEndpoint, parseHfRef(ref));
+      const hf = parseHfRef(ref);
+      return hf.file ? hfResolveUrl(this.o.hubEndpoint, hf) : null;
     } catch {
       return null;
     }

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -65,10 +66,12 @@ describe("supervising a runtime process", () => {
     const { s, states, port } = await supervise({}, { healthIntervalMs: 50, healthTimeoutMs: 200, maxMissedProbes: 3 });
     await s.start();
     const wedged = s.pid!;
+    let reason: string | null = null;
+    s.on("state", (st) => st === "unresponsive" && (reason = s.lastError));
     // SIGSTOP: the process exists and holds its port, but answers nothing, as a deadlocked server would.
     process.kill(wedged, "SIGSTOP");
     await vi.waitFor(() => expect(states).toContain("unresponsive"), { timeout: 10_000, interval: 20 });
-    expect(s.lastError).toBe("not answering its health probe (3 missed in a row, 50 ms apart): restarting it");
+    expect(reason).toBe("not answering its health probe (3 missed in a row, 50 ms apart): restarting it");
     await vi.waitFor(() => expect([s.state, s.pid === wedged]).toEqual(["ready", false]), { timeout: 10_000, interval: 20 });
     expect(states.slice(0, 5)).toEqual(["ready", "unresponsive", "restarting", "starting", "ready"]);
     expect(alive(wedged)).toBe(false);
@@ -104,6 +107,32 @@ describe("supervising a runtime process", () => {
     await vi.waitFor(() => expect([alive(pid), alive(grandchild)]).toEqual([false, false]), { timeout: 5000, interval: 20 });
     expect(s.state).toBe("stopped");
     expect(states).not.toContain("restarting");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("stops a model server that does not watch its stdin (as vLLM and MLX) when the agent is killed with SIGKILL, through the lifeline", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "makina-lifeline-"));
+    const serverPid = join(dir, "server.pid");
+    // A stand-in agent: a process that supervises the stand-in server under the lifeline, as the vLLM adapter does.
+    const script = [
+      `const { ProcessSupervisor, freePort, httpReady } = await import(${JSON.stringify(join(REPO_ROOT, "dist", "agent", "supervisor", "index.js"))});`,
+      `const { silentLogger } = await import(${JSON.stringify(join(REPO_ROOT, "dist", "proto", "index.js"))});`,
+      `const port = await freePort();`,
+      `const s = new ProcessSupervisor({ name: "standin", command: process.execPath, args: [${JSON.stringify(STANDIN)}, "--host", "127.0.0.1", "--port", String(port), "--model", "m"],`,
+      `  lifeline: true, ready: (signal) => httpReady("http://127.0.0.1:" + port + "/health", signal), log: silentLogger() });`,
+      `await s.start();`,
+      `console.log("ready");`,
+      `setInterval(() => {}, 1000);`,
+    ].join("\n");
+    const agent = spawn(process.execPath, ["--input-type=module", "-e", script], { env: { ...process.env, STANDIN_SELF_PID_FILE: serverPid }, stdio: ["ignore", "pipe", "inherit"] });
+    await new Promise<void>((resolve, reject) => {
+      agent.stdout!.on("data", (d: Buffer) => d.toString().includes("ready") && resolve());
+      agent.once("exit", (code) => reject(new Error(`the stand-in agent exited with ${code}`)));
+    });
+    const server = Number(readFileSync(serverPid, "utf8"));
+    expect(alive(server)).toBe(true);
+    agent.kill("SIGKILL");
+    await vi.waitFor(() => expect(alive(server)).toBe(false), { timeout: 15_000, interval: 50 });
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -60,10 +60,12 @@ describe("hf: references", () => {
   it("name a file in a repository, at a revision", () => {
     expect(parseHfRef("hf:bartowski/Llama-3.2-3B-Instruct-GGUF/Llama-3.2-3B-Instruct-Q4_K_M.gguf")).toEqual({ owner: "bartowski", repo: "Llama-3.2-3B-Instruct-GGUF", revision: "main", file: "Llama-3.2-3B-Instruct-Q4_K_M.gguf" });
     expect(parseHfRef("hf:org/repo@v1.2/sub/dir/m.gguf")).toEqual({ owner: "org", repo: "repo", revision: "v1.2", file: "sub/dir/m.gguf" });
+    // A repository itself, as vLLM and MLX take it.
+    expect(parseHfRef("hf:Qwen/Qwen2.5-0.5B-Instruct")).toEqual({ owner: "Qwen", repo: "Qwen2.5-0.5B-Instruct", revision: "main", file: "" });
   });
 
   it("never reach outside it", () => {
-    for (const ref of ["hf:org/repo/../x.gguf", "hf:org/repo/sub/../../x.gguf", "hf:./repo/m.gguf", "hf:org/../m.gguf", "hf:org/repo@../m.gguf", "hf:org/repo/m%2F.gguf", "hf:org/repo/ m.gguf", "hf:org/repo/m.gguf#x", "hf:org/repo"]) {
+    for (const ref of ["hf:org/repo/../x.gguf", "hf:org/repo/sub/../../x.gguf", "hf:./repo/m.gguf", "hf:org/../m.gguf", "hf:org/repo@../m.gguf", "hf:org/repo/m%2F.gguf", "hf:org/repo/ m.gguf", "hf:org/repo/m.gguf#x", "hf:org", "hf:org/repo/"]) {
       expect(() => parseHfRef(ref), ref).toThrow(/Not a valid Hugging Face reference/);
     }
   });

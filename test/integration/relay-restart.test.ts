@@ -1,0 +1,66 @@
+import Database from "better-sqlite3";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
+import { freePort } from "../../agent/supervisor/index.js";
+import { silentLogger } from "../../proto/index.js";
+import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { testModelPath } from "../helpers/models.js";
+
+/**
+ * A relay restart (an upgrade, a crash) costs its machines seconds: each agent reconnects by itself, reports what
+ * it still hosts, and its runtimes keep running with their models loaded; the model file is not hashed again
+ * (its digest is kept with its size and modification time: test/unit/model-digests.test.ts).
+ */
+describe("a relay restart", () => {
+  let dir: string;
+  let relay: Relay | undefined;
+  let agent: Agent | undefined;
+  afterAll(async () => {
+    await agent?.stop();
+    await relay?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("finds its machines back with their runtimes still loaded, ready and serving, without reloading anything", async () => {
+    dir = mkdtempSync(join(tmpdir(), "makina-restart-"));
+    const config = resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: await freePort(), grpcPort: await freePort(), grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } });
+    relay = await startRelay(config, { log: silentLogger() });
+    const org = relay.control.createOrg("Restart Co");
+    const { machine, token } = relay.control.createMachine(org.id, "box");
+    agent = await startAgent(
+      resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), threads: 1, gpu: false, maxContextSize: 512, reconnectMinMs: 50, reconnectMaxMs: 500 } }),
+      { log: silentLogger() },
+    );
+    await agent.link.whenOnline();
+    const stack = await relay.control.createStack({ org: org.id, name: "s", machine: machine.id, runtime: "gguf", model: testModelPath(), modelId: "stories" });
+    await relay.control.deploy(stack.id);
+    await relay.deployer.settled(stack.id);
+    const { key } = relay.control.createKey(org.id, { name: "k" });
+    const pid = agent.host.list()[0]!.pid;
+    expect(pid).toEqual(expect.any(Number));
+
+    await relay.stop();
+    await vi.waitFor(() => expect(agent!.link.state).not.toBe("online"), { timeout: 5_000, interval: 10 });
+    // Forget what the machine last reported, to see it report again.
+    const db = new Database(join(dir, "relay", "makina.db"));
+    db.prepare("UPDATE machines SET inventory_json = NULL").run();
+    db.close();
+    relay = await startRelay(config, { log: silentLogger() });
+    const restarted = relay;
+    await vi.waitFor(() => expect(restarted.registry.get(machine.id)?.readyStacks.has(stack.id)).toBe(true), { timeout: 20_000, interval: 20 });
+    // The same process serves the model: nothing was reloaded.
+    expect(agent.host.list().map((r) => [r.stackId, r.state, r.pid])).toEqual([[stack.id, "ready", pid]]);
+    expect(relay.control.stack(stack.id).state).toBe("deployed");
+    // What the machine still hosts, as it reported it on reconnecting.
+    await vi.waitFor(() => expect(relay!.control.machine(null, machine.id).inventory?.runtimes.map((r) => r.stackId)).toEqual([stack.id]), { timeout: 5_000, interval: 20 });
+    const res = await fetch(`${relay.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "stories", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 }),
+    });
+    expect(res.status).toBe(200);
+  });
+});
