@@ -34,6 +34,10 @@ export interface AgentConfig {
   /** Reconnect backoff bounds, ms. @default 250 and 15000 */
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
+  /** What pip installs for vLLM (a pinned requirement). @default "vllm==0.20.0" */
+  readonly vllmPackage: string;
+  /** What pip installs for MLX. @default "mlx-lm==0.28.2" */
+  readonly mlxPackage: string;
   /** Python used to create the virtual environments of vLLM and MLX. @default "python3" */
   readonly python: string;
   /** The local control socket (`doctor`, `info`, …). @default "<dataDir>/agent.sock" */
@@ -78,6 +82,8 @@ const ENV: Record<keyof AgentConfig, string> = {
   reconnectMaxMs: "MAKINA_AGENT_RECONNECT_MAX_MS",
   controlSocket: "MAKINA_AGENT_SOCKET",
   python: "MAKINA_AGENT_PYTHON",
+  vllmPackage: "MAKINA_AGENT_VLLM_PACKAGE",
+  mlxPackage: "MAKINA_AGENT_MLX_PACKAGE",
   hardwareIntervalMs: "MAKINA_AGENT_HARDWARE_INTERVAL_MS",
   healthIntervalMs: "MAKINA_AGENT_HEALTH_INTERVAL_MS",
   healthTimeoutMs: "MAKINA_AGENT_HEALTH_TIMEOUT_MS",
@@ -127,6 +133,8 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     reconnectMaxMs: 15_000,
     controlSocket: undefined,
     python: "python3",
+    vllmPackage: "vllm==0.20.0",
+    mlxPackage: "mlx-lm==0.28.2",
     hardwareIntervalMs: 60_000,
     healthIntervalMs: 5000,
     healthTimeoutMs: 10_000,
@@ -166,6 +174,14 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     const v = pick(k);
     return typeof v === "string" ? resolve(v) : null;
   };
+  /** A pip requirement for `name`: the name alone, or pinned (`==`, `>=`, …); nothing pip could take as an option or a URL. */
+  const requirement = (k: keyof AgentConfig, name: string): string => {
+    const v = String(pick(k));
+    if (!new RegExp(`^${name.replace("-", "[-_]")}(\\[[\\w,]+\\])?((==|>=|<=|~=|!=|<|>)[\\w.*+!-]+(,(==|>=|<=|~=|!=|<|>)[\\w.*+!-]+)*)?$`, "i").test(v)) {
+      problems.push(`${k} (${ENV[k]}) must be a pip requirement for ${name}, such as ${name}==1.2.3`);
+    }
+    return v;
+  };
   const tokenFile = optionalPath("tokenFile");
   let fileToken: string | undefined;
   if (tokenFile && pick("token") === undefined) {
@@ -198,6 +214,8 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     reconnectMinMs: int("reconnectMinMs", 10, 600_000),
     reconnectMaxMs: int("reconnectMaxMs", 10, 3_600_000),
     python: String(pick("python")),
+    vllmPackage: requirement("vllmPackage", "vllm"),
+    mlxPackage: requirement("mlxPackage", "mlx-lm"),
     controlSocket: resolve(typeof socket === "string" ? socket : join(dataDir, "agent.sock")),
     hardwareIntervalMs: int("hardwareIntervalMs", 1000, 86_400_000),
     healthIntervalMs: int("healthIntervalMs", 50, 3_600_000),

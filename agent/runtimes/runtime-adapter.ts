@@ -24,6 +24,10 @@ export interface RuntimeContext {
   runtimesDir: string;
   /** The Python used to create virtual environments. */
   python: string;
+  /** What pip installs for the Python runtimes: pinned requirements. */
+  packages?: { vllm: string; mlx: string };
+  /** The hub `hf:` repositories resolve against, and its token: handed to a runtime only when it downloads one itself. */
+  hub?: { endpoint: string; token?: string };
   log: Logger;
   signal?: AbortSignal;
   onProgress?: (p: StepProgress) => void;

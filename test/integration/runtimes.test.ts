@@ -24,10 +24,10 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   const agents: Agent[] = [];
   let existing: ChildProcess | undefined;
 
-  async function machine(kind: MachineKind, name: string) {
+  async function machine(kind: MachineKind, name: string, flags: Record<string, unknown> = {}) {
     const { machine: m, token } = gw.relay.control.createMachine(gw.orgId, name);
     const agent = await startAgent(
-      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, name), threads: 1, gpu: false, python: join(STANDINS, "python3") } }),
+      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, name), threads: 1, gpu: false, python: join(STANDINS, "python3"), ...flags } }),
       { log: silentLogger(), hardwareSource: fixtureSource(kind) },
     );
     agents.push(agent);
@@ -43,6 +43,9 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   }
 
   beforeAll(async () => {
+    // Secrets in the agent's own environment, which no runtime may see.
+    process.env.MAKINA_AGENT_TOKEN = "mk_mach_InTheAgentsEnvironment000";
+    process.env.HF_TOKEN = "hf_InTheAgentsEnvironment000000000";
     gw = await startTestGateway();
     client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
     log = join(mkdtempSync(join(tmpdir(), "makina-standin-")), "calls.log");
@@ -55,6 +58,8 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     await Promise.all(agents.map((a) => a.stop()));
     await gw?.close();
     delete process.env.STANDIN_LOG;
+    delete process.env.MAKINA_AGENT_TOKEN;
+    delete process.env.HF_TOKEN;
     delete process.env.STANDIN_WORD_MS;
     delete process.env.STANDIN_EXIT_AFTER_MS;
   });
@@ -66,7 +71,10 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(stack.deployment!.steps.map((s) => s.state)).toEqual(["succeeded", "succeeded", "succeeded"]);
     const calls = readFileSync(log, "utf8");
     expect(calls).toMatch(/python -m venv .*gpu-box\/runtimes\/vllm\/venv/);
-    expect(calls).toContain("python -m pip install --upgrade vllm");
+    // The version the docs name, pinned.
+    expect(calls).toContain("python -m pip install --upgrade vllm==0.20.0");
+    // The server's environment holds none of the agent's secrets; the hub's address, as it downloads the repository itself.
+    expect(calls).toContain("env secrets=none hf_token=- hf_endpoint=https://huggingface.co");
     expect(calls).toMatch(/serve Qwen\/Qwen2\.5-0\.5B-Instruct --host 127\.0\.0\.1 --port \d+ --served-model-name qwen-vllm/);
 
     const res = await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "Hello there" }] });
@@ -86,6 +94,22 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
       break;
     }
     await vi.waitFor(() => expect(readFileSync(log, "utf8")).toMatch(/canceled after \d+ words/), { timeout: 10_000, interval: 50 });
+  });
+
+  it("runs the GGUF model process without the agent's secrets in its environment", () => {
+    const pid = gw.agent.host.list()[0]!.pid!;
+    const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+    expect(environ.filter((v) => /^(MAKINA_|HF_TOKEN=)/.test(v))).toEqual([]);
+    expect(process.env.MAKINA_AGENT_TOKEN).toBeDefined();
+  });
+
+  it("gives a server that downloads a gated repository itself the agent's Hugging Face token, and nothing else secret; the pin is the agent's", async () => {
+    const { machineId } = await machine("nvidia-linux", "gated-box", { hfToken: "hf_GivenToTheAgent000000000000000", vllmPackage: "vllm==0.20.1" });
+    writeFileSync(log, "");
+    expect((await deploy(machineId, "vllm", "hf:meta-llama/Llama-3.2-1B-Instruct", "llama-gated")).state).toBe("deployed");
+    const calls = readFileSync(log, "utf8");
+    expect(calls).toContain("python -m pip install --upgrade vllm==0.20.1");
+    expect(calls).toContain("env secrets=HF_TOKEN hf_token=hf_GivenToTheAgent000000000000000 hf_endpoint=https://huggingface.co");
   });
 
   it("refuses vLLM on a machine without a usable NVIDIA GPU, saying why", async () => {
@@ -117,7 +141,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     const mac = await machine("apple-silicon", "mac");
     const ok = await deploy(mac.machineId, "mlx", "hf:mlx-community/Qwen2.5-0.5B-Instruct-4bit", "qwen-mlx");
     expect(ok.state).toBe("deployed");
-    expect(readFileSync(log, "utf8")).toContain("python -m pip install --upgrade mlx-lm");
+    expect(readFileSync(log, "utf8")).toContain("python -m pip install --upgrade mlx-lm==0.28.2");
     expect((await client.chat.completions.create({ model: "qwen-mlx", messages: [{ role: "user", content: "Hi" }] })).choices[0]!.message.content).toBe("You said: Hi");
     await expect(deploy(gw.machineId, "mlx", "hf:mlx-community/Qwen2.5-0.5B-Instruct-4bit", "qwen-mlx-linux")).rejects.toMatchObject({
       code: "incompatible_stack",

@@ -9,6 +9,7 @@ import type { RuntimeAdapter } from "../runtime-adapter.js";
 import { ProcessSupervisor } from "../../supervisor/index.js";
 import { GgufProcessRuntime } from "../gguf/gguf-process-runtime.js";
 import { processHealth } from "../gguf/gguf-wire.js";
+import { runtimeEnv } from "../runtime-env.js";
 import { superviseUntilReady } from "./server-runtime.js";
 
 /** The compiled GGUF server next to this module, or in dist/ when running from TypeScript sources (tests run `npm run build` first). */
@@ -81,6 +82,8 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
           String(options.sequences),
           ...(options.gpu === false ? ["--cpu"] : []),
         ],
+        // The model process gets the agent's environment without its secrets.
+        env: runtimeEnv(),
         ready: async (signal) => (await processHealth(socketPath, signal), true),
         ...ctx.health,
         log: ctx.log,

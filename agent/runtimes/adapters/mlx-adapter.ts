@@ -9,16 +9,19 @@ import { startSupervisedServer } from "./server-runtime.js";
  * environment, run as `mlx_lm.server` on a local port, ready when it lists its
  * models, requests forwarded to its OpenAI endpoint.
  */
+/** The mlx-lm the docs name, installed unless the agent's config says otherwise (`MAKINA_AGENT_MLX_PACKAGE`). */
+export const MLX_PACKAGE = "mlx-lm==0.28.2";
+
 export const mlxAdapter: RuntimeAdapter = {
   kind: "mlx",
   requirements: { platforms: ["darwin"], arch: ["arm64"], description: "macOS on Apple silicon" },
   capabilities: RUNTIME_CAPABILITIES.mlx,
   async install(ctx) {
-    const bin = await installIntoVenv("mlx", ["mlx-lm"], "mlx_lm.server", ctx);
+    const bin = await installIntoVenv("mlx", [ctx.packages?.mlx ?? MLX_PACKAGE], "mlx_lm.server", ctx);
     return { version: await binaryVersion(join(bin, "python"), ["-c", "import mlx_lm; print(mlx_lm.__version__)"]) };
   },
   async start(model, ctx) {
-    const bin = await installIntoVenv("mlx", ["mlx-lm"], "mlx_lm.server", ctx);
+    const bin = await installIntoVenv("mlx", [ctx.packages?.mlx ?? MLX_PACKAGE], "mlx_lm.server", ctx);
     const source = model.path ?? model.ref.replace(/^hf:/, "");
     return startSupervisedServer({
       name: `mlx ${model.modelId}`,
@@ -26,6 +29,8 @@ export const mlxAdapter: RuntimeAdapter = {
       args: (port) => ["--model", source, "--host", "127.0.0.1", "--port", String(port)],
       readyPath: "/v1/models",
       model: source,
+      // The hub's token only when the runtime downloads a repository from it itself.
+      hubDownload: !model.path && model.ref.startsWith("hf:"),
       continuousUsage: false,
       ctx,
     });

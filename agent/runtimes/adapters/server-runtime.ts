@@ -1,6 +1,7 @@
 import { freePort, httpReady, ProcessSupervisor } from "../../supervisor/index.js";
 import { OpenAiServerRuntime } from "../openai-server/openai-server-runtime.js";
 import type { RuntimeContext } from "../runtime-adapter.js";
+import { runtimeEnv } from "../runtime-env.js";
 
 /**
  * Starts a supervised process, reports its later state changes (restarts, crash
@@ -22,6 +23,13 @@ export async function superviseUntilReady(supervisor: ProcessSupervisor, ctx: Ru
   }
 }
 
+/** What a server downloading from the hub itself needs of it: the hub's address, and the token when there is one. */
+function hubEnv(options: { hubDownload?: boolean; ctx: RuntimeContext }): Record<string, string> {
+  const hub = options.ctx.hub;
+  if (!options.hubDownload || !hub) return {};
+  return { HF_ENDPOINT: hub.endpoint, ...(hub.token ? { HF_TOKEN: hub.token } : {}) };
+}
+
 /** Starts a model server under supervision and wraps it as a runtime once it is ready. */
 export async function startSupervisedServer(options: {
   name: string;
@@ -30,6 +38,8 @@ export async function startSupervisedServer(options: {
   readyPath: string;
   model: string;
   continuousUsage: boolean;
+  /** The server downloads the model from the hub itself: it gets the hub's address and token (nothing else secret). */
+  hubDownload?: boolean;
   ctx: RuntimeContext;
   /** Called once the runtime is closed, or when it fails to start. */
   onClose?: () => void;
@@ -39,6 +49,7 @@ export async function startSupervisedServer(options: {
     name: options.name,
     command: options.command,
     args: options.args(port),
+    env: runtimeEnv(hubEnv(options)),
     // vLLM and MLX do not watch their stdin: the lifeline stops them when the agent dies, even by SIGKILL.
     lifeline: true,
     ready: (signal) => httpReady(`http://127.0.0.1:${port}${options.readyPath}`, signal),

@@ -10,16 +10,19 @@ import { startSupervisedServer } from "./server-runtime.js";
  * forwarded to its OpenAI endpoint. A model is a local path or a hub id
  * (`hf:owner/repo` → `owner/repo`, which vLLM downloads itself).
  */
+/** The vLLM the docs name, installed unless the agent's config says otherwise (`MAKINA_AGENT_VLLM_PACKAGE`). */
+export const VLLM_PACKAGE = "vllm==0.20.0";
+
 export const vllmAdapter: RuntimeAdapter = {
   kind: "vllm",
   requirements: { platforms: ["linux"], accelerators: ["cuda"], description: "Linux with an NVIDIA GPU (CUDA)" },
   capabilities: RUNTIME_CAPABILITIES.vllm,
   async install(ctx) {
-    const bin = await installIntoVenv("vllm", ["vllm"], "vllm", ctx);
+    const bin = await installIntoVenv("vllm", [ctx.packages?.vllm ?? VLLM_PACKAGE], "vllm", ctx);
     return { version: await binaryVersion(join(bin, "vllm")) };
   },
   async start(model, ctx) {
-    const bin = await installIntoVenv("vllm", ["vllm"], "vllm", ctx);
+    const bin = await installIntoVenv("vllm", [ctx.packages?.vllm ?? VLLM_PACKAGE], "vllm", ctx);
     const source = model.path ?? model.ref.replace(/^hf:/, "");
     return startSupervisedServer({
       name: `vllm ${model.modelId}`,
@@ -27,6 +30,8 @@ export const vllmAdapter: RuntimeAdapter = {
       args: (port) => ["serve", source, "--host", "127.0.0.1", "--port", String(port), "--served-model-name", model.modelId],
       readyPath: "/health",
       model: model.modelId,
+      // The hub's token only when the runtime downloads a repository from it itself.
+      hubDownload: !model.path && model.ref.startsWith("hf:"),
       continuousUsage: true,
       ctx,
     });
