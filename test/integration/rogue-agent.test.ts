@@ -1,6 +1,14 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
+import { GrpcDialer } from "../../agent/link/grpc-dialer.js";
 import { clampUsage } from "../../relay/link/agent-session.js";
-import { PROTOCOL_VERSION, type AgentToRelay, type LinkEnd, type RelayToAgent } from "../../proto/index.js";
+import { PROTOCOL_VERSION, silentLogger, type AgentToRelay, type LinkEnd, type RelayToAgent } from "../../proto/index.js";
+import { fakeAdapter } from "../fakes/fake-runtime.js";
+import { runCli, startCli, stopCli } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
 /**
@@ -162,5 +170,80 @@ describe("usage an agent reports", () => {
     expect(clampUsage({ promptTokens: 1e9, completionTokens: 1e9 }, seen)).toEqual({ promptTokens: 100 + 64 + 1024, completionTokens: 10 + 3 + 64 });
     expect(clampUsage({ promptTokens: 5, completionTokens: 50 }, { ...seen, maxTokens: 7 })).toEqual({ promptTokens: 5, completionTokens: 7 });
     expect(clampUsage({ promptTokens: -5, completionTokens: Number.NaN }, seen)).toEqual({ promptTokens: 0, completionTokens: 0 });
+  });
+});
+
+/**
+ * A machine flooding a relay process over gRPC with answers that never end: the relay runs with its heap capped
+ * at 192 MiB (V8 would abort it past that), takes 40 floods of 9 MiB each (360 MiB in all, 8 of them at once),
+ * fails each alone at the answer limit, keeps serving an honest machine throughout, and is still alive after.
+ */
+describe("a machine flooding a relay process over gRPC", () => {
+  let dir: string;
+  let relay: ChildProcess;
+  let honest: Agent | undefined;
+  let rogueLink: LinkEnd<AgentToRelay> | undefined;
+  afterAll(async () => {
+    rogueLink?.close("test over");
+    await honest?.stop();
+    if (relay) await stopCli(relay);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("fails each flooded request alone at the answer limit, keeps serving others, and stays within a fixed heap", async () => {
+    dir = mkdtempSync(join(tmpdir(), "makina-flood-"));
+    const dataDir = join(dir, "relay");
+    relay = (await startCli(["relay", "--data-dir", dataDir, "--port", "0", "--grpc-port", "0", "--grpc-host", "127.0.0.1"], /agents dial/, { NODE_OPTIONS: "--max-old-space-size=192" })).child;
+    let exited = false;
+    relay.once("exit", () => (exited = true));
+    const admin = async (...args: string[]) => {
+      const r = await runCli(["admin", ...args, "--data-dir", dataDir, "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as Record<string, string>;
+    };
+    const info = JSON.parse(readFileSync(join(dataDir, "relay.json"), "utf8")) as { url: string; link_address: string };
+    const org = (await admin("org", "create", "Flood Co")).slug!;
+    const key = (await admin("key", "create", "--org", org, "--name", "k")).key!;
+
+    // The rogue: answers every deploy step, then floods every request with 1 MiB chunks without end.
+    const rogue = await admin("machine", "create", "--org", org, "--name", "rogue");
+    const big = "x".repeat(1024 * 1024);
+    const dialer = new GrpcDialer(info.link_address, { machineId: rogue.id!, token: rogue.token! }, { caSha256: null, caCacheFile: join(dir, "ca.pem"), caFile: null, tls: false });
+    let welcomed = false;
+    rogueLink = dialer.dial({
+      send: (m: RelayToAgent) => {
+        if (m.type === "welcome") welcomed = true;
+        if (m.type === "command") rogueLink!.send({ type: "result", commandId: m.commandId, result: { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } });
+        if (m.type === "infer") for (let i = 0; i < 9; i++) rogueLink!.send({ type: "text", requestId: m.requestId, text: big });
+      },
+      close: () => {},
+    });
+    rogueLink.send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "6.6.6", hardware: { platform: "linux", os: "Rogue OS", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] } });
+    await vi.waitFor(() => expect(welcomed).toBe(true), { timeout: 5_000, interval: 10 });
+    const flooded = await admin("stack", "create", "--org", org, "--name", "flood", "--machine", rogue.id!, "--runtime", "openai", "--model", "http://fake.invalid/v1#rogue", "--model-id", "flood");
+    await admin("stack", "deploy", flooded.id!, "--wait");
+
+    // An honest machine beside it, served by the stand-in model.
+    const good = await admin("machine", "create", "--org", org, "--name", "honest");
+    honest = await startAgent(resolveAgentConfig({ flags: { server: info.link_address, machineId: good.id!, token: good.token!, dataDir: join(dir, "agent"), threads: 1, gpu: false } }), {
+      log: silentLogger(),
+      adapters: { openai: fakeAdapter() },
+    });
+    await honest.link.whenOnline();
+    const served = await admin("stack", "create", "--org", org, "--name", "good", "--machine", good.id!, "--runtime", "openai", "--model", "http://fake.invalid/v1#fake", "--model-id", "good");
+    await admin("stack", "deploy", served.id!, "--wait");
+
+    const chat = (model: string) =>
+      fetch(`${info.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model, messages: [{ role: "user", content: "hello there" }] }),
+      }).then(async (r) => [r.status, ((await r.json()) as { error?: { code: string } }).error?.code ?? "ok"]);
+    for (let round = 0; round < 5; round++) {
+      const answers = await Promise.all([...Array.from({ length: 8 }, () => chat("flood")), chat("good")]);
+      expect(answers).toEqual([...Array(8).fill([500, "stream_incomplete"]), [200, "ok"]]);
+    }
+    expect(exited).toBe(false);
+    expect(await chat("good")).toEqual([200, "ok"]);
   });
 });

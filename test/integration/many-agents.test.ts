@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { GrpcDialer } from "../../agent/link/grpc-dialer.js";
+import { PROTOCOL_VERSION, type AgentToRelay, type LinkEnd } from "../../proto/index.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+/** A machine reduced to its link: it says hello over gRPC and heartbeats, as an idle agent does. */
+function simulatedAgent(server: string, machineId: string, token: string, heartbeatMs: number) {
+  let welcomed = false;
+  let link: LinkEnd<AgentToRelay> | undefined;
+  const dialer = new GrpcDialer(server, { machineId, token }, { caSha256: null, caCacheFile: "/dev/null", caFile: null, tls: false });
+  link = dialer.dial({ send: (m) => m.type === "welcome" && (welcomed = true), close: () => (link = undefined) });
+  link.send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "sim", hardware: { platform: "linux", os: "Sim", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] } });
+  const beat = setInterval(() => link?.send({ type: "heartbeat", sentAtMs: Date.now(), inFlight: 0 }), heartbeatMs);
+  return {
+    get welcomed() {
+      return welcomed;
+    },
+    close() {
+      clearInterval(beat);
+      link?.close("done");
+      dialer.close();
+    },
+  };
+}
+
+describe("1,000 machines connecting and heartbeating while the gateway serves", () => {
+  let gw: TestGateway;
+  const agents: ReturnType<typeof simulatedAgent>[] = [];
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake", relayFlags: { heartbeatIntervalMs: 1000 } });
+  });
+  afterAll(async () => {
+    for (const a of agents) a.close();
+    await gw?.close();
+  });
+
+  it("takes them all online and keeps them, while every request is served", async () => {
+    const machines = Array.from({ length: 1000 }, (_, i) => gw.relay.control.createMachine(gw.orgId, `sim-${i}`));
+    let served = 0;
+    let failed = 0;
+    let stop = false;
+    // Requests keep coming the whole time.
+    const traffic = (async () => {
+      while (!stop) {
+        const res = await fetch(`${gw.baseURL}/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "still here" }] }),
+        });
+        await res.text();
+        if (res.status === 200) served++;
+        else failed++;
+      }
+    })();
+    try {
+      for (const { machine, token } of machines) agents.push(simulatedAgent(gw.relay.linkAddress, machine.id, token, 1000));
+      await vi.waitFor(() => expect([gw.relay.registry.size, agents.filter((a) => a.welcomed).length]).toEqual([1001, 1000]), { timeout: 60_000, interval: 100 });
+      // Five heartbeat periods: a link silent for 3.5 of them would be dropped; none is.
+      const before = served;
+      await new Promise((r) => setTimeout(r, 5_000));
+      expect(gw.relay.registry.size).toBe(1001);
+      expect(gw.relay.store.machines.listByOrg(gw.orgId).filter((m) => m.state === "online")).toHaveLength(1001);
+      expect(served - before).toBeGreaterThan(10);
+    } finally {
+      stop = true;
+      await traffic;
+    }
+    expect(failed).toBe(0);
+  }, 120_000);
+});
