@@ -66,3 +66,23 @@ describe("a queue that does not move", () => {
     await holder.body!.cancel();
   });
 });
+
+describe("a non-streamed request that takes too long", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake", relayFlags: { requestTimeoutMs: 400 } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("ends with 504 timeout after MAKINA_REQUEST_TIMEOUT_MS, and stops the generation on the machine", async () => {
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "slow 200 one two three four five six" }] }),
+    });
+    expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([504, "timeout"]);
+    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBe(0), { timeout: 5_000, interval: 10 });
+  });
+});
