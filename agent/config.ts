@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { DEFAULT_HF_ENDPOINT } from "./models/model-ref.js";
+import { withoutSecrets } from "./runtimes/runtime-env.js";
 
 /** The agent's resolved, validated configuration. */
 export interface AgentConfig {
@@ -50,6 +51,8 @@ export interface AgentConfig {
   readonly healthIntervalMs: number;
   /** How long one probe may take, ms. @default 10000 */
   readonly healthTimeoutMs: number;
+  /** The environment the agent's runtimes start from: the agent's own (`sources.env`) without its secrets. */
+  readonly runtimeEnv: Readonly<Record<string, string>>;
   /** Where `hf:` model references resolve: Hugging Face or a mirror. @default "https://huggingface.co" */
   readonly hfEndpoint: string;
   /** A Hugging Face token for gated and private models, sent to `hfEndpoint` only; never logged. */
@@ -59,12 +62,15 @@ export interface AgentConfig {
 
 /** Raw inputs: command-line flags, environment (`MAKINA_AGENT_*`), config file; in that precedence. */
 export interface AgentConfigSources {
-  flags?: Partial<Record<keyof AgentConfig, unknown>>;
+  flags?: Partial<Record<Setting, unknown>>;
   env?: Record<string, string | undefined>;
-  file?: Partial<Record<keyof AgentConfig, unknown>>;
+  file?: Partial<Record<Setting, unknown>>;
 }
 
-const ENV: Record<keyof AgentConfig, string> = {
+/** The settings read from flags, environment and file (the runtimes' environment is derived, not set). */
+type Setting = Exclude<keyof AgentConfig, "runtimeEnv">;
+
+const ENV: Record<Setting, string> = {
   server: "MAKINA_AGENT_SERVER",
   machineId: "MAKINA_AGENT_MACHINE_ID",
   token: "MAKINA_AGENT_TOKEN",
@@ -94,7 +100,7 @@ const ENV: Record<keyof AgentConfig, string> = {
 };
 
 /** The variables Hugging Face's own tools read, honoured after Makina's. */
-const ENV_ALIASES: Partial<Record<keyof AgentConfig, string>> = { hfEndpoint: "HF_ENDPOINT", hfToken: "HF_TOKEN" };
+const ENV_ALIASES: Partial<Record<Setting, string>> = { hfEndpoint: "HF_ENDPOINT", hfToken: "HF_TOKEN" };
 
 /**
  * Inference threads that never oversubscribe the machine: one core is left for
@@ -115,7 +121,7 @@ export class AgentConfigError extends Error {
 /** Resolves flags > env > file > defaults into a frozen, validated config; reports every problem at once. */
 export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = availableParallelism()): AgentConfig {
   const problems: string[] = [];
-  const defaults: Record<keyof AgentConfig, unknown> = {
+  const defaults: Record<Setting, unknown> = {
     server: undefined,
     machineId: undefined,
     token: undefined,
@@ -143,17 +149,17 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     hfToken: undefined,
     logLevel: "info",
   };
-  const pick = (k: keyof AgentConfig): unknown => {
+  const pick = (k: Setting): unknown => {
     const alias = ENV_ALIASES[k];
     for (const v of [sources.flags?.[k], sources.env?.[ENV[k]], alias && sources.env?.[alias], sources.file?.[k]]) if (v !== undefined && v !== "") return v;
     return defaults[k];
   };
-  const required = (k: keyof AgentConfig, pattern: RegExp, what: string): string => {
+  const required = (k: Setting, pattern: RegExp, what: string): string => {
     const v = pick(k);
     if (typeof v !== "string" || !pattern.test(v)) problems.push(`${k} (--${kebab(k)} or ${ENV[k]}) is required: ${what}`);
     return typeof v === "string" ? v : "";
   };
-  const int = (k: keyof AgentConfig, min: number, max: number): number => {
+  const int = (k: Setting, min: number, max: number): number => {
     const v = Number(pick(k));
     if (!Number.isInteger(v) || v < min || v > max) problems.push(`${k} (${ENV[k]}) must be an integer from ${min} to ${max}`);
     return v;
@@ -166,16 +172,16 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   const socket = pick("controlSocket");
   const hfEndpoint = String(pick("hfEndpoint")).replace(/\/+$/, "");
   if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(hfEndpoint) || !URL.canParse(hfEndpoint)) problems.push(`hfEndpoint (${ENV.hfEndpoint} or HF_ENDPOINT) must be an http(s) URL such as https://huggingface.co`);
-  const bool = (k: keyof AgentConfig): boolean => {
+  const bool = (k: Setting): boolean => {
     const v = pick(k);
     return v === true || v === "true" || v === "1";
   };
-  const optionalPath = (k: keyof AgentConfig): string | null => {
+  const optionalPath = (k: Setting): string | null => {
     const v = pick(k);
     return typeof v === "string" ? resolve(v) : null;
   };
   /** A pip requirement for `name`: the name alone, or pinned (`==`, `>=`, …); nothing pip could take as an option or a URL. */
-  const requirement = (k: keyof AgentConfig, name: string): string => {
+  const requirement = (k: Setting, name: string): string => {
     const v = String(pick(k));
     if (!new RegExp(`^${name.replace("-", "[-_]")}(\\[[\\w,]+\\])?((==|>=|<=|~=|!=|<|>)[\\w.*+!-]+(,(==|>=|<=|~=|!=|<|>)[\\w.*+!-]+)*)?$`, "i").test(v)) {
       problems.push(`${k} (${ENV[k]}) must be a pip requirement for ${name}, such as ${name}==1.2.3`);
@@ -223,6 +229,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     hfEndpoint,
     hfToken: typeof hfToken === "string" ? hfToken : undefined,
+    runtimeEnv: Object.freeze(withoutSecrets(sources.env ?? {})),
     logLevel: logLevel as AgentConfig["logLevel"],
   };
   if (config.reconnectMaxMs < config.reconnectMinMs) problems.push("reconnectMaxMs must not be below reconnectMinMs");

@@ -26,7 +26,7 @@ export async function installIntoVenv(name: string, packages: string[], binary: 
     ctx.onProgress?.({ stage, doneBytes: 0, totalBytes: 0, bytesPerSecond: 0, etaSeconds: 0 });
     ctx.log.info(stage, { command: [file, ...args].join(" ") });
     try {
-      await run(file, args, { signal: ctx.signal, env: runtimeEnv(), maxBuffer: 16 * 1024 * 1024, timeout: 60 * 60 * 1000 });
+      await run(file, args, { signal: ctx.signal, env: runtimeEnv(ctx.env), maxBuffer: 16 * 1024 * 1024, timeout: 60 * 60 * 1000 });
     } catch (err) {
       const e = err as { stderr?: string; message: string; code?: string };
       const detail = (e.stderr ?? "").trim().split("\n").slice(-5).join("\n") || e.message;

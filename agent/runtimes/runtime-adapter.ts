@@ -24,6 +24,8 @@ export interface RuntimeContext {
   runtimesDir: string;
   /** The Python used to create virtual environments. */
   python: string;
+  /** The environment the runtime's processes start from (the agent's, without its secrets). */
+  env?: Readonly<Record<string, string>>;
   /** What pip installs for the Python runtimes: pinned requirements. */
   packages?: { vllm: string; mlx: string };
   /** The hub `hf:` repositories resolve against, and its token: handed to a runtime only when it downloads one itself. */

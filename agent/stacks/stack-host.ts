@@ -95,6 +95,7 @@ export class StackHost {
     return {
       runtimesDir: join(this.deps.config.dataDir, "runtimes"),
       python: this.deps.config.python,
+      env: this.deps.config.runtimeEnv,
       packages: { vllm: this.deps.config.vllmPackage, mlx: this.deps.config.mlxPackage },
       hub: { endpoint: this.deps.config.hfEndpoint, token: this.deps.config.hfToken },
       health: { healthIntervalMs: this.deps.config.healthIntervalMs, healthTimeoutMs: this.deps.config.healthTimeoutMs },

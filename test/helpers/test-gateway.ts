@@ -75,7 +75,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(relay.linkCaSha256 ? { caSha256: relay.linkCaSha256 } : {}),
     ...extra,
   });
-  const agentConfig = resolveAgentConfig({ flags: agentFlags(machine.id, token, options.agentFlags) });
+  // The environment as the CLI passes it: runtimes start from it, without its secrets.
+  const agentConfig = resolveAgentConfig({ flags: agentFlags(machine.id, token, options.agentFlags), env: process.env });
   const extraAgents: Agent[] = [];
   const dial = options.link === "in-process" ? relay.inProcessDialer({ machineId: machine.id, token }) : undefined;
   const fakes = new Map<string, ReturnType<typeof fakeAdapter>>();

@@ -27,7 +27,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   async function machine(kind: MachineKind, name: string, flags: Record<string, unknown> = {}) {
     const { machine: m, token } = gw.relay.control.createMachine(gw.orgId, name);
     const agent = await startAgent(
-      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, name), threads: 1, gpu: false, python: join(STANDINS, "python3"), ...flags } }),
+      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, name), threads: 1, gpu: false, python: join(STANDINS, "python3"), ...flags }, env: process.env }),
       { log: silentLogger(), hardwareSource: fixtureSource(kind) },
     );
     agents.push(agent);
@@ -45,7 +45,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   beforeAll(async () => {
     // Secrets in the agent's own environment, which no runtime may see.
     process.env.MAKINA_AGENT_TOKEN = "mk_mach_InTheAgentsEnvironment000";
-    process.env.HF_TOKEN = "hf_InTheAgentsEnvironment000000000";
+    process.env.HUGGING_FACE_HUB_TOKEN = "hf_InTheAgentsEnvironment000000000";
     gw = await startTestGateway();
     client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
     log = join(mkdtempSync(join(tmpdir(), "makina-standin-")), "calls.log");
@@ -59,7 +59,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     await gw?.close();
     delete process.env.STANDIN_LOG;
     delete process.env.MAKINA_AGENT_TOKEN;
-    delete process.env.HF_TOKEN;
+    delete process.env.HUGGING_FACE_HUB_TOKEN;
     delete process.env.STANDIN_WORD_MS;
     delete process.env.STANDIN_EXIT_AFTER_MS;
   });
@@ -99,7 +99,8 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   it("runs the GGUF model process without the agent's secrets in its environment", () => {
     const pid = gw.agent.host.list()[0]!.pid!;
     const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
-    expect(environ.filter((v) => /^(MAKINA_|HF_TOKEN=)/.test(v))).toEqual([]);
+    expect(environ.filter((v) => /^(MAKINA_|HF_TOKEN=|HUGGING_FACE_HUB_TOKEN=)/.test(v))).toEqual([]);
+    expect(environ.some((v) => v.startsWith("PATH="))).toBe(true);
     expect(process.env.MAKINA_AGENT_TOKEN).toBeDefined();
   });
 
@@ -128,7 +129,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(stack.compatibility.ok).toBeNull();
     expect((await gw.relay.control.deploy(stack.id)).state).toBe("deploying");
     const agent = await startAgent(
-      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, "unknown-box"), threads: 1, gpu: false, python: join(STANDINS, "python3") } }),
+      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, "unknown-box"), threads: 1, gpu: false, python: join(STANDINS, "python3") }, env: process.env }),
       { log: silentLogger(), hardwareSource: fixtureSource("cpu-vm") },
     );
     agents.push(agent);
@@ -187,8 +188,9 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   });
 
   it("restarts a crashing server, reports a crash loop to the relay, and answers 503 runtime_unavailable", async () => {
-    const { machineId, agent } = await machine("nvidia-linux", "flaky-box");
+    // The agent's environment is read once, at start: its servers will crash 600 ms after they start.
     process.env.STANDIN_EXIT_AFTER_MS = "600";
+    const { machineId, agent } = await machine("nvidia-linux", "flaky-box");
     try {
       const stack = await deploy(machineId, "vllm", "hf:org/flaky", "flaky");
       expect(stack.state).toBe("deployed");

@@ -18,7 +18,7 @@ describe("installing a Python runtime", () => {
   it("installs the pinned requirement once, and again only when the pin changes", async () => {
     writeFileSync(log, "");
     process.env.STANDIN_LOG = log;
-    const ctx = { runtimesDir: join(dir, "runtimes"), python: join(REPO_ROOT, "test", "fixtures", "standins", "python3"), log: silentLogger() };
+    const ctx = { env: process.env as Record<string, string>, runtimesDir: join(dir, "runtimes"), python: join(REPO_ROOT, "test", "fixtures", "standins", "python3"), log: silentLogger() };
     const pips = () => readFileSync(log, "utf8").split("\n").filter((l) => l.includes("pip install"));
     await installIntoVenv("vllm", ["vllm==0.20.0"], "vllm", ctx);
     await installIntoVenv("vllm", ["vllm==0.20.0"], "vllm", ctx);

@@ -83,7 +83,7 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
           ...(options.gpu === false ? ["--cpu"] : []),
         ],
         // The model process gets the agent's environment without its secrets.
-        env: runtimeEnv(),
+        env: runtimeEnv(ctx.env),
         ready: async (signal) => (await processHealth(socketPath, signal), true),
         ...ctx.health,
         log: ctx.log,

@@ -49,7 +49,7 @@ export async function startSupervisedServer(options: {
     name: options.name,
     command: options.command,
     args: options.args(port),
-    env: runtimeEnv(hubEnv(options)),
+    env: runtimeEnv(options.ctx.env, hubEnv(options)),
     // vLLM and MLX do not watch their stdin: the lifeline stops them when the agent dies, even by SIGKILL.
     lifeline: true,
     ready: (signal) => httpReady(`http://127.0.0.1:${port}${options.readyPath}`, signal),
