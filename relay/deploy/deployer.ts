@@ -6,6 +6,9 @@ import type { Stack, StorageHealth, Store } from "../store/index.js";
 /** The deploy sequence, in order: install the runtime, pull the model, configure the endpoint. */
 export const DEPLOY_STEPS = ["install_runtime", "pull_model", "configure_endpoint"] as const;
 
+/** Deploy progress is stored (and announced to live pages) at most this often per step. */
+const PROGRESS_MIN_INTERVAL_MS = 200;
+
 /**
  * Runs deployments: moves stacks through their states and sends each step to
  * the stack's machine. Deploying to an offline machine leaves the stack
@@ -113,12 +116,17 @@ export class Deployer {
         signal.throwIfAborted();
         this.store.deployments.stepRunning(deploymentId, seq);
         changed();
+        let progressAt = 0;
         try {
           const result = await session.runCommand(stack.id, step, {
             signal,
             idleTimeoutMs: this.stepIdleTimeoutMs,
             onProgress: (p) => {
-              // Progress is news, not record: one the database refuses is skipped (the next one may land).
+              // Progress is news, not record: at most every 200 ms (a machine flooding reports costs nothing more),
+              // and one the database refuses is skipped (the next one may land).
+              const now = Date.now();
+              if (now - progressAt < PROGRESS_MIN_INTERVAL_MS) return;
+              progressAt = now;
               const write = () => this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds });
               if (this.storage) this.storage.attempt("deploy progress", write);
               else write();

@@ -37,6 +37,8 @@ const DECODED_AHEAD = 64;
 
 /** Longest answer one request may bring, in characters (what the relay may have to hold of it). */
 const MAX_ANSWER_CHARS = 8 * 1024 * 1024;
+/** Longest runtime error a machine's report keeps. */
+const MAX_REASON_CHARS = 2000;
 
 /** A request the relay is tracking on this link. */
 interface Tracked {
@@ -193,7 +195,8 @@ export class AgentSession {
         // A runtime that is restarting or failed takes no requests: they get 503 runtime_unavailable.
         if (state === "ready") this.readyStacks.add(stackId);
         else this.readyStacks.delete(stackId);
-        this.reports.onRuntimeStatus?.(stackId, state, error || null);
+        // The reason is shown in lists and stored: cut to a size a person reads.
+        this.reports.onRuntimeStatus?.(stackId, state, error ? error.slice(0, MAX_REASON_CHARS) : null);
         return;
       }
       case "inventory":

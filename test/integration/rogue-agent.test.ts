@@ -111,6 +111,36 @@ describe("a machine that misbehaves cannot hurt the relay or mislead its clients
   });
 });
 
+describe("a machine that floods deploy progress and runtime reports", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake" });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("has its progress stored and announced at most every 200 ms, and its runtime errors cut to 2,000 characters", async () => {
+    const rogue = await rogueAgent(gw, "noisy", { ignore: (step) => step === "pullModel", deploy: false });
+    let announced = 0;
+    const unsubscribe = gw.relay.events.subscribe((e) => e.type === "stack" && e.stackId === rogue.stackId && announced++);
+    await gw.relay.control.deploy(rogue.stackId);
+    await vi.waitFor(() => expect(rogue.received.some((m) => m.type === "command" && m.step.kind === "pullModel")).toBe(true), { timeout: 5_000, interval: 10 });
+    const pull = rogue.received.find((m): m is Extract<RelayToAgent, { type: "command" }> => m.type === "command" && m.step.kind === "pullModel")!;
+    const before = announced;
+    for (let i = 0; i < 5000; i++) rogue.send({ type: "progress", commandId: pull.commandId, progress: { stage: "downloading", doneBytes: i, totalBytes: 5000, bytesPerSecond: 1, etaSeconds: 1 } });
+    // The in-process link delivers them in one run of microtasks: once one is seen, all 5,000 were; one was kept.
+    await vi.waitFor(() => expect(announced - before).toBeGreaterThan(0), { timeout: 2_000, interval: 10 });
+    expect(announced - before).toBe(1);
+    rogue.send({ type: "result", commandId: pull.commandId, result: { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } });
+    await gw.relay.deployer.settled(rogue.stackId);
+    unsubscribe();
+
+    rogue.send({ type: "runtimeState", stackId: rogue.stackId, state: "failed", error: "E".repeat(1_000_000) });
+    await vi.waitFor(() => expect(gw.relay.store.stacks.get(rogue.stackId)!.runtimeError).toHaveLength(2000), { timeout: 2_000, interval: 10 });
+  });
+});
+
 describe("a machine that never finishes a deployment step", () => {
   let gw: TestGateway;
   beforeAll(async () => {
