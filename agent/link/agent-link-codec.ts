@@ -1,4 +1,4 @@
-import type { AgentToRelay, DeployStep, RelayToAgent } from "../../proto/index.js";
+import type { AgentToRelay, DeployStep, RelayToAgent, ResponseFormat } from "../../proto/index.js";
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
 /** The agent's reading of a wire message from the relay; `undefined` for one it does not know (ignored). */
@@ -6,8 +6,9 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
   const body = message.body;
   switch (body?.$case) {
     case "inferenceRequest": {
-      const { requestId, stackId, initialCredit, ...input } = body.value;
-      return { type: "infer", requestId, stackId, credit: initialCredit, input };
+      const { requestId, stackId, initialCredit, responseFormat, ...input } = body.value;
+      // A response format of a type this agent does not know is refused by the runtime, never dropped.
+      return { type: "infer", requestId, stackId, credit: initialCredit, input: { ...input, ...(responseFormat ? { responseFormat: responseFormat as ResponseFormat } : {}) } };
     }
     case "inferenceCredit":
       return { type: "credit", requestId: body.value.requestId, credits: body.value.credits };

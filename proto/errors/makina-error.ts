@@ -55,7 +55,7 @@ export class MakinaError extends Error {
   }
 
   /** Rebuilds an error that crossed the link as `{code, message, retryAfterMs}`. */
-  static fromLink(code: string, message: string, retryAfterMs?: number): MakinaError {
-    return isErrorCode(code) ? new MakinaError(code, message, { retryAfterMs }) : new MakinaError("internal_error", message);
+  static fromLink(code: string, message: string, retryAfterMs?: number, param?: string): MakinaError {
+    return isErrorCode(code) ? new MakinaError(code, message, { retryAfterMs, param }) : new MakinaError("internal_error", message);
   }
 }

@@ -269,6 +269,20 @@ export interface InferenceRequest {
    * whole answer at once (cheaper than a stream of events); the answer still travels as chunks.
    */
   stream: boolean;
+  /** The shape the answer must have; absent: free text. */
+  responseFormat?: ResponseFormat | undefined;
+}
+
+/** OpenAI's `response_format` beyond text: any JSON object, or JSON valid against a schema. */
+export interface ResponseFormat {
+  /** "json_object" or "json_schema". */
+  type: string;
+  /** The schema's name (json_schema). */
+  name: string;
+  /** The JSON schema, as JSON text (json_schema; empty for json_object). */
+  schemaJson: string;
+  /** Whether the schema must be followed exactly (json_schema `strict`). */
+  strict: boolean;
 }
 
 /** The relay no longer wants a request (client gone, deadline passed). */
@@ -327,6 +341,8 @@ export interface LinkError {
   message: string;
   /** When the client may retry, in milliseconds; 0 when not said. */
   retryAfterMs: number;
+  /** The request parameter at fault (the OpenAI body's `param`); empty when none. */
+  param: string;
 }
 
 /** One step of a deployment, sent by the relay. */
@@ -2667,6 +2683,7 @@ function createBaseInferenceRequest(): InferenceRequest {
     presencePenalty: 0,
     frequencyPenalty: 0,
     stream: false,
+    responseFormat: undefined,
   };
 }
 
@@ -2707,6 +2724,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     }
     if (message.stream !== false) {
       writer.uint32(96).bool(message.stream);
+    }
+    if (message.responseFormat !== undefined) {
+      ResponseFormat.encode(message.responseFormat, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -2820,6 +2840,14 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
             message.stream = reader.bool();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.responseFormat = ResponseFormat.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2878,6 +2906,11 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
         ? globalThis.Number(object.frequency_penalty)
         : 0,
       stream: isSet(object.stream) ? globalThis.Boolean(object.stream) : false,
+      responseFormat: isSet(object.responseFormat)
+        ? ResponseFormat.fromJSON(object.responseFormat)
+        : isSet(object.response_format)
+        ? ResponseFormat.fromJSON(object.response_format)
+        : undefined,
     };
   },
 
@@ -2919,6 +2952,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     if (message.stream !== false) {
       obj.stream = message.stream;
     }
+    if (message.responseFormat !== undefined) {
+      obj.responseFormat = ResponseFormat.toJSON(message.responseFormat);
+    }
     return obj;
   },
 
@@ -2939,6 +2975,130 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     message.presencePenalty = object.presencePenalty ?? 0;
     message.frequencyPenalty = object.frequencyPenalty ?? 0;
     message.stream = object.stream ?? false;
+    message.responseFormat = (object.responseFormat !== undefined && object.responseFormat !== null)
+      ? ResponseFormat.fromPartial(object.responseFormat)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseResponseFormat(): ResponseFormat {
+  return { type: "", name: "", schemaJson: "", strict: false };
+}
+
+export const ResponseFormat: MessageFns<ResponseFormat> = {
+  encode(message: ResponseFormat, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.schemaJson !== "") {
+      writer.uint32(26).string(message.schemaJson);
+    }
+    if (message.strict !== false) {
+      writer.uint32(32).bool(message.strict);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResponseFormat {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResponseFormat();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.schemaJson = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.strict = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResponseFormat {
+    return {
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      schemaJson: isSet(object.schemaJson)
+        ? globalThis.String(object.schemaJson)
+        : isSet(object.schema_json)
+        ? globalThis.String(object.schema_json)
+        : "",
+      strict: isSet(object.strict) ? globalThis.Boolean(object.strict) : false,
+    };
+  },
+
+  toJSON(message: ResponseFormat): unknown {
+    const obj: any = {};
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.schemaJson !== "") {
+      obj.schemaJson = message.schemaJson;
+    }
+    if (message.strict !== false) {
+      obj.strict = message.strict;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResponseFormat>, I>>(base?: I): ResponseFormat {
+    return ResponseFormat.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResponseFormat>, I>>(object: I): ResponseFormat {
+    const message = createBaseResponseFormat();
+    message.type = object.type ?? "";
+    message.name = object.name ?? "";
+    message.schemaJson = object.schemaJson ?? "";
+    message.strict = object.strict ?? false;
     return message;
   },
 };
@@ -3514,7 +3674,7 @@ export const Usage: MessageFns<Usage> = {
 };
 
 function createBaseLinkError(): LinkError {
-  return { code: "", message: "", retryAfterMs: 0 };
+  return { code: "", message: "", retryAfterMs: 0, param: "" };
 }
 
 export const LinkError: MessageFns<LinkError> = {
@@ -3527,6 +3687,9 @@ export const LinkError: MessageFns<LinkError> = {
     }
     if (message.retryAfterMs !== 0) {
       writer.uint32(24).uint32(message.retryAfterMs);
+    }
+    if (message.param !== "") {
+      writer.uint32(34).string(message.param);
     }
     return writer;
   },
@@ -3568,6 +3731,14 @@ export const LinkError: MessageFns<LinkError> = {
             message.retryAfterMs = reader.uint32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.param = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3589,6 +3760,7 @@ export const LinkError: MessageFns<LinkError> = {
         : isSet(object.retry_after_ms)
         ? globalThis.Number(object.retry_after_ms)
         : 0,
+      param: isSet(object.param) ? globalThis.String(object.param) : "",
     };
   },
 
@@ -3603,6 +3775,9 @@ export const LinkError: MessageFns<LinkError> = {
     if (message.retryAfterMs !== 0) {
       obj.retryAfterMs = Math.round(message.retryAfterMs);
     }
+    if (message.param !== "") {
+      obj.param = message.param;
+    }
     return obj;
   },
 
@@ -3614,6 +3789,7 @@ export const LinkError: MessageFns<LinkError> = {
     message.code = object.code ?? "";
     message.message = object.message ?? "";
     message.retryAfterMs = object.retryAfterMs ?? 0;
+    message.param = object.param ?? "";
     return message;
   },
 };

@@ -38,6 +38,18 @@ export interface ChatInput {
   presencePenalty: number;
   frequencyPenalty: number;
   stream: boolean;
+  /** The shape the answer must have (OpenAI's `response_format` beyond text); absent: free text. */
+  responseFormat?: ResponseFormat | undefined;
+}
+
+/** Any JSON object, or JSON valid against a schema (OpenAI's `json_schema`, whose schema travels as JSON text). */
+export interface ResponseFormat {
+  type: "json_object" | "json_schema";
+  /** The schema's name; empty for `json_object`. */
+  name: string;
+  /** The JSON schema as JSON text; empty for `json_object`. */
+  schemaJson: string;
+  strict: boolean;
 }
 
 /** An error crossing the link: a code of `proto/errors` and a message fit for the API client. */
@@ -46,6 +58,8 @@ export interface ErrorReport {
   message: string;
   /** When the client may retry, in milliseconds; 0 when not said. */
   retryAfterMs: number;
+  /** The request parameter at fault; empty when none. */
+  param: string;
 }
 
 /** One graphics adapter. */

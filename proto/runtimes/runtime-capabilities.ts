@@ -9,10 +9,11 @@ export type RuntimeKind = "gguf" | "vllm" | "mlx" | "openai";
  * `unsupported_parameter`, so nothing is dropped silently.
  */
 export const RUNTIME_CAPABILITIES: Readonly<Record<RuntimeKind, readonly string[]>> = Object.freeze({
-  gguf: ["presence_penalty", "frequency_penalty"],
-  vllm: ["presence_penalty", "frequency_penalty"],
+  // GGUF enforces response_format with a grammar made from the JSON schema; vLLM and OpenAI-compatible servers take it as is.
+  gguf: ["presence_penalty", "frequency_penalty", "response_format"],
+  vllm: ["presence_penalty", "frequency_penalty", "response_format"],
   mlx: [],
-  openai: ["presence_penalty", "frequency_penalty"],
+  openai: ["presence_penalty", "frequency_penalty", "response_format"],
 });
 
 /** Harness kinds a stack can name (prompt routing / tool wrapper layers). */

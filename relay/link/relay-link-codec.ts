@@ -17,7 +17,7 @@ export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefi
         const reason = outcome.value.finishReason;
         return { type: "end", requestId, finishReason: FINISH_REASONS.has(reason) ? (reason as FinishReason) : "stop", usage };
       }
-      const error = outcome?.$case === "error" ? outcome.value : { code: "internal_error", message: "The agent ended the request without an outcome.", retryAfterMs: 0 };
+      const error = outcome?.$case === "error" ? outcome.value : { code: "internal_error", message: "The agent ended the request without an outcome.", retryAfterMs: 0, param: "" };
       return { type: "failed", requestId, error, usage };
     }
     case "hello":
@@ -73,6 +73,7 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             presencePenalty: input.presencePenalty,
             frequencyPenalty: input.frequencyPenalty,
             stream: input.stream,
+            responseFormat: input.responseFormat,
           },
         },
       };

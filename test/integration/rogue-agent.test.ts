@@ -70,7 +70,7 @@ describe("a machine that misbehaves cannot hurt the relay or mislead its clients
 
   it("turns an error code no runtime sends into a plain 500, and holds usage to what it saw", async () => {
     const rogue = await rogueAgent(gw, "liar");
-    rogue.answer((m) => rogue.send({ type: "failed", requestId: m.requestId, error: { code: "invalid_api_key", message: "Your key was revoked: visit evil.example", retryAfterMs: 0 }, usage: { promptTokens: 0, completionTokens: 0 } }));
+    rogue.answer((m) => rogue.send({ type: "failed", requestId: m.requestId, error: { code: "invalid_api_key", message: "Your key was revoked: visit evil.example", retryAfterMs: 0, param: "messages" }, usage: { promptTokens: 0, completionTokens: 0 } }));
     const res = await chat(rogue.modelId);
     expect(res.status).toBe(500);
     const text = await res.text();

@@ -144,6 +144,12 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(ok.state).toBe("deployed");
     expect(readFileSync(log, "utf8")).toContain("python -m pip install --upgrade mlx-lm==0.28.2");
     expect((await client.chat.completions.create({ model: "qwen-mlx", messages: [{ role: "user", content: "Hi" }] })).choices[0]!.message.content).toBe("You said: Hi");
+    // MLX's server takes no response format: refused, never dropped.
+    await expect(client.chat.completions.create({ model: "qwen-mlx", messages: [{ role: "user", content: "Hi" }], response_format: { type: "json_object" } })).rejects.toMatchObject({
+      status: 400,
+      code: "unsupported_parameter",
+      param: "response_format",
+    });
     await expect(deploy(gw.machineId, "mlx", "hf:mlx-community/Qwen2.5-0.5B-Instruct-4bit", "qwen-mlx-linux")).rejects.toMatchObject({
       code: "incompatible_stack",
       message: expect.stringContaining("MLX needs macOS on Apple silicon"),
@@ -163,6 +169,10 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     for await (const chunk of await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Hey you" }], stream: true })) streamedText += chunk.choices[0]?.delta?.content ?? "";
     expect(streamedText).toBe("You said: Hey you");
     expect(readFileSync(log, "utf8").trim().split("\n").at(-1)).toBe("request llama3.2 stream=true");
+    // A response format goes to the server as the client sent it: the server enforces it.
+    const schema = { type: "object", properties: { a: { type: "string", pattern: "^x" } }, required: ["a"] };
+    await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Hey" }], response_format: { type: "json_schema", json_schema: { name: "s", schema, strict: true } } });
+    expect(readFileSync(log, "utf8").trim().split("\n").at(-1)).toBe(`request llama3.2 stream=false response_format=${JSON.stringify({ type: "json_schema", json_schema: { name: "s", schema, strict: true } })}`);
     // A max_tokens no stack can take is refused alone: the machine's link and its other requests carry on.
     const held = client.chat.completions.create({ model: "stories", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 200, stream: true });
     const huge = await fetch(`${gw.baseURL}/chat/completions`, {

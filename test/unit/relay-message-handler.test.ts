@@ -21,6 +21,6 @@ describe("the agent's handling of the relay's messages", () => {
     expect(seenSignal?.aborted).toBe(false);
     handler.handle({ type: "cancelCommand", commandId: "c1", reason: "the stack was undeployed" });
     expect(seenSignal?.aborted).toBe(true);
-    await vi.waitFor(() => expect(sent).toEqual([{ type: "stepFailed", commandId: "c1", error: { code: "canceled", message: "the stack was undeployed", retryAfterMs: 0 } }]));
+    await vi.waitFor(() => expect(sent).toEqual([{ type: "stepFailed", commandId: "c1", error: { code: "canceled", message: "the stack was undeployed", retryAfterMs: 0, param: "" } }]));
   });
 });

@@ -2,6 +2,7 @@ import { LlamaChat, type ChatHistoryItem, type Llama, type LlamaContext, type Ll
 import { MakinaError, type ChatMessage } from "../../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
+import { ResponseGrammars } from "./json-schema-grammar.js";
 import { paceEvaluation } from "./pace-evaluation.js";
 
 /** Options of {@link loadGgufModel}. */
@@ -61,6 +62,7 @@ export class GgufRuntime implements ModelRuntime {
   private readonly slots: SlotPool<Slot>;
   private readonly all: Slot[] = [];
   private closed = false;
+  private readonly grammars: ResponseGrammars;
   readonly contextSize: number;
   readonly endpoint = "in-process";
 
@@ -69,6 +71,7 @@ export class GgufRuntime implements ModelRuntime {
     private readonly context: LlamaContext,
   ) {
     this.contextSize = context.contextSize;
+    this.grammars = new ResponseGrammars(model.llama);
     // Resolving the chat wrapper (rendering the model's Jinja template) is synchronous and
     // costs about a second: do it once per model and share it between sequences.
     let chatWrapper: LlamaChat["chatWrapper"] | undefined;
@@ -127,6 +130,8 @@ export class GgufRuntime implements ModelRuntime {
           { param: "messages" },
         );
       }
+      // A response format holds the model to JSON (or a schema) token by token: the answer cannot be anything else.
+      const grammar = input.responseFormat ? await this.grammars.for(input.responseFormat) : undefined;
       let completionTokens = 0;
       let outcome: { stopReason: string } | undefined;
       let failure: unknown;
@@ -140,6 +145,7 @@ export class GgufRuntime implements ModelRuntime {
           repeatPenalty:
             input.presencePenalty || input.frequencyPenalty ? { penalty: 1, presencePenalty: input.presencePenalty, frequencyPenalty: input.frequencyPenalty } : false,
           customStopTriggers: input.stop.length ? input.stop : undefined,
+          grammar,
           signal: stop.signal,
           stopOnAbortSignal: true,
           onToken: (tokens) => {

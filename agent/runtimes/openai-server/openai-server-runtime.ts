@@ -1,4 +1,4 @@
-import { MakinaError } from "../../../proto/index.js";
+import { MakinaError, type ResponseFormat } from "../../../proto/index.js";
 import type { ProcessSupervisor } from "../../supervisor/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
 import { readText, sseData, UpstreamClient } from "./upstream-client.js";
@@ -60,6 +60,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
       ...(input.seed !== undefined ? { seed: input.seed } : {}),
       ...(input.presencePenalty ? { presence_penalty: input.presencePenalty } : {}),
       ...(input.frequencyPenalty ? { frequency_penalty: input.frequencyPenalty } : {}),
+      ...(input.responseFormat ? { response_format: upstreamResponseFormat(input.responseFormat) } : {}),
       stream: input.stream,
       ...(input.stream ? { stream_options: { include_usage: true, ...(this.o.continuousUsage ? { continuous_usage_stats: true } : {}) } } : {}),
     };
@@ -137,4 +138,10 @@ export class OpenAiServerRuntime implements ModelRuntime {
     if (!this.closed) this.o.onClose?.();
     this.closed = true;
   }
+}
+
+/** `response_format` as an OpenAI-compatible server takes it: vLLM and the others enforce it themselves. */
+function upstreamResponseFormat(format: ResponseFormat): Record<string, unknown> {
+  if (format.type === "json_object") return { type: "json_object" };
+  return { type: "json_schema", json_schema: { name: format.name, schema: JSON.parse(format.schemaJson) as unknown, strict: format.strict } };
 }

@@ -115,6 +115,7 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
         presencePenalty: request.presencePenalty,
         frequencyPenalty: request.frequencyPenalty,
         stream: request.stream,
+        ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
       },
       {
         signal: controller.signal,

@@ -1,4 +1,4 @@
-import { MakinaError, type ChatMessage } from "../../../proto/index.js";
+import { MakinaError, type ChatMessage, type ResponseFormat } from "../../../proto/index.js";
 
 /** A validated chat-completions request, in the gateway's terms. */
 export interface ChatRequest {
@@ -15,6 +15,8 @@ export interface ChatRequest {
   seed: number | undefined;
   presencePenalty: number;
   frequencyPenalty: number;
+  /** `response_format` beyond text; undefined for free text. */
+  responseFormat: ResponseFormat | undefined;
   /**
    * Parameters given with a value that changes the output beyond the basics
    * (for example `presence_penalty: 0.5`, `n: 2`). The stack's runtime must
@@ -106,13 +108,7 @@ const RULES: Record<string, Rule> = {
     },
     neutral: (v) => Object.keys(v as object).length === 0,
   },
-  response_format: {
-    check: (v, name) => {
-      object(v, name);
-      oneOf("text", "json_object", "json_schema")((v as Record<string, unknown>).type, `${name}.type`);
-    },
-    neutral: (v) => (v as Record<string, unknown>).type === "text",
-  },
+  response_format: { check: (v, name) => void responseFormat(v, name), neutral: (v) => (v as Record<string, unknown>).type === "text" },
   tools: { check: array, neutral: (v) => (v as unknown[]).length === 0 },
   tool_choice: { check: either(oneOf("none", "auto", "required"), object), neutral: (v) => v === "none" || v === "auto" },
   parallel_tool_calls: { check: boolean, neutral: always },
@@ -131,6 +127,37 @@ const RULES: Record<string, Rule> = {
   safety_identifier: { check: string(1024), neutral: always },
   user: { check: string(1024), neutral: always },
 };
+
+/** Largest JSON schema accepted in `response_format`, as JSON text. */
+const MAX_SCHEMA_CHARS = 64 * 1024;
+
+/** Reads `response_format`: text (undefined), any JSON object, or JSON following a schema. */
+function responseFormat(v: unknown, name: string): ResponseFormat | undefined {
+  object(v, name);
+  const rf = v as Record<string, unknown>;
+  oneOf("text", "json_object", "json_schema")(rf.type, `${name}.type`);
+  for (const k of Object.keys(rf)) {
+    if (k !== "type" && !(k === "json_schema" && rf.type === "json_schema")) throw new MakinaError("unknown_parameter", `Unrecognized request argument supplied: ${name}.${k.slice(0, 64)}`, { param: `${name}.${k.slice(0, 64)}` });
+  }
+  if (rf.type === "text") return undefined;
+  if (rf.type === "json_object") return { type: "json_object", name: "", schemaJson: "", strict: false };
+  const p = `${name}.json_schema`;
+  if (rf.json_schema === undefined || rf.json_schema === null) throw new MakinaError("missing_required_parameter", `Missing required parameter: '${p}'.`, { param: p });
+  object(rf.json_schema, p);
+  const js = rf.json_schema as Record<string, unknown>;
+  for (const k of Object.keys(js)) {
+    if (!["name", "description", "schema", "strict"].includes(k)) throw new MakinaError("unknown_parameter", `Unrecognized request argument supplied: ${p}.${k.slice(0, 64)}`, { param: `${p}.${k.slice(0, 64)}` });
+  }
+  if (js.name === undefined || js.name === null) throw new MakinaError("missing_required_parameter", `Missing required parameter: '${p}.name'.`, { param: `${p}.name` });
+  if (typeof js.name !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(js.name)) throw invalid(`${p}.name`, `Invalid '${p}.name': 1 to 64 letters, digits, underscores or dashes.`);
+  if (js.description !== undefined && js.description !== null) string(4096)(js.description, `${p}.description`);
+  if (js.strict !== undefined && js.strict !== null) boolean(js.strict, `${p}.strict`);
+  const schema = js.schema ?? {};
+  object(schema, `${p}.schema`);
+  const schemaJson = JSON.stringify(schema);
+  if (schemaJson.length > MAX_SCHEMA_CHARS) throw invalid(`${p}.schema`, `Invalid '${p}.schema': larger than ${MAX_SCHEMA_CHARS} characters as JSON.`);
+  return { type: "json_schema", name: js.name, schemaJson, strict: js.strict === true };
+}
 
 const CORE = new Set(["model", "messages", "stream", "stream_options", "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed"]);
 
@@ -254,6 +281,7 @@ export function validateChatRequest(body: unknown, limits: ChatLimits = { maxSto
     seed,
     presencePenalty: (body.presence_penalty as number | null | undefined) ?? 0,
     frequencyPenalty: (body.frequency_penalty as number | null | undefined) ?? 0,
+    responseFormat: body.response_format === undefined || body.response_format === null ? undefined : responseFormat(body.response_format, "response_format"),
     needs,
   };
 }
