@@ -2,6 +2,7 @@ import { MakinaError, type DeployStep, type HardwareReport, type Logger, type Ru
 import type { AgentConfig } from "../config.js";
 import type { ModelStore } from "../models/model-store.js";
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
+import { layersFor } from "../layers/layers-for.js";
 import { unmetRequirements, type RuntimeAdapter, type RuntimeContext, type RuntimeKind } from "../runtimes/runtime-adapter.js";
 import { join } from "node:path";
 
@@ -49,6 +50,8 @@ function pulledByRuntime(runtime: string, ref: string): boolean {
  */
 export class StackHost {
   private readonly runtimes = new Map<string, ModelRuntime>();
+  /** The same runtimes with their layers (a harness) in front: what requests go to. */
+  private readonly served = new Map<string, ModelRuntime>();
   private readonly hosted = new Map<string, HostedStack>();
 
   constructor(private readonly deps: StackHostDeps) {}
@@ -58,9 +61,9 @@ export class StackHost {
     return [...this.hosted.values()].map((h) => ({ ...h, pid: this.runtimes.get(h.stackId)?.pid ?? null }));
   }
 
-  /** The runtime serving a stack, if it is configured and not failed. */
+  /** The runtime serving a stack, with its layers in front, if it is configured and not failed. */
   runtime(stackId: string): ModelRuntime | undefined {
-    return this.hosted.get(stackId)?.state === "failed" ? undefined : this.runtimes.get(stackId);
+    return this.hosted.get(stackId)?.state === "failed" ? undefined : (this.served.get(stackId) ?? this.runtimes.get(stackId));
   }
 
   private record(stackId: string, patch: Partial<HostedStack> & Pick<HostedStack, "state">): void {
@@ -137,14 +140,17 @@ export class StackHost {
       case "configureEndpoint": {
         const { runtime: kind, modelRef, modelId } = step;
         const adapter = this.adapter(kind);
+        const withLayers = layersFor(step.harness, step.harnessOptionsJson);
         const model = pulledByRuntime(kind, modelRef) ? null : await this.deps.models.pull(modelRef, { signal });
         const current = this.runtimes.get(stackId);
         const existing = this.hosted.get(stackId);
         if (current && existing?.state !== "failed" && existing?.modelRef === modelRef && existing.runtime === kind) {
-          // A reconnect re-sends the deploy sequence: the runtime already serving keeps serving.
+          // A reconnect re-sends the deploy sequence: the runtime already serving keeps serving (its layers as sent now).
+          this.served.set(stackId, withLayers(current));
           return { ...empty, contextSize: current.contextSize };
         }
         this.runtimes.delete(stackId);
+        this.served.delete(stackId);
         await current?.close();
         this.record(stackId, {
           state: "loading",
@@ -166,6 +172,7 @@ export class StackHost {
           throw err;
         }
         this.runtimes.set(stackId, runtime);
+        this.served.set(stackId, withLayers(runtime));
         this.record(stackId, { state: "ready", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
         log.info("endpoint configured", { modelId, runtime: kind, contextSize: runtime.contextSize });
         return { ...empty, contextSize: runtime.contextSize };
@@ -173,6 +180,7 @@ export class StackHost {
       case "removeStack": {
         const runtime = this.runtimes.get(stackId);
         this.runtimes.delete(stackId);
+        this.served.delete(stackId);
         this.hosted.delete(stackId);
         await runtime?.close();
         return empty;

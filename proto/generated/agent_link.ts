@@ -270,7 +270,14 @@ export interface InferenceRequest {
    */
   stream: boolean;
   /** The shape the answer must have; absent: free text. */
-  responseFormat?: ResponseFormat | undefined;
+  responseFormat?:
+    | ResponseFormat
+    | undefined;
+  /**
+   * Sampling parameters the client left unset ("temperature", "top_p"), whose values above are the defaults:
+   * a harness may put its own there.
+   */
+  unset: string[];
 }
 
 /** OpenAI's `response_format` beyond text: any JSON object, or JSON valid against a schema. */
@@ -382,6 +389,10 @@ export interface ConfigureEndpoint {
   modelRef: string;
   /** The model id clients pass as `model`. */
   modelId: string;
+  /** The stack's harness layer (e.g. "system-prompt"); empty for none. */
+  harness: string;
+  /** Its options, as a JSON object; empty for none. */
+  harnessOptionsJson: string;
 }
 
 /** Stop serving a stack and unload its model. */
@@ -2684,6 +2695,7 @@ function createBaseInferenceRequest(): InferenceRequest {
     frequencyPenalty: 0,
     stream: false,
     responseFormat: undefined,
+    unset: [],
   };
 }
 
@@ -2727,6 +2739,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     }
     if (message.responseFormat !== undefined) {
       ResponseFormat.encode(message.responseFormat, writer.uint32(106).fork()).join();
+    }
+    for (const v of message.unset) {
+      writer.uint32(114).string(v!);
     }
     return writer;
   },
@@ -2848,6 +2863,14 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
             message.responseFormat = ResponseFormat.decode(reader, reader.uint32());
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.unset.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2911,6 +2934,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
         : isSet(object.response_format)
         ? ResponseFormat.fromJSON(object.response_format)
         : undefined,
+      unset: globalThis.Array.isArray(object?.unset)
+        ? object.unset.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2955,6 +2981,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     if (message.responseFormat !== undefined) {
       obj.responseFormat = ResponseFormat.toJSON(message.responseFormat);
     }
+    if (message.unset?.length) {
+      obj.unset = message.unset;
+    }
     return obj;
   },
 
@@ -2978,6 +3007,7 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     message.responseFormat = (object.responseFormat !== undefined && object.responseFormat !== null)
       ? ResponseFormat.fromPartial(object.responseFormat)
       : undefined;
+    message.unset = object.unset?.map((e) => e) || [];
     return message;
   },
 };
@@ -4154,7 +4184,7 @@ export const PullModel: MessageFns<PullModel> = {
 };
 
 function createBaseConfigureEndpoint(): ConfigureEndpoint {
-  return { runtime: "", modelRef: "", modelId: "" };
+  return { runtime: "", modelRef: "", modelId: "", harness: "", harnessOptionsJson: "" };
 }
 
 export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
@@ -4167,6 +4197,12 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     }
     if (message.modelId !== "") {
       writer.uint32(26).string(message.modelId);
+    }
+    if (message.harness !== "") {
+      writer.uint32(34).string(message.harness);
+    }
+    if (message.harnessOptionsJson !== "") {
+      writer.uint32(42).string(message.harnessOptionsJson);
     }
     return writer;
   },
@@ -4208,6 +4244,22 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
             message.modelId = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.harness = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.harnessOptionsJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4233,6 +4285,12 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
         : isSet(object.model_id)
         ? globalThis.String(object.model_id)
         : "",
+      harness: isSet(object.harness) ? globalThis.String(object.harness) : "",
+      harnessOptionsJson: isSet(object.harnessOptionsJson)
+        ? globalThis.String(object.harnessOptionsJson)
+        : isSet(object.harness_options_json)
+        ? globalThis.String(object.harness_options_json)
+        : "",
     };
   },
 
@@ -4247,6 +4305,12 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     if (message.modelId !== "") {
       obj.modelId = message.modelId;
     }
+    if (message.harness !== "") {
+      obj.harness = message.harness;
+    }
+    if (message.harnessOptionsJson !== "") {
+      obj.harnessOptionsJson = message.harnessOptionsJson;
+    }
     return obj;
   },
 
@@ -4258,6 +4322,8 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     message.runtime = object.runtime ?? "";
     message.modelRef = object.modelRef ?? "";
     message.modelId = object.modelId ?? "";
+    message.harness = object.harness ?? "";
+    message.harnessOptionsJson = object.harnessOptionsJson ?? "";
     return message;
   },
 };

@@ -40,6 +40,8 @@ export interface ChatInput {
   stream: boolean;
   /** The shape the answer must have (OpenAI's `response_format` beyond text); absent: free text. */
   responseFormat?: ResponseFormat | undefined;
+  /** Sampling parameters the client left unset (`temperature`, `top_p`): their values are defaults a harness may replace. */
+  unset?: string[];
 }
 
 /** Any JSON object, or JSON valid against a schema (OpenAI's `json_schema`, whose schema travels as JSON text). */
@@ -136,7 +138,7 @@ export interface StackMetrics {
 export type DeployStep =
   | { kind: "installRuntime"; runtime: string }
   | { kind: "pullModel"; ref: string; sha256: string; runtime: string }
-  | { kind: "configureEndpoint"; runtime: string; modelRef: string; modelId: string }
+  | { kind: "configureEndpoint"; runtime: string; modelRef: string; modelId: string; harness: string; harnessOptionsJson: string }
   | { kind: "removeStack" };
 
 /** Progress of a running step. */

@@ -25,11 +25,12 @@ export const ORCHESTRATOR_KINDS = ["refine", "vote"] as const;
  * The optional layers each runtime kind can run today. Read by the relay's
  * compatibility rules (the Forge and stack create/deploy), so a stack naming a
  * layer its runtime cannot run is refused with the reason rather than deployed
- * without it. None is built yet: every list is empty until the layers land.
+ * without it. The `system-prompt` harness wraps any runtime (it runs on the
+ * agent, in front of it); the other layers are not built yet.
  */
 export const RUNTIME_LAYERS: Readonly<Record<RuntimeKind, { harness: readonly string[]; orchestrator: readonly string[] }>> = Object.freeze({
-  gguf: { harness: [], orchestrator: [] },
-  vllm: { harness: [], orchestrator: [] },
-  mlx: { harness: [], orchestrator: [] },
-  openai: { harness: [], orchestrator: [] },
+  gguf: { harness: ["system-prompt"], orchestrator: [] },
+  vllm: { harness: ["system-prompt"], orchestrator: [] },
+  mlx: { harness: ["system-prompt"], orchestrator: [] },
+  openai: { harness: ["system-prompt"], orchestrator: [] },
 });

@@ -1,4 +1,4 @@
-import { MakinaError, parseHfRef } from "../../proto/index.js";
+import { MakinaError, parseHfRef, validateLayerOptions } from "../../proto/index.js";
 import type { Deployer } from "../deploy/index.js";
 import { checkNewPassword } from "../auth/index.js";
 import type { EventBus } from "../events/index.js";
@@ -19,6 +19,8 @@ export interface StackInput {
   modelSha256?: string | null;
   modelId?: string;
   harness?: string | null;
+  /** The harness's options (`LAYER_OPTIONS` of its kind). */
+  harnessOptions?: unknown;
   orchestrator?: string | null;
   endpoint?: boolean;
 }
@@ -128,6 +130,10 @@ export class ControlPlane {
     const modelRef = requireString(input.model, "model");
     if (modelRef.startsWith("hf:")) parseHfRef(modelRef);
     const modelSha256 = optionalSha256(input.modelSha256);
+    const harnessOptions = input.harness ? validateLayerOptions(input.harness, input.harnessOptions, "harness_options") : {};
+    if (!input.harness && input.harnessOptions !== undefined && input.harnessOptions !== null && Object.keys(input.harnessOptions as object).length) {
+      throw new MakinaError("invalid_value", "'harness_options' needs a 'harness'.", { param: "harness_options" });
+    }
     const modelId = input.modelId === undefined || input.modelId === null || input.modelId === "" ? defaultModelId(modelRef) : requireString(input.modelId, "model_id");
     const name = requireString(input.name, "name");
     await this.refuseIfIncompatible(machine, runtime, modelRef, input);
@@ -140,6 +146,7 @@ export class ControlPlane {
       modelSha256,
       modelId,
       harness: input.harness ?? null,
+      harnessOptions,
       orchestrator: input.orchestrator ?? null,
       hasEndpoint: input.endpoint ?? true,
     });

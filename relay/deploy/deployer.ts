@@ -108,7 +108,14 @@ export class Deployer {
     const steps: DeployStep[] = [
       { kind: "installRuntime", runtime: stack.runtime },
       { kind: "pullModel", ref: stack.modelRef, sha256: stack.modelSha256 ?? "", runtime: stack.runtime },
-      { kind: "configureEndpoint", runtime: stack.runtime, modelRef: stack.modelRef, modelId: stack.modelId },
+      {
+        kind: "configureEndpoint",
+        runtime: stack.runtime,
+        modelRef: stack.modelRef,
+        modelId: stack.modelId,
+        harness: stack.harness ?? "",
+        harnessOptionsJson: stack.harness ? JSON.stringify(stack.harnessOptions) : "",
+      },
     ];
     let contextSize: number | null = null;
     try {

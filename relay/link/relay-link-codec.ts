@@ -74,6 +74,7 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             frequencyPenalty: input.frequencyPenalty,
             stream: input.stream,
             responseFormat: input.responseFormat,
+            unset: input.unset ?? [],
           },
         },
       };
@@ -97,7 +98,7 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
           case "pullModel":
             return { $case: "pullModel", value: { ref: step.ref, sha256: step.sha256, runtime: step.runtime } };
           case "configureEndpoint":
-            return { $case: "configureEndpoint", value: { runtime: step.runtime, modelRef: step.modelRef, modelId: step.modelId } };
+            return { $case: "configureEndpoint", value: { runtime: step.runtime, modelRef: step.modelRef, modelId: step.modelId, harness: step.harness, harnessOptionsJson: step.harnessOptionsJson } };
           case "removeStack":
             return { $case: "removeStack", value: {} };
         }

@@ -141,4 +141,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE organizations ADD COLUMN default_key_rpm INTEGER;
   ALTER TABLE organizations ADD COLUMN default_key_tpm INTEGER;
   `,
+  `
+  -- The options of a stack's harness layer, as a JSON object (NULL: none).
+  ALTER TABLE stacks ADD COLUMN harness_options_json TEXT;
+  `,
 ];

@@ -1,6 +1,6 @@
 import type { Db } from "./open-database.js";
 import { newId } from "./ids.js";
-import { MakinaError, RUNTIME_CAPABILITIES, type RuntimeKind } from "../../proto/index.js";
+import { MakinaError, RUNTIME_CAPABILITIES, type LayerOptionValue, type RuntimeKind } from "../../proto/index.js";
 
 export type { RuntimeKind };
 /** Runtime kinds a stack can use. */
@@ -33,6 +33,8 @@ export interface Stack {
   /** The id clients pass as `model` (the Endpoint layer's name). */
   modelId: string;
   harness: string | null;
+  /** The harness layer's options (its kind's, checked when the stack was created). */
+  harnessOptions: Record<string, LayerOptionValue>;
   orchestrator: string | null;
   hasEndpoint: boolean;
   state: StackState;
@@ -58,6 +60,7 @@ export interface NewStack {
   modelSha256?: string | null;
   modelId: string;
   harness?: string | null;
+  harnessOptions?: Record<string, LayerOptionValue>;
   orchestrator?: string | null;
   hasEndpoint: boolean;
 }
@@ -72,6 +75,7 @@ interface Row {
   model_sha256: string | null;
   model_id: string;
   harness: string | null;
+  harness_options_json: string | null;
   orchestrator: string | null;
   has_endpoint: number;
   state: StackState;
@@ -94,6 +98,7 @@ const toStack = (r: Row): Stack => ({
   modelSha256: r.model_sha256,
   modelId: r.model_id,
   harness: r.harness,
+  harnessOptions: r.harness_options_json ? (JSON.parse(r.harness_options_json) as Record<string, LayerOptionValue>) : {},
   orchestrator: r.orchestrator,
   hasEndpoint: r.has_endpoint === 1,
   state: r.state,
@@ -114,10 +119,10 @@ export class StackStore {
     const id = newId("stk");
     this.db
       .prepare(
-        `INSERT INTO stacks (id, org_id, name, machine_id, runtime, model_ref, model_sha256, model_id, harness, orchestrator, has_endpoint, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO stacks (id, org_id, name, machine_id, runtime, model_ref, model_sha256, model_id, harness, harness_options_json, orchestrator, has_endpoint, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(id, input.orgId, input.name, input.machineId, input.runtime, input.modelRef, input.modelSha256 ?? null, input.modelId, input.harness ?? null, input.orchestrator ?? null, input.hasEndpoint ? 1 : 0, now, now);
+      .run(id, input.orgId, input.name, input.machineId, input.runtime, input.modelRef, input.modelSha256 ?? null, input.modelId, input.harness ?? null, input.harnessOptions && Object.keys(input.harnessOptions).length ? JSON.stringify(input.harnessOptions) : null, input.orchestrator ?? null, input.hasEndpoint ? 1 : 0, now, now);
     return this.get(id)!;
   }
 

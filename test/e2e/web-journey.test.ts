@@ -221,6 +221,21 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.locator("tr", { hasText: "tiny" }).first().textContent()).not.toContain("unverified");
     await shot("stacks-unverified");
 
+    // A harness layer with its options: the system prompt the stack puts in front of every request.
+    await nav("Forge");
+    await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
+    await page.getByLabel("Model reference").fill(testModelPath());
+    await page.getByLabel("Model id").fill("framed");
+    await page.getByLabel("Harness").selectOption({ label: "System prompt" });
+    await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await expect.poll(() => page.locator("#forge-system-prompt-error").textContent()).toBe("'harness_options.prompt' must be a non-empty string.");
+    await page.getByLabel("System prompt").fill("You tell stories about dragons.");
+    await shot("forge-harness");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await page.getByRole("heading", { name: "Deployment" }).waitFor();
+    await expect.poll(() => page.getByTestId("stack-harness").textContent()).toContain("system-prompt“You tell stories about dragons.”");
+
     await page.getByRole("link", { name: "admin admin" }).click();
     await page.getByRole("heading", { name: "Change password" }).waitFor();
     await shot("account");

@@ -1,7 +1,7 @@
 import type { CommandModule } from "yargs";
 import { adminRequest, type AdminTarget } from "../../admin-client.js";
 import { adminEvents, type AdminEvent } from "../../admin-events.js";
-import { CliError } from "../../cli-error.js";
+import { CliError, EXIT } from "../../cli-error.js";
 import { humanBytes, keyValues, print, table } from "../../output.js";
 import { adminOptions, normalizeModelRef, target, type AdminArgs } from "./common.js";
 
@@ -23,6 +23,8 @@ interface StackView {
   model_sha256: string | null;
   model_unverified: boolean;
   model_id: string;
+  harness: string | null;
+  harness_options: Record<string, string | number | boolean>;
   has_endpoint: boolean;
   state: string;
   state_error: string | null;
@@ -40,6 +42,18 @@ const stateText = (s: StackView) =>
       ? `${s.state} (${s.state_error})`
       : s.state;
 
+/** `key=value` options as an object (the relay checks names, types and ranges for the layer's kind). */
+function keyValueOptions(pairs: string[], flag: string): Record<string, string> | undefined {
+  if (pairs.length === 0) return undefined;
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const i = pair.indexOf("=");
+      if (i < 1) throw new CliError(`${flag} takes key=value, got '${pair}'.`, EXIT.usage);
+      return [pair.slice(0, i), pair.slice(i + 1)];
+    }),
+  );
+}
+
 /** How the machine checks the model file: against a pinned SHA-256, the hub's digest, or not at all. */
 const modelCheck = (s: StackView) =>
   s.model_sha256 ? "pinned sha256" : s.model_unverified ? "unverified" : s.model_ref.startsWith("hf:") ? "hub digest" : "local file";
@@ -56,6 +70,10 @@ const describeStack = (s: StackView) =>
       `${s.model_ref}${s.model_sha256 ? ` (sha256 ${s.model_sha256} pinned)` : s.model_unverified ? " (unverified: no SHA-256 pinned, whatever the server sends is served; pin one with --model-sha256)" : ""}`,
     ],
     ["model id", s.has_endpoint ? s.model_id : `${s.model_id} (no endpoint: not reachable through the API)`],
+    [
+      "harness",
+      s.harness ? `${s.harness}${Object.keys(s.harness_options).length ? ` (${Object.entries(s.harness_options).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")})` : ""}` : "none",
+    ],
     ["compatible", s.compatibility.checks.map((c) => `${c.level}: ${c.message}`).join("; ")],
   ]);
 
@@ -124,12 +142,13 @@ export const stackCommand: CommandModule = {
               .option("model", { type: "string", demandOption: true, describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
               .option("model-sha256", { type: "string", describe: "Pin the model file's SHA-256: the machine refuses any other file" })
               .option("model-id", { type: "string", describe: "The id clients pass as `model` (default: the model file's name)" })
-              .option("harness", { type: "string" })
+              .option("harness", { type: "string", describe: "Harness layer: system-prompt" })
+              .option("harness-option", { type: "string", array: true, describe: "An option of the harness, key=value (repeat it), e.g. prompt='You are terse.'" })
               .option("orchestrator", { type: "string" })
               .option("endpoint", { type: "boolean", default: true, describe: "Expose through the API (--no-endpoint to omit the layer)" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: string; model: string; modelSha256?: string; modelId?: string; harness?: string; orchestrator?: string; endpoint: boolean };
+          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: string; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; endpoint: boolean };
           const s = await adminRequest<StackView>(target(a), "POST", "/stacks", {
             org: a.org,
             name: a.name,
@@ -139,6 +158,7 @@ export const stackCommand: CommandModule = {
             model_sha256: a.modelSha256,
             model_id: a.modelId,
             harness: a.harness,
+            harness_options: keyValueOptions(a.harnessOption ?? [], "--harness-option"),
             orchestrator: a.orchestrator,
             endpoint: a.endpoint,
           });

@@ -123,6 +123,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
         modelSha256: b.model_sha256 as string | undefined,
         modelId: b.model_id as string | undefined,
         harness: (b.harness as string | undefined) ?? null,
+        harnessOptions: b.harness_options,
         orchestrator: (b.orchestrator as string | undefined) ?? null,
         endpoint: b.endpoint === undefined ? true : b.endpoint === true,
       });

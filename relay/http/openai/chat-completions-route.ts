@@ -116,6 +116,7 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
         frequencyPenalty: request.frequencyPenalty,
         stream: request.stream,
         ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
+        unset: request.unset,
       },
       {
         signal: controller.signal,

@@ -17,6 +17,8 @@ export interface ChatRequest {
   frequencyPenalty: number;
   /** `response_format` beyond text; undefined for free text. */
   responseFormat: ResponseFormat | undefined;
+  /** Sampling parameters the client left unset (`temperature`, `top_p`): a harness may set its own. */
+  unset: string[];
   /**
    * Parameters given with a value that changes the output beyond the basics
    * (for example `presence_penalty: 0.5`, `n: 2`). The stack's runtime must
@@ -281,6 +283,7 @@ export function validateChatRequest(body: unknown, limits: ChatLimits = { maxSto
     seed,
     presencePenalty: (body.presence_penalty as number | null | undefined) ?? 0,
     frequencyPenalty: (body.frequency_penalty as number | null | undefined) ?? 0,
+    unset: (["temperature", "top_p"] as const).filter((k) => body[k] === undefined || body[k] === null),
     responseFormat: body.response_format === undefined || body.response_format === null ? undefined : responseFormat(body.response_format, "response_format"),
     needs,
   };

@@ -103,6 +103,8 @@ export interface Stack {
   model_unverified: boolean;
   model_id: string;
   harness: string | null;
+  /** The harness's options, e.g. the system prompt. */
+  harness_options: Record<string, string | number | boolean>;
   orchestrator: string | null;
   has_endpoint: boolean;
   state: "draft" | "deploying" | "deployed" | "failed" | "undeploying";

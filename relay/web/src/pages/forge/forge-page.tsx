@@ -38,6 +38,7 @@ export function ForgePage() {
   const [custom, setCustom] = useState("");
   const [sha256, setSha256] = useState("");
   const [harness, setHarness] = useState("");
+  const [systemPrompt, setSystemPrompt] = useState("");
   const [orchestrator, setOrchestrator] = useState("");
   const [endpoint, setEndpoint] = useState(true);
   const [modelId, setModelId] = useState("");
@@ -113,6 +114,7 @@ export function ForgePage() {
         model_sha256: fromUrl && sha256.trim() ? sha256.trim() : null,
         model_id: modelId.trim() || suggestedId,
         harness: harness || null,
+        harness_options: harness === "system-prompt" ? { prompt: systemPrompt } : undefined,
         orchestrator: orchestrator || null,
         endpoint,
       });
@@ -212,6 +214,17 @@ export function ForgePage() {
                   <option value="router">Router</option>
                 </select>
               </Field>
+              {harness === "system-prompt" && (
+                <Field id="forge-system-prompt" label="System prompt" hint="Used when a request brings no system message of its own." error={fieldError("harness_options.prompt")}>
+                  <textarea
+                    id="forge-system-prompt"
+                    rows={3}
+                    value={systemPrompt}
+                    onInput={(e) => setSystemPrompt(e.currentTarget.value)}
+                    aria-describedby={describedBy("forge-system-prompt", fieldError("harness_options.prompt"))}
+                  />
+                </Field>
+              )}
               <Field id="forge-orchestrator" label="Orchestrator">
                 <select id="forge-orchestrator" value={orchestrator} onChange={(e) => setOrchestrator(e.currentTarget.value)}>
                   <option value="">None</option>
@@ -235,7 +248,7 @@ export function ForgePage() {
               </Field>
             </div>
           </fieldset>
-          {error?.param && !["model", "machine", "model_id", "name", "model_sha256"].includes(error.param) && <Notice tone="error">{error.message}</Notice>}
+          {error?.param && !["model", "machine", "model_id", "name", "model_sha256", "harness_options.prompt"].includes(error.param) && <Notice tone="error">{error.message}</Notice>}
           <div class="form-actions">
             <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat?.ok === false}>
               {busy ? "Creating…" : "Create and deploy"}

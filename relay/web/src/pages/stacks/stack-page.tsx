@@ -108,7 +108,10 @@ export function StackPage({ id }: { id: string }) {
               {s.runtime_state && ` · ${s.runtime_state}`}
             </dd>
             <dt>Harness</dt>
-            <dd>{s.harness ?? "none"}</dd>
+            <dd data-testid="stack-harness">
+              {s.harness ?? "none"}
+              {s.harness_options?.prompt !== undefined && <div class="muted small wrap">“{String(s.harness_options.prompt)}”</div>}
+            </dd>
             <dt>Orchestrator</dt>
             <dd>{s.orchestrator ?? "none"}</dd>
             <dt>Context</dt>

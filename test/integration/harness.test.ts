@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+/** The system-prompt harness runs on the agent, in front of the runtime: the stand-in model shows what it was asked. */
+describe("the system-prompt harness", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake" });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+  const chat = (model: string, body: Record<string, unknown>) =>
+    fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model, ...body }),
+    });
+  const create = (extra: Record<string, unknown>, modelId: string) =>
+    gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId, ...extra });
+
+  it("adds its system prompt and default sampling where the request sets none, and leaves the request's own alone", async () => {
+    const stack = await create({ harness: "system-prompt", harnessOptions: { prompt: "You answer in one word.", temperature: 0.2, top_p: 0.5, max_tokens: 3 } }, "terse");
+    expect(stack.harnessOptions).toEqual({ prompt: "You answer in one word.", temperature: 0.2, top_p: 0.5, max_tokens: 3 });
+    await gw.relay.control.deploy(stack.id);
+    await gw.relay.deployer.settled(stack.id);
+    const seen = () => gw.fake(gw.machineId, "terse").seen.at(-1)!;
+
+    const plain = await chat("terse", { messages: [{ role: "user", content: "one two three four five" }] });
+    expect(((await plain.json()) as { choices: { message: { content: string }; finish_reason: string }[] }).choices[0]).toMatchObject({ message: { content: "one two three" }, finish_reason: "length" });
+    expect(seen()).toMatchObject({ messages: [{ role: "system", content: "You answer in one word." }, { role: "user", content: "one two three four five" }], temperature: 0.2, topP: 0.5, maxTokens: 3 });
+
+    await (await chat("terse", { messages: [{ role: "system", content: "Be long." }, { role: "user", content: "hi" }], temperature: 1.5, top_p: 0.9, max_tokens: 50 })).text();
+    expect(seen()).toMatchObject({ messages: [{ role: "system", content: "Be long." }, { role: "user", content: "hi" }], temperature: 1.5, topP: 0.9, maxTokens: 50 });
+  });
+
+  it("checks its options when the stack is created: names, types, ranges, the prompt it needs", async () => {
+    const refused = async (extra: Record<string, unknown>) => (await create(extra, `refused-${Math.random().toString(36).slice(2, 8)}`).catch((e: unknown) => e)) as { code: string; param: string; message: string };
+    expect(await refused({ harness: "system-prompt", harnessOptions: { prompt: "x", colour: "red" } })).toMatchObject({ code: "invalid_value", param: "harness_options.colour", message: "The system-prompt layer has no option 'colour'; it takes prompt, temperature, top_p, max_tokens." });
+    expect(await refused({ harness: "system-prompt", harnessOptions: { temperature: 0.5 } })).toMatchObject({ code: "invalid_value", param: "harness_options.prompt" });
+    expect(await refused({ harness: "system-prompt", harnessOptions: { prompt: "x", temperature: 3 } })).toMatchObject({ code: "invalid_value", param: "harness_options.temperature", message: "'harness_options.temperature' must be a number from 0 to 2." });
+    expect(await refused({ harnessOptions: { prompt: "x" } })).toMatchObject({ code: "invalid_value", param: "harness_options" });
+  });
+
+  it("is set from the command line with --harness-option key=value", async () => {
+    const r = await runCli([
+      "admin", "stack", "create", "--org", gw.orgId, "--name", "cli-harness", "--machine", gw.machineId, "--runtime", "openai", "--model", "http://fake.invalid/v1#fake",
+      "--model-id", "cli-harness", "--harness", "system-prompt", "--harness-option", "prompt=Be kind, always.", "--harness-option", "temperature=0.4", "--data-dir", gw.dataDir, "--json",
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { harness_options: unknown }).harness_options).toEqual({ prompt: "Be kind, always.", temperature: 0.4 });
+    const bad = await runCli(["admin", "stack", "create", "--org", gw.orgId, "--name", "x", "--machine", gw.machineId, "--runtime", "openai", "--model", "m", "--harness", "system-prompt", "--harness-option", "prompt", "--data-dir", gw.dataDir]);
+    expect([bad.code, bad.stderr.trim()]).toEqual([2, "makina: --harness-option takes key=value, got 'prompt'."]);
+  });
+});
+
+describe("the system-prompt harness in front of a real GGUF model", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway();
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("reaches the model: the prompt it adds is counted in the usage", async () => {
+    const ask = async (model: string) => {
+      const res = await fetch(`${gw.baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model, messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 2 }),
+      });
+      return ((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
+    };
+    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "framed", machine: gw.machineId, runtime: "gguf", model: (gw.relay.control.stack(gw.stackId)).modelRef, modelId: "framed", harness: "system-prompt", harnessOptions: { prompt: "You are a storyteller who loves dragons and castles." } });
+    await gw.relay.control.deploy(stack.id);
+    await gw.relay.deployer.settled(stack.id);
+    expect(await ask("framed")).toBeGreaterThan(await ask(gw.modelId));
+  });
+});
