@@ -29,8 +29,11 @@ describe("chat request validation", () => {
       seed: undefined,
       presencePenalty: 0,
       frequencyPenalty: 0,
+      unset: ["temperature", "top_p"],
+      responseFormat: undefined,
       needs: [],
     });
+    expect(validateChatRequest({ ...ok, temperature: 0.5 }).unset).toEqual(["top_p"]);
   });
 
   it("accepts text content parts, every role, a stop string and max_completion_tokens", () => {
