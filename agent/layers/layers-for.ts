@@ -19,7 +19,10 @@ export function layersFor(harness: string, harnessOptionsJson: string): (runtime
   switch (harness) {
     case "system-prompt":
       return (runtime) => new SystemPromptHarness(runtime, options);
+    case "router":
+      // The relay routes before the request reaches a machine: here the stack serves as it is.
+      return (runtime) => runtime;
     default:
-      throw new MakinaError("invalid_value", `The harness '${harness}' cannot run on this machine's agent (it runs: system-prompt).`, { param: "harness" });
+      throw new MakinaError("invalid_value", `The harness '${harness}' cannot run on this machine's agent (it runs: system-prompt, router).`, { param: "harness" });
   }
 }

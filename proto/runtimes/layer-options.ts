@@ -1,11 +1,24 @@
 import { MakinaError } from "../errors/index.js";
 
+/** One rule of the router harness: the first whose conditions all hold sends the request to `model`. */
+export interface RouteRule {
+  /** The model id (of the same organization) that answers when the rule matches. */
+  model: string;
+  /** The request's messages hold at least / at most this many characters in all. */
+  min_chars?: number;
+  max_chars?: number;
+  /** A regular expression (case-insensitive) found in the last user message. */
+  pattern?: string;
+  /** The request brings tools (true) or none (false). */
+  tools?: boolean;
+}
+
 /** A layer option's value. */
-export type LayerOptionValue = string | number | boolean;
+export type LayerOptionValue = string | number | boolean | RouteRule[];
 
 /** What one option of a layer kind takes. */
 export interface LayerOptionSpec {
-  type: "string" | "number" | "integer" | "boolean";
+  type: "string" | "number" | "integer" | "boolean" | "routes";
   min?: number;
   max?: number;
   maxLength?: number;
@@ -26,8 +39,58 @@ export const LAYER_OPTIONS: Readonly<Record<string, Readonly<Record<string, Laye
     max_tokens: { type: "integer", min: 1, max: 16_777_216, describe: "Most tokens in an answer when the request sets no max_tokens" },
   },
   tools: {},
-  router: {},
+  router: {
+    routes: {
+      type: "routes",
+      required: true,
+      describe:
+        'Rules, first match wins, as JSON: [{"model": ID, "min_chars"?: N, "max_chars"?: N, "pattern"?: REGEX, "tools"?: true|false}]; each condition given must hold',
+    },
+    default: { type: "string", maxLength: 256, describe: "The model id that answers when no rule matches [default: this stack's own]" },
+  },
 });
+
+const ROUTE_KEYS = new Set(["model", "min_chars", "max_chars", "pattern", "tools"]);
+
+/** Checks the router's rules: at most 32, each with a model and known conditions, patterns that compile. */
+function routeRules(raw: unknown, param: string): RouteRule[] {
+  let value = raw;
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value) as unknown;
+    } catch {
+      throw new MakinaError("invalid_value", `'${param}' must be a JSON array of rules.`, { param });
+    }
+  }
+  if (!Array.isArray(value) || value.length === 0 || value.length > 32) throw new MakinaError("invalid_value", `'${param}' must be an array of 1 to 32 rules.`, { param });
+  return value.map((rule: unknown, i): RouteRule => {
+    const p = `${param}[${i}]`;
+    if (typeof rule !== "object" || rule === null || Array.isArray(rule)) throw new MakinaError("invalid_value", `'${p}' must be an object.`, { param: p });
+    const r = rule as Record<string, unknown>;
+    for (const k of Object.keys(r)) if (!ROUTE_KEYS.has(k)) throw new MakinaError("invalid_value", `'${p}' has no condition '${k}'; a rule takes model, min_chars, max_chars, pattern, tools.`, { param: `${p}.${k}` });
+    if (typeof r.model !== "string" || r.model === "" || r.model.length > 256) throw new MakinaError("invalid_value", `'${p}.model' must be a model id.`, { param: `${p}.model` });
+    const out: RouteRule = { model: r.model };
+    for (const k of ["min_chars", "max_chars"] as const) {
+      if (r[k] === undefined) continue;
+      if (!Number.isInteger(r[k]) || (r[k] as number) < 0) throw new MakinaError("invalid_value", `'${p}.${k}' must be a whole number of characters.`, { param: `${p}.${k}` });
+      out[k] = r[k] as number;
+    }
+    if (r.pattern !== undefined) {
+      if (typeof r.pattern !== "string" || r.pattern === "" || r.pattern.length > 256) throw new MakinaError("invalid_value", `'${p}.pattern' must be a regular expression of at most 256 characters.`, { param: `${p}.pattern` });
+      try {
+        new RegExp(r.pattern, "i");
+      } catch (err) {
+        throw new MakinaError("invalid_value", `'${p}.pattern' is not a regular expression: ${(err as Error).message}`, { param: `${p}.pattern` });
+      }
+      out.pattern = r.pattern;
+    }
+    if (r.tools !== undefined) {
+      if (typeof r.tools !== "boolean") throw new MakinaError("invalid_value", `'${p}.tools' must be true or false.`, { param: `${p}.tools` });
+      out.tools = r.tools;
+    }
+    return out;
+  });
+}
 
 /**
  * Checks a layer's options against its kind: known names, the right types and ranges, required ones given.
@@ -60,6 +123,7 @@ export function validateLayerOptions(kind: string, options: unknown, param: stri
 
 function optionValue(spec: LayerOptionSpec, raw: unknown, param: string): LayerOptionValue {
   const bad = (what: string) => new MakinaError("invalid_value", `'${param}' must be ${what}.`, { param });
+  if (spec.type === "routes") return routeRules(raw, param);
   if (spec.type === "string") {
     if (typeof raw !== "string" || raw.trim() === "") throw bad("a non-empty string");
     if (spec.maxLength && raw.length > spec.maxLength) throw bad(`at most ${spec.maxLength} characters`);

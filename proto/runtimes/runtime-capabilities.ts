@@ -26,11 +26,12 @@ export const ORCHESTRATOR_KINDS = ["refine", "vote"] as const;
  * compatibility rules (the Forge and stack create/deploy), so a stack naming a
  * layer its runtime cannot run is refused with the reason rather than deployed
  * without it. The `system-prompt` harness wraps any runtime (it runs on the
- * agent, in front of it); the other layers are not built yet.
+ * agent, in front of it); the `router` harness runs on the relay, which alone
+ * sees the organization's other models; the other layers are not built yet.
  */
 export const RUNTIME_LAYERS: Readonly<Record<RuntimeKind, { harness: readonly string[]; orchestrator: readonly string[] }>> = Object.freeze({
-  gguf: { harness: ["system-prompt"], orchestrator: [] },
-  vllm: { harness: ["system-prompt"], orchestrator: [] },
-  mlx: { harness: ["system-prompt"], orchestrator: [] },
-  openai: { harness: ["system-prompt"], orchestrator: [] },
+  gguf: { harness: ["system-prompt", "router"], orchestrator: [] },
+  vllm: { harness: ["system-prompt", "router"], orchestrator: [] },
+  mlx: { harness: ["system-prompt", "router"], orchestrator: [] },
+  openai: { harness: ["system-prompt", "router"], orchestrator: [] },
 });

@@ -236,6 +236,23 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("heading", { name: "Deployment" }).waitFor();
     await expect.poll(() => page.getByTestId("stack-harness").textContent()).toContain("system-prompt“You tell stories about dragons.”");
 
+    // The router harness takes its rules as JSON; a rule the relay refuses is said next to them.
+    await nav("Forge");
+    await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
+    await page.getByLabel("Model reference").fill(testModelPath());
+    await page.getByLabel("Model id").fill("auto");
+    await page.getByLabel("Harness").selectOption({ label: "Router" });
+    await page.getByLabel("Routing rules (JSON)").fill('[{"model": "tiny", "pattern": "("}]');
+    await page.getByLabel("Default model id").fill("framed");
+    await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await expect.poll(() => page.locator("#forge-routes-error").textContent()).toContain("'harness_options.routes[0].pattern' is not a regular expression");
+    await page.getByLabel("Routing rules (JSON)").fill('[{"model": "tiny", "pattern": "dragon"}]');
+    await shot("forge-router");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await page.getByRole("heading", { name: "Deployment" }).waitFor();
+    expect(await page.getByTestId("stack-harness").textContent()).toContain("router");
+
     await page.getByRole("link", { name: "admin admin" }).click();
     await page.getByRole("heading", { name: "Change password" }).waitFor();
     await shot("account");

@@ -79,3 +79,68 @@ describe("the system-prompt harness in front of a real GGUF model", () => {
     expect(await ask("framed")).toBeGreaterThan(await ask(gw.modelId));
   });
 });
+
+/** The router harness runs on the relay: the stand-in models show which one each request reached. */
+describe("the router harness", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake" });
+    for (const modelId of ["small", "big"]) {
+      const st = await gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId });
+      await gw.relay.control.deploy(st.id);
+      await gw.relay.deployer.settled(st.id);
+    }
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+  const ask = async (content: string, key = gw.apiKey) => {
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "auto", messages: [{ role: "user", content }] }),
+    });
+    const body = (await res.json()) as { model?: string; error?: { code: string; message: string } };
+    return [res.status, body.model ?? body.error?.code];
+  };
+
+  it("sends each request where its rules say, first match wins, else to its default; the answer names the model", async () => {
+    const router = await gw.relay.control.createStack({
+      org: gw.orgId,
+      name: "auto",
+      machine: gw.machineId,
+      runtime: "openai",
+      model: "http://fake.invalid/v1#fake",
+      modelId: "auto",
+      harness: "router",
+      harnessOptions: { routes: JSON.stringify([{ model: "big", min_chars: 60 }, { model: "big", pattern: "\\bexplain\\b" }]), default: "small" },
+    });
+    await gw.relay.control.deploy(router.id);
+    await gw.relay.deployer.settled(router.id);
+    const seenBy = (model: string) => gw.fake(gw.machineId, model).seen.map((s) => s.messages.at(-1)!.content);
+
+    expect(await ask("hello there")).toEqual([200, "small"]);
+    expect(await ask("please EXPLAIN this")).toEqual([200, "big"]);
+    expect(await ask("a long question ".repeat(5))).toEqual([200, "big"]);
+    expect(seenBy("small")).toEqual(["hello there"]);
+    expect(seenBy("big")).toEqual(["please EXPLAIN this", "a long question ".repeat(5)]);
+    // The router's own model answers nothing: every request went on.
+    expect(gw.fake(gw.machineId, "auto").seen).toEqual([]);
+
+    // A key restricted to the router's stack alone does not reach the models it routes to.
+    const { key } = gw.relay.control.createKey(gw.orgId, { name: "router-only", stackIds: [router.id] });
+    expect(await ask("hello there", key)).toEqual([403, "model_access_denied"]);
+  });
+
+  it("checks its rules when the stack is created", async () => {
+    const refused = async (harnessOptions: Record<string, unknown>) =>
+      (await gw.relay.control
+        .createStack({ org: gw.orgId, name: `r-${Math.random().toString(36).slice(2, 8)}`, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "r", harness: "router", harnessOptions })
+        .catch((e: unknown) => e)) as { code: string; param: string; message: string };
+    expect(await refused({})).toMatchObject({ code: "invalid_value", param: "harness_options.routes" });
+    expect(await refused({ routes: "[]" })).toMatchObject({ param: "harness_options.routes", message: "'harness_options.routes' must be an array of 1 to 32 rules." });
+    expect(await refused({ routes: [{ pattern: "x" }] })).toMatchObject({ param: "harness_options.routes[0].model" });
+    expect(await refused({ routes: [{ model: "big", pattern: "(" }] })).toMatchObject({ param: "harness_options.routes[0].pattern", message: expect.stringContaining("is not a regular expression") });
+    expect(await refused({ routes: [{ model: "big", colour: "red" }] })).toMatchObject({ param: "harness_options.routes[0].colour" });
+  });
+});

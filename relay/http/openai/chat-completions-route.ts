@@ -4,7 +4,7 @@ import { authenticateApiKey } from "../../keys/index.js";
 import type { AgentRegistry } from "../../link/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
-import { pickTarget, stacksForKey, type AdmissionGate, type Admitted, type GatewayDirectory } from "../../routing/index.js";
+import { pickTarget, routedModel, stacksForKey, type AdmissionGate, type Admitted, type GatewayDirectory } from "../../routing/index.js";
 import { PooledBase62, type ApiKeyRecord } from "../../store/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import { readJsonBody } from "../read-json-body.js";
@@ -79,7 +79,15 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   setHeaders(res, deps.limiter.headers(key));
   const request = validateChatRequest(await readJsonBody(req, deps.bodyLimitBytes));
   outcome.model = request.model;
-  const allowed = stacksForKey(deps.directory, key, request.model);
+  let allowed = stacksForKey(deps.directory, key, request.model);
+  // A stack with the router harness sends the request on to the model its rules name; that model answers,
+  // and the response (and the usage) name it.
+  const routed = routedModel(allowed[0]!, { model: request.model, messages: request.messages, tools: request.needs.includes("tools") });
+  if (routed !== undefined && routed !== request.model) {
+    allowed = stacksForKey(deps.directory, key, routed);
+    request.model = routed;
+    outcome.model = routed;
+  }
   const capable = allowed.filter((st) => request.needs.every((p) => RUNTIME_CAPABILITIES[st.runtime].includes(p)));
   if (capable.length === 0) {
     const param = request.needs.find((p) => !RUNTIME_CAPABILITIES[allowed[0]!.runtime].includes(p))!;

@@ -27,6 +27,11 @@ const RUNTIMES: { kind: RuntimeKind; label: string; hint: string }[] = [
 const CUSTOM = "__custom__";
 
 /** Builds a stack layer by layer, with a compatibility panel that answers every choice. */
+/** The error message for a field whose param is `param` or one of its parts (`harness_options.routes[0].model`). */
+function err(error: ApiError | null, param: string): string | null {
+  return error?.param && (error.param === param || error.param.startsWith(`${param}[`) || error.param.startsWith(`${param}.`)) ? error.message : null;
+}
+
 export function ForgePage() {
   const { client, session, navigate } = useApp();
   const isAdmin = useIsAdmin();
@@ -39,6 +44,8 @@ export function ForgePage() {
   const [sha256, setSha256] = useState("");
   const [harness, setHarness] = useState("");
   const [systemPrompt, setSystemPrompt] = useState("");
+  const [routes, setRoutes] = useState('[{"model": "", "pattern": ""}]');
+  const [routeDefault, setRouteDefault] = useState("");
   const [orchestrator, setOrchestrator] = useState("");
   const [endpoint, setEndpoint] = useState(true);
   const [modelId, setModelId] = useState("");
@@ -114,7 +121,8 @@ export function ForgePage() {
         model_sha256: fromUrl && sha256.trim() ? sha256.trim() : null,
         model_id: modelId.trim() || suggestedId,
         harness: harness || null,
-        harness_options: harness === "system-prompt" ? { prompt: systemPrompt } : undefined,
+        harness_options:
+          harness === "system-prompt" ? { prompt: systemPrompt } : harness === "router" ? { routes, ...(routeDefault.trim() ? { default: routeDefault.trim() } : {}) } : undefined,
         orchestrator: orchestrator || null,
         endpoint,
       });
@@ -225,6 +233,21 @@ export function ForgePage() {
                   />
                 </Field>
               )}
+              {harness === "router" && (
+                <>
+                  <Field
+                    id="forge-routes"
+                    label="Routing rules (JSON)"
+                    hint='First match wins: [{"model": ID, "min_chars"?, "max_chars"?, "pattern"?, "tools"?}].'
+                    error={err(error, "harness_options.routes")}
+                  >
+                    <textarea id="forge-routes" rows={3} value={routes} onInput={(e) => setRoutes(e.currentTarget.value)} spellcheck={false} aria-describedby={describedBy("forge-routes", err(error, "harness_options.routes"))} />
+                  </Field>
+                  <Field id="forge-route-default" label="Default model id" hint="When no rule matches; empty: this stack's own." error={err(error, "harness_options.default")}>
+                    <input id="forge-route-default" value={routeDefault} onInput={(e) => setRouteDefault(e.currentTarget.value)} spellcheck={false} />
+                  </Field>
+                </>
+              )}
               <Field id="forge-orchestrator" label="Orchestrator">
                 <select id="forge-orchestrator" value={orchestrator} onChange={(e) => setOrchestrator(e.currentTarget.value)}>
                   <option value="">None</option>
@@ -248,7 +271,7 @@ export function ForgePage() {
               </Field>
             </div>
           </fieldset>
-          {error?.param && !["model", "machine", "model_id", "name", "model_sha256", "harness_options.prompt"].includes(error.param) && <Notice tone="error">{error.message}</Notice>}
+          {error?.param && !["model", "machine", "model_id", "name", "model_sha256", "harness_options.prompt"].includes(error.param) && !error.param.startsWith("harness_options.routes") && <Notice tone="error">{error.message}</Notice>}
           <div class="form-actions">
             <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat?.ok === false}>
               {busy ? "Creating…" : "Create and deploy"}

@@ -1,0 +1,50 @@
+import type { ChatMessage, RouteRule } from "../../proto/index.js";
+import type { Stack } from "../store/index.js";
+
+/** What the router's rules look at in a request. */
+export interface RoutableRequest {
+  model: string;
+  messages: ChatMessage[];
+  /** The request brings tools. */
+  tools: boolean;
+}
+
+/** Compiled patterns, by their text (an organization has few rules; the map is cleared past 256). */
+const compiled = new Map<string, RegExp>();
+function pattern(source: string): RegExp {
+  let re = compiled.get(source);
+  if (!re) {
+    if (compiled.size >= 256) compiled.clear();
+    compiled.set(source, (re = new RegExp(source, "i")));
+  }
+  return re;
+}
+
+/** The last user message, as text; a pattern looks at its first 64 Ki characters. */
+function lastUserText(messages: ChatMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === "user") return messages[i]!.content.slice(0, 65_536);
+  return "";
+}
+
+function matches(rule: RouteRule, request: RoutableRequest, chars: () => number): boolean {
+  if (rule.tools !== undefined && rule.tools !== request.tools) return false;
+  if (rule.min_chars !== undefined && chars() < rule.min_chars) return false;
+  if (rule.max_chars !== undefined && chars() > rule.max_chars) return false;
+  if (rule.pattern !== undefined && !pattern(rule.pattern).test(lastUserText(request.messages))) return false;
+  return true;
+}
+
+/**
+ * The model id that answers a request sent to a stack with the `router` harness: the first rule whose
+ * conditions all hold names it, else the router's `default`, else the stack's own model id. Undefined when the
+ * stack has no router. The relay routes once: a router's target answers as it is.
+ */
+export function routedModel(stack: Stack, request: RoutableRequest): string | undefined {
+  if (stack.harness !== "router") return undefined;
+  const rules = (stack.harnessOptions.routes ?? []) as RouteRule[];
+  let total = -1;
+  const chars = () => (total >= 0 ? total : (total = request.messages.reduce((n, m) => n + m.content.length, 0)));
+  for (const rule of rules) if (matches(rule, request, chars)) return rule.model;
+  const fallback = stack.harnessOptions.default;
+  return typeof fallback === "string" ? fallback : stack.modelId;
+}
