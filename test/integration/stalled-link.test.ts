@@ -1,0 +1,78 @@
+import { credentials, Metadata } from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { encodeAgentMessage } from "../../agent/link/agent-link-codec.js";
+import { AUTHORIZATION_METADATA, MACHINE_ID_METADATA, PROTOCOL_VERSION, type AgentToRelay } from "../../proto/index.js";
+import { AgentLinkClient, type RelayMessage } from "../../proto/wire.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+/**
+ * A machine that stops reading its link (a hung agent, a saturated uplink): it speaks raw gRPC, answers its
+ * deploy, keeps heartbeating, then pauses reading. What the relay writes to it piles up; past the backlog the
+ * relay gives it no new requests, and serves the other machines as before; once it reads again, it is routed to.
+ */
+describe("a machine whose link stops draining", () => {
+  let gw: TestGateway;
+  let client: AgentLinkClient | undefined;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake", relayFlags: { firstTokenTimeoutMs: 200 } });
+  });
+  afterAll(async () => {
+    client?.close();
+    await gw?.close();
+  });
+
+  it("gets no new requests (503, short Retry-After) while it does not read, and others are served throughout", async () => {
+    const { machine, token } = gw.relay.control.createMachine(gw.orgId, "stalled");
+    client = new AgentLinkClient(gw.relay.linkAddress, credentials.createInsecure());
+    const metadata = new Metadata();
+    metadata.set(MACHINE_ID_METADATA, machine.id);
+    metadata.set(AUTHORIZATION_METADATA, `Bearer ${token}`);
+    const call = client.connect(metadata);
+    const send = (m: AgentToRelay) => call.write(encodeAgentMessage(m));
+    call.on("data", (m: RelayMessage) => {
+      if (m.body?.$case === "command") send({ type: "result", commandId: m.body.value.commandId, result: { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } });
+    });
+    call.on("error", () => {});
+    send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "stalled", hardware: { platform: "linux", os: "Stalled", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] } });
+    const beat = setInterval(() => send({ type: "heartbeat", sentAtMs: Date.now(), inFlight: 0 }), 200);
+    try {
+      await vi.waitFor(() => expect(gw.relay.registry.get(machine.id)).toBeDefined(), { timeout: 5_000, interval: 10 });
+      const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "stalled-model", machine: machine.id, runtime: "openai", model: "http://fake.invalid/v1#x", modelId: "stalled-model" });
+      await gw.relay.control.deploy(stack.id);
+      await gw.relay.deployer.settled(stack.id);
+      const session = gw.relay.registry.get(machine.id)!;
+      expect([gw.relay.control.stack(stack.id).state, session.congested]).toEqual(["deployed", false]);
+
+      // It stops reading. Requests sent its way (straight on the link: each an infer, then a cancel when no first
+      // token comes) pile up in the relay's write buffer for it.
+      call.pause();
+      const input = { messages: [{ role: "user" as const, content: "x".repeat(200) }], temperature: 1, topP: 1, maxTokens: 1, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: false };
+      for (let i = 0; i < 3000 && !session.congested; i++) {
+        void session.infer(stack.id, input).next().catch(() => {});
+        if (i % 100 === 99) await new Promise((r) => setTimeout(r, 20));
+      }
+      await vi.waitFor(() => expect(session.congested).toBe(true), { timeout: 10_000, interval: 20 });
+
+      const chat = (model: string) =>
+        fetch(`${gw.baseURL}/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+          body: JSON.stringify({ model, messages: [{ role: "user", content: "hello there" }] }),
+        });
+      const refused = await chat("stalled-model");
+      expect([refused.status, refused.headers.get("retry-after")]).toEqual([503, "1"]);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toBe("The machine serving this model is not keeping up with its link. Retry shortly.");
+      const served = await chat(gw.modelId);
+      expect(served.status).toBe(200);
+      // The link stays up (it still heartbeats), and the machine online.
+      expect(gw.relay.registry.get(machine.id)).toBe(session);
+
+      // It reads again: the backlog drains, and the machine is a target again.
+      call.resume();
+      await vi.waitFor(() => expect(session.congested).toBe(false), { timeout: 10_000, interval: 20 });
+    } finally {
+      clearInterval(beat);
+      call.cancel();
+    }
+  });
+});
