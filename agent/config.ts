@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { DEFAULT_HF_ENDPOINT } from "./models/model-ref.js";
+import { MLX_PACKAGE, VLLM_PACKAGE } from "./runtimes/python-pins.js";
 import { withoutSecrets } from "./runtimes/runtime-env.js";
 
 /** The agent's resolved, validated configuration. */
@@ -139,8 +140,8 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     reconnectMaxMs: 15_000,
     controlSocket: undefined,
     python: "python3",
-    vllmPackage: "vllm==0.20.0",
-    mlxPackage: "mlx-lm==0.28.2",
+    vllmPackage: VLLM_PACKAGE,
+    mlxPackage: MLX_PACKAGE,
     hardwareIntervalMs: 60_000,
     healthIntervalMs: 5000,
     healthTimeoutMs: 10_000,

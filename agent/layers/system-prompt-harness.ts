@@ -27,13 +27,13 @@ export class SystemPromptHarness implements ModelRuntime {
   /** What the runtime is asked: the request, with the harness's prompt and defaults where it set none. */
   apply(input: ChatInput): ChatInput {
     const { prompt, temperature, top_p: topP, max_tokens: maxTokens } = this.options;
-    const unset = new Set(input.unset ?? []);
+    const unset = input.unset ?? [];
     const hasSystem = input.messages.some((m) => m.role === "system" || m.role === "developer");
     return {
       ...input,
       messages: typeof prompt === "string" && !hasSystem ? [{ role: "system", content: prompt }, ...input.messages] : input.messages,
-      temperature: typeof temperature === "number" && unset.has("temperature") ? temperature : input.temperature,
-      topP: typeof topP === "number" && unset.has("top_p") ? topP : input.topP,
+      temperature: typeof temperature === "number" && unset.includes("temperature") ? temperature : input.temperature,
+      topP: typeof topP === "number" && unset.includes("top_p") ? topP : input.topP,
       maxTokens: typeof maxTokens === "number" && input.maxTokens === 0 ? maxTokens : input.maxTokens,
     };
   }

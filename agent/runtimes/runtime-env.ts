@@ -9,10 +9,10 @@ export function withoutSecrets(env: Readonly<Record<string, string | undefined>>
 }
 
 /**
- * The environment a runtime's processes get (model servers, pip): `base` (the agent's own, from its config)
- * without its secrets, so that a model server, or a package pip installs, can never read them; plus `extra`,
- * what one runtime needs (the Hugging Face token for vLLM when it downloads a gated repository itself).
+ * The environment a runtime's processes get (model servers, pip): `base`, the agent's own already without its
+ * secrets (`AgentConfig.runtimeEnv`), plus `extra`, what one runtime needs (the Hugging Face token for vLLM when
+ * it downloads a gated repository itself).
  */
-export function runtimeEnv(base: Readonly<Record<string, string | undefined>> | undefined, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { ...withoutSecrets(base ?? {}), ...extra };
+export function runtimeEnv(base: Readonly<Record<string, string>> | undefined, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...base, ...extra };
 }

@@ -308,7 +308,6 @@ function requireString(v: unknown, param: string): string {
   return v;
 }
 
-/** The model id a stack serves when none is given: the model file's name without `.gguf`. */
 /** A SHA-256 given as 64 hex digits (any case, `:` separators allowed), lowercased; null when absent. */
 function optionalSha256(value: unknown): string | null {
   if (value === undefined || value === null || value === "") return null;
@@ -317,6 +316,7 @@ function optionalSha256(value: unknown): string | null {
   return hex;
 }
 
+/** The model id a stack serves when none is given: the model file's name without `.gguf`. */
 export function defaultModelId(modelRef: string): string {
   const last = modelRef.split(/[\\/]/).pop() ?? modelRef;
   return last.replace(/\.gguf$/i, "").replace(/^hf:/, "") || modelRef;

@@ -28,7 +28,7 @@ export class Deployer {
     /** A step the machine reports nothing of (no progress, no result) for this long fails its deployment. */
     private readonly stepIdleTimeoutMs = 30 * 60_000,
     /** Where writes the database refuses are reported: a deployment it cannot record stops there, the relay goes on. */
-    private readonly storage?: StorageHealth,
+    private readonly storage: StorageHealth,
   ) {
     registry.on("online", (session) => this.resume(session));
   }
@@ -90,13 +90,10 @@ export class Deployer {
     const { signal } = cancel;
     const next = previous
       .then(() => this.sequence(session, stack, signal))
-      .catch((err: unknown) => {
-        if (!this.storage) throw err;
-        this.storage.failed("deployment", err);
-      })
+      .catch((err: unknown) => this.storage.failed("deployment", err))
       .finally(() => {
-      if (this.running.get(stack.id) === next) this.running.delete(stack.id);
-    });
+        if (this.running.get(stack.id) === next) this.running.delete(stack.id);
+      });
     this.running.set(stack.id, next);
   }
 
@@ -134,9 +131,9 @@ export class Deployer {
               const now = Date.now();
               if (now - progressAt < PROGRESS_MIN_INTERVAL_MS) return;
               progressAt = now;
-              const write = () => this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds });
-              if (this.storage) this.storage.attempt("deploy progress", write);
-              else write();
+              this.storage.attempt("deploy progress", () =>
+                this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds }),
+              );
               changed();
             },
           });

@@ -3,21 +3,9 @@ import type { Stack } from "../store/index.js";
 
 /** What the router's rules look at in a request. */
 export interface RoutableRequest {
-  model: string;
   messages: ChatMessage[];
   /** The request brings tools. */
   tools: boolean;
-}
-
-/** Compiled patterns, by their text (an organization has few rules; the map is cleared past 256). */
-const compiled = new Map<string, RegExp>();
-function pattern(source: string): RegExp {
-  let re = compiled.get(source);
-  if (!re) {
-    if (compiled.size >= 256) compiled.clear();
-    compiled.set(source, (re = new RegExp(source, "i")));
-  }
-  return re;
 }
 
 /** The last user message, as text; a pattern looks at its first 64 Ki characters. */
@@ -30,7 +18,7 @@ function matches(rule: RouteRule, request: RoutableRequest, chars: () => number)
   if (rule.tools !== undefined && rule.tools !== request.tools) return false;
   if (rule.min_chars !== undefined && chars() < rule.min_chars) return false;
   if (rule.max_chars !== undefined && chars() > rule.max_chars) return false;
-  if (rule.pattern !== undefined && !pattern(rule.pattern).test(lastUserText(request.messages))) return false;
+  if (rule.pattern !== undefined && !new RegExp(rule.pattern, "i").test(lastUserText(request.messages))) return false;
   return true;
 }
 

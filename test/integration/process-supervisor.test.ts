@@ -79,11 +79,27 @@ describe("supervising a runtime process", () => {
   });
 
   it("keeps a process that answers its health probe, however long it runs", async () => {
-    const { s, states } = await supervise({}, { healthIntervalMs: 20, healthTimeoutMs: 1000, maxMissedProbes: 2 });
+    const port = await freePort();
+    let probes = 0;
+    const s = new ProcessSupervisor({
+      name: "standin",
+      command: process.execPath,
+      args: [STANDIN, "--host", "127.0.0.1", "--port", String(port), "--model", "m"],
+      ready: (signal) => (probes++, httpReady(`http://127.0.0.1:${port}/health`, signal)),
+      probeIntervalMs: 20,
+      healthIntervalMs: 20,
+      healthTimeoutMs: 1000,
+      maxMissedProbes: 2,
+      log: silentLogger(),
+    });
+    const states: SupervisedState[] = [];
+    s.on("state", (st) => states.push(st));
+    supervisors.push(s);
     await s.start();
     const pid = s.pid;
-    // Twenty probes or more, all answered.
-    await new Promise((r) => setTimeout(r, 600));
+    const first = probes;
+    // Twenty more probes, all answered: still the same process, ready.
+    await vi.waitFor(() => expect(probes - first).toBeGreaterThanOrEqual(20), { timeout: 10_000, interval: 20 });
     expect([s.state, s.pid, states]).toEqual(["ready", pid, ["ready"]]);
   });
 

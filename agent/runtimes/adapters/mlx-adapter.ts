@@ -1,5 +1,6 @@
 import { RUNTIME_CAPABILITIES } from "../../../proto/index.js";
 import { join } from "node:path";
+import { MLX_PACKAGE } from "../python-pins.js";
 import { binaryVersion, installIntoVenv } from "../python-venv.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
 import { startSupervisedServer } from "./server-runtime.js";
@@ -9,9 +10,6 @@ import { startSupervisedServer } from "./server-runtime.js";
  * environment, run as `mlx_lm.server` on a local port, ready when it lists its
  * models, requests forwarded to its OpenAI endpoint.
  */
-/** The mlx-lm the docs name, installed unless the agent's config says otherwise (`MAKINA_AGENT_MLX_PACKAGE`). */
-export const MLX_PACKAGE = "mlx-lm==0.28.2";
-
 export const mlxAdapter: RuntimeAdapter = {
   kind: "mlx",
   requirements: { platforms: ["darwin"], arch: ["arm64"], description: "macOS on Apple silicon" },

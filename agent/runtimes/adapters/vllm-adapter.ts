@@ -1,5 +1,6 @@
 import { RUNTIME_CAPABILITIES } from "../../../proto/index.js";
 import { join } from "node:path";
+import { VLLM_PACKAGE } from "../python-pins.js";
 import { binaryVersion, installIntoVenv } from "../python-venv.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
 import { startSupervisedServer } from "./server-runtime.js";
@@ -10,9 +11,6 @@ import { startSupervisedServer } from "./server-runtime.js";
  * forwarded to its OpenAI endpoint. A model is a local path or a hub id
  * (`hf:owner/repo` → `owner/repo`, which vLLM downloads itself).
  */
-/** The vLLM the docs name, installed unless the agent's config says otherwise (`MAKINA_AGENT_VLLM_PACKAGE`). */
-export const VLLM_PACKAGE = "vllm==0.20.0";
-
 export const vllmAdapter: RuntimeAdapter = {
   kind: "vllm",
   requirements: { platforms: ["linux"], accelerators: ["cuda"], description: "Linux with an NVIDIA GPU (CUDA)" },

@@ -142,7 +142,7 @@ export const stackCommand: CommandModule = {
               .option("model", { type: "string", demandOption: true, describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
               .option("model-sha256", { type: "string", describe: "Pin the model file's SHA-256: the machine refuses any other file" })
               .option("model-id", { type: "string", describe: "The id clients pass as `model` (default: the model file's name)" })
-              .option("harness", { type: "string", describe: "Harness layer: system-prompt" })
+              .option("harness", { type: "string", describe: "Harness layer: system-prompt or router (see docs/layers.md)" })
               .option("harness-option", { type: "string", array: true, describe: "An option of the harness, key=value (repeat it), e.g. prompt='You are terse.'" })
               .option("orchestrator", { type: "string" })
               .option("endpoint", { type: "boolean", default: true, describe: "Expose through the API (--no-endpoint to omit the layer)" }),

@@ -82,7 +82,7 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   let allowed = stacksForKey(deps.directory, key, request.model);
   // A stack with the router harness sends the request on to the model its rules name; that model answers,
   // and the response (and the usage) name it.
-  const routed = routedModel(allowed[0]!, { model: request.model, messages: request.messages, tools: request.needs.includes("tools") });
+  const routed = allowed[0]!.harness === "router" ? routedModel(allowed[0]!, { messages: request.messages, tools: request.needs.includes("tools") }) : undefined;
   if (routed !== undefined && routed !== request.model) {
     allowed = stacksForKey(deps.directory, key, routed);
     request.model = routed;

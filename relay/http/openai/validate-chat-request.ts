@@ -110,7 +110,8 @@ const RULES: Record<string, Rule> = {
     },
     neutral: (v) => Object.keys(v as object).length === 0,
   },
-  response_format: { check: (v, name) => void responseFormat(v, name), neutral: (v) => (v as Record<string, unknown>).type === "text" },
+  // Checked whole (and read) once, by responseFormat() below.
+  response_format: { check: object, neutral: (v) => (v as Record<string, unknown>).type === "text" },
   tools: { check: array, neutral: (v) => (v as unknown[]).length === 0 },
   tool_choice: { check: either(oneOf("none", "auto", "required"), object), neutral: (v) => v === "none" || v === "auto" },
   parallel_tool_calls: { check: boolean, neutral: always },
