@@ -46,10 +46,10 @@ export function DefaultLimits({ org, onSaved }: { org: Org | undefined; onSaved:
   };
   const err = (param: string) => (error?.param === param ? error.message : null);
   return (
-    <section class="card panel" aria-labelledby="default-limits-title" data-testid="default-limits">
+    <section class={editing ? "card panel" : "card"} aria-labelledby="default-limits-title" data-testid="default-limits">
       <h2 id="default-limits-title">Default limits</h2>
       {!editing ? (
-        <p>
+        <p class="flush">
           Keys that set no limit of their own get: <strong data-testid="default-limits-value">{limitsText(org.default_key_rpm, org.default_key_tpm)}</strong>.{" "}
           {isAdmin && (
             <button type="button" class="button small secondary" onClick={open}>
