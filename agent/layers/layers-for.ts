@@ -22,7 +22,11 @@ export function layersFor(harness: string, harnessOptionsJson: string): (runtime
     case "router":
       // The relay routes before the request reaches a machine: here the stack serves as it is.
       return (runtime) => runtime;
+    case "tools":
+      // The runtime calls the tools itself: GGUF through node-llama-cpp's function calling, vLLM and
+      // OpenAI-compatible servers natively. The relay lets tools through only to stacks that call them.
+      return (runtime) => runtime;
     default:
-      throw new MakinaError("invalid_value", `The harness '${harness}' cannot run on this machine's agent (it runs: system-prompt, router).`, { param: "harness" });
+      throw new MakinaError("invalid_value", `The harness '${harness}' cannot run on this machine's agent (it runs: system-prompt, tools, router).`, { param: "harness" });
   }
 }

@@ -1,4 +1,4 @@
-import type { AgentToRelay, DeployStep, RelayToAgent, ResponseFormat } from "../../proto/index.js";
+import type { AgentToRelay, ChatInput, DeployStep, RelayToAgent, ResponseFormat, ToolChoice } from "../../proto/index.js";
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
 /** The agent's reading of a wire message from the relay; `undefined` for one it does not know (ignored). */
@@ -6,9 +6,12 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
   const body = message.body;
   switch (body?.$case) {
     case "inferenceRequest": {
-      const { requestId, stackId, initialCredit, responseFormat, ...input } = body.value;
-      // A response format of a type this agent does not know is refused by the runtime, never dropped.
-      return { type: "infer", requestId, stackId, credit: initialCredit, input: { ...input, ...(responseFormat ? { responseFormat: responseFormat as ResponseFormat } : {}) } };
+      const { requestId, stackId, initialCredit, responseFormat, toolChoice, parallelToolCalls, ...rest } = body.value;
+      // A response format or tool choice this agent does not know is refused by the runtime, never dropped.
+      const input: ChatInput = { ...rest, ...(responseFormat ? { responseFormat: responseFormat as ResponseFormat } : {}) };
+      if (toolChoice) input.toolChoice = toolChoice as ToolChoice;
+      if (parallelToolCalls !== undefined) input.parallelToolCalls = parallelToolCalls;
+      return { type: "infer", requestId, stackId, credit: initialCredit, input };
     }
     case "inferenceCredit":
       return { type: "credit", requestId: body.value.requestId, credits: body.value.credits };
@@ -47,7 +50,11 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
 export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
   switch (message.type) {
     case "text":
-      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: message.text } } };
+      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: message.text, toolCall: undefined } } };
+    case "toolCall": {
+      const { requestId, index, id, name, arguments: args } = message;
+      return { body: { $case: "inferenceChunk", value: { requestId, text: "", toolCall: { index, id, name, arguments: args } } } };
+    }
     case "end":
       return { body: { $case: "inferenceEnd", value: { requestId: message.requestId, outcome: { $case: "done", value: { finishReason: message.finishReason } }, usage: message.usage } } };
     case "failed":

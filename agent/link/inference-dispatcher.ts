@@ -94,6 +94,10 @@ export class InferenceDispatcher {
           await active.gate.take(signal);
           this.send({ type: "text", requestId, text: ev.text });
           this.chunksSent++;
+        } else if (ev.type === "toolCall") {
+          await active.gate.take(signal);
+          this.send({ ...ev, requestId });
+          this.chunksSent++;
         } else {
           this.count(stackId, ev.usage, false);
           this.send({ type: "end", requestId, finishReason: ev.finishReason, usage: ev.usage });

@@ -236,6 +236,31 @@ export interface ChatMessage {
   role: string;
   /** The message's text (text parts already joined by the relay). */
   content: string;
+  /** An assistant message's calls of the request's tools. */
+  toolCalls: ToolCall[];
+  /** A `tool` message: the id of the call whose result it carries. */
+  toolCallId: string;
+}
+
+/** A call of one of the request's tools (functions). */
+export interface ToolCall {
+  /** `call_…`, unique within the conversation. */
+  id: string;
+  /** The function called. */
+  name: string;
+  /** Its arguments, as JSON text. */
+  arguments: string;
+}
+
+/** A function the model may call (OpenAI's `tools[].function`). */
+export interface ToolDefinition {
+  name: string;
+  /** What it does, for the model; empty when not said. */
+  description: string;
+  /** The JSON schema of its arguments, as JSON text; empty: it takes none. */
+  parametersJson: string;
+  /** Whether the arguments must follow the schema exactly (`strict`). */
+  strict: boolean;
 }
 
 /** A chat completion to run on a deployed stack. */
@@ -278,6 +303,17 @@ export interface InferenceRequest {
    * a harness may put its own there.
    */
   unset: string[];
+  /** Functions the model may call; empty: none. */
+  tools: ToolDefinition[];
+  /**
+   * "auto" (the model decides), "none", "required" (at least one call) or "function" (a call of
+   * `tool_choice_function`); empty means "auto".
+   */
+  toolChoice: string;
+  /** The one function to call when `tool_choice` is "function". */
+  toolChoiceFunction: string;
+  /** Whether several calls may come in one answer; absent: yes. */
+  parallelToolCalls?: boolean | undefined;
 }
 
 /** OpenAI's `response_format` beyond text: any JSON object, or JSON valid against a schema. */
@@ -310,6 +346,23 @@ export interface InferenceChunk {
   requestId: string;
   /** The text produced since the previous chunk. */
   text: string;
+  /** Instead of text: a piece of a tool call. */
+  toolCall?: ToolCallDelta | undefined;
+}
+
+/**
+ * A piece of a tool call as it is generated. The first piece of each call carries its id and name; the
+ * `arguments` of all its pieces, joined, are the call's JSON arguments.
+ */
+export interface ToolCallDelta {
+  /** Which call of the answer (0, 1, …). */
+  index: number;
+  /** The call's id, in its first piece only. */
+  id: string;
+  /** The function's name, in its first piece only. */
+  name: string;
+  /** The next piece of the arguments' JSON text. */
+  arguments: string;
 }
 
 /**
@@ -329,7 +382,7 @@ export interface InferenceEnd {
 
 /** A request that completed, or stopped because the relay canceled it. */
 export interface InferenceDone {
-  /** `stop` or `length`; `canceled` after an `InferenceCancel`. */
+  /** `stop`, `length` or `tool_calls`; `canceled` after an `InferenceCancel`. */
   finishReason: string;
 }
 
@@ -2596,7 +2649,7 @@ export const Disk: MessageFns<Disk> = {
 };
 
 function createBaseChatMessage(): ChatMessage {
-  return { role: "", content: "" };
+  return { role: "", content: "", toolCalls: [], toolCallId: "" };
 }
 
 export const ChatMessage: MessageFns<ChatMessage> = {
@@ -2606,6 +2659,12 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     }
     if (message.content !== "") {
       writer.uint32(18).string(message.content);
+    }
+    for (const v of message.toolCalls) {
+      ToolCall.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.toolCallId !== "") {
+      writer.uint32(34).string(message.toolCallId);
     }
     return writer;
   },
@@ -2639,6 +2698,22 @@ export const ChatMessage: MessageFns<ChatMessage> = {
             message.content = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.toolCalls.push(ToolCall.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.toolCallId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2655,6 +2730,16 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     return {
       role: isSet(object.role) ? globalThis.String(object.role) : "",
       content: isSet(object.content) ? globalThis.String(object.content) : "",
+      toolCalls: globalThis.Array.isArray(object?.toolCalls)
+        ? object.toolCalls.map((e: any) => ToolCall.fromJSON(e))
+        : globalThis.Array.isArray(object?.tool_calls)
+        ? object.tool_calls.map((e: any) => ToolCall.fromJSON(e))
+        : [],
+      toolCallId: isSet(object.toolCallId)
+        ? globalThis.String(object.toolCallId)
+        : isSet(object.tool_call_id)
+        ? globalThis.String(object.tool_call_id)
+        : "",
     };
   },
 
@@ -2666,6 +2751,12 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     if (message.content !== "") {
       obj.content = message.content;
     }
+    if (message.toolCalls?.length) {
+      obj.toolCalls = message.toolCalls.map((e) => ToolCall.toJSON(e));
+    }
+    if (message.toolCallId !== "") {
+      obj.toolCallId = message.toolCallId;
+    }
     return obj;
   },
 
@@ -2676,6 +2767,230 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     const message = createBaseChatMessage();
     message.role = object.role ?? "";
     message.content = object.content ?? "";
+    message.toolCalls = object.toolCalls?.map((e) => ToolCall.fromPartial(e)) || [];
+    message.toolCallId = object.toolCallId ?? "";
+    return message;
+  },
+};
+
+function createBaseToolCall(): ToolCall {
+  return { id: "", name: "", arguments: "" };
+}
+
+export const ToolCall: MessageFns<ToolCall> = {
+  encode(message: ToolCall, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.arguments !== "") {
+      writer.uint32(26).string(message.arguments);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ToolCall {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseToolCall();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.arguments = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ToolCall {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      arguments: isSet(object.arguments) ? globalThis.String(object.arguments) : "",
+    };
+  },
+
+  toJSON(message: ToolCall): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.arguments !== "") {
+      obj.arguments = message.arguments;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ToolCall>, I>>(base?: I): ToolCall {
+    return ToolCall.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ToolCall>, I>>(object: I): ToolCall {
+    const message = createBaseToolCall();
+    message.id = object.id ?? "";
+    message.name = object.name ?? "";
+    message.arguments = object.arguments ?? "";
+    return message;
+  },
+};
+
+function createBaseToolDefinition(): ToolDefinition {
+  return { name: "", description: "", parametersJson: "", strict: false };
+}
+
+export const ToolDefinition: MessageFns<ToolDefinition> = {
+  encode(message: ToolDefinition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.description !== "") {
+      writer.uint32(18).string(message.description);
+    }
+    if (message.parametersJson !== "") {
+      writer.uint32(26).string(message.parametersJson);
+    }
+    if (message.strict !== false) {
+      writer.uint32(32).bool(message.strict);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ToolDefinition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseToolDefinition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.parametersJson = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.strict = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ToolDefinition {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+      parametersJson: isSet(object.parametersJson)
+        ? globalThis.String(object.parametersJson)
+        : isSet(object.parameters_json)
+        ? globalThis.String(object.parameters_json)
+        : "",
+      strict: isSet(object.strict) ? globalThis.Boolean(object.strict) : false,
+    };
+  },
+
+  toJSON(message: ToolDefinition): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    if (message.parametersJson !== "") {
+      obj.parametersJson = message.parametersJson;
+    }
+    if (message.strict !== false) {
+      obj.strict = message.strict;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ToolDefinition>, I>>(base?: I): ToolDefinition {
+    return ToolDefinition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ToolDefinition>, I>>(object: I): ToolDefinition {
+    const message = createBaseToolDefinition();
+    message.name = object.name ?? "";
+    message.description = object.description ?? "";
+    message.parametersJson = object.parametersJson ?? "";
+    message.strict = object.strict ?? false;
     return message;
   },
 };
@@ -2696,6 +3011,10 @@ function createBaseInferenceRequest(): InferenceRequest {
     stream: false,
     responseFormat: undefined,
     unset: [],
+    tools: [],
+    toolChoice: "",
+    toolChoiceFunction: "",
+    parallelToolCalls: undefined,
   };
 }
 
@@ -2742,6 +3061,18 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     }
     for (const v of message.unset) {
       writer.uint32(114).string(v!);
+    }
+    for (const v of message.tools) {
+      ToolDefinition.encode(v!, writer.uint32(122).fork()).join();
+    }
+    if (message.toolChoice !== "") {
+      writer.uint32(130).string(message.toolChoice);
+    }
+    if (message.toolChoiceFunction !== "") {
+      writer.uint32(138).string(message.toolChoiceFunction);
+    }
+    if (message.parallelToolCalls !== undefined) {
+      writer.uint32(144).bool(message.parallelToolCalls);
     }
     return writer;
   },
@@ -2871,6 +3202,38 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
             message.unset.push(reader.string());
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.tools.push(ToolDefinition.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.toolChoice = reader.string();
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.toolChoiceFunction = reader.string();
+            continue;
+          }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.parallelToolCalls = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2937,6 +3300,24 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
       unset: globalThis.Array.isArray(object?.unset)
         ? object.unset.map((e: any) => globalThis.String(e))
         : [],
+      tools: globalThis.Array.isArray(object?.tools)
+        ? object.tools.map((e: any) => ToolDefinition.fromJSON(e))
+        : [],
+      toolChoice: isSet(object.toolChoice)
+        ? globalThis.String(object.toolChoice)
+        : isSet(object.tool_choice)
+        ? globalThis.String(object.tool_choice)
+        : "",
+      toolChoiceFunction: isSet(object.toolChoiceFunction)
+        ? globalThis.String(object.toolChoiceFunction)
+        : isSet(object.tool_choice_function)
+        ? globalThis.String(object.tool_choice_function)
+        : "",
+      parallelToolCalls: isSet(object.parallelToolCalls)
+        ? globalThis.Boolean(object.parallelToolCalls)
+        : isSet(object.parallel_tool_calls)
+        ? globalThis.Boolean(object.parallel_tool_calls)
+        : undefined,
     };
   },
 
@@ -2984,6 +3365,18 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     if (message.unset?.length) {
       obj.unset = message.unset;
     }
+    if (message.tools?.length) {
+      obj.tools = message.tools.map((e) => ToolDefinition.toJSON(e));
+    }
+    if (message.toolChoice !== "") {
+      obj.toolChoice = message.toolChoice;
+    }
+    if (message.toolChoiceFunction !== "") {
+      obj.toolChoiceFunction = message.toolChoiceFunction;
+    }
+    if (message.parallelToolCalls !== undefined) {
+      obj.parallelToolCalls = message.parallelToolCalls;
+    }
     return obj;
   },
 
@@ -3008,6 +3401,10 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
       ? ResponseFormat.fromPartial(object.responseFormat)
       : undefined;
     message.unset = object.unset?.map((e) => e) || [];
+    message.tools = object.tools?.map((e) => ToolDefinition.fromPartial(e)) || [];
+    message.toolChoice = object.toolChoice ?? "";
+    message.toolChoiceFunction = object.toolChoiceFunction ?? "";
+    message.parallelToolCalls = object.parallelToolCalls ?? undefined;
     return message;
   },
 };
@@ -3312,7 +3709,7 @@ export const InferenceCredit: MessageFns<InferenceCredit> = {
 };
 
 function createBaseInferenceChunk(): InferenceChunk {
-  return { requestId: "", text: "" };
+  return { requestId: "", text: "", toolCall: undefined };
 }
 
 export const InferenceChunk: MessageFns<InferenceChunk> = {
@@ -3322,6 +3719,9 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
     }
     if (message.text !== "") {
       writer.uint32(18).string(message.text);
+    }
+    if (message.toolCall !== undefined) {
+      ToolCallDelta.encode(message.toolCall, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -3355,6 +3755,14 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
             message.text = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.toolCall = ToolCallDelta.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3375,6 +3783,11 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
         ? globalThis.String(object.request_id)
         : "",
       text: isSet(object.text) ? globalThis.String(object.text) : "",
+      toolCall: isSet(object.toolCall)
+        ? ToolCallDelta.fromJSON(object.toolCall)
+        : isSet(object.tool_call)
+        ? ToolCallDelta.fromJSON(object.tool_call)
+        : undefined,
     };
   },
 
@@ -3386,6 +3799,9 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
     if (message.text !== "") {
       obj.text = message.text;
     }
+    if (message.toolCall !== undefined) {
+      obj.toolCall = ToolCallDelta.toJSON(message.toolCall);
+    }
     return obj;
   },
 
@@ -3396,6 +3812,126 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
     const message = createBaseInferenceChunk();
     message.requestId = object.requestId ?? "";
     message.text = object.text ?? "";
+    message.toolCall = (object.toolCall !== undefined && object.toolCall !== null)
+      ? ToolCallDelta.fromPartial(object.toolCall)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseToolCallDelta(): ToolCallDelta {
+  return { index: 0, id: "", name: "", arguments: "" };
+}
+
+export const ToolCallDelta: MessageFns<ToolCallDelta> = {
+  encode(message: ToolCallDelta, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.arguments !== "") {
+      writer.uint32(34).string(message.arguments);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ToolCallDelta {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseToolCallDelta();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.arguments = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ToolCallDelta {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      arguments: isSet(object.arguments) ? globalThis.String(object.arguments) : "",
+    };
+  },
+
+  toJSON(message: ToolCallDelta): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.arguments !== "") {
+      obj.arguments = message.arguments;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ToolCallDelta>, I>>(base?: I): ToolCallDelta {
+    return ToolCallDelta.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ToolCallDelta>, I>>(object: I): ToolCallDelta {
+    const message = createBaseToolCallDelta();
+    message.index = object.index ?? 0;
+    message.id = object.id ?? "";
+    message.name = object.name ?? "";
+    message.arguments = object.arguments ?? "";
     return message;
   },
 };

@@ -9,20 +9,53 @@ export interface Usage {
   completionTokens: number;
 }
 
-/** Why a token stream ended: `canceled` after the relay canceled the request. */
-export type FinishReason = "stop" | "length" | "canceled";
+/** Why a token stream ended: `tool_calls` when the answer calls tools, `canceled` after the relay canceled the request. */
+export type FinishReason = "stop" | "length" | "tool_calls" | "canceled";
 
 /**
- * The one vocabulary of a token stream, from the runtime over the link to the HTTP route: text as it is
- * produced, then one `end` with the usage of the whole request.
+ * A piece of a tool call as it is generated: the first piece of each call (by `index`) carries its `id` and
+ * `name`, later ones have them empty; the `arguments` of all its pieces, joined, are the call's JSON arguments.
  */
-export type TokenEvent = { type: "text"; text: string } | { type: "end"; finishReason: FinishReason; usage: Usage };
+export interface ToolCallDelta {
+  index: number;
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * The one vocabulary of a token stream, from the runtime over the link to the HTTP route: text and tool-call
+ * pieces as they are produced, then one `end` with the usage of the whole request.
+ */
+export type TokenEvent = { type: "text"; text: string } | ({ type: "toolCall" } & ToolCallDelta) | { type: "end"; finishReason: FinishReason; usage: Usage };
+
+/** A call of one of the request's tools: `arguments` is JSON text. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
 
 /** One message of a chat conversation (text parts already joined by the relay). */
 export interface ChatMessage {
   role: string;
   content: string;
+  /** An assistant message's tool calls. */
+  toolCalls?: ToolCall[];
+  /** A `tool` message: the id of the call whose result it carries. */
+  toolCallId?: string;
 }
+
+/** A function the model may call: `parametersJson` is its arguments' JSON schema as text, empty when it takes none. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parametersJson: string;
+  strict: boolean;
+}
+
+/** Whether the model may call tools: `function` means a call of `toolChoiceFunction`. */
+export type ToolChoice = "auto" | "none" | "required" | "function";
 
 /**
  * A chat request for a stack's runtime. `maxTokens` 0 means what is left of the context; penalties 0 are
@@ -42,6 +75,14 @@ export interface ChatInput {
   responseFormat?: ResponseFormat | undefined;
   /** Sampling parameters the client left unset (`temperature`, `top_p`): their values are defaults a harness may replace. */
   unset?: string[];
+  /** Functions the model may call; absent or empty: none. */
+  tools?: ToolDefinition[];
+  /** Absent means `auto`. */
+  toolChoice?: ToolChoice;
+  /** The function to call when `toolChoice` is `function`. */
+  toolChoiceFunction?: string;
+  /** Whether one answer may call several tools; absent: yes. */
+  parallelToolCalls?: boolean;
 }
 
 /** Any JSON object, or JSON valid against a schema (OpenAI's `json_schema`, whose schema travels as JSON text). */
@@ -176,6 +217,7 @@ export type AgentToRelay =
   | { type: "hello"; protocolVersion: number; agentVersion: string; hardware: HardwareReport }
   | { type: "heartbeat"; sentAtMs: number; inFlight: number }
   | { type: "text"; requestId: string; text: string }
+  | ({ type: "toolCall"; requestId: string } & ToolCallDelta)
   | { type: "end"; requestId: string; finishReason: FinishReason; usage: Usage }
   | { type: "failed"; requestId: string; error: ErrorReport; usage: Usage }
   | { type: "progress"; commandId: string; progress: StepProgress }

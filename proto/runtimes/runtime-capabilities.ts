@@ -9,12 +9,26 @@ export type RuntimeKind = "gguf" | "vllm" | "mlx" | "openai";
  * `unsupported_parameter`, so nothing is dropped silently.
  */
 export const RUNTIME_CAPABILITIES: Readonly<Record<RuntimeKind, readonly string[]>> = Object.freeze({
-  // GGUF enforces response_format with a grammar made from the JSON schema; vLLM and OpenAI-compatible servers take it as is.
+  // GGUF enforces response_format with a grammar made from the JSON schema; vLLM and OpenAI-compatible servers
+  // take it as is, and tools too (they call them natively; the agent passes them through).
   gguf: ["presence_penalty", "frequency_penalty", "response_format"],
-  vllm: ["presence_penalty", "frequency_penalty", "response_format"],
+  vllm: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice"],
   mlx: [],
-  openai: ["presence_penalty", "frequency_penalty", "response_format"],
+  openai: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice"],
 });
+
+/**
+ * Where a harness changes what its runtime honours, the whole list: the `tools` harness calls tools on GGUF
+ * through node-llama-cpp's function calling, each function's arguments held to its schema by a grammar.
+ */
+export const HARNESS_CAPABILITIES: Readonly<Record<string, Partial<Record<RuntimeKind, readonly string[]>>>> = Object.freeze({
+  tools: { gguf: [...RUNTIME_CAPABILITIES.gguf, "tools", "tool_choice"] },
+});
+
+/** The request parameters (beyond the basics) a stack of this runtime and harness honours. */
+export function honouredParameters(runtime: RuntimeKind, harness: string | null): readonly string[] {
+  return (harness ? HARNESS_CAPABILITIES[harness]?.[runtime] : undefined) ?? RUNTIME_CAPABILITIES[runtime];
+}
 
 /** Harness kinds a stack can name (prompt routing / tool wrapper layers). */
 export const HARNESS_KINDS = ["system-prompt", "tools", "router"] as const;
@@ -27,11 +41,13 @@ export const ORCHESTRATOR_KINDS = ["refine", "vote"] as const;
  * layer its runtime cannot run is refused with the reason rather than deployed
  * without it. The `system-prompt` harness wraps any runtime (it runs on the
  * agent, in front of it); the `router` harness runs on the relay, which alone
- * sees the organization's other models; the other layers are not built yet.
+ * sees the organization's other models; the `tools` harness calls tools on GGUF
+ * (node-llama-cpp's function calling) and passes them through to vLLM and
+ * OpenAI-compatible servers, which call them natively (MLX's server does not).
  */
 export const RUNTIME_LAYERS: Readonly<Record<RuntimeKind, { harness: readonly string[]; orchestrator: readonly string[] }>> = Object.freeze({
-  gguf: { harness: ["system-prompt", "router"], orchestrator: [] },
-  vllm: { harness: ["system-prompt", "router"], orchestrator: [] },
+  gguf: { harness: ["system-prompt", "tools", "router"], orchestrator: [] },
+  vllm: { harness: ["system-prompt", "tools", "router"], orchestrator: [] },
   mlx: { harness: ["system-prompt", "router"], orchestrator: [] },
-  openai: { harness: ["system-prompt", "router"], orchestrator: [] },
+  openai: { harness: ["system-prompt", "tools", "router"], orchestrator: [] },
 });

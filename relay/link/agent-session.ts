@@ -144,11 +144,12 @@ export class AgentSession {
   handle(message: AgentToRelay): void {
     this.lastSeenAt = Date.now();
     switch (message.type) {
-      case "text": {
+      case "text":
+      case "toolCall": {
         const tracked = this.inferences.get(message.requestId);
         if (!tracked) return;
         tracked.seen.chunks++;
-        tracked.seen.chars += message.text.length;
+        tracked.seen.chars += message.type === "text" ? message.text.length : message.arguments.length + message.name.length;
         if (tracked.seen.chars > MAX_ANSWER_CHARS) {
           tracked.pending.fail(new MakinaError("stream_incomplete", `The answer grew past the relay's limit of ${MAX_ANSWER_CHARS} characters.`));
           return;
@@ -223,7 +224,12 @@ export class AgentSession {
     const requestId = `r${++this.nextId}`;
     const pending = new PendingInference(this.window);
     let promptChars = 0;
-    for (const m of input.messages) promptChars += m.content.length;
+    for (const m of input.messages) {
+      promptChars += m.content.length;
+      if (m.toolCalls) for (const c of m.toolCalls) promptChars += c.name.length + c.arguments.length + 32;
+    }
+    // A runtime tells the model about the tools in the prompt.
+    if (input.tools) for (const t of input.tools) promptChars += t.name.length + t.description.length + t.parametersJson.length + 256;
     const seen = { chunks: 0, chars: 0, promptChars, messages: input.messages.length, maxTokens: input.maxTokens };
     const tracked: Tracked = { pending, onUsage: options.onUsage, abandoned: false, seen };
     this.inferences.set(requestId, tracked);

@@ -1,15 +1,17 @@
 import type { AgentToRelay, FinishReason, RelayToAgent, RuntimeState } from "../../proto/index.js";
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
-const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(["stop", "length", "canceled"]);
+const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(["stop", "length", "tool_calls", "canceled"]);
 const RUNTIME_STATES: ReadonlySet<string> = new Set<RuntimeState>(["loading", "ready", "failed"]);
 
 /** The relay's reading of a wire message from an agent; `undefined` for one it does not know (ignored). */
 export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefined {
   const body = message.body;
   switch (body?.$case) {
-    case "inferenceChunk":
-      return { type: "text", requestId: body.value.requestId, text: body.value.text };
+    case "inferenceChunk": {
+      const { requestId, text, toolCall } = body.value;
+      return toolCall ? { type: "toolCall", requestId, ...toolCall } : { type: "text", requestId, text };
+    }
     case "inferenceEnd": {
       const { requestId, outcome } = body.value;
       const usage = { promptTokens: body.value.usage?.promptTokens ?? 0, completionTokens: body.value.usage?.completionTokens ?? 0 };
@@ -64,7 +66,8 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             requestId: message.requestId,
             stackId: message.stackId,
             initialCredit: message.credit,
-            messages: input.messages,
+            // The wire's messages have every field; a conversation without tools has none of them set.
+            messages: input.messages.map((m) => ({ role: m.role, content: m.content, toolCalls: m.toolCalls ?? [], toolCallId: m.toolCallId ?? "" })),
             temperature: input.temperature,
             topP: input.topP,
             maxTokens: input.maxTokens,
@@ -75,6 +78,10 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             stream: input.stream,
             responseFormat: input.responseFormat,
             unset: input.unset ?? [],
+            tools: input.tools ?? [],
+            toolChoice: input.toolChoice ?? "",
+            toolChoiceFunction: input.toolChoiceFunction ?? "",
+            parallelToolCalls: input.parallelToolCalls,
           },
         },
       };

@@ -50,7 +50,7 @@ describe.each(["grpc", "in-process"] as const)("streaming over the link (%s)", (
     let done: { finishReason: string; usage: { completionTokens: number } } | undefined;
     for await (const ev of events) {
       if (ev.type === "text") text += ev.text;
-      else done = ev;
+      else if (ev.type === "end") done = ev;
     }
     expect(text).toBe(expected);
     expect(done).toMatchObject({ finishReason: "length", usage: { completionTokens: 200 } });

@@ -150,6 +150,9 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
       code: "unsupported_parameter",
       param: "response_format",
     });
+    // Nor tools.
+    const tool = { type: "function" as const, function: { name: "f" } };
+    await expect(client.chat.completions.create({ model: "qwen-mlx", messages: [{ role: "user", content: "Hi" }], tools: [tool] })).rejects.toMatchObject({ status: 400, code: "unsupported_parameter", param: "tools" });
     await expect(deploy(gw.machineId, "mlx", "hf:mlx-community/Qwen2.5-0.5B-Instruct-4bit", "qwen-mlx-linux")).rejects.toMatchObject({
       code: "incompatible_stack",
       message: expect.stringContaining("MLX needs macOS on Apple silicon"),
@@ -173,6 +176,24 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     const schema = { type: "object", properties: { a: { type: "string", pattern: "^x" } }, required: ["a"] };
     await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Hey" }], response_format: { type: "json_schema", json_schema: { name: "s", schema, strict: true } } });
     expect(readFileSync(log, "utf8").trim().split("\n").at(-1)).toBe(`request llama3.2 stream=false response_format=${JSON.stringify({ type: "json_schema", json_schema: { name: "s", schema, strict: true } })}`);
+    // Tools go to the server as the client sent them, and its calls come back as they came: the server calls them.
+    const weather = { type: "function" as const, function: { name: "get_weather", description: "The weather", parameters: { type: "object", properties: { city: { type: "string", pattern: "^[A-Z]" } } } } };
+    const called = await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Paris" }], tools: [weather], tool_choice: { type: "function", function: { name: "get_weather" } }, parallel_tool_calls: false });
+    expect(called.choices[0]).toMatchObject({ finish_reason: "tool_calls", message: { content: null, tool_calls: [{ id: "call_standin0", type: "function", function: { name: "get_weather", arguments: '{"said":"Paris"}' } }] } });
+    expect(readFileSync(log, "utf8").trim().split("\n").at(-1)).toBe('request llama3.2 stream=false tools=get_weather tool_choice={"type":"function","function":{"name":"get_weather"}} parallel_tool_calls=false');
+    const pieces: string[] = [];
+    let streamedFinish: string | null = null;
+    for await (const chunk of await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Oslo" }], tools: [weather], tool_choice: "required", stream: true })) {
+      for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) pieces.push(`${d.index}:${d.id ?? ""}:${d.function?.name ?? ""}:${d.function?.arguments ?? ""}`);
+      streamedFinish = chunk.choices[0]?.finish_reason ?? streamedFinish;
+    }
+    expect([pieces, streamedFinish]).toEqual([["0:call_standin0:get_weather:", '0:::{"said"', '0::::"Oslo"}'], "tool_calls"]);
+    const roundTrip = await client.chat.completions.create({
+      model: "local-llama",
+      messages: [{ role: "user", content: "Paris" }, called.choices[0]!.message, { role: "tool", tool_call_id: "call_standin0", content: "sunny" }],
+      tools: [weather],
+    });
+    expect(roundTrip.choices[0]!.message.content).toBe("Tool said: sunny");
     // A max_tokens no stack can take is refused alone: the machine's link and its other requests carry on.
     const held = client.chat.completions.create({ model: "stories", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 200, stream: true });
     const huge = await fetch(`${gw.baseURL}/chat/completions`, {

@@ -119,7 +119,8 @@ describe("the compatibility rules", () => {
 
   it("warns that a stack without an Endpoint is not reachable, and refuses layers its runtime cannot run", () => {
     expect(checkStack(plan({ hasEndpoint: false })).checks.at(-1)).toEqual({ topic: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." });
-    expect(refusalReasons(checkStack(plan({ harness: "tools" })))).toBe("The tools harness does not run on the gguf runtime yet.");
+    expect(checkStack(plan({ harness: "tools" })).checks).toContainEqual({ topic: "layers", level: "ok", message: "The tools harness runs on gguf." });
+    expect(checkStack(plan({ runtime: "mlx", harness: "tools" })).checks).toContainEqual({ topic: "layers", level: "fail", message: "The tools harness does not run on the mlx runtime yet." });
     expect(refusalReasons(checkStack(plan({ orchestrator: "swarm" })))).toBe("Unknown orchestrator 'swarm'; the kinds are refine, vote.");
   });
 

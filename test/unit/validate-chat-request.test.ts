@@ -31,6 +31,7 @@ describe("chat request validation", () => {
       frequencyPenalty: 0,
       unset: ["temperature", "top_p"],
       responseFormat: undefined,
+      tools: undefined,
       needs: [],
     });
     expect(validateChatRequest({ ...ok, temperature: 0.5 }).unset).toEqual(["top_p"]);
@@ -42,7 +43,7 @@ describe("chat request validation", () => {
       messages: [
         { role: "developer", content: "be brief" },
         { role: "user", content: [{ type: "text", text: "a" }, { type: "text", text: "b" }] },
-        { role: "assistant", content: null },
+        { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "answer", arguments: "{}" } }] },
         { role: "tool", content: "42", tool_call_id: "call_1" },
       ],
       stop: "\n",
@@ -116,6 +117,63 @@ describe("chat request validation", () => {
     const r = validateChatRequest({ ...ok, n: 2, presence_penalty: 0.5, tools: [{ type: "function", function: { name: "f" } }], logprobs: true, top_logprobs: 2 });
     expect(r.needs.sort()).toEqual(["logprobs", "n", "presence_penalty", "tools", "top_logprobs"]);
     expect(r.presencePenalty).toBe(0.5);
+  });
+
+  it("reads tools, tool_choice and parallel_tool_calls, and the calls and results of a conversation", () => {
+    const weather = { type: "function", function: { name: "get_weather", description: "Weather", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: true } };
+    const r = validateChatRequest({
+      ...ok,
+      messages: [
+        { role: "user", content: "Paris?" },
+        { role: "assistant", content: null, tool_calls: [{ id: "call_a", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] },
+        { role: "tool", tool_call_id: "call_a", content: [{ type: "text", text: "sunny" }] },
+      ],
+      tools: [weather, { type: "function", function: { name: "noop" } }],
+      tool_choice: { type: "function", function: { name: "noop" } },
+      parallel_tool_calls: false,
+    });
+    expect(r.tools).toEqual({
+      tools: [
+        { name: "get_weather", description: "Weather", parametersJson: '{"type":"object","properties":{"city":{"type":"string"}}}', strict: true },
+        { name: "noop", description: "", parametersJson: "", strict: false },
+      ],
+      toolChoice: "function",
+      toolChoiceFunction: "noop",
+      parallelToolCalls: false,
+    });
+    expect(r.messages).toEqual([
+      { role: "user", content: "Paris?" },
+      { role: "assistant", content: "", toolCalls: [{ id: "call_a", name: "get_weather", arguments: '{"city":"Paris"}' }] },
+      { role: "tool", content: "sunny", toolCallId: "call_a" },
+    ]);
+    expect(r.needs.sort()).toEqual(["tool_choice", "tools"]);
+    expect(validateChatRequest({ ...ok, tools: [weather], tool_choice: "required" }).tools).toMatchObject({ toolChoice: "required", toolChoiceFunction: "", parallelToolCalls: undefined });
+  });
+
+  const tool = (fn: Record<string, unknown>) => ({ type: "function", function: fn });
+  const called = { role: "assistant", content: null, tool_calls: [{ id: "call_a", type: "function", function: { name: "f", arguments: "{}" } }] };
+  it.each([
+    [{ ...ok, tools: [{ type: "retrieval" }] }, "invalid_value", "tools[0].type"],
+    [{ ...ok, tools: [{ type: "function" }] }, "missing_required_parameter", "tools[0].function"],
+    [{ ...ok, tools: [tool({ description: "x" })] }, "missing_required_parameter", "tools[0].function.name"],
+    [{ ...ok, tools: [tool({ name: "has space" })] }, "invalid_value", "tools[0].function.name"],
+    [{ ...ok, tools: [tool({ name: "f", parameters: "{}" })] }, "invalid_value", "tools[0].function.parameters"],
+    [{ ...ok, tools: [tool({ name: "f", parameters: { type: "string" } })] }, "invalid_value", "tools[0].function.parameters"],
+    [{ ...ok, tools: [tool({ name: "f", strict: "yes" })] }, "invalid_value", "tools[0].function.strict"],
+    [{ ...ok, tools: [tool({ name: "f", colour: 1 })] }, "unknown_parameter", "tools[0].function.colour"],
+    [{ ...ok, tools: [tool({ name: "f" }), tool({ name: "f" })] }, "invalid_value", "tools[1].function.name"],
+    [{ ...ok, tools: Array.from({ length: 129 }, (_, i) => tool({ name: `f${i}` })) }, "invalid_value", "tools"],
+    [{ ...ok, tool_choice: "required" }, "invalid_value", "tool_choice"],
+    [{ ...ok, tools: [tool({ name: "f" })], tool_choice: { type: "function", function: { name: "g" } } }, "invalid_value", "tool_choice.function.name"],
+    [{ ...ok, tools: [tool({ name: "f" })], tool_choice: { type: "function" } }, "missing_required_parameter", "tool_choice.function"],
+    [{ ...ok, tools: [tool({ name: "f" })], parallel_tool_calls: "yes" }, "invalid_value", "parallel_tool_calls"],
+    [{ ...ok, messages: [{ role: "tool", tool_call_id: "call_x", content: "1" }] }, "invalid_value", "messages[0].tool_call_id"],
+    [{ ...ok, messages: [called, { role: "user", content: "and?" }] }, "invalid_value", "messages[1]"],
+    [{ ...ok, messages: [{ ...called, tool_calls: [{ id: "call_a", type: "function", function: { name: "f", arguments: "{oops" } }] }] }, "invalid_value", "messages[0].tool_calls[0].function.arguments"],
+    [{ ...ok, messages: [{ ...called, tool_calls: [{ type: "function", function: { name: "f", arguments: "{}" } }] }] }, "missing_required_parameter", "messages[0].tool_calls[0].id"],
+    [{ ...ok, messages: [{ ...called, tool_calls: "f()" }] }, "invalid_value", "messages[0].tool_calls"],
+  ])("rejects the tools of %j with %s on %s", (body, code, param) => {
+    expect(rejects(body)).toMatchObject({ code, param });
   });
 
   it("names an unknown parameter the way the vendor does", () => {

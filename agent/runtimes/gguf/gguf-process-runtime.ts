@@ -53,7 +53,8 @@ export class GgufProcessRuntime implements ModelRuntime {
           yield { type: "end", finishReason: frame.finishReason, usage: { promptTokens: frame.promptTokens, completionTokens: frame.completionTokens } };
           return;
         }
-        yield { type: "text", text: frame.text };
+        if (frame.type === "text") yield { type: "text", text: frame.text };
+        else yield { type: "toolCall", index: frame.index, id: frame.id, name: frame.name, arguments: frame.arguments };
         writeFrame(socket, { type: "credit", n: 1 });
       }
       throw new MakinaError("runtime_unavailable", "The GGUF model process ended the request before its answer was complete.", { retryAfterMs: 1000 });

@@ -1,9 +1,12 @@
-import { LlamaChat, type ChatHistoryItem, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
+import { randomBytes } from "node:crypto";
+import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
 import { MakinaError, type ChatMessage } from "../../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
+import { forcedCallWrapper } from "./forced-call-wrapper.js";
 import { ResponseGrammars } from "./json-schema-grammar.js";
 import { paceEvaluation } from "./pace-evaluation.js";
+import { ToolFunctions } from "./tool-functions.js";
 
 /** Options of {@link loadGgufModel}. */
 export interface GgufLoadOptions {
@@ -16,15 +19,34 @@ export interface GgufLoadOptions {
   signal?: AbortSignal;
 }
 
-/** Maps OpenAI roles onto node-llama-cpp's chat history; the model's own chat template renders it. */
+/**
+ * Maps OpenAI roles onto node-llama-cpp's chat history; the model's own chat template renders it. An
+ * assistant message's tool calls become function calls with their results (the `tool` messages that answer
+ * them), and what the assistant says after the results continues the same model turn, as node-llama-cpp
+ * keeps a conversation with function calls. When the conversation ends with tool results, the answer
+ * continues that turn.
+ */
 export function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = [];
+  const results = new Map<string, string>();
+  for (const m of messages) if (m.role === "tool" && m.toolCallId) results.set(m.toolCallId, m.content);
+  // A model turn that made calls: the assistant's next words (after the tool messages) continue it.
+  let open: ChatModelResponse | undefined;
   for (const m of messages) {
+    if (m.role === "tool") continue;
+    if (m.role === "assistant") {
+      const response: ChatModelResponse["response"] = m.content ? [m.content] : [];
+      for (const c of m.toolCalls ?? []) response.push({ type: "functionCall", name: c.name, params: JSON.parse(c.arguments) as unknown, result: results.get(c.id) ?? "" });
+      if (open) open.response.push(...response);
+      else history.push((open = { type: "model", response }));
+      if (!m.toolCalls?.length) open = undefined;
+      continue;
+    }
+    open = undefined;
     if (m.role === "system" || m.role === "developer") history.push({ type: "system", text: m.content });
-    else if (m.role === "assistant") history.push({ type: "model", response: [m.content] });
     else history.push({ type: "user", text: m.content });
   }
-  history.push({ type: "model", response: [] });
+  if (!open) history.push({ type: "model", response: [] });
   return history;
 }
 
@@ -49,13 +71,25 @@ export async function loadGgufModel(llama: Llama, modelPath: string, options: Gg
 /** Text chunks decoded ahead of the reader before a sequence pauses its decoding. */
 const READ_AHEAD = 4;
 
-/** A context sequence with its chat, and what its decoding waits for before each next token. */
+/** A context sequence with its chats, and what its decoding waits for before each next token. */
 interface Slot {
   chat: LlamaChat;
+  /** The same sequence, with a chat wrapper whose answer must begin with a function call. */
+  forcedCallChat: LlamaChat;
   beforeNextToken: (() => Promise<void> | undefined) | undefined;
+  /** Counts a token decoded for the request being served. */
+  generated: (() => void) | undefined;
   /** True while its decoding waits for the reader to take text. */
   paused: boolean;
 }
+
+/** An OpenAI-style tool call id. */
+function newCallId(): string {
+  return `call_${randomBytes(18).toString("base64url").replace(/[-_]/g, "0")}`;
+}
+
+/** Errors node-llama-cpp throws when a function call it generated does not hold to its schema. */
+const CALL_VALIDATION_ERRORS = new Set(["LlamaFunctionCallValidationError", "LlamaJsonSchemaValidationError"]);
 
 /** A GGUF model loaded in this process, serving requests from a pool of context sequences. */
 export class GgufRuntime implements ModelRuntime {
@@ -63,6 +97,7 @@ export class GgufRuntime implements ModelRuntime {
   private readonly all: Slot[] = [];
   private closed = false;
   private readonly grammars: ResponseGrammars;
+  private readonly toolFunctions: ToolFunctions;
   readonly contextSize: number;
   readonly endpoint = "in-process";
 
@@ -72,15 +107,19 @@ export class GgufRuntime implements ModelRuntime {
   ) {
     this.contextSize = context.contextSize;
     this.grammars = new ResponseGrammars(model.llama);
+    this.toolFunctions = new ToolFunctions(model.llama);
     // Resolving the chat wrapper (rendering the model's Jinja template) is synchronous and
     // costs about a second: do it once per model and share it between sequences.
     let chatWrapper: LlamaChat["chatWrapper"] | undefined;
+    let forcedWrapper: LlamaChat["chatWrapper"] | undefined;
     const slots: Slot[] = [];
     for (let i = 0; i < context.totalSequences; i++) {
       const sequence = context.getSequence();
-      const slot: Slot = { chat: new LlamaChat({ contextSequence: sequence, chatWrapper }), beforeNextToken: undefined, paused: false };
-      chatWrapper ??= slot.chat.chatWrapper;
-      paceEvaluation(sequence, () => slot.beforeNextToken?.());
+      const chat = new LlamaChat({ contextSequence: sequence, chatWrapper });
+      chatWrapper ??= chat.chatWrapper;
+      forcedWrapper ??= forcedCallWrapper(chatWrapper);
+      const slot: Slot = { chat, forcedCallChat: new LlamaChat({ contextSequence: sequence, chatWrapper: forcedWrapper }), beforeNextToken: undefined, generated: undefined, paused: false };
+      paceEvaluation(sequence, { beforeNextToken: () => slot.beforeNextToken?.(), generated: () => slot.generated?.() });
       slots.push(slot);
     }
     this.all = slots;
@@ -92,14 +131,26 @@ export class GgufRuntime implements ModelRuntime {
     return this.all.filter((s) => s.paused).length;
   }
 
+  /** The functions the model may call for this request, or undefined when it may call none. */
+  private async functionsFor(input: ChatInput): Promise<ChatModelFunctions | undefined> {
+    if (!input.tools?.length || input.toolChoice === "none") return undefined;
+    if (input.responseFormat) {
+      throw new MakinaError("unsupported_parameter", "The GGUF runtime cannot hold an answer to 'response_format' while it may call tools: send one of them, or 'tool_choice': 'none'.", { param: "response_format" });
+    }
+    return this.toolFunctions.for(input.tools, input.toolChoice === "function" ? input.toolChoiceFunction : undefined);
+  }
+
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
     if (this.closed) throw new MakinaError("runtime_unavailable", "The model is being unloaded.", { retryAfterMs: 1000 });
+    // Checked before a sequence is taken: a refused request waits for nothing.
+    const functions = await this.functionsFor(input);
     const slot = await this.slots.acquire(options.signal);
-    const { chat } = slot;
+    const forced = functions !== undefined && (input.toolChoice === "required" || input.toolChoice === "function");
+    const chat = forced ? slot.forcedCallChat : slot.chat;
     const stop = new AbortController();
-    // Text decoded but not yet taken by the reader. Decoding pauses while READ_AHEAD chunks wait,
+    // Events decoded but not yet taken by the reader. Decoding pauses while READ_AHEAD of them wait,
     // so a reader that stops reading (a slow client, no credit) stops the decoder too.
-    const pending: string[] = [];
+    const pending: RuntimeEvent[] = [];
     let wakeDecoder: (() => void) | undefined;
     const resumeDecoder = () => {
       const wake = wakeDecoder;
@@ -120,7 +171,9 @@ export class GgufRuntime implements ModelRuntime {
     let generation: Promise<unknown> | undefined;
     try {
       const history = toChatHistory(input.messages);
-      const promptTokens = chat.chatWrapper.generateContextState({ chatHistory: history }).contextText.tokenize(this.model.tokenizer).length;
+      const promptTokens = chat.chatWrapper
+        .generateContextState({ chatHistory: history, ...(functions ? { availableFunctions: functions, documentFunctionParams: true } : {}) })
+        .contextText.tokenize(this.model.tokenizer).length;
       if (options.usage) options.usage.promptTokens = promptTokens;
       const room = this.contextSize - promptTokens;
       if (room < 1 || input.maxTokens > room) {
@@ -132,55 +185,80 @@ export class GgufRuntime implements ModelRuntime {
       }
       // A response format holds the model to JSON (or a schema) token by token: the answer cannot be anything else.
       const grammar = input.responseFormat ? await this.grammars.for(input.responseFormat) : undefined;
+      const calls = new ToolCallPieces((ev) => pending.push(ev));
       let completionTokens = 0;
       let outcome: { stopReason: string } | undefined;
       let failure: unknown;
       let wakeReader: (() => void) | undefined;
-      generation = chat
-        .generateResponse(history, {
-          maxTokens: input.maxTokens || room,
-          temperature: input.temperature,
-          topP: input.topP,
-          seed: input.seed,
-          repeatPenalty:
-            input.presencePenalty || input.frequencyPenalty ? { penalty: 1, presencePenalty: input.presencePenalty, frequencyPenalty: input.frequencyPenalty } : false,
-          customStopTriggers: input.stop.length ? input.stop : undefined,
-          grammar,
-          signal: stop.signal,
-          stopOnAbortSignal: true,
-          onToken: (tokens) => {
-            completionTokens += tokens.length;
-            if (options.usage) options.usage.completionTokens = completionTokens;
-          },
-          onTextChunk: (text) => {
-            pending.push(text);
-            wakeReader?.();
-          },
-        })
-        .then(
-          (r) => {
-            outcome = r.metadata;
-            wakeReader?.();
-          },
-          (err: unknown) => {
-            failure = err;
-            wakeReader?.();
-          },
-        );
+      const countTokens = (n: number) => {
+        completionTokens += n;
+        if (options.usage) options.usage.completionTokens = completionTokens;
+      };
+      // The tokens of the answer's text, or, when the model may call functions, every token it decodes (the
+      // calls' words are no text of the answer).
+      if (functions) slot.generated = () => countTokens(1);
+      const common = {
+        maxTokens: input.maxTokens || room,
+        temperature: input.temperature,
+        topP: input.topP,
+        seed: input.seed,
+        repeatPenalty: input.presencePenalty || input.frequencyPenalty ? { penalty: 1, presencePenalty: input.presencePenalty, frequencyPenalty: input.frequencyPenalty } : (false as const),
+        customStopTriggers: input.stop.length ? input.stop : undefined,
+        signal: stop.signal,
+        stopOnAbortSignal: true,
+        onToken: functions ? undefined : (tokens: readonly unknown[]) => countTokens(tokens.length),
+        onTextChunk: (text: string) => {
+          pending.push({ type: "text", text });
+          wakeReader?.();
+        },
+      };
+      generation = (
+        functions
+          ? chat.generateResponse(history, {
+              ...common,
+              functions,
+              documentFunctionParams: true,
+              ...(input.parallelToolCalls === false ? { maxParallelFunctionCalls: 1 } : {}),
+              onFunctionCallParamsChunk: (c) => {
+                calls.piece(c.callIndex, c.functionName, c.paramsChunk);
+                wakeReader?.();
+              },
+              onFunctionCall: (c) => {
+                calls.called(c.functionName, c.params);
+                wakeReader?.();
+              },
+            })
+          : chat.generateResponse(history, { ...common, grammar })
+      ).then(
+        (r) => {
+          outcome = r.metadata;
+          wakeReader?.();
+        },
+        (err: unknown) => {
+          failure = err;
+          wakeReader?.();
+        },
+      );
       for (;;) {
         if (pending.length) {
-          const text = pending.splice(0).join("");
+          const events = mergePieces(pending.splice(0));
           resumeDecoder();
-          yield { type: "text", text };
+          yield* events;
           continue;
         }
-        if (failure !== undefined) throw MakinaError.from(failure);
+        if (failure !== undefined) {
+          if (failure instanceof Error && CALL_VALIDATION_ERRORS.has(failure.constructor.name)) {
+            throw new MakinaError("internal_error", `The model's tool call did not hold to the function's schema: ${failure.message.slice(0, 300)}`, { cause: failure });
+          }
+          throw MakinaError.from(failure);
+        }
         if (outcome) break;
         await new Promise<void>((resolve) => (wakeReader = resolve));
         wakeReader = undefined;
       }
       if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
-      yield { type: "end", finishReason: outcome.stopReason === "maxTokens" ? "length" : "stop", usage: { promptTokens, completionTokens } };
+      const finishReason = outcome.stopReason === "functionCalls" ? "tool_calls" : outcome.stopReason === "maxTokens" ? "length" : "stop";
+      yield { type: "end", finishReason, usage: { promptTokens, completionTokens } };
     } finally {
       options.signal?.removeEventListener("abort", onAbort);
       stop.abort();
@@ -188,6 +266,7 @@ export class GgufRuntime implements ModelRuntime {
       // The sequence is handed to the next request only once this generation has fully stopped.
       await generation;
       slot.beforeNextToken = undefined;
+      slot.generated = undefined;
       this.slots.release(slot);
     }
   }
@@ -197,5 +276,51 @@ export class GgufRuntime implements ModelRuntime {
     this.closed = true;
     await this.context.dispose();
     await this.model.dispose();
+  }
+}
+
+/** Consecutive text events as one, consecutive pieces of one tool call as one: fewer chunks on the link. */
+function mergePieces(events: RuntimeEvent[]): RuntimeEvent[] {
+  const out: RuntimeEvent[] = [];
+  for (const ev of events) {
+    const last = out[out.length - 1];
+    if (last?.type === "text" && ev.type === "text") out[out.length - 1] = { type: "text", text: last.text + ev.text };
+    else if (last?.type === "toolCall" && ev.type === "toolCall" && ev.index === last.index && !ev.id) out[out.length - 1] = { ...last, arguments: last.arguments + ev.arguments };
+    else out.push(ev);
+  }
+  return out;
+}
+
+/**
+ * Turns node-llama-cpp's function calls into the link's tool-call pieces: the first piece of each call
+ * carries a new `call_` id and the function's name, the next ones the arguments' JSON text as the model
+ * writes it. Whitespace the grammar lets the model write after the JSON is held back until something
+ * follows it, so the arguments never end in it; a function without parameters gets "{}".
+ */
+class ToolCallPieces {
+  /** Per call: whitespace held back. */
+  private readonly calls: { held: string }[] = [];
+  private completed = 0;
+
+  constructor(private readonly emit: (ev: RuntimeEvent) => void) {}
+
+  piece(index: number, name: string, chunk: string): void {
+    let call = this.calls[index];
+    const first = call === undefined;
+    call ??= this.calls[index] = { held: "" };
+    let text = call.held + chunk;
+    if (first) text = text.trimStart();
+    const kept = text.trimEnd();
+    call.held = text.slice(kept.length);
+    if (first) this.emit({ type: "toolCall", index, id: newCallId(), name, arguments: kept });
+    else if (kept) this.emit({ type: "toolCall", index, id: "", name: "", arguments: kept });
+  }
+
+  /** A call is complete; one whose arguments came in no piece (a function without parameters) is sent whole. */
+  called(name: string, params: unknown): void {
+    const index = this.completed++;
+    if (this.calls[index]) return;
+    this.calls[index] = { held: "" };
+    this.emit({ type: "toolCall", index, id: newCallId(), name, arguments: params === undefined ? "{}" : JSON.stringify(params) });
   }
 }

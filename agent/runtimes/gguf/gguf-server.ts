@@ -62,11 +62,11 @@ async function serve(socket: Socket): Promise<void> {
   const usage = { promptTokens: 0, completionTokens: 0 };
   try {
     for await (const ev of runtime.chat(first.value.input, { signal: controller.signal, usage })) {
-      if (ev.type === "text") {
-        await gate.take(controller.signal);
-        writeFrame(socket, { type: "text", text: ev.text, ...usage });
+      if (ev.type === "end") {
+        writeFrame(socket, { type: "end", finishReason: ev.finishReason === "canceled" ? "stop" : ev.finishReason, ...ev.usage });
       } else {
-        writeFrame(socket, { type: "end", finishReason: ev.finishReason === "length" ? "length" : "stop", ...ev.usage });
+        await gate.take(controller.signal);
+        writeFrame(socket, { ...ev, ...usage });
       }
     }
   } catch (err) {

@@ -10,36 +10,38 @@ const SUPPORTED = new Set([
 ]);
 const ANNOTATIONS = new Set(["title", "$schema", "$id", "$comment", "examples", "default"]);
 
-const refuse = (path: string, message: string) => new MakinaError("invalid_value", `Invalid schema at ${path}: ${message}`, { param: "response_format.json_schema.schema" });
+const RESPONSE_SCHEMA = "response_format.json_schema.schema";
+
+const refuse = (path: string, message: string, param = RESPONSE_SCHEMA) => new MakinaError("invalid_value", `Invalid schema at ${path}: ${message}`, { param });
 
 /**
  * OpenAI's JSON schema in the dialect node-llama-cpp turns into a grammar: `anyOf` becomes `oneOf`,
  * `definitions` becomes `$defs`, annotations go, and an object's `additionalProperties` is false unless the
  * schema says otherwise (as OpenAI's strict mode requires). A keyword the grammar cannot enforce (`pattern`,
- * `minimum`, `allOf`…) is refused with 400 `invalid_value`, never silently dropped.
+ * `minimum`, `allOf`…) is refused with 400 `invalid_value` naming `param`, never silently dropped.
  */
-export function toGrammarSchema(schema: unknown, path = "schema"): GbnfJsonSchema {
+export function toGrammarSchema(schema: unknown, path = "schema", param = RESPONSE_SCHEMA): GbnfJsonSchema {
   if (typeof schema === "boolean") {
     if (schema) return { type: ["string", "number", "boolean", "null"] } as GbnfJsonSchema;
-    throw refuse(path, "`false` matches nothing.");
+    throw refuse(path, "`false` matches nothing.", param);
   }
-  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) throw refuse(path, "expected an object.");
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) throw refuse(path, "expected an object.", param);
   const split = splitByType(schema as Record<string, unknown>);
-  if (split) return toGrammarSchema(split, path);
+  if (split) return toGrammarSchema(split, path, param);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(schema)) {
-    if (!SUPPORTED.has(k)) throw refuse(path, `the keyword '${k}' cannot be enforced by this model's runtime.`);
+    if (!SUPPORTED.has(k)) throw refuse(path, `the keyword '${k}' cannot be enforced by this model's runtime.`, param);
     if (ANNOTATIONS.has(k)) continue;
     if (k === "properties" || k === "$defs" || k === "definitions") {
-      if (typeof v !== "object" || v === null || Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an object.");
-      out[k === "definitions" ? "$defs" : k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, toGrammarSchema(sub, `${path}.${k}.${name}`)]));
+      if (typeof v !== "object" || v === null || Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an object.", param);
+      out[k === "definitions" ? "$defs" : k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, toGrammarSchema(sub, `${path}.${k}.${name}`, param)]));
     } else if (k === "items" || (k === "additionalProperties" && typeof v === "object")) {
-      out[k] = toGrammarSchema(v, `${path}.${k}`);
+      out[k] = toGrammarSchema(v, `${path}.${k}`, param);
     } else if (k === "prefixItems" || k === "oneOf" || k === "anyOf") {
-      if (!Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an array.");
-      out[k === "anyOf" ? "oneOf" : k] = v.map((sub, i) => toGrammarSchema(sub, `${path}.${k}[${i}]`));
+      if (!Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an array.", param);
+      out[k === "anyOf" ? "oneOf" : k] = v.map((sub, i) => toGrammarSchema(sub, `${path}.${k}[${i}]`, param));
     } else if (k === "$ref") {
-      if (typeof v !== "string" || !/^#\/(\$defs|definitions)\/[^/]+$/.test(v)) throw refuse(`${path}.$ref`, "only references to #/$defs/NAME are supported.");
+      if (typeof v !== "string" || !/^#\/(\$defs|definitions)\/[^/]+$/.test(v)) throw refuse(`${path}.$ref`, "only references to #/$defs/NAME are supported.", param);
       out.$ref = v.replace("#/definitions/", "#/$defs/");
     } else {
       out[k] = v;

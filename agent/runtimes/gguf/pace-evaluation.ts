@@ -9,20 +9,29 @@ import type { LlamaContextSequence, Token } from "node-llama-cpp";
  * decodes the next token only when asked. This wraps that generator so that
  * before each next token it awaits `beforeNextToken()`: while that promise is
  * pending the sequence decodes nothing (the context's other sequences go on).
+ * It also counts every token decoded, the words of a function call included
+ * (LlamaChat's `onToken` reports only the text of the answer).
  */
-export function paceEvaluation(sequence: LlamaContextSequence, beforeNextToken: () => Promise<void> | void): void {
+export function paceEvaluation(sequence: LlamaContextSequence, hooks: PaceHooks): void {
   const evaluate = sequence.evaluate.bind(sequence);
-  sequence.evaluate = (tokens, options) => paced(evaluate(tokens, options), beforeNextToken);
+  sequence.evaluate = (tokens, options) => paced(evaluate(tokens, options), hooks);
+}
+
+/** What a paced sequence calls: `generated` for every token it decodes, `beforeNextToken` before decoding the next. */
+export interface PaceHooks {
+  generated: () => void;
+  beforeNextToken: () => Promise<void> | void;
 }
 
 type Evaluation = AsyncGenerator<Token, void, void | Token | Token[]>;
 
-async function* paced(inner: Evaluation, beforeNextToken: () => Promise<void> | void): Evaluation {
+async function* paced(inner: Evaluation, hooks: PaceHooks): Evaluation {
   try {
     let step = await inner.next();
     while (!step.done) {
+      hooks.generated();
       const replacement = yield step.value;
-      await beforeNextToken();
+      await hooks.beforeNextToken();
       step = await inner.next(replacement);
     }
   } finally {

@@ -19,8 +19,15 @@ export interface OpenAiServerOptions {
   onClose?: () => void;
 }
 
+/** A tool call as OpenAI-compatible servers write it: whole in an answer, in pieces in a stream. */
+interface UpstreamToolCall {
+  index?: number;
+  id?: string;
+  function?: { name?: string; arguments?: string };
+}
+
 interface Chunk {
-  choices?: { delta?: { content?: string | null }; message?: { content?: string | null }; finish_reason?: string | null }[];
+  choices?: { delta?: { content?: string | null; tool_calls?: UpstreamToolCall[] }; message?: { content?: string | null; tool_calls?: UpstreamToolCall[] }; finish_reason?: string | null }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
   error?: { message?: string };
 }
@@ -52,7 +59,8 @@ export class OpenAiServerRuntime implements ModelRuntime {
     }
     const body = {
       model: this.o.model,
-      messages: input.messages,
+      messages: input.tools?.length || input.messages.some((m) => m.toolCalls?.length || m.toolCallId) ? upstreamMessages(input.messages) : input.messages,
+      ...(input.tools?.length ? upstreamTools(input) : {}),
       temperature: input.temperature,
       top_p: input.topP,
       ...(input.maxTokens ? { max_tokens: input.maxTokens } : {}),
@@ -92,11 +100,13 @@ export class OpenAiServerRuntime implements ModelRuntime {
         if (reply.error) throw new MakinaError("runtime_unavailable", `The runtime failed: ${reply.error.message ?? "unknown error"}`);
         const choice = reply.choices?.[0];
         const text = choice?.message?.content ?? "";
+        const calls = choice?.message?.tool_calls ?? [];
         promptTokens = reply.usage?.prompt_tokens ?? 0;
-        completionTokens = reply.usage?.completion_tokens ?? (text ? 1 : 0);
+        completionTokens = reply.usage?.completion_tokens ?? (text || calls.length ? 1 : 0);
         finish = choice?.finish_reason ?? "stop";
         if (options.usage) Object.assign(options.usage, { promptTokens, completionTokens });
         if (text) yield { type: "text", text };
+        for (const [i, c] of calls.entries()) yield toolCallEvent(c, i);
       } else {
         let reported = false;
         for await (const data of sseData(res)) {
@@ -116,6 +126,10 @@ export class OpenAiServerRuntime implements ModelRuntime {
             if (options.usage) Object.assign(options.usage, { promptTokens, completionTokens });
             yield { type: "text", text };
           }
+          for (const c of choice?.delta?.tool_calls ?? []) {
+            if (!chunk.usage && !reported) completionTokens++;
+            yield toolCallEvent(c, c.index ?? 0);
+          }
           if (choice?.finish_reason) finish = choice.finish_reason;
         }
       }
@@ -127,7 +141,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
       if (!res.complete) res.destroy();
     }
     if (options.usage) Object.assign(options.usage, { promptTokens, completionTokens });
-    yield { type: "end", finishReason: finish === "length" ? "length" : "stop", usage: { promptTokens, completionTokens } };
+    yield { type: "end", finishReason: finish === "length" || finish === "tool_calls" ? finish : "stop", usage: { promptTokens, completionTokens } };
   }
 
   private closed = false;
@@ -144,4 +158,30 @@ export class OpenAiServerRuntime implements ModelRuntime {
 function upstreamResponseFormat(format: ResponseFormat): Record<string, unknown> {
   if (format.type === "json_object") return { type: "json_object" };
   return { type: "json_schema", json_schema: { name: format.name, schema: JSON.parse(format.schemaJson) as unknown, strict: format.strict } };
+}
+
+/** A conversation with tool calls as OpenAI-compatible servers take it. */
+function upstreamMessages(messages: ChatInput["messages"]): Record<string, unknown>[] {
+  return messages.map((m) => {
+    if (m.toolCallId) return { role: m.role, content: m.content, tool_call_id: m.toolCallId };
+    if (m.toolCalls?.length) {
+      return { role: m.role, content: m.content || null, tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })) };
+    }
+    return { role: m.role, content: m.content };
+  });
+}
+
+/** `tools`, `tool_choice` and `parallel_tool_calls` as the client sent them: the server calls the tools itself. */
+function upstreamTools(input: ChatInput): Record<string, unknown> {
+  const tools = (input.tools ?? []).map((t) => ({
+    type: "function",
+    function: { name: t.name, ...(t.description ? { description: t.description } : {}), ...(t.parametersJson ? { parameters: JSON.parse(t.parametersJson) as unknown } : {}), ...(t.strict ? { strict: true } : {}) },
+  }));
+  const choice = input.toolChoice === "function" ? { type: "function", function: { name: input.toolChoiceFunction } } : input.toolChoice;
+  return { tools, ...(choice ? { tool_choice: choice } : {}), ...(input.parallelToolCalls !== undefined ? { parallel_tool_calls: input.parallelToolCalls } : {}) };
+}
+
+/** A tool call (or a piece of one) from the server as the link's event. */
+function toolCallEvent(c: UpstreamToolCall, index: number): RuntimeEvent {
+  return { type: "toolCall", index, id: c.id ?? "", name: c.function?.name ?? "", arguments: c.function?.arguments ?? "" };
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { MakinaError, RUNTIME_CAPABILITIES, type Logger, type TokenEvent } from "../../../proto/index.js";
+import { honouredParameters, MakinaError, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
 import { authenticateApiKey } from "../../keys/index.js";
 import type { AgentRegistry } from "../../link/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
@@ -88,10 +88,12 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
     request.model = routed;
     outcome.model = routed;
   }
-  const capable = allowed.filter((st) => request.needs.every((p) => RUNTIME_CAPABILITIES[st.runtime].includes(p)));
+  const capable = allowed.filter((st) => request.needs.every((p) => honouredParameters(st.runtime, st.harness).includes(p)));
   if (capable.length === 0) {
-    const param = request.needs.find((p) => !RUNTIME_CAPABILITIES[allowed[0]!.runtime].includes(p))!;
-    throw new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${allowed[0]!.runtime} runtime serving \`${request.model}\`.`, { param });
+    const first = allowed[0]!;
+    const param = request.needs.find((p) => !honouredParameters(first.runtime, first.harness).includes(p))!;
+    const hint = first.runtime === "gguf" && (param === "tools" || param === "tool_choice") ? " (a GGUF stack calls tools with the 'tools' harness)" : "";
+    throw new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${first.runtime} runtime serving \`${request.model}\`${hint}.`, { param });
   }
   const { stack, session } = pickTarget(deps.registry, capable);
   if (request.maxTokens !== null && stack.contextSize !== null && request.maxTokens > stack.contextSize) {
@@ -125,6 +127,7 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
         stream: request.stream,
         ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
         unset: request.unset,
+        ...(request.tools ?? {}),
       },
       {
         signal: controller.signal,
@@ -152,6 +155,13 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   }
 }
 
+/** A streamed tool-call piece as the vendor's delta: its first piece says the call's id, type and function name. */
+function toolCallDelta(d: ToolCallDelta): string {
+  const args = JSON.stringify(d.arguments);
+  const call = d.id ? `{"index":${d.index},"id":${JSON.stringify(d.id)},"type":"function","function":{"name":${JSON.stringify(d.name)},"arguments":${args}}}` : `{"index":${d.index},"function":{"arguments":${args}}}`;
+  return `{"tool_calls":[${call}]}`;
+}
+
 function setHeaders(res: ServerResponse, headers: Record<string, string>): void {
   for (const name in headers) res.setHeader(name, headers[name]!);
 }
@@ -166,18 +176,25 @@ async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>,
   const timer = setTimeout(() => controller.abort(new MakinaError("timeout", "The request took too long to complete.")), timeoutMs);
   try {
     let content = "";
+    const calls: { id: string; type: "function"; function: { name: string; arguments: string } }[] = [];
     for await (const ev of events) {
       if (ev.type === "text") {
         content += ev.text;
         continue;
       }
+      if (ev.type === "toolCall") {
+        const call = (calls[ev.index] ??= { id: ev.id, type: "function", function: { name: ev.name, arguments: "" } });
+        call.function.arguments += ev.arguments;
+        continue;
+      }
       const { promptTokens, completionTokens } = ev.usage;
+      const message = calls.length ? { role: "assistant", content: content || null, refusal: null, tool_calls: calls.filter(Boolean) } : { role: "assistant", content, refusal: null };
       sendJson(res, 200, {
         id: meta.id,
         object: "chat.completion",
         created: meta.created,
         model: meta.model,
-        choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: ev.finishReason }],
+        choices: [{ index: 0, message, logprobs: null, finish_reason: ev.finishReason }],
         usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
       });
     }
@@ -204,6 +221,8 @@ async function stream(res: ServerResponse, events: AsyncGenerator<TokenEvent>, m
       const value = ev.value;
       if (value.type === "text") {
         if (value.text !== "" && !(await sse.send(chunk(`{"content":${JSON.stringify(value.text)}}`, null)))) return;
+      } else if (value.type === "toolCall") {
+        if (!(await sse.send(chunk(toolCallDelta(value), null)))) return;
       } else {
         if (!(await sse.send(chunk("{}", value.finishReason)))) return;
         if (request.includeUsage) {

@@ -1,4 +1,5 @@
 import { MakinaError, type ChatMessage, type ResponseFormat } from "../../../proto/index.js";
+import { checkToolTurns, messageToolCalls, validateTools, type ToolsRequest } from "./validate-tools.js";
 
 /** A validated chat-completions request, in the gateway's terms. */
 export interface ChatRequest {
@@ -19,6 +20,8 @@ export interface ChatRequest {
   responseFormat: ResponseFormat | undefined;
   /** Sampling parameters the client left unset (`temperature`, `top_p`): a harness may set its own. */
   unset: string[];
+  /** `tools`, `tool_choice`, `parallel_tool_calls`; undefined when the request brings no tools. */
+  tools: ToolsRequest | undefined;
   /**
    * Parameters given with a value that changes the output beyond the basics
    * (for example `presence_penalty: 0.5`, `n: 2`). The stack's runtime must
@@ -206,10 +209,14 @@ function validateMessages(value: unknown): ChatMessage[] {
       throw invalid(`messages[${i}].role`, `Invalid value for 'messages[${i}].role': expected one of 'system', 'developer', 'user', 'assistant', 'tool'.`);
     }
     if (m.name !== undefined && m.name !== null) string(256)(m.name, `messages[${i}].name`);
-    if (m.role === "tool" && typeof m.tool_call_id !== "string") {
-      throw new MakinaError("missing_required_parameter", `Missing required parameter: 'messages[${i}].tool_call_id'.`, { param: `messages[${i}].tool_call_id` });
+    if (m.role === "tool") {
+      if (typeof m.tool_call_id !== "string") throw new MakinaError("missing_required_parameter", `Missing required parameter: 'messages[${i}].tool_call_id'.`, { param: `messages[${i}].tool_call_id` });
+      return { role: m.role, content: messageContent(m, i), toolCallId: m.tool_call_id };
     }
-    if (m.role === "assistant" && m.tool_calls !== undefined && m.tool_calls !== null) array(m.tool_calls, `messages[${i}].tool_calls`);
+    if (m.role === "assistant" && m.tool_calls !== undefined && m.tool_calls !== null) {
+      const toolCalls = messageToolCalls(m.tool_calls, i);
+      if (toolCalls.length) return { role: m.role, content: messageContent(m, i), toolCalls };
+    }
     return { role: m.role, content: messageContent(m, i) };
   });
 }
@@ -241,6 +248,8 @@ export function validateChatRequest(body: unknown, limits: ChatLimits = { maxSto
     throw invalid("model", `Invalid type for 'model': expected a non-empty string of at most 256 characters, but got ${describe(body.model)}.`);
   }
   const messages = validateMessages(body.messages);
+  const tools = validateTools(body);
+  checkToolTurns(messages);
 
   const stream = optional(body, "stream", boolean, false);
   let includeUsage = false;
@@ -285,6 +294,7 @@ export function validateChatRequest(body: unknown, limits: ChatLimits = { maxSto
     presencePenalty: (body.presence_penalty as number | null | undefined) ?? 0,
     frequencyPenalty: (body.frequency_penalty as number | null | undefined) ?? 0,
     unset: (["temperature", "top_p"] as const).filter((k) => body[k] === undefined || body[k] === null),
+    tools,
     responseFormat: body.response_format === undefined || body.response_format === null ? undefined : responseFormat(body.response_format, "response_format"),
     needs,
   };
