@@ -1,27 +1,18 @@
 import type { LayerOptionValue } from "../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../runtimes/model-runtime.js";
+import { RuntimeLayer } from "./runtime-layer.js";
 
 /**
  * The `system-prompt` harness: a configured system prompt, used when a request brings no system (or developer)
  * message of its own, and default sampling parameters (`temperature`, `top_p`, `max_tokens`) for the requests
  * that set none. Everything else goes to the runtime as it came.
  */
-export class SystemPromptHarness implements ModelRuntime {
+export class SystemPromptHarness extends RuntimeLayer {
   constructor(
-    private readonly runtime: ModelRuntime,
+    runtime: ModelRuntime,
     private readonly options: Record<string, LayerOptionValue>,
-  ) {}
-
-  get contextSize(): number {
-    return this.runtime.contextSize;
-  }
-
-  get endpoint(): string {
-    return this.runtime.endpoint;
-  }
-
-  get pid(): number | undefined {
-    return this.runtime.pid;
+  ) {
+    super(runtime);
   }
 
   /** What the runtime is asked: the request, with the harness's prompt and defaults where it set none. */
@@ -40,9 +31,5 @@ export class SystemPromptHarness implements ModelRuntime {
 
   chat(input: ChatInput, options?: ChatOptions): AsyncIterable<RuntimeEvent> {
     return this.runtime.chat(this.apply(input), options);
-  }
-
-  close(): Promise<void> {
-    return this.runtime.close();
   }
 }

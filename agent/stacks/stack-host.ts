@@ -140,7 +140,7 @@ export class StackHost {
       case "configureEndpoint": {
         const { runtime: kind, modelRef, modelId } = step;
         const adapter = this.adapter(kind);
-        const withLayers = layersFor(step.harness, step.harnessOptionsJson);
+        const withLayers = layersFor(step);
         const model = pulledByRuntime(kind, modelRef) ? null : await this.deps.models.pull(modelRef, { signal });
         const current = this.runtimes.get(stackId);
         const existing = this.hosted.get(stackId);

@@ -446,6 +446,10 @@ export interface ConfigureEndpoint {
   harness: string;
   /** Its options, as a JSON object; empty for none. */
   harnessOptionsJson: string;
+  /** The stack's orchestrator layer (e.g. "refine"); empty for none. */
+  orchestrator: string;
+  /** Its options, as a JSON object; empty for none. */
+  orchestratorOptionsJson: string;
 }
 
 /** Stop serving a stack and unload its model. */
@@ -4720,7 +4724,15 @@ export const PullModel: MessageFns<PullModel> = {
 };
 
 function createBaseConfigureEndpoint(): ConfigureEndpoint {
-  return { runtime: "", modelRef: "", modelId: "", harness: "", harnessOptionsJson: "" };
+  return {
+    runtime: "",
+    modelRef: "",
+    modelId: "",
+    harness: "",
+    harnessOptionsJson: "",
+    orchestrator: "",
+    orchestratorOptionsJson: "",
+  };
 }
 
 export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
@@ -4739,6 +4751,12 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     }
     if (message.harnessOptionsJson !== "") {
       writer.uint32(42).string(message.harnessOptionsJson);
+    }
+    if (message.orchestrator !== "") {
+      writer.uint32(50).string(message.orchestrator);
+    }
+    if (message.orchestratorOptionsJson !== "") {
+      writer.uint32(58).string(message.orchestratorOptionsJson);
     }
     return writer;
   },
@@ -4796,6 +4814,22 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
             message.harnessOptionsJson = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.orchestrator = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.orchestratorOptionsJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4827,6 +4861,12 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
         : isSet(object.harness_options_json)
         ? globalThis.String(object.harness_options_json)
         : "",
+      orchestrator: isSet(object.orchestrator) ? globalThis.String(object.orchestrator) : "",
+      orchestratorOptionsJson: isSet(object.orchestratorOptionsJson)
+        ? globalThis.String(object.orchestratorOptionsJson)
+        : isSet(object.orchestrator_options_json)
+        ? globalThis.String(object.orchestrator_options_json)
+        : "",
     };
   },
 
@@ -4847,6 +4887,12 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     if (message.harnessOptionsJson !== "") {
       obj.harnessOptionsJson = message.harnessOptionsJson;
     }
+    if (message.orchestrator !== "") {
+      obj.orchestrator = message.orchestrator;
+    }
+    if (message.orchestratorOptionsJson !== "") {
+      obj.orchestratorOptionsJson = message.orchestratorOptionsJson;
+    }
     return obj;
   },
 
@@ -4860,6 +4906,8 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     message.modelId = object.modelId ?? "";
     message.harness = object.harness ?? "";
     message.harnessOptionsJson = object.harnessOptionsJson ?? "";
+    message.orchestrator = object.orchestrator ?? "";
+    message.orchestratorOptionsJson = object.orchestratorOptionsJson ?? "";
     return message;
   },
 };

@@ -179,7 +179,7 @@ export interface StackMetrics {
 export type DeployStep =
   | { kind: "installRuntime"; runtime: string }
   | { kind: "pullModel"; ref: string; sha256: string; runtime: string }
-  | { kind: "configureEndpoint"; runtime: string; modelRef: string; modelId: string; harness: string; harnessOptionsJson: string }
+  | { kind: "configureEndpoint"; runtime: string; modelRef: string; modelId: string; harness: string; harnessOptionsJson: string; orchestrator: string; orchestratorOptionsJson: string }
   | { kind: "removeStack" };
 
 /** Progress of a running step. */

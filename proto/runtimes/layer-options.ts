@@ -48,7 +48,32 @@ export const LAYER_OPTIONS: Readonly<Record<string, Readonly<Record<string, Laye
     },
     default: { type: "string", maxLength: 256, describe: "The model id that answers when no rule matches [default: this stack's own]" },
   },
+  refine: {
+    rounds: { type: "integer", min: 1, max: 4, describe: "Critique-and-revise rounds after the draft [default: 1]" },
+    critique_prompt: { type: "string", maxLength: 8192, describe: "What the model is asked to critique the draft with [default: a request for the draft's errors and omissions]" },
+    revise_prompt: { type: "string", maxLength: 8192, describe: "What the model is asked to revise the draft with [default: a request for an improved answer that heeds the critique]" },
+  },
+  vote: {
+    samples: { type: "integer", min: 2, max: 8, describe: "Answers sampled; the one most consistent with the others wins [default: 3]" },
+    temperature: { type: "number", min: 0, max: 2, describe: "Sampling temperature of the samples when the request sets none [default: 0.8]" },
+  },
 });
+
+/** Refine's rounds when its options set none. */
+export const DEFAULT_REFINE_ROUNDS = 1;
+/** Vote's samples when its options set none. */
+export const DEFAULT_VOTE_SAMPLES = 3;
+
+/**
+ * How many times an orchestrator runs its model for one request (1 without one): refine drafts once and
+ * critiques and revises each round; vote samples. The relay allows for that many steps when it estimates a
+ * request's tokens and checks the usage a machine reports.
+ */
+export function orchestratorSteps(orchestrator: string | null, options: Record<string, LayerOptionValue>): number {
+  if (orchestrator === "refine") return 1 + 2 * (typeof options.rounds === "number" ? options.rounds : DEFAULT_REFINE_ROUNDS);
+  if (orchestrator === "vote") return typeof options.samples === "number" ? options.samples : DEFAULT_VOTE_SAMPLES;
+  return 1;
+}
 
 const ROUTE_KEYS = new Set(["model", "min_chars", "max_chars", "pattern", "tools"]);
 

@@ -25,9 +25,13 @@ export const HARNESS_CAPABILITIES: Readonly<Record<string, Partial<Record<Runtim
   tools: { gguf: [...RUNTIME_CAPABILITIES.gguf, "tools", "tool_choice"] },
 });
 
-/** The request parameters (beyond the basics) a stack of this runtime and harness honours. */
-export function honouredParameters(runtime: RuntimeKind, harness: string | null): readonly string[] {
-  return (harness ? HARNESS_CAPABILITIES[harness]?.[runtime] : undefined) ?? RUNTIME_CAPABILITIES[runtime];
+/** What an orchestrator takes away: tools belong to one run of the model, and an orchestrator runs it several times. */
+const ORCHESTRATED_EXCLUDES: readonly string[] = ["tools", "tool_choice"];
+
+/** The request parameters (beyond the basics) a stack of this runtime and layers honours. */
+export function honouredParameters(runtime: RuntimeKind, harness: string | null, orchestrator: string | null = null): readonly string[] {
+  const list = (harness ? HARNESS_CAPABILITIES[harness]?.[runtime] : undefined) ?? RUNTIME_CAPABILITIES[runtime];
+  return orchestrator ? list.filter((p) => !ORCHESTRATED_EXCLUDES.includes(p)) : list;
 }
 
 /** Harness kinds a stack can name (prompt routing / tool wrapper layers). */
@@ -44,10 +48,11 @@ export const ORCHESTRATOR_KINDS = ["refine", "vote"] as const;
  * sees the organization's other models; the `tools` harness calls tools on GGUF
  * (node-llama-cpp's function calling) and passes them through to vLLM and
  * OpenAI-compatible servers, which call them natively (MLX's server does not).
+ * The orchestrators run on the agent around any runtime, calling it once per step.
  */
 export const RUNTIME_LAYERS: Readonly<Record<RuntimeKind, { harness: readonly string[]; orchestrator: readonly string[] }>> = Object.freeze({
-  gguf: { harness: ["system-prompt", "tools", "router"], orchestrator: [] },
-  vllm: { harness: ["system-prompt", "tools", "router"], orchestrator: [] },
-  mlx: { harness: ["system-prompt", "router"], orchestrator: [] },
-  openai: { harness: ["system-prompt", "tools", "router"], orchestrator: [] },
+  gguf: { harness: ["system-prompt", "tools", "router"], orchestrator: ["refine", "vote"] },
+  vllm: { harness: ["system-prompt", "tools", "router"], orchestrator: ["refine", "vote"] },
+  mlx: { harness: ["system-prompt", "router"], orchestrator: ["refine", "vote"] },
+  openai: { harness: ["system-prompt", "tools", "router"], orchestrator: ["refine", "vote"] },
 });

@@ -1,4 +1,4 @@
-import { MakinaError, parseHfRef, validateLayerOptions } from "../../proto/index.js";
+import { MakinaError, parseHfRef, validateLayerOptions, type LayerOptionValue } from "../../proto/index.js";
 import type { Deployer } from "../deploy/index.js";
 import { checkNewPassword } from "../auth/index.js";
 import type { EventBus } from "../events/index.js";
@@ -21,6 +21,8 @@ export interface StackInput {
   harness?: string | null;
   /** The harness's options (`LAYER_OPTIONS` of its kind). */
   harnessOptions?: unknown;
+  /** The orchestrator's options, checked against its kind. */
+  orchestratorOptions?: unknown;
   orchestrator?: string | null;
   endpoint?: boolean;
 }
@@ -130,10 +132,8 @@ export class ControlPlane {
     const modelRef = requireString(input.model, "model");
     if (modelRef.startsWith("hf:")) parseHfRef(modelRef);
     const modelSha256 = optionalSha256(input.modelSha256);
-    const harnessOptions = input.harness ? validateLayerOptions(input.harness, input.harnessOptions, "harness_options") : {};
-    if (!input.harness && input.harnessOptions !== undefined && input.harnessOptions !== null && Object.keys(input.harnessOptions as object).length) {
-      throw new MakinaError("invalid_value", "'harness_options' needs a 'harness'.", { param: "harness_options" });
-    }
+    const harnessOptions = layerOptions(input.harness, input.harnessOptions, "harness");
+    const orchestratorOptions = layerOptions(input.orchestrator, input.orchestratorOptions, "orchestrator");
     const modelId = input.modelId === undefined || input.modelId === null || input.modelId === "" ? defaultModelId(modelRef) : requireString(input.modelId, "model_id");
     const name = requireString(input.name, "name");
     await this.refuseIfIncompatible(machine, runtime, modelRef, input);
@@ -148,6 +148,7 @@ export class ControlPlane {
       harness: input.harness ?? null,
       harnessOptions,
       orchestrator: input.orchestrator ?? null,
+      orchestratorOptions,
       hasEndpoint: input.endpoint ?? true,
     });
     this.events.emit({ type: "stack", orgId: org.id, stackId: stack.id });
@@ -320,4 +321,14 @@ function optionalSha256(value: unknown): string | null {
 export function defaultModelId(modelRef: string): string {
   const last = modelRef.split(/[\\/]/).pop() ?? modelRef;
   return last.replace(/\.gguf$/i, "").replace(/^hf:/, "") || modelRef;
+}
+
+/** A layer's options, checked against its kind; options without a layer are refused. */
+function layerOptions(kind: string | null | undefined, options: unknown, layer: "harness" | "orchestrator"): Record<string, LayerOptionValue> {
+  const param = `${layer}_options`;
+  if (kind) return validateLayerOptions(kind, options, param);
+  if (options !== undefined && options !== null && typeof options === "object" && Object.keys(options).length) {
+    throw new MakinaError("invalid_value", `'${param}' needs a '${layer}'.`, { param });
+  }
+  return {};
 }

@@ -112,6 +112,8 @@ export class Deployer {
         modelId: stack.modelId,
         harness: stack.harness ?? "",
         harnessOptionsJson: stack.harness ? JSON.stringify(stack.harnessOptions) : "",
+        orchestrator: stack.orchestrator ?? "",
+        orchestratorOptionsJson: stack.orchestrator ? JSON.stringify(stack.orchestratorOptions) : "",
       },
     ];
     let contextSize: number | null = null;

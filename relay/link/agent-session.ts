@@ -30,6 +30,11 @@ export interface InferOptions {
    * before it stopped), or with `null` when the link was lost and nobody knows.
    */
   onUsage?: (usage: Usage | null) => void;
+  /**
+   * Runs of the model the request takes (an orchestrator's steps, which the relay does not see): its usage may
+   * reach that many times what one run could. @default 1
+   */
+  steps?: number;
 }
 
 /** Tokens a runtime may decode beyond what reached the relay before a cancel stops it (its read-ahead windows). */
@@ -43,7 +48,7 @@ const MAX_REASON_CHARS = 2000;
 /** A request the relay is tracking on this link. */
 interface Tracked {
   /** What the relay itself saw, to check the usage the agent reports against. */
-  seen: { chunks: number; chars: number; promptChars: number; messages: number; maxTokens: number };
+  seen: { chunks: number; chars: number; promptChars: number; messages: number; maxTokens: number; steps: number };
   pending: PendingInference;
   onUsage: ((usage: Usage | null) => void) | undefined;
   /** The consumer left; only the final usage is still awaited. */
@@ -230,7 +235,7 @@ export class AgentSession {
     }
     // A runtime tells the model about the tools in the prompt.
     if (input.tools) for (const t of input.tools) promptChars += t.name.length + t.description.length + t.parametersJson.length + 256;
-    const seen = { chunks: 0, chars: 0, promptChars, messages: input.messages.length, maxTokens: input.maxTokens };
+    const seen = { chunks: 0, chars: 0, promptChars, messages: input.messages.length, maxTokens: input.maxTokens, steps: options.steps ?? 1 };
     const tracked: Tracked = { pending, onUsage: options.onUsage, abandoned: false, seen };
     this.inferences.set(requestId, tracked);
     const { signal } = options;
@@ -361,13 +366,17 @@ export class AgentSession {
  * The usage an agent reports, held to what the relay saw: no more completion tokens than `max_tokens` or
  * than the characters and chunks that arrived (each token brings a chunk or a character) plus the few a
  * runtime may have decoded ahead of its credit when the request was canceled, no more prompt tokens than the
- * prompt's characters plus room for the chat template. The same object when it holds.
+ * prompt's characters plus room for the chat template; for an orchestrated request, as much for each of its
+ * steps. The same object when it holds.
  */
 export function clampUsage(reported: Usage, seen: Tracked["seen"]): Usage {
   const whole = (n: number) => (Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);
-  let completion = Math.min(whole(reported.completionTokens), seen.chars + seen.chunks + DECODED_AHEAD);
-  if (seen.maxTokens > 0) completion = Math.min(completion, seen.maxTokens);
-  const prompt = Math.min(whole(reported.promptTokens), seen.promptChars + 32 * seen.messages + 1024);
+  let completion = whole(reported.completionTokens);
+  // The steps before an orchestrator's last are not seen here: only max_tokens holds each of them.
+  if (seen.steps === 1) completion = Math.min(completion, seen.chars + seen.chunks + DECODED_AHEAD);
+  if (seen.maxTokens > 0) completion = Math.min(completion, seen.maxTokens * seen.steps);
+  // A later step's prompt holds what the earlier steps wrote.
+  const prompt = Math.min(whole(reported.promptTokens), seen.steps * (seen.promptChars + 32 * seen.messages + 1024) + (seen.steps > 1 ? completion : 0));
   return completion === reported.completionTokens && prompt === reported.promptTokens ? reported : { promptTokens: prompt, completionTokens: completion };
 }
 

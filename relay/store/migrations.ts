@@ -145,4 +145,8 @@ export const MIGRATIONS: readonly string[] = [
   -- The options of a stack's harness layer, as a JSON object (NULL: none).
   ALTER TABLE stacks ADD COLUMN harness_options_json TEXT;
   `,
+  `
+  -- The options of a stack's orchestrator layer, as a JSON object (NULL: none).
+  ALTER TABLE stacks ADD COLUMN orchestrator_options_json TEXT;
+  `,
 ];

@@ -36,6 +36,8 @@ export interface Stack {
   /** The harness layer's options (its kind's, checked when the stack was created). */
   harnessOptions: Record<string, LayerOptionValue>;
   orchestrator: string | null;
+  /** The orchestrator layer's options (its kind's, checked when the stack was created). */
+  orchestratorOptions: Record<string, LayerOptionValue>;
   hasEndpoint: boolean;
   state: StackState;
   stateError: string | null;
@@ -62,6 +64,7 @@ export interface NewStack {
   harness?: string | null;
   harnessOptions?: Record<string, LayerOptionValue>;
   orchestrator?: string | null;
+  orchestratorOptions?: Record<string, LayerOptionValue>;
   hasEndpoint: boolean;
 }
 
@@ -77,6 +80,7 @@ interface Row {
   harness: string | null;
   harness_options_json: string | null;
   orchestrator: string | null;
+  orchestrator_options_json: string | null;
   has_endpoint: number;
   state: StackState;
   state_error: string | null;
@@ -100,6 +104,7 @@ const toStack = (r: Row): Stack => ({
   harness: r.harness,
   harnessOptions: r.harness_options_json ? (JSON.parse(r.harness_options_json) as Record<string, LayerOptionValue>) : {},
   orchestrator: r.orchestrator,
+  orchestratorOptions: r.orchestrator_options_json ? (JSON.parse(r.orchestrator_options_json) as Record<string, LayerOptionValue>) : {},
   hasEndpoint: r.has_endpoint === 1,
   state: r.state,
   stateError: r.state_error,
@@ -111,6 +116,9 @@ const toStack = (r: Row): Stack => ({
   updatedAt: r.updated_at,
 });
 
+/** A layer's options as stored: JSON, or NULL when it has none. */
+const options = (o: Record<string, LayerOptionValue> | undefined): string | null => (o && Object.keys(o).length ? JSON.stringify(o) : null);
+
 /** Stacks in SQLite, with their state machine enforced on every change. */
 export class StackStore {
   constructor(private readonly db: Db) {}
@@ -119,10 +127,10 @@ export class StackStore {
     const id = newId("stk");
     this.db
       .prepare(
-        `INSERT INTO stacks (id, org_id, name, machine_id, runtime, model_ref, model_sha256, model_id, harness, harness_options_json, orchestrator, has_endpoint, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO stacks (id, org_id, name, machine_id, runtime, model_ref, model_sha256, model_id, harness, harness_options_json, orchestrator, orchestrator_options_json, has_endpoint, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(id, input.orgId, input.name, input.machineId, input.runtime, input.modelRef, input.modelSha256 ?? null, input.modelId, input.harness ?? null, input.harnessOptions && Object.keys(input.harnessOptions).length ? JSON.stringify(input.harnessOptions) : null, input.orchestrator ?? null, input.hasEndpoint ? 1 : 0, now, now);
+      .run(id, input.orgId, input.name, input.machineId, input.runtime, input.modelRef, input.modelSha256 ?? null, input.modelId, input.harness ?? null, options(input.harnessOptions), input.orchestrator ?? null, options(input.orchestratorOptions), input.hasEndpoint ? 1 : 0, now, now);
     return this.get(id)!;
   }
 

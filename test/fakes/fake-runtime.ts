@@ -17,13 +17,26 @@ export class FakeRuntime implements ModelRuntime {
   readonly endpoint = "fake:";
   /** Requests seen, in order: tests check where the router sent them. */
   readonly seen: ChatInput[] = [];
+  /** The usage each request ended with (completed, failed or canceled), in the order they ended. */
+  readonly usages: { promptTokens: number; completionTokens: number }[] = [];
+  /** Requests being answered now. */
+  active = 0;
 
   constructor(readonly contextSize = 0) {}
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
-    this.seen.push(input);
-    const { signal } = options;
     const usage = options.usage ?? { promptTokens: 0, completionTokens: 0 };
+    this.active++;
+    try {
+      yield* this.answer(input, usage, options.signal);
+    } finally {
+      this.active--;
+      this.usages.push({ ...usage });
+    }
+  }
+
+  private async *answer(input: ChatInput, usage: { promptTokens: number; completionTokens: number }, signal: AbortSignal | undefined): AsyncGenerator<RuntimeEvent> {
+    this.seen.push(input);
     usage.promptTokens = input.messages.reduce((n, m) => n + words(m.content).length, 0);
     const last = [...input.messages].reverse().find((m) => m.role === "user")?.content ?? "";
     const [directive, ...rest] = words(last);

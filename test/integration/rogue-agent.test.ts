@@ -191,7 +191,7 @@ describe("undeploying a stack whose deployment is still running", () => {
 });
 
 describe("usage an agent reports", () => {
-  const seen = { chunks: 3, chars: 10, promptChars: 100, messages: 2, maxTokens: 0 };
+  const seen = { chunks: 3, chars: 10, promptChars: 100, messages: 2, maxTokens: 0, steps: 1 };
   it("stays as reported while it fits what the relay saw", () => {
     const usage = { promptTokens: 30, completionTokens: 3 };
     expect(clampUsage(usage, seen)).toBe(usage);
@@ -200,6 +200,12 @@ describe("usage an agent reports", () => {
     expect(clampUsage({ promptTokens: 1e9, completionTokens: 1e9 }, seen)).toEqual({ promptTokens: 100 + 64 + 1024, completionTokens: 10 + 3 + 64 });
     expect(clampUsage({ promptTokens: 5, completionTokens: 50 }, { ...seen, maxTokens: 7 })).toEqual({ promptTokens: 5, completionTokens: 7 });
     expect(clampUsage({ promptTokens: -5, completionTokens: Number.NaN }, seen)).toEqual({ promptTokens: 0, completionTokens: 0 });
+  });
+  it("allows an orchestrated request each of its steps: max_tokens per step, the prompt per step plus what earlier steps wrote", () => {
+    const refine = { ...seen, maxTokens: 20, steps: 3 };
+    const usage = { promptTokens: 400, completionTokens: 55 };
+    expect(clampUsage(usage, refine)).toBe(usage);
+    expect(clampUsage({ promptTokens: 1e9, completionTokens: 1e9 }, refine)).toEqual({ promptTokens: 3 * (100 + 64 + 1024) + 60, completionTokens: 60 });
   });
 });
 

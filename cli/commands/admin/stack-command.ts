@@ -25,6 +25,8 @@ interface StackView {
   model_id: string;
   harness: string | null;
   harness_options: Record<string, string | number | boolean>;
+  orchestrator: string | null;
+  orchestrator_options: Record<string, string | number | boolean>;
   has_endpoint: boolean;
   state: string;
   state_error: string | null;
@@ -70,12 +72,17 @@ const describeStack = (s: StackView) =>
       `${s.model_ref}${s.model_sha256 ? ` (sha256 ${s.model_sha256} pinned)` : s.model_unverified ? " (unverified: no SHA-256 pinned, whatever the server sends is served; pin one with --model-sha256)" : ""}`,
     ],
     ["model id", s.has_endpoint ? s.model_id : `${s.model_id} (no endpoint: not reachable through the API)`],
-    [
-      "harness",
-      s.harness ? `${s.harness}${Object.keys(s.harness_options).length ? ` (${Object.entries(s.harness_options).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")})` : ""}` : "none",
-    ],
+    ["harness", layerLine(s.harness, s.harness_options)],
+    ["orchestrator", layerLine(s.orchestrator, s.orchestrator_options)],
     ["compatible", s.compatibility.checks.map((c) => `${c.level}: ${c.message}`).join("; ")],
   ]);
+
+/** A layer and its options, as `kind (key=value, …)`, or `none`. */
+function layerLine(kind: string | null, options: Record<string, unknown> | undefined): string {
+  if (!kind) return "none";
+  const given = Object.entries(options ?? {});
+  return given.length ? `${kind} (${given.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")})` : kind;
+}
 
 function stepLine(step: Step): string {
   const d = step.detail;
@@ -142,13 +149,14 @@ export const stackCommand: CommandModule = {
               .option("model", { type: "string", demandOption: true, describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
               .option("model-sha256", { type: "string", describe: "Pin the model file's SHA-256: the machine refuses any other file" })
               .option("model-id", { type: "string", describe: "The id clients pass as `model` (default: the model file's name)" })
-              .option("harness", { type: "string", describe: "Harness layer: system-prompt or router (see docs/layers.md)" })
+              .option("harness", { type: "string", describe: "Harness layer: system-prompt, tools or router (see docs/layers.md)" })
               .option("harness-option", { type: "string", array: true, describe: "An option of the harness, key=value (repeat it), e.g. prompt='You are terse.'" })
-              .option("orchestrator", { type: "string" })
+              .option("orchestrator", { type: "string", describe: "Orchestrator layer: refine or vote (see docs/layers.md)" })
+              .option("orchestrator-option", { type: "string", array: true, describe: "An option of the orchestrator, key=value (repeat it), e.g. rounds=2" })
               .option("endpoint", { type: "boolean", default: true, describe: "Expose through the API (--no-endpoint to omit the layer)" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: string; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; endpoint: boolean };
+          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: string; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; orchestratorOption?: string[]; endpoint: boolean };
           const s = await adminRequest<StackView>(target(a), "POST", "/stacks", {
             org: a.org,
             name: a.name,
@@ -160,6 +168,7 @@ export const stackCommand: CommandModule = {
             harness: a.harness,
             harness_options: keyValueOptions(a.harnessOption ?? [], "--harness-option"),
             orchestrator: a.orchestrator,
+            orchestrator_options: keyValueOptions(a.orchestratorOption ?? [], "--orchestrator-option"),
             endpoint: a.endpoint,
           });
           print(a, s, () => describeStack(s));

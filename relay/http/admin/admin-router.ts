@@ -125,6 +125,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
         harness: (b.harness as string | undefined) ?? null,
         harnessOptions: b.harness_options,
         orchestrator: (b.orchestrator as string | undefined) ?? null,
+        orchestratorOptions: b.orchestrator_options,
         endpoint: b.endpoint === undefined ? true : b.endpoint === true,
       });
     }, 201),
@@ -140,6 +141,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
         model: b.model as string | undefined,
         harness: (b.harness as string | undefined) ?? null,
         orchestrator: (b.orchestrator as string | undefined) ?? null,
+        orchestratorOptions: b.orchestrator_options,
         endpoint: b.endpoint === undefined ? true : b.endpoint === true,
       });
     }),

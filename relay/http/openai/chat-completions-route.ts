@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { honouredParameters, MakinaError, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
+import { honouredParameters, MakinaError, orchestratorSteps, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
 import { authenticateApiKey } from "../../keys/index.js";
 import type { AgentRegistry } from "../../link/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
@@ -88,10 +88,10 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
     request.model = routed;
     outcome.model = routed;
   }
-  const capable = allowed.filter((st) => request.needs.every((p) => honouredParameters(st.runtime, st.harness).includes(p)));
+  const capable = allowed.filter((st) => request.needs.every((p) => honouredParameters(st.runtime, st.harness, st.orchestrator).includes(p)));
   if (capable.length === 0) {
     const first = allowed[0]!;
-    const param = request.needs.find((p) => !honouredParameters(first.runtime, first.harness).includes(p))!;
+    const param = request.needs.find((p) => !honouredParameters(first.runtime, first.harness, first.orchestrator).includes(p))!;
     const hint = first.runtime === "gguf" && (param === "tools" || param === "tool_choice") ? " (a GGUF stack calls tools with the 'tools' harness)" : "";
     throw new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${first.runtime} runtime serving \`${request.model}\`${hint}.`, { param });
   }
@@ -100,7 +100,9 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
     throw new MakinaError("context_length_exceeded", `This model's maximum context length is ${stack.contextSize} tokens, but max_tokens is ${request.maxTokens}.`, { param: "max_tokens" });
   }
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
-  const admission = deps.limiter.admit(key, estimateTokens(request.messages, request.maxTokens, deps.defaultCompletionEstimate));
+  // An orchestrator runs the model several times for one answer: every run counts.
+  const steps = stack.orchestrator ? orchestratorSteps(stack.orchestrator, stack.orchestratorOptions) : 1;
+  const admission = deps.limiter.admit(key, steps * estimateTokens(request.messages, request.maxTokens, deps.defaultCompletionEstimate));
   setHeaders(res, deps.limiter.headers(key));
   deps.log.info("chat completion", { requestId, model: request.model, stackId: stack.id, machineId: stack.machineId, stream: request.stream });
   // The client going away cancels the generation on the machine.
@@ -131,7 +133,9 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
       },
       {
         signal: controller.signal,
-        firstTokenTimeoutMs: deps.firstTokenTimeoutMs,
+        // The answer's first token comes after the steps before the last.
+        firstTokenTimeoutMs: deps.firstTokenTimeoutMs * steps,
+        steps,
         onUsage: (u) => {
           admission.settle(u ? u.promptTokens + u.completionTokens : null);
           deps.usage.record({ orgId: key.orgId, keyId: key.id, model: request.model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });
