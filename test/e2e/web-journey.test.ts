@@ -253,6 +253,24 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("heading", { name: "Deployment" }).waitFor();
     expect(await page.getByTestId("stack-harness").textContent()).toContain("router");
 
+    // An orchestrator with its options: a vote of samples; a number out of range is said next to its field.
+    await nav("Forge");
+    await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
+    await page.getByLabel("Model reference").fill(testModelPath());
+    await page.getByLabel("Model id").fill("voted");
+    await page.getByLabel("Orchestrator").selectOption({ label: "Vote" });
+    await page.getByLabel("Samples").fill("12");
+    await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await expect.poll(() => page.locator("#forge-samples-error").textContent()).toBe("'orchestrator_options.samples' must be an integer from 2 to 8.");
+    await page.getByLabel("Samples").fill("3");
+    await page.getByLabel("Sample temperature").fill("0.6");
+    await shot("forge-orchestrator");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await page.getByRole("heading", { name: "Deployment" }).waitFor();
+    await expect.poll(() => page.getByTestId("stack-orchestrator").textContent()).toBe("votesamples 3 · temperature 0.6");
+    await shot("stack-orchestrated");
+
     await page.getByRole("link", { name: "admin admin" }).click();
     await page.getByRole("heading", { name: "Change password" }).waitFor();
     await shot("account");

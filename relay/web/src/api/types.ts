@@ -106,6 +106,8 @@ export interface Stack {
   /** The harness's options, e.g. the system prompt. */
   harness_options: Record<string, string | number | boolean>;
   orchestrator: string | null;
+  /** The orchestrator's options, e.g. its rounds or samples. */
+  orchestrator_options: Record<string, string | number | boolean>;
   has_endpoint: boolean;
   state: "draft" | "deploying" | "deployed" | "failed" | "undeploying";
   state_error: string | null;

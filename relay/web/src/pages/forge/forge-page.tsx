@@ -47,6 +47,9 @@ export function ForgePage() {
   const [routes, setRoutes] = useState('[{"model": "", "pattern": ""}]');
   const [routeDefault, setRouteDefault] = useState("");
   const [orchestrator, setOrchestrator] = useState("");
+  const [rounds, setRounds] = useState("1");
+  const [samples, setSamples] = useState("3");
+  const [sampleTemperature, setSampleTemperature] = useState("");
   const [endpoint, setEndpoint] = useState(true);
   const [modelId, setModelId] = useState("");
   const [name, setName] = useState("");
@@ -124,6 +127,8 @@ export function ForgePage() {
         harness_options:
           harness === "system-prompt" ? { prompt: systemPrompt } : harness === "router" ? { routes, ...(routeDefault.trim() ? { default: routeDefault.trim() } : {}) } : undefined,
         orchestrator: orchestrator || null,
+        orchestrator_options:
+          orchestrator === "refine" ? { rounds } : orchestrator === "vote" ? { samples, ...(sampleTemperature.trim() ? { temperature: sampleTemperature.trim() } : {}) } : undefined,
         endpoint,
       });
       await client.post(`/stacks/${stack.id}/deploy`);
@@ -255,6 +260,28 @@ export function ForgePage() {
                   <option value="vote">Vote</option>
                 </select>
               </Field>
+              {orchestrator === "refine" && (
+                <Field id="forge-rounds" label="Rounds" hint="Critique and revise this many times after the draft (1 to 4)." error={fieldError("orchestrator_options.rounds")}>
+                  <input id="forge-rounds" type="number" min={1} max={4} value={rounds} onInput={(e) => setRounds(e.currentTarget.value)} aria-describedby={describedBy("forge-rounds", fieldError("orchestrator_options.rounds"))} />
+                </Field>
+              )}
+              {orchestrator === "vote" && (
+                <>
+                  <Field id="forge-samples" label="Samples" hint="Answers drawn at once; the most consistent wins (2 to 8)." error={fieldError("orchestrator_options.samples")}>
+                    <input id="forge-samples" type="number" min={2} max={8} value={samples} onInput={(e) => setSamples(e.currentTarget.value)} aria-describedby={describedBy("forge-samples", fieldError("orchestrator_options.samples"))} />
+                  </Field>
+                  <Field id="forge-sample-temperature" label="Sample temperature" hint="When a request sets none; empty: 0.8." error={fieldError("orchestrator_options.temperature")}>
+                    <input
+                      id="forge-sample-temperature"
+                      inputMode="decimal"
+                      value={sampleTemperature}
+                      placeholder="0.8"
+                      onInput={(e) => setSampleTemperature(e.currentTarget.value)}
+                      aria-describedby={describedBy("forge-sample-temperature", fieldError("orchestrator_options.temperature"))}
+                    />
+                  </Field>
+                </>
+              )}
             </div>
           </fieldset>
           <fieldset>
@@ -271,7 +298,9 @@ export function ForgePage() {
               </Field>
             </div>
           </fieldset>
-          {error?.param && !["model", "machine", "model_id", "name", "model_sha256", "harness_options.prompt"].includes(error.param) && !error.param.startsWith("harness_options.routes") && <Notice tone="error">{error.message}</Notice>}
+          {error?.param && !["model", "machine", "model_id", "name", "model_sha256", "harness_options.prompt", "orchestrator_options.rounds", "orchestrator_options.samples", "orchestrator_options.temperature"].includes(error.param) && !error.param.startsWith("harness_options.routes") && (
+            <Notice tone="error">{error.message}</Notice>
+          )}
           <div class="form-actions">
             <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat?.ok === false}>
               {busy ? "Creating…" : "Create and deploy"}

@@ -113,7 +113,16 @@ export function StackPage({ id }: { id: string }) {
               {s.harness_options?.prompt !== undefined && <div class="muted small wrap">“{String(s.harness_options.prompt)}”</div>}
             </dd>
             <dt>Orchestrator</dt>
-            <dd>{s.orchestrator ?? "none"}</dd>
+            <dd data-testid="stack-orchestrator">
+              {s.orchestrator ?? "none"}
+              {s.orchestrator && Object.keys(s.orchestrator_options ?? {}).length > 0 && (
+                <div class="muted small">
+                  {Object.entries(s.orchestrator_options)
+                    .map(([k, v]) => `${k.replace(/_/g, " ")} ${String(v)}`)
+                    .join(" · ")}
+                </div>
+              )}
+            </dd>
             <dt>Context</dt>
             <dd>{s.context_size ? `${s.context_size.toLocaleString()} tokens per request` : "known once deployed"}</dd>
           </dl>
