@@ -7,6 +7,14 @@ import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js
 import { testModelPath } from "./models.js";
 import { fakeAdapter, type FakeRuntime } from "../fakes/fake-runtime.js";
 
+/** A stack's optional layers, as `createStack` takes them. */
+export interface StackLayers {
+  harness?: string;
+  harnessOptions?: Record<string, unknown>;
+  orchestrator?: string;
+  orchestratorOptions?: Record<string, unknown>;
+}
+
 /** A relay and one agent on loopback with a temporary data directory and a real GGUF model deployed. */
 export interface TestGateway {
   relay: Relay;
@@ -25,8 +33,8 @@ export interface TestGateway {
   restartAgent(): Promise<Agent>;
   /** Registers another machine in `orgId` and starts a real agent for it (stopped by `close`). */
   addMachine(orgId: string, agentFlags?: Record<string, unknown>): Promise<{ machineId: string; agent: Agent }>;
-  /** Creates a stack of the test model on a machine, deployed unless told otherwise. */
-  addStack(options: { orgId: string; machineId: string; modelId: string; endpoint?: boolean; deploy?: boolean }): Promise<string>;
+  /** Creates a stack of the test model on a machine, with the layers given, deployed unless told otherwise. */
+  addStack(options: { orgId: string; machineId: string; modelId: string; endpoint?: boolean; deploy?: boolean; layers?: StackLayers }): Promise<string>;
   /** With `runtime: "fake"`: the stand-in model serving `modelId` on a machine. */
   fake(machineId: string, modelId: string): FakeRuntime;
   close(): Promise<void>;
@@ -122,7 +130,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       return { machineId: m.machine.id, agent: a };
     },
     async addStack(o) {
-      const st = await relay.control.createStack({ org: o.orgId, name: o.modelId, machine: o.machineId, ...stackModel(), modelId: o.modelId, endpoint: o.endpoint ?? true });
+      const st = await relay.control.createStack({ org: o.orgId, name: o.modelId, machine: o.machineId, ...stackModel(), modelId: o.modelId, endpoint: o.endpoint ?? true, ...o.layers });
       if (o.deploy ?? true) {
         await relay.control.deploy(st.id);
         await relay.deployer.settled(st.id);

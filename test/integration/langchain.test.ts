@@ -17,9 +17,7 @@ describe("LangChain against a GGUF stack with the tools harness", () => {
     new ChatOpenAI({ model, apiKey: gw.apiKey, configuration: { baseURL: gw.baseURL }, temperature: 0, maxTokens: 200, maxRetries: 0, ...extra });
   beforeAll(async () => {
     gw = await startTestGateway({ agentFlags: { maxContextSize: 2048 } });
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "lc", machine: gw.machineId, runtime: "gguf", model: gw.relay.control.stack(gw.stackId).modelRef, modelId: model, harness: "tools" });
-    await gw.relay.control.deploy(stack.id);
-    await gw.relay.deployer.settled(stack.id);
+    await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: model, layers: { harness: "tools" } });
   });
   afterAll(async () => {
     await gw?.close();

@@ -98,9 +98,7 @@ describe("an orchestrated GGUF stack", () => {
   let gw: TestGateway;
   beforeAll(async () => {
     gw = await startTestGateway({ agentFlags: { maxContextSize: 2048 } });
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "voting", machine: gw.machineId, runtime: "gguf", model: gw.relay.control.stack(gw.stackId).modelRef, modelId: "voting", orchestrator: "vote", orchestratorOptions: { samples: 2 } });
-    await gw.relay.control.deploy(stack.id);
-    await gw.relay.deployer.settled(stack.id);
+    await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "voting", layers: { orchestrator: "vote", orchestratorOptions: { samples: 2 } } });
   });
   afterAll(async () => {
     await gw?.close();

@@ -52,9 +52,7 @@ describe("tool calling on the GGUF runtime with the tools harness", () => {
     // The tools are described to the model in its prompt: the test model's whole trained context is needed.
     gw = await startTestGateway({ agentFlags: { maxContextSize: 2048 } });
     client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "tools", machine: gw.machineId, runtime: "gguf", model: gw.relay.control.stack(gw.stackId).modelRef, modelId: model, harness: "tools" });
-    await gw.relay.control.deploy(stack.id);
-    await gw.relay.deployer.settled(stack.id);
+    await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: model, layers: { harness: "tools" } });
   });
   afterAll(async () => {
     await gw?.close();
