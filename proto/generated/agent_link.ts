@@ -240,6 +240,21 @@ export interface ChatMessage {
   toolCalls: ToolCall[];
   /** A `tool` message: the id of the call whose result it carries. */
   toolCallId: string;
+  /**
+   * The message's parts in order, when it has an image: its text parts and images (`content` still holds
+   * its text, for runtimes that read text only). Empty: `content` is the whole message.
+   */
+  parts: ContentPart[];
+}
+
+/** One part of a message: text, or an image by URL (`https://…` or a `data:image/…;base64,…` URI). */
+export interface ContentPart {
+  /** "text" or "image_url". */
+  type: string;
+  text: string;
+  imageUrl: string;
+  /** The image's detail: "auto", "low" or "high"; empty: not said. */
+  detail: string;
 }
 
 /** A call of one of the request's tools (functions). */
@@ -2653,7 +2668,7 @@ export const Disk: MessageFns<Disk> = {
 };
 
 function createBaseChatMessage(): ChatMessage {
-  return { role: "", content: "", toolCalls: [], toolCallId: "" };
+  return { role: "", content: "", toolCalls: [], toolCallId: "", parts: [] };
 }
 
 export const ChatMessage: MessageFns<ChatMessage> = {
@@ -2669,6 +2684,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     }
     if (message.toolCallId !== "") {
       writer.uint32(34).string(message.toolCallId);
+    }
+    for (const v of message.parts) {
+      ContentPart.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -2718,6 +2736,14 @@ export const ChatMessage: MessageFns<ChatMessage> = {
             message.toolCallId = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.parts.push(ContentPart.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2744,6 +2770,7 @@ export const ChatMessage: MessageFns<ChatMessage> = {
         : isSet(object.tool_call_id)
         ? globalThis.String(object.tool_call_id)
         : "",
+      parts: globalThis.Array.isArray(object?.parts) ? object.parts.map((e: any) => ContentPart.fromJSON(e)) : [],
     };
   },
 
@@ -2761,6 +2788,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     if (message.toolCallId !== "") {
       obj.toolCallId = message.toolCallId;
     }
+    if (message.parts?.length) {
+      obj.parts = message.parts.map((e) => ContentPart.toJSON(e));
+    }
     return obj;
   },
 
@@ -2773,6 +2803,128 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     message.content = object.content ?? "";
     message.toolCalls = object.toolCalls?.map((e) => ToolCall.fromPartial(e)) || [];
     message.toolCallId = object.toolCallId ?? "";
+    message.parts = object.parts?.map((e) => ContentPart.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseContentPart(): ContentPart {
+  return { type: "", text: "", imageUrl: "", detail: "" };
+}
+
+export const ContentPart: MessageFns<ContentPart> = {
+  encode(message: ContentPart, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.text !== "") {
+      writer.uint32(18).string(message.text);
+    }
+    if (message.imageUrl !== "") {
+      writer.uint32(26).string(message.imageUrl);
+    }
+    if (message.detail !== "") {
+      writer.uint32(34).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContentPart {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContentPart();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.imageUrl = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ContentPart {
+    return {
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      imageUrl: isSet(object.imageUrl)
+        ? globalThis.String(object.imageUrl)
+        : isSet(object.image_url)
+        ? globalThis.String(object.image_url)
+        : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+    };
+  },
+
+  toJSON(message: ContentPart): unknown {
+    const obj: any = {};
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.imageUrl !== "") {
+      obj.imageUrl = message.imageUrl;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ContentPart>, I>>(base?: I): ContentPart {
+    return ContentPart.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContentPart>, I>>(object: I): ContentPart {
+    const message = createBaseContentPart();
+    message.type = object.type ?? "";
+    message.text = object.text ?? "";
+    message.imageUrl = object.imageUrl ?? "";
+    message.detail = object.detail ?? "";
     return message;
   },
 };

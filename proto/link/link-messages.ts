@@ -44,6 +44,17 @@ export interface ChatMessage {
   toolCalls?: ToolCall[];
   /** A `tool` message: the id of the call whose result it carries. */
   toolCallId?: string;
+  /** The message's parts in order when it has an image (`content` still holds its text); absent or empty: `content` is all. */
+  parts?: ContentPart[];
+}
+
+/** One part of a message: text, or an image by URL (`https://…` or a `data:image/…` URI) with its detail ("" when not said). */
+export interface ContentPart {
+  /** "text" or "image_url". */
+  type: string;
+  text: string;
+  imageUrl: string;
+  detail: string;
 }
 
 /** A function the model may call: `parametersJson` is its arguments' JSON schema as text, empty when it takes none. */

@@ -11,6 +11,8 @@ export interface RouteRule {
   pattern?: string;
   /** The request brings tools (true) or none (false). */
   tools?: boolean;
+  /** A message of the request has an image (true), or none has (false). */
+  images?: boolean;
 }
 
 /** A layer option's value. */
@@ -44,7 +46,7 @@ export const LAYER_OPTIONS: Readonly<Record<string, Readonly<Record<string, Laye
       type: "routes",
       required: true,
       describe:
-        'Rules, first match wins, as JSON: [{"model": ID, "min_chars"?: N, "max_chars"?: N, "pattern"?: REGEX, "tools"?: true|false}]; each condition given must hold',
+        'Rules, first match wins, as JSON: [{"model": ID, "min_chars"?: N, "max_chars"?: N, "pattern"?: REGEX, "tools"?: true|false, "images"?: true|false}]; each condition given must hold',
     },
     default: { type: "string", maxLength: 256, describe: "The model id that answers when no rule matches [default: this stack's own]" },
   },
@@ -75,7 +77,7 @@ export function orchestratorSteps(orchestrator: string | null, options: Record<s
   return 1;
 }
 
-const ROUTE_KEYS = new Set(["model", "min_chars", "max_chars", "pattern", "tools"]);
+const ROUTE_KEYS = new Set(["model", "min_chars", "max_chars", "pattern", "tools", "images"]);
 
 /** Checks the router's rules: at most 32, each with a model and known conditions, patterns that compile. */
 function routeRules(raw: unknown, param: string): RouteRule[] {
@@ -92,7 +94,7 @@ function routeRules(raw: unknown, param: string): RouteRule[] {
     const p = `${param}[${i}]`;
     if (typeof rule !== "object" || rule === null || Array.isArray(rule)) throw new MakinaError("invalid_value", `'${p}' must be an object.`, { param: p });
     const r = rule as Record<string, unknown>;
-    for (const k of Object.keys(r)) if (!ROUTE_KEYS.has(k)) throw new MakinaError("invalid_value", `'${p}' has no condition '${k}'; a rule takes model, min_chars, max_chars, pattern, tools.`, { param: `${p}.${k}` });
+    for (const k of Object.keys(r)) if (!ROUTE_KEYS.has(k)) throw new MakinaError("invalid_value", `'${p}' has no condition '${k}'; a rule takes model, min_chars, max_chars, pattern, tools, images.`, { param: `${p}.${k}` });
     if (typeof r.model !== "string" || r.model === "" || r.model.length > 256) throw new MakinaError("invalid_value", `'${p}.model' must be a model id.`, { param: `${p}.model` });
     const out: RouteRule = { model: r.model };
     for (const k of ["min_chars", "max_chars"] as const) {
@@ -109,9 +111,10 @@ function routeRules(raw: unknown, param: string): RouteRule[] {
       }
       out.pattern = r.pattern;
     }
-    if (r.tools !== undefined) {
-      if (typeof r.tools !== "boolean") throw new MakinaError("invalid_value", `'${p}.tools' must be true or false.`, { param: `${p}.tools` });
-      out.tools = r.tools;
+    for (const k of ["tools", "images"] as const) {
+      if (r[k] === undefined) continue;
+      if (typeof r[k] !== "boolean") throw new MakinaError("invalid_value", `'${p}.${k}' must be true or false.`, { param: `${p}.${k}` });
+      out[k] = r[k];
     }
     return out;
   });

@@ -10,11 +10,12 @@ export type RuntimeKind = "gguf" | "vllm" | "mlx" | "openai";
  */
 export const RUNTIME_CAPABILITIES: Readonly<Record<RuntimeKind, readonly string[]>> = Object.freeze({
   // GGUF enforces response_format with a grammar made from the JSON schema; vLLM and OpenAI-compatible servers
-  // take it as is, and tools too (they call them natively; the agent passes them through).
+  // take it as is, and tools and image parts ("image_url") too: the agent passes them through, the server
+  // calls the tools and reads the images (with a vision model; another answers with its own error).
   gguf: ["presence_penalty", "frequency_penalty", "response_format"],
-  vllm: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice"],
+  vllm: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url"],
   mlx: [],
-  openai: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice"],
+  openai: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url"],
 });
 
 /**

@@ -232,6 +232,8 @@ export class AgentSession {
     for (const m of input.messages) {
       promptChars += m.content.length;
       if (m.toolCalls) for (const c of m.toolCalls) promptChars += c.name.length + c.arguments.length + 32;
+      // An image costs a model a few hundred to a few thousand tokens, whatever its URL's length.
+      if (m.parts) for (const p of m.parts) if (p.type === "image_url") promptChars += 8192;
     }
     // A runtime tells the model about the tools in the prompt.
     if (input.tools) for (const t of input.tools) promptChars += t.name.length + t.description.length + t.parametersJson.length + 256;

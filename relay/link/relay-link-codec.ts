@@ -67,7 +67,7 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             stackId: message.stackId,
             initialCredit: message.credit,
             // The wire's messages have every field; a conversation without tools has none of them set.
-            messages: input.messages.map((m) => ({ role: m.role, content: m.content, toolCalls: m.toolCalls ?? [], toolCallId: m.toolCallId ?? "" })),
+            messages: input.messages.map((m) => ({ role: m.role, content: m.content, toolCalls: m.toolCalls ?? [], toolCallId: m.toolCallId ?? "", parts: m.parts ?? [] })),
             temperature: input.temperature,
             topP: input.topP,
             maxTokens: input.maxTokens,

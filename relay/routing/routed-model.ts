@@ -6,6 +6,8 @@ export interface RoutableRequest {
   messages: ChatMessage[];
   /** The request brings tools. */
   tools: boolean;
+  /** A message of the request has an image part. */
+  images: boolean;
 }
 
 /** The last user message, as text; a pattern looks at its first 64 Ki characters. */
@@ -16,6 +18,7 @@ function lastUserText(messages: ChatMessage[]): string {
 
 function matches(rule: RouteRule, request: RoutableRequest, chars: () => number): boolean {
   if (rule.tools !== undefined && rule.tools !== request.tools) return false;
+  if (rule.images !== undefined && rule.images !== request.images) return false;
   if (rule.min_chars !== undefined && chars() < rule.min_chars) return false;
   if (rule.max_chars !== undefined && chars() > rule.max_chars) return false;
   if (rule.pattern !== undefined && !new RegExp(rule.pattern, "i").test(lastUserText(request.messages))) return false;

@@ -114,6 +114,14 @@ describe("gateway basics over raw HTTP", () => {
       expect(err).toBeInstanceOf(OpenAI.BadRequestError);
       expect(err).toMatchObject({ status: 400, code: "unsupported_parameter", param: Object.keys(extra)[0] });
     }
+    // An image part, at its place in the messages: a GGUF stack reads text only.
+    const image = { type: "image_url" as const, image_url: { url: "https://images.example/cat.png" } };
+    await expect(client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "hi" }, { role: "user", content: [{ type: "text", text: "and?" }, image] }] })).rejects.toMatchObject({
+      status: 400,
+      code: "unsupported_parameter",
+      param: "messages[1].content[1].type",
+      message: expect.stringContaining("Image parts are not supported by the gguf runtime serving `stories`."),
+    });
   });
 
   it("honours presence and frequency penalties on the GGUF runtime", async () => {

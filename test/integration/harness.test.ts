@@ -132,6 +132,38 @@ describe("the router harness", () => {
     expect(await ask("hello there", key)).toEqual([403, "model_access_denied"]);
   });
 
+  it("routes requests with an image by an images rule, and the image reaches the model that answers", async () => {
+    const router = await gw.relay.control.createStack({
+      org: gw.orgId,
+      name: "vision-router",
+      machine: gw.machineId,
+      runtime: "openai",
+      model: "http://fake.invalid/v1#fake",
+      modelId: "eyes",
+      harness: "router",
+      harnessOptions: { routes: [{ model: "big", images: true }], default: "small" },
+    });
+    await gw.relay.control.deploy(router.id);
+    await gw.relay.deployer.settled(router.id);
+    const image = { type: "image_url", image_url: { url: "https://images.example/cat.png", detail: "high" } };
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "eyes", messages: [{ role: "user", content: [{ type: "text", text: "What is this" }, image] }] }),
+    });
+    expect([res.status, ((await res.json()) as { model: string }).model]).toEqual([200, "big"]);
+    expect(gw.fake(gw.machineId, "big").seen.at(-1)!.messages[0]!.parts).toEqual([
+      { type: "text", text: "What is this", imageUrl: "", detail: "" },
+      { type: "image_url", text: "", imageUrl: "https://images.example/cat.png", detail: "high" },
+    ]);
+    const plain = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "eyes", messages: [{ role: "user", content: "No picture" }] }),
+    });
+    expect(((await plain.json()) as { model: string }).model).toBe("small");
+  });
+
   it("checks its rules when the stack is created", async () => {
     const refused = async (harnessOptions: Record<string, unknown>) =>
       (await gw.relay.control
@@ -142,5 +174,6 @@ describe("the router harness", () => {
     expect(await refused({ routes: [{ pattern: "x" }] })).toMatchObject({ param: "harness_options.routes[0].model" });
     expect(await refused({ routes: [{ model: "big", pattern: "(" }] })).toMatchObject({ param: "harness_options.routes[0].pattern", message: expect.stringContaining("is not a regular expression") });
     expect(await refused({ routes: [{ model: "big", colour: "red" }] })).toMatchObject({ param: "harness_options.routes[0].colour" });
+    expect(await refused({ routes: [{ model: "big", images: "yes" }] })).toMatchObject({ param: "harness_options.routes[0].images", message: "'harness_options.routes[0].images' must be true or false." });
   });
 });

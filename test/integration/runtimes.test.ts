@@ -194,6 +194,13 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
       tools: [weather],
     });
     expect(roundTrip.choices[0]!.message.content).toBe("Tool said: sunny");
+    // Image parts go to the server as sent: it reads them (a vision model), not the agent.
+    const looked = await client.chat.completions.create({
+      model: "local-llama",
+      messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } }] }],
+    });
+    expect(looked.choices[0]!.message.content).toBe("You said: What is this? [image]");
+    expect(readFileSync(log, "utf8").trim().split("\n").at(-1)).toBe("request llama3.2 stream=false images=data:image/png;base64,iVBORw0KGgo=");
     // A max_tokens no stack can take is refused alone: the machine's link and its other requests carry on.
     const held = client.chat.completions.create({ model: "stories", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 200, stream: true });
     const huge = await fetch(`${gw.baseURL}/chat/completions`, {

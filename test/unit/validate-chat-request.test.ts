@@ -32,6 +32,7 @@ describe("chat request validation", () => {
       unset: ["temperature", "top_p"],
       responseFormat: undefined,
       tools: undefined,
+      imagePart: undefined,
       needs: [],
     });
     expect(validateChatRequest({ ...ok, temperature: 0.5 }).unset).toEqual(["top_p"]);
@@ -85,7 +86,11 @@ describe("chat request validation", () => {
     [{ ...ok, messages: [{ content: "x" }] }, "missing_required_parameter", "messages[0].role"],
     [{ ...ok, messages: [{ role: "user", content: [] }] }, "invalid_value", "messages[0].content"],
     [{ ...ok, messages: [{ role: "user", content: [{ type: "text" }] }] }, "invalid_value", "messages[0].content[0].text"],
-    [{ ...ok, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] }, "unsupported_parameter", "messages[0].content[0].type"],
+    [{ ...ok, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] }, "invalid_value", "messages[0].content[0].image_url.url"],
+    [{ ...ok, messages: [{ role: "user", content: [{ type: "image_url" }] }] }, "missing_required_parameter", "messages[0].content[0].image_url"],
+    [{ ...ok, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://x.test/a.png", detail: "max" } }] }] }, "invalid_value", "messages[0].content[0].image_url.detail"],
+    [{ ...ok, messages: [{ role: "system", content: [{ type: "image_url", image_url: { url: "https://x.test/a.png" } }] }] }, "invalid_value", "messages[0].content[0].type"],
+    [{ ...ok, messages: [{ role: "user", content: [{ type: "input_audio", input_audio: {} }] }] }, "unsupported_parameter", "messages[0].content[0].type"],
   ])("rejects %j with %s on %s", (body, code, param) => {
     expect(rejects(body)).toMatchObject({ code, param });
   });
@@ -148,6 +153,26 @@ describe("chat request validation", () => {
     ]);
     expect(r.needs.sort()).toEqual(["tool_choice", "tools"]);
     expect(validateChatRequest({ ...ok, tools: [weather], tool_choice: "required" }).tools).toMatchObject({ toolChoice: "required", toolChoiceFunction: "", parallelToolCalls: undefined });
+  });
+
+  it("keeps a user message's image parts in order, with its text, and needs a runtime that takes images", () => {
+    const r = validateChatRequest({
+      ...ok,
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=", detail: "low" } }] },
+      ],
+    });
+    expect(r.messages[1]).toEqual({
+      role: "user",
+      content: "What is this?",
+      parts: [
+        { type: "text", text: "What is this?", imageUrl: "", detail: "" },
+        { type: "image_url", text: "", imageUrl: "data:image/png;base64,iVBORw0KGgo=", detail: "low" },
+      ],
+    });
+    expect(r.messages[0]).toEqual({ role: "user", content: "hi" });
+    expect([r.needs, r.imagePart]).toEqual([["image_url"], "messages[1].content[1].type"]);
   });
 
   const tool = (fn: Record<string, unknown>) => ({ type: "function", function: fn });

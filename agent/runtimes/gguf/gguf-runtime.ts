@@ -43,6 +43,7 @@ export function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
       continue;
     }
     open = undefined;
+    if (m.parts?.some((p) => p.type === "image_url")) throw new MakinaError("unsupported_parameter", "Image parts are not supported by the GGUF runtime.", { param: "messages" });
     if (m.role === "system" || m.role === "developer") history.push({ type: "system", text: m.content });
     else history.push({ type: "user", text: m.content });
   }

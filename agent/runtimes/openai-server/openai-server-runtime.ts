@@ -59,7 +59,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
     }
     const body = {
       model: this.o.model,
-      messages: input.tools?.length || input.messages.some((m) => m.toolCalls?.length || m.toolCallId) ? upstreamMessages(input.messages) : input.messages,
+      messages: input.tools?.length || input.messages.some((m) => m.toolCalls?.length || m.toolCallId || m.parts?.length) ? upstreamMessages(input.messages) : input.messages,
       ...(input.tools?.length ? upstreamTools(input) : {}),
       temperature: input.temperature,
       top_p: input.topP,
@@ -160,9 +160,15 @@ function upstreamResponseFormat(format: ResponseFormat): Record<string, unknown>
   return { type: "json_schema", json_schema: { name: format.name, schema: JSON.parse(format.schemaJson) as unknown, strict: format.strict } };
 }
 
-/** A conversation with tool calls as OpenAI-compatible servers take it. */
+/** A conversation with tool calls or images as OpenAI-compatible servers take it. */
 function upstreamMessages(messages: ChatInput["messages"]): Record<string, unknown>[] {
   return messages.map((m) => {
+    if (m.parts?.length) {
+      const content = m.parts.map((p) =>
+        p.type === "image_url" ? { type: "image_url", image_url: { url: p.imageUrl, ...(p.detail ? { detail: p.detail } : {}) } } : { type: "text", text: p.text },
+      );
+      return { role: m.role, content };
+    }
     if (m.toolCallId) return { role: m.role, content: m.content, tool_call_id: m.toolCallId };
     if (m.toolCalls?.length) {
       return { role: m.role, content: m.content || null, tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })) };

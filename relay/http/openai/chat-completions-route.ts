@@ -82,7 +82,7 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   let allowed = stacksForKey(deps.directory, key, request.model);
   // A stack with the router harness sends the request on to the model its rules name; that model answers,
   // and the response (and the usage) name it.
-  const routed = allowed[0]!.harness === "router" ? routedModel(allowed[0]!, { messages: request.messages, tools: request.needs.includes("tools") }) : undefined;
+  const routed = allowed[0]!.harness === "router" ? routedModel(allowed[0]!, { messages: request.messages, tools: request.needs.includes("tools"), images: request.imagePart !== undefined }) : undefined;
   if (routed !== undefined && routed !== request.model) {
     allowed = stacksForKey(deps.directory, key, routed);
     request.model = routed;
@@ -92,6 +92,7 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   if (capable.length === 0) {
     const first = allowed[0]!;
     const param = request.needs.find((p) => !honouredParameters(first.runtime, first.harness, first.orchestrator).includes(p))!;
+    if (param === "image_url") throw new MakinaError("unsupported_parameter", `Image parts are not supported by the ${first.runtime} runtime serving \`${request.model}\`.`, { param: request.imagePart! });
     const hint = first.runtime === "gguf" && (param === "tools" || param === "tool_choice") ? " (a GGUF stack calls tools with the 'tools' harness)" : "";
     throw new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${first.runtime} runtime serving \`${request.model}\`${hint}.`, { param });
   }

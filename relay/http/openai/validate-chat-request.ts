@@ -1,4 +1,4 @@
-import { MakinaError, type ChatMessage, type ResponseFormat } from "../../../proto/index.js";
+import { MakinaError, type ChatMessage, type ContentPart, type ResponseFormat } from "../../../proto/index.js";
 import { checkToolTurns, messageToolCalls, validateTools, type ToolsRequest } from "./validate-tools.js";
 
 /** A validated chat-completions request, in the gateway's terms. */
@@ -22,6 +22,8 @@ export interface ChatRequest {
   unset: string[];
   /** `tools`, `tool_choice`, `parallel_tool_calls`; undefined when the request brings no tools. */
   tools: ToolsRequest | undefined;
+  /** Where the first image part is (`messages[i].content[j].type`); undefined when the request has none. */
+  imagePart: string | undefined;
   /**
    * Parameters given with a value that changes the output beyond the basics
    * (for example `presence_penalty: 0.5`, `n: 2`). The stack's runtime must
@@ -174,31 +176,57 @@ function optional<T>(body: Record<string, unknown>, name: string, check: (v: unk
   return v as T;
 }
 
-function messageContent(m: Record<string, unknown>, i: number): string {
+/** Longest image URL taken (a `data:` URI carries the image itself: 20 MiB of base64 at most). */
+const MAX_IMAGE_URL_CHARS = 20 * 1024 * 1024;
+
+/** An `image_url` part: `{url, detail?}`, the URL `https://`/`http://` or a `data:image/…;base64,` URI. */
+function imagePart(part: Record<string, unknown>, p: string): ContentPart {
+  const image = part.image_url;
+  if (image === undefined || image === null) throw new MakinaError("missing_required_parameter", `Missing required parameter: '${p}.image_url'.`, { param: `${p}.image_url` });
+  if (!isPlainObject(image)) throw invalid(`${p}.image_url`, `Invalid type for '${p}.image_url': expected an object, but got ${describe(image)}.`);
+  const { url, detail } = image;
+  if (typeof url !== "string") throw new MakinaError("missing_required_parameter", `Missing required parameter: '${p}.image_url.url'.`, { param: `${p}.image_url.url` });
+  if (url.length > MAX_IMAGE_URL_CHARS || !/^(https?:\/\/\S+|data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=\s]+)$/i.test(url)) {
+    throw invalid(`${p}.image_url.url`, `Invalid '${p}.image_url.url': expected an http(s) URL or a data:image/…;base64 URI of at most ${MAX_IMAGE_URL_CHARS} characters.`);
+  }
+  if (detail !== undefined && detail !== null) oneOf("auto", "low", "high")(detail, `${p}.image_url.detail`);
+  return { type: "image_url", text: "", imageUrl: url, detail: typeof detail === "string" ? detail : "" };
+}
+
+/**
+ * A message's content: its text (parts joined), and its parts in order when one is an image (only a user
+ * message may have one). `images` collects where each image part is, for the runtime check.
+ */
+function messageContent(m: Record<string, unknown>, i: number, images: string[]): { content: string; parts?: ContentPart[] } {
   const param = `messages[${i}].content`;
   const c = m.content;
-  if (typeof c === "string") return c;
-  if ((c === null || c === undefined) && m.role === "assistant") return "";
+  if (typeof c === "string") return { content: c };
+  if ((c === null || c === undefined) && m.role === "assistant") return { content: "" };
   if (c === undefined || c === null) throw new MakinaError("missing_required_parameter", `Missing required parameter: '${param}'.`, { param });
   if (!Array.isArray(c)) throw invalid(param, `Invalid type for '${param}': expected a string or an array of content parts, but got ${describe(c)}.`);
   if (c.length === 0) throw invalid(param, `Invalid '${param}': empty array. Expected an array with minimum length 1.`);
-  return c
-    .map((part: unknown, j) => {
-      const p = `${param}[${j}]`;
-      if (!isPlainObject(part)) throw invalid(p, `Invalid type for '${p}': expected an object, but got ${describe(part)}.`);
-      if (part.type === "text") {
-        if (typeof part.text !== "string") throw invalid(`${p}.text`, `Invalid type for '${p}.text': expected a string, but got ${describe(part.text)}.`);
-        return part.text;
-      }
-      if (typeof part.type === "string" && ["image_url", "input_audio", "file", "refusal"].includes(part.type)) {
-        throw new MakinaError("unsupported_parameter", `Content parts of type '${part.type}' are not supported by this model's runtime.`, { param: `${p}.type` });
-      }
-      throw invalid(`${p}.type`, `Invalid value for '${p}.type': expected one of 'text', 'image_url', 'input_audio', 'file', 'refusal'.`);
-    })
-    .join("");
+  const parts = c.map((part: unknown, j): ContentPart => {
+    const p = `${param}[${j}]`;
+    if (!isPlainObject(part)) throw invalid(p, `Invalid type for '${p}': expected an object, but got ${describe(part)}.`);
+    if (part.type === "text") {
+      if (typeof part.text !== "string") throw invalid(`${p}.text`, `Invalid type for '${p}.text': expected a string, but got ${describe(part.text)}.`);
+      return { type: "text", text: part.text, imageUrl: "", detail: "" };
+    }
+    if (part.type === "image_url") {
+      if (m.role !== "user") throw invalid(`${p}.type`, `Invalid value for '${p}.type': images are only allowed in user messages.`);
+      images.push(`${p}.type`);
+      return imagePart(part, p);
+    }
+    if (typeof part.type === "string" && ["input_audio", "file", "refusal"].includes(part.type)) {
+      throw new MakinaError("unsupported_parameter", `Content parts of type '${part.type}' are not supported by this model's runtime.`, { param: `${p}.type` });
+    }
+    throw invalid(`${p}.type`, `Invalid value for '${p}.type': expected one of 'text', 'image_url', 'input_audio', 'file', 'refusal'.`);
+  });
+  const content = parts.map((part) => part.text).join("");
+  return parts.some((part) => part.type === "image_url") ? { content, parts } : { content };
 }
 
-function validateMessages(value: unknown): ChatMessage[] {
+function validateMessages(value: unknown, images: string[]): ChatMessage[] {
   if (value === undefined || value === null) throw new MakinaError("missing_required_parameter", "Missing required parameter: 'messages'.", { param: "messages" });
   if (!Array.isArray(value)) throw invalid("messages", `Invalid type for 'messages': expected an array, but got ${describe(value)}.`);
   if (value.length === 0) throw invalid("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.");
@@ -211,13 +239,13 @@ function validateMessages(value: unknown): ChatMessage[] {
     if (m.name !== undefined && m.name !== null) string(256)(m.name, `messages[${i}].name`);
     if (m.role === "tool") {
       if (typeof m.tool_call_id !== "string") throw new MakinaError("missing_required_parameter", `Missing required parameter: 'messages[${i}].tool_call_id'.`, { param: `messages[${i}].tool_call_id` });
-      return { role: m.role, content: messageContent(m, i), toolCallId: m.tool_call_id };
+      return { role: m.role, content: messageContent(m, i, images).content, toolCallId: m.tool_call_id };
     }
     if (m.role === "assistant" && m.tool_calls !== undefined && m.tool_calls !== null) {
       const toolCalls = messageToolCalls(m.tool_calls, i);
-      if (toolCalls.length) return { role: m.role, content: messageContent(m, i), toolCalls };
+      if (toolCalls.length) return { role: m.role, content: messageContent(m, i, images).content, toolCalls };
     }
-    return { role: m.role, content: messageContent(m, i) };
+    return { role: m.role, ...messageContent(m, i, images) };
   });
 }
 
@@ -247,7 +275,10 @@ export function validateChatRequest(body: unknown, limits: ChatLimits = { maxSto
   if (typeof body.model !== "string" || body.model === "" || body.model.length > 256) {
     throw invalid("model", `Invalid type for 'model': expected a non-empty string of at most 256 characters, but got ${describe(body.model)}.`);
   }
-  const messages = validateMessages(body.messages);
+  const images: string[] = [];
+  const messages = validateMessages(body.messages, images);
+  // Images are a need like any parameter: the stack's runtime must take them.
+  if (images.length) needs.push("image_url");
   const tools = validateTools(body);
   checkToolTurns(messages);
 
@@ -295,6 +326,7 @@ export function validateChatRequest(body: unknown, limits: ChatLimits = { maxSto
     frequencyPenalty: (body.frequency_penalty as number | null | undefined) ?? 0,
     unset: (["temperature", "top_p"] as const).filter((k) => body[k] === undefined || body[k] === null),
     tools,
+    imagePart: images[0],
     responseFormat: body.response_format === undefined || body.response_format === null ? undefined : responseFormat(body.response_format, "response_format"),
     needs,
   };

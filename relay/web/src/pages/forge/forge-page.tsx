@@ -243,7 +243,7 @@ export function ForgePage() {
                   <Field
                     id="forge-routes"
                     label="Routing rules (JSON)"
-                    hint='First match wins: [{"model": ID, "min_chars"?, "max_chars"?, "pattern"?, "tools"?}].'
+                    hint='First match wins: [{"model": ID, "min_chars"?, "max_chars"?, "pattern"?, "tools"?, "images"?}].'
                     error={err(error, "harness_options.routes")}
                   >
                     <textarea id="forge-routes" rows={3} value={routes} onInput={(e) => setRoutes(e.currentTarget.value)} spellcheck={false} aria-describedby={describedBy("forge-routes", err(error, "harness_options.routes"))} />
