@@ -2,6 +2,7 @@ import { MakinaError, validateLayerOptions, type DeployStep, type LayerOptionVal
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { RefineOrchestrator } from "./refine-orchestrator.js";
 import { SystemPromptHarness } from "./system-prompt-harness.js";
+import { ToolsHarness } from "./tools-harness.js";
 import { VoteOrchestrator } from "./vote-orchestrator.js";
 
 type Layers = Pick<Extract<DeployStep, { kind: "configureEndpoint" }>, "harness" | "harnessOptionsJson" | "orchestrator" | "orchestratorOptionsJson">;
@@ -40,9 +41,7 @@ function harnessFor(kind: string, options: Record<string, LayerOptionValue>): (r
       // The relay routes before the request reaches a machine: here the stack serves as it is.
       return (runtime) => runtime;
     case "tools":
-      // The runtime calls the tools itself: GGUF through node-llama-cpp's function calling, vLLM and
-      // OpenAI-compatible servers natively. The relay lets tools through only to stacks that call them.
-      return (runtime) => runtime;
+      return (runtime) => new ToolsHarness(runtime, options);
     default:
       throw new MakinaError("invalid_value", `The harness '${kind}' cannot run on this machine's agent (it runs: system-prompt, tools, router).`, { param: "harness" });
   }

@@ -40,7 +40,9 @@ export const LAYER_OPTIONS: Readonly<Record<string, Readonly<Record<string, Laye
     top_p: { type: "number", min: 0, max: 1, describe: "Nucleus sampling when the request sets none" },
     max_tokens: { type: "integer", min: 1, max: 16_777_216, describe: "Most tokens in an answer when the request sets no max_tokens" },
   },
-  tools: {},
+  tools: {
+    parallel_tool_calls: { type: "boolean", describe: "Whether one answer may call several tools, when the request does not say [default: true]" },
+  },
   router: {
     routes: {
       type: "routes",

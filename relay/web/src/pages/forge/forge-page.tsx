@@ -46,6 +46,7 @@ export function ForgePage() {
   const [systemPrompt, setSystemPrompt] = useState("");
   const [routes, setRoutes] = useState('[{"model": "", "pattern": ""}]');
   const [routeDefault, setRouteDefault] = useState("");
+  const [parallelCalls, setParallelCalls] = useState(true);
   const [orchestrator, setOrchestrator] = useState("");
   const [rounds, setRounds] = useState("1");
   const [samples, setSamples] = useState("3");
@@ -125,7 +126,13 @@ export function ForgePage() {
         model_id: modelId.trim() || suggestedId,
         harness: harness || null,
         harness_options:
-          harness === "system-prompt" ? { prompt: systemPrompt } : harness === "router" ? { routes, ...(routeDefault.trim() ? { default: routeDefault.trim() } : {}) } : undefined,
+          harness === "system-prompt"
+            ? { prompt: systemPrompt }
+            : harness === "router"
+              ? { routes, ...(routeDefault.trim() ? { default: routeDefault.trim() } : {}) }
+              : harness === "tools" && !parallelCalls
+                ? { parallel_tool_calls: false }
+                : undefined,
         orchestrator: orchestrator || null,
         orchestrator_options:
           orchestrator === "refine" ? { rounds } : orchestrator === "vote" ? { samples, ...(sampleTemperature.trim() ? { temperature: sampleTemperature.trim() } : {}) } : undefined,
@@ -237,6 +244,11 @@ export function ForgePage() {
                     aria-describedby={describedBy("forge-system-prompt", fieldError("harness_options.prompt"))}
                   />
                 </Field>
+              )}
+              {harness === "tools" && (
+                <label class="check-row">
+                  <input type="checkbox" checked={parallelCalls} onChange={(e) => setParallelCalls(e.currentTarget.checked)} /> Several tool calls in one answer (when a request does not say)
+                </label>
               )}
               {harness === "router" && (
                 <>

@@ -163,6 +163,21 @@ describe("the vote orchestrator", () => {
   });
 });
 
+describe("the tools harness on the agent", () => {
+  it("gives requests with tools its parallel_tool_calls default when they set none, and leaves the rest as they came", async () => {
+    const model = new FakeRuntime();
+    const harness = layersFor({ harness: "tools", harnessOptionsJson: JSON.stringify({ parallel_tool_calls: false }), orchestrator: "", orchestratorOptionsJson: "" })(model);
+    const tools = [{ name: "f", description: "", parametersJson: "", strict: false }];
+    await run(harness, ask("a", { tools }));
+    await run(harness, ask("b", { tools, parallelToolCalls: true }));
+    await run(harness, ask("c"));
+    expect(model.seen.map((i) => i.parallelToolCalls)).toEqual([false, true, undefined]);
+    expect(() => layersFor({ harness: "tools", harnessOptionsJson: '{"parallel_tool_calls": "often"}', orchestrator: "", orchestratorOptionsJson: "" })).toThrow(
+      expect.objectContaining({ param: "harness_options.parallel_tool_calls" }),
+    );
+  });
+});
+
 describe("orchestrator options", () => {
   it("are checked when the layers are made, with the reason", () => {
     expect(() => orchestrated("vote", { samples: 1 }, new FakeRuntime())).toThrow(expect.objectContaining({ code: "invalid_value", param: "orchestrator_options.samples" }));
