@@ -253,6 +253,19 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("heading", { name: "Deployment" }).waitFor();
     expect(await page.getByTestId("stack-harness").textContent()).toContain("router");
 
+    // The tools harness, one call per answer.
+    await nav("Forge");
+    await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
+    await page.getByLabel("Model reference").fill(testModelPath());
+    await page.getByLabel("Model id").fill("agent");
+    await page.getByLabel("Harness").selectOption({ label: "Tools" });
+    await page.getByLabel("Tool calls").uncheck();
+    await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
+    await shot("forge-tools");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await page.getByRole("heading", { name: "Deployment" }).waitFor();
+    await expect.poll(() => page.getByTestId("stack-harness").textContent()).toBe("toolsone call per answer");
+
     // An orchestrator with its options: a vote of samples; a number out of range is said next to its field.
     await nav("Forge");
     await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });

@@ -246,9 +246,11 @@ export function ForgePage() {
                 </Field>
               )}
               {harness === "tools" && (
-                <label class="check-row">
-                  <input type="checkbox" checked={parallelCalls} onChange={(e) => setParallelCalls(e.currentTarget.checked)} /> Several tool calls in one answer (when a request does not say)
-                </label>
+                <Field id="forge-parallel-calls" label="Tool calls" hint="When a request does not say.">
+                  <label class="check-row">
+                    <input id="forge-parallel-calls" type="checkbox" checked={parallelCalls} onChange={(e) => setParallelCalls(e.currentTarget.checked)} aria-describedby="forge-parallel-calls-hint" /> Several in one answer
+                  </label>
+                </Field>
               )}
               {harness === "router" && (
                 <>

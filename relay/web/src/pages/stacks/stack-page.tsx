@@ -111,6 +111,7 @@ export function StackPage({ id }: { id: string }) {
             <dd data-testid="stack-harness">
               {s.harness ?? "none"}
               {s.harness_options?.prompt !== undefined && <div class="muted small wrap">“{String(s.harness_options.prompt)}”</div>}
+              {s.harness_options?.parallel_tool_calls !== undefined && <div class="muted small">{s.harness_options.parallel_tool_calls ? "several calls in one answer" : "one call per answer"}</div>}
             </dd>
             <dt>Orchestrator</dt>
             <dd data-testid="stack-orchestrator">
