@@ -1,14 +1,25 @@
-import type { AgentToRelay, ChatInput, DeployStep, RelayToAgent, ResponseFormat, ToolChoice } from "../../proto/index.js";
+import type { AgentToRelay, ChatInput, ChatMessage, DeployStep, RelayToAgent, ResponseFormat, ToolChoice } from "../../proto/index.js";
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
+
+type WireChatMessage = Extract<RelayMessage["body"], { $case: "inferenceRequest" }>["value"]["messages"][number];
+
+/** A wire message as the link's: the fields the wire always has (empty lists, empty ids) only when set. */
+function chatMessage(m: WireChatMessage): ChatMessage {
+  const message: ChatMessage = { role: m.role, content: m.content };
+  if (m.toolCalls.length) message.toolCalls = m.toolCalls;
+  if (m.toolCallId) message.toolCallId = m.toolCallId;
+  if (m.parts.length) message.parts = m.parts;
+  return message;
+}
 
 /** The agent's reading of a wire message from the relay; `undefined` for one it does not know (ignored). */
 export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefined {
   const body = message.body;
   switch (body?.$case) {
     case "inferenceRequest": {
-      const { requestId, stackId, initialCredit, responseFormat, toolChoice, parallelToolCalls, ...rest } = body.value;
+      const { requestId, stackId, initialCredit, responseFormat, toolChoice, parallelToolCalls, messages, ...rest } = body.value;
       // A response format or tool choice this agent does not know is refused by the runtime, never dropped.
-      const input: ChatInput = { ...rest, ...(responseFormat ? { responseFormat: responseFormat as ResponseFormat } : {}) };
+      const input: ChatInput = { ...rest, messages: messages.map(chatMessage), ...(responseFormat ? { responseFormat: responseFormat as ResponseFormat } : {}) };
       if (toolChoice) input.toolChoice = toolChoice as ToolChoice;
       if (parallelToolCalls !== undefined) input.parallelToolCalls = parallelToolCalls;
       return { type: "infer", requestId, stackId, credit: initialCredit, input };
