@@ -26,6 +26,11 @@ export const HARNESS_CAPABILITIES: Readonly<Record<string, Partial<Record<Runtim
   tools: { gguf: [...RUNTIME_CAPABILITIES.gguf, "tools", "tool_choice"] },
 });
 
+/** The harness with which a stack of this runtime honours the parameter, for the reason a request is refused. */
+export function harnessHonouring(runtime: RuntimeKind, param: string): string | undefined {
+  return Object.keys(HARNESS_CAPABILITIES).find((h) => HARNESS_CAPABILITIES[h]![runtime]?.includes(param));
+}
+
 /** What an orchestrator takes away: tools belong to one run of the model, and an orchestrator runs it several times. */
 const ORCHESTRATED_EXCLUDES: readonly string[] = ["tools", "tool_choice"];
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { honouredParameters, MakinaError, orchestratorSteps, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
+import { harnessHonouring, honouredParameters, MakinaError, orchestratorSteps, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
 import { authenticateApiKey } from "../../keys/index.js";
 import type { AgentRegistry } from "../../link/index.js";
 import { estimateTokens, type RateLimiter } from "../../limits/index.js";
@@ -93,7 +93,8 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
     const first = allowed[0]!;
     const param = request.needs.find((p) => !honouredParameters(first.runtime, first.harness, first.orchestrator).includes(p))!;
     if (param === "image_url") throw new MakinaError("unsupported_parameter", `Image parts are not supported by the ${first.runtime} runtime serving \`${request.model}\`.`, { param: request.imagePart! });
-    const hint = first.runtime === "gguf" && (param === "tools" || param === "tool_choice") ? " (a GGUF stack calls tools with the 'tools' harness)" : "";
+    const harness = first.orchestrator ? undefined : harnessHonouring(first.runtime, param);
+    const hint = harness && harness !== first.harness ? ` (a ${first.runtime} stack takes it with the '${harness}' harness)` : "";
     throw new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${first.runtime} runtime serving \`${request.model}\`${hint}.`, { param });
   }
   const { stack, session } = pickTarget(deps.registry, capable);
