@@ -369,5 +369,12 @@ describe("a newcomer's journey through the web application", () => {
     // Wide tables scroll inside their own frame, not the page.
     expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
     await shot("narrow-keys");
+    // The Forge's layer fields stack in one column.
+    await nav("Forge");
+    await page.getByLabel("Harness").selectOption({ label: "Tools" });
+    await page.getByLabel("Orchestrator").selectOption({ label: "Vote" });
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    await page.getByLabel("Samples").scrollIntoViewIfNeeded();
+    await shot("narrow-forge-layers");
   });
 });
