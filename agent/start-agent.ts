@@ -3,16 +3,13 @@ import { mkdir, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentConfig } from "./config.js";
-import type { AgentStatus } from "./control/agent-status.js";
-import { startControlServer, type ControlServer } from "./control/control-server.js";
+import { InventoryReporter, modelsOnDisk, startControlServer, type AgentStatus, type ControlServer } from "./control/index.js";
 import { detectHardware, hardwareChanged, type HardwareSource } from "./hardware/detect-hardware.js";
-import { Backoff } from "./link/backoff.js";
+import { Backoff } from "./flow/index.js";
 import { InferenceDispatcher } from "./link/inference-dispatcher.js";
 import { GrpcDialer } from "./link/grpc-dialer.js";
 import { LinkClient } from "./link/link-client.js";
 import { RelayMessageHandler } from "./link/relay-message-handler.js";
-import { InventoryReporter } from "./control/inventory-reporter.js";
-import { modelsOnDisk } from "./control/models-on-disk.js";
 import { ModelStore } from "./models/model-store.js";
 import { ggufAdapter } from "./runtimes/adapters/gguf-adapter.js";
 import { mlxAdapter } from "./runtimes/adapters/mlx-adapter.js";
@@ -56,7 +53,14 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
   let { report: hardware, problems: hardwareProblems } = await detectHardware({ log, source: options.hardwareSource });
   const models = new ModelStore(config.dataDir, log.child({ component: "models" }), { hub: { endpoint: config.hfEndpoint, token: config.hfToken } });
   const host = new StackHost({
-    config,
+    runtimeSetup: {
+      runtimesDir: join(config.dataDir, "runtimes"),
+      python: config.python,
+      env: config.runtimeEnv,
+      packages: { vllm: config.vllmPackage, mlx: config.mlxPackage },
+      hub: { endpoint: config.hfEndpoint, token: config.hfToken },
+      health: { healthIntervalMs: config.healthIntervalMs, healthTimeoutMs: config.healthTimeoutMs },
+    },
     models,
     adapters: {
       gguf: ggufAdapter({ maxContextSize: config.maxContextSize, sequences: config.parallelSequences, threads: config.threads, gpu: config.gpu }),
@@ -87,7 +91,6 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
     dial: options.dial ?? grpc!.dial,
     onStopped: () => grpc?.close(),
     hello: () => ({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: agentVersion(), hardware }),
-    inFlight: () => inference.inFlight,
     withHeartbeat: () => {
       const stacks = inference.metrics();
       return stacks.length ? { type: "metrics", stacks } : undefined;

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { request } from "node:http";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import type { AgentStatus } from "../agent/control/agent-status.js";
+import type { AgentStatus } from "../agent/control/index.js";
 
 /**
  * Where the local agent's control socket may be: `--socket`, `MAKINA_AGENT_SOCKET`, the one the agent's config file

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
-import { agentVersion } from "../agent/version.js";
+import { agentVersion } from "../agent/control/index.js";
 import { CliError, EXIT, exitFor } from "./cli-error.js";
 import { adminCommand } from "./commands/admin/admin-command.js";
 import { agentCommand } from "./commands/agent-command.js";

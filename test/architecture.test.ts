@@ -53,6 +53,39 @@ describe("repository rules", () => {
     expect(importers).toEqual([...edge].sort());
   });
 
+  it("keeps the agent's floors straight: a room imports its own files and rooms on lower floors only", () => {
+    // Bottom floor first. version.ts is read by all; config.ts, start-agent.ts and index.ts build the rest.
+    const floors = [["version.ts"], ["flow", "hardware"], ["supervisor", "models"], ["runtimes"], ["layers"], ["stacks"], ["link"], ["control"], ["doctor"], ["config.ts"], ["start-agent.ts"], ["index.ts"]];
+    const roomOf = (file: string) => relative(join(REPO_ROOT, "agent"), file).split("/")[0]!;
+    const floorOf = (room: string) => floors.findIndex((f) => f.includes(room));
+    const agentFiles = serverFiles.filter(({ area }) => area === "agent");
+    const unplaced = [...new Set(agentFiles.map(({ file }) => roomOf(file)))].filter((room) => floorOf(room) < 0);
+    expect(unplaced).toEqual([]);
+    const upward = agentFiles.flatMap(({ file }) =>
+      importsOf(file)
+        .filter((spec) => spec.startsWith("."))
+        .map((spec) => resolve(dirname(file), spec).replace(/\.js$/, ".ts"))
+        .filter((target) => target.startsWith(join(REPO_ROOT, "agent") + "/"))
+        .filter((target) => roomOf(target) !== roomOf(file) && floorOf(roomOf(target)) >= floorOf(roomOf(file)))
+        .map((target) => `${relative(REPO_ROOT, file)} imports ${relative(REPO_ROOT, target)}`),
+    );
+    expect(agentFiles.length).toBeGreaterThan(40);
+    expect(upward).toEqual([]);
+  });
+
+  it("lets the CLI into the agent and the relay only through their front doors (index.ts files)", () => {
+    const cliFiles = serverFiles.filter(({ area }) => area === "cli");
+    const pastTheDoor = cliFiles.flatMap(({ file }) =>
+      importsOf(file)
+        .filter((spec) => spec.startsWith("."))
+        .map((spec) => relative(REPO_ROOT, resolve(dirname(file), spec)))
+        .filter((target) => /^(agent|relay)\//.test(target) && !target.endsWith("/index.js"))
+        .map((target) => `${relative(REPO_ROOT, file)} imports ${target}`),
+    );
+    expect(cliFiles.length).toBeGreaterThan(20);
+    expect(pastTheDoor).toEqual([]);
+  });
+
   it("writes no console output outside the CLI", () => {
     const offenders = serverFiles.filter(({ area, file }) => area !== "cli" && /\bconsole\.(log|error|warn|info|debug)\(/.test(readFileSync(file, "utf8")));
     expect(offenders.map((f) => relative(REPO_ROOT, f.file))).toEqual([]);

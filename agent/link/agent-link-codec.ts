@@ -32,8 +32,6 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
       return { type: "cancelCommand", commandId: body.value.commandId, reason: body.value.reason };
     case "welcome":
       return { type: "welcome", ...body.value };
-    case "heartbeat":
-      return { type: "heartbeat", ...body.value };
     case "command": {
       const { commandId, stackId, step } = body.value;
       const decoded = ((): DeployStep | undefined => {
@@ -73,7 +71,7 @@ export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
     case "hello":
       return { body: { $case: "hello", value: { protocolVersion: message.protocolVersion, agentVersion: message.agentVersion, hardware: message.hardware } } };
     case "heartbeat":
-      return { body: { $case: "heartbeat", value: { sentAtMs: message.sentAtMs, inFlight: message.inFlight } } };
+      return { body: { $case: "heartbeat", value: { sentAtMs: message.sentAtMs } } };
     case "progress":
       return { body: { $case: "commandProgress", value: { commandId: message.commandId, ...message.progress } } };
     case "result":

@@ -1,6 +1,6 @@
 import { MakinaError, toErrorReport, type AgentToRelay, type Logger, type RelayToAgent, type StackMetrics } from "../../proto/index.js";
 import type { StackHost } from "../stacks/stack-host.js";
-import { CreditGate } from "./credit-gate.js";
+import { CreditGate } from "../flow/index.js";
 
 interface Active {
   stackId: string;

@@ -1,12 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentToRelay, LinkDialer, LinkEnd, Logger, RelayToAgent } from "../../proto/index.js";
-import { Backoff } from "./backoff.js";
+import { Backoff } from "../flow/index.js";
 
 /** The agent's hello on a new link. */
 export type Hello = Extract<AgentToRelay, { type: "hello" }>;
-/** The relay's welcome of a link. */
-export type Welcome = Extract<RelayToAgent, { type: "welcome" }>;
-
 /**
  * Link states: `connecting` (dialing, hello sent) → `online` (welcomed) →
  * `waiting` (backing off after a loss) → `connecting` …; `stopped` is final.
@@ -27,8 +24,6 @@ export interface LinkClientOptions {
   onDisconnect: () => void;
   /** Called once the relay welcomed a new link. */
   onOnline?: () => void;
-  /** Inference requests in flight, for heartbeats. */
-  inFlight: () => number;
   /** A message sent along with every heartbeat (the runtimes' metrics), if any. */
   withHeartbeat?: () => AgentToRelay | undefined;
   backoff: Backoff;
@@ -47,8 +42,6 @@ export class LinkClient {
   state: LinkState = "idle";
   /** Why the last link attempt failed, for `doctor`. */
   lastError: string | null = null;
-  /** The relay's welcome on the current link. */
-  welcome: Welcome | null = null;
   /** Unix ms when the current link was welcomed. */
   onlineSince: number | null = null;
   /** True when the relay refused this machine's credentials on the last attempt. */
@@ -98,7 +91,6 @@ export class LinkClient {
         ended = true;
         clearInterval(heartbeat);
         this.stopController.signal.removeEventListener("abort", onStop);
-        this.welcome = null;
         this.onlineSince = null;
         this.relay = undefined;
         this.lastError = reason;
@@ -111,7 +103,6 @@ export class LinkClient {
         send: (message) => {
           if (ended) return;
           if (message.type === "welcome") {
-            this.welcome = message;
             this.state = "online";
             this.lastError = null;
             this.onlineSince = Date.now();
@@ -120,7 +111,7 @@ export class LinkClient {
             log.info("link online", { machineId: message.machineId });
             const interval = Math.max(100, message.heartbeatIntervalMs);
             heartbeat = setInterval(() => {
-              relay.send({ type: "heartbeat", sentAtMs: Date.now(), inFlight: this.options.inFlight() });
+              relay.send({ type: "heartbeat", sentAtMs: Date.now() });
               const extra = this.options.withHeartbeat?.();
               if (extra) relay.send(extra);
             }, interval);
@@ -129,7 +120,6 @@ export class LinkClient {
             this.options.onOnline?.();
             return;
           }
-          if (message.type === "heartbeat") return;
           this.options.onMessage(message);
         },
         close: (reason, refused) => {

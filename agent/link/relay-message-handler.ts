@@ -35,7 +35,6 @@ export class RelayMessageHandler {
         this.commands.get(message.commandId)?.abort(new MakinaError("canceled", message.reason));
         return;
       case "welcome":
-      case "heartbeat":
         return;
     }
   }

@@ -39,6 +39,9 @@ export interface RuntimeContext {
   onState?: (state: "loading" | "ready" | "failed", error: string | null) => void;
 }
 
+/** The part of a {@link RuntimeContext} that is the same for every step: how runtimes are set up on this machine. */
+export type RuntimeSetup = Pick<RuntimeContext, "runtimesDir" | "python" | "env" | "packages" | "hub" | "health">;
+
 /** A model to serve: a local file, or a name the runtime resolves itself (vLLM's hub ids). */
 export interface ModelToServe {
   modelId: string;
@@ -48,14 +51,12 @@ export interface ModelToServe {
 
 /**
  * The one interface every runtime implements: install it, check its
- * requirements, start a model (resolving once it is ready), and say which
- * request parameters it honours.
+ * requirements, and start a model (resolving once it is ready). Which request parameters a kind honours is
+ * `RUNTIME_CAPABILITIES` in proto, the one table the relay's routing also reads.
  */
 export interface RuntimeAdapter {
   readonly kind: RuntimeKind;
   readonly requirements: RuntimeRequirements;
-  /** Request parameters beyond the basics that it honours. */
-  readonly capabilities: readonly string[];
   /** Makes the runtime usable; idempotent. Resolves with its version. */
   install(ctx: RuntimeContext): Promise<{ version: string }>;
   /** Serves `model`; resolves once a readiness probe passes. */

@@ -1,10 +1,8 @@
 import { MakinaError, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
-import type { AgentConfig } from "../config.js";
 import type { ModelStore } from "../models/model-store.js";
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { layersFor } from "../layers/layers-for.js";
-import { unmetRequirements, type RuntimeAdapter, type RuntimeContext, type RuntimeKind } from "../runtimes/runtime-adapter.js";
-import { join } from "node:path";
+import { unmetRequirements, type RuntimeAdapter, type RuntimeContext, type RuntimeKind, type RuntimeSetup } from "../runtimes/runtime-adapter.js";
 
 export type { RuntimeState };
 
@@ -29,7 +27,8 @@ export interface HostedStack {
 
 /** What the host needs from its surroundings, passed in by `startAgent`. */
 export interface StackHostDeps {
-  config: AgentConfig;
+  /** How runtimes are installed and run on this machine (from the agent's config): what every step's context starts from. */
+  runtimeSetup: RuntimeSetup;
   models: ModelStore;
   adapters: Readonly<Record<RuntimeKind, RuntimeAdapter>>;
   hardware: () => HardwareReport;
@@ -96,12 +95,7 @@ export class StackHost {
 
   private context(onProgress: (p: StepProgress) => void, signal?: AbortSignal, stackId?: string): RuntimeContext {
     return {
-      runtimesDir: join(this.deps.config.dataDir, "runtimes"),
-      python: this.deps.config.python,
-      env: this.deps.config.runtimeEnv,
-      packages: { vllm: this.deps.config.vllmPackage, mlx: this.deps.config.mlxPackage },
-      hub: { endpoint: this.deps.config.hfEndpoint, token: this.deps.config.hfToken },
-      health: { healthIntervalMs: this.deps.config.healthIntervalMs, healthTimeoutMs: this.deps.config.healthTimeoutMs },
+      ...this.deps.runtimeSetup,
       log: this.deps.log,
       signal,
       onProgress,

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { EventEmitter } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MakinaError, type Logger } from "../../proto/index.js";
-import { Backoff } from "../link/backoff.js";
+import { Backoff } from "../flow/index.js";
 
 /**
  * Supervised process states: `starting` (spawned, readiness probe not yet

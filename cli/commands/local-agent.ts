@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Argv } from "yargs";
-import type { AgentStatus } from "../../agent/control/agent-status.js";
+import type { AgentStatus } from "../../agent/control/index.js";
 import { candidateSockets, fetchAgentStatus } from "../agent-client.js";
 import { CliError, EXIT } from "../cli-error.js";
 

@@ -1,6 +1,5 @@
 import type { CommandModule } from "yargs";
-import type { AgentStatus } from "../../agent/control/agent-status.js";
-import { modelsOnDisk } from "../../agent/control/models-on-disk.js";
+import { modelsOnDisk, type AgentStatus } from "../../agent/control/index.js";
 import { humanBytes, print, table } from "../output.js";
 import { localOptions, requireStatus, type LocalArgs } from "./local-agent.js";
 

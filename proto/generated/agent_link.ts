@@ -140,7 +140,6 @@ export interface RuntimeStatus {
 export interface RelayMessage {
   body:
     | { $case: "welcome"; value: Welcome }
-    | { $case: "heartbeat"; value: Heartbeat }
     | { $case: "inferenceRequest"; value: InferenceRequest }
     | { $case: "inferenceCancel"; value: InferenceCancel }
     | { $case: "inferenceCredit"; value: InferenceCredit }
@@ -176,12 +175,10 @@ export interface Welcome {
   protocolVersion: number;
 }
 
-/** Liveness, both directions. */
+/** The agent's liveness: one every `Welcome.heartbeat_interval_ms`; a link silent for 3.5 intervals is dropped. */
 export interface Heartbeat {
-  /** Sender's wall clock, Unix milliseconds. */
+  /** The agent's wall clock, Unix milliseconds. */
   sentAtMs: number;
-  /** Inference requests in flight on the sender's side of the link. */
-  inFlight: number;
 }
 
 /** The hardware of a machine. */
@@ -1577,9 +1574,6 @@ export const RelayMessage: MessageFns<RelayMessage> = {
       case "welcome":
         Welcome.encode(message.body.value, writer.uint32(10).fork()).join();
         break;
-      case "heartbeat":
-        Heartbeat.encode(message.body.value, writer.uint32(18).fork()).join();
-        break;
       case "inferenceRequest":
         InferenceRequest.encode(message.body.value, writer.uint32(26).fork()).join();
         break;
@@ -1618,14 +1612,6 @@ export const RelayMessage: MessageFns<RelayMessage> = {
             }
 
             message.body = { $case: "welcome", value: Welcome.decode(reader, reader.uint32()) };
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.body = { $case: "heartbeat", value: Heartbeat.decode(reader, reader.uint32()) };
             continue;
           }
           case 3: {
@@ -1684,8 +1670,6 @@ export const RelayMessage: MessageFns<RelayMessage> = {
     return {
       body: isSet(object.welcome)
         ? { $case: "welcome", value: Welcome.fromJSON(object.welcome) }
-        : isSet(object.heartbeat)
-        ? { $case: "heartbeat", value: Heartbeat.fromJSON(object.heartbeat) }
         : isSet(object.inferenceRequest)
         ? { $case: "inferenceRequest", value: InferenceRequest.fromJSON(object.inferenceRequest) }
         : isSet(object.inference_request)
@@ -1712,8 +1696,6 @@ export const RelayMessage: MessageFns<RelayMessage> = {
     const obj: any = {};
     if (message.body?.$case === "welcome") {
       obj.welcome = Welcome.toJSON(message.body.value);
-    } else if (message.body?.$case === "heartbeat") {
-      obj.heartbeat = Heartbeat.toJSON(message.body.value);
     } else if (message.body?.$case === "inferenceRequest") {
       obj.inferenceRequest = InferenceRequest.toJSON(message.body.value);
     } else if (message.body?.$case === "inferenceCancel") {
@@ -1737,12 +1719,6 @@ export const RelayMessage: MessageFns<RelayMessage> = {
       case "welcome": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
           message.body = { $case: "welcome", value: Welcome.fromPartial(object.body.value) };
-        }
-        break;
-      }
-      case "heartbeat": {
-        if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "heartbeat", value: Heartbeat.fromPartial(object.body.value) };
         }
         break;
       }
@@ -2095,16 +2071,13 @@ export const Welcome: MessageFns<Welcome> = {
 };
 
 function createBaseHeartbeat(): Heartbeat {
-  return { sentAtMs: 0, inFlight: 0 };
+  return { sentAtMs: 0 };
 }
 
 export const Heartbeat: MessageFns<Heartbeat> = {
   encode(message: Heartbeat, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.sentAtMs !== 0) {
       writer.uint32(8).uint64(message.sentAtMs);
-    }
-    if (message.inFlight !== 0) {
-      writer.uint32(16).uint32(message.inFlight);
     }
     return writer;
   },
@@ -2130,14 +2103,6 @@ export const Heartbeat: MessageFns<Heartbeat> = {
             message.sentAtMs = longToNumber(reader.uint64());
             continue;
           }
-          case 2: {
-            if (tag !== 16) {
-              break;
-            }
-
-            message.inFlight = reader.uint32();
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2157,11 +2122,6 @@ export const Heartbeat: MessageFns<Heartbeat> = {
         : isSet(object.sent_at_ms)
         ? globalThis.Number(object.sent_at_ms)
         : 0,
-      inFlight: isSet(object.inFlight)
-        ? globalThis.Number(object.inFlight)
-        : isSet(object.in_flight)
-        ? globalThis.Number(object.in_flight)
-        : 0,
     };
   },
 
@@ -2169,9 +2129,6 @@ export const Heartbeat: MessageFns<Heartbeat> = {
     const obj: any = {};
     if (message.sentAtMs !== 0) {
       obj.sentAtMs = Math.round(message.sentAtMs);
-    }
-    if (message.inFlight !== 0) {
-      obj.inFlight = Math.round(message.inFlight);
     }
     return obj;
   },
@@ -2182,7 +2139,6 @@ export const Heartbeat: MessageFns<Heartbeat> = {
   fromPartial<I extends Exact<DeepPartial<Heartbeat>, I>>(object: I): Heartbeat {
     const message = createBaseHeartbeat();
     message.sentAtMs = object.sentAtMs ?? 0;
-    message.inFlight = object.inFlight ?? 0;
     return message;
   },
 };

@@ -216,7 +216,6 @@ export type RuntimeState = "loading" | "ready" | "failed";
 /** Everything the relay sends an agent. */
 export type RelayToAgent =
   | { type: "welcome"; machineId: string; heartbeatIntervalMs: number; protocolVersion: number }
-  | { type: "heartbeat"; sentAtMs: number; inFlight: number }
   | { type: "infer"; requestId: string; stackId: string; input: ChatInput; credit: number }
   | { type: "cancel"; requestId: string; reason: string }
   | { type: "credit"; requestId: string; credits: number }
@@ -226,7 +225,7 @@ export type RelayToAgent =
 /** Everything an agent sends the relay. A request's `text` and `end` are {@link TokenEvent}s with its id. */
 export type AgentToRelay =
   | { type: "hello"; protocolVersion: number; agentVersion: string; hardware: HardwareReport }
-  | { type: "heartbeat"; sentAtMs: number; inFlight: number }
+  | { type: "heartbeat"; sentAtMs: number }
   | { type: "text"; requestId: string; text: string }
   | ({ type: "toolCall"; requestId: string } & ToolCallDelta)
   | { type: "end"; requestId: string; finishReason: FinishReason; usage: Usage }

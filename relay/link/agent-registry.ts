@@ -4,7 +4,6 @@ import type { AgentSession } from "./agent-session.js";
 /** Events of the {@link AgentRegistry}. */
 export interface RegistryEvents {
   online: [AgentSession];
-  offline: [AgentSession];
 }
 
 /** The agents connected right now, one session per machine. */
@@ -23,7 +22,6 @@ export class AgentRegistry extends EventEmitter<RegistryEvents> {
   remove(session: AgentSession): boolean {
     if (this.sessions.get(session.machineId) !== session) return false;
     this.sessions.delete(session.machineId);
-    this.emit("offline", session);
     return true;
   }
 

@@ -94,8 +94,6 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
       return { body: { $case: "inferenceCancel", value: { requestId: message.requestId, reason: message.reason } } };
     case "welcome":
       return { body: { $case: "welcome", value: { machineId: message.machineId, heartbeatIntervalMs: message.heartbeatIntervalMs, protocolVersion: message.protocolVersion } } };
-    case "heartbeat":
-      return { body: { $case: "heartbeat", value: { sentAtMs: message.sentAtMs, inFlight: message.inFlight } } };
     case "command": {
       const { commandId, stackId, step } = message;
       const wireStep = ((): NonNullable<Extract<RelayMessage["body"], { $case: "command" }>["value"]["step"]> => {

@@ -1,6 +1,6 @@
 import { MakinaError } from "../../proto/index.js";
 import type { ApiKeyRecord, Stack } from "../store/index.js";
-import type { AgentRegistry, AgentSession } from "../link/index.js";
+import type { AgentSession } from "../link/index.js";
 
 /** Stacks of the key's organization that serve `modelId` and that the key may use. */
 export function stacksForKey(directory: { servingModel(orgId: string, modelId: string): Stack[] }, key: ApiKeyRecord, modelId: string): Stack[] {

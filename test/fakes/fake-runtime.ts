@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RuntimeAdapter } from "../../agent/runtimes/runtime-adapter.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
-import { isErrorCode, MakinaError, RUNTIME_CAPABILITIES } from "../../proto/index.js";
+import { isErrorCode, MakinaError } from "../../proto/index.js";
 
 /**
  * A stand-in for a model, for tests of routing, errors and flow control that need no llama.cpp: it answers
@@ -80,7 +80,6 @@ export function fakeAdapter(kind: "openai" = "openai"): RuntimeAdapter & { runti
   return {
     kind,
     requirements: { description: "any machine" },
-    capabilities: RUNTIME_CAPABILITIES[kind],
     runtimes,
     async install() {
       return { version: "fake" };

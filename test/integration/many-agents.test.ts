@@ -10,7 +10,7 @@ function simulatedAgent(server: string, machineId: string, token: string, heartb
   const dialer = new GrpcDialer(server, { machineId, token }, { caSha256: null, caCacheFile: "/dev/null", caFile: null, tls: false });
   link = dialer.dial({ send: (m) => m.type === "welcome" && (welcomed = true), close: () => (link = undefined) });
   link.send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "sim", hardware: { platform: "linux", os: "Sim", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] } });
-  const beat = setInterval(() => link?.send({ type: "heartbeat", sentAtMs: Date.now(), inFlight: 0 }), heartbeatMs);
+  const beat = setInterval(() => link?.send({ type: "heartbeat", sentAtMs: Date.now() }), heartbeatMs);
   return {
     get welcomed() {
       return welcomed;

@@ -34,7 +34,7 @@ describe("a machine whose link stops draining", () => {
     });
     call.on("error", () => {});
     send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "stalled", hardware: { platform: "linux", os: "Stalled", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] } });
-    const beat = setInterval(() => send({ type: "heartbeat", sentAtMs: Date.now(), inFlight: 0 }), 200);
+    const beat = setInterval(() => send({ type: "heartbeat", sentAtMs: Date.now() }), 200);
     try {
       await vi.waitFor(() => expect(gw.relay.registry.get(machine.id)).toBeDefined(), { timeout: 5_000, interval: 10 });
       const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "stalled-model", machine: machine.id, runtime: "openai", model: "http://fake.invalid/v1#x", modelId: "stalled-model" });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Backoff } from "../../agent/link/backoff.js";
-import { CreditGate } from "../../agent/link/credit-gate.js";
+import { Backoff } from "../../agent/flow/backoff.js";
+import { CreditGate } from "../../agent/flow/credit-gate.js";
 import { SlotPool } from "../../agent/runtimes/slot-pool.js";
 import { MakinaError } from "../../proto/index.js";
 

@@ -3,7 +3,7 @@ import { existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { MakinaError, RUNTIME_CAPABILITIES } from "../../../proto/index.js";
+import { MakinaError } from "../../../proto/index.js";
 import { dependencyVersion } from "../../version.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
 import { ProcessSupervisor } from "../../supervisor/index.js";
@@ -48,7 +48,6 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
   return {
     kind: "gguf",
     requirements: { description: "any machine" },
-    capabilities: RUNTIME_CAPABILITIES.gguf,
     async install() {
       ggufServerEntry();
       return { version: `node-llama-cpp ${dependencyVersion("node-llama-cpp")}` };

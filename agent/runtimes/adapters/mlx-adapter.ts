@@ -1,4 +1,3 @@
-import { RUNTIME_CAPABILITIES } from "../../../proto/index.js";
 import { join } from "node:path";
 import { MLX_PACKAGE } from "../python-pins.js";
 import { binaryVersion, installIntoVenv } from "../python-venv.js";
@@ -13,7 +12,6 @@ import { startSupervisedServer } from "./server-runtime.js";
 export const mlxAdapter: RuntimeAdapter = {
   kind: "mlx",
   requirements: { platforms: ["darwin"], arch: ["arm64"], description: "macOS on Apple silicon" },
-  capabilities: RUNTIME_CAPABILITIES.mlx,
   async install(ctx) {
     const bin = await installIntoVenv("mlx", [ctx.packages?.mlx ?? MLX_PACKAGE], "mlx_lm.server", ctx);
     return { version: await binaryVersion(join(bin, "python"), ["-c", "import mlx_lm; print(mlx_lm.__version__)"]) };

@@ -1,4 +1,4 @@
-import { MakinaError, RUNTIME_CAPABILITIES } from "../../../proto/index.js";
+import { MakinaError } from "../../../proto/index.js";
 import { OpenAiServerRuntime } from "../openai-server/openai-server-runtime.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
 
@@ -16,7 +16,6 @@ export function parseServerRef(ref: string): { baseUrl: string; model: string } 
 export const openaiServerAdapter: RuntimeAdapter = {
   kind: "openai",
   requirements: { description: "any machine" },
-  capabilities: RUNTIME_CAPABILITIES.openai,
   async install() {
     return { version: "external" };
   },

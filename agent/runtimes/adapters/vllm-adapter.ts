@@ -1,4 +1,3 @@
-import { RUNTIME_CAPABILITIES } from "../../../proto/index.js";
 import { join } from "node:path";
 import { VLLM_PACKAGE } from "../python-pins.js";
 import { binaryVersion, installIntoVenv } from "../python-venv.js";
@@ -14,7 +13,6 @@ import { startSupervisedServer } from "./server-runtime.js";
 export const vllmAdapter: RuntimeAdapter = {
   kind: "vllm",
   requirements: { platforms: ["linux"], accelerators: ["cuda"], description: "Linux with an NVIDIA GPU (CUDA)" },
-  capabilities: RUNTIME_CAPABILITIES.vllm,
   async install(ctx) {
     const bin = await installIntoVenv("vllm", [ctx.packages?.vllm ?? VLLM_PACKAGE], "vllm", ctx);
     return { version: await binaryVersion(join(bin, "vllm")) };

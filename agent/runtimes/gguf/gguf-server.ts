@@ -2,7 +2,7 @@ import { rmSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { parseArgs } from "node:util";
 import { createLogger, MakinaError } from "../../../proto/index.js";
-import { CreditGate } from "../../link/credit-gate.js";
+import { CreditGate } from "../../flow/index.js";
 import { createLlama } from "./gguf-engine.js";
 import { loadGgufModel } from "./gguf-runtime.js";
 import { errorFrame, readFrames, writeFrame, type AgentFrame } from "./gguf-wire.js";

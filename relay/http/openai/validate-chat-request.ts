@@ -32,11 +32,8 @@ export interface ChatRequest {
   needs: string[];
 }
 
-/** The gateway's limits on a chat request. */
-export interface ChatLimits {
-  /** Most stop sequences. @default 4 */
-  maxStop: number;
-}
+/** Most stop sequences a request may give (the vendor's limit). */
+const MAX_STOP = 4;
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 
@@ -256,7 +253,7 @@ function validateMessages(value: unknown, images: string[]): ChatMessage[] {
 export const MAX_COMPLETION_TOKENS = 16_777_216;
 
 /** Checks a chat-completions body against the vendor interface and the gateway's limits. */
-export function validateChatRequest(body: unknown, limits: ChatLimits = { maxStop: 4 }): ChatRequest {
+export function validateChatRequest(body: unknown): ChatRequest {
   if (!isPlainObject(body)) throw new MakinaError("invalid_value", `The request body must be a JSON object, but got ${describe(body)}.`);
   const needs: string[] = [];
   for (const [name, value] of Object.entries(body)) {
@@ -308,7 +305,7 @@ export function validateChatRequest(body: unknown, limits: ChatLimits = { maxSto
     if (typeof body.stop === "string") stop = [body.stop];
     else if (Array.isArray(body.stop) && body.stop.every((s) => typeof s === "string")) stop = body.stop as string[];
     else throw invalid("stop", "Invalid type for 'stop': expected a string or an array of strings.");
-    if (stop.length > limits.maxStop) throw invalid("stop", `Invalid 'stop': at most ${limits.maxStop} stop sequences are allowed.`);
+    if (stop.length > MAX_STOP) throw invalid("stop", `Invalid 'stop': at most ${MAX_STOP} stop sequences are allowed.`);
     if (stop.some((s) => s === "" || s.length > 1024)) throw invalid("stop", "Invalid 'stop': each stop sequence must be 1 to 1024 characters.");
   }
 

@@ -1,0 +1,1 @@
+export { doctorChecks, type DoctorCheck, type OfflineFacts } from "./doctor-checks.js";
