@@ -93,7 +93,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     app.post(CHAT_PATH, (req, res) => chat(req, res));
     app.use(agentCheckRouter(deps.store, install.agentPackage));
     app.use(installRouter(install));
-    app.use(openAiRouter({ store: deps.store, limiter: deps.limiter, bodyLimitBytes: deps.limits.bodyLimitBytes }));
+    app.use(openAiRouter({ directory: deps.directory, limiter: deps.limiter, bodyLimitBytes: deps.limits.bodyLimitBytes }));
   };
   const adminRoutes = (app: Express) => {
     app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash));

@@ -1,7 +1,7 @@
 import type { RequestHandler } from "express";
 import { MakinaError } from "../../proto/index.js";
 import type { RelayMetrics } from "../metrics/index.js";
-import { bearerToken, isAdminToken } from "./auth/request-auth.js";
+import { isAdminToken, requestBearer } from "./auth/request-auth.js";
 
 /**
  * `GET /metrics`: the Prometheus text format, for a scraper that sends the
@@ -9,7 +9,7 @@ import { bearerToken, isAdminToken } from "./auth/request-auth.js";
  */
 export function metricsRoute(metrics: RelayMetrics, adminTokenHash: () => string | undefined): RequestHandler {
   return (req, res, next) => {
-    if (!isAdminToken(bearerToken(req), adminTokenHash)) {
+    if (!isAdminToken(requestBearer(req), adminTokenHash)) {
       next(new MakinaError("invalid_admin_token", "The metrics need the admin token: `Authorization: Bearer <admin token>`."));
       return;
     }

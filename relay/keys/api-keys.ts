@@ -1,5 +1,8 @@
 import { MakinaError } from "../../proto/index.js";
 import type { ApiKeyRecord, Store } from "../store/index.js";
+
+export type { ApiKeyRecord };
+import { bearerToken } from "./bearer-token.js";
 import { hashSecret, hashesEqual, maskSecret, newSecret } from "./secrets.js";
 
 /** Options for a new API key. */
@@ -56,8 +59,7 @@ export function authenticateApiKey(keys: KeyLookup, authorization: string | unde
       "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
     );
   }
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  const token = match?.[1];
+  const token = bearerToken(authorization);
   const invalid = (shown: string) =>
     new MakinaError("invalid_api_key", `Incorrect API key provided: ${shown}. You can find your API keys in the Makina web application.`);
   if (!token) throw invalid("(not a bearer token)");

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, scryptSync, timingSafeEqual } from "node:crypto";
-import { randomBase62 } from "../store/index.js";
+import { randomBase62 } from "../ids/index.js";
 
 /** Kinds of secret the relay issues, by prefix. */
 export type SecretPrefix = "mk_live_" | "mk_mach_" | "mk_admin_";

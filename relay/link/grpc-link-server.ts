@@ -2,6 +2,7 @@ import { Server, ServerCredentials, status, type ServerDuplexStream } from "@grp
 import { AUTHORIZATION_METADATA, MACHINE_ID_METADATA, type LinkAcceptor, type LinkRefusal } from "../../proto/index.js";
 import { AgentLinkService, type AgentMessage, type RelayMessage } from "../../proto/wire.js";
 import type { AgentRegistry } from "./agent-registry.js";
+import { bearerToken } from "../keys/index.js";
 import { decodeAgentMessage, encodeRelayMessage } from "./relay-link-codec.js";
 
 /** Options of {@link startLinkServer}. */
@@ -47,7 +48,7 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
     connect: (call: ServerDuplexStream<AgentMessage, RelayMessage>) => {
       const machineId = String(call.metadata.get(MACHINE_ID_METADATA)[0] ?? "");
       const auth = String(call.metadata.get(AUTHORIZATION_METADATA)[0] ?? "");
-      const token = /^Bearer\s+(\S+)$/i.exec(auth)?.[1] ?? "";
+      const token = bearerToken(auth) ?? "";
       let closed = false;
       const relay = options.accept(
         { machineId, token },

@@ -4,6 +4,14 @@ import type { ApiKeyRecord, Stack, Store } from "../store/index.js";
 const MAX_KEYS = 10_000;
 /** Most routes (organization and model) remembered before the directory starts over. */
 const MAX_ROUTES = 10_000;
+/** Most organizations' model lists remembered before the directory starts over. */
+const MAX_CATALOGS = 1_000;
+
+/** What `/v1/models` lists for an organization: its slug, and its deployed stacks with an endpoint. */
+export interface ModelCatalog {
+  orgSlug: string;
+  stacks: Stack[];
+}
 
 /**
  * What the gateway reads for every request (a key by its hash, the stacks serving a model) kept in
@@ -19,6 +27,7 @@ export class GatewayDirectory {
   private version = -1;
   private readonly keys = new Map<string, ApiKeyRecord | null>();
   private readonly routes = new Map<string, Stack[]>();
+  private readonly catalogs = new Map<string, ModelCatalog>();
 
   constructor(private readonly store: Store) {
     // Two statements: reading the pragma through its table-valued function costs more than both together.
@@ -35,6 +44,7 @@ export class GatewayDirectory {
     this.version = version;
     this.keys.clear();
     this.routes.clear();
+    this.catalogs.clear();
   }
 
   /** The key with this hash, if any. */
@@ -56,6 +66,17 @@ export class GatewayDirectory {
   /** Records a key's use (written with the others within a second). */
   touch(id: string, now?: number): void {
     this.store.keys.touch(id, now);
+  }
+
+  /** The organization's deployed stacks with an Endpoint layer, oldest deployment first. */
+  catalog(orgId: string): ModelCatalog {
+    let catalog = this.catalogs.get(orgId);
+    if (!catalog) {
+      if (this.catalogs.size >= MAX_CATALOGS) this.catalogs.clear();
+      catalog = { orgSlug: this.store.orgs.find(orgId)?.slug ?? "", stacks: this.store.stacks.servingInOrg(orgId) };
+      this.catalogs.set(orgId, catalog);
+    }
+    return catalog;
   }
 
   /** Deployed stacks with an Endpoint layer serving `modelId` in an organization. */

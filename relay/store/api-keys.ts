@@ -1,5 +1,5 @@
 import type { Db } from "./open-database.js";
-import { newId } from "./ids.js";
+import { newId } from "../ids/index.js";
 
 /** An API key as stored: never the secret, only its hash and a display prefix. */
 export interface ApiKeyRecord {

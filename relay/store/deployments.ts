@@ -1,5 +1,5 @@
 import type { Db } from "./open-database.js";
-import { newId } from "./ids.js";
+import { newId } from "../ids/index.js";
 
 /** One step of a deployment as stored for the web application and `stack deploy --wait`. */
 export interface DeploymentStep {

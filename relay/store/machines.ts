@@ -1,6 +1,6 @@
 import type { HardwareReport, Inventory } from "../../proto/index.js";
 import type { Db } from "./open-database.js";
-import { newId } from "./ids.js";
+import { newId } from "../ids/index.js";
 
 /** Machine states: `pending` (created, never connected) → `online` ⇄ `offline`. */
 export type MachineState = "pending" | "online" | "offline";

@@ -1,5 +1,5 @@
 import type { Db } from "./open-database.js";
-import { newId } from "./ids.js";
+import { newId } from "../ids/index.js";
 
 /** An organization: the owner of machines, stacks and keys. */
 export interface Organization {

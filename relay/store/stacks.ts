@@ -1,5 +1,5 @@
 import type { Db } from "./open-database.js";
-import { newId } from "./ids.js";
+import { newId } from "../ids/index.js";
 import { MakinaError, RUNTIME_CAPABILITIES, type LayerOptionValue, type RuntimeKind } from "../../proto/index.js";
 
 export type { RuntimeKind };

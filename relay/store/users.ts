@@ -1,5 +1,5 @@
 import type { Db } from "./open-database.js";
-import { newId } from "./ids.js";
+import { newId } from "../ids/index.js";
 
 /** A person who signs in to the web application. */
 export interface User {

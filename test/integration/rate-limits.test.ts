@@ -64,6 +64,23 @@ describe("per-key rate limits at the gateway", () => {
     expect(await limits(plain)).toEqual([200, null, null]);
   });
 
+  it("reports the organization's default limits on /v1/models as on chat, for a key that inherits them", async () => {
+    const patch = (body: unknown) =>
+      fetch(`${gw.relay.url}/admin/v1/orgs/${gw.orgId}`, { method: "PATCH", headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const { key } = gw.relay.control.createKey(gw.orgId, {});
+    const limits = (res: Response) => [res.status, res.headers.get("x-ratelimit-limit-requests"), res.headers.get("x-ratelimit-limit-tokens")];
+    expect((await patch({ default_key_rpm: 40, default_key_tpm: 6000 })).status).toBe(200);
+    try {
+      const models = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } });
+      expect(limits(models)).toEqual([200, "40", "6000"]);
+      const answered = await chat(key);
+      await answered.body?.cancel();
+      expect(limits(answered)).toEqual([200, "40", "6000"]);
+    } finally {
+      expect((await patch({ default_key_rpm: null, default_key_tpm: null })).status).toBe(200);
+    }
+  });
+
   it("reports the limits on every response of a limited key, and none for an unlimited one", async () => {
     const { key } = gw.relay.control.createKey(gw.orgId, { rpm: 5, tpm: 10_000 });
     const models = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } });

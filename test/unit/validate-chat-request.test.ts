@@ -19,23 +19,23 @@ describe("chat request validation", () => {
   it("applies the vendor defaults", () => {
     expect(validateChatRequest(ok)).toEqual({
       model: "m",
-      messages: [{ role: "user", content: "hi" }],
-      stream: false,
       includeUsage: false,
-      temperature: 1,
-      topP: 1,
-      maxTokens: null,
-      stop: [],
-      seed: undefined,
-      presencePenalty: 0,
-      frequencyPenalty: 0,
-      unset: ["temperature", "top_p"],
-      responseFormat: undefined,
-      tools: undefined,
       imagePart: undefined,
       needs: [],
+      input: {
+        messages: [{ role: "user", content: "hi" }],
+        stream: false,
+        temperature: 1,
+        topP: 1,
+        maxTokens: 0,
+        stop: [],
+        seed: undefined,
+        presencePenalty: 0,
+        frequencyPenalty: 0,
+        unset: ["temperature", "top_p"],
+      },
     });
-    expect(validateChatRequest({ ...ok, temperature: 0.5 }).unset).toEqual(["top_p"]);
+    expect(validateChatRequest({ ...ok, temperature: 0.5 }).input.unset).toEqual(["top_p"]);
   });
 
   it("accepts text content parts, every role, a stop string and max_completion_tokens", () => {
@@ -50,9 +50,9 @@ describe("chat request validation", () => {
       stop: "\n",
       max_completion_tokens: 7,
     });
-    expect(r.messages.map((m) => m.content)).toEqual(["be brief", "ab", "", "42"]);
-    expect(r.stop).toEqual(["\n"]);
-    expect(r.maxTokens).toBe(7);
+    expect(r.input.messages.map((m) => m.content)).toEqual(["be brief", "ab", "", "42"]);
+    expect(r.input.stop).toEqual(["\n"]);
+    expect(r.input.maxTokens).toBe(7);
   });
 
   it.each([
@@ -115,13 +115,13 @@ describe("chat request validation", () => {
       prompt_cache_key: "k",
     });
     expect(r.needs).toEqual([]);
-    expect(r.seed).toBe(7);
+    expect(r.input.seed).toBe(7);
   });
 
   it("lists the parameters whose values the runtime must honour", () => {
     const r = validateChatRequest({ ...ok, n: 2, presence_penalty: 0.5, tools: [{ type: "function", function: { name: "f" } }], logprobs: true, top_logprobs: 2 });
     expect(r.needs.sort()).toEqual(["logprobs", "n", "presence_penalty", "tools", "top_logprobs"]);
-    expect(r.presencePenalty).toBe(0.5);
+    expect(r.input.presencePenalty).toBe(0.5);
   });
 
   it("reads tools, tool_choice and parallel_tool_calls, and the calls and results of a conversation", () => {
@@ -137,7 +137,7 @@ describe("chat request validation", () => {
       tool_choice: { type: "function", function: { name: "noop" } },
       parallel_tool_calls: false,
     });
-    expect(r.tools).toEqual({
+    expect(r.input).toMatchObject({
       tools: [
         { name: "get_weather", description: "Weather", parametersJson: '{"type":"object","properties":{"city":{"type":"string"}}}', strict: true },
         { name: "noop", description: "", parametersJson: "", strict: false },
@@ -146,13 +146,13 @@ describe("chat request validation", () => {
       toolChoiceFunction: "noop",
       parallelToolCalls: false,
     });
-    expect(r.messages).toEqual([
+    expect(r.input.messages).toEqual([
       { role: "user", content: "Paris?" },
       { role: "assistant", content: "", toolCalls: [{ id: "call_a", name: "get_weather", arguments: '{"city":"Paris"}' }] },
       { role: "tool", content: "sunny", toolCallId: "call_a" },
     ]);
     expect(r.needs.sort()).toEqual(["tool_choice", "tools"]);
-    expect(validateChatRequest({ ...ok, tools: [weather], tool_choice: "required" }).tools).toMatchObject({ toolChoice: "required", toolChoiceFunction: "", parallelToolCalls: undefined });
+    expect(validateChatRequest({ ...ok, tools: [weather], tool_choice: "required" }).input).toMatchObject({ toolChoice: "required", toolChoiceFunction: "", parallelToolCalls: undefined });
   });
 
   it("keeps a user message's image parts in order, with its text, and needs a runtime that takes images", () => {
@@ -163,7 +163,7 @@ describe("chat request validation", () => {
         { role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=", detail: "low" } }] },
       ],
     });
-    expect(r.messages[1]).toEqual({
+    expect(r.input.messages[1]).toEqual({
       role: "user",
       content: "What is this?",
       parts: [
@@ -171,7 +171,7 @@ describe("chat request validation", () => {
         { type: "image_url", text: "", imageUrl: "data:image/png;base64,iVBORw0KGgo=", detail: "low" },
       ],
     });
-    expect(r.messages[0]).toEqual({ role: "user", content: "hi" });
+    expect(r.input.messages[0]).toEqual({ role: "user", content: "hi" });
     expect([r.needs, r.imagePart]).toEqual([["image_url"], "messages[1].content[1].type"]);
   });
 

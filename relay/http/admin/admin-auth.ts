@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from "express";
 import { MakinaError } from "../../../proto/index.js";
 import { Access, type WebSessions } from "../../auth/index.js";
 import type { Store } from "../../store/index.js";
-import { bearerToken, isAdminToken, requestSession, requireCsrf } from "../auth/request-auth.js";
+import { isAdminToken, requestBearer, requestSession, requireCsrf } from "../auth/request-auth.js";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -14,7 +14,7 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  */
 export function adminAuth(deps: { store: Store; sessions: WebSessions; adminTokenHash: () => string | undefined }): RequestHandler {
   return (req, res, next) => {
-    const bearer = bearerToken(req);
+    const bearer = requestBearer(req);
     if (bearer !== undefined) {
       if (!isAdminToken(bearer, deps.adminTokenHash)) return next(new MakinaError("invalid_admin_token", "Invalid admin token."));
       res.locals.access = new Access({ kind: "operator" }, deps.store);

@@ -1,12 +1,12 @@
 import type { Request } from "express";
 import { MakinaError } from "../../../proto/index.js";
 import type { SessionUser, WebSessions } from "../../auth/index.js";
-import { hashSecret, hashesEqual } from "../../keys/index.js";
+import { bearerToken, hashSecret, hashesEqual } from "../../keys/index.js";
 import { readCookie, SESSION_COOKIE } from "./cookies.js";
 
 /** The bearer token of a request, if it sent one. */
-export function bearerToken(req: Request): string | undefined {
-  return /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "")?.[1];
+export function requestBearer(req: Request): string | undefined {
+  return bearerToken(req.get("authorization"));
 }
 
 /** True when `token` is the relay's admin token (compared by hash, in constant time). */

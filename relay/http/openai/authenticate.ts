@@ -1,12 +1,16 @@
 import type { RequestHandler } from "express";
-import type { Store } from "../../store/index.js";
 import { authenticateApiKey } from "../../keys/index.js";
+import type { GatewayDirectory } from "../../routing/index.js";
 
-/** Bearer-key authentication of the gateway; the key record lands in `res.locals.apiKey`. */
-export function authenticate(store: Store): RequestHandler {
+/**
+ * Bearer-key authentication of the gateway, by the same directory chat completions use (refreshed for
+ * every request, keys carrying their organization's default limits); the key lands in `res.locals.apiKey`.
+ */
+export function authenticate(directory: GatewayDirectory): RequestHandler {
   return (req, res, next) => {
     try {
-      res.locals.apiKey = authenticateApiKey(store.keys, req.get("authorization"));
+      directory.refresh();
+      res.locals.apiKey = authenticateApiKey(directory, req.get("authorization"));
       next();
     } catch (err) {
       next(err);

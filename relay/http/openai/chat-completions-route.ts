@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { harnessHonouring, honouredParameters, MakinaError, orchestratorSteps, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
-import { authenticateApiKey } from "../../keys/index.js";
+import { MakinaError, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
+import { authenticateApiKey, type ApiKeyRecord } from "../../keys/index.js";
 import type { AgentRegistry } from "../../link/index.js";
-import { estimateTokens, type RateLimiter } from "../../limits/index.js";
+import type { RateLimiter } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
-import { pickTarget, routedModel, stacksForKey, type AdmissionGate, type Admitted, type GatewayDirectory } from "../../routing/index.js";
-import { PooledBase62, type ApiKeyRecord } from "../../store/index.js";
+import { PooledBase62 } from "../../ids/index.js";
+import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory } from "../../routing/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import { readJsonBody } from "../read-json-body.js";
 import { requestIdFor } from "../request-id.js";
@@ -79,34 +79,15 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   setHeaders(res, deps.limiter.headers(key));
   const request = validateChatRequest(await readJsonBody(req, deps.bodyLimitBytes));
   outcome.model = request.model;
-  let allowed = stacksForKey(deps.directory, key, request.model);
-  // A stack with the router harness sends the request on to the model its rules name; that model answers,
-  // and the response (and the usage) name it.
-  const routed = allowed[0]!.harness === "router" ? routedModel(allowed[0]!, { messages: request.messages, tools: request.needs.includes("tools"), images: request.imagePart !== undefined }) : undefined;
-  if (routed !== undefined && routed !== request.model) {
-    allowed = stacksForKey(deps.directory, key, routed);
-    request.model = routed;
-    outcome.model = routed;
-  }
-  const capable = allowed.filter((st) => request.needs.every((p) => honouredParameters(st.runtime, st.harness, st.orchestrator).includes(p)));
-  if (capable.length === 0) {
-    const first = allowed[0]!;
-    const param = request.needs.find((p) => !honouredParameters(first.runtime, first.harness, first.orchestrator).includes(p))!;
-    if (param === "image_url") throw new MakinaError("unsupported_parameter", `Image parts are not supported by the ${first.runtime} runtime serving \`${request.model}\`.`, { param: request.imagePart! });
-    const harness = first.orchestrator ? undefined : harnessHonouring(first.runtime, param);
-    const hint = harness && harness !== first.harness ? ` (a ${first.runtime} stack takes it with the '${harness}' harness)` : "";
-    throw new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${first.runtime} runtime serving \`${request.model}\`${hint}.`, { param });
-  }
-  const { stack, session } = pickTarget(deps.registry, capable);
-  if (request.maxTokens !== null && stack.contextSize !== null && request.maxTokens > stack.contextSize) {
-    throw new MakinaError("context_length_exceeded", `This model's maximum context length is ${stack.contextSize} tokens, but max_tokens is ${request.maxTokens}.`, { param: "max_tokens" });
-  }
+  // Where it runs, or why it cannot: a router stack may send it on to another model, which then answers, and
+  // the response (and the usage) name that model.
+  const { model, stack, session, steps, estimatedTokens } = planRequest(deps, request, key);
+  outcome.model = model;
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
-  // An orchestrator runs the model several times for one answer: every run counts.
-  const steps = stack.orchestrator ? orchestratorSteps(stack.orchestrator, stack.orchestratorOptions) : 1;
-  const admission = deps.limiter.admit(key, steps * estimateTokens(request.messages, request.maxTokens, deps.defaultCompletionEstimate));
+  const admission = deps.limiter.admit(key, estimatedTokens);
   setHeaders(res, deps.limiter.headers(key));
-  deps.log.info("chat completion", { requestId, model: request.model, stackId: stack.id, machineId: stack.machineId, stream: request.stream });
+  const { stream: streamed } = request.input;
+  deps.log.info("chat completion", { requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });
   // The client going away cancels the generation on the machine.
   const controller = new AbortController();
   const onClose = () => {
@@ -119,20 +100,7 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
     place = deps.gate.tryEnter(stack.id, stack.machineId) ?? (await deps.gate.wait(stack.id, stack.machineId, controller.signal));
     const events = session.infer(
       stack.id,
-      {
-        messages: request.messages,
-        temperature: request.temperature,
-        topP: request.topP,
-        maxTokens: request.maxTokens ?? 0,
-        stop: request.stop,
-        seed: request.seed,
-        presencePenalty: request.presencePenalty,
-        frequencyPenalty: request.frequencyPenalty,
-        stream: request.stream,
-        ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
-        unset: request.unset,
-        ...(request.tools ?? {}),
-      },
+      request.input,
       {
         signal: controller.signal,
         // The answer's first token comes after the steps before the last.
@@ -140,13 +108,13 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
         steps,
         onUsage: (u) => {
           admission.settle(u ? u.promptTokens + u.completionTokens : null);
-          deps.usage.record({ orgId: key.orgId, keyId: key.id, model: request.model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });
-          if (u) deps.metrics.usage(request.model, u.promptTokens, u.completionTokens);
+          deps.usage.record({ orgId: key.orgId, keyId: key.id, model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });
+          if (u) deps.metrics.usage(model, u.promptTokens, u.completionTokens);
         },
       },
     );
-    const meta = { id: `chatcmpl-${ids.next(29)}`, created: Math.floor(Date.now() / 1000), model: request.model };
-    if (request.stream) await stream(res, events, meta, request, outcome, deps.log, requestId);
+    const meta = { id: `chatcmpl-${ids.next(29)}`, created: Math.floor(Date.now() / 1000), model };
+    if (streamed) await stream(res, events, meta, request, outcome, deps.log, requestId);
     else await complete(res, events, meta, controller, deps.requestTimeoutMs);
   } catch (err) {
     // Not served (refused by the runtime, machine gone before the first byte): give the quota back.

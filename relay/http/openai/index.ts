@@ -2,15 +2,17 @@ import { Router } from "express";
 import { authenticate } from "./authenticate.js";
 import { listModels } from "./models-route.js";
 import { jsonBody } from "../json-body.js";
-import type { ApiKeyRecord, Store } from "../../store/index.js";
+import type { ApiKeyRecord } from "../../keys/index.js";
 import type { RateLimiter } from "../../limits/index.js";
+import type { GatewayDirectory } from "../../routing/index.js";
 
 export { chatCompletions, type ChatCompletionsDeps } from "./chat-completions-route.js";
 export { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 
 /** Options of the Express side of the gateway. */
 export interface OpenAiRouterDeps {
-  store: Store;
+  /** Keys and routes, refreshed for every request: the same ones chat completions read. */
+  directory: GatewayDirectory;
   limiter: RateLimiter;
   /** Largest accepted request body, in bytes. */
   bodyLimitBytes: number;
@@ -22,11 +24,11 @@ export interface OpenAiRouterDeps {
  */
 export function openAiRouter(deps: OpenAiRouterDeps): Router {
   const router = Router();
-  router.use("/v1", authenticate(deps.store), (_req, res, next) => {
+  router.use("/v1", authenticate(deps.directory), (_req, res, next) => {
     // Every response to a rate-limited key carries its x-ratelimit-* headers.
     res.set(deps.limiter.headers(res.locals.apiKey as ApiKeyRecord));
     next();
   }, ...jsonBody(deps.bodyLimitBytes));
-  router.get("/v1/models", listModels(deps.store));
+  router.get("/v1/models", listModels(deps.directory));
   return router;
 }

@@ -1,27 +1,14 @@
-import { MakinaError, type ChatMessage, type ContentPart, type ResponseFormat } from "../../../proto/index.js";
-import { checkToolTurns, messageToolCalls, validateTools, type ToolsRequest } from "./validate-tools.js";
+import { MakinaError, type ChatInput, type ChatMessage, type ContentPart, type ResponseFormat } from "../../../proto/index.js";
+import { checkToolTurns, messageToolCalls, validateTools } from "./validate-tools.js";
 
-/** A validated chat-completions request, in the gateway's terms. */
+/**
+ * A validated chat-completions request, in the gateway's terms: what routing and the answer read, and the
+ * `input` the stack's runtime gets, built here once and carried to the agent as it is.
+ */
 export interface ChatRequest {
   model: string;
-  messages: ChatMessage[];
-  stream: boolean;
   /** `stream_options.include_usage`. */
   includeUsage: boolean;
-  temperature: number;
-  topP: number;
-  /** `max_tokens` / `max_completion_tokens`; null = what is left of the context. */
-  maxTokens: number | null;
-  stop: string[];
-  seed: number | undefined;
-  presencePenalty: number;
-  frequencyPenalty: number;
-  /** `response_format` beyond text; undefined for free text. */
-  responseFormat: ResponseFormat | undefined;
-  /** Sampling parameters the client left unset (`temperature`, `top_p`): a harness may set its own. */
-  unset: string[];
-  /** `tools`, `tool_choice`, `parallel_tool_calls`; undefined when the request brings no tools. */
-  tools: ToolsRequest | undefined;
   /** Where the first image part is (`messages[i].content[j].type`); undefined when the request has none. */
   imagePart: string | undefined;
   /**
@@ -30,6 +17,12 @@ export interface ChatRequest {
    * honour each of them, or the request is refused with `unsupported_parameter`.
    */
   needs: string[];
+  /**
+   * The request as the runtime takes it: `maxTokens` 0 when the client set none (what is left of the context),
+   * `unset` the sampling parameters it left to their defaults (a harness may set its own), `responseFormat` only
+   * beyond free text, and `tools`, `toolChoice`, `toolChoiceFunction`, `parallelToolCalls` only with tools.
+   */
+  input: ChatInput;
 }
 
 /** Most stop sequences a request may give (the vendor's limit). */
@@ -309,22 +302,25 @@ export function validateChatRequest(body: unknown): ChatRequest {
     if (stop.some((s) => s === "" || s.length > 1024)) throw invalid("stop", "Invalid 'stop': each stop sequence must be 1 to 1024 characters.");
   }
 
+  const format: ResponseFormat | undefined = body.response_format === undefined || body.response_format === null ? undefined : responseFormat(body.response_format, "response_format");
   return {
     model: body.model,
-    messages,
-    stream,
     includeUsage,
-    temperature,
-    topP,
-    maxTokens: maxCompletion ?? maxTokens,
-    stop,
-    seed,
-    presencePenalty: (body.presence_penalty as number | null | undefined) ?? 0,
-    frequencyPenalty: (body.frequency_penalty as number | null | undefined) ?? 0,
-    unset: (["temperature", "top_p"] as const).filter((k) => body[k] === undefined || body[k] === null),
-    tools,
     imagePart: images[0],
-    responseFormat: body.response_format === undefined || body.response_format === null ? undefined : responseFormat(body.response_format, "response_format"),
     needs,
+    input: {
+      messages,
+      temperature,
+      topP,
+      maxTokens: maxCompletion ?? maxTokens ?? 0,
+      stop,
+      seed,
+      presencePenalty: (body.presence_penalty as number | null | undefined) ?? 0,
+      frequencyPenalty: (body.frequency_penalty as number | null | undefined) ?? 0,
+      stream,
+      ...(format ? { responseFormat: format } : {}),
+      unset: (["temperature", "top_p"] as const).filter((k) => body[k] === undefined || body[k] === null),
+      ...(tools ?? {}),
+    },
   };
 }

@@ -1,0 +1,1 @@
+export { randomBase62, newId, PooledBase62 } from "./ids.js";

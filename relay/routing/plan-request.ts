@@ -1,0 +1,82 @@
+import { harnessHonouring, honouredParameters, MakinaError, orchestratorSteps, type ChatInput } from "../../proto/index.js";
+import type { AgentSession } from "../link/index.js";
+import { estimateTokens } from "../limits/index.js";
+import type { ApiKeyRecord, Stack } from "../store/index.js";
+import { pickTarget, stacksForKey, type RoutableSession } from "./route-request.js";
+import { routedModel } from "./routed-model.js";
+
+/** What planning reads of a validated chat request (the gateway's `ChatRequest` is one). */
+export interface PlannableRequest {
+  /** The model id the client asked for. */
+  model: string;
+  /** Parameters given with a value that changes the output beyond the basics: the stack's runtime must honour each. */
+  needs: readonly string[];
+  /** Where the first image part is, for the refusal's `param`; undefined when the request has none. */
+  imagePart: string | undefined;
+  /** The request as the runtime gets it. */
+  input: ChatInput;
+}
+
+/** Where a request runs and what it may cost. */
+export interface RequestPlan<S extends RoutableSession = AgentSession> {
+  /** The model id that answers: the one asked for, or the one a router stack sent the request on to. */
+  model: string;
+  /** The stack that answers. */
+  stack: Stack;
+  /** The link of the stack's machine. */
+  session: S;
+  /** How many times the model runs for one answer (an orchestrator's steps; 1 without one). */
+  steps: number;
+  /** Tokens the request is expected to use, every step counted, for the key's token limit before it runs. */
+  estimatedTokens: number;
+}
+
+/** What planning looks at: the keys' routes, the machines' links, and the completion assumed when `max_tokens` is absent. */
+export interface PlannerDeps<S extends RoutableSession = AgentSession> {
+  directory: { servingModel(orgId: string, modelId: string): Stack[] };
+  registry: { get(machineId: string): S | undefined };
+  /** Completion tokens assumed for the estimate when the request sets no `max_tokens`. */
+  defaultCompletionEstimate: number;
+}
+
+/**
+ * The gateway's routing policy in one place: a validated request and its key become a plan, or a refusal
+ * (a `MakinaError`, thrown). In order: the stacks serving the model that the key may use; a router stack's
+ * rules, which may send the request on to another model of the organization (once); the stacks whose runtime
+ * and layers honour every parameter the request needs; among them, the ready one with the fewest requests in
+ * flight; its context against `max_tokens`; and the token estimate for every step its orchestrator runs.
+ */
+export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, request: PlannableRequest, key: ApiKeyRecord): RequestPlan<S> {
+  let model = request.model;
+  let allowed = stacksForKey(deps.directory, key, model);
+  const router = allowed[0]!;
+  if (router.harness === "router") {
+    const routed = routedModel(router, { messages: request.input.messages, tools: request.needs.includes("tools"), images: request.imagePart !== undefined });
+    if (routed !== undefined && routed !== model) {
+      allowed = stacksForKey(deps.directory, key, routed);
+      model = routed;
+    }
+  }
+  const capable = allowed.filter((st) => request.needs.every((p) => honouredParameters(st.runtime, st.harness, st.orchestrator).includes(p)));
+  if (capable.length === 0) throw unsupported(allowed[0]!, request, model);
+  const { stack, session } = pickTarget(deps.registry, capable);
+  const maxTokens = request.input.maxTokens;
+  if (maxTokens > 0 && stack.contextSize !== null && maxTokens > stack.contextSize) {
+    throw new MakinaError("context_length_exceeded", `This model's maximum context length is ${stack.contextSize} tokens, but max_tokens is ${maxTokens}.`, { param: "max_tokens" });
+  }
+  // An orchestrator runs the model several times for one answer: every run counts.
+  const steps = stack.orchestrator ? orchestratorSteps(stack.orchestrator, stack.orchestratorOptions) : 1;
+  const estimatedTokens = steps * estimateTokens(request.input.messages, maxTokens > 0 ? maxTokens : null, deps.defaultCompletionEstimate);
+  return { model, stack, session, steps, estimatedTokens };
+}
+
+/** The refusal when no stack serving `model` honours a parameter the request needs: the first such parameter, named. */
+function unsupported(first: Stack, request: PlannableRequest, model: string): MakinaError {
+  const param = request.needs.find((p) => !honouredParameters(first.runtime, first.harness, first.orchestrator).includes(p))!;
+  if (param === "image_url") {
+    return new MakinaError("unsupported_parameter", `Image parts are not supported by the ${first.runtime} runtime serving \`${model}\`.`, { param: request.imagePart! });
+  }
+  const harness = first.orchestrator ? undefined : harnessHonouring(first.runtime, param);
+  const hint = harness && harness !== first.harness ? ` (a ${first.runtime} stack takes it with the '${harness}' harness)` : "";
+  return new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${first.runtime} runtime serving \`${model}\`${hint}.`, { param });
+}
