@@ -19,7 +19,8 @@ import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
 import { RateLimiter } from "./limits/index.js";
-import { openStore, StorageHealth, type Store } from "./store/index.js";
+import { StorageHealth } from "./health/index.js";
+import { openStore, type Store } from "./store/index.js";
 import { lockDataDir } from "./data-dir-lock.js";
 
 /** A running relay. */
@@ -130,7 +131,6 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     queueTimeoutMs: config.queueTimeoutMs,
   });
   const apps = createRelayApp({
-    store,
     storage,
     registry,
     directory: new GatewayDirectory(store),

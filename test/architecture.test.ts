@@ -86,6 +86,37 @@ describe("repository rules", () => {
     expect(pastTheDoor).toEqual([]);
   });
 
+  it("keeps the relay's HTTP handlers on the control plane and the gateway's directory: nothing under relay/http reads the store", () => {
+    const http = serverFiles.filter(({ file }) => file.startsWith(join(REPO_ROOT, "relay", "http") + "/"));
+    expect(http.length).toBeGreaterThan(20);
+    const intoStore = http.flatMap(({ file }) =>
+      importsOf(file)
+        .filter((spec) => spec.startsWith(".") && relative(REPO_ROOT, resolve(dirname(file), spec)).startsWith("relay/store/"))
+        .map((spec) => `${relative(REPO_ROOT, file)} imports ${spec}`),
+    );
+    expect(intoStore).toEqual([]);
+  });
+
+  it("keeps the relay's floors straight: a room imports its own files and rooms on lower floors only", () => {
+    // Bottom floor first; the web application (relay/web) is held by its own rule below.
+    const floors = [["ids", "health", "admin-contract"], ["store"], ["keys", "events", "limits", "metrics", "usage", "compatibility"], ["auth", "link"], ["routing", "deploy"], ["control"], ["http"], ["config.ts", "data-dir-lock.ts"], ["start-relay.ts"], ["index.ts"]];
+    const roomOf = (file: string) => relative(join(REPO_ROOT, "relay"), file).split("/")[0]!;
+    const floorOf = (room: string) => floors.findIndex((f) => f.includes(room));
+    const relayFiles = serverFiles.filter(({ area }) => area === "relay");
+    const unplaced = [...new Set(relayFiles.map(({ file }) => roomOf(file)))].filter((room) => floorOf(room) < 0);
+    expect(unplaced).toEqual([]);
+    const upward = relayFiles.flatMap(({ file }) =>
+      importsOf(file)
+        .filter((spec) => spec.startsWith("."))
+        .map((spec) => resolve(dirname(file), spec).replace(/\.js$/, ".ts"))
+        .filter((target) => target.startsWith(join(REPO_ROOT, "relay") + "/"))
+        .filter((target) => roomOf(target) !== roomOf(file) && floorOf(roomOf(target)) >= floorOf(roomOf(file)))
+        .map((target) => `${relative(REPO_ROOT, file)} imports ${relative(REPO_ROOT, target)}`),
+    );
+    expect(relayFiles.length).toBeGreaterThan(60);
+    expect(upward).toEqual([]);
+  });
+
   it("writes no console output outside the CLI", () => {
     const offenders = serverFiles.filter(({ area, file }) => area !== "cli" && /\bconsole\.(log|error|warn|info|debug)\(/.test(readFileSync(file, "utf8")));
     expect(offenders.map((f) => relative(REPO_ROOT, f.file))).toEqual([]);

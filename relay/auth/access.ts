@@ -1,5 +1,5 @@
 import { MakinaError } from "../../proto/index.js";
-import type { Organization, Store } from "../store/index.js";
+import type { Organization } from "../store/index.js";
 import type { Principal } from "./principal.js";
 
 /**
@@ -11,7 +11,8 @@ import type { Principal } from "./principal.js";
 export class Access {
   constructor(
     readonly principal: Principal,
-    private readonly store: Store,
+    /** The organization with this id or slug, if any. */
+    private readonly findOrg: (idOrSlug: string) => Organization | undefined,
   ) {}
 
   /** The signed-in user's id; `null` for the operator. */
@@ -25,16 +26,15 @@ export class Access {
   }
 
   /** The organization a call acts on: the one named (operator), or the user's own (a name, if given, must be it). */
-  org(ref: unknown): Organization {
-    const named = typeof ref === "string" && ref !== "" ? ref : undefined;
-    if (ref !== undefined && ref !== null && ref !== "" && typeof ref !== "string") throw new MakinaError("invalid_value", "'org' must be a string.", { param: "org" });
+  org(ref: string | null | undefined): Organization {
+    const named = ref || undefined;
     if (this.principal.kind === "operator") {
       if (!named) throw new MakinaError("missing_required_parameter", "Missing required parameter: 'org'.", { param: "org" });
-      const org = this.store.orgs.find(named);
+      const org = this.findOrg(named);
       if (!org) throw new MakinaError("not_found", `No organization '${named}'.`, { param: "org" });
       return org;
     }
-    const own = this.store.orgs.find(this.principal.user.orgId);
+    const own = this.findOrg(this.principal.user.orgId);
     if (!own || (named && named !== own.id && named !== own.slug)) throw new MakinaError("not_found", `No organization '${named ?? ""}'.`, { param: "org" });
     return own;
   }

@@ -23,9 +23,6 @@ export interface WebSessionsOptions {
   now?: () => number;
 }
 
-/** The shortest password a user may set. */
-export const MIN_PASSWORD_LENGTH = 10;
-
 const token = () => randomBytes(32).toString("base64url");
 
 /**
@@ -51,10 +48,8 @@ export class WebSessions {
     this.now = options.now ?? Date.now;
   }
 
-  /** Checks a login and password; on success opens a session and returns its cookie value. */
-  signIn(login: unknown, password: unknown, address: string): SessionUser & { cookie: string; expiresAt: number } {
-    if (typeof login !== "string" || login === "") throw new MakinaError("missing_required_parameter", "Enter your login.", { param: "login" });
-    if (typeof password !== "string" || password === "") throw new MakinaError("missing_required_parameter", "Enter your password.", { param: "password" });
+  /** Checks a login and password (both given: the admin contract requires them); on success opens a session and returns its cookie value. */
+  signIn(login: string, password: string, address: string): SessionUser & { cookie: string; expiresAt: number } {
     const loginKey = [login.toLowerCase()];
     const addressKey = [address];
     const wait = Math.max(this.loginThrottle.retryAfterMs(loginKey), this.addressThrottle.retryAfterMs(addressKey));
@@ -99,22 +94,13 @@ export class WebSessions {
     this.store.sessions.delete(session.sessionHash);
   }
 
-  /** Changes the signed-in user's password; every other session of that user ends. */
-  changePassword(session: SessionUser, current: unknown, next: unknown): void {
-    if (typeof current !== "string" || current === "") throw new MakinaError("missing_required_parameter", "Enter your current password.", { param: "current_password" });
-    checkNewPassword(next, "new_password");
+  /** Changes the signed-in user's password (the new one checked by the admin contract's rule); every other session of that user ends. */
+  changePassword(session: SessionUser, current: string, next: string): void {
     const found = this.store.users.findByLogin(session.user.login);
     if (!found || !verifyPassword(current, found.passwordHash)) {
       throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
     }
-    this.store.users.setPasswordHash(found.id, hashPassword(next as string));
+    this.store.users.setPasswordHash(found.id, hashPassword(next));
     this.store.sessions.deleteForUser(found.id, session.sessionHash);
   }
-}
-
-/** Throws a clear error unless `password` is a string of at least {@link MIN_PASSWORD_LENGTH} characters. */
-export function checkNewPassword(password: unknown, param: string): asserts password is string {
-  if (typeof password !== "string" || password === "") throw new MakinaError("missing_required_parameter", "Enter a new password.", { param });
-  if (password.length < MIN_PASSWORD_LENGTH) throw new MakinaError("invalid_value", `The password must have at least ${MIN_PASSWORD_LENGTH} characters.`, { param });
-  if (password.length > 1024) throw new MakinaError("invalid_value", "The password must have at most 1024 characters.", { param });
 }

@@ -1,7 +1,8 @@
 import { MakinaError, type DeployStep, type Logger } from "../../proto/index.js";
 import type { AgentRegistry, AgentSession } from "../link/index.js";
 import type { EventBus } from "../events/index.js";
-import type { Stack, StorageHealth, Store } from "../store/index.js";
+import type { StorageHealth } from "../health/index.js";
+import type { Stack, Store } from "../store/index.js";
 
 /** The deploy sequence, in order: install the runtime, pull the model, configure the endpoint. */
 export const DEPLOY_STEPS = ["install_runtime", "pull_model", "configure_endpoint"] as const;

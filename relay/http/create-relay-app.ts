@@ -5,7 +5,7 @@ import type { ControlPlane } from "../control/index.js";
 import type { AgentRegistry } from "../link/index.js";
 import type { AdmissionGate, GatewayDirectory } from "../routing/index.js";
 import type { RateLimiter } from "../limits/index.js";
-import type { StorageHealth, Store } from "../store/index.js";
+import type { StorageHealth } from "../health/index.js";
 import type { WebSessions } from "../auth/index.js";
 import type { EventBus } from "../events/index.js";
 import type { UsageRecorder } from "../usage/index.js";
@@ -21,7 +21,6 @@ import { requestId } from "./request-id.js";
 
 /** Everything the relay's HTTP side needs, passed in by the composition root. */
 export interface RelayAppDeps {
-  store: Store;
   registry: AgentRegistry;
   /** The gateway's keys and routes, kept in memory and refreshed for every request. */
   directory: GatewayDirectory;
@@ -91,14 +90,14 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const gatewayRoutes = (app: Express) => {
     // Spellings of the path that Express also matches (another case, a trailing slash) reach the same handler.
     app.post(CHAT_PATH, (req, res) => chat(req, res));
-    app.use(agentCheckRouter(deps.store, install.agentPackage));
+    app.use(agentCheckRouter(deps.control, install.agentPackage));
     app.use(installRouter(install));
     app.use(openAiRouter({ directory: deps.directory, limiter: deps.limiter, bodyLimitBytes: deps.limits.bodyLimitBytes }));
   };
   const adminRoutes = (app: Express) => {
     app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash));
-    app.use(authRouter({ store: deps.store, sessions: deps.sessions }));
-    app.use(adminRouter({ store: deps.store, control: deps.control, sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash }));
+    app.use(authRouter({ control: deps.control, sessions: deps.sessions }));
+    app.use(adminRouter({ control: deps.control, sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash }));
     app.use(webApp(deps.webDir === undefined ? findWebDir() : deps.webDir));
   };
   const finish = (app: Express) => {

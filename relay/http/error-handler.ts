@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { MakinaError, type Logger } from "../../proto/index.js";
-import { storageError, type StorageHealth } from "../store/index.js";
+import { storageError, type StorageHealth } from "../health/index.js";
 import { sendError } from "./send-json.js";
 
 /** Answers unknown paths: 404 `unknown_url` (or `unsupported_endpoint` for the legacy completions endpoint). */

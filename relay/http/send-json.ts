@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { MakinaError, type Logger } from "../../proto/index.js";
-import { storageError } from "../store/index.js";
+import { storageError } from "../health/index.js";
 
 /** Answers with a JSON body (what Express's `res.json` does, without Express). */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -9,7 +9,8 @@ import {
   type StackMetrics,
 } from "../../proto/index.js";
 import type { EventBus } from "../events/index.js";
-import type { HardwareSummary, MachineInventory, StorageHealth, Store } from "../store/index.js";
+import type { StorageHealth } from "../health/index.js";
+import type { HardwareSummary, MachineInventory, Store } from "../store/index.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { AgentSession } from "./agent-session.js";
 import { checkMachineCredentials } from "./machine-credentials.js";

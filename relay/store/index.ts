@@ -15,7 +15,6 @@ export { RUNTIME_KINDS, type Stack, type StackState, type RuntimeKind, type NewS
 export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";
-export { storageError, StorageHealth } from "./storage-error.js";
 
 /** The relay's persistent state: one SQLite file, one store per table family. */
 export interface Store {

@@ -80,13 +80,22 @@ describe("deploying a stack through its lifecycle", () => {
 
   it("pins a model file's SHA-256: another file fails the deployment with the reason, the pinned one deploys; an unpinned URL is marked unverified", async () => {
     const control = gw.relay.control;
+    // Through the admin API, which checks and normalises what a client sends.
+    const create = async (body: Record<string, unknown>) => {
+      const res = await fetch(`${gw.relay.url}/admin/v1/stacks`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" },
+        body: JSON.stringify({ org: gw.orgId, name: "refused", machine: gw.machineId, runtime: "gguf", model: modelUrl, model_id: "refused", ...body }),
+      });
+      return { status: res.status, body: (await res.json()) as { id: string; model_sha256: string | null; model_unverified: boolean; error?: { code: string; param: string } } };
+    };
     const good = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d";
     const unpinned = await control.createStack({ org: gw.orgId, name: "unpinned", machine: gw.machineId, runtime: "gguf", model: modelUrl, modelId: "unpinned" });
     expect([unpinned.modelSha256, unpinned.modelUnverified]).toEqual([null, true]);
     expect(control.stack(gw.stackId).modelUnverified).toBe(false); // a file on the machine's disk
 
-    const wrong = await control.createStack({ org: gw.orgId, name: "wrong-pin", machine: gw.machineId, runtime: "gguf", model: modelUrl, modelSha256: "AB".repeat(32), modelId: "wrong-pin" });
-    expect([wrong.modelSha256, wrong.modelUnverified]).toEqual(["ab".repeat(32), false]);
+    const { body: wrong } = await create({ name: "wrong-pin", model_sha256: "AB".repeat(32), model_id: "wrong-pin" });
+    expect([wrong.model_sha256, wrong.model_unverified]).toEqual(["ab".repeat(32), false]);
     await control.deploy(wrong.id);
     await gw.relay.deployer.settled(wrong.id);
     expect(control.stack(wrong.id)).toMatchObject({ state: "failed", stateError: expect.stringContaining(`has sha256 ${good}, but the stack expects ${"ab".repeat(32)}`) });
@@ -97,11 +106,10 @@ describe("deploying a stack through its lifecycle", () => {
     expect(control.stack(pinned.id).state).toBe("deployed");
 
     for (const [input, param] of [
-      [{ modelSha256: "abc" }, "model_sha256"],
+      [{ model_sha256: "abc" }, "model_sha256"],
       [{ model: "hf:org/repo/../../etc/m.gguf" }, "model"],
     ] as const) {
-      const err = await control.createStack({ org: gw.orgId, name: "refused", machine: gw.machineId, runtime: "gguf", model: modelUrl, modelId: "refused", ...input }).catch((e: unknown) => e);
-      expect(err).toMatchObject({ code: "invalid_value", param });
+      expect(await create(input)).toMatchObject({ status: 400, body: { error: { code: "invalid_value", param } } });
     }
   });
 });

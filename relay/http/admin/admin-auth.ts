@@ -1,7 +1,7 @@
 import type { Request, RequestHandler, Response } from "express";
 import { MakinaError } from "../../../proto/index.js";
 import { Access, type WebSessions } from "../../auth/index.js";
-import type { Store } from "../../store/index.js";
+import type { ControlPlane } from "../../control/index.js";
 import { isAdminToken, requestBearer, requestSession, requireCsrf } from "../auth/request-auth.js";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -12,12 +12,13 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * must also send its CSRF token in `X-CSRF-Token` on every state-changing call.
  * Sets `res.locals.access`.
  */
-export function adminAuth(deps: { store: Store; sessions: WebSessions; adminTokenHash: () => string | undefined }): RequestHandler {
+export function adminAuth(deps: { control: ControlPlane; sessions: WebSessions; adminTokenHash: () => string | undefined }): RequestHandler {
+  const findOrg = (ref: string) => deps.control.findOrg(ref);
   return (req, res, next) => {
     const bearer = requestBearer(req);
     if (bearer !== undefined) {
       if (!isAdminToken(bearer, deps.adminTokenHash)) return next(new MakinaError("invalid_admin_token", "Invalid admin token."));
-      res.locals.access = new Access({ kind: "operator" }, deps.store);
+      res.locals.access = new Access({ kind: "operator" }, findOrg);
       return next();
     }
     const session = requestSession(req, deps.sessions);
@@ -29,7 +30,7 @@ export function adminAuth(deps: { store: Store; sessions: WebSessions; adminToke
     } catch (err) {
       return next(err);
     }
-    res.locals.access = new Access({ kind: "user", ...session }, deps.store);
+    res.locals.access = new Access({ kind: "user", ...session }, findOrg);
     next();
   };
 }

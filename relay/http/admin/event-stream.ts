@@ -1,9 +1,22 @@
 import type { Response } from "express";
+import type { AdminEvent } from "../../admin-contract/index.js";
 import type { EventBus, RelayEvent } from "../../events/index.js";
-import { snakeCase } from "./snake-case.js";
+import { toWire } from "./to-wire.js";
 
 /** How often an idle stream sends a comment, so proxies and browsers keep it open. */
 const KEEPALIVE_MS = 15_000;
+
+/** A bus event as the contract's stream announces it: its type is the event's name, what it names its data. */
+function announced(event: RelayEvent): AdminEvent {
+  switch (event.type) {
+    case "machine":
+      return { event: "machine", data: toWire({ type: "machine" as const, machineId: event.machineId }) };
+    case "stack":
+      return { event: "stack", data: toWire({ type: "stack" as const, stackId: event.stackId }) };
+    case "key":
+      return { event: "key", data: toWire({ type: "key" as const, keyId: event.keyId }) };
+  }
+}
 
 /**
  * Streams the bus's events that pass `filter` as server-sent events
@@ -16,8 +29,8 @@ export function streamEvents(res: Response, bus: EventBus, filter: (event: Relay
   const unsubscribe = bus.subscribe(
     (event) => {
       if (!filter(event)) return;
-      const { orgId: _org, ...data } = event;
-      res.write(`event: ${event.type}\ndata: ${JSON.stringify(snakeCase(data))}\n\n`);
+      const { event: name, data } = announced(event);
+      res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
     },
     () => res.end(),
   );

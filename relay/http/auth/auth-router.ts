@@ -1,22 +1,30 @@
 import { Router, type Request, type Response } from "express";
 import { MakinaError } from "../../../proto/index.js";
+import type { SessionInfo, SessionRoute } from "../../admin-contract/index.js";
 import type { SessionUser, WebSessions } from "../../auth/index.js";
-import type { Store } from "../../store/index.js";
+import type { ControlPlane } from "../../control/index.js";
 import { jsonBody } from "../json-body.js";
+import { mountRoutes, type RouteHandlers } from "../admin/mount-routes.js";
 import { setSessionCookie } from "./cookies.js";
 import { requestSession, requireCsrf } from "./request-auth.js";
+
+/** What a sign-in handler reads and writes besides its body: the cookie. */
+interface HttpExchange {
+  req: Request;
+  res: Response;
+}
 
 /**
  * Sign-in for the web application (`/auth/v1`): sign in, the current session
  * (with its CSRF token), sign out, change password.
  */
-export function authRouter(deps: { store: Store; sessions: WebSessions }): Router {
-  const { store, sessions } = deps;
+export function authRouter(deps: { control: ControlPlane; sessions: WebSessions }): Router {
+  const { control, sessions } = deps;
   const r = Router();
   r.use("/auth/v1", ...jsonBody(64 * 1024));
 
-  const view = (s: SessionUser) => {
-    const org = store.orgs.find(s.user.orgId);
+  const view = (s: SessionUser): SessionInfo => {
+    const org = control.findOrg(s.user.orgId)!;
     return { user: { id: s.user.id, login: s.user.login, role: s.user.role }, org: org && { id: org.id, name: org.name, slug: org.slug }, csrf_token: s.csrfToken };
   };
   const current = (req: Request): SessionUser => {
@@ -29,43 +37,25 @@ export function authRouter(deps: { store: Store; sessions: WebSessions }): Route
     requireCsrf(req, sessions, s);
     return s;
   };
-  const handle = (fn: (req: Request, res: Response) => unknown) => (req: Request, res: Response, next: (err?: unknown) => void) => {
-    try {
-      res.json(fn(req, res));
-    } catch (err) {
-      next(err);
-    }
-  };
 
-  r.post(
-    "/auth/v1/sign-in",
-    handle((req, res) => {
-      const b = (req.body ?? {}) as Record<string, unknown>;
-      const s = sessions.signIn(b.login, b.password, req.ip ?? "unknown");
+  const handlers: RouteHandlers<SessionRoute, HttpExchange> = {
+    "POST /auth/v1/sign-in": ({ body }, { req, res }) => {
+      const s = sessions.signIn(body.login, body.password, req.ip ?? "unknown");
       // The browser keeps the cookie exactly as long as the session lasts.
       setSessionCookie(req, res, s.cookie, s.expiresAt - Date.now());
       return view(s);
-    }),
-  );
-  r.get(
-    "/auth/v1/session",
-    handle((req) => view(current(req))),
-  );
-  r.post(
-    "/auth/v1/sign-out",
-    handle((req, res) => {
+    },
+    "GET /auth/v1/session": (_input, { req }) => view(current(req)),
+    "POST /auth/v1/sign-out": (_input, { req, res }) => {
       sessions.signOut(withCsrf(req));
       setSessionCookie(req, res, "", 0);
       return { signed_out: true };
-    }),
-  );
-  r.post(
-    "/auth/v1/password",
-    handle((req) => {
-      const b = (req.body ?? {}) as Record<string, unknown>;
-      sessions.changePassword(withCsrf(req), b.current_password, b.new_password);
+    },
+    "POST /auth/v1/password": ({ body }, { req }) => {
+      sessions.changePassword(withCsrf(req), body.current_password, body.new_password);
       return { changed: true };
-    }),
-  );
+    },
+  };
+  mountRoutes(r, handlers, (req, res) => ({ req, res }));
   return r;
 }

@@ -1,7 +1,6 @@
 import { Router } from "express";
 import { MakinaError } from "../../../proto/index.js";
-import { checkMachineCredentials } from "../../link/index.js";
-import type { Store } from "../../store/index.js";
+import type { ControlPlane } from "../../control/index.js";
 import { jsonBody } from "../json-body.js";
 import type { AgentPackage } from "./install-files.js";
 
@@ -11,12 +10,12 @@ import type { AgentPackage } from "./install-files.js";
  * agent_package}` (where to download the agent package of this relay's version, and its SHA-256; null when
  * it was not built), or 401 `invalid_machine_token`.
  */
-export function agentCheckRouter(store: Store, agentPackage: AgentPackage | null): Router {
+export function agentCheckRouter(control: ControlPlane, agentPackage: AgentPackage | null): Router {
   const pkg = agentPackage && { url: `/install/${agentPackage.file}`, file: agentPackage.file, version: agentPackage.version, sha256: agentPackage.sha256 };
   const r = Router();
   r.post("/agent/v1/check", ...jsonBody(4096), (req, res, next) => {
     const b = (req.body ?? {}) as Record<string, unknown>;
-    const checked = checkMachineCredentials(store, typeof b.machine_id === "string" ? b.machine_id : "", typeof b.token === "string" ? b.token : "");
+    const checked = control.checkMachineToken(typeof b.machine_id === "string" ? b.machine_id : "", typeof b.token === "string" ? b.token : "");
     if ("refusal" in checked) return next(new MakinaError("invalid_machine_token", checked.refusal));
     res.json({ machine_id: checked.machine.id, name: checked.machine.name, agent_package: pkg });
   });

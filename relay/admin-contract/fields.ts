@@ -1,0 +1,47 @@
+import { z } from "zod";
+
+/**
+ * The request parameter an issue is about: its path up to the first array index, dotted
+ * (`["stacks", 1]` → `stacks`), as the error body's `param` names it.
+ */
+export function paramOf(path: readonly PropertyKey[]): string {
+  const until = path.findIndex((part) => typeof part === "number");
+  return (until < 0 ? path : path.slice(0, until)).map(String).join(".");
+}
+
+/** A value the client did not give: absent, null, or an empty string. */
+export const absent = (v: unknown): boolean => v === undefined || v === null || v === "";
+
+type Issue = { input?: unknown; path?: PropertyKey[] };
+
+/**
+ * Every issue of a field reads the same: a value not given is a missing parameter, anything else "must be"
+ * `what`. The relay turns it into `missing_required_parameter` or `invalid_value` by the same test.
+ */
+export const must = (what: string) => ({
+  error: (iss: Issue) => (absent(iss.input) ? `Missing required parameter: '${paramOf(iss.path ?? [])}'.` : `'${paramOf(iss.path ?? [])}' must be ${what}.`),
+});
+
+/** A message of its own for every issue of a field. */
+export const says = (message: string) => ({ error: () => message });
+
+/** A string that must be given (not empty). */
+export const requiredText = () => z.string(must("a string")).min(1, must("a string"));
+
+/** A string that may be left out (or null). */
+export const optionalText = () => z.string(must("a string")).nullish();
+
+/** An organization's id or slug: the operator names one; a signed-in user's own is taken when none is named. */
+export const orgRef = () => z.string(must("a string")).nullish();
+
+/** A whole number of at least 1, or null (none); `what` says it in the error. */
+export const positiveInt = (what = "a positive integer") => z.number(must(what)).int(must(what)).min(1, must(what));
+
+/** A list of ids; null or absent: no restriction. */
+export const idList = () => z.array(z.string(must("an array of strings")), must("an array of strings")).nullish();
+
+/** `true` or `false`. */
+export const flag = () => z.boolean(must("true or false"));
+
+/** A layer's options as the client gives them (`key: value`; the relay checks names, types and ranges for the layer's kind). */
+export const layerOptions = () => z.record(z.string(), z.unknown(), must("an object of option names to values")).nullish();

@@ -1,0 +1,64 @@
+// The admin API's one contract: every route of `/admin/v1` and `/auth/v1` with its request (zod schemas, which
+// the relay checks and clients' types come from), its answer and the error envelope, and the event stream's
+// events. The relay's handlers implement exactly these routes; the web application and the CLI import this
+// file's types only (`import type`), so neither carries zod nor any relay code.
+import { EVENT_ROUTES } from "./events.js";
+import { KEY_ROUTES } from "./keys.js";
+import { MACHINE_ROUTES } from "./machines.js";
+import { ORG_ROUTES } from "./orgs.js";
+import type { BodyIn, BodyOut, CallArgs, QueryIn, QueryOut, ResponseOf } from "./route.js";
+import { SESSION_ROUTES } from "./session.js";
+import { STACK_ROUTES } from "./stacks.js";
+import { USAGE_ROUTES } from "./usage.js";
+import { USER_ROUTES } from "./users.js";
+
+/** Every route, by `METHOD /path`. */
+export const ADMIN_ROUTES = {
+  ...ORG_ROUTES,
+  ...MACHINE_ROUTES,
+  ...STACK_ROUTES,
+  ...KEY_ROUTES,
+  ...USER_ROUTES,
+  ...USAGE_ROUTES,
+  ...EVENT_ROUTES,
+  ...SESSION_ROUTES,
+};
+
+export type AdminRoutes = typeof ADMIN_ROUTES;
+/** A route's key: `METHOD /path`. */
+export type AdminRoute = keyof AdminRoutes;
+/** What route `K` answers. */
+export type AdminResponse<K extends AdminRoute> = ResponseOf<AdminRoutes, K>;
+/** The body a client sends to route `K`. */
+export type AdminBody<K extends AdminRoute> = BodyIn<AdminRoutes, K>;
+/** The body of route `K` once checked, as the relay's handler gets it. */
+export type AdminCheckedBody<K extends AdminRoute> = BodyOut<AdminRoutes, K>;
+/** The query a client may send to route `K`. */
+export type AdminQuery<K extends AdminRoute> = QueryIn<AdminRoutes, K>;
+/** The query of route `K` once checked. */
+export type AdminCheckedQuery<K extends AdminRoute> = QueryOut<AdminRoutes, K>;
+/** The arguments of a call of route `K` after its key. */
+export type AdminCallArgs<K extends AdminRoute> = CallArgs<AdminRoutes, K>;
+
+/** The routes of each resource, for the relay's handlers of it. */
+export type OrgRoute = keyof typeof ORG_ROUTES;
+export type MachineRoute = keyof typeof MACHINE_ROUTES;
+export type StackRoute = keyof typeof STACK_ROUTES;
+export type KeyRoute = keyof typeof KEY_ROUTES;
+export type UserRoute = keyof typeof USER_ROUTES;
+export type UsageRoute = keyof typeof USAGE_ROUTES;
+export type EventRoute = keyof typeof EVENT_ROUTES;
+export type SessionRoute = keyof typeof SESSION_ROUTES;
+
+export { absent, paramOf } from "./fields.js";
+export type { Method, ParamsOf, RouteSpec } from "./route.js";
+export type { ErrorBody } from "./errors.js";
+export type { List } from "./list.js";
+export type { Org } from "./orgs.js";
+export type { Gpu, Hardware, Machine, MachineInventory, MachineJoining, MachineState } from "./machines.js";
+export type { CatalogModel, Check, Compatibility, Deployment, DeploymentStep, LayerOptionValue, RuntimeKind, Stack, StackState } from "./stacks.js";
+export type { ApiKey, ApiKeyWithUsage, NewApiKey } from "./keys.js";
+export type { Role, User } from "./users.js";
+export type { Usage, UsagePoint, UsageSeries } from "./usage.js";
+export type { AdminEvent, AdminEventData, AdminEventType } from "./events.js";
+export type { SessionInfo } from "./session.js";

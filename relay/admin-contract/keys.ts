@@ -1,0 +1,49 @@
+import { z } from "zod";
+import { answer, route } from "./route.js";
+import { idList, optionalText, orgRef, positiveInt } from "./fields.js";
+import type { List } from "./list.js";
+
+/** An API key as admins see it: never its secret. */
+export interface ApiKey {
+  id: string;
+  org_id: string;
+  name: string | null;
+  /** The key's first characters, for telling keys apart (`mk_live_AbCd`). */
+  prefix: string;
+  /** Stacks it is limited to; null: any. */
+  stack_ids: string[] | null;
+  /** Machines it is limited to; null: any. */
+  machine_ids: string[] | null;
+  /** Its own limits; null: the organization's default, if any. */
+  rpm: number | null;
+  tpm: number | null;
+  state: "active" | "revoked";
+  created_at: number;
+  revoked_at: number | null;
+  last_used_at: number | null;
+  /** The user who made it; null when made with the admin token. */
+  created_by: string | null;
+}
+
+/** A key in the organization's list, with what it served in the last 24 hours. */
+export interface ApiKeyWithUsage extends ApiKey {
+  requests_24h: number;
+  tokens_24h: number;
+}
+
+/** A key just made: the secret is in this answer only. */
+export interface NewApiKey extends ApiKey {
+  key: string;
+}
+
+export const KEY_ROUTES = {
+  "GET /admin/v1/keys": route({ query: z.object({ org: orgRef() }), response: answer<List<ApiKeyWithUsage>>() }),
+  /** Makes a key, optionally limited to stacks and machines and with its own rates. */
+  "POST /admin/v1/keys": route({
+    status: 201,
+    body: z.object({ org: orgRef(), name: optionalText(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish() }),
+    response: answer<NewApiKey>(),
+  }),
+  /** Revokes a key (admins, or the member who made it): refused from the next request on. */
+  "POST /admin/v1/keys/:id/revoke": route({ response: answer<ApiKey>() }),
+} as const;

@@ -1,0 +1,74 @@
+import { z } from "zod";
+import { answer, route } from "./route.js";
+import { orgRef, requiredText } from "./fields.js";
+import type { List } from "./list.js";
+
+/** One graphics adapter of a machine. */
+export interface Gpu {
+  vendor: string;
+  model: string;
+  vram_bytes: number;
+  driver_version: string;
+}
+
+/** A machine's hardware, as it reported it. */
+export interface Hardware {
+  platform: string;
+  os: string;
+  arch: string;
+  cpu_model: string;
+  cpu_physical_cores: number;
+  cpu_logical_cores: number;
+  memory_bytes: number;
+  gpus: Gpu[];
+  disks: { mount: string; size_bytes: number; free_bytes: number }[];
+  accelerators: string[];
+}
+
+/** What a machine hosts, as it last reported it. */
+export interface MachineInventory {
+  runtimes: { stack_id: string; model_id: string; runtime: string; version: string; state: string; endpoint: string; error: string }[];
+  models: { name: string; format: string; size_bytes: number; path: string; sha256: string; stack_ids: string[] }[];
+}
+
+/** Machine states: `pending` (created, never connected) → `online` ⇄ `offline`. */
+export type MachineState = "pending" | "online" | "offline";
+
+/** A worker machine. */
+export interface Machine {
+  id: string;
+  org_id: string;
+  name: string;
+  state: MachineState;
+  /** Null until it first connects. */
+  hardware: Hardware | null;
+  agent_version: string | null;
+  last_seen_at: number | null;
+  created_at: number;
+  /** Runtimes and models on disk as the machine last reported them; null before its first report. */
+  inventory: MachineInventory | null;
+  /** When it was revoked; null while it may connect. */
+  revoked_at: number | null;
+}
+
+/** A machine just added, or given a new token: what it takes to join it, shown this once. */
+export interface MachineJoining extends Machine {
+  token: string;
+  /** The one-line install command, token included. */
+  install_command: string;
+  /** The address agents dial (`host:port`). */
+  server: string;
+  /** SHA-256 of the relay's own link CA, which the agent pins; null when the relay has another certificate or no TLS. */
+  ca_sha256: string | null;
+}
+
+export const MACHINE_ROUTES = {
+  "GET /admin/v1/machines": route({ query: z.object({ org: orgRef() }), response: answer<List<Machine>>() }),
+  "GET /admin/v1/machines/:id": route({ response: answer<Machine>() }),
+  /** Registers a machine (admins); its token is in the answer only. */
+  "POST /admin/v1/machines": route({ status: 201, body: z.object({ org: orgRef(), name: requiredText() }), response: answer<MachineJoining>() }),
+  /** Revokes a machine (admins): its link drops at once, its token never works again. Final. */
+  "POST /admin/v1/machines/:id/revoke": route({ response: answer<Machine>() }),
+  /** Gives a machine a new token (admins); the old one stops working and the link drops. */
+  "POST /admin/v1/machines/:id/rotate-token": route({ response: answer<MachineJoining>() }),
+} as const;

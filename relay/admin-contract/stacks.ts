@@ -1,0 +1,153 @@
+import { z } from "zod";
+import { RUNTIME_CAPABILITIES, type RuntimeKind } from "../../proto/runtimes/runtime-capabilities.js";
+import { answer, route } from "./route.js";
+import { flag, layerOptions, must, optionalText, orgRef, requiredText, says } from "./fields.js";
+import type { List } from "./list.js";
+
+export type { RuntimeKind };
+/** The runtimes a stack can use: the kinds of proto's capability table. */
+const RUNTIME_KINDS = Object.keys(RUNTIME_CAPABILITIES) as [RuntimeKind, ...RuntimeKind[]];
+
+/** One verdict of the compatibility rules. */
+export interface Check {
+  topic: "runtime" | "format" | "memory" | "disk" | "endpoint" | "layers";
+  level: "ok" | "warn" | "fail";
+  message: string;
+}
+
+/** Whether a stack can run on its machine: `ok` false when a check fails, null while the machine's hardware is unknown. */
+export interface Compatibility {
+  ok: boolean | null;
+  checks: Check[];
+}
+
+/** One step of a deployment. `detail` is the step's progress (`stage`, `done_bytes`, `total_bytes`, `bytes_per_second`, `eta_seconds`) or result. */
+export interface DeploymentStep {
+  seq: number;
+  kind: string;
+  state: "pending" | "running" | "succeeded" | "failed";
+  detail: Record<string, unknown> | null;
+  error: string | null;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+/** One run of a stack's deploy sequence. */
+export interface Deployment {
+  id: string;
+  stack_id: string;
+  state: "running" | "succeeded" | "failed";
+  error: string | null;
+  started_at: number;
+  finished_at: number | null;
+  steps: DeploymentStep[];
+}
+
+/** A layer option's value (a router's `routes` are rules). */
+export type LayerOptionValue = string | number | boolean | Record<string, unknown>[];
+
+/** Stack states: `draft` → `deploying` → `deployed` or `failed`; `deployed` → `undeploying` → `draft`. */
+export type StackState = "draft" | "deploying" | "deployed" | "failed" | "undeploying";
+
+/** A stack: machine + runtime + model (+ harness, orchestrator, endpoint), with its compatibility and latest deployment. */
+export interface Stack {
+  id: string;
+  org_id: string;
+  name: string;
+  machine_id: string;
+  runtime: RuntimeKind;
+  model_ref: string;
+  /** The SHA-256 the model file is pinned to, or null. */
+  model_sha256: string | null;
+  /** An http(s):// model with no SHA-256 pinned: whatever the server sends is served. */
+  model_unverified: boolean;
+  /** What clients pass as `model`. */
+  model_id: string;
+  harness: string | null;
+  /** The harness's options, e.g. the system prompt. */
+  harness_options: Record<string, LayerOptionValue>;
+  orchestrator: string | null;
+  /** The orchestrator's options, e.g. its rounds or samples. */
+  orchestrator_options: Record<string, LayerOptionValue>;
+  has_endpoint: boolean;
+  state: StackState;
+  state_error: string | null;
+  /** Context size the runtime serves, in tokens, once deployed. */
+  context_size: number | null;
+  /** The runtime's state as its machine last reported it (`loading`, `ready`, `failed`); null before any report. */
+  runtime_state: string | null;
+  runtime_error: string | null;
+  deployed_at: number | null;
+  created_at: number;
+  updated_at: number;
+  compatibility: Compatibility;
+  deployment: Deployment | null;
+}
+
+/** A model of the relay's catalog, offered by the Forge. */
+export interface CatalogModel {
+  ref: string;
+  /** The model id suggested for clients. */
+  model_id: string;
+  label: string;
+  runtime: RuntimeKind;
+  size_bytes: number | null;
+}
+
+const runtime = () =>
+  z.enum(RUNTIME_KINDS, {
+    error: (iss) =>
+      typeof iss.input === "string" && iss.input !== ""
+        ? `Unknown runtime '${iss.input}'; expected one of ${RUNTIME_KINDS.join(", ")}.`
+        : must("a string").error(iss),
+  });
+
+/** A SHA-256 of 64 hex digits (any case, `:` between bytes allowed), lowercased; null or empty: none. */
+const sha256 = () =>
+  z
+    .string(says("model_sha256 is a SHA-256 digest: 64 hex digits."))
+    .nullish()
+    .transform((v) => (v ? v.replaceAll(":", "").toLowerCase() : null))
+    .refine((hex) => hex === null || /^[0-9a-f]{64}$/.test(hex), says("model_sha256 is a SHA-256 digest: 64 hex digits."));
+
+/** The layers of a stack being built. */
+const layers = {
+  harness: optionalText(),
+  harness_options: layerOptions(),
+  orchestrator: optionalText(),
+  orchestrator_options: layerOptions(),
+  /** Exposed through the API; false leaves the Endpoint layer out. @default true */
+  endpoint: flag().default(true),
+};
+
+export const STACK_ROUTES = {
+  "GET /admin/v1/stacks": route({ query: z.object({ org: orgRef() }), response: answer<List<Stack>>() }),
+  "GET /admin/v1/stacks/:id": route({ response: answer<Stack>() }),
+  /** Creates a stack (admins); refused with the reasons when the compatibility rules fail it on its machine. */
+  "POST /admin/v1/stacks": route({
+    status: 201,
+    body: z.object({
+      org: orgRef(),
+      name: requiredText(),
+      machine: requiredText(),
+      runtime: runtime(),
+      /** A GGUF path, an https:// URL or hf:owner/repo/file.gguf (vLLM and MLX: a hub repository id). */
+      model: requiredText(),
+      model_sha256: sha256(),
+      /** Empty or absent: the model file's name without `.gguf`. */
+      model_id: optionalText(),
+      ...layers,
+    }),
+    response: answer<Stack>(),
+  }),
+  /** The compatibility of a stack being built (the Forge's panel), by the rules stack create and deploy apply. */
+  "POST /admin/v1/compatibility": route({
+    body: z.object({ org: orgRef(), machine: optionalText(), runtime: runtime(), model: optionalText(), ...layers }),
+    response: answer<Compatibility>(),
+  }),
+  "GET /admin/v1/catalog": route({ response: answer<List<CatalogModel>>() }),
+  /** Starts deploying (admins); follow it through the stack's `deployment` and the event stream. */
+  "POST /admin/v1/stacks/:id/deploy": route({ response: answer<Stack>() }),
+  /** Stops serving (admins). */
+  "POST /admin/v1/stacks/:id/undeploy": route({ response: answer<Stack>() }),
+} as const;

@@ -1,0 +1,48 @@
+import { z } from "zod";
+import { answer, route } from "./route.js";
+import { orgRef, says } from "./fields.js";
+
+/** Requests and tokens in one bucket of time (or in all of them, without `start`). */
+export interface UsagePoint {
+  /** The bucket's start, Unix ms. */
+  start: number;
+  requests: number;
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+/** What one key or model served, bucket by bucket. */
+export interface UsageSeries {
+  /** The key's id or the model id; `other` for the rest beyond the busiest. */
+  group: string;
+  points: UsagePoint[];
+  total: Omit<UsagePoint, "start">;
+}
+
+/** Requests and tokens over time, per key or per model. */
+export interface Usage {
+  object: "usage";
+  range: "24h" | "30d";
+  by: "key" | "model";
+  /** A bucket's length: an hour over 24h, a day over 30d. */
+  bucket_ms: number;
+  start: number;
+  /** The busiest groups, and `other` for the rest. */
+  series: UsageSeries[];
+  /** Every group's totals. */
+  totals: { group: string; total: Omit<UsagePoint, "start"> }[];
+}
+
+export const USAGE_ROUTES = {
+  "GET /admin/v1/usage": route({
+    query: z.object({
+      org: orgRef(),
+      /** @default "24h" */
+      range: z.enum(["24h", "30d"], says("'range' must be 24h or 30d.")).default("24h"),
+      /** @default "key" */
+      by: z.enum(["key", "model"], says("'by' must be key or model.")).default("key"),
+    }),
+    response: answer<Usage>(),
+  }),
+} as const;

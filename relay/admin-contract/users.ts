@@ -1,0 +1,46 @@
+import { z } from "zod";
+import { answer, route } from "./route.js";
+import { must, orgRef, requiredText, says } from "./fields.js";
+import type { List } from "./list.js";
+
+/** Roles: admins manage the organization; members see it and manage their own keys. */
+export type Role = "admin" | "member";
+
+/** A person who signs in to the web application. */
+export interface User {
+  id: string;
+  org_id: string;
+  login: string;
+  role: Role;
+  created_at: number;
+}
+
+/** Fewest characters of a password. */
+export const MIN_PASSWORD_LENGTH = 10;
+
+/** A new password: 10 to 1024 characters. `missing` is what an absent one is told. */
+export const newPassword = (missing: string) =>
+  z
+    .string(says(missing))
+    .min(1, says(missing))
+    .min(MIN_PASSWORD_LENGTH, says(`The password must have at least ${MIN_PASSWORD_LENGTH} characters.`))
+    .max(1024, says("The password must have at most 1024 characters."));
+
+export const USER_ROUTES = {
+  "GET /admin/v1/users": route({ query: z.object({ org: orgRef() }), response: answer<List<User>>() }),
+  /** Adds a person to an organization (admins). */
+  "POST /admin/v1/users": route({
+    status: 201,
+    body: z.object({
+      org: orgRef(),
+      /** 1 to 64 letters, digits or `. _ @ + -` (an email address works); surrounding spaces are dropped. */
+      login: requiredText()
+        .trim()
+        .regex(/^[A-Za-z0-9._@+-]{1,64}$/, says("A login is 1 to 64 letters, digits or . _ @ + - (an email address works).")),
+      password: newPassword("Enter a new password."),
+      /** @default "member" */
+      role: z.enum(["admin", "member"], must("'admin' or 'member'")).nullish().transform((r) => r ?? "member"),
+    }),
+    response: answer<User>(),
+  }),
+} as const;

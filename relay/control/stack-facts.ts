@@ -1,0 +1,53 @@
+import { MakinaError, validateLayerOptions, type LayerOptionValue } from "../../proto/index.js";
+import type { ModelFacts, StackPlan } from "../compatibility/index.js";
+import type { HardwareSummary, Machine, RuntimeKind } from "../store/index.js";
+
+/** The agent's defaults (MAKINA_AGENT_MAX_CONTEXT, MAKINA_AGENT_PARALLEL): what memory estimates assume. */
+const AGENT_DEFAULT_CONTEXT = 4096;
+const AGENT_DEFAULT_SEQUENCES = 2;
+
+/** A stack's layers as the compatibility rules read them. */
+export interface PlanLayers {
+  harness?: string | null;
+  orchestrator?: string | null;
+  /** @default true */
+  endpoint?: boolean;
+}
+
+/** What the compatibility rules get for a stack on a machine (or on no machine yet). */
+export function stackPlan(runtime: RuntimeKind, modelRef: string, model: ModelFacts, hardware: HardwareSummary | null, layers: PlanLayers): StackPlan {
+  return {
+    runtime,
+    modelRef,
+    model,
+    hardware,
+    contextSize: AGENT_DEFAULT_CONTEXT,
+    sequences: AGENT_DEFAULT_SEQUENCES,
+    harness: layers.harness || null,
+    orchestrator: layers.orchestrator || null,
+    hasEndpoint: layers.endpoint ?? true,
+  };
+}
+
+/** What the machine says of a model file it has on disk (a local path it reported), when nothing else is known. */
+export function onDisk(model: ModelFacts, ref: string, machine: Machine | null): ModelFacts {
+  if (model.weightsBytes !== null) return model;
+  const file = machine?.inventory?.models.find((m) => m.path === ref);
+  return file && file.sizeBytes > 0 ? { ...model, weightsBytes: file.sizeBytes, source: "pulled" } : model;
+}
+
+/** The model id a stack serves when none is given: the model file's name without `.gguf`. */
+export function defaultModelId(modelRef: string): string {
+  const last = modelRef.split(/[\\/]/).pop() ?? modelRef;
+  return last.replace(/\.gguf$/i, "").replace(/^hf:/, "") || modelRef;
+}
+
+/** A layer's options, checked against its kind (`LAYER_OPTIONS`); options without a layer are refused. */
+export function layerOptions(kind: string | null | undefined, options: unknown, layer: "harness" | "orchestrator"): Record<string, LayerOptionValue> {
+  const param = `${layer}_options`;
+  if (kind) return validateLayerOptions(kind, options, param);
+  if (options !== undefined && options !== null && typeof options === "object" && Object.keys(options).length) {
+    throw new MakinaError("invalid_value", `'${param}' needs a '${layer}'.`, { param });
+  }
+  return {};
+}

@@ -1,0 +1,1 @@
+export { storageError, StorageHealth } from "./storage-health.js";

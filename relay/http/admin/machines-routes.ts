@@ -1,0 +1,27 @@
+import type { MachineRoute } from "../../admin-contract/index.js";
+import type { Access } from "../../auth/index.js";
+import type { ControlPlane } from "../../control/index.js";
+import type { RouteHandlers } from "./mount-routes.js";
+import { toWire } from "./to-wire.js";
+
+/** Machines: listed by anyone of the organization; added, revoked and given new tokens by its admins. */
+export function machineRoutes(control: ControlPlane): RouteHandlers<MachineRoute, Access> {
+  return {
+    "GET /admin/v1/machines": ({ query }, access) => toWire({ object: "list", data: control.listMachines(access.org(query.org).id) }),
+    "GET /admin/v1/machines/:id": ({ params }, access) => toWire(control.machine(access.orgScope, params.id)),
+    "POST /admin/v1/machines": ({ body }, access) => {
+      access.requireAdmin("add machines");
+      const { machine, ...joining } = control.createMachine(access.org(body.org).id, body.name);
+      return toWire({ ...machine, ...joining });
+    },
+    "POST /admin/v1/machines/:id/revoke": ({ params }, access) => {
+      access.requireAdmin("revoke machines");
+      return toWire(control.revokeMachine(access.orgScope, params.id));
+    },
+    "POST /admin/v1/machines/:id/rotate-token": ({ params }, access) => {
+      access.requireAdmin("rotate machine tokens");
+      const { machine, ...joining } = control.rotateMachineToken(access.orgScope, params.id);
+      return toWire({ ...machine, ...joining });
+    },
+  };
+}

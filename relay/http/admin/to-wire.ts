@@ -1,0 +1,31 @@
+/** `camelCase` → `camel_case`, as a type. */
+type SnakeKey<S extends string> = S extends `${infer C}${infer Rest}` ? `${C extends Lowercase<C> ? C : `_${Lowercase<C>}`}${SnakeKey<Rest>}` : S;
+
+/** A value as the admin API sends it: every object key in snake_case, deeply. */
+export type Wire<T> = T extends readonly (infer U)[] ? Wire<U>[] : T extends object ? { [K in keyof T as K extends string ? SnakeKey<K> : K]: Wire<T[K]> } : T;
+
+/**
+ * The relay's values (camelCase) as the admin API speaks them (snake_case, like the gateway). Typed: a handler
+ * returns `toWire(value)`, and the contract's answer type must accept it, so a field the contract names and
+ * the relay does not have fails the build.
+ */
+export function toWire<T>(value: T): Wire<T> {
+  return snakeCase(value) as Wire<T>;
+}
+
+function snakeCase(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snakeCase);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]));
+}
+
+/** `snake_case` → `snakeCase`, as a type. */
+type CamelKey<S extends string> = S extends `${infer Head}_${infer C}${infer Rest}` ? `${Head}${Uppercase<C>}${CamelKey<Rest>}` : S;
+
+/** A checked request body with its top-level keys in camelCase: the control plane's words. Values are kept as sent (a layer's options are data). */
+export type FromWire<T> = { [K in keyof T as K extends string ? CamelKey<K> : K]: T[K] };
+
+/** A checked body's top-level keys in camelCase (`model_sha256` → `modelSha256`), for the control plane. */
+export function fromWire<T extends object>(body: T): FromWire<T> {
+  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()), v])) as FromWire<T>;
+}

@@ -1,0 +1,15 @@
+import type { UsageRoute } from "../../admin-contract/index.js";
+import type { Access } from "../../auth/index.js";
+import type { UsageRecorder } from "../../usage/index.js";
+import type { RouteHandlers } from "./mount-routes.js";
+import { toWire } from "./to-wire.js";
+
+/** Requests and tokens over time, per key or model, for anyone of the organization. */
+export function usageRoutes(usage: UsageRecorder): RouteHandlers<UsageRoute, Access> {
+  return {
+    "GET /admin/v1/usage": ({ query }, access) => {
+      const { range, by } = query;
+      return toWire({ object: "usage" as const, range, by, ...usage.series(access.org(query.org).id, range, by) });
+    },
+  };
+}
