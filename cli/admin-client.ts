@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { AdminCallArgs, AdminResponse, AdminRoute, ErrorBody } from "../relay/admin-contract/index.js";
 import { CliError, EXIT } from "./cli-error.js";
 
 /** Where the admin API is and how to authenticate to it. */
@@ -57,14 +58,35 @@ function readTokenFile(path: string): string {
   }
 }
 
-/** Calls the admin API; an error answer becomes a CliError carrying the relay's message. */
-export async function adminRequest<T>(target: AdminTarget, method: "GET" | "POST" | "PATCH", path: string, body?: unknown): Promise<T> {
+/** What a call may carry besides its route. */
+interface Parts {
+  params?: Record<string, string>;
+  query?: Record<string, string | number | boolean | null | undefined>;
+  body?: unknown;
+}
+
+/** The URL of a route of the admin contract on the relay, its path parameters filled in and its query appended. */
+export function routeUrl(target: AdminTarget, route: AdminRoute, parts: Parts = {}): { method: string; url: string } {
+  const [method, template] = route.split(" ") as [string, string];
+  const path = template.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(parts.params?.[name] ?? ""));
+  const search = new URLSearchParams(Object.entries(parts.query ?? {}).flatMap(([k, v]): [string, string][] => (v === undefined || v === null ? [] : [[k, String(v)]]))).toString();
+  return { method, url: `${target.url}${path}${search ? `?${search}` : ""}` };
+}
+
+/**
+ * Calls a route of the admin contract (`adminCall(t, "GET /admin/v1/stacks/:id", { params: { id } })`) with the
+ * admin token; resolves with its answer, typed by the contract. An error answer becomes a CliError carrying
+ * the relay's message.
+ */
+export async function adminCall<K extends AdminRoute>(target: AdminTarget, route: K, ...args: AdminCallArgs<K>): Promise<AdminResponse<K>> {
+  const parts = (args[0] ?? {}) as Parts;
+  const { method, url } = routeUrl(target, route, parts);
   let res: Response;
   try {
-    res = await fetch(`${target.url}/admin/v1${path}`, {
+    res = await fetch(url, {
       method,
-      headers: { authorization: `Bearer ${target.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      headers: { authorization: `Bearer ${target.token}`, ...(parts.body === undefined ? {} : { "content-type": "application/json" }) },
+      body: parts.body === undefined ? undefined : JSON.stringify(parts.body),
     });
   } catch (err) {
     throw new CliError(`Cannot reach the relay at ${target.url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
@@ -77,8 +99,8 @@ export async function adminRequest<T>(target: AdminTarget, method: "GET" | "POST
     throw new CliError(`The relay answered ${res.status} with a body that is not JSON.`);
   }
   if (!res.ok) {
-    const message = (data as { error?: { message?: string } }).error?.message ?? `HTTP ${res.status}`;
+    const message = (data as Partial<ErrorBody>).error?.message ?? `HTTP ${res.status}`;
     throw new CliError(`${message} (HTTP ${res.status})`);
   }
-  return data as T;
+  return data as AdminResponse<K>;
 }

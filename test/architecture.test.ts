@@ -25,6 +25,30 @@ const isWeb = (file: string) => file.startsWith(WEB + "/");
 /** The modules a file really imports (TypeScript's own scanner: text in strings is not an import). */
 const importsOf = (file: string) => ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles.map((f) => f.fileName);
 
+/** The modules a file imports or re-exports values from: `import type`, `export type` and `{ type X }`-only imports are erased, and left out. */
+function valueImportsOf(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false, file.endsWith("x") ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const specs: string[] = [];
+  const onlyTypes = (elements: readonly (ts.ImportSpecifier | ts.ExportSpecifier)[]) => elements.length > 0 && elements.every((e) => e.isTypeOnly);
+  for (const node of source.statements) {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      const clause = node.importClause;
+      const bindings = clause?.namedBindings;
+      if (clause?.isTypeOnly || (clause && !clause.name && bindings && ts.isNamedImports(bindings) && onlyTypes(bindings.elements))) continue;
+      specs.push(node.moduleSpecifier.text);
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      if (node.isTypeOnly || (node.exportClause && ts.isNamedExports(node.exportClause) && onlyTypes(node.exportClause.elements))) continue;
+      specs.push(node.moduleSpecifier.text);
+    }
+  }
+  return specs;
+}
+
+/** The admin contract's front door: the web application and the CLI may import its types, and nothing else of the relay. */
+const CONTRACT = join(REPO_ROOT, "relay", "admin-contract", "index.js");
+/** The server-sent-event parser: it imports nothing, so the agent, the CLI and the web application share it. */
+const SSE = join(REPO_ROOT, "proto", "sse", "index.js");
+
 describe("repository rules", () => {
   const files = Object.keys(ALLOWED).flatMap((area) => sources(join(REPO_ROOT, area)).map((file) => ({ area, file })));
   // The web application runs in the browser: it has rules of its own below.
@@ -127,15 +151,22 @@ describe("repository rules", () => {
     expect(offenders.map((f) => relative(REPO_ROOT, f.file))).toEqual([]);
   });
 
-  it("keeps the web application to itself: it imports only its own files and preact, and the relay never imports it", () => {
+  it("keeps the web application to itself: it imports only its own files, preact, and the admin contract's types; the relay never imports it", () => {
     const web = sources(WEB);
     expect(web.length).toBeGreaterThan(20);
     const outside = web.flatMap((file) =>
       importsOf(file)
-        .filter((spec) => (spec.startsWith(".") ? !isWeb(resolve(dirname(file), spec)) : spec !== "preact" && !spec.startsWith("preact/")))
+        .filter((spec) => (spec.startsWith(".") ? !isWeb(resolve(dirname(file), spec)) && ![CONTRACT, SSE].includes(resolve(dirname(file), spec)) : spec !== "preact" && !spec.startsWith("preact/")))
         .map((spec) => `${relative(REPO_ROOT, file)} imports ${spec}`),
     );
     expect(outside).toEqual([]);
+    // The contract's types only: its schemas (and zod) stay out of the bundle.
+    const contractValues = web.flatMap((file) => valueImportsOf(file).filter((spec) => spec.startsWith(".") && resolve(dirname(file), spec) === CONTRACT).map((spec) => `${relative(REPO_ROOT, file)} imports values of ${spec}`));
+    expect(contractValues).toEqual([]);
+    const contractUsers = web.filter((file) => importsOf(file).some((spec) => spec.startsWith(".") && resolve(dirname(file), spec) === CONTRACT));
+    expect(contractUsers.length).toBeGreaterThan(0);
+    const sse = sources(join(REPO_ROOT, "proto", "sse"));
+    expect(sse.flatMap((file) => importsOf(file).filter((spec) => !spec.startsWith("./")))).toEqual([]);
     const intoWeb = serverFiles.flatMap(({ file }) => importsOf(file).filter((spec) => spec.startsWith(".") && isWeb(resolve(dirname(file), spec))).map((spec) => `${relative(REPO_ROOT, file)} imports ${spec}`));
     expect(intoWeb).toEqual([]);
   });
@@ -161,11 +192,14 @@ describe("repository rules", () => {
     const used = new Set<string>();
     for (const { file } of packed) {
       const text = readFileSync(file, "utf8");
+      const values = valueImportsOf(file);
       for (const spec of importsOf(file)) {
         if (spec.startsWith(".")) {
           const target = relative(REPO_ROOT, resolve(dirname(file), spec));
           const lazy = text.includes(`loadRelayPart(() => import("${spec}"))`);
-          if ((target.startsWith("relay/") || target === "cli/up/quickstart.js") && !lazy) outside.push(`${relative(REPO_ROOT, file)} imports ${spec}`);
+          // The admin contract's types are erased: the CLI's admin commands carry nothing of the relay.
+          const typesOnly = resolve(dirname(file), spec) === CONTRACT && !values.includes(spec);
+          if ((target.startsWith("relay/") || target === "cli/up/quickstart.js") && !lazy && !typesOnly) outside.push(`${relative(REPO_ROOT, file)} imports ${spec}`);
           continue;
         }
         if (spec.startsWith("node:")) continue;

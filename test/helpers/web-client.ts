@@ -1,4 +1,4 @@
-import { serverSentEvents } from "../../cli/admin-events.js";
+import { bodyText, serverSentEvents } from "../../proto/sse/index.js";
 
 /**
  * A client of the relay's web endpoints the way a browser is one: it keeps the
@@ -36,7 +36,7 @@ export class WebClient {
   }
 }
 
-/** Reads the relay's server-sent events from a streaming response, one `{event, data}` at a time. */
-export function sseEvents(res: Response) {
-  return serverSentEvents(res.body!);
+/** Reads the relay's server-sent events from a streaming response, one `{event, data}` at a time, `data` parsed. */
+export async function* sseEvents(res: Response): AsyncGenerator<{ event: string; data: Record<string, string> }> {
+  for await (const { event, data } of serverSentEvents(bodyText(res.body!))) yield { event, data: JSON.parse(data) as Record<string, string> };
 }

@@ -219,7 +219,9 @@ describe("a machine flooding a relay process over gRPC", () => {
   let relay: ChildProcess;
   let honest: Agent | undefined;
   let rogueLink: LinkEnd<AgentToRelay> | undefined;
+  let rogueBeat: NodeJS.Timeout | undefined;
   afterAll(async () => {
+    clearInterval(rogueBeat);
     rogueLink?.close("test over");
     await honest?.stop();
     if (relay) await stopCli(relay);
@@ -256,6 +258,8 @@ describe("a machine flooding a relay process over gRPC", () => {
     });
     rogueLink.send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "6.6.6", hardware: { platform: "linux", os: "Rogue OS", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] } });
     await vi.waitFor(() => expect(welcomed).toBe(true), { timeout: 5_000, interval: 10 });
+    // Its link stays up as any agent's does (between floods it is idle for as long as the CLI calls below take).
+    rogueBeat = setInterval(() => rogueLink!.send({ type: "heartbeat", sentAtMs: Date.now() }), 500);
     const flooded = await admin("stack", "create", "--org", org, "--name", "flood", "--machine", rogue.id!, "--runtime", "openai", "--model", "http://fake.invalid/v1#rogue", "--model-id", "flood");
     await admin("stack", "deploy", flooded.id!, "--wait");
 

@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { MakinaError } from "../../../proto/index.js";
+import { MakinaError, serverSentEvents } from "../../../proto/index.js";
 
 /**
  * A pooled HTTP client for one model server: keep-alive connections reused
@@ -56,26 +56,8 @@ export async function readText(res: IncomingMessage): Promise<string> {
   return text;
 }
 
-/** Server-sent events' `data:` payloads from a response body. */
+/** Server-sent events' `data:` payloads from a response body (events without data are skipped). */
 export async function* sseData(res: IncomingMessage): AsyncGenerator<string> {
   res.setEncoding("utf8");
-  let buffer = "";
-  for await (const chunk of res as AsyncIterable<string>) {
-    buffer += chunk;
-    for (;;) {
-      const lf = buffer.indexOf("\n\n");
-      const crlf = buffer.indexOf("\r\n\r\n");
-      const end = lf < 0 ? crlf : crlf < 0 ? lf : Math.min(lf, crlf);
-      if (end < 0) break;
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + (end === crlf ? 4 : 2));
-      let data = "";
-      for (const line of event.split("\n")) {
-        if (!line.startsWith("data:")) continue;
-        const value = line.slice(line[5] === " " ? 6 : 5).replace(/\r$/, "");
-        data = data ? `${data}\n${value}` : value;
-      }
-      if (data) yield data;
-    }
-  }
+  for await (const { data } of serverSentEvents(res as AsyncIterable<string>)) if (data) yield data;
 }

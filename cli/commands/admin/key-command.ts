@@ -1,23 +1,11 @@
 import type { CommandModule } from "yargs";
-import { adminRequest } from "../../admin-client.js";
+import type { ApiKey } from "../../../relay/admin-contract/index.js";
+import { adminCall } from "../../admin-client.js";
 import { keyValues, print, table } from "../../output.js";
 import { adminOptions, target, when, type AdminArgs } from "./common.js";
 
-interface Key {
-  id: string;
-  key?: string;
-  name: string | null;
-  prefix: string;
-  stack_ids: string[] | null;
-  machine_ids: string[] | null;
-  rpm: number | null;
-  tpm: number | null;
-  state: string;
-  last_used_at: number | null;
-}
-
-const restrictions = (k: Key) => [k.stack_ids ? `stacks ${k.stack_ids.join(",")}` : "", k.machine_ids ? `machines ${k.machine_ids.join(",")}` : ""].filter(Boolean).join("; ") || "none";
-const limits = (k: Key) => [k.rpm ? `${k.rpm} rpm` : "", k.tpm ? `${k.tpm} tpm` : ""].filter(Boolean).join(", ") || "none";
+const restrictions = (k: ApiKey) => [k.stack_ids ? `stacks ${k.stack_ids.join(",")}` : "", k.machine_ids ? `machines ${k.machine_ids.join(",")}` : ""].filter(Boolean).join("; ") || "none";
+const limits = (k: ApiKey) => [k.rpm ? `${k.rpm} rpm` : "", k.tpm ? `${k.tpm} tpm` : ""].filter(Boolean).join(", ") || "none";
 
 export const keyCommand: CommandModule = {
   command: "key <command>",
@@ -39,7 +27,7 @@ export const keyCommand: CommandModule = {
           ),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string; name?: string; stack?: string[]; machine?: string[]; rpm?: number; tpm?: number };
-          const k = await adminRequest<Key>(target(a), "POST", "/keys", { org: a.org, name: a.name, stacks: a.stack, machines: a.machine, rpm: a.rpm, tpm: a.tpm });
+          const k = await adminCall(target(a), "POST /admin/v1/keys", { body: { org: a.org, name: a.name, stacks: a.stack, machines: a.machine, rpm: a.rpm, tpm: a.tpm } });
           print(a, k, () =>
             keyValues([["id", k.id], ["key", `${k.key}  (shown this once)`], ["restrictions", restrictions(k)], ["limits", limits(k)]]),
           );
@@ -51,7 +39,7 @@ export const keyCommand: CommandModule = {
         builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
-          const { data } = await adminRequest<{ data: Key[] }>(target(a), "GET", `/keys?org=${encodeURIComponent(a.org)}`);
+          const { data } = await adminCall(target(a), "GET /admin/v1/keys", { query: { org: a.org } });
           print(a, data, () => table(["ID", "NAME", "PREFIX", "STATE", "RESTRICTIONS", "LIMITS", "LAST USED"], data.map((k) => [k.id, k.name, `${k.prefix}…`, k.state, restrictions(k), limits(k), when(k.last_used_at)])));
         },
       })
@@ -61,7 +49,7 @@ export const keyCommand: CommandModule = {
         builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { id: string };
-          const k = await adminRequest<Key>(target(a), "POST", `/keys/${encodeURIComponent(a.id)}/revoke`);
+          const k = await adminCall(target(a), "POST /admin/v1/keys/:id/revoke", { params: { id: a.id } });
           print(a, k, () => keyValues([["id", k.id], ["state", k.state]]));
         },
       })

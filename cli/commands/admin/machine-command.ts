@@ -1,19 +1,8 @@
 import type { CommandModule } from "yargs";
-import { adminRequest } from "../../admin-client.js";
+import type { Machine } from "../../../relay/admin-contract/index.js";
+import { adminCall } from "../../admin-client.js";
 import { humanBytes, keyValues, print, table } from "../../output.js";
 import { adminOptions, target, when, type AdminArgs } from "./common.js";
-
-interface Machine {
-  id: string;
-  name: string;
-  state: string;
-  token?: string;
-  install_command?: string;
-  ca_sha256?: string | null;
-  last_seen_at: number | null;
-  revoked_at: number | null;
-  hardware: { platform: string; arch: string; cpu_model: string; cpu_logical_cores: number; memory_bytes: number; gpus: { model: string; vram_bytes: number }[] } | null;
-}
 
 const hardwareSummary = (m: Machine) =>
   m.hardware
@@ -31,8 +20,8 @@ export const machineCommand: CommandModule = {
         builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true }).option("name", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string; name: string };
-          const m = await adminRequest<Machine>(target(a), "POST", "/machines", { org: a.org, name: a.name });
-          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, ca_sha256: m.ca_sha256 ?? null }, () =>
+          const m = await adminCall(target(a), "POST /admin/v1/machines", { body: { org: a.org, name: a.name } });
+          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, ca_sha256: m.ca_sha256 }, () =>
             keyValues([["id", m.id], ["name", m.name], ["token", `${m.token}  (shown this once)`], ["install", m.install_command], ["link CA sha256", m.ca_sha256 ?? "(none)"]]),
           );
         },
@@ -43,7 +32,7 @@ export const machineCommand: CommandModule = {
         builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
-          const { data } = await adminRequest<{ data: Machine[] }>(target(a), "GET", `/machines?org=${encodeURIComponent(a.org)}`);
+          const { data } = await adminCall(target(a), "GET /admin/v1/machines", { query: { org: a.org } });
           print(a, data, () => table(["ID", "NAME", "STATE", "LAST SEEN", "HARDWARE"], data.map((m) => [m.id, m.name, m.revoked_at ? "revoked" : m.state, when(m.last_seen_at), hardwareSummary(m)])));
         },
       })
@@ -53,7 +42,7 @@ export const machineCommand: CommandModule = {
         builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { id: string };
-          const m = await adminRequest<Machine>(target(a), "POST", `/machines/${encodeURIComponent(a.id)}/revoke`);
+          const m = await adminCall(target(a), "POST /admin/v1/machines/:id/revoke", { params: { id: a.id } });
           print(a, m, () => keyValues([["id", m.id], ["name", m.name], ["state", "revoked"]]));
         },
       })
@@ -63,8 +52,8 @@ export const machineCommand: CommandModule = {
         builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { id: string };
-          const m = await adminRequest<Machine>(target(a), "POST", `/machines/${encodeURIComponent(a.id)}/rotate-token`);
-          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, ca_sha256: m.ca_sha256 ?? null }, () =>
+          const m = await adminCall(target(a), "POST /admin/v1/machines/:id/rotate-token", { params: { id: a.id } });
+          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, ca_sha256: m.ca_sha256 }, () =>
             keyValues([["id", m.id], ["token", `${m.token}  (shown this once)`], ["install", m.install_command], ["link CA sha256", m.ca_sha256 ?? "(none)"]]),
           );
         },

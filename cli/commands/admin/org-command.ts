@@ -1,16 +1,9 @@
 import type { CommandModule } from "yargs";
-import { adminRequest } from "../../admin-client.js";
+import type { Org } from "../../../relay/admin-contract/index.js";
+import { adminCall } from "../../admin-client.js";
 import { CliError, EXIT } from "../../cli-error.js";
 import { keyValues, print, table } from "../../output.js";
 import { adminOptions, target, type AdminArgs } from "./common.js";
-
-interface Org {
-  id: string;
-  name: string;
-  slug: string;
-  default_key_rpm: number | null;
-  default_key_tpm: number | null;
-}
 
 /** `N` or `none` for a default limit; undefined when not given. */
 function limitArg(name: string, v: string | undefined): number | null | undefined {
@@ -37,7 +30,7 @@ export const orgCommand: CommandModule = {
         builder: (b) => adminOptions(b.positional("name", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { name: string };
-          const org = await adminRequest<Org>(target(a), "POST", "/orgs", { name: a.name });
+          const org = await adminCall(target(a), "POST /admin/v1/orgs", { body: { name: a.name } });
           print(a, { id: org.id, name: org.name, slug: org.slug }, () => keyValues([["id", org.id], ["name", org.name], ["slug", org.slug]]));
         },
       })
@@ -47,7 +40,7 @@ export const orgCommand: CommandModule = {
         builder: (b) => adminOptions(b),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs;
-          const { data } = await adminRequest<{ data: Org[] }>(target(a), "GET", "/orgs");
+          const { data } = await adminCall(target(a), "GET /admin/v1/orgs");
           print(a, data, () => table(["ID", "SLUG", "NAME", "DEFAULT KEY LIMITS"], data.map((o) => [o.id, o.slug, o.name, limitsText(o)])));
         },
       })
@@ -66,7 +59,7 @@ export const orgCommand: CommandModule = {
           const rpm = limitArg("rpm", a.rpm);
           const tpm = limitArg("tpm", a.tpm);
           if (rpm === undefined && tpm === undefined) throw new CliError("Give --rpm, --tpm or both (a number, or none).", EXIT.usage);
-          const org = await adminRequest<Org>(target(a), "PATCH", `/orgs/${encodeURIComponent(a.org)}`, { default_key_rpm: rpm, default_key_tpm: tpm });
+          const org = await adminCall(target(a), "PATCH /admin/v1/orgs/:org", { params: { org: a.org }, body: { default_key_rpm: rpm, default_key_tpm: tpm } });
           print(a, org, () => keyValues([["org", org.slug], ["default key limits", limitsText(org)]]));
         },
       })

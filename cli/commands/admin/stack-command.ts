@@ -1,43 +1,22 @@
 import type { CommandModule } from "yargs";
-import { adminRequest, type AdminTarget } from "../../admin-client.js";
-import { adminEvents, type AdminEvent } from "../../admin-events.js";
+import type { DeploymentStep, RuntimeKind, Stack } from "../../../relay/admin-contract/index.js";
+import { adminCall, type AdminTarget } from "../../admin-client.js";
+import { adminEvents, type FollowedEvent } from "../../admin-events.js";
 import { CliError, EXIT } from "../../cli-error.js";
 import { humanBytes, keyValues, print, table } from "../../output.js";
 import { adminOptions, normalizeModelRef, target, type AdminArgs } from "./common.js";
 
-interface Step {
-  seq: number;
-  kind: string;
-  state: string;
-  detail: { stage?: string; done_bytes?: number; total_bytes?: number; bytes_per_second?: number; eta_seconds?: number } | null;
-  error: string | null;
-}
-
-interface StackView {
-  id: string;
-  org_id: string;
-  name: string;
-  machine_id: string;
-  runtime: string;
-  model_ref: string;
-  model_sha256: string | null;
-  model_unverified: boolean;
-  model_id: string;
-  harness: string | null;
-  harness_options: Record<string, string | number | boolean>;
-  orchestrator: string | null;
-  orchestrator_options: Record<string, string | number | boolean>;
-  has_endpoint: boolean;
-  state: string;
-  state_error: string | null;
-  runtime_state: string | null;
-  runtime_error: string | null;
-  compatibility: { ok: boolean | null; checks: { level: string; message: string }[] };
-  deployment: { state: string; steps: Step[] } | null;
+/** A deploy step's progress, as the relay reports it in `detail` while it runs. */
+interface StepProgress {
+  stage?: string;
+  done_bytes?: number;
+  total_bytes?: number;
+  bytes_per_second?: number;
+  eta_seconds?: number;
 }
 
 /** The stack's state, with its runtime's trouble when the machine reported some (restarting, crash loop). */
-const stateText = (s: StackView) =>
+const stateText = (s: Stack) =>
   s.state === "deployed" && s.runtime_state && s.runtime_state !== "ready"
     ? `deployed, runtime ${s.runtime_state}${s.runtime_error ? ` (${s.runtime_error.split("\n")[0]})` : ""}`
     : s.state_error
@@ -57,10 +36,10 @@ function keyValueOptions(pairs: string[], flag: string): Record<string, string> 
 }
 
 /** How the machine checks the model file: against a pinned SHA-256, the hub's digest, or not at all. */
-const modelCheck = (s: StackView) =>
+const modelCheck = (s: Stack) =>
   s.model_sha256 ? "pinned sha256" : s.model_unverified ? "unverified" : s.model_ref.startsWith("hf:") ? "hub digest" : "local file";
 
-const describeStack = (s: StackView) =>
+const describeStack = (s: Stack) =>
   keyValues([
     ["id", s.id],
     ["name", s.name],
@@ -84,8 +63,8 @@ function layerLine(kind: string | null, options: Record<string, unknown> | undef
   return given.length ? `${kind} (${given.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")})` : kind;
 }
 
-function stepLine(step: Step): string {
-  const d = step.detail;
+function stepLine(step: DeploymentStep): string {
+  const d = step.detail as StepProgress | null;
   const rate = d?.bytes_per_second ? ` ${humanBytes(d.bytes_per_second)}/s` : "";
   const eta = d?.eta_seconds ? `, ${d.eta_seconds}s left` : "";
   const bytes = d?.total_bytes && step.state === "running" ? ` ${humanBytes(d.done_bytes ?? 0)}/${humanBytes(d.total_bytes)} ${bar((d.done_bytes ?? 0) / d.total_bytes)}${rate}${eta}` : "";
@@ -101,8 +80,8 @@ function bar(fraction: number, width = 20): string {
  * Follows a deployment until the stack is `deployed` or `failed`, printing step progress to stderr.
  * The relay's event stream says when the stack changed; each change is fetched and shown.
  */
-async function follow(t: AdminTarget, id: string, quiet: boolean): Promise<StackView> {
-  const get = () => adminRequest<StackView>(t, "GET", `/stacks/${encodeURIComponent(id)}`);
+async function follow(t: AdminTarget, id: string, quiet: boolean): Promise<Stack> {
+  const get = () => adminCall(t, "GET /admin/v1/stacks/:id", { params: { id } });
   let s = await get();
   const controller = new AbortController();
   const events = adminEvents(t, s.org_id, controller.signal);
@@ -111,7 +90,7 @@ async function follow(t: AdminTarget, id: string, quiet: boolean): Promise<Stack
     // Listen first, then read the stack again: no change after this read goes unheard.
     await events.next();
     s = await get();
-    let next: Promise<IteratorResult<AdminEvent>> = events.next();
+    let next: Promise<IteratorResult<FollowedEvent>> = events.next();
     for (;;) {
       const lines = (s.deployment?.steps ?? []).map(stepLine).join("\n");
       if (!quiet && lines !== last) process.stderr.write(lines + "\n");
@@ -156,20 +135,22 @@ export const stackCommand: CommandModule = {
               .option("endpoint", { type: "boolean", default: true, describe: "Expose through the API (--no-endpoint to omit the layer)" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: string; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; orchestratorOption?: string[]; endpoint: boolean };
-          const s = await adminRequest<StackView>(target(a), "POST", "/stacks", {
-            org: a.org,
-            name: a.name,
-            machine: a.machine,
-            runtime: a.runtime,
-            model: normalizeModelRef(a.model),
-            model_sha256: a.modelSha256,
-            model_id: a.modelId,
-            harness: a.harness,
-            harness_options: keyValueOptions(a.harnessOption ?? [], "--harness-option"),
-            orchestrator: a.orchestrator,
-            orchestrator_options: keyValueOptions(a.orchestratorOption ?? [], "--orchestrator-option"),
-            endpoint: a.endpoint,
+          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: RuntimeKind; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; orchestratorOption?: string[]; endpoint: boolean };
+          const s = await adminCall(target(a), "POST /admin/v1/stacks", {
+            body: {
+              org: a.org,
+              name: a.name,
+              machine: a.machine,
+              runtime: a.runtime,
+              model: normalizeModelRef(a.model),
+              model_sha256: a.modelSha256,
+              model_id: a.modelId,
+              harness: a.harness,
+              harness_options: keyValueOptions(a.harnessOption ?? [], "--harness-option"),
+              orchestrator: a.orchestrator,
+              orchestrator_options: keyValueOptions(a.orchestratorOption ?? [], "--orchestrator-option"),
+              endpoint: a.endpoint,
+            },
           });
           print(a, s, () => describeStack(s));
         },
@@ -181,7 +162,7 @@ export const stackCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { id: string; wait: boolean };
           const t = target(a);
-          let s = await adminRequest<StackView>(t, "POST", `/stacks/${encodeURIComponent(a.id)}/deploy`);
+          let s = await adminCall(t, "POST /admin/v1/stacks/:id/deploy", { params: { id: a.id } });
           if (a.wait) s = await follow(t, a.id, a.json);
           print(a, s, () => describeStack(s));
           if (a.wait && s.state !== "deployed") throw new CliError(`Deploy of ${a.id} ended ${s.state}${s.state_error ? `: ${s.state_error}` : ""}.`);
@@ -193,7 +174,7 @@ export const stackCommand: CommandModule = {
         builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { id: string };
-          const s = await adminRequest<StackView>(target(a), "POST", `/stacks/${encodeURIComponent(a.id)}/undeploy`);
+          const s = await adminCall(target(a), "POST /admin/v1/stacks/:id/undeploy", { params: { id: a.id } });
           print(a, s, () => describeStack(s));
         },
       })
@@ -203,7 +184,7 @@ export const stackCommand: CommandModule = {
         builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
-          const { data } = await adminRequest<{ data: StackView[] }>(target(a), "GET", `/stacks?org=${encodeURIComponent(a.org)}`);
+          const { data } = await adminCall(target(a), "GET /admin/v1/stacks", { query: { org: a.org } });
           print(a, data, () => table(["ID", "NAME", "STATE", "RUNTIME", "MODEL ID", "MODEL CHECK", "MACHINE"], data.map((s) => [s.id, s.name, stateText(s), s.runtime, s.model_id, modelCheck(s), s.machine_id])));
         },
       })

@@ -1,15 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { CommandModule } from "yargs";
-import { adminRequest } from "../../admin-client.js";
+import { adminCall } from "../../admin-client.js";
 import { keyValues, print, table } from "../../output.js";
 import { adminOptions, target, when, type AdminArgs } from "./common.js";
-
-interface User {
-  id: string;
-  login: string;
-  role: string;
-  created_at: number;
-}
 
 export const userCommand: CommandModule = {
   command: "user <command>",
@@ -28,14 +21,14 @@ export const userCommand: CommandModule = {
               .option("password-stdin", { type: "boolean", default: false, describe: "Read the password from standard input (at least 10 characters)" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; login: string; role: string; passwordStdin: boolean };
+          const a = argv as unknown as AdminArgs & { org: string; login: string; role: "admin" | "member"; passwordStdin: boolean };
           let password = randomBytes(15).toString("base64url");
           if (a.passwordStdin) {
             let input = "";
             for await (const chunk of process.stdin) input += String(chunk);
             password = input.replace(/\r?\n$/, "");
           }
-          const u = await adminRequest<User>(target(a), "POST", "/users", { org: a.org, login: a.login, role: a.role, password });
+          const u = await adminCall(target(a), "POST /admin/v1/users", { body: { org: a.org, login: a.login, role: a.role, password } });
           print(a, a.passwordStdin ? u : { ...u, password }, () =>
             keyValues([["id", u.id], ["login", u.login], ["role", u.role], ...(a.passwordStdin ? [] : [["password", `${password}  (shown this once)`] as [string, string]])]),
           );
@@ -47,7 +40,7 @@ export const userCommand: CommandModule = {
         builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
-          const { data } = await adminRequest<{ data: User[] }>(target(a), "GET", `/users?org=${encodeURIComponent(a.org)}`);
+          const { data } = await adminCall(target(a), "GET /admin/v1/users", { query: { org: a.org } });
           print(a, data, () => table(["ID", "LOGIN", "ROLE", "CREATED"], data.map((u) => [u.id, u.login, u.role, when(u.created_at)])));
         },
       })

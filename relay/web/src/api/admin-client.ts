@@ -1,4 +1,5 @@
-import type { SessionInfo } from "./types.js";
+import type { AdminCallArgs, AdminResponse, AdminRoute } from "../../../admin-contract/index.js";
+import type { ErrorBody, SessionInfo } from "./types.js";
 
 /** An error answer of the relay, in its documented envelope. */
 export class ApiError extends Error {
@@ -12,8 +13,16 @@ export class ApiError extends Error {
   }
 }
 
+/** What a call may carry besides its route: its path parameters, query and JSON body. */
+interface Parts {
+  params?: Record<string, string>;
+  query?: Record<string, string | number | boolean | null | undefined>;
+  body?: unknown;
+}
+
 /**
- * The web application's way into the relay: the session cookie goes with every
+ * The web application's way into the relay, one typed call per route of the admin contract
+ * (`client.call("GET /admin/v1/machines/:id", { params: { id } })`): the session cookie goes with every
  * call (same origin), and state-changing calls carry the session's CSRF token.
  */
 export class AdminClient {
@@ -21,9 +30,18 @@ export class AdminClient {
   /** Called when the relay says the session is gone (signed out elsewhere, expired). */
   onSignedOut: () => void = () => {};
 
+  /** Calls a route of the contract; resolves with its answer, rejects with an {@link ApiError}. */
+  call<K extends AdminRoute>(route: K, ...args: AdminCallArgs<K>): Promise<AdminResponse<K>> {
+    const { params = {}, query = {}, body } = (args[0] ?? {}) as Parts;
+    const [method, template] = route.split(" ") as [string, string];
+    const path = template.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(params[name] ?? ""));
+    const search = new URLSearchParams(Object.entries(query).flatMap(([k, v]): [string, string][] => (v === undefined || v === null ? [] : [[k, String(v)]]))).toString();
+    return this.request(method, search ? `${path}?${search}` : path, body) as Promise<AdminResponse<K>>;
+  }
+
   async session(): Promise<SessionInfo | null> {
     try {
-      const s = await this.request<SessionInfo>("GET", "/auth/v1/session");
+      const s = await this.call("GET /auth/v1/session");
       this.csrfToken = s.csrf_token;
       return s;
     } catch (err) {
@@ -33,33 +51,21 @@ export class AdminClient {
   }
 
   async signIn(login: string, password: string): Promise<SessionInfo> {
-    const s = await this.request<SessionInfo>("POST", "/auth/v1/sign-in", { login, password });
+    const s = await this.call("POST /auth/v1/sign-in", { body: { login, password } });
     this.csrfToken = s.csrf_token;
     return s;
   }
 
   async signOut(): Promise<void> {
-    await this.request("POST", "/auth/v1/sign-out");
+    await this.call("POST /auth/v1/sign-out");
     this.csrfToken = "";
   }
 
   changePassword(current: string, next: string): Promise<unknown> {
-    return this.request("POST", "/auth/v1/password", { current_password: current, new_password: next });
+    return this.call("POST /auth/v1/password", { body: { current_password: current, new_password: next } });
   }
 
-  get<T>(path: string): Promise<T> {
-    return this.request<T>("GET", `/admin/v1${path}`);
-  }
-
-  post<T>(path: string, body?: unknown): Promise<T> {
-    return this.request<T>("POST", `/admin/v1${path}`, body);
-  }
-
-  patch<T>(path: string, body: unknown): Promise<T> {
-    return this.request<T>("PATCH", `/admin/v1${path}`, body);
-  }
-
-  private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  private async request(method: string, path: string, body?: unknown): Promise<unknown> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (method !== "GET") headers["x-csrf-token"] = this.csrfToken;
@@ -77,11 +83,11 @@ export class AdminClient {
       json = null;
     }
     if (!res.ok) {
-      const e = (json as { error?: { message?: string; code?: string; param?: string | null } } | null)?.error;
+      const e = (json as Partial<ErrorBody> | null)?.error;
       const err = new ApiError(res.status, e?.code ?? null, e?.param ?? null, e?.message ?? `The relay answered ${res.status}.`);
       if (res.status === 401 && !path.startsWith("/auth/v1/sign-in")) this.onSignedOut();
       throw err;
     }
-    return json as T;
+    return json;
   }
 }

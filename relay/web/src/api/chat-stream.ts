@@ -1,3 +1,4 @@
+import { bodyText, serverSentEvents } from "../../../../proto/sse/index.js";
 import { ApiError } from "./admin-client.js";
 
 /** One message of a chat, as the gateway takes it. */
@@ -32,35 +33,20 @@ export async function streamChat(
     const body = (await res.json().catch(() => null)) as { error?: { message?: string; code?: string; param?: string } } | null;
     throw new ApiError(res.status, body?.error?.code ?? null, body?.error?.param ?? null, body?.error?.message ?? `The gateway answered ${res.status}.`);
   }
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
   let finishReason: string | null = null;
   let usage: { prompt_tokens: number; completion_tokens: number } | null = null;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let i: number;
-    while ((i = buffer.indexOf("\n\n")) >= 0) {
-      const event = buffer.slice(0, i);
-      buffer = buffer.slice(i + 2);
-      const data = event
-        .split("\n")
-        .filter((l) => l.startsWith("data:"))
-        .map((l) => l.slice(5).trim())
-        .join("\n");
-      if (!data || data === "[DONE]") continue;
-      const chunk = JSON.parse(data) as {
-        choices?: { delta?: { content?: string }; finish_reason?: string | null }[];
-        usage?: { prompt_tokens: number; completion_tokens: number } | null;
-        error?: { message?: string; code?: string };
-      };
-      if (chunk.error) throw new ApiError(500, chunk.error.code ?? null, null, chunk.error.message ?? "The stream failed.");
-      const choice = chunk.choices?.[0];
-      if (choice?.delta?.content) onText(choice.delta.content);
-      if (choice?.finish_reason) finishReason = choice.finish_reason;
-      if (chunk.usage) usage = chunk.usage;
-    }
+  for await (const { data } of serverSentEvents(bodyText(res.body))) {
+    if (!data || data === "[DONE]") continue;
+    const chunk = JSON.parse(data) as {
+      choices?: { delta?: { content?: string }; finish_reason?: string | null }[];
+      usage?: { prompt_tokens: number; completion_tokens: number } | null;
+      error?: { message?: string; code?: string };
+    };
+    if (chunk.error) throw new ApiError(500, chunk.error.code ?? null, null, chunk.error.message ?? "The stream failed.");
+    const choice = chunk.choices?.[0];
+    if (choice?.delta?.content) onText(choice.delta.content);
+    if (choice?.finish_reason) finishReason = choice.finish_reason;
+    if (chunk.usage) usage = chunk.usage;
   }
   return { finishReason, usage };
 }

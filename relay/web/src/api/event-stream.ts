@@ -1,11 +1,14 @@
-import type { EventType } from "./types.js";
+import type { AdminEvent, AdminEventType } from "./types.js";
 
-type Listener = (type: EventType, data: Record<string, string>) => void;
+/** Hears one event of the stream, or `null` after a reconnect: changes may have been missed, so reload. */
+type Listener = (type: AdminEventType, event: AdminEvent | null) => void;
+
+const TYPES: readonly AdminEventType[] = ["machine", "stack", "key"];
 
 /**
  * The page's one stream of relay events (`/admin/v1/events`, server-sent
  * events). The browser reconnects by itself; after a reconnect every listener
- * hears a "reconnected" so pages reload what they show.
+ * hears each type with no event, so pages reload what they show.
  */
 export class RelayEvents {
   private source: EventSource | undefined;
@@ -19,11 +22,11 @@ export class RelayEvents {
     if (this.source) return;
     const source = new EventSource("/admin/v1/events");
     this.source = source;
-    for (const type of ["machine", "stack", "key"] as const) {
-      source.addEventListener(type, (e) => this.dispatch(type, JSON.parse((e as MessageEvent<string>).data) as Record<string, string>));
+    for (const type of TYPES) {
+      source.addEventListener(type, (e) => this.dispatch(type, { event: type, data: JSON.parse((e as MessageEvent<string>).data) } as AdminEvent));
     }
     source.onopen = () => {
-      if (this.wasOpen) for (const t of ["machine", "stack", "key"] as const) this.dispatch(t, {});
+      if (this.wasOpen) for (const type of TYPES) this.dispatch(type, null);
       this.wasOpen = true;
       this.setConnected(true);
     };
@@ -48,7 +51,7 @@ export class RelayEvents {
     this.onConnectionChange(connected);
   }
 
-  private dispatch(type: EventType, data: Record<string, string>): void {
-    for (const l of this.listeners) l(type, data);
+  private dispatch(type: AdminEventType, event: AdminEvent | null): void {
+    for (const l of this.listeners) l(type, event);
   }
 }

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { useApp } from "../app-context.js";
 import type { ApiError } from "./admin-client.js";
-import type { EventType } from "./types.js";
+import type { AdminEvent, AdminEventType } from "./types.js";
 
 /** The state of data loaded from the relay and kept up to date by its events. */
 export interface Live<T> {
@@ -13,10 +13,10 @@ export interface Live<T> {
 
 /**
  * Loads data and loads it again whenever the relay announces a change of one of
- * `on` (and `match` accepts the event), coalescing bursts (download progress)
- * into at most one load in flight plus one queued.
+ * `on` (and `match` accepts the event; after a reconnect, always), coalescing
+ * bursts (download progress) into at most one load in flight plus one queued.
  */
-export function useLive<T>(load: () => Promise<T>, on: EventType[], deps: unknown[], match?: (data: Record<string, string>) => boolean): Live<T> {
+export function useLive<T>(load: () => Promise<T>, on: AdminEventType[], deps: unknown[], match?: (event: AdminEvent) => boolean): Live<T> {
   const { events } = useApp();
   const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean }>({ loading: true });
   const inFlight = useRef(false);
@@ -50,8 +50,8 @@ export function useLive<T>(load: () => Promise<T>, on: EventType[], deps: unknow
     alive.current = true;
     setState({ loading: true });
     run();
-    const unsubscribe = events.subscribe((type, data) => {
-      if (on.includes(type) && (!match || Object.keys(data).length === 0 || match(data))) run();
+    const unsubscribe = events.subscribe((type, event) => {
+      if (on.includes(type) && (!match || event === null || match(event))) run();
     });
     return () => {
       alive.current = false;

@@ -1,9 +1,9 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { List, User } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
+import { DataTable } from "../../components/data-table.js";
 import { describedBy, Field } from "../../components/field.js";
 import { formatAgo } from "../../components/format.js";
 import { Notice, PageHeader } from "../../components/notice.js";
@@ -13,7 +13,7 @@ import { FormActions } from "../../components/form-actions.js";
 export function UsersPage() {
   const { client, session } = useApp();
   const isAdmin = useIsAdmin();
-  const users = useLive(() => client.get<List<User>>("/users").then((l) => l.data), [], []);
+  const users = useLive(() => client.call("GET /admin/v1/users").then((l) => l.data), [], []);
   const [adding, setAdding] = useState(false);
   const [login, setLogin] = useState("");
   const [role, setRole] = useState<"member" | "admin">("member");
@@ -25,7 +25,7 @@ export function UsersPage() {
     const bytes = crypto.getRandomValues(new Uint8Array(15));
     const password = btoa(String.fromCharCode(...bytes)).replace(/[+/=]/g, "").slice(0, 18);
     try {
-      await client.post("/users", { org: session.org.id, login: login.trim(), role, password });
+      await client.call("POST /admin/v1/users", { body: { org: session.org.id, login: login.trim(), role, password } });
       setCreated({ login: login.trim(), password });
       setLogin("");
       setAdding(false);
@@ -72,29 +72,24 @@ export function UsersPage() {
         </section>
       )}
       {users.error && <Notice tone="error">{users.error.message}</Notice>}
-      <div class="table-wrap">
-        <table class="table" aria-label="People">
-          <thead>
-            <tr>
-              <th scope="col">Login</th>
-              <th scope="col">Role</th>
-              <th scope="col">Added</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(users.data ?? []).map((u) => (
-              <tr key={u.id}>
-                <td>
-                  {u.login}
-                  {u.id === session.user.id && <span class="muted"> (you)</span>}
-                </td>
-                <td>{u.role}</td>
-                <td class="muted">{formatAgo(u.created_at)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable
+        label="People"
+        rows={users.data ?? []}
+        rowKey={(u) => u.id}
+        columns={[
+          {
+            header: "Login",
+            cell: (u) => (
+              <>
+                {u.login}
+                {u.id === session.user.id && <span class="muted"> (you)</span>}
+              </>
+            ),
+          },
+          { header: "Role", cell: (u) => u.role },
+          { header: "Added", class: "muted", cell: (u) => formatAgo(u.created_at) },
+        ]}
+      />
     </>
   );
 }

@@ -1,21 +1,14 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { Check, List, Machine, RuntimeKind, Stack } from "../../api/types.js";
+import type { CatalogModel, Compatibility, RuntimeKind } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { describedBy, Field } from "../../components/field.js";
 import { formatBytes } from "../../components/format.js";
 import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
+import { useForm } from "../../components/use-form.js";
 import { CompatibilityPanel } from "./compatibility-panel.js";
-
-interface CatalogModel {
-  ref: string;
-  model_id: string;
-  label: string;
-  runtime: RuntimeKind;
-  size_bytes: number | null;
-}
 
 const RUNTIMES: { kind: RuntimeKind; label: string; hint: string }[] = [
   { kind: "gguf", label: "GGUF (llama.cpp)", hint: "Any machine; CPU, CUDA, Vulkan or Metal." },
@@ -26,46 +19,52 @@ const RUNTIMES: { kind: RuntimeKind; label: string; hint: string }[] = [
 
 const CUSTOM = "__custom__";
 
-/** Builds a stack layer by layer, with a compatibility panel that answers every choice. */
 /** The error message for a field whose param is `param` or one of its parts (`harness_options.routes[0].model`). */
 function err(error: ApiError | null, param: string): string | null {
   return error?.param && (error.param === param || error.param.startsWith(`${param}[`) || error.param.startsWith(`${param}.`)) ? error.message : null;
 }
 
+/** The Forge's fields: one per choice, as text (an input's value) or yes/no. */
+const FIELDS = {
+  machine: "",
+  runtime: "gguf" as RuntimeKind,
+  /** The catalog model picked, or {@link CUSTOM}. */
+  choice: "",
+  custom: "",
+  sha256: "",
+  harness: "",
+  systemPrompt: "",
+  routes: '[{"model": "", "pattern": ""}]',
+  routeDefault: "",
+  parallelCalls: true,
+  orchestrator: "",
+  rounds: "1",
+  samples: "3",
+  sampleTemperature: "",
+  endpoint: true,
+  modelId: "",
+  name: "",
+};
+
+/** Builds a stack layer by layer, with a compatibility panel that answers every choice. */
 export function ForgePage() {
   const { client, session, navigate } = useApp();
   const isAdmin = useIsAdmin();
-  const machines = useLive(() => client.get<List<Machine>>("/machines").then((l) => l.data), ["machine"], []);
+  const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
   const [catalog, setCatalog] = useState<CatalogModel[]>([]);
-  const [machine, setMachine] = useState("");
-  const [runtime, setRuntime] = useState<RuntimeKind>("gguf");
-  const [choice, setChoice] = useState("");
-  const [custom, setCustom] = useState("");
-  const [sha256, setSha256] = useState("");
-  const [harness, setHarness] = useState("");
-  const [systemPrompt, setSystemPrompt] = useState("");
-  const [routes, setRoutes] = useState('[{"model": "", "pattern": ""}]');
-  const [routeDefault, setRouteDefault] = useState("");
-  const [parallelCalls, setParallelCalls] = useState(true);
-  const [orchestrator, setOrchestrator] = useState("");
-  const [rounds, setRounds] = useState("1");
-  const [samples, setSamples] = useState("3");
-  const [sampleTemperature, setSampleTemperature] = useState("");
-  const [endpoint, setEndpoint] = useState(true);
-  const [modelId, setModelId] = useState("");
-  const [name, setName] = useState("");
-  const [compat, setCompat] = useState<{ ok: boolean | null; checks: Check[] } | null>(null);
-  const [checking, setChecking] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const form = useForm(FIELDS);
+  const { machine, runtime, choice, custom, sha256, harness, systemPrompt, routes, routeDefault, parallelCalls, orchestrator, rounds, samples, sampleTemperature, endpoint, modelId, name } = form.values;
+  const [compat, setCompat] = useState<{ result: Compatibility | null; pending: boolean }>({ result: null, pending: false });
+  const [submitted, setSubmitted] = useState<{ error: ApiError | null; busy: boolean }>({ error: null, busy: false });
+  const { error, busy } = submitted;
   const seq = useRef(0);
 
   useEffect(() => {
-    client.get<List<CatalogModel>>("/catalog").then((l) => setCatalog(l.data), () => setCatalog([]));
+    client.call("GET /admin/v1/catalog").then((l) => setCatalog(l.data), () => setCatalog([]));
   }, [client]);
   useEffect(() => {
-    if (!machine && machines.data?.length) setMachine((machines.data.find((m) => m.state === "online") ?? machines.data[0]!).id);
-  }, [machines.data, machine]);
+    if (!machine && machines.data?.length) form.set("machine", (machines.data.find((m) => m.state === "online") ?? machines.data[0]!).id);
+  }, [machines.data, machine, form]);
 
   const models = catalog.filter((m) => m.runtime === runtime);
   const picked = models.find((m) => m.ref === choice);
@@ -75,15 +74,14 @@ export function ForgePage() {
   useEffect(() => {
     if (!machine) return;
     const mine = ++seq.current;
-    setChecking(true);
+    setCompat((c) => ({ ...c, pending: true }));
     const timer = setTimeout(() => {
       client
-        .post<{ ok: boolean | null; checks: Check[] }>("/compatibility", { org: session.org.id, machine, runtime, model: modelRef, harness: harness || null, orchestrator: orchestrator || null, endpoint })
+        .call("POST /admin/v1/compatibility", { body: { org: session.org.id, machine, runtime, model: modelRef, harness: harness || null, orchestrator: orchestrator || null, endpoint } })
         .then(
-          (r) => mine === seq.current && setCompat(r),
-          (e: ApiError) => mine === seq.current && setCompat({ ok: false, checks: [{ level: "fail", message: e.message }] }),
-        )
-        .finally(() => mine === seq.current && setChecking(false));
+          (result) => mine === seq.current && setCompat({ result, pending: false }),
+          (e: ApiError) => mine === seq.current && setCompat({ result: { ok: false, checks: [{ topic: "runtime", level: "fail", message: e.message }] }, pending: false }),
+        );
     }, 150);
     return () => clearTimeout(timer);
   }, [client, session.org.id, machine, runtime, modelRef, harness, orchestrator, endpoint]);
@@ -113,10 +111,9 @@ export function ForgePage() {
   const fieldError = (param: string) => (error?.param === param ? error.message : null);
   const submit = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
+    setSubmitted({ error: null, busy: true });
     try {
-      const stack = await client.post<Stack>("/stacks", {
+      const body = {
         org: session.org.id,
         name: name.trim() || modelId.trim() || suggestedId,
         machine,
@@ -137,14 +134,15 @@ export function ForgePage() {
         orchestrator_options:
           orchestrator === "refine" ? { rounds } : orchestrator === "vote" ? { samples, ...(sampleTemperature.trim() ? { temperature: sampleTemperature.trim() } : {}) } : undefined,
         endpoint,
-      });
-      await client.post(`/stacks/${stack.id}/deploy`);
+      };
+      const stack = await client.call("POST /admin/v1/stacks", { body });
+      await client.call("POST /admin/v1/stacks/:id/deploy", { params: { id: stack.id } });
       navigate(`/stacks/${stack.id}`);
     } catch (err) {
-      setError(err as ApiError);
-    } finally {
-      setBusy(false);
+      setSubmitted({ error: err as ApiError, busy: false });
+      return;
     }
+    setSubmitted({ error: null, busy: false });
   };
 
   const selected = machineList.find((m) => m.id === machine);
@@ -158,7 +156,7 @@ export function ForgePage() {
           <fieldset>
             <legend>1 · Machine</legend>
             <Field id="forge-machine" label="Machine" error={fieldError("machine")}>
-              <select id="forge-machine" value={machine} onChange={(e) => setMachine(e.currentTarget.value)}>
+              <select id="forge-machine" {...form.choice("machine")}>
                 {machineList.map((m) => (
                   <option key={m.id} value={m.id}>
                     {m.name} ({m.state}
@@ -180,8 +178,8 @@ export function ForgePage() {
                     value={r.kind}
                     checked={runtime === r.kind}
                     onChange={() => {
-                      setRuntime(r.kind);
-                      setChoice("");
+                      form.set("runtime", r.kind);
+                      form.set("choice", "");
                     }}
                   />
                   <span class="choice-title">{r.label}</span>
@@ -193,7 +191,7 @@ export function ForgePage() {
           <fieldset>
             <legend>3 · Model</legend>
             <Field id="forge-model" label="Model" error={fieldError("model")}>
-              <select id="forge-model" value={choice || (models.length ? "" : CUSTOM)} onChange={(e) => setChoice(e.currentTarget.value)}>
+              <select id="forge-model" value={choice || (models.length ? "" : CUSTOM)} onChange={(e) => form.set("choice", e.currentTarget.value)}>
                 <option value="">Choose a model…</option>
                 {models.map((m) => (
                   <option key={m.ref} value={m.ref}>
@@ -209,7 +207,7 @@ export function ForgePage() {
                 label={runtime === "openai" ? "Model name on the server" : "Model reference"}
                 hint={runtime === "gguf" ? "A .gguf path on the machine, an https:// URL, or hf:owner/repo/file.gguf" : runtime === "openai" ? "e.g. llama3.1:8b" : "A Hugging Face repository id, e.g. Qwen/Qwen2.5-7B-Instruct"}
               >
-                <input id="forge-custom" value={custom} onInput={(e) => setCustom(e.currentTarget.value)} aria-describedby={describedBy("forge-custom")} spellcheck={false} />
+                <input id="forge-custom" {...form.text("custom")} aria-describedby={describedBy("forge-custom")} spellcheck={false} />
               </Field>
             )}
             {fromUrl && (
@@ -219,7 +217,7 @@ export function ForgePage() {
                 hint="Pin the file: the machine refuses any other. Without it the stack is marked unverified."
                 error={fieldError("model_sha256")}
               >
-                <input id="forge-model-sha256" value={sha256} onInput={(e) => setSha256(e.currentTarget.value)} aria-describedby={describedBy("forge-model-sha256", fieldError("model_sha256"))} spellcheck={false} />
+                <input id="forge-model-sha256" {...form.text("sha256")} aria-describedby={describedBy("forge-model-sha256", fieldError("model_sha256"))} spellcheck={false} />
               </Field>
             )}
           </fieldset>
@@ -227,7 +225,7 @@ export function ForgePage() {
             <legend>4 · Layers (optional)</legend>
             <div class="row">
               <Field id="forge-harness" label="Harness">
-                <select id="forge-harness" value={harness} onChange={(e) => setHarness(e.currentTarget.value)}>
+                <select id="forge-harness" {...form.choice("harness")}>
                   <option value="">None</option>
                   <option value="system-prompt">System prompt</option>
                   <option value="tools">Tools</option>
@@ -239,8 +237,7 @@ export function ForgePage() {
                   <textarea
                     id="forge-system-prompt"
                     rows={3}
-                    value={systemPrompt}
-                    onInput={(e) => setSystemPrompt(e.currentTarget.value)}
+                    {...form.text("systemPrompt")}
                     aria-describedby={describedBy("forge-system-prompt", fieldError("harness_options.prompt"))}
                   />
                 </Field>
@@ -248,7 +245,7 @@ export function ForgePage() {
               {harness === "tools" && (
                 <Field id="forge-parallel-calls" label="Tool calls" hint="When a request does not say.">
                   <label class="check-row">
-                    <input id="forge-parallel-calls" type="checkbox" checked={parallelCalls} onChange={(e) => setParallelCalls(e.currentTarget.checked)} aria-describedby="forge-parallel-calls-hint" /> Several in one answer
+                    <input id="forge-parallel-calls" type="checkbox" {...form.check("parallelCalls")} aria-describedby="forge-parallel-calls-hint" /> Several in one answer
                   </label>
                 </Field>
               )}
@@ -260,15 +257,15 @@ export function ForgePage() {
                     hint='First match wins: [{"model": ID, "min_chars"?, "max_chars"?, "pattern"?, "tools"?, "images"?}].'
                     error={err(error, "harness_options.routes")}
                   >
-                    <textarea id="forge-routes" rows={3} value={routes} onInput={(e) => setRoutes(e.currentTarget.value)} spellcheck={false} aria-describedby={describedBy("forge-routes", err(error, "harness_options.routes"))} />
+                    <textarea id="forge-routes" rows={3} {...form.text("routes")} spellcheck={false} aria-describedby={describedBy("forge-routes", err(error, "harness_options.routes"))} />
                   </Field>
                   <Field id="forge-route-default" label="Default model id" hint="When no rule matches; empty: this stack's own." error={err(error, "harness_options.default")}>
-                    <input id="forge-route-default" value={routeDefault} onInput={(e) => setRouteDefault(e.currentTarget.value)} spellcheck={false} />
+                    <input id="forge-route-default" {...form.text("routeDefault")} spellcheck={false} />
                   </Field>
                 </>
               )}
               <Field id="forge-orchestrator" label="Orchestrator">
-                <select id="forge-orchestrator" value={orchestrator} onChange={(e) => setOrchestrator(e.currentTarget.value)}>
+                <select id="forge-orchestrator" {...form.choice("orchestrator")}>
                   <option value="">None</option>
                   <option value="refine">Refine</option>
                   <option value="vote">Vote</option>
@@ -276,21 +273,20 @@ export function ForgePage() {
               </Field>
               {orchestrator === "refine" && (
                 <Field id="forge-rounds" label="Rounds" hint="Critique and revise this many times after the draft (1 to 4)." error={fieldError("orchestrator_options.rounds")}>
-                  <input id="forge-rounds" type="number" min={1} max={4} value={rounds} onInput={(e) => setRounds(e.currentTarget.value)} aria-describedby={describedBy("forge-rounds", fieldError("orchestrator_options.rounds"))} />
+                  <input id="forge-rounds" type="number" min={1} max={4} {...form.text("rounds")} aria-describedby={describedBy("forge-rounds", fieldError("orchestrator_options.rounds"))} />
                 </Field>
               )}
               {orchestrator === "vote" && (
                 <>
                   <Field id="forge-samples" label="Samples" hint="Answers drawn at once; the most consistent wins (2 to 8)." error={fieldError("orchestrator_options.samples")}>
-                    <input id="forge-samples" type="number" min={2} max={8} value={samples} onInput={(e) => setSamples(e.currentTarget.value)} aria-describedby={describedBy("forge-samples", fieldError("orchestrator_options.samples"))} />
+                    <input id="forge-samples" type="number" min={2} max={8} {...form.text("samples")} aria-describedby={describedBy("forge-samples", fieldError("orchestrator_options.samples"))} />
                   </Field>
                   <Field id="forge-sample-temperature" label="Sample temperature" hint="When a request sets none; empty: 0.8." error={fieldError("orchestrator_options.temperature")}>
                     <input
                       id="forge-sample-temperature"
                       inputMode="decimal"
-                      value={sampleTemperature}
+                      {...form.text("sampleTemperature")}
                       placeholder="0.8"
-                      onInput={(e) => setSampleTemperature(e.currentTarget.value)}
                       aria-describedby={describedBy("forge-sample-temperature", fieldError("orchestrator_options.temperature"))}
                     />
                   </Field>
@@ -301,14 +297,14 @@ export function ForgePage() {
           <fieldset>
             <legend>5 · Endpoint</legend>
             <label class="check-row">
-              <input type="checkbox" checked={endpoint} onChange={(e) => setEndpoint(e.currentTarget.checked)} /> Expose through the API
+              <input type="checkbox" {...form.check("endpoint")} /> Expose through the API
             </label>
             <div class="row">
               <Field id="forge-model-id" label="Model id" hint="What clients pass as `model`." error={fieldError("model_id")}>
-                <input id="forge-model-id" value={modelId} placeholder={suggestedId} onInput={(e) => setModelId(e.currentTarget.value)} disabled={!endpoint} spellcheck={false} />
+                <input id="forge-model-id" {...form.text("modelId")} placeholder={suggestedId} disabled={!endpoint} spellcheck={false} />
               </Field>
               <Field id="forge-name" label="Stack name" error={fieldError("name")}>
-                <input id="forge-name" value={name} placeholder={modelId || suggestedId || "my-stack"} onInput={(e) => setName(e.currentTarget.value)} />
+                <input id="forge-name" {...form.text("name")} placeholder={modelId || suggestedId || "my-stack"} />
               </Field>
             </div>
           </fieldset>
@@ -316,14 +312,14 @@ export function ForgePage() {
             <Notice tone="error">{error.message}</Notice>
           )}
           <div class="form-actions">
-            <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat?.ok === false}>
+            <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat.result?.ok === false}>
               {busy ? "Creating…" : "Create and deploy"}
             </button>
-            {compat?.ok === false && <span class="muted">Fix what the panel says first.</span>}
+            {compat.result?.ok === false && <span class="muted">Fix what the panel says first.</span>}
           </div>
         </form>
         <aside class="forge-side">
-          <CompatibilityPanel result={machine ? compat : null} pending={checking} />
+          <CompatibilityPanel result={machine ? compat.result : null} pending={compat.pending} />
         </aside>
       </div>
     </>

@@ -35,7 +35,7 @@ export function DefaultLimits({ org, onSaved }: { org: Org | undefined; onSaved:
     setBusy(true);
     setError(null);
     try {
-      await client.patch(`/orgs/${encodeURIComponent(session.org.id)}`, { default_key_rpm: number(rpm), default_key_tpm: number(tpm) });
+      await client.call("PATCH /admin/v1/orgs/:org", { params: { org: session.org.id }, body: { default_key_rpm: number(rpm), default_key_tpm: number(tpm) } });
       setEditing(false);
       onSaved();
     } catch (err) {

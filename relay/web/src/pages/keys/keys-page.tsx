@@ -1,24 +1,22 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { ApiKey, List, Machine, Org, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
+import { DataTable, NameCell } from "../../components/data-table.js";
 import { formatAgo, plural } from "../../components/format.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { DefaultLimits, limitsText } from "./default-limits.js";
 import { NewKeyForm } from "./new-key-form.js";
 
-type KeyRow = ApiKey & { requests_24h: number; tokens_24h: number };
-
 /** API keys without their secrets: restrictions, limits, use; create and revoke. */
 export function KeysPage() {
   const { client, session } = useApp();
   const isAdmin = useIsAdmin();
-  const keys = useLive(() => client.get<List<KeyRow>>("/keys").then((l) => l.data), ["key"], []);
-  const stacks = useLive(() => client.get<List<Stack>>("/stacks").then((l) => l.data), ["stack"], []);
-  const machines = useLive(() => client.get<List<Machine>>("/machines").then((l) => l.data), ["machine"], []);
-  const org = useLive(() => client.get<List<Org>>("/orgs").then((l) => l.data.find((o) => o.id === session.org.id)), ["key"], []);
+  const keys = useLive(() => client.call("GET /admin/v1/keys").then((l) => l.data), ["key"], []);
+  const stacks = useLive(() => client.call("GET /admin/v1/stacks").then((l) => l.data), ["stack"], []);
+  const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
+  const org = useLive(() => client.call("GET /admin/v1/orgs").then((l) => l.data.find((o) => o.id === session.org.id)), ["key"], []);
   const [creating, setCreating] = useState(false);
   const [confirming, setConfirming] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -28,7 +26,7 @@ export function KeysPage() {
   const revoke = async (id: string) => {
     setError(null);
     try {
-      await client.post(`/keys/${encodeURIComponent(id)}/revoke`);
+      await client.call("POST /admin/v1/keys/:id/revoke", { params: { id } });
       setConfirming(null);
       keys.reload();
     } catch (err) {
@@ -53,80 +51,86 @@ export function KeysPage() {
         </EmptyState>
       )}
       {list.length > 0 && (
-        <div class="table-wrap">
-          <table class="table" aria-label="API keys">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">State</th>
-                <th scope="col">Restrictions</th>
-                <th scope="col">Limits</th>
-                <th scope="col">Last 24 h</th>
-                <th scope="col">Created · last used</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((k) => {
-                const mayRevoke = k.state === "active" && (isAdmin || k.created_by === session.user.id);
-                return (
-                  <tr key={k.id} data-testid={`key-row-${k.id}`} class={k.state === "revoked" ? "dim" : ""}>
-                    <td>
-                      {k.name ?? <span class="muted">unnamed</span>}
-                      <div class="muted mono small">{k.prefix}…</div>
-                    </td>
-                    <td>
-                      <StateBadge state={k.state} />
-                    </td>
-                    <td class="small">
-                      {k.stack_ids ? `stacks: ${k.stack_ids.map(stackName).join(", ")}` : "all stacks"}
-                      <br />
-                      {k.machine_ids ? `machines: ${k.machine_ids.map(machineName).join(", ")}` : "any machine"}
-                    </td>
-                    <td class="small">
-                      {limitsText(k.rpm, k.tpm)}
-                      {((!k.rpm && org.data?.default_key_rpm) || (!k.tpm && org.data?.default_key_tpm)) && (
-                        <div class="muted">
-                          with the defaults: {limitsText(k.rpm ?? org.data?.default_key_rpm, k.tpm ?? org.data?.default_key_tpm)}
-                        </div>
-                      )}
-                    </td>
-                    <td class="small" data-testid={`key-usage-${k.id}`}>
-                      {plural(k.requests_24h, "request")}
-                      <br />
-                      {plural(k.tokens_24h, "token")}
-                    </td>
-                    <td class="small muted">
-                      {formatAgo(k.created_at)}
-                      <br />
-                      {k.state === "revoked" ? `revoked ${formatAgo(k.revoked_at)}` : `used ${formatAgo(k.last_used_at)}`}
-                    </td>
-                    <td class="row-actions">
-                      {mayRevoke &&
-                        (confirming === k.id ? (
-                          <span class="confirm" role="group" aria-label={`Revoke ${k.name ?? k.prefix}?`}>
-                            <span>Revoke? Apps using it stop working.</span>
-                            <button type="button" class="button small danger" onClick={() => revoke(k.id)}>
-                              Revoke key
-                            </button>
-                            <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
-                              Keep
-                            </button>
-                          </span>
-                        ) : (
-                          <button type="button" class="button small secondary" onClick={() => setConfirming(k.id)}>
-                            Revoke…
-                          </button>
-                        ))}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          label="API keys"
+          rows={list}
+          rowKey={(k) => k.id}
+          rowTestId={(k) => `key-row-${k.id}`}
+          rowClass={(k) => (k.state === "revoked" ? "dim" : "")}
+          columns={[
+            { header: "Name", cell: (k) => <NameCell name={k.name ?? <span class="muted">unnamed</span>} id={`${k.prefix}…`} /> },
+            { header: "State", cell: (k) => <StateBadge state={k.state} /> },
+            {
+              header: "Restrictions",
+              class: "small",
+              cell: (k) => (
+                <>
+                  {k.stack_ids ? `stacks: ${k.stack_ids.map(stackName).join(", ")}` : "all stacks"}
+                  <br />
+                  {k.machine_ids ? `machines: ${k.machine_ids.map(machineName).join(", ")}` : "any machine"}
+                </>
+              ),
+            },
+            {
+              header: "Limits",
+              class: "small",
+              cell: (k) => (
+                <>
+                  {limitsText(k.rpm, k.tpm)}
+                  {((!k.rpm && org.data?.default_key_rpm) || (!k.tpm && org.data?.default_key_tpm)) && (
+                    <div class="muted">with the defaults: {limitsText(k.rpm ?? org.data?.default_key_rpm, k.tpm ?? org.data?.default_key_tpm)}</div>
+                  )}
+                </>
+              ),
+            },
+            {
+              header: "Last 24 h",
+              class: "small",
+              testId: (k) => `key-usage-${k.id}`,
+              cell: (k) => (
+                <>
+                  {plural(k.requests_24h, "request")}
+                  <br />
+                  {plural(k.tokens_24h, "token")}
+                </>
+              ),
+            },
+            {
+              header: "Created · last used",
+              class: "small muted",
+              cell: (k) => (
+                <>
+                  {formatAgo(k.created_at)}
+                  <br />
+                  {k.state === "revoked" ? `revoked ${formatAgo(k.revoked_at)}` : `used ${formatAgo(k.last_used_at)}`}
+                </>
+              ),
+            },
+            {
+              header: "Actions",
+              hideHeader: true,
+              class: "row-actions",
+              cell: (k) =>
+                k.state === "active" &&
+                (isAdmin || k.created_by === session.user.id) &&
+                (confirming === k.id ? (
+                  <span class="confirm" role="group" aria-label={`Revoke ${k.name ?? k.prefix}?`}>
+                    <span>Revoke? Apps using it stop working.</span>
+                    <button type="button" class="button small danger" onClick={() => revoke(k.id)}>
+                      Revoke key
+                    </button>
+                    <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
+                      Keep
+                    </button>
+                  </span>
+                ) : (
+                  <button type="button" class="button small secondary" onClick={() => setConfirming(k.id)}>
+                    Revoke…
+                  </button>
+                )),
+            },
+          ]}
+        />
       )}
       <DefaultLimits org={org.data} onSaved={() => org.reload()} />
     </>

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { ApiKey, Machine, Stack } from "../../api/types.js";
+import type { Machine, NewApiKey, Stack } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
 import { describedBy, Field } from "../../components/field.js";
@@ -16,7 +16,7 @@ export function NewKeyForm({ stacks, machines, onClose }: { stacks: Stack[]; mac
   const [rpm, setRpm] = useState("");
   const [tpm, setTpm] = useState("");
   const [error, setError] = useState<ApiError | null>(null);
-  const [created, setCreated] = useState<ApiKey | null>(null);
+  const [created, setCreated] = useState<NewApiKey | null>(null);
   const [busy, setBusy] = useState(false);
   const toggle = (list: string[], id: string) => (list.includes(id) ? list.filter((x) => x !== id) : [...list, id]);
   const limit = (v: string) => (v.trim() === "" ? null : Number(v));
@@ -26,7 +26,7 @@ export function NewKeyForm({ stacks, machines, onClose }: { stacks: Stack[]; mac
     setBusy(true);
     setError(null);
     try {
-      setCreated(await client.post<ApiKey>("/keys", { org: session.org.id, name: name.trim() || null, stacks: stackIds, machines: machineIds, rpm: limit(rpm), tpm: limit(tpm) }));
+      setCreated(await client.call("POST /admin/v1/keys", { body: { org: session.org.id, name: name.trim() || null, stacks: stackIds, machines: machineIds, rpm: limit(rpm), tpm: limit(tpm) } }));
     } catch (err) {
       setError(err as ApiError);
     } finally {

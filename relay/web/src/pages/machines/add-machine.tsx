@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { ApiError } from "../../api/admin-client.js";
-import type { Machine, NewMachine } from "../../api/types.js";
+import type { Machine, MachineJoining } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
 import { CopyBlock, CopyButton } from "../../components/copy-button.js";
 import { describedBy, Field } from "../../components/field.js";
@@ -18,7 +18,7 @@ export function AddMachine({ machines, onClose }: { machines: Machine[]; onClose
   const { client, session } = useApp();
   const [name, setName] = useState("");
   const [error, setError] = useState<ApiError | null>(null);
-  const [created, setCreated] = useState<NewMachine | null>(null);
+  const [created, setCreated] = useState<MachineJoining | null>(null);
   const [busy, setBusy] = useState(false);
   const live = created ? machines.find((m) => m.id === created.id) : undefined;
 
@@ -27,7 +27,7 @@ export function AddMachine({ machines, onClose }: { machines: Machine[]; onClose
     setBusy(true);
     setError(null);
     try {
-      setCreated(await client.post<NewMachine>("/machines", { org: session.org.id, name: name.trim() }));
+      setCreated(await client.call("POST /admin/v1/machines", { body: { org: session.org.id, name: name.trim() } }));
     } catch (err) {
       setError(err as ApiError);
     } finally {

@@ -1,9 +1,10 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { List, Machine, NewMachine, Stack } from "../../api/types.js";
+import type { MachineJoining } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
+import { DataTable } from "../../components/data-table.js";
 import { formatAgo, formatBytes } from "../../components/format.js";
 import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
@@ -15,10 +16,10 @@ export function MachinePage({ id }: { id: string }) {
   const { client } = useApp();
   const isAdmin = useIsAdmin();
   const [confirming, setConfirming] = useState(false);
-  const [rotated, setRotated] = useState<NewMachine | null>(null);
+  const [rotated, setRotated] = useState<MachineJoining | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
-  const machine = useLive(() => client.get<Machine>(`/machines/${encodeURIComponent(id)}`), ["machine"], [id], (d) => d.machine_id === id);
-  const stacks = useLive(() => client.get<List<Stack>>("/stacks").then((l) => l.data.filter((s) => s.machine_id === id)), ["stack"], [id]);
+  const machine = useLive(() => client.call("GET /admin/v1/machines/:id", { params: { id } }), ["machine"], [id], (e) => e.event === "machine" && e.data.machine_id === id);
+  const stacks = useLive(() => client.call("GET /admin/v1/stacks").then((l) => l.data.filter((s) => s.machine_id === id)), ["stack"], [id]);
   if (machine.error && !machine.data) {
     return (
       <EmptyState title={machine.error.status === 404 ? "No such machine" : "This machine cannot be loaded"}>
@@ -34,8 +35,8 @@ export function MachinePage({ id }: { id: string }) {
   const act = async (action: "revoke" | "rotate-token") => {
     setActionError(null);
     try {
-      const result = await client.post<NewMachine>(`/machines/${encodeURIComponent(m.id)}/${action}`);
-      if (action === "rotate-token") setRotated(result);
+      if (action === "rotate-token") setRotated(await client.call("POST /admin/v1/machines/:id/rotate-token", { params: { id: m.id } }));
+      else await client.call("POST /admin/v1/machines/:id/revoke", { params: { id: m.id } });
       setConfirming(false);
       machine.reload();
     } catch (err) {
@@ -163,38 +164,36 @@ export function MachinePage({ id }: { id: string }) {
         ) : m.inventory.runtimes.length === 0 ? (
           <p class="muted">No runtime runs here yet: deploy a stack to this machine.</p>
         ) : (
-          <div class="table-wrap flat">
-            <table class="table" aria-label="Runtimes" data-testid="machine-runtimes">
-              <thead>
-                <tr>
-                  <th scope="col">Runtime</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Model id</th>
-                  <th scope="col">Endpoint on the machine</th>
-                  <th scope="col">Stack</th>
-                </tr>
-              </thead>
-              <tbody>
-                {m.inventory.runtimes.map((r) => (
-                  <tr key={r.stack_id}>
-                    <td>
-                      {r.runtime}
-                      <div class="muted small">{r.version}</div>
-                    </td>
-                    <td>
-                      <StateBadge state={r.state} />
-                      {r.error && <p class="field-error">{r.error}</p>}
-                    </td>
-                    <td class="mono">{r.model_id}</td>
-                    <td class="mono small wrap">{r.endpoint || "—"}</td>
-                    <td>
-                      <Link href={`/stacks/${r.stack_id}`}>{onMachine.find((s) => s.id === r.stack_id)?.name ?? r.stack_id}</Link>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            flat
+            label="Runtimes"
+            testId="machine-runtimes"
+            rows={m.inventory.runtimes}
+            rowKey={(r) => r.stack_id}
+            columns={[
+              {
+                header: "Runtime",
+                cell: (r) => (
+                  <>
+                    {r.runtime}
+                    <div class="muted small">{r.version}</div>
+                  </>
+                ),
+              },
+              {
+                header: "State",
+                cell: (r) => (
+                  <>
+                    <StateBadge state={r.state} />
+                    {r.error && <p class="field-error">{r.error}</p>}
+                  </>
+                ),
+              },
+              { header: "Model id", class: "mono", cell: (r) => r.model_id },
+              { header: "Endpoint on the machine", class: "mono small wrap", cell: (r) => r.endpoint || "—" },
+              { header: "Stack", cell: (r) => <Link href={`/stacks/${r.stack_id}`}>{onMachine.find((s) => s.id === r.stack_id)?.name ?? r.stack_id}</Link> },
+            ]}
+          />
         )}
       </section>
       <section class="card" aria-labelledby="models-title">
@@ -202,34 +201,27 @@ export function MachinePage({ id }: { id: string }) {
         {!m.inventory || m.inventory.models.length === 0 ? (
           <p class="muted">{m.inventory ? "None yet: a deploy pulls its model here." : "Reported by the machine once it connects."}</p>
         ) : (
-          <div class="table-wrap flat">
-            <table class="table" aria-label="Models on disk" data-testid="machine-models">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Size</th>
-                  <th scope="col">SHA-256</th>
-                  <th scope="col">Used by</th>
-                  <th scope="col">Path</th>
-                </tr>
-              </thead>
-              <tbody>
-                {m.inventory.models.map((f) => (
-                  <tr key={f.path}>
-                    <td>
-                      {f.name} <span class="muted small">{f.format}</span>
-                    </td>
-                    <td>{formatBytes(f.size_bytes)}</td>
-                    <td class="mono small" title={f.sha256}>
-                      {f.sha256 ? `${f.sha256.slice(0, 12)}…` : "—"}
-                    </td>
-                    <td>{f.stack_ids.map((id) => onMachine.find((s) => s.id === id)?.name ?? id).join(", ") || "—"}</td>
-                    <td class="mono small wrap">{f.path}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            flat
+            label="Models on disk"
+            testId="machine-models"
+            rows={m.inventory.models}
+            rowKey={(f) => f.path}
+            columns={[
+              {
+                header: "Name",
+                cell: (f) => (
+                  <>
+                    {f.name} <span class="muted small">{f.format}</span>
+                  </>
+                ),
+              },
+              { header: "Size", cell: (f) => formatBytes(f.size_bytes) },
+              { header: "SHA-256", class: "mono small", cell: (f) => <span title={f.sha256}>{f.sha256 ? `${f.sha256.slice(0, 12)}…` : "—"}</span> },
+              { header: "Used by", cell: (f) => f.stack_ids.map((sid) => onMachine.find((s) => s.id === sid)?.name ?? sid).join(", ") || "—" },
+              { header: "Path", class: "mono small wrap", cell: (f) => f.path },
+            ]}
+          />
         )}
       </section>
     </>

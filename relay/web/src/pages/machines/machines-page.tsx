@@ -1,9 +1,8 @@
 import { useState } from "preact/hooks";
-import type { List, Machine } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
+import { DataTable, NameCell } from "../../components/data-table.js";
 import { formatAgo } from "../../components/format.js";
-import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { AddMachine } from "./add-machine.js";
@@ -13,7 +12,7 @@ import { HardwareSummary } from "./hardware-summary.js";
 export function MachinesPage() {
   const { client } = useApp();
   const isAdmin = useIsAdmin();
-  const machines = useLive(() => client.get<List<Machine>>("/machines").then((l) => l.data), ["machine"], []);
+  const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
   const [adding, setAdding] = useState(false);
   const list = machines.data ?? [];
   return (
@@ -40,37 +39,19 @@ export function MachinesPage() {
         </EmptyState>
       )}
       {list.length > 0 && (
-        <div class="table-wrap">
-          <table class="table" aria-label="Machines">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">State</th>
-                <th scope="col">Hardware</th>
-                <th scope="col">Agent</th>
-                <th scope="col">Last seen</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((m) => (
-                <tr key={m.id} data-testid={`machine-row-${m.id}`}>
-                  <td>
-                    <Link href={`/machines/${m.id}`}>{m.name}</Link>
-                    <div class="muted mono small">{m.id}</div>
-                  </td>
-                  <td>
-                    {m.revoked_at ? <StateBadge state="revoked" /> : <StateBadge state={m.state} />}
-                  </td>
-                  <td>
-                    <HardwareSummary hardware={m.hardware} />
-                  </td>
-                  <td class="muted">{m.agent_version ?? "—"}</td>
-                  <td class="muted">{m.state === "online" ? "now" : formatAgo(m.last_seen_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          label="Machines"
+          rows={list}
+          rowKey={(m) => m.id}
+          rowTestId={(m) => `machine-row-${m.id}`}
+          columns={[
+            { header: "Name", cell: (m) => <NameCell href={`/machines/${m.id}`} name={m.name} id={m.id} /> },
+            { header: "State", cell: (m) => (m.revoked_at ? <StateBadge state="revoked" /> : <StateBadge state={m.state} />) },
+            { header: "Hardware", cell: (m) => <HardwareSummary hardware={m.hardware} /> },
+            { header: "Agent", class: "muted", cell: (m) => m.agent_version ?? "—" },
+            { header: "Last seen", class: "muted", cell: (m) => (m.state === "online" ? "now" : formatAgo(m.last_seen_at)) },
+          ]}
+        />
       )}
     </>
   );

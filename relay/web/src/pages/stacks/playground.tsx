@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../../api/admin-client.js";
 import { streamChat, type ChatMessage } from "../../api/chat-stream.js";
-import type { ApiKey, Stack } from "../../api/types.js";
+import type { Stack } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
 import { Notice } from "../../components/notice.js";
 
@@ -39,7 +39,7 @@ export function Playground({ stack }: { stack: Stack }) {
   const createKey = async () => {
     setError(null);
     try {
-      const k = await client.post<ApiKey>("/keys", { org: session.org.id, name: `playground · ${session.user.login}`, stacks: [stack.id] });
+      const k = await client.call("POST /admin/v1/keys", { body: { org: session.org.id, name: `playground · ${session.user.login}`, stacks: [stack.id] } });
       rememberKey(k.key ?? "");
     } catch (err) {
       setError((err as ApiError).message);

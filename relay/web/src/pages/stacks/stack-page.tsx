@@ -1,6 +1,5 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { List, Machine, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { Link } from "../../components/link.js";
@@ -15,8 +14,8 @@ import { Snippets } from "./snippets.js";
 export function StackPage({ id }: { id: string }) {
   const { client } = useApp();
   const isAdmin = useIsAdmin();
-  const stack = useLive(() => client.get<Stack>(`/stacks/${encodeURIComponent(id)}`), ["stack"], [id], (d) => d.stack_id === id);
-  const machines = useLive(() => client.get<List<Machine>>("/machines").then((l) => l.data), ["machine"], []);
+  const stack = useLive(() => client.call("GET /admin/v1/stacks/:id", { params: { id } }), ["stack"], [id], (e) => e.event === "stack" && e.data.stack_id === id);
+  const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
   const [actionError, setActionError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -36,7 +35,7 @@ export function StackPage({ id }: { id: string }) {
     setBusy(true);
     setActionError(null);
     try {
-      await client.post(`/stacks/${encodeURIComponent(s.id)}/${action}`);
+      await client.call(action === "deploy" ? "POST /admin/v1/stacks/:id/deploy" : "POST /admin/v1/stacks/:id/undeploy", { params: { id: s.id } });
       stack.reload();
     } catch (err) {
       setActionError((err as ApiError).message);

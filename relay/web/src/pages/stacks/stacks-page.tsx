@@ -1,6 +1,6 @@
-import type { List, Machine, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
+import { DataTable, NameCell } from "../../components/data-table.js";
 import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge, UnverifiedBadge } from "../../components/state-badge.js";
@@ -9,8 +9,8 @@ import { StateBadge, UnverifiedBadge } from "../../components/state-badge.js";
 export function StacksPage() {
   const { client } = useApp();
   const isAdmin = useIsAdmin();
-  const stacks = useLive(() => client.get<List<Stack>>("/stacks").then((l) => l.data), ["stack"], []);
-  const machines = useLive(() => client.get<List<Machine>>("/machines").then((l) => l.data), ["machine"], []);
+  const stacks = useLive(() => client.call("GET /admin/v1/stacks").then((l) => l.data), ["stack"], []);
+  const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
   const machineName = (id: string) => machines.data?.find((m) => m.id === id)?.name ?? id;
   const list = stacks.data ?? [];
   return (
@@ -34,39 +34,36 @@ export function StacksPage() {
         </EmptyState>
       )}
       {list.length > 0 && (
-        <div class="table-wrap">
-          <table class="table" aria-label="Stacks">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">State</th>
-                <th scope="col">Model id</th>
-                <th scope="col">Runtime</th>
-                <th scope="col">Machine</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((s) => (
-                <tr key={s.id} data-testid={`stack-row-${s.id}`}>
-                  <td>
-                    <Link href={`/stacks/${s.id}`}>{s.name}</Link>
-                    <div class="muted mono small">{s.id}</div>
-                  </td>
-                  <td>
-                    <StateBadge state={s.state} />
-                    {s.state === "deployed" && s.runtime_state && s.runtime_state !== "ready" && <StateBadge state={s.runtime_state} label={`runtime ${s.runtime_state}`} />}
-                  </td>
-                  <td class="mono">
-                    {s.has_endpoint ? s.model_id : <span class="muted">no endpoint</span>}
-                    {s.model_unverified && <UnverifiedBadge />}
-                  </td>
-                  <td>{s.runtime}</td>
-                  <td>{machineName(s.machine_id)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          label="Stacks"
+          rows={list}
+          rowKey={(s) => s.id}
+          rowTestId={(s) => `stack-row-${s.id}`}
+          columns={[
+            { header: "Name", cell: (s) => <NameCell href={`/stacks/${s.id}`} name={s.name} id={s.id} /> },
+            {
+              header: "State",
+              cell: (s) => (
+                <>
+                  <StateBadge state={s.state} />
+                  {s.state === "deployed" && s.runtime_state && s.runtime_state !== "ready" && <StateBadge state={s.runtime_state} label={`runtime ${s.runtime_state}`} />}
+                </>
+              ),
+            },
+            {
+              header: "Model id",
+              class: "mono",
+              cell: (s) => (
+                <>
+                  {s.has_endpoint ? s.model_id : <span class="muted">no endpoint</span>}
+                  {s.model_unverified && <UnverifiedBadge />}
+                </>
+              ),
+            },
+            { header: "Runtime", cell: (s) => s.runtime },
+            { header: "Machine", cell: (s) => machineName(s.machine_id) },
+          ]}
+        />
       )}
     </>
   );

@@ -1,4 +1,4 @@
-import type { UsagePoint } from "./usage-page.js";
+import type { UsagePoint } from "../../api/types.js";
 
 /** Stacked bars of a metric per bucket, one colour per group, drawn as SVG (no chart library, no CDN). */
 export function UsageChart({ series, metric, bucketMs }: { series: { group: string; label: string; points: UsagePoint[] }[]; metric: (p: UsagePoint) => number; bucketMs: number }) {

@@ -1,34 +1,17 @@
 import { useState } from "preact/hooks";
-import type { ApiKey, List } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp } from "../../app-context.js";
+import { DataTable } from "../../components/data-table.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { UsageChart } from "./usage-chart.js";
-
-export interface UsagePoint {
-  start: number;
-  requests: number;
-  errors: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-}
-
-interface Usage {
-  bucket_ms: number;
-  start: number;
-  /** The busiest groups, and "other" for the rest. */
-  series: { group: string; points: UsagePoint[]; total: Omit<UsagePoint, "start"> }[];
-  /** Every group's totals. */
-  totals: { group: string; total: Omit<UsagePoint, "start"> }[];
-}
 
 /** Requests and tokens over time, per key or per model, for the last 24 hours or 30 days. */
 export function UsagePage() {
   const { client } = useApp();
   const [range, setRange] = useState<"24h" | "30d">("24h");
   const [by, setBy] = useState<"key" | "model">("key");
-  const usage = useLive(() => client.get<Usage>(`/usage?range=${range}&by=${by}`), ["key", "stack"], [range, by]);
-  const keys = useLive(() => client.get<List<ApiKey>>("/keys").then((l) => l.data), ["key"], []);
+  const usage = useLive(() => client.call("GET /admin/v1/usage", { query: { range, by } }), ["key", "stack"], [range, by]);
+  const keys = useLive(() => client.call("GET /admin/v1/keys").then((l) => l.data), ["key"], []);
   const label = (group: string) =>
     group === "other" ? "all others" : by === "model" ? group : (keys.data?.find((k) => k.id === group)?.name ?? keys.data?.find((k) => k.id === group)?.prefix ?? group);
   const series = (usage.data?.series ?? []).map((s) => ({ ...s, label: label(s.group) }));
@@ -67,30 +50,19 @@ export function UsagePage() {
             <h2 id="tokens-chart">Tokens (prompt + completion)</h2>
             <UsageChart series={series} metric={(p) => p.prompt_tokens + p.completion_tokens} bucketMs={usage.data.bucket_ms} />
           </section>
-          <div class="table-wrap">
-            <table class="table" aria-label="Usage totals">
-              <thead>
-                <tr>
-                  <th scope="col">{by === "key" ? "Key" : "Model"}</th>
-                  <th scope="col">Requests</th>
-                  <th scope="col">Errors</th>
-                  <th scope="col">Prompt tokens</th>
-                  <th scope="col">Completion tokens</th>
-                </tr>
-              </thead>
-              <tbody>
-                {totals.map((s) => (
-                  <tr key={s.group} data-testid={`usage-row-${s.group}`}>
-                    <td>{s.label}</td>
-                    <td>{s.total.requests.toLocaleString("en-US")}</td>
-                    <td>{s.total.errors.toLocaleString("en-US")}</td>
-                    <td>{s.total.prompt_tokens.toLocaleString("en-US")}</td>
-                    <td>{s.total.completion_tokens.toLocaleString("en-US")}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            label="Usage totals"
+            rows={totals}
+            rowKey={(s) => s.group}
+            rowTestId={(s) => `usage-row-${s.group}`}
+            columns={[
+              { header: by === "key" ? "Key" : "Model", cell: (s) => s.label },
+              { header: "Requests", cell: (s) => s.total.requests.toLocaleString("en-US") },
+              { header: "Errors", cell: (s) => s.total.errors.toLocaleString("en-US") },
+              { header: "Prompt tokens", cell: (s) => s.total.prompt_tokens.toLocaleString("en-US") },
+              { header: "Completion tokens", cell: (s) => s.total.completion_tokens.toLocaleString("en-US") },
+            ]}
+          />
         </>
       )}
     </>

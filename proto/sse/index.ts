@@ -1,0 +1,1 @@
+export { bodyText, serverSentEvents, type ServerSentEvent } from "./server-sent-events.js";

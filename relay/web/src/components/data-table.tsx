@@ -1,0 +1,69 @@
+import type { ComponentChildren } from "preact";
+import { Link } from "./link.js";
+
+/** One column of a {@link DataTable}. */
+export interface Column<T> {
+  header: string;
+  /** Shown to screen readers only (an actions column). */
+  hideHeader?: boolean;
+  cell: (row: T) => ComponentChildren;
+  /** The cells' class: `muted`, `small`, `mono`, `wrap`, `row-actions`. */
+  class?: string;
+  /** A test id for each of the column's cells. */
+  testId?: (row: T) => string;
+}
+
+/** Options of a {@link DataTable}. */
+export interface DataTableProps<T> {
+  /** What the table lists, for screen readers (`aria-label`). */
+  label: string;
+  columns: Column<T>[];
+  rows: readonly T[];
+  /** Each row's key (its id). */
+  rowKey: (row: T) => string;
+  rowTestId?: (row: T) => string;
+  rowClass?: (row: T) => string;
+  testId?: string;
+  /** Without the card around it, for a table inside a card. */
+  flat?: boolean;
+}
+
+/** The list pages' table: a header row, then one row per item, scrolling sideways on its own in a narrow window. */
+export function DataTable<T>({ label, columns, rows, rowKey, rowTestId, rowClass, testId, flat }: DataTableProps<T>) {
+  return (
+    <div class={flat ? "table-wrap flat" : "table-wrap"}>
+      <table class="table" aria-label={label} data-testid={testId}>
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th key={c.header} scope="col">
+                {c.hideHeader ? <span class="sr-only">{c.header}</span> : c.header}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((row) => (
+            <tr key={rowKey(row)} data-testid={rowTestId?.(row)} class={rowClass?.(row)}>
+              {columns.map((c) => (
+                <td key={c.header} class={c.class} data-testid={c.testId?.(row)}>
+                  {c.cell(row)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** A row's name linking to its page, with its id (or key prefix) beneath. */
+export function NameCell({ href, name, id }: { href?: string; name: ComponentChildren; id: string }) {
+  return (
+    <>
+      {href ? <Link href={href}>{name}</Link> : name}
+      <div class="muted mono small">{id}</div>
+    </>
+  );
+}
