@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import { MakinaError } from "../../proto/index.js";
+import { ADMIN_ROUTES, type AdminCallArgs, type Org, type OrgRoute } from "../../relay/admin-contract/index.js";
+import { checkInput } from "../../relay/http/admin/check-input.js";
+import type { RouteHandlers } from "../../relay/http/admin/mount-routes.js";
+import { fromWire, toWire } from "../../relay/http/admin/to-wire.js";
+
+/** What checking `value` against route `route`'s body schema throws, as the error body would carry it. */
+function refusal(route: keyof typeof ADMIN_ROUTES, value: unknown) {
+  const schema = (ADMIN_ROUTES[route] as { body?: Parameters<typeof checkInput>[0] }).body!;
+  try {
+    checkInput(schema, value);
+  } catch (err) {
+    const e = err as MakinaError;
+    return { code: e.code, param: e.param, message: e.message };
+  }
+  throw new Error("expected the body to be refused");
+}
+
+describe("the admin contract's request checks", () => {
+  it("names a missing or empty parameter missing, and a wrong one invalid, in the words the API has always used", () => {
+    expect(refusal("POST /admin/v1/machines", {})).toEqual({ code: "missing_required_parameter", param: "name", message: "Missing required parameter: 'name'." });
+    expect(refusal("POST /admin/v1/machines", { name: "" })).toEqual({ code: "missing_required_parameter", param: "name", message: "Missing required parameter: 'name'." });
+    expect(refusal("POST /admin/v1/machines", { name: 7 })).toEqual({ code: "invalid_value", param: "name", message: "'name' must be a string." });
+    expect(refusal("POST /admin/v1/keys", { rpm: 0 })).toEqual({ code: "invalid_value", param: "rpm", message: "'rpm' must be a positive integer." });
+    expect(refusal("POST /admin/v1/keys", { stacks: ["stk_a", 2] })).toEqual({ code: "invalid_value", param: "stacks", message: "'stacks' must be an array of strings." });
+    expect(refusal("PATCH /admin/v1/orgs/:org", { default_key_tpm: 1.5 })).toMatchObject({ param: "default_key_tpm", message: "'default_key_tpm' must be a positive integer, or null for none." });
+    expect(refusal("POST /admin/v1/stacks", { name: "s", machine: "m", runtime: "tpu", model: "x" })).toEqual({
+      code: "invalid_value",
+      param: "runtime",
+      message: "Unknown runtime 'tpu'; expected one of gguf, vllm, mlx, openai.",
+    });
+    expect(refusal("POST /admin/v1/stacks", { name: "s", machine: "m", runtime: "gguf", model: "x", model_sha256: "abc" })).toMatchObject({ param: "model_sha256", message: "model_sha256 is a SHA-256 digest: 64 hex digits." });
+    expect(refusal("POST /admin/v1/users", { login: "  ", password: "a long password" })).toMatchObject({ code: "invalid_value", param: "login" });
+    expect(refusal("POST /auth/v1/sign-in", { login: "ada" })).toEqual({ code: "missing_required_parameter", param: "password", message: "Enter your password." });
+  });
+
+  it("gives the handler the request with its defaults and normalised values", () => {
+    const body = checkInput(ADMIN_ROUTES["POST /admin/v1/stacks"].body, { name: "s", machine: "m", runtime: "gguf", model: "x", model_sha256: "AB:".repeat(31) + "AB" });
+    expect(body).toMatchObject({ endpoint: true, model_sha256: "ab".repeat(32) });
+    expect(checkInput(ADMIN_ROUTES["POST /admin/v1/users"].body, { login: " ada@example.org ", password: "a long password" })).toEqual({ login: "ada@example.org", password: "a long password", role: "member" });
+    expect(checkInput(ADMIN_ROUTES["GET /admin/v1/usage"].query, {})).toEqual({ range: "24h", by: "key" });
+  });
+});
+
+describe("the admin API's answers", () => {
+  it("are the relay's values in snake_case, deeply; a body's top-level keys come back in camelCase, its values untouched", () => {
+    expect(toWire({ defaultKeyRpm: 1, modelSha256: "x", deployment: { steps: [{ startedAt: 2, detail: { doneBytes: 3 } }] } })).toEqual({
+      default_key_rpm: 1,
+      model_sha256: "x",
+      deployment: { steps: [{ started_at: 2, detail: { done_bytes: 3 } }] },
+    });
+    expect(fromWire({ model_sha256: "x", harness_options: { parallel_tool_calls: false } })).toEqual({ modelSha256: "x", harnessOptions: { parallel_tool_calls: false } });
+  });
+
+  it("must match the contract at build time: npm run typecheck fails if any @ts-expect-error below stops being an error", () => {
+    const org = { id: "org_1", name: "Acme", slug: "acme", defaultKeyRpm: null, defaultKeyTpm: null, createdAt: 1 };
+    const { createdAt: _dropped, ...withoutCreatedAt } = org;
+    // A relay value missing a field the contract names cannot be an answer.
+    // @ts-expect-error created_at is missing
+    const incomplete: Org = toWire(withoutCreatedAt);
+    const complete: Org = toWire(org);
+    // A client cannot read a field the contract does not name.
+    // @ts-expect-error the contract says default_key_rpm
+    const misspelt = (o: Org) => o.defaultKeyRpm;
+    // The relay cannot leave out a route of the contract.
+    // @ts-expect-error "PATCH /admin/v1/orgs/:org" has no handler
+    const handlers: RouteHandlers<OrgRoute, null> = { "GET /admin/v1/orgs": () => toWire({ object: "list" as const, data: [org] }), "POST /admin/v1/orgs": () => complete };
+    // A call must give a route's path parameters and body.
+    // @ts-expect-error the route needs params.id
+    const call: AdminCallArgs<"GET /admin/v1/machines/:id"> = [];
+    // What each would do at run time, had it compiled: a page showing nothing where a value belongs, a 404.
+    expect(incomplete.created_at).toBeUndefined();
+    expect(complete.created_at).toBe(1);
+    expect(misspelt(complete)).toBeUndefined();
+    expect(Object.keys(handlers)).not.toContain("PATCH /admin/v1/orgs/:org");
+    expect(call).toEqual([]);
+  });
+});
