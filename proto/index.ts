@@ -7,4 +7,4 @@ export * from "./log/index.js";
 export { RUNTIME_CAPABILITIES, honouredParameters, harnessHonouring, RUNTIME_LAYERS, HARNESS_KINDS, ORCHESTRATOR_KINDS, type RuntimeKind } from "./runtimes/runtime-capabilities.js";
 export { LAYER_OPTIONS, validateLayerOptions, orchestratorSteps, DEFAULT_REFINE_ROUNDS, DEFAULT_VOTE_SAMPLES, type LayerOptionSpec, type LayerOptionValue, type RouteRule } from "./runtimes/layer-options.js";
 export { parseHfRef, hfResolveUrl, type HfRef } from "./models/hf-ref.js";
-export { bodyText, serverSentEvents, type ServerSentEvent } from "./sse/index.js";
+export { bodyText, serverSentEvents, ServerSentEventParser, type ServerSentEvent } from "./sse/index.js";

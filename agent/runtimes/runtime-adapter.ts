@@ -52,7 +52,7 @@ export interface ModelToServe {
 /**
  * The one interface every runtime implements: install it, check its
  * requirements, and start a model (resolving once it is ready). Which request parameters a kind honours is
- * `RUNTIME_CAPABILITIES` in proto, the one table the relay's routing also reads.
+ * `RUNTIME_CAPABILITIES` in proto, which the relay reads to route requests and check stacks.
  */
 export interface RuntimeAdapter {
   readonly kind: RuntimeKind;

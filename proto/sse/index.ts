@@ -1,1 +1,1 @@
-export { bodyText, serverSentEvents, type ServerSentEvent } from "./server-sent-events.js";
+export { bodyText, serverSentEvents, ServerSentEventParser, type ServerSentEvent } from "./server-sent-events.js";

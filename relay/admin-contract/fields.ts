@@ -9,24 +9,30 @@ export function paramOf(path: readonly PropertyKey[]): string {
   return (until < 0 ? path : path.slice(0, until)).map(String).join(".");
 }
 
-/** A value the client did not give: absent, null, or an empty string. */
-export const absent = (v: unknown): boolean => v === undefined || v === null || v === "";
-
 type Issue = { input?: unknown; path?: PropertyKey[] };
 
+const missing = (iss: Issue) => `Missing required parameter: '${paramOf(iss.path ?? [])}'.`;
+
 /**
- * Every issue of a field reads the same: a value not given is a missing parameter, anything else "must be"
- * `what`. The relay turns it into `missing_required_parameter` or `invalid_value` by the same test.
+ * Every issue of a field reads the same: a value not given (absent or null) is a missing parameter, anything
+ * else "must be" `what`. The relay answers the first with `missing_required_parameter`, the rest with
+ * `invalid_value` (see relay/http/admin/check-input.ts).
  */
 export const must = (what: string) => ({
-  error: (iss: Issue) => (absent(iss.input) ? `Missing required parameter: '${paramOf(iss.path ?? [])}'.` : `'${paramOf(iss.path ?? [])}' must be ${what}.`),
+  error: (iss: Issue) => (iss.input === undefined || iss.input === null ? missing(iss) : `'${paramOf(iss.path ?? [])}' must be ${what}.`),
 });
 
 /** A message of its own for every issue of a field. */
 export const says = (message: string) => ({ error: () => message });
 
-/** A string that must be given (not empty). */
-export const requiredText = () => z.string(must("a string")).min(1, must("a string"));
+/** A string that must be given: absent, null or empty is missing. */
+export const requiredText = () => z.string(must("a string")).min(1, { error: missing });
+
+/**
+ * A string a form must fill (sign-in, passwords): anything but a non-empty string is missing, and `message`
+ * says what to fill in. The issue is marked `missing`, which the relay answers with `missing_required_parameter`.
+ */
+export const filled = (message: string) => z.custom<string>((v) => typeof v === "string" && v !== "", { error: message, params: { missing: true } });
 
 /** A string that may be left out (or null). */
 export const optionalText = () => z.string(must("a string")).nullish();
@@ -38,7 +44,10 @@ export const orgRef = () => z.string(must("a string")).nullish();
 export const positiveInt = (what = "a positive integer") => z.number(must(what)).int(must(what)).min(1, must(what));
 
 /** A list of ids; null or absent: no restriction. */
-export const idList = () => z.array(z.string(must("an array of strings")), must("an array of strings")).nullish();
+export const idList = () => {
+  const list = { error: (iss: Issue) => `'${paramOf(iss.path ?? [])}' must be an array of strings.` };
+  return z.array(z.string(list), list).nullish();
+};
 
 /** `true` or `false`. */
 export const flag = () => z.boolean(must("true or false"));

@@ -6,7 +6,7 @@ import { EVENT_ROUTES } from "./events.js";
 import { KEY_ROUTES } from "./keys.js";
 import { MACHINE_ROUTES } from "./machines.js";
 import { ORG_ROUTES } from "./orgs.js";
-import type { BodyIn, BodyOut, CallArgs, QueryIn, QueryOut, ResponseOf } from "./route.js";
+import type { BodyOut, CallArgs, QueryOut, ResponseOf } from "./route.js";
 import { SESSION_ROUTES } from "./session.js";
 import { STACK_ROUTES } from "./stacks.js";
 import { USAGE_ROUTES } from "./usage.js";
@@ -29,12 +29,8 @@ export type AdminRoutes = typeof ADMIN_ROUTES;
 export type AdminRoute = keyof AdminRoutes;
 /** What route `K` answers. */
 export type AdminResponse<K extends AdminRoute> = ResponseOf<AdminRoutes, K>;
-/** The body a client sends to route `K`. */
-export type AdminBody<K extends AdminRoute> = BodyIn<AdminRoutes, K>;
 /** The body of route `K` once checked, as the relay's handler gets it. */
 export type AdminCheckedBody<K extends AdminRoute> = BodyOut<AdminRoutes, K>;
-/** The query a client may send to route `K`. */
-export type AdminQuery<K extends AdminRoute> = QueryIn<AdminRoutes, K>;
 /** The query of route `K` once checked. */
 export type AdminCheckedQuery<K extends AdminRoute> = QueryOut<AdminRoutes, K>;
 /** The arguments of a call of route `K` after its key. */
@@ -50,7 +46,7 @@ export type UsageRoute = keyof typeof USAGE_ROUTES;
 export type EventRoute = keyof typeof EVENT_ROUTES;
 export type SessionRoute = keyof typeof SESSION_ROUTES;
 
-export { absent, paramOf } from "./fields.js";
+export { paramOf } from "./fields.js";
 export type { Method, ParamsOf, RouteSpec } from "./route.js";
 export type { ErrorBody } from "./errors.js";
 export type { List } from "./list.js";

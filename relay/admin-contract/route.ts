@@ -52,6 +52,5 @@ export type ResponseOf<T extends RouteTable, K extends keyof T> = T[K] extends {
 export type CallParts<T extends RouteTable, K extends keyof T> = (keyof ParamsOf<K> extends never ? { params?: undefined } : { params: ParamsOf<K> }) &
   (BodyIn<T, K> extends undefined ? { body?: undefined } : { body: BodyIn<T, K> }) &
   (QueryIn<T, K> extends undefined ? { query?: undefined } : { query?: QueryIn<T, K> });
-/** The arguments of a call of route `K` after its key: none, or its {@link CallParts}. */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- `{}` is "nothing required" here
+/** The arguments of a call of route `K` after its key: optional when none of its {@link CallParts} is required (`{}` fits them). */
 export type CallArgs<T extends RouteTable, K extends keyof T> = {} extends CallParts<T, K> ? [parts?: CallParts<T, K>] : [parts: CallParts<T, K>];

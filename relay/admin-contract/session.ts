@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
-import { says } from "./fields.js";
-import type { Role } from "./users.js";
-import { newPassword } from "./users.js";
+import { filled } from "./fields.js";
+import { newPassword, type Role } from "./users.js";
 
 /** The signed-in user, its organization, and the CSRF token every state-changing call must send in `X-CSRF-Token`. */
 export interface SessionInfo {
@@ -10,9 +9,6 @@ export interface SessionInfo {
   org: { id: string; name: string; slug: string };
   csrf_token: string;
 }
-
-/** A string the form must fill: `message` when it is missing. */
-const filled = (message: string) => z.string(says(message)).min(1, says(message));
 
 /** Sign-in for the web application (`/auth/v1`): the session lives in an HttpOnly cookie. */
 export const SESSION_ROUTES = {

@@ -116,8 +116,10 @@ const layers = {
   harness_options: layerOptions(),
   orchestrator: optionalText(),
   orchestrator_options: layerOptions(),
-  /** Exposed through the API; false leaves the Endpoint layer out. @default true */
-  endpoint: flag().default(true),
+  /** Exposed through the API: absent means yes, `false` or null leaves the Endpoint layer out. */
+  endpoint: flag()
+    .nullish()
+    .transform((e) => e === undefined || e === true),
 };
 
 export const STACK_ROUTES = {
@@ -128,15 +130,15 @@ export const STACK_ROUTES = {
     status: 201,
     body: z.object({
       org: orgRef(),
-      name: requiredText(),
       machine: requiredText(),
       runtime: runtime(),
       /** A GGUF path, an https:// URL or hf:owner/repo/file.gguf (vLLM and MLX: a hub repository id). */
       model: requiredText(),
       model_sha256: sha256(),
+      ...layers,
       /** Empty or absent: the model file's name without `.gguf`. */
       model_id: optionalText(),
-      ...layers,
+      name: requiredText(),
     }),
     response: answer<Stack>(),
   }),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
-import { must, orgRef, requiredText, says } from "./fields.js";
+import { filled, must, orgRef, requiredText, says } from "./fields.js";
 import type { List } from "./list.js";
 
 /** Roles: admins manage the organization; members see it and manage their own keys. */
@@ -18,13 +18,11 @@ export interface User {
 /** Fewest characters of a password. */
 export const MIN_PASSWORD_LENGTH = 10;
 
-/** A new password: 10 to 1024 characters. `missing` is what an absent one is told. */
+/** A new password: 10 to 1024 characters. `missing` is what one not given is told. */
 export const newPassword = (missing: string) =>
-  z
-    .string(says(missing))
-    .min(1, says(missing))
-    .min(MIN_PASSWORD_LENGTH, says(`The password must have at least ${MIN_PASSWORD_LENGTH} characters.`))
-    .max(1024, says("The password must have at most 1024 characters."));
+  filled(missing)
+    .refine((p) => p.length >= MIN_PASSWORD_LENGTH, says(`The password must have at least ${MIN_PASSWORD_LENGTH} characters.`))
+    .refine((p) => p.length <= 1024, says("The password must have at most 1024 characters."));
 
 export const USER_ROUTES = {
   "GET /admin/v1/users": route({ query: z.object({ org: orgRef() }), response: answer<List<User>>() }),
@@ -37,9 +35,12 @@ export const USER_ROUTES = {
       login: requiredText()
         .trim()
         .regex(/^[A-Za-z0-9._@+-]{1,64}$/, says("A login is 1 to 64 letters, digits or . _ @ + - (an email address works).")),
+      /** Absent, null or empty: `member`. */
+      role: z
+        .union([z.literal(""), z.enum(["admin", "member"])], must("'admin' or 'member'"))
+        .nullish()
+        .transform((r): Role => r || "member"),
       password: newPassword("Enter a new password."),
-      /** @default "member" */
-      role: z.enum(["admin", "member"], must("'admin' or 'member'")).nullish().transform((r) => r ?? "member"),
     }),
     response: answer<User>(),
   }),

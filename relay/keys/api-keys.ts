@@ -1,9 +1,9 @@
 import { MakinaError } from "../../proto/index.js";
 import type { ApiKeyRecord, Store } from "../store/index.js";
-
-export type { ApiKeyRecord };
 import { bearerToken } from "./bearer-token.js";
 import { hashSecret, hashesEqual, maskSecret, newSecret } from "./secrets.js";
+
+export type { ApiKeyRecord };
 
 /** Options for a new API key. */
 export interface NewApiKey {

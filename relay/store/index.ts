@@ -11,7 +11,7 @@ import { SessionStore } from "./sessions.js";
 export { slugify, type Organization } from "./organizations.js";
 export type { User } from "./users.js";
 export type { Machine, MachineState, HardwareSummary, MachineInventory } from "./machines.js";
-export { RUNTIME_KINDS, type Stack, type StackState, type RuntimeKind, type NewStack } from "./stacks.js";
+export { type Stack, type StackState, type RuntimeKind, type NewStack } from "./stacks.js";
 export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";

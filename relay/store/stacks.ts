@@ -1,10 +1,8 @@
 import type { Db } from "./open-database.js";
 import { newId } from "../ids/index.js";
-import { MakinaError, RUNTIME_CAPABILITIES, type LayerOptionValue, type RuntimeKind } from "../../proto/index.js";
+import { MakinaError, type LayerOptionValue, type RuntimeKind } from "../../proto/index.js";
 
 export type { RuntimeKind };
-/** Runtime kinds a stack can use. */
-export const RUNTIME_KINDS = Object.keys(RUNTIME_CAPABILITIES) as readonly RuntimeKind[];
 
 /**
  * Stack states: `draft` → `deploying` → `deployed` or `failed`;

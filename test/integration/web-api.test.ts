@@ -69,6 +69,22 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     expect(((await empty.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: "missing_required_parameter", param: "login" });
   });
 
+  it("says who may not call before it says what is wrong with the call", async () => {
+    const member = await signedIn("mo", "correct horse battery");
+    const answer = async (res: Response) => [res.status, ((await res.json()) as { error: { code: string } }).error.code];
+    // A member's admin call with a body that is wrong too: refused as a member's.
+    expect(await answer(await member.call("POST", "/admin/v1/machines", {}))).toEqual([403, "permission_denied"]);
+    expect(await answer(await member.call("POST", "/admin/v1/users", { login: 5 }))).toEqual([403, "permission_denied"]);
+    expect(await answer(await member.call("PATCH", `/admin/v1/orgs/${gw.orgId}`, { default_key_rpm: "many" }))).toEqual([403, "permission_denied"]);
+    // A password change without the CSRF token, or without a session, with an empty body.
+    expect(await answer(await member.call("POST", "/auth/v1/password", {}, { csrf: false }))).toEqual([403, "invalid_csrf_token"]);
+    expect(await answer(await new WebClient(origin).call("POST", "/auth/v1/password", {}))).toEqual([401, "invalid_credentials"]);
+    // Once the caller may, the body's problem is named.
+    const admin = await signedIn("ada@example.com", "correct horse battery");
+    const res = await admin.call("POST", "/admin/v1/machines", {});
+    expect([res.status, ((await res.json()) as { error: { code: string; param: string } }).error]).toEqual([400, expect.objectContaining({ code: "missing_required_parameter", param: "name" })]);
+  });
+
   it("refuses a state-changing call without the session's CSRF token", async () => {
     const c = await signedIn("ada@example.com", "correct horse battery");
     const refused = async (res: Response) => {

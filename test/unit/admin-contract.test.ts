@@ -1,9 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { MakinaError } from "../../proto/index.js";
 import { ADMIN_ROUTES, type AdminCallArgs, type Org, type OrgRoute } from "../../relay/admin-contract/index.js";
+import { EVENT_ROUTES } from "../../relay/admin-contract/events.js";
+import { KEY_ROUTES } from "../../relay/admin-contract/keys.js";
+import { MACHINE_ROUTES } from "../../relay/admin-contract/machines.js";
+import { ORG_ROUTES } from "../../relay/admin-contract/orgs.js";
+import { SESSION_ROUTES } from "../../relay/admin-contract/session.js";
+import { STACK_ROUTES } from "../../relay/admin-contract/stacks.js";
+import { USAGE_ROUTES } from "../../relay/admin-contract/usage.js";
+import { USER_ROUTES } from "../../relay/admin-contract/users.js";
 import { checkInput } from "../../relay/http/admin/check-input.js";
 import type { RouteHandlers } from "../../relay/http/admin/mount-routes.js";
-import { fromWire, toWire } from "../../relay/http/admin/to-wire.js";
+import { toWire } from "../../relay/http/admin/to-wire.js";
 
 /** What checking `value` against route `route`'s body schema throws, as the error body would carry it. */
 function refusal(route: keyof typeof ADMIN_ROUTES, value: unknown) {
@@ -33,6 +41,12 @@ describe("the admin contract's request checks", () => {
     expect(refusal("POST /admin/v1/stacks", { name: "s", machine: "m", runtime: "gguf", model: "x", model_sha256: "abc" })).toMatchObject({ param: "model_sha256", message: "model_sha256 is a SHA-256 digest: 64 hex digits." });
     expect(refusal("POST /admin/v1/users", { login: "  ", password: "a long password" })).toMatchObject({ code: "invalid_value", param: "login" });
     expect(refusal("POST /auth/v1/sign-in", { login: "ada" })).toEqual({ code: "missing_required_parameter", param: "password", message: "Enter your password." });
+    // A form field that is not a string is missing too; an empty number or choice is a wrong value, not a missing one.
+    expect(refusal("POST /auth/v1/sign-in", { login: 5, password: "x" })).toEqual({ code: "missing_required_parameter", param: "login", message: "Enter your login." });
+    expect(refusal("POST /admin/v1/keys", { rpm: "" })).toEqual({ code: "invalid_value", param: "rpm", message: "'rpm' must be a positive integer." });
+    expect(refusal("POST /admin/v1/keys", { stacks: [null] })).toEqual({ code: "invalid_value", param: "stacks", message: "'stacks' must be an array of strings." });
+    expect(refusal("POST /admin/v1/users", { login: "bob", password: "short", role: "boss" })).toMatchObject({ param: "role", message: "'role' must be 'admin' or 'member'." });
+    expect(() => checkInput(ADMIN_ROUTES["GET /admin/v1/usage"].query, { range: "" })).toThrow(expect.objectContaining({ code: "invalid_value", param: "range", message: "'range' must be 24h or 30d." }));
   });
 
   it("gives the handler the request with its defaults and normalised values", () => {
@@ -40,17 +54,29 @@ describe("the admin contract's request checks", () => {
     expect(body).toMatchObject({ endpoint: true, model_sha256: "ab".repeat(32) });
     expect(checkInput(ADMIN_ROUTES["POST /admin/v1/users"].body, { login: " ada@example.org ", password: "a long password" })).toEqual({ login: "ada@example.org", password: "a long password", role: "member" });
     expect(checkInput(ADMIN_ROUTES["GET /admin/v1/usage"].query, {})).toEqual({ range: "24h", by: "key" });
+    expect(checkInput(ADMIN_ROUTES["POST /admin/v1/users"].body, { login: "bo", password: "a long password", role: "" }).role).toBe("member");
+    const stack = { name: "s", machine: "m", runtime: "gguf", model: "x" };
+    expect([undefined, true, false, null].map((endpoint) => checkInput(ADMIN_ROUTES["POST /admin/v1/stacks"].body, { ...stack, endpoint }).endpoint)).toEqual([true, true, false, false]);
+  });
+
+  it("declares each route once, under the prefix its authentication covers", () => {
+    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, EVENT_ROUTES, SESSION_ROUTES];
+    const keys = tables.flatMap((t) => Object.keys(t));
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(Object.keys(ADMIN_ROUTES).sort()).toEqual([...keys].sort());
+    expect(keys.filter((k) => !/^(GET|POST|PATCH) \/(admin|auth)\/v1\//.test(k))).toEqual([]);
+    expect(Object.keys(SESSION_ROUTES).every((k) => k.includes(" /auth/v1/"))).toBe(true);
+    expect(keys.filter((k) => k.includes(" /auth/v1/")).sort()).toEqual(Object.keys(SESSION_ROUTES).sort());
   });
 });
 
 describe("the admin API's answers", () => {
-  it("are the relay's values in snake_case, deeply; a body's top-level keys come back in camelCase, its values untouched", () => {
+  it("are the relay's values in snake_case, deeply", () => {
     expect(toWire({ defaultKeyRpm: 1, modelSha256: "x", deployment: { steps: [{ startedAt: 2, detail: { doneBytes: 3 } }] } })).toEqual({
       default_key_rpm: 1,
       model_sha256: "x",
       deployment: { steps: [{ started_at: 2, detail: { done_bytes: 3 } }] },
     });
-    expect(fromWire({ model_sha256: "x", harness_options: { parallel_tool_calls: false } })).toEqual({ modelSha256: "x", harnessOptions: { parallel_tool_calls: false } });
   });
 
   it("must match the contract at build time: npm run typecheck fails if any @ts-expect-error below stops being an error", () => {

@@ -21,12 +21,15 @@ describe("reading server-sent events", () => {
     ]);
   });
 
-  it("reads the same events however the text is cut, with \\r\\n lines too", async () => {
+  it("reads the same events however the text is cut, with \\r\\n or \\r lines too, and a byte-order mark first", async () => {
     const whole = await parse([stream]);
     expect(await parse(stream.split(""))).toEqual(whole);
-    const crlf = stream.replaceAll("\n", "\r\n");
-    expect(await parse([crlf])).toEqual(whole);
-    expect(await parse(crlf.split(""))).toEqual(whole);
+    for (const eol of ["\r\n", "\r"]) {
+      const other = stream.replaceAll("\n", eol);
+      expect(await parse([other])).toEqual(whole);
+      expect(await parse(other.split(""))).toEqual(whole);
+    }
+    expect(await parse(["\uFEFF" + stream])).toEqual(whole);
   });
 
   it("joins several data lines with a newline, keeps spaces after the first, and leaves an event without a blank line after it unread", async () => {

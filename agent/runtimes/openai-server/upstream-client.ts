@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { MakinaError, serverSentEvents } from "../../../proto/index.js";
+import { MakinaError, ServerSentEventParser } from "../../../proto/index.js";
 
 /**
  * A pooled HTTP client for one model server: keep-alive connections reused
@@ -59,5 +59,6 @@ export async function readText(res: IncomingMessage): Promise<string> {
 /** Server-sent events' `data:` payloads from a response body (events without data are skipped). */
 export async function* sseData(res: IncomingMessage): AsyncGenerator<string> {
   res.setEncoding("utf8");
-  for await (const { data } of serverSentEvents(res as AsyncIterable<string>)) if (data) yield data;
+  const parser = new ServerSentEventParser();
+  for await (const chunk of res as AsyncIterable<string>) for (const { data } of parser.push(chunk)) if (data) yield data;
 }

@@ -1,5 +1,6 @@
 import type { CommandModule } from "yargs";
-import type { DeploymentStep, RuntimeKind, Stack } from "../../../relay/admin-contract/index.js";
+import { RUNTIME_CAPABILITIES, type RuntimeKind } from "../../../proto/runtimes/runtime-capabilities.js";
+import type { DeploymentStep, Stack } from "../../../relay/admin-contract/index.js";
 import { adminCall, type AdminTarget } from "../../admin-client.js";
 import { adminEvents, type FollowedEvent } from "../../admin-events.js";
 import { CliError, EXIT } from "../../cli-error.js";
@@ -124,7 +125,7 @@ export const stackCommand: CommandModule = {
               .option("org", { type: "string", demandOption: true })
               .option("name", { type: "string", demandOption: true })
               .option("machine", { type: "string", demandOption: true })
-              .option("runtime", { choices: ["gguf", "vllm", "mlx", "openai"] as const, demandOption: true })
+              .option("runtime", { choices: Object.keys(RUNTIME_CAPABILITIES) as RuntimeKind[], demandOption: true })
               .option("model", { type: "string", demandOption: true, describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
               .option("model-sha256", { type: "string", describe: "Pin the model file's SHA-256: the machine refuses any other file" })
               .option("model-id", { type: "string", describe: "The id clients pass as `model` (default: the model file's name)" })

@@ -1,21 +1,19 @@
 import { Router } from "express";
-import { ADMIN_ROUTES, type AdminRoute, type EventRoute, type SessionRoute } from "../../admin-contract/index.js";
-import type { WebSessions } from "../../auth/index.js";
+import type { AdminRoute, EventRoute, SessionRoute } from "../../admin-contract/index.js";
+import type { Access, WebSessions } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { EventBus } from "../../events/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
-import { checkInput } from "./check-input.js";
 import { jsonBody } from "../json-body.js";
 import { accessOf, adminAuth } from "./admin-auth.js";
 import { streamEvents } from "./event-stream.js";
 import { keyRoutes } from "./keys-routes.js";
 import { machineRoutes } from "./machines-routes.js";
-import { mountRoutes, type RouteHandlers } from "./mount-routes.js";
+import { mountRoutes, mountStreams, type RouteHandlers, type StreamHandler } from "./mount-routes.js";
 import { orgRoutes } from "./orgs-routes.js";
 import { stackRoutes } from "./stacks-routes.js";
 import { usageRoutes } from "./usage-routes.js";
 import { userRoutes } from "./users-routes.js";
-import type { Access } from "../../auth/index.js";
 
 /** Dependencies of the admin API. */
 export interface AdminRouterDeps {
@@ -25,9 +23,6 @@ export interface AdminRouterDeps {
   usage: UsageRecorder;
   adminTokenHash: () => string | undefined;
 }
-
-/** The event stream's route: server-sent events rather than one JSON answer. */
-const EVENTS: EventRoute = "GET /admin/v1/events";
 
 /**
  * The admin API (`/admin/v1`), used by the CLI (admin token) and the web application (session cookie): every
@@ -45,16 +40,15 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     ...userRoutes(control),
     ...usageRoutes(deps.usage),
   };
-  mountRoutes(r, handlers, accessOf);
-  r.get(EVENTS.split(" ")[1]!, (req, res, next) => {
-    try {
-      const access = accessOf(req, res);
-      const { org } = checkInput(ADMIN_ROUTES[EVENTS].query, req.query);
+  mountRoutes(r, "/admin/v1/", handlers, accessOf);
+  const streams: { [K in EventRoute]: StreamHandler<K, Access> } = {
+    // A user gets its own organization's changes; the operator every organization's, or the one it names.
+    "GET /admin/v1/events": (input, access, res) => {
+      const org = access.orgScope === null ? input.query().org : undefined;
       const orgId = access.orgScope ?? (org === undefined || org === null ? null : access.org(org).id);
       streamEvents(res, deps.events, (e) => orgId === null || e.orgId === orgId);
-    } catch (err) {
-      next(err);
-    }
-  });
+    },
+  };
+  mountStreams(r, "/admin/v1/", streams, accessOf);
   return r;
 }

@@ -1,11 +1,12 @@
 import type { z } from "zod";
 import { MakinaError } from "../../../proto/index.js";
-import { absent, paramOf } from "../../admin-contract/index.js";
+import { paramOf } from "../../admin-contract/index.js";
 
 /**
  * Checks a request's body or query against its schema in the admin contract: the checked value, or the first
- * problem as a MakinaError naming the parameter, worded by the contract: `missing_required_parameter` when the
- * parameter was not given, `invalid_value` for anything else.
+ * problem as a MakinaError naming the parameter, worded by the contract. A parameter not given (absent or
+ * null, a required text left empty, or a form field the contract marks `missing`) is
+ * `missing_required_parameter`; anything else `invalid_value`.
  */
 export function checkInput<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
   const result = schema.safeParse(value);
@@ -13,5 +14,6 @@ export function checkInput<S extends z.ZodType>(schema: S, value: unknown): z.ou
   const issue = result.error.issues[0]!;
   const param = paramOf(issue.path);
   const given = param === "" ? value : param.split(".").reduce<unknown>((v, key) => (v !== null && typeof v === "object" ? (v as Record<string, unknown>)[key] : undefined), value);
-  throw new MakinaError(absent(given) ? "missing_required_parameter" : "invalid_value", issue.message, param ? { param } : {});
+  const missing = issue.code === "custom" ? issue.params?.missing === true : given === undefined || given === null || (given === "" && issue.code === "too_small");
+  throw new MakinaError(missing ? "missing_required_parameter" : "invalid_value", issue.message, param ? { param } : {});
 }

@@ -9,12 +9,13 @@ import { toWire } from "./to-wire.js";
 /** API keys: anyone of the organization lists and makes them; admins revoke any, members their own. */
 export function keyRoutes(control: ControlPlane, usage: UsageRecorder): RouteHandlers<KeyRoute, Access> {
   return {
-    "GET /admin/v1/keys": ({ query }, access) => {
-      const org = access.org(query.org);
+    "GET /admin/v1/keys": (input, access) => {
+      const org = access.org(input.query().org);
       const day = usage.totalsByKey(org.id, Date.now() - 86_400_000);
       return toWire({ object: "list", data: control.listKeys(org.id).map((k) => ({ ...k, requests_24h: day.get(k.id)?.requests ?? 0, tokens_24h: day.get(k.id)?.tokens ?? 0 })) });
     },
-    "POST /admin/v1/keys": ({ body }, access) => {
+    "POST /admin/v1/keys": (input, access) => {
+      const body = input.body();
       const { key, record } = control.createKey(access.org(body.org).id, {
         name: body.name ?? null,
         stackIds: body.stacks ?? null,

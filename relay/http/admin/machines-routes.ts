@@ -7,10 +7,11 @@ import { toWire } from "./to-wire.js";
 /** Machines: listed by anyone of the organization; added, revoked and given new tokens by its admins. */
 export function machineRoutes(control: ControlPlane): RouteHandlers<MachineRoute, Access> {
   return {
-    "GET /admin/v1/machines": ({ query }, access) => toWire({ object: "list", data: control.listMachines(access.org(query.org).id) }),
+    "GET /admin/v1/machines": (input, access) => toWire({ object: "list", data: control.listMachines(access.org(input.query().org).id) }),
     "GET /admin/v1/machines/:id": ({ params }, access) => toWire(control.machine(access.orgScope, params.id)),
-    "POST /admin/v1/machines": ({ body }, access) => {
+    "POST /admin/v1/machines": (input, access) => {
       access.requireAdmin("add machines");
+      const body = input.body();
       const { machine, ...joining } = control.createMachine(access.org(body.org).id, body.name);
       return toWire({ ...machine, ...joining });
     },

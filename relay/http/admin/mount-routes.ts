@@ -1,13 +1,18 @@
 import type { Request, Response, Router } from "express";
+import type { z } from "zod";
 import { MakinaError } from "../../../proto/index.js";
 import { ADMIN_ROUTES, type AdminCheckedBody, type AdminCheckedQuery, type AdminResponse, type AdminRoute, type ParamsOf } from "../../admin-contract/index.js";
 import { checkInput } from "./check-input.js";
 
-/** What a handler of route `K` gets: its path parameters, and its query and body checked against the contract. */
+/**
+ * What a handler of route `K` gets: its path parameters, and its query and body checked against the contract
+ * when it asks for them (once), so a handler checks who is calling (the caller's role, the session's CSRF
+ * token) before it says what is wrong with the request.
+ */
 export interface RouteInput<K extends AdminRoute> {
   params: ParamsOf<K>;
-  query: AdminCheckedQuery<K>;
-  body: AdminCheckedBody<K>;
+  query(): AdminCheckedQuery<K>;
+  body(): AdminCheckedBody<K>;
 }
 
 /** A handler of route `K`: reads its input and the caller's context (`C`), calls the control plane, returns the contract's answer. */
@@ -16,29 +21,74 @@ export type RouteHandler<K extends AdminRoute, C> = (input: RouteInput<K>, conte
 /** One handler for each of the routes `K`: a route of the contract left out, or one it does not have, fails the build. */
 export type RouteHandlers<K extends AdminRoute, C> = { [P in K]: RouteHandler<P, C> };
 
+/** A route that answers with a stream (server-sent events) it writes on `res` itself, rather than one JSON document. */
+export type StreamHandler<K extends AdminRoute, C> = (input: RouteInput<K>, context: C, res: Response) => void;
+
+/** What mounting reads of a route's declaration. */
+interface MountedSpec {
+  status: number;
+  body?: z.ZodType;
+  query?: z.ZodType;
+}
+
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
+/** A route's input, its query and body checked when first asked for. */
+function routeInput(spec: MountedSpec, req: Request): RouteInput<AdminRoute> {
+  let query: unknown;
+  let body: unknown;
+  return {
+    params: req.params as never,
+    query: () => (query ??= spec.query ? checkInput(spec.query, req.query) : undefined) as never,
+    body: () => {
+      if (body === undefined && spec.body) {
+        const sent: unknown = req.body ?? {};
+        if (!isPlainObject(sent)) throw new MakinaError("invalid_value", "The request body must be a JSON object.");
+        body = checkInput(spec.body, sent);
+      }
+      return body as never;
+    },
+  };
+}
+
+/** The route's method and path, refused unless the path is under `prefix` (where the router's authentication is). */
+function placeOf(key: AdminRoute, prefix: string): { method: "get" | "post" | "patch"; path: string } {
+  const [method, path] = key.split(" ") as ["GET" | "POST" | "PATCH", string];
+  if (!path.startsWith(prefix)) throw new Error(`The admin route '${key}' is not under ${prefix}, where its authentication is.`);
+  return { method: method === "GET" ? "get" : method === "POST" ? "post" : "patch", path };
+}
+
 /**
- * Mounts handlers on `router` at their contract's method and path. For each request: the query and the JSON
- * body are checked against the route's schemas, the handler runs with the caller's `context`, and its answer
- * goes out as JSON with the route's status; any error goes on to the error handler (the OpenAI envelope).
+ * Mounts handlers on `router` at their contract's method and path, every path under `prefix` (where the
+ * router's authentication is: a route outside it stops the relay at start). For each request the handler
+ * runs with the caller's `context` and reads its checked input; its answer goes out as JSON with the route's
+ * status, and any error on to the error handler (the OpenAI envelope).
  */
-export function mountRoutes<K extends AdminRoute, C>(router: Router, handlers: RouteHandlers<K, C>, context: (req: Request, res: Response) => C): void {
+export function mountRoutes<K extends AdminRoute, C>(router: Router, prefix: "/admin/v1/" | "/auth/v1/", handlers: RouteHandlers<K, C>, context: (req: Request, res: Response) => C): void {
   for (const key of Object.keys(handlers) as K[]) {
-    const spec = ADMIN_ROUTES[key] as { status: number; body?: Parameters<typeof checkInput>[0]; query?: Parameters<typeof checkInput>[0] };
-    const handler = handlers[key] as RouteHandler<K, C>;
-    const [method, path] = key.split(" ") as ["GET" | "POST" | "PATCH", string];
-    router[method === "GET" ? "get" : method === "POST" ? "post" : "patch"](path, async (req, res, next) => {
+    const spec: MountedSpec = ADMIN_ROUTES[key];
+    const handler = handlers[key] as RouteHandler<AdminRoute, C>;
+    const { method, path } = placeOf(key, prefix);
+    router[method](path, async (req, res, next) => {
       try {
-        const body = req.body ?? {};
-        if (spec.body && !isPlainObject(body)) throw new MakinaError("invalid_value", "The request body must be a JSON object.");
-        const input = {
-          params: req.params,
-          query: spec.query ? checkInput(spec.query, req.query) : undefined,
-          body: spec.body ? checkInput(spec.body, body) : undefined,
-        } as RouteInput<K>;
-        const answer = await handler(input, context(req, res));
+        const answer = await handler(routeInput(spec, req), context(req, res));
         res.status(spec.status).json(answer);
+      } catch (err) {
+        next(err);
+      }
+    });
+  }
+}
+
+/** Mounts stream handlers (the event stream) the way {@link mountRoutes} mounts the others; a stream's errors before it starts go to the error handler. */
+export function mountStreams<K extends AdminRoute, C>(router: Router, prefix: "/admin/v1/", handlers: { [P in K]: StreamHandler<P, C> }, context: (req: Request, res: Response) => C): void {
+  for (const key of Object.keys(handlers) as K[]) {
+    const spec: MountedSpec = ADMIN_ROUTES[key];
+    const handler = handlers[key] as StreamHandler<AdminRoute, C>;
+    const { method, path } = placeOf(key, prefix);
+    router[method](path, (req, res, next) => {
+      try {
+        handler(routeInput(spec, req), context(req, res), res);
       } catch (err) {
         next(err);
       }

@@ -3,19 +3,21 @@ import type { OrgRoute } from "../../admin-contract/index.js";
 import type { Access } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
-import { fromWire, toWire } from "./to-wire.js";
+import { toWire } from "./to-wire.js";
 
 /** Organizations: the operator lists and creates them; an organization's admins set its default key limits. */
 export function orgRoutes(control: ControlPlane): RouteHandlers<OrgRoute, Access> {
   return {
     "GET /admin/v1/orgs": (_input, access) => toWire({ object: "list", data: access.orgScope === null ? control.listOrgs() : [access.org(undefined)] }),
-    "POST /admin/v1/orgs": ({ body }, access) => {
+    "POST /admin/v1/orgs": (input, access) => {
       if (access.principal.kind !== "operator") throw new MakinaError("permission_denied", "Only the relay's operator (admin token) can create organizations.");
-      return toWire(control.createOrg(body.name));
+      return toWire(control.createOrg(input.body().name));
     },
-    "PATCH /admin/v1/orgs/:org": ({ params, body }, access) => {
+    "PATCH /admin/v1/orgs/:org": (input, access) => {
       access.requireAdmin("change the organization's default key limits");
-      return toWire(control.setOrgKeyDefaults(access.org(params.org).id, fromWire(body)));
+      const org = access.org(input.params.org);
+      const body = input.body();
+      return toWire(control.setOrgKeyDefaults(org.id, { defaultKeyRpm: body.default_key_rpm, defaultKeyTpm: body.default_key_tpm }));
     },
   };
 }

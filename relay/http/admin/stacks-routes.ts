@@ -3,18 +3,37 @@ import type { Access } from "../../auth/index.js";
 import { MODEL_CATALOG } from "../../compatibility/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
-import { fromWire, toWire } from "./to-wire.js";
+import { toWire } from "./to-wire.js";
 
 /** Stacks: built, checked, deployed and undeployed by the organization's admins; seen by all of it. */
 export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Access> {
   return {
-    "GET /admin/v1/stacks": ({ query }, access) => toWire({ object: "list", data: control.listStacks(access.org(query.org).id) }),
+    "GET /admin/v1/stacks": (input, access) => toWire({ object: "list", data: control.listStacks(access.org(input.query().org).id) }),
     "GET /admin/v1/stacks/:id": ({ params }, access) => toWire(control.stack(params.id, access.orgScope)),
-    "POST /admin/v1/stacks": async ({ body }, access) => {
+    "POST /admin/v1/stacks": async (input, access) => {
       access.requireAdmin("create stacks");
-      return toWire(await control.createStack({ ...fromWire(body), org: access.org(body.org).id }));
+      const b = input.body();
+      return toWire(
+        await control.createStack({
+          org: access.org(b.org).id,
+          name: b.name,
+          machine: b.machine,
+          runtime: b.runtime,
+          model: b.model,
+          modelSha256: b.model_sha256,
+          modelId: b.model_id,
+          harness: b.harness,
+          harnessOptions: b.harness_options,
+          orchestrator: b.orchestrator,
+          orchestratorOptions: b.orchestrator_options,
+          endpoint: b.endpoint,
+        }),
+      );
     },
-    "POST /admin/v1/compatibility": async ({ body }, access) => toWire(await control.checkPlan({ ...fromWire(body), org: access.org(body.org).id })),
+    "POST /admin/v1/compatibility": async (input, access) => {
+      const b = input.body();
+      return toWire(await control.checkPlan({ org: access.org(b.org).id, machine: b.machine, runtime: b.runtime, model: b.model, harness: b.harness, orchestrator: b.orchestrator, endpoint: b.endpoint }));
+    },
     "GET /admin/v1/catalog": () => toWire({ object: "list", data: MODEL_CATALOG.map(({ facts, ...m }) => ({ ...m, sizeBytes: facts.weightsBytes })) }),
     "POST /admin/v1/stacks/:id/deploy": async ({ params }, access) => {
       access.requireAdmin("deploy stacks");

@@ -18,14 +18,3 @@ function snakeCase(value: unknown): unknown {
   if (value === null || typeof value !== "object") return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]));
 }
-
-/** `snake_case` → `snakeCase`, as a type. */
-type CamelKey<S extends string> = S extends `${infer Head}_${infer C}${infer Rest}` ? `${Head}${Uppercase<C>}${CamelKey<Rest>}` : S;
-
-/** A checked request body with its top-level keys in camelCase: the control plane's words. Values are kept as sent (a layer's options are data). */
-export type FromWire<T> = { [K in keyof T as K extends string ? CamelKey<K> : K]: T[K] };
-
-/** A checked body's top-level keys in camelCase (`model_sha256` → `modelSha256`), for the control plane. */
-export function fromWire<T extends object>(body: T): FromWire<T> {
-  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()), v])) as FromWire<T>;
-}

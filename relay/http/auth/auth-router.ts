@@ -24,8 +24,8 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
   r.use("/auth/v1", ...jsonBody(64 * 1024));
 
   const view = (s: SessionUser): SessionInfo => {
-    const org = control.findOrg(s.user.orgId)!;
-    return { user: { id: s.user.id, login: s.user.login, role: s.user.role }, org: org && { id: org.id, name: org.name, slug: org.slug }, csrf_token: s.csrfToken };
+    const org = control.org(s.user.orgId);
+    return { user: { id: s.user.id, login: s.user.login, role: s.user.role }, org: { id: org.id, name: org.name, slug: org.slug }, csrf_token: s.csrfToken };
   };
   const current = (req: Request): SessionUser => {
     const s = requestSession(req, sessions);
@@ -39,8 +39,9 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
   };
 
   const handlers: RouteHandlers<SessionRoute, HttpExchange> = {
-    "POST /auth/v1/sign-in": ({ body }, { req, res }) => {
-      const s = sessions.signIn(body.login, body.password, req.ip ?? "unknown");
+    "POST /auth/v1/sign-in": (input, { req, res }) => {
+      const { login, password } = input.body();
+      const s = sessions.signIn(login, password, req.ip ?? "unknown");
       // The browser keeps the cookie exactly as long as the session lasts.
       setSessionCookie(req, res, s.cookie, s.expiresAt - Date.now());
       return view(s);
@@ -51,11 +52,13 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
       setSessionCookie(req, res, "", 0);
       return { signed_out: true };
     },
-    "POST /auth/v1/password": ({ body }, { req }) => {
-      sessions.changePassword(withCsrf(req), body.current_password, body.new_password);
+    "POST /auth/v1/password": (input, { req }) => {
+      const session = withCsrf(req);
+      const body = input.body();
+      sessions.changePassword(session, body.current_password, body.new_password);
       return { changed: true };
     },
   };
-  mountRoutes(r, handlers, (req, res) => ({ req, res }));
+  mountRoutes(r, "/auth/v1/", handlers, (req, res) => ({ req, res }));
   return r;
 }

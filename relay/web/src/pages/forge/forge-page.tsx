@@ -10,12 +10,14 @@ import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { useForm } from "../../components/use-form.js";
 import { CompatibilityPanel } from "./compatibility-panel.js";
 
-const RUNTIMES: { kind: RuntimeKind; label: string; hint: string }[] = [
-  { kind: "gguf", label: "GGUF (llama.cpp)", hint: "Any machine; CPU, CUDA, Vulkan or Metal." },
-  { kind: "vllm", label: "vLLM", hint: "Linux with an NVIDIA GPU; high throughput." },
-  { kind: "mlx", label: "MLX", hint: "macOS on Apple silicon." },
-  { kind: "openai", label: "Existing server", hint: "An OpenAI-compatible server already running on the machine." },
-];
+/** Every runtime kind of the contract, as the Forge offers it: a kind added there fails the build here until it has its words. */
+const RUNTIME_CHOICES: Record<RuntimeKind, { label: string; hint: string }> = {
+  gguf: { label: "GGUF (llama.cpp)", hint: "Any machine; CPU, CUDA, Vulkan or Metal." },
+  vllm: { label: "vLLM", hint: "Linux with an NVIDIA GPU; high throughput." },
+  mlx: { label: "MLX", hint: "macOS on Apple silicon." },
+  openai: { label: "Existing server", hint: "An OpenAI-compatible server already running on the machine." },
+};
+const RUNTIMES = (Object.keys(RUNTIME_CHOICES) as RuntimeKind[]).map((kind) => ({ kind, ...RUNTIME_CHOICES[kind] }));
 
 const CUSTOM = "__custom__";
 
