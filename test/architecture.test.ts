@@ -54,6 +54,26 @@ describe("repository rules", () => {
   // The web application runs in the browser: it has rules of its own below.
   const serverFiles = files.filter(({ file }) => !isWeb(file));
 
+  /**
+   * For an area whose rooms (top-level folders and files) stand on floors, bottom first: its files counted,
+   * the rooms no floor names, and every import of a room on the same floor or above.
+   */
+  function floorViolations(area: "agent" | "relay", floors: string[][]) {
+    const root = join(REPO_ROOT, area);
+    const roomOf = (file: string) => relative(root, file).split("/")[0]!;
+    const floorOf = (room: string) => floors.findIndex((f) => f.includes(room));
+    const areaFiles = serverFiles.filter((f) => f.area === area).map((f) => f.file);
+    const unplaced = [...new Set(areaFiles.map(roomOf))].filter((room) => floorOf(room) < 0);
+    const upward = areaFiles.flatMap((file) =>
+      importsOf(file)
+        .filter((spec) => spec.startsWith("."))
+        .map((spec) => resolve(dirname(file), spec).replace(/\.js$/, ".ts"))
+        .filter((target) => target.startsWith(root + "/") && roomOf(target) !== roomOf(file) && floorOf(roomOf(target)) >= floorOf(roomOf(file)))
+        .map((target) => `${relative(REPO_ROOT, file)} imports ${relative(REPO_ROOT, target)}`),
+    );
+    return { files: areaFiles.length, unplaced, upward };
+  }
+
   it("keeps dependencies pointing one way: agent and relay never import each other", () => {
     const violations: string[] = [];
     let scanned = 0;
@@ -80,20 +100,9 @@ describe("repository rules", () => {
   it("keeps the agent's floors straight: a room imports its own files and rooms on lower floors only", () => {
     // Bottom floor first. version.ts is read by all; config.ts, start-agent.ts and index.ts build the rest.
     const floors = [["version.ts"], ["flow", "hardware"], ["supervisor", "models"], ["runtimes"], ["layers"], ["stacks"], ["link"], ["control"], ["doctor"], ["config.ts"], ["start-agent.ts"], ["index.ts"]];
-    const roomOf = (file: string) => relative(join(REPO_ROOT, "agent"), file).split("/")[0]!;
-    const floorOf = (room: string) => floors.findIndex((f) => f.includes(room));
-    const agentFiles = serverFiles.filter(({ area }) => area === "agent");
-    const unplaced = [...new Set(agentFiles.map(({ file }) => roomOf(file)))].filter((room) => floorOf(room) < 0);
+    const { files: agentFiles, unplaced, upward } = floorViolations("agent", floors);
+    expect(agentFiles).toBeGreaterThan(40);
     expect(unplaced).toEqual([]);
-    const upward = agentFiles.flatMap(({ file }) =>
-      importsOf(file)
-        .filter((spec) => spec.startsWith("."))
-        .map((spec) => resolve(dirname(file), spec).replace(/\.js$/, ".ts"))
-        .filter((target) => target.startsWith(join(REPO_ROOT, "agent") + "/"))
-        .filter((target) => roomOf(target) !== roomOf(file) && floorOf(roomOf(target)) >= floorOf(roomOf(file)))
-        .map((target) => `${relative(REPO_ROOT, file)} imports ${relative(REPO_ROOT, target)}`),
-    );
-    expect(agentFiles.length).toBeGreaterThan(40);
     expect(upward).toEqual([]);
   });
 
@@ -125,20 +134,9 @@ describe("repository rules", () => {
   it("keeps the relay's floors straight: a room imports its own files and rooms on lower floors only", () => {
     // Bottom floor first; the web application (relay/web) is held by its own rule below.
     const floors = [["ids", "health", "admin-contract"], ["store"], ["keys", "events", "limits", "metrics", "usage", "compatibility"], ["auth", "link"], ["routing", "deploy"], ["control"], ["http"], ["config.ts", "data-dir-lock.ts"], ["start-relay.ts"], ["index.ts"]];
-    const roomOf = (file: string) => relative(join(REPO_ROOT, "relay"), file).split("/")[0]!;
-    const floorOf = (room: string) => floors.findIndex((f) => f.includes(room));
-    const relayFiles = serverFiles.filter(({ area }) => area === "relay");
-    const unplaced = [...new Set(relayFiles.map(({ file }) => roomOf(file)))].filter((room) => floorOf(room) < 0);
+    const { files: relayFiles, unplaced, upward } = floorViolations("relay", floors);
+    expect(relayFiles).toBeGreaterThan(60);
     expect(unplaced).toEqual([]);
-    const upward = relayFiles.flatMap(({ file }) =>
-      importsOf(file)
-        .filter((spec) => spec.startsWith("."))
-        .map((spec) => resolve(dirname(file), spec).replace(/\.js$/, ".ts"))
-        .filter((target) => target.startsWith(join(REPO_ROOT, "relay") + "/"))
-        .filter((target) => roomOf(target) !== roomOf(file) && floorOf(roomOf(target)) >= floorOf(roomOf(file)))
-        .map((target) => `${relative(REPO_ROOT, file)} imports ${relative(REPO_ROOT, target)}`),
-    );
-    expect(relayFiles.length).toBeGreaterThan(60);
     expect(upward).toEqual([]);
   });
 
