@@ -231,6 +231,8 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("button", { name: "Create and deploy" }).click();
     await expect.poll(() => page.locator("#forge-system-prompt-error").textContent()).toBe("'harness_options.prompt' must be a non-empty string.");
     await page.getByLabel("System prompt").fill("You tell stories about dragons.");
+    // Once the field holds something else, the refusal of what it held goes.
+    await expect.poll(() => page.locator("#forge-system-prompt-error").count()).toBe(0);
     await shot("forge-harness");
     await page.getByRole("button", { name: "Create and deploy" }).click();
     await page.getByRole("heading", { name: "Deployment" }).waitFor();
@@ -366,8 +368,12 @@ describe("a newcomer's journey through the web application", () => {
     await shot("narrow-machines");
     await nav("API keys");
     await page.getByRole("table", { name: "API keys" }).waitFor();
-    // Wide tables scroll inside their own frame, not the page.
+    // Each row becomes a card: every cell within the window, under its column's name.
     expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    const lastDay = page.locator('td[data-label="Last 24 h"]').first();
+    const box = (await lastDay.boundingBox())!;
+    expect(box.x + box.width).toBeLessThanOrEqual(390);
+    expect(await lastDay.evaluate((td) => getComputedStyle(td, "::before").content)).toBe('"Last 24 h"');
     await shot("narrow-keys");
     // The Forge's layer fields stack in one column.
     await nav("Forge");

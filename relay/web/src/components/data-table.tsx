@@ -28,7 +28,7 @@ export interface DataTableProps<T> {
   flat?: boolean;
 }
 
-/** The list pages' table: a header row, then one row per item, scrolling sideways on its own in a narrow window. */
+/** The list pages' table: a header row, then one row per item; in a narrow window each row is a card whose cells carry their column's name. */
 export function DataTable<T>({ label, columns, rows, rowKey, rowTestId, rowClass, testId, flat }: DataTableProps<T>) {
   return (
     <div class={flat ? "table-wrap flat" : "table-wrap"}>
@@ -46,7 +46,7 @@ export function DataTable<T>({ label, columns, rows, rowKey, rowTestId, rowClass
           {rows.map((row) => (
             <tr key={rowKey(row)} data-testid={rowTestId?.(row)} class={rowClass?.(row)}>
               {columns.map((c) => (
-                <td key={c.header} class={c.class} data-testid={c.testId?.(row)}>
+                <td key={c.header} class={c.class} data-testid={c.testId?.(row)} data-label={c.hideHeader ? undefined : c.header}>
                   {c.cell(row)}
                 </td>
               ))}

@@ -21,11 +21,6 @@ const RUNTIMES = (Object.keys(RUNTIME_CHOICES) as RuntimeKind[]).map((kind) => (
 
 const CUSTOM = "__custom__";
 
-/** The error message for a field whose param is `param` or one of its parts (`harness_options.routes[0].model`). */
-function err(error: ApiError | null, param: string): string | null {
-  return error?.param && (error.param === param || error.param.startsWith(`${param}[`) || error.param.startsWith(`${param}.`)) ? error.message : null;
-}
-
 /** The Forge's fields: one per choice, as text (an input's value) or yes/no. */
 const FIELDS = {
   machine: "",
@@ -48,6 +43,26 @@ const FIELDS = {
   name: "",
 };
 
+type FieldName = keyof typeof FIELDS;
+
+/** The fields each refused parameter comes from: its error shows next to them until one of them changes. */
+const FIELDS_OF_PARAM: Record<string, FieldName[]> = {
+  machine: ["machine"],
+  model: ["choice", "custom"],
+  model_sha256: ["sha256"],
+  "harness_options.prompt": ["systemPrompt"],
+  "harness_options.routes": ["routes"],
+  "harness_options.default": ["routeDefault"],
+  "orchestrator_options.rounds": ["rounds"],
+  "orchestrator_options.samples": ["samples"],
+  "orchestrator_options.temperature": ["sampleTemperature"],
+  model_id: ["modelId"],
+  name: ["name", "modelId"],
+};
+
+/** Whether `param` is `field` or one of its parts (`harness_options.routes[0].model` of `harness_options.routes`). */
+const isPartOf = (param: string, field: string) => param === field || param.startsWith(`${field}[`) || param.startsWith(`${field}.`);
+
 /** Builds a stack layer by layer, with a compatibility panel that answers every choice. */
 export function ForgePage() {
   const { client, session, navigate } = useApp();
@@ -57,7 +72,8 @@ export function ForgePage() {
   const form = useForm(FIELDS);
   const { machine, runtime, choice, custom, sha256, harness, systemPrompt, routes, routeDefault, parallelCalls, orchestrator, rounds, samples, sampleTemperature, endpoint, modelId, name } = form.values;
   const [compat, setCompat] = useState<{ result: Compatibility | null; pending: boolean }>({ result: null, pending: false });
-  const [submitted, setSubmitted] = useState<{ error: ApiError | null; busy: boolean }>({ error: null, busy: false });
+  /** The last submit: what the relay refused, and the fields as they were then. */
+  const [submitted, setSubmitted] = useState<{ error: ApiError | null; busy: boolean; values: typeof FIELDS | null }>({ error: null, busy: false, values: null });
   const { error, busy } = submitted;
   const seq = useRef(0);
 
@@ -110,10 +126,15 @@ export function ForgePage() {
     );
   }
 
-  const fieldError = (param: string) => (error?.param === param ? error.message : null);
+  /** The refusal of a field's parameter (or of one of its parts), while the field still holds what was refused. */
+  const fieldError = (param: string) => {
+    if (!error?.param || !isPartOf(error.param, param)) return null;
+    const changed = FIELDS_OF_PARAM[param]?.some((f) => submitted.values?.[f] !== form.values[f]);
+    return changed ? null : error.message;
+  };
   const submit = async (e: Event) => {
     e.preventDefault();
-    setSubmitted({ error: null, busy: true });
+    setSubmitted({ error: null, busy: true, values: form.values });
     try {
       const body = {
         org: session.org.id,
@@ -141,10 +162,10 @@ export function ForgePage() {
       await client.call("POST /admin/v1/stacks/:id/deploy", { params: { id: stack.id } });
       navigate(`/stacks/${stack.id}`);
     } catch (err) {
-      setSubmitted({ error: err as ApiError, busy: false });
+      setSubmitted({ error: err as ApiError, busy: false, values: form.values });
       return;
     }
-    setSubmitted({ error: null, busy: false });
+    setSubmitted({ error: null, busy: false, values: null });
   };
 
   const selected = machineList.find((m) => m.id === machine);
@@ -257,11 +278,11 @@ export function ForgePage() {
                     id="forge-routes"
                     label="Routing rules (JSON)"
                     hint='First match wins: [{"model": ID, "min_chars"?, "max_chars"?, "pattern"?, "tools"?, "images"?}].'
-                    error={err(error, "harness_options.routes")}
+                    error={fieldError("harness_options.routes")}
                   >
-                    <textarea id="forge-routes" rows={3} {...form.text("routes")} spellcheck={false} aria-describedby={describedBy("forge-routes", err(error, "harness_options.routes"))} />
+                    <textarea id="forge-routes" rows={3} {...form.text("routes")} spellcheck={false} aria-describedby={describedBy("forge-routes", fieldError("harness_options.routes"))} />
                   </Field>
-                  <Field id="forge-route-default" label="Default model id" hint="When no rule matches; empty: this stack's own." error={err(error, "harness_options.default")}>
+                  <Field id="forge-route-default" label="Default model id" hint="When no rule matches; empty: this stack's own." error={fieldError("harness_options.default")}>
                     <input id="forge-route-default" {...form.text("routeDefault")} spellcheck={false} />
                   </Field>
                 </>
@@ -310,9 +331,7 @@ export function ForgePage() {
               </Field>
             </div>
           </fieldset>
-          {error?.param && !["model", "machine", "model_id", "name", "model_sha256", "harness_options.prompt", "orchestrator_options.rounds", "orchestrator_options.samples", "orchestrator_options.temperature"].includes(error.param) && !error.param.startsWith("harness_options.routes") && (
-            <Notice tone="error">{error.message}</Notice>
-          )}
+          {error?.param && !Object.keys(FIELDS_OF_PARAM).some((f) => isPartOf(error.param!, f)) && <Notice tone="error">{error.message}</Notice>}
           <div class="form-actions">
             <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat.result?.ok === false}>
               {busy ? "Creating…" : "Create and deploy"}

@@ -85,7 +85,7 @@ export function KeysPage() {
             },
             {
               header: "Last 24 h",
-              class: "small",
+              class: "small nowrap",
               testId: (k) => `key-usage-${k.id}`,
               cell: (k) => (
                 <>

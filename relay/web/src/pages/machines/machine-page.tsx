@@ -216,7 +216,7 @@ export function MachinePage({ id }: { id: string }) {
                   </>
                 ),
               },
-              { header: "Size", cell: (f) => formatBytes(f.size_bytes) },
+              { header: "Size", class: "nowrap", cell: (f) => formatBytes(f.size_bytes) },
               { header: "SHA-256", class: "mono small", cell: (f) => <span title={f.sha256}>{f.sha256 ? `${f.sha256.slice(0, 12)}…` : "—"}</span> },
               { header: "Used by", cell: (f) => f.stack_ids.map((sid) => onMachine.find((s) => s.id === sid)?.name ?? sid).join(", ") || "—" },
               { header: "Path", class: "mono small wrap", cell: (f) => f.path },
