@@ -35,6 +35,14 @@ describe("structured logs", () => {
     expect(lines[0]).toContain("hf_[redacted] refused; set hf_token");
   });
 
+  it("redact the password of a URL (a database's), keeping the rest to say where", () => {
+    const lines: string[] = [];
+    createLogger({ write: (l) => lines.push(l) }).error("database unreachable", { err: new Error("connect postgres://makina:s3cr%40t@db.example.com:5432/makina failed"), url: "https://example.com:8443/a:b@c" });
+    expect(lines[0]).not.toContain("s3cr");
+    expect(lines[0]).toContain("postgres://makina:[redacted]@db.example.com:5432/makina failed");
+    expect(lines[0]).toContain("https://example.com:8443/a:b@c");
+  });
+
   it("drops lines below the level", () => {
     const lines: string[] = [];
     createLogger({ level: "warn", write: (l) => lines.push(l) }).info("quiet");
