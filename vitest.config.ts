@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // One real PostgreSQL server for the run (the relay's second database); test files make their own databases on it.
+    globalSetup: ["test/global-setup.ts"],
     // Inference tests share two cores: running files one at a time keeps llama.cpp's
     // threads from oversubscribing the machine (see ../shared/models/README.md).
     fileParallelism: false,

@@ -2,8 +2,13 @@ import { join, resolve } from "node:path";
 
 /** The relay's resolved, validated configuration. */
 export interface RelayConfig {
-  /** Where the SQLite file and the admin token live. @default "./.makina" */
+  /** Where the SQLite file (without `database`), the admin token and the link's CA live. @default "./.makina" */
   readonly dataDir: string;
+  /**
+   * A PostgreSQL database (`postgres://user:pass@host:5432/makina`) for the relay's state (one relay per
+   * database for now: docs/scale-out.md); null for SQLite in the data directory. @default null
+   */
+  readonly database: string | null;
   /** HTTP listen host. @default "127.0.0.1" */
   readonly host: string;
   /** HTTP port; 0 picks a free one. @default 8080 */
@@ -84,6 +89,7 @@ export interface RelayConfigSources {
 
 const ENV: Record<keyof RelayConfig, string> = {
   dataDir: "MAKINA_DATA_DIR",
+  database: "MAKINA_DATABASE_URL",
   host: "MAKINA_HOST",
   port: "MAKINA_PORT",
   trustProxy: "MAKINA_TRUST_PROXY",
@@ -119,6 +125,7 @@ const ENV: Record<keyof RelayConfig, string> = {
 
 const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   dataDir: ".makina",
+  database: null,
   host: "127.0.0.1",
   port: 8080,
   trustProxy: false,
@@ -194,6 +201,10 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const tlsKey = optionalPath("tlsKey");
   if (pick("publicUrl") !== null && !/^https?:\/\/[^/\s]+$/.test(str("publicUrl").replace(/\/+$/, ""))) problems.push(`publicUrl (${ENV.publicUrl}) must be an http(s) URL without a path, such as https://makina.example.com`);
   if ((tlsCert === null) !== (tlsKey === null)) problems.push("tlsCert and tlsKey go together: give both, or neither");
+  const database = pick("database") === null ? null : str("database");
+  if (database !== null && !/^postgres(ql)?:\/\/[^\s]+$/i.test(database)) {
+    problems.push(`database (${ENV.database}) must be a PostgreSQL URL such as postgres://makina:secret@db.example.com:5432/makina (leave it out for SQLite in the data directory)`);
+  }
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
   const adminPort = (): number | "shared" => {
@@ -204,6 +215,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   };
   const config: RelayConfig = {
     dataDir: resolve(str("dataDir")),
+    database,
     host: str("host"),
     port: int("port", 0, 65535),
     trustProxy: [true, "true", "1"].includes(pick("trustProxy") as string | boolean),

@@ -20,7 +20,7 @@ import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
 import { RateLimiter } from "./limits/index.js";
 import { StorageHealth } from "./health/index.js";
-import { openStore, type Store } from "./store/index.js";
+import { lockDatabase, openStore, type DatabaseLock, type DatabaseLocation, type Store } from "./store/index.js";
 import { lockDataDir } from "./data-dir-lock.js";
 
 /** A running relay. */
@@ -62,19 +62,21 @@ export interface Relay {
   stop(): Promise<void>;
 }
 
-/** Reads the admin token from the data directory, creating it (mode 0600) on first start. */
-function ensureAdminToken(store: Store, dataDir: string): string {
+/** Reads the admin token from the data directory, creating it (mode 0600) on first start; the database keeps its hash. */
+async function ensureAdminToken(store: Store, dataDir: string): Promise<{ token: string; hash: string }> {
   const file = relayPaths(dataDir).adminToken;
   if (existsSync(file)) {
     const token = readFileSync(file, "utf8").trim();
-    if (store.settings.get("admin_token_hash") !== hashSecret(token)) store.settings.set("admin_token_hash", hashSecret(token));
-    return token;
+    const hash = hashSecret(token);
+    if ((await store.settings.get("admin_token_hash")) !== hash) await store.settings.set("admin_token_hash", hash);
+    return { token, hash };
   }
   const token = newSecret("mk_admin_");
   writeFileSync(file, token + "\n", { mode: 0o600 });
   chmodSync(file, 0o600);
-  store.settings.set("admin_token_hash", hashSecret(token));
-  return token;
+  const hash = hashSecret(token);
+  await store.settings.set("admin_token_hash", hash);
+  return { token, hash };
 }
 
 /** Composition root of the relay: store, link server, deployer, HTTP app. */
@@ -82,20 +84,35 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "relay" });
   const lock = lockDataDir(config.dataDir);
   let store: Store;
+  let directory: GatewayDirectory;
+  let adminSecret: { token: string; hash: string };
+  let databaseLock: DatabaseLock | undefined;
   const storage = new StorageHealth(log.child({ component: "storage" }));
   try {
-    store = openStore(relayPaths(config.dataDir).database, { onWriteError: (what, err) => storage.failed(what, err) });
-    // The database holds password and token hashes and usage: readable by this user only.
-    for (const suffix of ["", "-wal", "-shm"]) {
-      const file = relayPaths(config.dataDir).database + suffix;
-      if (existsSync(file)) chmodSync(file, 0o600);
+    const location: DatabaseLocation = config.database ? { kind: "postgres", url: config.database } : { kind: "sqlite", file: relayPaths(config.dataDir).database };
+    // One relay per PostgreSQL database, as one per SQLite file (the data directory's lock): see lockDatabase.
+    if (location.kind === "postgres") databaseLock = await lockDatabase(location.url, log.child({ component: "database-lock" }));
+    try {
+      store = await openStore(location, { onWriteError: (what, err) => storage.failed(what, err) });
+    } catch (err) {
+      await databaseLock?.release();
+      throw err;
+    }
+    try {
+      if (store.migrated > 0) log.info("database schema brought up to date", { database: store.dialect, migrations: store.migrated });
+      await storage.attempt("machine states", () => store.machines.markAllOffline());
+      adminSecret = await ensureAdminToken(store, config.dataDir);
+      directory = await GatewayDirectory.open(store, log.child({ component: "directory" }));
+    } catch (err) {
+      await store.close();
+      await databaseLock?.release();
+      throw err;
     }
   } catch (err) {
     lock.release();
     throw err;
   }
-  storage.attempt("machine states", () => store.machines.markAllOffline());
-  const adminToken = ensureAdminToken(store, config.dataDir);
+  const adminToken = adminSecret.token;
   const registry = new AgentRegistry();
   const events = new EventBus();
   const usage = new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) });
@@ -133,7 +150,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const apps = createRelayApp({
     storage,
     registry,
-    directory: new GatewayDirectory(store),
+    directory,
     control,
     events,
     usage,
@@ -141,7 +158,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     sessions: new WebSessions(store),
     log: log.child({ component: "http" }),
     limiter: new RateLimiter(),
-    adminTokenHash: () => store.settings.get("admin_token_hash"),
+    adminTokenHash: () => adminSecret.hash,
     trustProxy: config.trustProxy,
     limits: {
       bodyLimitBytes: config.bodyLimitBytes,
@@ -222,8 +239,10 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         await closed;
         clearTimeout(force);
         // Counts the database still refuses are lost with the process: said so in the log, the stop goes on.
-        storage.attempt("usage counts", () => usage.close());
-        store.close();
+        await storage.attempt("usage counts", () => usage.close());
+        directory.close();
+        await store.close();
+        await databaseLock?.release();
         lock.release();
         log.info("relay stopped");
       })();

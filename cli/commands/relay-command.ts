@@ -4,6 +4,7 @@ import { runUntilSignal } from "../run-until-signal.js";
 
 interface RelayArgs {
   dataDir?: string;
+  database?: string;
   host?: string;
   port?: number;
   grpcPort?: number;
@@ -26,6 +27,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
   builder: (y) =>
     y
       .option("data-dir", { type: "string", describe: "Data directory (SQLite, admin token) [default: ./.makina]" })
+      .option("database", { type: "string", describe: "PostgreSQL URL for the relay's state (env MAKINA_DATABASE_URL) [default: SQLite in the data directory]" })
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
       .option("tls-cert", { type: "string", describe: "Certificate chain (PEM): serve the gateway, admin API and web application over HTTPS" })
@@ -45,6 +47,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
     const config = resolveRelayConfig({
       flags: {
         dataDir: argv.dataDir,
+        database: argv.database,
         host: argv.host,
         port: argv.port,
         tlsCert: argv.tlsCert,

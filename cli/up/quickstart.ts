@@ -70,25 +70,25 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
     const previous = readJson<QuickstartInfo>(files.quickstart);
     const { control, store } = relay;
 
-    const org = store.orgs.find("default") ?? control.createOrg("default");
+    const org = (await store.orgs.find("default")) ?? (await control.createOrg("default"));
     let password = previous?.admin.password ?? "";
-    const admin = store.users.findByLogin("admin");
+    const admin = await store.users.findByLogin("admin");
     if (!admin) {
       password = randomBase62(20);
-      store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword(password), role: "admin" });
+      await store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword(password), role: "admin" });
     } else if (!password || !verifyPassword(password, admin.passwordHash)) {
       // Changed in the web application since: it is the admin's own now, and not written down anywhere.
       password = "";
     }
 
     let machineCreds = readJson<{ machine_id: string; token: string }>(files.agent);
-    if (!machineCreds || !store.machines.get(machineCreds.machine_id)) {
-      const { machine, token } = control.createMachine(org.id, hostname() || "this-machine");
+    if (!machineCreds || !(await store.machines.get(machineCreds.machine_id))) {
+      const { machine, token } = await control.createMachine(org.id, hostname() || "this-machine");
       machineCreds = { machine_id: machine.id, token };
       writeSecret(files.agent, machineCreds);
     }
 
-    let stack = previous?.stack_id ? store.stacks.get(previous.stack_id) : undefined;
+    let stack = previous?.stack_id ? await store.stacks.get(previous.stack_id) : undefined;
     if (!stack) {
       const modelRef = normalizeModelRef(options.model ?? env.MAKINA_MODEL ?? DEFAULT_MODEL);
       const modelId = options.modelId ?? (options.model || env.MAKINA_MODEL ? undefined : DEFAULT_MODEL_ID);
@@ -100,8 +100,8 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
 
     let apiKey = previous?.api_key;
     // The saved key is reused only while it is still a live key of this organization.
-    const keyRecord = apiKey ? store.keys.findByHash(hashSecret(apiKey)) : undefined;
-    if (!apiKey || keyRecord?.state !== "active" || keyRecord.orgId !== org.id) apiKey = control.createKey(org.id, { name: "quickstart" }).key;
+    const keyRecord = apiKey ? await store.keys.findByHash(hashSecret(apiKey)) : undefined;
+    if (!apiKey || keyRecord?.state !== "active" || keyRecord.orgId !== org.id) apiKey = (await control.createKey(org.id, { name: "quickstart" })).key;
 
     agent = await startAgent(
       resolveAgentConfig({
@@ -114,7 +114,7 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
     progress(`Deploying ${stack.modelRef} …`);
     await agent.link.whenOnline();
     await relay.deployer.settled(stack.id);
-    const deployed = control.stack(stack.id);
+    const deployed = await control.stack(stack.id);
     // A demo model that cannot be pulled (no internet, a bad reference) does not stop the gateway:
     // the web application shows the failure on the stack's page, with a retry.
     const stackError =

@@ -2,6 +2,9 @@ import { MakinaError } from "../../proto/index.js";
 import type { Organization } from "../store/index.js";
 import type { Principal } from "./principal.js";
 
+/** Finds an organization by id or slug, at once (the gateway's directory holds them all in memory). */
+export type OrgFinder = (idOrSlug: string) => Organization | undefined;
+
 /**
  * What a caller of the admin API may see and do. The operator (admin token)
  * acts on any organization it names; a user acts on its own organization only,
@@ -12,7 +15,7 @@ export class Access {
   constructor(
     readonly principal: Principal,
     /** The organization with this id or slug, if any. */
-    private readonly findOrg: (idOrSlug: string) => Organization | undefined,
+    private readonly findOrg: OrgFinder,
   ) {}
 
   /** The signed-in user's id; `null` for the operator. */

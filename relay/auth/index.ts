@@ -1,4 +1,4 @@
 export { SignInThrottle, type SignInThrottleOptions } from "./sign-in-throttle.js";
 export { WebSessions, type SessionUser, type WebSessionsOptions } from "./web-sessions.js";
 export type { Principal } from "./principal.js";
-export { Access } from "./access.js";
+export { Access, type OrgFinder } from "./access.js";

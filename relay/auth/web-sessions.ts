@@ -49,14 +49,14 @@ export class WebSessions {
   }
 
   /** Checks a login and password (both given: the admin contract requires them); on success opens a session and returns its cookie value. */
-  signIn(login: string, password: string, address: string): SessionUser & { cookie: string; expiresAt: number } {
+  async signIn(login: string, password: string, address: string): Promise<SessionUser & { cookie: string; expiresAt: number }> {
     const loginKey = [login.toLowerCase()];
     const addressKey = [address];
     const wait = Math.max(this.loginThrottle.retryAfterMs(loginKey), this.addressThrottle.retryAfterMs(addressKey));
     if (wait > 0) {
       throw new MakinaError("sign_in_throttled", `Too many failed sign-ins. Try again in ${Math.ceil(wait / 1000)} seconds.`, { retryAfterMs: wait });
     }
-    const found = this.store.users.findByLogin(login);
+    const found = await this.store.users.findByLogin(login);
     const ok = verifyPassword(password, found?.passwordHash ?? this.decoyHash) && found !== undefined;
     if (!ok || !found) {
       this.loginThrottle.failed(loginKey);
@@ -70,18 +70,18 @@ export class WebSessions {
     const now = this.now();
     const sessionHash = hashSecret(cookie);
     // Sessions nobody signed out of are swept here, so the table holds live sessions only.
-    this.store.sessions.deleteExpired(now);
+    await this.store.sessions.deleteExpired(now);
     const expiresAt = now + this.ttlMs;
-    this.store.sessions.create(sessionHash, { userId: user.id, csrfToken, createdAt: now, expiresAt });
+    await this.store.sessions.create(sessionHash, { userId: user.id, csrfToken, createdAt: now, expiresAt });
     return { user, csrfToken, sessionHash, cookie, expiresAt };
   }
 
   /** The user of a session cookie, or undefined when it is unknown, expired or its user is gone. */
-  resolve(cookie: string | undefined): SessionUser | undefined {
+  async resolve(cookie: string | undefined): Promise<SessionUser | undefined> {
     if (!cookie) return undefined;
     const sessionHash = hashSecret(cookie);
-    const session = this.store.sessions.find(sessionHash, this.now());
-    const user = session && this.store.users.get(session.userId);
+    const session = await this.store.sessions.find(sessionHash, this.now());
+    const user = session && (await this.store.users.get(session.userId));
     return session && user ? { user, csrfToken: session.csrfToken, sessionHash } : undefined;
   }
 
@@ -90,17 +90,17 @@ export class WebSessions {
     return sent !== undefined && sent !== "" && hashesEqual(hashSecret(sent), hashSecret(session.csrfToken));
   }
 
-  signOut(session: SessionUser): void {
-    this.store.sessions.delete(session.sessionHash);
+  async signOut(session: SessionUser): Promise<void> {
+    await this.store.sessions.delete(session.sessionHash);
   }
 
   /** Changes the signed-in user's password (the new one checked by the admin contract's rule); every other session of that user ends. */
-  changePassword(session: SessionUser, current: string, next: string): void {
-    const found = this.store.users.findByLogin(session.user.login);
+  async changePassword(session: SessionUser, current: string, next: string): Promise<void> {
+    const found = await this.store.users.findByLogin(session.user.login);
     if (!found || !verifyPassword(current, found.passwordHash)) {
       throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
     }
-    this.store.users.setPasswordHash(found.id, hashPassword(next));
-    this.store.sessions.deleteForUser(found.id, session.sessionHash);
+    await this.store.users.setPasswordHash(found.id, hashPassword(next));
+    await this.store.sessions.deleteForUser(found.id, session.sessionHash);
   }
 }

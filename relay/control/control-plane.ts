@@ -73,22 +73,22 @@ export class ControlPlane {
   ) {}
 
   /** The organization with this id or slug, if any. */
-  findOrg(idOrSlug: string): Organization | undefined {
+  findOrg(idOrSlug: string): Promise<Organization | undefined> {
     return this.store.orgs.find(idOrSlug);
   }
 
-  org(idOrSlug: string): Organization {
-    const org = this.findOrg(idOrSlug);
+  async org(idOrSlug: string): Promise<Organization> {
+    const org = await this.findOrg(idOrSlug);
     if (!org) throw new MakinaError("not_found", `No organization '${idOrSlug}'.`, { param: "org" });
     return org;
   }
 
-  listOrgs(): Organization[] {
+  listOrgs(): Promise<Organization[]> {
     return this.store.orgs.list();
   }
 
-  createOrg(name: string): Organization {
-    const org = this.store.orgs.create(name, slugify(name));
+  async createOrg(name: string): Promise<Organization> {
+    const org = await this.store.orgs.create(name, slugify(name));
     if (!org) throw new MakinaError("conflict", `An organization with the slug '${slugify(name)}' already exists.`, { param: "name" });
     return org;
   }
@@ -97,28 +97,28 @@ export class ControlPlane {
    * Sets the rate limits that the organization's keys setting none of their own get (null: none); keys with
    * their own limits keep them. Takes effect from the next request.
    */
-  setOrgKeyDefaults(orgRef: string, limits: OrgKeyDefaults): Organization {
-    const org = this.org(orgRef);
-    this.store.orgs.setDefaultKeyLimits(org.id, { rpm: limits.defaultKeyRpm === undefined ? org.defaultKeyRpm : limits.defaultKeyRpm, tpm: limits.defaultKeyTpm === undefined ? org.defaultKeyTpm : limits.defaultKeyTpm });
+  async setOrgKeyDefaults(orgRef: string, limits: OrgKeyDefaults): Promise<Organization> {
+    const org = await this.org(orgRef);
+    await this.store.orgs.setDefaultKeyLimits(org.id, { rpm: limits.defaultKeyRpm === undefined ? org.defaultKeyRpm : limits.defaultKeyRpm, tpm: limits.defaultKeyTpm === undefined ? org.defaultKeyTpm : limits.defaultKeyTpm });
     this.events.emit({ type: "key", orgId: org.id, keyId: "*" });
     return this.org(org.id);
   }
 
-  listMachines(orgRef: string): Machine[] {
-    return this.store.machines.listByOrg(this.org(orgRef).id);
+  async listMachines(orgRef: string): Promise<Machine[]> {
+    return this.store.machines.listByOrg((await this.org(orgRef)).id);
   }
 
   /** The machine `id`; not found when `orgId` is given and it is another organization's. */
-  machine(orgId: string | null, id: string): Machine {
-    const m = this.store.machines.get(id);
+  async machine(orgId: string | null, id: string): Promise<Machine> {
+    const m = await this.store.machines.get(id);
     if (!m || (orgId !== null && m.orgId !== orgId)) throw new MakinaError("not_found", `No machine '${id}'.`, { param: "machine" });
     return m;
   }
 
-  createMachine(orgRef: string, name: string): { machine: Machine } & Joining {
-    const org = this.org(orgRef);
+  async createMachine(orgRef: string, name: string): Promise<{ machine: Machine } & Joining> {
+    const org = await this.org(orgRef);
     const token = newSecret("mk_mach_");
-    const machine = this.store.machines.create({ orgId: org.id, name, tokenHash: hashSecret(token) });
+    const machine = await this.store.machines.create({ orgId: org.id, name, tokenHash: hashSecret(token) });
     this.events.emit({ type: "machine", orgId: org.id, machineId: machine.id });
     return { machine, ...this.joining(machine.id, token) };
   }
@@ -127,23 +127,23 @@ export class ControlPlane {
    * Revokes a machine: its link is dropped at once, its token stops working, and it cannot connect again.
    * Its stacks' requests get 503 `machine_offline`. Final: add the machine again to use it.
    */
-  revokeMachine(orgId: string | null, id: string): Machine {
-    const machine = this.machine(orgId, id);
-    this.store.machines.revoke(machine.id, hashSecret(newSecret("mk_mach_")));
+  async revokeMachine(orgId: string | null, id: string): Promise<Machine> {
+    const machine = await this.machine(orgId, id);
+    await this.store.machines.revoke(machine.id, hashSecret(newSecret("mk_mach_")));
     this.dropLink(machine.id);
     this.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
     return this.machine(orgId, id);
   }
 
   /** Gives a machine a new token (shown once); the old one stops working and the live link is dropped. */
-  rotateMachineToken(orgId: string | null, id: string): { machine: Machine } & Joining {
-    const machine = this.machine(orgId, id);
+  async rotateMachineToken(orgId: string | null, id: string): Promise<{ machine: Machine } & Joining> {
+    const machine = await this.machine(orgId, id);
     if (machine.revokedAt) throw new MakinaError("conflict", `The machine '${id}' is revoked; add it again instead.`, { param: "machine" });
     const token = newSecret("mk_mach_");
-    this.store.machines.setTokenHash(machine.id, hashSecret(token));
+    await this.store.machines.setTokenHash(machine.id, hashSecret(token));
     this.dropLink(machine.id);
     this.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
-    return { machine: this.machine(orgId, id), ...this.joining(machine.id, token) };
+    return { machine: await this.machine(orgId, id), ...this.joining(machine.id, token) };
   }
 
   /** Whether the link would take these credentials (the install script asks before installing anything). */
@@ -166,8 +166,8 @@ export class ControlPlane {
    * same rules that stack create and deploy apply. The machine is optional.
    */
   async checkPlan(input: PlanInput): Promise<Compatibility> {
-    const org = this.org(input.org);
-    const machine = input.machine ? this.machine(org.id, input.machine) : undefined;
+    const org = await this.org(input.org);
+    const machine = input.machine ? await this.machine(org.id, input.machine) : undefined;
     const modelRef = input.model ?? "";
     const model = onDisk(machine?.hardware && modelRef ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef), modelRef, machine ?? null);
     return checkStack(stackPlan(input.runtime, modelRef, model, machine?.hardware ?? null, input));
@@ -175,13 +175,13 @@ export class ControlPlane {
 
   /** Creates a stack; refused with the reasons when the compatibility rules fail it. */
   async createStack(input: StackInput): Promise<StackView> {
-    const org = this.org(input.org);
-    const machine = this.machine(org.id, input.machine);
+    const org = await this.org(input.org);
+    const machine = await this.machine(org.id, input.machine);
     if (input.model.startsWith("hf:")) parseHfRef(input.model);
     const harnessOptions = layerOptions(input.harness, input.harnessOptions, "harness");
     const orchestratorOptions = layerOptions(input.orchestrator, input.orchestratorOptions, "orchestrator");
     await this.refuseIfIncompatible(machine, input.runtime, input.model, input);
-    const stack = this.store.stacks.create({
+    const stack = await this.store.stacks.create({
       orgId: org.id,
       name: input.name,
       machineId: machine.id,
@@ -200,30 +200,30 @@ export class ControlPlane {
   }
 
   /** The stack `id`; not found when `orgId` is given and it is another organization's. */
-  stack(id: string, orgId: string | null = null): StackView {
-    const s = this.store.stacks.get(id);
+  async stack(id: string, orgId: string | null = null): Promise<StackView> {
+    const s = await this.store.stacks.get(id);
     if (!s || (orgId !== null && s.orgId !== orgId)) throw new MakinaError("not_found", `No stack '${id}'.`, { param: "stack" });
     return this.view(s);
   }
 
-  listStacks(orgRef: string): StackView[] {
-    const org = this.org(orgRef);
-    const stacks = this.store.stacks.listByOrg(org.id);
-    const machines = new Map(this.store.machines.listByOrg(org.id).map((m) => [m.id, m]));
-    const deployments = this.store.deployments.latestOf(stacks.map((s) => s.id));
-    return stacks.map((s) => this.view(s, machines.get(s.machineId) ?? null, deployments.get(s.id) ?? null));
+  async listStacks(orgRef: string): Promise<StackView[]> {
+    const org = await this.org(orgRef);
+    const stacks = await this.store.stacks.listByOrg(org.id);
+    const machines = new Map((await this.store.machines.listByOrg(org.id)).map((m) => [m.id, m]));
+    const deployments = await this.store.deployments.latestOf(stacks.map((s) => s.id));
+    return stacks.map((s) => this.viewWith(s, machines.get(s.machineId) ?? null, deployments.get(s.id) ?? null));
   }
 
   /** Starts deploying; refused with the reasons when the machine (as it reports itself now) cannot run the stack. */
   async deploy(id: string, orgId: string | null = null): Promise<StackView> {
-    const stack = this.stack(id, orgId);
-    const machine = this.store.machines.get(stack.machineId);
+    const stack = await this.stack(id, orgId);
+    const machine = await this.store.machines.get(stack.machineId);
     if (machine) await this.refuseIfIncompatible(machine, stack.runtime, stack.modelRef, { ...stack, endpoint: stack.hasEndpoint });
-    return this.view(this.deployer.deploy(id));
+    return this.view(await this.deployer.deploy(id));
   }
 
   async undeploy(id: string, orgId: string | null = null): Promise<StackView> {
-    this.stack(id, orgId);
+    await this.stack(id, orgId);
     return this.view(await this.deployer.undeploy(id));
   }
 
@@ -237,53 +237,54 @@ export class ControlPlane {
     if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
   }
 
-  listKeys(orgRef: string): PublicApiKey[] {
-    return this.store.keys.listByOrg(this.org(orgRef).id).map(publicKey);
+  async listKeys(orgRef: string): Promise<PublicApiKey[]> {
+    return (await this.store.keys.listByOrg((await this.org(orgRef)).id)).map(publicKey);
   }
 
   /** The key `id` (never its secret or hash). */
-  key(id: string): PublicApiKey {
-    const key = this.store.keys.get(id);
+  async key(id: string): Promise<PublicApiKey> {
+    const key = await this.store.keys.get(id);
     if (!key) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
     return publicKey(key);
   }
 
   /** Makes a key of the organization; its stacks and machines must be the organization's. The secret is returned this once. */
-  createKey(orgRef: string, options: Omit<NewApiKey, "orgId">): { key: string; record: PublicApiKey } {
-    const org = this.org(orgRef);
+  async createKey(orgRef: string, options: Omit<NewApiKey, "orgId">): Promise<{ key: string; record: PublicApiKey }> {
+    const org = await this.org(orgRef);
     for (const s of options.stackIds ?? []) {
-      const stack = this.store.stacks.get(s);
+      const stack = await this.store.stacks.get(s);
       if (!stack || stack.orgId !== org.id) throw new MakinaError("not_found", `No stack '${s}' in organization '${org.slug}'.`, { param: "stacks" });
     }
-    for (const m of options.machineIds ?? []) this.machine(org.id, m);
-    const created = createApiKey(this.store, { ...options, orgId: org.id });
+    for (const m of options.machineIds ?? []) await this.machine(org.id, m);
+    const created = await createApiKey(this.store, { ...options, orgId: org.id });
     this.events.emit({ type: "key", orgId: org.id, keyId: created.record.id });
     return created;
   }
 
-  revokeKey(id: string): PublicApiKey {
-    const key = this.store.keys.revoke(id);
+  async revokeKey(id: string): Promise<PublicApiKey> {
+    const key = await this.store.keys.revoke(id);
     if (!key) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
     this.events.emit({ type: "key", orgId: key.orgId, keyId: key.id });
     return publicKey(key);
   }
 
-  listUsers(orgRef: string): User[] {
-    return this.store.users.listByOrg(this.org(orgRef).id);
+  async listUsers(orgRef: string): Promise<User[]> {
+    return this.store.users.listByOrg((await this.org(orgRef)).id);
   }
 
   /** Adds a person to an organization; the login must be free. */
-  createUser(orgRef: string, input: { login: string; password: string; role: User["role"] }): User {
-    const org = this.org(orgRef);
-    if (this.store.users.findByLogin(input.login)) throw new MakinaError("conflict", `The login '${input.login}' is taken.`, { param: "login" });
+  async createUser(orgRef: string, input: { login: string; password: string; role: User["role"] }): Promise<User> {
+    const org = await this.org(orgRef);
+    if (await this.store.users.findByLogin(input.login)) throw new MakinaError("conflict", `The login '${input.login}' is taken.`, { param: "login" });
     return this.store.users.create({ orgId: org.id, login: input.login, passwordHash: hashPassword(input.password), role: input.role });
   }
 
-  private view(
-    stack: Stack,
-    machine: Machine | null = this.store.machines.get(stack.machineId) ?? null,
-    deployment: Deployment | null = this.store.deployments.latest(stack.id) ?? null,
-  ): StackView {
+  private async view(stack: Stack): Promise<StackView> {
+    const [machine, deployment] = await Promise.all([this.store.machines.get(stack.machineId), this.store.deployments.latest(stack.id)]);
+    return this.viewWith(stack, machine ?? null, deployment ?? null);
+  }
+
+  private viewWith(stack: Stack, machine: Machine | null, deployment: Deployment | null): StackView {
     let model = onDisk(this.inspector.known(stack.modelRef), stack.modelRef, machine);
     // Once pulled, the model's size on the machine is known even when nothing else is.
     const pulled = deployment?.steps.find((s) => s.kind === "pull_model" && s.state === "succeeded")?.detail?.sizeBytes;

@@ -20,6 +20,8 @@ export class Deployer {
   private readonly running = new Map<string, Promise<void>>();
   /** Per stack, what stops its deployments in progress (an undeploy aborts it). */
   private readonly cancels = new Map<string, AbortController>();
+  /** Machines' stacks being looked up to resume, from the moment the machine came online. */
+  private readonly resuming = new Set<Promise<unknown>>();
 
   constructor(
     private readonly store: Store,
@@ -35,8 +37,8 @@ export class Deployer {
   }
 
   /** Starts deploying a stack; returns it in its new `deploying` state. */
-  deploy(stackId: string): Stack {
-    const stack = this.store.stacks.transition(stackId, "deploying");
+  async deploy(stackId: string): Promise<Stack> {
+    const stack = await this.store.stacks.transition(stackId, "deploying");
     this.changed(stack);
     const session = this.registry.get(stack.machineId);
     if (session) this.run(session, stack);
@@ -48,7 +50,7 @@ export class Deployer {
    * too), and its steps end as canceled, so nothing of it lands after the stack was removed.
    */
   async undeploy(stackId: string): Promise<Stack> {
-    const stack = this.store.stacks.transition(stackId, "undeploying");
+    const stack = await this.store.stacks.transition(stackId, "undeploying");
     this.changed(stack);
     this.cancels.get(stackId)?.abort(new MakinaError("canceled", "The stack was undeployed during its deployment."));
     this.cancels.delete(stackId);
@@ -60,7 +62,7 @@ export class Deployer {
         this.log.warn("remove_stack failed; the stack is undeployed anyway", { stackId, err });
       });
     }
-    const undeployed = this.store.stacks.transition(stackId, "draft");
+    const undeployed = await this.store.stacks.transition(stackId, "draft");
     this.changed(undeployed);
     return undeployed;
   }
@@ -72,13 +74,20 @@ export class Deployer {
 
   /** Resolves once no deployment of this stack is running (for tests and `--wait`). */
   async settled(stackId: string): Promise<void> {
+    // A machine that just came online has its stacks read from the database before their deployments start.
+    await Promise.all(this.resuming);
     await this.running.get(stackId);
   }
 
   private resume(session: AgentSession): void {
-    for (const stack of this.store.stacks.listByMachine(session.machineId)) {
-      if (stack.state === "deploying" || stack.state === "deployed") this.run(session, stack);
-    }
+    const lookup: Promise<unknown> = this.storage
+      .attempt("deployments to resume", async () => {
+        for (const stack of await this.store.stacks.listByMachine(session.machineId)) {
+          if (stack.state === "deploying" || stack.state === "deployed") this.run(session, stack);
+        }
+      })
+      .finally(() => this.resuming.delete(lookup));
+    this.resuming.add(lookup);
   }
 
   private run(session: AgentSession, stack: Stack): void {
@@ -100,7 +109,7 @@ export class Deployer {
 
   private async sequence(session: AgentSession, stack: Stack, signal: AbortSignal): Promise<void> {
     const log = this.log.child({ stackId: stack.id, machineId: stack.machineId });
-    const deploymentId = this.store.deployments.start(stack.id, DEPLOY_STEPS);
+    const deploymentId = await this.store.deployments.start(stack.id, DEPLOY_STEPS);
     const changed = () => this.changed(stack);
     changed();
     const steps: DeployStep[] = [
@@ -121,7 +130,7 @@ export class Deployer {
     try {
       for (const [seq, step] of steps.entries()) {
         signal.throwIfAborted();
-        this.store.deployments.stepRunning(deploymentId, seq);
+        await this.store.deployments.stepRunning(deploymentId, seq);
         changed();
         let progressAt = 0;
         try {
@@ -134,44 +143,46 @@ export class Deployer {
               const now = Date.now();
               if (now - progressAt < PROGRESS_MIN_INTERVAL_MS) return;
               progressAt = now;
-              this.storage.attempt("deploy progress", () =>
-                this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds }),
-              );
-              changed();
+              void this.storage
+                .attempt("deploy progress", () =>
+                  this.store.deployments.stepDetail(deploymentId, seq, { stage: p.stage, doneBytes: p.doneBytes, totalBytes: p.totalBytes, bytesPerSecond: p.bytesPerSecond, etaSeconds: p.etaSeconds }),
+                )
+                .then(changed);
             },
           });
           if (step.kind === "pullModel") {
-            this.store.deployments.stepDetail(deploymentId, seq, { path: result.modelPath, sha256: result.modelSha256, sizeBytes: result.modelSizeBytes });
+            await this.store.deployments.stepDetail(deploymentId, seq, { path: result.modelPath, sha256: result.modelSha256, sizeBytes: result.modelSizeBytes });
           }
           if (step.kind === "configureEndpoint") contextSize = result.contextSize || null;
-          this.store.deployments.stepFinished(deploymentId, seq, null);
+          await this.store.deployments.stepFinished(deploymentId, seq, null);
           changed();
         } catch (err) {
-          this.store.deployments.stepFinished(deploymentId, seq, MakinaError.from(err).message);
+          await this.store.deployments.stepFinished(deploymentId, seq, MakinaError.from(err).message);
           changed();
           throw err;
         }
       }
-      this.store.deployments.finish(deploymentId, null);
-      const current = this.store.stacks.get(stack.id);
+      await this.store.deployments.finish(deploymentId, null);
+      const current = await this.store.stacks.get(stack.id);
       if (current?.state === "deploying" || current?.state === "deployed") {
-        if (current.state === "deploying") this.store.stacks.transition(stack.id, "deployed", { contextSize });
-        this.store.stacks.setRuntimeState(stack.id, "ready", null);
+        // Ready before the stack turns deployed: the gateway routes to it from the moment it is.
         session.readyStacks.add(stack.id);
+        await this.store.stacks.setRuntimeState(stack.id, "ready", null);
+        if (current.state === "deploying") await this.store.stacks.transition(stack.id, "deployed", { contextSize });
       }
       changed();
       log.info("stack deployed", { contextSize });
     } catch (err) {
       const e = MakinaError.from(err);
-      this.store.deployments.finish(deploymentId, e.message);
+      await this.store.deployments.finish(deploymentId, e.message);
       if (e.code === "machine_offline") {
         // The link went away mid-deploy: the sequence runs again when the machine reconnects.
         log.warn("deploy interrupted: machine went offline");
         changed();
         return;
       }
-      const current = this.store.stacks.get(stack.id);
-      if (current?.state === "deploying" || current?.state === "deployed") this.store.stacks.transition(stack.id, "failed", { error: e.message });
+      const current = await this.store.stacks.get(stack.id);
+      if (current?.state === "deploying" || current?.state === "deployed") await this.store.stacks.transition(stack.id, "failed", { error: e.message });
       changed();
       log.error("deploy failed", { err: e, cause: e.cause });
     }

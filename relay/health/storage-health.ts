@@ -1,7 +1,15 @@
 import { MakinaError, type Logger } from "../../proto/index.js";
 
-/** SQLite's result codes for a database that cannot be written now, in words. */
+/** SQLite's result codes, PostgreSQL's error classes and the network's errors for a database that cannot be written now, in words. */
 const WHY: [prefix: string, why: string][] = [
+  ["08", "the connection to PostgreSQL failed"],
+  ["57P", "PostgreSQL is shutting down or restarting"],
+  ["53", "PostgreSQL is out of disk, memory or connections"],
+  ["ECONNREFUSED", "PostgreSQL refuses connections"],
+  ["ECONNRESET", "the connection to PostgreSQL was cut"],
+  ["ETIMEDOUT", "PostgreSQL does not answer"],
+  ["EHOSTUNREACH", "PostgreSQL cannot be reached"],
+  ["ENOTFOUND", "PostgreSQL's host name is unknown"],
   ["SQLITE_FULL", "the disk holding it is full"],
   ["SQLITE_BUSY", "another process holds it locked"],
   ["SQLITE_LOCKED", "it is locked"],
@@ -16,7 +24,9 @@ const WHY: [prefix: string, why: string][] = [
  * I/O error): 503 `storage_unavailable`, saying why and that nothing was changed. Undefined for any other error.
  */
 export function storageError(err: unknown): MakinaError | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
+  let code = (err as { code?: unknown } | null)?.code;
+  // The PostgreSQL client's own words for a connection that ended or never came (they carry no code).
+  if (typeof code !== "string" && /^(Connection terminated|timeout exceeded when trying to connect)/.test(String((err as Error | null)?.message))) code = "08006";
   if (typeof code !== "string") return undefined;
   const why = WHY.find(([prefix]) => code.startsWith(prefix))?.[1];
   if (!why) return undefined;
@@ -44,9 +54,9 @@ export class StorageHealth {
   constructor(private readonly log: Logger) {}
 
   /** Runs `write`; a storage failure is reported and gives undefined, anything else is thrown. */
-  attempt<T>(what: string, write: () => T): T | undefined {
+  async attempt<T>(what: string, write: () => Promise<T>): Promise<T | undefined> {
     try {
-      return write();
+      return await write();
     } catch (err) {
       this.failed(what, err);
       return undefined;

@@ -97,7 +97,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const adminRoutes = (app: Express) => {
     app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash));
     app.use(authRouter({ control: deps.control, sessions: deps.sessions }));
-    app.use(adminRouter({ control: deps.control, sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash }));
+    app.use(adminRouter({ control: deps.control, findOrg: (ref) => deps.directory.findOrg(ref), sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash }));
     app.use(webApp(deps.webDir === undefined ? findWebDir() : deps.webDir));
   };
   const finish = (app: Express) => {

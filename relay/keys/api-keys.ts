@@ -26,9 +26,9 @@ export function publicKey(record: ApiKeyRecord): PublicApiKey {
 }
 
 /** Creates a key; the returned `key` is the only time the secret exists outside the caller. */
-export function createApiKey(store: Store, input: NewApiKey): { key: string; record: PublicApiKey } {
+export async function createApiKey(store: Store, input: NewApiKey): Promise<{ key: string; record: PublicApiKey }> {
   const key = newSecret("mk_live_");
-  const record = store.keys.insert({
+  const record = await store.keys.insert({
     orgId: input.orgId,
     name: input.name ?? null,
     prefix: key.slice(0, 12),
@@ -42,7 +42,7 @@ export function createApiKey(store: Store, input: NewApiKey): { key: string; rec
   return { key, record: publicKey(record) };
 }
 
-/** Where {@link authenticateApiKey} finds keys and records their use: the store, or the gateway's directory in front of it. */
+/** Where {@link authenticateApiKey} finds keys and records their use: the gateway's directory. */
 export interface KeyLookup {
   findByHash(keyHash: string): ApiKeyRecord | undefined;
   touch(id: string, now?: number): void;
@@ -50,7 +50,7 @@ export interface KeyLookup {
 
 /**
  * Checks the `Authorization` header of a gateway request. The lookup must give the key's current state
- * (the store, or a directory refreshed for this request), so a revocation holds for the very next request.
+ * (the directory, refreshed for this request), so a revocation holds for the very next request.
  */
 export function authenticateApiKey(keys: KeyLookup, authorization: string | undefined, now = Date.now()): ApiKeyRecord {
   if (authorization === undefined || authorization.trim() === "") {

@@ -101,6 +101,8 @@ export class AgentSession {
   private readonly commands = new Map<string, PendingCommand>();
   /** Stacks whose endpoint the agent has configured on this link. */
   readonly readyStacks = new Set<string>();
+  /** Stacks the relay sent deploy steps for on this link: the machine's, whatever the store said when it linked. */
+  private readonly givenStacks = new Set<string>();
   state: SessionState = "open";
   /** Unix ms of the last message from the agent. */
   lastSeenAt = Date.now();
@@ -194,7 +196,7 @@ export class AgentSession {
         return;
       case "runtimeState": {
         const { stackId, state, error } = message;
-        if (this.reports.ownsStack && !this.reports.ownsStack(stackId)) {
+        if (!this.owns(stackId)) {
           this.log.warn("runtime state for a stack this machine was not given, ignored", { stackId: stackId.slice(0, 64) });
           return;
         }
@@ -289,12 +291,18 @@ export class AgentSession {
    * nothing of (no progress, no result) for that long fails with `timeout`, so a stuck step cannot hold
    * the stack's later deployments.
    */
+  /** Whether the stack is this machine's: given to it on this link, or (per `ownsStack`) before. */
+  owns(stackId: string): boolean {
+    return this.givenStacks.has(stackId) || (this.reports.ownsStack?.(stackId) ?? true);
+  }
+
   runCommand(
     stackId: string,
     step: DeployStep,
     options: { onProgress?: (p: StepProgress) => void; signal?: AbortSignal; idleTimeoutMs?: number } = {},
   ): Promise<StepResult> {
     if (this.state !== "open") return Promise.reject(offline());
+    this.givenStacks.add(stackId);
     const commandId = `c${++this.nextId}`;
     return new Promise<StepResult>((resolve, reject) => {
       let idle: NodeJS.Timeout | undefined;

@@ -10,7 +10,7 @@ import {
 } from "../../proto/index.js";
 import type { EventBus } from "../events/index.js";
 import type { StorageHealth } from "../health/index.js";
-import type { HardwareSummary, MachineInventory, Store } from "../store/index.js";
+import type { HardwareSummary, Machine, MachineInventory, Store } from "../store/index.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { AgentSession } from "./agent-session.js";
 import { checkMachineCredentials } from "./machine-credentials.js";
@@ -47,129 +47,170 @@ const NOTHING: LinkEnd<AgentToRelay> = { send: () => {}, close: () => {} };
  * keeps the machine's state in the store, and drops a link that falls silent.
  */
 export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
-  const { store, registry, log } = deps;
+  const { store, log } = deps;
   return ({ machineId, token }, agent) => {
-    const checked = checkMachineCredentials(store, machineId, token);
-    if ("refusal" in checked) {
-      log.warn(checked.revoked ? "link refused: the machine is revoked" : "link refused: bad machine credentials", { machineId });
-      agent.close(checked.refusal, "credentials");
-      return NOTHING;
-    }
-    const { machine } = checked;
-    const linkLog = log.child({ machineId });
-    const machineChanged = () => deps.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
-    let session: AgentSession | undefined;
-    let watchdog: NodeJS.Timeout | undefined;
-    let hardwareAt = 0;
-    let inventoryAt = 0;
-    let inventoryTimer: NodeJS.Timeout | undefined;
-    let latestInventory: Inventory | undefined;
-    const storeInventory = () => {
-      inventoryTimer = undefined;
-      if (!latestInventory || finished) return;
-      inventoryAt = Date.now();
-      const inventory = boundedInventory(latestInventory);
-      deps.storage.attempt("machine inventory", () => store.machines.setInventory(machine.id, inventory));
-      latestInventory = undefined;
-      machineChanged();
-    };
-    let finished = false;
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      clearTimeout(helloTimer);
-      clearInterval(watchdog);
-      clearTimeout(inventoryTimer);
-      if (!session) return;
-      session.close();
-      if (registry.remove(session)) {
-        deps.runtimeMetrics.machineGone(machine.id);
-        deps.storage.attempt("machine state", () => store.machines.markOffline(machine.id));
-        machineChanged();
-      }
-    };
-    const refuse = (reason: string) => {
-      finish();
-      agent.close(reason, "protocol");
-    };
-    const helloTimer = setTimeout(() => refuse("No hello received."), HELLO_TIMEOUT_MS);
-
-    const open = (hello: Extract<AgentToRelay, { type: "hello" }>): AgentSession => {
-      const s = new AgentSession(machine.id, machine.orgId, agent, linkLog, {
-        onHardware: (hardware) => {
-          const now = Date.now();
-          if (now - hardwareAt < HARDWARE_MIN_INTERVAL_MS) {
-            linkLog.warn("hardware report dropped: the last one was less than 10 s ago");
-            return;
-          }
-          hardwareAt = now;
-          deps.storage.attempt("machine hardware", () => store.machines.updateHardware(machine.id, toHardwareSummary(hardware)));
-          machineChanged();
-          linkLog.info("hardware changed");
-        },
-        onInventory: (inventory) => {
-          latestInventory = inventory;
-          if (inventoryTimer) return;
-          const wait = inventoryAt + INVENTORY_MIN_INTERVAL_MS - Date.now();
-          if (wait <= 0) storeInventory();
-          else inventoryTimer = setTimeout(storeInventory, wait);
-        },
-        ownsStack: (stackId) => store.stacks.get(stackId)?.machineId === machine.id,
-        onMetrics: (stacks) => {
-          // Only the stacks this relay gave the machine count, and no more of them than it could have.
-          const mine = new Set(store.stacks.listByMachine(machine.id).map((st) => st.id));
-          deps.runtimeMetrics.reported(machine.id, stacks.filter((st) => mine.has(st.stackId)));
-        },
-        onRuntimeStatus: (stackId, state, error) => {
-          linkLog.info("runtime state", { stackId, state, error });
-          // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
-          if (store.stacks.get(stackId)?.machineId === machine.id) {
-            deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error));
-            deps.events.emit({ type: "stack", orgId: machine.orgId, stackId });
-          }
-        },
-      });
-      // One timer per link checks how long the agent has been silent (every message counts), rather than
-      // a timer re-armed for every message, which cost the relay a timer per streamed chunk.
-      const silenceMs = deps.heartbeatIntervalMs * 3.5;
-      const tickMs = Math.max(50, Math.floor(deps.heartbeatIntervalMs / 2));
-      let lastTick = Date.now();
-      let graceUntil = 0;
-      watchdog = setInterval(() => {
-        const now = Date.now();
-        const stalled = now - lastTick - tickMs > deps.heartbeatIntervalMs;
-        lastTick = now;
-        // A tick that comes late means this process was stalled, not that the agent was silent:
-        // give the agent's queued messages a full silence period to arrive before judging it.
-        if (stalled) graceUntil = now + silenceMs;
-        if (now < graceUntil) return;
-        s.failStalled(deps.streamIdleTimeoutMs, now);
-        if (now - s.lastSeenAt <= silenceMs) return;
-        linkLog.warn("link silent, dropping it", { silentMs: now - s.lastSeenAt });
-        finish();
-        agent.close("the agent was silent for too long");
-      }, tickMs);
-      deps.storage.attempt("machine state", () => store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion }));
-      machineChanged();
-      s.send({ type: "welcome", machineId: machine.id, heartbeatIntervalMs: deps.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION });
-      linkLog.info("machine online", { agentVersion: hello.agentVersion });
-      registry.add(s);
-      return s;
-    };
-
+    // The credentials are checked in the database; what the agent sends meanwhile (its hello) waits its turn.
+    let accepted: LinkEnd<AgentToRelay> | undefined;
+    let waiting: AgentToRelay[] = [];
+    let closed = false;
+    const checking = (async () => {
+      const checked = await checkMachineCredentials(store, machineId, token);
+      if ("refusal" in checked) return checked;
+      // The stacks given to the machine so far: its reports about any other stack are ignored.
+      const owned = new Set((await store.stacks.listByMachine(checked.machine.id)).map((st) => st.id));
+      return { machine: checked.machine, owned };
+    })();
+    checking.then(
+      (checked) => {
+        if (closed) return;
+        if ("refusal" in checked) {
+          log.warn(checked.revoked ? "link refused: the machine is revoked" : "link refused: bad machine credentials", { machineId });
+          agent.close(checked.refusal, "credentials");
+          accepted = NOTHING;
+          return;
+        }
+        accepted = acceptMachine(deps, checked.machine, checked.owned, agent);
+        for (const message of waiting) accepted.send(message);
+        waiting = [];
+      },
+      (err: unknown) => {
+        if (closed) return;
+        log.error("link refused: the machine's credentials could not be checked", { machineId, error: String(err) });
+        agent.close("The relay cannot check this machine's credentials right now; the agent will try again.");
+        accepted = NOTHING;
+      },
+    );
     return {
       send(message) {
-        if (finished) return;
-        if (session) return session.handle(message);
-        clearTimeout(helloTimer);
-        if (message.type !== "hello") return refuse("The first message on the link must be a hello.");
-        if (message.protocolVersion !== PROTOCOL_VERSION) {
-          return refuse(`Protocol version ${message.protocolVersion} is not supported; this relay speaks ${PROTOCOL_VERSION}.`);
+        if (accepted) return accepted.send(message);
+        // An agent sends its hello and little else before it is welcomed; one that floods is cut off.
+        if (waiting.length >= MAX_WAITING) {
+          closed = true;
+          agent.close("Too many messages before the link was accepted.", "protocol");
+          return;
         }
-        session = open(message);
+        waiting.push(message);
       },
-      close: finish,
+      close() {
+        closed = true;
+        waiting = [];
+        accepted?.close("the link closed");
+      },
     };
+  };
+}
+
+/** Most messages an agent may send while its credentials are being checked. */
+const MAX_WAITING = 64;
+
+/** The relay's end of a link whose credentials were accepted. */
+function acceptMachine(deps: LinkAcceptorDeps, machine: Machine, owned: Set<string>, agent: Parameters<LinkAcceptor>[1]): LinkEnd<AgentToRelay> {
+  const { store, registry, log } = deps;
+  const linkLog = log.child({ machineId: machine.id });
+  const machineChanged = () => deps.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
+  let session: AgentSession | undefined;
+  let watchdog: NodeJS.Timeout | undefined;
+  let hardwareAt = 0;
+  let inventoryAt = 0;
+  let inventoryTimer: NodeJS.Timeout | undefined;
+  let latestInventory: Inventory | undefined;
+  const storeInventory = () => {
+    inventoryTimer = undefined;
+    if (!latestInventory || finished) return;
+    inventoryAt = Date.now();
+    const inventory = boundedInventory(latestInventory);
+    latestInventory = undefined;
+    void deps.storage.attempt("machine inventory", () => store.machines.setInventory(machine.id, inventory)).then(machineChanged);
+  };
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    clearTimeout(helloTimer);
+    clearInterval(watchdog);
+    clearTimeout(inventoryTimer);
+    if (!session) return;
+    session.close();
+    if (registry.remove(session)) {
+      deps.runtimeMetrics.machineGone(machine.id);
+      void deps.storage.attempt("machine state", () => store.machines.markOffline(machine.id)).then(machineChanged);
+    }
+  };
+  const refuse = (reason: string) => {
+    finish();
+    agent.close(reason, "protocol");
+  };
+  const helloTimer = setTimeout(() => refuse("No hello received."), HELLO_TIMEOUT_MS);
+
+  const open = (hello: Extract<AgentToRelay, { type: "hello" }>): AgentSession => {
+    const s = new AgentSession(machine.id, machine.orgId, agent, linkLog, {
+      onHardware: (hardware) => {
+        const now = Date.now();
+        if (now - hardwareAt < HARDWARE_MIN_INTERVAL_MS) {
+          linkLog.warn("hardware report dropped: the last one was less than 10 s ago");
+          return;
+        }
+        hardwareAt = now;
+        void deps.storage.attempt("machine hardware", () => store.machines.updateHardware(machine.id, toHardwareSummary(hardware))).then(machineChanged);
+        linkLog.info("hardware changed");
+      },
+      onInventory: (inventory) => {
+        latestInventory = inventory;
+        if (inventoryTimer) return;
+        const wait = inventoryAt + INVENTORY_MIN_INTERVAL_MS - Date.now();
+        if (wait <= 0) storeInventory();
+        else inventoryTimer = setTimeout(storeInventory, wait);
+      },
+      ownsStack: (stackId) => owned.has(stackId),
+      onMetrics: (stacks) => {
+        // Only the stacks this relay gave the machine count, and no more of them than it could have.
+        deps.runtimeMetrics.reported(machine.id, stacks.filter((st) => s.owns(st.stackId)));
+      },
+      onRuntimeStatus: (stackId, state, error) => {
+        linkLog.info("runtime state", { stackId, state, error });
+        // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
+        void deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error)).then(() => deps.events.emit({ type: "stack", orgId: machine.orgId, stackId }));
+      },
+    });
+    // One timer per link checks how long the agent has been silent (every message counts), rather than
+    // a timer re-armed for every message, which cost the relay a timer per streamed chunk.
+    const silenceMs = deps.heartbeatIntervalMs * 3.5;
+    const tickMs = Math.max(50, Math.floor(deps.heartbeatIntervalMs / 2));
+    let lastTick = Date.now();
+    let graceUntil = 0;
+    watchdog = setInterval(() => {
+      const now = Date.now();
+      const stalled = now - lastTick - tickMs > deps.heartbeatIntervalMs;
+      lastTick = now;
+      // A tick that comes late means this process was stalled, not that the agent was silent:
+      // give the agent's queued messages a full silence period to arrive before judging it.
+      if (stalled) graceUntil = now + silenceMs;
+      if (now < graceUntil) return;
+      s.failStalled(deps.streamIdleTimeoutMs, now);
+      if (now - s.lastSeenAt <= silenceMs) return;
+      linkLog.warn("link silent, dropping it", { silentMs: now - s.lastSeenAt });
+      finish();
+      agent.close("the agent was silent for too long");
+    }, tickMs);
+    void deps.storage.attempt("machine state", () => store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion })).then(machineChanged);
+    s.send({ type: "welcome", machineId: machine.id, heartbeatIntervalMs: deps.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION });
+    linkLog.info("machine online", { agentVersion: hello.agentVersion });
+    registry.add(s);
+    return s;
+  };
+
+  return {
+    send(message) {
+      if (finished) return;
+      if (session) return session.handle(message);
+      clearTimeout(helloTimer);
+      if (message.type !== "hello") return refuse("The first message on the link must be a hello.");
+      if (message.protocolVersion !== PROTOCOL_VERSION) {
+        return refuse(`Protocol version ${message.protocolVersion} is not supported; this relay speaks ${PROTOCOL_VERSION}.`);
+      }
+      session = open(message);
+    },
+    close: finish,
   };
 }
 

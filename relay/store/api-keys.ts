@@ -1,4 +1,7 @@
 import type { Db } from "./open-database.js";
+import { transaction } from "./transaction.js";
+import type { Row } from "./tables.js";
+import type { ChangeNotices } from "./change-notices.js";
 import { newId } from "../ids/index.js";
 
 /** An API key as stored: never the secret, only its hash and a display prefix. */
@@ -25,24 +28,7 @@ export interface ApiKeyRecord {
   createdBy: string | null;
 }
 
-interface Row {
-  id: string;
-  org_id: string;
-  name: string | null;
-  prefix: string;
-  key_hash: string;
-  stack_ids_json: string | null;
-  machine_ids_json: string | null;
-  rpm: number | null;
-  tpm: number | null;
-  state: "active" | "revoked";
-  created_at: number;
-  revoked_at: number | null;
-  last_used_at: number | null;
-  created_by: string | null;
-}
-
-const toKey = (r: Row): ApiKeyRecord => ({
+const toKey = (r: Row<"api_keys">): ApiKeyRecord => ({
   id: r.id,
   orgId: r.org_id,
   name: r.name,
@@ -63,102 +49,141 @@ const toKey = (r: Row): ApiKeyRecord => ({
 const TOUCH_FLUSH_MS = 1000;
 
 /**
- * API keys in SQLite. Reads of a key's state always go to the database, so a revocation holds for the
- * very next request. Last-use times are kept in memory and written together at most a second later
- * (a write per request cost the gateway more than the rest of the key check); reads of `lastUsedAt`
- * write them first.
+ * API keys. Creating and revoking one is announced ({@link ChangeNotices}) before the call returns, so the
+ * gateway's directory holds it for the very next request. Last-use times are kept in memory and written
+ * together at most a second later (a write per request cost the gateway more than the rest of the key
+ * check); reads of `lastUsedAt` write them first.
  */
 export class ApiKeyStore {
-  private readonly byHash;
-  private readonly touchOne;
   private readonly touched = new Map<string, number>();
   private touchTimer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+  private closed = false;
 
   constructor(
     private readonly db: Db,
+    private readonly notices: ChangeNotices,
     private readonly onWriteError?: (what: string, err: unknown) => void,
-  ) {
-    this.byHash = db.prepare("SELECT * FROM api_keys WHERE key_hash = ?");
-    this.touchOne = db.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)");
-  }
+  ) {}
 
-  insert(
+  async insert(
     input: Pick<ApiKeyRecord, "orgId" | "name" | "prefix" | "keyHash" | "stackIds" | "machineIds" | "rpm" | "tpm" | "createdBy">,
     now = Date.now(),
-  ): ApiKeyRecord {
+  ): Promise<ApiKeyRecord> {
     const id = newId("key");
-    this.db
-      .prepare(
-        `INSERT INTO api_keys (id, org_id, name, prefix, key_hash, stack_ids_json, machine_ids_json, rpm, tpm, created_at, created_by)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
+    await this.db
+      .insertInto("api_keys")
+      .values({
         id,
-        input.orgId,
-        input.name,
-        input.prefix,
-        input.keyHash,
-        input.stackIds ? JSON.stringify(input.stackIds) : null,
-        input.machineIds ? JSON.stringify(input.machineIds) : null,
-        input.rpm,
-        input.tpm,
-        now,
-        input.createdBy,
-      );
-    return this.get(id)!;
+        org_id: input.orgId,
+        name: input.name,
+        prefix: input.prefix,
+        key_hash: input.keyHash,
+        stack_ids_json: input.stackIds ? JSON.stringify(input.stackIds) : null,
+        machine_ids_json: input.machineIds ? JSON.stringify(input.machineIds) : null,
+        rpm: input.rpm,
+        tpm: input.tpm,
+        created_at: now,
+        created_by: input.createdBy,
+      })
+      .execute();
+    await this.notices.changed({ kind: "key", keyId: id });
+    return (await this.get(id))!;
   }
 
-  get(id: string): ApiKeyRecord | undefined {
-    this.flushTouches();
-    const row = this.db.prepare("SELECT * FROM api_keys WHERE id = ?").get(id) as Row | undefined;
+  async get(id: string): Promise<ApiKeyRecord | undefined> {
+    await this.flushTouches();
+    const row = await this.db.selectFrom("api_keys").selectAll().where("id", "=", id).executeTakeFirst();
     return row && toKey(row);
   }
 
-  findByHash(keyHash: string): ApiKeyRecord | undefined {
-    const row = this.byHash.get(keyHash) as Row | undefined;
+  /** The key with this id as last written (its last use may still be in memory). */
+  async findById(id: string): Promise<ApiKeyRecord | undefined> {
+    const row = await this.db.selectFrom("api_keys").selectAll().where("id", "=", id).executeTakeFirst();
     return row && toKey(row);
   }
 
-  listByOrg(orgId: string): ApiKeyRecord[] {
-    this.flushTouches();
-    return (this.db.prepare("SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id").all(orgId) as Row[]).map(toKey);
+  /** The key with this hash, straight from the database (the gateway reads its directory instead). */
+  async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    const row = await this.db.selectFrom("api_keys").selectAll().where("key_hash", "=", keyHash).executeTakeFirst();
+    return row && toKey(row);
+  }
+
+  async listByOrg(orgId: string): Promise<ApiKeyRecord[]> {
+    await this.flushTouches();
+    return (await this.db.selectFrom("api_keys").selectAll().where("org_id", "=", orgId).orderBy("created_at").orderBy("id").execute()).map(toKey);
+  }
+
+  /** Every active key (of one organization, or of all): what the gateway's directory holds. */
+  async listActive(orgId?: string): Promise<ApiKeyRecord[]> {
+    let query = this.db.selectFrom("api_keys").selectAll().where("state", "=", "active");
+    if (orgId !== undefined) query = query.where("org_id", "=", orgId);
+    return (await query.execute()).map(toKey);
   }
 
   /** Revokes a key (final). Returns the key, or undefined when there is none. */
-  revoke(id: string, now = Date.now()): ApiKeyRecord | undefined {
-    this.db.prepare("UPDATE api_keys SET state = 'revoked', revoked_at = COALESCE(revoked_at, ?) WHERE id = ?").run(now, id);
+  async revoke(id: string, now = Date.now()): Promise<ApiKeyRecord | undefined> {
+    await this.db
+      .updateTable("api_keys")
+      .set((eb) => ({ state: "revoked", revoked_at: eb.fn.coalesce("revoked_at", eb.val(now)) }))
+      .where("id", "=", id)
+      .execute();
+    await this.notices.changed({ kind: "key", keyId: id });
     return this.get(id);
   }
 
   /** Records a key's use; written with the others within a second. */
   touch(id: string, now = Date.now()): void {
     this.touched.set(id, now);
-    if (!this.touchTimer) {
-      this.touchTimer = setTimeout(() => this.flushTouches(), TOUCH_FLUSH_MS);
+    if (!this.touchTimer && !this.closed) {
+      this.touchTimer = setTimeout(() => void this.flushTouches().catch(() => undefined), TOUCH_FLUSH_MS);
       this.touchTimer.unref();
     }
   }
 
   /**
    * Writes the last-use times recorded since the last write, in one transaction. When the database refuses
-   * the write (a full disk, a lock), the times are kept and written again a second later.
+   * the write (a full disk, a lock, a lost connection), the times are kept and written again a second later.
    */
-  flushTouches(): void {
+  async flushTouches(): Promise<void> {
+    // One write at a time: a read waits for the write in progress, then writes what came since.
+    while (this.flushing) await this.flushing;
     clearTimeout(this.touchTimer);
     this.touchTimer = undefined;
-    if (this.touched.size === 0 || !this.db.open) return;
+    if (this.touched.size === 0) return;
     const touched = [...this.touched];
     this.touched.clear();
-    try {
-      this.db.transaction(() => {
-        for (const [id, at] of touched) this.touchOne.run(at, id, at);
-      })();
-    } catch (err) {
-      for (const [id, at] of touched) this.touched.set(id, Math.max(at, this.touched.get(id) ?? 0));
-      this.touchTimer = setTimeout(() => this.flushTouches(), TOUCH_FLUSH_MS);
-      this.touchTimer.unref();
-      if (!this.onWriteError) throw err;
-      this.onWriteError("key last-use times", err);
-    }
+    this.flushing = (async () => {
+      try {
+        await transaction(this.db, async (trx) => {
+          for (const [id, at] of touched) {
+            await trx
+              .updateTable("api_keys")
+              .set({ last_used_at: at })
+              .where("id", "=", id)
+              .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", at)]))
+              .execute();
+          }
+        });
+      } catch (err) {
+        for (const [id, at] of touched) this.touched.set(id, Math.max(at, this.touched.get(id) ?? 0));
+        if (!this.closed) {
+          this.touchTimer = setTimeout(() => void this.flushTouches().catch(() => undefined), TOUCH_FLUSH_MS);
+          this.touchTimer.unref();
+        }
+        if (!this.onWriteError) throw err;
+        this.onWriteError("key last-use times", err);
+      } finally {
+        this.flushing = undefined;
+      }
+    })();
+    await this.flushing;
+  }
+
+  /** Writes what is left and stops writing on its own. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.flushTouches();
+    clearTimeout(this.touchTimer);
   }
 }

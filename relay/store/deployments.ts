@@ -1,4 +1,5 @@
 import type { Db } from "./open-database.js";
+import { transaction } from "./transaction.js";
 import { newId } from "../ids/index.js";
 
 /** One step of a deployment as stored for the web application and `stack deploy --wait`. */
@@ -23,74 +24,74 @@ export interface Deployment {
   steps: DeploymentStep[];
 }
 
-/** Deployments and their steps in SQLite. */
+/** Deployments and their steps. */
 export class DeploymentStore {
+  /** Start times this process gave, strictly increasing, so a stack's latest deployment is the one started last. */
+  private lastStartedAt = 0;
+
   constructor(private readonly db: Db) {}
 
   /** Records a new running deployment with its steps pending. */
-  start(stackId: string, steps: readonly string[], now = Date.now()): string {
+  async start(stackId: string, steps: readonly string[], now = Date.now()): Promise<string> {
     const id = newId("dep");
-    this.db.transaction(() => {
-      this.db.prepare("INSERT INTO deployments (id, stack_id, state, started_at) VALUES (?, ?, 'running', ?)").run(id, stackId, now);
-      const insert = this.db.prepare("INSERT INTO deployment_steps (deployment_id, seq, kind, state) VALUES (?, ?, ?, 'pending')");
-      steps.forEach((kind, seq) => insert.run(id, seq, kind));
-    })();
+    now = this.lastStartedAt = Math.max(now, this.lastStartedAt + 1);
+    await transaction(this.db, async (trx) => {
+      await trx.insertInto("deployments").values({ id, stack_id: stackId, state: "running", started_at: now }).execute();
+      if (steps.length) await trx.insertInto("deployment_steps").values(steps.map((kind, seq) => ({ deployment_id: id, seq, kind, state: "pending" as const }))).execute();
+    });
     return id;
   }
 
-  stepRunning(id: string, seq: number, now = Date.now()): void {
-    this.db.prepare("UPDATE deployment_steps SET state = 'running', started_at = ? WHERE deployment_id = ? AND seq = ?").run(now, id, seq);
+  async stepRunning(id: string, seq: number, now = Date.now()): Promise<void> {
+    await this.db.updateTable("deployment_steps").set({ state: "running", started_at: now }).where("deployment_id", "=", id).where("seq", "=", seq).execute();
   }
 
-  stepDetail(id: string, seq: number, detail: Record<string, unknown>): void {
-    this.db.prepare("UPDATE deployment_steps SET detail_json = ? WHERE deployment_id = ? AND seq = ?").run(JSON.stringify(detail), id, seq);
+  async stepDetail(id: string, seq: number, detail: Record<string, unknown>): Promise<void> {
+    await this.db.updateTable("deployment_steps").set({ detail_json: JSON.stringify(detail) }).where("deployment_id", "=", id).where("seq", "=", seq).execute();
   }
 
-  stepFinished(id: string, seq: number, error: string | null, now = Date.now()): void {
-    this.db
-      .prepare("UPDATE deployment_steps SET state = ?, error = ?, finished_at = ? WHERE deployment_id = ? AND seq = ?")
-      .run(error === null ? "succeeded" : "failed", error, now, id, seq);
+  async stepFinished(id: string, seq: number, error: string | null, now = Date.now()): Promise<void> {
+    await this.db
+      .updateTable("deployment_steps")
+      .set({ state: error === null ? "succeeded" : "failed", error, finished_at: now })
+      .where("deployment_id", "=", id)
+      .where("seq", "=", seq)
+      .execute();
   }
 
-  finish(id: string, error: string | null, now = Date.now()): void {
-    this.db
-      .prepare("UPDATE deployments SET state = ?, error = ?, finished_at = ? WHERE id = ?")
-      .run(error === null ? "succeeded" : "failed", error, now, id);
+  async finish(id: string, error: string | null, now = Date.now()): Promise<void> {
+    await this.db
+      .updateTable("deployments")
+      .set({ state: error === null ? "succeeded" : "failed", error, finished_at: now })
+      .where("id", "=", id)
+      .execute();
   }
 
   /** The most recent deployment of a stack, with its steps. */
-  latest(stackId: string): Deployment | undefined {
-    return this.latestOf([stackId]).get(stackId);
+  async latest(stackId: string): Promise<Deployment | undefined> {
+    return (await this.latestOf([stackId])).get(stackId);
   }
 
   /** The most recent deployment of each of these stacks, with its steps, in two queries. */
-  latestOf(stackIds: readonly string[]): Map<string, Deployment> {
+  async latestOf(stackIds: readonly string[]): Promise<Map<string, Deployment>> {
     const out = new Map<string, Deployment>();
     if (stackIds.length === 0) return out;
-    const marks = stackIds.map(() => "?").join(",");
-    const rows = this.db
-      .prepare(
-        `SELECT d.* FROM deployments d WHERE d.stack_id IN (${marks})
-         AND d.rowid = (SELECT rowid FROM deployments WHERE stack_id = d.stack_id ORDER BY started_at DESC, rowid DESC LIMIT 1)`,
+    const rows = await this.db
+      .selectFrom("deployments as d")
+      .selectAll()
+      .where("d.stack_id", "in", stackIds)
+      .where("d.id", "=", (eb) =>
+        eb.selectFrom("deployments as newest").select("newest.id").whereRef("newest.stack_id", "=", "d.stack_id").orderBy("newest.started_at", "desc").orderBy("newest.id", "desc").limit(1),
       )
-      .all(...stackIds) as { id: string; stack_id: string; state: Deployment["state"]; error: string | null; started_at: number; finished_at: number | null }[];
-    if (rows.length === 0) return out;
+      .execute();
     const byId = new Map<string, Deployment>();
     for (const d of rows) {
       const deployment: Deployment = { id: d.id, stackId: d.stack_id, state: d.state, error: d.error, startedAt: d.started_at, finishedAt: d.finished_at, steps: [] };
       byId.set(d.id, deployment);
       out.set(d.stack_id, deployment);
     }
-    const steps = this.db.prepare(`SELECT * FROM deployment_steps WHERE deployment_id IN (${rows.map(() => "?").join(",")}) ORDER BY deployment_id, seq`).all(...rows.map((r) => r.id)) as {
-      deployment_id: string;
-      seq: number;
-      kind: string;
-      state: DeploymentStep["state"];
-      detail_json: string | null;
-      error: string | null;
-      started_at: number | null;
-      finished_at: number | null;
-    }[];
+    if (byId.size === 0) return out;
+    const steps = await this.db.selectFrom("deployment_steps").selectAll().where("deployment_id", "in", [...byId.keys()]).orderBy("deployment_id").orderBy("seq").execute();
     for (const s of steps) {
       byId.get(s.deployment_id)?.steps.push({
         seq: s.seq,

@@ -1,4 +1,5 @@
-import { openDatabase, type Db } from "./open-database.js";
+import { openDatabase, type Database, type DatabaseLocation, type Db } from "./open-database.js";
+import { ChangeNotices } from "./change-notices.js";
 import { OrganizationStore } from "./organizations.js";
 import { UserStore } from "./users.js";
 import { MachineStore } from "./machines.js";
@@ -15,10 +16,21 @@ export { type Stack, type StackState, type RuntimeKind, type NewStack } from "./
 export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";
+export type { StoreChange, ChangeListener } from "./change-notices.js";
+export { type DatabaseLocation, type Db } from "./open-database.js";
+export { transaction } from "./transaction.js";
+export { lockDatabase, DatabaseInUseError, type DatabaseLock } from "./database-lock.js";
 
-/** The relay's persistent state: one SQLite file, one store per table family. */
+/** The relay's persistent state: one database (a SQLite file, or PostgreSQL), one store per table family. */
 export interface Store {
   readonly db: Db;
+  readonly dialect: Database["dialect"];
+  /** How many migrations opening it applied. */
+  readonly migrated: number;
+  /** SQLite only: changes when another process committed to the file (see {@link Database.externalVersion}). */
+  readonly externalVersion?: () => number;
+  /** Where the store announces changes to what the gateway reads per request. */
+  readonly notices: ChangeNotices;
   readonly orgs: OrganizationStore;
   readonly users: UserStore;
   readonly machines: MachineStore;
@@ -27,26 +39,37 @@ export interface Store {
   readonly keys: ApiKeyStore;
   readonly settings: SettingsStore;
   readonly sessions: SessionStore;
-  close(): void;
+  close(): Promise<void>;
 }
 
-/** Opens the relay store at `file` (migrating it) and builds its parts; writes it makes on its own that fail go to `onWriteError`. */
-export function openStore(file: string, options: { onWriteError?: (what: string, err: unknown) => void } = {}): Store {
-  const db = openDatabase(file);
-  const keys = new ApiKeyStore(db, options.onWriteError);
+/** Opens the relay store (migrating it) and builds its parts; writes it makes on its own that fail go to `onWriteError`. */
+export async function openStore(location: DatabaseLocation, options: { onWriteError?: (what: string, err: unknown) => void; poolSize?: number } = {}): Promise<Store> {
+  const database = await openDatabase(location, { poolSize: options.poolSize });
+  const { db } = database;
+  const notices = new ChangeNotices();
+  const keys = new ApiKeyStore(db, notices, options.onWriteError);
+  let closing: Promise<void> | undefined;
   return {
     db,
-    orgs: new OrganizationStore(db),
+    dialect: database.dialect,
+    migrated: database.migrated,
+    externalVersion: database.externalVersion,
+    notices,
+    orgs: new OrganizationStore(db, notices),
     users: new UserStore(db),
     machines: new MachineStore(db),
-    stacks: new StackStore(db),
+    stacks: new StackStore(db, notices),
     deployments: new DeploymentStore(db),
     keys,
     settings: new SettingsStore(db),
     sessions: new SessionStore(db),
-    close: () => {
-      keys.flushTouches();
-      if (db.open) db.close();
-    },
+    close: () =>
+      (closing ??= (async () => {
+        try {
+          await keys.close();
+        } finally {
+          await database.close();
+        }
+      })()),
   };
 }

@@ -1,5 +1,6 @@
 import type { HardwareReport, Inventory } from "../../proto/index.js";
 import type { Db } from "./open-database.js";
+import type { Row } from "./tables.js";
 import { newId } from "../ids/index.js";
 
 /** Machine states: `pending` (created, never connected) → `online` ⇄ `offline`. */
@@ -27,21 +28,7 @@ export interface Machine {
   revokedAt: number | null;
 }
 
-interface Row {
-  id: string;
-  org_id: string;
-  name: string;
-  token_hash: string;
-  state: MachineState;
-  hardware_json: string | null;
-  agent_version: string | null;
-  last_seen_at: number | null;
-  created_at: number;
-  inventory_json: string | null;
-  revoked_at: number | null;
-}
-
-const toMachine = (r: Row): Machine => ({
+const toMachine = (r: Row<"machines">): Machine => ({
   id: r.id,
   orgId: r.org_id,
   name: r.name,
@@ -54,62 +41,66 @@ const toMachine = (r: Row): Machine => ({
   revokedAt: r.revoked_at,
 });
 
-/** Machines in SQLite; their tokens are stored only as hashes. */
+/** Machines; their tokens are stored only as hashes. */
 export class MachineStore {
   constructor(private readonly db: Db) {}
 
-  create(input: { orgId: string; name: string; tokenHash: string }, now = Date.now()): Machine {
+  async create(input: { orgId: string; name: string; tokenHash: string }, now = Date.now()): Promise<Machine> {
     const id = newId("mach");
-    this.db
-      .prepare("INSERT INTO machines (id, org_id, name, token_hash, created_at) VALUES (?, ?, ?, ?, ?)")
-      .run(id, input.orgId, input.name, input.tokenHash, now);
-    return this.get(id)!;
+    await this.db.insertInto("machines").values({ id, org_id: input.orgId, name: input.name, token_hash: input.tokenHash, created_at: now }).execute();
+    return (await this.get(id))!;
   }
 
-  get(id: string): Machine | undefined {
-    const row = this.db.prepare("SELECT * FROM machines WHERE id = ?").get(id) as Row | undefined;
+  async get(id: string): Promise<Machine | undefined> {
+    const row = await this.db.selectFrom("machines").selectAll().where("id", "=", id).executeTakeFirst();
     return row && toMachine(row);
   }
 
   /** The stored token hash, for authenticating a link. */
-  tokenHash(id: string): string | undefined {
-    return (this.db.prepare("SELECT token_hash FROM machines WHERE id = ?").get(id) as { token_hash: string } | undefined)?.token_hash;
+  async tokenHash(id: string): Promise<string | undefined> {
+    return (await this.db.selectFrom("machines").select("token_hash").where("id", "=", id).executeTakeFirst())?.token_hash;
   }
 
-  listByOrg(orgId: string): Machine[] {
-    return (this.db.prepare("SELECT * FROM machines WHERE org_id = ? ORDER BY created_at, id").all(orgId) as Row[]).map(toMachine);
+  async listByOrg(orgId: string): Promise<Machine[]> {
+    return (await this.db.selectFrom("machines").selectAll().where("org_id", "=", orgId).orderBy("created_at").orderBy("id").execute()).map(toMachine);
   }
 
-  markOnline(id: string, hello: { hardware: HardwareSummary; agentVersion: string }, now = Date.now()): void {
-    this.db
-      .prepare("UPDATE machines SET state = 'online', hardware_json = ?, agent_version = ?, last_seen_at = ? WHERE id = ?")
-      .run(JSON.stringify(hello.hardware), hello.agentVersion, now, id);
+  async markOnline(id: string, hello: { hardware: HardwareSummary; agentVersion: string }, now = Date.now()): Promise<void> {
+    await this.db
+      .updateTable("machines")
+      .set({ state: "online", hardware_json: JSON.stringify(hello.hardware), agent_version: hello.agentVersion, last_seen_at: now })
+      .where("id", "=", id)
+      .execute();
   }
 
-  updateHardware(id: string, hardware: HardwareSummary): void {
-    this.db.prepare("UPDATE machines SET hardware_json = ? WHERE id = ?").run(JSON.stringify(hardware), id);
+  async updateHardware(id: string, hardware: HardwareSummary): Promise<void> {
+    await this.db.updateTable("machines").set({ hardware_json: JSON.stringify(hardware) }).where("id", "=", id).execute();
   }
 
   /** Replaces the machine's token (stored as a hash only). */
-  setTokenHash(id: string, tokenHash: string): void {
-    this.db.prepare("UPDATE machines SET token_hash = ? WHERE id = ?").run(tokenHash, id);
+  async setTokenHash(id: string, tokenHash: string): Promise<void> {
+    await this.db.updateTable("machines").set({ token_hash: tokenHash }).where("id", "=", id).execute();
   }
 
   /** Revokes a machine for good: its token hash is replaced by one no token matches. */
-  revoke(id: string, unmatchableHash: string, now = Date.now()): void {
-    this.db.prepare("UPDATE machines SET revoked_at = COALESCE(revoked_at, ?), token_hash = ? WHERE id = ?").run(now, unmatchableHash, id);
+  async revoke(id: string, unmatchableHash: string, now = Date.now()): Promise<void> {
+    await this.db
+      .updateTable("machines")
+      .set((eb) => ({ revoked_at: eb.fn.coalesce("revoked_at", eb.val(now)), token_hash: unmatchableHash }))
+      .where("id", "=", id)
+      .execute();
   }
 
-  setInventory(id: string, inventory: MachineInventory): void {
-    this.db.prepare("UPDATE machines SET inventory_json = ? WHERE id = ?").run(JSON.stringify(inventory), id);
+  async setInventory(id: string, inventory: MachineInventory): Promise<void> {
+    await this.db.updateTable("machines").set({ inventory_json: JSON.stringify(inventory) }).where("id", "=", id).execute();
   }
 
-  markOffline(id: string, now = Date.now()): void {
-    this.db.prepare("UPDATE machines SET state = 'offline', last_seen_at = ? WHERE id = ? AND state = 'online'").run(now, id);
+  async markOffline(id: string, now = Date.now()): Promise<void> {
+    await this.db.updateTable("machines").set({ state: "offline", last_seen_at: now }).where("id", "=", id).where("state", "=", "online").execute();
   }
 
   /** At relay start no link exists yet, so every machine that was online is offline. */
-  markAllOffline(): void {
-    this.db.prepare("UPDATE machines SET state = 'offline' WHERE state = 'online'").run();
+  async markAllOffline(): Promise<void> {
+    await this.db.updateTable("machines").set({ state: "offline" }).where("state", "=", "online").execute();
   }
 }

@@ -1,7 +1,12 @@
 /**
- * Versioned schema migrations. Each entry runs once, in order, inside a
- * transaction; `PRAGMA user_version` records how far a database has come.
- * Never edit a released migration: add a new one.
+ * Versioned schema migrations: one history for SQLite and PostgreSQL. Each entry runs once, in order, inside
+ * a transaction (SQLite records how far a database has come in `PRAGMA user_version`, PostgreSQL in the
+ * `makina_schema` table). The SQL is the part both databases read alike: TEXT, INTEGER, BIGINT for times and
+ * counters (ms since the epoch do not fit PostgreSQL's INTEGER; SQLite gives BIGINT the same integer
+ * affinity as INTEGER, so databases made before BIGINT was written here read and compare the same),
+ * CHECK, REFERENCES, ADD COLUMN; `{{WITHOUT_ROWID}}` is SQLite's clustered table and nothing on PostgreSQL.
+ * Never change what a released migration does: add a new one. A new migration must leave a schema the
+ * previous release still works with, so relays can be upgraded one at a time (docs/scale-out.md).
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -9,7 +14,7 @@ export const MIGRATIONS: readonly string[] = [
     id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
     slug TEXT NOT NULL UNIQUE,
-    created_at INTEGER NOT NULL
+    created_at BIGINT NOT NULL
   );
   CREATE TABLE users (
     id TEXT PRIMARY KEY,
@@ -17,7 +22,7 @@ export const MIGRATIONS: readonly string[] = [
     login TEXT NOT NULL UNIQUE,
     password_hash TEXT NOT NULL,
     role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
-    created_at INTEGER NOT NULL
+    created_at BIGINT NOT NULL
   );
   CREATE TABLE machines (
     id TEXT PRIMARY KEY,
@@ -27,8 +32,8 @@ export const MIGRATIONS: readonly string[] = [
     state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'online', 'offline')),
     hardware_json TEXT,
     agent_version TEXT,
-    last_seen_at INTEGER,
-    created_at INTEGER NOT NULL
+    last_seen_at BIGINT,
+    created_at BIGINT NOT NULL
   );
   CREATE INDEX machines_org ON machines(org_id);
   CREATE TABLE stacks (
@@ -45,9 +50,9 @@ export const MIGRATIONS: readonly string[] = [
     state TEXT NOT NULL DEFAULT 'draft' CHECK (state IN ('draft', 'deploying', 'deployed', 'failed', 'undeploying')),
     state_error TEXT,
     context_size INTEGER,
-    deployed_at INTEGER,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    deployed_at BIGINT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
   );
   CREATE INDEX stacks_org_model ON stacks(org_id, model_id);
   CREATE INDEX stacks_machine ON stacks(machine_id);
@@ -56,8 +61,8 @@ export const MIGRATIONS: readonly string[] = [
     stack_id TEXT NOT NULL REFERENCES stacks(id),
     state TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed')),
     error TEXT,
-    started_at INTEGER NOT NULL,
-    finished_at INTEGER
+    started_at BIGINT NOT NULL,
+    finished_at BIGINT
   );
   CREATE INDEX deployments_stack ON deployments(stack_id);
   CREATE TABLE deployment_steps (
@@ -67,8 +72,8 @@ export const MIGRATIONS: readonly string[] = [
     state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'succeeded', 'failed')),
     detail_json TEXT,
     error TEXT,
-    started_at INTEGER,
-    finished_at INTEGER,
+    started_at BIGINT,
+    finished_at BIGINT,
     PRIMARY KEY (deployment_id, seq)
   );
   CREATE TABLE api_keys (
@@ -79,12 +84,12 @@ export const MIGRATIONS: readonly string[] = [
     key_hash TEXT NOT NULL UNIQUE,
     stack_ids_json TEXT,
     machine_ids_json TEXT,
-    rpm INTEGER,
-    tpm INTEGER,
+    rpm BIGINT,
+    tpm BIGINT,
     state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'revoked')),
-    created_at INTEGER NOT NULL,
-    revoked_at INTEGER,
-    last_used_at INTEGER
+    created_at BIGINT NOT NULL,
+    revoked_at BIGINT,
+    last_used_at BIGINT
   );
   CREATE INDEX api_keys_org ON api_keys(org_id);
   CREATE TABLE settings (
@@ -103,8 +108,8 @@ export const MIGRATIONS: readonly string[] = [
     id_hash TEXT PRIMARY KEY,
     user_id TEXT NOT NULL REFERENCES users(id),
     csrf_token TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL
   );
   CREATE INDEX sessions_user ON sessions(user_id);
   -- Who created a key (a user id; NULL when made with the admin token): members revoke only their own.
@@ -116,13 +121,13 @@ export const MIGRATIONS: readonly string[] = [
     org_id TEXT NOT NULL,
     key_id TEXT NOT NULL,
     model TEXT NOT NULL,
-    minute INTEGER NOT NULL,
-    requests INTEGER NOT NULL,
-    errors INTEGER NOT NULL,
-    prompt_tokens INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
+    minute BIGINT NOT NULL,
+    requests BIGINT NOT NULL,
+    errors BIGINT NOT NULL,
+    prompt_tokens BIGINT NOT NULL,
+    completion_tokens BIGINT NOT NULL,
     PRIMARY KEY (org_id, minute, key_id, model)
-  ) WITHOUT ROWID;
+  ){{WITHOUT_ROWID}};
   `,
   `
   -- What a machine last reported hosting (runtimes, models on disk), for its page in the web application.
@@ -130,7 +135,7 @@ export const MIGRATIONS: readonly string[] = [
   `,
   `
   -- A revoked machine: its token no longer opens a link, and it cannot reconnect.
-  ALTER TABLE machines ADD COLUMN revoked_at INTEGER;
+  ALTER TABLE machines ADD COLUMN revoked_at BIGINT;
   `,
   `
   -- The SHA-256 a stack pins its model file to: the machine refuses any other file.
@@ -138,8 +143,8 @@ export const MIGRATIONS: readonly string[] = [
   `,
   `
   -- Limits for the organization's keys that set none of their own (NULL: none).
-  ALTER TABLE organizations ADD COLUMN default_key_rpm INTEGER;
-  ALTER TABLE organizations ADD COLUMN default_key_tpm INTEGER;
+  ALTER TABLE organizations ADD COLUMN default_key_rpm BIGINT;
+  ALTER TABLE organizations ADD COLUMN default_key_tpm BIGINT;
   `,
   `
   -- The options of a stack's harness layer, as a JSON object (NULL: none).

@@ -1,4 +1,6 @@
 import type { Db } from "./open-database.js";
+import type { Row } from "./tables.js";
+import type { ChangeNotices } from "./change-notices.js";
 import { newId } from "../ids/index.js";
 
 /** An organization: the owner of machines, stacks and keys. */
@@ -13,16 +15,14 @@ export interface Organization {
   createdAt: number;
 }
 
-interface Row {
-  id: string;
-  name: string;
-  slug: string;
-  default_key_rpm: number | null;
-  default_key_tpm: number | null;
-  created_at: number;
-}
-
-const toOrg = (r: Row): Organization => ({ id: r.id, name: r.name, slug: r.slug, defaultKeyRpm: r.default_key_rpm, defaultKeyTpm: r.default_key_tpm, createdAt: r.created_at });
+const toOrg = (r: Row<"organizations">): Organization => ({
+  id: r.id,
+  name: r.name,
+  slug: r.slug,
+  defaultKeyRpm: r.default_key_rpm,
+  defaultKeyTpm: r.default_key_tpm,
+  createdAt: r.created_at,
+});
 
 /** Turns a display name into a URL-safe slug (`My Team` → `my-team`). */
 export function slugify(name: string): string {
@@ -30,31 +30,43 @@ export function slugify(name: string): string {
   return slug || "org";
 }
 
-/** Organizations in SQLite. */
+/** Organizations. */
 export class OrganizationStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly notices: ChangeNotices,
+  ) {}
 
   /** Creates an organization; `null` when the slug is taken. */
-  create(name: string, slug = slugify(name), now = Date.now()): Organization | null {
+  async create(name: string, slug = slugify(name), now = Date.now()): Promise<Organization | null> {
     const org: Organization = { id: newId("org"), name, slug, defaultKeyRpm: null, defaultKeyTpm: null, createdAt: now };
-    const res = this.db
-      .prepare("INSERT INTO organizations (id, name, slug, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(slug) DO NOTHING")
-      .run(org.id, name, slug, now);
-    return res.changes === 1 ? org : null;
+    const res = await this.db
+      .insertInto("organizations")
+      .values({ id: org.id, name, slug, created_at: now })
+      .onConflict((oc) => oc.column("slug").doNothing())
+      .executeTakeFirst();
+    if (Number(res.numInsertedOrUpdatedRows ?? 0) !== 1) return null;
+    await this.notices.changed({ kind: "org", orgId: org.id });
+    return org;
   }
 
   /** Finds an organization by id or slug. */
-  find(idOrSlug: string): Organization | undefined {
-    const row = this.db.prepare("SELECT * FROM organizations WHERE id = ? OR slug = ?").get(idOrSlug, idOrSlug) as Row | undefined;
+  async find(idOrSlug: string): Promise<Organization | undefined> {
+    const row = await this.db
+      .selectFrom("organizations")
+      .selectAll()
+      .where((eb) => eb.or([eb("id", "=", idOrSlug), eb("slug", "=", idOrSlug)]))
+      .executeTakeFirst();
     return row && toOrg(row);
   }
 
   /** Sets the limits of the organization's keys that set none of their own. */
-  setDefaultKeyLimits(id: string, limits: { rpm: number | null; tpm: number | null }): void {
-    this.db.prepare("UPDATE organizations SET default_key_rpm = ?, default_key_tpm = ? WHERE id = ?").run(limits.rpm, limits.tpm, id);
+  async setDefaultKeyLimits(id: string, limits: { rpm: number | null; tpm: number | null }): Promise<void> {
+    await this.db.updateTable("organizations").set({ default_key_rpm: limits.rpm, default_key_tpm: limits.tpm }).where("id", "=", id).execute();
+    await this.notices.changed({ kind: "org", orgId: id });
   }
 
-  list(): Organization[] {
-    return (this.db.prepare("SELECT * FROM organizations ORDER BY created_at, id").all() as Row[]).map(toOrg);
+  async list(): Promise<Organization[]> {
+    return (await this.db.selectFrom("organizations").selectAll().orderBy("created_at").orderBy("id").execute()).map(toOrg);
   }
 }

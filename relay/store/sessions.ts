@@ -9,45 +9,43 @@ export interface SessionRecord {
   expiresAt: number;
 }
 
-interface Row {
-  user_id: string;
-  csrf_token: string;
-  created_at: number;
-  expires_at: number;
-}
-
-/** Web sessions in SQLite; the cookie value itself is never stored. */
+/** Web sessions; the cookie value itself is never stored. */
 export class SessionStore {
   constructor(private readonly db: Db) {}
 
-  create(idHash: string, session: SessionRecord): void {
-    this.db
-      .prepare("INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)")
-      .run(idHash, session.userId, session.csrfToken, session.createdAt, session.expiresAt);
+  async create(idHash: string, session: SessionRecord): Promise<void> {
+    await this.db
+      .insertInto("sessions")
+      .values({ id_hash: idHash, user_id: session.userId, csrf_token: session.csrfToken, created_at: session.createdAt, expires_at: session.expiresAt })
+      .execute();
   }
 
   /** The live session with this hash; an expired one is deleted and not returned. */
-  find(idHash: string, now = Date.now()): SessionRecord | undefined {
-    const r = this.db.prepare("SELECT user_id, csrf_token, created_at, expires_at FROM sessions WHERE id_hash = ?").get(idHash) as Row | undefined;
+  async find(idHash: string, now = Date.now()): Promise<SessionRecord | undefined> {
+    const r = await this.db.selectFrom("sessions").select(["user_id", "csrf_token", "created_at", "expires_at"]).where("id_hash", "=", idHash).executeTakeFirst();
     if (!r) return undefined;
     if (r.expires_at <= now) {
-      this.delete(idHash);
+      await this.delete(idHash);
       return undefined;
     }
     return { userId: r.user_id, csrfToken: r.csrf_token, createdAt: r.created_at, expiresAt: r.expires_at };
   }
 
   /** Deletes every expired session (sessions nobody signed out of). */
-  deleteExpired(now = Date.now()): void {
-    this.db.prepare("DELETE FROM sessions WHERE expires_at <= ?").run(now);
+  async deleteExpired(now = Date.now()): Promise<void> {
+    await this.db.deleteFrom("sessions").where("expires_at", "<=", now).execute();
   }
 
-  delete(idHash: string): void {
-    this.db.prepare("DELETE FROM sessions WHERE id_hash = ?").run(idHash);
+  async delete(idHash: string): Promise<void> {
+    await this.db.deleteFrom("sessions").where("id_hash", "=", idHash).execute();
   }
 
   /** Ends every session of a user but `keep` (after a password change). */
-  deleteForUser(userId: string, keep?: string): void {
-    this.db.prepare("DELETE FROM sessions WHERE user_id = ? AND id_hash != ?").run(userId, keep ?? "");
+  async deleteForUser(userId: string, keep?: string): Promise<void> {
+    await this.db
+      .deleteFrom("sessions")
+      .where("user_id", "=", userId)
+      .where("id_hash", "!=", keep ?? "")
+      .execute();
   }
 }

@@ -4,11 +4,15 @@ import type { Db } from "./open-database.js";
 export class SettingsStore {
   constructor(private readonly db: Db) {}
 
-  get(key: string): string | undefined {
-    return (this.db.prepare("SELECT value FROM settings WHERE key = ?").get(key) as { value: string } | undefined)?.value;
+  async get(key: string): Promise<string | undefined> {
+    return (await this.db.selectFrom("settings").select("value").where("key", "=", key).executeTakeFirst())?.value;
   }
 
-  set(key: string, value: string): void {
-    this.db.prepare("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(key, value);
+  async set(key: string, value: string): Promise<void> {
+    await this.db
+      .insertInto("settings")
+      .values({ key, value })
+      .onConflict((oc) => oc.column("key").doUpdateSet({ value }))
+      .execute();
   }
 }

@@ -1,4 +1,6 @@
 import type { Db } from "./open-database.js";
+import type { Row } from "./tables.js";
+import type { ChangeNotices } from "./change-notices.js";
 import { newId } from "../ids/index.js";
 import { MakinaError, type LayerOptionValue, type RuntimeKind } from "../../proto/index.js";
 
@@ -66,31 +68,7 @@ export interface NewStack {
   hasEndpoint: boolean;
 }
 
-interface Row {
-  id: string;
-  org_id: string;
-  name: string;
-  machine_id: string;
-  runtime: RuntimeKind;
-  model_ref: string;
-  model_sha256: string | null;
-  model_id: string;
-  harness: string | null;
-  harness_options_json: string | null;
-  orchestrator: string | null;
-  orchestrator_options_json: string | null;
-  has_endpoint: number;
-  state: StackState;
-  state_error: string | null;
-  context_size: number | null;
-  runtime_state: string | null;
-  runtime_error: string | null;
-  deployed_at: number | null;
-  created_at: number;
-  updated_at: number;
-}
-
-const toStack = (r: Row): Stack => ({
+const toStack = (r: Row<"stacks">): Stack => ({
   id: r.id,
   orgId: r.org_id,
   name: r.name,
@@ -117,73 +95,91 @@ const toStack = (r: Row): Stack => ({
 /** A layer's options as stored: JSON, or NULL when it has none. */
 const options = (o: Record<string, LayerOptionValue> | undefined): string | null => (o && Object.keys(o).length ? JSON.stringify(o) : null);
 
-/** Stacks in SQLite, with their state machine enforced on every change. */
+/**
+ * Stacks, with their state machine enforced on every change. A change of state is written only if the stack
+ * is still in the state it was read in, so two relays moving one stack at once cannot both succeed.
+ * Changes that alter what the gateway routes to are announced ({@link ChangeNotices}).
+ */
 export class StackStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly notices: ChangeNotices,
+  ) {}
 
-  create(input: NewStack, now = Date.now()): Stack {
+  async create(input: NewStack, now = Date.now()): Promise<Stack> {
     const id = newId("stk");
-    this.db
-      .prepare(
-        `INSERT INTO stacks (id, org_id, name, machine_id, runtime, model_ref, model_sha256, model_id, harness, harness_options_json, orchestrator, orchestrator_options_json, has_endpoint, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(id, input.orgId, input.name, input.machineId, input.runtime, input.modelRef, input.modelSha256 ?? null, input.modelId, input.harness ?? null, options(input.harnessOptions), input.orchestrator ?? null, options(input.orchestratorOptions), input.hasEndpoint ? 1 : 0, now, now);
-    return this.get(id)!;
+    await this.db
+      .insertInto("stacks")
+      .values({
+        id,
+        org_id: input.orgId,
+        name: input.name,
+        machine_id: input.machineId,
+        runtime: input.runtime,
+        model_ref: input.modelRef,
+        model_sha256: input.modelSha256 ?? null,
+        model_id: input.modelId,
+        harness: input.harness ?? null,
+        harness_options_json: options(input.harnessOptions),
+        orchestrator: input.orchestrator ?? null,
+        orchestrator_options_json: options(input.orchestratorOptions),
+        has_endpoint: input.hasEndpoint ? 1 : 0,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    return (await this.get(id))!;
   }
 
-  get(id: string): Stack | undefined {
-    const row = this.db.prepare("SELECT * FROM stacks WHERE id = ?").get(id) as Row | undefined;
+  async get(id: string): Promise<Stack | undefined> {
+    const row = await this.db.selectFrom("stacks").selectAll().where("id", "=", id).executeTakeFirst();
     return row && toStack(row);
   }
 
-  listByOrg(orgId: string): Stack[] {
-    return (this.db.prepare("SELECT * FROM stacks WHERE org_id = ? ORDER BY created_at, id").all(orgId) as Row[]).map(toStack);
+  async listByOrg(orgId: string): Promise<Stack[]> {
+    return (await this.db.selectFrom("stacks").selectAll().where("org_id", "=", orgId).orderBy("created_at").orderBy("id").execute()).map(toStack);
   }
 
-  listByMachine(machineId: string): Stack[] {
-    return (this.db.prepare("SELECT * FROM stacks WHERE machine_id = ? ORDER BY created_at, id").all(machineId) as Row[]).map(toStack);
+  async listByMachine(machineId: string): Promise<Stack[]> {
+    return (await this.db.selectFrom("stacks").selectAll().where("machine_id", "=", machineId).orderBy("created_at").orderBy("id").execute()).map(toStack);
   }
 
-  /** Prepared once: it runs whenever the gateway's directory was refreshed. */
-  private servingStatement: ReturnType<Db["prepare"]> | undefined;
-
-  /** Deployed stacks with an Endpoint layer serving `modelId` in an organization: what the gateway may route to. */
-  servingModel(orgId: string, modelId: string): Stack[] {
-    return (
-      (this.servingStatement ??= this.db.prepare("SELECT * FROM stacks WHERE org_id = ? AND model_id = ? AND state = 'deployed' AND has_endpoint = 1")).all(orgId, modelId) as Row[]
-    ).map(toStack);
-  }
-
-  /** Every deployed stack with an Endpoint layer in an organization. */
-  servingInOrg(orgId: string): Stack[] {
-    return (
-      this.db.prepare("SELECT * FROM stacks WHERE org_id = ? AND state = 'deployed' AND has_endpoint = 1 ORDER BY deployed_at, id").all(orgId) as Row[]
-    ).map(toStack);
+  /** Deployed stacks with an Endpoint layer (what the gateway may route to): in one organization, or in all. */
+  async serving(orgId?: string): Promise<Stack[]> {
+    let query = this.db.selectFrom("stacks").selectAll().where("state", "=", "deployed").where("has_endpoint", "=", 1);
+    if (orgId !== undefined) query = query.where("org_id", "=", orgId);
+    return (await query.orderBy("deployed_at").orderBy("id").execute()).map(toStack);
   }
 
   /** Records what the machine reports of the stack's runtime. */
-  setRuntimeState(id: string, state: string, error: string | null): void {
-    this.db.prepare("UPDATE stacks SET runtime_state = ?, runtime_error = ? WHERE id = ?").run(state, error, id);
+  async setRuntimeState(id: string, state: string, error: string | null): Promise<void> {
+    await this.db.updateTable("stacks").set({ runtime_state: state, runtime_error: error }).where("id", "=", id).execute();
   }
 
   /**
-   * Moves a stack to `to`, rejecting transitions the state machine does not allow.
-   * `extra` sets the error text, context size and deploy time that go with the state.
+   * Moves a stack to `to`, rejecting transitions the state machine does not allow (and a stack another
+   * writer moved meanwhile). `extra` sets the error text, context size and deploy time that go with the state.
    */
-  transition(id: string, to: StackState, extra: { error?: string | null; contextSize?: number | null } = {}, now = Date.now()): Stack {
-    return this.db.transaction(() => {
-      const stack = this.get(id);
-      if (!stack) throw new MakinaError("not_found", `No stack ${id}.`);
-      if (!TRANSITIONS[stack.state].includes(to)) {
-        throw new MakinaError("conflict", `Stack ${id} is ${stack.state} and cannot become ${to}.`);
-      }
-      const deployedAt = to === "deployed" ? now : to === "draft" ? null : stack.deployedAt;
-      const contextSize = extra.contextSize !== undefined ? extra.contextSize : to === "draft" ? null : stack.contextSize;
-      this.db
-        .prepare("UPDATE stacks SET state = ?, state_error = ?, context_size = ?, deployed_at = ?, updated_at = ? WHERE id = ?")
-        .run(to, extra.error ?? null, contextSize, deployedAt, now, id);
-      return this.get(id)!;
-    })();
+  async transition(id: string, to: StackState, extra: { error?: string | null; contextSize?: number | null } = {}, now = Date.now()): Promise<Stack> {
+    const stack = await this.get(id);
+    if (!stack) throw new MakinaError("not_found", `No stack ${id}.`);
+    if (!TRANSITIONS[stack.state].includes(to)) {
+      throw new MakinaError("conflict", `Stack ${id} is ${stack.state} and cannot become ${to}.`);
+    }
+    const deployedAt = to === "deployed" ? now : to === "draft" ? null : stack.deployedAt;
+    const contextSize = extra.contextSize !== undefined ? extra.contextSize : to === "draft" ? null : stack.contextSize;
+    const res = await this.db
+      .updateTable("stacks")
+      .set({ state: to, state_error: extra.error ?? null, context_size: contextSize, deployed_at: deployedAt, updated_at: now })
+      .where("id", "=", id)
+      .where("state", "=", stack.state)
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) !== 1) {
+      const current = await this.get(id);
+      throw new MakinaError("conflict", `Stack ${id} became ${current?.state ?? "deleted"} meanwhile and cannot become ${to}.`);
+    }
+    // Into or out of `deployed`: what the gateway routes to changed.
+    if (to === "deployed" || stack.state === "deployed") await this.notices.changed({ kind: "stacks", orgId: stack.orgId });
+    return (await this.get(id))!;
   }
 }

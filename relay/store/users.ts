@@ -1,4 +1,5 @@
 import type { Db } from "./open-database.js";
+import type { Row } from "./tables.js";
 import { newId } from "../ids/index.js";
 
 /** A person who signs in to the web application. */
@@ -10,46 +11,39 @@ export interface User {
   createdAt: number;
 }
 
-interface UserRow {
-  id: string;
-  org_id: string;
-  login: string;
-  role: User["role"];
-  created_at: number;
-}
+const PUBLIC = ["id", "org_id", "login", "role", "created_at"] as const;
 
-const toUser = (r: UserRow): User => ({ id: r.id, orgId: r.org_id, login: r.login, role: r.role, createdAt: r.created_at });
+const toUser = (r: Pick<Row<"users">, (typeof PUBLIC)[number]>): User => ({ id: r.id, orgId: r.org_id, login: r.login, role: r.role, createdAt: r.created_at });
 
-/** Users of the web application in SQLite (passwords as scrypt hashes only). */
+/** Users of the web application (passwords as scrypt hashes only). */
 export class UserStore {
   constructor(private readonly db: Db) {}
 
-  create(input: { orgId: string; login: string; passwordHash: string; role: User["role"] }, now = Date.now()): User {
+  async create(input: { orgId: string; login: string; passwordHash: string; role: User["role"] }, now = Date.now()): Promise<User> {
     const user: User = { id: newId("user"), orgId: input.orgId, login: input.login, role: input.role, createdAt: now };
-    this.db
-      .prepare("INSERT INTO users (id, org_id, login, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-      .run(user.id, user.orgId, user.login, input.passwordHash, user.role, now);
+    await this.db
+      .insertInto("users")
+      .values({ id: user.id, org_id: user.orgId, login: user.login, password_hash: input.passwordHash, role: user.role, created_at: now })
+      .execute();
     return user;
   }
 
-  get(id: string): User | undefined {
-    const r = this.db.prepare("SELECT id, org_id, login, role, created_at FROM users WHERE id = ?").get(id) as UserRow | undefined;
+  async get(id: string): Promise<User | undefined> {
+    const r = await this.db.selectFrom("users").select(PUBLIC).where("id", "=", id).executeTakeFirst();
     return r && toUser(r);
   }
 
-  listByOrg(orgId: string): User[] {
-    return (this.db.prepare("SELECT id, org_id, login, role, created_at FROM users WHERE org_id = ? ORDER BY created_at, id").all(orgId) as UserRow[]).map(toUser);
+  async listByOrg(orgId: string): Promise<User[]> {
+    return (await this.db.selectFrom("users").select(PUBLIC).where("org_id", "=", orgId).orderBy("created_at").orderBy("id").execute()).map(toUser);
   }
 
-  setPasswordHash(id: string, passwordHash: string): void {
-    this.db.prepare("UPDATE users SET password_hash = ? WHERE id = ?").run(passwordHash, id);
+  async setPasswordHash(id: string, passwordHash: string): Promise<void> {
+    await this.db.updateTable("users").set({ password_hash: passwordHash }).where("id", "=", id).execute();
   }
 
   /** The user and its password hash, for sign-in. */
-  findByLogin(login: string): (User & { passwordHash: string }) | undefined {
-    const r = this.db.prepare("SELECT * FROM users WHERE login = ?").get(login) as
-      | { id: string; org_id: string; login: string; role: User["role"]; password_hash: string; created_at: number }
-      | undefined;
-    return r && { id: r.id, orgId: r.org_id, login: r.login, role: r.role, passwordHash: r.password_hash, createdAt: r.created_at };
+  async findByLogin(login: string): Promise<(User & { passwordHash: string }) | undefined> {
+    const r = await this.db.selectFrom("users").selectAll().where("login", "=", login).executeTakeFirst();
+    return r && { ...toUser(r), passwordHash: r.password_hash };
   }
 }

@@ -1,4 +1,5 @@
-import type { Db } from "../store/open-database.js";
+import { sql } from "kysely";
+import { transaction, type Db } from "../store/index.js";
 
 /** One answered gateway request, as the recorder counts it. */
 export interface UsageSample {
@@ -43,7 +44,7 @@ interface Cell {
 
 /** Options of {@link UsageRecorder}. */
 export interface UsageRecorderOptions {
-  /** How often counts are written to SQLite. @default 5000 */
+  /** How often counts are written to the database. @default 5000 */
   flushIntervalMs?: number;
   /** Where a timed write the database refused is reported (the counts are kept for the next try). */
   onWriteError?: (err: unknown) => void;
@@ -52,35 +53,27 @@ export interface UsageRecorderOptions {
 
 /**
  * Counts the gateway's requests and tokens per organization, key, model and
- * minute in memory (a map update per request) and writes the counts to SQLite
- * in one transaction every few seconds, so recording costs the request path
- * nothing measurable. Reads flush first, so what a page shows is current.
+ * minute in memory (a map update per request) and adds the counts to the
+ * database in one transaction every few seconds, so recording costs the request
+ * path nothing measurable. Relays sharing a database add to the same rows, so
+ * the totals are every relay's. Reads flush first, so what a page shows is current.
  */
 export class UsageRecorder {
   private cells = new Map<string, Cell>();
   private readonly timer: NodeJS.Timeout;
   private readonly now: () => number;
-  private readonly upsert;
+  private flushing: Promise<void> | undefined;
 
   constructor(
     private readonly db: Db,
     options: UsageRecorderOptions = {},
   ) {
     this.now = options.now ?? Date.now;
-    this.upsert = db.prepare(
-      `INSERT INTO usage_minutes (org_id, key_id, model, minute, requests, errors, prompt_tokens, completion_tokens)
-       VALUES (@orgId, @keyId, @model, @minute, @requests, @errors, @promptTokens, @completionTokens)
-       ON CONFLICT (org_id, minute, key_id, model) DO UPDATE SET
-         requests = requests + excluded.requests, errors = errors + excluded.errors,
-         prompt_tokens = prompt_tokens + excluded.prompt_tokens, completion_tokens = completion_tokens + excluded.completion_tokens`,
-    );
     this.timer = setInterval(() => {
-      try {
-        this.flush();
-      } catch (err) {
+      this.flush().catch((err: unknown) => {
         if (!options.onWriteError) throw err;
         options.onWriteError(err);
-      }
+      });
     }, options.flushIntervalMs ?? 5000);
     this.timer.unref();
   }
@@ -100,18 +93,59 @@ export class UsageRecorder {
   }
 
   /** Writes what was counted since the last flush. A failed write keeps the counts for the next try. */
-  flush(): void {
+  async flush(): Promise<void> {
+    // One write at a time: a read waits for the write in progress, then writes what came since.
+    while (this.flushing) await this.flushing.catch(() => undefined);
     if (this.cells.size === 0) return;
     const cells = this.cells;
     this.cells = new Map();
-    try {
-      this.db.transaction(() => {
-        for (const c of cells.values()) this.upsert.run(c);
-      })();
-    } catch (err) {
-      for (const [id, c] of cells) if (!this.cells.has(id)) this.cells.set(id, c);
+    this.flushing = this.write([...cells.values()]).catch((err: unknown) => {
+      // Counted again on top of what came meanwhile, so nothing is lost or counted twice.
+      for (const [id, c] of cells) {
+        const now = this.cells.get(id);
+        if (!now) this.cells.set(id, c);
+        else {
+          now.requests += c.requests;
+          now.errors += c.errors;
+          now.promptTokens += c.promptTokens;
+          now.completionTokens += c.completionTokens;
+        }
+      }
       throw err;
+    });
+    try {
+      await this.flushing;
+    } finally {
+      this.flushing = undefined;
     }
+  }
+
+  private async write(cells: Cell[]): Promise<void> {
+    await transaction(this.db, async (trx) => {
+      for (const c of cells) {
+        await trx
+          .insertInto("usage_minutes")
+          .values({
+            org_id: c.orgId,
+            key_id: c.keyId,
+            model: c.model,
+            minute: c.minute,
+            requests: c.requests,
+            errors: c.errors,
+            prompt_tokens: c.promptTokens,
+            completion_tokens: c.completionTokens,
+          })
+          .onConflict((oc) =>
+            oc.columns(["org_id", "minute", "key_id", "model"]).doUpdateSet((eb) => ({
+              requests: eb("usage_minutes.requests", "+", eb.ref("excluded.requests")),
+              errors: eb("usage_minutes.errors", "+", eb.ref("excluded.errors")),
+              prompt_tokens: eb("usage_minutes.prompt_tokens", "+", eb.ref("excluded.prompt_tokens")),
+              completion_tokens: eb("usage_minutes.completion_tokens", "+", eb.ref("excluded.completion_tokens")),
+            })),
+          )
+          .execute();
+      }
+    });
   }
 
   /**
@@ -120,25 +154,36 @@ export class UsageRecorder {
    * `top` busiest groups and one more (`group` "other") for the rest, and
    * the totals of every group.
    */
-  series(
+  async series(
     orgId: string,
     range: "24h" | "30d",
     by: "key" | "model",
     top = 8,
-  ): { bucketMs: number; start: number; series: UsageSeries[]; totals: { group: string; total: UsageSeries["total"] }[] } {
-    this.flush();
+  ): Promise<{ bucketMs: number; start: number; series: UsageSeries[]; totals: { group: string; total: UsageSeries["total"] }[] }> {
+    await this.flush();
     const bucketMs = range === "24h" ? 3_600_000 : 86_400_000;
     const buckets = range === "24h" ? 24 : 30;
     const end = Math.floor(this.now() / bucketMs) * bucketMs + bucketMs;
     const start = end - buckets * bucketMs;
     const column = by === "key" ? "key_id" : "model";
-    const rows = this.db
-      .prepare(
-        `SELECT ${column} AS grp, CAST((minute - @start) / @bucketMs AS INTEGER) AS bucket, SUM(requests) AS requests, SUM(errors) AS errors,
-                SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens
-         FROM usage_minutes WHERE org_id = @orgId AND minute >= @start AND minute < @end GROUP BY grp, bucket`,
-      )
-      .all({ orgId, start, end, bucketMs }) as { grp: string; bucket: number; requests: number; errors: number; promptTokens: number; completionTokens: number }[];
+    // Integer division of integers on both databases: the bucket a minute falls in. Its numbers are written
+    // into the SQL (they are the relay's own integers), so the grouping and the selection are one expression.
+    const bucket = sql<number>`(minute - ${sql.lit(start)}) / ${sql.lit(bucketMs)}`;
+    const rows = await this.db
+      .selectFrom("usage_minutes")
+      .select((eb) => [
+        eb.ref(column).as("grp"),
+        bucket.as("bucket"),
+        eb.fn.sum<number>("requests").as("requests"),
+        eb.fn.sum<number>("errors").as("errors"),
+        eb.fn.sum<number>("prompt_tokens").as("promptTokens"),
+        eb.fn.sum<number>("completion_tokens").as("completionTokens"),
+      ])
+      .where("org_id", "=", orgId)
+      .where("minute", ">=", start)
+      .where("minute", "<", end)
+      .groupBy([column, bucket])
+      .execute();
     const byGroup = new Map<string, UsageSeries>();
     for (const r of rows) {
       let s = byGroup.get(r.grp);
@@ -187,17 +232,21 @@ export class UsageRecorder {
   }
 
   /** Requests and tokens per key since `since` (ms), for the keys list. */
-  totalsByKey(orgId: string, since: number): Map<string, { requests: number; tokens: number }> {
-    this.flush();
-    const rows = this.db
-      .prepare("SELECT key_id AS keyId, SUM(requests) AS requests, SUM(prompt_tokens + completion_tokens) AS tokens FROM usage_minutes WHERE org_id = ? AND minute >= ? GROUP BY key_id")
-      .all(orgId, Math.floor(since / MINUTE) * MINUTE) as { keyId: string; requests: number; tokens: number }[];
+  async totalsByKey(orgId: string, since: number): Promise<Map<string, { requests: number; tokens: number }>> {
+    await this.flush();
+    const rows = await this.db
+      .selectFrom("usage_minutes")
+      .select((eb) => ["key_id as keyId", eb.fn.sum<number>("requests").as("requests"), eb.fn.sum<number>(eb("prompt_tokens", "+", eb.ref("completion_tokens"))).as("tokens")])
+      .where("org_id", "=", orgId)
+      .where("minute", ">=", Math.floor(since / MINUTE) * MINUTE)
+      .groupBy("key_id")
+      .execute();
     return new Map(rows.map((r) => [r.keyId, { requests: r.requests, tokens: r.tokens }]));
   }
 
   /** Writes what is left and stops the timer. */
-  close(): void {
+  async close(): Promise<void> {
     clearInterval(this.timer);
-    this.flush();
+    await this.flush();
   }
 }

@@ -36,8 +36,8 @@ describe("a newcomer's journey through the web application", () => {
     mkdirSync(SHOTS, { recursive: true });
     dataDir = mkdtempSync(join(tmpdir(), "makina-web-"));
     relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } }), { log: silentLogger() });
-    const org = relay.control.createOrg("Acme");
-    relay.store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword("first-admin-password"), role: "admin" });
+    const org = await relay.control.createOrg("Acme");
+    await relay.store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword("first-admin-password"), role: "admin" });
     browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
     page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     page.setDefaultTimeout(30_000);
@@ -320,8 +320,8 @@ describe("a newcomer's journey through the web application", () => {
   });
 
   it("shows a user of another organization nothing of this one", async () => {
-    const rivals = relay.control.createOrg("Rivals");
-    relay.store.users.create({ orgId: rivals.id, login: "rival", passwordHash: hashPassword("rival-password-1"), role: "admin" });
+    const rivals = await relay.control.createOrg("Rivals");
+    await relay.store.users.create({ orgId: rivals.id, login: "rival", passwordHash: hashPassword("rival-password-1"), role: "admin" });
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     const rival = await context.newPage();
     await rival.goto(relay.url);
@@ -335,7 +335,7 @@ describe("a newcomer's journey through the web application", () => {
     await rival.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "API keys" }).click();
     await rival.getByRole("heading", { name: "No API keys yet" }).waitFor();
     // Even a direct link to this organization's stack shows nothing of it.
-    const stackId = relay.store.stacks.listByOrg(relay.store.orgs.find("acme")!.id)[0]!.id;
+    const stackId = (await relay.store.stacks.listByOrg((await relay.store.orgs.find("acme"))!.id))[0]!.id;
     await rival.goto(`${relay.url}/stacks/${stackId}`);
     await rival.getByRole("heading", { name: "No such stack" }).waitFor();
     expect(await rival.content()).not.toContain("tiny");
@@ -348,7 +348,7 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("button", { name: "Rotate token" }).click();
     const command = (await page.getByTestId("rotated-token").locator("code").textContent())!;
     const token = /--token (mk_mach_\w+)/.exec(command)![1]!;
-    expect(relay.store.machines.tokenHash(relay.store.machines.listByOrg(relay.store.orgs.find("acme")!.id)[0]!.id)).toBe(hashSecret(token));
+    expect(await relay.store.machines.tokenHash((await relay.store.machines.listByOrg((await relay.store.orgs.find("acme"))!.id))[0]!.id)).toBe(hashSecret(token));
     await expect.poll(() => page.locator(".page-header").textContent()).toContain("offline");
     await shot("machine-rotated");
     await page.getByRole("button", { name: "Done" }).click();

@@ -66,8 +66,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500, drainTimeoutMs: 1000, ...options.relayFlags } }),
     { log },
   );
-  const org = relay.control.createOrg("Test Org");
-  const { machine, token } = relay.control.createMachine(org.id, "test-machine");
+  const org = await relay.control.createOrg("Test Org");
+  const { machine, token } = await relay.control.createMachine(org.id, "test-machine");
   const agentFlags = (machineId: string, machineToken: string, extra: Record<string, unknown> = {}) => ({
     server: relay.linkAddress,
     machineId,
@@ -101,9 +101,9 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const stack = await relay.control.createStack({ org: org.id, name: "test-stack", machine: machine.id, ...stackModel(), modelId: "stories" });
   await relay.control.deploy(stack.id);
   await relay.deployer.settled(stack.id);
-  const deployed = relay.control.stack(stack.id);
+  const deployed = await relay.control.stack(stack.id);
   if (deployed.state !== "deployed") throw new Error(`test stack did not deploy: ${deployed.state} ${deployed.stateError}`);
-  const { key } = relay.control.createKey(org.id, { name: "test" });
+  const { key } = await relay.control.createKey(org.id, { name: "test" });
   return {
     relay,
     get agent() {
@@ -123,7 +123,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       return agent;
     },
     async addMachine(orgId, flags) {
-      const m = relay.control.createMachine(orgId, `machine-${extraAgents.length + 2}`);
+      const m = await relay.control.createMachine(orgId, `machine-${extraAgents.length + 2}`);
       const a = await startAgent(resolveAgentConfig({ flags: agentFlags(m.machine.id, m.token, flags) }), { log, adapters: adaptersFor(m.machine.id) });
       extraAgents.push(a);
       await a.link.whenOnline();

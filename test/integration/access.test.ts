@@ -26,10 +26,10 @@ describe("who can reach which model", () => {
     stacks.second = await gw.addStack({ orgId: gw.orgId, machineId: secondMachine, modelId: "second" });
     stacks.headless = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "headless", endpoint: false });
     stacks.draft = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "draft-only", deploy: false });
-    otherOrg = gw.relay.control.createOrg("Other Org").id;
+    otherOrg = (await gw.relay.control.createOrg("Other Org")).id;
     const otherMachine = (await gw.addMachine(otherOrg)).machineId;
     stacks.secret = await gw.addStack({ orgId: otherOrg, machineId: otherMachine, modelId: "secret-model" });
-    otherOrgKey = gw.relay.control.createKey(otherOrg, {}).key;
+    otherOrgKey = (await gw.relay.control.createKey(otherOrg, {})).key;
   });
   afterAll(async () => {
     await gw?.close();
@@ -46,7 +46,7 @@ describe("who can reach which model", () => {
   });
 
   it("answers 403 for a model of the organization that the key's stack restriction excludes", async () => {
-    const { key } = gw.relay.control.createKey(gw.orgId, { stackIds: [gw.stackId] });
+    const { key } = await gw.relay.control.createKey(gw.orgId, { stackIds: [gw.stackId] });
     expect(await attempt(gw, key, "stories")).toEqual([200, "ok"]);
     expect(await attempt(gw, key, "second")).toEqual([403, "model_access_denied"]);
     const client = new OpenAI({ baseURL: gw.baseURL, apiKey: key, maxRetries: 0 });
@@ -57,7 +57,7 @@ describe("who can reach which model", () => {
   });
 
   it("answers 403 for a model on a machine the key's machine restriction excludes", async () => {
-    const { key } = gw.relay.control.createKey(gw.orgId, { machineIds: [secondMachine] });
+    const { key } = await gw.relay.control.createKey(gw.orgId, { machineIds: [secondMachine] });
     expect(await attempt(gw, key, "second")).toEqual([200, "ok"]);
     expect(await attempt(gw, key, "stories")).toEqual([403, "model_access_denied"]);
   });
@@ -73,16 +73,16 @@ describe("who can reach which model", () => {
     expect(await attempt(gw, otherOrgKey, "secret-model")).toEqual([200, "ok"]);
   });
 
-  it("refuses to restrict a key to another organization's stack or machine", () => {
-    expect(() => gw.relay.control.createKey(gw.orgId, { stackIds: [stacks.secret!] })).toThrow(/No stack/);
+  it("refuses to restrict a key to another organization's stack or machine", async () => {
+    await expect(gw.relay.control.createKey(gw.orgId, { stackIds: [stacks.secret!] })).rejects.toThrow(/No stack/);
   });
 
   it("revokes a key for every request after the revoke, even with 50 requests in flight", async () => {
-    const { key, record } = gw.relay.control.createKey(gw.orgId, {});
+    const { key, record } = await gw.relay.control.createKey(gw.orgId, {});
     const inFlight = Array.from({ length: 50 }, () => attempt(gw, key, "stories"));
     // Revoke once the first answer is back: the other requests are still on their way.
     expect(await Promise.race(inFlight)).toEqual([200, "ok"]);
-    gw.relay.control.revokeKey(record.id);
+    await gw.relay.control.revokeKey(record.id);
     const settled = await Promise.all(inFlight);
     // Each racing request is either served (authenticated before the revoke) or refused cleanly, never anything else.
     for (const r of settled) expect([[200, "ok"], [401, "invalid_api_key"]]).toContainEqual(r);

@@ -34,17 +34,17 @@ describe("deploying a stack through its lifecycle", () => {
   });
 
   it("waits for an offline machine, deploys when it connects, and survives an agent restart without downloading again", async () => {
-    const { machine, token } = gw.relay.control.createMachine(gw.orgId, "late");
+    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "late");
     const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "late", machine: machine.id, runtime: "gguf", model: modelUrl, modelId: "late-model" });
     expect((await gw.relay.control.deploy(stack.id)).state).toBe("deploying");
-    expect(gw.relay.control.stack(stack.id).state).toBe("deploying");
+    expect((await gw.relay.control.stack(stack.id)).state).toBe("deploying");
     expect(downloads).toBe(0);
 
     const config = resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: machine.id, token, dataDir: join(gw.dataDir, "late-agent"), threads: 1, gpu: false, maxContextSize: 512 } });
     agent = await startAgent(config, { log: silentLogger() });
-    await vi.waitFor(() => expect(gw.relay.control.stack(stack.id).state).toBe("deployed"), { timeout: 15_000, interval: 50 });
+    await vi.waitFor(async () => expect((await gw.relay.control.stack(stack.id)).state).toBe("deployed"), { timeout: 15_000, interval: 50 });
     expect(downloads).toBe(1);
-    const steps = gw.relay.control.stack(stack.id).deployment!.steps;
+    const steps = (await gw.relay.control.stack(stack.id)).deployment!.steps;
     expect(steps.map((s) => s.state)).toEqual(["succeeded", "succeeded", "succeeded"]);
     expect(steps[1]!.detail).toMatchObject({ sha256: "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d", sizeBytes: 1185376 });
 
@@ -59,7 +59,7 @@ describe("deploying a stack through its lifecycle", () => {
   });
 
   it("undeploys: the runtime stops on the machine and the model is no longer listed or reachable", async () => {
-    const stack = gw.relay.control.listStacks(gw.orgId).find((s) => s.modelId === "late-model")!;
+    const stack = (await gw.relay.control.listStacks(gw.orgId)).find((s) => s.modelId === "late-model")!;
     expect((await gw.relay.control.undeploy(stack.id)).state).toBe("draft");
     expect(agent!.host.list().map((r) => r.stackId)).not.toContain(stack.id);
     const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
@@ -72,7 +72,7 @@ describe("deploying a stack through its lifecycle", () => {
     const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "broken", machine: gw.machineId, runtime: "gguf", model: "/nonexistent/model.gguf", modelId: "broken" });
     await gw.relay.control.deploy(stack.id);
     await gw.relay.deployer.settled(stack.id);
-    const s = gw.relay.control.stack(stack.id);
+    const s = await gw.relay.control.stack(stack.id);
     expect(s.state).toBe("failed");
     expect(s.stateError).toBe("Model file not found: /nonexistent/model.gguf");
     expect(s.deployment!.steps.map((x) => x.state)).toEqual(["succeeded", "failed", "pending"]);
@@ -92,18 +92,18 @@ describe("deploying a stack through its lifecycle", () => {
     const good = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d";
     const unpinned = await control.createStack({ org: gw.orgId, name: "unpinned", machine: gw.machineId, runtime: "gguf", model: modelUrl, modelId: "unpinned" });
     expect([unpinned.modelSha256, unpinned.modelUnverified]).toEqual([null, true]);
-    expect(control.stack(gw.stackId).modelUnverified).toBe(false); // a file on the machine's disk
+    expect((await control.stack(gw.stackId)).modelUnverified).toBe(false); // a file on the machine's disk
 
     const { body: wrong } = await create({ name: "wrong-pin", model_sha256: "AB".repeat(32), model_id: "wrong-pin" });
     expect([wrong.model_sha256, wrong.model_unverified]).toEqual(["ab".repeat(32), false]);
     await control.deploy(wrong.id);
     await gw.relay.deployer.settled(wrong.id);
-    expect(control.stack(wrong.id)).toMatchObject({ state: "failed", stateError: expect.stringContaining(`has sha256 ${good}, but the stack expects ${"ab".repeat(32)}`) });
+    expect(await control.stack(wrong.id)).toMatchObject({ state: "failed", stateError: expect.stringContaining(`has sha256 ${good}, but the stack expects ${"ab".repeat(32)}`) });
 
     const pinned = await control.createStack({ org: gw.orgId, name: "pinned", machine: gw.machineId, runtime: "gguf", model: modelUrl, modelSha256: good, modelId: "pinned" });
     await control.deploy(pinned.id);
     await gw.relay.deployer.settled(pinned.id);
-    expect(control.stack(pinned.id).state).toBe("deployed");
+    expect((await control.stack(pinned.id)).state).toBe("deployed");
 
     for (const [input, param] of [
       [{ model_sha256: "abc" }, "model_sha256"],

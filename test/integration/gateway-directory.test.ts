@@ -27,7 +27,7 @@ describe("the gateway's keys and routes stay current", () => {
   });
 
   it("refuses a key revoked by another process writing the database, on the very next request", async () => {
-    const { key, record } = gw.relay.control.createKey(gw.orgId, { name: "outside" });
+    const { key, record } = await gw.relay.control.createKey(gw.orgId, { name: "outside" });
     expect((await chat(key, gw.modelId)).status).toBe(200);
     expect((await chat(key, gw.modelId)).status).toBe(200);
     writeFromAnotherProcess(relayPaths(gw.dataDir).database, "UPDATE api_keys SET state = 'revoked', revoked_at = 1 WHERE id = ?", record.id);
@@ -37,7 +37,7 @@ describe("the gateway's keys and routes stay current", () => {
   });
 
   it("refuses a key revoked through the admin API on the very next request", async () => {
-    const { key, record } = gw.relay.control.createKey(gw.orgId, { name: "admin-revoked" });
+    const { key, record } = await gw.relay.control.createKey(gw.orgId, { name: "admin-revoked" });
     expect((await chat(key, gw.modelId)).status).toBe(200);
     const revoked = await fetch(`${gw.relay.url}/admin/v1/keys/${record.id}/revoke`, { method: "POST", headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
     expect(revoked.status).toBe(200);
@@ -57,7 +57,7 @@ describe("the gateway's keys and routes stay current", () => {
   });
 
   it("applies a key's new limit written by another process on its next request", async () => {
-    const { key, record } = gw.relay.control.createKey(gw.orgId, { name: "limited-later" });
+    const { key, record } = await gw.relay.control.createKey(gw.orgId, { name: "limited-later" });
     expect((await chat(key, gw.modelId)).status).toBe(200);
     writeFromAnotherProcess(relayPaths(gw.dataDir).database, "UPDATE api_keys SET rpm = 1 WHERE id = ?", record.id);
     const first = await chat(key, gw.modelId);

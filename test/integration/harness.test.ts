@@ -73,7 +73,7 @@ describe("the system-prompt harness in front of a real GGUF model", () => {
       });
       return ((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
     };
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "framed", machine: gw.machineId, runtime: "gguf", model: (gw.relay.control.stack(gw.stackId)).modelRef, modelId: "framed", harness: "system-prompt", harnessOptions: { prompt: "You are a storyteller who loves dragons and castles." } });
+    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "framed", machine: gw.machineId, runtime: "gguf", model: (await gw.relay.control.stack(gw.stackId)).modelRef, modelId: "framed", harness: "system-prompt", harnessOptions: { prompt: "You are a storyteller who loves dragons and castles." } });
     await gw.relay.control.deploy(stack.id);
     await gw.relay.deployer.settled(stack.id);
     expect(await ask("framed")).toBeGreaterThan(await ask(gw.modelId));
@@ -128,7 +128,7 @@ describe("the router harness", () => {
     expect(gw.fake(gw.machineId, "auto").seen).toEqual([]);
 
     // A key restricted to the router's stack alone does not reach the models it routes to.
-    const { key } = gw.relay.control.createKey(gw.orgId, { name: "router-only", stackIds: [router.id] });
+    const { key } = await gw.relay.control.createKey(gw.orgId, { name: "router-only", stackIds: [router.id] });
     expect(await ask("hello there", key)).toEqual([403, "model_access_denied"]);
   });
 

@@ -82,17 +82,17 @@ describe("the agent's local control socket and the commands that read it", () =>
   it("reports hardware changes to the relay", async () => {
     let gpus: GraphicsController[] = [];
     const dir = join(gw.dataDir, "changing");
-    const { machine, token } = gw.relay.control.createMachine(gw.orgId, "changing");
+    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "changing");
     const agent = await startAgent(
       resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: machine.id, token, dataDir: dir, threads: 1, gpu: false, hardwareIntervalMs: 1000 } }),
       { log: silentLogger(), hardwareSource: fixtureSource("cpu-vm", { graphics: async () => ({ controllers: gpus }) }) },
     );
     try {
       await agent.link.whenOnline();
-      expect(gw.relay.store.machines.get(machine.id)!.hardware!.gpus).toEqual([]);
+      expect((await gw.relay.store.machines.get(machine.id))!.hardware!.gpus).toEqual([]);
       // A GPU appears, as systeminformation shows it once the NVIDIA driver answers.
       gpus = [{ vendor: "NVIDIA Corporation", model: "AD104GL [L4]", name: "NVIDIA L4", vram: 23034, memoryTotal: 23034, driverVersion: "550.54.15" }];
-      await vi.waitFor(() => expect(gw.relay.store.machines.get(machine.id)!.hardware!.gpus.map((g) => g.model)).toEqual(["NVIDIA L4"]), { timeout: 10_000, interval: 50 });
+      await vi.waitFor(async () => expect((await gw.relay.store.machines.get(machine.id))!.hardware!.gpus.map((g) => g.model)).toEqual(["NVIDIA L4"]), { timeout: 10_000, interval: 50 });
       const info = await runCli(["info", "--socket", agent.config.controlSocket]);
       expect(info.stdout).toMatch(/gpus:\s+NVIDIA L4, 22 GiB, driver 550\.54\.15\n/);
     } finally {

@@ -20,8 +20,8 @@ describe("the link between a machine and the relay", () => {
     await gw?.close();
   });
 
-  it("shows the machine online with the hardware it reported", () => {
-    const m = gw.relay.store.machines.get(gw.machineId)!;
+  it("shows the machine online with the hardware it reported", async () => {
+    const m = (await gw.relay.store.machines.get(gw.machineId))!;
     expect(m.state).toBe("online");
     expect(m.hardware!.cpuLogicalCores).toBeGreaterThan(0);
     expect(m.hardware!.memoryBytes).toBeGreaterThan(0);
@@ -30,7 +30,7 @@ describe("the link between a machine and the relay", () => {
 
   it("answers 503 machine_offline with Retry-After once the agent is gone, and serves again when it is back", async () => {
     await gw.agent.stop();
-    await vi.waitFor(() => expect(gw.relay.store.machines.get(gw.machineId)!.state).toBe("offline"), { timeout: 5000, interval: 50 });
+    await vi.waitFor(async () => expect((await gw.relay.store.machines.get(gw.machineId))!.state).toBe("offline"), { timeout: 5000, interval: 50 });
 
     const res = await fetch(`${gw.baseURL}/chat/completions`, {
       method: "POST",
@@ -74,7 +74,7 @@ describe("the link between a machine and the relay", () => {
     raw.close();
     expect(error.code).toBe(status.UNAUTHENTICATED);
     // The real agent's link is untouched.
-    expect(gw.relay.store.machines.get(gw.machineId)!.state).toBe("online");
+    expect((await gw.relay.store.machines.get(gw.machineId))!.state).toBe("online");
   });
 
   it("refuses an agent that speaks another protocol version", async () => {
@@ -95,7 +95,7 @@ describe("the link between a machine and the relay", () => {
 
   it("drops a link whose agent falls silent, and marks the machine offline, while a talking agent stays online", async () => {
     // A machine of its own whose "agent" says hello and then nothing at all (no heartbeats), connection open.
-    const { machine, token } = gw.relay.control.createMachine(gw.orgId, "mute");
+    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "mute");
     const raw = new AgentLinkClient(gw.relay.linkAddress, credentials.createInsecure());
     const md = new Metadata();
     md.set("x-makina-machine-id", machine.id);
@@ -104,13 +104,13 @@ describe("the link between a machine and the relay", () => {
     call.on("error", () => {});
     call.on("data", () => {});
     call.write({ body: { $case: "hello", value: { protocolVersion: PROTOCOL_VERSION, agentVersion: "mute", hardware: undefined } } });
-    await vi.waitFor(() => expect(gw.relay.store.machines.get(machine.id)!.state).toBe("online"), { timeout: 5000, interval: 20 });
+    await vi.waitFor(async () => expect((await gw.relay.store.machines.get(machine.id))!.state).toBe("online"), { timeout: 5000, interval: 20 });
     // The relay asks for a heartbeat every 500 ms here, and gives up after 3.5 of them.
-    await vi.waitFor(() => expect(gw.relay.store.machines.get(machine.id)!.state).toBe("offline"), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(async () => expect((await gw.relay.store.machines.get(machine.id))!.state).toBe("offline"), { timeout: 10_000, interval: 50 });
     expect(gw.relay.registry.get(machine.id)).toBeUndefined();
     call.cancel();
     raw.close();
-    expect(gw.relay.store.machines.get(gw.machineId)!.state).toBe("online");
+    expect((await gw.relay.store.machines.get(gw.machineId))!.state).toBe("online");
     expect((await chat()).choices[0]!.finish_reason).toBe("length");
   });
 
@@ -135,10 +135,10 @@ describe("the link between a machine and the relay", () => {
     // The agent tries again and is refused, for good.
     await vi.waitFor(() => expect(agent.link.credentialsRejected).toBe(true), { timeout: 10_000, interval: 20 });
     expect(agent.link.lastError).toContain("revoked");
-    expect(gw.relay.store.machines.get(machineId)!.state).toBe("offline");
+    expect((await gw.relay.store.machines.get(machineId))!.state).toBe("offline");
     // Rotating a revoked machine's token is refused; the other machines are untouched.
     expect((await adminPost(`/machines/${machineId}/rotate-token`)).status).toBe(409);
-    expect(gw.relay.store.machines.get(gw.machineId)!.state).toBe("online");
+    expect((await gw.relay.store.machines.get(gw.machineId))!.state).toBe("online");
   });
 
   it("rotates a machine's token: the link drops, the old token is refused and the new one connects", async () => {
@@ -156,7 +156,7 @@ describe("the link between a machine and the relay", () => {
     );
     try {
       await renewed.link.whenOnline();
-      expect(gw.relay.store.machines.get(machineId)!.state).toBe("online");
+      expect((await gw.relay.store.machines.get(machineId))!.state).toBe("online");
     } finally {
       await renewed.stop();
     }

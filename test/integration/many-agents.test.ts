@@ -35,7 +35,8 @@ describe("1,000 machines connecting and heartbeating while the gateway serves", 
   });
 
   it("takes them all online and keeps them, while every request is served", async () => {
-    const machines = Array.from({ length: 1000 }, (_, i) => gw.relay.control.createMachine(gw.orgId, `sim-${i}`));
+    const machines = [];
+    for (let i = 0; i < 1000; i++) machines.push(await gw.relay.control.createMachine(gw.orgId, `sim-${i}`));
     let served = 0;
     let failed = 0;
     let stop = false;
@@ -59,7 +60,7 @@ describe("1,000 machines connecting and heartbeating while the gateway serves", 
       const before = served;
       await new Promise((r) => setTimeout(r, 5_000));
       expect(gw.relay.registry.size).toBe(1001);
-      expect(gw.relay.store.machines.listByOrg(gw.orgId).filter((m) => m.state === "online")).toHaveLength(1001);
+      expect((await gw.relay.store.machines.listByOrg(gw.orgId)).filter((m) => m.state === "online")).toHaveLength(1001);
       expect(served - before).toBeGreaterThan(10);
     } finally {
       stop = true;

@@ -40,8 +40,8 @@ describe("Prometheus metrics", () => {
   });
 
   it("counts what was sent, by model, status and key, with tokens, latency, first tokens and refusals", async () => {
-    const keyId = gw.relay.store.keys.findByHash(hashSecret(gw.apiKey))!.id;
-    const limited = gw.relay.control.createKey(gw.orgId, { name: "one a minute", rpm: 1 });
+    const keyId = (await gw.relay.store.keys.findByHash(hashSecret(gw.apiKey)))!.id;
+    const limited = await gw.relay.control.createKey(gw.orgId, { name: "one a minute", rpm: 1 });
     expect((await chat({ model: gw.modelId, max_tokens: 2 })).status).toBe(200);
     expect((await chat({ model: gw.modelId, max_tokens: 3 })).status).toBe(200);
     const streamed = await chat({ model: gw.modelId, max_tokens: 4, stream: true });

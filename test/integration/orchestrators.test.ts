@@ -33,7 +33,7 @@ describe("orchestrated stacks through the gateway", () => {
     ] as const) {
       const fake = gw.fake(gw.machineId, model);
       const before = fake.usages.length;
-      const { key } = gw.relay.control.createKey(gw.orgId, { tpm: 100_000 });
+      const { key } = await gw.relay.control.createKey(gw.orgId, { tpm: 100_000 });
       const keyed = new OpenAI({ baseURL: gw.baseURL, apiKey: key, maxRetries: 0 });
       const res = await keyed.chat.completions.create({ model, messages: [{ role: "user", content: "tell me about the sea" }], max_tokens: 50 });
       const ran = fake.usages.slice(before);
@@ -123,7 +123,7 @@ describe("an orchestrated GGUF stack", () => {
     const next = await client.chat.completions.create({ model: "voting", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 4 });
     expect(next.choices[0]!.message.content!.length).toBeGreaterThan(0);
     // Whatever the samples had decoded when they stopped, far from the whole: the charge of the two requests.
-    const charged = gw.relay.usage.series(gw.orgId, "24h", "model").totals.find((t) => t.group === "voting")!.total;
+    const charged = (await gw.relay.usage.series(gw.orgId, "24h", "model")).totals.find((t) => t.group === "voting")!.total;
     expect(charged.requests).toBe(2);
     expect(charged.completionTokens).toBeLessThan(2 * 1500);
   });

@@ -32,8 +32,8 @@ describe("a relay restart", () => {
     dir = mkdtempSync(join(tmpdir(), "makina-restart-"));
     const config = resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: await freePort(), grpcPort: await freePort(), grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } });
     relay = await startRelay(config, { log: silentLogger() });
-    const org = relay.control.createOrg("Restart Co");
-    const { machine, token } = relay.control.createMachine(org.id, "box");
+    const org = await relay.control.createOrg("Restart Co");
+    const { machine, token } = await relay.control.createMachine(org.id, "box");
     agent = await startAgent(
       resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), threads: 1, gpu: false, maxContextSize: 512, reconnectMinMs: 50, reconnectMaxMs: 500 } }),
       { log: silentLogger() },
@@ -42,7 +42,7 @@ describe("a relay restart", () => {
     const stack = await relay.control.createStack({ org: org.id, name: "s", machine: machine.id, runtime: "gguf", model: testModelPath(), modelId: "stories" });
     await relay.control.deploy(stack.id);
     await relay.deployer.settled(stack.id);
-    const { key } = relay.control.createKey(org.id, { name: "k" });
+    const { key } = await relay.control.createKey(org.id, { name: "k" });
     const pid = agent.host.list()[0]!.pid;
     expect(pid).toEqual(expect.any(Number));
 
@@ -54,7 +54,7 @@ describe("a relay restart", () => {
     closeSync(fd);
     const when = 1_700_000_000;
     utimesSync(large, when, when);
-    const gpu = relay.control.createMachine(org.id, "gpu-box");
+    const gpu = await relay.control.createMachine(org.id, "gpu-box");
     gpuAgent = await startAgent(
       resolveAgentConfig({
         flags: { server: relay.linkAddress, machineId: gpu.machine.id, token: gpu.token, dataDir: join(dir, "gpu-agent"), threads: 1, gpu: false, reconnectMinMs: 50, reconnectMaxMs: 500, python: join(REPO_ROOT, "test", "fixtures", "standins", "python3") },
@@ -66,8 +66,8 @@ describe("a relay restart", () => {
     const big = await relay.control.createStack({ org: org.id, name: "big", machine: gpu.machine.id, runtime: "vllm", model: large, modelId: "big" });
     await relay.control.deploy(big.id);
     await relay.deployer.settled(big.id);
-    const pulled = () => relay!.control.stack(big.id).deployment!.steps.find((st) => st.kind === "pull_model")!.detail as { sha256: string };
-    const digest = pulled().sha256;
+    const pulled = async () => (await relay!.control.stack(big.id)).deployment!.steps.find((st) => st.kind === "pull_model")!.detail as { sha256: string };
+    const digest = (await pulled()).sha256;
     const bigPid = gpuAgent.host.list()[0]!.pid;
     // Its bytes change but not its size nor its modification time: only a re-hash would see it.
     const again = openSync(large, "r+");
@@ -88,10 +88,10 @@ describe("a relay restart", () => {
     // The same processes serve the models: nothing was reloaded; the large file was not read again.
     expect(agent.host.list().map((r) => [r.stackId, r.state, r.pid])).toEqual([[stack.id, "ready", pid]]);
     expect(gpuAgent.host.list().map((r) => [r.stackId, r.state, r.pid])).toEqual([[big.id, "ready", bigPid]]);
-    expect(pulled().sha256).toBe(digest);
-    expect(relay.control.stack(stack.id).state).toBe("deployed");
+    expect((await pulled()).sha256).toBe(digest);
+    expect((await relay.control.stack(stack.id)).state).toBe("deployed");
     // What the machine still hosts, as it reported it on reconnecting.
-    await vi.waitFor(() => expect(relay!.control.machine(null, machine.id).inventory?.runtimes.map((r) => r.stackId)).toEqual([stack.id]), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(async () => expect((await relay!.control.machine(null, machine.id)).inventory?.runtimes.map((r) => r.stackId)).toEqual([stack.id]), { timeout: 5_000, interval: 20 });
     const res = await fetch(`${relay.url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },

@@ -17,7 +17,7 @@ import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
  * a runtime's, and answer without end.
  */
 async function rogueAgent(gw: TestGateway, name: string, options: { ignore?: (step: string) => boolean; deploy?: boolean } = {}) {
-  const { machine, token } = gw.relay.control.createMachine(gw.orgId, name);
+  const { machine, token } = await gw.relay.control.createMachine(gw.orgId, name);
   const received: RelayToAgent[] = [];
   let onInfer: (m: Extract<RelayToAgent, { type: "infer" }>) => void = () => {};
   let relay: LinkEnd<AgentToRelay> | undefined;
@@ -65,7 +65,7 @@ describe("a machine that misbehaves cannot hurt the relay or mislead its clients
     rogue.send({ type: "runtimeState", stackId: rogue.stackId, state: "loading", error: "" });
     await vi.waitFor(() => expect(session.readyStacks.has(rogue.stackId)).toBe(false), { timeout: 2_000, interval: 10 });
     expect(session.readyStacks.has(gw.stackId)).toBe(false);
-    expect(gw.relay.store.stacks.get(gw.stackId)!.runtimeState).not.toBe("loading");
+    expect((await gw.relay.store.stacks.get(gw.stackId))!.runtimeState).not.toBe("loading");
   });
 
   it("turns an error code no runtime sends into a plain 500, and holds usage to what it saw", async () => {
@@ -104,8 +104,8 @@ describe("a machine that misbehaves cannot hurt the relay or mislead its clients
     rogue.send({ type: "hardware", hardware: huge });
     for (let i = 0; i < 20; i++) rogue.send({ type: "hardware", hardware: { ...rogue.hardware, os: `flood ${i}` } });
     // The in-process link delivers the 21 reports in one run of microtasks: once the first is stored, all were handled.
-    await vi.waitFor(() => expect(gw.relay.store.machines.get(rogue.machineId)!.hardware!.os).toHaveLength(256), { timeout: 2_000, interval: 10 });
-    const stored = gw.relay.store.machines.get(rogue.machineId)!.hardware!;
+    await vi.waitFor(async () => expect((await gw.relay.store.machines.get(rogue.machineId))!.hardware!.os).toHaveLength(256), { timeout: 2_000, interval: 10 });
+    const stored = (await gw.relay.store.machines.get(rogue.machineId))!.hardware!;
     expect(stored.os).toBe("A".repeat(256));
     expect(stored.gpus).toHaveLength(64);
   });
@@ -137,7 +137,7 @@ describe("a machine that floods deploy progress and runtime reports", () => {
     unsubscribe();
 
     rogue.send({ type: "runtimeState", stackId: rogue.stackId, state: "failed", error: "E".repeat(1_000_000) });
-    await vi.waitFor(() => expect(gw.relay.store.stacks.get(rogue.stackId)!.runtimeError).toHaveLength(2000), { timeout: 2_000, interval: 10 });
+    await vi.waitFor(async () => expect((await gw.relay.store.stacks.get(rogue.stackId))!.runtimeError).toHaveLength(2000), { timeout: 2_000, interval: 10 });
   });
 });
 
@@ -152,13 +152,13 @@ describe("a machine that never finishes a deployment step", () => {
 
   it("fails the deployment with the reason once the step has been silent too long, and does not block the next one", async () => {
     const rogue = await rogueAgent(gw, "stuck", { ignore: (step) => step === "pullModel" });
-    const failed = gw.relay.control.stack(rogue.stackId);
+    const failed = await gw.relay.control.stack(rogue.stackId);
     expect(failed.state).toBe("failed");
     expect(failed.stateError).toBe("The machine reported nothing of the pullModel step for 300 ms; it was given up.");
     rogue.ignore(() => false);
     await gw.relay.control.deploy(rogue.stackId);
     await gw.relay.deployer.settled(rogue.stackId);
-    expect(gw.relay.control.stack(rogue.stackId).state).toBe("deployed");
+    expect((await gw.relay.control.stack(rogue.stackId)).state).toBe("deployed");
   });
 });
 
@@ -185,7 +185,7 @@ describe("undeploying a stack whose deployment is still running", () => {
       "cancel pull",
       "removeStack",
     ]);
-    const view = gw.relay.control.stack(rogue.stackId);
+    const view = await gw.relay.control.stack(rogue.stackId);
     expect(view.deployment?.error).toBe("The stack was undeployed during its deployment.");
   });
 });

@@ -25,7 +25,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   let existing: ChildProcess | undefined;
 
   async function machine(kind: MachineKind, name: string, flags: Record<string, unknown> = {}) {
-    const { machine: m, token } = gw.relay.control.createMachine(gw.orgId, name);
+    const { machine: m, token } = await gw.relay.control.createMachine(gw.orgId, name);
     const agent = await startAgent(
       resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, name), threads: 1, gpu: false, python: join(STANDINS, "python3"), ...flags }, env: process.env }),
       { log: silentLogger(), hardwareSource: fixtureSource(kind) },
@@ -39,7 +39,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     const stack = await gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: machineId, runtime, model, modelId });
     await gw.relay.control.deploy(stack.id);
     await gw.relay.deployer.settled(stack.id);
-    return gw.relay.control.stack(stack.id);
+    return await gw.relay.control.stack(stack.id);
   }
 
   beforeAll(async () => {
@@ -119,12 +119,12 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
       code: "incompatible_stack",
       message: "This stack cannot run on cpu-box: vLLM needs an NVIDIA GPU; none was detected on this machine.",
     });
-    expect(gw.relay.store.stacks.listByMachine(machineId)).toEqual([]);
+    expect(await gw.relay.store.stacks.listByMachine(machineId)).toEqual([]);
   });
 
   it("still refuses on the machine a runtime its hardware cannot run, when the relay let it through", async () => {
     // A machine that reported no hardware yet passes the relay's rules; the agent checks again.
-    const { machine: m, token } = gw.relay.control.createMachine(gw.orgId, "unknown-box");
+    const { machine: m, token } = await gw.relay.control.createMachine(gw.orgId, "unknown-box");
     const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "vllm-unknown", machine: m.id, runtime: "vllm", model: "hf:Qwen/Qwen2.5-0.5B-Instruct", modelId: "qwen-unknown" });
     expect(stack.compatibility.ok).toBeNull();
     expect((await gw.relay.control.deploy(stack.id)).state).toBe("deploying");
@@ -133,9 +133,9 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
       { log: silentLogger(), hardwareSource: fixtureSource("cpu-vm") },
     );
     agents.push(agent);
-    await vi.waitFor(() => expect(gw.relay.control.stack(stack.id).state).toBe("failed"), { timeout: 15_000, interval: 50 });
-    expect(gw.relay.control.stack(stack.id).stateError).toBe("The vllm runtime cannot run here: needs Linux with an NVIDIA GPU (CUDA), but no cuda backend is usable here (no GPU found).");
-    expect(gw.relay.control.stack(stack.id).compatibility.ok).toBe(false);
+    await vi.waitFor(async () => expect((await gw.relay.control.stack(stack.id)).state).toBe("failed"), { timeout: 15_000, interval: 50 });
+    expect((await gw.relay.control.stack(stack.id)).stateError).toBe("The vllm runtime cannot run here: needs Linux with an NVIDIA GPU (CUDA), but no cuda backend is usable here (no GPU found).");
+    expect((await gw.relay.control.stack(stack.id)).compatibility.ok).toBe(false);
   });
 
   it("runs mlx_lm.server only on Apple silicon", async () => {
@@ -233,9 +233,9 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
       const stack = await deploy(machineId, "vllm", "hf:org/flaky", "flaky");
       expect(stack.state).toBe("deployed");
       // Restarts are reported to the relay as they happen.
-      await vi.waitFor(() => expect(gw.relay.store.stacks.get(stack.id)!.runtimeState).toBe("loading"), { timeout: 10_000, interval: 20 });
-      await vi.waitFor(() => expect(gw.relay.store.stacks.get(stack.id)!.runtimeState).toBe("failed"), { timeout: 60_000, interval: 100 });
-      const s = gw.relay.store.stacks.get(stack.id)!;
+      await vi.waitFor(async () => expect((await gw.relay.store.stacks.get(stack.id))!.runtimeState).toBe("loading"), { timeout: 10_000, interval: 20 });
+      await vi.waitFor(async () => expect((await gw.relay.store.stacks.get(stack.id))!.runtimeState).toBe("failed"), { timeout: 60_000, interval: 100 });
+      const s = (await gw.relay.store.stacks.get(stack.id))!;
       expect(s.state).toBe("deployed");
       expect(s.runtimeError).toContain("crash loop");
       const after = await fetch(`${gw.baseURL}/chat/completions`, {

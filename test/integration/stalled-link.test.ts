@@ -22,7 +22,7 @@ describe("a machine whose link stops draining", () => {
   });
 
   it("gets no new requests (503, short Retry-After) while it does not read, and others are served throughout", async () => {
-    const { machine, token } = gw.relay.control.createMachine(gw.orgId, "stalled");
+    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "stalled");
     client = new AgentLinkClient(gw.relay.linkAddress, credentials.createInsecure());
     const metadata = new Metadata();
     metadata.set(MACHINE_ID_METADATA, machine.id);
@@ -41,7 +41,7 @@ describe("a machine whose link stops draining", () => {
       await gw.relay.control.deploy(stack.id);
       await gw.relay.deployer.settled(stack.id);
       const session = gw.relay.registry.get(machine.id)!;
-      expect([gw.relay.control.stack(stack.id).state, session.congested]).toEqual(["deployed", false]);
+      expect([(await gw.relay.control.stack(stack.id)).state, session.congested]).toEqual(["deployed", false]);
 
       // It stops reading. Requests sent its way (straight on the link: each an infer, then a cancel when no first
       // token comes) pile up in the relay's write buffer for it.

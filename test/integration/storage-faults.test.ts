@@ -1,4 +1,5 @@
 import Database from "better-sqlite3";
+import { sql } from "kysely";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
@@ -44,9 +45,12 @@ describe("a full disk (stand-in: the database capped at its size with max_page_c
     const before = await requestsCounted();
     // The disk fills up: the database packed tight (VACUUM), capped at that size, and its keys and usage tables
     // filled with the smallest rows until SQLite refuses one, so that no row the relay writes there fits.
-    gw.relay.store.db.exec("VACUUM");
-    const pages = gw.relay.store.db.pragma("page_count", { simple: true }) as number;
-    for (const db of [filler, gw.relay.store.db]) db.pragma(`max_page_count = ${pages}`);
+    // The relay's own connection is capped through its query builder (the cap is per connection).
+    const relayDb = gw.relay.store.db;
+    await sql.raw("VACUUM").execute(relayDb);
+    const pages = (await sql<{ page_count: number }>`PRAGMA page_count`.execute(relayDb)).rows[0]!.page_count;
+    filler.pragma(`max_page_count = ${pages}`);
+    await sql.raw(`PRAGMA max_page_count = ${pages}`).execute(relayDb);
     const fill = (sql: string) => {
       const insert = filler.prepare(sql);
       for (let i = 0; ; i++) {
@@ -80,7 +84,7 @@ describe("a full disk (stand-in: the database capped at its size with max_page_c
     expect([health.status, await health.json()]).toEqual([200, { status: "degraded", storage: "The relay cannot write to its database: the disk holding it is full (SQLITE_FULL)." }]);
 
     // Room again: the same write goes through, and every request served meanwhile is counted.
-    gw.relay.store.db.pragma("max_page_count = 1073741823");
+    await sql.raw("PRAGMA max_page_count = 1073741823").execute(relayDb);
     filler.pragma("max_page_count = 1073741823");
     expect((await admin("POST", "/keys", { org: gw.orgId, name: "after" })).status).toBe(201);
     expect(await requestsCounted()).toBe(before + 20);

@@ -96,7 +96,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     c.csrf = "not-the-token";
     await refused(await c.call("POST", "/admin/v1/keys", { name: "no csrf" }));
     await refused(await c.call("POST", "/auth/v1/sign-out"));
-    expect(gw.relay.store.keys.listByOrg(gw.orgId).map((k) => k.name)).not.toContain("no csrf");
+    expect((await gw.relay.store.keys.listByOrg(gw.orgId)).map((k) => k.name)).not.toContain("no csrf");
     // Reads need no token; with the session's own token the same call goes through.
     expect((await c.call("GET", "/admin/v1/keys")).status).toBe(200);
     c.csrf = token;
@@ -147,7 +147,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       expect(res.status, path).toBe(403);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe("permission_denied");
     }
-    expect(gw.relay.control.stack(gw.stackId).state).toBe("deployed");
+    expect((await gw.relay.control.stack(gw.stackId)).state).toBe("deployed");
 
     const own = await member.json<{ id: string; key: string; created_by: string }>("POST", "/admin/v1/keys", { name: "mine" });
     const theirs = await admin.json<{ id: string }>("POST", "/admin/v1/keys", { name: "the admin's" });
@@ -155,8 +155,8 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     expect(denied.status).toBe(403);
     expect(((await denied.json()) as { error: { message: string } }).error.message).toBe("Members can revoke only the keys they created.");
     expect((await member.call("POST", `/admin/v1/keys/${own.id}/revoke`)).status).toBe(200);
-    expect(gw.relay.store.keys.get(own.id)?.state).toBe("revoked");
-    expect(gw.relay.store.keys.get(theirs.id)?.state).toBe("active");
+    expect((await gw.relay.store.keys.get(own.id))?.state).toBe("revoked");
+    expect((await gw.relay.store.keys.get(theirs.id))?.state).toBe("active");
     // An admin revokes anyone's key of the organization.
     expect((await admin.call("POST", `/admin/v1/keys/${theirs.id}/revoke`)).status).toBe(200);
   });
@@ -184,8 +184,8 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     // Naming this organization's machine in a key or a stack does not reach it either.
     expect((await rival.call("POST", "/admin/v1/keys", { machines: [gw.machineId] })).status).toBe(404);
     expect((await rival.call("POST", "/admin/v1/stacks", { name: "x", machine: gw.machineId, runtime: "gguf", model: "/x.gguf" })).status).toBe(404);
-    expect(gw.relay.store.keys.get(ours.record.id)?.state).toBe("active");
-    expect(gw.relay.control.stack(gw.stackId).state).toBe("deployed");
+    expect((await gw.relay.store.keys.get(ours.record.id))?.state).toBe("active");
+    expect((await gw.relay.control.stack(gw.stackId)).state).toBe("deployed");
     expect((await operator("POST", "/admin/v1/orgs", { name: "x" })).status).toBe(201);
     expect((await rival.call("POST", "/admin/v1/orgs", { name: "y" })).status).toBe(403);
   });
@@ -200,7 +200,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     try {
       // Announced in this order: another organization's change first, then ours. Were the stream not
       // filtered, the first event read would be theirs.
-      gw.relay.control.createKey(other.id, { name: "theirs" });
+      await gw.relay.control.createKey(other.id, { name: "theirs" });
       const mine = await c.json<{ id: string }>("POST", "/admin/v1/keys", { name: "watched" });
       expect((await events.next()).value).toEqual({ event: "key", data: { type: "key", key_id: mine.id } });
       await c.call("POST", `/admin/v1/stacks/${gw.stackId}/undeploy`);
@@ -211,7 +211,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       await gw.relay.control.deploy(gw.stackId);
       await gw.relay.deployer.settled(gw.stackId);
     }
-    expect(gw.relay.control.stack(gw.stackId).state).toBe("deployed");
+    expect((await gw.relay.control.stack(gw.stackId)).state).toBe("deployed");
   });
 
   it("shows what a machine hosts, as it reports it over the link: runtimes and models on disk", async () => {
@@ -275,7 +275,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     let agent: Agent;
     let cpuBox: string;
     beforeAll(async () => {
-      const { machine, token } = gw.relay.control.createMachine(gw.orgId, "cpu-box");
+      const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "cpu-box");
       cpuBox = machine.id;
       agent = await startAgent(resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: machine.id, token, dataDir: join(gw.dataDir, "cpu-box"), threads: 1, gpu: false } }), {
         log: silentLogger(),
@@ -344,8 +344,8 @@ describe("a relay stopping with web pages open", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "makina-stop-"));
     const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
     try {
-      const org = relay.control.createOrg("Stopping");
-      relay.store.users.create({ orgId: org.id, login: "op", passwordHash: hashPassword("a long enough password"), role: "admin" });
+      const org = await relay.control.createOrg("Stopping");
+      await relay.store.users.create({ orgId: org.id, login: "op", passwordHash: hashPassword("a long enough password"), role: "admin" });
       const c = new WebClient(relay.url);
       expect((await c.signIn("op", "a long enough password")).status).toBe(200);
       const res = await fetch(`${relay.url}/admin/v1/events`, { headers: { cookie: c.cookie } });
@@ -367,20 +367,20 @@ describe("web sessions over time", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "makina-sessions-"));
     const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
     try {
-      const org = relay.control.createOrg("Clocks");
-      relay.store.users.create({ orgId: org.id, login: "tz", passwordHash: hashPassword("a long enough password"), role: "admin" });
+      const org = await relay.control.createOrg("Clocks");
+      await relay.store.users.create({ orgId: org.id, login: "tz", passwordHash: hashPassword("a long enough password"), role: "admin" });
       let now = Date.now();
       const sessions = new WebSessions(relay.store, { ttlMs: 60_000, now: () => now });
-      const first = sessions.signIn("tz", "a long enough password", "127.0.0.1");
-      expect(sessions.resolve(first.cookie)?.user.login).toBe("tz");
+      const first = await sessions.signIn("tz", "a long enough password", "127.0.0.1");
+      expect((await sessions.resolve(first.cookie))?.user.login).toBe("tz");
       now += 61_000;
-      expect(sessions.resolve(first.cookie)).toBeUndefined();
-      const stale = sessions.signIn("tz", "a long enough password", "127.0.0.1");
+      expect(await sessions.resolve(first.cookie)).toBeUndefined();
+      const stale = await sessions.signIn("tz", "a long enough password", "127.0.0.1");
       now += 61_000;
-      sessions.signIn("tz", "a long enough password", "127.0.0.1");
-      const rows = relay.store.db.prepare("SELECT COUNT(*) AS n FROM sessions").get() as { n: number };
-      expect(rows.n).toBe(1);
-      expect(sessions.resolve(stale.cookie)).toBeUndefined();
+      await sessions.signIn("tz", "a long enough password", "127.0.0.1");
+      const rows = await relay.store.db.selectFrom("sessions").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+      expect(Number(rows.n)).toBe(1);
+      expect(await sessions.resolve(stale.cookie)).toBeUndefined();
     } finally {
       await relay.stop();
       rmSync(dataDir, { recursive: true, force: true });

@@ -51,6 +51,15 @@ describe("configuration", () => {
     expect(() => resolveRelayConfig({ flags: { adminPort: "nine" } })).toThrow(/adminPort/);
   });
 
+  it("keeps state in SQLite unless given a PostgreSQL URL, by flag or MAKINA_DATABASE_URL, and refuses anything else", () => {
+    expect(resolveRelayConfig({}).database).toBeNull();
+    expect(resolveRelayConfig({ env: { MAKINA_DATABASE_URL: "postgres://makina:pw@db:5432/makina" } }).database).toBe("postgres://makina:pw@db:5432/makina");
+    expect(resolveRelayConfig({ flags: { database: "postgresql://db/m" }, env: { MAKINA_DATABASE_URL: "postgres://other/x" } }).database).toBe("postgresql://db/m");
+    for (const bad of ["mysql://db/makina", "makina.db", "postgres://"]) {
+      expect(() => resolveRelayConfig({ env: { MAKINA_DATABASE_URL: bad } })).toThrow(/database \(MAKINA_DATABASE_URL\) must be a PostgreSQL URL/);
+    }
+  });
+
   it("reads the agent's credentials from the environment", () => {
     const c = resolveAgentConfig({ env: { MAKINA_AGENT_SERVER: "h:1", MAKINA_AGENT_MACHINE_ID: "mach_1", MAKINA_AGENT_TOKEN: "mk_mach_1", MAKINA_AGENT_GPU: "false", MAKINA_AGENT_CA_SHA256: PIN } });
     expect([c.server, c.machineId, c.gpu, c.caSha256]).toEqual(["h:1", "mach_1", false, PIN]);

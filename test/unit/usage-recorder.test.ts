@@ -1,24 +1,29 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { openDatabase } from "../../relay/store/open-database.js";
+import { openStore, type Store } from "../../relay/store/index.js";
 import { UsageRecorder } from "../../relay/usage/index.js";
+import { DIALECTS, emptyDatabase } from "../helpers/databases.js";
 
 const HOUR = 3_600_000;
 
-describe("usage recording", () => {
-  const recorders: UsageRecorder[] = [];
-  afterEach(() => {
-    for (const r of recorders.splice(0)) r.close();
+describe.each(DIALECTS)("usage recording on %s", (dialect) => {
+  const open: { recorder: UsageRecorder; store: Store }[] = [];
+  afterEach(async () => {
+    for (const { recorder, store } of open.splice(0)) {
+      await recorder.close();
+      await store.close();
+    }
   });
-  const recorder = (clock: { now: number }) => {
-    const r = new UsageRecorder(openDatabase(":memory:"), { now: () => clock.now, flushIntervalMs: 60_000 });
-    recorders.push(r);
+  const recorder = async (clock: { now: number }) => {
+    const store = await openStore(await emptyDatabase(dialect));
+    const r = new UsageRecorder(store.db, { now: () => clock.now, flushIntervalMs: 60_000 });
+    open.push({ recorder: r, store });
     return r;
   };
   const sample = (keyId: string, model = "m", tokens = 10, failed = false) => ({ orgId: "org_a", keyId, model, promptTokens: tokens, completionTokens: tokens * 2, failed });
 
-  it("sums requests, errors and tokens per key into hourly buckets of the last 24 hours", () => {
+  it("sums requests, errors and tokens per key into hourly buckets of the last 24 hours", async () => {
     const clock = { now: Date.UTC(2026, 10, 23, 12, 30) };
-    const r = recorder(clock);
+    const r = await recorder(clock);
     r.record(sample("key_1"));
     r.record(sample("key_1", "m", 5, true));
     clock.now -= 3 * HOUR;
@@ -26,7 +31,7 @@ describe("usage recording", () => {
     clock.now -= 30 * HOUR; // outside the window
     r.record(sample("key_1"));
     clock.now += 33 * HOUR;
-    const { series, totals, bucketMs } = r.series("org_a", "24h", "key");
+    const { series, totals, bucketMs } = await r.series("org_a", "24h", "key");
     expect(bucketMs).toBe(HOUR);
     expect(series).toHaveLength(1);
     const points = series[0]!.points;
@@ -35,29 +40,50 @@ describe("usage recording", () => {
     expect(points.at(-4)).toMatchObject({ start: Date.UTC(2026, 10, 23, 9), requests: 1 });
     expect(totals).toEqual([{ group: "key_1", total: { requests: 3, errors: 1, promptTokens: 25, completionTokens: 50 } }]);
     // Another organization's usage is not there.
-    expect(r.series("org_b", "24h", "key").series).toEqual([]);
+    expect((await r.series("org_b", "24h", "key")).series).toEqual([]);
   });
 
-  it("draws the busiest groups and folds the rest into one 'other' series, while totals list them all", () => {
+  it("draws the busiest groups and folds the rest into one 'other' series, while totals list them all", async () => {
     const clock = { now: Date.UTC(2026, 10, 23, 12) };
-    const r = recorder(clock);
+    const r = await recorder(clock);
     for (let k = 0; k < 10; k++) for (let n = 0; n <= k; n++) r.record(sample(`key_${k}`, `model-${k % 2}`));
-    const { series, totals } = r.series("org_a", "30d", "key", 8);
+    const { series, totals } = await r.series("org_a", "30d", "key", 8);
     expect(series.map((s) => s.group)).toEqual(["key_9", "key_8", "key_7", "key_6", "key_5", "key_4", "key_3", "key_2", "other"]);
     expect(series.at(-1)!.total.requests).toBe(1 + 2);
     expect(series.at(-1)!.points.at(-1)!.requests).toBe(3);
     expect(totals).toHaveLength(10);
-    expect(r.series("org_a", "30d", "model").totals.map((t) => [t.group, t.total.requests])).toEqual([
+    expect((await r.series("org_a", "30d", "model")).totals.map((t) => [t.group, t.total.requests])).toEqual([
       ["model-1", 2 + 4 + 6 + 8 + 10],
       ["model-0", 1 + 3 + 5 + 7 + 9],
     ]);
   });
 
-  it("counts per key for the keys list, including what is not flushed yet", () => {
+  it("counts per key for the keys list, including what is not flushed yet", async () => {
     const clock = { now: Date.UTC(2026, 10, 23, 12) };
-    const r = recorder(clock);
+    const r = await recorder(clock);
     r.record(sample("key_1", "m", 10));
     r.record(sample("key_1", "m", 10));
-    expect(r.totalsByKey("org_a", clock.now - 24 * HOUR).get("key_1")).toEqual({ requests: 2, tokens: 60 });
+    expect((await r.totalsByKey("org_a", clock.now - 24 * HOUR)).get("key_1")).toEqual({ requests: 2, tokens: 60 });
+  });
+});
+
+describe("usage counted by several relays on one database", () => {
+  it("adds up every relay's counts", async () => {
+    const location = await emptyDatabase("postgres");
+    const [a, b] = [await openStore(location), await openStore(location)];
+    const clock = { now: Date.UTC(2026, 10, 23, 12) };
+    const [ra, rb] = [a, b].map((s) => new UsageRecorder(s.db, { now: () => clock.now, flushIntervalMs: 60_000 }));
+    try {
+      for (let i = 0; i < 3; i++) ra!.record({ orgId: "org_a", keyId: "key_1", model: "m", promptTokens: 1, completionTokens: 1, failed: false });
+      for (let i = 0; i < 4; i++) rb!.record({ orgId: "org_a", keyId: "key_1", model: "m", promptTokens: 1, completionTokens: 1, failed: i === 0 });
+      await rb!.flush();
+      const totals = (await ra!.series("org_a", "24h", "key")).totals;
+      expect(totals).toEqual([{ group: "key_1", total: { requests: 7, errors: 1, promptTokens: 7, completionTokens: 7 } }]);
+    } finally {
+      await ra!.close();
+      await rb!.close();
+      await a.close();
+      await b.close();
+    }
   });
 });

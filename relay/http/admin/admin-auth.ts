@@ -1,7 +1,6 @@
 import type { Request, RequestHandler, Response } from "express";
 import { MakinaError } from "../../../proto/index.js";
-import { Access, type WebSessions } from "../../auth/index.js";
-import type { ControlPlane } from "../../control/index.js";
+import { Access, type OrgFinder, type WebSessions } from "../../auth/index.js";
 import { isAdminToken, requestBearer, requestSession, requireCsrf } from "../auth/request-auth.js";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -12,27 +11,23 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * must also send its CSRF token in `X-CSRF-Token` on every state-changing call.
  * Sets `res.locals.access`.
  */
-export function adminAuth(deps: { control: ControlPlane; sessions: WebSessions; adminTokenHash: () => string | undefined }): RequestHandler {
-  const findOrg = (ref: string) => deps.control.findOrg(ref);
+export function adminAuth(deps: { findOrg: OrgFinder; sessions: WebSessions; adminTokenHash: () => string | undefined }): RequestHandler {
+  const { findOrg } = deps;
   return (req, res, next) => {
+    authorize(req, res).then(next, next);
+  };
+  async function authorize(req: Request, res: Response): Promise<void> {
     const bearer = requestBearer(req);
     if (bearer !== undefined) {
-      if (!isAdminToken(bearer, deps.adminTokenHash)) return next(new MakinaError("invalid_admin_token", "Invalid admin token."));
+      if (!isAdminToken(bearer, deps.adminTokenHash)) throw new MakinaError("invalid_admin_token", "Invalid admin token.");
       res.locals.access = new Access({ kind: "operator" }, findOrg);
-      return next();
+      return;
     }
-    const session = requestSession(req, deps.sessions);
-    if (!session) {
-      return next(new MakinaError("invalid_admin_token", "Sign in, or pass the admin token as `Authorization: Bearer <admin token>`."));
-    }
-    try {
-      if (!SAFE_METHODS.has(req.method)) requireCsrf(req, deps.sessions, session);
-    } catch (err) {
-      return next(err);
-    }
+    const session = await requestSession(req, deps.sessions);
+    if (!session) throw new MakinaError("invalid_admin_token", "Sign in, or pass the admin token as `Authorization: Bearer <admin token>`.");
+    if (!SAFE_METHODS.has(req.method)) requireCsrf(req, deps.sessions, session);
     res.locals.access = new Access({ kind: "user", ...session }, findOrg);
-    next();
-  };
+  }
 }
 
 /** The caller's access, set by {@link adminAuth}. */

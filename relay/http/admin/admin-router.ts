@@ -1,6 +1,6 @@
 import { Router } from "express";
 import type { AdminRoute, EventRoute, SessionRoute } from "../../admin-contract/index.js";
-import type { Access, WebSessions } from "../../auth/index.js";
+import type { Access, OrgFinder, WebSessions } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { EventBus } from "../../events/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
@@ -18,6 +18,8 @@ import { userRoutes } from "./users-routes.js";
 /** Dependencies of the admin API. */
 export interface AdminRouterDeps {
   control: ControlPlane;
+  /** Organizations by id or slug, from memory. */
+  findOrg: OrgFinder;
   sessions: WebSessions;
   events: EventBus;
   usage: UsageRecorder;

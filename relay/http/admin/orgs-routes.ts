@@ -8,16 +8,16 @@ import { toWire } from "./to-wire.js";
 /** Organizations: the operator lists and creates them; an organization's admins set its default key limits. */
 export function orgRoutes(control: ControlPlane): RouteHandlers<OrgRoute, Access> {
   return {
-    "GET /admin/v1/orgs": (_input, access) => toWire({ object: "list", data: access.orgScope === null ? control.listOrgs() : [access.org(undefined)] }),
-    "POST /admin/v1/orgs": (input, access) => {
+    "GET /admin/v1/orgs": async (_input, access) => toWire({ object: "list", data: access.orgScope === null ? await control.listOrgs() : [access.org(undefined)] }),
+    "POST /admin/v1/orgs": async (input, access) => {
       if (access.principal.kind !== "operator") throw new MakinaError("permission_denied", "Only the relay's operator (admin token) can create organizations.");
-      return toWire(control.createOrg(input.body().name));
+      return toWire(await control.createOrg(input.body().name));
     },
-    "PATCH /admin/v1/orgs/:org": (input, access) => {
+    "PATCH /admin/v1/orgs/:org": async (input, access) => {
       access.requireAdmin("change the organization's default key limits");
       const org = access.org(input.params.org);
       const body = input.body();
-      return toWire(control.setOrgKeyDefaults(org.id, { defaultKeyRpm: body.default_key_rpm, defaultKeyTpm: body.default_key_tpm }));
+      return toWire(await control.setOrgKeyDefaults(org.id, { defaultKeyRpm: body.default_key_rpm, defaultKeyTpm: body.default_key_tpm }));
     },
   };
 }

@@ -8,8 +8,8 @@ import { toWire } from "./to-wire.js";
 /** Stacks: built, checked, deployed and undeployed by the organization's admins; seen by all of it. */
 export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Access> {
   return {
-    "GET /admin/v1/stacks": (input, access) => toWire({ object: "list", data: control.listStacks(access.org(input.query().org).id) }),
-    "GET /admin/v1/stacks/:id": ({ params }, access) => toWire(control.stack(params.id, access.orgScope)),
+    "GET /admin/v1/stacks": async (input, access) => toWire({ object: "list", data: await control.listStacks(access.org(input.query().org).id) }),
+    "GET /admin/v1/stacks/:id": async ({ params }, access) => toWire(await control.stack(params.id, access.orgScope)),
     "POST /admin/v1/stacks": async (input, access) => {
       access.requireAdmin("create stacks");
       const b = input.body();

@@ -7,9 +7,9 @@ import { toWire } from "./to-wire.js";
 /** Requests and tokens over time, per key or model, for anyone of the organization. */
 export function usageRoutes(usage: UsageRecorder): RouteHandlers<UsageRoute, Access> {
   return {
-    "GET /admin/v1/usage": (input, access) => {
+    "GET /admin/v1/usage": async (input, access) => {
       const { org, range, by } = input.query();
-      return toWire({ object: "usage" as const, range, by, ...usage.series(access.org(org).id, range, by) });
+      return toWire({ object: "usage" as const, range, by, ...(await usage.series(access.org(org).id, range, by)) });
     },
   };
 }

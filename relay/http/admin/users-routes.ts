@@ -7,11 +7,11 @@ import { toWire } from "./to-wire.js";
 /** The people who sign in to the web application: seen by the organization, added by its admins. */
 export function userRoutes(control: ControlPlane): RouteHandlers<UserRoute, Access> {
   return {
-    "GET /admin/v1/users": (input, access) => toWire({ object: "list", data: control.listUsers(access.org(input.query().org).id) }),
-    "POST /admin/v1/users": (input, access) => {
+    "GET /admin/v1/users": async (input, access) => toWire({ object: "list", data: await control.listUsers(access.org(input.query().org).id) }),
+    "POST /admin/v1/users": async (input, access) => {
       access.requireAdmin("add users");
       const body = input.body();
-      return toWire(control.createUser(access.org(body.org).id, { login: body.login, password: body.password, role: body.role }));
+      return toWire(await control.createUser(access.org(body.org).id, { login: body.login, password: body.password, role: body.role }));
     },
   };
 }

@@ -23,39 +23,39 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
   const r = Router();
   r.use("/auth/v1", ...jsonBody(64 * 1024));
 
-  const view = (s: SessionUser): SessionInfo => {
-    const org = control.org(s.user.orgId);
+  const view = async (s: SessionUser): Promise<SessionInfo> => {
+    const org = await control.org(s.user.orgId);
     return { user: { id: s.user.id, login: s.user.login, role: s.user.role }, org: { id: org.id, name: org.name, slug: org.slug }, csrf_token: s.csrfToken };
   };
-  const current = (req: Request): SessionUser => {
-    const s = requestSession(req, sessions);
+  const current = async (req: Request): Promise<SessionUser> => {
+    const s = await requestSession(req, sessions);
     if (!s) throw new MakinaError("invalid_credentials", "You are not signed in.");
     return s;
   };
-  const withCsrf = (req: Request): SessionUser => {
-    const s = current(req);
+  const withCsrf = async (req: Request): Promise<SessionUser> => {
+    const s = await current(req);
     requireCsrf(req, sessions, s);
     return s;
   };
 
   const handlers: RouteHandlers<SessionRoute, HttpExchange> = {
-    "POST /auth/v1/sign-in": (input, { req, res }) => {
+    "POST /auth/v1/sign-in": async (input, { req, res }) => {
       const { login, password } = input.body();
-      const s = sessions.signIn(login, password, req.ip ?? "unknown");
+      const s = await sessions.signIn(login, password, req.ip ?? "unknown");
       // The browser keeps the cookie exactly as long as the session lasts.
       setSessionCookie(req, res, s.cookie, s.expiresAt - Date.now());
       return view(s);
     },
-    "GET /auth/v1/session": (_input, { req }) => view(current(req)),
-    "POST /auth/v1/sign-out": (_input, { req, res }) => {
-      sessions.signOut(withCsrf(req));
+    "GET /auth/v1/session": async (_input, { req }) => view(await current(req)),
+    "POST /auth/v1/sign-out": async (_input, { req, res }) => {
+      await sessions.signOut(await withCsrf(req));
       setSessionCookie(req, res, "", 0);
       return { signed_out: true };
     },
-    "POST /auth/v1/password": (input, { req }) => {
-      const session = withCsrf(req);
+    "POST /auth/v1/password": async (input, { req }) => {
+      const session = await withCsrf(req);
       const body = input.body();
-      sessions.changePassword(session, body.current_password, body.new_password);
+      await sessions.changePassword(session, body.current_password, body.new_password);
       return { changed: true };
     },
   };

@@ -16,7 +16,7 @@ export function isAdminToken(token: string | undefined, adminTokenHash: () => st
 }
 
 /** The signed-in user of the request's session cookie, if any. */
-export function requestSession(req: Request, sessions: WebSessions): SessionUser | undefined {
+export function requestSession(req: Request, sessions: WebSessions): Promise<SessionUser | undefined> {
   return sessions.resolve(readCookie(req, SESSION_COOKIE));
 }
 

@@ -7,13 +7,17 @@ import type { GatewayDirectory } from "../../routing/index.js";
  * every request, keys carrying their organization's default limits); the key lands in `res.locals.apiKey`.
  */
 export function authenticate(directory: GatewayDirectory): RequestHandler {
-  return (req, res, next) => {
+  const check: RequestHandler = (req, res, next) => {
     try {
-      directory.refresh();
       res.locals.apiKey = authenticateApiKey(directory, req.get("authorization"));
       next();
     } catch (err) {
       next(err);
     }
+  };
+  return (req, res, next) => {
+    const reload = directory.refresh();
+    if (!reload) return check(req, res, next);
+    reload.then(() => check(req, res, next), next);
   };
 }

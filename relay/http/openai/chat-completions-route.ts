@@ -72,7 +72,8 @@ export function chatCompletions(deps: ChatCompletionsDeps): (req: IncomingMessag
 }
 
 async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: IncomingMessage, res: ServerResponse, outcome: Outcome, requestId: string): Promise<void> {
-  deps.directory.refresh();
+  const reload = deps.directory.refresh();
+  if (reload) await reload;
   const key = authenticateApiKey(deps.directory, req.headers.authorization);
   outcome.key = key;
   // Every response to a rate-limited key carries its x-ratelimit-* headers.

@@ -1,0 +1,29 @@
+/**
+ * A change to what the gateway reads on every request: a key (created, revoked, its limits), an
+ * organization (its default key limits), or the stacks of an organization (created, deployed, taken out of
+ * service). The store announces each one after its write committed.
+ */
+export type StoreChange = { kind: "key"; keyId: string } | { kind: "org"; orgId: string } | { kind: "stacks"; orgId: string };
+
+/** Called with each change; the write that made it answers only once every listener is done. */
+export type ChangeListener = (change: StoreChange) => Promise<void> | void;
+
+/**
+ * Where the store announces its changes. A write awaits its listeners, so whoever reads state from memory
+ * (the gateway's directory, and the relays that must hear of it) has applied the change before the admin
+ * API answers: the next request sees it.
+ */
+export class ChangeNotices {
+  private readonly listeners = new Set<ChangeListener>();
+
+  /** Adds a listener; returns what removes it. */
+  listen(listener: ChangeListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async changed(change: StoreChange): Promise<void> {
+    if (this.listeners.size === 0) return;
+    await Promise.all([...this.listeners].map((l) => l(change)));
+  }
+}

@@ -1,0 +1,92 @@
+import pg from "pg";
+import type { Logger } from "../../proto/index.js";
+
+/** The advisory lock a relay holds on its PostgreSQL database while it runs. An arbitrary fixed 64-bit key. */
+const RELAY_LOCK = "7247031196208271002";
+
+/** How the lock's connection is named in `pg_stat_activity`. */
+export const LOCK_APPLICATION = "makina relay lock";
+
+/** How long after losing the lock's connection (PostgreSQL restarted) the relay takes it again. */
+const RETAKE_MS = 1000;
+
+/** Refusal when another relay holds the database. */
+export class DatabaseInUseError extends Error {
+  constructor() {
+    super(
+      "Another relay is running on this PostgreSQL database. Several relays on one database are not supported yet " +
+        "(a key revoked through one would still be served by the other until it restarts): stop the other relay, " +
+        "or give this one a database of its own.",
+    );
+    this.name = "DatabaseInUseError";
+  }
+}
+
+/** A held database lock. */
+export interface DatabaseLock {
+  release(): Promise<void>;
+}
+
+/**
+ * One relay per PostgreSQL database, for now: what the data directory's lock does for a SQLite file. The
+ * gateway serves keys and routes from memory and applies the changes its own relay writes; a second relay on
+ * the same database would not hear of them, and would serve a revoked key. So the relay holds a
+ * session-level advisory lock on a connection of its own, and a second one refuses to start.
+ *
+ * When that connection drops (PostgreSQL restarted), the lock is taken again once the database answers; the
+ * gateway keeps serving from memory meanwhile. Should another relay have started in between, this one logs
+ * the conflict as an error on every attempt.
+ */
+export async function lockDatabase(url: string, log?: Logger): Promise<DatabaseLock> {
+  let client = await take(url);
+  let released = false;
+  let retry: NodeJS.Timeout | undefined;
+
+  const watch = (c: pg.Client) => {
+    c.once("end", () => {
+      if (released) return;
+      log?.warn("lost the connection that holds this relay's lock on the database; taking it again");
+      schedule();
+    });
+  };
+  const schedule = () => {
+    retry = setTimeout(() => {
+      take(url).then(
+        (c) => {
+          if (released) return void c.end().catch(() => undefined);
+          client = c;
+          watch(c);
+          log?.info("this relay's lock on the database is held again");
+        },
+        (err: unknown) => {
+          if (released) return;
+          if (err instanceof DatabaseInUseError) log?.error(err.message);
+          schedule();
+        },
+      );
+    }, RETAKE_MS);
+    retry.unref();
+  };
+  watch(client);
+  return {
+    release: async () => {
+      released = true;
+      clearTimeout(retry);
+      await client.end().catch(() => undefined);
+    },
+  };
+}
+
+async function take(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, application_name: LOCK_APPLICATION });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ held: boolean }>(`SELECT pg_try_advisory_lock(${RELAY_LOCK}) AS held`);
+    if (!rows[0]?.held) throw new DatabaseInUseError();
+    return client;
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,118 @@
+import type { Generated, Selectable } from "kysely";
+
+/**
+ * The relay's tables as the query builder sees them: one row type per table, in the database's own column
+ * names (`Generated`: the column has a default an insert may leave out). Times are milliseconds since the epoch (BIGINT); JSON is stored as text; booleans as 0/1.
+ */
+export interface Tables {
+  organizations: {
+    id: string;
+    name: string;
+    slug: string;
+    default_key_rpm: number | null;
+    default_key_tpm: number | null;
+    created_at: number;
+  };
+  users: {
+    id: string;
+    org_id: string;
+    login: string;
+    password_hash: string;
+    role: "admin" | "member";
+    created_at: number;
+  };
+  machines: {
+    id: string;
+    org_id: string;
+    name: string;
+    token_hash: string;
+    state: Generated<"pending" | "online" | "offline">;
+    hardware_json: string | null;
+    agent_version: string | null;
+    last_seen_at: number | null;
+    created_at: number;
+    inventory_json: string | null;
+    revoked_at: number | null;
+  };
+  stacks: {
+    id: string;
+    org_id: string;
+    name: string;
+    machine_id: string;
+    runtime: "gguf" | "vllm" | "mlx" | "openai";
+    model_ref: string;
+    model_sha256: string | null;
+    model_id: string;
+    harness: string | null;
+    harness_options_json: string | null;
+    orchestrator: string | null;
+    orchestrator_options_json: string | null;
+    has_endpoint: number;
+    state: Generated<"draft" | "deploying" | "deployed" | "failed" | "undeploying">;
+    state_error: string | null;
+    context_size: number | null;
+    runtime_state: string | null;
+    runtime_error: string | null;
+    deployed_at: number | null;
+    created_at: number;
+    updated_at: number;
+  };
+  deployments: {
+    id: string;
+    stack_id: string;
+    state: "running" | "succeeded" | "failed";
+    error: string | null;
+    started_at: number;
+    finished_at: number | null;
+  };
+  deployment_steps: {
+    deployment_id: string;
+    seq: number;
+    kind: string;
+    state: "pending" | "running" | "succeeded" | "failed";
+    detail_json: string | null;
+    error: string | null;
+    started_at: number | null;
+    finished_at: number | null;
+  };
+  api_keys: {
+    id: string;
+    org_id: string;
+    name: string | null;
+    prefix: string;
+    key_hash: string;
+    stack_ids_json: string | null;
+    machine_ids_json: string | null;
+    rpm: number | null;
+    tpm: number | null;
+    state: Generated<"active" | "revoked">;
+    created_at: number;
+    revoked_at: number | null;
+    last_used_at: number | null;
+    created_by: string | null;
+  };
+  settings: {
+    key: string;
+    value: string;
+  };
+  sessions: {
+    id_hash: string;
+    user_id: string;
+    csrf_token: string;
+    created_at: number;
+    expires_at: number;
+  };
+  usage_minutes: {
+    org_id: string;
+    key_id: string;
+    model: string;
+    minute: number;
+    requests: number;
+    errors: number;
+    prompt_tokens: number;
+    completion_tokens: number;
+  };
+}
+
+/** A row of `table` as a query returns it. */
+export type Row<T extends keyof Tables> = Selectable<Tables[T]>;

@@ -1,0 +1,180 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { MIGRATIONS } from "../../relay/store/migrations.js";
+import { openStore, type DatabaseLocation, type Store, type StoreChange } from "../../relay/store/index.js";
+import { DIALECTS, emptyDatabase } from "../helpers/databases.js";
+
+const HARDWARE = { platform: "linux", os: "Debian 12", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 2, cpuLogicalCores: 2, memoryBytes: 24 * 2 ** 30, gpus: [], disks: [], accelerators: [] };
+
+// One store implementation, one migration history: the same checks on SQLite and on a real PostgreSQL server.
+describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
+  const opened: Store[] = [];
+  const open = async (location: DatabaseLocation) => {
+    const store = await openStore(location);
+    opened.push(store);
+    return store;
+  };
+  afterAll(async () => {
+    for (const s of opened) await s.close();
+  });
+
+  it("migrates an empty database once, and opening it again changes nothing", async () => {
+    const location = await emptyDatabase(dialect);
+    const first = await open(location);
+    expect([first.dialect, first.migrated]).toEqual([dialect, MIGRATIONS.length]);
+    await first.close();
+    const again = await open(location);
+    expect(again.migrated).toBe(0);
+    expect(await again.orgs.list()).toEqual([]);
+  });
+
+  it("keeps organizations, with unique slugs and their default key limits", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const acme = (await store.orgs.create("Acme Labs"))!;
+    expect(acme.slug).toBe("acme-labs");
+    expect(await store.orgs.create("Acme labs")).toBeNull();
+    expect(await store.orgs.find("acme-labs")).toEqual(acme);
+    expect(await store.orgs.find(acme.id)).toEqual(acme);
+    await store.orgs.setDefaultKeyLimits(acme.id, { rpm: 5, tpm: 5_000_000_000 });
+    expect(await store.orgs.find(acme.id)).toMatchObject({ defaultKeyRpm: 5, defaultKeyTpm: 5_000_000_000 });
+    expect((await store.orgs.list()).map((o) => o.slug)).toEqual(["acme-labs"]);
+  });
+
+  it("reads times of today (beyond 32 bits) back as the numbers written", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const now = Date.now();
+    const org = (await store.orgs.create("Clock", "clock", now))!;
+    expect((await store.orgs.find(org.id))!.createdAt).toBe(now);
+    const machine = await store.machines.create({ orgId: org.id, name: "m", tokenHash: "h" }, now);
+    await store.machines.markOnline(machine.id, { hardware: HARDWARE, agentVersion: "1.2.3" }, now + 1);
+    const m = (await store.machines.get(machine.id))!;
+    expect([typeof m.createdAt, m.createdAt, m.lastSeenAt, m.state, m.hardware]).toEqual(["number", now, now + 1, "online", HARDWARE]);
+  });
+
+  it("keeps machines: state, token hash, revocation", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const org = (await store.orgs.create("M"))!;
+    const machine = await store.machines.create({ orgId: org.id, name: "gpu-1", tokenHash: "hash-1" });
+    expect(machine).toMatchObject({ state: "pending", hardware: null, revokedAt: null });
+    expect(await store.machines.tokenHash(machine.id)).toBe("hash-1");
+    await store.machines.markOnline(machine.id, { hardware: HARDWARE, agentVersion: "1" });
+    await store.machines.markOffline(machine.id);
+    expect((await store.machines.get(machine.id))!.state).toBe("offline");
+    await store.machines.revoke(machine.id, "unmatchable", 1234);
+    await store.machines.revoke(machine.id, "unmatchable-2", 5678);
+    expect((await store.machines.get(machine.id))!.revokedAt).toBe(1234);
+    expect(await store.machines.tokenHash(machine.id)).toBe("unmatchable-2");
+    expect((await store.machines.listByOrg(org.id)).map((m) => m.name)).toEqual(["gpu-1"]);
+  });
+
+  it("moves stacks only along their state machine, and announces what changes routing", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const changes: StoreChange[] = [];
+    store.notices.listen((c) => void changes.push(c));
+    const org = (await store.orgs.create("S"))!;
+    const machine = await store.machines.create({ orgId: org.id, name: "m", tokenHash: "h" });
+    const stack = await store.stacks.create({
+      orgId: org.id, name: "s", machineId: machine.id, runtime: "gguf", modelRef: "/m.gguf", modelId: "m", hasEndpoint: true, harness: "system-prompt", harnessOptions: { prompt: "Be brief." },
+    });
+    expect(stack).toMatchObject({ state: "draft", hasEndpoint: true, harnessOptions: { prompt: "Be brief." }, orchestratorOptions: {} });
+    await expect(store.stacks.transition(stack.id, "deployed")).rejects.toMatchObject({ code: "conflict" });
+    await store.stacks.transition(stack.id, "deploying");
+    expect(await store.stacks.serving(org.id)).toEqual([]);
+    const deployed = await store.stacks.transition(stack.id, "deployed", { contextSize: 4096 }, 42);
+    expect(deployed).toMatchObject({ state: "deployed", contextSize: 4096, deployedAt: 42 });
+    expect((await store.stacks.serving(org.id)).map((s) => s.id)).toEqual([stack.id]);
+    expect((await store.stacks.serving()).map((s) => s.id)).toEqual([stack.id]);
+    expect(changes).toContainEqual({ kind: "stacks", orgId: org.id });
+    await store.stacks.setRuntimeState(stack.id, "failed", "out of memory");
+    expect(await store.stacks.get(stack.id)).toMatchObject({ runtimeState: "failed", runtimeError: "out of memory" });
+    await expect(store.stacks.transition("stk_nope", "deploying")).rejects.toMatchObject({ code: "not_found" });
+  });
+
+  it("lets only one of two writers move a stack from the state both read", async () => {
+    const location = await emptyDatabase(dialect);
+    const a = await open(location);
+    const b = await open(location);
+    const org = (await a.orgs.create("Race"))!;
+    const machine = await a.machines.create({ orgId: org.id, name: "m", tokenHash: "h" });
+    const stack = await a.stacks.create({ orgId: org.id, name: "s", machineId: machine.id, runtime: "gguf", modelRef: "/m.gguf", modelId: "m", hasEndpoint: true });
+    const results = await Promise.allSettled([a.stacks.transition(stack.id, "deploying"), b.stacks.transition(stack.id, "deploying")]);
+    expect(results.map((r) => r.status).sort()).toEqual(["fulfilled", "rejected"]);
+    expect((results.find((r) => r.status === "rejected") as PromiseRejectedResult).reason).toMatchObject({ code: "conflict" });
+  });
+
+  it("records deployments and their steps, and finds each stack's latest", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const org = (await store.orgs.create("D"))!;
+    const machine = await store.machines.create({ orgId: org.id, name: "m", tokenHash: "h" });
+    const stack = await store.stacks.create({ orgId: org.id, name: "s", machineId: machine.id, runtime: "gguf", modelRef: "/m.gguf", modelId: "m", hasEndpoint: true });
+    const first = await store.deployments.start(stack.id, ["install_runtime", "pull_model"], 1000);
+    await store.deployments.finish(first, "no disk");
+    const second = await store.deployments.start(stack.id, ["install_runtime", "pull_model"], 1000);
+    await store.deployments.stepRunning(second, 0);
+    await store.deployments.stepDetail(second, 0, { stage: "download", doneBytes: 10 });
+    await store.deployments.stepFinished(second, 0, null);
+    await store.deployments.stepFinished(second, 1, "checksum mismatch");
+    const latest = (await store.deployments.latest(stack.id))!;
+    expect(latest.id).toBe(second);
+    expect(latest.steps.map((s) => [s.seq, s.kind, s.state, s.error])).toEqual([
+      [0, "install_runtime", "succeeded", null],
+      [1, "pull_model", "failed", "checksum mismatch"],
+    ]);
+    expect(latest.steps[0]!.detail).toEqual({ stage: "download", doneBytes: 10 });
+    expect((await store.deployments.latestOf([stack.id, "stk_none"])).size).toBe(1);
+  });
+
+  it("keeps API keys by hash, revokes them for good, and writes last use in batches", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const org = (await store.orgs.create("K"))!;
+    const changes: StoreChange[] = [];
+    store.notices.listen(async (c) => {
+      await new Promise((r) => setTimeout(r, 5));
+      changes.push(c);
+    });
+    const key = await store.keys.insert({ orgId: org.id, name: "ci", prefix: "mk_live_AbCd", keyHash: "hash-k", stackIds: ["stk_1"], machineIds: null, rpm: 5, tpm: null, createdBy: null });
+    // The write answers only once its listeners are done.
+    expect(changes).toEqual([{ kind: "key", keyId: key.id }]);
+    expect(await store.keys.findByHash("hash-k")).toMatchObject({ id: key.id, stackIds: ["stk_1"], machineIds: null, rpm: 5, state: "active" });
+    store.keys.touch(key.id, 1_700_000_000_123);
+    expect((await store.keys.get(key.id))!.lastUsedAt).toBe(1_700_000_000_123);
+    expect((await store.keys.listActive(org.id)).map((k) => k.id)).toEqual([key.id]);
+    const revoked = (await store.keys.revoke(key.id, 77))!;
+    expect([revoked.state, revoked.revokedAt]).toEqual(["revoked", 77]);
+    expect(changes).toHaveLength(2);
+    expect(await store.keys.listActive()).toEqual([]);
+    expect(await store.keys.revoke("key_none")).toBeUndefined();
+  });
+
+  it("keeps users, settings and web sessions (expired ones are not returned)", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const org = (await store.orgs.create("U"))!;
+    const user = await store.users.create({ orgId: org.id, login: "ada", passwordHash: "scrypt$x", role: "admin" });
+    expect(await store.users.findByLogin("ada")).toEqual({ ...user, passwordHash: "scrypt$x" });
+    await expect(store.users.create({ orgId: org.id, login: "ada", passwordHash: "y", role: "member" })).rejects.toThrow();
+    await store.settings.set("admin_token_hash", "one");
+    await store.settings.set("admin_token_hash", "two");
+    expect(await store.settings.get("admin_token_hash")).toBe("two");
+    await store.sessions.create("s1", { userId: user.id, csrfToken: "c", createdAt: 0, expiresAt: 100 });
+    await store.sessions.create("s2", { userId: user.id, csrfToken: "c", createdAt: 0, expiresAt: 10_000 });
+    expect(await store.sessions.find("s1", 200)).toBeUndefined();
+    expect(await store.sessions.find("s2", 200)).toMatchObject({ userId: user.id });
+    await store.sessions.deleteForUser(user.id, "s2");
+    expect(await store.sessions.find("s2", 200)).toBeDefined();
+    await store.sessions.deleteForUser(user.id);
+    expect(await store.sessions.find("s2", 200)).toBeUndefined();
+  });
+});
+
+describe("several relays starting against one empty PostgreSQL database at once", () => {
+  it("migrate it exactly once between them, and all open it", async () => {
+    const location = await emptyDatabase("postgres");
+    const stores = await Promise.all(Array.from({ length: 5 }, () => openStore(location)));
+    try {
+      expect(stores.map((s) => s.migrated).sort((a, b) => b - a)).toEqual([MIGRATIONS.length, 0, 0, 0, 0]);
+      const org = (await stores[1]!.orgs.create("Shared"))!;
+      for (const s of stores) expect(await s.orgs.find("shared")).toEqual(org);
+    } finally {
+      for (const s of stores) await s.close();
+    }
+  });
+});
