@@ -9,6 +9,11 @@ export interface RelayConfig {
    * database for now: docs/scale-out.md); null for SQLite in the data directory. @default null
    */
   readonly database: string | null;
+  /**
+   * A Redis server (`redis://[:pass@]host:6379[/db]`, `rediss://` for TLS) that keeps the keys' rate-limit
+   * windows, so limits hold across relays; null for limits in this relay's memory. @default null
+   */
+  readonly redis: string | null;
   /** HTTP listen host. @default "127.0.0.1" */
   readonly host: string;
   /** HTTP port; 0 picks a free one. @default 8080 */
@@ -90,6 +95,7 @@ export interface RelayConfigSources {
 const ENV: Record<keyof RelayConfig, string> = {
   dataDir: "MAKINA_DATA_DIR",
   database: "MAKINA_DATABASE_URL",
+  redis: "MAKINA_REDIS_URL",
   host: "MAKINA_HOST",
   port: "MAKINA_PORT",
   trustProxy: "MAKINA_TRUST_PROXY",
@@ -126,6 +132,7 @@ const ENV: Record<keyof RelayConfig, string> = {
 const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   dataDir: ".makina",
   database: null,
+  redis: null,
   host: "127.0.0.1",
   port: 8080,
   trustProxy: false,
@@ -205,6 +212,10 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   if (database !== null && !/^postgres(ql)?:\/\/[^\s]+$/i.test(database)) {
     problems.push(`database (${ENV.database}) must be a PostgreSQL URL such as postgres://makina:secret@db.example.com:5432/makina (leave it out for SQLite in the data directory)`);
   }
+  const redis = pick("redis") === null ? null : str("redis");
+  if (redis !== null && !/^rediss?:\/\/[^\s/]+(\/\d*)?$/i.test(redis)) {
+    problems.push(`redis (${ENV.redis}) must be a Redis URL such as redis://:secret@cache.example.com:6379 (leave it out for rate limits in this relay's memory)`);
+  }
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
   const adminPort = (): number | "shared" => {
@@ -216,6 +227,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const config: RelayConfig = {
     dataDir: resolve(str("dataDir")),
     database,
+    redis,
     host: str("host"),
     port: int("port", 0, 65535),
     trustProxy: [true, "true", "1"].includes(pick("trustProxy") as string | boolean),

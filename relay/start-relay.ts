@@ -18,7 +18,7 @@ import { AdmissionGate, GatewayDirectory } from "./routing/index.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
-import { RateLimiter } from "./limits/index.js";
+import { RateLimiter, RedisRateLimiter, type Limiter } from "./limits/index.js";
 import { StorageHealth } from "./health/index.js";
 import { lockDatabase, openStore, type DatabaseLock, type DatabaseLocation, type Store } from "./store/index.js";
 import { lockDataDir } from "./data-dir-lock.js";
@@ -113,6 +113,12 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     throw err;
   }
   const adminToken = adminSecret.token;
+  const limiter: Limiter = config.redis ? new RedisRateLimiter(config.redis, log.child({ component: "limits" })) : new RateLimiter();
+  if (limiter instanceof RedisRateLimiter) {
+    // Limits shared by every relay from the first request on; a Redis that does not answer yet is not a reason
+    // to stay down: this relay applies limits on its own meanwhile, logged and in /health.
+    await limiter.ready(5000).catch((err: unknown) => log.warn("starting with rate limits per relay: Redis does not answer yet", { error: String(err) }));
+  }
   const registry = new AgentRegistry();
   const events = new EventBus();
   const usage = new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) });
@@ -157,7 +163,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     metrics,
     sessions: new WebSessions(store),
     log: log.child({ component: "http" }),
-    limiter: new RateLimiter(),
+    limiter,
     adminTokenHash: () => adminSecret.hash,
     trustProxy: config.trustProxy,
     limits: {
@@ -241,6 +247,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         // Counts the database still refuses are lost with the process: said so in the log, the stop goes on.
         await storage.attempt("usage counts", () => usage.close());
         directory.close();
+        await limiter.close?.();
         await store.close();
         await databaseLock?.release();
         lock.release();

@@ -5,6 +5,7 @@ import { runUntilSignal } from "../run-until-signal.js";
 interface RelayArgs {
   dataDir?: string;
   database?: string;
+  redis?: string;
   host?: string;
   port?: number;
   grpcPort?: number;
@@ -28,6 +29,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
     y
       .option("data-dir", { type: "string", describe: "Data directory (SQLite, admin token) [default: ./.makina]" })
       .option("database", { type: "string", describe: "PostgreSQL URL for the relay's state (env MAKINA_DATABASE_URL) [default: SQLite in the data directory]" })
+      .option("redis", { type: "string", describe: "Redis URL for the keys' rate limits, shared by every relay given it (env MAKINA_REDIS_URL) [default: in the relay's memory]" })
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
       .option("tls-cert", { type: "string", describe: "Certificate chain (PEM): serve the gateway, admin API and web application over HTTPS" })
@@ -48,6 +50,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       flags: {
         dataDir: argv.dataDir,
         database: argv.database,
+        redis: argv.redis,
         host: argv.host,
         port: argv.port,
         tlsCert: argv.tlsCert,

@@ -4,7 +4,7 @@ import type { Logger } from "../../proto/index.js";
 import type { ControlPlane } from "../control/index.js";
 import type { AgentRegistry } from "../link/index.js";
 import type { AdmissionGate, GatewayDirectory } from "../routing/index.js";
-import type { RateLimiter } from "../limits/index.js";
+import type { Limiter } from "../limits/index.js";
 import type { StorageHealth } from "../health/index.js";
 import type { WebSessions } from "../auth/index.js";
 import type { EventBus } from "../events/index.js";
@@ -26,7 +26,7 @@ export interface RelayAppDeps {
   directory: GatewayDirectory;
   control: ControlPlane;
   log: Logger;
-  limiter: RateLimiter;
+  limiter: Limiter;
   sessions: WebSessions;
   events: EventBus;
   usage: UsageRecorder;
@@ -82,8 +82,10 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     app.use(requestId());
     app.get("/health", (_req, res) => {
       // The gateway serves while its database refuses writes: still 200, with what is wrong.
+      // Limits applied per relay because Redis is away: still 200, saying so.
       const problem = deps.storage?.problem;
-      res.json(problem ? { status: "degraded", storage: problem } : { status: "ok" });
+      const limits = deps.limiter.problem ?? null;
+      res.json(problem || limits ? { status: "degraded", ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}) } : { status: "ok" });
     });
     return app;
   };

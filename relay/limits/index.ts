@@ -1,1 +1,2 @@
-export { RateLimiter, formatDuration, estimateTokens, type Admission, type KeyLimits } from "./rate-limiter.js";
+export { RateLimiter, formatDuration, estimateTokens, type Admission, type KeyLimits, type Limiter } from "./rate-limiter.js";
+export { RedisRateLimiter } from "./redis-rate-limiter.js";

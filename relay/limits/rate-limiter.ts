@@ -9,6 +9,8 @@ export interface KeyLimits {
 
 /** A request admitted against a key's limits. */
 export interface Admission {
+  /** The key's `x-ratelimit-*` headers with this request counted (empty for an unlimited key). */
+  readonly headers: Record<string, string>;
   /** Replaces the token estimate with what the request really used; `null` keeps the estimate. Ignored after a refund. */
   settle(tokens: number | null): void;
   /** Gives back everything the request took (it was refused or never served), also after a settle. */
@@ -33,7 +35,20 @@ interface Window {
   tokens: number;
 }
 
-const NOOP: Admission = { settle: () => {}, refund: () => {} };
+const NOOP: Admission = { headers: {}, settle: () => {}, refund: () => {} };
+
+/**
+ * What the gateway admits requests with: {@link RateLimiter} in the relay's memory, or `RedisRateLimiter`
+ * shared by every relay. An admission refused throws 429 (`rate_limit_requests`, `rate_limit_tokens`).
+ */
+export interface Limiter {
+  admit(key: KeyLimits, estimatedTokens: number): Admission | Promise<Admission>;
+  /** The `x-ratelimit-*` headers of a limited key (empty for an unlimited one). */
+  headers(key: KeyLimits): Record<string, string> | Promise<Record<string, string>>;
+  /** Why limits are not what they should be now (for `/health`), or null. */
+  readonly problem?: string | null;
+  close?(): Promise<void>;
+}
 
 /**
  * Per-key requests-per-minute and tokens-per-minute limits over a sliding
@@ -42,7 +57,7 @@ const NOOP: Admission = { settle: () => {}, refund: () => {} };
  * window moves, so admitting costs the same however busy a key is; a key with
  * nothing left in its window is forgotten.
  */
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   private readonly windows = new Map<string, Window>();
   private lastSweep: number;
 
@@ -147,6 +162,7 @@ export class RateLimiter {
     target.tokens += estimatedTokens;
     let refunded = false;
     return {
+      headers: this.headers(key),
       settle: (tokens) => {
         if (refunded || tokens === null) return;
         // Age the window first: the request's own entry may have left it while it ran.

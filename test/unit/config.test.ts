@@ -60,6 +60,15 @@ describe("configuration", () => {
     }
   });
 
+  it("keeps rate limits in memory unless given a Redis URL, by flag or MAKINA_REDIS_URL, and refuses anything else", () => {
+    expect(resolveRelayConfig({}).redis).toBeNull();
+    expect(resolveRelayConfig({ env: { MAKINA_REDIS_URL: "redis://:pw@cache:6379/2" } }).redis).toBe("redis://:pw@cache:6379/2");
+    expect(resolveRelayConfig({ flags: { redis: "rediss://cache" }, env: { MAKINA_REDIS_URL: "redis://other" } }).redis).toBe("rediss://cache");
+    for (const bad of ["cache:6379", "http://cache", "redis://cache/db/x"]) {
+      expect(() => resolveRelayConfig({ env: { MAKINA_REDIS_URL: bad } })).toThrow(/redis \(MAKINA_REDIS_URL\) must be a Redis URL/);
+    }
+  });
+
   it("reads the agent's credentials from the environment", () => {
     const c = resolveAgentConfig({ env: { MAKINA_AGENT_SERVER: "h:1", MAKINA_AGENT_MACHINE_ID: "mach_1", MAKINA_AGENT_TOKEN: "mk_mach_1", MAKINA_AGENT_GPU: "false", MAKINA_AGENT_CA_SHA256: PIN } });
     expect([c.server, c.machineId, c.gpu, c.caSha256]).toEqual(["h:1", "mach_1", false, PIN]);

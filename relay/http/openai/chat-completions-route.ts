@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { MakinaError, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
 import { authenticateApiKey, type ApiKeyRecord } from "../../keys/index.js";
 import type { AgentRegistry } from "../../link/index.js";
-import type { RateLimiter } from "../../limits/index.js";
+import type { Limiter } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
 import { PooledBase62 } from "../../ids/index.js";
 import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory } from "../../routing/index.js";
@@ -25,7 +25,7 @@ export interface ChatCompletionsDeps {
   firstTokenTimeoutMs: number;
   /** A non-streamed request is abandoned after this many ms. */
   requestTimeoutMs: number;
-  limiter: RateLimiter;
+  limiter: Limiter;
   /** Completion tokens assumed for the token-limit estimate when `max_tokens` is absent. */
   defaultCompletionEstimate: number;
   /** Counts requests and tokens per key and model for the usage page. */
@@ -77,7 +77,8 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   const key = authenticateApiKey(deps.directory, req.headers.authorization);
   outcome.key = key;
   // Every response to a rate-limited key carries its x-ratelimit-* headers.
-  setHeaders(res, deps.limiter.headers(key));
+  const early = deps.limiter.headers(key);
+  setHeaders(res, early instanceof Promise ? await early : early);
   const request = validateChatRequest(await readJsonBody(req, deps.bodyLimitBytes));
   outcome.model = request.model;
   // Where it runs, or why it cannot: a router stack may send it on to another model, which then answers, and
@@ -85,8 +86,9 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   const { model, stack, session, steps, estimatedTokens } = planRequest(deps, request, key);
   outcome.model = model;
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
-  const admission = deps.limiter.admit(key, estimatedTokens);
-  setHeaders(res, deps.limiter.headers(key));
+  const admitted = deps.limiter.admit(key, estimatedTokens);
+  const admission = admitted instanceof Promise ? await admitted : admitted;
+  setHeaders(res, admission.headers);
   const { stream: streamed } = request.input;
   deps.log.info("chat completion", { requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });
   // The client going away cancels the generation on the machine.

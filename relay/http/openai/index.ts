@@ -3,7 +3,7 @@ import { authenticate } from "./authenticate.js";
 import { listModels } from "./models-route.js";
 import { jsonBody } from "../json-body.js";
 import type { ApiKeyRecord } from "../../keys/index.js";
-import type { RateLimiter } from "../../limits/index.js";
+import type { Limiter } from "../../limits/index.js";
 import type { GatewayDirectory } from "../../routing/index.js";
 
 export { chatCompletions, type ChatCompletionsDeps } from "./chat-completions-route.js";
@@ -13,7 +13,7 @@ export { validateChatRequest, type ChatRequest } from "./validate-chat-request.j
 export interface OpenAiRouterDeps {
   /** Keys and routes, refreshed for every request: the same ones chat completions read. */
   directory: GatewayDirectory;
-  limiter: RateLimiter;
+  limiter: Limiter;
   /** Largest accepted request body, in bytes. */
   bodyLimitBytes: number;
 }
@@ -25,9 +25,16 @@ export interface OpenAiRouterDeps {
 export function openAiRouter(deps: OpenAiRouterDeps): Router {
   const router = Router();
   router.use("/v1", authenticate(deps.directory), (_req, res, next) => {
-    // Every response to a rate-limited key carries its x-ratelimit-* headers.
-    res.set(deps.limiter.headers(res.locals.apiKey as ApiKeyRecord));
-    next();
+    // Every response to a rate-limited key carries its x-ratelimit-* headers (read from Redis when shared).
+    const headers = deps.limiter.headers(res.locals.apiKey as ApiKeyRecord);
+    if (!(headers instanceof Promise)) {
+      res.set(headers);
+      return next();
+    }
+    headers.then((h) => {
+      res.set(h);
+      next();
+    }, next);
   }, ...jsonBody(deps.bodyLimitBytes));
   router.get("/v1/models", listModels(deps.directory));
   return router;

@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { MakinaError, silentLogger } from "../../proto/index.js";
+import { RedisRateLimiter, type KeyLimits } from "../../relay/limits/index.js";
+import { startRedis, type RedisServer } from "../helpers/redis-server.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+/**
+ * `makina relay --redis redis://…`: the keys' rate-limit windows in a real Redis server, so limits hold across
+ * relays. Several RedisRateLimiters on one Redis stand for several relays (each relay has one); the relay test
+ * runs the whole gateway with the stand-in model of test/fakes.
+ */
+describe("rate limits kept in Redis", () => {
+  let redis: RedisServer;
+  const limiters: RedisRateLimiter[] = [];
+  const relayLimiter = async (windowMs?: number) => {
+    const limiter = new RedisRateLimiter(redis.url, silentLogger(), windowMs);
+    limiters.push(limiter);
+    await limiter.ready();
+    return limiter;
+  };
+  let n = 0;
+  const key = (limits: Omit<KeyLimits, "id">): KeyLimits => ({ id: `key_${process.pid}_${++n}`, ...limits });
+
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    for (const l of limiters) await l.close();
+    await redis?.close();
+  });
+
+  it("admits exactly rpm of 20 requests sent at once through 3 relays, and refuses the rest with the time to wait", async () => {
+    const relays = [await relayLimiter(), await relayLimiter(), await relayLimiter()];
+    const k = key({ rpm: 5, tpm: null });
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => relays[i % 3]!.admit(k, 10)));
+    const admitted = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const refused = results.flatMap((r) => (r.status === "rejected" ? [MakinaError.from(r.reason)] : []));
+    expect(admitted).toHaveLength(5);
+    expect(refused).toHaveLength(15);
+    for (const err of refused) {
+      expect(err.code).toBe("rate_limit_requests");
+      expect(err.message).toMatch(/^Rate limit reached for requests per minute: limit 5, used 5\. Please try again in /);
+      expect(err.retryAfterMs).toBeGreaterThan(0);
+      expect(err.retryAfterMs).toBeLessThanOrEqual(60_000);
+    }
+    // Each admission's headers count it: the five saw 4, 3, 2, 1 and 0 left, in some order.
+    expect(admitted.map((a) => a.headers["x-ratelimit-remaining-requests"]).sort()).toEqual(["0", "1", "2", "3", "4"]);
+    // Any relay reads the same window.
+    for (const relay of relays) expect(await relay.headers(k)).toMatchObject({ "x-ratelimit-limit-requests": "5", "x-ratelimit-remaining-requests": "0" });
+    // A refund on one relay gives the place back to all of them.
+    admitted[0]!.refund();
+    await vi.waitFor(async () => expect((await relays[2]!.headers(k))["x-ratelimit-remaining-requests"]).toBe("1"));
+    await expect(relays[1]!.admit(k, 10)).resolves.toBeDefined();
+    await expect(relays[0]!.admit(k, 10)).rejects.toMatchObject({ code: "rate_limit_requests" });
+  });
+
+  it("counts tokens across relays: what requests really used, refunds, and requests too large for the limit", async () => {
+    const [a, b, c] = [await relayLimiter(), await relayLimiter(), await relayLimiter()];
+    const k = key({ rpm: null, tpm: 1000 });
+    const first = await a.admit(k, 100);
+    expect(first.headers["x-ratelimit-remaining-tokens"]).toBe("900");
+    first.settle(300);
+    await vi.waitFor(async () => expect((await b.headers(k))["x-ratelimit-remaining-tokens"]).toBe("700"));
+    await expect(c.admit(k, 800)).rejects.toMatchObject({ code: "rate_limit_tokens", message: expect.stringMatching(/limit 1000, used 300, requested about 800/) });
+    await expect(c.admit(k, 1001)).rejects.toMatchObject({ code: "rate_limit_tokens", message: expect.stringMatching(/^Request too large for tokens per minute/) });
+    const second = await b.admit(k, 200);
+    second.settle(150);
+    second.refund();
+    // A refund wins over a settle, in either order.
+    await vi.waitFor(async () => expect((await c.headers(k))["x-ratelimit-remaining-tokens"]).toBe("700"));
+  });
+
+  it("charges a request that outlived the window when it ends, in the window current then, seen by every relay", async () => {
+    // A 1-second window stands for the minute.
+    const [a, b] = [await relayLimiter(1000), await relayLimiter(1000)];
+    const k = key({ rpm: 10, tpm: 1000 });
+    const long = await a.admit(k, 40);
+    await vi.waitFor(async () => expect((await b.headers(k))["x-ratelimit-remaining-tokens"]).toBe("1000"), { timeout: 5000, interval: 100 });
+    long.settle(250);
+    await vi.waitFor(async () => expect(await b.headers(k)).toMatchObject({ "x-ratelimit-remaining-tokens": "750", "x-ratelimit-remaining-requests": "10" }));
+  });
+
+  describe("a relay started with --redis", () => {
+    let gw: TestGateway;
+    const admin = async (method: string, path: string, body?: unknown) =>
+      fetch(`${gw.relay.adminUrl}/admin/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const newKey = async (rpm: number) => {
+      const made = await admin("POST", "/keys", { org: gw.orgId, name: `rpm-${rpm}`, rpm });
+      expect(made.status).toBe(201);
+      return (await made.json()) as { id: string; key: string };
+    };
+    const chat = (apiKey: string) =>
+      fetch(`${gw.baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "stories", messages: [{ role: "user", content: "Once" }], max_tokens: 2 }),
+      });
+    const health = async () => (await (await fetch(`${gw.relay.url}/health`)).json()) as Record<string, string>;
+
+    beforeAll(async () => {
+      gw = await startTestGateway({ runtime: "fake", relayFlags: { redis: redis.url } });
+    });
+    afterAll(async () => {
+      await gw?.close();
+    });
+
+    it("keeps each key's window in Redis, where another relay finds it", async () => {
+      const { id, key: apiKey } = await newKey(2);
+      const statuses: [number, string | null][] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await chat(apiKey);
+        statuses.push([res.status, res.headers.get("x-ratelimit-remaining-requests")]);
+        await res.arrayBuffer();
+      }
+      expect(statuses.slice(0, 2)).toEqual([[200, "1"], [200, "0"]]);
+      expect(statuses[2]![0]).toBe(429);
+      const other = await relayLimiter();
+      expect(await other.headers({ id, rpm: 2, tpm: null })).toMatchObject({ "x-ratelimit-remaining-requests": "0" });
+      await expect(other.admit({ id, rpm: 2, tpm: null }, 10)).rejects.toMatchObject({ code: "rate_limit_requests" });
+      expect(await health()).toEqual({ status: "ok" });
+    });
+
+    it("applies limits on its own while Redis is down, says so in /health, and shares them again once it is back", async () => {
+      await redis.stop();
+      const { key: apiKey } = await newKey(1);
+      // Served and limited by this relay's own window meanwhile: never refused for Redis being away.
+      const first = await chat(apiKey);
+      expect([first.status, first.headers.get("x-ratelimit-remaining-requests")]).toEqual([200, "0"]);
+      expect((await chat(apiKey)).status).toBe(429);
+      expect(await health()).toMatchObject({ status: "degraded", limits: expect.stringMatching(/^Redis cannot be reached .*each relay applies rate limits on its own/) });
+
+      await redis.start();
+      await vi.waitFor(async () => expect(await health()).toEqual({ status: "ok" }), { timeout: 10_000, interval: 200 });
+      const { id, key: after } = await newKey(1);
+      expect((await chat(after)).status).toBe(200);
+      const other = await relayLimiter();
+      expect(await other.headers({ id, rpm: 1, tpm: null })).toMatchObject({ "x-ratelimit-remaining-requests": "0" });
+    });
+  });
+});
