@@ -15,8 +15,8 @@ const { silentLogger } = await import(join(root, "dist/proto/index.js"));
 const dir = mkdtempSync(join(tmpdir(), "makina-bench-admin-"));
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
 const { store } = relay;
-const org = relay.control.createOrg("bench");
-store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword("bench-password"), role: "admin" });
+const org = await relay.control.createOrg("bench");
+await store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword("bench-password"), role: "admin" });
 
 const GiB = 2 ** 30;
 const hardware = (i) => ({
@@ -32,31 +32,25 @@ const hardware = (i) => ({
   accelerators: i % 2 ? ["cuda"] : [],
 });
 const machines = [];
-store.db.transaction(() => {
-  for (let i = 0; i < 100; i++) {
-    const m = store.machines.create({ orgId: org.id, name: `gpu-${i}`, tokenHash: hashSecret(`token-${i}`) });
-    store.machines.markOnline(m.id, { hardware: hardware(i), agentVersion: "0.1.0" });
-    machines.push(m.id);
-  }
-})();
+for (let i = 0; i < 100; i++) {
+  const m = await store.machines.create({ orgId: org.id, name: `gpu-${i}`, tokenHash: hashSecret(`token-${i}`) });
+  await store.machines.markOnline(m.id, { hardware: hardware(i), agentVersion: "0.1.0" });
+  machines.push(m.id);
+}
 const stacks = [];
-store.db.transaction(() => {
-  for (let i = 0; i < 500; i++) {
-    const s = store.stacks.create({ orgId: org.id, name: `stack-${i}`, machineId: machines[i % 100], runtime: "gguf", modelRef: `hf:org/repo-${i}/model.gguf`, modelId: `model-${i}`, hasEndpoint: true });
-    const dep = store.deployments.start(s.id, ["install_runtime", "pull_model", "configure_endpoint"]);
-    for (let seq = 0; seq < 3; seq++) {
-      store.deployments.stepRunning(dep, seq);
-      if (seq === 1) store.deployments.stepDetail(dep, seq, { path: "/m", sha256: "0".repeat(64), sizeBytes: 4 * GiB });
-      store.deployments.stepFinished(dep, seq, null);
-    }
-    store.deployments.finish(dep, null);
-    stacks.push(s.id);
+for (let i = 0; i < 500; i++) {
+  const s = await store.stacks.create({ orgId: org.id, name: `stack-${i}`, machineId: machines[i % 100], runtime: "gguf", modelRef: `hf:org/repo-${i}/model.gguf`, modelId: `model-${i}`, hasEndpoint: true });
+  const dep = await store.deployments.start(s.id, ["install_runtime", "pull_model", "configure_endpoint"]);
+  for (let seq = 0; seq < 3; seq++) {
+    await store.deployments.stepRunning(dep, seq);
+    if (seq === 1) await store.deployments.stepDetail(dep, seq, { path: "/m", sha256: "0".repeat(64), sizeBytes: 4 * GiB });
+    await store.deployments.stepFinished(dep, seq, null);
   }
-})();
+  await store.deployments.finish(dep, null);
+  stacks.push(s.id);
+}
 const keys = [];
-store.db.transaction(() => {
-  for (let i = 0; i < 1000; i++) keys.push(createApiKey(store, { orgId: org.id, name: `key-${i}`, stackIds: i % 3 ? null : [stacks[i % 500]], rpm: i % 2 ? 600 : null }).record.id);
-})();
+for (let i = 0; i < 1000; i++) keys.push((await createApiKey(store, { orgId: org.id, name: `key-${i}`, stackIds: i % 3 ? null : [stacks[i % 500]], rpm: i % 2 ? 600 : null })).record.id);
 // A day of traffic: 1,000 keys × 24 hours, recorded the way the gateway records it.
 const realNow = Date.now;
 for (let h = 0; h < 24; h++) {
@@ -64,7 +58,7 @@ for (let h = 0; h < 24; h++) {
   for (let i = 0; i < 1000; i++) relay.usage.record({ orgId: org.id, keyId: keys[i], model: `model-${i % 500}`, promptTokens: 20, completionTokens: 100, failed: false });
 }
 Date.now = realNow;
-relay.usage.flush();
+await relay.usage.flush();
 
 const signIn = await fetch(`${relay.url}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login: "admin", password: "bench-password" }) });
 const cookie = signIn.headers.get("set-cookie").split(";")[0];

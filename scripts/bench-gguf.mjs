@@ -23,8 +23,8 @@ const model = resolve(process.env.MAKINA_BENCH_MODEL ?? join(root, "..", "shared
 const dir = mkdtempSync(join(tmpdir(), "makina-bench-"));
 const log = silentLogger();
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
-const org = relay.control.createOrg("bench");
-const { machine, token } = relay.control.createMachine(org.id, "bench");
+const org = await relay.control.createOrg("bench");
+const { machine, token } = await relay.control.createMachine(org.id, "bench");
 // Relay and agent in one process, linked in-process, as `makina up` runs them.
 const agent = await startAgent(resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), gpu: false, maxContextSize: 2048, parallelSequences: 8 } }), {
   log,
@@ -34,7 +34,7 @@ await agent.link.whenOnline();
 const stack = await relay.control.createStack({ org: org.id, name: "bench", machine: machine.id, runtime: "gguf", model, modelId: "bench" });
 await relay.control.deploy(stack.id);
 await relay.deployer.settled(stack.id);
-const { key } = relay.control.createKey(org.id, {});
+const { key } = await relay.control.createKey(org.id, {});
 const runtime = agent.host.list()[0];
 
 const body = (extra) => JSON.stringify({ model: "bench", messages: [{ role: "user", content: "Once upon a time" }], temperature: 0, ...extra });

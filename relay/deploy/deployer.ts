@@ -107,7 +107,10 @@ export class Deployer {
     this.running.set(stack.id, next);
   }
 
-  private async sequence(session: AgentSession, stack: Stack, signal: AbortSignal): Promise<void> {
+  private async sequence(session: AgentSession, asked: Stack, signal: AbortSignal): Promise<void> {
+    // The stack as it is now: one undeployed (or deployed again) since this run was asked for is not run.
+    const stack = await this.store.stacks.get(asked.id);
+    if (!stack || (stack.state !== "deploying" && stack.state !== "deployed") || signal.aborted) return;
     const log = this.log.child({ stackId: stack.id, machineId: stack.machineId });
     const deploymentId = await this.store.deployments.start(stack.id, DEPLOY_STEPS);
     const changed = () => this.changed(stack);

@@ -69,7 +69,8 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
           accepted = NOTHING;
           return;
         }
-        accepted = acceptMachine(deps, checked.machine, checked.owned, agent);
+        const stillValid = async () => !("refusal" in (await checkMachineCredentials(store, machineId, token)));
+        accepted = acceptMachine(deps, checked.machine, checked.owned, agent, stillValid);
         for (const message of waiting) accepted.send(message);
         waiting = [];
       },
@@ -104,7 +105,14 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
 const MAX_WAITING = 64;
 
 /** The relay's end of a link whose credentials were accepted. */
-function acceptMachine(deps: LinkAcceptorDeps, machine: Machine, owned: Set<string>, agent: Parameters<LinkAcceptor>[1]): LinkEnd<AgentToRelay> {
+function acceptMachine(
+  deps: LinkAcceptorDeps,
+  machine: Machine,
+  owned: Set<string>,
+  agent: Parameters<LinkAcceptor>[1],
+  /** Whether the machine's credentials still hold (not revoked, the same token). */
+  stillValid: () => Promise<boolean>,
+): LinkEnd<AgentToRelay> {
   const { store, registry, log } = deps;
   const linkLog = log.child({ machineId: machine.id });
   const machineChanged = () => deps.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
@@ -196,6 +204,17 @@ function acceptMachine(deps: LinkAcceptorDeps, machine: Machine, owned: Set<stri
     s.send({ type: "welcome", machineId: machine.id, heartbeatIntervalMs: deps.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION });
     linkLog.info("machine online", { agentVersion: hello.agentVersion });
     registry.add(s);
+    // A revoke or a new token that landed while the credentials were checked found no link to drop: check again
+    // now that the link is registered, where any later one finds it. (A failed check keeps the link: the first passed.)
+    stillValid().then(
+      (valid) => {
+        if (valid || finished) return;
+        linkLog.warn("link dropped: the machine was revoked or given a new token while it linked");
+        finish();
+        agent.close("This machine was revoked or given a new token; run its new install command.", "credentials");
+      },
+      () => undefined,
+    );
     return s;
   };
 

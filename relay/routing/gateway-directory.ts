@@ -1,4 +1,5 @@
 import type { Logger } from "../../proto/index.js";
+import { storageError } from "../health/index.js";
 import type { ApiKeyRecord, Organization, Stack, Store, StoreChange } from "../store/index.js";
 
 /** What `/v1/models` lists for an organization: its slug, and its deployed stacks with an endpoint. */
@@ -40,6 +41,8 @@ const routeOf = (orgId: string, modelId: string) => `${orgId}\u0000${modelId}`;
 export class GatewayDirectory {
   private state: State = { orgs: new Map(), keys: new Map(), byHash: new Map(), serving: new Map(), routes: new Map() };
   private externalVersion = -1;
+  /** The reload another process's commit started, until it is done: every request meanwhile waits for it. */
+  private reloading: Promise<void> | undefined;
   /** Loads and changes, one at a time, in the order they came. */
   private queue: Promise<void> = Promise.resolve();
   private retry: NodeJS.Timeout | undefined;
@@ -75,13 +78,29 @@ export class GatewayDirectory {
 
   /**
    * Call once per request, before reading: on SQLite, when another process committed since, the returned
-   * promise settles once everything is reloaded. Undefined (nothing to wait for) otherwise.
+   * promise settles once everything is reloaded (every request meanwhile gets the same promise). A reload
+   * that fails rejects with 503 `storage_unavailable`, and the next request tries again: nothing is served
+   * from what may be stale. Undefined (nothing to wait for) otherwise.
    */
   refresh(): Promise<void> | undefined {
     const version = this.store.externalVersion?.();
-    if (version === undefined || version === this.externalVersion) return undefined;
+    if (version === undefined || version === this.externalVersion) return this.reloading;
+    const previous = this.externalVersion;
     this.externalVersion = version;
-    return this.enqueue(() => this.reloadAll());
+    const reload = this.enqueue(async () => {
+      try {
+        this.state = await this.loadAll();
+      } catch (err) {
+        this.externalVersion = previous;
+        throw storageError(err) ?? err;
+      }
+    });
+    this.reloading = reload;
+    const done = () => {
+      if (this.reloading === reload) this.reloading = undefined;
+    };
+    reload.then(done, done);
+    return reload;
   }
 
   /** The organization with this id or slug, if any. */

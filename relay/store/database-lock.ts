@@ -10,6 +10,9 @@ export const LOCK_APPLICATION = "makina relay lock";
 /** How long after losing the lock's connection (PostgreSQL restarted) the relay takes it again. */
 const RETAKE_MS = 1000;
 
+/** How often the relay checks that the lock's connection still answers. */
+const PROBE_MS = 5000;
+
 /** Refusal when another relay holds the database. */
 export class DatabaseInUseError extends Error {
   constructor() {
@@ -35,13 +38,20 @@ export interface DatabaseLock {
  *
  * When that connection drops (PostgreSQL restarted), the lock is taken again once the database answers; the
  * gateway keeps serving from memory meanwhile. Should another relay have started in between, this one logs
- * the conflict as an error on every attempt.
+ * the conflict as an error on every attempt. Both ends watch the connection: the relay sends a probe every
+ * 5 s, and PostgreSQL's TCP keepalives (10 s idle, then 3 probes 5 s apart) let go of the lock of a relay whose
+ * machine died or was cut off, so a replacement can start within half a minute.
  */
 export async function lockDatabase(url: string, log?: Logger): Promise<DatabaseLock> {
   let client = await take(url);
   let released = false;
   let retry: NodeJS.Timeout | undefined;
 
+  const probe = setInterval(() => {
+    // A connection that no longer answers is ended: its "end" takes the lock again.
+    client.query("SELECT 1").catch(() => void client.end().catch(() => undefined));
+  }, PROBE_MS);
+  probe.unref();
   const watch = (c: pg.Client) => {
     c.once("end", () => {
       if (released) return;
@@ -72,16 +82,18 @@ export async function lockDatabase(url: string, log?: Logger): Promise<DatabaseL
     release: async () => {
       released = true;
       clearTimeout(retry);
+      clearInterval(probe);
       await client.end().catch(() => undefined);
     },
   };
 }
 
 async function take(url: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, application_name: LOCK_APPLICATION });
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, application_name: LOCK_APPLICATION, keepAlive: true, query_timeout: 10_000 });
   client.on("error", () => undefined);
   try {
     await client.connect();
+    await client.query("SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3");
     const { rows } = await client.query<{ held: boolean }>(`SELECT pg_try_advisory_lock(${RELAY_LOCK}) AS held`);
     if (!rows[0]?.held) throw new DatabaseInUseError();
     return client;

@@ -62,8 +62,12 @@ export class OrganizationStore {
 
   /** Sets the limits of the organization's keys that set none of their own. */
   async setDefaultKeyLimits(id: string, limits: { rpm: number | null; tpm: number | null }): Promise<void> {
-    await this.db.updateTable("organizations").set({ default_key_rpm: limits.rpm, default_key_tpm: limits.tpm }).where("id", "=", id).execute();
-    await this.notices.changed({ kind: "org", orgId: id });
+    try {
+      await this.db.updateTable("organizations").set({ default_key_rpm: limits.rpm, default_key_tpm: limits.tpm }).where("id", "=", id).execute();
+    } finally {
+      // Also when the answer was lost after the commit: the directory reads the organization back.
+      await this.notices.changed({ kind: "org", orgId: id });
+    }
   }
 
   async list(): Promise<Organization[]> {

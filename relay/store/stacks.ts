@@ -168,18 +168,23 @@ export class StackStore {
     }
     const deployedAt = to === "deployed" ? now : to === "draft" ? null : stack.deployedAt;
     const contextSize = extra.contextSize !== undefined ? extra.contextSize : to === "draft" ? null : stack.contextSize;
-    const res = await this.db
-      .updateTable("stacks")
-      .set({ state: to, state_error: extra.error ?? null, context_size: contextSize, deployed_at: deployedAt, updated_at: now })
-      .where("id", "=", id)
-      .where("state", "=", stack.state)
-      .executeTakeFirst();
+    let res;
+    try {
+      res = await this.db
+        .updateTable("stacks")
+        .set({ state: to, state_error: extra.error ?? null, context_size: contextSize, deployed_at: deployedAt, updated_at: now })
+        .where("id", "=", id)
+        .where("state", "=", stack.state)
+        .executeTakeFirst();
+    } finally {
+      // Into or out of `deployed`: what the gateway routes to changed (also when the answer was lost after the
+      // commit: the directory reads the organization's stacks back).
+      if (to === "deployed" || stack.state === "deployed") await this.notices.changed({ kind: "stacks", orgId: stack.orgId });
+    }
     if (Number(res.numUpdatedRows) !== 1) {
       const current = await this.get(id);
       throw new MakinaError("conflict", `Stack ${id} became ${current?.state ?? "deleted"} meanwhile and cannot become ${to}.`);
     }
-    // Into or out of `deployed`: what the gateway routes to changed.
-    if (to === "deployed" || stack.state === "deployed") await this.notices.changed({ kind: "stacks", orgId: stack.orgId });
     return (await this.get(id))!;
   }
 }

@@ -3,8 +3,8 @@ import type { Db } from "./open-database.js";
 import type { Tables } from "./tables.js";
 
 /**
- * Runs `work` in a transaction, committed when it succeeds and rolled back when it throws, and throws the
- * error of the work itself. (A write SQLite refuses with SQLITE_FULL has already ended the transaction, so
+ * Runs `work` in a transaction, committed when it succeeds and rolled back when it (or the commit) throws, and
+ * throws the error of the work itself. (A write SQLite refuses with SQLITE_FULL has already ended the transaction, so
  * a ROLLBACK then fails too; Kysely's own `transaction()` would throw that second, meaningless error.)
  */
 export async function transaction<T>(db: Db, work: (trx: Transaction<Tables>) => Promise<T>): Promise<T> {
@@ -16,6 +16,13 @@ export async function transaction<T>(db: Db, work: (trx: Transaction<Tables>) =>
     await trx.rollback().execute().catch(() => undefined);
     throw err;
   }
-  await trx.commit().execute();
+  try {
+    await trx.commit().execute();
+  } catch (err) {
+    // A COMMIT refused (a full disk often fails here, writing the journal) still holds the connection: the
+    // rollback gives it back (and PostgreSQL's pool drops it if it broke), or every later query would wait.
+    await trx.rollback().execute().catch(() => undefined);
+    throw err;
+  }
   return result;
 }

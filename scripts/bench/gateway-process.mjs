@@ -34,8 +34,8 @@ if (mode === "agent") {
 } else {
   const [upstream] = rest;
   const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
-  const org = relay.control.createOrg("bench");
-  const { machine, token } = relay.control.createMachine(org.id, "bench");
+  const org = await relay.control.createOrg("bench");
+  const { machine, token } = await relay.control.createMachine(org.id, "bench");
   const info = { url: relay.url, server: relay.linkAddress, machineId: machine.id, token };
   if (mode === "relay") {
     process.stdout.write(`${JSON.stringify({ joining: info })}\n`);
@@ -49,10 +49,10 @@ if (mode === "agent") {
   const stack = await relay.control.createStack({ org: org.id, name: "instant", machine: machine.id, runtime: "openai", model: `${upstream}#instant`, modelId: "instant" });
   await relay.control.deploy(stack.id);
   await relay.deployer.settled(stack.id);
-  const state = relay.control.stack(stack.id).state;
-  if (state !== "deployed") throw new Error(`the bench stack did not deploy: ${relay.control.stack(stack.id).stateError}`);
-  const plain = relay.control.createKey(org.id, { name: "plain" }).key;
-  const limited = relay.control.createKey(org.id, { name: "limited", rpm: 10_000_000, tpm: 1_000_000_000 }).key;
+  const deployed = await relay.control.stack(stack.id);
+  if (deployed.state !== "deployed") throw new Error(`the bench stack did not deploy: ${deployed.stateError}`);
+  const plain = (await relay.control.createKey(org.id, { name: "plain" })).key;
+  const limited = (await relay.control.createKey(org.id, { name: "limited", rpm: 10_000_000, tpm: 1_000_000_000 })).key;
   process.stdout.write(`${JSON.stringify({ url: relay.url, plain, limited })}\n`);
 }
 process.on("SIGTERM", () => process.exit(0));

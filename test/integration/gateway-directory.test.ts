@@ -36,6 +36,32 @@ describe("the gateway's keys and routes stay current", () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
   });
 
+  it("answers 503 rather than serve a key another process revoked, while the database cannot be read back, then 401", async () => {
+    const { key, record } = await gw.relay.control.createKey(gw.orgId, { name: "outside-unreadable" });
+    expect((await chat(key, gw.modelId)).status).toBe(200);
+    const keys = gw.relay.store.keys;
+    const listActive = keys.listActive.bind(keys);
+    // The reload that the other process's commit calls for fails, as a database held locked would refuse it.
+    let failing = true;
+    keys.listActive = async () => {
+      if (failing) throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+      return listActive();
+    };
+    try {
+      writeFromAnotherProcess(relayPaths(gw.dataDir).database, "UPDATE api_keys SET state = 'revoked', revoked_at = 1 WHERE id = ?", record.id);
+      // Requests at once: none is served from what may be stale.
+      const [first, second] = await Promise.all([chat(key, gw.modelId), chat(key, gw.modelId)]);
+      expect([first.status, second.status]).toEqual([503, 503]);
+      expect(((await first.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "storage_unavailable", message: expect.stringContaining("another process holds it locked") });
+      const models = await fetch(`${gw.relay.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+      expect(models.status).toBe(503);
+      failing = false;
+      expect((await chat(key, gw.modelId)).status).toBe(401);
+    } finally {
+      keys.listActive = listActive;
+    }
+  });
+
   it("refuses a key revoked through the admin API on the very next request", async () => {
     const { key, record } = await gw.relay.control.createKey(gw.orgId, { name: "admin-revoked" });
     expect((await chat(key, gw.modelId)).status).toBe(200);

@@ -141,6 +141,32 @@ describe("the link between a machine and the relay", () => {
     expect((await gw.relay.store.machines.get(gw.machineId))!.state).toBe("online");
   });
 
+  it("drops a link whose machine is revoked while the relay checks its credentials, and the agent stops trying", async () => {
+    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "revoked-while-linking");
+    const stacks = gw.relay.store.stacks;
+    const listByMachine = stacks.listByMachine.bind(stacks);
+    // The revoke lands after the credentials passed and before the link is registered, where it finds no link to drop.
+    stacks.listByMachine = async (id) => {
+      if (id === machine.id) {
+        stacks.listByMachine = listByMachine;
+        await gw.relay.control.revokeMachine(null, id);
+      }
+      return listByMachine(id);
+    };
+    const agent = await startAgent(
+      resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: machine.id, token, dataDir: join(gw.dataDir, `late-${machine.id}`), threads: 1, gpu: false } }),
+      { log: silentLogger() },
+    );
+    try {
+      await vi.waitFor(() => expect(agent.link.credentialsRejected).toBe(true), { timeout: 10_000, interval: 20 });
+      expect(gw.relay.registry.get(machine.id)).toBeUndefined();
+      expect((await gw.relay.store.machines.get(machine.id))!.revokedAt).toEqual(expect.any(Number));
+    } finally {
+      stacks.listByMachine = listByMachine;
+      await agent.stop();
+    }
+  });
+
   it("rotates a machine's token: the link drops, the old token is refused and the new one connects", async () => {
     const { machineId, agent } = await gw.addMachine(gw.orgId);
     const res = await adminPost(`/machines/${machineId}/rotate-token`);
