@@ -113,7 +113,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     throw err;
   }
   const adminToken = adminSecret.token;
-  const limiter: Limiter = config.redis ? new RedisRateLimiter(config.redis, log.child({ component: "limits" })) : new RateLimiter();
+  const limiter: Limiter = config.redis ? await RedisRateLimiter.connect(config.redis, log.child({ component: "limits" })) : new RateLimiter();
   if (limiter instanceof RedisRateLimiter) {
     // Limits shared by every relay from the first request on; a Redis that does not answer yet is not a reason
     // to stay down: this relay applies limits on its own meanwhile, logged and in /health.

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { MakinaError, type Logger } from "../../proto/index.js";
 import { RateLimiter, formatDuration, type Admission, type KeyLimits, type Limiter } from "./rate-limiter.js";
 
@@ -135,13 +135,23 @@ export class RedisRateLimiter implements Limiter {
   private readonly local: RateLimiter;
   private down: string | null = null;
 
-  constructor(
+  /**
+   * Connects to Redis at `url` (without waiting for it: see {@link ready}). The Redis client is loaded here, so
+   * a relay without `--redis` never loads it.
+   */
+  static async connect(url: string, log: Logger, windowMs = 60_000): Promise<RedisRateLimiter> {
+    const { Redis: RedisClient } = await import("ioredis");
+    return new RedisRateLimiter(RedisClient, url, log, windowMs);
+  }
+
+  private constructor(
+    RedisClient: typeof Redis,
     url: string,
     private readonly log: Logger,
-    private readonly windowMs = 60_000,
+    private readonly windowMs: number,
   ) {
     this.local = new RateLimiter(Date.now, windowMs);
-    this.redis = new Redis(url, {
+    this.redis = new RedisClient(url, {
       lazyConnect: false,
       // A command while disconnected fails at once (the relay admits locally) instead of waiting in a queue.
       enableOfflineQueue: false,

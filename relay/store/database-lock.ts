@@ -1,4 +1,4 @@
-import pg from "pg";
+import type { Client } from "pg";
 import type { Logger } from "../../proto/index.js";
 
 /** The advisory lock a relay holds on its PostgreSQL database while it runs. An arbitrary fixed 64-bit key. */
@@ -52,7 +52,7 @@ export async function lockDatabase(url: string, log?: Logger): Promise<DatabaseL
     client.query("SELECT 1").catch(() => void client.end().catch(() => undefined));
   }, PROBE_MS);
   probe.unref();
-  const watch = (c: pg.Client) => {
+  const watch = (c: Client) => {
     c.once("end", () => {
       if (released) return;
       log?.warn("lost the connection that holds this relay's lock on the database; taking it again");
@@ -88,7 +88,9 @@ export async function lockDatabase(url: string, log?: Logger): Promise<DatabaseL
   };
 }
 
-async function take(url: string): Promise<pg.Client> {
+async function take(url: string): Promise<Client> {
+  // Loaded here, not at the top: only a relay on PostgreSQL needs the client.
+  const pg = (await import("pg")).default;
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, application_name: LOCK_APPLICATION, keepAlive: true, query_timeout: 10_000 });
   client.on("error", () => undefined);
   try {

@@ -1,5 +1,5 @@
 import Sqlite from "better-sqlite3";
-import pg from "pg";
+import type { Client, Pool, types as PgTypes } from "pg";
 import { chmodSync, existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
@@ -96,17 +96,24 @@ function tooNew(version: number): void {
  * keep precision; the relay's never pass 2^53 (a time in ms, a count of tokens), so they are read as numbers.
  * Set per pool, not in pg's global table.
  */
-const types = {
+const numbersFirst = (pgTypes: typeof PgTypes) => ({
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === 20 || oid === 1700 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
-};
+    oid === 20 || oid === 1700 ? (v: string) => Number(v) : pgTypes.getTypeParser(oid, format as "text")) as typeof PgTypes.getTypeParser,
+});
+
+/** The PostgreSQL client, loaded only by a relay given a PostgreSQL URL (it costs memory the SQLite relay does not need). */
+async function loadPg(): Promise<{ Pool: typeof Pool; Client: typeof Client; types: ReturnType<typeof numbersFirst> }> {
+  const pg = (await import("pg")).default;
+  return { Pool: pg.Pool, Client: pg.Client, types: numbersFirst(pg.types) };
+}
 
 /** The advisory lock relays take to migrate: one at a time, and the others wait. An arbitrary fixed 64-bit key. */
 const MIGRATION_LOCK = "7247031196208271001";
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
-  const migrated = await migratePostgres(url);
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+  const pg = await loadPg();
+  const migrated = await migratePostgres(url, pg);
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, types: pg.types, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
   // A pooled connection that dies while idle (PostgreSQL restarted) is dropped and replaced on next use;
   // without a listener the pool's error would end the process.
   pool.on("error", () => undefined);
@@ -124,8 +131,8 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
  * the schema current. Each migration commits with its version, so one that fails leaves the database at
  * the last good version.
  */
-async function migratePostgres(url: string): Promise<number> {
-  const client = new pg.Client({ connectionString: url, types, connectionTimeoutMillis: 10_000 });
+async function migratePostgres(url: string, pg: Awaited<ReturnType<typeof loadPg>>): Promise<number> {
+  const client = new pg.Client({ connectionString: url, types: pg.types, connectionTimeoutMillis: 10_000 });
   client.on("error", () => undefined);
   await client.connect();
   try {

@@ -13,7 +13,7 @@ describe("rate limits kept in Redis", () => {
   let redis: RedisServer;
   const limiters: RedisRateLimiter[] = [];
   const relayLimiter = async (windowMs?: number) => {
-    const limiter = new RedisRateLimiter(redis.url, silentLogger(), windowMs);
+    const limiter = await RedisRateLimiter.connect(redis.url, silentLogger(), windowMs);
     limiters.push(limiter);
     await limiter.ready();
     return limiter;
