@@ -10,6 +10,11 @@ export interface PostgresServer {
   /** `postgres://makina@127.0.0.1:<port>/postgres`: the server's maintenance database, as its superuser. */
   readonly url: string;
   readonly port: number;
+  /** Shuts the server down (fast shutdown: sessions end), keeping its data. */
+  pause(): Promise<void>;
+  /** Starts it again on the same port and data, after {@link pause}. */
+  resume(): Promise<void>;
+  /** Shuts it down and removes its data. */
   stop(): Promise<void>;
 }
 
@@ -58,37 +63,48 @@ export async function startPostgres(): Promise<PostgresServer> {
     "-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
     "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
   ];
-  const child: ChildProcess = spawn(join(bin, "postgres"), args, { stdio: ["ignore", "ignore", "pipe"], cwd: dir, ...as });
+  let child: ChildProcess | undefined;
   let log = "";
-  child.stderr!.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-4000)));
   const url = `postgres://makina@127.0.0.1:${port}/postgres`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`PostgreSQL exited at start:\n${log}`);
-    const client = new pg.Client({ connectionString: url });
-    client.on("error", () => undefined);
-    try {
-      await client.connect();
-      await client.end();
-      break;
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      if (Date.now() > deadline) throw new Error(`PostgreSQL did not start within 30 s: ${String(err)}\n${log}`);
-      await new Promise((r) => setTimeout(r, 100));
+  const launch = async () => {
+    const running = spawn(join(bin, "postgres"), args, { stdio: ["ignore", "ignore", "pipe"], cwd: dir, ...as });
+    child = running;
+    running.stderr!.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-4000)));
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (running.exitCode !== null) throw new Error(`PostgreSQL exited at start:\n${log}`);
+      const client = new pg.Client({ connectionString: url });
+      client.on("error", () => undefined);
+      try {
+        await client.connect();
+        await client.end();
+        return;
+      } catch (err) {
+        await client.end().catch(() => undefined);
+        if (Date.now() > deadline) throw new Error(`PostgreSQL did not start within 30 s: ${String(err)}\n${log}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
-  }
+  };
+  const halt = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise((r) => running.once("exit", r));
+    // SIGINT: PostgreSQL's fast shutdown (ends sessions, no waiting for clients).
+    running.kill("SIGINT");
+    const late = setTimeout(() => running.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(late);
+  };
+  await launch();
   return {
     url,
     port,
+    pause: halt,
+    resume: launch,
     stop: async () => {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
-        // SIGINT: PostgreSQL's fast shutdown (ends sessions, no waiting for clients).
-        child.kill("SIGINT");
-        const late = setTimeout(() => child.kill("SIGKILL"), 10_000);
-        await exited;
-        clearTimeout(late);
-      }
+      await halt();
       rmSync(dir, { recursive: true, force: true });
     },
   };
