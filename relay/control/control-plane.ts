@@ -275,8 +275,12 @@ export class ControlPlane {
   /** Adds a person to an organization; the login must be free. */
   async createUser(orgRef: string, input: { login: string; password: string; role: User["role"] }): Promise<User> {
     const org = await this.org(orgRef);
-    if (await this.store.users.findByLogin(input.login)) throw new MakinaError("conflict", `The login '${input.login}' is taken.`, { param: "login" });
-    return this.store.users.create({ orgId: org.id, login: input.login, passwordHash: hashPassword(input.password), role: input.role });
+    const taken = () => new MakinaError("conflict", `The login '${input.login}' is taken.`, { param: "login" });
+    if (await this.store.users.findByLogin(input.login)) throw taken();
+    // Checked again by the insert itself: of two requests for one login at once (on any relay), one gets it.
+    const user = await this.store.users.create({ orgId: org.id, login: input.login, passwordHash: hashPassword(input.password), role: input.role });
+    if (!user) throw taken();
+    return user;
   }
 
   private async view(stack: Stack): Promise<StackView> {

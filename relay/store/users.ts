@@ -19,13 +19,15 @@ const toUser = (r: Pick<Row<"users">, (typeof PUBLIC)[number]>): User => ({ id: 
 export class UserStore {
   constructor(private readonly db: Db) {}
 
-  async create(input: { orgId: string; login: string; passwordHash: string; role: User["role"] }, now = Date.now()): Promise<User> {
+  /** Adds a user; null when the login is taken (by the database's unique index: of two at once, one gets it). */
+  async create(input: { orgId: string; login: string; passwordHash: string; role: User["role"] }, now = Date.now()): Promise<User | null> {
     const user: User = { id: newId("user"), orgId: input.orgId, login: input.login, role: input.role, createdAt: now };
-    await this.db
+    const res = await this.db
       .insertInto("users")
       .values({ id: user.id, org_id: user.orgId, login: user.login, password_hash: input.passwordHash, role: user.role, created_at: now })
-      .execute();
-    return user;
+      .onConflict((oc) => oc.column("login").doNothing())
+      .executeTakeFirst();
+    return Number(res.numInsertedOrUpdatedRows ?? 0) === 1 ? user : null;
   }
 
   async get(id: string): Promise<User | undefined> {

@@ -38,6 +38,26 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     await gw?.close();
   });
 
+  it("gives a login to one of two people added with it at once; the other gets 409 naming the login", async () => {
+    // Both find the login free before either adds it (as two relays, or a slow database, would have them).
+    const users = gw.relay.store.users;
+    const findByLogin = users.findByLogin.bind(users);
+    users.findByLogin = async (login) => {
+      const found = await findByLogin(login);
+      await new Promise((r) => setTimeout(r, 100));
+      return found;
+    };
+    let both: Response[];
+    try {
+      both = await Promise.all([0, 1].map(() => operator("POST", "/admin/v1/users", { org: gw.orgId, login: "twice@example.com", role: "member", password: "correct horse battery" })));
+    } finally {
+      users.findByLogin = findByLogin;
+    }
+    expect(both.map((r) => r.status).sort()).toEqual([201, 409]);
+    const refused = both.find((r) => r.status === 409)!;
+    expect(((await refused.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: "conflict", param: "login" });
+  });
+
   it("signs in with a login and password into an HttpOnly, SameSite=Strict session, and signs out", async () => {
     const c = new WebClient(origin);
     const res = await c.signIn("ada@example.com", "correct horse battery");
