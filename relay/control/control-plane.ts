@@ -99,7 +99,7 @@ export class ControlPlane {
    */
   async setOrgKeyDefaults(orgRef: string, limits: OrgKeyDefaults): Promise<Organization> {
     const org = await this.org(orgRef);
-    await this.store.orgs.setDefaultKeyLimits(org.id, { rpm: limits.defaultKeyRpm === undefined ? org.defaultKeyRpm : limits.defaultKeyRpm, tpm: limits.defaultKeyTpm === undefined ? org.defaultKeyTpm : limits.defaultKeyTpm });
+    await this.store.orgs.setDefaultKeyLimits(org.id, { rpm: limits.defaultKeyRpm, tpm: limits.defaultKeyTpm });
     this.events.emit({ type: "key", orgId: org.id, keyId: "*" });
     return this.org(org.id);
   }

@@ -60,10 +60,15 @@ export class OrganizationStore {
     return row && toOrg(row);
   }
 
-  /** Sets the limits of the organization's keys that set none of their own. */
-  async setDefaultKeyLimits(id: string, limits: { rpm: number | null; tpm: number | null }): Promise<void> {
+  /**
+   * Sets the limits of the organization's keys that set none of their own; a limit left undefined is kept as
+   * it is in the database (so two changes at once, one to each, both hold).
+   */
+  async setDefaultKeyLimits(id: string, limits: { rpm?: number | null; tpm?: number | null }): Promise<void> {
+    const set = { ...(limits.rpm !== undefined ? { default_key_rpm: limits.rpm } : {}), ...(limits.tpm !== undefined ? { default_key_tpm: limits.tpm } : {}) };
+    if (Object.keys(set).length === 0) return;
     try {
-      await this.db.updateTable("organizations").set({ default_key_rpm: limits.rpm, default_key_tpm: limits.tpm }).where("id", "=", id).execute();
+      await this.db.updateTable("organizations").set(set).where("id", "=", id).execute();
     } finally {
       // Also when the answer was lost after the commit: the directory reads the organization back.
       await this.notices.changed({ kind: "org", orgId: id });

@@ -64,6 +64,28 @@ describe("per-key rate limits at the gateway", () => {
     expect(await limits(plain)).toEqual([200, null, null]);
   });
 
+  it("keeps both of two changes to an organization's default limits made at once, one to rpm and one to tpm", async () => {
+    const patch = (body: unknown) =>
+      fetch(`${gw.relay.url}/admin/v1/orgs/${gw.orgId}`, { method: "PATCH", headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    // Both read the organization before either writes (as two relays, or a slow database, would have them).
+    const orgs = gw.relay.store.orgs;
+    const find = orgs.find.bind(orgs);
+    orgs.find = async (ref) => {
+      const org = await find(ref);
+      await new Promise((r) => setTimeout(r, 100));
+      return org;
+    };
+    try {
+      const answers = await Promise.all([patch({ default_key_rpm: 11 }), patch({ default_key_tpm: 2222 })]);
+      expect(answers.map((r) => r.status)).toEqual([200, 200]);
+    } finally {
+      orgs.find = find;
+    }
+    const org = (await gw.relay.store.orgs.find(gw.orgId))!;
+    expect([org.defaultKeyRpm, org.defaultKeyTpm]).toEqual([11, 2222]);
+    expect((await patch({ default_key_rpm: null, default_key_tpm: null })).status).toBe(200);
+  });
+
   it("reports the organization's default limits on /v1/models as on chat, for a key that inherits them", async () => {
     const patch = (body: unknown) =>
       fetch(`${gw.relay.url}/admin/v1/orgs/${gw.orgId}`, { method: "PATCH", headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
