@@ -127,19 +127,10 @@ export class RateLimiter implements Limiter {
     const used = w?.tokens ?? 0;
     const now = this.now();
     if (key.rpm !== null && w && count >= key.rpm) {
-      const waitMs = this.live(w).filter((e) => e.requests === 1)[count - key.rpm]!.at + this.windowMs - now;
-      throw new MakinaError("rate_limit_requests", `Rate limit reached for requests per minute: limit ${key.rpm}, used ${count}. Please try again in ${formatDuration(waitMs)}.`, {
-        retryAfterMs: Math.max(1, waitMs),
-      });
+      throw requestsRefused(key.rpm, count, this.live(w).filter((e) => e.requests === 1)[count - key.rpm]!.at + this.windowMs - now);
     }
     if (key.tpm !== null) {
-      if (estimatedTokens > key.tpm) {
-        throw new MakinaError(
-          "rate_limit_tokens",
-          `Request too large for tokens per minute: limit ${key.tpm}, requested about ${estimatedTokens}. Lower max_tokens or shorten the messages.`,
-          { retryAfterMs: this.windowMs },
-        );
-      }
+      if (estimatedTokens > key.tpm) throw tooLargeRefused(key.tpm, estimatedTokens, this.windowMs);
       if (w && used + estimatedTokens > key.tpm) {
         let freed = 0;
         let waitMs = this.windowMs;
@@ -150,9 +141,7 @@ export class RateLimiter implements Limiter {
             break;
           }
         }
-        throw new MakinaError("rate_limit_tokens", `Rate limit reached for tokens per minute: limit ${key.tpm}, used ${used}, requested about ${estimatedTokens}. Please try again in ${formatDuration(waitMs)}.`, {
-          retryAfterMs: Math.max(1, waitMs),
-        });
+        throw tokensRefused(key.tpm, used, estimatedTokens, waitMs);
       }
     }
     const entry: Entry = { at: now, tokens: estimatedTokens, requests: 1, live: true };
@@ -194,31 +183,60 @@ export class RateLimiter implements Limiter {
 
   /** The `x-ratelimit-*` headers of a limited key (empty for an unlimited one). */
   headers(key: KeyLimits): Record<string, string> {
-    const out: Record<string, string> = {};
-    if (key.rpm === null && key.tpm === null) return out;
+    if (key.rpm === null && key.tpm === null) return {};
     const w = this.window(key.id);
     const count = w?.count ?? 0;
     const used = w?.tokens ?? 0;
     let last = w ? w.entries.length - 1 : -1;
     while (w && last >= w.head && !w.entries[last]!.live) last--;
     const resetAll = w && last >= w.head ? w.entries[last]!.at + this.windowMs - this.now() : 0;
-    if (key.rpm !== null) {
-      out["x-ratelimit-limit-requests"] = String(key.rpm);
-      out["x-ratelimit-remaining-requests"] = String(Math.max(0, key.rpm - count));
-      out["x-ratelimit-reset-requests"] = formatDuration(resetAll);
-    }
-    if (key.tpm !== null) {
-      out["x-ratelimit-limit-tokens"] = String(key.tpm);
-      out["x-ratelimit-remaining-tokens"] = String(Math.max(0, key.tpm - used));
-      out["x-ratelimit-reset-tokens"] = formatDuration(used > 0 ? resetAll : 0);
-    }
-    return out;
+    return rateLimitHeaders(key, count, used, resetAll);
   }
 
   /** Keys with requests in their window (for tests: idle keys are forgotten). */
   get trackedKeys(): number {
     return this.windows.size;
   }
+}
+
+/**
+ * A limited key's `x-ratelimit-*` headers, from its window: `count` requests and `used` tokens in it, and
+ * `resetMs` until the newest of them leaves it.
+ */
+export function rateLimitHeaders(key: KeyLimits, count: number, used: number, resetMs: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (key.rpm !== null) {
+    out["x-ratelimit-limit-requests"] = String(key.rpm);
+    out["x-ratelimit-remaining-requests"] = String(Math.max(0, key.rpm - count));
+    out["x-ratelimit-reset-requests"] = formatDuration(resetMs);
+  }
+  if (key.tpm !== null) {
+    out["x-ratelimit-limit-tokens"] = String(key.tpm);
+    out["x-ratelimit-remaining-tokens"] = String(Math.max(0, key.tpm - used));
+    out["x-ratelimit-reset-tokens"] = formatDuration(used > 0 ? resetMs : 0);
+  }
+  return out;
+}
+
+/** 429: the key's requests per minute are used up; `waitMs` until one leaves the window. */
+export function requestsRefused(rpm: number, count: number, waitMs: number): MakinaError {
+  return new MakinaError("rate_limit_requests", `Rate limit reached for requests per minute: limit ${rpm}, used ${count}. Please try again in ${formatDuration(waitMs)}.`, {
+    retryAfterMs: Math.max(1, waitMs),
+  });
+}
+
+/** 429: one request estimated at more tokens than the key may use in a whole window. */
+export function tooLargeRefused(tpm: number, estimate: number, windowMs: number): MakinaError {
+  return new MakinaError("rate_limit_tokens", `Request too large for tokens per minute: limit ${tpm}, requested about ${estimate}. Lower max_tokens or shorten the messages.`, {
+    retryAfterMs: windowMs,
+  });
+}
+
+/** 429: the key's tokens per minute would be exceeded; `waitMs` until enough leave the window. */
+export function tokensRefused(tpm: number, used: number, estimate: number, waitMs: number): MakinaError {
+  return new MakinaError("rate_limit_tokens", `Rate limit reached for tokens per minute: limit ${tpm}, used ${used}, requested about ${estimate}. Please try again in ${formatDuration(waitMs)}.`, {
+    retryAfterMs: Math.max(1, waitMs),
+  });
 }
 
 /** A duration the way the vendor writes reset headers: `17ms`, `1s`, `1.5s`, `6m0s`. */

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { MakinaError, type Logger } from "../../proto/index.js";
-import { RateLimiter, formatDuration, type Admission, type KeyLimits, type Limiter } from "./rate-limiter.js";
+import type { Logger } from "../../proto/index.js";
+import { RateLimiter, rateLimitHeaders, requestsRefused, tokensRefused, tooLargeRefused, type Admission, type KeyLimits, type Limiter } from "./rate-limiter.js";
 
 /**
  * The window's bookkeeping, shared by every script: a key's entries leave once older than the window. Per key
@@ -204,12 +204,16 @@ export class RedisRateLimiter implements Limiter {
       return this.local.admit(key, estimatedTokens);
     }
     const [admitted, refusal, waitMs, count, used, resetMs] = answer;
-    if (!admitted) throw refused(key, refusal, waitMs, count, used, estimatedTokens, this.windowMs);
+    if (!admitted) {
+      // The same refusals, in the same words, as the in-process limiter.
+      if (refusal === "requests") throw requestsRefused(key.rpm!, count, waitMs);
+      throw refusal === "too_large" ? tooLargeRefused(key.tpm!, estimatedTokens, this.windowMs) : tokensRefused(key.tpm!, used, estimatedTokens, waitMs);
+    }
     // Settles and refunds go out on the same connection as the admission, so Redis runs them in that order.
     let refunded = false;
     const fire = (call: Promise<unknown>) => void call.catch((err: unknown) => this.unreachable(err));
     return {
-      headers: headersOf(key, count, used, resetMs),
+      headers: rateLimitHeaders(key, count, used, resetMs),
       settle: (tokens) => {
         if (refunded || tokens === null) return;
         fire(this.redis.makinaSettle(...keysOf(key.id), this.windowMs, tokens, id, key.tpm === null ? "0" : "1"));
@@ -227,7 +231,7 @@ export class RedisRateLimiter implements Limiter {
     if (key.rpm === null && key.tpm === null) return {};
     try {
       const [count, used, resetMs] = await this.redis.makinaRead(...keysOf(key.id), this.windowMs);
-      return headersOf(key, count, used, resetMs);
+      return rateLimitHeaders(key, count, used, resetMs);
     } catch (err) {
       this.unreachable(err);
       return this.local.headers(key);
@@ -248,38 +252,4 @@ export class RedisRateLimiter implements Limiter {
 function keysOf(keyId: string): [string, string, string, string] {
   const base = `makina:rl:{${keyId}}`;
   return [`${base}:req`, `${base}:tok`, `${base}:amt`, `${base}:sum`];
-}
-
-function headersOf(key: KeyLimits, count: number, used: number, resetMs: number): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (key.rpm !== null) {
-    out["x-ratelimit-limit-requests"] = String(key.rpm);
-    out["x-ratelimit-remaining-requests"] = String(Math.max(0, key.rpm - count));
-    out["x-ratelimit-reset-requests"] = formatDuration(resetMs);
-  }
-  if (key.tpm !== null) {
-    out["x-ratelimit-limit-tokens"] = String(key.tpm);
-    out["x-ratelimit-remaining-tokens"] = String(Math.max(0, key.tpm - used));
-    out["x-ratelimit-reset-tokens"] = formatDuration(used > 0 ? resetMs : 0);
-  }
-  return out;
-}
-
-/** The same refusals, in the same words, as the in-process limiter. */
-function refused(key: KeyLimits, refusal: string, waitMs: number, count: number, used: number, estimate: number, windowMs: number): MakinaError {
-  if (refusal === "requests") {
-    return new MakinaError("rate_limit_requests", `Rate limit reached for requests per minute: limit ${key.rpm}, used ${count}. Please try again in ${formatDuration(waitMs)}.`, {
-      retryAfterMs: Math.max(1, waitMs),
-    });
-  }
-  if (refusal === "too_large") {
-    return new MakinaError(
-      "rate_limit_tokens",
-      `Request too large for tokens per minute: limit ${key.tpm}, requested about ${estimate}. Lower max_tokens or shorten the messages.`,
-      { retryAfterMs: windowMs },
-    );
-  }
-  return new MakinaError("rate_limit_tokens", `Rate limit reached for tokens per minute: limit ${key.tpm}, used ${used}, requested about ${estimate}. Please try again in ${formatDuration(waitMs)}.`, {
-    retryAfterMs: Math.max(1, waitMs),
-  });
 }

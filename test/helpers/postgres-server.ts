@@ -1,9 +1,9 @@
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { freePort } from "./free-port.js";
 
 /** A real PostgreSQL server on loopback, in a temporary directory, for tests. */
 export interface PostgresServer {
@@ -32,14 +32,6 @@ function binDir(): string {
   } catch {
     throw new Error("PostgreSQL is not installed: the tests need its server (Debian: apt-get install -y postgresql-15; .ci/run installs it).");
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /**

@@ -1,5 +1,6 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readTogether } from "../helpers/read-together.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
 describe("per-key rate limits at the gateway", () => {
@@ -70,11 +71,7 @@ describe("per-key rate limits at the gateway", () => {
     // Both read the organization before either writes (as two relays, or a slow database, would have them).
     const orgs = gw.relay.store.orgs;
     const find = orgs.find.bind(orgs);
-    orgs.find = async (ref) => {
-      const org = await find(ref);
-      await new Promise((r) => setTimeout(r, 100));
-      return org;
-    };
+    orgs.find = readTogether(find);
     try {
       const answers = await Promise.all([patch({ default_key_rpm: 11 }), patch({ default_key_tpm: 2222 })]);
       expect(answers.map((r) => r.status)).toEqual([200, 200]);

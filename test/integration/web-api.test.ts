@@ -10,6 +10,7 @@ import { hashPassword, resolveRelayConfig, startRelay } from "../../relay/index.
 import { fixtureSource } from "../helpers/hardware-fixtures.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { sseEvents, WebClient } from "../helpers/web-client.js";
+import { readTogether } from "../helpers/read-together.js";
 
 // The admin API as the web application uses it: a session cookie and a CSRF token instead of the admin token.
 describe("the web application's API: sign-in, sessions, roles and organizations", () => {
@@ -42,11 +43,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     // Both find the login free before either adds it (as two relays, or a slow database, would have them).
     const users = gw.relay.store.users;
     const findByLogin = users.findByLogin.bind(users);
-    users.findByLogin = async (login) => {
-      const found = await findByLogin(login);
-      await new Promise((r) => setTimeout(r, 100));
-      return found;
-    };
+    users.findByLogin = readTogether(findByLogin);
     let both: Response[];
     try {
       both = await Promise.all([0, 1].map(() => operator("POST", "/admin/v1/users", { org: gw.orgId, login: "twice@example.com", role: "member", password: "correct horse battery" })));
