@@ -5,10 +5,16 @@ export interface RelayConfig {
   /** Where the SQLite file (without `database`), the admin token and the link's CA live. @default "./.makina" */
   readonly dataDir: string;
   /**
-   * A PostgreSQL database (`postgres://user:pass@host:5432/makina`) for the relay's state (one relay per
-   * database for now: docs/scale-out.md); null for SQLite in the data directory. @default null
+   * A PostgreSQL database (`postgres://user:pass@host:5432/makina`) for the relay's state, shared by every
+   * relay given it (docs/scale-out.md); null for SQLite in the data directory. @default null
    */
   readonly database: string | null;
+  /**
+   * On PostgreSQL: how long the relay serves from memory without hearing from the database's change feed (a
+   * PostgreSQL restart shorter than this is not seen by clients), and the longest an admin write waits for a
+   * relay that does not confirm it (relay/cluster/change-feed.ts). @default 10000
+   */
+  readonly changeLeaseMs: number;
   /**
    * A Redis server (`redis://[:pass@]host:6379[/db]`, `rediss://` for TLS) that keeps the keys' rate-limit
    * windows, so limits hold across relays; null for limits in this relay's memory. @default null
@@ -96,6 +102,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   dataDir: "MAKINA_DATA_DIR",
   database: "MAKINA_DATABASE_URL",
   redis: "MAKINA_REDIS_URL",
+  changeLeaseMs: "MAKINA_CHANGE_LEASE_MS",
   host: "MAKINA_HOST",
   port: "MAKINA_PORT",
   trustProxy: "MAKINA_TRUST_PROXY",
@@ -133,6 +140,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   dataDir: ".makina",
   database: null,
   redis: null,
+  changeLeaseMs: 10_000,
   host: "127.0.0.1",
   port: 8080,
   trustProxy: false,
@@ -228,6 +236,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     dataDir: resolve(str("dataDir")),
     database,
     redis,
+    changeLeaseMs: int("changeLeaseMs", 200, 600_000),
     host: str("host"),
     port: int("port", 0, 65535),
     trustProxy: [true, "true", "1"].includes(pick("trustProxy") as string | boolean),

@@ -14,13 +14,15 @@ import { UsageRecorder } from "./usage/index.js";
 import { RelayMetrics } from "./metrics/index.js";
 import { Deployer } from "./deploy/index.js";
 import { AgentRegistry, linkAcceptor, loadLinkTls, startLinkServer } from "./link/index.js";
-import { AdmissionGate, GatewayDirectory } from "./routing/index.js";
+import { ADMIN_TOKEN_HASH, AdmissionGate, GatewayDirectory } from "./routing/index.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
 import { RateLimiter, RedisRateLimiter, type Limiter } from "./limits/index.js";
 import { StorageHealth } from "./health/index.js";
-import { lockDatabase, openStore, type DatabaseLock, type DatabaseLocation, type Store } from "./store/index.js";
+import { openStore, type DatabaseLocation, type Store } from "./store/index.js";
+import { randomBase62 } from "./ids/index.js";
+import { ChangeFeed } from "./cluster/index.js";
 import { lockDataDir } from "./data-dir-lock.js";
 
 /** A running relay. */
@@ -53,8 +55,11 @@ export interface Relay {
    * relay as they are, with no gRPC, no encoding and no socket between them.
    */
   inProcessDialer(credentials: LinkCredentials): LinkDialer;
-  /** The admin token, read from the data directory. */
-  readonly adminToken: string;
+  /**
+   * The admin token, read from the data directory; null when the directory has no copy of the token the
+   * relays on its PostgreSQL database accept (made by another relay).
+   */
+  readonly adminToken: string | null;
   /**
    * Stops accepting connections, lets the requests in flight finish (up to `drainTimeoutMs`), then ends the
    * links, the remaining connections and the database. Idempotent.
@@ -62,21 +67,38 @@ export interface Relay {
   stop(): Promise<void>;
 }
 
-/** Reads the admin token from the data directory, creating it (mode 0600) on first start; the database keeps its hash. */
-async function ensureAdminToken(store: Store, dataDir: string): Promise<{ token: string; hash: string }> {
+/**
+ * The admin token: read from the data directory, or made on first start (mode 0600); the database keeps its
+ * hash, which is what every relay checks. With SQLite the file is the truth (replace it to change the token).
+ * On PostgreSQL the token is the deployment's: the first relay makes it, and a relay whose data directory has
+ * no copy of it (or another one) accepts the deployment's all the same, and says so; it returns null then.
+ */
+async function ensureAdminToken(store: Store, dataDir: string, log: Logger): Promise<string | null> {
   const file = relayPaths(dataDir).adminToken;
+  const stored = await store.settings.get(ADMIN_TOKEN_HASH);
+  const shared = store.dialect === "postgres";
   if (existsSync(file)) {
     const token = readFileSync(file, "utf8").trim();
     const hash = hashSecret(token);
-    if ((await store.settings.get("admin_token_hash")) !== hash) await store.settings.set("admin_token_hash", hash);
-    return { token, hash };
+    if (stored === hash) return token;
+    if (!shared) {
+      await store.settings.set(ADMIN_TOKEN_HASH, hash);
+      return token;
+    }
+    if (stored === undefined && (await store.settings.setIfAbsent(ADMIN_TOKEN_HASH, hash))) return token;
+    log.warn(`${file} is not this deployment's admin token: the relays on this database accept the token another relay made; copy that relay's admin-token file here`);
+    return null;
   }
   const token = newSecret("mk_admin_");
+  const hash = hashSecret(token);
+  if (!shared) await store.settings.set(ADMIN_TOKEN_HASH, hash);
+  else if (!(await store.settings.setIfAbsent(ADMIN_TOKEN_HASH, hash))) {
+    log.info(`this relay accepts the deployment's admin token, made by another relay; copy that relay's admin-token file to ${file} for makina admin --data-dir here`);
+    return null;
+  }
   writeFileSync(file, token + "\n", { mode: 0o600 });
   chmodSync(file, 0o600);
-  const hash = hashSecret(token);
-  await store.settings.set("admin_token_hash", hash);
-  return { token, hash };
+  return token;
 }
 
 /** Composition root of the relay: store, link server, deployer, HTTP app. */
@@ -85,42 +107,63 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const lock = lockDataDir(config.dataDir);
   let store: Store;
   let directory: GatewayDirectory;
-  let adminSecret: { token: string; hash: string };
-  let databaseLock: DatabaseLock | undefined;
+  let adminToken: string | null;
+  let feed: ChangeFeed | undefined;
+  const registry = new AgentRegistry();
+  const events = new EventBus();
+  // This process among the relays on one database (new at every start).
+  const relayId = `rly_${randomBase62(12)}`;
+  // Known once the listeners are up (below); other relays read them from the relays table.
+  let relayUrl = "";
+  let linkAddress = "";
   const storage = new StorageHealth(log.child({ component: "storage" }));
   try {
     const location: DatabaseLocation = config.database ? { kind: "postgres", url: config.database } : { kind: "sqlite", file: relayPaths(config.dataDir).database };
-    // One relay per PostgreSQL database, as one per SQLite file (the data directory's lock): see lockDatabase.
-    if (location.kind === "postgres") databaseLock = await lockDatabase(location.url, log.child({ component: "database-lock" }));
-    try {
-      store = await openStore(location, { onWriteError: (what, err) => storage.failed(what, err) });
-    } catch (err) {
-      await databaseLock?.release();
-      throw err;
-    }
+    store = await openStore(location, { onWriteError: (what, err) => storage.failed(what, err), relayId });
     try {
       if (store.migrated > 0) log.info("database schema brought up to date", { database: store.dialect, migrations: store.migrated });
-      await storage.attempt("machine states", () => store.machines.markAllOffline());
-      adminSecret = await ensureAdminToken(store, config.dataDir);
+      // One relay per SQLite file (the data directory's lock): no link exists yet, so no machine is online. On
+      // PostgreSQL other relays may hold links: the change feed marks offline those of relays gone.
+      if (location.kind === "sqlite") await storage.attempt("machine states", () => store.machines.markAllOffline());
+      adminToken = await ensureAdminToken(store, config.dataDir, log);
       directory = await GatewayDirectory.open(store, log.child({ component: "directory" }));
+      if (location.kind === "postgres") {
+        const d = directory;
+        feed = await ChangeFeed.start({
+          url: location.url,
+          relayId,
+          describe: () => ({ url: relayUrl || null, linkAddress: linkAddress || null }),
+          store,
+          directory: d,
+          leaseMs: config.changeLeaseMs,
+          hooks: {
+            machineChanged: (machineId) => registry.get(machineId)?.end(),
+            machinesOffline: (machines) => machines.forEach((m) => events.emit({ type: "machine", orgId: m.orgId, machineId: m.id })),
+          },
+          log: log.child({ component: "changes" }),
+        }).catch((err: unknown) => {
+          d.close();
+          throw err;
+        });
+        // Every write answers once every other relay has it (or has stopped serving from memory).
+        const f = feed;
+        store.notices.listen(() => f.barrier());
+      }
     } catch (err) {
       await store.close();
-      await databaseLock?.release();
       throw err;
     }
   } catch (err) {
     lock.release();
     throw err;
   }
-  const adminToken = adminSecret.token;
   const limiter: Limiter = config.redis ? await RedisRateLimiter.connect(config.redis, log.child({ component: "limits" })) : new RateLimiter();
   if (limiter instanceof RedisRateLimiter) {
     // Limits shared by every relay from the first request on; a Redis that does not answer yet is not a reason
     // to stay down: this relay applies limits on its own meanwhile, logged and in /health.
     await limiter.ready(5000).catch((err: unknown) => log.warn("starting with rate limits per relay: Redis does not answer yet", { error: String(err) }));
   }
-  const registry = new AgentRegistry();
-  const events = new EventBus();
+
   const usage = new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) });
   const metrics = new RelayMetrics({ machinesOnline: () => registry.size });
   const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs, storage);
@@ -141,9 +184,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const link = await startLinkServer({ accept, registry, host: config.grpcHost, port: config.grpcPort, tls });
   const linkCaSha256 = tls?.caSha256 ?? null;
   const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
-  const linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
-  // Known once the HTTP listener is up (below); install commands are made only after that.
-  let relayUrl = "";
+  linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
   const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
     registry.get(machineId)?.end(),
   );
@@ -164,7 +205,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     sessions: new WebSessions(store),
     log: log.child({ component: "http" }),
     limiter,
-    adminTokenHash: () => adminSecret.hash,
+    adminTokenHash: () => directory.adminTokenHash,
     trustProxy: config.trustProxy,
     limits: {
       bodyLimitBytes: config.bodyLimitBytes,
@@ -199,6 +240,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const everyAddress = config.host === "0.0.0.0" || config.host === "::";
   relayUrl = config.publicUrl ?? (everyAddress ? url.replace(`//${config.host.includes(":") ? `[${config.host}]` : config.host}:`, `//${hostname()}:`) : url);
   const adminUrl = admin?.url ?? url;
+  await storage.attempt("this relay's addresses", async () => feed?.announce());
   // Lets `makina admin --data-dir` on this host find the relay (its admin API is at admin_url).
   writeFileSync(
     relayPaths(config.dataDir).info,
@@ -241,6 +283,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         if (inFlight() > 0) log.warn("drain period over: ending requests still in flight", { inFlight: inFlight() });
         for (const s of servers) s.closeIdleConnections();
         await link.stop();
+        // Off the relays table once nothing more is served: writers stop waiting for this relay.
+        await feed?.stop();
         const force = setTimeout(() => servers.forEach((s) => s.closeAllConnections()), 2_000);
         await closed;
         clearTimeout(force);
@@ -249,7 +293,6 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         directory.close();
         await limiter.close?.();
         await store.close();
-        await databaseLock?.release();
         lock.release();
         log.info("relay stopped");
       })();

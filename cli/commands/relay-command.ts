@@ -70,8 +70,9 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
     });
     const relay = await startRelay(config);
     const trust = relay.linkCaSha256 ? `TLS, own CA sha256 ${relay.linkCaSha256}` : relay.linkTls ? "TLS" : "plaintext";
+    const token = relay.adminToken ? `${config.dataDir}/admin-token` : "the deployment's, made by the first relay on this database (its data directory's admin-token)";
     process.stdout.write(
-      `Makina relay\n  gateway:     ${relay.url}/v1\n  admin & web: ${relay.adminUrl}/\n  agents dial: ${relay.linkAddress} (${trust})\n  admin token: ${config.dataDir}/admin-token\n`,
+      `Makina relay\n  gateway:     ${relay.url}/v1\n  admin & web: ${relay.adminUrl}/\n  agents dial: ${relay.linkAddress} (${trust})\n  admin token: ${token}\n`,
     );
     await runUntilSignal(() => relay.stop());
   },

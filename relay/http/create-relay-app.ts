@@ -85,6 +85,17 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
       // Limits applied per relay because Redis is away: still 200, saying so.
       const problem = deps.storage?.problem;
       const limits = deps.limiter.problem ?? null;
+      // A relay that may have missed other relays' changes refuses the gateway's requests: 503 here too, so a
+      // load balancer sends them to another relay meanwhile.
+      if (!deps.directory.leaseHeld) {
+        res.status(503).json({
+          status: "unavailable",
+          changes: "lost touch with the database's change feed; refusing requests until caught up",
+          ...(problem ? { storage: problem } : {}),
+          ...(limits ? { limits } : {}),
+        });
+        return;
+      }
       res.json(problem || limits ? { status: "degraded", ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}) } : { status: "ok" });
     });
     return app;

@@ -1,4 +1,4 @@
-import type { Logger } from "../../proto/index.js";
+import { MakinaError, type Logger } from "../../proto/index.js";
 import { storageError } from "../health/index.js";
 import type { ApiKeyRecord, Organization, Stack, Store, StoreChange } from "../store/index.js";
 
@@ -7,6 +7,17 @@ export interface ModelCatalog {
   orgSlug: string;
   stacks: Stack[];
 }
+
+/** The refusal of a relay that may have missed changes made through other relays. */
+const behind = () =>
+  new MakinaError(
+    "storage_unavailable",
+    "This relay has lost touch with its database's change feed and may have missed changes made through other relays; it serves again once it has caught up. Try again, or through another relay.",
+    { retryAfterMs: 1000 },
+  );
+
+/** The setting that holds the admin token's hash. */
+export const ADMIN_TOKEN_HASH = "admin_token_hash";
 
 /** How long after a failed reload (the database unreachable) the directory tries again. */
 const RETRY_MS = 1000;
@@ -22,13 +33,15 @@ interface State {
   serving: Map<string, Stack[]>;
   /** The same stacks by organization and model id. */
   routes: Map<string, Stack[]>;
+  /** The hash of the deployment's admin token (a setting). */
+  adminTokenHash: string | undefined;
 }
 
 const routeOf = (orgId: string, modelId: string) => `${orgId}\u0000${modelId}`;
 
 /**
  * Everything the gateway reads for a request (a key by its hash, the stacks serving a model, an
- * organization's models), held in memory whole, so no request waits on the database: on PostgreSQL a
+ * organization's models, and the admin token's hash the admin API checks), held in memory whole, so no request waits on the database: on PostgreSQL a
  * round trip never sits between a client and its first token, and an unknown bearer string costs a map
  * lookup. It is loaded at start and kept current by the store's change notices, applied before the write
  * that made them returns (so a revocation, an undeploy or a new limit holds for the very next request); on
@@ -39,7 +52,7 @@ const routeOf = (orgId: string, modelId: string) => `${orgId}\u0000${modelId}`;
  * a key is never served after its revocation; the directory reloads whole once the database answers.
  */
 export class GatewayDirectory {
-  private state: State = { orgs: new Map(), keys: new Map(), byHash: new Map(), serving: new Map(), routes: new Map() };
+  private state: State = { orgs: new Map(), keys: new Map(), byHash: new Map(), serving: new Map(), routes: new Map(), adminTokenHash: undefined };
   private externalVersion = -1;
   /** The reload another process's commit started, until it is done: every request meanwhile waits for it. */
   private reloading: Promise<void> | undefined;
@@ -47,6 +60,16 @@ export class GatewayDirectory {
   private queue: Promise<void> = Promise.resolve();
   private retry: NodeJS.Timeout | undefined;
   private unlisten: (() => void) | undefined;
+  /**
+   * Set when the directory may lack a change another writer made (a change it could not read, the change feed's
+   * connection lost); cleared by a whole load that succeeded.
+   */
+  private missed = false;
+  /**
+   * On a database several relays share: until when (`performance.now()`) this relay may serve from memory
+   * without hearing from the change feed (see relay/cluster/change-feed.ts). Undefined: no lease to keep.
+   */
+  private leaseUntil: number | undefined;
 
   private constructor(
     private readonly store: Store,
@@ -80,9 +103,11 @@ export class GatewayDirectory {
    * Call once per request, before reading: on SQLite, when another process committed since, the returned
    * promise settles once everything is reloaded (every request meanwhile gets the same promise). A reload
    * that fails rejects with 503 `storage_unavailable`, and the next request tries again: nothing is served
-   * from what may be stale. Undefined (nothing to wait for) otherwise.
+   * from what may be stale. On a database several relays share, a relay whose lease on the change feed ran out
+   * rejects the same way until it has caught up. Undefined (nothing to wait for) otherwise.
    */
   refresh(): Promise<void> | undefined {
+    if (this.leaseUntil !== undefined && performance.now() > this.leaseUntil) return Promise.reject(behind());
     const version = this.store.externalVersion?.();
     if (version === undefined || version === this.externalVersion) return this.reloading;
     const previous = this.externalVersion;
@@ -111,6 +136,11 @@ export class GatewayDirectory {
     return undefined;
   }
 
+  /** The hash of the admin token every relay on the database accepts (none: no admin token is accepted). */
+  get adminTokenHash(): string | undefined {
+    return this.state.adminTokenHash;
+  }
+
   /** The active key with this hash, if any. */
   findByHash(keyHash: string): ApiKeyRecord | undefined {
     return this.state.byHash.get(keyHash);
@@ -131,15 +161,56 @@ export class GatewayDirectory {
     return this.state.routes.get(routeOf(orgId, modelId)) ?? [];
   }
 
-  private enqueue(task: () => Promise<void>): Promise<void> {
+  /** Applies a change another writer made (announced by the change feed), after those before it. */
+  follow(change: StoreChange): Promise<void> {
+    return this.enqueue(() => this.apply(change));
+  }
+
+  /**
+   * Runs `task` once every change and load queued before it is done, telling it whether the directory is
+   * current: nothing missed since the last whole load.
+   */
+  afterQueued(task: (current: boolean) => void | Promise<void>): Promise<void> {
+    return this.enqueue(async () => task(!this.missed));
+  }
+
+  /** Marks the directory as possibly missing changes (the change feed lost its connection) until a whole load. */
+  markMissed(): void {
+    this.missed = true;
+  }
+
+  /** Loads everything again, after the changes queued before; resolves with whether it could. */
+  reloadWhole(): Promise<boolean> {
+    return this.enqueue(() => this.reloadAll()).then(() => !this.missed);
+  }
+
+  /** Lets this relay serve from memory until `until` (`performance.now()`), or longer if it already may. */
+  holdLeaseUntil(until: number): void {
+    this.leaseUntil = Math.max(this.leaseUntil ?? 0, until);
+  }
+
+  /** Whether the relay serves from memory it knows is current (always, without a lease to keep). */
+  get leaseHeld(): boolean {
+    return this.leaseUntil === undefined || performance.now() <= this.leaseUntil;
+  }
+
+  private enqueue<T>(task: () => Promise<T>): Promise<T> {
     const run = this.queue.then(task);
-    this.queue = run.catch(() => undefined);
+    this.queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 
   private async loadAll(): Promise<State> {
-    const [orgs, keys, serving] = await Promise.all([this.store.orgs.list(), this.store.keys.listActive(), this.store.stacks.serving()]);
-    const state: State = { orgs: new Map(orgs.map((o) => [o.id, o])), keys: new Map(), byHash: new Map(), serving: new Map(), routes: new Map() };
+    const [orgs, keys, serving, adminTokenHash] = await Promise.all([
+      this.store.orgs.list(),
+      this.store.keys.listActive(),
+      this.store.stacks.serving(),
+      this.store.settings.get(ADMIN_TOKEN_HASH),
+    ]);
+    const state: State = { orgs: new Map(orgs.map((o) => [o.id, o])), keys: new Map(), byHash: new Map(), serving: new Map(), routes: new Map(), adminTokenHash };
     for (const key of keys) this.putKey(state, key);
     for (const stack of serving) {
       const list = state.serving.get(stack.orgId);
@@ -153,9 +224,11 @@ export class GatewayDirectory {
   private async reloadAll(): Promise<void> {
     try {
       this.state = await this.loadAll();
+      this.missed = false;
       clearTimeout(this.retry);
       this.retry = undefined;
     } catch (err) {
+      this.missed = true;
       this.scheduleRetry(err);
     }
   }
@@ -179,15 +252,19 @@ export class GatewayDirectory {
         if (org) state.orgs.set(org.id, org);
         else state.orgs.delete(change.orgId);
         for (const key of state.keys.values()) if (key.orgId === change.orgId) this.putKey(state, key);
-      } else {
+      } else if (change.kind === "stacks") {
         const stacks = await this.store.stacks.serving(change.orgId);
         for (const stack of state.serving.get(change.orgId) ?? []) state.routes.delete(routeOf(stack.orgId, stack.modelId));
         state.serving.set(change.orgId, stacks);
         this.indexRoutes(state, change.orgId);
+      } else if (change.kind === "setting" && change.key === ADMIN_TOKEN_HASH) {
+        state.adminTokenHash = undefined;
+        state.adminTokenHash = await this.store.settings.get(ADMIN_TOKEN_HASH);
       }
     } catch (err) {
       // Fail closed for keys (a revoked key must not stay), and reload everything once the database answers.
       if (change.kind === "key") this.dropKey(state, change.keyId);
+      this.missed = true;
       this.scheduleRetry(err);
     }
   }

@@ -1,9 +1,16 @@
 /**
- * A change to what the gateway reads on every request: a key (created, revoked, its limits), an
- * organization (its default key limits), or the stacks of an organization (created, deployed, taken out of
- * service). The store announces each one after its write committed.
+ * A change to what relays hold in memory: a key (created, revoked, its limits), an organization (its default
+ * key limits), the stacks of an organization (deployed, taken out of service), what the gateway reads on every
+ * request; a machine's token (rotated, revoked), which ends its link on whichever relay holds it; or a setting
+ * (the admin token's hash, which every relay accepts). The store
+ * announces each one after its write committed.
  */
-export type StoreChange = { kind: "key"; keyId: string } | { kind: "org"; orgId: string } | { kind: "stacks"; orgId: string };
+export type StoreChange =
+  | { kind: "key"; keyId: string }
+  | { kind: "org"; orgId: string }
+  | { kind: "stacks"; orgId: string }
+  | { kind: "machine"; machineId: string }
+  | { kind: "setting"; key: string };
 
 /** Called with each change; the write that made it answers only once every listener is done. */
 export type ChangeListener = (change: StoreChange) => Promise<void> | void;

@@ -17,9 +17,8 @@ export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";
 export type { StoreChange, ChangeListener } from "./change-notices.js";
-export { type DatabaseLocation, type Db } from "./open-database.js";
+export { type DatabaseLocation, type Db, databaseNowMs } from "./open-database.js";
 export { transaction } from "./transaction.js";
-export { lockDatabase, DatabaseInUseError, type DatabaseLock } from "./database-lock.js";
 
 /** The relay's persistent state: one database (a SQLite file, or PostgreSQL), one store per table family. */
 export interface Store {
@@ -42,8 +41,14 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** Opens the relay store (migrating it) and builds its parts; writes it makes on its own that fail go to `onWriteError`. */
-export async function openStore(location: DatabaseLocation, options: { onWriteError?: (what: string, err: unknown) => void; poolSize?: number } = {}): Promise<Store> {
+/**
+ * Opens the relay store (migrating it) and builds its parts; writes it makes on its own that fail go to
+ * `onWriteError`; `relayId` is recorded on the machines this relay links.
+ */
+export async function openStore(
+  location: DatabaseLocation,
+  options: { onWriteError?: (what: string, err: unknown) => void; poolSize?: number; relayId?: string } = {},
+): Promise<Store> {
   const database = await openDatabase(location, { poolSize: options.poolSize });
   const { db } = database;
   const notices = new ChangeNotices();
@@ -57,11 +62,11 @@ export async function openStore(location: DatabaseLocation, options: { onWriteEr
     notices,
     orgs: new OrganizationStore(db, notices),
     users: new UserStore(db),
-    machines: new MachineStore(db),
+    machines: new MachineStore(db, notices, options.relayId ?? null),
     stacks: new StackStore(db, notices),
     deployments: new DeploymentStore(db),
     keys,
-    settings: new SettingsStore(db),
+    settings: new SettingsStore(db, notices),
     sessions: new SessionStore(db),
     close: () =>
       (closing ??= (async () => {

@@ -1,5 +1,7 @@
 import type { HardwareReport, Inventory } from "../../proto/index.js";
-import type { Db } from "./open-database.js";
+import { sql } from "kysely";
+import { databaseNowMs, type Db } from "./open-database.js";
+import type { ChangeNotices } from "./change-notices.js";
 import type { Row } from "./tables.js";
 import { newId } from "../ids/index.js";
 
@@ -43,7 +45,12 @@ const toMachine = (r: Row<"machines">): Machine => ({
 
 /** Machines; their tokens are stored only as hashes. */
 export class MachineStore {
-  constructor(private readonly db: Db) {}
+  /** `relayId`: this relay's id, recorded on the machines it links. */
+  constructor(
+    private readonly db: Db,
+    private readonly notices: ChangeNotices,
+    private readonly relayId: string | null = null,
+  ) {}
 
   async create(input: { orgId: string; name: string; tokenHash: string }, now = Date.now()): Promise<Machine> {
     const id = newId("mach");
@@ -68,7 +75,7 @@ export class MachineStore {
   async markOnline(id: string, hello: { hardware: HardwareSummary; agentVersion: string }, now = Date.now()): Promise<void> {
     await this.db
       .updateTable("machines")
-      .set({ state: "online", hardware_json: JSON.stringify(hello.hardware), agent_version: hello.agentVersion, last_seen_at: now })
+      .set({ state: "online", hardware_json: JSON.stringify(hello.hardware), agent_version: hello.agentVersion, last_seen_at: now, relay_id: this.relayId })
       .where("id", "=", id)
       .execute();
   }
@@ -79,16 +86,25 @@ export class MachineStore {
 
   /** Replaces the machine's token (stored as a hash only). */
   async setTokenHash(id: string, tokenHash: string): Promise<void> {
-    await this.db.updateTable("machines").set({ token_hash: tokenHash }).where("id", "=", id).execute();
+    try {
+      await this.db.updateTable("machines").set({ token_hash: tokenHash }).where("id", "=", id).execute();
+    } finally {
+      // Every relay drops the machine's link if it holds it (also when the answer was lost after the commit).
+      await this.notices.changed({ kind: "machine", machineId: id });
+    }
   }
 
   /** Revokes a machine for good: its token hash is replaced by one no token matches. */
   async revoke(id: string, unmatchableHash: string, now = Date.now()): Promise<void> {
-    await this.db
-      .updateTable("machines")
-      .set((eb) => ({ revoked_at: eb.fn.coalesce("revoked_at", eb.val(now)), token_hash: unmatchableHash }))
-      .where("id", "=", id)
-      .execute();
+    try {
+      await this.db
+        .updateTable("machines")
+        .set((eb) => ({ revoked_at: eb.fn.coalesce("revoked_at", eb.val(now)), token_hash: unmatchableHash }))
+        .where("id", "=", id)
+        .execute();
+    } finally {
+      await this.notices.changed({ kind: "machine", machineId: id });
+    }
   }
 
   async setInventory(id: string, inventory: MachineInventory): Promise<void> {
@@ -96,7 +112,34 @@ export class MachineStore {
   }
 
   async markOffline(id: string, now = Date.now()): Promise<void> {
-    await this.db.updateTable("machines").set({ state: "offline", last_seen_at: now }).where("id", "=", id).where("state", "=", "online").execute();
+    // Not when the machine is linked to another relay by now (it moved there before this relay saw it go).
+    await this.db
+      .updateTable("machines")
+      .set({ state: "offline", last_seen_at: now })
+      .where("id", "=", id)
+      .where("state", "=", "online")
+      .where((eb) => (this.relayId === null ? eb.lit(true) : eb.or([eb("relay_id", "is", null), eb("relay_id", "=", this.relayId)])))
+      .execute();
+  }
+
+  /**
+   * Machines shown online through a relay that is gone (stopped, or not seen for `goneAfterMs`) are offline:
+   * run by every relay on a PostgreSQL database (on its clock). Returns them.
+   */
+  async markOfflineWhereRelayGone(goneAfterMs: number): Promise<{ id: string; orgId: string }[]> {
+    const rows = await this.db
+      .updateTable("machines")
+      .set({ state: "offline" })
+      .where("state", "=", "online")
+      .where((eb) =>
+        eb.or([
+          eb("relay_id", "is", null),
+          eb("relay_id", "not in", eb.selectFrom("relays").select("id").where("seen_at", ">", sql<number>`${databaseNowMs} - ${goneAfterMs}`)),
+        ]),
+      )
+      .returning(["id", "org_id"])
+      .execute();
+    return rows.map((r) => ({ id: r.id, orgId: r.org_id }));
   }
 
   /** At relay start no link exists yet, so every machine that was online is offline. */

@@ -4,7 +4,8 @@
  * `makina_schema` table). The SQL is the part both databases read alike: TEXT, INTEGER, BIGINT for times and
  * counters (ms since the epoch do not fit PostgreSQL's INTEGER; SQLite gives BIGINT the same integer
  * affinity as INTEGER, so databases made before BIGINT was written here read and compare the same),
- * CHECK, REFERENCES, ADD COLUMN; `{{WITHOUT_ROWID}}` is SQLite's clustered table and nothing on PostgreSQL.
+ * CHECK, REFERENCES, ADD COLUMN; `{{WITHOUT_ROWID}}` is SQLite's clustered table and nothing on PostgreSQL, and
+ * `{{POSTGRES}}…{{/POSTGRES}}` is what only PostgreSQL has (the triggers that announce changes to every relay).
  * Never change what a released migration does: add a new one. A new migration must leave a schema the
  * previous release still works with, so relays can be upgraded one at a time (docs/scale-out.md).
  */
@@ -154,4 +155,48 @@ export const MIGRATIONS: readonly string[] = [
   -- The options of a stack's orchestrator layer, as a JSON object (NULL: none).
   ALTER TABLE stacks ADD COLUMN orchestrator_options_json TEXT;
   `,
+  `
+  -- The relays running on this database, each seen within its lease (relay/cluster/change-feed.ts).
+  CREATE TABLE relays (
+    id TEXT PRIMARY KEY,
+    url TEXT,
+    link_address TEXT,
+    started_at BIGINT NOT NULL,
+    seen_at BIGINT NOT NULL
+  );
+  -- The relay holding the machine's link while it is online.
+  ALTER TABLE machines ADD COLUMN relay_id TEXT;
+  {{POSTGRES}}
+  -- Every committed change to what the relays hold in memory is announced to all of them, by the database
+  -- itself (whoever wrote it): 'kind:id' on the channel makina_changes, delivered in commit order.
+  CREATE FUNCTION makina_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  BEGIN
+    IF TG_OP = 'DELETE' THEN
+      PERFORM pg_notify('makina_changes', TG_ARGV[0] || ':' || (to_jsonb(OLD) ->> TG_ARGV[1]));
+    ELSE
+      PERFORM pg_notify('makina_changes', TG_ARGV[0] || ':' || (to_jsonb(NEW) ->> TG_ARGV[1]));
+    END IF;
+    RETURN NULL;
+  END
+  $fn$;
+  CREATE TRIGGER api_keys_changed AFTER INSERT OR DELETE OR UPDATE OF org_id, key_hash, stack_ids_json, machine_ids_json, rpm, tpm, state
+    ON api_keys FOR EACH ROW EXECUTE FUNCTION makina_changed('key', 'id');
+  CREATE TRIGGER organizations_changed AFTER INSERT OR DELETE OR UPDATE
+    ON organizations FOR EACH ROW EXECUTE FUNCTION makina_changed('org', 'id');
+  CREATE TRIGGER stacks_changed AFTER UPDATE ON stacks FOR EACH ROW
+    WHEN (OLD.state = 'deployed' OR NEW.state = 'deployed') EXECUTE FUNCTION makina_changed('stacks', 'org_id');
+  CREATE TRIGGER stacks_removed AFTER DELETE ON stacks FOR EACH ROW
+    WHEN (OLD.state = 'deployed') EXECUTE FUNCTION makina_changed('stacks', 'org_id');
+  CREATE TRIGGER machines_changed AFTER UPDATE OF token_hash, revoked_at
+    ON machines FOR EACH ROW EXECUTE FUNCTION makina_changed('machine', 'id');
+  CREATE TRIGGER settings_changed AFTER INSERT OR DELETE OR UPDATE
+    ON settings FOR EACH ROW EXECUTE FUNCTION makina_changed('setting', 'key');
+  {{/POSTGRES}}
+  `,
 ];
+
+/** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */
+export function migrationSql(v: number, dialect: "sqlite" | "postgres"): string {
+  const sql = MIGRATIONS[v]!.replaceAll("{{WITHOUT_ROWID}}", dialect === "sqlite" ? " WITHOUT ROWID" : "");
+  return dialect === "sqlite" ? sql.replace(/\{\{POSTGRES\}\}[\s\S]*?\{\{\/POSTGRES\}\}/g, "") : sql.replaceAll(/\{\{\/?POSTGRES\}\}/g, "");
+}

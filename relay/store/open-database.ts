@@ -2,8 +2,8 @@ import Sqlite from "better-sqlite3";
 import type { Client, Pool, types as PgTypes } from "pg";
 import { chmodSync, existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
-import { MIGRATIONS } from "./migrations.js";
+import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
+import { MIGRATIONS, migrationSql } from "./migrations.js";
 import type { Tables } from "./tables.js";
 
 /**
@@ -15,6 +15,9 @@ import type { Tables } from "./tables.js";
  * the relay already used, and stays close to SQL (no ORM, no hidden queries).
  */
 export type Db = Kysely<Tables>;
+
+/** PostgreSQL's clock in ms since the epoch: the one clock every relay on a database compares times by. */
+export const databaseNowMs = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 
 /** Where the relay keeps its state: a SQLite file, or a PostgreSQL database shared by several relays. */
 export type DatabaseLocation = { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
@@ -78,7 +81,7 @@ function migrateSqlite(raw: Sqlite.Database): number {
   tooNew(current);
   for (let v = current; v < MIGRATIONS.length; v++) {
     raw.transaction(() => {
-      raw.exec(MIGRATIONS[v]!.replaceAll("{{WITHOUT_ROWID}}", " WITHOUT ROWID"));
+      raw.exec(migrationSql(v, "sqlite"));
       raw.pragma(`user_version = ${v + 1}`);
     })();
   }
@@ -146,7 +149,7 @@ async function migratePostgres(url: string, pg: Awaited<ReturnType<typeof loadPg
       await client.query("BEGIN");
       try {
         // No parameters: the simple query protocol, which takes several statements at once.
-        await client.query(MIGRATIONS[v]!.replaceAll("{{WITHOUT_ROWID}}", ""));
+        await client.query(migrationSql(v, "postgres"));
         await client.query(`UPDATE makina_schema SET version = ${v + 1}`);
         await client.query("COMMIT");
       } catch (err) {

@@ -33,6 +33,7 @@ export interface Tables {
     created_at: number;
     inventory_json: string | null;
     revoked_at: number | null;
+    relay_id: string | null;
   };
   stacks: {
     id: string;
@@ -101,6 +102,13 @@ export interface Tables {
     csrf_token: string;
     created_at: number;
     expires_at: number;
+  };
+  relays: {
+    id: string;
+    url: string | null;
+    link_address: string | null;
+    started_at: number;
+    seen_at: number;
   };
   usage_minutes: {
     org_id: string;

@@ -1,0 +1,306 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Client } from "pg";
+import { sql } from "kysely";
+import type { Logger } from "../../proto/index.js";
+import type { GatewayDirectory } from "../routing/index.js";
+import { databaseNowMs, type Store, type StoreChange } from "../store/index.js";
+
+/** The channel every committed change and every barrier goes out on, in commit order. */
+const CHANGES = "makina_changes";
+
+/** How long a relay not seen (its pings stopped) counts as gone, at the least: its machines are shown offline. */
+const GONE_AFTER_MS = 30_000;
+
+/** How often each relay looks for relays gone and their machines. */
+const SWEEP_MS = 10_000;
+
+/** What the relay does with what the feed brings besides the gateway's directory. */
+export interface ChangeFeedHooks {
+  /** A machine's token changed (rotated, revoked): its link, if this relay holds it, must end. */
+  machineChanged(machineId: string): void;
+  /** Machines shown online through relays that are gone were marked offline. */
+  machinesOffline(machines: { id: string; orgId: string }[]): void;
+}
+
+export interface ChangeFeedOptions {
+  url: string;
+  relayId: string;
+  /** What other relays read of this one (the relays table): its URL and the address agents dial. */
+  describe: () => { url: string | null; linkAddress: string | null };
+  store: Store;
+  directory: GatewayDirectory;
+  /** How long this relay serves from memory without hearing from the feed (and how long a writer waits at most). */
+  leaseMs: number;
+  hooks: ChangeFeedHooks;
+  log: Logger;
+}
+
+interface Barrier {
+  waiting: Set<string>;
+  resolve: () => void;
+}
+
+/**
+ * How every relay on one PostgreSQL database sees every change at once: the guarantee is that when a write's
+ * admin call answers, every relay running on the database serves the next request by it (a key revoked
+ * through relay A is refused by relay B a millisecond later).
+ *
+ * - **Announced by the database.** Triggers on the tables the relays hold in memory (keys, organizations,
+ *   deployed stacks, machine tokens, settings) `pg_notify` each committed change, whoever made it, inside its
+ *   transaction; PostgreSQL delivers notifications to every listener in commit order. Each relay listens on one
+ *   connection of its own and applies them in order to its {@link GatewayDirectory}.
+ * - **Acknowledged before the writer answers.** After a write, the relay that made it sends a barrier on the same
+ *   channel and waits until every other live relay (the `relays` table) answers that it got there, which means
+ *   it has applied every change committed before: one round trip, a few ms.
+ * - **Leased.** A relay serves from memory only while it hears from the feed: every `leaseMs / 5` it notifies
+ *   itself through the database (recording it is alive in the same statement), and each ping that comes back,
+ *   after every change committed before it was applied, lets it serve for `leaseMs` from when the ping was sent.
+ *   A relay cut from the database stops serving (503 `storage_unavailable`) at most `leaseMs` after it last
+ *   heard; a writer waits for a relay that does not answer at most that long, after which that relay is either
+ *   current or refusing. Back on the database, the relay listens again, loads everything whole, and serves once
+ *   its next ping returns.
+ *
+ * One relay on its own database keeps its lease as long as PostgreSQL answers within `leaseMs`: a restart
+ * shorter than that is not seen by clients.
+ */
+export class ChangeFeed {
+  private client: Client | undefined;
+  /** Bumped with each connection: what an old one left queued does not renew the lease. */
+  private generation = 0;
+  private pingSeq = 0;
+  private readonly pingsSent = new Map<number, number>();
+  private barrierSeq = 0;
+  private readonly barriers = new Map<number, Barrier>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private reconnect: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly ownChannel: string;
+  private readonly startedAt = Date.now();
+  private leaseResolve: (() => void) | undefined;
+
+  private constructor(private readonly options: ChangeFeedOptions) {
+    this.ownChannel = `makina_relay_${options.relayId}`;
+  }
+
+  /** Connects, registers this relay and holds its first lease before it resolves. */
+  static async start(options: ChangeFeedOptions): Promise<ChangeFeed> {
+    const feed = new ChangeFeed(options);
+    const leased = new Promise<void>((resolve) => (feed.leaseResolve = resolve));
+    await feed.connect();
+    feed.timers.push(setInterval(() => feed.ping(), Math.max(50, Math.floor(options.leaseMs / 5))));
+    feed.timers.push(setInterval(() => void feed.sweep(), SWEEP_MS));
+    for (const t of feed.timers) t.unref();
+    feed.ping();
+    const timeout = new AbortController();
+    try {
+      await Promise.race([
+        leased,
+        sleep(options.leaseMs * 3, undefined, { signal: timeout.signal }).then(() => Promise.reject(new Error("the change feed's first ping did not come back from PostgreSQL"))),
+      ]);
+    } catch (err) {
+      await feed.stop();
+      throw err;
+    } finally {
+      timeout.abort();
+    }
+    // Machines left online by relays gone (this relay's previous run too) are offline before it serves.
+    await feed.sweep();
+    return feed;
+  }
+
+  /** Whether the feed's connection is up now (for /health). */
+  get connected(): boolean {
+    return this.client !== undefined;
+  }
+
+  /**
+   * Waits until every other relay on the database has applied every change committed before this call, or
+   * has stopped serving from memory: the store calls it after each write, before the admin API answers.
+   */
+  async barrier(): Promise<void> {
+    const { leaseMs, relayId, store, log } = this.options;
+    // Past this, a relay that did not answer has let its lease run out (its last ping came back before the change).
+    const deadline = performance.now() + leaseMs * 1.05 + 50;
+    const n = ++this.barrierSeq;
+    let waiting: Set<string> | undefined;
+    try {
+      const live = await store.db
+        .selectFrom("relays")
+        .select("id")
+        .where("id", "<>", relayId)
+        .where("seen_at", ">", sql<number>`${databaseNowMs} - ${Math.ceil(leaseMs * 1.1) + 1000}`)
+        .execute();
+      if (live.length === 0) return;
+      waiting = new Set(live.map((r) => r.id));
+      const answered = new Promise<void>((resolve) => this.barriers.set(n, { waiting: waiting!, resolve }));
+      await sql`SELECT pg_notify(${CHANGES}, ${`barrier:${relayId}:${n}`})`.execute(store.db);
+      await Promise.race([answered, sleep(Math.max(0, deadline - performance.now()), undefined, { ref: false })]);
+    } catch {
+      // Unknown which relays heard of the change: past the deadline every one that did not is refusing.
+      await sleep(Math.max(0, deadline - performance.now()));
+    } finally {
+      this.barriers.delete(n);
+    }
+    if (waiting && waiting.size > 0) log.warn("relays did not confirm a change in time; they have stopped serving from memory by now", { relays: [...waiting] });
+  }
+
+  /** Writes where this relay answers (once its listeners are up) for the others to read now. */
+  async announce(): Promise<void> {
+    const { url, linkAddress } = this.options.describe();
+    await this.options.store.db.updateTable("relays").set({ url, link_address: linkAddress }).where("id", "=", this.options.relayId).execute();
+  }
+
+  /** Stops pinging, takes this relay off the `relays` table (writers no longer wait for it) and disconnects. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    clearTimeout(this.reconnect);
+    await this.options.store.db
+      .deleteFrom("relays")
+      .where("id", "=", this.options.relayId)
+      .execute()
+      .catch(() => undefined);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+    for (const b of this.barriers.values()) b.resolve();
+  }
+
+  private async connect(): Promise<void> {
+    const { url, directory, log } = this.options;
+    const pg = (await import("pg")).default;
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, application_name: "makina relay changes", keepAlive: true, query_timeout: 10_000 });
+    client.on("error", () => undefined);
+    const generation = ++this.generation;
+    client.on("notification", (m) => this.received(generation, m.channel, m.payload ?? ""));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANGES}; LISTEN "${this.ownChannel}"`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    if (this.stopped) return void client.end().catch(() => undefined);
+    this.client = client;
+    client.once("end", () => {
+      if (this.client === client) this.client = undefined;
+      if (this.stopped) return;
+      directory.markMissed();
+      log.warn("lost the connection to the database's change feed; this relay refuses requests once its lease runs out, until it has caught up");
+      this.scheduleReconnect();
+    });
+    // Whatever was committed while nobody listened (before the first connection too): everything is loaded
+    // again, after what is queued; pings renew the lease only once that load succeeded.
+    const ok = await directory.reloadWhole();
+    if (ok && generation > 1) log.info("the change feed is back; the gateway's directory was loaded whole again");
+  }
+
+  private scheduleReconnect(): void {
+    clearTimeout(this.reconnect);
+    this.reconnect = setTimeout(() => {
+      this.connect().catch(() => this.scheduleReconnect());
+    }, 500);
+    this.reconnect.unref();
+  }
+
+  /** Records that this relay is alive and notifies itself, through the database; the echo renews the lease. */
+  private ping(): void {
+    const client = this.client;
+    if (!client) return;
+    const { relayId, describe } = this.options;
+    const n = ++this.pingSeq;
+    this.pingsSent.set(n, performance.now());
+    // Pings that never came back (a connection lost) are forgotten.
+    for (const k of this.pingsSent.keys()) if (k < n - 100) this.pingsSent.delete(k);
+    const { url, linkAddress } = describe();
+    client
+      .query(
+        `WITH seen AS (
+           INSERT INTO relays (id, url, link_address, started_at, seen_at) VALUES ($1, $2, $3, $4, (extract(epoch from clock_timestamp()) * 1000)::bigint)
+           ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at, url = EXCLUDED.url, link_address = EXCLUDED.link_address
+           RETURNING 1
+         ) SELECT pg_notify($5, $6) FROM seen`,
+        [relayId, url, linkAddress, this.startedAt, this.ownChannel, `ping:${n}`],
+      )
+      // A connection that no longer answers is ended: its "end" connects again.
+      .catch(() => void client.end().catch(() => undefined));
+  }
+
+  private received(generation: number, channel: string, payload: string): void {
+    const { directory, relayId, hooks, leaseMs } = this.options;
+    const colon = payload.indexOf(":");
+    const kind = payload.slice(0, colon);
+    const rest = payload.slice(colon + 1);
+    if (channel === CHANGES) {
+      const change = toChange(kind, rest);
+      if (change) {
+        if (change.kind === "machine") void directory.afterQueued(() => hooks.machineChanged(change.machineId));
+        else void directory.follow(change);
+      } else if (kind === "barrier") {
+        const [writer, n] = splitLast(rest);
+        // Answered once every change before it is applied; not when one could not be read (the writer then
+        // waits until this relay's lease has run out).
+        if (writer !== relayId) void directory.afterQueued((current) => (current && generation === this.generation ? this.ack(writer, n) : undefined));
+      }
+      return;
+    }
+    if (kind === "ping") {
+      const n = Number(rest);
+      const sentAt = this.pingsSent.get(n);
+      this.pingsSent.delete(n);
+      if (sentAt === undefined) return;
+      void directory.afterQueued((current) => {
+        if (!current || generation !== this.generation) return;
+        directory.holdLeaseUntil(sentAt + leaseMs);
+        this.leaseResolve?.();
+        this.leaseResolve = undefined;
+      });
+    } else if (kind === "ack") {
+      const [from, n] = splitLast(rest);
+      const barrier = this.barriers.get(Number(n));
+      if (!barrier) return;
+      barrier.waiting.delete(from);
+      if (barrier.waiting.size === 0) barrier.resolve();
+    }
+  }
+
+  private async ack(writer: string, n: string): Promise<void> {
+    await this.client?.query("SELECT pg_notify($1, $2)", [`makina_relay_${writer}`, `ack:${this.options.relayId}:${n}`]).catch(() => undefined);
+  }
+
+  /** Machines online through relays gone are marked offline; relays gone for an hour are forgotten. */
+  private async sweep(): Promise<void> {
+    const { store, hooks, leaseMs, log } = this.options;
+    try {
+      const offline = await store.machines.markOfflineWhereRelayGone(Math.max(GONE_AFTER_MS, leaseMs * 3));
+      if (offline.length > 0) hooks.machinesOffline(offline);
+      await store.db.deleteFrom("relays").where("seen_at", "<", sql<number>`${databaseNowMs} - 3600000`).execute();
+    } catch (err) {
+      log.debug("could not look for relays gone", { error: String(err) });
+    }
+  }
+}
+
+function toChange(kind: string, id: string): StoreChange | undefined {
+  switch (kind) {
+    case "key":
+      return { kind, keyId: id };
+    case "org":
+      return { kind, orgId: id };
+    case "stacks":
+      return { kind, orgId: id };
+    case "machine":
+      return { kind, machineId: id };
+    case "setting":
+      return { kind, key: id };
+    default:
+      return undefined;
+  }
+}
+
+/** `a:b:c` → [`a:b`, `c`]: relay ids have no colon, but split at the last one all the same. */
+function splitLast(s: string): [string, string] {
+  const i = s.lastIndexOf(":");
+  return [s.slice(0, i), s.slice(i + 1)];
+}

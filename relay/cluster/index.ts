@@ -1,0 +1,1 @@
+export { ChangeFeed, type ChangeFeedHooks, type ChangeFeedOptions } from "./change-feed.js";

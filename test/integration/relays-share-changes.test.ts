@@ -1,0 +1,169 @@
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { silentLogger } from "../../proto/index.js";
+import { emptyDatabase } from "../helpers/databases.js";
+import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+/** The lease of these relays: short, so a relay cut from the database stops serving within the test. */
+const LEASE_MS = 1500;
+
+/**
+ * Two relays on one real PostgreSQL database: relay A (with an agent and a stack, the stand-in of test/fakes)
+ * and relay B, whose every connection to the database runs through a TCP proxy the test can cut. A change
+ * made through either must hold on the other for the next request after the admin API answered.
+ */
+describe("relays on one database", () => {
+  let gw: TestGateway;
+  let b: Relay;
+  let bDir: string;
+  let proxy: TcpProxy;
+  let database: string;
+  const admin = async (relay: Relay, method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${relay.adminUrl}/admin/v1${path}`, {
+      method,
+      // The deployment's admin token, made by relay A: every relay accepts it.
+      headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const models = (relay: Relay, key: string) => fetch(`${relay.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+  const newKey = async (relay: Relay, name: string) => {
+    const made = await admin(relay, "POST", "/keys", { org: gw.orgId, name });
+    expect(made.status).toBe(201);
+    return made.body as { id: string; key: string };
+  };
+
+  beforeAll(async () => {
+    const location = await emptyDatabase("postgres");
+    database = location.kind === "postgres" ? location.url : "";
+    gw = await startTestGateway({ runtime: "fake", relayFlags: { database, changeLeaseMs: LEASE_MS } });
+    const url = new URL(database);
+    proxy = await startTcpProxy(url.hostname, Number(url.port));
+    url.host = `127.0.0.1:${proxy.port}`;
+    bDir = mkdtempSync(join(tmpdir(), "makina-relay-b-"));
+    b = await startRelay(
+      resolveRelayConfig({ flags: { dataDir: bDir, database: url.toString(), changeLeaseMs: LEASE_MS, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", drainTimeoutMs: 500 } }),
+      { log: silentLogger() },
+    );
+  });
+  afterAll(async () => {
+    await b?.stop();
+    await gw?.close();
+    await proxy?.close();
+    if (bDir) rmSync(bDir, { recursive: true, force: true });
+  });
+
+  it("each hold a key made or revoked through the other on the very next request, every time", async () => {
+    for (let i = 0; i < 15; i++) {
+      const [writer, reader] = i % 2 === 0 ? [gw.relay, b] : [b, gw.relay];
+      const { id, key } = await newKey(writer, `race-${i}`);
+      expect((await models(reader, key)).status).toBe(200);
+      expect((await admin(writer, "POST", `/keys/${id}/revoke`)).status).toBe(200);
+      const refused = await models(reader, key);
+      expect(refused.status).toBe(401);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
+    }
+  });
+
+  it("applies an organization's default limits and an undeploy made through the other relay to the next request", async () => {
+    const { key } = await newKey(gw.relay, "inherits");
+    expect((await admin(b, "PATCH", `/orgs/${gw.orgId}`, { default_key_rpm: 7 })).status).toBe(200);
+    expect((await models(gw.relay, key)).headers.get("x-ratelimit-limit-requests")).toBe("7");
+    expect((await admin(gw.relay, "PATCH", `/orgs/${gw.orgId}`, { default_key_rpm: null })).status).toBe(200);
+    expect((await models(b, key)).headers.get("x-ratelimit-limit-requests")).toBeNull();
+
+    const stackId = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "second" });
+    const listed = async (relay: Relay) => ((await (await models(relay, gw.apiKey)).json()) as { data: { id: string }[] }).data.map((m) => m.id).sort();
+    expect(await listed(b)).toEqual(["second", "stories"]);
+    expect((await admin(b, "POST", `/stacks/${stackId}/undeploy`)).status).toBe(200);
+    expect(await listed(b)).toEqual(["stories"]);
+    await vi.waitFor(async () => expect(await listed(gw.relay)).toEqual(["stories"]), { timeout: 5000, interval: 50 });
+  });
+
+  it("ends a machine's link on the relay holding it when the machine is revoked through another", async () => {
+    const { machineId } = await gw.addMachine(gw.orgId);
+    expect(gw.relay.registry.get(machineId)).toBeDefined();
+    expect((await admin(b, "POST", `/machines/${machineId}/revoke`)).status).toBe(200);
+    // Dropped by relay A before it confirmed the change to B; its agent cannot link again.
+    expect(gw.relay.registry.get(machineId)).toBeUndefined();
+    const machine = await admin(gw.relay, "GET", `/machines/${machineId}`);
+    expect(machine.body).toMatchObject({ state: "offline", revoked_at: expect.any(Number) });
+  });
+
+  it("accept one admin token, made by the first relay; the second has none of its own", async () => {
+    expect(gw.relay.adminToken).toMatch(/^mk_admin_/);
+    expect(b.adminToken).toBeNull();
+    expect(existsSync(join(bDir, "admin-token"))).toBe(false);
+    expect((await admin(b, "GET", "/orgs")).status).toBe(200);
+    const wrong = await fetch(`${b.adminUrl}/admin/v1/orgs`, { headers: { authorization: "Bearer mk_admin_not-the-deployments" } });
+    expect(wrong.status).toBe(401);
+  });
+
+  it("lists every relay running on the database, and forgets one that stopped", async () => {
+    const sql = new pg.Client({ connectionString: database });
+    await sql.connect();
+    try {
+      const rows = (await sql.query<{ url: string; link_address: string }>("SELECT url, link_address FROM relays ORDER BY started_at")).rows;
+      expect(rows).toEqual(
+        expect.arrayContaining([
+          { url: gw.relay.url, link_address: gw.relay.linkAddress },
+          { url: b.url, link_address: b.linkAddress },
+        ]),
+      );
+      // A machine left online by a relay that died without a word (its row never renewed again).
+      const made = await admin(gw.relay, "POST", "/machines", { org: gw.orgId, name: "on-a-dead-relay" });
+      const orphan = (made.body as { id: string }).id;
+      await sql.query("INSERT INTO relays (id, started_at, seen_at) VALUES ('rly_dead', 0, 0)");
+      await sql.query("UPDATE machines SET state = 'online', relay_id = 'rly_dead' WHERE id = $1", [orphan]);
+      const dir = mkdtempSync(join(tmpdir(), "makina-relay-c-"));
+      try {
+        const c = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, database, changeLeaseMs: LEASE_MS, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
+        expect((await sql.query("SELECT 1 FROM relays WHERE url = $1", [c.url])).rowCount).toBe(1);
+        // Looked for by every relay, at its start too: shown offline, and the relay forgotten after an hour.
+        expect((await admin(c, "GET", `/machines/${orphan}`)).body).toMatchObject({ state: "offline" });
+        expect((await sql.query("SELECT 1 FROM relays WHERE id = 'rly_dead'")).rowCount).toBe(0);
+        // The machines linked to living relays stay online.
+        expect((await admin(c, "GET", `/machines/${gw.machineId}`)).body).toMatchObject({ state: "online" });
+        await c.stop();
+        expect((await sql.query("SELECT 1 FROM relays WHERE url = $1", [c.url])).rowCount).toBe(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    } finally {
+      await sql.end();
+    }
+  });
+
+  it("a relay cut from the database refuses requests rather than serve a key revoked meanwhile, and catches up by itself", async () => {
+    const { id, key } = await newKey(gw.relay, "revoked-while-cut");
+    expect((await models(b, key)).status).toBe(200);
+    proxy.cut();
+    // Relay A's answer waits until B confirmed the change or B's lease ran out; B never heard of it.
+    expect((await admin(gw.relay, "POST", `/keys/${id}/revoke`)).status).toBe(200);
+    const refused = await models(b, key);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toEqual(expect.any(String));
+    expect(((await refused.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: "storage_unavailable",
+      message: expect.stringMatching(/change feed/),
+    });
+    // Every key, not only that one: B cannot know what else changed.
+    expect((await models(b, gw.apiKey)).status).toBe(503);
+    const health = await fetch(`${b.url}/health`);
+    expect(health.status).toBe(503);
+    expect(await health.json()).toMatchObject({ status: "unavailable", changes: expect.any(String) });
+    // Relay A serves on.
+    expect((await models(gw.relay, gw.apiKey)).status).toBe(200);
+
+    proxy.restore();
+    await vi.waitFor(async () => expect((await models(b, gw.apiKey)).status).toBe(200), { timeout: 10_000, interval: 100 });
+    expect((await models(b, key)).status).toBe(401);
+    expect((await fetch(`${b.url}/health`)).status).toBe(200);
+  });
+});
