@@ -20,6 +20,12 @@ export interface RelayConfig {
    * windows, so limits hold across relays; null for limits in this relay's memory. @default null
    */
   readonly redis: string | null;
+  /**
+   * A NATS server (`nats://[user:pass@]host:4222`, `tls://` for TLS) the relays on one PostgreSQL database
+   * reach each other through, so a request for a machine linked to another relay is served through it; null
+   * for this relay's own links only. Needs `database`. @default null
+   */
+  readonly nats: string | null;
   /** HTTP listen host. @default "127.0.0.1" */
   readonly host: string;
   /** HTTP port; 0 picks a free one. @default 8080 */
@@ -102,6 +108,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   dataDir: "MAKINA_DATA_DIR",
   database: "MAKINA_DATABASE_URL",
   redis: "MAKINA_REDIS_URL",
+  nats: "MAKINA_NATS_URL",
   changeLeaseMs: "MAKINA_CHANGE_LEASE_MS",
   host: "MAKINA_HOST",
   port: "MAKINA_PORT",
@@ -140,6 +147,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   dataDir: ".makina",
   database: null,
   redis: null,
+  nats: null,
   changeLeaseMs: 10_000,
   host: "127.0.0.1",
   port: 8080,
@@ -224,6 +232,12 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   if (redis !== null && !/^rediss?:\/\/[^\s/]+(\/\d*)?$/i.test(redis)) {
     problems.push(`redis (${ENV.redis}) must be a Redis URL such as redis://:secret@cache.example.com:6379 (leave it out for rate limits in this relay's memory)`);
   }
+  const nats = pick("nats") === null ? null : str("nats");
+  if (nats !== null && !/^(nats|tls):\/\/[^\s/]+\/?$/i.test(nats)) {
+    problems.push(`nats (${ENV.nats}) must be a NATS URL such as nats://user:secret@bus.example.com:4222 (leave it out for requests on this relay's own links only)`);
+  } else if (nats !== null && database === null) {
+    problems.push(`nats (${ENV.nats}) joins relays that share a PostgreSQL database: give database (${ENV.database}) too`);
+  }
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
   const adminPort = (): number | "shared" => {
@@ -236,6 +250,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     dataDir: resolve(str("dataDir")),
     database,
     redis,
+    nats,
     changeLeaseMs: int("changeLeaseMs", 200, 600_000),
     host: str("host"),
     port: int("port", 0, 65535),

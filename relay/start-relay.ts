@@ -22,7 +22,7 @@ import { RateLimiter, RedisRateLimiter, type Limiter } from "./limits/index.js";
 import { StorageHealth } from "./health/index.js";
 import { openStore, type DatabaseLocation, type Store } from "./store/index.js";
 import { randomBase62 } from "./ids/index.js";
-import { ChangeFeed } from "./cluster/index.js";
+import { ChangeFeed, joinFleet } from "./cluster/index.js";
 import { lockDataDir } from "./data-dir-lock.js";
 
 /** A running relay. */
@@ -194,6 +194,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     maxQueuePerStack: config.maxQueuePerStack,
     queueTimeoutMs: config.queueTimeoutMs,
   });
+  // Relays on one database reach each other's machines over NATS.
+  const fleet = config.nats ? await joinFleet({ url: config.nats, relayId, registry, gate, log: log.child({ component: "fleet" }) }) : undefined;
   const apps = createRelayApp({
     storage,
     registry,
@@ -205,6 +207,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     sessions: new WebSessions(store),
     log: log.child({ component: "http" }),
     limiter,
+    targets: fleet?.targets,
+    fleet,
     adminTokenHash: () => directory.adminTokenHash,
     trustProxy: config.trustProxy,
     limits: {
@@ -272,7 +276,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         const closed = Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
         events.close();
         // Requests waiting their turn in the admission queues count too: they are let in as others finish.
-        const inFlight = () => registry.all().reduce((n, s) => n + s.inFlight, 0) + gate.waiting;
+        // And requests crossing relays: sent to others from here (those served here for others count on the links).
+        const inFlight = () => registry.all().reduce((n, s) => n + s.inFlight, 0) + gate.waiting + (fleet?.inFlight ?? 0);
         log.info("relay stopping: no new connections; draining requests in flight", { inFlight: inFlight(), graceMs: config.drainTimeoutMs });
         const deadline = Date.now() + config.drainTimeoutMs;
         // Connections that go idle (their answer sent) are closed as they do, so keep-alive clients move on.
@@ -282,6 +287,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         }
         if (inFlight() > 0) log.warn("drain period over: ending requests still in flight", { inFlight: inFlight() });
         for (const s of servers) s.closeIdleConnections();
+        await fleet?.close();
         await link.stop();
         // Off the relays table once nothing more is served: writers stop waiting for this relay.
         await feed?.stop();

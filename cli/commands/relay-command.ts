@@ -6,6 +6,7 @@ interface RelayArgs {
   dataDir?: string;
   database?: string;
   redis?: string;
+  nats?: string;
   host?: string;
   port?: number;
   grpcPort?: number;
@@ -29,6 +30,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
     y
       .option("data-dir", { type: "string", describe: "Data directory (SQLite, admin token) [default: ./.makina]" })
       .option("database", { type: "string", describe: "PostgreSQL URL for the relay's state (env MAKINA_DATABASE_URL) [default: SQLite in the data directory]" })
+      .option("nats", { type: "string", describe: "NATS URL joining the relays on one PostgreSQL database: any relay serves any machine's stacks (env MAKINA_NATS_URL)" })
       .option("redis", { type: "string", describe: "Redis URL for the keys' rate limits, shared by every relay given it (env MAKINA_REDIS_URL) [default: in the relay's memory]" })
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
@@ -51,6 +53,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
         dataDir: argv.dataDir,
         database: argv.database,
         redis: argv.redis,
+        nats: argv.nats,
         host: argv.host,
         port: argv.port,
         tlsCert: argv.tlsCert,

@@ -1,1 +1,2 @@
 export { ChangeFeed, type ChangeFeedHooks, type ChangeFeedOptions } from "./change-feed.js";
+export { joinFleet, type Fleet } from "./fleet.js";

@@ -3,7 +3,7 @@ import express, { type Express } from "express";
 import type { Logger } from "../../proto/index.js";
 import type { ControlPlane } from "../control/index.js";
 import type { AgentRegistry } from "../link/index.js";
-import type { AdmissionGate, GatewayDirectory } from "../routing/index.js";
+import type { AdmissionGate, GatewayDirectory, InferenceTarget } from "../routing/index.js";
 import type { Limiter } from "../limits/index.js";
 import type { StorageHealth } from "../health/index.js";
 import type { WebSessions } from "../auth/index.js";
@@ -22,6 +22,10 @@ import { requestId } from "./request-id.js";
 /** Everything the relay's HTTP side needs, passed in by the composition root. */
 export interface RelayAppDeps {
   registry: AgentRegistry;
+  /** Where the gateway sends a machine's requests, when not only to this relay's links (machines linked to other relays too). */
+  targets?: { get(machineId: string): InferenceTarget | undefined };
+  /** The relays' bus, when this relay is joined to others (`--nats`): `/health` says whether it is reachable. */
+  fleet?: { readonly connected: boolean };
   /** The gateway's keys and routes, kept in memory and refreshed for every request. */
   directory: GatewayDirectory;
   control: ControlPlane;
@@ -65,7 +69,7 @@ export interface RelayApps {
 export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: boolean } = {}): RelayApps {
   const chat = chatCompletions({
     directory: deps.directory,
-    registry: deps.registry,
+    registry: deps.targets ?? deps.registry,
     log: deps.log,
     limiter: deps.limiter,
     usage: deps.usage,
@@ -85,6 +89,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
       // Limits applied per relay because Redis is away: still 200, saying so.
       const problem = deps.storage?.problem;
       const limits = deps.limiter.problem ?? null;
+      const nats = deps.fleet && !deps.fleet.connected ? "NATS cannot be reached: requests for machines linked to other relays are refused until it is back" : null;
       // A relay that may have missed other relays' changes refuses the gateway's requests: 503 here too, so a
       // load balancer sends them to another relay meanwhile.
       if (!deps.directory.leaseHeld) {
@@ -93,10 +98,15 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
           changes: "lost touch with the database's change feed; refusing requests until caught up",
           ...(problem ? { storage: problem } : {}),
           ...(limits ? { limits } : {}),
+          ...(nats ? { nats } : {}),
         });
         return;
       }
-      res.json(problem || limits ? { status: "degraded", ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}) } : { status: "ok" });
+      res.json(
+        problem || limits || nats
+          ? { status: "degraded", ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}), ...(nats ? { nats } : {}) }
+          : { status: "ok" },
+      );
     });
     return app;
   };

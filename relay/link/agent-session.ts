@@ -69,7 +69,7 @@ interface PendingCommand {
  * A message whose numbers do not fit the link's types cannot be encoded, and grpc-js ends the whole
  * link when a write fails to encode: such a request is refused alone, before it is sent.
  */
-function assertEncodable(call: ChatInput): void {
+export function assertEncodable(call: ChatInput): void {
   const uint32 = (v: number, param: string) => {
     if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new MakinaError("invalid_value", `'${param}' is out of range: ${v}.`, { param });
   };

@@ -1,6 +1,7 @@
 export { AgentRegistry } from "./agent-registry.js";
-export { AgentSession, type InferOptions, type SessionState } from "./agent-session.js";
+export { AgentSession, assertEncodable, type InferOptions, type SessionState } from "./agent-session.js";
 export { linkAcceptor, type LinkAcceptorDeps } from "./link-acceptor.js";
 export { startLinkServer, type LinkServer, type LinkServerOptions } from "./grpc-link-server.js";
 export { checkMachineCredentials } from "./machine-credentials.js";
 export { loadLinkTls, certificateSha256, type LinkTls } from "./link-tls.js";
+export { PendingInference } from "./pending-inference.js";

@@ -26,6 +26,12 @@ export function keyAllowsStack(key: ApiKeyRecord, stack: Stack): boolean {
 export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested">;
 
 /**
+ * Where the gateway sends a request: a machine's link on this relay (an `AgentSession`), or a machine linked to
+ * another relay, reached through it (relay/cluster).
+ */
+export type InferenceTarget = RoutableSession & Pick<AgentSession, "infer">;
+
+/**
  * Picks where a request runs: among the allowed stacks, those whose machine is online, whose runtime is
  * ready and whose link is draining, the one with the fewest requests in flight. Machines whose link is not
  * draining (the agent does not read what the relay writes) get no new requests: 503 when only they are left.

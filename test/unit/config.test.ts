@@ -69,6 +69,19 @@ describe("configuration", () => {
     }
   });
 
+  it("joins other relays over NATS only when given a NATS URL and a PostgreSQL database, and refuses anything else", () => {
+    const database = "postgres://db/m";
+    expect(resolveRelayConfig({}).nats).toBeNull();
+    expect(resolveRelayConfig({ env: { MAKINA_NATS_URL: "nats://u:pw@bus:4222", MAKINA_DATABASE_URL: database } }).nats).toBe("nats://u:pw@bus:4222");
+    expect(resolveRelayConfig({ flags: { nats: "tls://bus", database } }).nats).toBe("tls://bus");
+    for (const bad of ["bus:4222", "http://bus", "nats://bus/x"]) {
+      expect(() => resolveRelayConfig({ env: { MAKINA_NATS_URL: bad, MAKINA_DATABASE_URL: database } })).toThrow(/nats \(MAKINA_NATS_URL\) must be a NATS URL/);
+    }
+    expect(() => resolveRelayConfig({ flags: { nats: "nats://bus" } })).toThrow(/nats \(MAKINA_NATS_URL\) joins relays that share a PostgreSQL database: give database/);
+    expect(resolveRelayConfig({}).changeLeaseMs).toBe(10_000);
+    expect(() => resolveRelayConfig({ env: { MAKINA_CHANGE_LEASE_MS: "50" } })).toThrow(/changeLeaseMs/);
+  });
+
   it("reads the agent's credentials from the environment", () => {
     const c = resolveAgentConfig({ env: { MAKINA_AGENT_SERVER: "h:1", MAKINA_AGENT_MACHINE_ID: "mach_1", MAKINA_AGENT_TOKEN: "mk_mach_1", MAKINA_AGENT_GPU: "false", MAKINA_AGENT_CA_SHA256: PIN } });
     expect([c.server, c.machineId, c.gpu, c.caSha256]).toEqual(["h:1", "mach_1", false, PIN]);

@@ -1,11 +1,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { MakinaError, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
 import { authenticateApiKey, type ApiKeyRecord } from "../../keys/index.js";
-import type { AgentRegistry } from "../../link/index.js";
 import type { Limiter } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
 import { PooledBase62 } from "../../ids/index.js";
-import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory } from "../../routing/index.js";
+import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory, type InferenceTarget } from "../../routing/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import { readJsonBody } from "../read-json-body.js";
 import { requestIdFor } from "../request-id.js";
@@ -17,7 +16,8 @@ import { validateChatRequest, type ChatRequest } from "./validate-chat-request.j
 export interface ChatCompletionsDeps {
   /** Keys and routes, refreshed for every request. */
   directory: GatewayDirectory;
-  registry: AgentRegistry;
+  /** Where a machine's requests go: its link on this relay, or the relay that holds it. */
+  registry: { get(machineId: string): InferenceTarget | undefined };
   log: Logger;
   /** Largest accepted request body, in bytes. */
   bodyLimitBytes: number;

@@ -1,0 +1,109 @@
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Logger } from "../../proto/index.js";
+
+/** What a subscriber gets: the message decoded, and the subject it came on. */
+export type BusHandler = (message: unknown, subject: string) => void;
+
+/** How the bus's state changes reach the relay. */
+export interface BusEvents {
+  /** The connection to NATS is lost (messages published meanwhile are lost). */
+  disconnected(): void;
+  /** Connected again, subscriptions restored. */
+  reconnected(): void;
+}
+
+/**
+ * The relays' bus: one NATS connection per relay, carrying JSON messages between relays (the machines each
+ * holds, requests crossing relays and their streamed answers). Core NATS, no persistence: a message published
+ * while a relay is not connected is lost, and the parts on top are written for that (announcements repeat,
+ * requests in flight fail). The client reconnects forever, every 0.5 s with jitter.
+ */
+export class FleetBus {
+  private up = true;
+  private readonly subscriptions: Subscription[] = [];
+  private readonly encoder = new TextEncoder();
+  private readonly decoder = new TextDecoder();
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly log: Logger,
+  ) {}
+
+  /** Connects (waiting up to 5 s for the first connection) and follows the connection's state. */
+  static async connect(url: string, options: { name: string; log: Logger; events: BusEvents }): Promise<FleetBus> {
+    // Loaded here, not at the top: only a relay given --nats needs the client.
+    const { connect } = await import("@nats-io/transport-node");
+    const parsed = new URL(url);
+    const nc = await connect({
+      servers: `${parsed.protocol === "tls:" ? "tls" : "nats"}://${parsed.host}`,
+      ...(parsed.username ? (parsed.password ? { user: decodeURIComponent(parsed.username), pass: decodeURIComponent(parsed.password) } : { token: decodeURIComponent(parsed.username) }) : {}),
+      ...(parsed.protocol === "tls:" ? { tls: {} } : {}),
+      name: options.name,
+      timeout: 5000,
+      reconnect: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      reconnectJitter: 250,
+      pingInterval: 2000,
+      maxPingOut: 2,
+    });
+    const bus = new FleetBus(nc, options.log);
+    void bus.follow(options.events);
+    return bus;
+  }
+
+  /** Whether the connection is up now. */
+  get connected(): boolean {
+    return this.up && !this.nc.isClosed();
+  }
+
+  publish(subject: string, message: unknown): void {
+    if (!this.connected) return;
+    try {
+      this.nc.publish(subject, this.encoder.encode(JSON.stringify(message)));
+    } catch (err) {
+      this.log.debug("a message for another relay could not be sent", { subject, error: String(err) });
+    }
+  }
+
+  /** Calls `handler` with every message on `subject` (wildcards allowed); a message that is not JSON is dropped. */
+  subscribe(subject: string, handler: BusHandler): void {
+    const sub = this.nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return;
+        let message: unknown;
+        try {
+          message = JSON.parse(this.decoder.decode(msg.data));
+        } catch {
+          return;
+        }
+        handler(message, msg.subject);
+      },
+    });
+    this.subscriptions.push(sub);
+  }
+
+  /** Resolves once the server has every message published before (a round trip). */
+  flush(): Promise<void> {
+    return this.nc.flush();
+  }
+
+  async close(): Promise<void> {
+    this.up = false;
+    await this.nc.drain().catch(() => this.nc.close());
+  }
+
+  private async follow(events: BusEvents): Promise<void> {
+    for await (const s of this.nc.status()) {
+      if (s.type === "disconnect") {
+        this.up = false;
+        this.log.warn("lost the connection to NATS: requests for machines linked to other relays fail until it is back");
+        events.disconnected();
+      } else if (s.type === "reconnect") {
+        this.up = true;
+        this.log.info("connected to NATS again");
+        events.reconnected();
+      }
+    }
+  }
+}

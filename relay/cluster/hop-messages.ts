@@ -1,0 +1,84 @@
+import type { ChatInput, ErrorReport, TokenEvent, Usage } from "../../proto/index.js";
+
+/**
+ * The messages relays exchange over NATS (JSON). Subjects:
+ *
+ * - `makina.machines`: each relay's {@link MachinesSnapshot}, every second and whenever it changes.
+ * - `makina.hop.<relay>`: a {@link HopRequest} for a machine linked to that relay.
+ * - `makina.hop.<relay>.ctl`: {@link HopControl}: credit for a request's answer, or its cancellation.
+ * - `makina.reply.<relay>.<n>`: the {@link HopReply} messages of request `n` sent by that relay.
+ */
+export const SUBJECTS = {
+  machines: "makina.machines",
+  hop: (relayId: string) => `makina.hop.${relayId}`,
+  control: (relayId: string) => `makina.hop.${relayId}.ctl`,
+  replies: (relayId: string) => `makina.reply.${relayId}.*`,
+  reply: (relayId: string, n: number) => `makina.reply.${relayId}.${n}`,
+} as const;
+
+/** One machine a relay holds the link of: its id, requests in flight, whether its link is congested, its ready stacks. */
+export type AnnouncedMachine = [machineId: string, inFlight: number, congested: 0 | 1, readyStacks: string[]];
+
+/** The machines one relay holds, whole. */
+export interface MachinesSnapshot {
+  relay: string;
+  machines: AnnouncedMachine[];
+}
+
+/** A request sent to the relay holding the machine's link. */
+export interface HopRequest {
+  /** The sending relay, and the request's number there: its replies go to `makina.reply.<from>.<n>`. */
+  from: string;
+  n: number;
+  machine: string;
+  stack: string;
+  input: ChatInput;
+  firstTokenTimeoutMs: number;
+  steps: number;
+  /** Answer events the sender takes before it grants more. */
+  credit: number;
+}
+
+/** From the sender of a request to the relay serving it. */
+export type HopControl = { from: string; n: number; credit: number } | { from: string; n: number; cancel: true };
+
+/**
+ * From the relay serving a request to its sender: answer events, then the error that ended it (if one did),
+ * and last the tokens it used (`usage`, null when unknown). `noUsage`: refused before it ran, no usage follows.
+ */
+export type HopReply = { e: TokenEvent } | { err: ErrorReport; noUsage?: true } | { usage: Usage | null };
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isId = (v: unknown): v is string => typeof v === "string" && /^[A-Za-z0-9_-]{1,64}$/.test(v);
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 1e9;
+
+/** A snapshot as received, or undefined when it is not one. */
+export function readSnapshot(m: unknown): MachinesSnapshot | undefined {
+  if (!isObject(m) || !isId(m.relay) || !Array.isArray(m.machines)) return undefined;
+  for (const a of m.machines) {
+    if (!Array.isArray(a) || !isId(a[0]) || !isCount(a[1]) || (a[2] !== 0 && a[2] !== 1) || !Array.isArray(a[3]) || !a[3].every(isId)) return undefined;
+  }
+  return m as unknown as MachinesSnapshot;
+}
+
+/** A request as received (its chat input was checked by the relay that took it from the client), or undefined. */
+export function readRequest(m: unknown): HopRequest | undefined {
+  if (!isObject(m) || !isId(m.from) || !isCount(m.n) || !isId(m.machine) || !isId(m.stack) || !isObject(m.input)) return undefined;
+  if (!isCount(m.firstTokenTimeoutMs) || !isCount(m.steps) || !isCount(m.credit) || m.credit < 1) return undefined;
+  if (!Array.isArray(m.input.messages)) return undefined;
+  return m as unknown as HopRequest;
+}
+
+export function readControl(m: unknown): HopControl | undefined {
+  if (!isObject(m) || !isId(m.from) || !isCount(m.n)) return undefined;
+  if (m.cancel === true) return { from: m.from, n: m.n, cancel: true };
+  return isCount(m.credit) ? { from: m.from, n: m.n, credit: m.credit } : undefined;
+}
+
+export function readReply(m: unknown): HopReply | undefined {
+  if (!isObject(m)) return undefined;
+  if (isObject(m.e) && typeof m.e.type === "string") return m as HopReply;
+  if (isObject(m.err) && typeof m.err.code === "string" && typeof m.err.message === "string") return m as HopReply;
+  if ("usage" in m && (m.usage === null || isObject(m.usage))) return m as HopReply;
+  return undefined;
+}

@@ -1,0 +1,243 @@
+import { fromErrorReport, MakinaError, type ChatInput, type Logger, type TokenEvent, type Usage } from "../../proto/index.js";
+import { assertEncodable, PendingInference, type InferOptions } from "../link/index.js";
+import type { InferenceTarget } from "../routing/index.js";
+import type { FleetBus } from "./fleet-bus.js";
+import { readReply, readSnapshot, SUBJECTS, type HopRequest, type MachinesSnapshot } from "./hop-messages.js";
+
+/** Answer events a request's sender takes before granting more (as a machine's link does). */
+const WINDOW = 32;
+
+/** A relay whose snapshot has not come for this long is gone: its machines are dropped, its requests fail. */
+const SILENT_MS = 3500;
+
+/** How long after a request ended its sender waits for the tokens it used before counting them unknown. */
+const USAGE_WAIT_MS = 40_000;
+
+/** The refusal for a machine whose relay cannot be reached now. */
+const unreachable = (why: string) => new MakinaError("machine_offline", `The relay holding this machine's link ${why}.`, { retryAfterMs: 2000 });
+
+/** A request this relay sent to another. */
+interface Call {
+  relayId: string;
+  pending: PendingInference;
+  onUsage: ((usage: Usage | null) => void) | undefined;
+  /** The answer is over (ended, failed, or left by the client). */
+  over: boolean;
+  /** Its usage came (it may come before the answer's last event), or none will. */
+  settled: boolean;
+  timer?: NodeJS.Timeout;
+}
+
+/** A machine linked to another relay, as routing sees it; requests for it go through that relay. */
+export class RemoteMachine implements InferenceTarget {
+  readonly state = "open" as const;
+  readyStacks = new Set<string>();
+  congested = false;
+  /** Requests in flight as its relay last said. */
+  announcedInFlight = 0;
+  /** Requests this relay sent it since. */
+  sent = 0;
+
+  constructor(
+    readonly machineId: string,
+    readonly relayId: string,
+    private readonly machines: RemoteMachines,
+  ) {}
+
+  get inFlight(): number {
+    return this.announcedInFlight + this.sent;
+  }
+
+  infer(stackId: string, input: ChatInput, options: InferOptions = {}): AsyncGenerator<TokenEvent> {
+    return this.machines.infer(this, stackId, input, options);
+  }
+}
+
+/**
+ * The machines linked to the other relays, from the snapshots each relay publishes on the bus, and the
+ * requests this relay sends them through their relay: the sending side of a request crossing relays. The
+ * answer streams back against credit (the relay serving it sends no more than it was granted, so a slow
+ * client slows only its own request, up to the machine); the client going away cancels it there; errors
+ * arrive as the serving relay's gateway would have answered them, and the tokens used last. A relay that
+ * falls silent (no snapshot for 3.5 s) or the bus going down fails the requests in flight through it, which a
+ * streaming client sees as `stream_incomplete`, and its machines are no longer routed to.
+ */
+export class RemoteMachines {
+  private readonly byMachine = new Map<string, RemoteMachine>();
+  private readonly relays = new Map<string, { seenAt: number; machines: Map<string, RemoteMachine> }>();
+  private readonly calls = new Map<number, Call>();
+  private seq = 0;
+  private readonly sweep: NodeJS.Timeout;
+
+  constructor(
+    private readonly bus: FleetBus,
+    private readonly relayId: string,
+    private readonly log: Logger,
+  ) {
+    bus.subscribe(SUBJECTS.machines, (m) => {
+      const snapshot = readSnapshot(m);
+      if (snapshot && snapshot.relay !== relayId) this.apply(snapshot);
+    });
+    bus.subscribe(SUBJECTS.replies(relayId), (m, subject) => this.replied(Number(subject.slice(subject.lastIndexOf(".") + 1)), m));
+    this.sweep = setInterval(() => {
+      const now = performance.now();
+      for (const [id, relay] of this.relays) if (now - relay.seenAt > SILENT_MS) this.dropRelay(id, "stopped answering");
+    }, 500);
+    this.sweep.unref();
+  }
+
+  /** The machine, when another relay holds its link. */
+  get(machineId: string): RemoteMachine | undefined {
+    return this.byMachine.get(machineId);
+  }
+
+  /** Requests this relay has in flight through others (a stopping relay waits for them too). */
+  get inFlight(): number {
+    let n = 0;
+    for (const call of this.calls.values()) if (!call.over) n++;
+    return n;
+  }
+
+  /** The bus is down: no other relay can be reached, so nothing is routed to them and their requests fail. */
+  disconnected(): void {
+    for (const id of [...this.relays.keys()]) this.dropRelay(id, "cannot be reached: this relay lost its connection to NATS");
+  }
+
+  close(): void {
+    clearInterval(this.sweep);
+    this.disconnected();
+  }
+
+  /** Sends a request to the relay holding the machine's link and yields its answer. */
+  async *infer(machine: RemoteMachine, stackId: string, input: ChatInput, options: InferOptions): AsyncGenerator<TokenEvent> {
+    if (!this.bus.connected) throw unreachable("cannot be reached: this relay lost its connection to NATS");
+    if (this.relays.get(machine.relayId)?.machines.get(machine.machineId) !== machine) throw unreachable("no longer holds it");
+    assertEncodable(input);
+    const n = ++this.seq;
+    const call: Call = { relayId: machine.relayId, pending: new PendingInference(WINDOW), onUsage: options.onUsage, over: false, settled: false };
+    this.calls.set(n, call);
+    machine.sent++;
+    const { signal } = options;
+    const onAbort = () => call.pending.fail(MakinaError.from(signal?.reason ?? new DOMException("aborted", "AbortError")));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let finished = false;
+    // The serving relay applies the first-token timeout; this one only guards against a relay that never answers.
+    const firstTokenTimeoutMs = options.firstTokenTimeoutMs ?? 120_000;
+    const silence = setTimeout(() => {
+      if (!call.pending.started) call.pending.fail(new MakinaError("runtime_unavailable", "The relay holding this machine's link did not answer in time.", { retryAfterMs: 5000 }));
+    }, firstTokenTimeoutMs + 5000);
+    try {
+      if (signal?.aborted) onAbort();
+      const request: HopRequest = {
+        from: this.relayId,
+        n,
+        machine: machine.machineId,
+        stack: stackId,
+        input,
+        firstTokenTimeoutMs,
+        steps: options.steps ?? 1,
+        credit: WINDOW,
+      };
+      this.bus.publish(SUBJECTS.hop(machine.relayId), request);
+      let unacknowledged = 0;
+      for (;;) {
+        const event = await call.pending.next();
+        if (event.type === "end") finished = true;
+        yield event;
+        if (finished) return;
+        if (++unacknowledged >= WINDOW >> 1) {
+          this.bus.publish(SUBJECTS.control(machine.relayId), { from: this.relayId, n, credit: unacknowledged });
+          unacknowledged = 0;
+        }
+      }
+    } finally {
+      clearTimeout(silence);
+      signal?.removeEventListener("abort", onAbort);
+      machine.sent--;
+      if (!finished) this.bus.publish(SUBJECTS.control(machine.relayId), { from: this.relayId, n, cancel: true });
+      this.over(n, call);
+    }
+  }
+
+  /** The answer is over: the tokens it used are awaited (a while), unless they came already or none will. */
+  private over(n: number, call: Call): void {
+    call.over = true;
+    if (call.settled || !call.onUsage) return void this.forget(n, call);
+    call.timer = setTimeout(() => this.settle(n, null), USAGE_WAIT_MS);
+    call.timer.unref();
+  }
+
+  /** The tokens the request used (null: unknown), reported once; the call is forgotten once its answer is over too. */
+  private settle(n: number, usage: Usage | null): void {
+    const call = this.calls.get(n);
+    if (!call || call.settled) return;
+    call.settled = true;
+    call.onUsage?.(usage);
+    if (call.over) this.forget(n, call);
+  }
+
+  private forget(n: number, call: Call): void {
+    clearTimeout(call.timer);
+    if (this.calls.get(n) === call) this.calls.delete(n);
+  }
+
+  private replied(n: number, m: unknown): void {
+    const call = this.calls.get(n);
+    const reply = readReply(m);
+    if (!call || !reply) return;
+    if ("e" in reply) call.pending.push(reply.e);
+    else if ("err" in reply) {
+      call.pending.fail(fromErrorReport(reply.err));
+      // Refused before it ran: no usage will come (and none is counted, as for a request refused here).
+      if (reply.noUsage) {
+        call.settled = true;
+        if (call.over) this.forget(n, call);
+      }
+    } else this.settle(n, reply.usage);
+  }
+
+  private apply(snapshot: MachinesSnapshot): void {
+    let relay = this.relays.get(snapshot.relay);
+    if (!relay) {
+      relay = { seenAt: 0, machines: new Map() };
+      this.relays.set(snapshot.relay, relay);
+      this.log.info("another relay is reachable", { relay: snapshot.relay, machines: snapshot.machines.length });
+    }
+    relay.seenAt = performance.now();
+    const seen = new Set<string>();
+    for (const [machineId, inFlight, congested, ready] of snapshot.machines) {
+      seen.add(machineId);
+      let machine = relay.machines.get(machineId);
+      if (!machine) {
+        machine = new RemoteMachine(machineId, snapshot.relay, this);
+        relay.machines.set(machineId, machine);
+      }
+      // The relay that announced it last holds its link (a machine moving between relays).
+      this.byMachine.set(machineId, machine);
+      machine.announcedInFlight = inFlight;
+      machine.congested = congested === 1;
+      machine.readyStacks = new Set(ready);
+    }
+    for (const [machineId, machine] of relay.machines) {
+      if (seen.has(machineId)) continue;
+      relay.machines.delete(machineId);
+      if (this.byMachine.get(machineId) === machine) this.byMachine.delete(machineId);
+    }
+  }
+
+  private dropRelay(relayId: string, why: string): void {
+    const relay = this.relays.get(relayId);
+    if (!relay) return;
+    this.relays.delete(relayId);
+    for (const [machineId, machine] of relay.machines) if (this.byMachine.get(machineId) === machine) this.byMachine.delete(machineId);
+    let failed = 0;
+    for (const [n, call] of this.calls) {
+      if (call.relayId !== relayId) continue;
+      failed++;
+      call.pending.fail(unreachable(why));
+      // Nobody knows what it used now.
+      this.settle(n, null);
+    }
+    this.log.warn("another relay is unreachable: its machines are not routed to, its requests in flight failed", { relay: relayId, why, failed });
+  }
+}

@@ -1,0 +1,110 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { createLogger, silentLogger } from "../../proto/index.js";
+import { emptyDatabase } from "../helpers/databases.js";
+import { startNats, type NatsServer } from "../helpers/nats-server.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+/**
+ * Any relay serves any stack: relay A holds the agent's link (the stand-in model of test/fakes), relay B
+ * shares A's PostgreSQL database and reaches A over a real nats-server of this file's own. Requests sent to B
+ * are served through A.
+ */
+describe("a request that lands on another relay than the machine's", () => {
+  let nats: NatsServer;
+  let gw: TestGateway;
+  let b: Relay;
+  let bDir: string;
+  const viaB = () => new OpenAI({ baseURL: `${b.url}/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+  const chat = (relay: Relay, content: string, extra: Record<string, unknown> = {}) =>
+    fetch(`${relay.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "stories", messages: [{ role: "user", content }], ...extra }),
+    });
+
+  beforeAll(async () => {
+    nats = await startNats();
+    const location = await emptyDatabase("postgres");
+    const database = location.kind === "postgres" ? location.url : "";
+    gw = await startTestGateway({ runtime: "fake", relayFlags: { database, nats: nats.url } });
+    bDir = mkdtempSync(join(tmpdir(), "makina-relay-b-"));
+    b = await startRelay(
+      resolveRelayConfig({ flags: { dataDir: bDir, database, nats: nats.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", drainTimeoutMs: 500 } }),
+      { log: process.env.MAKINA_TEST_LOG ? createLogger({ level: "debug" }) : silentLogger() },
+    );
+    // B learns what A holds from A's next announcement.
+    await vi.waitFor(async () => expect((await chat(b, "ready?")).status).toBe(200), { timeout: 10_000, interval: 100 });
+  });
+  afterAll(async () => {
+    await b?.stop();
+    await gw?.close();
+    await nats?.close();
+    if (bDir) rmSync(bDir, { recursive: true, force: true });
+  });
+
+  it("is served through the relay holding the machine's link, streamed and not, with its usage", async () => {
+    const answer = await viaB().chat.completions.create({ model: "stories", messages: [{ role: "user", content: "once upon a time" }] });
+    expect(answer.choices[0]!.message.content).toBe("once upon a time");
+    expect(answer.usage).toMatchObject({ prompt_tokens: 4, completion_tokens: 4, total_tokens: 8 });
+
+    // 200 words: more than the credit a request starts with, so the answer only completes if credit is granted as it is read.
+    const long = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
+    const stream = await viaB().chat.completions.create({ model: "stories", messages: [{ role: "user", content: long }], stream: true, stream_options: { include_usage: true } });
+    let text = "";
+    let usage: unknown;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text).toBe(long);
+    expect(usage).toMatchObject({ completion_tokens: 200 });
+  });
+
+  it("answers the machine's errors as a local link would", async () => {
+    const failed = await chat(b, "fail context_length_exceeded");
+    expect(failed.status).toBe(400);
+    expect(((await failed.json()) as { error: { code: string } }).error.code).toBe("context_length_exceeded");
+    const busy = await chat(b, "fail runtime_unavailable");
+    expect(busy.status).toBe(503);
+    expect(busy.headers.get("retry-after")).toBe("2");
+  });
+
+  it("cancels the generation on the machine when the client goes away", async () => {
+    const fake = gw.fake(gw.machineId, "stories");
+    const res = await chat(b, "stall one two three", { stream: true });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read();
+    await vi.waitFor(() => expect(fake.active).toBe(1), { timeout: 5000, interval: 20 });
+    await reader.cancel();
+    await vi.waitFor(() => expect(fake.active).toBe(0), { timeout: 5000, interval: 20 });
+  });
+
+  it("refuses with 503 and Retry-After while NATS is down, ends streams in flight as incomplete, keeps local requests, and recovers by itself", async () => {
+    const streaming = await chat(b, "slow 100 a b c d e f g h i j k l m n o p q r s t", { stream: true });
+    expect(streaming.status).toBe(200);
+    const body = streaming.text();
+    await nats.stop();
+    // The stream through B ends with the error event of an incomplete stream, never [DONE].
+    const text = await body;
+    expect(text).toContain('"code":"stream_incomplete"');
+    expect(text).not.toContain("[DONE]");
+
+    const refused = await chat(b, "hello");
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toEqual(expect.any(String));
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("machine_offline");
+    expect(await (await fetch(`${b.url}/health`)).json()).toMatchObject({ status: "degraded", nats: expect.any(String) });
+    // Relay A serves its own machine as before.
+    expect((await chat(gw.relay, "hello")).status).toBe(200);
+
+    await nats.start();
+    await vi.waitFor(async () => expect((await chat(b, "hello again")).status).toBe(200), { timeout: 15_000, interval: 200 });
+    expect(await (await fetch(`${b.url}/health`)).json()).toEqual({ status: "ok" });
+  });
+});
