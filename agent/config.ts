@@ -7,8 +7,13 @@ import { withoutSecrets } from "./runtimes/runtime-env.js";
 
 /** The agent's resolved, validated configuration. */
 export interface AgentConfig {
-  /** Relay gRPC address, `host:port`. */
+  /** The relays' gRPC addresses as given, `host:port` or several joined by commas (for messages). */
   readonly server: string;
+  /**
+   * Every relay address the agent may link to (`--server` repeated, or comma-separated): it links to one, and
+   * to the next when that one is lost or does not answer.
+   */
+  readonly servers: readonly string[];
   /** This machine's ID (`mach_…`). */
   readonly machineId: string;
   /** This machine's token (`mk_mach_…`); never logged. Read from `tokenFile` when given there. */
@@ -69,7 +74,7 @@ export interface AgentConfigSources {
 }
 
 /** The settings read from flags, environment and file (the runtimes' environment is derived, not set). */
-type Setting = Exclude<keyof AgentConfig, "runtimeEnv">;
+type Setting = Exclude<keyof AgentConfig, "runtimeEnv" | "servers">;
 
 const ENV: Record<Setting, string> = {
   server: "MAKINA_AGENT_SERVER",
@@ -204,8 +209,17 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   const caFile = optionalPath("caFile");
   const hfToken = pick("hfToken");
   if (hfToken !== undefined && (typeof hfToken !== "string" || !/^\S+$/.test(hfToken))) problems.push(`hfToken (${ENV.hfToken} or HF_TOKEN) must be a token without spaces`);
+  const serverRaw = pick("server");
+  const servers = (Array.isArray(serverRaw) ? serverRaw : typeof serverRaw === "string" ? [serverRaw] : [])
+    .flatMap((v) => (typeof v === "string" ? v.split(",") : [""]))
+    .map((v) => v.trim())
+    .filter((v, i, all) => v !== "" && all.indexOf(v) === i);
+  if (servers.length === 0 || !servers.every((v) => /^[^\s:,]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(v))) {
+    problems.push(`server (--server or ${ENV.server}) is required: the relay's gRPC address as host:port (repeat --server, or separate addresses with commas, for several relays)`);
+  }
   const config: AgentConfig = {
-    server: required("server", /^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/, "the relay's gRPC address as host:port"),
+    server: servers.join(","),
+    servers,
     machineId: required("machineId", /^mach_[A-Za-z0-9]+$/, "a machine ID such as mach_…"),
     token: fileToken ?? required("token", /^mk_mach_[A-Za-z0-9]+$/, "a machine token such as mk_mach_… (or --token-file)"),
     tokenFile,
@@ -235,9 +249,10 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   };
   if (config.reconnectMaxMs < config.reconnectMinMs) problems.push("reconnectMaxMs must not be below reconnectMinMs");
   if (fileToken !== undefined && !/^mk_mach_[A-Za-z0-9]+$/.test(fileToken)) problems.push(`tokenFile (${tokenFile}) must hold a machine token such as mk_mach_…`);
-  if (config.server && !linkUsesTls(config) && !config.insecure && !isLoopback(config.server)) {
+  const plaintextTo = config.servers.filter((v) => !isLoopback(v));
+  if (plaintextTo.length > 0 && !linkUsesTls(config) && !config.insecure) {
     problems.push(
-      `refusing a plaintext link to ${config.server}: anyone on the path could read prompts, answers and this machine's token. ` +
+      `refusing a plaintext link to ${plaintextTo.join(", ")}: anyone on the path could read prompts, answers and this machine's token. ` +
         "Pass --ca-sha256 from the install command (or --tls, or --ca-file), or --insecure to allow plaintext anyway",
     );
   }

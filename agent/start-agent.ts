@@ -8,6 +8,7 @@ import { detectHardware, hardwareChanged, type HardwareSource } from "./hardware
 import { Backoff } from "./flow/index.js";
 import { InferenceDispatcher } from "./link/inference-dispatcher.js";
 import { GrpcDialer } from "./link/grpc-dialer.js";
+import { FailoverDialer } from "./link/failover-dialer.js";
 import { LinkClient } from "./link/link-client.js";
 import { RelayMessageHandler } from "./link/relay-message-handler.js";
 import { ModelStore } from "./models/model-store.js";
@@ -80,12 +81,18 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
   const send = (m: Parameters<LinkClient["send"]>[0]) => link.send(m);
   const inference = new InferenceDispatcher(host, send, log.child({ component: "inference" }));
   const relayMessages = new RelayMessageHandler({ inference, host, send, onStepDone: () => void inventory.report(), log });
+  // One dialer per relay address; with several, each new link goes to the next (one CA pinned for all of them).
   const grpc = options.dial
     ? undefined
-    : new GrpcDialer(
-        config.server,
-        { machineId: config.machineId, token: config.token },
-        { caSha256: config.caSha256, caCacheFile: join(config.dataDir, "relay-ca.pem"), caFile: config.caFile, tls: config.tls },
+    : new FailoverDialer(
+        config.servers.map((server) => ({
+          server,
+          dialer: new GrpcDialer(
+            server,
+            { machineId: config.machineId, token: config.token },
+            { caSha256: config.caSha256, caCacheFile: join(config.dataDir, "relay-ca.pem"), caFile: config.caFile, tls: config.tls },
+          ),
+        })),
       );
   const link: LinkClient = new LinkClient({
     dial: options.dial ?? grpc!.dial,
@@ -95,7 +102,10 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
       const stacks = inference.metrics();
       return stacks.length ? { type: "metrics", stacks } : undefined;
     },
-    backoff: new Backoff({ minMs: config.reconnectMinMs, maxMs: config.reconnectMaxMs }),
+    // Thousands of machines losing one relay at once come back spread over two seconds, not all at once.
+    backoff: new Backoff({ minMs: config.reconnectMinMs, maxMs: config.reconnectMaxMs, firstSpreadMs: Math.min(2000, config.reconnectMaxMs) }),
+    // With several relays, one that does not welcome the link soon is left for the next.
+    welcomeTimeoutMs: config.servers.length > 1 ? 5000 : 15_000,
     log: log.child({ component: "link" }),
     onOnline: () => inventory.linkOnline(),
     onDisconnect: () => relayMessages.linkLost("the link to the relay was lost"),
@@ -120,7 +130,7 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
       pid: process.pid,
       startedAt,
       machineId: config.machineId,
-      server: config.server,
+      server: grpc && config.servers.length > 1 ? `${grpc.current} (of ${config.server})` : config.server,
       dataDir: config.dataDir,
       link: { state: link.state, lastError: link.lastError, credentialsRejected: link.credentialsRejected, onlineSince: link.onlineSince },
       hardware,

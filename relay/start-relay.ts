@@ -13,13 +13,13 @@ import { EventBus } from "./events/index.js";
 import { UsageRecorder } from "./usage/index.js";
 import { RelayMetrics } from "./metrics/index.js";
 import { Deployer } from "./deploy/index.js";
-import { AgentRegistry, linkAcceptor, loadLinkTls, startLinkServer } from "./link/index.js";
+import { AgentRegistry, linkAcceptor, loadLinkTls, shareLinkCertificates, startLinkServer } from "./link/index.js";
 import { ADMIN_TOKEN_HASH, AdmissionGate, GatewayDirectory } from "./routing/index.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
 import { hashSecret, newSecret } from "./keys/index.js";
 import { RateLimiter, RedisRateLimiter, type Limiter } from "./limits/index.js";
-import { StorageHealth } from "./health/index.js";
+import { neverReachedDatabase, StorageHealth } from "./health/index.js";
 import { openStore, type DatabaseLocation, type Store } from "./store/index.js";
 import { randomBase62 } from "./ids/index.js";
 import { ChangeFeed, joinFleet } from "./cluster/index.js";
@@ -139,15 +139,26 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
           hooks: {
             machineChanged: (machineId) => registry.get(machineId)?.end(),
             machinesOffline: (machines) => machines.forEach((m) => events.emit({ type: "machine", orgId: m.orgId, machineId: m.id })),
+            caughtUp: async () => {
+              // A machine revoked or given a new token while this relay could not hear keeps no link here.
+              await Promise.all(
+                registry.all().map(async (s) => {
+                  if (!(await s.credentialsHold())) s.end("This machine was revoked or given a new token; run its new install command.");
+                }),
+              );
+              // Another relay may have taken this one for gone and marked its machines offline.
+              await store.machines.markHeld(registry.all().filter((s) => s.state === "open").map((s) => s.machineId));
+            },
           },
           log: log.child({ component: "changes" }),
         }).catch((err: unknown) => {
           d.close();
           throw err;
         });
-        // Every write answers once every other relay has it (or has stopped serving from memory).
+        // Every write answers once every other relay has it (or has stopped serving from memory); a write that
+        // never reached PostgreSQL changed nothing to wait for.
         const f = feed;
-        store.notices.listen(() => f.barrier());
+        store.notices.listen((_change, failure) => (failure !== undefined && neverReachedDatabase(failure) ? undefined : f.barrier()));
       }
     } catch (err) {
       await store.close();
@@ -179,13 +190,16 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   });
   const loopbackOnly = ["127.0.0.1", "localhost", "::1"].includes(config.grpcHost);
   const tlsOn = config.grpcTls === "on" || (config.grpcTls === "auto" && !loopbackOnly);
-  const tls = tlsOn ? loadLinkTls(config.dataDir, config.grpcTlsCert && config.grpcTlsKey ? { certFile: config.grpcTlsCert, keyFile: config.grpcTlsKey } : undefined) : undefined;
+  const givenCertificate = config.grpcTlsCert && config.grpcTlsKey ? { certFile: config.grpcTlsCert, keyFile: config.grpcTlsKey } : undefined;
+  // Relays on one database present one CA: the fingerprint an install command pins holds for each of them.
+  if (tlsOn && !givenCertificate && store.dialect === "postgres") await shareLinkCertificates(store, config.dataDir, log);
+  const tls = tlsOn ? loadLinkTls(config.dataDir, givenCertificate) : undefined;
   if (!tlsOn && !loopbackOnly) log.warn("the agents' link is plaintext on a public address: prompts, answers and machine tokens cross the network unencrypted", { grpcHost: config.grpcHost });
   const link = await startLinkServer({ accept, registry, host: config.grpcHost, port: config.grpcPort, tls });
   const linkCaSha256 = tls?.caSha256 ?? null;
   const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
   linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
-  const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
+  const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl, otherAddresses: feed ? () => feed.linkAddresses() : undefined }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
     registry.get(machineId)?.end(),
   );
   const gate = new AdmissionGate({
@@ -289,11 +303,11 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         for (const s of servers) s.closeIdleConnections();
         await fleet?.close();
         await link.stop();
-        // Off the relays table once nothing more is served: writers stop waiting for this relay.
-        await feed?.stop();
         const force = setTimeout(() => servers.forEach((s) => s.closeAllConnections()), 2_000);
         await closed;
         clearTimeout(force);
+        // Off the relays table once nothing more is served (admin writes answered too): writers stop waiting for it.
+        await feed?.stop();
         // Counts the database still refuses are lost with the process: said so in the log, the stop goes on.
         await storage.attempt("usage counts", () => usage.close());
         directory.close();

@@ -13,7 +13,8 @@
 #
 # Options:
 #   --relay-url URL       the relay's http(s) URL (the checks and the agent package come from it)
-#   --server HOST:PORT    the relay's link address, which the agent dials
+#   --server HOST:PORT    the relay's link address, which the agent dials (repeated: every relay on one
+#                         database, which the agent fails over between)
 #   --machine-id ID       --token TOKEN    this machine's credentials
 #   --ca-sha256 HEX       trust only the relay's own link CA, with this fingerprint (from the install command)
 #   --tls                 the link has a publicly trusted certificate instead
@@ -36,7 +37,7 @@ main() {
       --relay-url|--server|--machine-id|--token|--ca-sha256|--hf-token|--prefix|--service|--source)
         [ $# -ge 2 ] || { echo "install.sh: $1 needs a value" >&2; exit 2; }
         case "$1" in
-          --relay-url) relay_url="$2" ;; --server) server="$2" ;; --machine-id) machine_id="$2" ;; --token) token="$2" ;;
+          --relay-url) relay_url="$2" ;; --server) server="${server:+$server,}$2" ;; --machine-id) machine_id="$2" ;; --token) token="$2" ;;
           --ca-sha256) ca_sha256="$2" ;; --hf-token) hf_token="$2" ;; --prefix) prefix="$2" ;; --service) service="$2" ;;
           --source) source="$2" ;;
         esac
@@ -119,7 +120,9 @@ main() {
   case "$machine_id" in mach_*) ;; *) usage_error "the machine ID starts with mach_" ;; esac
   case "$token" in mk_mach_*) ;; *) usage_error "the machine token starts with mk_mach_" ;; esac
   # The values go into JSON and URLs as they are: only the characters they are made of are accepted.
-  case "$server$machine_id$token$hf_token" in *[!A-Za-z0-9_.:\[\]-]*) usage_error "--server, --machine-id, --token and --hf-token hold only letters, digits and . : _ - [ ]" ;; esac
+  case "$machine_id$token$hf_token" in *[!A-Za-z0-9_.:\[\]-]*) usage_error "--server, --machine-id, --token and --hf-token hold only letters, digits and . : _ - [ ]" ;; esac
+  # The addresses of several --server are joined by commas.
+  case "$server" in *[!A-Za-z0-9_.:,\[\]-]*) usage_error "--server, --machine-id, --token and --hf-token hold only letters, digits and . : _ - [ ]" ;; esac
   case "$hf_token" in ""|hf_*) ;; *) usage_error "a Hugging Face token starts with hf_" ;; esac
   case "$ca_sha256" in "") ;; *[!0-9a-fA-F]*) usage_error "--ca-sha256 is a SHA-256 fingerprint: 64 hex digits" ;; *) [ "${#ca_sha256}" -eq 64 ] || usage_error "--ca-sha256 is a SHA-256 fingerprint: 64 hex digits" ;; esac
   case "$relay_url" in ""|http://*|https://*) ;; *) usage_error "--relay-url is the relay's http(s) URL" ;; esac

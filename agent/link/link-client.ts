@@ -27,6 +27,8 @@ export interface LinkClientOptions {
   /** A message sent along with every heartbeat (the runtimes' metrics), if any. */
   withHeartbeat?: () => AgentToRelay | undefined;
   backoff: Backoff;
+  /** A link the relay has not welcomed within this long is given up (and the next attempt made). @default 15000 */
+  welcomeTimeoutMs?: number;
   log: Logger;
 }
 
@@ -86,9 +88,11 @@ export class LinkClient {
     return new Promise<void>((resolve) => {
       let heartbeat: NodeJS.Timeout | undefined;
       let ended = false;
+      const welcomeTimer = setTimeout(() => end("the relay did not welcome the link in time"), this.options.welcomeTimeoutMs ?? 15_000);
       const end = (reason: string) => {
         if (ended) return;
         ended = true;
+        clearTimeout(welcomeTimer);
         clearInterval(heartbeat);
         this.stopController.signal.removeEventListener("abort", onStop);
         this.onlineSince = null;
@@ -103,6 +107,7 @@ export class LinkClient {
         send: (message) => {
           if (ended) return;
           if (message.type === "welcome") {
+            clearTimeout(welcomeTimer);
             this.state = "online";
             this.lastError = null;
             this.onlineSince = Date.now();

@@ -14,12 +14,35 @@ const GONE_AFTER_MS = 30_000;
 /** How often each relay looks for relays gone and their machines. */
 const SWEEP_MS = 10_000;
 
+/**
+ * The advisory lock a relay of the release before several relays per database held alone on its database.
+ * Relays of this release hold it shared: an older relay still running keeps them from starting (it would serve
+ * keys revoked through them), and none of them running keeps an older one from starting.
+ */
+const ONE_RELAY_LOCK = "7247031196208271002";
+
+/** Refusal when a relay of the release before runs on the database. */
+export class OlderRelayRunningError extends Error {
+  constructor() {
+    super(
+      "A relay of an older Makina runs on this PostgreSQL database; it would not hear of changes made through this one. " +
+        "Stop it (upgrade it) first: relays of this release share a database, the older one does not.",
+    );
+    this.name = "OlderRelayRunningError";
+  }
+}
+
 /** What the relay does with what the feed brings besides the gateway's directory. */
 export interface ChangeFeedHooks {
   /** A machine's token changed (rotated, revoked): its link, if this relay holds it, must end. */
   machineChanged(machineId: string): void;
   /** Machines shown online through relays that are gone were marked offline. */
   machinesOffline(machines: { id: string; orgId: string }[]): void;
+  /**
+   * Everything was loaded whole again after the feed's connection came back: changes to machines missed
+   * meanwhile must be looked at (links of machines revoked meanwhile end; those held are marked online again).
+   */
+  caughtUp(): Promise<void>;
 }
 
 export interface ChangeFeedOptions {
@@ -77,16 +100,23 @@ export class ChangeFeed {
   private readonly ownChannel: string;
   private readonly startedAt = Date.now();
   private leaseResolve: (() => void) | undefined;
+  /** The connection whose whole load succeeded: acknowledgements and lease renewals wait for it. */
+  private loadedGeneration = 0;
+  /** The longest lease among the relays a barrier last saw: what a writer waits for when it cannot look. */
+  private longestLeaseMs: number;
+  /** The ping being sent, so a stop waits for it before taking this relay off the table. */
+  private pinging: Promise<unknown> = Promise.resolve();
 
   private constructor(private readonly options: ChangeFeedOptions) {
     this.ownChannel = `makina_relay_${options.relayId}`;
+    this.longestLeaseMs = options.leaseMs;
   }
 
   /** Connects, registers this relay and holds its first lease before it resolves. */
   static async start(options: ChangeFeedOptions): Promise<ChangeFeed> {
     const feed = new ChangeFeed(options);
     const leased = new Promise<void>((resolve) => (feed.leaseResolve = resolve));
-    await feed.connect();
+    await feed.connect(true);
     feed.timers.push(setInterval(() => feed.ping(), Math.max(50, Math.floor(options.leaseMs / 5))));
     feed.timers.push(setInterval(() => void feed.sweep(), SWEEP_MS));
     for (const t of feed.timers) t.unref();
@@ -118,27 +148,33 @@ export class ChangeFeed {
    * has stopped serving from memory: the store calls it after each write, before the admin API answers.
    */
   async barrier(): Promise<void> {
-    const { leaseMs, relayId, store, log } = this.options;
+    const { relayId, store, log } = this.options;
+    const startedAt = performance.now();
     // Past this, a relay that did not answer has let its lease run out (its last ping came back before the change).
-    const deadline = performance.now() + leaseMs * 1.05 + 50;
+    const deadline = (leaseMs: number) => startedAt + leaseMs * 1.05 + 50;
     const n = ++this.barrierSeq;
+    const waited = new AbortController();
     let waiting: Set<string> | undefined;
     try {
+      // Each relay counts as live for its own lease (relays may have been given different ones).
       const live = await store.db
         .selectFrom("relays")
-        .select("id")
+        .select(["id", "lease_ms"])
         .where("id", "<>", relayId)
-        .where("seen_at", ">", sql<number>`${databaseNowMs} - ${Math.ceil(leaseMs * 1.1) + 1000}`)
+        .where((eb) => eb("seen_at", ">", sql<number>`${databaseNowMs} - (${eb.ref("lease_ms")} * 11 / 10) - 1000`))
         .execute();
+      this.longestLeaseMs = Math.max(this.options.leaseMs, ...live.map((r) => r.lease_ms));
       if (live.length === 0) return;
       waiting = new Set(live.map((r) => r.id));
       const answered = new Promise<void>((resolve) => this.barriers.set(n, { waiting: waiting!, resolve }));
       await sql`SELECT pg_notify(${CHANGES}, ${`barrier:${relayId}:${n}`})`.execute(store.db);
-      await Promise.race([answered, sleep(Math.max(0, deadline - performance.now()), undefined, { ref: false })]);
+      const until = deadline(Math.max(...live.map((r) => r.lease_ms)));
+      await Promise.race([answered, sleep(Math.max(0, until - performance.now()), undefined, { signal: waited.signal }).catch(() => undefined)]);
     } catch {
-      // Unknown which relays heard of the change: past the deadline every one that did not is refusing.
-      await sleep(Math.max(0, deadline - performance.now()));
+      // Unknown which relays heard of the change: past the longest lease every one that did not is refusing.
+      await sleep(Math.max(0, deadline(this.longestLeaseMs) - performance.now()));
     } finally {
+      waited.abort();
       this.barriers.delete(n);
     }
     if (waiting && waiting.size > 0) log.warn("relays did not confirm a change in time; they have stopped serving from memory by now", { relays: [...waiting] });
@@ -150,12 +186,28 @@ export class ChangeFeed {
     await this.options.store.db.updateTable("relays").set({ url, link_address: linkAddress }).where("id", "=", this.options.relayId).execute();
   }
 
+  /** The addresses agents dial of the relays running on the database (this one's included), oldest relay first. */
+  async linkAddresses(): Promise<string[]> {
+    const running = await this.options.store.db
+      .selectFrom("relays")
+      .select("link_address")
+      .where("link_address", "is not", null)
+      .where("seen_at", ">", sql<number>`${databaseNowMs} - ${GONE_AFTER_MS}`)
+      .orderBy("started_at")
+      .execute();
+    return running.map((r) => r.link_address!);
+  }
+
   /** Stops pinging, takes this relay off the `relays` table (writers no longer wait for it) and disconnects. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
     clearTimeout(this.reconnect);
+    // Nothing more is served from memory once writers stop waiting for this relay; a ping on its way would
+    // put the row back, so it lands first.
+    this.options.directory.dropLease();
+    await this.pinging;
     await this.options.store.db
       .deleteFrom("relays")
       .where("id", "=", this.options.relayId)
@@ -164,10 +216,10 @@ export class ChangeFeed {
     const client = this.client;
     this.client = undefined;
     await client?.end().catch(() => undefined);
-    for (const b of this.barriers.values()) b.resolve();
   }
 
-  private async connect(): Promise<void> {
+  private async connect(first = false): Promise<void> {
+    if (this.stopped) return;
     const { url, directory, log } = this.options;
     const pg = (await import("pg")).default;
     const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, application_name: "makina relay changes", keepAlive: true, query_timeout: 10_000 });
@@ -176,9 +228,12 @@ export class ChangeFeed {
     client.on("notification", (m) => this.received(generation, m.channel, m.payload ?? ""));
     try {
       await client.connect();
+      const { rows } = await client.query<{ shared: boolean }>(`SELECT pg_try_advisory_lock_shared(${ONE_RELAY_LOCK}) AS shared`);
+      if (!rows[0]?.shared) throw new OlderRelayRunningError();
       await client.query(`LISTEN ${CHANGES}; LISTEN "${this.ownChannel}"`);
     } catch (err) {
       await client.end().catch(() => undefined);
+      if (err instanceof OlderRelayRunningError && !first) log.error(err.message);
       throw err;
     }
     if (this.stopped) return void client.end().catch(() => undefined);
@@ -191,13 +246,30 @@ export class ChangeFeed {
       this.scheduleReconnect();
     });
     // Whatever was committed while nobody listened (before the first connection too): everything is loaded
-    // again, after what is queued; pings renew the lease only once that load succeeded.
-    const ok = await directory.reloadWhole();
-    if (ok && generation > 1) log.info("the change feed is back; the gateway's directory was loaded whole again");
+    // again, after what is queued; pings renew the lease, and barriers are confirmed, only once it succeeded.
+    await this.catchUp(generation);
+  }
+
+  /** Loads everything whole for this connection, trying again every second until it can or the connection ends. */
+  private async catchUp(generation: number): Promise<void> {
+    const { directory, hooks, log } = this.options;
+    while (!this.stopped && generation === this.generation && this.client) {
+      if (await directory.reloadWhole()) {
+        if (generation !== this.generation) return;
+        this.loadedGeneration = generation;
+        if (generation > 1) {
+          log.info("the change feed is back; the gateway's directory was loaded whole again");
+          await hooks.caughtUp().catch((err: unknown) => log.warn("could not look at the machines again after catching up", { error: String(err) }));
+        }
+        return;
+      }
+      await sleep(1000);
+    }
   }
 
   private scheduleReconnect(): void {
     clearTimeout(this.reconnect);
+    if (this.stopped) return;
     this.reconnect = setTimeout(() => {
       this.connect().catch(() => this.scheduleReconnect());
     }, 500);
@@ -207,21 +279,23 @@ export class ChangeFeed {
   /** Records that this relay is alive and notifies itself, through the database; the echo renews the lease. */
   private ping(): void {
     const client = this.client;
-    if (!client) return;
-    const { relayId, describe } = this.options;
+    // A relay that may have missed a change (a whole load pending or failing) neither renews its lease nor says
+    // it is alive: writers stop waiting for it once its lease has run out, instead of at every write.
+    if (!client || this.stopped || this.loadedGeneration !== this.generation || !this.options.directory.current) return;
+    const { relayId, describe, leaseMs } = this.options;
     const n = ++this.pingSeq;
     this.pingsSent.set(n, performance.now());
     // Pings that never came back (a connection lost) are forgotten.
     for (const k of this.pingsSent.keys()) if (k < n - 100) this.pingsSent.delete(k);
     const { url, linkAddress } = describe();
-    client
+    this.pinging = client
       .query(
         `WITH seen AS (
-           INSERT INTO relays (id, url, link_address, started_at, seen_at) VALUES ($1, $2, $3, $4, (extract(epoch from clock_timestamp()) * 1000)::bigint)
-           ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at, url = EXCLUDED.url, link_address = EXCLUDED.link_address
+           INSERT INTO relays (id, url, link_address, started_at, seen_at, lease_ms) VALUES ($1, $2, $3, $4, (extract(epoch from clock_timestamp()) * 1000)::bigint, $7)
+           ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at, url = EXCLUDED.url, link_address = EXCLUDED.link_address, lease_ms = EXCLUDED.lease_ms
            RETURNING 1
          ) SELECT pg_notify($5, $6) FROM seen`,
-        [relayId, url, linkAddress, this.startedAt, this.ownChannel, `ping:${n}`],
+        [relayId, url, linkAddress, this.startedAt, this.ownChannel, `ping:${n}`, leaseMs],
       )
       // A connection that no longer answers is ended: its "end" connects again.
       .catch(() => void client.end().catch(() => undefined));
@@ -241,7 +315,7 @@ export class ChangeFeed {
         const [writer, n] = splitLast(rest);
         // Answered once every change before it is applied; not when one could not be read (the writer then
         // waits until this relay's lease has run out).
-        if (writer !== relayId) void directory.afterQueued((current) => (current && generation === this.generation ? this.ack(writer, n) : undefined));
+        if (writer !== relayId) void directory.afterQueued((current) => (current && generation === this.loadedGeneration && generation === this.generation ? this.ack(writer, n) : undefined));
       }
       return;
     }
@@ -251,7 +325,7 @@ export class ChangeFeed {
       this.pingsSent.delete(n);
       if (sentAt === undefined) return;
       void directory.afterQueued((current) => {
-        if (!current || generation !== this.generation) return;
+        if (!current || generation !== this.generation || generation !== this.loadedGeneration) return;
         directory.holdLeaseUntil(sentAt + leaseMs);
         this.leaseResolve?.();
         this.leaseResolve = undefined;

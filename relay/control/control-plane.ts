@@ -65,7 +65,7 @@ export class ControlPlane {
     private readonly store: Store,
     private readonly deployer: Deployer,
     /** How agents reach the link, for install commands: its `host:port`, whether it is TLS, and the CA they pin. */
-    private readonly link: () => { address: string; tls: boolean; caSha256: string | null; relayUrl: string },
+    private readonly link: () => { address: string; tls: boolean; caSha256: string | null; relayUrl: string; otherAddresses?: () => Promise<readonly string[]> },
     private readonly events: EventBus,
     private readonly inspector: ModelInspector,
     /** Ends a machine's live link, if it has one. */
@@ -120,7 +120,7 @@ export class ControlPlane {
     const token = newSecret("mk_mach_");
     const machine = await this.store.machines.create({ orgId: org.id, name, tokenHash: hashSecret(token) });
     this.events.emit({ type: "machine", orgId: org.id, machineId: machine.id });
-    return { machine, ...this.joining(machine.id, token) };
+    return { machine, ...(await this.joining(machine.id, token)) };
   }
 
   /**
@@ -143,7 +143,7 @@ export class ControlPlane {
     await this.store.machines.setTokenHash(machine.id, hashSecret(token));
     this.dropLink(machine.id);
     this.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
-    return { machine: await this.machine(orgId, id), ...this.joining(machine.id, token) };
+    return { machine: await this.machine(orgId, id), ...(await this.joining(machine.id, token)) };
   }
 
   /** Whether the link would take these credentials (the install script asks before installing anything). */
@@ -152,12 +152,16 @@ export class ControlPlane {
   }
 
   /** What a machine needs to join: the address agents dial, the CA they pin, and the install command with its token. */
-  private joining(machineId: string, token: string): Joining {
-    const { address: server, tls, caSha256, relayUrl } = this.link();
+  private async joining(machineId: string, token: string): Promise<Joining> {
+    const { address: server, tls, caSha256, relayUrl, otherAddresses } = this.link();
+    // Read now, not from a cache: a relay started a moment ago is in the command.
+    const others = otherAddresses ? await otherAddresses().catch(() => []) : [];
     const trust = caSha256 ? ` --ca-sha256 ${caSha256}` : tls ? " --tls" : "";
+    // Every relay on the database, this one first: the agent fails over between them.
+    const servers = [server, ...others.filter((a) => a !== server)].map((a) => ` --server ${a}`).join("");
     // One line for a bare machine with Node: the relay serves the script and the agent package of its own version,
     // and the script checks with the relay, before it installs anything, that it answers and takes the token.
-    const installCommand = `curl -fsSL ${relayUrl}/install.sh | sh -s -- --relay-url ${relayUrl} --server ${server} --machine-id ${machineId} --token ${token}${trust}`;
+    const installCommand = `curl -fsSL ${relayUrl}/install.sh | sh -s -- --relay-url ${relayUrl}${servers} --machine-id ${machineId} --token ${token}${trust}`;
     return { token, installCommand, server, caSha256 };
   }
 

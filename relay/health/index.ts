@@ -1,1 +1,1 @@
-export { storageError, StorageHealth } from "./storage-health.js";
+export { storageError, neverReachedDatabase, StorageHealth } from "./storage-health.js";

@@ -37,6 +37,16 @@ export function storageError(err: unknown): MakinaError | undefined {
 }
 
 /**
+ * Whether a database error proves the statement never reached PostgreSQL (the connection was refused or never
+ * came, the server was starting or shutting down): nothing it asked for can have been committed.
+ */
+export function neverReachedDatabase(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && ["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "57P03", "53300"].includes(code)) return true;
+  return /^timeout exceeded when trying to connect/.test(String((err as Error | null)?.message));
+}
+
+/**
  * Writes the relay makes on its own (machine states, hardware, runtime states, usage counts, last-use times):
  * one the database refuses is logged, at most every 10 s per kind, and the relay goes on serving; what it
  * holds in memory is written again later where it can be. `problem` says what went wrong in the last 30 s,

@@ -85,6 +85,8 @@ export interface SessionReports {
   onMetrics?: (stacks: StackMetrics[]) => void;
   /** Whether the relay gave this machine the stack: a runtime state for any other is ignored. */
   ownsStack?: (stackId: string) => boolean;
+  /** Whether the machine's credentials still hold in the database (not revoked, the same token). */
+  credentialsHold?: () => Promise<boolean>;
 }
 
 /** Link states: `open` while the agent is connected, then `closed` (final). */
@@ -291,6 +293,11 @@ export class AgentSession {
    * nothing of (no progress, no result) for that long fails with `timeout`, so a stuck step cannot hold
    * the stack's later deployments.
    */
+  /** Whether the machine's credentials still hold (checked in the database; true when the link cannot tell). */
+  credentialsHold(): Promise<boolean> {
+    return this.reports.credentialsHold?.() ?? Promise.resolve(true);
+  }
+
   /** Whether the stack is this machine's: given to it on this link, or (per `ownsStack`) before. */
   owns(stackId: string): boolean {
     return this.givenStacks.has(stackId) || (this.reports.ownsStack?.(stackId) ?? true);

@@ -5,3 +5,4 @@ export { startLinkServer, type LinkServer, type LinkServerOptions } from "./grpc
 export { checkMachineCredentials } from "./machine-credentials.js";
 export { loadLinkTls, certificateSha256, type LinkTls } from "./link-tls.js";
 export { PendingInference } from "./pending-inference.js";
+export { shareLinkCertificates } from "./shared-link-certificates.js";

@@ -170,6 +170,7 @@ function acceptMachine(
         else inventoryTimer = setTimeout(storeInventory, wait);
       },
       ownsStack: (stackId) => owned.has(stackId),
+      credentialsHold: stillValid,
       onMetrics: (stacks) => {
         // Only the stacks this relay gave the machine count, and no more of them than it could have.
         deps.runtimeMetrics.reported(machine.id, stacks.filter((st) => s.owns(st.stackId)));

@@ -21,6 +21,47 @@ export function certificateSha256(pem: string): string {
   return createHash("sha256").update(new X509Certificate(pem).raw).digest("hex");
 }
 
+/** Where the relay's own link certificates are kept in its data directory. */
+function linkTlsFiles(dataDir: string) {
+  const dir = join(dataDir, "tls");
+  return { dir, ca: join(dir, "link-ca.pem"), caKey: join(dir, "link-ca.key"), cert: join(dir, "link.pem"), key: join(dir, "link.key") };
+}
+
+/** The relay's own link CA and certificate, as kept in the data directory (and, shared, in the database). */
+export interface LinkCertificates {
+  ca: string;
+  caKey: string;
+  cert: string;
+  key: string;
+}
+
+/** The link certificates in the data directory, when all are there. */
+export function readLinkCertificates(dataDir: string): LinkCertificates | undefined {
+  const f = linkTlsFiles(dataDir);
+  if (![f.ca, f.caKey, f.cert, f.key].every((p) => existsSync(p))) return undefined;
+  return { ca: readFileSync(f.ca, "utf8"), caKey: readFileSync(f.caKey, "utf8"), cert: readFileSync(f.cert, "utf8"), key: readFileSync(f.key, "utf8") };
+}
+
+/** Writes link certificates into the data directory (keys readable by this user only). */
+export function writeLinkCertificates(dataDir: string, made: LinkCertificates): void {
+  const files = linkTlsFiles(dataDir);
+  mkdirSync(files.dir, { recursive: true, mode: 0o700 });
+  writeFileSync(files.caKey, made.caKey, { mode: 0o600 });
+  writeFileSync(files.key, made.key, { mode: 0o600 });
+  writeFileSync(files.ca, made.ca);
+  writeFileSync(files.cert, made.cert);
+  for (const f of [files.caKey, files.key]) chmodSync(f, 0o600);
+}
+
+/** The data directory's link certificates, made first when there are none. */
+export function ensureLinkCertificates(dataDir: string): LinkCertificates {
+  const found = readLinkCertificates(dataDir);
+  if (found) return found;
+  const made = makeLinkCertificates();
+  writeLinkCertificates(dataDir, made);
+  return made;
+}
+
 /**
  * The link's certificate: the one the relay was given (`--grpc-tls-cert`/`--grpc-tls-key`), else a private
  * CA and a server certificate made on first start and kept in `<dataDir>/tls` (keys readable by this user only).
@@ -29,23 +70,12 @@ export function loadLinkTls(dataDir: string, given?: { certFile: string; keyFile
   if (given) {
     return { certChain: readFileSync(given.certFile), privateKey: readFileSync(given.keyFile), caPem: null, caSha256: null };
   }
-  const dir = join(dataDir, "tls");
-  const files = { ca: join(dir, "link-ca.pem"), caKey: join(dir, "link-ca.key"), cert: join(dir, "link.pem"), key: join(dir, "link.key") };
-  if (!Object.values(files).every((f) => existsSync(f))) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const made = makeLinkCertificates();
-    writeFileSync(files.caKey, made.caKey, { mode: 0o600 });
-    writeFileSync(files.key, made.key, { mode: 0o600 });
-    writeFileSync(files.ca, made.ca);
-    writeFileSync(files.cert, made.cert);
-    for (const f of [files.caKey, files.key]) chmodSync(f, 0o600);
-  }
-  const caPem = readFileSync(files.ca, "utf8");
+  const { ca, cert, key } = ensureLinkCertificates(dataDir);
   return {
-    certChain: Buffer.from(readFileSync(files.cert, "utf8") + caPem),
-    privateKey: readFileSync(files.key),
-    caPem,
-    caSha256: certificateSha256(caPem),
+    certChain: Buffer.from(cert + ca),
+    privateKey: Buffer.from(key),
+    caPem: ca,
+    caSha256: certificateSha256(ca),
   };
 }
 

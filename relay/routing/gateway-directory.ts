@@ -189,6 +189,16 @@ export class GatewayDirectory {
     this.leaseUntil = Math.max(this.leaseUntil ?? 0, until);
   }
 
+  /** Ends the lease: nothing more is served from memory (a relay leaving its database's relays). */
+  dropLease(): void {
+    this.leaseUntil = 0;
+  }
+
+  /** Whether nothing was missed since the last whole load. */
+  get current(): boolean {
+    return !this.missed;
+  }
+
   /** Whether the relay serves from memory it knows is current (always, without a lease to keep). */
   get leaseHeld(): boolean {
     return this.leaseUntil === undefined || performance.now() <= this.leaseUntil;

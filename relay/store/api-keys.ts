@@ -123,17 +123,15 @@ export class ApiKeyStore {
 
   /** Revokes a key (final). Returns the key, or undefined when there is none. */
   async revoke(id: string, now = Date.now()): Promise<ApiKeyRecord | undefined> {
-    try {
-      await this.db
+    // Announced also when the answer was lost (the connection cut after the commit): the directory reads the key
+    // back, and drops it if it cannot.
+    await this.notices.after({ kind: "key", keyId: id }, () =>
+      this.db
         .updateTable("api_keys")
         .set((eb) => ({ state: "revoked", revoked_at: eb.fn.coalesce("revoked_at", eb.val(now)) }))
         .where("id", "=", id)
-        .execute();
-    } finally {
-      // Also when the answer was lost (the connection cut after the commit): the directory reads the key back,
-      // and drops it if it cannot.
-      await this.notices.changed({ kind: "key", keyId: id });
-    }
+        .execute(),
+    );
     return this.get(id);
   }
 

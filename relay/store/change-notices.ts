@@ -12,8 +12,11 @@ export type StoreChange =
   | { kind: "machine"; machineId: string }
   | { kind: "setting"; key: string };
 
-/** Called with each change; the write that made it answers only once every listener is done. */
-export type ChangeListener = (change: StoreChange) => Promise<void> | void;
+/**
+ * Called with each change; the write that made it answers only once every listener is done. `failure`: the
+ * write threw (its change is announced all the same: it may have committed before its answer was lost).
+ */
+export type ChangeListener = (change: StoreChange, failure?: unknown) => Promise<void> | void;
 
 /**
  * Where the store announces its changes. A write awaits its listeners, so whoever reads state from memory
@@ -29,8 +32,21 @@ export class ChangeNotices {
     return () => this.listeners.delete(listener);
   }
 
-  async changed(change: StoreChange): Promise<void> {
+  async changed(change: StoreChange, failure?: unknown): Promise<void> {
     if (this.listeners.size === 0) return;
-    await Promise.all([...this.listeners].map((l) => l(change)));
+    await Promise.all([...this.listeners].map((l) => l(change, failure)));
+  }
+
+  /** Runs a write and announces `change` after it, also when it threw (with what it threw). */
+  async after<T>(change: StoreChange, write: () => Promise<T>): Promise<T> {
+    let failure: unknown;
+    try {
+      return await write();
+    } catch (err) {
+      failure = err;
+      throw err;
+    } finally {
+      await this.changed(change, failure);
+    }
   }
 }

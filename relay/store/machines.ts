@@ -86,25 +86,19 @@ export class MachineStore {
 
   /** Replaces the machine's token (stored as a hash only). */
   async setTokenHash(id: string, tokenHash: string): Promise<void> {
-    try {
-      await this.db.updateTable("machines").set({ token_hash: tokenHash }).where("id", "=", id).execute();
-    } finally {
-      // Every relay drops the machine's link if it holds it (also when the answer was lost after the commit).
-      await this.notices.changed({ kind: "machine", machineId: id });
-    }
+    // Every relay drops the machine's link if it holds it (also when the answer was lost after the commit).
+    await this.notices.after({ kind: "machine", machineId: id }, () => this.db.updateTable("machines").set({ token_hash: tokenHash }).where("id", "=", id).execute());
   }
 
   /** Revokes a machine for good: its token hash is replaced by one no token matches. */
   async revoke(id: string, unmatchableHash: string, now = Date.now()): Promise<void> {
-    try {
-      await this.db
+    await this.notices.after({ kind: "machine", machineId: id }, () =>
+      this.db
         .updateTable("machines")
         .set((eb) => ({ revoked_at: eb.fn.coalesce("revoked_at", eb.val(now)), token_hash: unmatchableHash }))
         .where("id", "=", id)
-        .execute();
-    } finally {
-      await this.notices.changed({ kind: "machine", machineId: id });
-    }
+        .execute(),
+    );
   }
 
   async setInventory(id: string, inventory: MachineInventory): Promise<void> {
@@ -120,6 +114,12 @@ export class MachineStore {
       .where("state", "=", "online")
       .where((eb) => (this.relayId === null ? eb.lit(true) : eb.or([eb("relay_id", "is", null), eb("relay_id", "=", this.relayId)])))
       .execute();
+  }
+
+  /** The machines whose links this relay holds are online through it (again: another relay may have marked them offline). */
+  async markHeld(ids: string[]): Promise<void> {
+    if (ids.length === 0 || this.relayId === null) return;
+    await this.db.updateTable("machines").set({ state: "online", relay_id: this.relayId }).where("id", "in", ids).execute();
   }
 
   /**

@@ -162,7 +162,8 @@ export const MIGRATIONS: readonly string[] = [
     url TEXT,
     link_address TEXT,
     started_at BIGINT NOT NULL,
-    seen_at BIGINT NOT NULL
+    seen_at BIGINT NOT NULL,
+    lease_ms BIGINT NOT NULL
   );
   -- The relay holding the machine's link while it is online.
   ALTER TABLE machines ADD COLUMN relay_id TEXT;

@@ -116,10 +116,15 @@ const MIGRATION_LOCK = "7247031196208271001";
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
   const pg = await loadPg();
   const migrated = await migratePostgres(url, pg);
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, types: pg.types, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+  // A statement that gets no answer in 30 s (a network path that dropped silently) fails rather than holding
+  // its caller (the gateway's directory loads one at a time) until TCP gives up.
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, types: pg.types, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000, query_timeout: 30_000, keepAlive: true });
   // A pooled connection that dies while idle (PostgreSQL restarted) is dropped and replaced on next use;
   // without a listener the pool's error would end the process.
   pool.on("error", () => undefined);
+  // Nor one that dies while a query holds it (the query fails with the error, and the pool drops the connection
+  // when it is given back): pg-pool listens for errors only on idle connections.
+  pool.on("connect", (client) => client.on("error", () => undefined));
   return {
     db: new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) }),
     dialect: "postgres",

@@ -67,12 +67,8 @@ export class OrganizationStore {
   async setDefaultKeyLimits(id: string, limits: { rpm?: number | null; tpm?: number | null }): Promise<void> {
     const set = { ...(limits.rpm !== undefined ? { default_key_rpm: limits.rpm } : {}), ...(limits.tpm !== undefined ? { default_key_tpm: limits.tpm } : {}) };
     if (Object.keys(set).length === 0) return;
-    try {
-      await this.db.updateTable("organizations").set(set).where("id", "=", id).execute();
-    } finally {
-      // Also when the answer was lost after the commit: the directory reads the organization back.
-      await this.notices.changed({ kind: "org", orgId: id });
-    }
+    // Announced also when the answer was lost after the commit: the directory reads the organization back.
+    await this.notices.after({ kind: "org", orgId: id }, () => this.db.updateTable("organizations").set(set).where("id", "=", id).execute());
   }
 
   async list(): Promise<Organization[]> {

@@ -168,19 +168,16 @@ export class StackStore {
     }
     const deployedAt = to === "deployed" ? now : to === "draft" ? null : stack.deployedAt;
     const contextSize = extra.contextSize !== undefined ? extra.contextSize : to === "draft" ? null : stack.contextSize;
-    let res;
-    try {
-      res = await this.db
+    const write = () =>
+      this.db
         .updateTable("stacks")
         .set({ state: to, state_error: extra.error ?? null, context_size: contextSize, deployed_at: deployedAt, updated_at: now })
         .where("id", "=", id)
         .where("state", "=", stack.state)
         .executeTakeFirst();
-    } finally {
-      // Into or out of `deployed`: what the gateway routes to changed (also when the answer was lost after the
-      // commit: the directory reads the organization's stacks back).
-      if (to === "deployed" || stack.state === "deployed") await this.notices.changed({ kind: "stacks", orgId: stack.orgId });
-    }
+    // Into or out of `deployed`: what the gateway routes to changed (announced also when the answer was lost after
+    // the commit: the directory reads the organization's stacks back).
+    const res = to === "deployed" || stack.state === "deployed" ? await this.notices.after({ kind: "stacks", orgId: stack.orgId }, write) : await write();
     if (Number(res.numUpdatedRows) !== 1) {
       const current = await this.get(id);
       throw new MakinaError("conflict", `Stack ${id} became ${current?.state ?? "deleted"} meanwhile and cannot become ${to}.`);

@@ -109,6 +109,7 @@ export interface Tables {
     link_address: string | null;
     started_at: number;
     seen_at: number;
+    lease_ms: number;
   };
   usage_minutes: {
     org_id: string;

@@ -102,7 +102,9 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     expect(machine.install_command).toBe(
       `curl -fsSL ${relayUrl}/install.sh | sh -s -- --relay-url ${relayUrl} --server ${machine.install_command.match(/--server (\S+)/)![1]} --machine-id ${machine.id} --token ${machine.token} --ca-sha256 ${machine.ca_sha256}`,
     );
-    const r = await sh(`${machine.install_command} --prefix ${prefix} --service detached`, env, 300_000);
+    // A second relay address (one that does not answer, standing for a relay that is down): the agent is given
+    // both and links to the one that answers.
+    const r = await sh(`${machine.install_command} --server 127.0.0.1:9 --prefix ${prefix} --service detached`, env, 300_000);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/ok\s+daemon running/);
     expect(r.stdout).toMatch(/ok\s+machine token accepted/);
@@ -114,7 +116,7 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     expect(statSync(config).mode & 0o777).toBe(0o600);
     expect(statSync(join(prefix, "etc")).mode & 0o777).toBe(0o700);
     expect(JSON.parse(readFileSync(config, "utf8"))).toEqual({
-      server: expect.stringMatching(/:\d+$/),
+      server: expect.stringMatching(/^[^,]+:\d+,127\.0\.0\.1:9$/),
       machine_id: machine.id,
       token: machine.token,
       ca_sha256: machine.ca_sha256,
@@ -137,7 +139,8 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     const config = join(prefix, "etc", "agent.json");
     writeFileSync(config, JSON.stringify({ ...JSON.parse(readFileSync(config, "utf8")), max_context_size: 2048 }));
     const before = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
-    const r = await sh(`${machine.install_command} --prefix ${prefix} --service detached`, env, 300_000);
+    // The same command as the first install, the relay that does not answer included.
+    const r = await sh(`${machine.install_command} --server 127.0.0.1:9 --prefix ${prefix} --service detached`, env, 300_000);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toContain("is installed already");
     expect(JSON.parse(readFileSync(config, "utf8"))).toMatchObject({ token: machine.token, max_context_size: 2048 });

@@ -8,6 +8,8 @@ import { silentLogger } from "../../proto/index.js";
 import { emptyDatabase } from "../helpers/databases.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { fakeAdapter } from "../fakes/fake-runtime.js";
+import { resolveAgentConfig, startAgent } from "../../agent/index.js";
 
 /** The lease of these relays: short, so a relay cut from the database stops serving within the test. */
 const LEASE_MS = 1500;
@@ -83,7 +85,7 @@ describe("relays on one database", () => {
     expect(await listed(b)).toEqual(["second", "stories"]);
     expect((await admin(b, "POST", `/stacks/${stackId}/undeploy`)).status).toBe(200);
     expect(await listed(b)).toEqual(["stories"]);
-    await vi.waitFor(async () => expect(await listed(gw.relay)).toEqual(["stories"]), { timeout: 5000, interval: 50 });
+    expect(await listed(gw.relay)).toEqual(["stories"]);
   });
 
   it("ends a machine's link on the relay holding it when the machine is revoked through another", async () => {
@@ -119,7 +121,7 @@ describe("relays on one database", () => {
       // A machine left online by a relay that died without a word (its row never renewed again).
       const made = await admin(gw.relay, "POST", "/machines", { org: gw.orgId, name: "on-a-dead-relay" });
       const orphan = (made.body as { id: string }).id;
-      await sql.query("INSERT INTO relays (id, started_at, seen_at) VALUES ('rly_dead', 0, 0)");
+      await sql.query("INSERT INTO relays (id, started_at, seen_at, lease_ms) VALUES ('rly_dead', 0, 0, 10000)");
       await sql.query("UPDATE machines SET state = 'online', relay_id = 'rly_dead' WHERE id = $1", [orphan]);
       const dir = mkdtempSync(join(tmpdir(), "makina-relay-c-"));
       try {
@@ -143,7 +145,17 @@ describe("relays on one database", () => {
   it("a relay cut from the database refuses requests rather than serve a key revoked meanwhile, and catches up by itself", async () => {
     const { id, key } = await newKey(gw.relay, "revoked-while-cut");
     expect((await models(b, key)).status).toBe(200);
+    // A machine linked to B, revoked through A while B cannot hear.
+    const made = (await admin(gw.relay, "POST", "/machines", { org: gw.orgId, name: "linked-to-b" })).body as { id: string; token: string };
+    const agentDir = mkdtempSync(join(tmpdir(), "makina-agent-b-"));
+    const agent = await startAgent(
+      resolveAgentConfig({ flags: { server: b.linkAddress, machineId: made.id, token: made.token, dataDir: agentDir, threads: 1, gpu: false, reconnectMinMs: 50, reconnectMaxMs: 500 } }),
+      { log: silentLogger(), adapters: { openai: fakeAdapter() } },
+    );
+    await agent.link.whenOnline();
+    expect(b.registry.get(made.id)).toBeDefined();
     proxy.cut();
+    expect((await admin(gw.relay, "POST", `/machines/${made.id}/revoke`)).status).toBe(200);
     // Relay A's answer waits until B confirmed the change or B's lease ran out; B never heard of it.
     expect((await admin(gw.relay, "POST", `/keys/${id}/revoke`)).status).toBe(200);
     const refused = await models(b, key);
@@ -165,5 +177,34 @@ describe("relays on one database", () => {
     await vi.waitFor(async () => expect((await models(b, gw.apiKey)).status).toBe(200), { timeout: 10_000, interval: 100 });
     expect((await models(b, key)).status).toBe(401);
     expect((await fetch(`${b.url}/health`)).status).toBe(200);
+    // B looked at the machines it links once it caught up: the revoked one has no link there any more.
+    await vi.waitFor(() => expect(b.registry.get(made.id)).toBeUndefined(), { timeout: 5000, interval: 50 });
+    await agent.stop();
+    rmSync(agentDir, { recursive: true, force: true });
+  });
+
+  it("refuses to start while a relay of the release before (one relay per database) still runs on it", async () => {
+    const older = new pg.Client({ connectionString: database });
+    await older.connect();
+    const dir = mkdtempSync(join(tmpdir(), "makina-relay-new-"));
+    try {
+      // What a relay of that release held while it ran.
+      const other = await emptyDatabase("postgres");
+      const url = other.kind === "postgres" ? other.url : "";
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      await holder.query("SELECT pg_advisory_lock(7247031196208271002)");
+      const start = startRelay(resolveRelayConfig({ flags: { dataDir: dir, database: url, changeLeaseMs: LEASE_MS, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
+      await expect(start).rejects.toThrow(/A relay of an older Makina runs on this PostgreSQL database/);
+      await holder.end();
+      // Gone: this release's relays start, and the older one could no longer (they hold the lock shared).
+      const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, database: url, changeLeaseMs: LEASE_MS, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
+      const { rows } = await older.query<{ held: boolean }>("SELECT pg_try_advisory_lock(7247031196208271002) AS held");
+      expect(rows[0]!.held).toBe(false);
+      await relay.stop();
+    } finally {
+      await older.end();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

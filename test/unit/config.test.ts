@@ -35,6 +35,19 @@ describe("configuration", () => {
     expect(agentErr!.problems.map((p) => p.split(" ")[0])).toEqual(["server", "machineId", "token"]);
   });
 
+  it("takes several relay addresses, repeated or separated by commas, and refuses a plaintext link to any that is not on loopback", () => {
+    expect(resolveAgentConfig({ flags: { ...creds, server: ["a.example:8081", "b.example:8081"] } }).servers).toEqual(["a.example:8081", "b.example:8081"]);
+    expect(resolveAgentConfig({ env: { MAKINA_AGENT_SERVER: "a.example:8081, b.example:8081,a.example:8081" }, flags: { machineId: creds.machineId, token: creds.token, caSha256: PIN } }).servers).toEqual([
+      "a.example:8081",
+      "b.example:8081",
+    ]);
+    expect(resolveAgentConfig({ flags: creds }).servers).toEqual(["relay.example:8081"]);
+    expect(() => resolveAgentConfig({ flags: { ...creds, server: ["a.example:8081", "nope"] } })).toThrow(/server \(--server or MAKINA_AGENT_SERVER\) is required/);
+    const plain = { machineId: creds.machineId, token: creds.token };
+    expect(() => resolveAgentConfig({ flags: { ...plain, server: ["127.0.0.1:8081", "b.example:8081"] } })).toThrow(/refusing a plaintext link to b\.example:8081/);
+    expect(resolveAgentConfig({ flags: { ...plain, server: ["127.0.0.1:8081", "[::1]:8081"] } }).servers).toHaveLength(2);
+  });
+
   it("never gives inference more threads than cores minus one", () => {
     expect(defaultThreads(1)).toBe(1);
     expect(defaultThreads(2)).toBe(1);

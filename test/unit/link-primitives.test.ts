@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Backoff } from "../../agent/flow/backoff.js";
+import { FailoverDialer } from "../../agent/link/failover-dialer.js";
+import type { GrpcDialer } from "../../agent/link/grpc-dialer.js";
 import { CreditGate } from "../../agent/flow/credit-gate.js";
 import { SlotPool } from "../../agent/runtimes/slot-pool.js";
 import { MakinaError } from "../../proto/index.js";
@@ -12,12 +14,31 @@ describe("reconnect backoff", () => {
     expect(Array.from({ length: 4 }, () => bottom.next())).toEqual([100, 100, 100, 100]);
   });
 
+  it("spreads the first delay after a reset when told to, so machines that lost one relay do not all dial at once", () => {
+    const spread = (r: number) => new Backoff({ minMs: 100, maxMs: 10_000, firstSpreadMs: 2000, random: () => r });
+    expect([spread(0).next(), spread(0.5).next(), spread(0.999999).next()]).toEqual([100, 1100, 2100]);
+    const b = spread(0.999999);
+    expect([b.next(), b.next(), b.next()]).toEqual([2100, 200, 400]);
+  });
+
   it("starts over after a successful connection", () => {
     const b = new Backoff({ minMs: 10, maxMs: 1000, random: () => 0.999999 });
     b.next();
     b.next();
     b.reset();
     expect(b.next()).toBe(10);
+  });
+});
+
+describe("failing over between relays", () => {
+  it("sends each new link to the relay after the last one, starting at a random one", () => {
+    const dialed: string[] = [];
+    const relay = (server: string) => ({ server, dialer: { dial: () => (dialed.push(server), { send: () => {}, close: () => {} }), close: () => {} } as unknown as GrpcDialer });
+    const failover = new FailoverDialer([relay("a:1"), relay("b:1"), relay("c:1")], () => 0.5);
+    const agent = { send: () => {}, close: () => {} };
+    for (let i = 0; i < 4; i++) failover.dial(agent);
+    expect(dialed).toEqual(["b:1", "c:1", "a:1", "b:1"]);
+    expect(failover.current).toBe("b:1");
   });
 });
 
