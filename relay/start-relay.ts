@@ -209,7 +209,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     queueTimeoutMs: config.queueTimeoutMs,
   });
   // Relays on one database reach each other's machines over NATS.
-  const fleet = config.nats ? await joinFleet({ url: config.nats, relayId, registry, gate, log: log.child({ component: "fleet" }) }) : undefined;
+  const fleet = config.nats ? await joinFleet({ url: config.nats, relayId, registry, gate, events, log: log.child({ component: "fleet" }) }) : undefined;
   const apps = createRelayApp({
     storage,
     registry,

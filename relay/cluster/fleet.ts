@@ -1,9 +1,11 @@
 import type { Logger } from "../../proto/index.js";
 import type { AgentRegistry } from "../link/index.js";
+import type { EventBus, RelayEvent } from "../events/index.js";
 import type { AdmissionGate, InferenceTarget } from "../routing/index.js";
 import { FleetBus } from "./fleet-bus.js";
 import { HopServer } from "./hop-server.js";
 import { RemoteMachines } from "./remote-machines.js";
+import { readEvent, SUBJECTS } from "./hop-messages.js";
 
 /** The relays' fleet as one relay sees it over NATS (`--nats`): requests for any machine, wherever it is linked. */
 export interface Fleet {
@@ -17,8 +19,8 @@ export interface Fleet {
 }
 
 /** Connects to NATS, announces this relay's machines and serves other relays' requests for them. */
-export async function joinFleet(options: { url: string; relayId: string; registry: AgentRegistry; gate: AdmissionGate; log: Logger }): Promise<Fleet> {
-  const { url, relayId, registry, gate, log } = options;
+export async function joinFleet(options: { url: string; relayId: string; registry: AgentRegistry; gate: AdmissionGate; events: EventBus; log: Logger }): Promise<Fleet> {
+  const { url, relayId, registry, gate, events, log } = options;
   let remote: RemoteMachines | undefined;
   let server: HopServer | undefined;
   const bus = await FleetBus.connect(url, {
@@ -32,6 +34,18 @@ export async function joinFleet(options: { url: string; relayId: string; registr
   });
   remote = new RemoteMachines(bus, relayId, log);
   server = new HopServer({ bus, relayId, registry, gate, log });
+  // The web application's live events reach a browser on any relay: each relay's go out on the bus, and the
+  // others' are given to this relay's subscribers (and not sent out again).
+  const relayed = new WeakSet<RelayEvent>();
+  const unsubscribe = events.subscribe((event) => {
+    if (!relayed.has(event)) bus.publish(SUBJECTS.events, { from: relayId, event });
+  });
+  bus.subscribe(SUBJECTS.events, (m) => {
+    const event = readEvent(m, relayId);
+    if (!event) return;
+    relayed.add(event);
+    events.emit(event);
+  });
   const r = remote;
   const s = server;
   return {
@@ -49,6 +63,7 @@ export async function joinFleet(options: { url: string; relayId: string; registr
       return r.inFlight + s.inFlight;
     },
     async close() {
+      unsubscribe();
       s.close();
       r.close();
       await bus.close();

@@ -1,4 +1,5 @@
 import type { ChatInput, ErrorReport, TokenEvent, Usage } from "../../proto/index.js";
+import type { RelayEvent } from "../events/index.js";
 
 /**
  * The messages relays exchange over NATS (JSON). Subjects:
@@ -7,6 +8,7 @@ import type { ChatInput, ErrorReport, TokenEvent, Usage } from "../../proto/inde
  * - `makina.hop.<relay>`: a {@link HopRequest} for a machine linked to that relay.
  * - `makina.hop.<relay>.ctl`: {@link HopControl}: credit for a request's answer, or its cancellation.
  * - `makina.reply.<relay>.<n>`: the {@link HopReply} messages of request `n` sent by that relay.
+ * - `makina.events`: each relay's control-plane events (`{from, event}`), for live pages on every relay.
  */
 export const SUBJECTS = {
   machines: "makina.machines",
@@ -14,6 +16,7 @@ export const SUBJECTS = {
   control: (relayId: string) => `makina.hop.${relayId}.ctl`,
   replies: (relayId: string) => `makina.reply.${relayId}.*`,
   reply: (relayId: string, n: number) => `makina.reply.${relayId}.${n}`,
+  events: "makina.events",
 } as const;
 
 /** One machine a relay holds the link of: its id, requests in flight, whether its link is congested, its ready stacks. */
@@ -80,5 +83,16 @@ export function readReply(m: unknown): HopReply | undefined {
   if (isObject(m.e) && typeof m.e.type === "string") return m as HopReply;
   if (isObject(m.err) && typeof m.err.code === "string" && typeof m.err.message === "string") return m as HopReply;
   if ("usage" in m && (m.usage === null || isObject(m.usage))) return m as HopReply;
+  return undefined;
+}
+
+/** Another relay's control-plane event as received, or undefined (not one, or this relay's own). */
+export function readEvent(m: unknown, self: string): RelayEvent | undefined {
+  if (!isObject(m) || !isId(m.from) || m.from === self || !isObject(m.event)) return undefined;
+  const e = m.event;
+  if (!isId(e.orgId)) return undefined;
+  if (e.type === "machine" && isId(e.machineId)) return { type: "machine", orgId: e.orgId, machineId: e.machineId };
+  if (e.type === "stack" && isId(e.stackId)) return { type: "stack", orgId: e.orgId, stackId: e.stackId };
+  if (e.type === "key" && (isId(e.keyId) || e.keyId === "*")) return { type: "key", orgId: e.orgId, keyId: e.keyId as string };
   return undefined;
 }

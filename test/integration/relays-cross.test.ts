@@ -85,6 +85,17 @@ describe("a request that lands on another relay than the machine's", () => {
     await vi.waitFor(() => expect(fake.active).toBe(0), { timeout: 5000, interval: 20 });
   });
 
+  it("gives the live events of one relay (here: a key made) to the web application's streams on the other", async () => {
+    const seen: unknown[] = [];
+    const unsubscribe = b.events.subscribe((event) => seen.push(event));
+    try {
+      const { record } = await gw.relay.control.createKey(gw.orgId, { name: "seen-elsewhere" });
+      await vi.waitFor(() => expect(seen).toContainEqual({ type: "key", orgId: gw.orgId, keyId: record.id }), { timeout: 5000, interval: 20 });
+    } finally {
+      unsubscribe();
+    }
+  });
+
   it("refuses with 503 and Retry-After while NATS is down, ends streams in flight as incomplete, keeps local requests, and recovers by itself", async () => {
     const streaming = await chat(b, "slow 100 a b c d e f g h i j k l m n o p q r s t", { stream: true });
     expect(streaming.status).toBe(200);
