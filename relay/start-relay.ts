@@ -22,7 +22,7 @@ import { RateLimiter, RedisRateLimiter, type Limiter } from "./limits/index.js";
 import { neverReachedDatabase, StorageHealth } from "./health/index.js";
 import { openStore, type DatabaseLocation, type Store } from "./store/index.js";
 import { randomBase62 } from "./ids/index.js";
-import { ChangeFeed, joinFleet } from "./cluster/index.js";
+import { ChangeFeed, joinFleet, type Fleet } from "./cluster/index.js";
 import { lockDataDir } from "./data-dir-lock.js";
 
 /** A running relay. */
@@ -168,6 +168,24 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     lock.release();
     throw err;
   }
+  const gate = new AdmissionGate({
+    maxInFlightPerStack: config.maxInFlightPerStack,
+    maxInFlightPerMachine: config.maxInFlightPerMachine,
+    maxQueuePerStack: config.maxQueuePerStack,
+    queueTimeoutMs: config.queueTimeoutMs,
+  });
+  // Relays on one database reach each other's machines over NATS: a relay that cannot reach it at start does not
+  // start (saying so), before it takes any link.
+  let fleet: Fleet | undefined;
+  try {
+    fleet = config.nats ? await joinFleet({ url: config.nats, relayId, registry, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs }) : undefined;
+  } catch (err) {
+    await feed?.stop();
+    directory.close();
+    await store.close();
+    lock.release();
+    throw new Error(`Cannot reach NATS (--nats / MAKINA_NATS_URL): ${String(err)}`);
+  }
   const limiter: Limiter = config.redis ? await RedisRateLimiter.connect(config.redis, log.child({ component: "limits" })) : new RateLimiter();
   if (limiter instanceof RedisRateLimiter) {
     // Limits shared by every relay from the first request on; a Redis that does not answer yet is not a reason
@@ -202,14 +220,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl, otherAddresses: feed ? () => feed.linkAddresses() : undefined }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
     registry.get(machineId)?.end(),
   );
-  const gate = new AdmissionGate({
-    maxInFlightPerStack: config.maxInFlightPerStack,
-    maxInFlightPerMachine: config.maxInFlightPerMachine,
-    maxQueuePerStack: config.maxQueuePerStack,
-    queueTimeoutMs: config.queueTimeoutMs,
-  });
-  // Relays on one database reach each other's machines over NATS.
-  const fleet = config.nats ? await joinFleet({ url: config.nats, relayId, registry, gate, events, log: log.child({ component: "fleet" }) }) : undefined;
+
   const apps = createRelayApp({
     storage,
     registry,
@@ -289,8 +300,9 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
       stopping ??= (async () => {
         const closed = Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
         events.close();
+        fleet?.drain();
         // Requests waiting their turn in the admission queues count too: they are let in as others finish.
-        // And requests crossing relays: sent to others from here (those served here for others count on the links).
+        // And requests crossing relays: sent to others from here, and served here for others (on the links too).
         const inFlight = () => registry.all().reduce((n, s) => n + s.inFlight, 0) + gate.waiting + (fleet?.inFlight ?? 0);
         log.info("relay stopping: no new connections; draining requests in flight", { inFlight: inFlight(), graceMs: config.drainTimeoutMs });
         const deadline = Date.now() + config.drainTimeoutMs;

@@ -22,8 +22,9 @@ export class Backoff {
   next(): number {
     const { minMs, maxMs, random = Math.random, firstSpreadMs = 0 } = this.options;
     if (this.attempt === 0 && firstSpreadMs > 0) {
-      this.attempt++;
-      return Math.round(minMs + random() * firstSpreadMs);
+      // The attempts after go on doubling from beyond the spread, so the machines stay spread out.
+      this.attempt = Math.max(1, Math.ceil(Math.log2((minMs + firstSpreadMs) / minMs)));
+      return Math.min(maxMs, Math.round(minMs + random() * firstSpreadMs));
     }
     const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(this.attempt, 30));
     this.attempt++;

@@ -57,12 +57,20 @@ export class FleetBus {
     return this.up && !this.nc.isClosed();
   }
 
-  publish(subject: string, message: unknown): void {
-    if (!this.connected) return;
+  /** The largest message the NATS server takes (its `max_payload`, 1 MiB by default). */
+  get maxPayload(): number {
+    return this.nc.info?.max_payload ?? 1024 * 1024;
+  }
+
+  /** Sends a message; false when it could not be (not connected, or larger than the server takes). */
+  publish(subject: string, message: unknown): boolean {
+    if (!this.connected) return false;
     try {
       this.nc.publish(subject, this.encoder.encode(JSON.stringify(message)));
+      return true;
     } catch (err) {
-      this.log.debug("a message for another relay could not be sent", { subject, error: String(err) });
+      this.log.warn("a message for another relay could not be sent", { subject, error: String(err) });
+      return false;
     }
   }
 
@@ -77,7 +85,12 @@ export class FleetBus {
         } catch {
           return;
         }
-        handler(message, msg.subject);
+        // A handler that throws must not end the client's reading of the connection.
+        try {
+          handler(message, msg.subject);
+        } catch (err) {
+          this.log.warn("a message from another relay could not be handled", { subject: msg.subject, error: String(err) });
+        }
       },
     });
     this.subscriptions.push(sub);

@@ -15,11 +15,22 @@ export interface Fleet {
   readonly connected: boolean;
   /** Requests crossing relays in flight here: sent to others, and served for others. */
   readonly inFlight: number;
+  /** The relay is stopping: the others stop routing to its machines; requests in flight go on. */
+  drain(): void;
   close(): Promise<void>;
 }
 
 /** Connects to NATS, announces this relay's machines and serves other relays' requests for them. */
-export async function joinFleet(options: { url: string; relayId: string; registry: AgentRegistry; gate: AdmissionGate; events: EventBus; log: Logger }): Promise<Fleet> {
+export async function joinFleet(options: {
+  url: string;
+  relayId: string;
+  registry: AgentRegistry;
+  gate: AdmissionGate;
+  events: EventBus;
+  log: Logger;
+  /** The longest a request waits in an admission queue (a request crossing relays may wait in the other's). */
+  queueTimeoutMs?: number;
+}): Promise<Fleet> {
   const { url, relayId, registry, gate, events, log } = options;
   let remote: RemoteMachines | undefined;
   let server: HopServer | undefined;
@@ -27,13 +38,18 @@ export async function joinFleet(options: { url: string; relayId: string; registr
     name: `makina relay ${relayId}`,
     log,
     events: {
-      disconnected: () => remote?.disconnected(),
+      disconnected: () => {
+        remote?.disconnected();
+        // Answers to other relays cannot reach them now (and would have gaps): their requests end here.
+        server?.endAll();
+      },
       // The others learn at once that this relay is back, and what it holds.
       reconnected: () => server?.announce(true),
     },
   });
-  remote = new RemoteMachines(bus, relayId, log);
-  server = new HopServer({ bus, relayId, registry, gate, log });
+  remote = new RemoteMachines(bus, relayId, log, options.queueTimeoutMs);
+  const r0 = remote;
+  server = new HopServer({ bus, relayId, registry, gate, log, relayAlive: (id) => r0.alive(id) });
   // The web application's live events reach a browser on any relay: each relay's go out on the bus, and the
   // others' are given to this relay's subscribers (and not sent out again).
   const relayed = new WeakSet<RelayEvent>();
@@ -62,6 +78,7 @@ export async function joinFleet(options: { url: string; relayId: string; registr
     get inFlight() {
       return r.inFlight + s.inFlight;
     },
+    drain: () => s.drain(),
     async close() {
       unsubscribe();
       s.close();

@@ -48,8 +48,10 @@ export type HopControl = { from: string; n: number; credit: number } | { from: s
 /**
  * From the relay serving a request to its sender: answer events, then the error that ended it (if one did),
  * and last the tokens it used (`usage`, null when unknown). `noUsage`: refused before it ran, no usage follows.
+ * `s` numbers the replies of one request from 0: a gap (a reply lost while a connection to NATS was down)
+ * fails the request rather than leave words out of its answer.
  */
-export type HopReply = { e: TokenEvent } | { err: ErrorReport; noUsage?: true } | { usage: Usage | null };
+export type HopReply = { s: number } & ({ e: TokenEvent } | { err: ErrorReport; noUsage?: true } | { usage: Usage | null });
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const isId = (v: unknown): v is string => typeof v === "string" && /^[A-Za-z0-9_-]{1,64}$/.test(v);
@@ -79,11 +81,19 @@ export function readControl(m: unknown): HopControl | undefined {
 }
 
 export function readReply(m: unknown): HopReply | undefined {
-  if (!isObject(m)) return undefined;
-  if (isObject(m.e) && typeof m.e.type === "string") return m as HopReply;
+  if (!isObject(m) || !isCount(m.s)) return undefined;
+  if (isObject(m.e) && typeof m.e.type === "string") {
+    if (m.e.type === "end" && !isUsage(m.e.usage)) return undefined;
+    return m as HopReply;
+  }
   if (isObject(m.err) && typeof m.err.code === "string" && typeof m.err.message === "string") return m as HopReply;
-  if ("usage" in m && (m.usage === null || isObject(m.usage))) return m as HopReply;
+  if ("usage" in m && (m.usage === null || isUsage(m.usage))) return m as HopReply;
   return undefined;
+}
+
+/** Token counts as a relay may report them: whole numbers, not past what any request could use. */
+function isUsage(u: unknown): boolean {
+  return isObject(u) && isCount(u.promptTokens) && isCount(u.completionTokens);
 }
 
 /** Another relay's control-plane event as received, or undefined (not one, or this relay's own). */

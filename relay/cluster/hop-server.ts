@@ -1,8 +1,10 @@
 import { MakinaError, toErrorReport, type Logger, type Usage } from "../../proto/index.js";
-import type { AgentRegistry } from "../link/index.js";
+import { assertEncodable, type AgentRegistry } from "../link/index.js";
 import type { AdmissionGate, Admitted } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
 import { readControl, readRequest, SUBJECTS, type AnnouncedMachine, type HopReply, type HopRequest } from "./hop-messages.js";
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** How often the relay looks whether its machines changed (published at once when they did), and the longest between two snapshots. */
 const LOOK_MS = 200;
@@ -10,10 +12,22 @@ const REPEAT_MS = 1000;
 
 /** A request from another relay being served here. */
 interface Serving {
+  from: string;
+  /** When it arrived (`performance.now()`): a sender not heard of yet is given a few seconds to announce itself. */
+  since: number;
   controller: AbortController;
   credit: number;
   wake: (() => void) | undefined;
 }
+
+/** How long the answer may wait for the sender's credit before the request is given up (its sender gone quiet). */
+const CREDIT_WAIT_MS = 60_000;
+
+/** How long a request's sender may go unannounced (it just started, or its announcements are late). */
+const SENDER_GRACE_MS = 3500;
+
+/** The refusal of requests whose sending relay is gone: nobody reads their answer. */
+const senderGone = () => new MakinaError("canceled", "The relay that sent the request is gone.");
 
 /**
  * The serving side of requests crossing relays: this relay announces the machines whose links it holds (with
@@ -25,12 +39,22 @@ interface Serving {
  */
 export class HopServer {
   private readonly serving = new Map<string, Serving>();
+  /** Set when the relay stops: it announces no machine any more and takes no new request from others. */
+  private closing = false;
   private last = "";
   private lastAt = 0;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly deps: { bus: FleetBus; relayId: string; registry: AgentRegistry; gate: AdmissionGate; log: Logger },
+    private readonly deps: {
+      bus: FleetBus;
+      relayId: string;
+      registry: AgentRegistry;
+      gate: AdmissionGate;
+      log: Logger;
+      /** Whether a relay still announces itself (every second): requests from one that stopped are ended. */
+      relayAlive: (relayId: string) => boolean;
+    },
   ) {
     const { bus, relayId } = deps;
     bus.subscribe(SUBJECTS.hop(relayId), (m) => {
@@ -47,7 +71,11 @@ export class HopServer {
         call.wake?.();
       }
     });
-    this.timer = setInterval(() => this.announce(), LOOK_MS);
+    this.timer = setInterval(() => {
+      this.announce();
+      const now = performance.now();
+      for (const call of this.serving.values()) if (now - call.since > SENDER_GRACE_MS && !deps.relayAlive(call.from)) call.controller.abort(senderGone());
+    }, LOOK_MS);
     this.timer.unref();
     this.announce();
   }
@@ -60,7 +88,7 @@ export class HopServer {
   /** Publishes this relay's machines when they changed, and every second regardless (so others know it lives). */
   announce(force = false): void {
     const machines: AnnouncedMachine[] = [];
-    for (const s of this.deps.registry.all()) if (s.state === "open") machines.push([s.machineId, s.inFlight, s.congested ? 1 : 0, [...s.readyStacks]]);
+    if (!this.closing) for (const s of this.deps.registry.all()) if (s.state === "open") machines.push([s.machineId, s.inFlight, s.congested ? 1 : 0, [...s.readyStacks]]);
     const text = JSON.stringify(machines);
     const now = performance.now();
     if (!force && text === this.last && now - this.lastAt < REPEAT_MS) return;
@@ -69,26 +97,44 @@ export class HopServer {
     this.deps.bus.publish(SUBJECTS.machines, { relay: this.deps.relayId, machines });
   }
 
-  /** Stops announcing and ends the requests it serves. */
+  /**
+   * The relay is stopping: it tells the others it holds no machine any more (so they route elsewhere) and
+   * takes no new request; those it serves go on while the relay drains.
+   */
+  drain(): void {
+    this.closing = true;
+    this.announce(true);
+  }
+
+  /** Stops announcing and ends the requests it still serves. */
   close(): void {
+    this.drain();
     clearInterval(this.timer);
-    for (const call of this.serving.values()) call.controller.abort(new MakinaError("canceled", "The relay is stopping."));
+    this.endAll(new MakinaError("machine_offline", "The relay holding this machine's link stopped.", { retryAfterMs: 1000 }));
+  }
+
+  /** Ends every request served for others (by default: this relay lost NATS, their answers cannot reach them). */
+  endAll(why: MakinaError = senderGone()): void {
+    for (const call of this.serving.values()) call.controller.abort(why);
   }
 
   private async serve(request: HopRequest): Promise<void> {
     const { bus, registry, gate, log } = this.deps;
     const replyTo = SUBJECTS.reply(request.from, request.n);
-    const reply = (m: HopReply) => bus.publish(replyTo, m);
+    let seq = 0;
+    const reply = (m: DistributiveOmit<HopReply, "s">) => bus.publish(replyTo, { s: seq++, ...m });
     const key = `${request.from}.${request.n}`;
-    const call: Serving = { controller: new AbortController(), credit: request.credit, wake: undefined };
+    const call: Serving = { from: request.from, since: performance.now(), controller: new AbortController(), credit: request.credit, wake: undefined };
     this.serving.set(key, call);
     const { signal } = call.controller;
     signal.addEventListener("abort", () => call.wake?.(), { once: true });
     let place: Admitted | undefined;
     let ran = false;
     try {
-      const session = registry.get(request.machine);
+      const session = this.closing ? undefined : registry.get(request.machine);
       if (!session || session.state !== "open") throw new MakinaError("machine_offline", "Every machine serving this model is offline.", { retryAfterMs: 5000 });
+      // Checked by the relay that took it from its client; checked here too, as the link would end over it.
+      assertEncodable(request.input);
       place = gate.tryEnter(request.stack, request.machine) ?? (await gate.wait(request.stack, request.machine, signal));
       // Checked again with nothing awaited before the request starts on the link: from here its usage always comes.
       if (session.state !== "open") throw new MakinaError("machine_offline", "Every machine serving this model is offline.", { retryAfterMs: 5000 });
@@ -102,7 +148,9 @@ export class HopServer {
       for await (const event of events) {
         while (call.credit <= 0) {
           if (signal.aborted) throw MakinaError.from(signal.reason);
+          const timer = setTimeout(() => call.controller.abort(new MakinaError("timeout", "The relay that sent the request stopped reading its answer.")), CREDIT_WAIT_MS);
           await new Promise<void>((resolve) => (call.wake = resolve));
+          clearTimeout(timer);
           call.wake = undefined;
         }
         call.credit--;

@@ -19,6 +19,8 @@ const unreachable = (why: string) => new MakinaError("machine_offline", `The rel
 /** A request this relay sent to another. */
 interface Call {
   relayId: string;
+  /** The number the next reply must carry. */
+  nextReply: number;
   pending: PendingInference;
   onUsage: ((usage: Usage | null) => void) | undefined;
   /** The answer is over (ended, failed, or left by the client). */
@@ -31,6 +33,7 @@ interface Call {
 /** A machine linked to another relay, as routing sees it; requests for it go through that relay. */
 export class RemoteMachine implements InferenceTarget {
   readonly state = "open" as const;
+  readonly admittedWhereLinked = true;
   readyStacks = new Set<string>();
   congested = false;
   /** Requests in flight as its relay last said. */
@@ -73,6 +76,8 @@ export class RemoteMachines {
     private readonly bus: FleetBus,
     private readonly relayId: string,
     private readonly log: Logger,
+    /** The longest a request may wait in the serving relay's admission queue. */
+    private readonly queueTimeoutMs = 30_000,
   ) {
     bus.subscribe(SUBJECTS.machines, (m) => {
       const snapshot = readSnapshot(m);
@@ -89,6 +94,11 @@ export class RemoteMachines {
   /** The machine, when another relay holds its link. */
   get(machineId: string): RemoteMachine | undefined {
     return this.byMachine.get(machineId);
+  }
+
+  /** Whether a relay announced itself lately (an empty list counts): requests it sent are still read. */
+  alive(relayId: string): boolean {
+    return this.relays.has(relayId);
   }
 
   /** Requests this relay has in flight through others (a stopping relay waits for them too). */
@@ -114,18 +124,20 @@ export class RemoteMachines {
     if (this.relays.get(machine.relayId)?.machines.get(machine.machineId) !== machine) throw unreachable("no longer holds it");
     assertEncodable(input);
     const n = ++this.seq;
-    const call: Call = { relayId: machine.relayId, pending: new PendingInference(WINDOW), onUsage: options.onUsage, over: false, settled: false };
+    const call: Call = { relayId: machine.relayId, nextReply: 0, pending: new PendingInference(WINDOW), onUsage: options.onUsage, over: false, settled: false };
     this.calls.set(n, call);
     machine.sent++;
     const { signal } = options;
     const onAbort = () => call.pending.fail(MakinaError.from(signal?.reason ?? new DOMException("aborted", "AbortError")));
     signal?.addEventListener("abort", onAbort, { once: true });
     let finished = false;
-    // The serving relay applies the first-token timeout; this one only guards against a relay that never answers.
+    // The serving relay applies the first-token timeout (after its admission queue); this one only guards
+    // against a relay that never answers.
     const firstTokenTimeoutMs = options.firstTokenTimeoutMs ?? 120_000;
     const silence = setTimeout(() => {
       if (!call.pending.started) call.pending.fail(new MakinaError("runtime_unavailable", "The relay holding this machine's link did not answer in time.", { retryAfterMs: 5000 }));
-    }, firstTokenTimeoutMs + 5000);
+    }, firstTokenTimeoutMs + this.queueTimeoutMs + 5000);
+    silence.unref();
     try {
       if (signal?.aborted) onAbort();
       const request: HopRequest = {
@@ -138,7 +150,12 @@ export class RemoteMachines {
         steps: options.steps ?? 1,
         credit: WINDOW,
       };
-      this.bus.publish(SUBJECTS.hop(machine.relayId), request);
+      if (!this.bus.publish(SUBJECTS.hop(machine.relayId), request)) {
+        // Larger than NATS takes (its max_payload), or NATS gone this very moment.
+        throw JSON.stringify(request).length > this.bus.maxPayload
+          ? new MakinaError("request_too_large", `This request is too large to reach the relay holding its machine's link (NATS takes at most ${this.bus.maxPayload} bytes).`)
+          : unreachable("cannot be reached: this relay lost its connection to NATS");
+      }
       let unacknowledged = 0;
       for (;;) {
         const event = await call.pending.next();
@@ -185,6 +202,13 @@ export class RemoteMachines {
     const call = this.calls.get(n);
     const reply = readReply(m);
     if (!call || !reply) return;
+    if (reply.s !== call.nextReply) {
+      // A reply was lost (NATS dropped a connection meanwhile): the answer would miss words.
+      call.pending.fail(unreachable("lost part of the answer on the way"));
+      this.settle(n, null);
+      return;
+    }
+    call.nextReply++;
     if ("e" in reply) call.pending.push(reply.e);
     else if ("err" in reply) {
       call.pending.fail(fromErrorReport(reply.err));

@@ -158,7 +158,10 @@ export class ControlPlane {
     const others = otherAddresses ? await otherAddresses().catch(() => []) : [];
     const trust = caSha256 ? ` --ca-sha256 ${caSha256}` : tls ? " --tls" : "";
     // Every relay on the database, this one first: the agent fails over between them.
-    const servers = [server, ...others.filter((a) => a !== server)].map((a) => ` --server ${a}`).join("");
+    // Another relay's loopback address reaches nothing from a worker machine (unless this one is on loopback too).
+    const loopback = (a: string) => /^(127\.|localhost:|\[::1\]:)/.test(a);
+    const reachable = others.filter((a) => a !== server && (loopback(server) || !loopback(a)));
+    const servers = [server, ...reachable].map((a) => ` --server ${a}`).join("");
     // One line for a bare machine with Node: the relay serves the script and the agent package of its own version,
     // and the script checks with the relay, before it installs anything, that it answers and takes the token.
     const installCommand = `curl -fsSL ${relayUrl}/install.sh | sh -s -- --relay-url ${relayUrl}${servers} --machine-id ${machineId} --token ${token}${trust}`;

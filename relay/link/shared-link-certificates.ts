@@ -1,3 +1,5 @@
+import { renameSync } from "node:fs";
+import { join } from "node:path";
 import type { Logger } from "../../proto/index.js";
 import type { Store } from "../store/index.js";
 import { ensureLinkCertificates, readLinkCertificates, writeLinkCertificates, type LinkCertificates } from "./link-tls.js";
@@ -10,8 +12,8 @@ const LINK_CERTIFICATES = "link_certificates";
  * for every relay an agent may fail over to: the first relay stores its own (made on first start, or already in
  * its data directory) in the database, and every other relay writes the stored ones into its data directory
  * and presents them. The CA's private key is then in the database too: protect it as the relays' data
- * directories. A data directory whose CA differs is overwritten, saying so: agents that pinned it must run
- * their install command again.
+ * directories. A data directory whose CA differs is moved aside (`tls-replaced-<time>`), saying so: agents
+ * that pinned it must run their install command again.
  */
 export async function shareLinkCertificates(store: Store, dataDir: string, log: Logger): Promise<void> {
   for (;;) {
@@ -24,7 +26,15 @@ export async function shareLinkCertificates(store: Store, dataDir: string, log: 
     const shared = JSON.parse(stored) as LinkCertificates;
     const mine = readLinkCertificates(dataDir);
     if (mine && mine.ca === shared.ca && mine.cert === shared.cert && mine.key === shared.key) return;
-    if (mine) log.warn("this data directory's link CA is not the one the relays on this database share: presenting the shared one (agents that pinned this directory's CA must run their install command again)");
+    if (mine) {
+      // Kept beside, not lost: an operator who started the relays in the wrong order can put it back.
+      const kept = join(dataDir, `tls-replaced-${Date.now()}`);
+      renameSync(join(dataDir, "tls"), kept);
+      log.warn(
+        "this data directory's link CA is not the one the relays on this database share: presenting the shared one (agents that pinned this directory's CA must run their install command again)",
+        { kept },
+      );
+    }
     writeLinkCertificates(dataDir, shared);
     return;
   }

@@ -29,7 +29,11 @@ export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFl
  * Where the gateway sends a request: a machine's link on this relay (an `AgentSession`), or a machine linked to
  * another relay, reached through it (relay/cluster).
  */
-export type InferenceTarget = RoutableSession & Pick<AgentSession, "infer">;
+export type InferenceTarget = RoutableSession &
+  Pick<AgentSession, "infer"> & {
+    /** True for a machine linked to another relay: that relay applies the machine's admission, not this one. */
+    readonly admittedWhereLinked?: boolean;
+  };
 
 /**
  * Picks where a request runs: among the allowed stacks, those whose machine is online, whose runtime is

@@ -74,6 +74,25 @@ describe("a request that lands on another relay than the machine's", () => {
     expect(busy.headers.get("retry-after")).toBe("2");
   });
 
+  it("refuses at once, with 413, a request too large for NATS to carry to the other relay", async () => {
+    const huge = "word ".repeat(300_000);
+    const refused = await chat(b, huge);
+    expect(refused.status).toBe(413);
+    expect(((await refused.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "request_too_large", message: expect.stringMatching(/NATS takes at most \d+ bytes/) });
+    // Served where the machine is linked.
+    expect((await chat(gw.relay, huge, { max_tokens: 1 })).status).toBe(200);
+  });
+
+  it("does not start without NATS, saying so", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "makina-relay-c-"));
+    try {
+      const flags = { dataDir: dir, database: gw.relay.config.database, nats: "nats://127.0.0.1:9", port: 0, grpcPort: 0, grpcHost: "127.0.0.1" };
+      await expect(startRelay(resolveRelayConfig({ flags }), { log: silentLogger() })).rejects.toThrow(/Cannot reach NATS \(--nats \/ MAKINA_NATS_URL\)/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("cancels the generation on the machine when the client goes away", async () => {
     const fake = gw.fake(gw.machineId, "stories");
     const res = await chat(b, "stall one two three", { stream: true });

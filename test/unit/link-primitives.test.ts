@@ -17,8 +17,9 @@ describe("reconnect backoff", () => {
   it("spreads the first delay after a reset when told to, so machines that lost one relay do not all dial at once", () => {
     const spread = (r: number) => new Backoff({ minMs: 100, maxMs: 10_000, firstSpreadMs: 2000, random: () => r });
     expect([spread(0).next(), spread(0.5).next(), spread(0.999999).next()]).toEqual([100, 1100, 2100]);
+    // Then doubling from beyond the spread (100 · 2⁵ = 3200), up to the cap.
     const b = spread(0.999999);
-    expect([b.next(), b.next(), b.next()]).toEqual([2100, 200, 400]);
+    expect([b.next(), b.next(), b.next(), b.next(), b.next()]).toEqual([2100, 3200, 6400, 10_000, 10_000]);
   });
 
   it("starts over after a successful connection", () => {

@@ -35,6 +35,9 @@ export interface ChatCompletionsDeps {
   gate: AdmissionGate;
 }
 
+/** The place of a request whose machine's relay applies its admission. */
+const ADMITTED_ELSEWHERE: Admitted = { release: () => undefined };
+
 /** What one request has become, for its metrics. */
 interface Outcome {
   key: ApiKeyRecord | undefined;
@@ -100,7 +103,8 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   let place: Admitted | undefined;
   try {
     // The stack and its machine run so many requests at once; beyond that the request waits its turn, briefly.
-    place = deps.gate.tryEnter(stack.id, stack.machineId) ?? (await deps.gate.wait(stack.id, stack.machineId, controller.signal));
+    // (A machine linked to another relay waits its turn there, where its requests in flight are counted.)
+    place = session.admittedWhereLinked ? ADMITTED_ELSEWHERE : (deps.gate.tryEnter(stack.id, stack.machineId) ?? (await deps.gate.wait(stack.id, stack.machineId, controller.signal)));
     const events = session.infer(
       stack.id,
       request.input,
