@@ -196,6 +196,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const usage = new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) });
   const metrics = new RelayMetrics({ machinesOnline: () => registry.size });
   const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs, storage);
+  if (fleet) deployer.reachOthers(fleet.serveDeployments(deployer));
   const accept = linkAcceptor({
     store,
     registry,

@@ -96,6 +96,32 @@ export class FleetBus {
     this.subscriptions.push(sub);
   }
 
+  /** Sends a message and waits for its one answer (decoded), up to `timeoutMs`; rejects without one. */
+  async request(subject: string, message: unknown, timeoutMs: number): Promise<unknown> {
+    const reply = await this.nc.request(subject, this.encoder.encode(JSON.stringify(message)), { timeout: timeoutMs });
+    return JSON.parse(this.decoder.decode(reply.data)) as unknown;
+  }
+
+  /** Answers every request on `subject` with what `handler` resolves to (an error becomes `{error}`). */
+  respond(subject: string, handler: (message: unknown) => Promise<unknown>): void {
+    const sub = this.nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return;
+        let message: unknown;
+        try {
+          message = JSON.parse(this.decoder.decode(msg.data));
+        } catch {
+          return;
+        }
+        handler(message).then(
+          (answer) => msg.respond(this.encoder.encode(JSON.stringify(answer ?? {}))),
+          (e: unknown) => msg.respond(this.encoder.encode(JSON.stringify({ error: String(e) }))),
+        );
+      },
+    });
+    this.subscriptions.push(sub);
+  }
+
   /** Resolves once the server has every message published before (a round trip). */
   flush(): Promise<void> {
     return this.nc.flush();

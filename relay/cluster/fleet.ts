@@ -5,7 +5,8 @@ import type { AdmissionGate, InferenceTarget } from "../routing/index.js";
 import { FleetBus } from "./fleet-bus.js";
 import { HopServer } from "./hop-server.js";
 import { RemoteMachines } from "./remote-machines.js";
-import { readEvent, SUBJECTS } from "./hop-messages.js";
+import { readEvent, readStackMessage, SUBJECTS } from "./hop-messages.js";
+import type { DeploymentsElsewhere } from "../deploy/index.js";
 
 /** The relays' fleet as one relay sees it over NATS (`--nats`): requests for any machine, wherever it is linked. */
 export interface Fleet {
@@ -17,6 +18,11 @@ export interface Fleet {
   readonly inFlight: number;
   /** The relay is stopping: the others stop routing to its machines; requests in flight go on. */
   drain(): void;
+  /**
+   * Runs, on this relay, the deployments other relays are asked for when this relay holds the machine's link,
+   * and returns where this relay's deployer sends those of machines linked elsewhere.
+   */
+  serveDeployments(deployer: { deployHere(stackId: string): Promise<void>; stopHere(stackId: string): Promise<void> }): DeploymentsElsewhere;
   close(): Promise<void>;
 }
 
@@ -79,6 +85,30 @@ export async function joinFleet(options: {
       return r.inFlight + s.inFlight;
     },
     drain: () => s.drain(),
+    serveDeployments(deployer) {
+      bus.subscribe(SUBJECTS.deploy(relayId), (m) => {
+        const stackId = readStackMessage(m);
+        if (stackId) void deployer.deployHere(stackId).catch((err: unknown) => log.warn("a deployment asked by another relay could not start", { stackId, error: String(err) }));
+      });
+      bus.respond(SUBJECTS.stop(relayId), async (m) => {
+        const stackId = readStackMessage(m);
+        if (stackId) await deployer.stopHere(stackId);
+        return { done: true };
+      });
+      return {
+        deploy(stack) {
+          const holder = r.get(stack.machineId)?.relayId;
+          return holder !== undefined && bus.publish(SUBJECTS.deploy(holder), { stack: stack.id });
+        },
+        async stop(stack) {
+          const holder = r.get(stack.machineId)?.relayId;
+          if (holder === undefined) return false;
+          // A stop takes as long as the deployment it ends (its step on the machine): waited for a while, as here.
+          await bus.request(SUBJECTS.stop(holder), { stack: stack.id }, 120_000).catch((err: unknown) => log.warn("the relay holding the machine did not confirm the stop", { stackId: stack.id, error: String(err) }));
+          return true;
+        },
+      };
+    },
     async close() {
       unsubscribe();
       s.close();

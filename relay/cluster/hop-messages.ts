@@ -9,6 +9,8 @@ import type { RelayEvent } from "../events/index.js";
  * - `makina.hop.<relay>.ctl`: {@link HopControl}: credit for a request's answer, or its cancellation.
  * - `makina.reply.<relay>.<n>`: the {@link HopReply} messages of request `n` sent by that relay.
  * - `makina.events`: each relay's control-plane events (`{from, event}`), for live pages on every relay.
+ * - `makina.hop.<relay>.deploy` (`{stack}`): run that stack's deployment, its machine being linked there.
+ * - `makina.hop.<relay>.stop` (`{stack}`, answered once done): stop that stack there (deployment, runtime).
  */
 export const SUBJECTS = {
   machines: "makina.machines",
@@ -17,6 +19,8 @@ export const SUBJECTS = {
   replies: (relayId: string) => `makina.reply.${relayId}.*`,
   reply: (relayId: string, n: number) => `makina.reply.${relayId}.${n}`,
   events: "makina.events",
+  deploy: (relayId: string) => `makina.hop.${relayId}.deploy`,
+  stop: (relayId: string) => `makina.hop.${relayId}.stop`,
 } as const;
 
 /** One machine a relay holds the link of: its id, requests in flight, whether its link is congested, its ready stacks. */
@@ -105,4 +109,9 @@ export function readEvent(m: unknown, self: string): RelayEvent | undefined {
   if (e.type === "stack" && isId(e.stackId)) return { type: "stack", orgId: e.orgId, stackId: e.stackId };
   if (e.type === "key" && (isId(e.keyId) || e.keyId === "*")) return { type: "key", orgId: e.orgId, keyId: e.keyId as string };
   return undefined;
+}
+
+/** The stack id of a deploy or stop message, or undefined. */
+export function readStackMessage(m: unknown): string | undefined {
+  return isObject(m) && isId(m.stack) ? m.stack : undefined;
 }

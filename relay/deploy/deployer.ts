@@ -10,6 +10,14 @@ export const DEPLOY_STEPS = ["install_runtime", "pull_model", "configure_endpoin
 /** Deploy progress is stored (and announced to live pages) at most this often per step. */
 const PROGRESS_MIN_INTERVAL_MS = 200;
 
+/** Where deployments for machines linked to other relays go (relays joined over NATS). */
+export interface DeploymentsElsewhere {
+  /** Asks the relay holding the machine's link to run the stack's deployment; false when no relay holds it. */
+  deploy(stack: Stack): boolean;
+  /** Asks that relay to stop the stack there (its deployment, then its runtime); false when no relay holds it. */
+  stop(stack: Stack): Promise<boolean>;
+}
+
 /**
  * Runs deployments: moves stacks through their states and sends each step to
  * the stack's machine. Deploying to an offline machine leaves the stack
@@ -22,6 +30,7 @@ export class Deployer {
   private readonly cancels = new Map<string, AbortController>();
   /** Machines' stacks being looked up to resume, from the moment the machine came online. */
   private readonly resuming = new Set<Promise<unknown>>();
+  private elsewhere: DeploymentsElsewhere | undefined;
 
   constructor(
     private readonly store: Store,
@@ -36,13 +45,46 @@ export class Deployer {
     registry.on("online", (session) => this.resume(session));
   }
 
-  /** Starts deploying a stack; returns it in its new `deploying` state. */
+  /** Sends deployments for machines this relay does not link to the relay that does. */
+  reachOthers(elsewhere: DeploymentsElsewhere): void {
+    this.elsewhere = elsewhere;
+  }
+
+  /**
+   * Starts deploying a stack; returns it in its new `deploying` state. Run by this relay when it holds the
+   * machine's link, by the relay that does otherwise, and when the machine links again if none does.
+   */
   async deploy(stackId: string): Promise<Stack> {
     const stack = await this.store.stacks.transition(stackId, "deploying");
     this.changed(stack);
     const session = this.registry.get(stack.machineId);
     if (session) this.run(session, stack);
+    else this.elsewhere?.deploy(stack);
     return stack;
+  }
+
+  /** Runs a stack's deployment another relay was asked for, when this relay holds its machine's link. */
+  async deployHere(stackId: string): Promise<void> {
+    const stack = await this.store.stacks.get(stackId);
+    const session = stack && this.registry.get(stack.machineId);
+    if (stack && session && (stack.state === "deploying" || stack.state === "deployed")) this.run(session, stack);
+  }
+
+  /**
+   * Stops a stack on this relay's link to its machine: a deployment still running is stopped first (on the
+   * machine too, its steps ending as canceled), then the runtime is removed. Nothing when the link is not here.
+   */
+  async stopHere(stackId: string): Promise<void> {
+    this.cancels.get(stackId)?.abort(new MakinaError("canceled", "The stack was undeployed during its deployment."));
+    this.cancels.delete(stackId);
+    await this.settled(stackId);
+    const stack = await this.store.stacks.get(stackId);
+    const session = stack && this.registry.get(stack.machineId);
+    if (!session) return;
+    session.readyStacks.delete(stackId);
+    await session.runCommand(stackId, { kind: "removeStack" }, { idleTimeoutMs: this.stepIdleTimeoutMs }).catch((err: unknown) => {
+      this.log.warn("remove_stack failed; the stack is undeployed anyway", { stackId, err });
+    });
   }
 
   /**
@@ -52,16 +94,8 @@ export class Deployer {
   async undeploy(stackId: string): Promise<Stack> {
     const stack = await this.store.stacks.transition(stackId, "undeploying");
     this.changed(stack);
-    this.cancels.get(stackId)?.abort(new MakinaError("canceled", "The stack was undeployed during its deployment."));
-    this.cancels.delete(stackId);
-    await this.settled(stackId);
-    const session = this.registry.get(stack.machineId);
-    if (session) {
-      session.readyStacks.delete(stack.id);
-      await session.runCommand(stack.id, { kind: "removeStack" }, { idleTimeoutMs: this.stepIdleTimeoutMs }).catch((err: unknown) => {
-        this.log.warn("remove_stack failed; the stack is undeployed anyway", { stackId, err });
-      });
-    }
+    // Where the machine's link is: here, or on the relay that holds it (whose deployment of it stops too).
+    if (this.registry.get(stack.machineId) || !(await this.elsewhere?.stop(stack))) await this.stopHere(stackId);
     const undeployed = await this.store.stacks.transition(stackId, "draft");
     this.changed(undeployed);
     return undeployed;

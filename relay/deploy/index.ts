@@ -1,1 +1,1 @@
-export { Deployer, DEPLOY_STEPS } from "./deployer.js";
+export { Deployer, DEPLOY_STEPS, type DeploymentsElsewhere } from "./deployer.js";

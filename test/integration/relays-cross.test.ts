@@ -115,6 +115,27 @@ describe("a request that lands on another relay than the machine's", () => {
     }
   });
 
+  it("deploys and undeploys, through the other relay, a stack whose machine is linked to this one", async () => {
+    const admin = (method: string, path: string) => fetch(`${b.adminUrl}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
+    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "third", machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "third" });
+    expect((await admin("POST", `/stacks/${stack.id}/deploy`)).status).toBe(200);
+    // Run by relay A, which holds the link: deployed, loaded on the machine, served through B.
+    await vi.waitFor(async () => expect(((await (await admin("GET", `/stacks/${stack.id}`)).json()) as { state: string }).state).toBe("deployed"), { timeout: 10_000, interval: 50 });
+    expect(gw.agent.host.list().map((r) => r.stackId)).toContain(stack.id);
+    // Ready for B's routing once A announces its machine's ready stacks again (looked at every 200 ms).
+    const third = () =>
+      fetch(`${b.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "third", messages: [{ role: "user", content: "third one" }] }),
+      });
+    await vi.waitFor(async () => expect((await third()).status).toBe(200), { timeout: 5000, interval: 50 });
+    // Undeployed through B: out of service, and its runtime removed from the machine by A, before B answers.
+    const undeployed = await admin("POST", `/stacks/${stack.id}/undeploy`);
+    expect([undeployed.status, ((await undeployed.json()) as { state: string }).state]).toEqual([200, "draft"]);
+    expect(gw.agent.host.list().map((r) => r.stackId)).not.toContain(stack.id);
+  });
+
   it("refuses with 503 and Retry-After while NATS is down, ends streams in flight as incomplete, keeps local requests, and recovers by itself", async () => {
     const streaming = await chat(b, "slow 100 a b c d e f g h i j k l m n o p q r s t", { stream: true });
     expect(streaming.status).toBe(200);
