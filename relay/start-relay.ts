@@ -194,7 +194,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   }
 
   const usage = new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) });
-  const metrics = new RelayMetrics({ machinesOnline: () => registry.size });
+  // Several relays share a PostgreSQL database: each one's series carry its id.
+  const metrics = new RelayMetrics({ machinesOnline: () => registry.size, relayId: store.dialect === "postgres" ? relayId : undefined });
   const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs, storage);
   if (fleet) deployer.reachOthers(fleet.serveDeployments(deployer));
   const accept = linkAcceptor({

@@ -35,7 +35,9 @@ export class RelayMetrics {
   /** The runtime metrics each connected machine last reported, by machine id. */
   private readonly runtimes = new Map<string, StackMetrics[]>();
 
-  constructor(options: { machinesOnline: () => number }) {
+  /** `relayId`: labels every series `relay` (relays sharing a database, each scraped on its own). */
+  constructor(options: { machinesOnline: () => number; relayId?: string }) {
+    if (options.relayId) this.registry.setDefaultLabels({ relay: options.relayId });
     const runtimes = this.runtimes;
     /** A series per stack of every connected machine, set from what the agents last reported. */
     const fromAgents = (name: string, help: string, value: (m: StackMetrics) => number, kind: "counter" | "gauge") => {

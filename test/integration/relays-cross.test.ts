@@ -136,6 +136,16 @@ describe("a request that lands on another relay than the machine's", () => {
     expect(gw.agent.host.list().map((r) => r.stackId)).not.toContain(stack.id);
   });
 
+  it("labels every series of each relay's /metrics with the relay's id", async () => {
+    const scrape = async (relay: Relay) => (await (await fetch(`${relay.adminUrl}/metrics`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).text()).split("\n").filter((l) => l && !l.startsWith("#"));
+    const [ofA, ofB] = [await scrape(gw.relay), await scrape(b)];
+    const relayOf = (lines: string[]) => new Set(lines.map((l) => /relay="(rly_[A-Za-z0-9]+)"/.exec(l)?.[1]));
+    expect(relayOf(ofA).size).toBe(1);
+    expect(relayOf(ofB).size).toBe(1);
+    expect([...relayOf(ofA)][0]).toEqual(expect.stringMatching(/^rly_/));
+    expect([...relayOf(ofA)][0]).not.toBe([...relayOf(ofB)][0]);
+  });
+
   it("refuses with 503 and Retry-After while NATS is down, ends streams in flight as incomplete, keeps local requests, and recovers by itself", async () => {
     const streaming = await chat(b, "slow 100 a b c d e f g h i j k l m n o p q r s t", { stream: true });
     expect(streaming.status).toBe(200);
