@@ -102,7 +102,10 @@ export class FleetBus {
     return JSON.parse(this.decoder.decode(reply.data)) as unknown;
   }
 
-  /** Answers every request on `subject` with what `handler` resolves to (an error becomes `{error}`). */
+  /**
+   * Answers every request on `subject` with what `handler` resolves to (an error becomes `{error}`); one it
+   * resolves to undefined is left for another relay to answer.
+   */
   respond(subject: string, handler: (message: unknown) => Promise<unknown>): void {
     const sub = this.nc.subscribe(subject, {
       callback: (err, msg) => {
@@ -114,7 +117,7 @@ export class FleetBus {
           return;
         }
         handler(message).then(
-          (answer) => msg.respond(this.encoder.encode(JSON.stringify(answer ?? {}))),
+          (answer) => void (answer !== undefined && msg.respond(this.encoder.encode(JSON.stringify(answer)))),
           (e: unknown) => msg.respond(this.encoder.encode(JSON.stringify({ error: String(e) }))),
         );
       },

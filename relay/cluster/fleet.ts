@@ -22,7 +22,7 @@ export interface Fleet {
    * Runs, on this relay, the deployments other relays are asked for when this relay holds the machine's link,
    * and returns where this relay's deployer sends those of machines linked elsewhere.
    */
-  serveDeployments(deployer: { deployHere(stackId: string): Promise<void>; stopHere(stackId: string): Promise<void> }): DeploymentsElsewhere;
+  serveDeployments(deployer: { deployHere(stackId: string): Promise<void>; stopHere(stackId: string): Promise<boolean> }): DeploymentsElsewhere;
   close(): Promise<void>;
 }
 
@@ -86,26 +86,31 @@ export async function joinFleet(options: {
     },
     drain: () => s.drain(),
     serveDeployments(deployer) {
-      bus.subscribe(SUBJECTS.deploy(relayId), (m) => {
+      // Every relay hears every deployment asked elsewhere; the one holding the machine's link runs it. (Sent to
+      // all rather than to the holder this relay knows of: a machine that linked a moment ago is not missed.)
+      bus.subscribe(SUBJECTS.deploy, (m) => {
         const stackId = readStackMessage(m);
         if (stackId) void deployer.deployHere(stackId).catch((err: unknown) => log.warn("a deployment asked by another relay could not start", { stackId, error: String(err) }));
       });
-      bus.respond(SUBJECTS.stop(relayId), async (m) => {
+      bus.respond(SUBJECTS.stop, async (m) => {
         const stackId = readStackMessage(m);
-        if (stackId) await deployer.stopHere(stackId);
-        return { done: true };
+        return stackId && (await deployer.stopHere(stackId)) ? { done: true } : undefined;
       });
       return {
         deploy(stack) {
-          const holder = r.get(stack.machineId)?.relayId;
-          return holder !== undefined && bus.publish(SUBJECTS.deploy(holder), { stack: stack.id });
+          return bus.publish(SUBJECTS.deploy, { stack: stack.id });
         },
         async stop(stack) {
-          const holder = r.get(stack.machineId)?.relayId;
-          if (holder === undefined) return false;
-          // A stop takes as long as the deployment it ends (its step on the machine): waited for a while, as here.
-          await bus.request(SUBJECTS.stop(holder), { stack: stack.id }, 120_000).catch((err: unknown) => log.warn("the relay holding the machine did not confirm the stop", { stackId: stack.id, error: String(err) }));
-          return true;
+          // The relay holding the link answers once the stop is done (it takes as long as the deployment step it
+          // ends); none answering soon when none is known to hold it means no relay does.
+          const known = r.get(stack.machineId) !== undefined;
+          try {
+            await bus.request(SUBJECTS.stop, { stack: stack.id }, known ? 120_000 : 2000);
+            return true;
+          } catch (err) {
+            if (known) log.warn("the relay holding the machine did not confirm the stop", { stackId: stack.id, error: String(err) });
+            return known;
+          }
         },
       };
     },

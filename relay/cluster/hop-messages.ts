@@ -9,8 +9,9 @@ import type { RelayEvent } from "../events/index.js";
  * - `makina.hop.<relay>.ctl`: {@link HopControl}: credit for a request's answer, or its cancellation.
  * - `makina.reply.<relay>.<n>`: the {@link HopReply} messages of request `n` sent by that relay.
  * - `makina.events`: each relay's control-plane events (`{from, event}`), for live pages on every relay.
- * - `makina.hop.<relay>.deploy` (`{stack}`): run that stack's deployment, its machine being linked there.
- * - `makina.hop.<relay>.stop` (`{stack}`, answered once done): stop that stack there (deployment, runtime).
+ * - `makina.deploy` (`{stack}`): the relay holding that stack's machine's link runs its deployment.
+ * - `makina.stop` (`{stack}`, answered once done by the relay holding the link, and only by it): stop that stack
+ *   there (its deployment, then its runtime).
  */
 export const SUBJECTS = {
   machines: "makina.machines",
@@ -19,8 +20,8 @@ export const SUBJECTS = {
   replies: (relayId: string) => `makina.reply.${relayId}.*`,
   reply: (relayId: string, n: number) => `makina.reply.${relayId}.${n}`,
   events: "makina.events",
-  deploy: (relayId: string) => `makina.hop.${relayId}.deploy`,
-  stop: (relayId: string) => `makina.hop.${relayId}.stop`,
+  deploy: "makina.deploy",
+  stop: "makina.stop",
 } as const;
 
 /** One machine a relay holds the link of: its id, requests in flight, whether its link is congested, its ready stacks. */

@@ -72,19 +72,20 @@ export class Deployer {
 
   /**
    * Stops a stack on this relay's link to its machine: a deployment still running is stopped first (on the
-   * machine too, its steps ending as canceled), then the runtime is removed. Nothing when the link is not here.
+   * machine too, its steps ending as canceled), then the runtime is removed. Returns whether the link is here.
    */
-  async stopHere(stackId: string): Promise<void> {
+  async stopHere(stackId: string): Promise<boolean> {
     this.cancels.get(stackId)?.abort(new MakinaError("canceled", "The stack was undeployed during its deployment."));
     this.cancels.delete(stackId);
     await this.settled(stackId);
     const stack = await this.store.stacks.get(stackId);
     const session = stack && this.registry.get(stack.machineId);
-    if (!session) return;
+    if (!session) return false;
     session.readyStacks.delete(stackId);
     await session.runCommand(stackId, { kind: "removeStack" }, { idleTimeoutMs: this.stepIdleTimeoutMs }).catch((err: unknown) => {
       this.log.warn("remove_stack failed; the stack is undeployed anyway", { stackId, err });
     });
+    return true;
   }
 
   /**
