@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// One relay of the scaled benchmark (bench/relays-topology.bench.ts), from the built dist/, on the PostgreSQL,
+// One relay of the scaled benchmark (scripts/bench/relays-topology.bench.ts), from the built dist/, on the PostgreSQL,
 // NATS and Redis named by MAKINA_DATABASE_URL, MAKINA_NATS_URL and MAKINA_REDIS_URL:
 //   relay-process.mjs DIR first UPSTREAM   also creates an organization, a machine, an `openai`-kind stack in
 //                                          front of UPSTREAM and an API key; prints what an agent needs to join,

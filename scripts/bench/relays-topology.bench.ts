@@ -5,10 +5,10 @@ import { availableParallelism, cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, it } from "vitest";
-import { createTestDatabase, startPostgres } from "../test/helpers/postgres-server.js";
-import { startNats } from "../test/helpers/nats-server.js";
-import { startRedis } from "../test/helpers/redis-server.js";
-import { REPO_ROOT } from "../test/helpers/models.js";
+import { createTestDatabase, startPostgres } from "../../test/helpers/postgres-server.js";
+import { startNats } from "../../test/helpers/nats-server.js";
+import { startRedis } from "../../test/helpers/redis-server.js";
+import { REPO_ROOT } from "../../test/helpers/models.js";
 
 /**
  * The scaled topology, measured (`npm run bench` runs it after the one-relay benchmarks): two relays, each its
