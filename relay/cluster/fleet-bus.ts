@@ -13,7 +13,8 @@ export interface BusEvents {
 }
 
 /**
- * The relays' bus: one NATS connection per relay, carrying JSON messages between relays (the machines each
+ * The relays' bus (`@nats-io/transport-node`, pinned to 3.3: 3.4 brings a dependency that declares Node 22,
+ * and the README promises Node 20.19): one NATS connection per relay, carrying JSON messages between relays (the machines each
  * holds, requests crossing relays and their streamed answers). Core NATS, no persistence: a message published
  * while a relay is not connected is lost, and the parts on top are written for that (announcements repeat,
  * requests in flight fail). The client reconnects forever, every 0.5 s with jitter.
