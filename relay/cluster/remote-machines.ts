@@ -151,7 +151,9 @@ export class RemoteMachines {
         credit: WINDOW,
       };
       if (!this.bus.publish(SUBJECTS.hop(machine.relayId), request)) {
-        // Larger than NATS takes (its max_payload), or NATS gone this very moment.
+        // Larger than NATS takes (its max_payload), or NATS gone this very moment: it never left, so no usage
+        // will come (and none is counted, as for a request refused here).
+        call.settled = true;
         throw JSON.stringify(request).length > this.bus.maxPayload
           ? new MakinaError("request_too_large", `This request is too large to reach the relay holding its machine's link (NATS takes at most ${this.bus.maxPayload} bytes).`)
           : unreachable("cannot be reached: this relay lost its connection to NATS");
