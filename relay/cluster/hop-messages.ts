@@ -27,10 +27,16 @@ export const SUBJECTS = {
 /** One machine a relay holds the link of: its id, requests in flight, whether its link is congested, its ready stacks. */
 export type AnnouncedMachine = [machineId: string, inFlight: number, congested: 0 | 1, readyStacks: string[]];
 
-/** The machines one relay holds, whole. */
+/**
+ * The machines one relay holds. A relay with many machines sends them in parts (each well under NATS's message
+ * limit): `parts` messages with the same `seq`, numbered by `part` from 0; the list is whole once all came.
+ */
 export interface MachinesSnapshot {
   relay: string;
   machines: AnnouncedMachine[];
+  seq?: number;
+  part?: number;
+  parts?: number;
 }
 
 /** A request sent to the relay holding the machine's link. */
@@ -68,6 +74,7 @@ export function readSnapshot(m: unknown): MachinesSnapshot | undefined {
   for (const a of m.machines) {
     if (!Array.isArray(a) || !isId(a[0]) || !isCount(a[1]) || (a[2] !== 0 && a[2] !== 1) || !Array.isArray(a[3]) || !a[3].every(isId)) return undefined;
   }
+  if (m.parts !== undefined && !(isCount(m.parts) && m.parts >= 1 && m.parts <= 10_000 && isCount(m.part) && m.part < m.parts && isCount(m.seq))) return undefined;
   return m as unknown as MachinesSnapshot;
 }
 

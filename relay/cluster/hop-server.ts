@@ -10,6 +10,9 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 const LOOK_MS = 200;
 const REPEAT_MS = 1000;
 
+/** Machines per announcement message: about 100 KB of JSON, far under NATS's 1 MiB message limit. */
+const MACHINES_PER_PART = 1000;
+
 /** A request from another relay being served here. */
 interface Serving {
   from: string;
@@ -43,6 +46,7 @@ export class HopServer {
   private closing = false;
   private last = "";
   private lastAt = 0;
+  private seq = 0;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -94,7 +98,12 @@ export class HopServer {
     if (!force && text === this.last && now - this.lastAt < REPEAT_MS) return;
     this.last = text;
     this.lastAt = now;
-    this.deps.bus.publish(SUBJECTS.machines, { relay: this.deps.relayId, machines });
+    const seq = this.seq++;
+    const parts = Math.max(1, Math.ceil(machines.length / MACHINES_PER_PART));
+    for (let part = 0; part < parts; part++) {
+      const slice = machines.slice(part * MACHINES_PER_PART, (part + 1) * MACHINES_PER_PART);
+      this.deps.bus.publish(SUBJECTS.machines, { relay: this.deps.relayId, machines: slice, seq, part, parts });
+    }
   }
 
   /**

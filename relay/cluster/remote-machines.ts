@@ -2,7 +2,7 @@ import { fromErrorReport, MakinaError, type ChatInput, type Logger, type TokenEv
 import { assertEncodable, PendingInference, type InferOptions } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
-import { readReply, readSnapshot, SUBJECTS, type HopRequest, type MachinesSnapshot } from "./hop-messages.js";
+import { readReply, readSnapshot, SUBJECTS, type AnnouncedMachine, type HopRequest, type MachinesSnapshot } from "./hop-messages.js";
 
 /** Answer events a request's sender takes before granting more (as a machine's link does). */
 const WINDOW = 32;
@@ -68,6 +68,8 @@ export class RemoteMachine implements InferenceTarget {
 export class RemoteMachines {
   private readonly byMachine = new Map<string, RemoteMachine>();
   private readonly relays = new Map<string, { seenAt: number; machines: Map<string, RemoteMachine> }>();
+  /** Announcements in parts, per relay, until all parts of one came. */
+  private readonly assembling = new Map<string, { seq: number; parts: (AnnouncedMachine[] | undefined)[]; got: number }>();
   private readonly calls = new Map<number, Call>();
   private seq = 0;
   private readonly sweep: NodeJS.Timeout;
@@ -81,7 +83,7 @@ export class RemoteMachines {
   ) {
     bus.subscribe(SUBJECTS.machines, (m) => {
       const snapshot = readSnapshot(m);
-      if (snapshot && snapshot.relay !== relayId) this.apply(snapshot);
+      if (snapshot && snapshot.relay !== relayId) this.received(snapshot);
     });
     bus.subscribe(SUBJECTS.replies(relayId), (m, subject) => this.replied(Number(subject.slice(subject.lastIndexOf(".") + 1)), m));
     this.sweep = setInterval(() => {
@@ -222,6 +224,21 @@ export class RemoteMachines {
     } else this.settle(n, reply.usage);
   }
 
+  /** A part of a relay's announcement: applied once its parts are all there (a part lost: the next one will do). */
+  private received(snapshot: MachinesSnapshot): void {
+    if (snapshot.parts === undefined || snapshot.parts === 1) return this.apply(snapshot);
+    let pending = this.assembling.get(snapshot.relay);
+    if (!pending || pending.seq !== snapshot.seq || pending.parts.length !== snapshot.parts) {
+      pending = { seq: snapshot.seq!, parts: Array.from({ length: snapshot.parts }, () => undefined), got: 0 };
+      this.assembling.set(snapshot.relay, pending);
+    }
+    if (pending.parts[snapshot.part!] === undefined) pending.got++;
+    pending.parts[snapshot.part!] = snapshot.machines;
+    if (pending.got < pending.parts.length) return;
+    this.assembling.delete(snapshot.relay);
+    this.apply({ relay: snapshot.relay, machines: pending.parts.flat() as AnnouncedMachine[] });
+  }
+
   private apply(snapshot: MachinesSnapshot): void {
     let relay = this.relays.get(snapshot.relay);
     if (!relay) {
@@ -253,6 +270,7 @@ export class RemoteMachines {
 
   private dropRelay(relayId: string, why: string): void {
     const relay = this.relays.get(relayId);
+    this.assembling.delete(relayId);
     if (!relay) return;
     this.relays.delete(relayId);
     for (const [machineId, machine] of relay.machines) if (this.byMachine.get(machineId) === machine) this.byMachine.delete(machineId);
