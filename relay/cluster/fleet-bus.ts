@@ -75,8 +75,12 @@ export class FleetBus {
     }
   }
 
-  /** Calls `handler` with every message on `subject` (wildcards allowed); a message that is not JSON is dropped. */
-  subscribe(subject: string, handler: BusHandler): void {
+  /**
+   * Calls `handler` with every message on `subject` (wildcards allowed), decoded, with its subject and a way to
+   * answer it; a message that is not JSON is dropped, and a handler that throws does not end the client's
+   * reading of the connection.
+   */
+  private listen(subject: string, handler: (message: unknown, subject: string, answer: (reply: unknown) => void) => void): void {
     const sub = this.nc.subscribe(subject, {
       callback: (err, msg) => {
         if (err) return;
@@ -86,15 +90,19 @@ export class FleetBus {
         } catch {
           return;
         }
-        // A handler that throws must not end the client's reading of the connection.
         try {
-          handler(message, msg.subject);
-        } catch (err) {
-          this.log.warn("a message from another relay could not be handled", { subject: msg.subject, error: String(err) });
+          handler(message, msg.subject, (reply) => msg.respond(this.encoder.encode(JSON.stringify(reply))));
+        } catch (e) {
+          this.log.warn("a message from another relay could not be handled", { subject: msg.subject, error: String(e) });
         }
       },
     });
     this.subscriptions.push(sub);
+  }
+
+  /** Calls `handler` with every message on `subject` (wildcards allowed). */
+  subscribe(subject: string, handler: BusHandler): void {
+    this.listen(subject, (message, on) => handler(message, on));
   }
 
   /** Sends a message and waits for its one answer (decoded), up to `timeoutMs`; rejects without one. */
@@ -108,22 +116,12 @@ export class FleetBus {
    * resolves to undefined is left for another relay to answer.
    */
   respond(subject: string, handler: (message: unknown) => Promise<unknown>): void {
-    const sub = this.nc.subscribe(subject, {
-      callback: (err, msg) => {
-        if (err) return;
-        let message: unknown;
-        try {
-          message = JSON.parse(this.decoder.decode(msg.data));
-        } catch {
-          return;
-        }
-        handler(message).then(
-          (answer) => void (answer !== undefined && msg.respond(this.encoder.encode(JSON.stringify(answer)))),
-          (e: unknown) => msg.respond(this.encoder.encode(JSON.stringify({ error: String(e) }))),
-        );
-      },
+    this.listen(subject, (message, _on, answer) => {
+      handler(message).then(
+        (reply) => void (reply !== undefined && answer(reply)),
+        (e: unknown) => answer({ error: String(e) }),
+      );
     });
-    this.subscriptions.push(sub);
   }
 
   /** Resolves once the server has every message published before (a round trip). */
