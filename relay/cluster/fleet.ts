@@ -38,24 +38,23 @@ export async function joinFleet(options: {
   queueTimeoutMs?: number;
 }): Promise<Fleet> {
   const { url, relayId, registry, gate, events, log } = options;
-  let remote: RemoteMachines | undefined;
-  let server: HopServer | undefined;
+  // The bus reports its state to the two parts made on it just below.
+  const parts: { r?: RemoteMachines; s?: HopServer } = {};
   const bus = await FleetBus.connect(url, {
     name: `makina relay ${relayId}`,
     log,
     events: {
       disconnected: () => {
-        remote?.disconnected();
+        parts.r?.disconnected();
         // Answers to other relays cannot reach them now (and would have gaps): their requests end here.
-        server?.endAll();
+        parts.s?.endAll();
       },
       // The others learn at once that this relay is back, and what it holds.
-      reconnected: () => server?.announce(true),
+      reconnected: () => parts.s?.announce(true),
     },
   });
-  remote = new RemoteMachines(bus, relayId, log, options.queueTimeoutMs);
-  const r0 = remote;
-  server = new HopServer({ bus, relayId, registry, gate, log, relayAlive: (id) => r0.alive(id) });
+  const r = (parts.r = new RemoteMachines(bus, relayId, log, options.queueTimeoutMs));
+  const s = (parts.s = new HopServer({ bus, relayId, registry, gate, log, relayAlive: (id) => r.alive(id) }));
   // The web application's live events reach a browser on any relay: each relay's go out on the bus, and the
   // others' are given to this relay's subscribers (and not sent out again).
   const relayed = new WeakSet<RelayEvent>();
@@ -68,8 +67,6 @@ export async function joinFleet(options: {
     relayed.add(event);
     events.emit(event);
   });
-  const r = remote;
-  const s = server;
   return {
     targets: {
       get(machineId) {

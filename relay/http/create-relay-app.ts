@@ -90,23 +90,14 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
       const problem = deps.storage?.problem;
       const limits = deps.limiter.problem ?? null;
       const nats = deps.fleet && !deps.fleet.connected ? "NATS cannot be reached: requests for machines linked to other relays are refused until it is back" : null;
+      const details = { ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}), ...(nats ? { nats } : {}) };
       // A relay that may have missed other relays' changes refuses the gateway's requests: 503 here too, so a
       // load balancer sends them to another relay meanwhile.
       if (!deps.directory.leaseHeld) {
-        res.status(503).json({
-          status: "unavailable",
-          changes: "lost touch with the database's change feed; refusing requests until caught up",
-          ...(problem ? { storage: problem } : {}),
-          ...(limits ? { limits } : {}),
-          ...(nats ? { nats } : {}),
-        });
+        res.status(503).json({ status: "unavailable", changes: "lost touch with the database's change feed; refusing requests until caught up", ...details });
         return;
       }
-      res.json(
-        problem || limits || nats
-          ? { status: "degraded", ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}), ...(nats ? { nats } : {}) }
-          : { status: "ok" },
-      );
+      res.json(Object.keys(details).length > 0 ? { status: "degraded", ...details } : { status: "ok" });
     });
     return app;
   };

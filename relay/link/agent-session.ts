@@ -288,11 +288,6 @@ export class AgentSession {
     }
   }
 
-  /**
-   * Sends one deployment step and waits for its result. With `idleTimeoutMs`, a step the machine reports
-   * nothing of (no progress, no result) for that long fails with `timeout`, so a stuck step cannot hold
-   * the stack's later deployments.
-   */
   /** Whether the machine's credentials still hold (checked in the database; true when the link cannot tell). */
   credentialsHold(): Promise<boolean> {
     return this.reports.credentialsHold?.() ?? Promise.resolve(true);
@@ -303,6 +298,11 @@ export class AgentSession {
     return this.givenStacks.has(stackId) || (this.reports.ownsStack?.(stackId) ?? true);
   }
 
+  /**
+   * Sends one deployment step and waits for its result. With `idleTimeoutMs`, a step the machine reports
+   * nothing of (no progress, no result) for that long fails with `timeout`, so a stuck step cannot hold
+   * the stack's later deployments.
+   */
   runCommand(
     stackId: string,
     step: DeployStep,

@@ -107,7 +107,7 @@ export class GatewayDirectory {
    * rejects the same way until it has caught up. Undefined (nothing to wait for) otherwise.
    */
   refresh(): Promise<void> | undefined {
-    if (this.leaseUntil !== undefined && performance.now() > this.leaseUntil) return Promise.reject(behind());
+    if (!this.leaseHeld) return Promise.reject(behind());
     const version = this.store.externalVersion?.();
     if (version === undefined || version === this.externalVersion) return this.reloading;
     const previous = this.externalVersion;
