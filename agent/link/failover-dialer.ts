@@ -24,6 +24,9 @@ export class FailoverDialer {
     const relay = this.relays[this.next]!;
     this.next = (this.next + 1) % this.relays.length;
     this.current = relay.server;
+    // One connection at a time: one still opening to a relay left behind (busy, or gone) is closed, so a
+    // fleet relinking under load does not leave every relay with handshakes nobody waits for.
+    for (const other of this.relays) if (other !== relay) other.dialer.release();
     return relay.dialer.dial(agent);
   };
 

@@ -17,11 +17,15 @@ export interface LinkSecurity {
 }
 
 const CHANNEL_OPTIONS: ChannelOptions = {
+  // A relay busy with thousands of machines relinking may answer a ping late: it is not dead for that.
   "grpc.keepalive_time_ms": 10_000,
-  "grpc.keepalive_timeout_ms": 5_000,
+  "grpc.keepalive_timeout_ms": 10_000,
   "grpc.keepalive_permit_without_calls": 1,
   "grpc.max_receive_message_length": 64 * 1024 * 1024,
   "grpc.initial_reconnect_backoff_ms": 250,
+  // A connection of its own, never shared with another client of the process for the same address (the
+  // fleet benchmark runs thousands of agents in one process, each linked as if from its own machine).
+  "grpc.use_local_subchannel_pool": 1,
 };
 
 /**
@@ -70,6 +74,7 @@ export class GrpcDialer {
         metadata.set(AUTHORIZATION_METADATA, `Bearer ${this.credentials.token}`);
         const c = client.connect(metadata);
         call = c;
+        c.once("metadata", () => !closed && agent.reached?.());
         c.on("data", (message: RelayMessage) => {
           const decoded = decodeRelayMessage(message);
           if (decoded && !closed) agent.send(decoded);
@@ -104,5 +109,11 @@ export class GrpcDialer {
   /** Releases the channel. */
   close(): void {
     void this.client?.then((c) => c.close(), () => {});
+  }
+
+  /** Releases the channel, and opens a new one on the next dial (while links go to another relay). */
+  release(): void {
+    this.close();
+    this.client = undefined;
   }
 }

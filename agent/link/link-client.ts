@@ -27,8 +27,18 @@ export interface LinkClientOptions {
   /** A message sent along with every heartbeat (the runtimes' metrics), if any. */
   withHeartbeat?: () => AgentToRelay | undefined;
   backoff: Backoff;
-  /** A link the relay has not welcomed within this long is given up (and the next attempt made). @default 15000 */
+  /**
+   * A link the relay has not answered within this long is given up (and the next attempt made). Each attempt
+   * given up that way doubles the wait of the next, up to `reachedWelcomeTimeoutMs`: relays too busy to answer
+   * thousands of machines at once are not asked again and again. @default 15000
+   */
   welcomeTimeoutMs?: number;
+  /**
+   * A link the relay answered (it took the call) but has not welcomed within this long is given up: a relay
+   * busy with thousands of machines linking at once is waited for, rather than left for another just as busy.
+   * @default 60000
+   */
+  reachedWelcomeTimeoutMs?: number;
   log: Logger;
 }
 
@@ -49,6 +59,8 @@ export class LinkClient {
   /** True when the relay refused this machine's credentials on the last attempt. */
   credentialsRejected = false;
   private readonly onlineWaiters = new Set<() => void>();
+  /** Attempts in a row given up because the relay did not answer in time. */
+  private unanswered = 0;
 
   constructor(private readonly options: LinkClientOptions) {}
 
@@ -88,7 +100,11 @@ export class LinkClient {
     return new Promise<void>((resolve) => {
       let heartbeat: NodeJS.Timeout | undefined;
       let ended = false;
-      const welcomeTimer = setTimeout(() => end("the relay did not welcome the link in time"), this.options.welcomeTimeoutMs ?? 15_000);
+      const patience = Math.min(this.options.reachedWelcomeTimeoutMs ?? 60_000, (this.options.welcomeTimeoutMs ?? 15_000) * 2 ** Math.min(this.unanswered, 16));
+      let welcomeTimer = setTimeout(() => {
+        this.unanswered++;
+        end("the relay did not answer the link in time");
+      }, patience);
       const end = (reason: string) => {
         if (ended) return;
         ended = true;
@@ -112,6 +128,7 @@ export class LinkClient {
             this.lastError = null;
             this.onlineSince = Date.now();
             this.credentialsRejected = false;
+            this.unanswered = 0;
             this.options.backoff.reset();
             log.info("link online", { machineId: message.machineId });
             const interval = Math.max(100, message.heartbeatIntervalMs);
@@ -126,6 +143,11 @@ export class LinkClient {
             return;
           }
           this.options.onMessage(message);
+        },
+        reached: () => {
+          if (ended || this.state === "online") return;
+          clearTimeout(welcomeTimer);
+          welcomeTimer = setTimeout(() => end("the relay took the link but did not welcome it in time"), this.options.reachedWelcomeTimeoutMs ?? 60_000);
         },
         close: (reason, refused) => {
           if (ended) return;

@@ -257,6 +257,11 @@ export interface LinkEnd<M> {
   congested?(): boolean;
   /** The link is over; `refused` when it never opened because the relay refused it. Idempotent. */
   close(reason: string, refused?: LinkRefusal): void;
+  /**
+   * The agent's end only: the relay took the call (its headers came), before it checked the machine and
+   * welcomed it. A relay that got this far lives; under load its welcome may take longer.
+   */
+  reached?(): void;
 }
 
 /** The relay's side of opening a link: given a machine's credentials and its end, returns the relay's end. */

@@ -114,12 +114,15 @@ export class Deployer {
     await this.running.get(stackId);
   }
 
+  /**
+   * Runs the deployments of a machine that came online. When the database cannot say which, it is asked again
+   * for as long as the machine stays linked: its stacks are never left undeployed.
+   */
   private resume(session: AgentSession): void {
     const lookup: Promise<unknown> = this.storage
-      .attempt("deployments to resume", async () => {
-        for (const stack of await this.store.stacks.listByMachine(session.machineId)) {
-          if (stack.state === "deploying" || stack.state === "deployed") this.run(session, stack);
-        }
+      .attemptWhile("deployments to resume", () => this.store.stacks.listByMachine(session.machineId), () => this.registry.get(session.machineId) === session)
+      .then((found) => {
+        for (const stack of found?.value ?? []) if (stack.state === "deploying" || stack.state === "deployed") this.run(session, stack);
       })
       .finally(() => this.resuming.delete(lookup));
     this.resuming.add(lookup);

@@ -73,6 +73,23 @@ export class StorageHealth {
     }
   }
 
+  /**
+   * Runs `write` until the database takes it: when it refuses, again after 1 s, then waiting twice as long each
+   * time up to 30 s, for as long as `wanted` holds (thousands of machines linking at once can keep every pooled
+   * connection busy for seconds). Gives what `write` gave, or undefined once it is no longer wanted.
+   */
+  async attemptWhile<T>(what: string, write: () => Promise<T>, wanted: () => boolean): Promise<{ value: T } | undefined> {
+    for (let waitMs = 1000; wanted(); waitMs = Math.min(30_000, waitMs * 2)) {
+      try {
+        return { value: await write() };
+      } catch (err) {
+        this.failed(what, err);
+      }
+      await new Promise((resolve) => setTimeout(resolve, waitMs).unref());
+    }
+    return undefined;
+  }
+
   /** Reports a failed write of `what` (rethrowing anything that is not a storage failure). */
   failed(what: string, err: unknown): void {
     const e = storageError(err);

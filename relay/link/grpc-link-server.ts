@@ -1,4 +1,4 @@
-import { Server, ServerCredentials, status, type ServerDuplexStream } from "@grpc/grpc-js";
+import { Metadata, Server, ServerCredentials, status, type ServerDuplexStream } from "@grpc/grpc-js";
 import { AUTHORIZATION_METADATA, MACHINE_ID_METADATA, type LinkAcceptor, type LinkRefusal } from "../../proto/index.js";
 import { AgentLinkService, type AgentMessage, type RelayMessage } from "../../proto/wire.js";
 import type { AgentRegistry } from "./agent-registry.js";
@@ -36,9 +36,11 @@ function refusalStatus(refused: LinkRefusal, reason: string): status {
 /** Starts the gRPC server that agents on other machines connect to: one `Connect` stream per agent. */
 export async function startLinkServer(options: LinkServerOptions): Promise<LinkServer> {
   const server = new Server({
-    // Ping idle agents so a vanished peer is noticed within seconds even without heartbeats.
-    "grpc.keepalive_time_ms": 2_000,
-    "grpc.keepalive_timeout_ms": 2_000,
+    // Ping idle agents so a vanished peer is noticed even when its heartbeats could not say so (an agent
+    // silent for 3.5 heartbeats is dropped sooner). Not tighter: an agent, or this relay, busy with thousands
+    // of links at once answers late, and dropping live links then only brings them all back.
+    "grpc.keepalive_time_ms": 10_000,
+    "grpc.keepalive_timeout_ms": 10_000,
     "grpc.keepalive_permit_without_calls": 1,
     "grpc.http2.min_ping_interval_without_data_ms": 1_000,
     "grpc.max_receive_message_length": 8 * 1024 * 1024,
@@ -50,6 +52,9 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
       const auth = String(call.metadata.get(AUTHORIZATION_METADATA)[0] ?? "");
       const token = bearerToken(auth) ?? "";
       let closed = false;
+      // The headers go at once: the agent knows this relay took its call, and waits for the welcome (which
+      // needs the database) longer than for a relay that does not answer at all.
+      call.sendMetadata(new Metadata());
       const relay = options.accept(
         { machineId, token },
         {

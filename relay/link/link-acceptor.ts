@@ -201,7 +201,9 @@ function acceptMachine(
       finish();
       agent.close("the agent was silent for too long");
     }, tickMs);
-    void deps.storage.attempt("machine state", () => store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion })).then(machineChanged);
+    void deps.storage
+      .attemptWhile("machine state", () => store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion }), () => !finished)
+      .then(machineChanged);
     s.send({ type: "welcome", machineId: machine.id, heartbeatIntervalMs: deps.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION });
     linkLog.info("machine online", { agentVersion: hello.agentVersion });
     registry.add(s);

@@ -56,6 +56,33 @@ describe("deploying a stack through its lifecycle", () => {
     await vi.waitFor(() => expect(gw.relay.registry.get(machine.id)?.readyStacks.has(stack.id)).toBe(true), { timeout: 15_000, interval: 50 });
     expect(downloads).toBe(1);
     expect((await client.chat.completions.create({ model: "late-model", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).choices[0]!.finish_reason).toBe("length");
+
+    // Linking again while the database cannot say which stacks the machine has (its connections all busy,
+    // as with thousands of machines linking at once): the relay asks again until it can, and serves the stack.
+    const lastDeployment = (await gw.relay.control.stack(stack.id)).deployment!.id;
+    await agent.stop();
+    // The link's own lookup (its first) is answered; the deployer's two after it are not.
+    const stacks = gw.relay.store.stacks;
+    const listByMachine = stacks.listByMachine.bind(stacks);
+    let lookups = 0;
+    const busy = vi
+      .spyOn(stacks, "listByMachine")
+      .mockImplementation((id) => (++lookups === 2 || lookups === 3 ? Promise.reject(new Error("timeout exceeded when trying to connect")) : listByMachine(id)));
+    try {
+      agent = await startAgent(config, { log: silentLogger() });
+      // The deployment ran again (the endpoint configured anew on the machine), as on any link.
+      await vi.waitFor(
+        async () => {
+          const deployment = (await gw.relay.control.stack(stack.id)).deployment!;
+          expect([deployment.id === lastDeployment, deployment.state]).toEqual([false, "succeeded"]);
+        },
+        { timeout: 15_000, interval: 50 },
+      );
+      expect(gw.relay.registry.get(machine.id)?.readyStacks.has(stack.id)).toBe(true);
+    } finally {
+      busy.mockRestore();
+    }
+    expect((await client.chat.completions.create({ model: "late-model", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).choices[0]!.finish_reason).toBe("length");
   });
 
   it("undeploys: the runtime stops on the machine and the model is no longer listed or reachable", async () => {

@@ -6,14 +6,19 @@ import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 /** A machine reduced to its link: it says hello over gRPC and heartbeats, as an idle agent does. */
 function simulatedAgent(server: string, machineId: string, token: string, heartbeatMs: number) {
   let welcomed = false;
+  /** The relay's headers came before its welcome (so a busy relay is waited for, not left). */
+  let reachedFirst = false;
   let link: LinkEnd<AgentToRelay> | undefined;
   const dialer = new GrpcDialer(server, { machineId, token }, { caSha256: null, caCacheFile: "/dev/null", caFile: null, tls: false });
-  link = dialer.dial({ send: (m) => m.type === "welcome" && (welcomed = true), close: () => (link = undefined) });
+  link = dialer.dial({ send: (m) => m.type === "welcome" && (welcomed = true), close: () => (link = undefined), reached: () => (reachedFirst = !welcomed) });
   link.send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "sim", hardware: { platform: "linux", os: "Sim", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] } });
   const beat = setInterval(() => link?.send({ type: "heartbeat", sentAtMs: Date.now() }), heartbeatMs);
   return {
     get welcomed() {
       return welcomed;
+    },
+    get reachedFirst() {
+      return reachedFirst;
     },
     close() {
       clearInterval(beat);
@@ -56,6 +61,7 @@ describe("1,000 machines connecting and heartbeating while the gateway serves", 
     try {
       for (const { machine, token } of machines) agents.push(simulatedAgent(gw.relay.linkAddress, machine.id, token, 1000));
       await vi.waitFor(() => expect([gw.relay.registry.size, agents.filter((a) => a.welcomed).length]).toEqual([1001, 1000]), { timeout: 60_000, interval: 100 });
+      expect(agents.filter((a) => a.reachedFirst)).toHaveLength(1000);
       // Five heartbeat periods: a link silent for 3.5 of them would be dropped; none is.
       const before = served;
       await new Promise((r) => setTimeout(r, 5_000));

@@ -4,7 +4,8 @@ import { FailoverDialer } from "../../agent/link/failover-dialer.js";
 import type { GrpcDialer } from "../../agent/link/grpc-dialer.js";
 import { CreditGate } from "../../agent/flow/credit-gate.js";
 import { SlotPool } from "../../agent/runtimes/slot-pool.js";
-import { MakinaError } from "../../proto/index.js";
+import { LinkClient, type Hello } from "../../agent/link/link-client.js";
+import { MakinaError, PROTOCOL_VERSION, silentLogger, type LinkEnd, type RelayToAgent } from "../../proto/index.js";
 
 describe("reconnect backoff", () => {
   it("doubles up to the cap, with full jitter between the minimum and the ceiling", () => {
@@ -34,12 +35,64 @@ describe("reconnect backoff", () => {
 describe("failing over between relays", () => {
   it("sends each new link to the relay after the last one, starting at a random one", () => {
     const dialed: string[] = [];
-    const relay = (server: string) => ({ server, dialer: { dial: () => (dialed.push(server), { send: () => {}, close: () => {} }), close: () => {} } as unknown as GrpcDialer });
+    const released: string[] = [];
+    const relay = (server: string) => ({
+      server,
+      dialer: { dial: () => (dialed.push(server), { send: () => {}, close: () => {} }), close: () => {}, release: () => released.push(server) } as unknown as GrpcDialer,
+    });
     const failover = new FailoverDialer([relay("a:1"), relay("b:1"), relay("c:1")], () => 0.5);
     const agent = { send: () => {}, close: () => {} };
     for (let i = 0; i < 4; i++) failover.dial(agent);
     expect(dialed).toEqual(["b:1", "c:1", "a:1", "b:1"]);
     expect(failover.current).toBe("b:1");
+    // Each dial closes the connections to the other relays: one opening to a relay left behind is not kept.
+    expect(released.slice(-2).sort()).toEqual(["a:1", "c:1"]);
+  });
+});
+
+describe("waiting for the relay's welcome", () => {
+  /** A link client whose every dial is recorded; `answer` decides what each relay does with its link. */
+  function client(answer: (agent: LinkEnd<RelayToAgent>, dial: number) => void) {
+    const dials: LinkEnd<RelayToAgent>[] = [];
+    const link = new LinkClient({
+      dial: (agent) => {
+        dials.push(agent);
+        answer(agent, dials.length);
+        return { send: () => {}, close: () => {} };
+      },
+      hello: () => ({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "test", hardware: {} as Hello["hardware"] }),
+      onMessage: () => {},
+      onDisconnect: () => {},
+      backoff: new Backoff({ minMs: 10, maxMs: 10 }),
+      welcomeTimeoutMs: 50,
+      reachedWelcomeTimeoutMs: 30_000,
+      log: silentLogger(),
+    });
+    link.start();
+    return { link, dials };
+  }
+  const welcome = (agent: LinkEnd<RelayToAgent>) => agent.send({ type: "welcome", machineId: "m", heartbeatIntervalMs: 60_000, protocolVersion: PROTOCOL_VERSION });
+
+  it("leaves a relay that does not answer for the next one, waiting twice as long each time", async () => {
+    const { link, dials } = client((agent, n) => {
+      // The third relay answers three times the first wait late: only a wait that grew sees it.
+      if (n === 3) setTimeout(() => welcome(agent), 150);
+    });
+    await link.whenOnline();
+    expect(dials).toHaveLength(3);
+    expect(link.lastError).toBeNull();
+    await link.stop();
+  });
+
+  it("waits longer for a relay that took the link, as one busy with thousands of machines welcomes late", async () => {
+    // Taken at once, welcomed four times the answer timeout later: the first link is the one that comes online.
+    const { link, dials } = client((agent) => {
+      agent.reached?.();
+      setTimeout(() => welcome(agent), 200);
+    });
+    await link.whenOnline();
+    expect(dials).toHaveLength(1);
+    await link.stop();
   });
 });
 
