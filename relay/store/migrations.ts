@@ -194,6 +194,18 @@ export const MIGRATIONS: readonly string[] = [
     ON settings FOR EACH ROW EXECUTE FUNCTION makina_changed('setting', 'key');
   {{/POSTGRES}}
   `,
+  // A deployed stack is announced to the relays only when what the gateway routes on changed. Its runtime's
+  // state, written at every deployment and every restart of the runtime, is not: with thousands of machines
+  // linking at once, each such write made every relay read its organization's stacks again.
+  `
+  {{POSTGRES}}
+  DROP TRIGGER stacks_changed ON stacks;
+  CREATE TRIGGER stacks_changed AFTER UPDATE OF org_id, name, machine_id, runtime, model_ref, model_sha256, model_id,
+    harness, harness_options_json, orchestrator, orchestrator_options_json, has_endpoint, state, context_size
+    ON stacks FOR EACH ROW WHEN (OLD.state = 'deployed' OR NEW.state = 'deployed')
+    EXECUTE FUNCTION makina_changed('stacks', 'org_id');
+  {{/POSTGRES}}
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

@@ -1,4 +1,5 @@
-import { afterAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { MIGRATIONS } from "../../relay/store/migrations.js";
 import { openStore, type DatabaseLocation, type Store, type StoreChange } from "../../relay/store/index.js";
 import { DIALECTS, emptyDatabase } from "../helpers/databases.js";
@@ -175,6 +176,35 @@ describe("several relays starting against one empty PostgreSQL database at once"
       for (const s of stores) expect(await s.orgs.find("shared")).toEqual(org);
     } finally {
       for (const s of stores) await s.close();
+    }
+  });
+});
+
+describe("what a PostgreSQL database announces to every relay", () => {
+  it("a deployed stack's changes that routing reads, and never its runtime's state (written at every deployment)", async () => {
+    const location = (await emptyDatabase("postgres")) as Extract<DatabaseLocation, { kind: "postgres" }>;
+    const store = await openStore(location);
+    const listener = new pg.Client({ connectionString: location.url });
+    await listener.connect();
+    try {
+      const heard: string[] = [];
+      listener.on("notification", (n) => heard.push(n.payload ?? ""));
+      await listener.query("LISTEN makina_changes");
+      const org = (await store.orgs.create("N"))!;
+      const machine = await store.machines.create({ orgId: org.id, name: "m", tokenHash: "h" });
+      const stack = await store.stacks.create({ orgId: org.id, name: "s", machineId: machine.id, runtime: "gguf", modelRef: "/m.gguf", modelId: "m", hasEndpoint: true });
+      await store.stacks.transition(stack.id, "deploying");
+      await store.stacks.transition(stack.id, "deployed", { contextSize: 2048 });
+      await vi.waitFor(() => expect(heard).toContain(`stacks:${org.id}`));
+      heard.length = 0;
+      // A machine relinking runs the stack's deployment again: its runtime's state is written, nothing routing reads.
+      for (const state of ["loading", "ready", "ready"]) await store.stacks.setRuntimeState(stack.id, state, null);
+      // Announcements come in commit order: once the undeploy's is heard, any before it would have been.
+      await store.stacks.transition(stack.id, "undeploying");
+      await vi.waitFor(() => expect(heard).toEqual([`stacks:${org.id}`]));
+    } finally {
+      await listener.end();
+      await store.close();
     }
   });
 });
