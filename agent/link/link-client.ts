@@ -101,10 +101,16 @@ export class LinkClient {
       let heartbeat: NodeJS.Timeout | undefined;
       let ended = false;
       const patience = Math.min(this.options.reachedWelcomeTimeoutMs ?? 60_000, (this.options.welcomeTimeoutMs ?? 15_000) * 2 ** Math.min(this.unanswered, 16));
-      let welcomeTimer = setTimeout(() => {
+      // A wait is judged only once the I/O that came meanwhile was read: after a stall (thousands of links at
+      // once), the relay's answer may be waiting in the socket when the timer fires, and timers run first.
+      const afterIo = (ms: number, fn: () => void) => setTimeout(() => setImmediate(fn), ms);
+      let answered = false;
+      let welcomed = false;
+      let welcomeTimer = afterIo(patience, () => {
+        if (ended || answered || welcomed) return;
         this.unanswered++;
         end("the relay did not answer the link in time");
-      }, patience);
+      });
       const end = (reason: string) => {
         if (ended) return;
         ended = true;
@@ -123,6 +129,7 @@ export class LinkClient {
         send: (message) => {
           if (ended) return;
           if (message.type === "welcome") {
+            welcomed = true;
             clearTimeout(welcomeTimer);
             this.state = "online";
             this.lastError = null;
@@ -145,9 +152,10 @@ export class LinkClient {
           this.options.onMessage(message);
         },
         reached: () => {
-          if (ended || this.state === "online") return;
+          if (ended || welcomed) return;
           clearTimeout(welcomeTimer);
-          welcomeTimer = setTimeout(() => end("the relay took the link but did not welcome it in time"), this.options.reachedWelcomeTimeoutMs ?? 60_000);
+          answered = true;
+          welcomeTimer = afterIo(this.options.reachedWelcomeTimeoutMs ?? 60_000, () => welcomed || end("the relay took the link but did not welcome it in time"));
         },
         close: (reason, refused) => {
           if (ended) return;

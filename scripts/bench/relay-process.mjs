@@ -5,16 +5,27 @@
 //                                          front of UPSTREAM and an API key; prints what an agent needs to join,
 //                                          then, once the stack is deployed, {url, key}
 //   relay-process.mjs DIR other            a relay on the same database: prints {url, server}
+//   relay-process.mjs DIR fleet N EVERY    (scripts/bench/fleet-scale.bench.ts) creates an organization, N machines
+//                                          (their IDs and tokens written to DIR/machines.json), an `openai`-kind
+//                                          stack deployed on every EVERY-th machine (model ids sim-0, sim-EVERY…)
+//                                          and an API key; prints {url, server, key, caSha256, caFile, models}
+import { createWriteStream, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { resolveRelayConfig, startRelay } = await import(join(root, "dist/relay/index.js"));
-const { silentLogger } = await import(join(root, "dist/proto/index.js"));
+const { createLogger, silentLogger } = await import(join(root, "dist/proto/index.js"));
+const { certificateSha256 } = await import(join(root, "dist/relay/link/link-tls.js"));
 
+const { cpuProfile } = await import(join(root, "scripts/bench/cpu-profile.mjs"));
 const [dir, role, upstream] = process.argv.slice(2);
-const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" }, env: process.env }), { log: silentLogger() });
+const profile = await cpuProfile(`relay-${role}`);
+// MAKINA_BENCH_LOG_FILE sends the logs (info level, as in production) to that file.
+const logFile = process.env.MAKINA_BENCH_LOG_FILE;
+const log = logFile ? createLogger({ level: "info", write: ((s) => (line) => s.write(line + "\n"))(createWriteStream(`${logFile}.${process.pid}`, { flags: "a" })) }) : silentLogger();
+const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" }, env: process.env }), { log });
 if (role === "first") {
   const org = await relay.control.createOrg("bench");
   const { machine, token } = await relay.control.createMachine(org.id, "bench");
@@ -27,8 +38,32 @@ if (role === "first") {
   await relay.deployer.settled(stack.id);
   const key = (await relay.control.createKey(org.id, { name: "plain" })).key;
   process.stdout.write(`${JSON.stringify({ url: relay.url, key })}\n`);
+} else if (role === "fleet") {
+  const [count, every] = [Number(process.argv[4]), Number(process.argv[5])];
+  const org = await relay.control.createOrg("fleet");
+  const machines = new Array(count);
+  const models = [];
+  // 32 at a time: the database's round trips overlap, as many admins' requests would.
+  for (let i = 0; i < count; i += 32) {
+    await Promise.all(
+      Array.from({ length: Math.min(32, count - i) }, async (_, j) => {
+        const n = i + j;
+        const { machine, token } = await relay.control.createMachine(org.id, `sim-${n}`);
+        machines[n] = { machineId: machine.id, token };
+        if (n % every === 0) {
+          const stack = await relay.control.createStack({ org: org.id, name: `sim-${n}`, machine: machine.id, runtime: "openai", model: `http://127.0.0.1:9/v1#sim-${n}`, modelId: `sim-${n}` });
+          await relay.control.deploy(stack.id);
+          models.push(`sim-${n}`);
+        }
+      }),
+    );
+  }
+  writeFileSync(join(dir, "machines.json"), JSON.stringify(machines));
+  const key = (await relay.control.createKey(org.id, { name: "fleet" })).key;
+  const caFile = join(dir, "tls", "link-ca.pem");
+  process.stdout.write(`${JSON.stringify({ url: relay.url, server: relay.linkAddress, key, caSha256: existsSync(caFile) ? certificateSha256(readFileSync(caFile, "utf8")) : "", caFile, models })}\n`);
 } else {
   process.stdout.write(`${JSON.stringify({ url: relay.url, server: relay.linkAddress })}\n`);
 }
-process.on("SIGTERM", () => void relay.stop().then(() => process.exit(0)));
+process.on("SIGTERM", () => void profile.save().then(() => relay.stop()).then(() => process.exit(0)));
 setInterval(() => {}, 1 << 30);

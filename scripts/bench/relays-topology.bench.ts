@@ -1,14 +1,12 @@
 import autocannon from "autocannon";
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { afterAll, it } from "vitest";
 import { createTestDatabase, startPostgres } from "../../test/helpers/postgres-server.js";
 import { startNats } from "../../test/helpers/nats-server.js";
 import { startRedis } from "../../test/helpers/redis-server.js";
-import { REPO_ROOT } from "../../test/helpers/models.js";
+import { BenchProcesses, cpuMs, percentile as pct } from "./bench-processes.js";
 
 /**
  * The scaled topology, measured (`npm run bench` runs it after the one-relay benchmarks): two relays, each its
@@ -22,44 +20,17 @@ import { REPO_ROOT } from "../../test/helpers/models.js";
  */
 const seconds = Number(process.env.MAKINA_BENCH_SECONDS ?? 3);
 const chunks = 16;
-const TICK_MS = 1000 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
 const dir = mkdtempSync(join(tmpdir(), "makina-bench-relays-"));
-const children: ChildProcess[] = [];
+const processes = new BenchProcesses();
+const start = processes.start.bind(processes);
 const cleanups: (() => Promise<void>)[] = [];
 
 afterAll(async () => {
-  for (const c of children) c.kill("SIGTERM");
+  processes.killAll();
   for (const c of cleanups.reverse()) await c();
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Starts a node script and resolves with its first JSON line that has `key` (later lines go to `onLine`). */
-function start(script: string, args: string[], key: string, env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; msg: Record<string, unknown>; next: (key: string) => Promise<Record<string, unknown>> }> {
-  const child = spawn(process.execPath, [join(REPO_ROOT, script), ...args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
-  children.push(child);
-  const lines: Record<string, unknown>[] = [];
-  const waiting: { key: string; resolve: (m: Record<string, unknown>) => void }[] = [];
-  createInterface({ input: child.stdout! }).on("line", (line) => {
-    const msg = JSON.parse(line) as Record<string, unknown>;
-    const w = waiting.findIndex((x) => x.key in msg);
-    if (w >= 0) waiting.splice(w, 1)[0]!.resolve(msg);
-    else lines.push(msg);
-  });
-  const next = (k: string) =>
-    new Promise<Record<string, unknown>>((resolve, reject) => {
-      const found = lines.findIndex((m) => k in m);
-      if (found >= 0) return resolve(lines.splice(found, 1)[0]!);
-      waiting.push({ key: k, resolve });
-      child.once("exit", (code) => reject(new Error(`${script} exited ${code}`)));
-    });
-  return next(key).then((msg) => ({ child, msg, next }));
-}
-
-const cpuMs = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-};
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 const body = (stream: boolean) =>
   JSON.stringify({ model: "instant", messages: [{ role: "user", content: "Say hello." }], ...(stream ? { stream: true, max_tokens: chunks } : {}) });
 
