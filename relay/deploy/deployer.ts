@@ -115,17 +115,24 @@ export class Deployer {
   }
 
   /**
-   * Runs the deployments of a machine that came online. When the database cannot say which, it is asked again
-   * for as long as the machine stays linked: its stacks are never left undeployed.
+   * Runs the deployments of a machine that came online. When the database cannot say which (thousands of
+   * machines linking at once can keep every pooled connection busy for seconds), it is asked again for as long
+   * as the machine stays linked: its stacks are never left undeployed. {@link settled} waits for the first
+   * lookup only, never for a database that is down.
    */
   private resume(session: AgentSession): void {
-    const lookup: Promise<unknown> = this.storage
-      .attemptWhile("deployments to resume", () => this.store.stacks.listByMachine(session.machineId), () => this.registry.get(session.machineId) === session)
-      .then((found) => {
-        for (const stack of found?.value ?? []) if (stack.state === "deploying" || stack.state === "deployed") this.run(session, stack);
+    const lookup = () => this.store.stacks.listByMachine(session.machineId);
+    const runAll = (stacks: Stack[]) => {
+      for (const stack of stacks) if (stack.state === "deploying" || stack.state === "deployed") this.run(session, stack);
+    };
+    const first: Promise<unknown> = this.storage
+      .attempt("deployments to resume", lookup)
+      .then((stacks) => {
+        if (stacks) return runAll(stacks);
+        void this.storage.attemptWhile("deployments to resume", lookup, () => this.registry.get(session.machineId) === session, 1000).then((found) => found && runAll(found.value));
       })
-      .finally(() => this.resuming.delete(lookup));
-    this.resuming.add(lookup);
+      .finally(() => this.resuming.delete(first));
+    this.resuming.add(first);
   }
 
   private run(session: AgentSession, stack: Stack): void {

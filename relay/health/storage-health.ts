@@ -74,18 +74,20 @@ export class StorageHealth {
   }
 
   /**
-   * Runs `write` until the database takes it: when it refuses, again after 1 s, then waiting twice as long each
-   * time up to 30 s, for as long as `wanted` holds (thousands of machines linking at once can keep every pooled
+   * Runs `write` (after `firstWaitMs`) until the database takes it: when it refuses, again after 1 s (or twice
+   * `firstWaitMs`), then waiting twice as long each time up to 30 s, for as long as `wanted` holds (thousands of machines linking at once can keep every pooled
    * connection busy for seconds). Gives what `write` gave, or undefined once it is no longer wanted.
    */
-  async attemptWhile<T>(what: string, write: () => Promise<T>, wanted: () => boolean): Promise<{ value: T } | undefined> {
-    for (let waitMs = 1000; wanted(); waitMs = Math.min(30_000, waitMs * 2)) {
+  async attemptWhile<T>(what: string, write: () => Promise<T>, wanted: () => boolean, firstWaitMs = 0): Promise<{ value: T } | undefined> {
+    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+    if (firstWaitMs) await wait(firstWaitMs);
+    for (let waitMs = Math.max(1000, firstWaitMs * 2); wanted(); waitMs = Math.min(30_000, waitMs * 2)) {
       try {
         return { value: await write() };
       } catch (err) {
         this.failed(what, err);
       }
-      await new Promise((resolve) => setTimeout(resolve, waitMs).unref());
+      await wait(waitMs);
     }
     return undefined;
   }

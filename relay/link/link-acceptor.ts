@@ -201,9 +201,7 @@ function acceptMachine(
       finish();
       agent.close("the agent was silent for too long");
     }, tickMs);
-    void deps.storage
-      .attemptWhile("machine state", () => store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion }), () => !finished)
-      .then(machineChanged);
+    void deps.storage.attempt("machine state", () => store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion })).then(machineChanged);
     s.send({ type: "welcome", machineId: machine.id, heartbeatIntervalMs: deps.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION });
     linkLog.info("machine online", { agentVersion: hello.agentVersion });
     registry.add(s);

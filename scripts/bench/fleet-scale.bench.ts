@@ -11,15 +11,16 @@ import { BenchProcesses, cpuMs, rssBytes, type BenchProcess } from "./bench-proc
 /**
  * A fleet at scale, simulated (`npm run bench` runs it last): three relays, each its own process, on one real
  * PostgreSQL, NATS and Redis, with the link's TLS on as beyond loopback; N simulated agents
- * (scripts/bench/simulated-agents.mjs: the agent's real link client, failover dialer and gRPC dialer, one TLS
- * connection each, given all three relays; the machine behind each link is a stand-in answering at once).
+ * (scripts/bench/simulated-agents.mjs: the agent's real link client and failover dialer over a light HTTP/2
+ * stand-in for its gRPC dialer, one TLS connection each, given all three relays; the machine behind each link
+ * is a stand-in answering at once).
  * One machine in MAKINA_BENCH_FLEET_EVERY (default 10) serves a stack of its own. For each N of
  * MAKINA_BENCH_FLEET_SIZES (default 1000,3000,10000), on a fresh database and fresh relays:
  *   - the machines come up MAKINA_BENCH_FLEET_JOIN_PER_S a second (default 500: 20 s for 10,000): time until
  *     every agent is linked, then until every stack is served through every relay (from then on,
  *     a request for each stack sent to each relay until it answers 200: its deployment ran on the machine's
  *     relay and the others learnt where it is);
- *   - idle, for 10 s: the relays' CPU (heartbeats every second from every agent, keepalives, announcements)
+ *   - idle, for 10 s: the relays' CPU (heartbeats every 5 s from every agent, keepalives, announcements)
  *     and the whole machine's; the relays' resident memory against before the agents came, per agent;
  *   - the reconnect storm: the relay holding a third of the agents is killed (SIGKILL); time until every
  *     agent is linked again, then until every stack is served again through both relays left.
@@ -240,7 +241,8 @@ async function measure(postgres: PostgresServer, nats: string, redis: string, n:
 
   clearInterval(tick);
   linked.end();
-  for (const p of [...sims, ...relays.map((r) => r.proc)]) p.child.kill("SIGKILL");
+  // SIGTERM when profiling (each process saves its profile then), SIGKILL otherwise.
+  for (const p of [...sims, ...relays.map((r) => r.proc)]) p.child.kill(process.env.MAKINA_BENCH_CPU_PROFILE ? "SIGTERM" : "SIGKILL");
   const mib = (b: number) => Math.round(b / 1048576);
   return {
     agents: n,

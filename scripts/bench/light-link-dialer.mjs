@@ -66,7 +66,11 @@ export class LightLinkDialer {
       authorization: `Bearer ${this.credentials.token}`,
     });
     let buffered = Buffer.alloc(0);
-    stream.on("response", () => !closed && agent.reached?.());
+    // A refusal may come as headers alone (gRPC's trailers-only answer): its status is in them.
+    stream.on("response", (headers) => {
+      if (headers["grpc-status"] !== undefined) refused(headers);
+      else if (!closed) agent.reached?.();
+    });
     stream.on("data", (chunk) => {
       buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
       while (buffered.length >= 5) {
@@ -77,12 +81,13 @@ export class LightLinkDialer {
         if (message && !closed) agent.send(message);
       }
     });
-    stream.on("trailers", (trailers) => {
+    const refused = (trailers) => {
       const status = Number(trailers["grpc-status"] ?? 0);
       const details = decodeURIComponent(String(trailers["grpc-message"] ?? ""));
       // UNAUTHENTICATED: the credentials; FAILED_PRECONDITION, INVALID_ARGUMENT: the hello.
       close(status ? `${status}: ${details}` : "the relay closed the link", status === 16 ? "credentials" : status === 9 || status === 3 ? "protocol" : undefined);
-    });
+    };
+    stream.on("trailers", refused);
     stream.on("close", () => close("the relay closed the link"));
     stream.on("error", (err) => close(err.message));
     return {
