@@ -75,8 +75,9 @@ export class StorageHealth {
 
   /**
    * Runs `write` (after `firstWaitMs`) until the database takes it: when it refuses, again after 1 s (or twice
-   * `firstWaitMs`), then waiting twice as long each time up to 30 s, for as long as `wanted` holds (thousands of machines linking at once can keep every pooled
-   * connection busy for seconds). Gives what `write` gave, or undefined once it is no longer wanted.
+   * `firstWaitMs`), then waiting twice as long each time up to 30 s, for as long as `wanted` holds (thousands
+   * of machines linking at once can keep every pooled connection busy for seconds). Gives what `write` gave,
+   * or undefined once it is no longer wanted.
    */
   async attemptWhile<T>(what: string, write: () => Promise<T>, wanted: () => boolean, firstWaitMs = 0): Promise<{ value: T } | undefined> {
     const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
