@@ -8,7 +8,7 @@ import { detectHardware, hardwareChanged, type HardwareSource } from "./hardware
 import { Backoff } from "./flow/index.js";
 import { InferenceDispatcher } from "./link/inference-dispatcher.js";
 import { GrpcDialer } from "./link/grpc-dialer.js";
-import { FailoverDialer } from "./link/failover-dialer.js";
+import { FailoverDialer, type ResolveHost } from "./link/failover-dialer.js";
 import { LinkClient } from "./link/link-client.js";
 import { RelayMessageHandler } from "./link/relay-message-handler.js";
 import { ModelStore } from "./models/model-store.js";
@@ -45,6 +45,8 @@ export interface StartAgentOptions {
   dial?: LinkDialer;
   /** Adapters that replace the built-in ones of their kind (tests use a stand-in model this way). */
   adapters?: Partial<Record<RuntimeKind, RuntimeAdapter>>;
+  /** How the relays' names are resolved to their addresses. @default the system's resolver */
+  resolveHost?: ResolveHost;
 }
 
 /** Composition root of the agent: hardware, model store, runtimes, link. */
@@ -81,19 +83,24 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
   const send = (m: Parameters<LinkClient["send"]>[0]) => link.send(m);
   const inference = new InferenceDispatcher(host, send, log.child({ component: "inference" }));
   const relayMessages = new RelayMessageHandler({ inference, host, send, onStepDone: () => void inventory.report(), log });
-  // One dialer per relay address; with several, each new link goes to the next (one CA pinned for all of them).
+  // One dialer per relay address (each `--server`, or each address of a name); with several, each new link
+  // goes to the next (one CA pinned for all of them).
   const grpc = options.dial
     ? undefined
-    : new FailoverDialer(
-        config.servers.map((server) => ({
-          server,
-          dialer: new GrpcDialer(
-            server,
+    : new FailoverDialer({
+        servers: config.servers,
+        dialer: (address, server) =>
+          new GrpcDialer(
+            address,
             { machineId: config.machineId, token: config.token },
             { caSha256: config.caSha256, caCacheFile: join(config.dataDir, "relay-ca.pem"), caFile: config.caFile, tls: config.tls },
+            server,
           ),
-        })),
-      );
+        resolve: options.resolveHost,
+      });
+  // The first link already spread over every address of the relays' names (not left to wait on a resolver
+  // that does not answer: then the name itself is dialed).
+  await grpc?.refresh(3000);
   const link: LinkClient = new LinkClient({
     dial: options.dial ?? grpc!.dial,
     onStopped: () => grpc?.close(),
@@ -104,8 +111,11 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
     },
     // Thousands of machines losing one relay at once come back spread over two seconds, not all at once.
     backoff: new Backoff({ minMs: config.reconnectMinMs, maxMs: config.reconnectMaxMs, firstSpreadMs: Math.min(2000, config.reconnectMaxMs) }),
-    // With several relays, one that does not welcome the link soon is left for the next.
-    welcomeTimeoutMs: config.servers.length > 1 ? 5000 : 15_000,
+    // With several relays, one that does not welcome the link soon is left for the next (read at every dial:
+    // a name's addresses may come and go).
+    get welcomeTimeoutMs() {
+      return (grpc?.addresses ?? 1) > 1 ? 5000 : 15_000;
+    },
     log: log.child({ component: "link" }),
     onOnline: () => inventory.linkOnline(),
     onDisconnect: () => relayMessages.linkLost("the link to the relay was lost"),
@@ -130,7 +140,7 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
       pid: process.pid,
       startedAt,
       machineId: config.machineId,
-      server: grpc && config.servers.length > 1 ? `${grpc.current} (of ${config.server})` : config.server,
+      server: grpc && grpc.addresses > 1 ? `${grpc.current} (of ${config.server})` : config.server,
       dataDir: config.dataDir,
       link: { state: link.state, lastError: link.lastError, credentialsRejected: link.credentialsRejected, onlineSince: link.onlineSince },
       hardware,

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { AUTHORIZATION_METADATA, LINK_TLS_SERVER_NAME, MACHINE_ID_METADATA, type AgentToRelay, type LinkCredentials, type LinkDialer } from "../../proto/index.js";
 import { AgentLinkClient, type RelayMessage } from "../../proto/wire.js";
 import { decodeRelayMessage, encodeAgentMessage } from "./agent-link-codec.js";
+import type { RelayDialer } from "./failover-dialer.js";
 import { pinnedCa } from "./pinned-ca.js";
 
 /** How the link is protected: see the agent's `caSha256`, `caFile` and `tls` settings. */
@@ -32,13 +33,18 @@ const CHANNEL_OPTIONS: ChannelOptions = {
  * Dials a relay on another machine over gRPC: one `Connect` stream per link, over one reused channel; TLS
  * unless the link is plaintext by choice (loopback, or `--insecure`).
  */
-export class GrpcDialer {
+export class GrpcDialer implements RelayDialer {
   private client: Promise<AgentLinkClient> | undefined;
 
   constructor(
     private readonly server: string,
     private readonly credentials: LinkCredentials,
     private readonly security: LinkSecurity,
+    /**
+     * The `--server` entry `server` is an address of, when it is one of a name's addresses: a certificate
+     * checked against a CA file or the system's CAs must name that host. @default server
+     */
+    private readonly authority: string = server,
   ) {}
 
   private async channel(): Promise<{ creds: ChannelCredentials; options: ChannelOptions }> {
@@ -51,8 +57,12 @@ export class GrpcDialer {
         options: { ...CHANNEL_OPTIONS, "grpc.ssl_target_name_override": LINK_TLS_SERVER_NAME, "grpc.default_authority": LINK_TLS_SERVER_NAME },
       };
     }
-    if (caFile) return { creds: channelCredentials.createSsl(readFileSync(caFile)), options: CHANNEL_OPTIONS };
-    if (tls) return { creds: channelCredentials.createSsl(), options: CHANNEL_OPTIONS };
+    const named =
+      this.authority === this.server
+        ? CHANNEL_OPTIONS
+        : { ...CHANNEL_OPTIONS, "grpc.ssl_target_name_override": this.authority.replace(/:\d+$/, "").replace(/^\[|\]$/g, ""), "grpc.default_authority": this.authority };
+    if (caFile) return { creds: channelCredentials.createSsl(readFileSync(caFile)), options: named };
+    if (tls) return { creds: channelCredentials.createSsl(), options: named };
     return { creds: channelCredentials.createInsecure(), options: CHANNEL_OPTIONS };
   }
 

@@ -22,7 +22,7 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
   builder: (y) =>
     y
       .option("config", { type: "string", describe: "Agent config file (JSON) (or MAKINA_AGENT_CONFIG)" })
-      .option("server", { type: "string", describe: "Relay address host:port" })
+      .option("server", { type: "string", describe: "Relay address host:port (repeat it for several relays; a name with several addresses is a relay per address)" })
       .option("machine-id", { type: "string", describe: "This machine's ID" })
       .option("token", { type: "string", describe: "This machine's token (shows in ps: prefer --token-file or the config file)" })
       .option("token-file", { type: "string", describe: "A file holding this machine's token" })

@@ -40,7 +40,7 @@ const caPem = caSha256 ? readFileSync(caFile, "utf8") : null;
 if (caPem && createHash("sha256").update(new X509Certificate(caPem).raw).digest("hex") !== caSha256) throw new Error(`${caFile} is not the CA ${caSha256}`);
 const context = LightLinkDialer.context(caPem);
 const agents = machines.map(({ machineId, token }, i) => {
-  const dialer = new FailoverDialer(servers.split(",").map((server) => ({ server, dialer: new LightLinkDialer(server, { machineId, token }, context, codec) })));
+  const dialer = new FailoverDialer({ servers: servers.split(","), dialer: (server) => new LightLinkDialer(server, { machineId, token }, context, codec) });
   const link = new LinkClient({
     dial: dialer.dial,
     onStopped: () => dialer.close(),

@@ -8,88 +8,121 @@ import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js
 import { emptyDatabase } from "../helpers/databases.js";
 import { startNats, type NatsServer } from "../helpers/nats-server.js";
 import { fakeAdapter } from "../fakes/fake-runtime.js";
+import { freePort } from "../helpers/free-port.js";
+import type { ResolveHost } from "../../agent/link/failover-dialer.js";
 
 /**
- * Agents fail over: two relays on one PostgreSQL database joined over a real nats-server, with TLS on the
- * agents' link; one agent (the stand-in model of test/fakes) given both relays' addresses and the one CA
- * fingerprint of its install command. The relay it linked to stops; it links to the other, and its stack is
- * served again through either.
+ * Two relays on one PostgreSQL database joined over a real nats-server, with TLS on the agents' link, and one
+ * agent (the stand-in model of test/fakes) given `servers` and the one CA fingerprint of its install command,
+ * its stack deployed and a key made.
  */
-describe("an agent given several relays", () => {
-  let nats: NatsServer;
-  const relays: Relay[] = [];
+async function twoRelaysAndAnAgent(options: { grpc: { host: string; port: number }[]; servers?: (relays: Relay[]) => string[]; resolveHost?: ResolveHost }) {
   const dirs: string[] = [];
-  let agent: Agent;
-  let key: string;
-  let machineId: string;
-  let installCommand: string;
+  const dir = (prefix: string) => {
+    const d = mkdtempSync(join(tmpdir(), prefix));
+    dirs.push(d);
+    return d;
+  };
+  const nats: NatsServer = await startNats();
+  const location = await emptyDatabase("postgres");
+  const database = location.kind === "postgres" ? location.url : "";
+  const relays: Relay[] = [];
+  for (const { host, port } of options.grpc) {
+    const flags = { dataDir: dir("makina-relay-"), database, nats: nats.url, port: 0, grpcPort: port, grpcHost: host, grpcTls: "on", drainTimeoutMs: 200, heartbeatIntervalMs: 500 };
+    relays.push(await startRelay(resolveRelayConfig({ flags }), { log: silentLogger() }));
+  }
+  const a = relays[0]!;
+  const org = await a.control.createOrg("Failover");
+  const made = await a.control.createMachine(org.id, "roaming");
+  const machineId = made.machine.id;
+  const agent: Agent = await startAgent(
+    resolveAgentConfig({
+      flags: { server: options.servers?.(relays) ?? relays.map((r) => r.linkAddress), machineId, token: made.token, caSha256: made.caSha256, dataDir: dir("makina-agent-"), threads: 1, gpu: false, reconnectMinMs: 100, reconnectMaxMs: 2000 },
+    }),
+    { log: silentLogger(), adapters: { openai: fakeAdapter() }, resolveHost: options.resolveHost },
+  );
+  await agent.link.whenOnline();
+  const holder = relays.find((r) => r.registry.get(machineId))!;
+  const stack = await holder.control.createStack({ org: org.id, name: "stories", machine: machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "stories" });
+  await holder.control.deploy(stack.id);
+  await holder.deployer.settled(stack.id);
+  const key = (await holder.control.createKey(org.id, { name: "app" })).key;
   const chat = (relay: Relay) =>
     fetch(`${relay.url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       body: JSON.stringify({ model: "stories", messages: [{ role: "user", content: "still here" }] }),
     });
-  const dir = (prefix: string) => {
-    const d = mkdtempSync(join(tmpdir(), prefix));
-    dirs.push(d);
-    return d;
-  };
-
-  beforeAll(async () => {
-    nats = await startNats();
-    const location = await emptyDatabase("postgres");
-    const database = location.kind === "postgres" ? location.url : "";
-    for (let i = 0; i < 2; i++) {
-      const flags = { dataDir: dir("makina-relay-"), database, nats: nats.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", grpcTls: "on", drainTimeoutMs: 200, heartbeatIntervalMs: 500 };
-      relays.push(await startRelay(resolveRelayConfig({ flags }), { log: silentLogger() }));
-    }
-    const [a] = relays as [Relay, Relay];
-    const org = await a.control.createOrg("Failover");
-    const made = await a.control.createMachine(org.id, "roaming");
-    machineId = made.machine.id;
-    installCommand = made.installCommand;
-    const servers = relays.map((r) => r.linkAddress);
-    agent = await startAgent(
-      resolveAgentConfig({
-        flags: { server: servers, machineId, token: made.token, caSha256: made.caSha256, dataDir: dir("makina-agent-"), threads: 1, gpu: false, reconnectMinMs: 100, reconnectMaxMs: 2000 },
-      }),
-      { log: silentLogger(), adapters: { openai: fakeAdapter() } },
-    );
-    await agent.link.whenOnline();
-    const holder = relays.find((r) => r.registry.get(machineId))!;
-    const stack = await holder.control.createStack({ org: org.id, name: "stories", machine: machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "stories" });
-    await holder.control.deploy(stack.id);
-    await holder.deployer.settled(stack.id);
-    key = (await holder.control.createKey(org.id, { name: "app" })).key;
-  });
-  afterAll(async () => {
-    await agent?.stop();
-    for (const r of relays) await r.stop();
-    await nats?.close();
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
-
-  it("gets one install command naming every relay, and one CA fingerprint that holds for all of them", () => {
-    const [a, b] = relays as [Relay, Relay];
-    expect(a.linkCaSha256).toMatch(/^[0-9a-f]{64}$/);
-    expect(b.linkCaSha256).toBe(a.linkCaSha256);
-    expect(installCommand).toContain(`--server ${a.linkAddress} --server ${b.linkAddress}`);
-    expect(installCommand).toContain(`--ca-sha256 ${a.linkCaSha256}`);
-  });
-
-  it("links to the other relay when its relay stops, and its stack is served through it again within 5 s", async () => {
-    // Served through both relays: one holds the link, the other reaches it over NATS.
+  /** Served through both relays (one holds the link, the other reaches it over NATS); the one holding it stops; the agent links to the other, served through it again within 5 s. */
+  const failOver = async () => {
     await vi.waitFor(async () => {
       for (const r of relays) expect((await chat(r)).status).toBe(200);
     }, { timeout: 10_000, interval: 100 });
-    const holder = relays.find((r) => r.registry.get(machineId))!;
-    const other = relays.find((r) => r !== holder)!;
-    await holder.stop();
+    const holding = relays.find((r) => r.registry.get(machineId))!;
+    const other = relays.find((r) => r !== holding)!;
+    await holding.stop();
     await vi.waitFor(async () => {
       expect(other.registry.get(machineId)).toBeDefined();
       expect((await chat(other)).status).toBe(200);
     }, { timeout: 5000, interval: 50 });
-    const machine = await other.control.machine(null, machineId);
-    expect(machine.state).toBe("online");
+    expect((await other.control.machine(null, machineId)).state).toBe("online");
+    return { holding, other };
+  };
+  const stop = async () => {
+    await agent.stop();
+    for (const r of relays) await r.stop();
+    await nats.close();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  };
+  return { relays, agent, machineId, installCommand: made.installCommand, failOver, stop };
+}
+
+describe("an agent given several relays", () => {
+  let fleet: Awaited<ReturnType<typeof twoRelaysAndAnAgent>>;
+  beforeAll(async () => {
+    fleet = await twoRelaysAndAnAgent({ grpc: [{ host: "127.0.0.1", port: 0 }, { host: "127.0.0.1", port: 0 }] });
+  });
+  afterAll(() => fleet?.stop());
+
+  it("gets one install command naming every relay, and one CA fingerprint that holds for all of them", () => {
+    const [a, b] = fleet.relays as [Relay, Relay];
+    expect(a.linkCaSha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(b.linkCaSha256).toBe(a.linkCaSha256);
+    expect(fleet.installCommand).toContain(`--server ${a.linkAddress} --server ${b.linkAddress}`);
+    expect(fleet.installCommand).toContain(`--ca-sha256 ${a.linkCaSha256}`);
+  });
+
+  it("links to the other relay when its relay stops, and its stack is served through it again within 5 s", async () => {
+    await fleet.failOver();
+  });
+});
+
+describe("an agent given one name with several relays' addresses", () => {
+  let fleet: Awaited<ReturnType<typeof twoRelaysAndAnAgent>>;
+  const lookedUp: string[] = [];
+  beforeAll(async () => {
+    // Two relays on one port, at two loopback addresses: what a DNS name with two A records gives. The name is
+    // resolved by the agent's resolver, given here (this machine's resolver has no such name).
+    const port = await freePort();
+    fleet = await twoRelaysAndAnAgent({
+      grpc: [{ host: "127.0.0.1", port }, { host: "127.0.0.2", port }],
+      servers: () => [`relays.makina.test:${port}`],
+      resolveHost: async (host) => {
+        lookedUp.push(host);
+        return host === "relays.makina.test" ? [{ address: "127.0.0.1", family: 4 }, { address: "127.0.0.2", family: 4 }] : [];
+      },
+    });
+  });
+  afterAll(() => fleet?.stop());
+
+  it("links to one of the name's addresses and says which", async () => {
+    expect(lookedUp).toContain("relays.makina.test");
+    const holding = fleet.relays.find((r) => r.registry.get(fleet.machineId))!;
+    expect((await fleet.agent.status()).server).toBe(`${holding.linkAddress} (of relays.makina.test:${holding.grpcPort})`);
+  });
+
+  it("links to the name's other address when its relay stops, and its stack is served through it again within 5 s", async () => {
+    const { other } = await fleet.failOver();
+    expect((await fleet.agent.status()).server).toBe(`${other.linkAddress} (of relays.makina.test:${other.grpcPort})`);
   });
 });

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Backoff } from "../../agent/flow/backoff.js";
-import { FailoverDialer } from "../../agent/link/failover-dialer.js";
-import type { GrpcDialer } from "../../agent/link/grpc-dialer.js";
+import { FailoverDialer, type ResolveHost } from "../../agent/link/failover-dialer.js";
 import { CreditGate } from "../../agent/flow/credit-gate.js";
 import { SlotPool } from "../../agent/runtimes/slot-pool.js";
 import { LinkClient, type Hello } from "../../agent/link/link-client.js";
@@ -33,20 +32,85 @@ describe("reconnect backoff", () => {
 });
 
 describe("failing over between relays", () => {
-  it("sends each new link to the relay after the last one, starting at a random one", () => {
+  /** A failover whose dialers record what they dial and release. */
+  function failover(servers: string[], resolve?: ResolveHost, random = () => 0.5) {
     const dialed: string[] = [];
     const released: string[] = [];
-    const relay = (server: string) => ({
-      server,
-      dialer: { dial: () => (dialed.push(server), { send: () => {}, close: () => {} }), close: () => {}, release: () => released.push(server) } as unknown as GrpcDialer,
+    const made: string[] = [];
+    const dialer = new FailoverDialer({
+      servers,
+      resolve,
+      random,
+      dialer: (address, server) => {
+        made.push(`${address} of ${server}`);
+        return { dial: () => (dialed.push(address), { send: () => {}, close: () => {} }), close: () => {}, release: () => released.push(address) };
+      },
     });
-    const failover = new FailoverDialer([relay("a:1"), relay("b:1"), relay("c:1")], () => 0.5);
     const agent = { send: () => {}, close: () => {} };
-    for (let i = 0; i < 4; i++) failover.dial(agent);
-    expect(dialed).toEqual(["b:1", "c:1", "a:1", "b:1"]);
-    expect(failover.current).toBe("b:1");
+    return { dialer, dialed, released, made, dial: (n: number) => Array.from({ length: n }, () => dialer.dial(agent)) };
+  }
+
+  it("sends each new link to the relay after the last one, starting at a random one", () => {
+    const f = failover(["10.0.0.1:1", "10.0.0.2:1", "10.0.0.3:1"]);
+    f.dial(4);
+    expect(f.dialed).toEqual(["10.0.0.2:1", "10.0.0.3:1", "10.0.0.1:1", "10.0.0.2:1"]);
+    expect(f.dialer.current).toBe("10.0.0.2:1");
     // Each dial closes the connections to the other relays: one opening to a relay left behind is not kept.
-    expect(released.slice(-2).sort()).toEqual(["a:1", "c:1"]);
+    expect(f.released.slice(-2).sort()).toEqual(["10.0.0.1:1", "10.0.0.3:1"]);
+  });
+
+  it("takes every address of a relay's name as a relay of its own, and checks TLS against the name", async () => {
+    const resolve: ResolveHost = async (host) =>
+      host === "relays.example"
+        ? [{ address: "10.0.0.7", family: 4 }, { address: "fd00::7", family: 6 }, { address: "10.0.0.8", family: 4 }, { address: "10.0.0.7", family: 4 }]
+        : [];
+    const f = failover(["relays.example:7001", "10.0.0.9:7001"], resolve, () => 0);
+    await f.dialer.refresh();
+    // IPv4 preferred (a name with both families most often names one host twice), duplicates once.
+    expect(f.dialer.rotation).toEqual(["10.0.0.7:7001", "10.0.0.8:7001", "10.0.0.9:7001"]);
+    f.dial(4);
+    expect(f.dialed).toEqual(["10.0.0.7:7001", "10.0.0.8:7001", "10.0.0.9:7001", "10.0.0.7:7001"]);
+    expect(f.made).toEqual(["10.0.0.7:7001 of relays.example:7001", "10.0.0.8:7001 of relays.example:7001", "10.0.0.9:7001 of 10.0.0.9:7001"]);
+  });
+
+  it("follows a name's addresses as they change, going on after the relay it linked to last", async () => {
+    let addresses = ["10.0.0.1", "10.0.0.2"];
+    const f = failover(["relays.example:7001"], async () => addresses.map((address) => ({ address, family: 4 })), () => 0);
+    await f.dialer.refresh();
+    f.dial(1);
+    expect(f.dialed).toEqual(["10.0.0.1:7001"]);
+    // Every dial resolves the names again for the next one: that lookup is done before the names change.
+    await f.dialer.refresh();
+    // A relay added in front of the one linked to: the next link still goes to the one after it.
+    addresses = ["10.0.0.3", "10.0.0.1", "10.0.0.2"];
+    await f.dialer.refresh();
+    f.dial(1);
+    expect(f.dialed.at(-1)).toBe("10.0.0.2:7001");
+    await f.dialer.refresh();
+    // The name no longer resolves: its last addresses are kept.
+    addresses = [];
+    await f.dialer.refresh();
+    expect(f.dialer.rotation).toEqual(["10.0.0.3:7001", "10.0.0.1:7001", "10.0.0.2:7001"]);
+    // The relay linked to last removed: the next link goes to the address at its place (wrapping round), its
+    // connection is released and it is dialed no more.
+    addresses = ["10.0.0.3", "10.0.0.1"];
+    await f.dialer.refresh();
+    f.dial(3);
+    expect(f.dialed.slice(-3)).toEqual(["10.0.0.3:7001", "10.0.0.1:7001", "10.0.0.3:7001"]);
+    expect(f.released).toContain("10.0.0.2:7001");
+  });
+
+  it("dials a name it cannot resolve as it is, for gRPC to resolve", async () => {
+    const f = failover(["relays.example:7001"], async () => Promise.reject(new Error("ENOTFOUND")));
+    await f.dialer.refresh();
+    f.dial(1);
+    expect(f.dialed).toEqual(["relays.example:7001"]);
+  });
+
+  it("waits at most the time it is given for a resolver that does not answer", async () => {
+    const f = failover(["relays.example:7001"], () => new Promise(() => {}));
+    await f.dialer.refresh(10);
+    expect(f.dialer.rotation).toEqual(["relays.example:7001"]);
   });
 });
 
