@@ -1,4 +1,5 @@
 import { Metadata, Server, ServerCredentials, status, type ServerDuplexStream } from "@grpc/grpc-js";
+import { createServer, type AddressInfo } from "node:net";
 import { AUTHORIZATION_METADATA, MACHINE_ID_METADATA, type LinkAcceptor, type LinkRefusal } from "../../proto/index.js";
 import { AgentLinkService, type AgentMessage, type RelayMessage } from "../../proto/wire.js";
 import type { AgentRegistry } from "./agent-registry.js";
@@ -22,6 +23,12 @@ export interface LinkServer {
   /** Stops accepting links and ends every open one. Idempotent. */
   stop(): Promise<void>;
 }
+
+/**
+ * Connections the kernel keeps waiting to be accepted (capped by `net.core.somaxconn`, 4096 on Linux since
+ * 5.4): room for thousands of machines relinking at once.
+ */
+const ACCEPT_BACKLOG = 4096;
 
 /** Messages waiting to leave for one agent beyond which its link counts as not draining. */
 const CONGESTED_BACKLOG = 1024;
@@ -98,13 +105,24 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
     },
   });
 
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(
-      `${options.host}:${options.port}`,
-      options.tls ? ServerCredentials.createSsl(null, [{ cert_chain: options.tls.certChain, private_key: options.tls.privateKey }], false) : ServerCredentials.createInsecure(),
-      (err, p) => (err ? reject(err) : resolve(p)),
-    ),
+  // Our own listener, its connections handed to grpc-js: grpc-js listens with Node's default backlog (511),
+  // and a fleet relinking at once to a relay that lost its peer overflows that queue. Dropped connection
+  // attempts are retried by TCP only after 1, 3 and 7 s, past the agents' 5 s answer timeout.
+  const injector = server.createConnectionInjector(
+    options.tls ? ServerCredentials.createSsl(null, [{ cert_chain: options.tls.certChain, private_key: options.tls.privateKey }], false) : ServerCredentials.createInsecure(),
   );
+  const listener = createServer({ noDelay: true }, (socket) => injector.injectConnection(socket));
+  await new Promise<void>((resolve, reject) => {
+    listener.once("error", reject);
+    listener.listen({ host: options.host, port: options.port, backlog: ACCEPT_BACKLOG }, () => {
+      listener.off("error", reject);
+      resolve();
+    });
+  }).catch((err: unknown) => {
+    server.forceShutdown();
+    throw err;
+  });
+  const { port } = listener.address() as AddressInfo;
 
   let stopping: Promise<void> | undefined;
   return {
@@ -112,6 +130,7 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
     stop() {
       stopping ??= new Promise<void>((resolve) => {
         for (const s of options.registry.all()) s.end("the relay is stopping");
+        listener.close();
         const force = setTimeout(() => server.forceShutdown(), 2_000);
         server.tryShutdown(() => {
           clearTimeout(force);

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { GrpcDialer } from "../../agent/link/grpc-dialer.js";
 import { PROTOCOL_VERSION, type AgentToRelay, type LinkEnd } from "../../proto/index.js";
@@ -93,5 +94,27 @@ describe("1,000 machines connecting and heartbeating while the gateway serves", 
       lookup.mockRestore();
       agent.close();
     }
+  });
+});
+
+describe("a relay too busy to accept for a moment", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake" });
+  });
+  afterAll(() => gw?.close());
+
+  it("still lets 1,500 machines' connections in at once: the kernel queues them until it accepts", () => {
+    // The child dials while this process (the relay's) is blocked in spawnSync: nothing is accepted meanwhile,
+    // as in a relay busy with a storm of links. A full accept queue drops the rest, which TCP retries only
+    // after a second or more.
+    const dial = `
+      const net = require("node:net");
+      const [host, port] = process.argv[1].split(":");
+      let connected = 0;
+      const sockets = Array.from({ length: 1500 }, () => net.connect({ host, port: Number(port) }, () => connected++).on("error", () => {}));
+      setTimeout(() => { console.log(connected); for (const s of sockets) s.destroy(); }, 800);`;
+    const out = spawnSync(process.execPath, ["-e", dial, gw.relay.linkAddress], { encoding: "utf8", timeout: 20_000 });
+    expect(Number(out.stdout.trim())).toBe(1500);
   });
 });
