@@ -60,13 +60,17 @@ export class FailoverDialer {
   private readonly dialers = new Map<string, RelayDialer>();
   private readonly resolve: ResolveHost;
   private resolving: Promise<void> | undefined;
+  private readonly random: () => number;
+  /** Whether a link was dialed yet (before, the start is picked at random among the addresses). */
+  private dialed = false;
   /** The address the current (or last) link went to. */
   current: string;
 
   constructor(private readonly options: FailoverOptions) {
     this.resolve = options.resolve ?? systemResolver;
+    this.random = options.random ?? Math.random;
     this.targets = options.servers.map((server) => ({ address: server, server }));
-    this.next = Math.floor((options.random ?? Math.random)() * this.targets.length) % this.targets.length;
+    this.next = this.pick(this.targets.length);
     this.current = this.targets[this.next]!.address;
   }
 
@@ -84,6 +88,7 @@ export class FailoverDialer {
     const target = this.targets[this.next % this.targets.length]!;
     this.next = (this.next + 1) % this.targets.length;
     this.current = target.address;
+    this.dialed = true;
     let chosen = this.dialers.get(target.address);
     if (!chosen) {
       chosen = this.options.dialer(target.address, target.server);
@@ -110,7 +115,8 @@ export class FailoverDialer {
       .then((targets) => {
         if (targets.map((t) => t.address).join() === this.rotation.join()) return;
         const at = targets.findIndex((t) => t.address === this.current);
-        this.next = at >= 0 ? (at + 1) % targets.length : this.next % targets.length;
+        // Before the first link, a start at random among every address: a fleet given one name spreads.
+        this.next = !this.dialed ? this.pick(targets.length) : at >= 0 ? (at + 1) % targets.length : this.next % targets.length;
         this.targets = targets;
       })
       .finally(() => (this.resolving = undefined));
@@ -118,6 +124,10 @@ export class FailoverDialer {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.resolving, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(timer);
+  }
+
+  private pick(n: number): number {
+    return Math.floor(this.random() * n) % n;
   }
 
   private async expand(): Promise<Target[]> {

@@ -1,5 +1,6 @@
 import { Metadata, Server, ServerCredentials, status, type ServerDuplexStream } from "@grpc/grpc-js";
-import { createServer, type AddressInfo } from "node:net";
+import { lookup } from "node:dns/promises";
+import { createServer, isIP, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { AUTHORIZATION_METADATA, MACHINE_ID_METADATA, type LinkAcceptor, type LinkRefusal } from "../../proto/index.js";
 import { AgentLinkService, type AgentMessage, type RelayMessage } from "../../proto/wire.js";
 import type { AgentRegistry } from "./agent-registry.js";
@@ -111,18 +112,38 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
   const injector = server.createConnectionInjector(
     options.tls ? ServerCredentials.createSsl(null, [{ cert_chain: options.tls.certChain, private_key: options.tls.privateKey }], false) : ServerCredentials.createInsecure(),
   );
-  const listener = createServer({ noDelay: true }, (socket) => injector.injectConnection(socket));
-  await new Promise<void>((resolve, reject) => {
-    listener.once("error", reject);
-    listener.listen({ host: options.host, port: options.port, backlog: ACCEPT_BACKLOG }, () => {
-      listener.off("error", reject);
-      resolve();
-    });
-  }).catch((err: unknown) => {
+  // Every connection is tracked until it closes: one accepted just before the relay stops may finish its TLS
+  // handshake after grpc-js closed the sessions it knew of, and would live on.
+  const sockets = new Set<Socket>();
+  let accepting = true;
+  const accept = (socket: Socket) => {
+    if (!accepting) return void socket.destroy();
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    injector.injectConnection(socket);
+  };
+  // A name (`localhost`) is listened on at each of its addresses, on one port, as grpc-js did.
+  const hosts = isIP(options.host) ? [options.host] : [...new Set((await lookup(options.host, { all: true })).map((a) => a.address))];
+  const listeners: NetServer[] = [];
+  let port = options.port;
+  try {
+    for (const host of hosts) {
+      const listener = createServer({ noDelay: true }, accept);
+      listeners.push(listener);
+      await new Promise<void>((resolve, reject) => {
+        listener.once("error", reject);
+        listener.listen({ host, port, backlog: ACCEPT_BACKLOG }, () => {
+          listener.off("error", reject);
+          resolve();
+        });
+      });
+      port = (listener.address() as AddressInfo).port;
+    }
+  } catch (err) {
+    for (const l of listeners) l.close();
     server.forceShutdown();
     throw err;
-  });
-  const { port } = listener.address() as AddressInfo;
+  }
 
   let stopping: Promise<void> | undefined;
   return {
@@ -130,12 +151,19 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
     stop() {
       stopping ??= new Promise<void>((resolve) => {
         for (const s of options.registry.all()) s.end("the relay is stopping");
-        listener.close();
-        const force = setTimeout(() => server.forceShutdown(), 2_000);
-        server.tryShutdown(() => {
+        accepting = false;
+        const closed = Promise.all(listeners.map((l) => new Promise<void>((done) => l.close(() => done()))));
+        const finish = () => {
           clearTimeout(force);
-          resolve();
-        });
+          // Connections grpc-js did not know of yet (still in their handshake) end here too.
+          for (const socket of sockets) socket.destroy();
+          void closed.then(() => resolve());
+        };
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          finish();
+        }, 2_000);
+        server.tryShutdown(finish);
       });
       return stopping;
     },

@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import { once } from "node:events";
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { GrpcDialer } from "../../agent/link/grpc-dialer.js";
 import { PROTOCOL_VERSION, type AgentToRelay, type LinkEnd } from "../../proto/index.js";
@@ -116,5 +118,19 @@ describe("a relay too busy to accept for a moment", () => {
       setTimeout(() => { console.log(connected); for (const s of sockets) s.destroy(); }, 800);`;
     const out = spawnSync(process.execPath, ["-e", dial, gw.relay.linkAddress], { encoding: "utf8", timeout: 20_000 });
     expect(Number(out.stdout.trim())).toBe(1500);
+  });
+});
+
+describe("a relay stopping while machines connect", () => {
+  it("ends a connection still in its TLS handshake instead of letting it live on past the stop", async () => {
+    const gw = await startTestGateway({ runtime: "fake", relayFlags: { grpcTls: "on" } });
+    const [host, port] = gw.relay.linkAddress.split(":") as [string, string];
+    // Connected, its handshake not begun: grpc-js has no session for it yet.
+    const socket = connect({ host, port: Number(port) });
+    await once(socket, "connect");
+    const closed = once(socket, "close");
+    await gw.close();
+    await closed;
+    expect(socket.destroyed).toBe(true);
   });
 });

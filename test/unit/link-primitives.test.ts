@@ -73,6 +73,19 @@ describe("failing over between relays", () => {
     expect(f.made).toEqual(["10.0.0.7:7001 of relays.example:7001", "10.0.0.8:7001 of relays.example:7001", "10.0.0.9:7001 of 10.0.0.9:7001"]);
   });
 
+  it("starts at random among a name's addresses, so a fleet given one name spreads over its relays", async () => {
+    const resolve: ResolveHost = async () => ["10.0.0.1", "10.0.0.2", "10.0.0.3"].map((address) => ({ address, family: 4 }));
+    const firsts = await Promise.all(
+      [0, 0.5, 0.99].map(async (r) => {
+        const f = failover(["relays.example:7001"], resolve, () => r);
+        await f.dialer.refresh();
+        f.dial(1);
+        return f.dialed[0];
+      }),
+    );
+    expect(firsts).toEqual(["10.0.0.1:7001", "10.0.0.2:7001", "10.0.0.3:7001"]);
+  });
+
   it("follows a name's addresses as they change, going on after the relay it linked to last", async () => {
     let addresses = ["10.0.0.1", "10.0.0.2"];
     const f = failover(["relays.example:7001"], async () => addresses.map((address) => ({ address, family: 4 })), () => 0);
