@@ -26,6 +26,13 @@ export interface RelayConfig {
    * for this relay's own links only. Needs `database`. @default null
    */
   readonly nats: string | null;
+  /**
+   * With `nats`: where this relay takes the other relays' direct connections (`host:port`, port 0 for any free
+   * one), announced to them over NATS, so a request crossing relays takes one TCP hop each way instead of two
+   * through NATS; `off` for NATS only. By default the HTTP host (the first non-loopback IPv4 address of this
+   * machine when it listens on every address) and any free port. @default null
+   */
+  readonly peerAddress: string | null;
   /** HTTP listen host. @default "127.0.0.1" */
   readonly host: string;
   /** HTTP port; 0 picks a free one. @default 8080 */
@@ -114,6 +121,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   database: "MAKINA_DATABASE_URL",
   redis: "MAKINA_REDIS_URL",
   nats: "MAKINA_NATS_URL",
+  peerAddress: "MAKINA_PEER_ADDRESS",
   changeLeaseMs: "MAKINA_CHANGE_LEASE_MS",
   host: "MAKINA_HOST",
   port: "MAKINA_PORT",
@@ -153,6 +161,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   database: null,
   redis: null,
   nats: null,
+  peerAddress: null,
   changeLeaseMs: 10_000,
   host: "127.0.0.1",
   port: 8080,
@@ -243,6 +252,12 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   } else if (nats !== null && database === null) {
     problems.push(`nats (${ENV.nats}) joins relays that share a PostgreSQL database: give database (${ENV.database}) too`);
   }
+  const peerAddress = pick("peerAddress") === null ? null : str("peerAddress");
+  if (peerAddress !== null && peerAddress !== "off" && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(peerAddress)) {
+    problems.push(`peerAddress (${ENV.peerAddress}) must be HOST:PORT (port 0 for any free one), such as 10.0.0.5:8083, or off for requests between relays over NATS only`);
+  } else if (peerAddress !== null && peerAddress !== "off" && Number(peerAddress.slice(peerAddress.lastIndexOf(":") + 1)) > 65535) {
+    problems.push(`peerAddress (${ENV.peerAddress}) has a port above 65535`);
+  }
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
   const adminPort = (): number | "shared" => {
@@ -256,6 +271,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     database,
     redis,
     nats,
+    peerAddress,
     changeLeaseMs: int("changeLeaseMs", 200, 600_000),
     host: str("host"),
     port: int("port", 0, 65535),

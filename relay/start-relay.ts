@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
-import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { hostname, networkInterfaces } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AddressInfo } from "node:net";
 import { createServer, type RequestListener, type Server } from "node:http";
@@ -178,7 +179,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   // start (saying so), before it takes any link.
   let fleet: Fleet | undefined;
   try {
-    fleet = config.nats ? await joinFleet({ url: config.nats, relayId, registry, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs }) : undefined;
+    const peer = config.nats && config.peerAddress !== "off" ? { ...peerListenAddress(config), secret: await peerSecret(store) } : undefined;
+    fleet = config.nats ? await joinFleet({ url: config.nats, relayId, registry, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, peer }) : undefined;
   } catch (err) {
     await feed?.stop();
     directory.close();
@@ -195,7 +197,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
 
   const usage = new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) });
   // Several relays share a PostgreSQL database: each one's series carry its id.
-  const metrics = new RelayMetrics({ machinesOnline: () => registry.size, relayId: store.dialect === "postgres" ? relayId : undefined });
+  const metrics = new RelayMetrics({ machinesOnline: () => registry.size, relayId: store.dialect === "postgres" ? relayId : undefined, otherRelays: fleet?.relays });
   const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs, storage);
   if (fleet) deployer.reachOthers(fleet.serveDeployments(deployer));
   const accept = linkAcceptor({
@@ -334,3 +336,29 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     },
   };
 }
+
+/** Where the relay takes the other relays' direct connections: `--peer-address`, or its HTTP host and any free port. */
+function peerListenAddress(config: RelayConfig): { host: string; port: number } {
+  if (config.peerAddress) {
+    const at = config.peerAddress.lastIndexOf(":");
+    return { host: config.peerAddress.slice(0, at).replace(/^\[(.*)\]$/, "$1"), port: Number(config.peerAddress.slice(at + 1)) };
+  }
+  if (config.host === "localhost") return { host: "127.0.0.1", port: 0 };
+  if (config.host !== "0.0.0.0" && config.host !== "::") return { host: config.host, port: 0 };
+  // Listening on every address: the first address other machines can reach.
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === "IPv4" && !a.internal);
+  return { host: external?.address ?? "127.0.0.1", port: 0 };
+}
+
+/** The secret the relays on one database share, for their direct connections (made by the first relay). */
+async function peerSecret(store: Store): Promise<string> {
+  await store.settings.setIfAbsent(PEER_SECRET, randomBytes(32).toString("base64url"));
+  const secret = await store.settings.get(PEER_SECRET);
+  if (!secret) throw new Error("the relays' shared secret could not be read from the database");
+  return secret;
+}
+
+/** The setting holding that secret. */
+const PEER_SECRET = "peer_secret";

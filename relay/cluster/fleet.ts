@@ -5,7 +5,8 @@ import type { AdmissionGate, InferenceTarget } from "../routing/index.js";
 import { FleetBus } from "./fleet-bus.js";
 import { HopServer } from "./hop-server.js";
 import { RemoteMachines } from "./remote-machines.js";
-import { readEvent, readStackMessage, SUBJECTS } from "./hop-messages.js";
+import { readEvent, readPeerMessage, readStackMessage, SUBJECTS } from "./hop-messages.js";
+import { PeerLinks, type PeerConnection } from "./peer-links.js";
 import type { DeploymentsElsewhere } from "../deploy/index.js";
 
 /** The relays' fleet as one relay sees it over NATS (`--nats`): requests for any machine, wherever it is linked. */
@@ -16,6 +17,10 @@ export interface Fleet {
   readonly connected: boolean;
   /** Requests crossing relays in flight here: sent to others, and served for others. */
   readonly inFlight: number;
+  /** Where this relay takes the other relays' direct connections (`host:port`), or null when it does not. */
+  readonly peerAddress: string | null;
+  /** The other relays this relay knows of, and whether its requests reach each directly or over NATS. */
+  relays(): { relay: string; via: "direct" | "nats" }[];
   /** The relay is stopping: the others stop routing to its machines; requests in flight go on. */
   drain(): void;
   /**
@@ -36,6 +41,11 @@ export async function joinFleet(options: {
   log: Logger;
   /** The longest a request waits in an admission queue (a request crossing relays may wait in the other's). */
   queueTimeoutMs?: number;
+  /**
+   * Where to take the other relays' direct connections (port 0: any free one), and the secret the relays on
+   * one database share; without it, every request crossing relays goes over NATS.
+   */
+  peer?: { host: string; port: number; secret: string };
 }): Promise<Fleet> {
   const { url, relayId, registry, gate, events, log } = options;
   // The bus reports its state to the two parts made on it just below.
@@ -54,7 +64,39 @@ export async function joinFleet(options: {
     },
   });
   const r = (parts.r = new RemoteMachines(bus, relayId, log, options.queueTimeoutMs));
-  const s = (parts.s = new HopServer({ bus, relayId, registry, gate, log, relayAlive: (id) => r.alive(id) }));
+  let peers: PeerLinks | undefined;
+  if (options.peer) {
+    const origins = new WeakSet<PeerConnection>();
+    try {
+      peers = await PeerLinks.listen({
+        ...options.peer,
+        relayId,
+        log,
+        handlers: {
+          incoming(connection, m) {
+            const message = readPeerMessage(m);
+            if (!message) return;
+            if (!origins.has(connection)) {
+              origins.add(connection);
+              connection.onClose(() => s.originGone(connection));
+            }
+            if ("control" in message) return s.control(message.control, connection);
+            // A relay sends its own requests only.
+            if (message.request.from !== connection.relayId) return;
+            const n = message.request.n;
+            s.serveDirect(message.request, (reply) => connection.send({ n, r: reply }), connection);
+          },
+          answered: (connection, m) => r.answered(connection, m),
+        },
+      });
+    } catch (err) {
+      r.close();
+      await bus.close();
+      throw new Error(`Cannot listen for the other relays on ${options.peer.host}:${options.peer.port} (--peer-address): ${String(err)}`);
+    }
+    r.peers = peers;
+  }
+  const s = (parts.s = new HopServer({ bus, relayId, registry, gate, log, relayAlive: (id) => r.alive(id), peerAddress: peers?.address }));
   // The web application's live events reach a browser on any relay: each relay's go out on the bus, and the
   // others' are given to this relay's subscribers (and not sent out again).
   const relayed = new WeakSet<RelayEvent>();
@@ -81,6 +123,8 @@ export async function joinFleet(options: {
     get inFlight() {
       return r.inFlight + s.inFlight;
     },
+    peerAddress: peers?.address ?? null,
+    relays: () => r.relayIds().map((id) => ({ relay: id, via: peers?.open(id) ? "direct" : "nats" })),
     drain: () => s.drain(),
     serveDeployments(deployer) {
       // Every relay hears every deployment asked elsewhere; the one holding the machine's link runs it. (Sent to
@@ -115,6 +159,7 @@ export async function joinFleet(options: {
       unsubscribe();
       s.close();
       r.close();
+      peers?.close();
       await bus.close();
     },
   };

@@ -12,6 +12,10 @@ import type { RelayEvent } from "../events/index.js";
  * - `makina.deploy` (`{stack}`): the relay holding that stack's machine's link runs its deployment.
  * - `makina.stop` (`{stack}`, answered once done by the relay holding the link, and only by it): stop that stack
  *   there (its deployment, then its runtime).
+ *
+ * The same requests, controls and replies also travel on the relays' direct connections (peer-links.ts), one
+ * JSON message per line: `{q: HopRequest}` and `{c: HopControl}` from the relay that dialed, `{n, r: HopReply}`
+ * back to it.
  */
 export const SUBJECTS = {
   machines: "makina.machines",
@@ -33,6 +37,8 @@ export type AnnouncedMachine = [machineId: string, inFlight: number, congested: 
  */
 export interface MachinesSnapshot {
   relay: string;
+  /** Where the relay takes its peers' direct connections (`host:port`), when it does. */
+  peer?: string;
   machines: AnnouncedMachine[];
   seq?: number;
   part?: number;
@@ -74,6 +80,7 @@ export function readSnapshot(m: unknown): MachinesSnapshot | undefined {
   for (const a of m.machines) {
     if (!Array.isArray(a) || !isId(a[0]) || !isCount(a[1]) || (a[2] !== 0 && a[2] !== 1) || !Array.isArray(a[3]) || !a[3].every(isId)) return undefined;
   }
+  if (m.peer !== undefined && !isPeerAddress(m.peer)) return undefined;
   if (m.parts !== undefined && !(isCount(m.parts) && m.parts >= 1 && m.parts <= 10_000 && isCount(m.part) && m.part < m.parts && isCount(m.seq))) return undefined;
   return m as unknown as MachinesSnapshot;
 }
@@ -84,6 +91,25 @@ export function readRequest(m: unknown): HopRequest | undefined {
   if (!isCount(m.firstTokenTimeoutMs) || !isCount(m.steps) || !isCount(m.credit) || m.credit < 1) return undefined;
   if (!Array.isArray(m.input.messages)) return undefined;
   return m as unknown as HopRequest;
+}
+
+/** `host:port`, `[v6]:port` included, as a relay announces its peer address. */
+const isPeerAddress = (v: unknown): v is string => typeof v === "string" && v.length <= 300 && /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(v);
+
+/** A message on a direct connection from the relay that dialed it: a request, or a request's credit or cancellation. */
+export function readPeerMessage(m: unknown): { request: HopRequest } | { control: HopControl } | undefined {
+  if (!isObject(m)) return undefined;
+  const request = "q" in m ? readRequest(m.q) : undefined;
+  if (request) return { request };
+  const control = "c" in m ? readControl(m.c) : undefined;
+  return control ? { control } : undefined;
+}
+
+/** An answer on a direct connection: the request's number there and the reply, or undefined. */
+export function readPeerAnswer(m: unknown): { n: number; reply: HopReply } | undefined {
+  if (!isObject(m) || !isCount(m.n)) return undefined;
+  const reply = readReply(m.r);
+  return reply ? { n: m.n, reply } : undefined;
 }
 
 export function readControl(m: unknown): HopControl | undefined {

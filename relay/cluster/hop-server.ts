@@ -2,7 +2,7 @@ import { MakinaError, toErrorReport, type Logger, type Usage } from "../../proto
 import { assertEncodable, type AgentRegistry } from "../link/index.js";
 import type { AdmissionGate, Admitted } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
-import { readControl, readRequest, SUBJECTS, type AnnouncedMachine, type HopReply, type HopRequest } from "./hop-messages.js";
+import { readControl, readRequest, SUBJECTS, type AnnouncedMachine, type HopControl, type HopReply, type HopRequest } from "./hop-messages.js";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -16,6 +16,8 @@ const MACHINES_PER_PART = 1000;
 /** A request from another relay being served here. */
 interface Serving {
   from: string;
+  /** The direct connection it came on (its answer goes back on it), or undefined when it came over NATS. */
+  origin: object | undefined;
   /** When it arrived (`performance.now()`): a sender not heard of yet is given a few seconds to announce itself. */
   since: number;
   controller: AbortController;
@@ -58,22 +60,18 @@ export class HopServer {
       log: Logger;
       /** Whether a relay still announces itself (every second): requests from one that stopped are ended. */
       relayAlive: (relayId: string) => boolean;
+      /** Where this relay takes its peers' direct connections, announced with its machines. */
+      peerAddress?: string;
     },
   ) {
     const { bus, relayId } = deps;
     bus.subscribe(SUBJECTS.hop(relayId), (m) => {
       const request = readRequest(m);
-      if (request) void this.serve(request);
+      if (request) void this.serve(request, (reply) => bus.publish(SUBJECTS.reply(request.from, request.n), reply), undefined);
     });
     bus.subscribe(SUBJECTS.control(relayId), (m) => {
       const control = readControl(m);
-      const call = control && this.serving.get(`${control.from}.${control.n}`);
-      if (!control || !call) return;
-      if ("cancel" in control) call.controller.abort(new MakinaError("canceled", "The client closed the connection."));
-      else {
-        call.credit += control.credit;
-        call.wake?.();
-      }
+      if (control) this.control(control, undefined);
     });
     this.timer = setInterval(() => {
       this.announce();
@@ -82,6 +80,30 @@ export class HopServer {
     }, LOOK_MS);
     this.timer.unref();
     this.announce();
+  }
+
+  /**
+   * Serves a request that came on a direct connection from its sender (`origin`), its answer sent with `send`;
+   * the connection closing ends it.
+   */
+  serveDirect(request: HopRequest, send: (reply: HopReply) => boolean, origin: object): void {
+    void this.serve(request, send, origin);
+  }
+
+  /** A request's credit or cancellation, from its sender (on the connection the request came on, or over NATS). */
+  control(control: HopControl, origin: object | undefined): void {
+    const call = this.serving.get(`${control.from}.${control.n}`);
+    if (!call || call.origin !== origin) return;
+    if ("cancel" in control) call.controller.abort(new MakinaError("canceled", "The client closed the connection."));
+    else {
+      call.credit += control.credit;
+      call.wake?.();
+    }
+  }
+
+  /** A direct connection closed: nobody reads the answers of the requests that came on it. */
+  originGone(origin: object): void {
+    for (const call of this.serving.values()) if (call.origin === origin) call.controller.abort(senderGone());
   }
 
   /** Requests from other relays being served now. */
@@ -102,7 +124,7 @@ export class HopServer {
     const parts = Math.max(1, Math.ceil(machines.length / MACHINES_PER_PART));
     for (let part = 0; part < parts; part++) {
       const slice = machines.slice(part * MACHINES_PER_PART, (part + 1) * MACHINES_PER_PART);
-      this.deps.bus.publish(SUBJECTS.machines, { relay: this.deps.relayId, machines: slice, seq, part, parts });
+      this.deps.bus.publish(SUBJECTS.machines, { relay: this.deps.relayId, ...(this.deps.peerAddress ? { peer: this.deps.peerAddress } : {}), machines: slice, seq, part, parts });
     }
   }
 
@@ -127,13 +149,12 @@ export class HopServer {
     for (const call of this.serving.values()) call.controller.abort(why);
   }
 
-  private async serve(request: HopRequest): Promise<void> {
-    const { bus, registry, gate, log } = this.deps;
-    const replyTo = SUBJECTS.reply(request.from, request.n);
+  private async serve(request: HopRequest, send: (reply: HopReply) => boolean, origin: object | undefined): Promise<void> {
+    const { registry, gate, log } = this.deps;
     let seq = 0;
-    const reply = (m: DistributiveOmit<HopReply, "s">) => bus.publish(replyTo, { s: seq++, ...m });
+    const reply = (m: DistributiveOmit<HopReply, "s">) => send({ s: seq++, ...m } as HopReply);
     const key = `${request.from}.${request.n}`;
-    const call: Serving = { from: request.from, since: performance.now(), controller: new AbortController(), credit: request.credit, wake: undefined };
+    const call: Serving = { from: request.from, origin, since: performance.now(), controller: new AbortController(), credit: request.credit, wake: undefined };
     this.serving.set(key, call);
     const { signal } = call.controller;
     signal.addEventListener("abort", () => call.wake?.(), { once: true });

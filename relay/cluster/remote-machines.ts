@@ -2,7 +2,18 @@ import { fromErrorReport, MakinaError, type ChatInput, type Logger, type TokenEv
 import { assertEncodable, PendingInference, type InferOptions } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
-import { readReply, readSnapshot, SUBJECTS, type AnnouncedMachine, type HopRequest, type MachinesSnapshot } from "./hop-messages.js";
+import { readPeerAnswer, readReply, readSnapshot, SUBJECTS, type AnnouncedMachine, type HopReply, type HopRequest, type MachinesSnapshot } from "./hop-messages.js";
+import type { PeerConnection } from "./peer-links.js";
+
+/** The relays' direct connections, as the sending side uses them. */
+export interface Peers {
+  /** The open connection to a relay, if any. */
+  open(relayId: string): PeerConnection | undefined;
+  /** A relay announced where it takes direct connections. */
+  know(relayId: string, address: string): void;
+  /** A relay is gone. */
+  forget(relayId: string): void;
+}
 
 /** Answer events a request's sender takes before granting more (as a machine's link does). */
 const WINDOW = 32;
@@ -19,6 +30,8 @@ const unreachable = (why: string) => new MakinaError("machine_offline", `The rel
 /** A request this relay sent to another. */
 interface Call {
   relayId: string;
+  /** The direct connection the request went on (its answer comes back on it), or undefined for NATS. */
+  via: PeerConnection | undefined;
   /** The number the next reply must carry. */
   nextReply: number;
   pending: PendingInference;
@@ -73,6 +86,10 @@ export class RemoteMachines {
   private readonly calls = new Map<number, Call>();
   private seq = 0;
   private readonly sweep: NodeJS.Timeout;
+  /** The direct connections whose closing is watched (once each). */
+  private readonly watched = new WeakSet<PeerConnection>();
+  /** Set once the relay's direct connections are made (joinFleet makes them after this). */
+  peers: Peers | undefined;
 
   constructor(
     private readonly bus: FleetBus,
@@ -103,6 +120,11 @@ export class RemoteMachines {
     return this.relays.has(relayId);
   }
 
+  /** The other relays that announced themselves lately. */
+  relayIds(): string[] {
+    return [...this.relays.keys()];
+  }
+
   /** Requests this relay has in flight through others (a stopping relay waits for them too). */
   get inFlight(): number {
     let n = 0;
@@ -126,7 +148,12 @@ export class RemoteMachines {
     if (this.relays.get(machine.relayId)?.machines.get(machine.machineId) !== machine) throw unreachable("no longer holds it");
     assertEncodable(input);
     const n = ++this.seq;
-    const call: Call = { relayId: machine.relayId, nextReply: 0, pending: new PendingInference(WINDOW), onUsage: options.onUsage, over: false, settled: false };
+    const via = this.peers?.open(machine.relayId);
+    if (via && !this.watched.has(via)) {
+      this.watched.add(via);
+      via.onClose(() => this.connectionLost(via));
+    }
+    const call: Call = { relayId: machine.relayId, via, nextReply: 0, pending: new PendingInference(WINDOW), onUsage: options.onUsage, over: false, settled: false };
     this.calls.set(n, call);
     machine.sent++;
     const { signal } = options;
@@ -152,7 +179,9 @@ export class RemoteMachines {
         steps: options.steps ?? 1,
         credit: WINDOW,
       };
-      if (!this.bus.publish(SUBJECTS.hop(machine.relayId), request)) {
+      // Direct when a connection to that relay is open (and the request is not larger than it takes), else NATS.
+      if (!via?.send({ q: request })) call.via = undefined;
+      if (!call.via && !this.bus.publish(SUBJECTS.hop(machine.relayId), request)) {
         // Larger than NATS takes (its max_payload), or NATS gone this very moment: it never left, so no usage
         // will come (and none is counted, as for a request refused here).
         call.settled = true;
@@ -167,7 +196,7 @@ export class RemoteMachines {
         yield event;
         if (finished) return;
         if (++unacknowledged >= WINDOW >> 1) {
-          this.bus.publish(SUBJECTS.control(machine.relayId), { from: this.relayId, n, credit: unacknowledged });
+          this.control(call, { from: this.relayId, n, credit: unacknowledged });
           unacknowledged = 0;
         }
       }
@@ -175,8 +204,29 @@ export class RemoteMachines {
       clearTimeout(silence);
       signal?.removeEventListener("abort", onAbort);
       machine.sent--;
-      if (!finished) this.bus.publish(SUBJECTS.control(machine.relayId), { from: this.relayId, n, cancel: true });
+      if (!finished) this.control(call, { from: this.relayId, n, cancel: true });
       this.over(n, call);
+    }
+  }
+
+  /** Credit or cancellation, the way its request went. */
+  private control(call: Call, message: { from: string; n: number; credit: number } | { from: string; n: number; cancel: true }): void {
+    if (call.via) call.via.send({ c: message });
+    else this.bus.publish(SUBJECTS.control(call.relayId), message);
+  }
+
+  /** An answer on a direct connection this relay dialed. */
+  answered(connection: PeerConnection, m: unknown): void {
+    const answer = readPeerAnswer(m);
+    if (answer && this.calls.get(answer.n)?.via === connection) this.reply(answer.n, answer.reply);
+  }
+
+  /** A direct connection closed: the requests sent on it have lost their answers. */
+  private connectionLost(connection: PeerConnection): void {
+    for (const [n, call] of this.calls) {
+      if (call.via !== connection) continue;
+      call.pending.fail(unreachable("lost its connection to this relay"));
+      this.settle(n, null);
     }
   }
 
@@ -203,9 +253,14 @@ export class RemoteMachines {
   }
 
   private replied(n: number, m: unknown): void {
-    const call = this.calls.get(n);
     const reply = readReply(m);
-    if (!call || !reply) return;
+    // Over NATS only for the requests that went over NATS.
+    if (reply && this.calls.get(n)?.via === undefined) this.reply(n, reply);
+  }
+
+  private reply(n: number, reply: HopReply): void {
+    const call = this.calls.get(n);
+    if (!call) return;
     if (reply.s !== call.nextReply) {
       // A reply was lost (NATS dropped a connection meanwhile): the answer would miss words.
       call.pending.fail(unreachable("lost part of the answer on the way"));
@@ -226,6 +281,7 @@ export class RemoteMachines {
 
   /** A part of a relay's announcement: applied once its parts are all there (a part lost: the next one will do). */
   private received(snapshot: MachinesSnapshot): void {
+    if (snapshot.peer) this.peers?.know(snapshot.relay, snapshot.peer);
     if (snapshot.parts === undefined || snapshot.parts === 1) return this.apply(snapshot);
     let pending = this.assembling.get(snapshot.relay);
     if (!pending || pending.seq !== snapshot.seq || pending.parts.length !== snapshot.parts) {
@@ -273,6 +329,7 @@ export class RemoteMachines {
     this.assembling.delete(relayId);
     if (!relay) return;
     this.relays.delete(relayId);
+    this.peers?.forget(relayId);
     for (const [machineId, machine] of relay.machines) if (this.byMachine.get(machineId) === machine) this.byMachine.delete(machineId);
     let failed = 0;
     for (const [n, call] of this.calls) {

@@ -36,7 +36,7 @@ export class RelayMetrics {
   private readonly runtimes = new Map<string, StackMetrics[]>();
 
   /** `relayId`: labels every series `relay` (relays sharing a database, each scraped on its own). */
-  constructor(options: { machinesOnline: () => number; relayId?: string }) {
+  constructor(options: { machinesOnline: () => number; relayId?: string; otherRelays?: () => { relay: string; via: "direct" | "nats" }[] }) {
     if (options.relayId) this.registry.setDefaultLabels({ relay: options.relayId });
     const runtimes = this.runtimes;
     /** A series per stack of every connected machine, set from what the agents last reported. */
@@ -69,6 +69,19 @@ export class RelayMetrics {
         this.set(options.machinesOnline());
       },
     });
+    if (options.otherRelays) {
+      const others = options.otherRelays;
+      new Gauge({
+        name: "makina_other_relays",
+        help: "The other relays this relay reaches (1 each), and whether its requests cross to each directly or over NATS.",
+        labelNames: ["other_relay", "via"],
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const { relay, via } of others()) this.set({ other_relay: relay, via }, 1);
+        },
+      });
+    }
     collectDefaultMetrics({ register: this.registry, prefix: "makina_relay_" });
   }
 

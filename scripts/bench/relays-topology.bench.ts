@@ -1,5 +1,5 @@
 import autocannon from "autocannon";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, it } from "vitest";
@@ -9,11 +9,12 @@ import { startRedis } from "../../test/helpers/redis-server.js";
 import { BenchProcesses, cpuMs, percentile as pct } from "./bench-processes.js";
 
 /**
- * The scaled topology, measured (`npm run bench` runs it after the one-relay benchmarks): two relays, each its
+ * The scaled topology, measured (`npm run bench` runs it after the one-relay benchmarks): three relays, each its
  * own process, on one real PostgreSQL, NATS and Redis; one agent process linked to relay A, serving an
  * `openai`-kind stack in front of the instant stand-in (scripts/bench/instant-openai-server.mjs). In the same
  * run, for comparison: one relay on SQLite with the same agent and stand-in. Requests sent to relay A are
- * served locally; sent to relay B, they cross to A over NATS. Interleaved rounds of MAKINA_BENCH_SECONDS
+ * served locally; sent to relay B, they cross to A over B's direct connection to A; sent to relay C (started
+ * with `--peer-address off`), they cross over NATS. Interleaved rounds of MAKINA_BENCH_SECONDS
  * (default 3) at concurrency 1, 16 and 64, non-streamed and streamed (16 chunks); CPU per request from
  * /proc/PID/stat of the gateway's processes (relays and agent); then 300 requests one at a time, timed to the
  * µs, for the added latency of the hop. Results as a markdown table on stdout (and MAKINA_BENCH_JSON).
@@ -57,14 +58,19 @@ async function load(url: string, key: string, connections: number, stream: boole
 }
 
 /** p50 of 300 non-streamed requests one at a time, to the µs. */
-async function sequential(url: string, key: string): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < 300; i++) {
-    const t = performance.now();
-    await (await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: body(false) })).arrayBuffer();
-    times.push(performance.now() - t);
+/** p50 of 300 non-streamed requests one at a time to each URL, to the µs: 100 to each in turn, three times over. */
+async function sequential(targets: { url: string; key: string }[]): Promise<number[]> {
+  const times: number[][] = targets.map(() => []);
+  for (let round = 0; round < 3; round++) {
+    for (const [i, { url, key }] of targets.entries()) {
+      for (let n = 0; n < 100; n++) {
+        const t = performance.now();
+        await (await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: body(false) })).arrayBuffer();
+        times[i]!.push(performance.now() - t);
+      }
+    }
   }
-  return pct(times, 50);
+  return times.map((t) => pct(t, 50));
 }
 
 it("measures two relays on PostgreSQL, NATS and Redis against one on SQLite", async () => {
@@ -85,34 +91,59 @@ it("measures two relays on PostgreSQL, NATS and Redis against one on SQLite", as
   const j = a.msg.joining as { server: string; machineId: string; token: string };
   const agent = await start("scripts/bench/gateway-process.mjs", ["agent", join(dir, "scaled"), j.server, j.machineId, j.token], "ready");
   const { url: aUrl, key } = (await a.next("url")) as { url: string; key: string };
+  // B reaches A directly (its default); C only over NATS (--peer-address off), as every relay did before.
   const b = await start("scripts/bench/relay-process.mjs", [join(dir, "b"), "other"], "url", scaled);
-  const bUrl = b.msg.url as string;
-  for (let i = 0; i < 100 && (await fetch(`${bUrl}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: body(false) })).status !== 200; i++) {
+  const c = await start("scripts/bench/relay-process.mjs", [join(dir, "c"), "other"], "url", { ...scaled, MAKINA_PEER_ADDRESS: "off" });
+  const [bUrl, cUrl] = [b.msg.url as string, c.msg.url as string];
+  for (const url of [bUrl, cUrl]) {
+    for (let i = 0; i < 100 && (await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: body(false) })).status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  // B's direct connection to A, as B's /metrics says it (dialed once B heard of A).
+  const adminToken = readFileSync(join(dir, "b", "admin-token"), "utf8").trim();
+  for (let i = 0; i < 100; i++) {
+    const metrics = await (await fetch(`${bUrl}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } })).text();
+    if (/makina_other_relays\{[^}]*via="direct"/.test(metrics)) break;
+    if (i === 99) throw new Error("relay B never linked directly to relay A");
     await new Promise((r) => setTimeout(r, 100));
   }
 
   const onePids = [sqlite.child.pid!, agent0.child.pid!];
-  const scaledPids = [a.child.pid!, b.child.pid!, agent.child.pid!];
-  const rows: { stream: boolean; c: number; sqlite: Load; local: Load; crossing: Load }[] = [];
+  const scaledPids = [a.child.pid!, b.child.pid!, c.child.pid!, agent.child.pid!];
+  const rows: { stream: boolean; c: number; sqlite: Load; local: Load; direct: Load; nats: Load }[] = [];
   for (const stream of [false, true]) {
-    for (const c of [1, 16, 64]) {
-      // Interleaved: the SQLite relay, then relay A (local), then relay B (crossing to A).
-      rows.push({ stream, c, sqlite: await load(one.url, one.plain, c, stream, onePids), local: await load(aUrl, key, c, stream, scaledPids), crossing: await load(bUrl, key, c, stream, scaledPids) });
+    for (const conc of [1, 16, 64]) {
+      // Interleaved: the SQLite relay, then relay A (local), then B (crossing to A directly), then C (crossing over NATS).
+      rows.push({
+        stream,
+        c: conc,
+        sqlite: await load(one.url, one.plain, conc, stream, onePids),
+        local: await load(aUrl, key, conc, stream, scaledPids),
+        direct: await load(bUrl, key, conc, stream, scaledPids),
+        nats: await load(cUrl, key, conc, stream, scaledPids),
+      });
     }
   }
-  const seq = { sqlite: await sequential(one.url, one.plain), local: await sequential(aUrl, key), crossing: await sequential(bUrl, key) };
+  const [sqliteSeq, localSeq, directSeq, natsSeq] = await sequential([
+    { url: one.url, key: one.plain },
+    { url: aUrl, key },
+    { url: bUrl, key },
+    { url: cUrl, key },
+  ]);
+  const seq = { sqlite: sqliteSeq!, local: localSeq!, direct: directSeq!, nats: natsSeq! };
 
   const lines = [
     `Machine: ${cpus()[0]?.model ?? "?"}, ${availableParallelism()} CPUs; Node ${process.version}; ${seconds} s per round; ${chunks} chunks per streamed answer.`,
     "",
-    "| request | conc. | SQLite relay req/s | scaled, local req/s | scaled, crossing req/s | SQLite p50 | local p50 | crossing p50 | CPU per request: SQLite / local / crossing |",
-    "|---|---|---|---|---|---|---|---|---|",
+    "| request | conc. | SQLite relay req/s | scaled, local req/s | crossing directly req/s | crossing over NATS req/s | SQLite p50 | local p50 | direct p50 | NATS p50 | CPU per request: SQLite / local / direct / NATS |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
     ...rows.map(
       (r) =>
-        `| ${r.stream ? "streamed" : "non-streamed"} | ${r.c} | ${r.sqlite.rps.toFixed(0)} | ${r.local.rps.toFixed(0)} | ${r.crossing.rps.toFixed(0)} | ${r.sqlite.p50} ms | ${r.local.p50} ms | ${r.crossing.p50} ms | ${r.sqlite.cpuMsPerRequest.toFixed(2)} / ${r.local.cpuMsPerRequest.toFixed(2)} / ${r.crossing.cpuMsPerRequest.toFixed(2)} ms |`,
+        `| ${r.stream ? "streamed" : "non-streamed"} | ${r.c} | ${r.sqlite.rps.toFixed(0)} | ${r.local.rps.toFixed(0)} | ${r.direct.rps.toFixed(0)} | ${r.nats.rps.toFixed(0)} | ${r.sqlite.p50} ms | ${r.local.p50} ms | ${r.direct.p50} ms | ${r.nats.p50} ms | ${r.sqlite.cpuMsPerRequest.toFixed(2)} / ${r.local.cpuMsPerRequest.toFixed(2)} / ${r.direct.cpuMsPerRequest.toFixed(2)} / ${r.nats.cpuMsPerRequest.toFixed(2)} ms |`,
     ),
     "",
-    `One request at a time (p50 of 300, non-streamed): SQLite relay ${seq.sqlite.toFixed(2)} ms, scaled local ${seq.local.toFixed(2)} ms, crossing ${seq.crossing.toFixed(2)} ms: the hop adds ${(seq.crossing - seq.local).toFixed(2)} ms.`,
+    `One request at a time (p50 of 300 each, non-streamed, interleaved): SQLite relay ${seq.sqlite.toFixed(2)} ms, scaled local ${seq.local.toFixed(2)} ms, crossing directly ${seq.direct.toFixed(2)} ms, crossing over NATS ${seq.nats.toFixed(2)} ms: the hop adds ${(seq.direct - seq.local).toFixed(2)} ms directly, ${(seq.nats - seq.local).toFixed(2)} ms over NATS.`,
   ];
   console.log(lines.join("\n"));
   if (process.env.MAKINA_BENCH_JSON) writeFileSync(process.env.MAKINA_BENCH_JSON, JSON.stringify({ rows, sequential: seq }, null, 2) + "\n");

@@ -85,6 +85,11 @@ describe("a relay killed with streams in flight", () => {
     expect(streaming.status).toBe(200);
     const reader = streaming.body!.getReader();
     await reader.read();
+    // And one sent to B, crossing to A (over B's direct connection to A).
+    const crossing = await chat(b.url, "slow 200 a b c d e f g h i j k l m n o p q r s t", true);
+    expect(crossing.status).toBe(200);
+    const crossingReader = crossing.body!.getReader();
+    await crossingReader.read();
     const exited = new Promise((resolve) => a!.once("exit", resolve));
     a!.kill("SIGKILL");
     await exited;
@@ -103,6 +108,15 @@ describe("a relay killed with streams in flight", () => {
     })();
     expect(ended).toBe("closed");
     expect(text).not.toContain("[DONE]");
+    // The stream crossing relays ends with the error event of an incomplete stream, from B.
+    let crossed = "";
+    for (;;) {
+      const { done, value } = await crossingReader.read();
+      if (done) break;
+      crossed += new TextDecoder().decode(value);
+    }
+    expect(crossed).toContain('"code":"stream_incomplete"');
+    expect(crossed).not.toContain("[DONE]");
     // Relay B answers throughout, and within 5 s serves the machine's stack over the agent's new link.
     expect((await fetch(`${b.url}/health`)).status).toBe(200);
     await vi.waitFor(

@@ -12,9 +12,10 @@ import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 /**
  * Any relay serves any stack: relay A holds the agent's link (the stand-in model of test/fakes), relay B
  * shares A's PostgreSQL database and reaches A over a real nats-server of this file's own. Requests sent to B
- * are served through A.
+ * are served through A: once over B's direct connection to A (the default), once over NATS (B started with
+ * `--peer-address off`).
  */
-describe("a request that lands on another relay than the machine's", () => {
+describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request that lands on another relay than the machine's, $via", ({ via }) => {
   let nats: NatsServer;
   let gw: TestGateway;
   let b: Relay;
@@ -27,6 +28,9 @@ describe("a request that lands on another relay than the machine's", () => {
       body: JSON.stringify({ model: "stories", messages: [{ role: "user", content }], ...extra }),
     });
 
+  const scrape = async (relay: Relay) => (await (await fetch(`${relay.adminUrl}/metrics`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).text()).split("\n").filter((l) => l && !l.startsWith("#"));
+  const otherRelays = async (relay: Relay) => (await scrape(relay)).filter((l) => l.startsWith("makina_other_relays"));
+
   beforeAll(async () => {
     nats = await startNats();
     const location = await emptyDatabase("postgres");
@@ -34,11 +38,12 @@ describe("a request that lands on another relay than the machine's", () => {
     gw = await startTestGateway({ runtime: "fake", relayFlags: { database, nats: nats.url } });
     bDir = mkdtempSync(join(tmpdir(), "makina-relay-b-"));
     b = await startRelay(
-      resolveRelayConfig({ flags: { dataDir: bDir, database, nats: nats.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", drainTimeoutMs: 500 } }),
+      resolveRelayConfig({ flags: { dataDir: bDir, database, nats: nats.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", drainTimeoutMs: 500, ...(via === "nats" ? { peerAddress: "off" } : {}) } }),
       { log: process.env.MAKINA_TEST_LOG ? createLogger({ level: "debug" }) : silentLogger() },
     );
-    // B learns what A holds from A's next announcement.
+    // B learns what A holds from A's next announcement (and, by default, dials A directly).
     await vi.waitFor(async () => expect((await chat(b, "ready?")).status).toBe(200), { timeout: 10_000, interval: 100 });
+    if (via === "direct") await vi.waitFor(async () => expect(await otherRelays(b)).toEqual([expect.stringContaining('via="direct"')]), { timeout: 10_000, interval: 100 });
   });
   afterAll(async () => {
     await b?.stop();
@@ -74,7 +79,13 @@ describe("a request that lands on another relay than the machine's", () => {
     expect(busy.headers.get("retry-after")).toBe("2");
   });
 
-  it("refuses at once, with 413, a request too large for NATS to carry to the other relay", async () => {
+  it.runIf(via === "direct")("carries a request larger than NATS takes straight to the other relay", async () => {
+    const huge = "word ".repeat(300_000);
+    const served = await chat(b, huge, { max_tokens: 1 });
+    expect(served.status).toBe(200);
+  });
+
+  it.runIf(via === "nats")("refuses at once, with 413, a request too large for NATS to carry to the other relay", async () => {
     const huge = "word ".repeat(300_000);
     const refused = await chat(b, huge);
     expect(refused.status).toBe(413);
@@ -136,14 +147,17 @@ describe("a request that lands on another relay than the machine's", () => {
     expect(gw.agent.host.list().map((r) => r.stackId)).not.toContain(stack.id);
   });
 
-  it("labels every series of each relay's /metrics with the relay's id", async () => {
-    const scrape = async (relay: Relay) => (await (await fetch(`${relay.adminUrl}/metrics`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).text()).split("\n").filter((l) => l && !l.startsWith("#"));
+  it("labels every series of each relay's /metrics with the relay's id, and says how it reaches the other", async () => {
     const [ofA, ofB] = [await scrape(gw.relay), await scrape(b)];
-    const relayOf = (lines: string[]) => new Set(lines.map((l) => /relay="(rly_[A-Za-z0-9]+)"/.exec(l)?.[1]));
+    const relayOf = (lines: string[]) => new Set(lines.map((l) => /[{,]relay="(rly_[A-Za-z0-9]+)"/.exec(l)?.[1]));
     expect(relayOf(ofA).size).toBe(1);
     expect(relayOf(ofB).size).toBe(1);
-    expect([...relayOf(ofA)][0]).toEqual(expect.stringMatching(/^rly_/));
-    expect([...relayOf(ofA)][0]).not.toBe([...relayOf(ofB)][0]);
+    const [idA, idB] = [[...relayOf(ofA)][0], [...relayOf(ofB)][0]];
+    expect(idA).toEqual(expect.stringMatching(/^rly_/));
+    expect(idA).not.toBe(idB);
+    // B's requests for A's machine go the way this suite set up; A dials B only when B takes direct connections.
+    expect(await otherRelays(b)).toEqual([`makina_other_relays{other_relay="${idA}",via="${via}",relay="${idB}"} 1`]);
+    expect(await otherRelays(gw.relay)).toEqual([`makina_other_relays{other_relay="${idB}",via="${via}",relay="${idA}"} 1`]);
   });
 
   it("refuses with 503 and Retry-After while NATS is down, ends streams in flight as incomplete, keeps local requests, and recovers by itself", async () => {

@@ -91,6 +91,14 @@ describe("configuration", () => {
       expect(() => resolveRelayConfig({ env: { MAKINA_NATS_URL: bad, MAKINA_DATABASE_URL: database } })).toThrow(/nats \(MAKINA_NATS_URL\) must be a NATS URL/);
     }
     expect(() => resolveRelayConfig({ flags: { nats: "nats://bus" } })).toThrow(/nats \(MAKINA_NATS_URL\) joins relays that share a PostgreSQL database: give database/);
+    // Where the other relays connect directly: a host and port, or off.
+    expect(resolveRelayConfig({}).peerAddress).toBeNull();
+    expect(resolveRelayConfig({ env: { MAKINA_PEER_ADDRESS: "10.0.0.5:8083" } }).peerAddress).toBe("10.0.0.5:8083");
+    expect(resolveRelayConfig({ flags: { peerAddress: "[fd00::5]:0" } }).peerAddress).toBe("[fd00::5]:0");
+    expect(resolveRelayConfig({ flags: { peerAddress: "off" } }).peerAddress).toBe("off");
+    for (const bad of ["10.0.0.5", "relay one:80", "relay:99999", "fd00::5:80"]) {
+      expect(() => resolveRelayConfig({ flags: { peerAddress: bad } })).toThrow(/peerAddress \(MAKINA_PEER_ADDRESS\)/);
+    }
     expect(resolveRelayConfig({}).changeLeaseMs).toBe(10_000);
     expect(() => resolveRelayConfig({ env: { MAKINA_CHANGE_LEASE_MS: "50" } })).toThrow(/changeLeaseMs/);
   });
