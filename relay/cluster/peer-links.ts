@@ -85,9 +85,22 @@ export class PeerConnection {
     if (this.closed) return false;
     const text = JSON.stringify(message);
     if (text.length > MAX_MESSAGE_CHARS) return false;
+    // What is sent in one turn of the event loop (a short answer's text, its end and its usage) leaves as one
+    // TLS record and one packet: the other relay wakes once for it.
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(this.uncork);
+    }
     this.socket.write(text + "\n");
     return true;
   }
+
+  private corked = false;
+  private readonly uncork = () => {
+    this.corked = false;
+    this.socket.uncork();
+  };
 
   /** Called once the connection is gone (at once when it is already). */
   onClose(handler: () => void): void {

@@ -101,7 +101,8 @@ it("measures two relays on PostgreSQL, NATS and Redis against one on SQLite", as
     }
   }
   // B's direct connection to A, as B's /metrics says it (dialed once B heard of A).
-  const adminToken = readFileSync(join(dir, "b", "admin-token"), "utf8").trim();
+  // (The deployment's admin token, made by A, the first relay.)
+  const adminToken = readFileSync(join(dir, "a", "admin-token"), "utf8").trim();
   for (let i = 0; i < 100; i++) {
     const metrics = await (await fetch(`${bUrl}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } })).text();
     if (/makina_other_relays\{[^}]*via="direct"/.test(metrics)) break;
