@@ -241,8 +241,13 @@ async function measure(postgres: PostgresServer, nats: string, redis: string, n:
 
   clearInterval(tick);
   linked.end();
-  // SIGTERM when profiling (each process saves its profile then), SIGKILL otherwise.
-  for (const p of [...sims, ...relays.map((r) => r.proc)]) p.child.kill(process.env.MAKINA_BENCH_CPU_PROFILE ? "SIGTERM" : "SIGKILL");
+  // SIGTERM when profiling (each process saves its profile then, awaited here: the next fleet or the bench's
+  // end would kill it first), SIGKILL otherwise.
+  const profiling = Boolean(process.env.MAKINA_BENCH_CPU_PROFILE);
+  const stopping = [...sims, ...relays.map((r) => r.proc)].filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+  const exited = stopping.map((p) => new Promise<void>((resolve) => p.child.once("exit", () => resolve())));
+  for (const p of stopping) p.child.kill(profiling ? "SIGTERM" : "SIGKILL");
+  if (profiling) await Promise.race([Promise.all(exited), sleep(120_000)]);
   const mib = (b: number) => Math.round(b / 1048576);
   return {
     agents: n,
