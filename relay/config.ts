@@ -257,6 +257,9 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     problems.push(`peerAddress (${ENV.peerAddress}) must be HOST:PORT (port 0 for any free one), such as 10.0.0.5:8083, or off for requests between relays over NATS only`);
   } else if (peerAddress !== null && peerAddress !== "off" && Number(peerAddress.slice(peerAddress.lastIndexOf(":") + 1)) > 65535) {
     problems.push(`peerAddress (${ENV.peerAddress}) has a port above 65535`);
+  } else if (peerAddress !== null && /^(0\.0\.0\.0|\[::\]|\[0*(:0*)*\]):/.test(peerAddress)) {
+    // It is announced to the other relays as given: they must be able to dial it.
+    problems.push(`peerAddress (${ENV.peerAddress}) is announced to the other relays as given: name one address of this machine they reach (not ${peerAddress.slice(0, peerAddress.lastIndexOf(":"))})`);
   }
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);

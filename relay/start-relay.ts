@@ -179,7 +179,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   // start (saying so), before it takes any link.
   let fleet: Fleet | undefined;
   try {
-    const peer = config.nats && config.peerAddress !== "off" ? { ...peerListenAddress(config), secret: await peerSecret(store) } : undefined;
+    const peer = config.nats && config.peerAddress !== "off" ? { ...peerListenAddress(config), secret: await peerSecret(store), maxMessageChars: 2 * config.bodyLimitBytes + 1024 * 1024 } : undefined;
     fleet = config.nats ? await joinFleet({ url: config.nats, relayId, registry, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, peer }) : undefined;
   } catch (err) {
     await feed?.stop();

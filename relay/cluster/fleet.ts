@@ -45,7 +45,7 @@ export async function joinFleet(options: {
    * Where to take the other relays' direct connections (port 0: any free one), and the secret the relays on
    * one database share; without it, every request crossing relays goes over NATS.
    */
-  peer?: { host: string; port: number; secret: string };
+  peer?: { host: string; port: number; secret: string; maxMessageChars: number };
 }): Promise<Fleet> {
   const { url, relayId, registry, gate, events, log } = options;
   // The bus reports its state to the two parts made on it just below.
@@ -159,8 +159,9 @@ export async function joinFleet(options: {
       unsubscribe();
       s.close();
       r.close();
-      peers?.close();
       await bus.close();
+      // After NATS drained: the answers of requests ended just above have left on their connections too.
+      peers?.close();
     },
   };
 }

@@ -154,6 +154,8 @@ export class HopServer {
     let seq = 0;
     const reply = (m: DistributiveOmit<HopReply, "s">) => send({ s: seq++, ...m } as HopReply);
     const key = `${request.from}.${request.n}`;
+    // A request number that is in use already (sent twice, or by a relay posing as another): the first keeps it.
+    if (this.serving.has(key)) return;
     const call: Serving = { from: request.from, origin, since: performance.now(), controller: new AbortController(), credit: request.credit, wake: undefined };
     this.serving.set(key, call);
     const { signal } = call.controller;
@@ -192,7 +194,7 @@ export class HopServer {
       reply(ran ? { err: toErrorReport(e) } : { err: toErrorReport(e), noUsage: true });
     } finally {
       place?.release();
-      this.serving.delete(key);
+      if (this.serving.get(key) === call) this.serving.delete(key);
     }
   }
 }

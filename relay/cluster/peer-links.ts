@@ -10,8 +10,8 @@ import type { Logger } from "../../proto/index.js";
  */
 const TLS = { ciphers: "ECDHE-PSK-CHACHA20-POLY1305:ECDHE-PSK-AES256-CBC-SHA384", minVersion: "TLSv1.2", maxVersion: "TLSv1.2" } as const;
 
-/** The most a peer may send in one message, in characters of JSON (a request with its images); more ends the connection. */
-const MAX_MESSAGE_CHARS = 256 * 1024 * 1024;
+/** How often each end of a direct connection shows it is there (`{}`), when nothing else was sent. */
+const KEEPALIVE_MS = 2000;
 
 /** How long a dial may take before it is given up, and the least time between two dials of one relay. */
 const DIAL_TIMEOUT_MS = 3000;
@@ -30,7 +30,11 @@ export function peerKey(secret: string): Buffer {
 export class PeerConnection {
   private closed = false;
   private readonly closeHandlers: (() => void)[] = [];
-  private buffered = "";
+  /** The parts of a message not ended yet, and their length. */
+  private parts: string[] = [];
+  private partsLength = 0;
+  private lastHeard = performance.now();
+  private readonly keepalive: NodeJS.Timeout;
 
   constructor(
     /** The relay at the other end. */
@@ -38,16 +42,27 @@ export class PeerConnection {
     private readonly socket: TLSSocket,
     onMessage: (message: unknown) => void,
     log: Logger,
+    /** The longest message taken, in characters of JSON; a longer one ends the connection. */
+    private readonly maxChars: number,
   ) {
     socket.setNoDelay(true);
-    socket.setKeepAlive(true, 5000);
     socket.setEncoding("utf8");
     socket.on("data", (chunk: string) => {
-      let text = this.buffered + chunk;
+      this.lastHeard = performance.now();
+      let from = 0;
       let at: number;
-      while ((at = text.indexOf("\n")) >= 0) {
-        const line = text.slice(0, at);
-        text = text.slice(at + 1);
+      // Only the new chunk is searched, and a message's parts are joined once, when it ends.
+      while ((at = chunk.indexOf("\n", from)) >= 0) {
+        let line = chunk.slice(from, at);
+        from = at + 1;
+        if (this.parts.length > 0) {
+          this.parts.push(line);
+          line = this.parts.join("");
+          this.parts = [];
+          this.partsLength = 0;
+        }
+        // `{}`: the other end's keepalive.
+        if (line === "{}") continue;
         let message: unknown;
         try {
           message = JSON.parse(line);
@@ -62,16 +77,30 @@ export class PeerConnection {
         }
         if (this.closed) return;
       }
-      if (text.length > MAX_MESSAGE_CHARS) {
-        log.warn("a relay sent a message larger than any request: its connection is ended", { relay: relayId });
+      if (from < chunk.length) {
+        this.parts.push(from === 0 ? chunk : chunk.slice(from));
+        this.partsLength += chunk.length - from;
+        if (this.partsLength > this.maxChars) {
+          log.warn("a relay sent a message larger than any request: its connection is ended", { relay: relayId });
+          socket.destroy();
+        }
+      }
+    });
+    // A connection that carries nothing for a while is checked: each end sends `{}` every 2 s, and one that
+    // heard nothing for 6 s is taken for cut (a network cut is otherwise seen only by TCP, minutes later).
+    this.keepalive = setInterval(() => {
+      if (performance.now() - this.lastHeard > KEEPALIVE_MS * 3) {
+        log.warn("a direct connection to another relay went silent: it is ended", { relay: relayId });
         return void socket.destroy();
       }
-      this.buffered = text;
-    });
+      if (!this.closed) this.socket.write("{}\n");
+    }, KEEPALIVE_MS);
+    this.keepalive.unref();
     socket.on("error", () => undefined);
     socket.on("close", () => {
       this.closed = true;
-      this.buffered = "";
+      clearInterval(this.keepalive);
+      this.parts = [];
       for (const handler of this.closeHandlers.splice(0)) handler();
     });
   }
@@ -84,7 +113,7 @@ export class PeerConnection {
   send(message: unknown): boolean {
     if (this.closed) return false;
     const text = JSON.stringify(message);
-    if (text.length > MAX_MESSAGE_CHARS) return false;
+    if (text.length > this.maxChars) return false;
     // What is sent in one turn of the event loop (a short answer's text, its end and its usage) leaves as one
     // TLS record and one packet: the other relay wakes once for it.
     if (!this.corked) {
@@ -108,8 +137,10 @@ export class PeerConnection {
     else this.closeHandlers.push(handler);
   }
 
+  /** Ends the connection after what was sent on it (ended outright 1 s later). */
   close(): void {
-    this.socket.destroy();
+    this.socket.end();
+    setTimeout(() => this.socket.destroy(), 1000).unref();
   }
 }
 
@@ -142,17 +173,29 @@ export class PeerLinks {
     private readonly key: Buffer,
     private readonly handlers: PeerHandlers,
     private readonly log: Logger,
+    private readonly maxMessageChars: number,
   ) {}
 
   /** Listens on `host:port` (0: any free port) and announces `host` with the port taken. */
-  static async listen(options: { host: string; port: number; relayId: string; secret: string; handlers: PeerHandlers; log: Logger }): Promise<PeerLinks> {
-    const { host, port, relayId, handlers, log } = options;
+  static async listen(options: {
+    host: string;
+    port: number;
+    relayId: string;
+    secret: string;
+    handlers: PeerHandlers;
+    log: Logger;
+    /** The longest message taken on a connection, in characters of JSON (a request with its images). */
+    maxMessageChars: number;
+  }): Promise<PeerLinks> {
+    const { host, port, relayId, handlers, log, maxMessageChars } = options;
     const key = peerKey(options.secret);
     let links: PeerLinks | undefined;
     // The relay id each dialing relay gave in its handshake (proved by the secret there), by connection.
     const identities = new WeakMap<TLSSocket, string>();
     const server = createServer({
       ...TLS,
+      // A dial that does not finish its handshake soon is dropped: nobody can park connections here.
+      handshakeTimeout: 5000,
       pskIdentityHint: relayId,
       pskCallback: (socket, identity) => {
         if (!/^[A-Za-z0-9_-]{1,64}$/.test(identity) || identity === relayId) return null;
@@ -166,12 +209,17 @@ export class PeerLinks {
       log.debug("a connection to the peer port failed its handshake", { from: socket.remoteAddress, error: err.message });
       socket.destroy();
     });
+    server.maxConnections = 1024;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(port, host, () => resolve());
+      server.listen(port, host, () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
+    server.on("error", (err) => log.warn("the peer port had an error", { error: err.message }));
     const taken = (server.address() as AddressInfo).port;
-    links = new PeerLinks(server, `${host.includes(":") ? `[${host}]` : host}:${taken}`, relayId, key, handlers, log);
+    links = new PeerLinks(server, `${host.includes(":") ? `[${host}]` : host}:${taken}`, relayId, key, handlers, log, maxMessageChars);
     return links;
   }
 
@@ -213,7 +261,7 @@ export class PeerLinks {
 
   private took(socket: TLSSocket, from: string | undefined): void {
     if (this.closing || !from) return void socket.destroy();
-    const connection: PeerConnection = new PeerConnection(from, socket, (m) => this.handlers.incoming(connection, m), this.log);
+    const connection: PeerConnection = new PeerConnection(from, socket, (m) => this.handlers.incoming(connection, m), this.log, this.maxMessageChars);
     this.taken.add(connection);
     connection.onClose(() => this.taken.delete(connection));
   }
@@ -244,7 +292,7 @@ export class PeerLinks {
       socket.off("error", failed);
       peer.dialing = false;
       if (this.closing || this.dialed.get(relayId) !== peer) return void socket.destroy();
-      const connection: PeerConnection = new PeerConnection(relayId, socket, (m) => this.handlers.answered(connection, m), this.log);
+      const connection: PeerConnection = new PeerConnection(relayId, socket, (m) => this.handlers.answered(connection, m), this.log, this.maxMessageChars);
       peer.connection = connection;
       this.log.info("linked directly to another relay", { relay: relayId, address: peer.address });
       connection.onClose(() => {

@@ -281,7 +281,6 @@ export class RemoteMachines {
 
   /** A part of a relay's announcement: applied once its parts are all there (a part lost: the next one will do). */
   private received(snapshot: MachinesSnapshot): void {
-    if (snapshot.peer) this.peers?.know(snapshot.relay, snapshot.peer);
     if (snapshot.parts === undefined || snapshot.parts === 1) return this.apply(snapshot);
     let pending = this.assembling.get(snapshot.relay);
     if (!pending || pending.seq !== snapshot.seq || pending.parts.length !== snapshot.parts) {
@@ -292,7 +291,7 @@ export class RemoteMachines {
     pending.parts[snapshot.part!] = snapshot.machines;
     if (pending.got < pending.parts.length) return;
     this.assembling.delete(snapshot.relay);
-    this.apply({ relay: snapshot.relay, machines: pending.parts.flat() as AnnouncedMachine[] });
+    this.apply({ relay: snapshot.relay, peer: snapshot.peer, machines: pending.parts.flat() as AnnouncedMachine[] });
   }
 
   private apply(snapshot: MachinesSnapshot): void {
@@ -303,6 +302,8 @@ export class RemoteMachines {
       this.log.info("another relay is reachable", { relay: snapshot.relay, machines: snapshot.machines.length });
     }
     relay.seenAt = performance.now();
+    // Dialed directly once known (a relay whose announcement never completes is not).
+    if (snapshot.peer) this.peers?.know(snapshot.relay, snapshot.peer);
     const seen = new Set<string>();
     for (const [machineId, inFlight, congested, ready] of snapshot.machines) {
       seen.add(machineId);

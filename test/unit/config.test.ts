@@ -96,7 +96,7 @@ describe("configuration", () => {
     expect(resolveRelayConfig({ env: { MAKINA_PEER_ADDRESS: "10.0.0.5:8083" } }).peerAddress).toBe("10.0.0.5:8083");
     expect(resolveRelayConfig({ flags: { peerAddress: "[fd00::5]:0" } }).peerAddress).toBe("[fd00::5]:0");
     expect(resolveRelayConfig({ flags: { peerAddress: "off" } }).peerAddress).toBe("off");
-    for (const bad of ["10.0.0.5", "relay one:80", "relay:99999", "fd00::5:80"]) {
+    for (const bad of ["10.0.0.5", "relay one:80", "relay:99999", "fd00::5:80", "0.0.0.0:8083", "[::]:8083"]) {
       expect(() => resolveRelayConfig({ flags: { peerAddress: bad } })).toThrow(/peerAddress \(MAKINA_PEER_ADDRESS\)/);
     }
     expect(resolveRelayConfig({}).changeLeaseMs).toBe(10_000);

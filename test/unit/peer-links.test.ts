@@ -23,6 +23,7 @@ describe("direct connections between relays", () => {
       port: 0,
       relayId,
       secret,
+      maxMessageChars: 1024 * 1024,
       log: createLogger({ level: "debug", write: (line) => lines.push(line) }),
       handlers: {
         incoming(connection, message) {
@@ -64,6 +65,20 @@ describe("direct connections between relays", () => {
     expect(a.links.open("rly_b")).toBeUndefined();
     expect(a.incoming).toEqual([]);
     expect(c.incoming).toEqual([]);
+  });
+
+  it("takes a message that arrives in many parts whole, and ends a connection sending one larger than it takes", async () => {
+    const [a, b] = [await relay("rly_a", "s"), await relay("rly_b", "s")];
+    b.links.know("rly_a", a.links.address);
+    await vi.waitFor(() => expect(b.links.open("rly_a")).toBeDefined(), { timeout: 5000, interval: 20 });
+    const text = "x".repeat(600_000);
+    expect(b.links.open("rly_a")!.send({ q: text })).toBe(true);
+    await vi.waitFor(() => expect(a.incoming).toEqual([{ from: "rly_b", message: { q: text } }]), { timeout: 5000, interval: 20 });
+    // Over the limit: not sent by a relay that knows it, and a connection that sends one anyway is ended.
+    expect(b.links.open("rly_a")!.send({ q: "x".repeat(2_000_000) })).toBe(false);
+    (b.links.open("rly_a") as unknown as { socket: { write(s: string): void } }).socket.write(`{"q":"${"x".repeat(1_100_000)}`);
+    await vi.waitFor(() => expect(b.links.open("rly_a")).toBeUndefined(), { timeout: 5000, interval: 20 });
+    expect(a.lines.join("\n")).toContain("larger than any request");
   });
 
   it("ends a connection that sends what is not JSON", async () => {
