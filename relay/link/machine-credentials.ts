@@ -6,9 +6,8 @@ import type { Machine, Store } from "../store/index.js";
  * machine, or why it is refused, in words fit for the machine's owner.
  */
 export async function checkMachineCredentials(store: Store, machineId: string, token: string): Promise<{ machine: Machine } | { refusal: string; revoked: boolean }> {
-  const machine = machineId ? await store.machines.get(machineId) : undefined;
-  if (machine?.revokedAt) return { refusal: "This machine was revoked; add it again to get a new token.", revoked: true };
-  const storedHash = machine ? await store.machines.tokenHash(machine.id) : undefined;
-  if (!machine || !storedHash || !hashesEqual(storedHash, hashSecret(token))) return { refusal: "Unknown machine ID or machine token rejected.", revoked: false };
-  return { machine };
+  const found = machineId ? await store.machines.getForLink(machineId) : undefined;
+  if (found?.machine.revokedAt) return { refusal: "This machine was revoked; add it again to get a new token.", revoked: true };
+  if (!found || !hashesEqual(found.tokenHash, hashSecret(token))) return { refusal: "Unknown machine ID or machine token rejected.", revoked: false };
+  return { machine: found.machine };
 }

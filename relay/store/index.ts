@@ -53,6 +53,7 @@ export async function openStore(
   const { db } = database;
   const notices = new ChangeNotices();
   const keys = new ApiKeyStore(db, notices, options.onWriteError);
+  const machines = new MachineStore(db, notices, options.relayId ?? null);
   let closing: Promise<void> | undefined;
   return {
     db,
@@ -62,7 +63,7 @@ export async function openStore(
     notices,
     orgs: new OrganizationStore(db, notices),
     users: new UserStore(db),
-    machines: new MachineStore(db, notices, options.relayId ?? null),
+    machines,
     stacks: new StackStore(db, notices),
     deployments: new DeploymentStore(db),
     keys,
@@ -71,6 +72,7 @@ export async function openStore(
     close: () =>
       (closing ??= (async () => {
         try {
+          await machines.drain();
           await keys.close();
         } finally {
           await database.close();

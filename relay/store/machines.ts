@@ -4,6 +4,24 @@ import { databaseNowMs, type Db } from "./open-database.js";
 import type { ChangeNotices } from "./change-notices.js";
 import type { Row } from "./tables.js";
 import { newId } from "../ids/index.js";
+import { BatchLoader } from "./batch-loader.js";
+import { BatchWriter } from "./batch-writer.js";
+
+/** The writes of a machine's link, batched across machines (see {@link BatchWriter}). */
+type LinkWrite =
+  | { kind: "online"; key: string; hardware: string; agentVersion: string; now: number }
+  | { kind: "offline"; key: string; now: number }
+  | { kind: "hardware"; key: string; hardware: string }
+  | { kind: "inventory"; key: string; inventory: string };
+
+/** `CASE id WHEN … THEN … END`: each row of a batched update its own value (as a parameter, or inlined when a number). */
+function byId<W extends { key: string }>(writes: W[], value: (w: W) => string | number) {
+  const whens = writes.map((w) => {
+    const v = value(w);
+    return sql`WHEN ${w.key} THEN ${typeof v === "number" ? sql.lit(v) : v}`;
+  });
+  return sql<never>`CASE id ${sql.join(whens, sql` `)} END`;
+}
 
 /** Machine states: `pending` (created, never connected) → `online` ⇄ `offline`. */
 export type MachineState = "pending" | "online" | "offline";
@@ -43,8 +61,18 @@ const toMachine = (r: Row<"machines">): Machine => ({
   revokedAt: r.revoked_at,
 });
 
-/** Machines; their tokens are stored only as hashes. */
+/**
+ * Machines; their tokens are stored only as hashes. What a link reads and writes (its credentials, its online
+ * state, hardware and inventory) is batched across machines: thousands relinking at once after a relay died
+ * cost a few statements rather than several round trips each.
+ */
 export class MachineStore {
+  private readonly forLink = new BatchLoader<string, { machine: Machine; tokenHash: string } | undefined>(async (ids) => {
+    const rows = await this.db.selectFrom("machines").selectAll().where("id", "in", ids).execute();
+    return new Map(rows.map((r) => [r.id, { machine: toMachine(r), tokenHash: r.token_hash }]));
+  }, undefined);
+  private readonly linkWrites = new BatchWriter<LinkWrite>((run) => this.writeRows(run));
+
   /** `relayId`: this relay's id, recorded on the machines it links. */
   constructor(
     private readonly db: Db,
@@ -63,6 +91,16 @@ export class MachineStore {
     return row && toMachine(row);
   }
 
+  /** Resolves once the link writes asked for so far are written or failed. */
+  drain(): Promise<void> {
+    return this.linkWrites.drain();
+  }
+
+  /** A machine and its stored token hash, for authenticating a link (read with other links' in one query). */
+  getForLink(id: string): Promise<{ machine: Machine; tokenHash: string } | undefined> {
+    return this.forLink.load(id);
+  }
+
   /** The stored token hash, for authenticating a link. */
   async tokenHash(id: string): Promise<string | undefined> {
     return (await this.db.selectFrom("machines").select("token_hash").where("id", "=", id).executeTakeFirst())?.token_hash;
@@ -72,16 +110,12 @@ export class MachineStore {
     return (await this.db.selectFrom("machines").selectAll().where("org_id", "=", orgId).orderBy("created_at").orderBy("id").execute()).map(toMachine);
   }
 
-  async markOnline(id: string, hello: { hardware: HardwareSummary; agentVersion: string }, now = Date.now()): Promise<void> {
-    await this.db
-      .updateTable("machines")
-      .set({ state: "online", hardware_json: JSON.stringify(hello.hardware), agent_version: hello.agentVersion, last_seen_at: now, relay_id: this.relayId })
-      .where("id", "=", id)
-      .execute();
+  markOnline(id: string, hello: { hardware: HardwareSummary; agentVersion: string }, now = Date.now()): Promise<void> {
+    return this.linkWrites.write({ kind: "online", key: id, hardware: JSON.stringify(hello.hardware), agentVersion: hello.agentVersion, now });
   }
 
-  async updateHardware(id: string, hardware: HardwareSummary): Promise<void> {
-    await this.db.updateTable("machines").set({ hardware_json: JSON.stringify(hardware) }).where("id", "=", id).execute();
+  updateHardware(id: string, hardware: HardwareSummary): Promise<void> {
+    return this.linkWrites.write({ kind: "hardware", key: id, hardware: JSON.stringify(hardware) });
   }
 
   /** Replaces the machine's token (stored as a hash only). */
@@ -101,19 +135,47 @@ export class MachineStore {
     );
   }
 
-  async setInventory(id: string, inventory: MachineInventory): Promise<void> {
-    await this.db.updateTable("machines").set({ inventory_json: JSON.stringify(inventory) }).where("id", "=", id).execute();
+  setInventory(id: string, inventory: MachineInventory): Promise<void> {
+    return this.linkWrites.write({ kind: "inventory", key: id, inventory: JSON.stringify(inventory) });
   }
 
-  async markOffline(id: string, now = Date.now()): Promise<void> {
-    // Not when the machine is linked to another relay by now (it moved there before this relay saw it go).
-    await this.db
-      .updateTable("machines")
-      .set({ state: "offline", last_seen_at: now })
-      .where("id", "=", id)
-      .where("state", "=", "online")
-      .where((eb) => (this.relayId === null ? eb.lit(true) : eb.or([eb("relay_id", "is", null), eb("relay_id", "=", this.relayId)])))
-      .execute();
+  /** Offline, unless the machine is linked to another relay by now (it moved there before this relay saw it go). */
+  markOffline(id: string, now = Date.now()): Promise<void> {
+    return this.linkWrites.write({ kind: "offline", key: id, now });
+  }
+
+  /** One statement for link writes of one kind (no machine twice). */
+  private async writeRows(run: LinkWrite[]): Promise<void> {
+    const ids = run.map((w) => w.key);
+    const update = this.db.updateTable("machines").where("id", "in", ids);
+    switch (run[0]!.kind) {
+      case "online": {
+        const writes = run as Extract<LinkWrite, { kind: "online" }>[];
+        await update
+          .set({
+            state: "online",
+            hardware_json: byId(writes, (w) => w.hardware),
+            agent_version: byId(writes, (w) => w.agentVersion),
+            last_seen_at: byId(writes, (w) => w.now),
+            relay_id: this.relayId,
+          })
+          .execute();
+        return;
+      }
+      case "offline":
+        await update
+          .set({ state: "offline", last_seen_at: byId(run as Extract<LinkWrite, { kind: "offline" }>[], (w) => w.now) })
+          .where("state", "=", "online")
+          .where((eb) => (this.relayId === null ? eb.lit(true) : eb.or([eb("relay_id", "is", null), eb("relay_id", "=", this.relayId)])))
+          .execute();
+        return;
+      case "hardware":
+        await update.set({ hardware_json: byId(run as Extract<LinkWrite, { kind: "hardware" }>[], (w) => w.hardware) }).execute();
+        return;
+      case "inventory":
+        await update.set({ inventory_json: byId(run as Extract<LinkWrite, { kind: "inventory" }>[], (w) => w.inventory) }).execute();
+        return;
+    }
   }
 
   /** The machines whose links this relay holds are online through it (again: another relay may have marked them offline). */

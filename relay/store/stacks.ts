@@ -1,6 +1,7 @@
 import type { Db } from "./open-database.js";
 import type { Row } from "./tables.js";
 import type { ChangeNotices } from "./change-notices.js";
+import { BatchLoader } from "./batch-loader.js";
 import { newId } from "../ids/index.js";
 import { MakinaError, type LayerOptionValue, type RuntimeKind } from "../../proto/index.js";
 
@@ -101,6 +102,18 @@ const options = (o: Record<string, LayerOptionValue> | undefined): string | null
  * Changes that alter what the gateway routes to are announced ({@link ChangeNotices}).
  */
 export class StackStore {
+  /** A machine's stacks, read with other machines' in one query (thousands of machines link at once after a relay dies). */
+  private readonly byMachine = new BatchLoader<string, Stack[]>(async (machineIds) => {
+    const rows = await this.db.selectFrom("stacks").selectAll().where("machine_id", "in", machineIds).orderBy("created_at").orderBy("id").execute();
+    const found = new Map<string, Stack[]>();
+    for (const row of rows) {
+      const list = found.get(row.machine_id);
+      if (list) list.push(toStack(row));
+      else found.set(row.machine_id, [toStack(row)]);
+    }
+    return found;
+  }, []);
+
   constructor(
     private readonly db: Db,
     private readonly notices: ChangeNotices,
@@ -140,8 +153,9 @@ export class StackStore {
     return (await this.db.selectFrom("stacks").selectAll().where("org_id", "=", orgId).orderBy("created_at").orderBy("id").execute()).map(toStack);
   }
 
+  /** A machine's stacks, oldest first. */
   async listByMachine(machineId: string): Promise<Stack[]> {
-    return (await this.db.selectFrom("stacks").selectAll().where("machine_id", "=", machineId).orderBy("created_at").orderBy("id").execute()).map(toStack);
+    return [...(await this.byMachine.load(machineId))];
   }
 
   /** Deployed stacks with an Endpoint layer (what the gateway may route to): in one organization, or in all. */

@@ -83,8 +83,8 @@ describe("1,000 machines connecting and heartbeating while the gateway serves", 
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     const machines = gw.relay.store.machines;
-    const get = machines.get.bind(machines);
-    const lookup = vi.spyOn(machines, "get").mockImplementation(async (id) => (id === machine.id ? (await held, get(id)) : get(id)));
+    const get = machines.getForLink.bind(machines);
+    const lookup = vi.spyOn(machines, "getForLink").mockImplementation(async (id) => (id === machine.id ? (await held, get(id)) : get(id)));
     const agent = simulatedAgent(gw.relay.linkAddress, machine.id, token, 1000);
     try {
       await vi.waitFor(() => expect(agent.reached).toBe(true), { timeout: 10_000, interval: 20 });
