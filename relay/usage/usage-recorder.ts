@@ -51,10 +51,13 @@ export interface UsageRecorderOptions {
   now?: () => number;
 }
 
+/** Rows of one insert: 8 parameters each, well under SQLite's and PostgreSQL's limits. */
+const CELLS_PER_STATEMENT = 500;
+
 /**
  * Counts the gateway's requests and tokens per organization, key, model and
  * minute in memory (a map update per request) and adds the counts to the
- * database in one transaction every few seconds, so recording costs the request
+ * database in one transaction every few seconds (a statement per 500 rows), so recording costs the request
  * path nothing measurable. Relays sharing a database add to the same rows, so
  * the totals are every relay's. Reads flush first, so what a page shows is current.
  */
@@ -120,21 +123,24 @@ export class UsageRecorder {
     }
   }
 
+  /** One statement per {@link CELLS_PER_STATEMENT} cells (each cell is one row: no row is named twice in a statement). */
   private async write(cells: Cell[]): Promise<void> {
     await transaction(this.db, async (trx) => {
-      for (const c of cells) {
+      for (let i = 0; i < cells.length; i += CELLS_PER_STATEMENT) {
         await trx
           .insertInto("usage_minutes")
-          .values({
-            org_id: c.orgId,
-            key_id: c.keyId,
-            model: c.model,
-            minute: c.minute,
-            requests: c.requests,
-            errors: c.errors,
-            prompt_tokens: c.promptTokens,
-            completion_tokens: c.completionTokens,
-          })
+          .values(
+            cells.slice(i, i + CELLS_PER_STATEMENT).map((c) => ({
+              org_id: c.orgId,
+              key_id: c.keyId,
+              model: c.model,
+              minute: c.minute,
+              requests: c.requests,
+              errors: c.errors,
+              prompt_tokens: c.promptTokens,
+              completion_tokens: c.completionTokens,
+            })),
+          )
           .onConflict((oc) =>
             oc.columns(["org_id", "minute", "key_id", "model"]).doUpdateSet((eb) => ({
               requests: eb("usage_minutes.requests", "+", eb.ref("excluded.requests")),

@@ -23,7 +23,8 @@ import { BenchProcesses, cpuMs, rssBytes, type BenchProcess } from "./bench-proc
  *   - idle, for 10 s: the relays' CPU (heartbeats every 5 s from every agent, keepalives, announcements)
  *     and the whole machine's; the relays' resident memory against before the agents came, per agent;
  *   - the reconnect storm: the relay holding a third of the agents is killed (SIGKILL); time until every
- *     agent is linked again, then until every stack is served again through both relays left.
+ *     agent is linked again, then until every stack is served again through both relays left; the CPU of the
+ *     two relays left, of the simulators and of the whole machine until every agent was linked again.
  * The simulated agents run on the same 2 cores as the relays, PostgreSQL and NATS: every time includes them.
  * Results as a markdown table on stdout (and MAKINA_BENCH_FLEET_JSON).
  */
@@ -172,6 +173,8 @@ interface Row {
   relinkedS: number;
   servedAgainS: number;
   refusedDuringStorm: number;
+  /** While the killed relay's agents relinked: the two relays left, the simulators, the whole machine (% of one core). */
+  stormCpuPct: { relays: number; simulators: number; machine: number };
 }
 
 /** Busy and total jiffies of the whole machine, from /proc/stat. */
@@ -233,10 +236,21 @@ async function measure(postgres: PostgresServer, nats: string, redis: string, n:
   // The storm: the relay holding the last third is killed; its agents link to the two left.
   const killed = relays[2]!;
   const killedHeld = linked.by(killed.server);
+  const survivors = pids.slice(0, 2);
+  const simPids = sims.map((p) => p.child.pid!);
+  const stormBefore = { relays: survivors.map(cpuMs), sims: simPids.map(cpuMs), machine: machineJiffies() };
   const tKill = performance.now();
   killed.proc.child.kill("SIGKILL");
   await linked.until(() => linked.by(killed.server) === 0);
   const relinkedAt = (await linked.until(() => linked.total === n && linked.by(killed.server) === 0)) ?? Number.NaN;
+  const stormMs = performance.now() - tKill;
+  const stormMachine = machineJiffies();
+  const sumSince = (now: number[], before: number[]) => now.reduce((a, v, i) => a + v - before[i]!, 0);
+  const stormCpuPct = {
+    relays: (sumSince(survivors.map(cpuMs), stormBefore.relays) / stormMs) * 100,
+    simulators: (sumSince(simPids.map(cpuMs), stormBefore.sims) / stormMs) * 100,
+    machine: ((stormMachine.busy - stormBefore.machine.busy) / (stormMachine.total - stormBefore.machine.total)) * 100 * availableParallelism(),
+  };
   const servedAgain = await servedEverywhere(relays.slice(0, 2), models, key);
 
   clearInterval(tick);
@@ -264,6 +278,7 @@ async function measure(postgres: PostgresServer, nats: string, redis: string, n:
     relinkedS: (relinkedAt - tKill) / 1000,
     servedAgainS: (servedAgain.at - tKill) / 1000,
     refusedDuringStorm: servedAgain.refused,
+    stormCpuPct,
   };
 }
 
@@ -278,12 +293,12 @@ it("measures 3 relays with up to 10,000 simulated agents, and the reconnect stor
   const lines = [
     `Machine: ${cpus()[0]?.model ?? "?"}, ${availableParallelism()} CPUs; Node ${process.version}; 3 relays on PostgreSQL, NATS and Redis, link over TLS; one machine in ${every} serves a stack; heartbeats every 5 s (the relays' default); machines come up ${joinPerSecond} a second.`,
     "",
-    "| agents (stacks) | linked after | every stack served on every relay after | relays' memory, before → linked (MiB) | per agent | relays' CPU idle (of one core) | machine CPU idle (of one core) | agents per relay | killed relay held | relinked after | served again after |",
-    "|---|---|---|---|---|---|---|---|---|---|---|",
+    "| agents (stacks) | linked after | every stack served on every relay after | relays' memory, before → linked (MiB) | per agent | relays' CPU idle (of one core) | machine CPU idle (of one core) | agents per relay | killed relay held | relinked after | served again after | CPU while relinking: relays left / simulators / machine (of one core) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ...rows.map((r) =>
       "failed" in r
-        ? `| ${r.agents} (${r.stacks}) | ${r.failed} | | | | | | | | | |`
-        : `| ${r.agents} (${r.stacks}) | ${r.linkedS.toFixed(1)} s | ${r.routableS.toFixed(1)} s | ${r.relayRssBeforeMiB.join(" / ")} → ${r.relayRssAfterMiB.join(" / ")} | ${r.kibPerAgent.toFixed(0)} KiB | ${r.relayCpuPct.toFixed(0)}% | ${r.machineCpuPct.toFixed(0)}% | ${r.spread.join(" / ")} | ${r.killedHeld} | ${r.relinkedS.toFixed(1)} s | ${r.servedAgainS.toFixed(1)} s (${r.refusedDuringStorm} refusals on the way) |`,
+        ? `| ${r.agents} (${r.stacks}) | ${r.failed} | | | | | | | | | | |`
+        : `| ${r.agents} (${r.stacks}) | ${r.linkedS.toFixed(1)} s | ${r.routableS.toFixed(1)} s | ${r.relayRssBeforeMiB.join(" / ")} → ${r.relayRssAfterMiB.join(" / ")} | ${r.kibPerAgent.toFixed(0)} KiB | ${r.relayCpuPct.toFixed(0)}% | ${r.machineCpuPct.toFixed(0)}% | ${r.spread.join(" / ")} | ${r.killedHeld} | ${r.relinkedS.toFixed(1)} s | ${r.servedAgainS.toFixed(1)} s (${r.refusedDuringStorm} refusals on the way) | ${r.stormCpuPct.relays.toFixed(0)}% / ${r.stormCpuPct.simulators.toFixed(0)}% / ${r.stormCpuPct.machine.toFixed(0)}% |`,
     ),
   ];
   console.log(lines.join("\n"));

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { openStore, type Store } from "../../relay/store/index.js";
 import { UsageRecorder } from "../../relay/usage/index.js";
 import { DIALECTS, emptyDatabase } from "../helpers/databases.js";
@@ -64,6 +64,30 @@ describe.each(DIALECTS)("usage recording on %s", (dialect) => {
     r.record(sample("key_1", "m", 10));
     r.record(sample("key_1", "m", 10));
     expect((await r.totalsByKey("org_a", clock.now - 24 * HOUR)).get("key_1")).toEqual({ requests: 2, tokens: 60 });
+  });
+
+  it("writes 1,200 keys' counts in a few statements, adding to the rows already written", async () => {
+    const clock = { now: Date.UTC(2026, 10, 23, 12) };
+    const r = await recorder(clock);
+    const keys = Array.from({ length: 1200 }, (_, i) => `key_${i}`);
+    for (const k of keys) r.record(sample(k, "m", 1));
+    await r.flush();
+    const store = open.at(-1)!.store;
+    // Every executor of the database (a transaction's too) runs its statements through this one method.
+    const statements = vi.spyOn(Object.getPrototypeOf(store.db.getExecutor()) as { executeQuery: () => unknown }, "executeQuery");
+    for (const k of keys) r.record(sample(k, "m", 1));
+    r.record(sample("key_7", "m", 1, true));
+    await r.flush();
+    // Three inserts of at most 500 rows.
+    expect(statements.mock.calls.length).toBe(3);
+    statements.mockRestore();
+    const totals = await r.totalsByKey("org_a", clock.now - 24 * HOUR);
+    expect(totals.size).toBe(1200);
+    expect([totals.get("key_0"), totals.get("key_7"), totals.get("key_1199")]).toEqual([
+      { requests: 2, tokens: 6 },
+      { requests: 3, tokens: 9 },
+      { requests: 2, tokens: 6 },
+    ]);
   });
 });
 
