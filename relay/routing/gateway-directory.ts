@@ -65,6 +65,8 @@ export class GatewayDirectory {
    * connection lost); cleared by a whole load that succeeded.
    */
   private missed = false;
+  /** Reloads of an organization's stacks queued and not started yet, by organization. */
+  private readonly stacksQueued = new Map<string, Promise<void>>();
   /**
    * On a database several relays share: until when (`performance.now()`) this relay may serve from memory
    * without hearing from the change feed (see relay/cluster/change-feed.ts). Undefined: no lease to keep.
@@ -81,7 +83,7 @@ export class GatewayDirectory {
     const directory = new GatewayDirectory(store, log);
     directory.externalVersion = store.externalVersion?.() ?? -1;
     // Listening first: a change announced while the load runs is applied after it.
-    directory.unlisten = store.notices.listen((change) => directory.enqueue(() => directory.apply(change)));
+    directory.unlisten = store.notices.listen((change) => directory.follow(change));
     try {
       await directory.enqueue(async () => {
         directory.state = await directory.loadAll();
@@ -161,9 +163,21 @@ export class GatewayDirectory {
     return this.state.routes.get(routeOf(orgId, modelId)) ?? [];
   }
 
-  /** Applies a change another writer made (announced by the change feed), after those before it. */
+  /**
+   * Applies a change another writer made (announced by the change feed), after those before it. A change to an
+   * organization's stacks whose reload is queued and not started yet shares it: that reload reads the stacks
+   * after both changes (a deployment moving through its states announces several at once).
+   */
   follow(change: StoreChange): Promise<void> {
-    return this.enqueue(() => this.apply(change));
+    if (change.kind !== "stacks") return this.enqueue(() => this.apply(change));
+    const queued = this.stacksQueued.get(change.orgId);
+    if (queued) return queued;
+    const reload = this.enqueue(() => {
+      this.stacksQueued.delete(change.orgId);
+      return this.apply(change);
+    });
+    this.stacksQueued.set(change.orgId, reload);
+    return reload;
   }
 
   /**
