@@ -1,4 +1,5 @@
 import { MakinaError } from "../errors/index.js";
+import { compileRoutePattern, ROUTE_PATTERN_MAX_CHARS, ROUTER_PATTERNS_MAX_PROGRAM } from "./route-pattern.js";
 
 /** One rule of the router harness: the first whose conditions all hold sends the request to `model`. */
 export interface RouteRule {
@@ -7,7 +8,7 @@ export interface RouteRule {
   /** The request's messages hold at least / at most this many characters in all. */
   min_chars?: number;
   max_chars?: number;
-  /** A regular expression (case-insensitive) found in the last user message. */
+  /** A regular expression (RE2 syntax, case-insensitive) found in the first 4,096 characters of the last user message. */
   pattern?: string;
   /** The request brings tools (true) or none (false). */
   tools?: boolean;
@@ -92,6 +93,8 @@ function routeRules(raw: unknown, param: string): RouteRule[] {
     }
   }
   if (!Array.isArray(value) || value.length === 0 || value.length > 32) throw new MakinaError("invalid_value", `'${param}' must be an array of 1 to 32 rules.`, { param });
+  // The instructions of the rules' patterns so far (their matching cost per character).
+  let program = 0;
   return value.map((rule: unknown, i): RouteRule => {
     const p = `${param}[${i}]`;
     if (typeof rule !== "object" || rule === null || Array.isArray(rule)) throw new MakinaError("invalid_value", `'${p}' must be an object.`, { param: p });
@@ -105,11 +108,16 @@ function routeRules(raw: unknown, param: string): RouteRule[] {
       out[k] = r[k] as number;
     }
     if (r.pattern !== undefined) {
-      if (typeof r.pattern !== "string" || r.pattern === "" || r.pattern.length > 256) throw new MakinaError("invalid_value", `'${p}.pattern' must be a regular expression of at most 256 characters.`, { param: `${p}.pattern` });
+      if (typeof r.pattern !== "string" || r.pattern === "" || r.pattern.length > ROUTE_PATTERN_MAX_CHARS) {
+        throw new MakinaError("invalid_value", `'${p}.pattern' must be a regular expression of at most ${ROUTE_PATTERN_MAX_CHARS} characters.`, { param: `${p}.pattern` });
+      }
       try {
-        new RegExp(r.pattern, "i");
+        program += compileRoutePattern(r.pattern).programSize();
       } catch (err) {
-        throw new MakinaError("invalid_value", `'${p}.pattern' is not a regular expression: ${(err as Error).message}`, { param: `${p}.pattern` });
+        throw new MakinaError("invalid_value", `'${p}.pattern' ${(err as Error).message}`, { param: `${p}.pattern` });
+      }
+      if (program > ROUTER_PATTERNS_MAX_PROGRAM) {
+        throw new MakinaError("invalid_value", `'${param}' patterns together compile to more than ${ROUTER_PATTERNS_MAX_PROGRAM} instructions; use fewer or simpler patterns.`, { param: `${p}.pattern` });
       }
       out.pattern = r.pattern;
     }

@@ -1,6 +1,7 @@
 import { MakinaError, type Logger } from "../../proto/index.js";
 import { storageError } from "../health/index.js";
 import type { ApiKeyRecord, Organization, Stack, Store, StoreChange } from "../store/index.js";
+import { RoutePatterns } from "./routed-model.js";
 
 /** What `/v1/models` lists for an organization: its slug, and its deployed stacks with an endpoint. */
 export interface ModelCatalog {
@@ -65,6 +66,8 @@ export class GatewayDirectory {
    * connection lost); cleared by a whole load that succeeded.
    */
   private missed = false;
+  /** The router rules' patterns of the stacks held, compiled once each. */
+  readonly routePatterns = new RoutePatterns();
   /** Reloads of an organization's stacks queued and not started yet, by organization. */
   private readonly stacksQueued = new Map<string, Promise<void>>();
   /**

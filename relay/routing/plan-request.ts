@@ -3,7 +3,7 @@ import type { AgentSession } from "../link/index.js";
 import { estimateTokens } from "../limits/index.js";
 import type { ApiKeyRecord, Stack } from "../store/index.js";
 import { pickTarget, stacksForKey, type RoutableSession } from "./route-request.js";
-import { routedModel } from "./routed-model.js";
+import { routedModel, type RoutePatterns } from "./routed-model.js";
 
 /** What planning reads of a validated chat request (the gateway's `ChatRequest` is one). */
 export interface PlannableRequest {
@@ -33,7 +33,11 @@ export interface RequestPlan<S extends RoutableSession = AgentSession> {
 
 /** What planning looks at: the keys' routes, the machines' links, and the completion assumed when `max_tokens` is absent. */
 export interface PlannerDeps<S extends RoutableSession = AgentSession> {
-  directory: { servingModel(orgId: string, modelId: string): Stack[] };
+  directory: {
+    servingModel(orgId: string, modelId: string): Stack[];
+    /** Router rules' patterns, compiled once each. */
+    readonly routePatterns: RoutePatterns;
+  };
   registry: { get(machineId: string): S | undefined };
   /** Completion tokens assumed for the estimate when the request sets no `max_tokens`. */
   defaultCompletionEstimate: number;
@@ -51,7 +55,7 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   let allowed = stacksForKey(deps.directory, key, model);
   const router = allowed[0]!;
   if (router.harness === "router") {
-    const routed = routedModel(router, { messages: request.input.messages, tools: request.needs.includes("tools"), images: request.imagePart !== undefined });
+    const routed = routedModel(router, { messages: request.input.messages, tools: request.needs.includes("tools"), images: request.imagePart !== undefined }, deps.directory.routePatterns);
     if (routed !== undefined && routed !== model) {
       allowed = stacksForKey(deps.directory, key, routed);
       model = routed;

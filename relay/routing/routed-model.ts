@@ -1,4 +1,4 @@
-import type { ChatMessage, RouteRule } from "../../proto/index.js";
+import { compileRoutePattern, routePatternFound, type ChatMessage, type RoutePattern, type RouteRule } from "../../proto/index.js";
 import type { Stack } from "../store/index.js";
 
 /** What the router's rules look at in a request. */
@@ -10,18 +10,43 @@ export interface RoutableRequest {
   images: boolean;
 }
 
-/** The last user message, as text; a pattern looks at its first 64 Ki characters. */
+/** The last user message, as text (a pattern looks at its first 4,096 characters). */
 function lastUserText(messages: ChatMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === "user") return messages[i]!.content.slice(0, 65_536);
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === "user") return messages[i]!.content;
   return "";
 }
 
-function matches(rule: RouteRule, request: RoutableRequest, chars: () => number): boolean {
+/**
+ * Each rule's pattern, compiled once: a stack's rules are the same objects for as long as the directory holds
+ * the stack, and are forgotten with it. A pattern stored before RE2 was the engine, and that RE2 refuses,
+ * matches nothing.
+ */
+export class RoutePatterns {
+  private readonly compiled = new WeakMap<RouteRule, RoutePattern | null>();
+
+  of(rule: RouteRule & { pattern: string }): RoutePattern | null {
+    let pattern = this.compiled.get(rule);
+    if (pattern === undefined) {
+      try {
+        pattern = compileRoutePattern(rule.pattern);
+      } catch {
+        pattern = null;
+      }
+      this.compiled.set(rule, pattern);
+    }
+    return pattern;
+  }
+}
+
+function matches(rule: RouteRule, request: RoutableRequest, chars: () => number, patterns: RoutePatterns): boolean {
   if (rule.tools !== undefined && rule.tools !== request.tools) return false;
   if (rule.images !== undefined && rule.images !== request.images) return false;
   if (rule.min_chars !== undefined && chars() < rule.min_chars) return false;
   if (rule.max_chars !== undefined && chars() > rule.max_chars) return false;
-  if (rule.pattern !== undefined && !new RegExp(rule.pattern, "i").test(lastUserText(request.messages))) return false;
+  if (rule.pattern !== undefined) {
+    const pattern = patterns.of(rule as RouteRule & { pattern: string });
+    if (!pattern || !routePatternFound(pattern, lastUserText(request.messages))) return false;
+  }
   return true;
 }
 
@@ -30,12 +55,12 @@ function matches(rule: RouteRule, request: RoutableRequest, chars: () => number)
  * conditions all hold names it, else the router's `default`, else the stack's own model id. Undefined when the
  * stack has no router. The relay routes once: a router's target answers as it is.
  */
-export function routedModel(stack: Stack, request: RoutableRequest): string | undefined {
+export function routedModel(stack: Stack, request: RoutableRequest, patterns: RoutePatterns): string | undefined {
   if (stack.harness !== "router") return undefined;
   const rules = (stack.harnessOptions.routes ?? []) as RouteRule[];
   let total = -1;
   const chars = () => (total >= 0 ? total : (total = request.messages.reduce((n, m) => n + m.content.length, 0)));
-  for (const rule of rules) if (matches(rule, request, chars)) return rule.model;
+  for (const rule of rules) if (matches(rule, request, chars, patterns)) return rule.model;
   const fallback = stack.harnessOptions.default;
   return typeof fallback === "string" ? fallback : stack.modelId;
 }

@@ -89,7 +89,7 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     writeFileSync(join(dir, "agent.tgz"), tgz);
     const manifest = JSON.parse(execFileSync("tar", ["-xzOf", join(dir, "agent.tgz"), "package/package.json"], { encoding: "utf8" })) as { name: string; dependencies: Record<string, string> };
     expect(manifest.name).toBe("makina-agent");
-    expect(Object.keys(manifest.dependencies).sort()).toEqual(["@bufbuild/protobuf", "@grpc/grpc-js", "node-llama-cpp", "systeminformation", "yargs"]);
+    expect(Object.keys(manifest.dependencies).sort()).toEqual(["@bufbuild/protobuf", "@grpc/grpc-js", "node-llama-cpp", "re2js", "systeminformation", "yargs"]);
     const files = execFileSync("tar", ["-tzf", join(dir, "agent.tgz")], { encoding: "utf8" });
     expect(files).toContain("package/dist/agent/");
     expect(files).not.toContain("package/dist/relay/");

@@ -164,6 +164,41 @@ describe("the router harness", () => {
     expect(((await plain.json()) as { model: string }).model).toBe("small");
   });
 
+  it("matches patterns in linear time: the classic catastrophic ones answer at once while other requests go on", async () => {
+    // Each of these backtracks exponentially in JavaScript's own engine on 40 a's and a '!': the relay's only
+    // thread stalled for hours, for every organization. (A test that fails by never ending: the suite's timeout.)
+    const catastrophic = ["^(a+)+$", "(a|aa)+$", "(.*a){12}", "^(([a-z])+.)+[A-Z]([a-z])+$", "(a|a?)+b", "(\\w+\\s?)+$"];
+    const router = await gw.relay.control.createStack({
+      org: gw.orgId,
+      name: "redos",
+      machine: gw.machineId,
+      runtime: "openai",
+      model: "http://fake.invalid/v1#fake",
+      modelId: "redos",
+      harness: "router",
+      harnessOptions: { routes: [...catastrophic.map((pattern) => ({ model: "big", pattern })), { model: "big", pattern: "\\bexplain\\b" }], default: "small" },
+    });
+    await gw.relay.control.deploy(router.id);
+    await gw.relay.deployer.settled(router.id);
+    const askRouter = async (content: string) => {
+      const res = await fetch(`${gw.baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "redos", messages: [{ role: "user", content }] }),
+      });
+      return [res.status, ((await res.json()) as { model: string }).model];
+    };
+    const hostile = ["a".repeat(40) + "!", "a".repeat(65_536) + "!", ("ab ".repeat(30) + "!").toUpperCase()];
+    const answers = await Promise.all([...hostile.map(askRouter), ...Array.from({ length: 5 }, () => ask("meanwhile"))]);
+    // (.*a){12} is found in the first two: 'big'. The third has 30 a's too (case-insensitive).
+    expect(answers).toEqual([[200, "big"], [200, "big"], [200, "big"], ...Array.from({ length: 5 }, () => [200, "small"])]);
+    expect(await askRouter("c".repeat(40) + "!")).toEqual([200, "small"]);
+    expect(await askRouter("Please explain")).toEqual([200, "big"]);
+    // Only the first 4,096 characters of the last user message are looked at.
+    expect(await askRouter(".".repeat(4096) + " explain")).toEqual([200, "small"]);
+    expect(await askRouter(".".repeat(4000) + " explain")).toEqual([200, "big"]);
+  });
+
   it("checks its rules when the stack is created", async () => {
     const refused = async (harnessOptions: Record<string, unknown>) =>
       (await gw.relay.control
@@ -173,6 +208,12 @@ describe("the router harness", () => {
     expect(await refused({ routes: "[]" })).toMatchObject({ param: "harness_options.routes", message: "'harness_options.routes' must be an array of 1 to 32 rules." });
     expect(await refused({ routes: [{ pattern: "x" }] })).toMatchObject({ param: "harness_options.routes[0].model" });
     expect(await refused({ routes: [{ model: "big", pattern: "(" }] })).toMatchObject({ param: "harness_options.routes[0].pattern", message: expect.stringContaining("is not a regular expression") });
+    // RE2's syntax: no lookaround, no backreferences; and a bounded cost per character.
+    expect(await refused({ routes: [{ model: "big", pattern: "foo(?=bar)" }] })).toMatchObject({ param: "harness_options.routes[0].pattern", message: expect.stringContaining("RE2 syntax") });
+    expect(await refused({ routes: [{ model: "big", pattern: "(a)\\1" }] })).toMatchObject({ param: "harness_options.routes[0].pattern", message: expect.stringContaining("RE2 syntax") });
+    expect(await refused({ routes: [{ model: "big", pattern: "[a-z]{1,200}" }] })).toMatchObject({ param: "harness_options.routes[0].pattern", message: expect.stringContaining("too complex") });
+    const heavy = { model: "big", pattern: "[a-z]{1,60}[0-9]{1,60}" };
+    expect(await refused({ routes: [heavy, heavy, heavy, heavy, heavy] })).toMatchObject({ param: "harness_options.routes[4].pattern", message: expect.stringContaining("more than 1024 instructions") });
     expect(await refused({ routes: [{ model: "big", colour: "red" }] })).toMatchObject({ param: "harness_options.routes[0].colour" });
     expect(await refused({ routes: [{ model: "big", images: "yes" }] })).toMatchObject({ param: "harness_options.routes[0].images", message: "'harness_options.routes[0].images' must be true or false." });
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { validateChatRequest } from "../../relay/http/openai/index.js";
 import type { ApiKeyRecord } from "../../relay/keys/index.js";
-import { planRequest, type RoutableSession } from "../../relay/routing/index.js";
+import { planRequest, RoutePatterns, type RoutableSession } from "../../relay/routing/index.js";
 import type { Stack } from "../../relay/store/index.js";
 
 const stack = (o: Partial<Stack> & { id: string; modelId: string }): Stack =>
@@ -12,7 +12,7 @@ const key = (o: Partial<ApiKeyRecord> = {}) => ({ id: "key", orgId: "org", stack
 function deps(stacks: Stack[], inFlight: Record<string, number> = {}) {
   const sessions = new Map<string, RoutableSession>(stacks.map((s) => [s.machineId, { state: "open", readyStacks: new Set([s.id]), inFlight: inFlight[s.id] ?? 0, congested: false }]));
   return {
-    directory: { servingModel: (orgId: string, modelId: string) => stacks.filter((s) => s.orgId === orgId && s.modelId === modelId) },
+    directory: { servingModel: (orgId: string, modelId: string) => stacks.filter((s) => s.orgId === orgId && s.modelId === modelId), routePatterns: new RoutePatterns() },
     registry: { get: (machineId: string) => sessions.get(machineId) },
     defaultCompletionEstimate: 100,
   };
