@@ -54,7 +54,9 @@ describe("Prometheus metrics", () => {
 
     const text = await scrape();
     expect(sample(text, "makina_requests_total", { model: gw.modelId, status: "200", key_id: keyId })).toBe(3);
-    expect(sample(text, "makina_requests_total", { model: "no-such-model", status: "404", key_id: keyId })).toBe(1);
+    // A model that does not exist is no series of its own.
+    expect(sample(text, "makina_requests_total", { model: "", status: "404", key_id: keyId })).toBe(1);
+    expect(text).not.toContain("no-such-model");
     expect(sample(text, "makina_requests_total", { model: "", status: "401", key_id: "" })).toBe(1);
     expect(sample(text, "makina_requests_total", { model: gw.modelId, status: "200", key_id: limited.record.id })).toBe(1);
     expect(sample(text, "makina_requests_total", { model: gw.modelId, status: "429", key_id: limited.record.id })).toBe(1);
@@ -66,6 +68,28 @@ describe("Prometheus metrics", () => {
     expect(sample(text, "makina_requests_in_flight")).toBe(0);
     expect(sample(text, "makina_machines_online")).toBe(1);
     expect(sample(text, "makina_relay_process_resident_memory_bytes")!).toBeGreaterThan(0);
+  });
+
+  it("keeps one series for every model name the client makes up: 10,000 random names leave the series count flat", async () => {
+    // Every sample line's name and labels (but the relay process's own and the runtimes' as their agents report them).
+    const series = (text: string) =>
+      text
+        .split("\n")
+        .filter((l) => l.startsWith("makina_") && !l.startsWith("makina_relay_") && !l.startsWith("makina_runtime_"))
+        .map((l) => l.slice(0, l.lastIndexOf(" ")));
+    // The one bucket of requests refused before their model was found exists after the first.
+    expect((await chat({ model: "made-up-first" })).status).toBe(404);
+    const keyId = (await gw.relay.store.keys.findByHash(hashSecret(gw.apiKey)))!.id;
+    const first = await scrape();
+    const before = series(first);
+    const counted = sample(first, "makina_requests_total", { model: "", status: "404", key_id: keyId })!;
+    const sendBatch = (from: number) =>
+      Promise.all(Array.from({ length: 50 }, (_, i) => chat({ model: `made-up-${from + i}-${Math.random().toString(36).slice(2)}` }).then((r) => r.status)));
+    for (let i = 0; i < 10_000; i += 50) expect(new Set(await sendBatch(i))).toEqual(new Set([404]));
+    const text = await scrape();
+    expect(series(text)).toEqual(before);
+    expect(text).not.toContain("made-up-");
+    expect(sample(text, "makina_requests_total", { model: "", status: "404", key_id: keyId })).toBe(counted + 10_000);
   });
 
   it("shows what each machine's runtimes served, as their agents report it over the link, until the machine goes", async () => {

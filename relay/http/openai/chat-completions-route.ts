@@ -83,10 +83,10 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   const early = deps.limiter.headers(key);
   setHeaders(res, early instanceof Promise ? await early : early);
   const request = validateChatRequest(await readJsonBody(req, deps.bodyLimitBytes));
-  outcome.model = request.model;
   // Where it runs, or why it cannot: a router stack may send it on to another model, which then answers, and
   // the response (and the usage) name that model.
   const { model, stack, session, steps, estimatedTokens } = planRequest(deps, request, key);
+  // Metrics name only models that exist: a model id the client made up is not a series of its own.
   outcome.model = model;
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
   const admitted = deps.limiter.admit(key, estimatedTokens);
