@@ -9,3 +9,4 @@ export { LAYER_OPTIONS, validateLayerOptions, orchestratorSteps, DEFAULT_REFINE_
 export { compileRoutePattern, routePatternFound, ROUTE_PATTERN_TEXT_CHARS, type RoutePattern } from "./runtimes/route-pattern.js";
 export { parseHfRef, hfResolveUrl, type HfRef } from "./models/hf-ref.js";
 export { bodyText, serverSentEvents, ServerSentEventParser, type ServerSentEvent } from "./sse/index.js";
+export { addressClass, type AddressClass } from "./net/address-class.js";

@@ -1,36 +1,11 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { MakinaError } from "../../proto/index.js";
-
-/** Where an address leads: the internet, or somewhere a download must not be steered to. */
-export type AddressClass = "public" | "loopback" | "link-local" | "private" | "reserved";
+import { addressClass, MakinaError, type AddressClass } from "../../proto/index.js";
 
 /** Resolves a host name to its addresses (injectable for tests). */
 export type Resolve = (host: string) => Promise<string[]>;
 
 export const resolveHost: Resolve = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
-
-function ipv4Class(ip: string): AddressClass {
-  const [a, b] = ip.split(".").map(Number) as [number, number];
-  if (a === 127 || a === 0) return "loopback"; // 0.0.0.0 reaches this machine, too
-  if (a === 169 && b === 254) return "link-local"; // where clouds serve instance metadata and credentials
-  if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127)) return "private";
-  if (a >= 224) return "reserved";
-  return "public";
-}
-
-/** The class of an IP address (v4 or v6, IPv4-mapped included). */
-export function addressClass(address: string): AddressClass {
-  const ip = address.replace(/^\[|\]$/g, "").toLowerCase();
-  if (isIP(ip) === 4) return ipv4Class(ip);
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(ip);
-  if (mapped) return ipv4Class(mapped[1]!);
-  if (ip === "::1" || ip === "::") return "loopback";
-  if (/^fe[89ab]/.test(ip)) return "link-local";
-  if (/^f[cd]/.test(ip)) return "private";
-  if (/^ff/.test(ip)) return "reserved";
-  return "public";
-}
 
 async function classesOf(host: string, resolve: Resolve): Promise<Set<AddressClass>> {
   const bare = host.replace(/^\[|\]$/g, "");

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { addressClass, checkRedirect } from "../../agent/models/redirect-policy.js";
-import { parseHfRef } from "../../proto/index.js";
+import { checkRedirect } from "../../agent/models/redirect-policy.js";
+import { addressClass, parseHfRef } from "../../proto/index.js";
 
 describe("where a model download may be redirected", () => {
-  it("classes addresses: loopback, link-local, private, reserved or public, v4, v6 and v4-mapped", () => {
+  it("classes addresses by their bytes: loopback, link-local, private, reserved or public, v4, v6, and v4 inside v6 however written", () => {
     const cases: [string, string][] = [
       ["127.0.0.1", "loopback"],
       ["127.8.9.10", "loopback"],
@@ -22,6 +22,23 @@ describe("where a model download may be redirected", () => {
       ["::ffff:192.168.0.1", "private"],
       ["224.0.0.1", "reserved"],
       ["ff02::1", "reserved"],
+      // However an IPv4 address is written inside an IPv6 one, it is that address.
+      ["::ffff:7f00:1", "loopback"],
+      ["[::ffff:7f00:0001]", "loopback"],
+      ["::ffff:a9fe:a9fe", "link-local"],
+      ["::127.0.0.1", "loopback"],
+      ["64:ff9b::7f00:1", "loopback"],
+      ["64:ff9b::169.254.169.254", "link-local"],
+      ["64:ff9b::808:808", "public"],
+      ["64:ff9b:1::1", "private"],
+      ["2002:c0a8:0101::1", "private"],
+      ["0:0:0:0:0:ffff:10.0.0.1", "private"],
+      ["fe80::1%eth0", "link-local"],
+      ["fec0::1", "private"],
+      ["2001:db8::1", "reserved"],
+      ["192.0.2.1", "reserved"],
+      ["198.18.0.1", "reserved"],
+      ["not-an-address", "reserved"],
       ["172.32.0.1", "public"],
       ["8.8.8.8", "public"],
       ["2606:4700::1111", "public"],
