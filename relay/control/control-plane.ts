@@ -5,7 +5,7 @@ import { createApiKey, hashPassword, hashSecret, newSecret, publicKey, type NewA
 import { checkMachineCredentials } from "../link/index.js";
 import { slugify, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
 import { checkStack, refusalReasons, type Compatibility } from "../compatibility/index.js";
-import type { ModelInspector } from "./model-inspector.js";
+import { MAX_MODEL_REF_CHARS, type ModelInspector } from "./model-inspector.js";
 import { defaultModelId, layerOptions, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
 
 /** What it takes to create a stack. Shapes are checked at the edge (the admin contract); existence and rules here. */
@@ -176,7 +176,8 @@ export class ControlPlane {
     const org = await this.org(input.org);
     const machine = input.machine ? await this.machine(org.id, input.machine) : undefined;
     const modelRef = input.model ?? "";
-    const model = onDisk(machine?.hardware && modelRef ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef), modelRef, machine ?? null);
+    checkModelRefLength(modelRef);
+    const model = onDisk(machine?.hardware && modelRef ? await this.inspector.facts(modelRef, org.id) : this.inspector.known(modelRef), modelRef, machine ?? null);
     return checkStack(stackPlan(input.runtime, modelRef, model, machine?.hardware ?? null, input));
   }
 
@@ -184,6 +185,7 @@ export class ControlPlane {
   async createStack(input: StackInput): Promise<StackView> {
     const org = await this.org(input.org);
     const machine = await this.machine(org.id, input.machine);
+    checkModelRefLength(input.model);
     if (input.model.startsWith("hf:")) parseHfRef(input.model);
     const harnessOptions = layerOptions(input.harness, input.harnessOptions, "harness");
     const orchestratorOptions = layerOptions(input.orchestrator, input.orchestratorOptions, "orchestrator");
@@ -239,7 +241,7 @@ export class ControlPlane {
    * that has reported its hardware gets the model's facts read if need be (a GGUF header over the network).
    */
   private async refuseIfIncompatible(machine: Machine, runtime: RuntimeKind, modelRef: string, layers: PlanLayers): Promise<void> {
-    const model = onDisk(machine.hardware ? await this.inspector.facts(modelRef) : this.inspector.known(modelRef), modelRef, machine);
+    const model = onDisk(machine.hardware ? await this.inspector.facts(modelRef, machine.orgId) : this.inspector.known(modelRef), modelRef, machine);
     const verdict = checkStack(stackPlan(runtime, modelRef, model, machine.hardware, layers));
     if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
   }
@@ -303,4 +305,9 @@ export class ControlPlane {
     const compatibility = checkStack(stackPlan(stack.runtime, stack.modelRef, model, machine?.hardware ?? null, { ...stack, endpoint: stack.hasEndpoint }));
     return { ...stack, compatibility, deployment, modelUnverified: /^https?:\/\//i.test(stack.modelRef) && !stack.modelSha256 };
   }
+}
+
+/** A model reference (URL, `hf:` reference or path) is at most {@link MAX_MODEL_REF_CHARS} characters. */
+function checkModelRefLength(ref: string): void {
+  if (ref.length > MAX_MODEL_REF_CHARS) throw new MakinaError("invalid_value", `'model' must be at most ${MAX_MODEL_REF_CHARS} characters.`, { param: "model" });
 }

@@ -324,6 +324,13 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       const catalog = await c.json<{ data: { ref: string; runtime: string; size_bytes: number }[] }>("GET", "/admin/v1/catalog");
       expect(catalog.data.map((m) => m.runtime)).toEqual(expect.arrayContaining(["gguf", "vllm", "mlx"]));
       expect(catalog.data.find((m) => m.ref === big)!.size_bytes).toBe(42.5e9);
+
+      // A model reference is at most 2,048 characters, for the panel and for a stack.
+      const long = `https://models.example/${"x".repeat(2040)}.gguf`;
+      for (const path of ["/admin/v1/compatibility", "/admin/v1/stacks"]) {
+        const res = await c.call("POST", path, { name: "long", machine: cpuBox, runtime: "gguf", model: long });
+        expect([path, res.status, ((await res.json()) as { error: { code: string; param: string } }).error]).toEqual([path, 400, expect.objectContaining({ code: "invalid_value", param: "model" })]);
+      }
     });
   });
 
