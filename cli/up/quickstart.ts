@@ -75,8 +75,8 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
     const admin = await store.users.findByLogin("admin");
     if (!admin) {
       password = randomBase62(20);
-      await store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword(password), role: "admin" });
-    } else if (!password || !verifyPassword(password, admin.passwordHash)) {
+      await store.users.create({ orgId: org.id, login: "admin", passwordHash: await hashPassword(password), role: "admin" });
+    } else if (!password || !(await verifyPassword(password, admin.passwordHash))) {
       // Changed in the web application since: it is the admin's own now, and not written down anywhere.
       password = "";
     }

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { MakinaError } from "../../proto/index.js";
 import { hashPassword, hashSecret, hashesEqual, verifyPassword } from "../keys/index.js";
 import type { Store, User } from "../store/index.js";
-import { SignInThrottle } from "./sign-in-throttle.js";
+import { HashSlots } from "./hash-slots.js";
+import { SignInGuard } from "./sign-in-guard.js";
 
 /** A signed-in user and the CSRF token of its session. */
 export interface SessionUser {
@@ -16,54 +17,54 @@ export interface SessionUser {
 export interface WebSessionsOptions {
   /** How long a session lasts after sign-in. @default 604800000 (7 days) */
   ttlMs?: number;
-  /** Failed sign-ins per login. @default 5 free failures, then waits from 30 s doubling to 15 min */
-  loginThrottle?: SignInThrottle;
-  /** Failed sign-ins per client address (any login). @default 30 free failures, then the same waits */
-  addressThrottle?: SignInThrottle;
+  /** Which sign-ins may be tried now (see {@link SignInGuard} for the defaults). */
+  guard?: SignInGuard;
+  /** Password hashes at once for the whole relay, and in line. @default 2 and 64 */
+  hashSlots?: HashSlots;
   now?: () => number;
 }
 
 const token = () => randomBytes(32).toString("base64url");
 
 /**
- * Sign-in for the web application: passwords checked against scrypt hashes,
- * sessions stored by the hash of their cookie value, each with a CSRF token,
- * failed sign-ins throttled per login and per address.
+ * Sign-in for the web application: passwords checked against scrypt hashes off the event loop (a few at once
+ * for the whole relay), sessions stored by the hash of their cookie value, each with a CSRF token, failed
+ * sign-ins throttled by {@link SignInGuard} so that guessing is slow and the right user is never locked out.
  */
 export class WebSessions {
-  private readonly loginThrottle: SignInThrottle;
-  private readonly addressThrottle: SignInThrottle;
+  private readonly guard: SignInGuard;
+  private readonly hashSlots: HashSlots;
   private readonly ttlMs: number;
   private readonly now: () => number;
   // A hash to verify against when the login does not exist, so a missing login costs as much as a wrong password.
-  private readonly decoyHash = hashPassword(token());
+  private decoyHash: Promise<string> | undefined;
 
   constructor(
     private readonly store: Store,
     options: WebSessionsOptions = {},
   ) {
-    this.loginThrottle = options.loginThrottle ?? new SignInThrottle({ freeFailures: 5 });
-    this.addressThrottle = options.addressThrottle ?? new SignInThrottle({ freeFailures: 30 });
+    this.guard = options.guard ?? new SignInGuard();
+    this.hashSlots = options.hashSlots ?? new HashSlots();
     this.ttlMs = options.ttlMs ?? 7 * 24 * 3600_000;
     this.now = options.now ?? Date.now;
   }
 
   /** Checks a login and password (both given: the admin contract requires them); on success opens a session and returns its cookie value. */
   async signIn(login: string, password: string, address: string): Promise<SessionUser & { cookie: string; expiresAt: number }> {
-    const loginKey = [login.toLowerCase()];
-    const addressKey = [address];
-    const wait = Math.max(this.loginThrottle.retryAfterMs(loginKey), this.addressThrottle.retryAfterMs(addressKey));
+    const wait = this.guard.begin(login, address);
     if (wait > 0) {
       throw new MakinaError("sign_in_throttled", `Too many failed sign-ins. Try again in ${Math.ceil(wait / 1000)} seconds.`, { retryAfterMs: wait });
     }
-    const found = await this.store.users.findByLogin(login);
-    const ok = verifyPassword(password, found?.passwordHash ?? this.decoyHash) && found !== undefined;
-    if (!ok || !found) {
-      this.loginThrottle.failed(loginKey);
-      this.addressThrottle.failed(addressKey);
-      throw new MakinaError("invalid_credentials", "The login or password is not right.", { param: "password" });
+    let found: Awaited<ReturnType<Store["users"]["findByLogin"]>>;
+    let ok: boolean | null = null;
+    try {
+      found = await this.store.users.findByLogin(login);
+      const stored = found?.passwordHash ?? (await (this.decoyHash ??= hashPassword(token())));
+      ok = (await this.hashSlots.run(() => verifyPassword(password, stored))) && found !== undefined;
+    } finally {
+      this.guard.finish(login, address, ok);
     }
-    this.loginThrottle.succeeded(loginKey[0]!);
+    if (!ok || !found) throw new MakinaError("invalid_credentials", "The login or password is not right.", { param: "password" });
     const { passwordHash: _hash, ...user } = found;
     const cookie = token();
     const csrfToken = token();
@@ -97,10 +98,10 @@ export class WebSessions {
   /** Changes the signed-in user's password (the new one checked by the admin contract's rule); every other session of that user ends. */
   async changePassword(session: SessionUser, current: string, next: string): Promise<void> {
     const found = await this.store.users.findByLogin(session.user.login);
-    if (!found || !verifyPassword(current, found.passwordHash)) {
+    if (!found || !(await this.hashSlots.run(() => verifyPassword(current, found.passwordHash)))) {
       throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
     }
-    await this.store.users.setPasswordHash(found.id, hashPassword(next));
+    await this.store.users.setPasswordHash(found.id, await this.hashSlots.run(() => hashPassword(next)));
     await this.store.sessions.deleteForUser(found.id, session.sessionHash);
   }
 }

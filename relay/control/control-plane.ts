@@ -287,7 +287,7 @@ export class ControlPlane {
     const taken = () => new MakinaError("conflict", `The login '${input.login}' is taken.`, { param: "login" });
     if (await this.store.users.findByLogin(input.login)) throw taken();
     // Checked again by the insert itself: of two requests for one login at once (on any relay), one gets it.
-    const user = await this.store.users.create({ orgId: org.id, login: input.login, passwordHash: hashPassword(input.password), role: input.role });
+    const user = await this.store.users.create({ orgId: org.id, login: input.login, passwordHash: await hashPassword(input.password), role: input.role });
     if (!user) throw taken();
     return user;
   }

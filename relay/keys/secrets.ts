@@ -1,4 +1,4 @@
-import { createHash, randomBytes, scryptSync, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 import { randomBase62 } from "../ids/index.js";
 
 /** Kinds of secret the relay issues, by prefix. */
@@ -29,14 +29,20 @@ export function maskSecret(secret: string): string {
   return secret.length <= 12 ? `${secret.slice(0, 4)}…` : `${secret.slice(0, 8)}…${secret.slice(-4)}`;
 }
 
-/** scrypt hash of a human password, `scrypt$salt$hash` (hex). */
-export function hashPassword(password: string): string {
-  const salt = randomBytes(16);
-  return `scrypt$${salt.toString("hex")}$${scryptSync(password, salt, 32).toString("hex")}`;
+/** scrypt on libuv's thread pool: a hash (tens of ms of CPU) never holds the relay's event loop. */
+function scryptAsync(password: string, salt: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => scrypt(password, salt, 32, (err, key) => (err ? reject(err) : resolve(key))));
 }
 
-export function verifyPassword(password: string, stored: string): boolean {
+/** scrypt hash of a human password, `scrypt$salt$hash` (hex), computed off the event loop. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  return `scrypt$${salt.toString("hex")}$${(await scryptAsync(password, salt)).toString("hex")}`;
+}
+
+/** Whether `password` matches a {@link hashPassword} hash, computed off the event loop. */
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const [kind, salt, hash] = stored.split("$");
   if (kind !== "scrypt" || !salt || !hash) return false;
-  return hashesEqual(scryptSync(password, Buffer.from(salt, "hex"), 32).toString("hex"), hash);
+  return hashesEqual((await scryptAsync(password, Buffer.from(salt, "hex"))).toString("hex"), hash);
 }

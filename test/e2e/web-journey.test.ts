@@ -37,7 +37,7 @@ describe("a newcomer's journey through the web application", () => {
     dataDir = mkdtempSync(join(tmpdir(), "makina-web-"));
     relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } }), { log: silentLogger() });
     const org = await relay.control.createOrg("Acme");
-    await relay.store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword("first-admin-password"), role: "admin" });
+    await relay.store.users.create({ orgId: org.id, login: "admin", passwordHash: await hashPassword("first-admin-password"), role: "admin" });
     browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
     page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     page.setDefaultTimeout(30_000);
@@ -321,7 +321,7 @@ describe("a newcomer's journey through the web application", () => {
 
   it("shows a user of another organization nothing of this one", async () => {
     const rivals = await relay.control.createOrg("Rivals");
-    await relay.store.users.create({ orgId: rivals.id, login: "rival", passwordHash: hashPassword("rival-password-1"), role: "admin" });
+    await relay.store.users.create({ orgId: rivals.id, login: "rival", passwordHash: await hashPassword("rival-password-1"), role: "admin" });
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     const rival = await context.newPage();
     await rival.goto(relay.url);

@@ -369,7 +369,7 @@ describe("a relay stopping with web pages open", () => {
     const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
     try {
       const org = await relay.control.createOrg("Stopping");
-      await relay.store.users.create({ orgId: org.id, login: "op", passwordHash: hashPassword("a long enough password"), role: "admin" });
+      await relay.store.users.create({ orgId: org.id, login: "op", passwordHash: await hashPassword("a long enough password"), role: "admin" });
       const c = new WebClient(relay.url);
       expect((await c.signIn("op", "a long enough password")).status).toBe(200);
       const res = await fetch(`${relay.url}/admin/v1/events`, { headers: { cookie: c.cookie } });
@@ -392,7 +392,7 @@ describe("web sessions over time", () => {
     const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
     try {
       const org = await relay.control.createOrg("Clocks");
-      await relay.store.users.create({ orgId: org.id, login: "tz", passwordHash: hashPassword("a long enough password"), role: "admin" });
+      await relay.store.users.create({ orgId: org.id, login: "tz", passwordHash: await hashPassword("a long enough password"), role: "admin" });
       let now = Date.now();
       const sessions = new WebSessions(relay.store, { ttlMs: 60_000, now: () => now });
       const first = await sessions.signIn("tz", "a long enough password", "127.0.0.1");

@@ -1,0 +1,89 @@
+import { describe, expect, it } from "vitest";
+import { HashSlots, SignInGuard, throttledAddress } from "../../relay/auth/index.js";
+
+describe("which sign-ins may be tried", () => {
+  it("counts an IPv6 address by its /64 and an IPv4-mapped one as IPv4", () => {
+    expect(
+      ["203.0.113.7", "::ffff:203.0.113.7", "2001:db8:1:2:3:4:5:6", "2001:db8:1:2::9", "2001:0db8:0001:0002:ffff::1", "2001:db8:1:3::1", "::1"].map(throttledAddress),
+    ).toEqual(["203.0.113.7", "203.0.113.7", "2001:db8:1:2::/64", "2001:db8:1:2::/64", "2001:db8:1:2::/64", "2001:db8:1:3::/64", "0:0:0:0::/64"]);
+  });
+
+  const clock = { now: Date.UTC(2026, 10, 24, 12) };
+  const attempt = (guard: SignInGuard, login: string, address: string, ok: boolean | null) => {
+    const wait = guard.begin(login, address);
+    if (wait === 0) guard.finish(login, address, ok);
+    return wait;
+  };
+
+  it("holds back a login guessed from one address after 5 failures, rotating within its /64 included", () => {
+    const guard = new SignInGuard({ now: () => clock.now });
+    for (let i = 0; i < 5; i++) expect(attempt(guard, "ada", `2001:db8:1:2::${i + 1}`, false)).toBe(0);
+    expect(attempt(guard, "ada", "2001:db8:1:2::99", true)).toBeGreaterThanOrEqual(30_000);
+    // Another /64, and another login from the same one, are not held back by it.
+    expect(attempt(guard, "ada", "2001:db8:1:3::1", true)).toBe(0);
+    expect(attempt(guard, "bob", "2001:db8:1:2::1", true)).toBe(0);
+    // A password that could not be checked (the database away) counts for nothing.
+    for (let i = 0; i < 10; i++) expect(attempt(guard, "cy", "198.51.100.1", null)).toBe(0);
+  });
+
+  it("keeps the right user signing in from a known address while the login is guessed from 300 others", () => {
+    const guard = new SignInGuard({ now: () => clock.now });
+    expect(attempt(guard, "admin", "192.0.2.10", true)).toBe(0);
+    const refused = [];
+    for (let i = 0; i < 300; i++) refused.push(attempt(guard, "Admin", `2001:db8:${i}::1`, false) > 0);
+    // 20 guesses from new addresses, then every new address waits; the known one does not.
+    expect(refused.filter((r) => !r)).toHaveLength(20);
+    expect(attempt(guard, "admin", "2001:db8:9999::1", true)).toBeGreaterThan(0);
+    expect(attempt(guard, "admin", "192.0.2.10", true)).toBe(0);
+  });
+
+  it("past 300 failures a minute in all, lets only known addresses try, until the next minute", () => {
+    const guard = new SignInGuard({ now: () => clock.now });
+    expect(attempt(guard, "eve", "192.0.2.20", true)).toBe(0);
+    for (let i = 0; i < 300; i++) expect(attempt(guard, `login-${i}`, `10.0.${i >> 8}.${i & 255}`, false)).toBe(0);
+    expect(attempt(guard, "fresh", "192.0.2.30", true)).toBeGreaterThan(0);
+    expect(attempt(guard, "eve", "192.0.2.20", true)).toBe(0);
+    clock.now += 60_000;
+    expect(attempt(guard, "fresh", "192.0.2.30", true)).toBe(0);
+  });
+
+  it("checks one attempt per login and address at a time, 8 per address and 4 per login from new addresses", () => {
+    const guard = new SignInGuard({ now: () => clock.now });
+    expect(guard.begin("ada", "192.0.2.1")).toBe(0);
+    expect(guard.begin("ada", "192.0.2.1")).toBeGreaterThan(0);
+    for (let i = 0; i < 7; i++) expect(guard.begin(`user-${i}`, "192.0.2.1")).toBe(0);
+    expect(guard.begin("one-more", "192.0.2.1")).toBeGreaterThan(0);
+    guard.finish("ada", "192.0.2.1", false);
+    expect(guard.begin("ada", "192.0.2.1")).toBe(0);
+    for (let i = 0; i < 4; i++) expect(guard.begin("bo", `198.51.100.${i}`)).toBe(0);
+    expect(guard.begin("bo", "198.51.100.9")).toBeGreaterThan(0);
+    guard.finish("bo", "198.51.100.0", true);
+    expect(guard.begin("bo", "198.51.100.9")).toBe(0);
+  });
+});
+
+describe("password hashes at once", () => {
+  it("runs at most 2 at a time, lets 64 wait, and refuses more at once with 429 sign_in_throttled", async () => {
+    const slots = new HashSlots();
+    let running = 0;
+    let most = 0;
+    const releases: (() => void)[] = [];
+    const hash = () =>
+      new Promise<boolean>((resolve) => {
+        running++;
+        most = Math.max(most, running);
+        releases.push(() => {
+          running--;
+          resolve(true);
+        });
+      });
+    const runs = Array.from({ length: 66 }, () => slots.run(hash));
+    await expect(slots.run(hash)).rejects.toMatchObject({ code: "sign_in_throttled" });
+    while (releases.length || running) {
+      await new Promise((r) => setImmediate(r));
+      releases.shift()?.();
+    }
+    expect(await Promise.all(runs)).toHaveLength(66);
+    expect(most).toBe(2);
+  });
+});
