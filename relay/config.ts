@@ -94,6 +94,8 @@ export interface RelayConfig {
   readonly streamIdleTimeoutMs: number;
   /** Longest non-streamed request, ms. @default 600000 */
   readonly requestTimeoutMs: number;
+  /** How often the web application's live event stream sends a keepalive and checks its session again, ms. @default 15000 */
+  readonly eventsKeepaliveMs: number;
   /** Requests one stack runs at once; more wait in its queue. @default 64 */
   readonly maxInFlightPerStack: number;
   /** Requests one machine runs at once, all its stacks together. @default 256 */
@@ -146,6 +148,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   maxQueuePerStack: "MAKINA_MAX_QUEUE_PER_STACK",
   queueTimeoutMs: "MAKINA_QUEUE_TIMEOUT_MS",
   streamIdleTimeoutMs: "MAKINA_STREAM_IDLE_TIMEOUT_MS",
+  eventsKeepaliveMs: "MAKINA_EVENTS_KEEPALIVE_MS",
   drainTimeoutMs: "MAKINA_DRAIN_TIMEOUT_MS",
   deployStepTimeoutMs: "MAKINA_DEPLOY_STEP_TIMEOUT_MS",
   headerTimeoutMs: "MAKINA_HEADER_TIMEOUT_MS",
@@ -186,6 +189,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   maxQueuePerStack: 256,
   queueTimeoutMs: 30_000,
   streamIdleTimeoutMs: 60_000,
+  eventsKeepaliveMs: 15_000,
   drainTimeoutMs: 30_000,
   deployStepTimeoutMs: 30 * 60_000,
   headerTimeoutMs: 20_000,
@@ -299,6 +303,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     maxQueuePerStack: int("maxQueuePerStack", 0, 1_000_000),
     queueTimeoutMs: int("queueTimeoutMs", 1, 3_600_000),
     streamIdleTimeoutMs: int("streamIdleTimeoutMs", 100, 24 * 3_600_000),
+    eventsKeepaliveMs: int("eventsKeepaliveMs", 100, 3_600_000),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     deployStepTimeoutMs: int("deployStepTimeoutMs", 100, 24 * 3_600_000),
     headerTimeoutMs: int("headerTimeoutMs", 100, 600_000),

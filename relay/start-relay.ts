@@ -240,6 +240,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     fleet,
     adminTokenHash: () => directory.adminTokenHash,
     trustProxy: config.trustProxy,
+    eventsKeepaliveMs: config.eventsKeepaliveMs,
     limits: {
       bodyLimitBytes: config.bodyLimitBytes,
       firstTokenTimeoutMs: config.firstTokenTimeoutMs,

@@ -33,6 +33,7 @@ export type ErrorCode =
   | "invalid_admin_token"
   | "invalid_credentials"
   | "sign_in_throttled"
+  | "too_many_streams"
   | "permission_denied"
   | "invalid_csrf_token"
   | "invalid_machine_token"
@@ -86,6 +87,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = Object.fre
   invalid_admin_token: { grpc: S.UNAUTHENTICATED, http: 401, type: "authentication_error", openaiCode: "invalid_admin_token" },
   invalid_credentials: { grpc: S.UNAUTHENTICATED, http: 401, type: "authentication_error", openaiCode: "invalid_credentials" },
   sign_in_throttled: { grpc: S.RESOURCE_EXHAUSTED, http: 429, type: "authentication_error", openaiCode: "sign_in_throttled" },
+  too_many_streams: { grpc: S.RESOURCE_EXHAUSTED, http: 429, type: "rate_limit_error", openaiCode: "too_many_streams" },
   permission_denied: { grpc: S.PERMISSION_DENIED, http: 403, type: "permission_error", openaiCode: "permission_denied" },
   invalid_csrf_token: { grpc: S.PERMISSION_DENIED, http: 403, type: "permission_error", openaiCode: "invalid_csrf_token" },
   invalid_machine_token: { grpc: S.UNAUTHENTICATED, http: 401, type: "authentication_error", openaiCode: "invalid_machine_token" },

@@ -38,6 +38,7 @@ export class WebSessions {
   private readonly now: () => number;
   // A hash to verify against when the login does not exist, so a missing login costs as much as a wrong password.
   private decoyHash: Promise<string> | undefined;
+  private readonly endedListeners = new Set<(sessionHash: string) => void>();
 
   constructor(
     private readonly store: Store,
@@ -93,6 +94,23 @@ export class WebSessions {
 
   async signOut(session: SessionUser): Promise<void> {
     await this.store.sessions.delete(session.sessionHash);
+    this.ended([session.sessionHash]);
+  }
+
+  /** Whether a session still holds: not signed out or expired, its user still there. */
+  async isLive(sessionHash: string): Promise<boolean> {
+    const session = await this.store.sessions.find(sessionHash, this.now());
+    return session !== undefined && (await this.store.users.get(session.userId)) !== undefined;
+  }
+
+  /** Calls `listener` with sessions this relay ended (signed out, or ended by a password change); returns how to stop. */
+  onEnded(listener: (sessionHash: string) => void): () => void {
+    this.endedListeners.add(listener);
+    return () => this.endedListeners.delete(listener);
+  }
+
+  private ended(sessionHashes: string[]): void {
+    for (const hash of sessionHashes) for (const listener of this.endedListeners) listener(hash);
   }
 
   /** Changes the signed-in user's password (the new one checked by the admin contract's rule); every other session of that user ends. */
@@ -102,6 +120,6 @@ export class WebSessions {
       throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
     }
     await this.store.users.setPasswordHash(found.id, await this.hashSlots.run(() => hashPassword(next)));
-    await this.store.sessions.deleteForUser(found.id, session.sessionHash);
+    this.ended(await this.store.sessions.deleteForUser(found.id, session.sessionHash));
   }
 }

@@ -44,6 +44,8 @@ export interface RelayAppDeps {
   storage?: StorageHealth;
   /** Trust `X-Forwarded-*` from a reverse proxy on loopback. */
   trustProxy?: boolean;
+  /** How often a live event stream sends a keepalive and checks its session again. @default 15000 */
+  eventsKeepaliveMs?: number;
   limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
   /** Requests in flight per stack and machine, and their queues. */
   gate: AdmissionGate;
@@ -111,7 +113,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const adminRoutes = (app: Express) => {
     app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash));
     app.use(authRouter({ control: deps.control, sessions: deps.sessions }));
-    app.use(adminRouter({ control: deps.control, findOrg: (ref) => deps.directory.findOrg(ref), sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash }));
+    app.use(adminRouter({ control: deps.control, findOrg: (ref) => deps.directory.findOrg(ref), sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash, eventsKeepaliveMs: deps.eventsKeepaliveMs }));
     app.use(webApp(deps.webDir === undefined ? findWebDir() : deps.webDir));
   };
   const finish = (app: Express) => {

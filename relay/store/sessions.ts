@@ -40,12 +40,14 @@ export class SessionStore {
     await this.db.deleteFrom("sessions").where("id_hash", "=", idHash).execute();
   }
 
-  /** Ends every session of a user but `keep` (after a password change). */
-  async deleteForUser(userId: string, keep?: string): Promise<void> {
-    await this.db
+  /** Ends every session of a user but `keep` (after a password change); returns the ended sessions' hashes. */
+  async deleteForUser(userId: string, keep?: string): Promise<string[]> {
+    const rows = await this.db
       .deleteFrom("sessions")
       .where("user_id", "=", userId)
       .where("id_hash", "!=", keep ?? "")
+      .returning("id_hash")
       .execute();
+    return rows.map((r) => r.id_hash);
   }
 }

@@ -6,7 +6,8 @@ import type { EventBus } from "../../events/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import { jsonBody } from "../json-body.js";
 import { accessOf, adminAuth } from "./admin-auth.js";
-import { streamEvents } from "./event-stream.js";
+import { isAdminToken, requestBearer } from "../auth/request-auth.js";
+import { EventStreams } from "./event-stream.js";
 import { keyRoutes } from "./keys-routes.js";
 import { machineRoutes } from "./machines-routes.js";
 import { mountRoutes, mountStreams, type RouteHandlers, type StreamHandler } from "./mount-routes.js";
@@ -24,6 +25,8 @@ export interface AdminRouterDeps {
   events: EventBus;
   usage: UsageRecorder;
   adminTokenHash: () => string | undefined;
+  /** How often a live event stream sends a keepalive and checks its holder again. @default 15000 */
+  eventsKeepaliveMs?: number;
 }
 
 /**
@@ -43,12 +46,22 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     ...usageRoutes(deps.usage),
   };
   mountRoutes(r, "/admin/v1/", handlers, accessOf);
+  const live = new EventStreams(deps.events, { keepaliveMs: deps.eventsKeepaliveMs });
+  deps.sessions.onEnded((sessionHash) => live.endFor(sessionHash));
   const streams: { [K in EventRoute]: StreamHandler<K, Access> } = {
     // A user gets its own organization's changes; the operator every organization's, or the one it names.
     "GET /admin/v1/events": (input, access, res) => {
       const org = access.orgScope === null ? input.query().org : undefined;
       const orgId = access.orgScope ?? (org === undefined || org === null ? null : access.org(org).id);
-      streamEvents(res, deps.events, (e) => orgId === null || e.orgId === orgId);
+      const filter = (e: { orgId: string }) => orgId === null || e.orgId === orgId;
+      const { principal } = access;
+      if (principal.kind === "user") {
+        live.stream(res, filter, principal.sessionHash, () => deps.sessions.isLive(principal.sessionHash));
+      } else {
+        // The operator's stream holds while its admin token does.
+        const bearer = requestBearer(res.req) ?? "";
+        live.stream(res, filter, "operator", async () => isAdminToken(bearer, deps.adminTokenHash));
+      }
     },
   };
   mountStreams(r, "/admin/v1/", streams, accessOf);

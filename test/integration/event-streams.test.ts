@@ -1,0 +1,100 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hashPassword, hashSecret, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { silentLogger } from "../../proto/index.js";
+import { WebClient } from "../helpers/web-client.js";
+
+// The web application's live event stream, bounded: per session, for clients that do not read, and for
+// sessions that end while it is open. (Keepalives every 200 ms here, every 15 s by default.)
+describe("live event streams", () => {
+  let relay: Relay;
+  let dataDir: string;
+  let orgId: string;
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "makina-events-"));
+    relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", eventsKeepaliveMs: 200 } }), { log: silentLogger() });
+    orgId = (await relay.control.createOrg("Streams")).id;
+    await relay.store.users.create({ orgId, login: "viewer", passwordHash: await hashPassword("a long enough password"), role: "member" });
+  });
+  afterAll(async () => {
+    await relay?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const signedIn = async () => {
+    const c = new WebClient(relay.url);
+    expect((await c.signIn("viewer", "a long enough password")).status).toBe(200);
+    return c;
+  };
+  const open = (c: WebClient) => fetch(`${relay.url}/admin/v1/events`, { headers: { cookie: c.cookie } });
+  /** Reads a stream to its end; resolves with what it carried. */
+  const untilEnd = async (res: Response) => {
+    const reader = res.body!.getReader();
+    let text = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return text;
+      text += new TextDecoder().decode(value);
+    }
+  };
+
+  it("ends a session's stream as soon as it signs out", async () => {
+    const c = await signedIn();
+    const res = await open(c);
+    expect(res.status).toBe(200);
+    const ended = untilEnd(res);
+    expect((await c.call("POST", "/auth/v1/sign-out")).status).toBe(200);
+    expect(await ended).toContain(": makina events");
+  });
+
+  it("ends it at the next keepalive once the session is gone elsewhere (another relay, expired)", async () => {
+    const c = await signedIn();
+    const res = await open(c);
+    const ended = untilEnd(res);
+    // As another relay on the same database signing the session out would.
+    await relay.store.sessions.delete(hashSecret(c.cookie.split("=")[1]!));
+    expect(await ended).toContain(": keepalive");
+  });
+
+  it("opens at most 8 streams per session; the next gets 429 too_many_streams until one closes", async () => {
+    const c = await signedIn();
+    const controllers = Array.from({ length: 8 }, () => new AbortController());
+    const opened = await Promise.all(controllers.map((ctl) => fetch(`${relay.url}/admin/v1/events`, { headers: { cookie: c.cookie }, signal: ctl.signal })));
+    expect(opened.map((r) => r.status)).toEqual(Array(8).fill(200));
+    const ninth = await open(c);
+    expect(ninth.status).toBe(429);
+    expect(((await ninth.json()) as { error: { code: string } }).error.code).toBe("too_many_streams");
+    // Another session has streams of its own.
+    const other = await open(await signedIn());
+    expect(other.status).toBe(200);
+    await other.body!.cancel();
+    controllers[0]!.abort();
+    await expect.poll(async () => {
+      const again = await open(c);
+      await again.body?.cancel();
+      return again.status;
+    }).toBe(200);
+    for (const ctl of controllers) ctl.abort();
+  });
+
+  it("buffers nothing for a client that does not read: the events it missed are dropped and its stream ends once it reads", async () => {
+    const c = await signedIn();
+    const url = new URL(`${relay.url}/admin/v1/events`);
+    const res = await new Promise<import("node:http").IncomingMessage>((resolve, reject) => request({ host: url.hostname, port: url.port, path: url.pathname, headers: { cookie: c.cookie } }, resolve).on("error", reject).end());
+    expect(res.statusCode).toBe(200);
+    // The client reads nothing while 100,000 events (about 7 MB) are announced.
+    res.pause();
+    const sent = 100_000;
+    for (let i = 0; i < sent; i++) relay.events.emit({ type: "key", orgId, keyId: `key_${String(i).padStart(12, "0")}` });
+    let received = 0;
+    res.on("data", (chunk: Buffer) => (received += chunk.toString().split("event: key").length - 1));
+    const ended = new Promise<void>((resolve) => res.on("end", resolve));
+    res.resume();
+    await ended;
+    expect(received).toBeGreaterThan(0);
+    expect(received).toBeLessThan(sent);
+  });
+});
