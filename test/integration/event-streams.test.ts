@@ -80,6 +80,41 @@ describe("live event streams", () => {
     for (const ctl of controllers) ctl.abort();
   });
 
+  it("ends the streams a signed-out session's clients do not read, and writes nothing after their end", async () => {
+    const c = await signedIn();
+    const url = new URL(`${relay.url}/admin/v1/events`);
+    const paused = await Promise.all(
+      Array.from({ length: 8 }, () => new Promise<import("node:http").IncomingMessage>((resolve, reject) => request({ host: url.hostname, port: url.port, path: url.pathname, headers: { cookie: c.cookie } }, resolve).on("error", reject).end())),
+    );
+    for (const res of paused) {
+      expect(res.statusCode).toBe(200);
+      res.pause();
+    }
+    // More than the sockets take: the ends of these streams cannot be flushed while their clients do not read.
+    for (let i = 0; i < 100_000; i++) relay.events.emit({ type: "key", orgId, keyId: `key_${i}` });
+    expect((await c.call("POST", "/auth/v1/sign-out")).status).toBe(200);
+    // Keepalives and events keep coming after the end; the relay writes none of them and stays up.
+    for (let i = 0; i < 2_000; i++) relay.events.emit({ type: "key", orgId, keyId: `key_after_${i}` });
+    await new Promise((r) => setTimeout(r, 700));
+    expect((await fetch(`${relay.url}/health`)).status).toBe(200);
+    // When the clients read again, their streams are over: they get what the sockets held, then the end.
+    const got = await Promise.all(
+      paused.map(
+        (res) =>
+          new Promise<string>((resolve) => {
+            let text = "";
+            res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+            res.on("close", () => resolve(text));
+            res.resume();
+          }),
+      ),
+    );
+    for (const text of got) {
+      expect(text).not.toContain("key_after_");
+      expect(text.split("event: key").length - 1).toBeLessThan(100_000);
+    }
+  });
+
   it("buffers nothing for a client that does not read: the events it missed are dropped and its stream ends once it reads", async () => {
     const c = await signedIn();
     const url = new URL(`${relay.url}/admin/v1/events`);

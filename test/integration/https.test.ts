@@ -48,7 +48,7 @@ describe("the relay's HTTP side over HTTPS, and behind a reverse proxy", () => {
   });
 
   it("marks the session cookie Secure when signed in over HTTPS", async () => {
-    gw.relay.control.createUser(gw.orgId, { login: "ada", password: "a long enough password", role: "admin" });
+    await gw.relay.control.createUser(gw.orgId, { login: "ada", password: "a long enough password", role: "admin" });
     const res = await httpsRequest(`${gw.relay.url}/auth/v1/sign-in`, ca, {
       method: "POST",
       headers: { "content-type": "application/json" },

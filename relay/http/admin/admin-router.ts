@@ -56,11 +56,11 @@ export function adminRouter(deps: AdminRouterDeps): Router {
       const filter = (e: { orgId: string }) => orgId === null || e.orgId === orgId;
       const { principal } = access;
       if (principal.kind === "user") {
-        live.stream(res, filter, principal.sessionHash, () => deps.sessions.isLive(principal.sessionHash));
+        live.stream(res, filter, { session: principal.sessionHash, user: principal.user.id }, () => deps.sessions.isLive(principal.sessionHash));
       } else {
         // The operator's stream holds while its admin token does.
         const bearer = requestBearer(res.req) ?? "";
-        live.stream(res, filter, "operator", async () => isAdminToken(bearer, deps.adminTokenHash));
+        live.stream(res, filter, { session: "operator", user: "operator" }, async () => isAdminToken(bearer, deps.adminTokenHash));
       }
     },
   };
