@@ -28,6 +28,18 @@ export function throttledAddress(address: string): string {
   return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
+/** An attempt {@link SignInGuard.begin} let through, and what it counted. */
+export interface SignInTicket {
+  login: string;
+  address: string;
+  /** Whether the address was known for the login when the attempt began. */
+  known: boolean;
+  finished: boolean;
+}
+
+/** Past the failure budget, the least time between tries of one login from addresses it never signed in from. */
+const SPACED_MS = 5_000;
+
 function decrement(counts: Map<string, number>, key: string): void {
   const n = (counts.get(key) ?? 1) - 1;
   if (n > 0) counts.set(key, n);
@@ -46,7 +58,8 @@ const KNOWN_ADDRESSES_PER_LOGIN = 16;
  * - one address waits after 30 failures, whatever the logins;
  * - one login waits after 20 failures from addresses it never signed in from (guessing from many addresses),
  *   while the addresses it did sign in from keep trying under their own count;
- * - past 300 failures a minute in all, only addresses a login signed in from may try it;
+ * - past 300 failures a minute in all, a login is tried from addresses it never signed in from once every 5 s
+ *   at most, until the next minute;
  * - one attempt per login and address is checked at a time, 8 per address, and 4 per login from addresses it
  *   never signed in from.
  * Memory stays bounded: idle counts are forgotten, and at most 10,000 logins' known addresses are kept.
@@ -61,6 +74,8 @@ export class SignInGuard {
   private readonly underWayByAddress = new Map<string, number>();
   /** Attempts under way by login, from addresses it never signed in from. */
   private readonly unknownUnderWay = new Map<string, number>();
+  /** When each login was last tried from an address it never signed in from (spaced past the budget). */
+  private readonly lastUnknownTry = new Map<string, number>();
   private readonly failuresPerMinute: number;
   private readonly now: () => number;
   private minute = 0;
@@ -76,27 +91,35 @@ export class SignInGuard {
 
   /**
    * Starts a sign-in: the milliseconds to wait before this login may be tried from this address (the attempt
-   * is refused), or 0 and the attempt is under way until {@link finish}. One attempt per login and address is
+   * is refused), or a ticket, and the attempt is under way until {@link finish}. One attempt per login and address is
    * under way at a time, 8 per address and 4 per login from new addresses: parallel guesses cannot all pass
    * before the first has failed.
    */
-  begin(login: string, address: string): number {
+  begin(login: string, address: string): { waitMs: number } | SignInTicket {
     const { loginKey, addressKey, pairKey } = this.keys(login, address);
-    if (this.underWay.has(pairKey) || (this.underWayByAddress.get(addressKey) ?? 0) >= 8) return 1000;
+    if (this.underWay.has(pairKey) || (this.underWayByAddress.get(addressKey) ?? 0) >= 8) return { waitMs: 1000 };
     const known = this.known.get(loginKey)?.includes(addressKey) ?? false;
     let wait = Math.max(this.pairs.retryAfterMs([pairKey]), this.addresses.retryAfterMs([addressKey]));
     if (!known) {
       wait = Math.max(wait, this.logins.retryAfterMs([loginKey]));
+      // Past the budget, a login is tried from new addresses once every 5 s at most: guessing slows to a crawl,
+      // and the right user on an address the relay does not know (a restart, another relay, a new network)
+      // still gets in after a few seconds.
       this.rollMinute();
-      if (this.failuresThisMinute >= this.failuresPerMinute) wait = Math.max(wait, 60_000 - (this.now() % 60_000));
+      if (this.failuresThisMinute >= this.failuresPerMinute) wait = Math.max(wait, (this.lastUnknownTry.get(loginKey) ?? -Infinity) + SPACED_MS - this.now());
+      // Guesses of one login from new addresses, checked at once, could all pass before the first failed.
+      if ((this.unknownUnderWay.get(loginKey) ?? 0) >= 4) wait = Math.max(wait, 1000);
     }
-    // Guesses of one login from new addresses, checked at once, could all pass before the first failed.
-    if (!known && (this.unknownUnderWay.get(loginKey) ?? 0) >= 4) wait = Math.max(wait, 1000);
-    if (wait > 0) return wait;
-    if (!known) this.unknownUnderWay.set(loginKey, (this.unknownUnderWay.get(loginKey) ?? 0) + 1);
+    if (wait > 0) return { waitMs: wait };
+    if (!known) {
+      this.unknownUnderWay.set(loginKey, (this.unknownUnderWay.get(loginKey) ?? 0) + 1);
+      this.lastUnknownTry.delete(loginKey);
+      this.lastUnknownTry.set(loginKey, this.now());
+      while (this.lastUnknownTry.size > KNOWN_LOGINS) this.lastUnknownTry.delete(this.lastUnknownTry.keys().next().value!);
+    }
     this.underWay.add(pairKey);
     this.underWayByAddress.set(addressKey, (this.underWayByAddress.get(addressKey) ?? 0) + 1);
-    return 0;
+    return { login, address, known, finished: false };
   }
 
   /**
@@ -105,19 +128,21 @@ export class SignInGuard {
    * known for the login from then on. `null`: the password could not be checked (the database, a full line of
    * hashes), which counts for nothing.
    */
-  finish(login: string, address: string, ok: boolean | null): void {
-    const { loginKey, addressKey, pairKey } = this.keys(login, address);
-    if (this.underWay.delete(pairKey)) {
-      decrement(this.underWayByAddress, addressKey);
-      if (!this.known.get(loginKey)?.includes(addressKey)) decrement(this.unknownUnderWay, loginKey);
-    }
+  finish(ticket: SignInTicket, ok: boolean | null): void {
+    if (ticket.finished) return;
+    ticket.finished = true;
+    const { loginKey, addressKey, pairKey } = this.keys(ticket.login, ticket.address);
+    this.underWay.delete(pairKey);
+    decrement(this.underWayByAddress, addressKey);
+    // What begin counted, whatever the relay learnt since.
+    if (!ticket.known) decrement(this.unknownUnderWay, loginKey);
     if (ok === null) return;
     if (!ok) {
       this.rollMinute();
       this.failuresThisMinute++;
       this.pairs.failed([pairKey]);
       this.addresses.failed([addressKey]);
-      if (!this.known.get(loginKey)?.includes(addressKey)) this.logins.failed([loginKey]);
+      if (!ticket.known) this.logins.failed([loginKey]);
       return;
     }
     this.pairs.succeeded(pairKey);

@@ -3,7 +3,7 @@ import { MakinaError } from "../../proto/index.js";
 import { hashPassword, hashSecret, hashesEqual, verifyPassword } from "../keys/index.js";
 import type { Store, User } from "../store/index.js";
 import { HashSlots } from "./hash-slots.js";
-import { SignInGuard } from "./sign-in-guard.js";
+import { SignInGuard, type SignInTicket } from "./sign-in-guard.js";
 
 /** A signed-in user and the CSRF token of its session. */
 export interface SessionUser {
@@ -52,10 +52,7 @@ export class WebSessions {
 
   /** Checks a login and password (both given: the admin contract requires them); on success opens a session and returns its cookie value. */
   async signIn(login: string, password: string, address: string): Promise<SessionUser & { cookie: string; expiresAt: number }> {
-    const wait = this.guard.begin(login, address);
-    if (wait > 0) {
-      throw new MakinaError("sign_in_throttled", `Too many failed sign-ins. Try again in ${Math.ceil(wait / 1000)} seconds.`, { retryAfterMs: wait });
-    }
+    const ticket = this.begin(login, address);
     let found: Awaited<ReturnType<Store["users"]["findByLogin"]>>;
     let ok: boolean | null = null;
     try {
@@ -63,7 +60,7 @@ export class WebSessions {
       const stored = found?.passwordHash ?? (await (this.decoyHash ??= hashPassword(token())));
       ok = (await this.hashSlots.run(() => verifyPassword(password, stored))) && found !== undefined;
     } finally {
-      this.guard.finish(login, address, ok);
+      this.guard.finish(ticket, ok);
     }
     if (!ok || !found) throw new MakinaError("invalid_credentials", "The login or password is not right.", { param: "password" });
     const { passwordHash: _hash, ...user } = found;
@@ -97,6 +94,15 @@ export class WebSessions {
     this.ended([session.sessionHash]);
   }
 
+  /** A ticket to check a password for `login` from `address`, or 429 `sign_in_throttled` saying how long to wait. */
+  private begin(login: string, address: string): SignInTicket {
+    const started = this.guard.begin(login, address);
+    if ("waitMs" in started) {
+      throw new MakinaError("sign_in_throttled", `Too many failed sign-ins. Try again in ${Math.ceil(started.waitMs / 1000)} seconds.`, { retryAfterMs: started.waitMs });
+    }
+    return started;
+  }
+
   /** Whether a session still holds: not signed out or expired, its user still there. */
   async isLive(sessionHash: string): Promise<boolean> {
     const session = await this.store.sessions.find(sessionHash, this.now());
@@ -113,12 +119,22 @@ export class WebSessions {
     for (const hash of sessionHashes) for (const listener of this.endedListeners) listener(hash);
   }
 
-  /** Changes the signed-in user's password (the new one checked by the admin contract's rule); every other session of that user ends. */
-  async changePassword(session: SessionUser, current: string, next: string): Promise<void> {
-    const found = await this.store.users.findByLogin(session.user.login);
-    if (!found || !(await this.hashSlots.run(() => verifyPassword(current, found.passwordHash)))) {
-      throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
+  /**
+   * Changes the signed-in user's password (the new one checked by the admin contract's rule); every other session
+   * of that user ends. The current password is throttled as a sign-in is (by the session's address): a stolen
+   * session cannot guess it quickly.
+   */
+  async changePassword(session: SessionUser, current: string, next: string, address: string): Promise<void> {
+    const ticket = this.begin(session.user.login, address);
+    let found: Awaited<ReturnType<Store["users"]["findByLogin"]>>;
+    let ok: boolean | null = null;
+    try {
+      found = await this.store.users.findByLogin(session.user.login);
+      ok = found !== undefined && (await this.hashSlots.run(() => verifyPassword(current, found!.passwordHash)));
+    } finally {
+      this.guard.finish(ticket, ok);
     }
+    if (!ok || !found) throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
     await this.store.users.setPasswordHash(found.id, await this.hashSlots.run(() => hashPassword(next)));
     this.ended(await this.store.sessions.deleteForUser(found.id, session.sessionHash));
   }

@@ -9,11 +9,14 @@ describe("which sign-ins may be tried", () => {
   });
 
   const clock = { now: Date.UTC(2026, 10, 24, 12) };
+  /** Tries a password: the wait when refused, else 0 (and the attempt ends as `ok` says). */
   const attempt = (guard: SignInGuard, login: string, address: string, ok: boolean | null) => {
-    const wait = guard.begin(login, address);
-    if (wait === 0) guard.finish(login, address, ok);
-    return wait;
+    const started = guard.begin(login, address);
+    if ("waitMs" in started) return started.waitMs;
+    guard.finish(started, ok);
+    return 0;
   };
+  const waitOf = (started: ReturnType<SignInGuard["begin"]>) => ("waitMs" in started ? started.waitMs : 0);
 
   it("holds back a login guessed from one address after 5 failures, rotating within its /64 included", () => {
     const guard = new SignInGuard({ now: () => clock.now });
@@ -37,28 +40,40 @@ describe("which sign-ins may be tried", () => {
     expect(attempt(guard, "admin", "192.0.2.10", true)).toBe(0);
   });
 
-  it("past 300 failures a minute in all, lets only known addresses try, until the next minute", () => {
+  it("past 300 failures a minute in all, spaces a login's tries from new addresses 5 s apart, known addresses as before", () => {
     const guard = new SignInGuard({ now: () => clock.now });
     expect(attempt(guard, "eve", "192.0.2.20", true)).toBe(0);
     for (let i = 0; i < 300; i++) expect(attempt(guard, `login-${i}`, `10.0.${i >> 8}.${i & 255}`, false)).toBe(0);
-    expect(attempt(guard, "fresh", "192.0.2.30", true)).toBeGreaterThan(0);
+    // The right user on an address the relay does not know (a restart, another relay) gets in, not locked out.
+    expect(attempt(guard, "fresh", "192.0.2.30", true)).toBe(0);
+    // A guesser of one login from new addresses waits 5 s between tries.
+    expect(attempt(guard, "target", "192.0.2.40", false)).toBe(0);
+    expect(attempt(guard, "target", "192.0.2.41", false)).toBe(5_000);
+    clock.now += 5_000;
+    expect(attempt(guard, "target", "192.0.2.42", false)).toBe(0);
     expect(attempt(guard, "eve", "192.0.2.20", true)).toBe(0);
     clock.now += 60_000;
-    expect(attempt(guard, "fresh", "192.0.2.30", true)).toBe(0);
+    expect(attempt(guard, "target", "192.0.2.43", false)).toBe(0);
+    expect(attempt(guard, "target", "192.0.2.44", false)).toBe(0);
   });
 
   it("checks one attempt per login and address at a time, 8 per address and 4 per login from new addresses", () => {
     const guard = new SignInGuard({ now: () => clock.now });
-    expect(guard.begin("ada", "192.0.2.1")).toBe(0);
-    expect(guard.begin("ada", "192.0.2.1")).toBeGreaterThan(0);
-    for (let i = 0; i < 7; i++) expect(guard.begin(`user-${i}`, "192.0.2.1")).toBe(0);
-    expect(guard.begin("one-more", "192.0.2.1")).toBeGreaterThan(0);
-    guard.finish("ada", "192.0.2.1", false);
-    expect(guard.begin("ada", "192.0.2.1")).toBe(0);
-    for (let i = 0; i < 4; i++) expect(guard.begin("bo", `198.51.100.${i}`)).toBe(0);
-    expect(guard.begin("bo", "198.51.100.9")).toBeGreaterThan(0);
-    guard.finish("bo", "198.51.100.0", true);
-    expect(guard.begin("bo", "198.51.100.9")).toBe(0);
+    const ada = guard.begin("ada", "192.0.2.1");
+    expect(waitOf(ada)).toBe(0);
+    expect(waitOf(guard.begin("ada", "192.0.2.1"))).toBeGreaterThan(0);
+    for (let i = 0; i < 7; i++) expect(waitOf(guard.begin(`user-${i}`, "192.0.2.1"))).toBe(0);
+    expect(waitOf(guard.begin("one-more", "192.0.2.1"))).toBeGreaterThan(0);
+    if ("waitMs" in ada) throw new Error("refused");
+    guard.finish(ada, false);
+    guard.finish(ada, false);
+    expect(waitOf(guard.begin("ada", "192.0.2.1"))).toBe(0);
+    const bo = Array.from({ length: 4 }, (_, i) => guard.begin("bo", `198.51.100.${i}`));
+    expect(bo.map(waitOf)).toEqual([0, 0, 0, 0]);
+    expect(waitOf(guard.begin("bo", "198.51.100.9"))).toBeGreaterThan(0);
+    if ("waitMs" in bo[0]!) throw new Error("refused");
+    guard.finish(bo[0]!, true);
+    expect(waitOf(guard.begin("bo", "198.51.100.9"))).toBe(0);
   });
 });
 

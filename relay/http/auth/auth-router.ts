@@ -55,7 +55,7 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
     "POST /auth/v1/password": async (input, { req }) => {
       const session = await withCsrf(req);
       const body = input.body();
-      await sessions.changePassword(session, body.current_password, body.new_password);
+      await sessions.changePassword(session, body.current_password, body.new_password, req.ip ?? "unknown");
       return { changed: true };
     },
   };
