@@ -6,7 +6,7 @@ export * from "./errors/index.js";
 export * from "./log/index.js";
 export { RUNTIME_CAPABILITIES, honouredParameters, harnessHonouring, RUNTIME_LAYERS, HARNESS_KINDS, ORCHESTRATOR_KINDS, type RuntimeKind } from "./runtimes/runtime-capabilities.js";
 export { LAYER_OPTIONS, validateLayerOptions, orchestratorSteps, DEFAULT_REFINE_ROUNDS, DEFAULT_VOTE_SAMPLES, type LayerOptionSpec, type LayerOptionValue, type RouteRule } from "./runtimes/layer-options.js";
-export { compileRoutePattern, routePatternFound, ROUTE_PATTERN_TEXT_CHARS, type RoutePattern } from "./runtimes/route-pattern.js";
+export { compileRoutePattern, routePatternFound, ROUTE_PATTERN_TEXT_CHARS, ROUTER_PATTERNS_MAX_PROGRAM, type RoutePattern } from "./runtimes/route-pattern.js";
 export { parseHfRef, hfResolveUrl, type HfRef } from "./models/hf-ref.js";
 export { bodyText, serverSentEvents, ServerSentEventParser, type ServerSentEvent } from "./sse/index.js";
 export { addressClass, type AddressClass } from "./net/address-class.js";

@@ -53,6 +53,8 @@ export function addressClass(address: string): AddressClass {
   if (zeros(0, 15) && (b[15] === 0 || b[15] === 1)) return "loopback"; // :: and ::1
   if (zeros(0, 10) && b[10] === 0xff && b[11] === 0xff) return v4(12); // IPv4-mapped
   if (zeros(0, 12)) return v4(12); // IPv4-compatible (deprecated)
+  if (zeros(0, 8) && b[8] === 0xff && b[9] === 0xff && zeros(10, 12)) return v4(12); // IPv4-translated (SIIT)
+  if (b[0] === 0x20 && b[1] === 0x01 && b[2] === 0x00 && b[3] === 0x00) return "reserved"; // Teredo: an IPv4 address inside, obfuscated
   if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b) return zeros(4, 12) ? v4(12) : "private"; // NAT64, and its local-use /48
   if (b[0] === 0x20 && b[1] === 0x02) return v4(2); // 6to4
   if (b[0] === 0xfe && (b[1]! & 0xc0) === 0x80) return "link-local";

@@ -67,7 +67,7 @@ export class GatewayDirectory {
    */
   private missed = false;
   /** The router rules' patterns of the stacks held, compiled once each. */
-  readonly routePatterns = new RoutePatterns();
+  readonly routePatterns: RoutePatterns;
   /** Reloads of an organization's stacks queued and not started yet, by organization. */
   private readonly stacksQueued = new Map<string, Promise<void>>();
   /**
@@ -79,7 +79,9 @@ export class GatewayDirectory {
   private constructor(
     private readonly store: Store,
     private readonly log?: Logger,
-  ) {}
+  ) {
+    this.routePatterns = new RoutePatterns(log);
+  }
 
   /** Loads the whole directory and keeps it current from then on. */
   static async open(store: Store, log?: Logger): Promise<GatewayDirectory> {

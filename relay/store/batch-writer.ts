@@ -14,7 +14,7 @@ export interface BatchedWrite {
  * rows, independent of each other, share a wave whatever their order. Each wave is one statement per kind. A
  * write of a row whose last write was of the same kind replaces it (they set the same columns).
  *
- * A failed statement fails its own writes only, as each write would have failed alone; the others go on.
+ * A failed statement fails the writes in it (every row of its kind in its wave); the other statements go on.
  */
 export class BatchWriter<W extends BatchedWrite> {
   private queued: { write: W; resolve: () => void; reject: (err: unknown) => void }[] = [];

@@ -199,6 +199,36 @@ describe("the router harness", () => {
     expect(await askRouter(".".repeat(4000) + " explain")).toEqual([200, "big"]);
   });
 
+  it("matches nothing with the patterns of a router stored before its budget was checked, when they are over it", async () => {
+    // As a router stored by an older relay: rules the creation check would refuse now, written directly.
+    const heavy = { model: "big", pattern: "[a-z]{1,60}[0-9]{1,60}" };
+    const stored = await gw.relay.store.stacks.create({
+      orgId: gw.orgId,
+      name: "old-router",
+      machineId: gw.machineId,
+      runtime: "openai",
+      modelRef: "http://fake.invalid/v1#fake",
+      modelId: "old-router",
+      harness: "router",
+      harnessOptions: { routes: [heavy, heavy, heavy, heavy, heavy, { model: "big", min_chars: 1000 }], default: "small" },
+      hasEndpoint: true,
+    });
+    // Deployed by then (a new deployment's configure step refuses such rules on the machine too).
+    await gw.relay.store.stacks.transition(stored.id, "deploying");
+    await gw.relay.store.stacks.transition(stored.id, "deployed");
+    const askOld = async (content: string) => {
+      const res = await fetch(`${gw.baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "old-router", messages: [{ role: "user", content }] }),
+      });
+      return [res.status, ((await res.json()) as { model: string }).model];
+    };
+    // "abc123" matches each pattern; over the budget, they match nothing. Its other rules still hold.
+    expect(await askOld("abc123")).toEqual([200, "small"]);
+    expect(await askOld("abc123 ".repeat(200))).toEqual([200, "big"]);
+  });
+
   it("checks its rules when the stack is created", async () => {
     const refused = async (harnessOptions: Record<string, unknown>) =>
       (await gw.relay.control
