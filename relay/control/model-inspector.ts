@@ -1,6 +1,8 @@
-import { lookup } from "node:dns/promises";
-import { isIP } from "node:net";
-import { addressClass, hfResolveUrl, parseHfRef } from "../../proto/index.js";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { hfResolveUrl, parseHfRef } from "../../proto/index.js";
+import { getPublicHttps, type PublicHttpsOptions } from "./public-https.js";
 import { findCatalogModel, UNKNOWN_MODEL, type ModelFacts } from "../compatibility/index.js";
 
 /** Reads what the compatibility rules need from a GGUF file's header at a URL. */
@@ -9,13 +11,9 @@ export type GgufHeaderReader = (url: string, signal: AbortSignal) => Promise<Mod
 /** Context size at which the KV cache per token is estimated. */
 const PROBE_CONTEXT = 4096;
 
-/**
- * node-llama-cpp reads the header (ranged requests: a few hundred KiB, never the
- * weights) and estimates the model's size and its context's memory per token.
- */
-export const readGgufHeader: GgufHeaderReader = async (url, signal) => {
-  const { readGgufFileInfo, GgufInsights } = await import("node-llama-cpp");
-  const info = await readGgufFileInfo(url, { signal, logWarnings: false, fetchRetryOptions: { retries: 0 } });
+/** What the compatibility rules need, from a GGUF file's parsed header. */
+async function factsOf(info: Awaited<ReturnType<typeof import("node-llama-cpp").readGgufFileInfo>>): Promise<ModelFacts> {
+  const { GgufInsights } = await import("node-llama-cpp");
   const insights = await GgufInsights.from(info);
   const context = insights.estimateContextResourceRequirements({ contextSize: PROBE_CONTEXT, modelGpuLayers: 0, sequences: 1 });
   return {
@@ -24,16 +22,56 @@ export const readGgufHeader: GgufHeaderReader = async (url, signal) => {
     trainContextSize: insights.trainContextSize ?? null,
     source: "gguf-header",
   };
+}
+
+/**
+ * node-llama-cpp reads the header (ranged requests: a few hundred KiB, never the weights) and estimates the
+ * model's size and its context's memory per token. For `hf:` references, from the hub the operator configured.
+ */
+export const readGgufHeader: GgufHeaderReader = async (url, signal) => {
+  const { readGgufFileInfo } = await import("node-llama-cpp");
+  return factsOf(await readGgufFileInfo(url, { signal, logWarnings: false, fetchRetryOptions: { retries: 0 } }));
 };
 
-/** Resolves a host name to its addresses (injectable for tests). */
-export type ResolveHost = (host: string) => Promise<string[]>;
+/** The first bytes of a file read for its header, doubling while the header is longer, up to the last. */
+const HEADER_READS = [4, 16, 64].map((mib) => mib * 1024 * 1024);
 
-const resolveHost: ResolveHost = async (host) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+/**
+ * For a URL a member gave: the file's first bytes fetched by the relay itself under {@link getPublicHttps}'s
+ * policy (https, public addresses checked as the connection is made, each redirect checked) into a temporary
+ * file, whose header node-llama-cpp then reads from disk. 4 MiB holds most headers; a longer one (a large
+ * vocabulary) is read again with 16, then 64 MiB.
+ */
+export function readGgufHeaderOverPublicHttps(options: Omit<PublicHttpsOptions, "range" | "signal"> & { reads?: number[] } = {}): GgufHeaderReader {
+  const { reads = HEADER_READS, ...policy } = options;
+  return async (url, signal) => {
+    const { readGgufFileInfo } = await import("node-llama-cpp");
+    const dir = await mkdtemp(join(tmpdir(), "makina-header-"));
+    try {
+      for (const size of reads) {
+        const bytes = await getPublicHttps(url, { ...policy, range: [0, size - 1], signal });
+        const file = join(dir, "head.gguf");
+        await writeFile(file, bytes);
+        try {
+          return await factsOf(await readGgufFileInfo(file, { sourceType: "filesystem", logWarnings: false, signal }));
+        } catch (err) {
+          // The whole file was read: the header itself is wrong. Otherwise it may go on past what was read.
+          if (bytes.length < size || size === reads.at(-1)) throw err;
+        }
+      }
+      throw new Error("unreachable");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+}
 
 /** Options of {@link ModelInspector}. */
 export interface ModelInspectorOptions {
+  /** Reads the header of an `hf:` reference's file, from the hub. */
   readHeader?: GgufHeaderReader;
+  /** Reads the header at a URL a member gave. @default {@link readGgufHeaderOverPublicHttps} */
+  readDirect?: GgufHeaderReader;
   /** Where `hf:` references resolve (the operator's choice: read whatever its address). @default https://huggingface.co */
   hubEndpoint?: string;
   /** How long one header read may take. @default 4000 */
@@ -44,15 +82,11 @@ export interface ModelInspectorOptions {
   readsPerMinute?: number;
   /** Answers remembered, the least recently asked forgotten first. @default 1000 */
   maxRemembered?: number;
-  resolve?: ResolveHost;
   now?: () => number;
 }
 
 /** The longest model reference read (a URL or `hf:` reference): longer ones are refused where they are given. */
 export const MAX_MODEL_REF_CHARS = 2048;
-/** Redirects followed to find where a header is. */
-const MAX_REDIRECTS = 5;
-
 /**
  * What is known of a model before it is pulled: the catalog's facts, or its GGUF header read over the network
  * (remembered; a failed read is tried again only after a while). A path on a worker's disk cannot be read from
@@ -60,8 +94,9 @@ const MAX_REDIRECTS = 5;
  *
  * The relay reads on a member's behalf, so what it reads is bounded (docs/security.md):
  * - `hf:` references, from the hub the operator configured;
- * - `https://` URLs whose host resolves to public addresses only, following redirects (at most 5) only to
- *   such URLs (never to this machine, its network or a cloud's metadata service, never to plain http);
+ * - `https://` URLs, read by the relay itself under {@link getPublicHttps}'s policy: public addresses only,
+ *   checked as each connection is made, and redirects (at most 5) only to such URLs (never to this machine,
+ *   its network or a cloud's metadata service, never to plain http);
  * - at most `readsPerMinute` reads an organization starts a minute, and `maxRemembered` answers kept.
  */
 export class ModelInspector {
@@ -74,12 +109,12 @@ export class ModelInspector {
   constructor(options: ModelInspectorOptions = {}) {
     this.o = {
       readHeader: readGgufHeader,
+      readDirect: readGgufHeaderOverPublicHttps(),
       hubEndpoint: "https://huggingface.co",
       timeoutMs: 4000,
       retryAfterMs: 300_000,
       readsPerMinute: 30,
       maxRemembered: 1000,
-      resolve: resolveHost,
       now: Date.now,
       ...options,
     };
@@ -109,10 +144,8 @@ export class ModelInspector {
     let pending = this.inFlight.get(url);
     if (!pending) {
       if (!this.mayRead(orgId)) return UNKNOWN_MODEL;
-      const signal = AbortSignal.timeout(this.o.timeoutMs);
-      const direct = !ref.startsWith("hf:");
-      pending = (direct ? this.allowedTarget(url, signal) : Promise.resolve(url))
-        .then((target) => this.o.readHeader(target, signal))
+      const read = ref.startsWith("hf:") ? this.o.readHeader : this.o.readDirect;
+      pending = read(url, AbortSignal.timeout(this.o.timeoutMs))
         .then(
           (facts) => {
             this.remember(url, facts, Number.POSITIVE_INFINITY);
@@ -144,31 +177,6 @@ export class ModelInspector {
     r.count++;
     this.reads.set(orgId, r);
     return true;
-  }
-
-  /**
-   * Where a direct URL's header is, after its redirects, each checked before it is asked: https, and a host
-   * whose every address is public. Throws when one is not. (node-llama-cpp then reads the last one; a server
-   * that answers that URL with yet another redirect at that moment is followed by it: see docs/security.md.)
-   */
-  private async allowedTarget(start: string, signal: AbortSignal): Promise<string> {
-    let url = new URL(start);
-    for (let hop = 0; ; hop++) {
-      await this.checkPublicHttps(url);
-      const res = await fetch(url, { method: "GET", headers: { range: "bytes=0-0" }, redirect: "manual", signal });
-      await res.body?.cancel();
-      const location = res.status >= 300 && res.status < 400 ? res.headers.get("location") : null;
-      if (!location) return url.href;
-      if (hop >= MAX_REDIRECTS) throw new Error(`more than ${MAX_REDIRECTS} redirects`);
-      url = new URL(location, url);
-    }
-  }
-
-  private async checkPublicHttps(url: URL): Promise<void> {
-    if (url.protocol !== "https:") throw new Error(`${url.protocol} is not https`);
-    const host = url.hostname.replace(/^\[|\]$/g, "");
-    const addresses = isIP(host) ? [host] : await this.o.resolve(host);
-    if (addresses.length === 0 || addresses.some((a) => addressClass(a) !== "public")) throw new Error(`${host} is not a public address`);
   }
 
   /** The URL a GGUF reference's header can be read from, or null. */

@@ -1,8 +1,11 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ModelInspector } from "../../relay/control/index.js";
+import { addressClass } from "../../proto/index.js";
+import { ModelInspector, readGgufHeaderOverPublicHttps } from "../../relay/control/index.js";
+import { operatorCertificates, type OperatorCertificates } from "../helpers/certificates.js";
 import { testModelPath } from "../helpers/models.js";
 
 // A local HTTP server stands in for Hugging Face and for any https:// host (nothing outside can be reached here).
@@ -56,66 +59,83 @@ describe("what the Forge knows of a model before it is pulled", () => {
     expect(requests.length).toBe(after);
   });
 
-  // The relay reads on a member's behalf: only public https hosts, never this machine or its network.
-  const names: Record<string, string[]> = { "models.example": ["93.184.216.34"], "intranet.example": ["10.0.0.7"], "sneaky.example": ["93.184.216.35", "127.0.0.1"], "metadata.example": ["::ffff:a9fe:a9fe"] };
-  const resolve = async (host: string) => names[host] ?? Promise.reject(new Error(`ENOTFOUND ${host}`));
-
-  it("reads a direct URL only over https from a host whose every address is public", async () => {
-    const read: string[] = [];
-    const inspector = new ModelInspector({
-      hubEndpoint: origin,
-      resolve,
-      // Stand-ins: no public https host can be reached from here, so what would be read is recorded instead.
-      readHeader: async (url) => (read.push(url), { weightsBytes: 1, kvBytesPerToken: 1, trainContextSize: 1, source: "gguf-header" }),
-    });
-    const count = requests.length;
-    for (const ref of [
-      `${origin}/direct/stories260K.gguf`,
-      "http://models.example/m.gguf",
-      "https://intranet.example/m.gguf",
-      "https://sneaky.example/m.gguf",
-      "https://metadata.example/m.gguf",
-      "https://127.0.0.1/m.gguf",
-      "https://[::ffff:7f00:1]/m.gguf",
-      "https://169.254.169.254/latest/meta-data/m.gguf",
-      "https://unknown.example/m.gguf",
-      `https://models.example/${"x".repeat(2048)}.gguf`,
-    ]) {
-      expect([ref.slice(0, 60), (await inspector.facts(ref, "org_a")).source]).toEqual([ref.slice(0, 60), "unknown"]);
-    }
-    expect(read).toEqual([]);
-    expect(requests.length).toBe(count);
-  });
-
-  it("follows a direct URL's redirects only to public https hosts", async () => {
-    const read: string[] = [];
-    // The local server plays a public https host (`https://models.example`): every request to it goes there.
-    const realFetch = globalThis.fetch;
-    const hops: string[] = [];
-    const fetchStandIn = async (input: string | URL | Request, init?: RequestInit) => {
-      const url = new URL(String(input instanceof Request ? input.url : input));
-      hops.push(url.href);
-      const redirects: Record<string, string> = { "/a.gguf": "https://models.example/b.gguf", "/b.gguf": "/c.gguf", "/evil.gguf": "https://169.254.169.254/m.gguf", "/plain.gguf": "http://models.example/c.gguf" };
-      const to = redirects[url.pathname];
-      return to ? new Response(null, { status: 302, headers: { location: to } }) : realFetch(`${origin}/direct/stories260K.gguf`, init);
+  // The relay reads on a member's behalf: only public https hosts, never this machine or its network. A local
+  // HTTPS server plays the public hosts `models.example` and `cdn.example` (nothing outside can be reached from
+  // here): their names resolve to it, and its address is let through as a public one would be. Every other
+  // address is judged as the relay judges it.
+  describe("a URL a member gives", () => {
+    let secure: HttpsServer;
+    let certs: OperatorCertificates;
+    const hits: { host: string; path: string; range: string | undefined }[] = [];
+    const names: Record<string, string[]> = {
+      "models.example": ["127.0.0.1"],
+      "cdn.example": ["127.0.0.1"],
+      "intranet.example": ["10.0.0.7"],
+      "sneaky.example": ["127.0.0.1", "10.0.0.8"],
+      "metadata.example": ["::ffff:a9fe:a9fe"],
     };
-    globalThis.fetch = fetchStandIn as typeof fetch;
-    try {
-      const inspector = new ModelInspector({
-        hubEndpoint: origin,
-        resolve,
-        readHeader: async (url) => (read.push(url), { weightsBytes: 1, kvBytesPerToken: 1, trainContextSize: 1, source: "gguf-header" }),
+    const resolve = async (host: string) => names[host] ?? Promise.reject(new Error(`ENOTFOUND ${host}`));
+    const allowed = (a: string) => a === "127.0.0.1" || addressClass(a) === "public";
+    /** A URL on the stand-in's port (the name resolving to it). */
+    const at = (host: string, path: string) => `https://${host}:${(secure.address() as AddressInfo).port}${path}`;
+    const inspector = (reads?: number[]) =>
+      new ModelInspector({ hubEndpoint: origin, readDirect: readGgufHeaderOverPublicHttps({ resolve, allowed, ca: readFileSync(certs.ca), reads }) });
+
+    beforeAll(async () => {
+      certs = operatorCertificates(["models.example", "cdn.example", "sneaky.example", "metadata.example"]);
+      secure = createHttpsServer({ cert: readFileSync(certs.cert), key: readFileSync(certs.key) }, (req, res) => {
+        hits.push({ host: req.headers.host!.replace(/:\d+$/, ""), path: req.url!, range: req.headers.range });
+        const redirects: Record<string, string> = {
+          "/hop.gguf": at("cdn.example", "/m.gguf"),
+          "/to-metadata.gguf": at("metadata.example", "/m.gguf"),
+          "/to-plain.gguf": at("models.example", "/m.gguf").replace("https:", "http:"),
+          "/to-intranet.gguf": at("intranet.example", "/m.gguf"),
+        };
+        const to = redirects[req.url!];
+        if (to) return void res.writeHead(302, { location: to }).end();
+        const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "")!;
+        const end = Math.min(file.length - 1, Number(m[2]));
+        res.writeHead(206, { "content-range": `bytes ${m[1]}-${end}/${file.length}` }).end(file.subarray(Number(m[1]), end + 1));
       });
-      expect((await inspector.facts("https://models.example/a.gguf", "org_a")).source).toBe("gguf-header");
-      expect(read).toEqual(["https://models.example/c.gguf"]);
-      expect((await inspector.facts("https://models.example/evil.gguf", "org_a")).source).toBe("unknown");
-      expect((await inspector.facts("https://models.example/plain.gguf", "org_a")).source).toBe("unknown");
-      expect(read).toHaveLength(1);
-      // The metadata service itself was never asked.
-      expect(hops.some((h) => h.includes("169.254"))).toBe(false);
-    } finally {
-      globalThis.fetch = realFetch;
-    }
+      await new Promise<void>((r) => secure.listen(0, "127.0.0.1", r));
+    });
+    afterAll(async () => {
+      await new Promise((r) => secure.close(r));
+      rmSync(certs.dir, { recursive: true, force: true });
+    });
+
+    it("reads the header over https from a public host, following its redirects to public https hosts", async () => {
+      const facts = await inspector().facts(at("models.example", "/hop.gguf"), "org_a");
+      expect(facts).toMatchObject({ weightsBytes: 1_171_200, trainContextSize: 2048, source: "gguf-header" });
+      expect(hits.map((h) => `${h.host}${h.path}`)).toEqual(["models.example/hop.gguf", "cdn.example/m.gguf"]);
+    });
+
+    it("refuses, unread, hosts that are not public and redirects that leave public https", async () => {
+      hits.length = 0;
+      const refs = [
+        "http://models.example/m.gguf",
+        "https://intranet.example/m.gguf",
+        "https://sneaky.example/m.gguf",
+        "https://metadata.example/m.gguf",
+        "https://[::ffff:7f00:1]/m.gguf",
+        "https://169.254.169.254/latest/m.gguf",
+        "https://unknown.example/m.gguf",
+        `https://models.example/${"x".repeat(2048)}.gguf`,
+      ];
+      const i = inspector();
+      for (const ref of refs) expect([ref.slice(0, 50), (await i.facts(ref, "org_a")).source]).toEqual([ref.slice(0, 50), "unknown"]);
+      expect(hits).toEqual([]);
+      // A public host's redirect to the metadata service, to plain http or into the intranet: only the public host is asked.
+      for (const path of ["/to-metadata.gguf", "/to-plain.gguf", "/to-intranet.gguf"]) expect((await i.facts(at("models.example", path), "org_a")).source).toBe("unknown");
+      expect(hits.map((h) => h.path)).toEqual(["/to-metadata.gguf", "/to-plain.gguf", "/to-intranet.gguf"]);
+    });
+
+    it("reads more of the file when its header is longer than the first read", async () => {
+      hits.length = 0;
+      const facts = await inspector([1024, 2 * 1024 * 1024]).facts(at("models.example", "/m.gguf"), "org_a");
+      expect(facts).toMatchObject({ weightsBytes: 1_171_200, source: "gguf-header" });
+      expect(hits.map((h) => h.range)).toEqual(["bytes=0-1023", "bytes=0-2097151"]);
+    });
   });
 
   it("starts at most 30 reads an organization a minute, and remembers at most 1,000 answers", async () => {

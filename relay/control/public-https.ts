@@ -1,0 +1,85 @@
+import { lookup as dnsLookup } from "node:dns/promises";
+import { request } from "node:https";
+import type { LookupAddress } from "node:dns";
+import { isIP, type LookupFunction } from "node:net";
+import { addressClass } from "../../proto/index.js";
+
+/** Resolves a host name to its addresses (injectable for tests). */
+export type ResolveHost = (host: string) => Promise<string[]>;
+
+export const resolveHost: ResolveHost = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
+
+/** Options of {@link getPublicHttps}. */
+export interface PublicHttpsOptions {
+  /** The bytes asked for: `[first, last]`, inclusive. */
+  range: [number, number];
+  signal: AbortSignal;
+  resolve?: ResolveHost;
+  /** Which addresses may be connected to. @default every address is `public` ({@link addressClass}) */
+  allowed?: (address: string) => boolean;
+  /** Certificate authorities to trust instead of Node's (tests). */
+  ca?: Buffer;
+  /** Redirects followed at most. @default 5 */
+  maxRedirects?: number;
+}
+
+/**
+ * GETs a byte range of an `https` URL on the relay's behalf for a member, so that the URL cannot make the
+ * relay reach this machine, its network or a cloud's metadata service:
+ * - only `https` (a redirect to anything else is refused);
+ * - the host's addresses are checked as the connection is made (the check is the lookup the socket uses, so a
+ *   name that resolves differently a moment later changes nothing): every one must be public;
+ * - redirects are followed here, at most 5, each checked the same way;
+ * - at most the range's length is read.
+ * Throws, saying why, otherwise.
+ */
+export async function getPublicHttps(start: string, o: PublicHttpsOptions): Promise<Buffer> {
+  const resolve = o.resolve ?? resolveHost;
+  const allowed = o.allowed ?? ((a: string) => addressClass(a) === "public");
+  const lookup: LookupFunction = (hostname, options, callback) => {
+    resolve(hostname).then(
+      (addresses) => {
+        const refused = addresses.find((a) => !allowed(a));
+        if (addresses.length === 0 || refused !== undefined) return callback(new Error(`${hostname} resolves to ${refused ?? "nothing"}, not a public address`), "", 4);
+        const all: LookupAddress[] = addresses.map((address) => ({ address, family: isIP(address) === 6 ? 6 : 4 }));
+        if (options.all) return (callback as unknown as (err: null, all: LookupAddress[]) => void)(null, all);
+        callback(null, all[0]!.address, all[0]!.family);
+      },
+      (err: Error) => callback(err, "", 4),
+    );
+  };
+  const maxBytes = o.range[1] - o.range[0] + 1;
+  let url = new URL(start);
+  for (let hop = 0; ; hop++) {
+    if (url.protocol !== "https:") throw new Error(`${url.href} is not https`);
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    if (isIP(host) && !allowed(host)) throw new Error(`${host} is not a public address`);
+    const answer = await new Promise<{ status: number; location?: string; body: Buffer }>((resolveAnswer, reject) => {
+      const req = request(url, { method: "GET", headers: { range: `bytes=${o.range[0]}-${o.range[1]}`, accept: "*/*" }, lookup, ca: o.ca, signal: o.signal }, (res) => {
+        const status = res.statusCode ?? 0;
+        if (status >= 300 && status < 400) {
+          res.resume();
+          return resolveAnswer({ status, location: res.headers.location, body: Buffer.alloc(0) });
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (chunk: Buffer) => {
+          chunks.push(chunk);
+          size += chunk.length;
+          // A server that sends more than was asked for is not read further.
+          if (size >= maxBytes) res.destroy();
+        });
+        res.on("close", () => resolveAnswer({ status, body: Buffer.concat(chunks).subarray(0, maxBytes) }));
+        res.on("error", () => undefined);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    if (answer.location === undefined) {
+      if (answer.status !== 200 && answer.status !== 206) throw new Error(`${url.href} answered ${answer.status}`);
+      return answer.body;
+    }
+    if (hop >= (o.maxRedirects ?? 5)) throw new Error(`more than ${o.maxRedirects ?? 5} redirects`);
+    url = new URL(answer.location, url);
+  }
+}
