@@ -6,6 +6,7 @@ import {
   type LinkAcceptor,
   type LinkEnd,
   type Logger,
+  type RuntimeState,
   type StackMetrics,
 } from "../../proto/index.js";
 import type { EventBus } from "../events/index.js";
@@ -130,6 +131,26 @@ function acceptMachine(
     latestInventory = undefined;
     void deps.storage.attempt("machine inventory", () => store.machines.setInventory(machine.id, inventory)).then(machineChanged);
   };
+  // Runtime states to store (the latest of each stack), and what was stored last.
+  const runtimeStates = new Map<string, { state: RuntimeState; error: string | null }>();
+  const storedStates = new Map<string, string>();
+  let runtimeTimer: NodeJS.Timeout | undefined;
+  let runtimeStatesAt = 0;
+  const storeRuntimeStates = () => {
+    runtimeTimer = undefined;
+    if (finished) return;
+    runtimeStatesAt = Date.now();
+    for (const [stackId, { state, error }] of runtimeStates) {
+      const key = `${state}\u0000${error ?? ""}`;
+      if (storedStates.get(stackId) === key) continue;
+      storedStates.set(stackId, key);
+      linkLog.info("runtime state", { stackId, state, error });
+      // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
+      void deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error)).then(() => deps.events.emit({ type: "stack", orgId: machine.orgId, stackId }));
+    }
+    runtimeStates.clear();
+  };
+  let metricsAt = 0;
   let finished = false;
   const finish = () => {
     if (finished) return;
@@ -137,6 +158,7 @@ function acceptMachine(
     clearTimeout(helloTimer);
     clearInterval(watchdog);
     clearTimeout(inventoryTimer);
+    clearTimeout(runtimeTimer);
     if (!session) return;
     session.close();
     if (registry.remove(session)) {
@@ -172,13 +194,18 @@ function acceptMachine(
       ownsStack: (stackId) => owned.has(stackId),
       credentialsHold: stillValid,
       onMetrics: (stacks) => {
+        // Totals since the agent started: one report a second is all a scrape can use; the others are dropped.
+        const now = Date.now();
+        if (now - metricsAt < METRICS_MIN_INTERVAL_MS) return;
+        metricsAt = now;
         // Only the stacks this relay gave the machine count, and no more of them than it could have.
         deps.runtimeMetrics.reported(machine.id, stacks.filter((st) => s.owns(st.stackId)));
       },
       onRuntimeStatus: (stackId, state, error) => {
-        linkLog.info("runtime state", { stackId, state, error });
-        // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
-        void deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error)).then(() => deps.events.emit({ type: "stack", orgId: machine.orgId, stackId }));
+        // Routing follows the state at once (the session's ready stacks); what is stored, logged and announced
+        // follows it at most every 250 ms per link, the latest state of each stack, and only when it changed.
+        runtimeStates.set(stackId, { state, error });
+        if (!runtimeTimer) runtimeTimer = setTimeout(storeRuntimeStates, Math.max(0, runtimeStatesAt + RUNTIME_STATE_MIN_INTERVAL_MS - Date.now()));
       },
     });
     // One timer per link checks how long the agent has been silent (every message counts), rather than
@@ -201,9 +228,10 @@ function acceptMachine(
       finish();
       agent.close("the agent was silent for too long");
     }, tickMs);
-    void deps.storage.attempt("machine state", () => store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion: hello.agentVersion })).then(machineChanged);
+    const agentVersion = hello.agentVersion.slice(0, AGENT_VERSION_CHARS);
+    void deps.storage.attempt("machine state", () => store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion })).then(machineChanged);
     s.send({ type: "welcome", machineId: machine.id, heartbeatIntervalMs: deps.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION });
-    linkLog.info("machine online", { agentVersion: hello.agentVersion });
+    linkLog.info("machine online", { agentVersion });
     registry.add(s);
     // A revoke or a new token that landed while the credentials were checked found no link to drop: check again
     // now that the link is registered, where any later one finds it. (A failed check keeps the link: the first passed.)
@@ -233,6 +261,13 @@ function acceptMachine(
     close: finish,
   };
 }
+
+/** Runtime states are stored and announced at most this often per link (the latest of each stack). */
+const RUNTIME_STATE_MIN_INTERVAL_MS = 250;
+/** Runtime metrics are taken at most this often per link. */
+const METRICS_MIN_INTERVAL_MS = 1000;
+/** Longest agent version kept (stored, shown, logged). */
+const AGENT_VERSION_CHARS = 64;
 
 /** Longest string kept from an agent's inventory, and most entries: a machine cannot grow the database without bound. */
 const INVENTORY_STRING = 1024;

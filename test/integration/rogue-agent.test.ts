@@ -77,6 +77,12 @@ describe("a machine that misbehaves cannot hurt the relay or mislead its clients
     expect(text).not.toContain("evil.example");
     expect(JSON.parse(text)).toMatchObject({ error: { code: "internal_error" } });
 
+    // A runtime's own error reaches the client, cut to 2,000 characters.
+    rogue.answer((m) => rogue.send({ type: "failed", requestId: m.requestId, error: { code: "runtime_unavailable", message: "W".repeat(1_000_000), retryAfterMs: 0, param: "" }, usage: { promptTokens: 0, completionTokens: 0 } }));
+    const wordy = await chat(rogue.modelId);
+    expect(wordy.status).toBe(503);
+    expect(((await wordy.json()) as { error: { message: string } }).error.message).toHaveLength(2000);
+
     rogue.answer((m) => {
       rogue.send({ type: "text", requestId: m.requestId, text: "hi" });
       rogue.send({ type: "end", requestId: m.requestId, finishReason: "stop", usage: { promptTokens: 4_000_000_000, completionTokens: 4_000_000_000 } });
@@ -138,6 +144,45 @@ describe("a machine that floods deploy progress and runtime reports", () => {
 
     rogue.send({ type: "runtimeState", stackId: rogue.stackId, state: "failed", error: "E".repeat(1_000_000) });
     await vi.waitFor(async () => expect((await gw.relay.store.stacks.get(rogue.stackId))!.runtimeError).toHaveLength(2000), { timeout: 2_000, interval: 10 });
+  });
+
+  it("has a flood of runtime states stored and announced only as they change, the latest at most every 250 ms, and its metrics taken once a second", async () => {
+    const rogue = await rogueAgent(gw, "flooding");
+    const writes = vi.spyOn(gw.relay.store.stacks, "setRuntimeState");
+    let announced = 0;
+    const unsubscribe = gw.relay.events.subscribe((e) => e.type === "stack" && e.stackId === rogue.stackId && announced++);
+    try {
+      // 10,000 states, most the same, the rest flapping; then the last word: failed.
+      for (let i = 0; i < 10_000; i++) rogue.send({ type: "runtimeState", stackId: rogue.stackId, state: i % 1000 === 999 ? "loading" : "ready", error: "" });
+      rogue.send({ type: "runtimeState", stackId: rogue.stackId, state: "failed", error: "out of memory" });
+      for (let i = 0; i < 5_000; i++) rogue.send({ type: "metrics", stacks: [{ stackId: rogue.stackId, requests: i, failed: 0, promptTokens: 0, completionTokens: 0, inFlight: 0, waitingForCredit: 0 }] });
+      await vi.waitFor(async () => expect((await gw.relay.store.stacks.get(rogue.stackId))!.runtimeState).toBe("failed"), { timeout: 3_000, interval: 20 });
+      // Routing knew at once: the failed runtime takes no requests.
+      const res = await fetch(`${gw.baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: rogue.modelId, messages: [{ role: "user", content: "hi" }] }),
+      });
+      expect(res.status).toBe(503);
+      expect(writes.mock.calls.length).toBeLessThanOrEqual(2);
+      expect(announced).toBeLessThanOrEqual(2);
+      // The first of the 5,000 reports (0 requests) is what /metrics shows: the others came within the second.
+      const scraped = await (await fetch(`${gw.relay.url}/metrics`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).text();
+      expect(scraped).toContain(`makina_runtime_requests_total{machine_id="${rogue.machineId}",stack_id="${rogue.stackId}"} 0`);
+    } finally {
+      unsubscribe();
+      writes.mockRestore();
+    }
+  });
+
+  it("keeps a machine's version to a size a person reads", async () => {
+    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "verbose");
+    const received: RelayToAgent[] = [];
+    const relay = gw.relay.inProcessDialer({ machineId: machine.id, token })({ send: (m) => received.push(m), close: () => {} });
+    const hardware = { platform: "linux", os: "OS", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] };
+    relay.send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "9".repeat(1_000_000), hardware });
+    await vi.waitFor(async () => expect((await gw.relay.store.machines.get(machine.id))!.agentVersion).toHaveLength(64), { timeout: 3_000, interval: 20 });
+    relay.close("done");
   });
 });
 
