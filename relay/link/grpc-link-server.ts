@@ -2,7 +2,7 @@ import { Metadata, Server, ServerCredentials, status, type ServerDuplexStream } 
 import { lookup } from "node:dns/promises";
 import { createServer, isIP, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { AUTHORIZATION_METADATA, MACHINE_ID_METADATA, type LinkAcceptor, type LinkRefusal } from "../../proto/index.js";
-import { AgentLinkService, type AgentMessage, type RelayMessage } from "../../proto/wire.js";
+import { AgentLinkService, RelayMessage, type AgentMessage } from "../../proto/wire.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { bearerToken } from "../keys/index.js";
 import { decodeAgentMessage, encodeRelayMessage } from "./relay-link-codec.js";
@@ -31,8 +31,18 @@ export interface LinkServer {
  */
 const ACCEPT_BACKLOG = 4096;
 
-/** Messages waiting to leave for one agent beyond which its link counts as not draining. */
-const CONGESTED_BACKLOG = 1024;
+/**
+ * Bytes waiting to leave for one agent beyond which its link counts as not draining. Ordinary bursts (a few
+ * prompts, credit) stay far below; a backlog this size means the agent stopped reading, and routing then
+ * avoids the machine. Counted in bytes: a thousand 4 MiB prompts were not "congested" when messages counted.
+ */
+const CONGESTED_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The link's service as the relay serves it: its answers go out already encoded, so the relay knows each
+ * one's size (encoded once, as grpc-js would have).
+ */
+const LINK_SERVICE = { connect: { ...AgentLinkService.connect, responseSerialize: (value: Buffer): Buffer => value } } as const;
 
 /** The gRPC status an agent sees for a refused link. */
 function refusalStatus(refused: LinkRefusal, reason: string): status {
@@ -54,12 +64,14 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
     "grpc.max_receive_message_length": 8 * 1024 * 1024,
   });
 
-  server.addService(AgentLinkService, {
-    connect: (call: ServerDuplexStream<AgentMessage, RelayMessage>) => {
+  server.addService(LINK_SERVICE, {
+    connect: (call: ServerDuplexStream<AgentMessage, Buffer>) => {
       const machineId = String(call.metadata.get(MACHINE_ID_METADATA)[0] ?? "");
       const auth = String(call.metadata.get(AUTHORIZATION_METADATA)[0] ?? "");
       const token = bearerToken(auth) ?? "";
       let closed = false;
+      // Bytes handed to grpc-js and not yet written out to the agent's connection.
+      let waitingBytes = 0;
       // The headers go at once: the agent knows this relay took its call, and waits for the welcome (which
       // needs the database) longer than for a relay that does not answer at all.
       call.sendMetadata(new Metadata());
@@ -67,11 +79,12 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
         { machineId, token },
         {
           send: (message) => {
-            if (!closed) call.write(encodeRelayMessage(message));
+            if (closed) return;
+            const bytes = Buffer.from(RelayMessage.encode(encodeRelayMessage(message)).finish());
+            waitingBytes += bytes.length;
+            call.write(bytes, () => (waitingBytes -= bytes.length));
           },
-          // grpc-js's own high-water mark (16 messages) is passed in ordinary bursts; only a backlog that size
-          // cannot explain means the agent stopped reading, and routing then avoids the machine.
-          congested: () => call.writableLength > CONGESTED_BACKLOG,
+          congested: () => waitingBytes > CONGESTED_BYTES,
           close: (reason, refused) => {
             if (closed) return;
             closed = true;

@@ -7,7 +7,7 @@ import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
 /**
  * A machine that stops reading its link (a hung agent, a saturated uplink): it speaks raw gRPC, answers its
- * deploy, keeps heartbeating, then pauses reading. What the relay writes to it piles up; past the backlog the
+ * deploy, keeps heartbeating, then pauses reading. What the relay writes to it piles up; past 4 MiB the
  * relay gives it no new requests, and serves the other machines as before; once it reads again, it is routed to.
  */
 describe("a machine whose link stops draining", () => {
@@ -44,13 +44,14 @@ describe("a machine whose link stops draining", () => {
       expect([(await gw.relay.control.stack(stack.id)).state, session.congested]).toEqual(["deployed", false]);
 
       // It stops reading. Requests sent its way (straight on the link: each an infer, then a cancel when no first
-      // token comes) pile up in the relay's write buffer for it.
+      // token comes) pile up in the relay's write buffer for it: 40 of 200 KB, 8 MB, counted in bytes (as
+      // messages, 80 are nothing).
       call.pause();
-      const input = { messages: [{ role: "user" as const, content: "x".repeat(200) }], temperature: 1, topP: 1, maxTokens: 1, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: false };
-      for (let i = 0; i < 3000; i++) {
+      const input = { messages: [{ role: "user" as const, content: "x".repeat(200_000) }], temperature: 1, topP: 1, maxTokens: 1, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: false };
+      for (let i = 0; i < 40; i++) {
         void session.infer(stack.id, input).next().catch(() => {});
-        // Let the link write what it can between batches.
-        if (i % 100 === 99) await new Promise((r) => setImmediate(r));
+        // Let the link write what it can between requests.
+        await new Promise((r) => setImmediate(r));
       }
       await vi.waitFor(() => expect(session.congested).toBe(true), { timeout: 10_000, interval: 20 });
 
