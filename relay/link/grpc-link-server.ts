@@ -32,11 +32,15 @@ export interface LinkServer {
 const ACCEPT_BACKLOG = 4096;
 
 /**
- * Bytes waiting to leave for one agent beyond which its link counts as not draining. Ordinary bursts (a few
- * prompts, credit) stay far below; a backlog this size means the agent stopped reading, and routing then
- * avoids the machine. Counted in bytes: a thousand 4 MiB prompts were not "congested" when messages counted.
+ * Bytes of large messages waiting to leave for one agent beyond which its link counts as not draining.
+ * Ordinary bursts (a few prompts, credit) stay far below; a backlog this size means the agent stopped reading,
+ * and routing then avoids the machine. In bytes: a thousand 4 MiB prompts were not "congested" by number.
  */
 const CONGESTED_BYTES = 4 * 1024 * 1024;
+/** Messages waiting beyond which a link counts as not draining, whatever their size (grpc-js's own mark is 16). */
+const CONGESTED_BACKLOG = 1024;
+/** Messages from this size on are counted in bytes. */
+const COUNTED_BYTES = 4096;
 
 /**
  * The link's service as the relay serves it: its answers go out already encoded, so the relay knows each
@@ -81,10 +85,13 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
           send: (message) => {
             if (closed) return;
             const bytes = Buffer.from(RelayMessage.encode(encodeRelayMessage(message)).finish());
+            // Large messages (prompts) are counted out as they are written; the small ones (credit, cancels, most
+            // prompts) only by their number, without a callback each on the streaming path.
+            if (bytes.length < COUNTED_BYTES) return void call.write(bytes);
             waitingBytes += bytes.length;
             call.write(bytes, () => (waitingBytes -= bytes.length));
           },
-          congested: () => waitingBytes > CONGESTED_BYTES,
+          congested: () => waitingBytes > CONGESTED_BYTES || call.writableLength > CONGESTED_BACKLOG,
           close: (reason, refused) => {
             if (closed) return;
             closed = true;
