@@ -275,11 +275,11 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   relayUrl = config.publicUrl ?? (everyAddress ? url.replace(`//${config.host.includes(":") ? `[${config.host}]` : config.host}:`, `//${hostname()}:`) : url);
   const adminUrl = admin?.url ?? url;
   await storage.attempt("this relay's addresses", async () => feed?.announce());
-  // Lets `makina admin --data-dir` on this host find the relay (its admin API is at admin_url).
-  writeFileSync(
-    relayPaths(config.dataDir).info,
-    JSON.stringify({ url, admin_url: adminUrl, link_address: linkAddress, link_tls: tlsOn, link_ca_sha256: linkCaSha256, pid: process.pid }, null, 2) + "\n",
-  );
+  // Lets `makina admin --data-dir` on this host find the relay (its admin API is at admin_url). Readable by this
+  // user only, as its neighbours (the database, the admin token) are; an older file is made so too.
+  const info = relayPaths(config.dataDir).info;
+  writeFileSync(info, JSON.stringify({ url, admin_url: adminUrl, link_address: linkAddress, link_tls: tlsOn, link_ca_sha256: linkCaSha256, pid: process.pid }, null, 2) + "\n", { mode: 0o600 });
+  chmodSync(info, 0o600);
   log.info("relay listening", { url, adminUrl, grpcPort: link.port, linkTls: tlsOn, linkCaSha256, dataDir: config.dataDir });
 
   let stopping: Promise<void> | undefined;

@@ -11,16 +11,17 @@ export interface HfRef {
 
 /**
  * Parses an `hf:` reference, refusing anything that could name more than a file of the repository: every part
- * is a plain name (letters, digits and `_ . + = @ , -`), never empty, `.` or `..` (which a URL resolves away,
+ * is a plain name (letters, digits and `_ . + = @ , -`, not beginning with `-`), never empty, `.` or `..` (which a URL resolves away,
  * reaching other paths of the hub), with no escapes, queries or fragments. Throws `invalid_value` (param `model`).
  */
 export function parseHfRef(ref: string): HfRef {
   const m = /^hf:([^/@]+)\/([^/@]+)(?:@([^/@]+))?(?:\/([^@]+))?$/.exec(ref);
   const segments = m ? [m[1]!, m[2]!, m[3] ?? "main", ...(m[4] === undefined ? [] : m[4].split("/"))] : [];
-  if (!m || segments.some((seg) => seg === "" || seg === "." || seg === ".." || !/^[\w.+=@,-]+$/.test(seg))) {
+  // A part never begins with "-": a tool given it as an argument would read it as an option.
+  if (!m || segments.some((seg) => seg === "" || seg === "." || seg === ".." || seg.startsWith("-") || !/^[\w.+=@,-]+$/.test(seg))) {
     throw new MakinaError(
       "invalid_value",
-      `Not a valid Hugging Face reference: ${JSON.stringify(ref)} (expected hf:owner/repo[@revision][/path/file.gguf], each part a plain name of letters, digits and _ . + = @ , -, never . or ..).`,
+      `Not a valid Hugging Face reference: ${JSON.stringify(ref)} (expected hf:owner/repo[@revision][/path/file.gguf], each part a plain name of letters, digits and _ . + = @ , -, never . or .., never beginning with -).`,
       { param: "model" },
     );
   }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,6 +40,20 @@ describe("live event streams", () => {
       text += new TextDecoder().decode(value);
     }
   };
+
+  it("answers 404 to a user naming another organization, as every admin route does", async () => {
+    const other = await relay.control.createOrg("Someone Else");
+    const c = await signedIn();
+    const theirs = await fetch(`${relay.url}/admin/v1/events?org=${other.slug}`, { headers: { cookie: c.cookie } });
+    expect([theirs.status, ((await theirs.json()) as { error: { code: string } }).error.code]).toEqual([404, "not_found"]);
+    const own = await fetch(`${relay.url}/admin/v1/events?org=streams`, { headers: { cookie: c.cookie } });
+    expect(own.status).toBe(200);
+    await own.body!.cancel();
+  });
+
+  it("keeps relay.json, which names its addresses, readable by its user only, as its neighbours", () => {
+    expect(statSync(join(dataDir, "relay.json")).mode & 0o777).toBe(0o600);
+  });
 
   it("ends a session's stream as soon as it signs out", async () => {
     const c = await signedIn();

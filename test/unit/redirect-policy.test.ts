@@ -89,4 +89,11 @@ describe("hf: references", () => {
       expect(() => parseHfRef(ref), ref).toThrow(/Not a valid Hugging Face reference/);
     }
   });
+
+  it("have no part that a tool given it as an argument would read as an option", () => {
+    for (const ref of ["hf:-org/repo/m.gguf", "hf:org/--repo/m.gguf", "hf:org/repo@-v/m.gguf", "hf:org/repo/-m.gguf", "hf:org/repo/sub/--output=x.gguf"]) {
+      expect(() => parseHfRef(ref), ref).toThrow(/never beginning with -/);
+    }
+    expect(parseHfRef("hf:org/re-po/m-1.gguf").repo).toBe("re-po");
+  });
 });

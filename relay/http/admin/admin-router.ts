@@ -51,8 +51,10 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   const streams: { [K in EventRoute]: StreamHandler<K, Access> } = {
     // A user gets its own organization's changes; the operator every organization's, or the one it names.
     "GET /admin/v1/events": (input, access, res) => {
-      const org = access.orgScope === null ? input.query().org : undefined;
-      const orgId = access.orgScope ?? (org === undefined || org === null ? null : access.org(org).id);
+      // A user naming an organization must name its own (another answers 404, as every admin route does).
+      const org = input.query().org;
+      const named = org === undefined || org === null || org === "" ? null : access.org(org).id;
+      const orgId = access.orgScope ?? named;
       const filter = (e: { orgId: string }) => orgId === null || e.orgId === orgId;
       const { principal } = access;
       if (principal.kind === "user") {
