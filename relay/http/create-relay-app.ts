@@ -86,6 +86,11 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     if (deps.trustProxy) app.set("trust proxy", "loopback");
     app.set("etag", false);
     app.use(requestId());
+    // Over HTTPS (its own certificate, or a proxy it trusts saying so), browsers are told to come back only so.
+    app.use((req, res, next) => {
+      if (req.secure) res.setHeader("strict-transport-security", "max-age=31536000");
+      next();
+    });
     app.get("/health", (_req, res) => {
       // The gateway serves while its database refuses writes: still 200, with what is wrong.
       // Limits applied per relay because Redis is away: still 200, saying so.

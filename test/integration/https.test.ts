@@ -57,6 +57,11 @@ describe("the relay's HTTP side over HTTPS, and behind a reverse proxy", () => {
     expect(res.status).toBe(200);
     expect(String(res.headers["set-cookie"])).toMatch(/HttpOnly/);
     expect(String(res.headers["set-cookie"])).toMatch(/Secure/);
+    // Only this host, over HTTPS, may set it; and browsers are told to come back over HTTPS only.
+    expect(String(res.headers["set-cookie"])).toMatch(/^__Host-makina_session=/);
+    expect(res.headers["strict-transport-security"]).toBe("max-age=31536000");
+    const cookie = String(res.headers["set-cookie"]).split(";")[0]!;
+    expect((await httpsRequest(`${gw.relay.url}/auth/v1/session`, ca, { headers: { cookie } })).status).toBe(200);
   });
 
   it("behind a proxy it trusts, throttles failed sign-ins by the client's forwarded address, not the proxy's", async () => {

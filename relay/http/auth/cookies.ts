@@ -3,6 +3,15 @@ import type { Request, Response } from "express";
 /** The web session cookie. */
 export const SESSION_COOKIE = "makina_session";
 
+/**
+ * The session cookie's name for this request: under HTTPS with the `__Host-` prefix, which browsers accept only
+ * from a secure origin, for this host alone (no Domain) and the whole path: no other site or subdomain can set
+ * or shadow it. Plain HTTP (loopback, development) keeps the bare name.
+ */
+export function sessionCookieName(req: Request): string {
+  return req.secure ? `__Host-${SESSION_COOKIE}` : SESSION_COOKIE;
+}
+
 /** One cookie's value from the request's Cookie header, or undefined. */
 export function readCookie(req: Request, name: string): string | undefined {
   const header = req.headers.cookie;
@@ -21,9 +30,9 @@ export function readCookie(req: Request, name: string): string | undefined {
   return undefined;
 }
 
-/** Sets (or, with `maxAgeMs` 0, clears) the session cookie: HttpOnly, SameSite=Strict, and Secure under HTTPS. */
+/** Sets (or, with `maxAgeMs` 0, clears) the session cookie: HttpOnly, SameSite=Strict, and Secure (and `__Host-`) under HTTPS. */
 export function setSessionCookie(req: Request, res: Response, value: string, maxAgeMs: number): void {
-  const parts = [`${SESSION_COOKIE}=${encodeURIComponent(value)}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${Math.max(0, Math.round(maxAgeMs / 1000))}`];
+  const parts = [`${sessionCookieName(req)}=${encodeURIComponent(value)}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${Math.max(0, Math.round(maxAgeMs / 1000))}`];
   if (req.secure) parts.push("Secure");
   res.append("set-cookie", parts.join("; "));
 }

@@ -2,7 +2,7 @@ import type { Request } from "express";
 import { MakinaError } from "../../../proto/index.js";
 import type { SessionUser, WebSessions } from "../../auth/index.js";
 import { bearerToken, hashSecret, hashesEqual } from "../../keys/index.js";
-import { readCookie, SESSION_COOKIE } from "./cookies.js";
+import { readCookie, sessionCookieName } from "./cookies.js";
 
 /** The bearer token of a request, if it sent one. */
 export function requestBearer(req: Request): string | undefined {
@@ -17,7 +17,7 @@ export function isAdminToken(token: string | undefined, adminTokenHash: () => st
 
 /** The signed-in user of the request's session cookie, if any. */
 export function requestSession(req: Request, sessions: WebSessions): Promise<SessionUser | undefined> {
-  return sessions.resolve(readCookie(req, SESSION_COOKIE));
+  return sessions.resolve(readCookie(req, sessionCookieName(req)));
 }
 
 /** Throws 403 `invalid_csrf_token` unless the request carries its session's CSRF token. */
