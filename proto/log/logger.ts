@@ -35,6 +35,9 @@ function isSecretKey(name: string): boolean {
 /** Makina's own credentials, and Hugging Face access tokens (hf_ and 30 or more letters and digits). */
 const SECRET_VALUE = /\b(mk_live_|mk_mach_|mk_admin_)[A-Za-z0-9]+|\b(hf_)[A-Za-z0-9]{30,}/g;
 
+/** A URL's query string, where signed download links carry their credentials (`?X-Amz-Signature=…`, `?token=…`). */
+const URL_QUERY = /(\bhttps?:\/\/[^\s?#"'<>]+)\?[^\s#"'<>]+/gi;
+
 /** The password in a URL's user part (`postgres://makina:SECRET@db/makina`). */
 const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi;
 
@@ -43,7 +46,8 @@ export function redact(value: unknown, depth = 0): unknown {
   if (typeof value === "string") {
     return value
       .replace(SECRET_VALUE, (_m, makina: string | undefined, hf: string | undefined) => `${makina ?? hf}[redacted]`)
-      .replace(URL_PASSWORD, "$1[redacted]@");
+      .replace(URL_PASSWORD, "$1[redacted]@")
+      .replace(URL_QUERY, "$1?[redacted]");
   }
   if (value instanceof Error) {
     return { name: value.name, message: redact(value.message), ...(value.cause ? { cause: redact(value.cause, depth + 1) } : {}) };

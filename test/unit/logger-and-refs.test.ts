@@ -35,6 +35,18 @@ describe("structured logs", () => {
     expect(lines[0]).toContain("hf_[redacted] refused; set hf_token");
   });
 
+  it("redact a URL's query string, where signed download links carry their credentials, keeping where it leads", () => {
+    const lines: string[] = [];
+    createLogger({ write: (l) => lines.push(l) }).info("pulling model", {
+      url: "https://cdn.example/models/m.gguf?X-Amz-Signature=abcdef0123&X-Amz-Credential=AKIA123#part",
+      err: new Error("GET https://mirror.example/m.gguf?token=s3cret failed: 403"),
+    });
+    const line = JSON.parse(lines[0]!) as { url: string; err: { message: string } };
+    expect(line.url).toBe("https://cdn.example/models/m.gguf?[redacted]#part");
+    expect(line.err.message).toBe("GET https://mirror.example/m.gguf?[redacted] failed: 403");
+    expect(lines[0]).not.toContain("s3cret");
+  });
+
   it("redact the password of a URL (a database's), keeping the rest to say where", () => {
     const lines: string[] = [];
     createLogger({ write: (l) => lines.push(l) }).error("database unreachable", { err: new Error("connect postgres://makina:s3cr%40t@db.example.com:5432/makina failed"), url: "https://example.com:8443/a:b@c" });
