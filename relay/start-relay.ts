@@ -270,6 +270,12 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const main = await listen(apps.public, config.host, config.port);
   const admin = apps.admin && config.adminPort !== "shared" ? await listen(apps.admin, config.adminHost, config.adminPort) : undefined;
   const servers = admin ? [main.server, admin.server] : [main.server];
+  // Passwords, session cookies and the admin token reach the admin listener: beyond loopback, in the clear,
+  // unless a proxy this relay trusts terminates TLS in front of it.
+  const adminHost = admin ? config.adminHost : config.host;
+  if (!https && !config.trustProxy && !isLoopbackHost(adminHost)) {
+    log.warn("the admin API, sign-in and the web application answer beyond loopback without TLS: passwords, session cookies and the admin token cross the network in the clear; give the relay a certificate (MAKINA_TLS_CERT, MAKINA_TLS_KEY) or put it behind a TLS proxy it trusts (MAKINA_TRUST_PROXY)", { host: adminHost });
+  }
   const { url, port: httpPort } = main;
   const everyAddress = config.host === "0.0.0.0" || config.host === "::";
   relayUrl = config.publicUrl ?? (everyAddress ? url.replace(`//${config.host.includes(":") ? `[${config.host}]` : config.host}:`, `//${hostname()}:`) : url);
@@ -363,3 +369,8 @@ async function peerSecret(store: Store): Promise<string> {
 
 /** The setting holding that secret. */
 const PEER_SECRET = "peer_secret";
+
+/** Whether a listening host is reachable from this machine only. */
+function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
+}

@@ -1,6 +1,10 @@
-import { readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../proto/index.js";
+import { resolveRelayConfig, startRelay } from "../../relay/index.js";
 import { operatorCertificates, type OperatorCertificates } from "../helpers/certificates.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
@@ -76,5 +80,25 @@ describe("the relay's HTTP side over HTTPS, and behind a reverse proxy", () => {
     expect(throttled).toBeGreaterThan(0);
     const other = await signIn("198.51.100.9", 1000);
     expect(other.status).toBe(401);
+  });
+});
+
+describe("an admin listener beyond loopback without TLS", () => {
+  const started = async (flags: Record<string, unknown>) => {
+    const dataDir = mkdtempSync(join(tmpdir(), "makina-plain-"));
+    const lines: string[] = [];
+    const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", ...flags } }), { log: createLogger({ write: (l) => lines.push(l) }) });
+    await relay.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+    return lines.filter((l) => l.includes("without TLS")).map((l) => (JSON.parse(l) as { level: string; host: string }));
+  };
+
+  it("is warned about at start: passwords and the admin token would cross the network in the clear", async () => {
+    expect(await started({ host: "0.0.0.0", adminPort: "shared" })).toEqual([expect.objectContaining({ level: "warn", host: "0.0.0.0" })]);
+    expect(await started({ adminHost: "0.0.0.0", adminPort: 0 })).toEqual([expect.objectContaining({ level: "warn", host: "0.0.0.0" })]);
+    // A public gateway keeps its admin listener on loopback; on loopback, or behind a TLS proxy it trusts, there is nothing to say.
+    expect(await started({ host: "0.0.0.0", adminPort: 0 })).toEqual([]);
+    expect(await started({})).toEqual([]);
+    expect(await started({ host: "0.0.0.0", adminPort: "shared", trustProxy: true })).toEqual([]);
   });
 });
