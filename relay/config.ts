@@ -52,6 +52,11 @@ export interface RelayConfig {
    * `X-Forwarded-For`/`X-Forwarded-Proto` when the request comes from loopback. @default false
    */
   readonly trustProxy: boolean;
+  /**
+   * A file holding a token (16 characters or more) that reads `/metrics` and nothing else, for a scraper that
+   * should not hold the admin token. @default null (the admin token only)
+   */
+  readonly metricsTokenFile: string | null;
   /** A certificate chain (PEM) and key: the gateway, admin API and web application serve HTTPS. */
   readonly tlsCert: string | null;
   readonly tlsKey: string | null;
@@ -132,6 +137,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   adminHost: "MAKINA_ADMIN_HOST",
   adminPort: "MAKINA_ADMIN_PORT",
   tlsCert: "MAKINA_TLS_CERT",
+  metricsTokenFile: "MAKINA_METRICS_TOKEN_FILE",
   tlsKey: "MAKINA_TLS_KEY",
   grpcHost: "MAKINA_GRPC_HOST",
   grpcPort: "MAKINA_GRPC_PORT",
@@ -173,6 +179,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   adminHost: "127.0.0.1",
   adminPort: "shared",
   tlsCert: null,
+  metricsTokenFile: null,
   tlsKey: null,
   grpcHost: "0.0.0.0",
   grpcPort: 8081,
@@ -287,6 +294,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     adminHost: str("adminHost"),
     adminPort: adminPort(),
     tlsCert,
+    metricsTokenFile: optionalPath("metricsTokenFile"),
     tlsKey,
     grpcHost: str("grpcHost"),
     grpcPort: int("grpcPort", 0, 65535),

@@ -105,6 +105,8 @@ async function ensureAdminToken(store: Store, dataDir: string, log: Logger): Pro
 /** Composition root of the relay: store, link server, deployer, HTTP app. */
 export async function startRelay(config: RelayConfig, options: { log?: Logger } = {}): Promise<Relay> {
   const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "relay" });
+  // Read before anything opens: a missing or short token stops the start with the reason.
+  const metricsTokenHash = config.metricsTokenFile === null ? undefined : readMetricsToken(config.metricsTokenFile);
   const lock = lockDataDir(config.dataDir);
   let store: Store;
   let directory: GatewayDirectory;
@@ -241,6 +243,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     adminTokenHash: () => directory.adminTokenHash,
     trustProxy: config.trustProxy,
     eventsKeepaliveMs: config.eventsKeepaliveMs,
+    metricsTokenHash,
     limits: {
       bodyLimitBytes: config.bodyLimitBytes,
       firstTokenTimeoutMs: config.firstTokenTimeoutMs,
@@ -373,4 +376,16 @@ const PEER_SECRET = "peer_secret";
 /** Whether a listening host is reachable from this machine only. */
 function isLoopbackHost(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
+
+/** The hash of the scrape token in `file` (16 characters or more, surrounding whitespace ignored). */
+function readMetricsToken(file: string): string {
+  let token: string;
+  try {
+    token = readFileSync(file, "utf8").trim();
+  } catch (err) {
+    throw new Error(`MAKINA_METRICS_TOKEN_FILE: cannot read ${file} (${(err as Error).message})`);
+  }
+  if (token.length < 16) throw new Error(`MAKINA_METRICS_TOKEN_FILE: the token in ${file} must be 16 characters or more (openssl rand -hex 32 > ${file})`);
+  return hashSecret(token);
 }

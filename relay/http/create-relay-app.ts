@@ -46,6 +46,8 @@ export interface RelayAppDeps {
   trustProxy?: boolean;
   /** How often a live event stream sends a keepalive and checks its session again. @default 15000 */
   eventsKeepaliveMs?: number;
+  /** The hash of the token that reads `/metrics` and nothing else, if one is set. */
+  metricsTokenHash?: string;
   limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
   /** Requests in flight per stack and machine, and their queues. */
   gate: AdmissionGate;
@@ -116,7 +118,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     app.use(openAiRouter({ directory: deps.directory, limiter: deps.limiter, bodyLimitBytes: deps.limits.bodyLimitBytes }));
   };
   const adminRoutes = (app: Express) => {
-    app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash));
+    app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash, deps.metricsTokenHash));
     app.use(authRouter({ control: deps.control, sessions: deps.sessions }));
     app.use(adminRouter({ control: deps.control, findOrg: (ref) => deps.directory.findOrg(ref), sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash, eventsKeepaliveMs: deps.eventsKeepaliveMs }));
     app.use(webApp(deps.webDir === undefined ? findWebDir() : deps.webDir));

@@ -1,16 +1,20 @@
 import type { RequestHandler } from "express";
 import { MakinaError } from "../../proto/index.js";
 import type { RelayMetrics } from "../metrics/index.js";
+import { hashesEqual, hashSecret } from "../keys/index.js";
 import { isAdminToken, requestBearer } from "./auth/request-auth.js";
 
 /**
- * `GET /metrics`: the Prometheus text format, for a scraper that sends the
- * relay's admin token as a bearer token (`authorization` in a scrape config).
+ * `GET /metrics`: the Prometheus text format, for a scraper that sends as a bearer token (`authorization` in a
+ * scrape config) the scrape token (`MAKINA_METRICS_TOKEN_FILE`: it reads the metrics and nothing else) or the
+ * relay's admin token.
  */
-export function metricsRoute(metrics: RelayMetrics, adminTokenHash: () => string | undefined): RequestHandler {
+export function metricsRoute(metrics: RelayMetrics, adminTokenHash: () => string | undefined, scrapeTokenHash?: string): RequestHandler {
   return (req, res, next) => {
-    if (!isAdminToken(requestBearer(req), adminTokenHash)) {
-      next(new MakinaError("invalid_admin_token", "The metrics need the admin token: `Authorization: Bearer <admin token>`."));
+    const bearer = requestBearer(req);
+    const scrape = scrapeTokenHash !== undefined && bearer !== undefined && hashesEqual(hashSecret(bearer), scrapeTokenHash);
+    if (!scrape && !isAdminToken(bearer, adminTokenHash)) {
+      next(new MakinaError("invalid_admin_token", "The metrics need the scrape token or the admin token: `Authorization: Bearer <token>`."));
       return;
     }
     metrics.render().then(

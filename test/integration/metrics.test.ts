@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { hashSecret } from "../../relay/index.js";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { silentLogger } from "../../proto/index.js";
+import { hashSecret, resolveRelayConfig, startRelay } from "../../relay/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
 /** The value of one sample line of the Prometheus text format; undefined when there is no such line. */
@@ -110,5 +114,34 @@ describe("Prometheus metrics", () => {
     await gw.agent.stop();
     await vi.waitFor(async () => expect(sample(await scrape(), "makina_runtime_requests_total", labels)).toBeUndefined(), { timeout: 5_000, interval: 100 });
     await gw.restartAgent();
+  });
+});
+
+describe("a scrape token", () => {
+  const dir = mkdtempSync(join(tmpdir(), "makina-scrape-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("reads /metrics and nothing else", async () => {
+    const token = "scrape-0123456789abcdef";
+    writeFileSync(join(dir, "metrics-token"), `${token}\n`);
+    const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "data"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1", metricsTokenFile: join(dir, "metrics-token") } }), { log: silentLogger() });
+    try {
+      const as = (path: string, bearer: string) => fetch(`${relay.url}${path}`, { headers: { authorization: `Bearer ${bearer}` } }).then((r) => r.status);
+      expect(await as("/metrics", token)).toBe(200);
+      expect(await as("/metrics", relay.adminToken!)).toBe(200);
+      expect(await as("/metrics", `${token}x`)).toBe(401);
+      // The scrape token opens nothing of the admin API.
+      expect(await as("/admin/v1/orgs", token)).toBe(401);
+      expect(await as("/admin/v1/machines?org=x", token)).toBe(401);
+    } finally {
+      await relay.stop();
+    }
+  });
+
+  it("stops the relay's start when it is too short to be a secret", async () => {
+    writeFileSync(join(dir, "short-token"), "short\n");
+    await expect(startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "data2"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1", metricsTokenFile: join(dir, "short-token") } }), { log: silentLogger() })).rejects.toThrow(
+      /must be 16 characters or more/,
+    );
   });
 });
