@@ -37,6 +37,30 @@ export const filled = (message: string) => z.custom<string>((v) => typeof v === 
 /** A string that may be left out (or null). */
 export const optionalText = () => z.string(must("a string")).nullish();
 
+/** The longest name (of an organization, machine, stack or key), in characters. */
+export const MAX_NAME_CHARS = 100;
+/** Control and formatting characters (terminal escapes, bidirectional overrides): never in a name. */
+const UNSAFE_IN_NAME = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+const nameRule = must(`a name of 1 to ${MAX_NAME_CHARS} characters without control or formatting characters`);
+
+/** A name people read in lists, logs and terminals: 1 to 100 characters, no control or formatting ones. */
+export const nameText = () =>
+  z
+    .string(must("a string"))
+    .min(1, { error: missing })
+    .max(MAX_NAME_CHARS, nameRule)
+    .refine((v) => !UNSAFE_IN_NAME.test(v), nameRule);
+
+/** The longest model id, in characters. */
+export const MAX_MODEL_ID_CHARS = 128;
+/**
+ * A model id as clients send it in `model` (`qwen2.5-7b`, `Qwen/Qwen2.5-7B-Instruct`, `llama3:8b`): letters,
+ * digits and `. _ - : / @ +`, starting with a letter or digit, at most 128. Nothing a shell, a URL or a code
+ * snippet would read differently once pasted.
+ */
+export const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$/;
+export const modelIdText = () => z.string(must("a string")).regex(MODEL_ID, must("a model id of letters, digits and . _ - : / @ + (at most 128, starting with a letter or digit)")).nullish();
+
 /** An organization's id or slug: the operator names one; a signed-in user's own is taken when none is named. */
 export const orgRef = () => z.string(must("a string")).nullish();
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
-import { idList, optionalText, orgRef, positiveInt } from "./fields.js";
+import { idList, nameText, orgRef, positiveInt } from "./fields.js";
 import type { List } from "./list.js";
 
 /** An API key as admins see it: never its secret. */
@@ -41,7 +41,7 @@ export const KEY_ROUTES = {
   /** Makes a key, optionally limited to stacks and machines and with its own rates. */
   "POST /admin/v1/keys": route({
     status: 201,
-    body: z.object({ org: orgRef(), name: optionalText(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish() }),
+    body: z.object({ org: orgRef(), name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish() }),
     response: answer<NewApiKey>(),
   }),
   /** Revokes a key (admins, or the member who made it): refused from the next request on. */

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
-import { orgRef, requiredText } from "./fields.js";
+import { nameText, orgRef } from "./fields.js";
 import type { List } from "./list.js";
 
 /** One graphics adapter of a machine. */
@@ -66,7 +66,7 @@ export const MACHINE_ROUTES = {
   "GET /admin/v1/machines": route({ query: z.object({ org: orgRef() }), response: answer<List<Machine>>() }),
   "GET /admin/v1/machines/:id": route({ response: answer<Machine>() }),
   /** Registers a machine (admins); its token is in the answer only. */
-  "POST /admin/v1/machines": route({ status: 201, body: z.object({ org: orgRef(), name: requiredText() }), response: answer<MachineJoining>() }),
+  "POST /admin/v1/machines": route({ status: 201, body: z.object({ org: orgRef(), name: nameText() }), response: answer<MachineJoining>() }),
   /** Revokes a machine (admins): its link drops at once, its token never works again. Final. */
   "POST /admin/v1/machines/:id/revoke": route({ response: answer<Machine>() }),
   /** Gives a machine a new token (admins); the old one stops working and the link drops. */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { RUNTIME_CAPABILITIES, type RuntimeKind } from "../../proto/runtimes/runtime-capabilities.js";
 import { answer, route } from "./route.js";
-import { flag, layerOptions, must, optionalText, orgRef, requiredText, says } from "./fields.js";
+import { flag, layerOptions, modelIdText, must, nameText, optionalText, orgRef, requiredText, says } from "./fields.js";
 import type { List } from "./list.js";
 
 export type { RuntimeKind };
@@ -137,8 +137,8 @@ export const STACK_ROUTES = {
       model_sha256: sha256(),
       ...layers,
       /** Empty or absent: the model file's name without `.gguf`. */
-      model_id: optionalText(),
-      name: requiredText(),
+      model_id: modelIdText(),
+      name: nameText(),
     }),
     response: answer<Stack>(),
   }),

@@ -39,7 +39,9 @@ export function onDisk(model: ModelFacts, ref: string, machine: Machine | null):
 /** The model id a stack serves when none is given: the model file's name without `.gguf`. */
 export function defaultModelId(modelRef: string): string {
   const last = modelRef.split(/[\\/]/).pop() ?? modelRef;
-  return last.replace(/\.gguf$/i, "").replace(/^hf:/, "") || modelRef;
+  const name = last.replace(/\.gguf$/i, "").replace(/^hf:/, "") || modelRef;
+  // As a model id may be written (see the admin contract's MODEL_ID): other characters become "-".
+  return name.replace(/[^A-Za-z0-9._:/@+-]/g, "-").replace(/^[^A-Za-z0-9]+/, "").slice(0, 128) || "model";
 }
 
 /** A layer's options, checked against its kind (`LAYER_OPTIONS`); options without a layer are refused. */

@@ -116,6 +116,13 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("heading", { name: "Playground" }).waitFor();
     expect(await page.getByTestId("stack-model-id").textContent()).toBe("tiny");
     expect(await page.getByTestId("snippet-curl").textContent()).toContain(`${relay.url}/v1/chat/completions`);
+    // The Python snippet runs as pasted: it imports what it uses, and quotes what it names.
+    await page.getByRole("tab", { name: "Python" }).click();
+    const python = (await page.getByTestId("snippet-python").textContent()) ?? "";
+    expect(python).toMatch(/^import os\n/);
+    expect(python).toContain(`base_url="${relay.url}/v1"`);
+    expect(python).toContain('model="tiny"');
+    await page.getByRole("tab", { name: "curl" }).click();
     await shot("stack-deployed");
 
     // The playground streams the answer through the gateway.

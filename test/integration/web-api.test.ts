@@ -325,6 +325,24 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       expect(catalog.data.map((m) => m.runtime)).toEqual(expect.arrayContaining(["gguf", "vllm", "mlx"]));
       expect(catalog.data.find((m) => m.ref === big)!.size_bytes).toBe(42.5e9);
 
+      // Names and model ids are what people read and paste: a safe charset and length.
+      const refusedAs = async (path: string, body: Record<string, unknown>) => {
+        const res = await c.call("POST", path, body);
+        return [res.status, ((await res.json()) as { error: { code: string; param: string } }).error];
+      };
+      const stackBody = { machine: cpuBox, runtime: "gguf", model: "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf" };
+      for (const model_id of ["has space", "quote'd", "<script>", "-leading", "x".repeat(129), "naïve"]) {
+        expect(await refusedAs("/admin/v1/stacks", { ...stackBody, name: "ok", model_id })).toEqual([400, expect.objectContaining({ code: "invalid_value", param: "model_id" })]);
+      }
+      for (const name of ["red \u001b[31malert", "evil\u202etxt.exe", "line\nbreak", "n".repeat(101)]) {
+        expect(await refusedAs("/admin/v1/stacks", { ...stackBody, name })).toEqual([400, expect.objectContaining({ code: "invalid_value", param: "name" })]);
+        expect(await refusedAs("/admin/v1/machines", { name })).toEqual([400, expect.objectContaining({ code: "invalid_value", param: "name" })]);
+        expect(await refusedAs("/admin/v1/keys", { name })).toEqual([400, expect.objectContaining({ code: "invalid_value", param: "name" })]);
+      }
+      // People's names may be any language, with spaces and apostrophes.
+      const named = await c.call("POST", "/admin/v1/keys", { name: "Zoë's laptop – 東京" });
+      expect(named.status).toBe(201);
+
       // A model reference is at most 2,048 characters, for the panel and for a stack.
       const long = `https://models.example/${"x".repeat(2040)}.gguf`;
       for (const path of ["/admin/v1/compatibility", "/admin/v1/stacks"]) {

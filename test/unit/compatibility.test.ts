@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { checkStack, findCatalogModel, kvBytesPerToken, refusalReasons, UNKNOWN_MODEL, type StackPlan } from "../../relay/compatibility/index.js";
+import { defaultModelId } from "../../relay/control/stack-facts.js";
 import type { HardwareSummary } from "../../relay/store/index.js";
 
 const GiB = 1024 ** 3;
@@ -126,5 +127,14 @@ describe("the compatibility rules", () => {
 
   it("sizes the KV cache from the architecture: K and V in f16 for every layer's key-value heads", () => {
     expect(kvBytesPerToken(32, 8, 128)).toBe(131_072);
+  });
+});
+
+describe("a stack's model id when none is given", () => {
+  it("is the model file's name, written as a model id may be", () => {
+    expect(defaultModelId("hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf")).toBe("qwen2.5-0.5b-instruct-q4_k_m");
+    expect(defaultModelId("/models/My Model (v2).gguf")).toBe("My-Model--v2-");
+    expect(defaultModelId("/models/--odd'name.gguf")).toBe("odd-name");
+    expect(defaultModelId("Qwen/Qwen2.5-7B-Instruct")).toBe("Qwen2.5-7B-Instruct");
   });
 });

@@ -6,25 +6,30 @@ import { CopyBlock } from "../../components/copy-button.js";
 export function Snippets({ stack }: { stack: Stack }) {
   const base = `${location.origin}/v1`;
   const [tab, setTab] = useState<"curl" | "python" | "javascript">("curl");
-  const m = stack.model_id;
+  // Pasted as a string literal each language reads as it is (JSON's is Python's and JavaScript's too); a model
+  // id has no quote or space in it (the admin contract's rule), so the shell's single quotes hold as well.
+  const m = JSON.stringify(stack.model_id);
+  const b = JSON.stringify(base);
   const snippets = {
     curl: `curl ${base}/chat/completions \\
   -H "Authorization: Bearer $MAKINA_API_KEY" \\
   -H "Content-Type: application/json" \\
-  -d '{"model": "${m}", "messages": [{"role": "user", "content": "Hello!"}]}'`,
-    python: `from openai import OpenAI
+  -d '{"model": ${m}, "messages": [{"role": "user", "content": "Hello!"}]}'`,
+    python: `import os
 
-client = OpenAI(base_url="${base}", api_key=os.environ["MAKINA_API_KEY"])
+from openai import OpenAI
+
+client = OpenAI(base_url=${b}, api_key=os.environ["MAKINA_API_KEY"])
 reply = client.chat.completions.create(
-    model="${m}",
+    model=${m},
     messages=[{"role": "user", "content": "Hello!"}],
 )
 print(reply.choices[0].message.content)`,
     javascript: `import OpenAI from "openai";
 
-const client = new OpenAI({ baseURL: "${base}", apiKey: process.env.MAKINA_API_KEY });
+const client = new OpenAI({ baseURL: ${b}, apiKey: process.env.MAKINA_API_KEY });
 const reply = await client.chat.completions.create({
-  model: "${m}",
+  model: ${m},
   messages: [{ role: "user", content: "Hello!" }],
 });
 console.log(reply.choices[0].message.content);`,
