@@ -23,10 +23,11 @@ const PACKAGE_FILE = /^makina-agent-(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)\.tgz$/;
 
 /** The built install files (`dist/install`, beside the relay's code or above it when running from sources), or null. */
 export function findInstallDir(): string | null {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
-    for (const candidate of [join(dir, "install"), join(dir, "dist", "install")]) {
-      if (existsSync(join(candidate, "install.sh"))) return candidate;
-    }
+  // This file is relay/http/install/ of the sources or of dist/: three levels up is the repository or dist/, and
+  // the build puts the install files in dist/install. Only there: nothing planted above is ever served as root's script.
+  const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+  for (const candidate of [join(root, "install"), join(root, "dist", "install")]) {
+    if (existsSync(join(candidate, "install.sh"))) return candidate;
   }
   return null;
 }

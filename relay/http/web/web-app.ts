@@ -11,10 +11,11 @@ const APP_PAGES = /^\/(?:(?:machines|stacks)(?:\/[\w-]+)?|forge|keys|usage|users
 
 /** The built web application (`dist/web`, made by `npm run build`), or null when it is not built. */
 export function findWebDir(): string | null {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
-    for (const candidate of [join(dir, "web"), join(dir, "dist", "web")]) {
-      if (existsSync(join(candidate, "index.html")) && existsSync(join(candidate, "assets"))) return candidate;
-    }
+  // This file is relay/http/web/ of the sources or of dist/: three levels up is the repository or dist/, and the
+  // build puts the application in dist/web. Only there: nothing planted in a directory above is ever served.
+  const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+  for (const candidate of [join(root, "web"), join(root, "dist", "web")]) {
+    if (existsSync(join(candidate, "index.html")) && existsSync(join(candidate, "assets"))) return candidate;
   }
   return null;
 }
