@@ -63,6 +63,11 @@ export interface AgentConfig {
   readonly hfEndpoint: string;
   /** A Hugging Face token for gated and private models, sent to `hfEndpoint` only; never logged. */
   readonly hfToken: string | undefined;
+  /**
+   * Host names the images of requests may be fetched from (`images.example.com`, `*.example.com`), comma
+   * separated; also given to vLLM as `--allowed-media-domains`. @default [] (any public https host)
+   */
+  readonly allowedMediaDomains: readonly string[];
   readonly logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -102,6 +107,7 @@ const ENV: Record<Setting, string> = {
   drainTimeoutMs: "MAKINA_AGENT_DRAIN_TIMEOUT_MS",
   hfEndpoint: "MAKINA_AGENT_HF_ENDPOINT",
   hfToken: "MAKINA_AGENT_HF_TOKEN",
+  allowedMediaDomains: "MAKINA_AGENT_ALLOWED_MEDIA_DOMAINS",
   logLevel: "MAKINA_LOG_LEVEL",
 };
 
@@ -153,6 +159,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     drainTimeoutMs: 30_000,
     hfEndpoint: DEFAULT_HF_ENDPOINT,
     hfToken: undefined,
+    allowedMediaDomains: [],
     logLevel: "info",
   };
   const pick = (k: Setting): unknown => {
@@ -177,6 +184,9 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   const dataDir = resolve(String(pick("dataDir")));
   const socket = pick("controlSocket");
   const hfEndpoint = String(pick("hfEndpoint")).replace(/\/+$/, "");
+  const rawDomains = pick("allowedMediaDomains");
+  const mediaDomains = Object.freeze((Array.isArray(rawDomains) ? rawDomains.map(String) : String(rawDomains ?? "").split(",")).map((d) => d.trim().toLowerCase()).filter(Boolean));
+  for (const d of mediaDomains) if (!/^(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(d)) problems.push(`allowedMediaDomains (${ENV.allowedMediaDomains}): ${JSON.stringify(d)} is not a host name (such as images.example.com or *.example.com)`);
   if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(hfEndpoint) || !URL.canParse(hfEndpoint)) problems.push(`hfEndpoint (${ENV.hfEndpoint} or HF_ENDPOINT) must be an http(s) URL such as https://huggingface.co`);
   const bool = (k: Setting): boolean => {
     const v = pick(k);
@@ -244,6 +254,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     hfEndpoint,
     hfToken: typeof hfToken === "string" ? hfToken : undefined,
+    allowedMediaDomains: mediaDomains,
     runtimeEnv: Object.freeze(withoutSecrets(sources.env ?? {})),
     logLevel: logLevel as AgentConfig["logLevel"],
   };

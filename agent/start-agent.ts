@@ -7,6 +7,7 @@ import { InventoryReporter, modelsOnDisk, startControlServer, type AgentStatus, 
 import { detectHardware, hardwareChanged, type HardwareSource } from "./hardware/detect-hardware.js";
 import { Backoff } from "./flow/index.js";
 import { InferenceDispatcher } from "./link/inference-dispatcher.js";
+import type { ImageFetchOptions } from "./link/inline-images.js";
 import { GrpcDialer } from "./link/grpc-dialer.js";
 import { FailoverDialer, type ResolveHost } from "./link/failover-dialer.js";
 import { LinkClient } from "./link/link-client.js";
@@ -47,6 +48,8 @@ export interface StartAgentOptions {
   adapters?: Partial<Record<RuntimeKind, RuntimeAdapter>>;
   /** How the relays' names are resolved to their addresses. @default the system's resolver */
   resolveHost?: ResolveHost;
+  /** How images named by URL are fetched (tests: a resolver, an address rule, a CA). @default public https hosts */
+  imageFetch?: Omit<ImageFetchOptions, "allowedDomains">;
 }
 
 /** Composition root of the agent: hardware, model store, runtimes, link. */
@@ -63,6 +66,7 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
       packages: { vllm: config.vllmPackage, mlx: config.mlxPackage },
       hub: { endpoint: config.hfEndpoint, token: config.hfToken },
       health: { healthIntervalMs: config.healthIntervalMs, healthTimeoutMs: config.healthTimeoutMs },
+      allowedMediaDomains: config.allowedMediaDomains,
     },
     models,
     adapters: {
@@ -81,7 +85,7 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
   });
   // `link` is defined below; these closures only run once it exists.
   const send = (m: Parameters<LinkClient["send"]>[0]) => link.send(m);
-  const inference = new InferenceDispatcher(host, send, log.child({ component: "inference" }));
+  const inference = new InferenceDispatcher(host, send, log.child({ component: "inference" }), { ...options.imageFetch, allowedDomains: [...config.allowedMediaDomains] });
   const relayMessages = new RelayMessageHandler({ inference, host, send, onStepDone: () => void inventory.report(), log });
   // One dialer per relay address (each `--server`, or each address of a name); with several, each new link
   // goes to the next (one CA pinned for all of them).

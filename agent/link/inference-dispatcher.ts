@@ -1,6 +1,7 @@
 import { MakinaError, toErrorReport, type AgentToRelay, type Logger, type RelayToAgent, type StackMetrics } from "../../proto/index.js";
 import type { StackHost } from "../stacks/stack-host.js";
 import { CreditGate } from "../flow/index.js";
+import { hasImageUrls, inlineImages, type ImageFetchOptions } from "./inline-images.js";
 
 interface Active {
   stackId: string;
@@ -26,6 +27,8 @@ export class InferenceDispatcher {
     private readonly host: StackHost,
     private readonly send: (message: AgentToRelay) => void,
     private readonly log: Logger,
+    /** How the images requests name by URL are fetched, to be put inline before any runtime sees them. */
+    private readonly images: ImageFetchOptions = {},
   ) {}
 
   get inFlight(): number {
@@ -89,7 +92,9 @@ export class InferenceDispatcher {
     try {
       const runtime = this.host.runtime(stackId);
       if (!runtime) throw new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
-      for await (const ev of runtime.chat(request.input, { signal, usage })) {
+      // No runtime fetches a URL a client chose: images named by URL are fetched here, under the agent's rules.
+      const input = hasImageUrls(request.input) ? await inlineImages(request.input, this.images, signal) : request.input;
+      for await (const ev of runtime.chat(input, { signal, usage })) {
         if (ev.type === "text") {
           await active.gate.take(signal);
           this.send({ type: "text", requestId, text: ev.text });

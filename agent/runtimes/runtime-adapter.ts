@@ -35,12 +35,14 @@ export interface RuntimeContext {
   onProgress?: (p: StepProgress) => void;
   /** How a ready runtime's process is probed: a wedged one is taken out of service and restarted. */
   health?: { healthIntervalMs: number; healthTimeoutMs: number };
+  /** The only hosts a runtime may fetch media from (vLLM's `--allowed-media-domains`); empty: none given. */
+  allowedMediaDomains?: readonly string[];
   /** Reports state changes of a supervised runtime after it started (restarts, a wedged process, crash loop). */
   onState?: (state: "loading" | "ready" | "failed", error: string | null) => void;
 }
 
 /** The part of a {@link RuntimeContext} that is the same for every step: how runtimes are set up on this machine. */
-export type RuntimeSetup = Pick<RuntimeContext, "runtimesDir" | "python" | "env" | "packages" | "hub" | "health">;
+export type RuntimeSetup = Pick<RuntimeContext, "runtimesDir" | "python" | "env" | "packages" | "hub" | "health" | "allowedMediaDomains">;
 
 /** A model to serve: a local file, or a name the runtime resolves itself (vLLM's hub ids). */
 export interface ModelToServe {

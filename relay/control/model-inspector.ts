@@ -1,8 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { hfResolveUrl, parseHfRef } from "../../proto/index.js";
-import { getPublicHttps, type PublicHttpsOptions } from "./public-https.js";
+import { getPublicHttps, hfResolveUrl, parseHfRef, type PublicHttpsOptions } from "../../proto/index.js";
 import { findCatalogModel, UNKNOWN_MODEL, type ModelFacts } from "../compatibility/index.js";
 
 /** Reads what the compatibility rules need from a GGUF file's header at a URL. */
@@ -49,7 +48,7 @@ export function readGgufHeaderOverPublicHttps(options: Omit<PublicHttpsOptions, 
     const dir = await mkdtemp(join(tmpdir(), "makina-header-"));
     try {
       for (const size of reads) {
-        const bytes = await getPublicHttps(url, { ...policy, range: [0, size - 1], signal });
+        const { body: bytes } = await getPublicHttps(url, { ...policy, range: [0, size - 1], signal });
         const file = join(dir, "head.gguf");
         await writeFile(file, bytes);
         try {

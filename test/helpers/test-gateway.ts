@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
+import { resolveAgentConfig, startAgent, type Agent, type StartAgentOptions } from "../../agent/index.js";
 import { silentLogger, createLogger, type Logger } from "../../proto/index.js";
 import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
 import { testModelPath } from "./models.js";
@@ -49,6 +49,8 @@ export interface TestGatewayOptions {
   model?: string;
   relayFlags?: Record<string, unknown>;
   agentFlags?: Record<string, unknown>;
+  /** Options of the agents' start beyond the test gateway's own (how images are fetched, for one). */
+  agentOptions?: Partial<StartAgentOptions>;
   /** How the first agent reaches the relay: gRPC over loopback (as across machines), or in-process (as `makina up`). @default "grpc" */
   link?: "grpc" | "in-process";
   /**
@@ -96,7 +98,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   };
   const stackModel = () =>
     options.runtime === "fake" ? { runtime: "openai" as const, model: "http://fake.invalid/v1#fake" } : { runtime: "gguf" as const, model: options.model ?? testModelPath() };
-  let agent = await startAgent(agentConfig, { log, dial, adapters: adaptersFor(machine.id) });
+  let agent = await startAgent(agentConfig, { log, dial, adapters: adaptersFor(machine.id), ...options.agentOptions });
   await agent.link.whenOnline();
   const stack = await relay.control.createStack({ org: org.id, name: "test-stack", machine: machine.id, ...stackModel(), modelId: "stories" });
   await relay.control.deploy(stack.id);
@@ -118,7 +120,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     apiKey: key,
     baseURL: `${relay.url}/v1`,
     async restartAgent() {
-      agent = await startAgent(agentConfig, { log, dial, adapters: adaptersFor(machine.id) });
+      agent = await startAgent(agentConfig, { log, dial, adapters: adaptersFor(machine.id), ...options.agentOptions });
       await agent.link.whenOnline();
       return agent;
     },

@@ -145,7 +145,8 @@ describe("the router harness", () => {
     });
     await gw.relay.control.deploy(router.id);
     await gw.relay.deployer.settled(router.id);
-    const image = { type: "image_url", image_url: { url: "https://images.example/cat.png", detail: "high" } };
+    // Inline: an image named by URL is fetched by the agent first (image-urls.test.ts).
+    const image = { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=", detail: "high" } };
     const res = await fetch(`${gw.baseURL}/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
@@ -154,7 +155,7 @@ describe("the router harness", () => {
     expect([res.status, ((await res.json()) as { model: string }).model]).toEqual([200, "big"]);
     expect(gw.fake(gw.machineId, "big").seen.at(-1)!.messages[0]!.parts).toEqual([
       { type: "text", text: "What is this", imageUrl: "", detail: "" },
-      { type: "image_url", text: "", imageUrl: "https://images.example/cat.png", detail: "high" },
+      { type: "image_url", text: "", imageUrl: "data:image/png;base64,iVBORw0KGgo=", detail: "high" },
     ]);
     const plain = await fetch(`${gw.baseURL}/chat/completions`, {
       method: "POST",

@@ -65,7 +65,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   });
 
   it("installs vLLM into a virtual environment with pip, runs `vllm serve`, and serves through the gateway", async () => {
-    const { machineId, agent } = await machine("nvidia-linux", "gpu-box");
+    const { machineId, agent } = await machine("nvidia-linux", "gpu-box", { allowedMediaDomains: "images.example.com" });
     const stack = await deploy(machineId, "vllm", "hf:Qwen/Qwen2.5-0.5B-Instruct", "qwen-vllm");
     expect(stack.state).toBe("deployed");
     expect(stack.deployment!.steps.map((s) => s.state)).toEqual(["succeeded", "succeeded", "succeeded"]);
@@ -75,7 +75,8 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(calls).toContain("python -m pip install --upgrade vllm==0.20.0");
     // The server's environment holds none of the agent's secrets; the hub's address, as it downloads the repository itself.
     expect(calls).toContain("env secrets=none hf_token=- hf_endpoint=https://huggingface.co");
-    expect(calls).toMatch(/serve Qwen\/Qwen2\.5-0\.5B-Instruct --host 127\.0\.0\.1 --port \d+ --served-model-name qwen-vllm/);
+    // Held to the hosts this machine's operator allows images from.
+    expect(calls).toMatch(/serve Qwen\/Qwen2\.5-0\.5B-Instruct --host 127\.0\.0\.1 --port \d+ --served-model-name qwen-vllm --allowed-media-domains images\.example\.com/);
 
     const res = await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "Hello there" }] });
     expect(res.choices[0]!.message.content).toBe("You said: Hello there");

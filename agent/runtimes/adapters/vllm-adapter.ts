@@ -23,7 +23,19 @@ export const vllmAdapter: RuntimeAdapter = {
     return startSupervisedServer({
       name: `vllm ${model.modelId}`,
       command: join(bin, "vllm"),
-      args: (port) => ["serve", source, "--host", "127.0.0.1", "--port", String(port), "--served-model-name", model.modelId],
+      // The agent puts every image inline before vLLM sees it; where the operator named the hosts images may come
+      // from, vLLM is held to them as well.
+      args: (port) => [
+        "serve",
+        source,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--served-model-name",
+        model.modelId,
+        ...(ctx.allowedMediaDomains?.length ? ["--allowed-media-domains", ...ctx.allowedMediaDomains] : []),
+      ],
       readyPath: "/health",
       model: model.modelId,
       // The hub's token only when the runtime downloads a repository from it itself.

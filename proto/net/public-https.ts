@@ -2,7 +2,7 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import { request } from "node:https";
 import type { LookupAddress } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
-import { addressClass } from "../../proto/index.js";
+import { addressClass } from "./address-class.js";
 
 /** Resolves a host name to its addresses (injectable for tests). */
 export type ResolveHost = (host: string) => Promise<string[]>;
@@ -11,8 +11,10 @@ export const resolveHost: ResolveHost = async (host) => (await dnsLookup(host, {
 
 /** Options of {@link getPublicHttps}. */
 export interface PublicHttpsOptions {
-  /** The bytes asked for: `[first, last]`, inclusive. */
-  range: [number, number];
+  /** The bytes asked for: `[first, last]`, inclusive (what is read is cut to it); absent: the whole body. */
+  range?: [number, number];
+  /** Without a range, the largest body read: a larger one is refused. */
+  maxBytes?: number;
   signal: AbortSignal;
   resolve?: ResolveHost;
   /** Which addresses may be connected to. @default every address is `public` ({@link addressClass}) */
@@ -30,10 +32,10 @@ export interface PublicHttpsOptions {
  * - the host's addresses are checked as the connection is made (the check is the lookup the socket uses, so a
  *   name that resolves differently a moment later changes nothing): every one must be public;
  * - redirects are followed here, at most 5, each checked the same way;
- * - at most the range's length is read.
- * Throws, saying why, otherwise.
+ * - at most the range's length is read, or without a range `maxBytes` (more is refused).
+ * Throws, saying why, otherwise. Used by the relay (GGUF headers of URLs members give) and the agent (images).
  */
-export async function getPublicHttps(start: string, o: PublicHttpsOptions): Promise<Buffer> {
+export async function getPublicHttps(start: string, o: PublicHttpsOptions): Promise<{ body: Buffer; contentType: string }> {
   const resolve = o.resolve ?? resolveHost;
   const allowed = o.allowed ?? ((a: string) => addressClass(a) === "public");
   const lookup: LookupFunction = (hostname, options, callback) => {
@@ -48,28 +50,34 @@ export async function getPublicHttps(start: string, o: PublicHttpsOptions): Prom
       (err: Error) => callback(err, "", 4),
     );
   };
-  const maxBytes = o.range[1] - o.range[0] + 1;
+  const maxBytes = o.range ? o.range[1] - o.range[0] + 1 : (o.maxBytes ?? 16 * 1024 * 1024);
   let url = new URL(start);
   for (let hop = 0; ; hop++) {
     if (url.protocol !== "https:") throw new Error(`${url.href} is not https`);
     const host = url.hostname.replace(/^\[|\]$/g, "");
     if (isIP(host) && !allowed(host)) throw new Error(`${host} is not a public address`);
-    const answer = await new Promise<{ status: number; location?: string; body: Buffer }>((resolveAnswer, reject) => {
-      const req = request(url, { method: "GET", headers: { range: `bytes=${o.range[0]}-${o.range[1]}`, accept: "*/*" }, lookup, ca: o.ca, signal: o.signal }, (res) => {
+    const answer = await new Promise<{ status: number; location?: string; body: Buffer; contentType: string; tooLarge: boolean }>((resolveAnswer, reject) => {
+      const headers = { accept: "*/*", ...(o.range ? { range: `bytes=${o.range[0]}-${o.range[1]}` } : {}) };
+      const req = request(url, { method: "GET", headers, lookup, ca: o.ca, signal: o.signal }, (res) => {
         const status = res.statusCode ?? 0;
+        const contentType = String(res.headers["content-type"] ?? "");
         if (status >= 300 && status < 400) {
           res.resume();
-          return resolveAnswer({ status, location: res.headers.location, body: Buffer.alloc(0) });
+          return resolveAnswer({ status, location: res.headers.location, body: Buffer.alloc(0), contentType, tooLarge: false });
         }
         const chunks: Buffer[] = [];
         let size = 0;
+        let tooLarge = false;
         res.on("data", (chunk: Buffer) => {
           chunks.push(chunk);
           size += chunk.length;
           // A server that sends more than was asked for is not read further.
-          if (size >= maxBytes) res.destroy();
+          if (size >= maxBytes) {
+            tooLarge = size > maxBytes;
+            res.destroy();
+          }
         });
-        res.on("close", () => resolveAnswer({ status, body: Buffer.concat(chunks).subarray(0, maxBytes) }));
+        res.on("close", () => resolveAnswer({ status, body: Buffer.concat(chunks).subarray(0, maxBytes), contentType, tooLarge }));
         res.on("error", () => undefined);
       });
       req.on("error", reject);
@@ -77,7 +85,8 @@ export async function getPublicHttps(start: string, o: PublicHttpsOptions): Prom
     });
     if (answer.location === undefined) {
       if (answer.status !== 200 && answer.status !== 206) throw new Error(`${url.href} answered ${answer.status}`);
-      return answer.body;
+      if (answer.tooLarge && !o.range) throw new Error(`${url.href} is larger than ${maxBytes} bytes`);
+      return { body: answer.body, contentType: answer.contentType };
     }
     if (hop >= (o.maxRedirects ?? 5)) throw new Error(`more than ${o.maxRedirects ?? 5} redirects`);
     url = new URL(answer.location, url);
