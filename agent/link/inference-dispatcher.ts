@@ -31,6 +31,22 @@ export class InferenceDispatcher {
     private readonly images: ImageFetchOptions = {},
   ) {}
 
+  /** Requests putting their images inline now, and those waiting for their turn. */
+  private inlining = 0;
+  private readonly inliningLine: (() => void)[] = [];
+
+  private async oneOfTwo<T>(work: () => Promise<T>): Promise<T> {
+    if (this.inlining >= 2) await new Promise<void>((resolve) => this.inliningLine.push(resolve));
+    else this.inlining++;
+    try {
+      return await work();
+    } finally {
+      const next = this.inliningLine.shift();
+      if (next) next();
+      else this.inlining--;
+    }
+  }
+
   get inFlight(): number {
     return this.active.size;
   }
@@ -92,8 +108,9 @@ export class InferenceDispatcher {
     try {
       const runtime = this.host.runtime(stackId);
       if (!runtime) throw new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
-      // No runtime fetches a URL a client chose: images named by URL are fetched here, under the agent's rules.
-      const input = hasImageUrls(request.input) ? await inlineImages(request.input, this.images, signal) : request.input;
+      // No runtime fetches a URL a client chose: images named by URL are fetched here, under the agent's rules,
+      // for two requests at a time at most (each holds up to 32 MB of images while they are put inline).
+      const input = hasImageUrls(request.input) ? await this.oneOfTwo(() => inlineImages(request.input, this.images, signal)) : request.input;
       for await (const ev of runtime.chat(input, { signal, usage })) {
         if (ev.type === "text") {
           await active.gate.take(signal);

@@ -8,6 +8,8 @@ export type ImageFetchOptions = Omit<PublicHttpsOptions, "range" | "maxBytes" | 
 
 /** The largest image fetched, as the vendor's API takes (20 MB). */
 const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
+/** The most bytes of images one request may have fetched, together. */
+const MAX_REQUEST_IMAGE_BYTES = 32 * 1024 * 1024;
 /** The most images a request may have fetched. */
 const MAX_IMAGES = 16;
 /** How long one image may take. */
@@ -23,38 +25,42 @@ export function hasImageUrls(input: ChatInput): boolean {
  * The request with every image it names by URL fetched by the agent and put inline (`data:` URLs), so that no
  * runtime (vLLM fetches what it is given, from the GPU host) ever fetches a URL a client chose. The agent
  * fetches only over https, from hosts whose every address is public, checked as each connection is made and
- * at every redirect (never this machine, its network or a cloud's metadata service), at most 20 MB of a
- * PNG, JPEG, GIF or WebP each, 16 images a request, and from `allowedDomains` only when the operator set
- * them. Anything else is refused with 400 `invalid_value` saying why.
+ * at every redirect (never this machine, its network or a cloud's metadata service), one after the other, at
+ * most 20 MB of a PNG, JPEG, GIF or WebP each and 32 MB together, 16 images a request, and from
+ * `allowedDomains` only (at every hop too) when the operator set them. Anything else is refused with 400
+ * `invalid_value` saying why.
  */
 export async function inlineImages(input: ChatInput, options: ImageFetchOptions, signal: AbortSignal): Promise<ChatInput> {
   const urls = new Set<string>();
   for (const m of input.messages) for (const p of m.parts ?? []) if (p.type === "image_url" && !p.imageUrl.startsWith("data:")) urls.add(p.imageUrl);
   if (urls.size > MAX_IMAGES) throw refused(`A request may name at most ${MAX_IMAGES} images by URL; send the others inline as data: URLs.`);
   const { allowedDomains = [], ...policy } = options;
+  const hostAllowed = allowedDomains.length ? (host: string) => allowedDomains.some((d) => hostMatches(host, d)) : undefined;
   const inline = new Map<string, string>();
-  await Promise.all(
-    [...urls].map(async (url) => {
-      let parsed: URL;
-      try {
-        parsed = new URL(url);
-      } catch {
-        throw refused(`The image URL ${short(url)} is not a URL.`);
-      }
-      if (parsed.protocol !== "https:") throw refused(`The image URL ${short(url)} must be https (or the image inline as a data: URL).`);
-      if (allowedDomains.length && !allowedDomains.some((d) => hostMatches(parsed.hostname, d))) throw refused(`Images may come from ${allowedDomains.join(", ")} only on this machine; ${parsed.hostname} is not one of them.`);
-      const timeout = AbortSignal.timeout(IMAGE_TIMEOUT_MS);
-      try {
-        const { body, contentType } = await getPublicHttps(url, { ...policy, maxBytes: MAX_IMAGE_BYTES, signal: AbortSignal.any([signal, timeout]) });
-        const type = contentType.split(";")[0]!.trim().toLowerCase();
-        if (!IMAGE_TYPES.test(type)) throw new Error(`it is ${type || "of no stated type"}, not a PNG, JPEG, GIF or WebP image`);
-        inline.set(url, `data:${type};base64,${body.toString("base64")}`);
-      } catch (err) {
-        if (signal.aborted) throw MakinaError.from(signal.reason);
-        throw refused(`The image at ${short(url)} could not be fetched: ${reason(err as Error)}.`);
-      }
-    }),
-  );
+  // One after the other, within one budget for the request: a request of a few hundred bytes cannot make the
+  // agent hold more than MAX_REQUEST_IMAGE_BYTES of images (and their base64).
+  let budget = MAX_REQUEST_IMAGE_BYTES;
+  for (const url of urls) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw refused(`The image URL ${short(url)} is not a URL.`);
+    }
+    if (parsed.protocol !== "https:") throw refused(`The image URL ${short(url)} must be https (or the image inline as a data: URL).`);
+    if (hostAllowed && !hostAllowed(parsed.hostname)) throw refused(`Images may come from ${allowedDomains.join(", ")} only on this machine; ${parsed.hostname} is not one of them.`);
+    const timeout = AbortSignal.timeout(IMAGE_TIMEOUT_MS);
+    try {
+      const { body, contentType } = await getPublicHttps(url, { ...policy, hostAllowed, maxBytes: Math.min(MAX_IMAGE_BYTES, budget), signal: AbortSignal.any([signal, timeout]) });
+      budget -= body.length;
+      const type = contentType.split(";")[0]!.trim().toLowerCase();
+      if (!IMAGE_TYPES.test(type)) throw new Error(`it is ${type || "of no stated type"}, not a PNG, JPEG, GIF or WebP image`);
+      inline.set(url, `data:${type};base64,${body.toString("base64")}`);
+    } catch (err) {
+      if (signal.aborted) throw MakinaError.from(signal.reason);
+      throw refused(`The image at ${short(url)} could not be fetched: ${reason(err as Error)}.`);
+    }
+  }
   return {
     ...input,
     messages: input.messages.map((m) => (m.parts?.length ? { ...m, parts: m.parts.map((p) => (p.type === "image_url" && inline.has(p.imageUrl) ? { ...p, imageUrl: inline.get(p.imageUrl)! } : p)) } : m)),
@@ -65,6 +71,7 @@ export async function inlineImages(input: ChatInput, options: ImageFetchOptions,
 function reason(err: Error): string {
   const m = err.message;
   if (/not a public address|resolves to/.test(m)) return "its host is not a public address";
+  if (/not an allowed host/.test(m)) return "it redirects to a host images may not come from on this machine";
   if (/ENOTFOUND|EAI_AGAIN/.test(m)) return "its host name is not known";
   if (/is not https/.test(m)) return "it redirects away from https";
   if (/larger than|answered \d+|not a PNG|redirects/.test(m)) return m.replace(/^https:\/\/\S+ /, "it ");

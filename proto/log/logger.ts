@@ -35,8 +35,11 @@ function isSecretKey(name: string): boolean {
 /** Makina's own credentials, and Hugging Face access tokens (hf_ and 30 or more letters and digits). */
 const SECRET_VALUE = /\b(mk_live_|mk_mach_|mk_admin_)[A-Za-z0-9]+|\b(hf_)[A-Za-z0-9]{30,}/g;
 
-/** A URL's query string, where signed download links carry their credentials (`?X-Amz-Signature=…`, `?token=…`). */
-const URL_QUERY = /(\bhttps?:\/\/[^\s?#"'<>]+)\?[^\s#"'<>]+/gi;
+/**
+ * A URL's query string, where signed download links carry their credentials (`?X-Amz-Signature=…`, `?token=…`),
+ * and other schemes too (`postgres://…?password=…`, `wss://…?token=…`).
+ */
+const URL_QUERY = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s?#"'<>]+)\?[^\s#"'<>]+/gi;
 
 /** The password in a URL's user part (`postgres://makina:SECRET@db/makina`). */
 const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi;

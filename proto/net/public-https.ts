@@ -19,6 +19,8 @@ export interface PublicHttpsOptions {
   resolve?: ResolveHost;
   /** Which addresses may be connected to. @default every address is `public` ({@link addressClass}) */
   allowed?: (address: string) => boolean;
+  /** Which host names may be asked, at every hop (an operator's list). @default any */
+  hostAllowed?: (host: string) => boolean;
   /** Certificate authorities to trust instead of Node's (tests). */
   ca?: Buffer;
   /** Redirects followed at most. @default 5 */
@@ -55,6 +57,7 @@ export async function getPublicHttps(start: string, o: PublicHttpsOptions): Prom
   for (let hop = 0; ; hop++) {
     if (url.protocol !== "https:") throw new Error(`${url.href} is not https`);
     const host = url.hostname.replace(/^\[|\]$/g, "");
+    if (o.hostAllowed && !o.hostAllowed(host)) throw new Error(`${host} is not an allowed host`);
     if (isIP(host) && !allowed(host)) throw new Error(`${host} is not a public address`);
     const answer = await new Promise<{ status: number; location?: string; body: Buffer; contentType: string; tooLarge: boolean }>((resolveAnswer, reject) => {
       const headers = { accept: "*/*", ...(o.range ? { range: `bytes=${o.range[0]}-${o.range[1]}` } : {}) };
@@ -67,17 +70,26 @@ export async function getPublicHttps(start: string, o: PublicHttpsOptions): Prom
         }
         const chunks: Buffer[] = [];
         let size = 0;
-        let tooLarge = false;
+        let tooLarge = Number(res.headers["content-length"] ?? 0) > maxBytes && !o.range;
+        let cut = tooLarge;
+        if (cut) res.destroy();
         res.on("data", (chunk: Buffer) => {
           chunks.push(chunk);
           size += chunk.length;
           // A server that sends more than was asked for is not read further.
-          if (size >= maxBytes) {
+          // A range is cut at its end; a whole body may be as large as the limit, not a byte more.
+          if (!cut && (o.range ? size >= maxBytes : size > maxBytes)) {
             tooLarge = size > maxBytes;
+            cut = true;
             res.destroy();
           }
         });
-        res.on("close", () => resolveAnswer({ status, body: Buffer.concat(chunks).subarray(0, maxBytes), contentType, tooLarge }));
+        // A body that ended short of what its server sent (the connection cut) is no answer: only a whole one, or
+        // one this side cut at its limit, is.
+        res.on("close", () => {
+          if (!res.complete && !cut) return reject(new Error(`${url.href} closed the connection before the whole answer`));
+          resolveAnswer({ status, body: Buffer.concat(chunks).subarray(0, maxBytes), contentType, tooLarge });
+        });
         res.on("error", () => undefined);
       });
       req.on("error", reject);

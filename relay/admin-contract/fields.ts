@@ -59,7 +59,12 @@ export const MAX_MODEL_ID_CHARS = 128;
  * snippet would read differently once pasted.
  */
 export const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$/;
-export const modelIdText = () => z.string(must("a string")).regex(MODEL_ID, must("a model id of letters, digits and . _ - : / @ + (at most 128, starting with a letter or digit)")).nullish();
+export const modelIdText = () =>
+  z.preprocess(
+    // Empty is left out: the relay makes the id from the model's file name.
+    (v) => (v === "" ? undefined : v),
+    z.string(must("a string")).regex(MODEL_ID, must("a model id of letters, digits and . _ - : / @ + (at most 128, starting with a letter or digit)")).nullish(),
+  );
 
 /** An organization's id or slug: the operator names one; a signed-in user's own is taken when none is named. */
 export const orgRef = () => z.string(must("a string")).nullish();

@@ -215,6 +215,7 @@ export class Deployer {
       if (current?.state === "deploying" || current?.state === "deployed") {
         // Ready before the stack turns deployed: the gateway routes to it from the moment it is.
         session.readyStacks.add(stack.id);
+        session.forgetRuntimeState(stack.id);
         await this.store.stacks.setRuntimeState(stack.id, "ready", null);
         if (current.state === "deploying") await this.store.stacks.transition(stack.id, "deployed", { contextSize });
       }

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import type { RequestListener } from "node:http";
 import express, { type Express } from "express";
 import type { Logger } from "../../proto/index.js";
@@ -88,9 +89,10 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     if (deps.trustProxy) app.set("trust proxy", "loopback");
     app.set("etag", false);
     app.use(requestId());
-    // Over HTTPS (its own certificate, or a proxy it trusts saying so), browsers are told to come back only so.
+    // Over HTTPS (its own certificate, or a proxy it trusts saying so), browsers are told to come back only so;
+    // not for localhost or an address (a year of HSTS on localhost would hold every port of it to HTTPS).
     app.use((req, res, next) => {
-      if (req.secure) res.setHeader("strict-transport-security", "max-age=31536000");
+      if (req.secure && req.hostname !== "localhost" && isIP(req.hostname.replace(/^\[|\]$/g, "")) === 0) res.setHeader("strict-transport-security", "max-age=31536000");
       next();
     });
     app.get("/health", (_req, res) => {

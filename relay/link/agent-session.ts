@@ -87,6 +87,8 @@ export interface SessionReports {
   ownsStack?: (stackId: string) => boolean;
   /** Whether the machine's credentials still hold in the database (not revoked, the same token). */
   credentialsHold?: () => Promise<boolean>;
+  /** The relay is about to store a stack's runtime state itself: the agent's earlier word is not to be stored after it. */
+  forgetRuntimeState?: (stackId: string) => void;
 }
 
 /** Link states: `open` while the agent is connected, then `closed` (final). */
@@ -131,6 +133,11 @@ export class AgentSession {
         p.fail(new MakinaError("stream_incomplete", `The runtime stopped producing for ${Math.round(idleMs / 1000)} s in the middle of its answer.`));
       }
     }
+  }
+
+  /** The relay stores a stack's runtime state itself now (a deployment's end): what the agent said before is dropped. */
+  forgetRuntimeState(stackId: string): void {
+    this.reports.forgetRuntimeState?.(stackId);
   }
 
   /** Inference requests in flight on this machine (for least-loaded routing). */

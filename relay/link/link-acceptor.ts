@@ -131,24 +131,23 @@ function acceptMachine(
     latestInventory = undefined;
     void deps.storage.attempt("machine inventory", () => store.machines.setInventory(machine.id, inventory)).then(machineChanged);
   };
-  // Runtime states to store (the latest of each stack), and what was stored last.
+  // Runtime states to store (the latest of each stack), and the last state the agent sent of each.
   const runtimeStates = new Map<string, { state: RuntimeState; error: string | null }>();
-  const storedStates = new Map<string, string>();
+  const lastReceived = new Map<string, string>();
   let runtimeTimer: NodeJS.Timeout | undefined;
   let runtimeStatesAt = 0;
-  const storeRuntimeStates = () => {
-    runtimeTimer = undefined;
-    if (finished) return;
+  const writeRuntimeStates = () => {
     runtimeStatesAt = Date.now();
     for (const [stackId, { state, error }] of runtimeStates) {
-      const key = `${state}\u0000${error ?? ""}`;
-      if (storedStates.get(stackId) === key) continue;
-      storedStates.set(stackId, key);
       linkLog.info("runtime state", { stackId, state, error });
       // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
       void deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error)).then(() => deps.events.emit({ type: "stack", orgId: machine.orgId, stackId }));
     }
     runtimeStates.clear();
+  };
+  const storeRuntimeStates = () => {
+    runtimeTimer = undefined;
+    if (!finished) writeRuntimeStates();
   };
   let metricsAt = 0;
   let finished = false;
@@ -159,6 +158,8 @@ function acceptMachine(
     clearInterval(watchdog);
     clearTimeout(inventoryTimer);
     clearTimeout(runtimeTimer);
+    // The last word of the agent is stored even when its link closes before the next write was due.
+    writeRuntimeStates();
     if (!session) return;
     session.close();
     if (registry.remove(session)) {
@@ -193,6 +194,11 @@ function acceptMachine(
       },
       ownsStack: (stackId) => owned.has(stackId),
       credentialsHold: stillValid,
+      // The relay wrote a runtime state itself (a deployment's end): what the agent said before it is not stored after it.
+      forgetRuntimeState: (stackId) => {
+        runtimeStates.delete(stackId);
+        lastReceived.delete(stackId);
+      },
       onMetrics: (stacks) => {
         // Totals since the agent started: one report a second is all a scrape can use; the others are dropped.
         const now = Date.now();
@@ -203,7 +209,11 @@ function acceptMachine(
       },
       onRuntimeStatus: (stackId, state, error) => {
         // Routing follows the state at once (the session's ready stacks); what is stored, logged and announced
-        // follows it at most every 250 ms per link, the latest state of each stack, and only when it changed.
+        // follows it at most every 250 ms per link, the latest state of each stack, and only when the agent's
+        // word changed (a state sent again is dropped).
+        const key = `${state}\u0000${error ?? ""}`;
+        if (lastReceived.get(stackId) === key) return;
+        lastReceived.set(stackId, key);
         runtimeStates.set(stackId, { state, error });
         if (!runtimeTimer) runtimeTimer = setTimeout(storeRuntimeStates, Math.max(0, runtimeStatesAt + RUNTIME_STATE_MIN_INTERVAL_MS - Date.now()));
       },
@@ -264,8 +274,8 @@ function acceptMachine(
 
 /** Runtime states are stored and announced at most this often per link (the latest of each stack). */
 const RUNTIME_STATE_MIN_INTERVAL_MS = 250;
-/** Runtime metrics are taken at most this often per link. */
-const METRICS_MIN_INTERVAL_MS = 1000;
+/** Runtime metrics are taken at most this often per link (about once a second, with room for a heartbeat a second). */
+const METRICS_MIN_INTERVAL_MS = 900;
 /** Longest agent version kept (stored, shown, logged). */
 const AGENT_VERSION_CHARS = 64;
 

@@ -22,17 +22,24 @@ describe("images named by URL", () => {
     "cdn.example": ["127.0.0.1"],
     "intranet.example": ["10.0.0.7"],
     "metadata.example": ["169.254.169.254"],
+    "elsewhere.test": ["127.0.0.1"],
   };
   const at = (host: string, path: string) => `https://${host}:${(server.address() as AddressInfo).port}${path}`;
 
   beforeAll(async () => {
-    certs = operatorCertificates(["images.example", "cdn.example", "intranet.example", "metadata.example"]);
+    certs = operatorCertificates(["images.example", "cdn.example", "intranet.example", "metadata.example", "elsewhere.test"]);
     server = createServer({ cert: readFileSync(certs.cert), key: readFileSync(certs.key) }, (req, res) => {
       hits.push(`${req.headers.host!.replace(/:\d+$/, "")}${req.url}`);
       if (req.url === "/cat.png") return void res.writeHead(200, { "content-type": "image/png" }).end(PNG);
       if (req.url === "/moved.png") return void res.writeHead(302, { location: at("cdn.example", "/cat.png") }).end();
       if (req.url === "/to-metadata.png") return void res.writeHead(302, { location: at("metadata.example", "/latest/meta-data/") }).end();
       if (req.url === "/page.html") return void res.writeHead(200, { "content-type": "text/html" }).end("<html></html>");
+      if (req.url === "/to-elsewhere.png") return void res.writeHead(302, { location: at("elsewhere.test", "/cat.png") }).end();
+      if (req.url === "/cut.png") {
+        res.writeHead(200, { "content-type": "image/png", "content-length": PNG.length * 10 });
+        res.write(PNG);
+        return void setTimeout(() => res.socket?.destroy(), 50);
+      }
       res.writeHead(404).end();
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -99,7 +106,10 @@ describe("images named by URL", () => {
     // A public host's redirect to the metadata service is not followed; a page is not an image.
     expect((await ask(at("images.example", "/to-metadata.png"))).error).toMatchObject({ code: "invalid_value", message: expect.stringMatching(/its host is not a public address/) });
     expect((await ask(at("images.example", "/page.html"))).error).toMatchObject({ code: "invalid_value", message: expect.stringMatching(/text\/html, not a PNG/) });
-    expect(hits.slice(hitsBefore)).toEqual(["images.example/to-metadata.png", "images.example/page.html"]);
+    // The operator's list holds at every redirect; an image cut short is no image.
+    expect((await ask(at("images.example", "/to-elsewhere.png"))).error).toMatchObject({ code: "invalid_value", message: expect.stringMatching(/redirects to a host images may not come from/) });
+    expect((await ask(at("images.example", "/cut.png"))).error).toMatchObject({ code: "invalid_value", message: expect.stringMatching(/could not be fetched/) });
+    expect(hits.slice(hitsBefore)).toEqual(["images.example/to-metadata.png", "images.example/page.html", "images.example/to-elsewhere.png", "images.example/cut.png"]);
     // None of these reached the runtime.
     expect(gw.fake(gw.machineId, gw.modelId).seen.length).toBe(seenBefore);
   });

@@ -339,6 +339,9 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
         expect(await refusedAs("/admin/v1/machines", { name })).toEqual([400, expect.objectContaining({ code: "invalid_value", param: "name" })]);
         expect(await refusedAs("/admin/v1/keys", { name })).toEqual([400, expect.objectContaining({ code: "invalid_value", param: "name" })]);
       }
+      // An empty model id is left out: the relay makes one from the file's name.
+      const unnamed = await c.call("POST", "/admin/v1/stacks", { ...stackBody, name: "no id given", model_id: "" });
+      expect([unnamed.status, ((await unnamed.json()) as { model_id: string }).model_id]).toEqual([201, "qwen2.5-0.5b-instruct-q4_k_m"]);
       // People's names may be any language, with spaces and apostrophes.
       const named = await c.call("POST", "/admin/v1/keys", { name: "Zoë's laptop – 東京" });
       expect(named.status).toBe(201);

@@ -45,6 +45,9 @@ describe("structured logs", () => {
     expect(line.url).toBe("https://cdn.example/models/m.gguf?[redacted]#part");
     expect(line.err.message).toBe("GET https://mirror.example/m.gguf?[redacted] failed: 403");
     expect(lines[0]).not.toContain("s3cret");
+    createLogger({ write: (l) => lines.push(l) }).error("down", { db: "postgres://db.example/makina?password=hunter2&sslmode=require", ws: "wss://push.example/feed?token=abc" });
+    expect(lines[1]).not.toMatch(/hunter2|token=abc/);
+    expect(lines[1]).toContain("postgres://db.example/makina?[redacted]");
   });
 
   it("redact the password of a URL (a database's), keeping the rest to say where", () => {

@@ -35,4 +35,6 @@ export function setSessionCookie(req: Request, res: Response, value: string, max
   const parts = [`${sessionCookieName(req)}=${encodeURIComponent(value)}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${Math.max(0, Math.round(maxAgeMs / 1000))}`];
   if (req.secure) parts.push("Secure");
   res.append("set-cookie", parts.join("; "));
+  // A session cookie of the bare name, from before the relay served HTTPS, is cleared: it is no longer read.
+  if (req.secure && readCookie(req, SESSION_COOKIE) !== undefined) res.append("set-cookie", `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0; Secure`);
 }

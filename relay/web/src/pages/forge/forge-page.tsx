@@ -87,7 +87,15 @@ export function ForgePage() {
   const models = catalog.filter((m) => m.runtime === runtime);
   const picked = models.find((m) => m.ref === choice);
   const modelRef = choice === CUSTOM || !picked ? custom.trim() : picked.ref;
-  const suggestedId = picked?.model_id ?? (modelRef.split(/[\\/]/).pop() ?? "").replace(/\.gguf$/i, "");
+  // As the relay makes it when none is given: the file's name, written as a model id may be.
+  const suggestedId =
+    picked?.model_id ??
+    (modelRef.split(/[\\/]/).pop() ?? "")
+      .replace(/[?#].*$/, "")
+      .replace(/\.gguf$/i, "")
+      .replace(/[^A-Za-z0-9._:/@+-]/g, "-")
+      .replace(/^[^A-Za-z0-9]+/, "")
+      .slice(0, 128);
 
   useEffect(() => {
     if (!machine) return;
@@ -138,12 +146,12 @@ export function ForgePage() {
     try {
       const body = {
         org: session.org.id,
-        name: name.trim() || modelId.trim() || suggestedId,
+        name: (name.trim() || modelId.trim() || suggestedId || "stack").slice(0, 100),
         machine,
         runtime,
         model: modelRef,
         model_sha256: fromUrl && sha256.trim() ? sha256.trim() : null,
-        model_id: modelId.trim() || suggestedId,
+        model_id: modelId.trim() || suggestedId || null,
         harness: harness || null,
         harness_options:
           harness === "system-prompt"

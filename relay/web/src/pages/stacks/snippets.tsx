@@ -6,15 +6,16 @@ import { CopyBlock } from "../../components/copy-button.js";
 export function Snippets({ stack }: { stack: Stack }) {
   const base = `${location.origin}/v1`;
   const [tab, setTab] = useState<"curl" | "python" | "javascript">("curl");
-  // Pasted as a string literal each language reads as it is (JSON's is Python's and JavaScript's too); a model
-  // id has no quote or space in it (the admin contract's rule), so the shell's single quotes hold as well.
+  // Pasted as a string literal each language reads as it is (JSON's is Python's and JavaScript's too), and in
+  // the shell's single quotes with any quote of its own closed and reopened (a stack stored before the model
+  // id's rule may have one).
   const m = JSON.stringify(stack.model_id);
   const b = JSON.stringify(base);
   const snippets = {
     curl: `curl ${base}/chat/completions \\
   -H "Authorization: Bearer $MAKINA_API_KEY" \\
   -H "Content-Type: application/json" \\
-  -d '{"model": ${m}, "messages": [{"role": "user", "content": "Hello!"}]}'`,
+  -d '{"model": ${m.replaceAll("'", "'\\''")}, "messages": [{"role": "user", "content": "Hello!"}]}'`,
     python: `import os
 
 from openai import OpenAI
