@@ -1,3 +1,5 @@
+import { TurnBatcher } from "./turn-batcher.js";
+
 /**
  * Reads many keys in one query when many are asked for at once. A key asked for while no batch is running
  * is read on the next turn of the event loop (with every key asked for in that turn); keys asked for while a
@@ -7,17 +9,17 @@
  *
  * A failed batch fails every key in it; the next batch is tried afresh.
  */
-export class BatchLoader<K, V> {
+export class BatchLoader<K, V> extends TurnBatcher {
   private queued = new Map<K, { resolve: (v: V) => void; reject: (err: unknown) => void }[]>();
-  private running = false;
-  private scheduled = false;
 
   constructor(
     /** Reads the given keys (at most `maxBatch`, without repeats); a key missing from the answer gets `missing`. */
     private readonly fetch: (keys: K[]) => Promise<Map<K, V>>,
     private readonly missing: V,
     private readonly maxBatch = 500,
-  ) {}
+  ) {
+    super();
+  }
 
   load(key: K): Promise<V> {
     return new Promise<V>((resolve, reject) => {
@@ -28,18 +30,11 @@ export class BatchLoader<K, V> {
     });
   }
 
-  private schedule(): void {
-    if (this.running || this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      void this.flush();
-    });
+  protected get pending(): boolean {
+    return this.queued.size > 0;
   }
 
-  private async flush(): Promise<void> {
-    if (this.running || this.queued.size === 0) return;
-    this.running = true;
+  protected async runBatch(): Promise<void> {
     const batch = new Map<K, { resolve: (v: V) => void; reject: (err: unknown) => void }[]>();
     for (const [key, waiters] of this.queued) {
       if (batch.size >= this.maxBatch) break;
@@ -51,9 +46,6 @@ export class BatchLoader<K, V> {
       for (const [key, waiters] of batch) for (const w of waiters) w.resolve(found.has(key) ? found.get(key)! : this.missing);
     } catch (err) {
       for (const waiters of batch.values()) for (const w of waiters) w.reject(err);
-    } finally {
-      this.running = false;
-      if (this.queued.size > 0) this.schedule();
     }
   }
 }

@@ -1,3 +1,5 @@
+import { TurnBatcher } from "./turn-batcher.js";
+
 /** One write of a {@link BatchWriter}: its kind (writes of one kind share a statement) and the row it writes. */
 export interface BatchedWrite {
   kind: string;
@@ -16,18 +18,18 @@ export interface BatchedWrite {
  *
  * A failed statement fails the writes in it (every row of its kind in its wave); the other statements go on.
  */
-export class BatchWriter<W extends BatchedWrite> {
+export class BatchWriter<W extends BatchedWrite> extends TurnBatcher {
   private queued: { write: W; resolve: () => void; reject: (err: unknown) => void }[] = [];
-  private running = false;
-  private scheduled = false;
 
   constructor(
     /** Writes at least one write, all of one kind, no row twice, in one statement. */
     private readonly writeRows: (run: W[]) => Promise<void>,
     private readonly maxBatch = 500,
-  ) {}
+  ) {
+    super();
+  }
 
-  private readonly pending = new Set<Promise<void>>();
+  private readonly unsettled = new Set<Promise<void>>();
 
   /** Resolves once the write is committed. */
   write(write: W): Promise<void> {
@@ -35,29 +37,22 @@ export class BatchWriter<W extends BatchedWrite> {
       this.queued.push({ write, resolve, reject });
       this.schedule();
     });
-    this.pending.add(written);
-    const done = () => void this.pending.delete(written);
+    this.unsettled.add(written);
+    const done = () => void this.unsettled.delete(written);
     written.then(done, done);
     return written;
   }
 
   /** Resolves once every write asked for so far is written or failed (before the database closes). */
   async drain(): Promise<void> {
-    await Promise.allSettled([...this.pending]);
+    await Promise.allSettled([...this.unsettled]);
   }
 
-  private schedule(): void {
-    if (this.running || this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      void this.flush();
-    });
+  protected get pending(): boolean {
+    return this.queued.length > 0;
   }
 
-  private async flush(): Promise<void> {
-    if (this.running || this.queued.length === 0) return;
-    this.running = true;
+  protected async runBatch(): Promise<void> {
     const batch = this.queued.splice(0, this.maxBatch);
     type Queued = (typeof batch)[number];
     // Each wave: its writes by kind, by row.
@@ -79,21 +74,16 @@ export class BatchWriter<W extends BatchedWrite> {
       if (!rows) kinds.set(kind, (rows = new Map()));
       rows.set(key, { write: queued.write, waiting: [queued] });
     }
-    try {
-      for (const kinds of waves) {
-        for (const rows of kinds.values()) {
-          const entries = [...rows.values()];
-          try {
-            await this.writeRows(entries.map((e) => e.write));
-            for (const e of entries) for (const w of e.waiting) w.resolve();
-          } catch (err) {
-            for (const e of entries) for (const w of e.waiting) w.reject(err);
-          }
+    for (const kinds of waves) {
+      for (const rows of kinds.values()) {
+        const entries = [...rows.values()];
+        try {
+          await this.writeRows(entries.map((e) => e.write));
+          for (const e of entries) for (const w of e.waiting) w.resolve();
+        } catch (err) {
+          for (const e of entries) for (const w of e.waiting) w.reject(err);
         }
       }
-    } finally {
-      this.running = false;
-      if (this.queued.length > 0) this.schedule();
     }
   }
 }

@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { BatchLoader } from "../../relay/store/batch-loader.js";
 import { BatchWriter } from "../../relay/store/batch-writer.js";
 
@@ -37,8 +37,7 @@ describe("BatchLoader", () => {
     expect(fetches.map((f) => f.keys)).toEqual([["a"]]);
     fetches[0]!.answer.resolve(new Map([["a", 1]]));
     expect(await first).toBe(1);
-    await nextTurn();
-    expect(fetches.map((f) => f.keys)).toEqual([["a"], ["b", "c"]]);
+    await vi.waitFor(() => expect(fetches.map((f) => f.keys)).toEqual([["a"], ["b", "c"]]));
     fetches[1]!.answer.resolve(new Map([["b", 2]]));
     expect(await Promise.all(second)).toEqual([2, 0]);
   });
