@@ -1,4 +1,4 @@
-import { MakinaError, toErrorReport, type AgentToRelay, type Logger, type RelayToAgent, type StackMetrics } from "../../proto/index.js";
+import { MakinaError, Slots, toErrorReport, type AgentToRelay, type Logger, type RelayToAgent, type StackMetrics } from "../../proto/index.js";
 import type { StackHost } from "../stacks/stack-host.js";
 import { CreditGate } from "../flow/index.js";
 import { hasImageUrls, inlineImages, type ImageFetchOptions } from "./inline-images.js";
@@ -31,21 +31,8 @@ export class InferenceDispatcher {
     private readonly images: ImageFetchOptions = {},
   ) {}
 
-  /** Requests putting their images inline now, and those waiting for their turn. */
-  private inlining = 0;
-  private readonly inliningLine: (() => void)[] = [];
-
-  private async oneOfTwo<T>(work: () => Promise<T>): Promise<T> {
-    if (this.inlining >= 2) await new Promise<void>((resolve) => this.inliningLine.push(resolve));
-    else this.inlining++;
-    try {
-      return await work();
-    } finally {
-      const next = this.inliningLine.shift();
-      if (next) next();
-      else this.inlining--;
-    }
-  }
+  /** Two requests put their images inline at a time; the others wait their turn. */
+  private readonly inlining = new Slots(2);
 
   get inFlight(): number {
     return this.active.size;
@@ -110,7 +97,7 @@ export class InferenceDispatcher {
       if (!runtime) throw new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
       // No runtime fetches a URL a client chose: images named by URL are fetched here, under the agent's rules,
       // for two requests at a time at most (each holds up to 32 MB of images while they are put inline).
-      const input = hasImageUrls(request.input) ? await this.oneOfTwo(() => inlineImages(request.input, this.images, signal)) : request.input;
+      const input = hasImageUrls(request.input) ? await this.inlining.run(() => inlineImages(request.input, this.images, signal)) : request.input;
       for await (const ev of runtime.chat(input, { signal, usage })) {
         if (ev.type === "text") {
           await active.gate.take(signal);

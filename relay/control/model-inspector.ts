@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getPublicHttps, hfResolveUrl, parseHfRef, type PublicHttpsOptions } from "../../proto/index.js";
+import { getPublicHttps, hfResolveUrl, parseHfRef, Slots, type PublicHttpsOptions } from "../../proto/index.js";
 import { findCatalogModel, UNKNOWN_MODEL, type ModelFacts } from "../compatibility/index.js";
 
 /** Reads what the compatibility rules need from a GGUF file's header at a URL. */
@@ -104,6 +104,7 @@ export class ModelInspector {
   /** Reads started per organization in the current minute. */
   private readonly reads = new Map<string, { minute: number; count: number }>();
   private readonly o: Required<ModelInspectorOptions>;
+  private readonly reading = new Slots(2);
 
   constructor(options: ModelInspectorOptions = {}) {
     this.o = {
@@ -144,7 +145,9 @@ export class ModelInspector {
     if (!pending) {
       if (!this.mayRead(orgId)) return UNKNOWN_MODEL;
       const read = ref.startsWith("hf:") ? this.o.readHeader : this.o.readDirect;
-      pending = read(url, AbortSignal.timeout(this.o.timeoutMs))
+      // Two reads at a time for the whole relay (a direct URL's may hold up to 64 MiB while it is parsed).
+      pending = this.reading
+        .run(() => read(url, AbortSignal.timeout(this.o.timeoutMs)))
         .then(
           (facts) => {
             this.remember(url, facts, Number.POSITIVE_INFINITY);

@@ -138,6 +138,31 @@ describe("what the Forge knows of a model before it is pulled", () => {
     });
   });
 
+  it("reads two headers at a time for the whole relay, the others waiting their turn", async () => {
+    let running = 0;
+    let most = 0;
+    const releases: (() => void)[] = [];
+    const inspector = new ModelInspector({
+      hubEndpoint: origin,
+      readHeader: () =>
+        new Promise((resolve) => {
+          running++;
+          most = Math.max(most, running);
+          releases.push(() => {
+            running--;
+            resolve({ weightsBytes: 1, kvBytesPerToken: 1, trainContextSize: 1, source: "gguf-header" });
+          });
+        }),
+    });
+    const reads = Array.from({ length: 5 }, (_, i) => inspector.facts(`hf:someone/repo/at-once-${i}.gguf`, `org_${i}`));
+    while (releases.length || running) {
+      await new Promise((r) => setImmediate(r));
+      releases.shift()?.();
+    }
+    expect((await Promise.all(reads)).map((f) => f.source)).toEqual(Array(5).fill("gguf-header"));
+    expect(most).toBe(2);
+  });
+
   it("starts at most 30 reads an organization a minute, and remembers at most 1,000 answers", async () => {
     let reads = 0;
     const clock = { now: Date.UTC(2026, 10, 24, 12) };
