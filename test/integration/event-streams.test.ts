@@ -107,9 +107,8 @@ describe("live event streams", () => {
     // More than the sockets take: the ends of these streams cannot be flushed while their clients do not read.
     for (let i = 0; i < 100_000; i++) relay.events.emit({ type: "key", orgId, keyId: `key_${i}` });
     expect((await c.call("POST", "/auth/v1/sign-out")).status).toBe(200);
-    // Keepalives and events keep coming after the end; the relay writes none of them and stays up.
+    // Events keep coming after the end (as keepalives would); the relay writes none of them and stays up.
     for (let i = 0; i < 2_000; i++) relay.events.emit({ type: "key", orgId, keyId: `key_after_${i}` });
-    await new Promise((r) => setTimeout(r, 700));
     expect((await fetch(`${relay.url}/health`)).status).toBe(200);
     // When the clients read again, their streams are over: they get what the sockets held, then the end.
     const got = await Promise.all(

@@ -94,11 +94,12 @@ describe("the router harness", () => {
   afterAll(async () => {
     await gw?.close();
   });
-  const ask = async (content: string, key = gw.apiKey) => {
+  /** Asks a model (a router's, "auto" unless named); resolves with the status and the model that answered, or the error. */
+  const ask = async (content: string, key = gw.apiKey, model = "auto") => {
     const res = await fetch(`${gw.baseURL}/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "auto", messages: [{ role: "user", content }] }),
+      body: JSON.stringify({ model, messages: [{ role: "user", content }] }),
     });
     const body = (await res.json()) as { model?: string; error?: { code: string; message: string } };
     return [res.status, body.model ?? body.error?.code];
@@ -181,14 +182,7 @@ describe("the router harness", () => {
     });
     await gw.relay.control.deploy(router.id);
     await gw.relay.deployer.settled(router.id);
-    const askRouter = async (content: string) => {
-      const res = await fetch(`${gw.baseURL}/chat/completions`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: "redos", messages: [{ role: "user", content }] }),
-      });
-      return [res.status, ((await res.json()) as { model: string }).model];
-    };
+    const askRouter = (content: string) => ask(content, gw.apiKey, "redos");
     const hostile = ["a".repeat(40) + "!", "a".repeat(65_536) + "!", ("ab ".repeat(30) + "!").toUpperCase()];
     const answers = await Promise.all([...hostile.map(askRouter), ...Array.from({ length: 5 }, () => ask("meanwhile"))]);
     // (.*a){12} is found in the first two: 'big'. The third has 30 a's too (case-insensitive).
@@ -217,14 +211,7 @@ describe("the router harness", () => {
     // Deployed by then (a new deployment's configure step refuses such rules on the machine too).
     await gw.relay.store.stacks.transition(stored.id, "deploying");
     await gw.relay.store.stacks.transition(stored.id, "deployed");
-    const askOld = async (content: string) => {
-      const res = await fetch(`${gw.baseURL}/chat/completions`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: "old-router", messages: [{ role: "user", content }] }),
-      });
-      return [res.status, ((await res.json()) as { model: string }).model];
-    };
+    const askOld = (content: string) => ask(content, gw.apiKey, "old-router");
     // "abc123" matches each pattern; over the budget, they match nothing. Its other rules still hold.
     expect(await askOld("abc123")).toEqual([200, "small"]);
     expect(await askOld("abc123 ".repeat(200))).toEqual([200, "big"]);

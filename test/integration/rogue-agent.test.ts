@@ -43,14 +43,18 @@ async function rogueAgent(gw: TestGateway, name: string, options: { ignore?: (st
     ignore: (f: (step: string) => boolean) => (options.ignore = f), machineId: machine.id, stackId: st.id, modelId, send, received, hardware, answer: (f: typeof onInfer) => (onInfer = f) };
 }
 
+/** A chat request through the gateway with its key. */
+function chatThrough(gw: TestGateway, model: string, extra: Record<string, unknown> = {}) {
+  return fetch(`${gw.baseURL}/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ model, messages: [{ role: "user", content: "hello there" }], ...extra }),
+  });
+}
+
 describe("a machine that misbehaves cannot hurt the relay or mislead its clients", () => {
   let gw: TestGateway;
-  const chat = (model: string, extra: Record<string, unknown> = {}) =>
-    fetch(`${gw.baseURL}/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
-      body: JSON.stringify({ model, messages: [{ role: "user", content: "hello there" }], ...extra }),
-    });
+  const chat = (model: string, extra: Record<string, unknown> = {}) => chatThrough(gw, model, extra);
   beforeAll(async () => {
     gw = await startTestGateway({ runtime: "fake" });
   });
@@ -158,12 +162,7 @@ describe("a machine that floods deploy progress and runtime reports", () => {
       for (let i = 0; i < 5_000; i++) rogue.send({ type: "metrics", stacks: [{ stackId: rogue.stackId, requests: i, failed: 0, promptTokens: 0, completionTokens: 0, inFlight: 0, waitingForCredit: 0 }] });
       await vi.waitFor(async () => expect((await gw.relay.store.stacks.get(rogue.stackId))!.runtimeState).toBe("failed"), { timeout: 3_000, interval: 20 });
       // Routing knew at once: the failed runtime takes no requests.
-      const res = await fetch(`${gw.baseURL}/chat/completions`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: rogue.modelId, messages: [{ role: "user", content: "hi" }] }),
-      });
-      expect(res.status).toBe(503);
+      expect((await chatThrough(gw, rogue.modelId)).status).toBe(503);
       expect(writes.mock.calls.length).toBeLessThanOrEqual(2);
       expect(announced).toBeLessThanOrEqual(2);
       // The first of the 5,000 reports (0 requests) is what /metrics shows: the others came within the second.
