@@ -47,10 +47,9 @@ const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi;
 /** Replaces secrets (by key name or by value shape) so no log line carries a credential. */
 export function redact(value: unknown, depth = 0): unknown {
   if (typeof value === "string") {
-    return value
-      .replace(SECRET_VALUE, (_m, makina: string | undefined, hf: string | undefined) => `${makina ?? hf}[redacted]`)
-      .replace(URL_PASSWORD, "$1[redacted]@")
-      .replace(URL_QUERY, "$1?[redacted]");
+    const redacted = value.replace(SECRET_VALUE, (_m, makina: string | undefined, hf: string | undefined) => `${makina ?? hf}[redacted]`);
+    // Most strings of a line hold no URL: the URL patterns run only on those that do (a log line per request).
+    return redacted.includes("://") ? redacted.replace(URL_PASSWORD, "$1[redacted]@").replace(URL_QUERY, "$1?[redacted]") : redacted;
   }
   if (value instanceof Error) {
     return { name: value.name, message: redact(value.message), ...(value.cause ? { cause: redact(value.cause, depth + 1) } : {}) };
