@@ -82,7 +82,47 @@ export function generator(seed: number, ctx: { key: string; model: string }) {
     user: [5, {}, "x".repeat(2000)],
     reasoning_effort: ["extreme", 1],
   };
+  // A schema fault (each one the vendor refuses), placed at a random depth of an otherwise valid schema.
+  const SCHEMA_FAULTS: unknown[] = [
+    { type: "nonsense" },
+    { type: ["string", "string"] },
+    { type: [] },
+    { type: "object", required: "a" },
+    { type: "object", required: [1] },
+    { type: "string", maxLength: -1 },
+    { type: "string", minLength: 1.5 },
+    { type: "string", minLength: 3, maxLength: 1 },
+    { type: "number", multipleOf: 0 },
+    { type: "number", minimum: "1" },
+    { type: "string", pattern: "([a" },
+    { $ref: "#/$defs/missing" },
+    { $ref: "http://169.254.169.254/latest/meta-data" },
+    { $dynamicRef: "#node" },
+    { enum: [] },
+    { anyOf: [] },
+    { oneOf: "string" },
+    { type: "object", properties: [] },
+    { type: "array", items: 5 },
+    5,
+    null,
+    "string",
+    [],
+  ];
+  const faultySchema = (): Record<string, unknown> => {
+    let schema = pick(SCHEMA_FAULTS);
+    for (let depth = int(4); depth > 0; depth--) {
+      schema = pick([
+        () => ({ type: "object", properties: { [weird().slice(0, 20) || "k"]: schema } }),
+        () => ({ type: "array", items: schema }),
+        () => ({ anyOf: [{ type: "string" }, schema] }),
+      ])();
+    }
+    if (rnd() < 0.1) for (let i = 0; i < 11; i++) schema = { type: "object", properties: { p: schema } }; // past 10 levels
+    return { type: "object", properties: { a: schema } };
+  };
   const makers: (() => HostileRequest)[] = [
+    () => chat("bad tool schema", { ...base(), tools: [{ type: "function", function: { name: "f", parameters: faultySchema() } }], tool_choice: pick(["auto", "required"]) }),
+    () => chat("bad response schema", { ...base(), response_format: { type: "json_schema", json_schema: { name: "out", schema: faultySchema(), strict: rnd() < 0.5 } } }),
     () => chat("non-object body", pick([null, 1, "str", [1, 2], true, []])),
     () => {
       const name = pick(Object.keys(BAD));

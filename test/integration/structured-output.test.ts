@@ -104,8 +104,8 @@ describe("structured output on the GGUF runtime: response_format held by a gramm
     expect(pattern).toMatchObject({
       status: 400,
       code: "invalid_value",
-      param: "response_format.json_schema.schema",
-      error: { message: "Invalid schema at schema.properties.code: the keyword 'pattern' cannot be enforced by this model's runtime." },
+      param: "response_format.json_schema.schema.properties.code.pattern",
+      error: { message: "Invalid schema at 'response_format.json_schema.schema.properties.code.pattern': the keyword 'pattern' cannot be enforced by this model's runtime." },
     });
     const bad = async (response_format: unknown) => {
       const res = await fetch(`${gw.baseURL}/chat/completions`, {

@@ -131,7 +131,7 @@ describe("tool calling on the GGUF runtime with the tools harness", () => {
     await expect(client.chat.completions.create({ model, messages: [{ role: "user", content: "Look it up." }], tools: [tools[0]!, patterned], tool_choice: "required" })).rejects.toMatchObject({
       status: 400,
       code: "invalid_value",
-      param: "tools[1].function.parameters",
+      param: "tools[1].function.parameters.properties.code.pattern",
       message: expect.stringContaining("'pattern' cannot be enforced"),
     });
     // The grammar holds the answer to a format or to a call, not both at once.

@@ -6,42 +6,47 @@ const SUPPORTED = new Set([
   "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems", "maxItems", "minProperties",
   "maxProperties", "enum", "const", "oneOf", "anyOf", "minLength", "maxLength", "format", "$defs", "definitions", "$ref",
   // Annotations: they say what a value means, not what it may be.
-  "description", "title", "$schema", "$id", "$comment", "examples", "default",
+  "description", "title", "$schema", "$id", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly",
 ]);
-const ANNOTATIONS = new Set(["title", "$schema", "$id", "$comment", "examples", "default"]);
+const ANNOTATIONS = new Set(["title", "$schema", "$id", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly"]);
+/** OpenAPI's extensions (`x-order`…): annotations by their name. */
+const isExtension = (k: string) => k.startsWith("x-");
 
 const RESPONSE_SCHEMA = "response_format.json_schema.schema";
 
-const refuse = (path: string, message: string, param = RESPONSE_SCHEMA) => new MakinaError("invalid_value", `Invalid schema at ${path}: ${message}`, { param });
+/** Refuses what a grammar cannot take, naming the request's path to it (`response_format.json_schema.schema.properties.code.pattern`) as `param`. */
+export const refuse = (path: string, message: string) => new MakinaError("invalid_value", `Invalid schema at '${path}': ${message}`, { param: path });
 
 /**
  * OpenAI's JSON schema in the dialect node-llama-cpp turns into a grammar: `anyOf` becomes `oneOf`,
  * `definitions` becomes `$defs`, annotations go, and an object's `additionalProperties` is false unless the
  * schema says otherwise (as OpenAI's strict mode requires). A keyword the grammar cannot enforce (`pattern`,
- * `minimum`, `allOf`…) is refused with 400 `invalid_value` naming `param`, never silently dropped.
+ * `minimum`, `allOf`…) is refused with 400 `invalid_value` whose `param` is its path in the request, never silently
+ * dropped. `path` is the schema's own path (`tools[0].function.parameters`).
  */
-export function toGrammarSchema(schema: unknown, path = "schema", param = RESPONSE_SCHEMA): GbnfJsonSchema {
+export function toGrammarSchema(schema: unknown, path: string): GbnfJsonSchema {
   if (typeof schema === "boolean") {
     if (schema) return { type: ["string", "number", "boolean", "null"] } as GbnfJsonSchema;
-    throw refuse(path, "`false` matches nothing.", param);
+    throw refuse(path, "`false` matches nothing.");
   }
-  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) throw refuse(path, "expected an object.", param);
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) throw refuse(path, "expected an object.");
   const split = splitByType(schema as Record<string, unknown>);
-  if (split) return toGrammarSchema(split, path, param);
+  if (split) return toGrammarSchema(split, path);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(schema)) {
-    if (!SUPPORTED.has(k)) throw refuse(path, `the keyword '${k}' cannot be enforced by this model's runtime.`, param);
+    if (isExtension(k)) continue;
+    if (!SUPPORTED.has(k)) throw refuse(`${path}.${k}`, `the keyword '${k}' cannot be enforced by this model's runtime.`);
     if (ANNOTATIONS.has(k)) continue;
     if (k === "properties" || k === "$defs" || k === "definitions") {
-      if (typeof v !== "object" || v === null || Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an object.", param);
-      out[k === "definitions" ? "$defs" : k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, toGrammarSchema(sub, `${path}.${k}.${name}`, param)]));
+      if (typeof v !== "object" || v === null || Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an object.");
+      out[k === "definitions" ? "$defs" : k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, toGrammarSchema(sub, `${path}.${k}.${name}`)]));
     } else if (k === "items" || (k === "additionalProperties" && typeof v === "object")) {
-      out[k] = toGrammarSchema(v, `${path}.${k}`, param);
+      out[k] = toGrammarSchema(v, `${path}.${k}`);
     } else if (k === "prefixItems" || k === "oneOf" || k === "anyOf") {
-      if (!Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an array.", param);
-      out[k === "anyOf" ? "oneOf" : k] = v.map((sub, i) => toGrammarSchema(sub, `${path}.${k}[${i}]`, param));
+      if (!Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an array.");
+      out[k === "anyOf" ? "oneOf" : k] = v.map((sub, i) => toGrammarSchema(sub, `${path}.${k}[${i}]`));
     } else if (k === "$ref") {
-      if (typeof v !== "string" || !/^#\/(\$defs|definitions)\/[^/]+$/.test(v)) throw refuse(`${path}.$ref`, "only references to #/$defs/NAME are supported.", param);
+      if (typeof v !== "string" || !/^#\/(\$defs|definitions)\/[^/]+$/.test(v)) throw refuse(`${path}.$ref`, "only references to #/$defs/NAME are supported.");
       out.$ref = v.replace("#/definitions/", "#/$defs/");
     } else {
       out[k] = v;
@@ -94,13 +99,13 @@ export class ResponseGrammars {
       try {
         schema = JSON.parse(format.schemaJson);
       } catch {
-        throw refuse("schema", "not JSON.");
+        throw refuse(RESPONSE_SCHEMA, "not JSON.");
       }
-      const converted = toGrammarSchema(schema);
+      const converted = toGrammarSchema(schema, RESPONSE_SCHEMA);
       // The schema is only known at run time: its TypeScript type (which types the parsed output) is left open.
       grammar = this.llama.createGrammarForJsonSchema(converted as never).catch((err: unknown) => {
         this.bySchema.delete(format.schemaJson);
-        throw refuse("schema", (err as Error).message);
+        throw refuse(RESPONSE_SCHEMA, (err as Error).message);
       }) as Promise<LlamaGrammar>;
       if (this.bySchema.size >= 32) this.bySchema.delete(this.bySchema.keys().next().value!);
       this.bySchema.set(format.schemaJson, grammar);

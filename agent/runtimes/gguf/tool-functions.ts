@@ -1,6 +1,6 @@
 import type { ChatModelFunctions, GbnfJsonSchema, Llama } from "node-llama-cpp";
 import { MakinaError, type ToolDefinition } from "../../../proto/index.js";
-import { toGrammarSchema } from "./json-schema-grammar.js";
+import { refuse, toGrammarSchema } from "./json-schema-grammar.js";
 
 /** Schemas kept converted and checked. */
 const KEPT = 64;
@@ -32,10 +32,10 @@ export class ToolFunctions {
     let kept = this.bySchema.get(json);
     if (!kept) {
       kept = (async () => {
-        const schema = toGrammarSchema(JSON.parse(json) as unknown, "parameters", param);
+        const schema = toGrammarSchema(JSON.parse(json) as unknown, param);
         // Made once here so that a schema the grammar generator cannot take fails now, with its reason.
         await this.llama.createGrammarForJsonSchema(schema as never).catch((err: unknown) => {
-          throw new MakinaError("invalid_value", `Invalid schema at parameters: ${(err as Error).message}`, { param });
+          throw refuse(param, (err as Error).message);
         });
         return schema;
       })();

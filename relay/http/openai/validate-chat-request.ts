@@ -1,4 +1,5 @@
 import { MakinaError, type ChatInput, type ChatMessage, type ContentPart, type ResponseFormat } from "../../../proto/index.js";
+import { validateJsonSchema } from "./validate-json-schema.js";
 import { checkToolTurns, messageToolCalls, validateTools } from "./validate-tools.js";
 
 /**
@@ -154,6 +155,7 @@ function responseFormat(v: unknown, name: string): ResponseFormat | undefined {
   object(schema, `${p}.schema`);
   const schemaJson = JSON.stringify(schema);
   if (schemaJson.length > MAX_SCHEMA_CHARS) throw invalid(`${p}.schema`, `Invalid '${p}.schema': larger than ${MAX_SCHEMA_CHARS} characters as JSON.`);
+  validateJsonSchema(schema, `${p}.schema`);
   return { type: "json_schema", name: js.name, schemaJson, strict: js.strict === true };
 }
 

@@ -1,4 +1,5 @@
 import { MakinaError, type ChatMessage, type ToolCall, type ToolChoice, type ToolDefinition } from "../../../proto/index.js";
+import { validateJsonSchema } from "./validate-json-schema.js";
 
 /** A request's tools, as the link carries them. */
 export interface ToolsRequest {
@@ -59,6 +60,7 @@ function toolDefinition(v: unknown, i: number): ToolDefinition {
     if (f.parameters.type !== undefined && f.parameters.type !== "object") throw invalid(`${fp}.parameters`, `Invalid '${fp}.parameters': the schema must describe an object ("type": "object").`);
     parametersJson = JSON.stringify(f.parameters);
     if (parametersJson.length > MAX_PARAMETERS_CHARS) throw invalid(`${fp}.parameters`, `Invalid '${fp}.parameters': larger than ${MAX_PARAMETERS_CHARS} characters as JSON.`);
+    validateJsonSchema(f.parameters, `${fp}.parameters`);
   }
   return { name: f.name, description, parametersJson, strict };
 }
