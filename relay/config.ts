@@ -101,6 +101,8 @@ export interface RelayConfig {
   readonly requestTimeoutMs: number;
   /** How often the web application's live event stream sends a keepalive and checks its session again, ms. @default 15000 */
   readonly eventsKeepaliveMs: number;
+  /** How long the audit log keeps an event, days. @default 365 */
+  readonly auditRetentionDays: number;
   /** Requests one stack runs at once; more wait in its queue. @default 64 */
   readonly maxInFlightPerStack: number;
   /** Requests one machine runs at once, all its stacks together. @default 256 */
@@ -155,6 +157,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   queueTimeoutMs: "MAKINA_QUEUE_TIMEOUT_MS",
   streamIdleTimeoutMs: "MAKINA_STREAM_IDLE_TIMEOUT_MS",
   eventsKeepaliveMs: "MAKINA_EVENTS_KEEPALIVE_MS",
+  auditRetentionDays: "MAKINA_AUDIT_RETENTION_DAYS",
   drainTimeoutMs: "MAKINA_DRAIN_TIMEOUT_MS",
   deployStepTimeoutMs: "MAKINA_DEPLOY_STEP_TIMEOUT_MS",
   headerTimeoutMs: "MAKINA_HEADER_TIMEOUT_MS",
@@ -197,6 +200,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   queueTimeoutMs: 30_000,
   streamIdleTimeoutMs: 60_000,
   eventsKeepaliveMs: 15_000,
+  auditRetentionDays: 365,
   drainTimeoutMs: 30_000,
   deployStepTimeoutMs: 30 * 60_000,
   headerTimeoutMs: 20_000,
@@ -312,6 +316,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     queueTimeoutMs: int("queueTimeoutMs", 1, 3_600_000),
     streamIdleTimeoutMs: int("streamIdleTimeoutMs", 100, 24 * 3_600_000),
     eventsKeepaliveMs: int("eventsKeepaliveMs", 100, 3_600_000),
+    auditRetentionDays: int("auditRetentionDays", 1, 36_500),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     deployStepTimeoutMs: int("deployStepTimeoutMs", 100, 24 * 3_600_000),
     headerTimeoutMs: int("headerTimeoutMs", 100, 600_000),

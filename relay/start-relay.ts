@@ -23,6 +23,7 @@ import { RateLimiter, RedisRateLimiter, type Limiter } from "./limits/index.js";
 import { neverReachedDatabase, StorageHealth } from "./health/index.js";
 import { openStore, type DatabaseLocation, type Store } from "./store/index.js";
 import { randomBase62 } from "./ids/index.js";
+import { AuditLog } from "./audit/index.js";
 import { ChangeFeed, joinFleet, type Fleet } from "./cluster/index.js";
 import { lockDataDir } from "./data-dir-lock.js";
 
@@ -120,6 +121,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   let relayUrl = "";
   let linkAddress = "";
   const storage = new StorageHealth(log.child({ component: "storage" }));
+  // Told of users disabled, re-roled or deleted through other relays, once the web sessions exist (below).
+  let userChanged: (userId: string) => void = () => {};
   try {
     const location: DatabaseLocation = config.database ? { kind: "postgres", url: config.database } : { kind: "sqlite", file: relayPaths(config.dataDir).database };
     store = await openStore(location, { onWriteError: (what, err) => storage.failed(what, err), relayId });
@@ -141,6 +144,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
           leaseMs: config.changeLeaseMs,
           hooks: {
             machineChanged: (machineId) => registry.get(machineId)?.end(),
+            userChanged: (userId) => userChanged(userId),
             machinesOffline: (machines) => machines.forEach((m) => events.emit({ type: "machine", orgId: m.orgId, machineId: m.id })),
             caughtUp: async () => {
               // A machine revoked or given a new token while this relay could not hear keeps no link here.
@@ -227,6 +231,12 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     registry.get(machineId)?.end(),
   );
 
+  const audit = new AuditLog(store, log.child({ component: "audit" }), {
+    retentionMs: config.auditRetentionDays * 86_400_000,
+    onWriteError: (what, err) => storage.failed(what, err),
+  });
+  const sessions = new WebSessions(store, { audit });
+  userChanged = (userId) => sessions.userChanged(userId);
   const apps = createRelayApp({
     storage,
     registry,
@@ -235,7 +245,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     events,
     usage,
     metrics,
-    sessions: new WebSessions(store),
+    sessions,
+    audit,
     log: log.child({ component: "http" }),
     limiter,
     targets: fleet?.targets,
@@ -336,6 +347,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         await feed?.stop();
         // Counts the database still refuses are lost with the process: said so in the log, the stop goes on.
         await storage.attempt("usage counts", () => usage.close());
+        await audit.close();
         directory.close();
         await limiter.close?.();
         await store.close();

@@ -2,6 +2,7 @@
 // the relay checks and clients' types come from), its answer and the error envelope, and the event stream's
 // events. The relay's handlers implement exactly these routes; the web application and the CLI import this
 // file's types only (`import type`), so neither carries zod nor any relay code.
+import { AUDIT_ROUTES } from "./audit.js";
 import { EVENT_ROUTES } from "./events.js";
 import { KEY_ROUTES } from "./keys.js";
 import { MACHINE_ROUTES } from "./machines.js";
@@ -20,6 +21,7 @@ export const ADMIN_ROUTES = {
   ...KEY_ROUTES,
   ...USER_ROUTES,
   ...USAGE_ROUTES,
+  ...AUDIT_ROUTES,
   ...EVENT_ROUTES,
   ...SESSION_ROUTES,
 };
@@ -43,6 +45,7 @@ export type StackRoute = keyof typeof STACK_ROUTES;
 export type KeyRoute = keyof typeof KEY_ROUTES;
 export type UserRoute = keyof typeof USER_ROUTES;
 export type UsageRoute = keyof typeof USAGE_ROUTES;
+export type AuditRoute = keyof typeof AUDIT_ROUTES;
 export type EventRoute = keyof typeof EVENT_ROUTES;
 export type SessionRoute = keyof typeof SESSION_ROUTES;
 
@@ -54,7 +57,8 @@ export type { Org } from "./orgs.js";
 export type { Gpu, Hardware, Machine, MachineInventory, MachineJoining, MachineState } from "./machines.js";
 export type { CatalogModel, Check, Compatibility, Deployment, DeploymentStep, LayerOptionValue, RuntimeKind, Stack, StackState } from "./stacks.js";
 export type { ApiKey, ApiKeyWithUsage, NewApiKey } from "./keys.js";
-export type { Role, User } from "./users.js";
+export type { DeletedUser, Role, User } from "./users.js";
+export { AUDIT_ACTIONS, type AuditAction, type AuditEvent, type AuditPage } from "./audit.js";
 export type { Usage, UsagePoint, UsageSeries } from "./usage.js";
 export type { AdminEvent, AdminEventData, AdminEventType } from "./events.js";
 export type { SessionInfo } from "./session.js";

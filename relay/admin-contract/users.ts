@@ -13,6 +13,16 @@ export interface User {
   login: string;
   role: Role;
   created_at: number;
+  /** When an admin disabled the user (it cannot sign in, and the keys it made answer 401); null while enabled. */
+  disabled_at: number | null;
+}
+
+/** What deleting a user did. */
+export interface DeletedUser {
+  id: string;
+  deleted: true;
+  /** The user's keys, revoked with it. */
+  keys_revoked: number;
 }
 
 /** Fewest characters of a password. */
@@ -42,6 +52,27 @@ export const USER_ROUTES = {
         .transform((r): Role => r || "member"),
       password: newPassword("Enter a new password."),
     }),
+    response: answer<User>(),
+  }),
+  /**
+   * Disables or enables a user, or changes its role (admins). Each ends the user's sessions and live event
+   * streams at once; a disabled user cannot sign in and its keys answer 401 until it is enabled again. An admin
+   * cannot do this to itself, and an organization keeps at least one enabled admin.
+   */
+  "PATCH /admin/v1/users/:id": route({
+    body: z
+      .object({
+        disabled: z.boolean(must("true or false")).optional(),
+        role: z.enum(["admin", "member"], must("'admin' or 'member'")).optional(),
+      })
+      .refine((b) => b.disabled !== undefined || b.role !== undefined, says("Give 'disabled', 'role' or both.")),
+    response: answer<User>(),
+  }),
+  /** Deletes a user (admins): its sessions and event streams end, and its keys are revoked. The same rules as disabling. */
+  "DELETE /admin/v1/users/:id": route({ response: answer<DeletedUser>() }),
+  /** Gives a user a new password (admins); its sessions and event streams end. The new password is the admin's to pass on. */
+  "POST /admin/v1/users/:id/reset-password": route({
+    body: z.object({ password: newPassword("Enter a new password.") }),
     response: answer<User>(),
   }),
 } as const;

@@ -16,6 +16,8 @@ export class Access {
     readonly principal: Principal,
     /** The organization with this id or slug, if any. */
     private readonly findOrg: OrgFinder,
+    /** The caller's address, as the relay saw it (for the audit log). */
+    readonly address: string | null = null,
   ) {}
 
   /** The signed-in user's id; `null` for the operator. */

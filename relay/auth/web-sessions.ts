@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { MakinaError } from "../../proto/index.js";
 import { hashPassword, hashSecret, hashesEqual, verifyPassword } from "../keys/index.js";
+import type { AuditLog } from "../audit/index.js";
 import type { Store, User } from "../store/index.js";
 import { HashSlots } from "./hash-slots.js";
 import { SignInGuard, type SignInTicket } from "./sign-in-guard.js";
@@ -21,6 +22,8 @@ export interface WebSessionsOptions {
   guard?: SignInGuard;
   /** Password hashes at once for the whole relay, and in line. @default 2 and 64 */
   hashSlots?: HashSlots;
+  /** Where sign-ins (succeeded, or refused after a password check) and password changes are recorded. */
+  audit?: AuditLog;
   now?: () => number;
 }
 
@@ -36,9 +39,11 @@ export class WebSessions {
   private readonly hashSlots: HashSlots;
   private readonly ttlMs: number;
   private readonly now: () => number;
+  private readonly audit: AuditLog | undefined;
   // A hash to verify against when the login does not exist, so a missing login costs as much as a wrong password.
   private decoyHash: Promise<string> | undefined;
   private readonly endedListeners = new Set<(sessionHash: string) => void>();
+  private readonly userListeners = new Set<(userId: string) => void>();
 
   constructor(
     private readonly store: Store,
@@ -48,6 +53,7 @@ export class WebSessions {
     this.hashSlots = options.hashSlots ?? new HashSlots();
     this.ttlMs = options.ttlMs ?? 7 * 24 * 3600_000;
     this.now = options.now ?? Date.now;
+    this.audit = options.audit;
   }
 
   /** Checks a login and password (both given: the admin contract requires them); on success opens a session and returns its cookie value. */
@@ -62,7 +68,26 @@ export class WebSessions {
     } finally {
       this.guard.finish(ticket, ok);
     }
-    if (!ok || !found) throw new MakinaError("invalid_credentials", "The login or password is not right.", { param: "password" });
+    const record = (outcome: "success" | "failure", reason?: string) =>
+      this.audit?.record({
+        orgId: found?.orgId ?? null,
+        action: "sign_in",
+        outcome,
+        actor: found ? { kind: "user", id: found.id, login: found.login } : { kind: "anonymous", id: null, login: login.slice(0, 64) },
+        address,
+        target: null,
+        detail: reason ? { reason } : null,
+      });
+    if (!ok || !found) {
+      await record("failure", found ? "wrong password" : "unknown login");
+      throw new MakinaError("invalid_credentials", "The login or password is not right.", { param: "password" });
+    }
+    // Told only to whoever knows the password.
+    if (found.disabledAt !== null) {
+      await record("failure", "disabled");
+      throw new MakinaError("invalid_credentials", "This account is disabled; ask an admin of your organization.", { param: "login" });
+    }
+    await record("success");
     const { passwordHash: _hash, ...user } = found;
     const cookie = token();
     const csrfToken = token();
@@ -81,7 +106,7 @@ export class WebSessions {
     const sessionHash = hashSecret(cookie);
     const session = await this.store.sessions.find(sessionHash, this.now());
     const user = session && (await this.store.users.get(session.userId));
-    return session && user ? { user, csrfToken: session.csrfToken, sessionHash } : undefined;
+    return session && user && user.disabledAt === null ? { user, csrfToken: session.csrfToken, sessionHash } : undefined;
   }
 
   /** True when `sent` is this session's CSRF token (compared in constant time). */
@@ -103,10 +128,31 @@ export class WebSessions {
     return started;
   }
 
-  /** Whether a session still holds: not signed out or expired, its user still there. */
+  /** Whether a session still holds: not signed out or expired, its user still there and enabled. */
   async isLive(sessionHash: string): Promise<boolean> {
     const session = await this.store.sessions.find(sessionHash, this.now());
-    return session !== undefined && (await this.store.users.get(session.userId)) !== undefined;
+    const user = session && (await this.store.users.get(session.userId));
+    return user !== undefined && user.disabledAt === null;
+  }
+
+  /**
+   * Ends every session of a user at once (it was disabled, re-roled, given a new password or deleted), and its
+   * event streams on this relay. Other relays end theirs when the change reaches them.
+   */
+  async endUser(userId: string): Promise<void> {
+    this.ended(await this.store.sessions.deleteForUser(userId));
+    this.userChanged(userId);
+  }
+
+  /** A user's sessions were ended elsewhere (another relay): its event streams on this relay end. */
+  userChanged(userId: string): void {
+    for (const listener of this.userListeners) listener(userId);
+  }
+
+  /** Calls `listener` with each user whose sessions ended at once; returns how to stop. */
+  onUserEnded(listener: (userId: string) => void): () => void {
+    this.userListeners.add(listener);
+    return () => this.userListeners.delete(listener);
   }
 
   /** Calls `listener` with sessions this relay ended (signed out, or ended by a password change); returns how to stop. */
@@ -137,5 +183,13 @@ export class WebSessions {
     if (!ok || !found) throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
     await this.store.users.setPasswordHash(found.id, await this.hashSlots.run(() => hashPassword(next)));
     this.ended(await this.store.sessions.deleteForUser(found.id, session.sessionHash));
+    await this.audit?.record({
+      orgId: found.orgId,
+      action: "user.password_changed",
+      actor: { kind: "user", id: found.id, login: found.login },
+      address,
+      target: { kind: "user", id: found.id, name: found.login },
+      detail: null,
+    });
   }
 }

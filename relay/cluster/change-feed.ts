@@ -36,6 +36,8 @@ export class OlderRelayRunningError extends Error {
 export interface ChangeFeedHooks {
   /** A machine's token changed (rotated, revoked): its link, if this relay holds it, must end. */
   machineChanged(machineId: string): void;
+  /** A user was disabled, re-roled, given a new password or deleted: its event streams on this relay must end. */
+  userChanged(userId: string): void;
   /** Machines shown online through relays that are gone were marked offline. */
   machinesOffline(machines: { id: string; orgId: string }[]): void;
   /**
@@ -69,7 +71,7 @@ interface Barrier {
  * through relay A is refused by relay B a millisecond later).
  *
  * - **Announced by the database.** Triggers on the tables the relays hold in memory (keys, organizations,
- *   deployed stacks, machine tokens, settings) `pg_notify` each committed change, whoever made it, inside its
+ *   deployed stacks, machine tokens, users, settings) `pg_notify` each committed change, whoever made it, inside its
  *   transaction; PostgreSQL delivers notifications to every listener in commit order. Each relay listens on one
  *   connection of its own and applies them in order to its {@link GatewayDirectory}.
  * - **Acknowledged before the writer answers.** After a write, the relay that made it sends a barrier on the same
@@ -311,6 +313,7 @@ export class ChangeFeed {
       if (change) {
         if (change.kind === "machine") void directory.afterQueued(() => hooks.machineChanged(change.machineId));
         else void directory.follow(change);
+        if (change.kind === "user") void directory.afterQueued(() => hooks.userChanged(change.userId));
       } else if (kind === "barrier") {
         const [writer, n] = splitLast(rest);
         // Answered once every change before it is applied; not when one could not be read (the writer then
@@ -368,6 +371,8 @@ function toChange(kind: string, id: string): StoreChange | undefined {
       return { kind, machineId: id };
     case "setting":
       return { kind, key: id };
+    case "user":
+      return { kind, userId: id };
     default:
       return undefined;
   }

@@ -3,7 +3,7 @@ import type { Deployer } from "../deploy/index.js";
 import type { EventBus } from "../events/index.js";
 import { createApiKey, hashPassword, hashSecret, newSecret, publicKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
 import { checkMachineCredentials } from "../link/index.js";
-import { slugify, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
+import { slugify, type AuditEvent, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
 import { checkStack, refusalReasons, type Compatibility } from "../compatibility/index.js";
 import { MAX_MODEL_REF_CHARS, type ModelInspector } from "./model-inspector.js";
 import { defaultModelId, layerOptions, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
@@ -290,6 +290,59 @@ export class ControlPlane {
     const user = await this.store.users.create({ orgId: org.id, login: input.login, passwordHash: await hashPassword(input.password), role: input.role });
     if (!user) throw taken();
     return user;
+  }
+
+  /** An organization's audit log, newest first (see {@link AuditEventStore.list}). */
+  auditEvents(orgId: string, options: { limit: number; before?: string; actions?: readonly string[] }): Promise<AuditEvent[]> {
+    return this.store.audit.list(orgId, options);
+  }
+
+  /** The user with this id. */
+  async user(id: string): Promise<User> {
+    const user = await this.store.users.get(id);
+    if (!user) throw new MakinaError("not_found", `No user '${id}'.`, { param: "id" });
+    return user;
+  }
+
+  /**
+   * Disables or enables a user, or changes its role. `by` is the acting user (null for the operator): nobody
+   * does this to itself, and an organization keeps at least one enabled admin.
+   */
+  async updateUser(id: string, change: { disabled?: boolean; role?: User["role"] }, by: string | null): Promise<User> {
+    const user = await this.user(id);
+    const losesAdmin = user.role === "admin" && user.disabledAt === null && (change.disabled === true || change.role === "member");
+    await this.checkOffboarding(user, by, losesAdmin, change.disabled === true ? "disable" : "change the role of");
+    let updated = user;
+    if (change.role !== undefined && change.role !== user.role) updated = (await this.store.users.setRole(id, change.role)) ?? updated;
+    if (change.disabled !== undefined && change.disabled !== (user.disabledAt !== null)) updated = (await this.store.users.setDisabled(id, change.disabled)) ?? updated;
+    return updated;
+  }
+
+  /** Deletes a user and revokes the keys it made; the rules of {@link updateUser}. Returns the user and how many keys were revoked. */
+  async deleteUser(id: string, by: string | null): Promise<{ user: User; keysRevoked: number }> {
+    const user = await this.user(id);
+    await this.checkOffboarding(user, by, user.role === "admin" && user.disabledAt === null, "delete");
+    const keys = (await this.store.keys.listByOrg(user.orgId)).filter((k) => k.createdBy === id && k.state === "active");
+    // Revoked first: a key never outlives its user's row, even when the deletion fails half-way.
+    for (const key of keys) await this.store.keys.revoke(key.id);
+    if (keys.length > 0) this.events.emit({ type: "key", orgId: user.orgId, keyId: "*" });
+    if (!(await this.store.users.delete(id))) throw new MakinaError("not_found", `No user '${id}'.`, { param: "id" });
+    return { user, keysRevoked: keys.length };
+  }
+
+  /** Gives a user a new password (its sessions are ended by the caller); not one's own (the Account page asks for the current one). */
+  async resetPassword(id: string, password: string, by: string | null): Promise<User> {
+    const user = await this.user(id);
+    if (by === id) throw new MakinaError("permission_denied", "Change your own password on the Account page (it asks for the current one).");
+    await this.store.users.setPasswordHash(id, await hashPassword(password));
+    return user;
+  }
+
+  private async checkOffboarding(user: User, by: string | null, losesAdmin: boolean, verb: string): Promise<void> {
+    if (by === user.id) throw new MakinaError("permission_denied", `You cannot ${verb} your own account; ask another admin.`);
+    if (losesAdmin && (await this.store.users.enabledAdmins(user.orgId)).length <= 1) {
+      throw new MakinaError("conflict", `'${user.login}' is the organization's only enabled admin: make another user an admin first.`, { param: "id" });
+    }
   }
 
   private async view(stack: Stack): Promise<StackView> {

@@ -8,6 +8,7 @@ import type { AdmissionGate, GatewayDirectory, InferenceTarget } from "../routin
 import type { Limiter } from "../limits/index.js";
 import type { StorageHealth } from "../health/index.js";
 import type { WebSessions } from "../auth/index.js";
+import type { AuditLog } from "../audit/index.js";
 import type { EventBus } from "../events/index.js";
 import type { UsageRecorder } from "../usage/index.js";
 import type { RelayMetrics } from "../metrics/index.js";
@@ -33,6 +34,8 @@ export interface RelayAppDeps {
   log: Logger;
   limiter: Limiter;
   sessions: WebSessions;
+  /** Where security-relevant actions are recorded. */
+  audit: AuditLog;
   events: EventBus;
   usage: UsageRecorder;
   metrics: RelayMetrics;
@@ -122,7 +125,18 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const adminRoutes = (app: Express) => {
     app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash, deps.metricsTokenHash));
     app.use(authRouter({ control: deps.control, sessions: deps.sessions }));
-    app.use(adminRouter({ control: deps.control, findOrg: (ref) => deps.directory.findOrg(ref), sessions: deps.sessions, events: deps.events, usage: deps.usage, adminTokenHash: deps.adminTokenHash, eventsKeepaliveMs: deps.eventsKeepaliveMs }));
+    app.use(
+      adminRouter({
+        control: deps.control,
+        findOrg: (ref) => deps.directory.findOrg(ref),
+        sessions: deps.sessions,
+        audit: deps.audit,
+        events: deps.events,
+        usage: deps.usage,
+        adminTokenHash: deps.adminTokenHash,
+        eventsKeepaliveMs: deps.eventsKeepaliveMs,
+      }),
+    );
     app.use(webApp(deps.webDir === undefined ? findWebDir() : deps.webDir));
   };
   const finish = (app: Express) => {

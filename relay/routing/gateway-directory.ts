@@ -36,6 +36,8 @@ interface State {
   routes: Map<string, Stack[]>;
   /** The hash of the deployment's admin token (a setting). */
   adminTokenHash: string | undefined;
+  /** Users an admin disabled: the keys they made are held (in `keys`) but not served (not in `byHash`). */
+  disabledUsers: Set<string>;
 }
 
 const routeOf = (orgId: string, modelId: string) => `${orgId}\u0000${modelId}`;
@@ -53,7 +55,7 @@ const routeOf = (orgId: string, modelId: string) => `${orgId}\u0000${modelId}`;
  * a key is never served after its revocation; the directory reloads whole once the database answers.
  */
 export class GatewayDirectory {
-  private state: State = { orgs: new Map(), keys: new Map(), byHash: new Map(), serving: new Map(), routes: new Map(), adminTokenHash: undefined };
+  private state: State = { orgs: new Map(), keys: new Map(), byHash: new Map(), serving: new Map(), routes: new Map(), adminTokenHash: undefined, disabledUsers: new Set() };
   private externalVersion = -1;
   /** The reload another process's commit started, until it is done: every request meanwhile waits for it. */
   private reloading: Promise<void> | undefined;
@@ -233,13 +235,22 @@ export class GatewayDirectory {
   }
 
   private async loadAll(): Promise<State> {
-    const [orgs, keys, serving, adminTokenHash] = await Promise.all([
+    const [orgs, keys, serving, adminTokenHash, disabledUsers] = await Promise.all([
       this.store.orgs.list(),
       this.store.keys.listActive(),
       this.store.stacks.serving(),
       this.store.settings.get(ADMIN_TOKEN_HASH),
+      this.store.users.disabledIds(),
     ]);
-    const state: State = { orgs: new Map(orgs.map((o) => [o.id, o])), keys: new Map(), byHash: new Map(), serving: new Map(), routes: new Map(), adminTokenHash };
+    const state: State = {
+      orgs: new Map(orgs.map((o) => [o.id, o])),
+      keys: new Map(),
+      byHash: new Map(),
+      serving: new Map(),
+      routes: new Map(),
+      adminTokenHash,
+      disabledUsers: new Set(disabledUsers),
+    };
     for (const key of keys) this.putKey(state, key);
     for (const stack of serving) {
       const list = state.serving.get(stack.orgId);
@@ -286,6 +297,11 @@ export class GatewayDirectory {
         for (const stack of state.serving.get(change.orgId) ?? []) state.routes.delete(routeOf(stack.orgId, stack.modelId));
         state.serving.set(change.orgId, stacks);
         this.indexRoutes(state, change.orgId);
+      } else if (change.kind === "user") {
+        const user = await this.store.users.get(change.userId);
+        if (user && user.disabledAt !== null) state.disabledUsers.add(user.id);
+        else state.disabledUsers.delete(change.userId);
+        for (const key of state.keys.values()) if (key.createdBy === change.userId) this.putKey(state, key);
       } else if (change.kind === "setting" && change.key === ADMIN_TOKEN_HASH) {
         state.adminTokenHash = undefined;
         state.adminTokenHash = await this.store.settings.get(ADMIN_TOKEN_HASH);
@@ -293,14 +309,26 @@ export class GatewayDirectory {
     } catch (err) {
       // Fail closed for keys (a revoked key must not stay), and reload everything once the database answers.
       if (change.kind === "key") this.dropKey(state, change.keyId);
+      if (change.kind === "user") {
+        // Its keys stop until the reload says whether the user is still enabled.
+        state.disabledUsers.add(change.userId);
+        for (const key of state.keys.values()) if (key.createdBy === change.userId) this.putKey(state, key);
+      }
       this.missed = true;
       this.scheduleRetry(err);
     }
   }
 
-  /** Adds (or replaces) an active key, filling in its organization's default limits where it sets none. */
+  /**
+   * Adds (or replaces) an active key, filling in its organization's default limits where it sets none; a key
+   * made by a disabled user is held but not served.
+   */
   private putKey(state: State, key: ApiKeyRecord): void {
     state.keys.set(key.id, key);
+    if (key.createdBy !== null && state.disabledUsers.has(key.createdBy)) {
+      state.byHash.delete(key.keyHash);
+      return;
+    }
     let effective = key;
     if (key.rpm === null || key.tpm === null) {
       const org = state.orgs.get(key.orgId);

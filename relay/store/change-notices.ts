@@ -1,7 +1,8 @@
 /**
  * A change to what relays hold in memory: a key (created, revoked, its limits), an organization (its default
  * key limits), the stacks of an organization (deployed, taken out of service), what the gateway reads on every
- * request; a machine's token (rotated, revoked), which ends its link on whichever relay holds it; or a setting
+ * request; a machine's token (rotated, revoked), which ends its link on whichever relay holds it; a user (disabled,
+ * re-roled, given a new password, deleted), whose keys the gateway drops and whose event streams end; or a setting
  * (the admin token's hash, which every relay accepts). The store
  * announces each one after its write committed.
  */
@@ -10,6 +11,7 @@ export type StoreChange =
   | { kind: "org"; orgId: string }
   | { kind: "stacks"; orgId: string }
   | { kind: "machine"; machineId: string }
+  | { kind: "user"; userId: string }
   | { kind: "setting"; key: string };
 
 /**

@@ -8,6 +8,7 @@ import { DeploymentStore } from "./deployments.js";
 import { ApiKeyStore } from "./api-keys.js";
 import { SettingsStore } from "./settings.js";
 import { SessionStore } from "./sessions.js";
+import { AuditEventStore } from "./audit-events.js";
 
 export { slugify, type Organization } from "./organizations.js";
 export type { User } from "./users.js";
@@ -16,6 +17,7 @@ export { type Stack, type StackState, type RuntimeKind, type NewStack } from "./
 export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";
+export type { AuditActor, AuditEvent } from "./audit-events.js";
 export type { StoreChange, ChangeListener } from "./change-notices.js";
 export { type DatabaseLocation, type Db, databaseNowMs } from "./open-database.js";
 export { transaction } from "./transaction.js";
@@ -38,6 +40,7 @@ export interface Store {
   readonly keys: ApiKeyStore;
   readonly settings: SettingsStore;
   readonly sessions: SessionStore;
+  readonly audit: AuditEventStore;
   close(): Promise<void>;
 }
 
@@ -62,13 +65,14 @@ export async function openStore(
     externalVersion: database.externalVersion,
     notices,
     orgs: new OrganizationStore(db, notices),
-    users: new UserStore(db),
+    users: new UserStore(db, notices),
     machines,
     stacks: new StackStore(db, notices),
     deployments: new DeploymentStore(db),
     keys,
     settings: new SettingsStore(db, notices),
     sessions: new SessionStore(db),
+    audit: new AuditEventStore(db),
     close: () =>
       (closing ??= (async () => {
         try {

@@ -206,6 +206,33 @@ export const MIGRATIONS: readonly string[] = [
     EXECUTE FUNCTION makina_changed('stacks', 'org_id');
   {{/POSTGRES}}
   `,
+  `
+  -- People can be offboarded: a disabled user cannot sign in and the keys it made do not work.
+  ALTER TABLE users ADD COLUMN disabled_at BIGINT;
+  -- The audit log: each security-relevant action, who did it, when and from where (relay/audit).
+  CREATE TABLE audit_events (
+    id TEXT PRIMARY KEY,
+    org_id TEXT,
+    at BIGINT NOT NULL,
+    action TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    actor_kind TEXT NOT NULL,
+    actor_id TEXT,
+    actor_login TEXT,
+    address TEXT,
+    target_kind TEXT,
+    target_id TEXT,
+    target_name TEXT,
+    detail_json TEXT
+  );
+  CREATE INDEX audit_events_org_at ON audit_events(org_id, at, id);
+  CREATE INDEX audit_events_at ON audit_events(at);
+  {{POSTGRES}}
+  -- A user disabled, re-roled, given a new password or deleted: every relay ends its event streams and drops its keys.
+  CREATE TRIGGER users_changed AFTER DELETE OR UPDATE OF disabled_at, role, password_hash
+    ON users FOR EACH ROW EXECUTE FUNCTION makina_changed('user', 'id');
+  {{/POSTGRES}}
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

@@ -20,6 +20,7 @@ export interface Tables {
     password_hash: string;
     role: "admin" | "member";
     created_at: number;
+    disabled_at: number | null;
   };
   machines: {
     id: string;
@@ -95,6 +96,21 @@ export interface Tables {
   settings: {
     key: string;
     value: string;
+  };
+  audit_events: {
+    id: string;
+    org_id: string | null;
+    at: number;
+    action: string;
+    outcome: "success" | "failure";
+    actor_kind: "operator" | "user" | "anonymous";
+    actor_id: string | null;
+    actor_login: string | null;
+    address: string | null;
+    target_kind: string | null;
+    target_id: string | null;
+    target_name: string | null;
+    detail_json: string | null;
   };
   sessions: {
     id_hash: string;

@@ -58,12 +58,14 @@ export interface TestGatewayOptions {
    * `openai` kind, whose adapter the agents replace with the stand-in's). @default "gguf"
    */
   runtime?: "gguf" | "fake";
+  /** The relay's log. @default silent (every line at debug with MAKINA_TEST_LOG set) */
+  log?: Logger;
 }
 
 /** Starts a relay on ephemeral ports, registers this machine, deploys a stack and creates a key. */
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), "makina-test-"));
-  const log = testLog();
+  const log = options.log ?? testLog();
   const relay = await startRelay(
     resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500, drainTimeoutMs: 1000, ...options.relayFlags } }),
     { log },

@@ -8,6 +8,7 @@ import { silentLogger } from "../../proto/index.js";
 import { emptyDatabase } from "../helpers/databases.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { sseEvents, WebClient } from "../helpers/web-client.js";
 import { fakeAdapter } from "../fakes/fake-runtime.js";
 import { resolveAgentConfig, startAgent } from "../../agent/index.js";
 
@@ -86,6 +87,27 @@ describe("relays on one database", () => {
     expect((await admin(b, "POST", `/stacks/${stackId}/undeploy`)).status).toBe(200);
     expect(await listed(b)).toEqual(["stories"]);
     expect(await listed(gw.relay)).toEqual(["stories"]);
+  });
+
+  it("stops a user disabled through one relay on the other at once: its keys, its session and its live event stream", async () => {
+    const password = "correct horse battery";
+    const user = await admin(gw.relay, "POST", "/users", { org: gw.orgId, login: `roamer-${Date.now()}@example.com`, role: "member", password });
+    expect(user.status).toBe(201);
+    const web = new WebClient(b.url);
+    expect((await web.signIn(user.body.login as string, password)).status).toBe(200);
+    const key = (await web.json<{ key: string }>("POST", "/admin/v1/keys", { name: "roaming" })).key;
+    const stream = await web.call("GET", "/admin/v1/events");
+    const events = sseEvents(stream);
+    expect((await models(b, key)).status).toBe(200);
+
+    expect((await admin(gw.relay, "PATCH", `/users/${user.body.id as string}`, { disabled: true })).status).toBe(200);
+    expect((await models(b, key)).status).toBe(401);
+    expect((await web.call("GET", "/admin/v1/keys")).status).toBe(401);
+    expect((await events.next()).done).toBe(true);
+
+    expect((await admin(b, "PATCH", `/users/${user.body.id as string}`, { disabled: false })).status).toBe(200);
+    expect((await models(gw.relay, key)).status).toBe(200);
+    expect((await models(b, key)).status).toBe(200);
   });
 
   it("ends a machine's link on the relay holding it when the machine is revoked through another", async () => {

@@ -206,6 +206,60 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     await store.sessions.deleteForUser(user.id);
     expect(await store.sessions.find("s2", 200)).toBeUndefined();
   });
+
+  it("disables, re-roles and deletes users, announcing each change, and a deleted user's sessions go with it", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const heard: StoreChange[] = [];
+    store.notices.listen((c) => void heard.push(c));
+    const org = (await store.orgs.create("Off"))!;
+    const user = (await store.users.create({ orgId: org.id, login: "leaver", passwordHash: "h", role: "admin" }))!;
+    expect(user.disabledAt).toBeNull();
+    const disabled = (await store.users.setDisabled(user.id, true, 1_000))!;
+    expect(disabled.disabledAt).toBe(1_000);
+    // Disabling again keeps the first time.
+    expect((await store.users.setDisabled(user.id, true, 2_000))!.disabledAt).toBe(1_000);
+    expect(await store.users.disabledIds()).toEqual([user.id]);
+    expect(await store.users.enabledAdmins(org.id)).toEqual([]);
+    expect((await store.users.setDisabled(user.id, false))!.disabledAt).toBeNull();
+    expect((await store.users.setRole(user.id, "member"))!.role).toBe("member");
+    await store.sessions.create("s", { userId: user.id, csrfToken: "c", createdAt: 0, expiresAt: 10_000 });
+    expect(await store.users.delete(user.id)).toBe(true);
+    expect(await store.users.delete(user.id)).toBe(false);
+    expect(await store.users.get(user.id)).toBeUndefined();
+    expect(await store.sessions.find("s", 1)).toBeUndefined();
+    expect(heard.filter((c) => c.kind === "user")).toHaveLength(6);
+  });
+
+  it("keeps the audit log: newest first, a page at a time in the order recorded (within a millisecond too), by action, pruned by age", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const actor = { kind: "operator" as const, id: null, login: null };
+    const made = [];
+    for (let i = 0; i < 7; i++) {
+      made.push(
+        await store.audit.insert({
+          orgId: "org_a",
+          at: i < 5 ? 5_000 : 6_000 + i,
+          action: i % 2 ? "key.created" : "user.disabled",
+          outcome: "success",
+          actor,
+          address: "127.0.0.1",
+          target: { kind: "user", id: `user_${i}`, name: null },
+          detail: i === 0 ? { role: "admin" } : null,
+        }),
+      );
+    }
+    await store.audit.insert({ orgId: "org_b", at: 7_000, action: "sign_in", outcome: "failure", actor: { kind: "anonymous", id: null, login: "x" }, address: null, target: null, detail: null });
+    const newestFirst = made.map((e) => e.id).reverse();
+    const page1 = await store.audit.list("org_a", { limit: 3 });
+    const page2 = await store.audit.list("org_a", { limit: 3, before: page1[2]!.id });
+    const page3 = await store.audit.list("org_a", { limit: 3, before: page2[2]!.id });
+    expect([...page1, ...page2, ...page3].map((e) => e.id)).toEqual(newestFirst);
+    expect(page3.at(-1)).toEqual(made[0]);
+    expect((await store.audit.list("org_a", { limit: 10, actions: ["key.created"] })).map((e) => e.target!.id)).toEqual(["user_5", "user_3", "user_1"]);
+    expect(await store.audit.list("org_a", { limit: 10, before: "aud_0000000000000000" })).toEqual([]);
+    expect(await store.audit.prune(6_000)).toBe(5);
+    expect((await store.audit.list("org_a", { limit: 10 })).map((e) => e.id)).toEqual(newestFirst.slice(0, 2));
+  });
 });
 
 describe("several relays starting against one empty PostgreSQL database at once", () => {
@@ -223,7 +277,7 @@ describe("several relays starting against one empty PostgreSQL database at once"
 });
 
 describe("what a PostgreSQL database announces to every relay", () => {
-  it("a deployed stack's changes that routing reads, and never its runtime's state (written at every deployment)", async () => {
+  it("a deployed stack's changes that routing reads, never its runtime's state (written at every deployment), and what a user may do", async () => {
     const location = (await emptyDatabase("postgres")) as Extract<DatabaseLocation, { kind: "postgres" }>;
     const store = await openStore(location);
     const listener = new pg.Client({ connectionString: location.url });
@@ -244,6 +298,14 @@ describe("what a PostgreSQL database announces to every relay", () => {
       // Announcements come in commit order: once the undeploy's is heard, any before it would have been.
       await store.stacks.transition(stack.id, "undeploying");
       await vi.waitFor(() => expect(heard).toEqual([`stacks:${org.id}`]));
+      // A user's role, state and password, and its deletion; not its sign-ins.
+      heard.length = 0;
+      const user = (await store.users.create({ orgId: org.id, login: "u", passwordHash: "h", role: "member" }))!;
+      await store.users.setDisabled(user.id, true);
+      await store.users.setRole(user.id, "admin");
+      await store.users.setPasswordHash(user.id, "h2");
+      await store.users.delete(user.id);
+      await vi.waitFor(() => expect(heard).toEqual(Array.from({ length: 4 }, () => `user:${user.id}`)));
     } finally {
       await listener.end();
       await store.close();

@@ -20,13 +20,13 @@ export function adminAuth(deps: { findOrg: OrgFinder; sessions: WebSessions; adm
     const bearer = requestBearer(req);
     if (bearer !== undefined) {
       if (!isAdminToken(bearer, deps.adminTokenHash)) throw new MakinaError("invalid_admin_token", "Invalid admin token.");
-      res.locals.access = new Access({ kind: "operator" }, findOrg);
+      res.locals.access = new Access({ kind: "operator" }, findOrg, req.ip ?? null);
       return;
     }
     const session = await requestSession(req, deps.sessions);
     if (!session) throw new MakinaError("invalid_admin_token", "Sign in, or pass the admin token as `Authorization: Bearer <admin token>`.");
     if (!SAFE_METHODS.has(req.method)) requireCsrf(req, deps.sessions, session);
-    res.locals.access = new Access({ kind: "user", ...session }, findOrg);
+    res.locals.access = new Access({ kind: "user", ...session }, findOrg, req.ip ?? null);
   }
 }
 

@@ -7,6 +7,9 @@ import type { UsageRecorder } from "../../usage/index.js";
 import { jsonBody } from "../json-body.js";
 import { accessOf, adminAuth } from "./admin-auth.js";
 import { isAdminToken, requestBearer } from "../auth/request-auth.js";
+import type { AuditLog } from "../../audit/index.js";
+import { auditRoutes } from "./audit-routes.js";
+import { auditTrail } from "./audit-trail.js";
 import { EventStreams } from "./event-stream.js";
 import { keyRoutes } from "./keys-routes.js";
 import { machineRoutes } from "./machines-routes.js";
@@ -22,6 +25,7 @@ export interface AdminRouterDeps {
   /** Organizations by id or slug, from memory. */
   findOrg: OrgFinder;
   sessions: WebSessions;
+  audit: AuditLog;
   events: EventBus;
   usage: UsageRecorder;
   adminTokenHash: () => string | undefined;
@@ -37,17 +41,20 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   const { control } = deps;
   const r = Router();
   r.use("/admin/v1", adminAuth(deps), ...jsonBody(1024 * 1024));
+  const record = auditTrail(deps.audit);
   const handlers: RouteHandlers<Exclude<AdminRoute, SessionRoute | EventRoute>, Access> = {
-    ...orgRoutes(control),
-    ...machineRoutes(control),
-    ...stackRoutes(control),
-    ...keyRoutes(control, deps.usage),
-    ...userRoutes(control),
+    ...orgRoutes(control, record),
+    ...machineRoutes(control, record),
+    ...stackRoutes(control, record),
+    ...keyRoutes(control, deps.usage, record),
+    ...userRoutes(control, deps.sessions, record),
     ...usageRoutes(deps.usage),
+    ...auditRoutes(control),
   };
   mountRoutes(r, "/admin/v1/", handlers, accessOf);
   const live = new EventStreams(deps.events, { keepaliveMs: deps.eventsKeepaliveMs });
   deps.sessions.onEnded((sessionHash) => live.endFor(sessionHash));
+  deps.sessions.onUserEnded((userId) => live.endForUser(userId));
   const streams: { [K in EventRoute]: StreamHandler<K, Access> } = {
     // A user gets its own organization's changes; the operator every organization's, or the one it names.
     "GET /admin/v1/events": (input, access, res) => {

@@ -137,6 +137,11 @@ export class EventStreams {
     });
   }
 
+  /** Ends every stream of a user (disabled, re-roled, given a new password or deleted). */
+  endForUser(user: string): void {
+    for (const s of this.open) if (s.user === user) s.stop("end");
+  }
+
   /** Ends every stream of a session (it was signed out). */
   endFor(session: string): void {
     for (const s of this.open) if (s.session === session) s.stop("end");

@@ -2,12 +2,15 @@ import { MakinaError } from "../../../proto/index.js";
 import type { KeyRoute } from "../../admin-contract/index.js";
 import type { Access } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
+import type { Organization } from "../../store/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
+import type { AuditRecorder } from "./audit-trail.js";
 
 /** API keys: anyone of the organization lists and makes them; admins revoke any, members their own. */
-export function keyRoutes(control: ControlPlane, usage: UsageRecorder): RouteHandlers<KeyRoute, Access> {
+export function keyRoutes(control: ControlPlane, usage: UsageRecorder, record: AuditRecorder): RouteHandlers<KeyRoute, Access> {
+  const target = (k: { id: string; name: string | null; prefix: string }) => ({ kind: "key", id: k.id, name: k.name ?? k.prefix });
   return {
     "GET /admin/v1/keys": async (input, access) => {
       const org = access.org(input.query().org);
@@ -16,7 +19,9 @@ export function keyRoutes(control: ControlPlane, usage: UsageRecorder): RouteHan
     },
     "POST /admin/v1/keys": async (input, access) => {
       const body = input.body();
-      const { key, record } = await control.createKey(access.org(body.org).id, {
+      const org = access.org(body.org);
+      if (!access.isAdmin) withinOrgDefaults(body, org);
+      const created = await control.createKey(org.id, {
         name: body.name ?? null,
         stackIds: body.stacks ?? null,
         machineIds: body.machines ?? null,
@@ -24,13 +29,36 @@ export function keyRoutes(control: ControlPlane, usage: UsageRecorder): RouteHan
         tpm: body.tpm ?? null,
         createdBy: access.userId,
       });
-      return toWire({ ...record, key });
+      await record(access, {
+        orgId: org.id,
+        action: "key.created",
+        target: target(created.record),
+        detail: { rpm: created.record.rpm, tpm: created.record.tpm, stacks: created.record.stackIds, machines: created.record.machineIds },
+      });
+      return toWire({ ...created.record, key: created.key });
     },
     "POST /admin/v1/keys/:id/revoke": async ({ params }, access) => {
       const key = await control.key(params.id);
       access.see(key.orgId, "API key", params.id, "key");
       if (!access.isAdmin && key.createdBy !== access.userId) throw new MakinaError("permission_denied", "Members can revoke only the keys they created.");
-      return toWire(await control.revokeKey(key.id));
+      const revoked = await control.revokeKey(key.id);
+      await record(access, { orgId: key.orgId, action: "key.revoked", target: target(revoked) });
+      return toWire(revoked);
     },
   };
+}
+
+/**
+ * A member's key allows no more than the organization's default limits (where it has them): a member cannot
+ * give itself more than an admin set for everyone. Left unset, a limit is the default.
+ */
+function withinOrgDefaults(body: { rpm?: number | null; tpm?: number | null }, org: Organization): void {
+  for (const [param, asked, most, what] of [
+    ["rpm", body.rpm, org.defaultKeyRpm, "requests a minute"],
+    ["tpm", body.tpm, org.defaultKeyTpm, "tokens a minute"],
+  ] as const) {
+    if (most !== null && asked !== undefined && asked !== null && asked > most) {
+      throw new MakinaError("permission_denied", `A member's key can allow at most ${most} ${what}, the organization's default; ask an admin for more.`, { param });
+    }
+  }
 }

@@ -3,9 +3,11 @@ import type { Access } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
+import type { AuditRecorder } from "./audit-trail.js";
 
 /** Machines: listed by anyone of the organization; added, revoked and given new tokens by its admins. */
-export function machineRoutes(control: ControlPlane): RouteHandlers<MachineRoute, Access> {
+export function machineRoutes(control: ControlPlane, record: AuditRecorder): RouteHandlers<MachineRoute, Access> {
+  const target = (m: { id: string; name: string }) => ({ kind: "machine", id: m.id, name: m.name });
   return {
     "GET /admin/v1/machines": async (input, access) => toWire({ object: "list", data: await control.listMachines(access.org(input.query().org).id) }),
     "GET /admin/v1/machines/:id": async ({ params }, access) => toWire(await control.machine(access.orgScope, params.id)),
@@ -13,15 +15,19 @@ export function machineRoutes(control: ControlPlane): RouteHandlers<MachineRoute
       access.requireAdmin("add machines");
       const body = input.body();
       const { machine, ...joining } = await control.createMachine(access.org(body.org).id, body.name);
+      await record(access, { orgId: machine.orgId, action: "machine.created", target: target(machine) });
       return toWire({ ...machine, ...joining });
     },
     "POST /admin/v1/machines/:id/revoke": async ({ params }, access) => {
       access.requireAdmin("revoke machines");
-      return toWire(await control.revokeMachine(access.orgScope, params.id));
+      const machine = await control.revokeMachine(access.orgScope, params.id);
+      await record(access, { orgId: machine.orgId, action: "machine.revoked", target: target(machine) });
+      return toWire(machine);
     },
     "POST /admin/v1/machines/:id/rotate-token": async ({ params }, access) => {
       access.requireAdmin("rotate machine tokens");
       const { machine, ...joining } = await control.rotateMachineToken(access.orgScope, params.id);
+      await record(access, { orgId: machine.orgId, action: "machine.token_rotated", target: target(machine) });
       return toWire({ ...machine, ...joining });
     },
   };

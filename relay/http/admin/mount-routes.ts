@@ -1,7 +1,7 @@
 import type { Request, Response, Router } from "express";
 import type { z } from "zod";
 import { MakinaError } from "../../../proto/index.js";
-import { ADMIN_ROUTES, type AdminCheckedBody, type AdminCheckedQuery, type AdminResponse, type AdminRoute, type ParamsOf } from "../../admin-contract/index.js";
+import { ADMIN_ROUTES, type AdminCheckedBody, type AdminCheckedQuery, type AdminResponse, type AdminRoute, type Method, type ParamsOf } from "../../admin-contract/index.js";
 import { checkInput } from "./check-input.js";
 
 /**
@@ -52,10 +52,10 @@ function routeInput(spec: MountedSpec, req: Request): RouteInput<AdminRoute> {
 }
 
 /** The route's method and path, refused unless the path is under `prefix` (where the router's authentication is). */
-function placeOf(key: AdminRoute, prefix: string): { method: "get" | "post" | "patch"; path: string } {
-  const [method, path] = key.split(" ") as ["GET" | "POST" | "PATCH", string];
+function placeOf(key: AdminRoute, prefix: string): { method: "get" | "post" | "patch" | "delete"; path: string } {
+  const [method, path] = key.split(" ") as [Method, string];
   if (!path.startsWith(prefix)) throw new Error(`The admin route '${key}' is not under ${prefix}, where its authentication is.`);
-  return { method: method === "GET" ? "get" : method === "POST" ? "post" : "patch", path };
+  return { method: method.toLowerCase() as "get" | "post" | "patch" | "delete", path };
 }
 
 /**

@@ -4,17 +4,18 @@ import { MODEL_CATALOG } from "../../compatibility/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
+import type { AuditRecorder } from "./audit-trail.js";
 
 /** Stacks: built, checked, deployed and undeployed by the organization's admins; seen by all of it. */
-export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Access> {
+export function stackRoutes(control: ControlPlane, record: AuditRecorder): RouteHandlers<StackRoute, Access> {
+  const target = (s: { id: string; name: string }) => ({ kind: "stack", id: s.id, name: s.name });
   return {
     "GET /admin/v1/stacks": async (input, access) => toWire({ object: "list", data: await control.listStacks(access.org(input.query().org).id) }),
     "GET /admin/v1/stacks/:id": async ({ params }, access) => toWire(await control.stack(params.id, access.orgScope)),
     "POST /admin/v1/stacks": async (input, access) => {
       access.requireAdmin("create stacks");
       const b = input.body();
-      return toWire(
-        await control.createStack({
+      const stack = await control.createStack({
           org: access.org(b.org).id,
           name: b.name,
           machine: b.machine,
@@ -26,9 +27,10 @@ export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Ac
           harnessOptions: b.harness_options,
           orchestrator: b.orchestrator,
           orchestratorOptions: b.orchestrator_options,
-          endpoint: b.endpoint,
-        }),
-      );
+        endpoint: b.endpoint,
+      });
+      await record(access, { orgId: stack.orgId, action: "stack.created", target: target(stack), detail: { machine: stack.machineId, runtime: stack.runtime, model: stack.modelRef } });
+      return toWire(stack);
     },
     "POST /admin/v1/compatibility": async (input, access) => {
       const b = input.body();
@@ -37,11 +39,15 @@ export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Ac
     "GET /admin/v1/catalog": () => toWire({ object: "list", data: MODEL_CATALOG.map(({ facts, ...m }) => ({ ...m, sizeBytes: facts.weightsBytes })) }),
     "POST /admin/v1/stacks/:id/deploy": async ({ params }, access) => {
       access.requireAdmin("deploy stacks");
-      return toWire(await control.deploy(params.id, access.orgScope));
+      const stack = await control.deploy(params.id, access.orgScope);
+      await record(access, { orgId: stack.orgId, action: "stack.deployed", target: target(stack) });
+      return toWire(stack);
     },
     "POST /admin/v1/stacks/:id/undeploy": async ({ params }, access) => {
       access.requireAdmin("undeploy stacks");
-      return toWire(await control.undeploy(params.id, access.orgScope));
+      const stack = await control.undeploy(params.id, access.orgScope);
+      await record(access, { orgId: stack.orgId, action: "stack.undeployed", target: target(stack) });
+      return toWire(stack);
     },
   };
 }

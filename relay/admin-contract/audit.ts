@@ -1,0 +1,70 @@
+import { z } from "zod";
+import { answer, route } from "./route.js";
+import { must, orgRef } from "./fields.js";
+import type { List } from "./list.js";
+
+/**
+ * The actions the audit log records, by what they act on. A filter names one (`user.disabled`) or a family
+ * (`user`: every `user.…`).
+ */
+export const AUDIT_ACTIONS = [
+  "sign_in",
+  "user.created",
+  "user.disabled",
+  "user.enabled",
+  "user.role_changed",
+  "user.password_reset",
+  "user.password_changed",
+  "user.deleted",
+  "key.created",
+  "key.revoked",
+  "machine.created",
+  "machine.revoked",
+  "machine.token_rotated",
+  "stack.created",
+  "stack.deployed",
+  "stack.undeployed",
+  "org.created",
+  "org.limits_changed",
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** One recorded action. */
+export interface AuditEvent {
+  id: string;
+  object: "audit_event";
+  /** Milliseconds since the epoch. */
+  at: number;
+  action: AuditAction;
+  /** `failure` only for sign-ins refused; every other action is recorded once done. */
+  outcome: "success" | "failure";
+  /** Who: the operator (admin token), a signed-in user, or someone not signed in (a sign-in). */
+  actor: { kind: "operator" | "user" | "anonymous"; id: string | null; login: string | null };
+  /** The client's address as the relay saw it. */
+  address: string | null;
+  /** What it was done to. */
+  target: { kind: string; id: string; name: string | null } | null;
+  /** What changed (`{"role": "admin"}`), never a secret. */
+  detail: Record<string, unknown> | null;
+}
+
+/** An audit page: the events, newest first; `next` is the `before` of the next page, null at the end. */
+export type AuditPage = List<AuditEvent> & { next: string | null };
+
+const LIMIT = must("an integer from 1 to 500");
+
+export const AUDIT_ROUTES = {
+  /** An organization's audit log, newest first (admins): `limit` events (1 to 500, 100 by default) before `before`. */
+  "GET /admin/v1/audit": route({
+    query: z.object({
+      org: orgRef(),
+      limit: z.coerce.number(LIMIT).int(LIMIT).min(1, LIMIT).max(500, LIMIT).default(100),
+      before: z.string(must("an event id")).regex(/^aud_[a-z0-9]{16}$/, must("an event id")).optional(),
+      action: z
+        .string(must("an action or a family of actions"))
+        .refine((a) => (AUDIT_ACTIONS as readonly string[]).some((known) => known === a || known.startsWith(`${a}.`)), must(`one of ${AUDIT_ACTIONS.join(", ")}, or a family (user, key, machine, stack, org)`))
+        .optional(),
+    }),
+    response: answer<AuditPage>(),
+  }),
+} as const;

@@ -1,0 +1,68 @@
+import type { Logger } from "../../proto/index.js";
+import type { AuditActor, AuditEvent, Store } from "../store/index.js";
+
+/** What is recorded of an action; the time is the log's. */
+export type AuditEntry = Omit<AuditEvent, "id" | "at" | "outcome"> & { outcome?: AuditEvent["outcome"] };
+
+/** How often old events are deleted. */
+const PRUNE_EVERY_MS = 3_600_000;
+
+/**
+ * The audit log: each security-relevant action (sign-ins, people, keys, machines, stacks, organization
+ * limits) with who did it, when and from where. Kept in the database, readable per organization, and written
+ * to the relay's log as one JSON line each (`"msg":"audit"`), so a log shipper gets it without the database.
+ * Recording never undoes or fails the action it records: a database that refuses the row is reported as a
+ * storage failure, and the log line is written regardless. Events older than the retention are deleted every
+ * hour.
+ */
+export class AuditLog {
+  private readonly pruner: NodeJS.Timeout;
+  private readonly pending = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    private readonly options: { retentionMs: number; onWriteError?: (what: string, err: unknown) => void; now?: () => number },
+  ) {
+    this.pruner = setInterval(() => void this.prune(), PRUNE_EVERY_MS);
+    this.pruner.unref();
+    void this.prune();
+  }
+
+  /** Records an action (a success unless said); resolves once it is in the database, or its write failed. */
+  async record(entry: AuditEntry): Promise<void> {
+    const event = { ...entry, outcome: entry.outcome ?? "success", at: (this.options.now ?? Date.now)() } as const;
+    this.log.info("audit", {
+      action: event.action,
+      outcome: event.outcome,
+      org: event.orgId,
+      actor: event.actor,
+      address: event.address,
+      target: event.target,
+      ...(event.detail ? { detail: event.detail } : {}),
+    });
+    const write = this.store.audit.insert(event).catch((err: unknown) => this.options.onWriteError?.("the audit log", err));
+    this.pending.add(write);
+    try {
+      await write;
+    } finally {
+      this.pending.delete(write);
+    }
+  }
+
+  /** Waits for the writes under way, and stops pruning. */
+  async close(): Promise<void> {
+    clearInterval(this.pruner);
+    await Promise.all(this.pending);
+  }
+
+  private async prune(): Promise<void> {
+    const before = (this.options.now ?? Date.now)() - this.options.retentionMs;
+    await this.store.audit.prune(before).catch((err: unknown) => this.options.onWriteError?.("the audit log's pruning", err));
+  }
+}
+
+/** The actor of an admin call: the operator, or the signed-in user. */
+export function actorOf(principal: { kind: "operator" } | { kind: "user"; user: { id: string; login: string } }): AuditActor {
+  return principal.kind === "operator" ? { kind: "operator", id: null, login: null } : { kind: "user", id: principal.user.id, login: principal.user.login };
+}

@@ -1,0 +1,1 @@
+export { AuditLog, actorOf, type AuditEntry } from "./audit-log.js";

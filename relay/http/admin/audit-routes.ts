@@ -1,0 +1,24 @@
+import { AUDIT_ACTIONS, type AuditAction, type AuditRoute } from "../../admin-contract/index.js";
+import type { Access } from "../../auth/index.js";
+import type { ControlPlane } from "../../control/index.js";
+import type { RouteHandlers } from "./mount-routes.js";
+
+/** The audit log: an organization's, to its admins (and the operator), newest first, a page at a time. */
+export function auditRoutes(control: ControlPlane): RouteHandlers<AuditRoute, Access> {
+  return {
+    "GET /admin/v1/audit": async (input, access) => {
+      const query = input.query();
+      const org = access.org(query.org);
+      access.requireAdmin("read the audit log");
+      // One more than asked: whether there is a next page.
+      const actions = query.action === undefined ? undefined : AUDIT_ACTIONS.filter((a) => a === query.action || a.startsWith(`${query.action}.`));
+      const events = await control.auditEvents(org.id, { limit: query.limit + 1, before: query.before, actions });
+      const page = events.slice(0, query.limit);
+      return {
+        object: "list",
+        data: page.map((e) => ({ id: e.id, object: "audit_event" as const, at: e.at, action: e.action as AuditAction, outcome: e.outcome, actor: e.actor, address: e.address, target: e.target, detail: e.detail })),
+        next: events.length > query.limit ? page[page.length - 1]!.id : null,
+      };
+    },
+  };
+}

@@ -1,0 +1,109 @@
+import type { Db } from "./open-database.js";
+import type { Row } from "./tables.js";
+import { randomBytes } from "node:crypto";
+
+/**
+ * `n` in base 36 (digits and lowercase letters, which every collation, PostgreSQL's locales included, sorts
+ * as ASCII does), `width` characters: strings of one width sort as their numbers do.
+ */
+const base36 = (n: number, width: number) => n.toString(36).padStart(width, "0").slice(-width);
+
+/** Who did something: the operator (admin token), a signed-in user, or someone not signed in (a failed sign-in). */
+export interface AuditActor {
+  kind: "operator" | "user" | "anonymous";
+  /** The user's id; null for the operator and for someone not signed in. */
+  id: string | null;
+  /** The user's login, or the login tried at a failed sign-in. */
+  login: string | null;
+}
+
+/** One security-relevant action, as recorded. */
+export interface AuditEvent {
+  id: string;
+  /** The organization it happened in; null when none is known (a sign-in to a login that does not exist). */
+  orgId: string | null;
+  at: number;
+  /** What was done: `user.disabled`, `key.revoked`, `sign_in`… */
+  action: string;
+  outcome: "success" | "failure";
+  actor: AuditActor;
+  /** The client's address as the relay saw it (behind a trusted proxy, the client's own). */
+  address: string | null;
+  /** What it was done to. */
+  target: { kind: string; id: string; name: string | null } | null;
+  /** What changed (`{role: "admin"}`, `{rpm: 60}`), never a secret. */
+  detail: Record<string, unknown> | null;
+}
+
+const toEvent = (r: Row<"audit_events">): AuditEvent => ({
+  id: r.id,
+  orgId: r.org_id,
+  at: r.at,
+  action: r.action,
+  outcome: r.outcome,
+  actor: { kind: r.actor_kind, id: r.actor_id, login: r.actor_login },
+  address: r.address,
+  target: r.target_kind && r.target_id ? { kind: r.target_kind, id: r.target_id, name: r.target_name } : null,
+  detail: r.detail_json ? (JSON.parse(r.detail_json) as Record<string, unknown>) : null,
+});
+
+/** The audit log's table: appended to, read newest first, pruned by age. */
+export class AuditEventStore {
+  constructor(private readonly db: Db) {}
+
+  private seq = 0;
+
+  async insert(event: Omit<AuditEvent, "id">): Promise<AuditEvent> {
+    const recorded: AuditEvent = { id: this.sortableId(event.at), ...event };
+    await this.db
+      .insertInto("audit_events")
+      .values({
+        id: recorded.id,
+        org_id: event.orgId,
+        at: event.at,
+        action: event.action,
+        outcome: event.outcome,
+        actor_kind: event.actor.kind,
+        actor_id: event.actor.id,
+        actor_login: event.actor.login,
+        address: event.address,
+        target_kind: event.target?.kind ?? null,
+        target_id: event.target?.id ?? null,
+        target_name: event.target?.name ?? null,
+        detail_json: event.detail ? JSON.stringify(event.detail) : null,
+      })
+      .execute();
+    return recorded;
+  }
+
+  /**
+   * An organization's events, newest first: at most `limit`, those before the event `before` (its id, from the
+   * previous page) when given, and only those of `actions` when given.
+   */
+  async list(orgId: string, options: { limit: number; before?: string; actions?: readonly string[] }): Promise<AuditEvent[]> {
+    let query = this.db.selectFrom("audit_events").selectAll().where("org_id", "=", orgId);
+    if (options.before) {
+      const cursor = await this.db.selectFrom("audit_events").select(["at", "id"]).where("id", "=", options.before).where("org_id", "=", orgId).executeTakeFirst();
+      if (!cursor) return [];
+      query = query.where((eb) => eb.or([eb("at", "<", cursor.at), eb.and([eb("at", "=", cursor.at), eb("id", "<", cursor.id)])]));
+    }
+    if (options.actions) query = query.where("action", "in", options.actions);
+    const rows = await query.orderBy("at", "desc").orderBy("id", "desc").limit(options.limit).execute();
+    return rows.map(toEvent);
+  }
+
+  /**
+   * `aud_` and 16 characters that sort as the events were recorded: the time (9), this relay's count (3: events
+   * of one millisecond keep their order) and 4 random ones (two relays' events of one millisecond do not collide).
+   */
+  private sortableId(at: number): string {
+    this.seq = (this.seq + 1) % 36 ** 3;
+    return `aud_${base36(at, 9)}${base36(this.seq, 3)}${base36(randomBytes(4).readUInt32BE() % 36 ** 4, 4)}`;
+  }
+
+  /** Deletes the events older than `before`; returns how many went. */
+  async prune(before: number): Promise<number> {
+    const res = await this.db.deleteFrom("audit_events").where("at", "<", before).executeTakeFirst();
+    return Number(res.numDeletedRows);
+  }
+}
