@@ -138,6 +138,33 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect(taken.stderr).toContain("The login 'mo' is taken.");
   });
 
+  it("offboards users (disable, enable, set-role, reset-password, delete) and reads the audit log", async () => {
+    const origin = new URL(baseURL).origin;
+    const signIn = (login: string, password: string) => fetch(`${origin}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login, password }) });
+    const made = await json("user", "create", "--org", "acme-labs", "--login", "temp@acme.test");
+    // Named by login within the organization, or by id.
+    expect(await json("user", "disable", "temp@acme.test", "--org", "acme-labs")).toMatchObject({ id: made.id, disabled_at: expect.any(Number) });
+    expect((await signIn("temp@acme.test", String(made.password))).status).toBe(401);
+    expect((await runCli(["admin", "user", "list", "--org", "acme-labs", "--data-dir", dataDir])).stdout).toMatch(/temp@acme\.test\s+member\s+disabled/);
+    expect(await json("user", "enable", String(made.id))).toMatchObject({ disabled_at: null });
+    expect(await json("user", "set-role", String(made.id), "admin")).toMatchObject({ role: "admin" });
+    const reset = await json("user", "reset-password", String(made.id));
+    expect(reset.password).toMatch(/^[\w-]{20}$/);
+    expect((await signIn("temp@acme.test", String(made.password))).status).toBe(401);
+    expect((await signIn("temp@acme.test", String(reset.password))).status).toBe(200);
+    expect(await json("user", "delete", String(made.id))).toEqual({ id: made.id, deleted: true, keys_revoked: 0 });
+    const unnamed = await admin("user", "disable", "temp@acme.test");
+    expect([unnamed.code, unnamed.stderr]).toEqual([2, expect.stringContaining("give --org to find the login")]);
+
+    const page = (await json("audit", "list", "--org", "acme-labs", "--action", "user", "--limit", "6")) as unknown as { data: { action: string; actor: { kind: string } }[]; next: string | null };
+    expect(page.data.map((e) => e.action)).toEqual(["user.deleted", "user.password_reset", "user.role_changed", "user.enabled", "user.disabled", "user.created"]);
+    expect(page.data.every((e) => e.actor.kind === "operator")).toBe(true);
+    const human = await runCli(["admin", "audit", "list", "--org", "acme-labs", "--limit", "2", "--data-dir", dataDir]);
+    expect(human.stdout).toMatch(/^WHEN\s+ACTION\s+OUTCOME\s+WHO\s+FROM\s+TARGET/);
+    expect(human.stdout).toMatch(/user\.deleted\s+success\s+operator \(admin token\)\s+127\.0\.0\.1\s+user temp@acme\.test/);
+    expect(human.stdout).toMatch(/More: --before aud_[a-z0-9]{16}/);
+  });
+
   it("keeps its data directory private and refuses a second relay on it, leaving the first one serving", async () => {
     expect(statSync(dataDir).mode & 0o777).toBe(0o700);
     expect(statSync(join(dataDir, "makina.db")).mode & 0o777).toBe(0o600);

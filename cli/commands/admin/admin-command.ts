@@ -1,4 +1,5 @@
 import type { CommandModule } from "yargs";
+import { auditCommand } from "./audit-command.js";
 import { keyCommand } from "./key-command.js";
 import { machineCommand } from "./machine-command.js";
 import { orgCommand } from "./org-command.js";
@@ -7,7 +8,7 @@ import { userCommand } from "./user-command.js";
 
 export const adminCommand: CommandModule = {
   command: "admin <command>",
-  describe: "Administer a relay (organizations, users, machines, stacks, keys)",
-  builder: (y) => y.command(orgCommand).command(machineCommand).command(stackCommand).command(keyCommand).command(userCommand).demandCommand(1).strict(),
+  describe: "Administer a relay (organizations, users, machines, stacks, keys, the audit log)",
+  builder: (y) => y.command(orgCommand).command(machineCommand).command(stackCommand).command(keyCommand).command(userCommand).command(auditCommand).demandCommand(1).strict(),
   handler: () => {},
 };
