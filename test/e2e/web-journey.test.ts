@@ -326,6 +326,84 @@ describe("a newcomer's journey through the web application", () => {
     await context.close();
   });
 
+  it("offboards a person from the People page, each step confirmed, and shows who did what in the audit log", async () => {
+    await nav("People");
+    await page.getByRole("button", { name: "Add person" }).click();
+    await page.getByLabel("Login or email").fill("leaver@acme.test");
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    await page.getByRole("heading", { name: "leaver@acme.test can sign in now" }).waitFor();
+    const password = (await page.locator(".copy-block code").textContent())!;
+    await page.getByRole("button", { name: "Done" }).click();
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const leaver = await context.newPage();
+    const signIn = async (pass: string) => {
+      await leaver.goto(relay.url);
+      await leaver.getByLabel("Login").fill("leaver@acme.test");
+      await leaver.getByLabel("Password").fill(pass);
+      await leaver.getByRole("button", { name: "Sign in" }).click();
+    };
+    await signIn(password);
+    await leaver.getByRole("heading", { name: "Machines" }).waitFor();
+
+    // Disabling asks first, in words, then signs the person out at once.
+    const row = page.getByTestId("user-row-leaver@acme.test");
+    await row.getByRole("button", { name: "Disable…" }).click();
+    await expect.poll(() => row.textContent()).toContain("Disable leaver@acme.test? They are signed out at once");
+    await shot("people-confirm-disable");
+    await row.getByRole("button", { name: "Disable", exact: true }).click();
+    await expect.poll(() => page.getByRole("status").first().textContent()).toContain("leaver@acme.test is disabled");
+    await expect.poll(() => row.locator("[data-state]").getAttribute("data-state")).toBe("disabled");
+    await shot("people-disabled");
+    await leaver.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Stacks" }).click();
+    await leaver.getByRole("button", { name: "Sign in" }).waitFor();
+    await signIn(password);
+    await expect.poll(() => leaver.getByRole("alert").textContent()).toBe("This account is disabled; ask an admin of your organization.");
+
+    await row.getByRole("button", { name: "Enable" }).click();
+    await expect.poll(() => row.locator("[data-state]").getAttribute("data-state")).toBe("active");
+    await row.getByRole("button", { name: "Make admin…" }).click();
+    await row.getByRole("button", { name: "Make admin", exact: true }).click();
+    await expect.poll(() => row.textContent()).toContain("admin");
+    await row.getByRole("button", { name: "Reset password…" }).click();
+    await row.getByRole("button", { name: "Reset password", exact: true }).click();
+    await page.getByRole("heading", { name: "leaver@acme.test's new password" }).waitFor();
+    const reset = (await page.locator(".copy-block code").textContent())!;
+    expect(reset).not.toBe(password);
+    await page.getByRole("button", { name: "Done" }).click();
+    await signIn(reset);
+    await leaver.getByRole("heading", { name: "Machines" }).waitFor();
+    // An admin now: the audit log is in the navigation.
+    expect(await leaver.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Audit log" }).count()).toBe(1);
+    await row.getByRole("button", { name: "Delete…" }).click();
+    await expect.poll(() => row.textContent()).toContain("This cannot be undone");
+    await row.getByRole("button", { name: "Delete", exact: true }).click();
+    await expect.poll(() => page.getByRole("status").first().textContent()).toContain("leaver@acme.test is deleted");
+    expect(await page.getByTestId("user-row-leaver@acme.test").count()).toBe(0);
+    // One's own row offers nothing to do to oneself.
+    expect(await page.getByTestId("user-row-admin").getByRole("button").count()).toBe(0);
+    await shot("people");
+    await context.close();
+
+    await nav("Audit log");
+    const audit = page.getByTestId("audit-table");
+    await audit.waitFor();
+    for (const action of ["user.created", "user.disabled", "user.enabled", "user.role_changed", "user.password_reset", "user.deleted", "sign_in"]) {
+      expect(await page.getByTestId(`audit-${action}`).count(), action).toBeGreaterThan(0);
+    }
+    const deleted = page.getByTestId("audit-user.deleted").first();
+    expect(await deleted.textContent()).toContain("Deleted a person");
+    expect(await deleted.textContent()).toContain("leaver@acme.test");
+    expect(await deleted.locator('td[data-label="Who"]').textContent()).toBe("admin");
+    expect(await deleted.locator('td[data-label="From"]').textContent()).toMatch(/127\.0\.0\.1/);
+    // The disabled person's refused sign-in is there, marked.
+    expect(await page.getByTestId("audit-sign_in").filter({ hasText: "refused" }).filter({ hasText: "leaver@acme.test" }).count()).toBeGreaterThan(0);
+    await shot("audit");
+    await page.getByLabel("Show").selectOption({ label: "API keys" });
+    await expect.poll(async () => (await page.getByTestId("audit-table").locator("tbody tr").allTextContents()).every((t) => /key\./.test(t))).toBe(true);
+    await page.getByLabel("Show").selectOption({ label: "Everything" });
+  });
+
   it("shows a user of another organization nothing of this one", async () => {
     const rivals = await relay.control.createOrg("Rivals");
     await relay.store.users.create({ orgId: rivals.id, login: "rival", passwordHash: await hashPassword("rival-password-1"), role: "admin" });
@@ -384,6 +462,15 @@ describe("a newcomer's journey through the web application", () => {
     const style = (td: unknown) => (globalThis as unknown as { getComputedStyle(e: unknown, pseudo: string): { content: string } }).getComputedStyle(td, "::before").content;
     expect(await lastDay.evaluate(style)).toBe('"Last 24 h"');
     await shot("narrow-keys");
+    for (const [label, name] of [
+      ["People", "People"],
+      ["Audit log", "Audit log"],
+    ]) {
+      await nav(label);
+      await page.getByRole("table", { name }).waitFor();
+      expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), label).toBe(true);
+      await shot(`narrow-${label.toLowerCase().replace(" ", "-")}`);
+    }
     // The Forge's layer fields stack in one column.
     await nav("Forge");
     await page.getByLabel("Harness").selectOption({ label: "Tools" });

@@ -17,6 +17,7 @@ import { StackPage } from "./pages/stacks/stack-page.js";
 import { StacksPage } from "./pages/stacks/stacks-page.js";
 import { UsagePage } from "./pages/usage/usage-page.js";
 import { UsersPage } from "./pages/account/users-page.js";
+import { AuditPage } from "./pages/audit/audit-page.js";
 import { parseRoute, type Route } from "./router.js";
 import "./styles.css";
 
@@ -38,6 +39,8 @@ function Page({ route }: { route: Route }) {
       return <UsagePage />;
     case "users":
       return <UsersPage />;
+    case "audit":
+      return <AuditPage />;
     case "account":
       return <AccountPage />;
     case "not-found":

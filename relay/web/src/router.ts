@@ -8,6 +8,7 @@ export type Route =
   | { page: "keys" }
   | { page: "usage" }
   | { page: "users" }
+  | { page: "audit" }
   | { page: "account" }
   | { page: "not-found" };
 
@@ -18,6 +19,6 @@ export function parseRoute(path: string): Route {
   if (parts.length === 0) return { page: "machines" };
   if (first === "machines") return second ? { page: "machine", id: second } : { page: "machines" };
   if (first === "stacks") return second ? { page: "stack", id: second } : { page: "stacks" };
-  if (parts.length === 1 && (first === "forge" || first === "keys" || first === "usage" || first === "users" || first === "account")) return { page: first };
+  if (parts.length === 1 && (first === "forge" || first === "keys" || first === "usage" || first === "users" || first === "audit" || first === "account")) return { page: first };
   return { page: "not-found" };
 }

@@ -5,6 +5,8 @@ export type {
   AdminEventType,
   AdminRoute,
   ApiKey,
+  AuditEvent,
+  AuditPage,
   ApiKeyWithUsage,
   CatalogModel,
   Check,

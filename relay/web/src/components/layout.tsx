@@ -4,13 +4,14 @@ import { useApp } from "../app-context.js";
 import type { Route } from "../router.js";
 import { Link } from "./link.js";
 
-const NAV: { href: string; label: string; pages: Route["page"][] }[] = [
+const NAV: { href: string; label: string; pages: Route["page"][]; adminOnly?: boolean }[] = [
   { href: "/machines", label: "Machines", pages: ["machines", "machine"] },
   { href: "/forge", label: "Forge", pages: ["forge"] },
   { href: "/stacks", label: "Stacks", pages: ["stacks", "stack"] },
   { href: "/keys", label: "API keys", pages: ["keys"] },
   { href: "/usage", label: "Usage", pages: ["usage"] },
   { href: "/users", label: "People", pages: ["users"] },
+  { href: "/audit", label: "Audit log", pages: ["audit"], adminOnly: true },
 ];
 
 /** The signed-in frame: navigation, organization, user menu, and whether live updates flow. */
@@ -31,7 +32,7 @@ export function Layout({ route, children }: { route: Route; children: ComponentC
           <span>Makina</span>
         </div>
         <ul>
-          {NAV.map((item) => (
+          {NAV.filter((item) => !item.adminOnly || session.user.role === "admin").map((item) => (
             <li key={item.href}>
               <Link href={item.href} class={item.pages.includes(route.page) ? "active" : ""}>
                 {item.label}

@@ -14,6 +14,7 @@ const TONES: Record<string, string> = {
   offline: "off",
   draft: "off",
   revoked: "off",
+  disabled: "off",
   failed: "bad",
   fail: "bad",
   unverified: "wait",

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
+import type { User } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
@@ -8,8 +9,33 @@ import { describedBy, Field } from "../../components/field.js";
 import { formatAgo } from "../../components/format.js";
 import { Notice, PageHeader } from "../../components/notice.js";
 import { FormActions } from "../../components/form-actions.js";
+import { StateBadge } from "../../components/state-badge.js";
 
-/** The people of the organization; admins add members and admins. */
+/** A first or reset password: 18 random letters and digits, for the admin to pass on. */
+function newPassword(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(15));
+  return btoa(String.fromCharCode(...bytes)).replace(/[+/=]/g, "").slice(0, 18);
+}
+
+/** What an admin can do to a person, each confirmed first: what it does, in words. */
+type Action = "disable" | "role" | "reset" | "delete";
+
+function question(action: Action, u: User): { ask: string; confirm: string } {
+  switch (action) {
+    case "disable":
+      return { ask: `Disable ${u.login}? They are signed out at once, cannot sign in, and the keys they made stop working until enabled.`, confirm: "Disable" };
+    case "role":
+      return u.role === "admin"
+        ? { ask: `Make ${u.login} a member? They are signed out and sign in again without admin rights.`, confirm: "Make member" }
+        : { ask: `Make ${u.login} an admin? They are signed out and sign in again able to manage everything.`, confirm: "Make admin" };
+    case "reset":
+      return { ask: `Give ${u.login} a new password? They are signed out; you pass the new password on.`, confirm: "Reset password" };
+    case "delete":
+      return { ask: `Delete ${u.login}? They are signed out and every key they made is revoked. This cannot be undone.`, confirm: "Delete" };
+  }
+}
+
+/** The people of the organization; admins add, disable, re-role, reset and delete them. */
 export function UsersPage() {
   const { client, session } = useApp();
   const isAdmin = useIsAdmin();
@@ -18,15 +44,19 @@ export function UsersPage() {
   const [login, setLogin] = useState("");
   const [role, setRole] = useState<"member" | "admin">("member");
   const [error, setError] = useState<ApiError | null>(null);
-  const [created, setCreated] = useState<{ login: string; password: string } | null>(null);
+  const [rowError, setRowError] = useState<string | null>(null);
+  const [confirming, setConfirming] = useState<{ id: string; action: Action } | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [shown, setShown] = useState<{ title: string; password: string } | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(null);
-    const bytes = crypto.getRandomValues(new Uint8Array(15));
-    const password = btoa(String.fromCharCode(...bytes)).replace(/[+/=]/g, "").slice(0, 18);
+    const password = newPassword();
     try {
       await client.call("POST /admin/v1/users", { body: { org: session.org.id, login: login.trim(), role, password } });
-      setCreated({ login: login.trim(), password });
+      setShown({ title: `${login.trim()} can sign in now`, password });
       setLogin("");
       setAdding(false);
       users.reload();
@@ -34,21 +64,98 @@ export function UsersPage() {
       setError(err as ApiError);
     }
   };
+
+  const act = async (u: User, action: Action | "enable") => {
+    setRowError(null);
+    setDone(null);
+    setBusy(true);
+    try {
+      if (action === "disable" || action === "enable") {
+        await client.call("PATCH /admin/v1/users/:id", { params: { id: u.id }, body: { disabled: action === "disable" } });
+        setDone(action === "disable" ? `${u.login} is disabled: signed out, and their keys answer 401.` : `${u.login} can sign in again, and their keys work again.`);
+      } else if (action === "role") {
+        const next = u.role === "admin" ? "member" : "admin";
+        await client.call("PATCH /admin/v1/users/:id", { params: { id: u.id }, body: { role: next } });
+        setDone(`${u.login} is now ${next === "admin" ? "an admin" : "a member"}.`);
+      } else if (action === "reset") {
+        const password = newPassword();
+        await client.call("POST /admin/v1/users/:id/reset-password", { params: { id: u.id }, body: { password } });
+        setShown({ title: `${u.login}'s new password`, password });
+      } else {
+        const gone = await client.call("DELETE /admin/v1/users/:id", { params: { id: u.id } });
+        setDone(`${u.login} is deleted${gone.keys_revoked ? `; ${gone.keys_revoked} key${gone.keys_revoked === 1 ? "" : "s"} revoked` : ""}.`);
+      }
+      setConfirming(null);
+      users.reload();
+    } catch (err) {
+      setRowError((err as ApiError).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const actions = (u: User) => {
+    if (!isAdmin || u.id === session.user.id) return null;
+    if (confirming?.id === u.id) {
+      const q = question(confirming.action, u);
+      return (
+        <span class="confirm" role="group" aria-label={q.confirm}>
+          <span>{q.ask}</span>
+          <button type="button" class={`button small ${confirming.action === "role" || confirming.action === "reset" ? "primary" : "danger"}`} disabled={busy} onClick={() => act(u, confirming.action)}>
+            {q.confirm}
+          </button>
+          <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
+            Cancel
+          </button>
+        </span>
+      );
+    }
+    const ask = (action: Action) => () => {
+      setRowError(null);
+      setConfirming({ id: u.id, action });
+    };
+    return (
+      <span class="row-buttons">
+        {u.disabled_at ? (
+          <button type="button" class="button small secondary" disabled={busy} onClick={() => act(u, "enable")}>
+            Enable
+          </button>
+        ) : (
+          <button type="button" class="button small secondary" onClick={ask("disable")}>
+            Disable…
+          </button>
+        )}
+        <button type="button" class="button small secondary" onClick={ask("role")}>
+          {u.role === "admin" ? "Make member…" : "Make admin…"}
+        </button>
+        <button type="button" class="button small secondary" onClick={ask("reset")}>
+          Reset password…
+        </button>
+        <button type="button" class="button small secondary danger-text" onClick={ask("delete")}>
+          Delete…
+        </button>
+      </span>
+    );
+  };
+
   return (
     <>
-      <PageHeader title="People" subtitle={`Who signs in to ${session.org.name}. Admins manage machines, stacks, keys and people; members use the stacks and manage their own keys.`}>
+      <PageHeader
+        title="People"
+        subtitle={`Who signs in to ${session.org.name}. Admins manage machines, stacks, keys and people; members use the stacks and manage their own keys. A disabled person cannot sign in, and the keys they made stop working.`}
+      >
         {isAdmin && !adding && (
           <button type="button" class="button primary" onClick={() => setAdding(true)}>
             Add person
           </button>
         )}
       </PageHeader>
-      {created && (
+      {shown && (
         <section class="card panel">
-          <h2>{created.login} can sign in now</h2>
-          <p>Give them this first password; they can change it on their Account page. It is shown this once.</p>
-          <CopyBlock text={created.password} label="Copy password" />
-          <button type="button" class="button secondary" onClick={() => setCreated(null)}>
+          <h2>{shown.title}</h2>
+          <p>Give them this password; they can change it on their Account page. It is shown this once.</p>
+          <CopyBlock text={shown.password} label="Copy password" />
+          <button type="button" class="button secondary" onClick={() => setShown(null)}>
             Done
           </button>
         </section>
@@ -71,11 +178,14 @@ export function UsersPage() {
           {error && error.param !== "login" && <Notice tone="error">{error.message}</Notice>}
         </section>
       )}
-      {users.error && <Notice tone="error">{users.error.message}</Notice>}
+      {done && <Notice tone="ok">{done}</Notice>}
+      {(rowError || users.error) && <Notice tone="error">{rowError ?? users.error?.message}</Notice>}
       <DataTable
         label="People"
         rows={users.data ?? []}
         rowKey={(u) => u.id}
+        rowTestId={(u) => `user-row-${u.login}`}
+        rowClass={(u) => (u.disabled_at ? "dim" : "")}
         columns={[
           {
             header: "Login",
@@ -87,7 +197,9 @@ export function UsersPage() {
             ),
           },
           { header: "Role", cell: (u) => u.role },
+          { header: "State", cell: (u) => <StateBadge state={u.disabled_at ? "disabled" : "active"} /> },
           { header: "Added", class: "muted", cell: (u) => formatAgo(u.created_at) },
+          { header: "Actions", hideHeader: true, class: "row-actions", cell: actions },
         ]}
       />
     </>
