@@ -462,12 +462,9 @@ describe("a newcomer's journey through the web application", () => {
     const style = (td: unknown) => (globalThis as unknown as { getComputedStyle(e: unknown, pseudo: string): { content: string } }).getComputedStyle(td, "::before").content;
     expect(await lastDay.evaluate(style)).toBe('"Last 24 h"');
     await shot("narrow-keys");
-    for (const [label, name] of [
-      ["People", "People"],
-      ["Audit log", "Audit log"],
-    ]) {
+    for (const label of ["People", "Audit log"]) {
       await nav(label);
-      await page.getByRole("table", { name }).waitFor();
+      await page.getByRole("table", { name: label }).waitFor();
       expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), label).toBe(true);
       await shot(`narrow-${label.toLowerCase().replace(" ", "-")}`);
     }

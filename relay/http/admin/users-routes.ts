@@ -1,7 +1,6 @@
 import type { UserRoute } from "../../admin-contract/index.js";
 import type { Access, WebSessions } from "../../auth/index.js";
-import type { ControlPlane } from "../../control/index.js";
-import type { User } from "../../store/index.js";
+import type { ControlPlane, User } from "../../control/index.js";
 import type { AuditRecorder } from "./audit-trail.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
