@@ -72,6 +72,12 @@ export interface RelayConfig {
   /** A certificate (chain, PEM) and key for the link instead of the relay's own CA. */
   readonly grpcTlsCert: string | null;
   readonly grpcTlsKey: string | null;
+  /**
+   * With TLS on the link: the port of the install listener, where joining machines fetch the install script and
+   * the agent package and check their token over HTTPS with the link's certificate, whose key the install command
+   * pins (on the link's host). @default 8083 (0, any free port, when `grpcPort` is 0)
+   */
+  readonly installPort: number;
   /** Address agents should dial, as printed in install commands. @default "<host>:<grpcPort>" */
   readonly publicGrpcAddress: string | null;
   /**
@@ -143,6 +149,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   tlsKey: "MAKINA_TLS_KEY",
   grpcHost: "MAKINA_GRPC_HOST",
   grpcPort: "MAKINA_GRPC_PORT",
+  installPort: "MAKINA_INSTALL_PORT",
   publicGrpcAddress: "MAKINA_PUBLIC_GRPC_ADDRESS",
   grpcTls: "MAKINA_GRPC_TLS",
   grpcTlsCert: "MAKINA_GRPC_TLS_CERT",
@@ -186,6 +193,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   tlsKey: null,
   grpcHost: "0.0.0.0",
   grpcPort: 8081,
+  installPort: 8083,
   publicGrpcAddress: null,
   grpcTls: "auto",
   grpcTlsCert: null,
@@ -284,6 +292,11 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     if (given === "shared") return "shared";
     return int("adminPort", 0, 65535);
   };
+  const installPort = (): number => {
+    const given = sources.flags?.installPort ?? sources.env?.[ENV.installPort] ?? sources.file?.installPort;
+    if (given === undefined || given === "") return Number(pick("grpcPort")) === 0 ? 0 : 8083;
+    return int("installPort", 0, 65535);
+  };
   const config: RelayConfig = {
     dataDir: resolve(str("dataDir")),
     database,
@@ -302,6 +315,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     tlsKey,
     grpcHost: str("grpcHost"),
     grpcPort: int("grpcPort", 0, 65535),
+    installPort: installPort(),
     publicGrpcAddress: pick("publicGrpcAddress") === null ? null : str("publicGrpcAddress"),
     grpcTls: grpcTls as RelayConfig["grpcTls"],
     grpcTlsCert,

@@ -14,7 +14,7 @@ import { EventBus } from "./events/index.js";
 import { UsageRecorder } from "./usage/index.js";
 import { RelayMetrics } from "./metrics/index.js";
 import { Deployer } from "./deploy/index.js";
-import { AgentRegistry, linkAcceptor, loadLinkTls, shareLinkCertificates, startLinkServer } from "./link/index.js";
+import { AgentRegistry, linkAcceptor, loadLinkTls, publicKeyPin, shareLinkCertificates, startLinkServer } from "./link/index.js";
 import { ADMIN_TOKEN_HASH, AdmissionGate, GatewayDirectory } from "./routing/index.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
@@ -42,6 +42,12 @@ export interface Relay {
   readonly linkTls: boolean;
   /** SHA-256 of the relay's own link CA, which agents pin (`--ca-sha256`); null with a given certificate or no TLS. */
   readonly linkCaSha256: string | null;
+  /**
+   * With TLS on the link: where joining machines fetch the install script and agent package and check their
+   * token (`https://host:port`, the link's certificate), and the pin of its key (`sha256//…`) that install
+   * commands carry; null when the public listener serves them (a link on loopback, or in the clear).
+   */
+  readonly install: { url: string; pin: string } | null;
   readonly store: Store;
   readonly registry: AgentRegistry;
   readonly deployer: Deployer;
@@ -227,7 +233,8 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const linkCaSha256 = tls?.caSha256 ?? null;
   const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
   linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
-  const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl, otherAddresses: feed ? () => feed.linkAddresses() : undefined }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
+  let install: { url: string; pin: string } | null = null;
+  const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl, install, otherAddresses: feed ? () => feed.linkAddresses() : undefined }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
     registry.get(machineId)?.end(),
   );
 
@@ -262,15 +269,15 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
       defaultCompletionEstimate: config.defaultCompletionEstimate,
     },
     gate,
-  }, { separateAdmin: config.adminPort !== "shared" });
+  }, { separateAdmin: config.adminPort !== "shared", separateInstall: tls !== undefined });
   const https = config.tlsCert !== null && config.tlsKey !== null;
   const tlsFiles = https ? { cert: readFileSync(config.tlsCert!), key: readFileSync(config.tlsKey!) } : undefined;
   /** One HTTP(S) listener; resolves with its server and URL. */
-  const listen = async (handler: RequestListener, host: string, port: number) => {
+  const listen = async (handler: RequestListener, host: string, port: number, ownTls: { cert: Buffer; key: Buffer } | undefined = tlsFiles) => {
     // Slow clients cannot hold the relay: the headers must arrive within headerTimeoutMs and the whole request
     // (body included) within bodyTimeoutMs, or the connection gets 408; connections beyond maxConnections are refused.
     const timeouts = { headersTimeout: config.headerTimeoutMs, requestTimeout: config.bodyTimeoutMs, connectionsCheckingInterval: Math.min(1000, config.headerTimeoutMs) };
-    const s: Server = tlsFiles ? createHttpsServer({ ...tlsFiles, ...timeouts }, handler) : createServer(timeouts, handler);
+    const s: Server = ownTls ? createHttpsServer({ ...ownTls, ...timeouts }, handler) : createServer(timeouts, handler);
     s.keepAliveTimeout = 65_000;
     s.maxConnections = config.maxConnections;
     answerClientErrors(s);
@@ -279,11 +286,18 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
       s.listen(port, host, () => resolve());
     });
     const p = (s.address() as AddressInfo).port;
-    return { server: s, port: p, url: `${https ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${p}` };
+    return { server: s, port: p, url: `${ownTls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${p}` };
   };
   const main = await listen(apps.public, config.host, config.port);
   const admin = apps.admin && config.adminPort !== "shared" ? await listen(apps.admin, config.adminHost, config.adminPort) : undefined;
-  const servers = admin ? [main.server, admin.server] : [main.server];
+  // What joining machines fetch, over TLS with the link's certificate, on the link's host: the install command
+  // pins its key, so a machine checks whom it talks to before the token or anything else crosses the network.
+  const installer = apps.install && tls ? await listen(apps.install, config.grpcHost, config.installPort, { cert: tls.certChain, key: tls.privateKey }) : undefined;
+  if (installer && tls) {
+    const linkHostName = linkAddress.slice(0, linkAddress.lastIndexOf(":"));
+    install = { url: `https://${linkHostName}:${installer.port}`, pin: publicKeyPin(tls.privateKey) };
+  }
+  const servers = [main.server, ...(admin ? [admin.server] : []), ...(installer ? [installer.server] : [])];
   // Passwords, session cookies and the admin token reach the admin listener: beyond loopback, in the clear,
   // unless a proxy this relay trusts terminates TLS in front of it.
   const adminHost = admin ? config.adminHost : config.host;
@@ -298,9 +312,13 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   // Lets `makina admin --data-dir` on this host find the relay (its admin API is at admin_url). Readable by this
   // user only, as its neighbours (the database, the admin token) are; an older file is made so too.
   const info = relayPaths(config.dataDir).info;
-  writeFileSync(info, JSON.stringify({ url, admin_url: adminUrl, link_address: linkAddress, link_tls: tlsOn, link_ca_sha256: linkCaSha256, pid: process.pid }, null, 2) + "\n", { mode: 0o600 });
+  writeFileSync(
+    info,
+    JSON.stringify({ url, admin_url: adminUrl, link_address: linkAddress, link_tls: tlsOn, link_ca_sha256: linkCaSha256, install_url: install?.url ?? null, install_pin: install?.pin ?? null, pid: process.pid }, null, 2) + "\n",
+    { mode: 0o600 },
+  );
   chmodSync(info, 0o600);
-  log.info("relay listening", { url, adminUrl, grpcPort: link.port, linkTls: tlsOn, linkCaSha256, dataDir: config.dataDir });
+  log.info("relay listening", { url, adminUrl, grpcPort: link.port, linkTls: tlsOn, linkCaSha256, installUrl: install?.url ?? null, dataDir: config.dataDir });
 
   let stopping: Promise<void> | undefined;
   return {
@@ -312,6 +330,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     linkAddress,
     linkTls: tlsOn,
     linkCaSha256,
+    install,
     store,
     registry,
     deployer,

@@ -2,8 +2,13 @@
 # Makina install script: joins this machine to a Makina relay. The relay serves it, and its Machines page (or
 # `makina admin machine create`) prints the one line to paste:
 #
-#   curl -fsSL https://RELAY/install.sh | sh -s -- --relay-url https://RELAY --server HOST:PORT \
-#     --machine-id mach_… --token mk_mach_… --ca-sha256 HEX
+#   curl -fsSLk --pinnedpubkey sha256//PIN https://RELAY:8083/install.sh | MAKINA_MACHINE_TOKEN=mk_mach_… sh -s -- \
+#     --relay-url https://RELAY:8083 --pinned-pubkey sha256//PIN --server HOST:PORT --machine-id mach_… --ca-sha256 HEX
+#
+# Everything this script fetches from the relay, and the token it sends, goes over TLS to the key pinned in
+# the command (curl refuses any other before sending a byte); the token comes in the environment, or from a
+# file, never in the arguments that `ps` shows. A plain-HTTP relay URL beyond loopback is refused: the token
+# would cross the network in the clear.
 #
 # Before it installs anything it checks the OS and CPU, Node.js 20.19 or newer with npm, free disk, and that the
 # relay answers and accepts this machine's token. Then it downloads the agent package of the relay's version
@@ -12,10 +17,13 @@
 # to pass: the machine is online when the script ends. Running it again upgrades in place and keeps the config.
 #
 # Options:
-#   --relay-url URL       the relay's http(s) URL (the checks and the agent package come from it)
+#   --relay-url URL       the relay's install URL (the checks and the agent package come from it); http://
+#                         only on loopback
+#   --pinned-pubkey PIN   sha256//BASE64: the key the relay's install listener must present (from the command)
 #   --server HOST:PORT    the relay's link address, which the agent dials (repeated: every relay on one
 #                         database, which the agent fails over between)
-#   --machine-id ID       --token TOKEN    this machine's credentials
+#   --machine-id ID       this machine's id; its token comes from MAKINA_MACHINE_TOKEN, or --token-file FILE
+#                         (or --token TOKEN, which other users can read in `ps` while this runs)
 #   --ca-sha256 HEX       trust only the relay's own link CA, with this fingerprint (from the install command)
 #   --tls                 the link has a publicly trusted certificate instead
 #   --hf-token hf_…       a Hugging Face token for gated models
@@ -30,14 +38,16 @@ set -eu
 
 # Everything runs from main, called on the last line: a download cut short runs nothing.
 main() {
-  relay_url="" server="" machine_id="" token="" ca_sha256="" tls=0 hf_token="" prefix="" service=auto source=""
+  relay_url="" server="" machine_id="" token="${MAKINA_MACHINE_TOKEN:-}" token_file="" token_arg=0 ca_sha256="" tls=0 hf_token="" prefix="" service=auto source=""
+  pin=""
   uninstall=0 purge=0
   while [ $# -gt 0 ]; do
     case "$1" in
-      --relay-url|--server|--machine-id|--token|--ca-sha256|--hf-token|--prefix|--service|--source)
+      --relay-url|--server|--machine-id|--token|--token-file|--pinned-pubkey|--ca-sha256|--hf-token|--prefix|--service|--source)
         [ $# -ge 2 ] || { echo "install.sh: $1 needs a value" >&2; exit 2; }
         case "$1" in
-          --relay-url) relay_url="$2" ;; --server) server="${server:+$server,}$2" ;; --machine-id) machine_id="$2" ;; --token) token="$2" ;;
+          --relay-url) relay_url="$2" ;; --server) server="${server:+$server,}$2" ;; --machine-id) machine_id="$2" ;; --token) token="$2"; token_arg=1 ;;
+          --token-file) token_file="$2" ;; --pinned-pubkey) pin="$2" ;;
           --ca-sha256) ca_sha256="$2" ;; --hf-token) hf_token="$2" ;; --prefix) prefix="$2" ;; --service) service="$2" ;;
           --source) source="$2" ;;
         esac
@@ -46,7 +56,7 @@ main() {
       --no-service) service=none; shift ;;
       --uninstall) uninstall=1; shift ;;
       --purge) purge=1; shift ;;
-      -h|--help) echo "Usage: curl -fsSL https://RELAY/install.sh | sh -s -- --relay-url URL --server HOST:PORT --machine-id ID --token TOKEN [--ca-sha256 HEX | --tls] [--prefix DIR] [--service auto|systemd|launchd|detached|none] [--source DIR|FILE] [--hf-token hf_…]; or --uninstall [--purge] [--prefix DIR]"; exit 0 ;;
+      -h|--help) echo "Usage: curl -fsSLk --pinnedpubkey PIN https://RELAY/install.sh | MAKINA_MACHINE_TOKEN=TOKEN sh -s -- --relay-url URL [--pinned-pubkey PIN] --server HOST:PORT --machine-id ID [--token-file FILE] [--ca-sha256 HEX | --tls] [--prefix DIR] [--service auto|systemd|launchd|detached|none] [--source DIR|FILE] [--hf-token hf_…]; or --uninstall [--purge] [--prefix DIR]"; exit 0 ;;
       *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
   done
@@ -116,7 +126,12 @@ main() {
   [ "$purge" = 0 ] || usage_error "--purge goes with --uninstall"
 
   # ---- The command line ----
-  if [ -z "$server" ] || [ -z "$machine_id" ] || [ -z "$token" ]; then usage_error "--server, --machine-id and --token are required"; fi
+  if [ -n "$token_file" ]; then
+    [ -r "$token_file" ] || usage_error "cannot read the token file $token_file"
+    token="$(head -n 1 "$token_file" | tr -d '\r\n ')"
+  fi
+  if [ -z "$server" ] || [ -z "$machine_id" ] || [ -z "$token" ]; then usage_error "--server and --machine-id are required, and the machine token in MAKINA_MACHINE_TOKEN (or --token-file FILE)"; fi
+  if [ "$token_arg" = 1 ]; then echo "install.sh: --token shows the machine token to every user of this machine in ps; pass it in MAKINA_MACHINE_TOKEN or --token-file next time" >&2; fi
   case "$machine_id" in mach_*) ;; *) usage_error "the machine ID starts with mach_" ;; esac
   case "$token" in mk_mach_*) ;; *) usage_error "the machine token starts with mk_mach_" ;; esac
   # The values go into JSON and URLs as they are: only the characters they are made of are accepted.
@@ -127,7 +142,19 @@ main() {
   case "$ca_sha256" in "") ;; *[!0-9a-fA-F]*) usage_error "--ca-sha256 is a SHA-256 fingerprint: 64 hex digits" ;; *) [ "${#ca_sha256}" -eq 64 ] || usage_error "--ca-sha256 is a SHA-256 fingerprint: 64 hex digits" ;; esac
   case "$relay_url" in ""|http://*|https://*) ;; *) usage_error "--relay-url is the relay's http(s) URL" ;; esac
   case "$relay_url" in *[!A-Za-z0-9_.:/\[\]-]*) usage_error "--relay-url holds only letters, digits and . : / _ - [ ]" ;; esac
+  # Every request to the relay: with the pinned key, curl takes the relay's own CA (-k) but no other key.
+  relay_curl() { if [ -n "$pin" ]; then curl -k --pinnedpubkey "$pin" "$@"; else curl "$@"; fi; }
   relay_url="${relay_url%/}"
+  case "$pin" in "") ;; sha256//*) pin_b64="${pin#sha256//}"
+      case "$pin_b64" in *[!A-Za-z0-9+/=]*) usage_error "--pinned-pubkey is sha256// and 44 base64 characters" ;; esac
+      [ "${#pin_b64}" -eq 44 ] || usage_error "--pinned-pubkey is sha256// and 44 base64 characters" ;;
+    *) usage_error "--pinned-pubkey is sha256// and 44 base64 characters" ;; esac
+  # The token never crosses a network in the clear: plain HTTP only to this machine itself.
+  case "$relay_url" in
+    http://127.*|http://localhost|http://localhost:*|http://\[::1\]*|https://*|"") ;;
+    http://*) fail "the relay URL $relay_url is plain HTTP on the network: this machine's token would cross it in the clear. Use the install command the relay prints (https, with the relay's key pinned), or give the relay TLS. Nothing was sent." ;;
+  esac
+  if [ -n "$pin" ]; then case "$relay_url" in https://*) ;; *) usage_error "--pinned-pubkey goes with an https:// --relay-url" ;; esac; fi
   if [ -z "$relay_url" ] && [ -z "$source" ]; then usage_error "--relay-url (the agent package comes from the relay) or --source is required"; fi
   if [ -n "$source" ] && [ ! -e "$source" ]; then usage_error "--source $source does not exist"; fi
 
@@ -150,10 +177,13 @@ main() {
   package_url="" package_sha256="" package_file=""
   if [ -n "$relay_url" ]; then
     command -v curl >/dev/null 2>&1 || fail "curl is needed to reach the relay at $relay_url"
-    curl -fsS --max-time 10 "$relay_url/health" >/dev/null 2>&1 || fail "the relay at $relay_url does not answer: check the address, that the relay runs, and the firewall"
+    health=0
+    relay_curl -fsS --max-time 10 "$relay_url/health" >/dev/null 2>&1 || health=$?
+    if [ "$health" = 90 ]; then fail "the relay at $relay_url does not present the key pinned in the install command: it is not the relay that printed it (or its certificate changed). Nothing was sent to it; get a new install command from the relay."; fi
+    [ "$health" = 0 ] || fail "the relay at $relay_url does not answer: check the address, that the relay runs, and the firewall"
     # The token goes on stdin, never in curl's arguments (which other users can see in ps).
     answer="$(printf '{"machine_id":"%s","token":"%s"}' "$machine_id" "$token" |
-      curl -sS --max-time 10 -H 'content-type: application/json' --data-binary @- -w '\n%{http_code}' "$relay_url/agent/v1/check")" ||
+      relay_curl -sS --max-time 10 -H 'content-type: application/json' --data-binary @- -w '\n%{http_code}' "$relay_url/agent/v1/check")" ||
       fail "the relay at $relay_url does not answer"
     status="$(printf '%s\n' "$answer" | tail -n 1)"
     body="$(printf '%s\n' "$answer" | sed '$d')"
@@ -209,7 +239,7 @@ main() {
       spec=""
     else
       echo "Downloading ${package_file%.tgz} from $relay_url …"
-      curl -fsSL --max-time 300 "$package_url" -o "$prefix/lib/$package_file.partial" || fail "cannot download the agent package from $package_url"
+      relay_curl -fsSL --max-time 300 "$package_url" -o "$prefix/lib/$package_file.partial" || fail "cannot download the agent package from $package_url"
       got="$(node -e 'const h = require("node:crypto").createHash("sha256"); require("node:fs").createReadStream(process.argv[1]).on("data", (d) => h.update(d)).on("end", () => process.stdout.write(h.digest("hex")))' "$prefix/lib/$package_file.partial")"
       if [ "$got" != "$package_sha256" ]; then rm -f "$prefix/lib/$package_file.partial"; fail "the agent package from $relay_url is damaged (its SHA-256 is $got, the relay announced $package_sha256)"; fi
       for old in "$prefix"/lib/makina-agent-*.tgz; do

@@ -11,6 +11,7 @@ interface RelayArgs {
   host?: string;
   port?: number;
   grpcPort?: number;
+  installPort?: number;
   grpcHost?: string;
   tlsCert?: string;
   tlsKey?: string;
@@ -42,6 +43,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("admin-port", { type: "string", describe: "Their own port, or 'shared' for the gateway's listener [default: shared while --host is loopback, else 8082]" })
       .option("trust-proxy", { type: "boolean", describe: "Behind a reverse proxy on this host: take the client's address and scheme from X-Forwarded-* sent from loopback" })
       .option("grpc-port", { type: "number", describe: "Port agents dial [default: 8081]" })
+      .option("install-port", { type: "number", describe: "With TLS on the link: the HTTPS port joining machines fetch the install script and agent package from, its key pinned in install commands (env MAKINA_INSTALL_PORT) [default: 8083; any free port with --grpc-port 0]" })
       .option("grpc-host", { type: "string", describe: "Host the agents' link listens on [default: 0.0.0.0]" })
       .option("grpc-tls", { type: "string", choices: ["auto", "on", "off"], describe: "TLS on the agents' link; auto: on unless it listens on loopback only [default: auto]" })
       .option("grpc-tls-cert", { type: "string", describe: "Certificate chain (PEM) for the link, instead of the relay's own CA" })
@@ -65,6 +67,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
         adminHost: argv.adminHost,
         adminPort: argv.adminPort,
         grpcPort: argv.grpcPort,
+        installPort: argv.installPort,
         grpcHost: argv.grpcHost,
         grpcTls: argv.grpcTls,
         grpcTlsCert: argv.grpcTlsCert,

@@ -65,7 +65,15 @@ export class ControlPlane {
     private readonly store: Store,
     private readonly deployer: Deployer,
     /** How agents reach the link, for install commands: its `host:port`, whether it is TLS, and the CA they pin. */
-    private readonly link: () => { address: string; tls: boolean; caSha256: string | null; relayUrl: string; otherAddresses?: () => Promise<readonly string[]> },
+    private readonly link: () => {
+      address: string;
+      tls: boolean;
+      caSha256: string | null;
+      relayUrl: string;
+      /** The TLS install listener and the pin of its key; null when the relay's own URL serves the install files. */
+      install?: { url: string; pin: string } | null;
+      otherAddresses?: () => Promise<readonly string[]>;
+    },
     private readonly events: EventBus,
     private readonly inspector: ModelInspector,
     /** Ends a machine's live link, if it has one. */
@@ -153,7 +161,7 @@ export class ControlPlane {
 
   /** What a machine needs to join: the address agents dial, the CA they pin, and the install command with its token. */
   private async joining(machineId: string, token: string): Promise<Joining> {
-    const { address: server, tls, caSha256, relayUrl, otherAddresses } = this.link();
+    const { address: server, tls, caSha256, relayUrl, install, otherAddresses } = this.link();
     // Read now, not from a cache: a relay started a moment ago is in the command.
     const others = otherAddresses ? await otherAddresses().catch(() => []) : [];
     const trust = caSha256 ? ` --ca-sha256 ${caSha256}` : tls ? " --tls" : "";
@@ -164,7 +172,12 @@ export class ControlPlane {
     const servers = [server, ...reachable].map((a) => ` --server ${a}`).join("");
     // One line for a bare machine with Node: the relay serves the script and the agent package of its own version,
     // and the script checks with the relay, before it installs anything, that it answers and takes the token.
-    const installCommand = `curl -fsSL ${relayUrl}/install.sh | sh -s -- --relay-url ${relayUrl}${servers} --machine-id ${machineId} --token ${token}${trust}`;
+    // With TLS on the link, all of it comes over TLS from the install listener, whose key the line pins (curl
+    // checks it before sending anything: `-k` only lets a certificate of the relay's own CA through). The token
+    // goes in the environment of `sh`, which other users cannot read, rather than in its arguments, which `ps` shows.
+    const installCommand = install
+      ? `curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | MAKINA_MACHINE_TOKEN=${token} sh -s -- --relay-url ${install.url} --pinned-pubkey ${install.pin}${servers} --machine-id ${machineId}${trust}`
+      : `curl -fsSL ${relayUrl}/install.sh | MAKINA_MACHINE_TOKEN=${token} sh -s -- --relay-url ${relayUrl}${servers} --machine-id ${machineId}${trust}`;
     return { token, installCommand, server, caSha256 };
   }
 

@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import type { RequestListener } from "node:http";
 import express, { type Express } from "express";
-import type { Logger } from "../../proto/index.js";
+import { MakinaError, type Logger } from "../../proto/index.js";
 import type { ControlPlane } from "../control/index.js";
 import type { AgentRegistry } from "../link/index.js";
 import type { AdmissionGate, GatewayDirectory, InferenceTarget } from "../routing/index.js";
@@ -66,7 +66,12 @@ export interface RelayApps {
   public: RequestListener;
   /** The admin API, sign-in, web application, `/metrics` and `/health`, for their own listener; null when shared. */
   admin: RequestListener | null;
+  /** What joining machines fetch (`/install.sh`, `/install/…`, `/agent/v1/check`, `/health`), for the TLS install listener; null when the public one serves it. */
+  install: RequestListener | null;
 }
+
+/** The paths of what joining machines fetch. */
+const INSTALL_PATHS = ["/install.sh", "/install/:file", "/agent/v1/check"];
 
 /**
  * Builds the relay's HTTP handlers: chat completions straight to their own handler, and everything else
@@ -74,7 +79,7 @@ export interface RelayApps {
  * `separateAdmin`, the admin API and the web application answer only on the admin handler, and the public
  * one knows nothing of them (404 like any unknown URL).
  */
-export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: boolean } = {}): RelayApps {
+export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: boolean; separateInstall?: boolean } = {}): RelayApps {
   const chat = chatCompletions({
     directory: deps.directory,
     registry: deps.targets ?? deps.registry,
@@ -118,9 +123,19 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const gatewayRoutes = (app: Express) => {
     // Spellings of the path that Express also matches (another case, a trailing slash) reach the same handler.
     app.post(CHAT_PATH, (req, res) => chat(req, res));
+    if (options.separateInstall) {
+      // A machine token must not cross the network in the clear: these are served over TLS only, with a pinned key.
+      app.all(INSTALL_PATHS, (_req, _res, next) =>
+        next(new MakinaError("not_found", "This relay serves its install script, agent package and machine check over TLS, on its install listener: use the install command that `makina admin machine create` or the Machines page prints (it names that address and pins its key).")),
+      );
+    } else {
+      installRoutes(app);
+    }
+    app.use(openAiRouter({ directory: deps.directory, limiter: deps.limiter, bodyLimitBytes: deps.limits.bodyLimitBytes }));
+  };
+  const installRoutes = (app: Express) => {
     app.use(agentCheckRouter(deps.control, install.agentPackage));
     app.use(installRouter(install));
-    app.use(openAiRouter({ directory: deps.directory, limiter: deps.limiter, bodyLimitBytes: deps.limits.bodyLimitBytes }));
   };
   const adminRoutes = (app: Express) => {
     app.get("/metrics", metricsRoute(deps.metrics, deps.adminTokenHash, deps.metricsTokenHash));
@@ -154,7 +169,14 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     adminRoutes(adminApp);
     finish(adminApp);
   }
+  let installApp: Express | null = null;
+  if (options.separateInstall) {
+    installApp = base();
+    installRoutes(installApp);
+    finish(installApp);
+  }
   return {
+    install: installApp,
     public: (req, res) => {
       const url = req.url ?? "";
       const path = url.length === CHAT_PATH.length ? url : url.split("?", 1)[0];

@@ -3,6 +3,6 @@ export { AgentSession, assertEncodable, type InferOptions, type SessionState } f
 export { linkAcceptor, type LinkAcceptorDeps } from "./link-acceptor.js";
 export { startLinkServer, type LinkServer, type LinkServerOptions } from "./grpc-link-server.js";
 export { checkMachineCredentials } from "./machine-credentials.js";
-export { loadLinkTls, certificateSha256, type LinkTls } from "./link-tls.js";
+export { loadLinkTls, certificateSha256, publicKeyPin, type LinkTls } from "./link-tls.js";
 export { PendingInference } from "./pending-inference.js";
 export { shareLinkCertificates } from "./shared-link-certificates.js";

@@ -1,4 +1,4 @@
-import { createHash, generateKeyPairSync, randomBytes, X509Certificate } from "node:crypto";
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, X509Certificate } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -120,4 +120,14 @@ function makeLinkCertificates(): { ca: string; caKey: string; cert: string; key:
   ]);
   cert.sign(caKeys.privateKey, forge.md.sha256.create());
   return { ca: forge.pki.certificateToPem(ca), caKey: caKeys.pem, cert: forge.pki.certificateToPem(cert), key: serverKeys.pem };
+}
+
+/**
+ * The pin of a TLS key, as `curl --pinnedpubkey` takes it: `sha256//` and the base64 SHA-256 of its public key
+ * (SubjectPublicKeyInfo, DER). An install command carries it, so a machine checks the relay it fetches from
+ * before it sends anything, whoever signed the certificate.
+ */
+export function publicKeyPin(privateKeyPem: Buffer): string {
+  const spki = createPublicKey(createPrivateKey(privateKeyPem)).export({ type: "spki", format: "der" });
+  return `sha256//${createHash("sha256").update(spki).digest("base64")}`;
 }

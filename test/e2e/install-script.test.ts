@@ -4,6 +4,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createServer as createHttpsServer } from "node:https";
+import type { AddressInfo } from "node:net";
+import { operatorCertificates } from "../helpers/certificates.js";
 import { runCli, startCli, stopCli } from "../helpers/cli.js";
 import { REPO_ROOT } from "../helpers/models.js";
 
@@ -36,6 +39,10 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
   let relay: ChildProcess;
   let env: NodeJS.ProcessEnv;
   let relayUrl: string;
+  /** The relay's install listener (TLS with the link's certificate), and the pin of its key. */
+  let install: { url: string; pin: string };
+  /** Fetches from the install listener as a machine does: curl, with the key pinned. */
+  const pinnedCurl = (args: string[], pin = install.pin) => execFileSync("curl", ["-fsSk", "--pinnedpubkey", pin, ...args]);
   let org: string;
   let machine: { id: string; token: string; install_command: string; ca_sha256: string };
   let prefix: string;
@@ -50,7 +57,9 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     dir = mkdtempSync(join(tmpdir(), "makina-install-"));
     prefix = join(dir, "opt", "makina");
     relay = (await startCli(["relay", "--data-dir", join(dir, "relay"), "--port", "0", "--grpc-port", "0"], /agents dial/)).child;
-    relayUrl = (JSON.parse(readFileSync(join(dir, "relay", "relay.json"), "utf8")) as { url: string }).url;
+    const info = JSON.parse(readFileSync(join(dir, "relay", "relay.json"), "utf8")) as { url: string; install_url: string; install_pin: string };
+    relayUrl = info.url;
+    install = { url: info.install_url, pin: info.install_pin };
     const npmCache = execFileSync("npm", ["config", "get", "cache"], { encoding: "utf8" }).trim();
     // A machine with Node, npm and curl on PATH and nothing of Makina; the GPU probe off so that doctor is quick.
     env = {
@@ -75,16 +84,22 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("serves the install script and the agent package of its own version, which holds no relay", async () => {
-    const script = await fetch(`${relayUrl}/install.sh`);
-    expect([script.status, script.headers.get("content-type")]).toEqual([200, "text/x-shellscript; charset=utf-8"]);
-    expect(await script.text()).toBe(readFileSync(join(REPO_ROOT, "scripts", "install.sh"), "utf8"));
+  it("serves the install script and the agent package of its own version, which holds no relay, over TLS to its pinned key only", async () => {
+    expect(install.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    expect(install.pin).toMatch(/^sha256\/\/[A-Za-z0-9+/]{43}=$/);
+    expect(pinnedCurl(["-D", "-", "-o", "/dev/null", `${install.url}/install.sh`]).toString()).toMatch(/content-type: text\/x-shellscript; charset=utf-8/i);
+    expect(pinnedCurl([`${install.url}/install.sh`]).toString()).toBe(readFileSync(join(REPO_ROOT, "scripts", "install.sh"), "utf8"));
+    // The gateway's plain-HTTP listener says where they are instead: a token must not reach it.
+    for (const path of ["/install.sh", "/agent/v1/check"]) {
+      const there = await fetch(`${relayUrl}${path}`, { method: path === "/install.sh" ? "GET" : "POST" });
+      expect([path, there.status, ((await there.json()) as { error: { message: string } }).error.message]).toEqual([path, 404, expect.stringContaining("over TLS, on its install listener")]);
+    }
 
-    const check = await fetch(`${relayUrl}/agent/v1/check`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ machine_id: machine.id, token: machine.token }) });
+    const check = pinnedCurl(["-H", "content-type: application/json", "--data-binary", JSON.stringify({ machine_id: machine.id, token: machine.token }), `${install.url}/agent/v1/check`]);
     const { version } = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string };
-    const { agent_package: pkg } = (await check.json()) as { agent_package: { url: string; version: string; sha256: string } };
+    const { agent_package: pkg } = JSON.parse(check.toString()) as { agent_package: { url: string; version: string; sha256: string } };
     expect(pkg).toEqual({ url: `/install/makina-agent-${version}.tgz`, file: `makina-agent-${version}.tgz`, version, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    const tgz = Buffer.from(await (await fetch(relayUrl + pkg.url)).arrayBuffer());
+    const tgz = pinnedCurl([install.url + pkg.url]);
     expect(createHash("sha256").update(tgz).digest("hex")).toBe(pkg.sha256);
     writeFileSync(join(dir, "agent.tgz"), tgz);
     const manifest = JSON.parse(execFileSync("tar", ["-xzOf", join(dir, "agent.tgz"), "package/package.json"], { encoding: "utf8" })) as { name: string; dependencies: Record<string, string> };
@@ -94,14 +109,16 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     expect(files).toContain("package/dist/agent/");
     expect(files).not.toContain("package/dist/relay/");
 
-    const other = await fetch(`${relayUrl}/install/makina-agent-0.0.1.tgz`);
-    expect([other.status, ((await other.json()) as { error: { code: string } }).error.code]).toEqual([404, "not_found"]);
+    const other = JSON.parse(execFileSync("curl", ["-sSk", "--pinnedpubkey", install.pin, `${install.url}/install/makina-agent-0.0.1.tgz`]).toString()) as { error: { code: string } };
+    expect(other.error.code).toBe("not_found");
   });
 
   it("installs into the prefix, starts the agent, and ends with makina doctor passing: the machine is online", async () => {
     expect(machine.install_command).toBe(
-      `curl -fsSL ${relayUrl}/install.sh | sh -s -- --relay-url ${relayUrl} --server ${machine.install_command.match(/--server (\S+)/)![1]} --machine-id ${machine.id} --token ${machine.token} --ca-sha256 ${machine.ca_sha256}`,
+      `curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | MAKINA_MACHINE_TOKEN=${machine.token} sh -s -- --relay-url ${install.url} --pinned-pubkey ${install.pin} --server ${machine.install_command.match(/--server (\S+)/)![1]} --machine-id ${machine.id} --ca-sha256 ${machine.ca_sha256}`,
     );
+    // The token is in the environment of sh (its user's only), never in any process's arguments.
+    expect(machine.install_command.split("| MAKINA_MACHINE_TOKEN=")[1]!.split(" ").slice(1).join(" ")).not.toContain(machine.token);
     // A second relay address (one that does not answer, standing for a relay that is down): the agent is given
     // both and links to the one that answers.
     const r = await sh(`${machine.install_command} --server 127.0.0.1:9 --prefix ${prefix} --service detached`, env, 300_000);
@@ -217,14 +234,14 @@ esac`),
     mkdirSync(join(prefix, "data", "models"), { recursive: true });
     writeFileSync(join(prefix, "data", "models", "kept.gguf"), "weights");
     const pid = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
-    const r = await sh(`curl -fsSL ${relayUrl}/install.sh | sh -s -- --uninstall --prefix ${prefix}`, env);
+    const r = await sh(`curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | sh -s -- --uninstall --prefix ${prefix}`, env);
     expect([r.code, r.stdout.trim()]).toEqual([0, `Makina is uninstalled from ${prefix}; downloaded models are kept in ${prefix}/data (--purge removes them).`]);
     expect(alive(pid)).toBe(false);
     expect(readdirSync(prefix)).toEqual(["data"]);
     expect(readFileSync(join(prefix, "data", "models", "kept.gguf"), "utf8")).toBe("weights");
     await vi.waitFor(async () => expect(await machineState(machine.id)).toBe("offline"), { timeout: 10_000, interval: 100 });
 
-    const purge = await sh(`curl -fsSL ${relayUrl}/install.sh | sh -s -- --uninstall --purge --prefix ${prefix}`, env);
+    const purge = await sh(`curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | sh -s -- --uninstall --purge --prefix ${prefix}`, env);
     expect([purge.code, purge.stdout.trim()]).toEqual([0, `Makina is uninstalled from ${prefix}, models included.`]);
     expect(existsSync(prefix)).toBe(false);
     const again = await sh(`sh scripts/install.sh --uninstall --prefix ${prefix}`, env);
@@ -242,7 +259,7 @@ esac`),
     const revoked = await run(other.install_command);
     expect([revoked.code, revoked.stderr.trim()]).toEqual([1, "install.sh: the relay refused this machine: This machine was revoked; add it again to get a new token. Nothing was installed."]);
 
-    const silent = await run(`sh scripts/install.sh ${other.install_command.split("| sh -s -- ")[1]!.replace(/--relay-url \S+/, "--relay-url http://127.0.0.1:9")}`);
+    const silent = await run(`MAKINA_MACHINE_TOKEN=${other.token} sh scripts/install.sh ${other.install_command.split(" sh -s -- ")[1]!.replace(/--relay-url \S+/, "--relay-url http://127.0.0.1:9").replace(/--pinned-pubkey \S+/, "")}`);
     expect([silent.code, silent.stderr.trim()]).toEqual([1, "install.sh: the relay at http://127.0.0.1:9 does not answer: check the address, that the relay runs, and the firewall"]);
     expect(existsSync(fresh)).toBe(false);
   });
@@ -250,7 +267,10 @@ esac`),
   it("refuses bad input with a clear message and exit status 2, writing nothing", async () => {
     const fresh = join(dir, "refused");
     const cases: [string, RegExp][] = [
-      ["--server relay:8081 --machine-id mach_1", /--token are required/],
+      ["--server relay:8081 --machine-id mach_1", /the machine token in MAKINA_MACHINE_TOKEN \(or --token-file FILE\)/],
+      ["--server relay:8081 --machine-id mach_1 --token-file /nonexistent/token", /cannot read the token file/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url https://relay --pinned-pubkey sha256//short", /44 base64 characters/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url http://127.0.0.1 --pinned-pubkey sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", /goes with an https/],
       ["--server relay:8081 --machine-id box --token mk_mach_1 --relay-url http://relay", /starts with mach_/],
       ['--server "relay:8081;rm" --machine-id mach_1 --token mk_mach_1 --relay-url http://relay', /hold only letters, digits/],
       ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url http://relay --hf-token abc", /starts with hf_/],
@@ -267,6 +287,40 @@ esac`),
       expect([args, r.code, r.stderr]).toEqual([args, 2, expect.stringMatching(message)]);
     }
     expect(existsSync(fresh)).toBe(false);
+  });
+
+  it("sends no token to a relay whose key is not the pinned one, nor over plain HTTP on the network, and says why", async () => {
+    // An impostor at the relay's address (or the relay with another certificate): a TLS server with a key of its own.
+    const certs = operatorCertificates();
+    const seen: string[] = [];
+    const impostor = createHttpsServer({ cert: readFileSync(certs.cert), key: readFileSync(certs.key) }, (req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      res.end("{}");
+    });
+    await new Promise<void>((resolve) => impostor.listen(0, "127.0.0.1", resolve));
+    const url = `https://127.0.0.1:${(impostor.address() as AddressInfo).port}`;
+    try {
+      const fresh = join(dir, "never-sent");
+      const withToken = { ...env, MAKINA_MACHINE_TOKEN: machine.token };
+      const r = await sh(`sh scripts/install.sh --relay-url ${url} --pinned-pubkey ${install.pin} --server 127.0.0.1:9 --machine-id ${machine.id} --prefix ${fresh}`, withToken);
+      expect([r.code, r.stderr.trim()]).toEqual([
+        1,
+        `install.sh: the relay at ${url} does not present the key pinned in the install command: it is not the relay that printed it (or its certificate changed). Nothing was sent to it; get a new install command from the relay.`,
+      ]);
+      // Not a single request reached it: the TLS handshake ended at the key.
+      expect(seen).toEqual([]);
+      expect(existsSync(fresh)).toBe(false);
+
+      const plain = await sh(`sh scripts/install.sh --relay-url http://relay.example:8080 --server relay.example:8081 --machine-id ${machine.id} --prefix ${fresh}`, withToken);
+      expect([plain.code, plain.stderr]).toEqual([1, expect.stringContaining("is plain HTTP on the network: this machine's token would cross it in the clear")]);
+      // From a file works as from the environment (here up to the relay's check, with a token it refuses).
+      writeFileSync(join(dir, "token"), "mk_mach_notTheRightOne000000000000\n", { mode: 0o600 });
+      const fromFile = await sh(`sh scripts/install.sh --relay-url ${install.url} --pinned-pubkey ${install.pin} --server 127.0.0.1:9 --machine-id ${machine.id} --token-file ${join(dir, "token")} --prefix ${fresh}`, env);
+      expect([fromFile.code, fromFile.stderr.trim()]).toEqual([1, "install.sh: the relay refused this machine: Unknown machine ID or machine token rejected. Nothing was installed."]);
+    } finally {
+      impostor.close();
+      rmSync(certs.dir, { recursive: true, force: true });
+    }
   });
 
   it("passes shellcheck (Debian's package, which CI installs)", async () => {

@@ -73,7 +73,7 @@ describe("a newcomer's journey through the web application", () => {
     const machineId = (await page.getByTestId("new-machine-id").textContent())!;
     const token = (await page.getByTestId("new-machine-token").textContent())!;
     const server = (await page.getByTestId("new-machine-server").textContent())!;
-    expect(await page.getByTestId("install-command").textContent()).toContain(`--machine-id ${machineId} --token ${token}`);
+    expect(await page.getByTestId("install-command").textContent()).toMatch(new RegExp(`MAKINA_MACHINE_TOKEN=${token} sh -s -- .*--machine-id ${machineId}`));
     await expect.poll(() => page.getByTestId("new-machine-status").textContent()).toContain("Waiting for gpu-box to connect");
     await shot("add-machine");
     agent = await startAgent(resolveAgentConfig({ flags: { server, machineId, token, dataDir: join(dataDir, "agent"), threads: 1, gpu: false, maxContextSize: 1024 } }), {
@@ -432,7 +432,7 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("link", { name: "gpu-box" }).click();
     await page.getByRole("button", { name: "Rotate token" }).click();
     const command = (await page.getByTestId("rotated-token").locator("code").textContent())!;
-    const token = /--token (mk_mach_\w+)/.exec(command)![1]!;
+    const token = /MAKINA_MACHINE_TOKEN=(mk_mach_\w+)/.exec(command)![1]!;
     expect(await relay.store.machines.tokenHash((await relay.store.machines.listByOrg((await relay.store.orgs.find("acme"))!.id))[0]!.id)).toBe(hashSecret(token));
     await expect.poll(() => page.locator(".page-header").textContent()).toContain("offline");
     await shot("machine-rotated");
