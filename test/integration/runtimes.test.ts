@@ -177,6 +177,15 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     const schema = { type: "object", properties: { a: { type: "string", pattern: "^x" } }, required: ["a"] };
     await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Hey" }], response_format: { type: "json_schema", json_schema: { name: "s", schema, strict: true } } });
     expect(readFileSync(log, "utf8").trim().split("\n").at(-1)).toBe(`request llama3.2 stream=false response_format=${JSON.stringify({ type: "json_schema", json_schema: { name: "s", schema, strict: true } })}`);
+    // A schema the server refuses is the request's fault, said in one line of the server's words at most 300 long.
+    const refused = await client.chat.completions
+      .create({ model: "local-llama", messages: [{ role: "user", content: "Hey" }], response_format: { type: "json_schema", json_schema: { name: "s", schema: { ...schema, "x-standin-refuse": true } } } })
+      .catch((e: unknown) => e as { status: number; code: string; error: { message: string } });
+    expect(refused).toMatchObject({ status: 400, code: "invalid_value" });
+    const said = (refused as { error: { message: string } }).error.message;
+    expect(said).toMatch(/^The runtime refused the request: Invalid JSON schema for guided decoding: the grammar compiler/);
+    expect(said.length).toBeLessThanOrEqual("The runtime refused the request: ".length + 300);
+    expect(said).not.toContain("\n");
     // Tools go to the server as the client sent them, and its calls come back as they came: the server calls them.
     const weather = { type: "function" as const, function: { name: "get_weather", description: "The weather", parameters: { type: "object", properties: { city: { type: "string", pattern: "^[A-Z]" } } } } };
     const called = await client.chat.completions.create({ model: "local-llama", messages: [{ role: "user", content: "Paris" }], tools: [weather], tool_choice: { type: "function", function: { name: "get_weather" } }, parallel_tool_calls: false });

@@ -5,7 +5,7 @@ import { toGrammarSchema } from "../../agent/runtimes/gguf/json-schema-grammar.j
 import { SCHEMA_LIMITS } from "../../relay/http/openai/validate-json-schema.js";
 
 const ok = { model: "m", messages: [{ role: "user", content: "hi" }] };
-const withTool = (parameters: unknown) => ({ ...ok, tools: [{ type: "function", function: { name: "f", parameters } }] });
+const withTool = (parameters: unknown, strict = true) => ({ ...ok, tools: [{ type: "function", function: { name: "f", parameters, strict } }] });
 const withFormat = (schema: unknown) => ({ ...ok, response_format: { type: "json_schema", json_schema: { name: "out", schema } } });
 
 function refusal(body: unknown): { status: number; code: string; param: string | null; message: string } {
@@ -53,6 +53,7 @@ describe("JSON schemas in requests", () => {
     [{ type: "object", properties: { a: { $dynamicRef: "#node" } } }, `${P}.properties.a.$dynamicRef`, "not supported"],
     [{ type: "object", properties: { a: { type: "string", description: 7 } } }, `${P}.properties.a.description`, "expected a string"],
     [{ type: "object", $defs: { d: { type: "integer", maximum: Number.NaN } } }, `${P}.$defs.d.maximum`, "expected a number"],
+    [{ type: "object", properties: { a: { $ref: "#/%" } } }, `${P}.properties.a.$ref`, "points at no schema"],
   ])("refuses the tool parameters %j at %s", (schema, param, words) => {
     const r = refusal(withTool(schema));
     expect(r).toMatchObject({ status: 400, code: "invalid_value", param });
@@ -80,6 +81,16 @@ describe("JSON schemas in requests", () => {
     expect(refusal(withFormat(enums))).toMatchObject({ param: `${R}.properties.b.enum` });
     const longEnum = { type: "object", properties: { a: { enum: Array.from({ length: 300 }, (_, i) => `value-${i}-${"x".repeat(50)}`) } } };
     expect(refusal(withFormat(longEnum)).message).toContain("more than 250 values");
+  });
+
+  it("holds a tool that is not strict to the standard only: deep nesting, long enums and Python-flavoured patterns pass, as tool generators write them", () => {
+    const loose = (schema: unknown) => () => validateChatRequest(withTool(schema, false));
+    expect(loose(nested(SCHEMA_LIMITS.depth + 5))).not.toThrow();
+    expect(loose({ type: "object", properties: { tz: { enum: Array.from({ length: 1200 }, (_, i) => `Zone/${i}`) } } })).not.toThrow();
+    expect(loose({ type: "object", properties: { id: { type: "string", pattern: "(?P<year>\\d{4})" } } })).not.toThrow();
+    // What no runtime can take is refused all the same.
+    expect(() => validateChatRequest(withTool({ type: "object", properties: { a: { type: "nonsense" } } }, false))).toThrow(MakinaError);
+    expect(() => validateChatRequest(withTool(nested(40), false))).toThrow("schemas nested more than 32 deep");
   });
 
   it("takes the schemas real tools send: refs to definitions, recursion, tuples, draft-4 bounds, annotations, unknown keywords", () => {

@@ -88,8 +88,13 @@ export class OpenAiServerRuntime implements ModelRuntime {
           return text;
         }
       })();
-      if (status === 400 && /context|too long|maximum.*length/i.test(message)) throw new MakinaError("context_length_exceeded", message, { param: "messages" });
-      throw new MakinaError(status >= 500 ? "runtime_unavailable" : "internal_error", `The runtime answered ${status}: ${message.slice(0, 500)}`, { retryAfterMs: status >= 500 ? 5000 : undefined });
+      // What reaches the client of the runtime's words: one line, 300 characters at most.
+      const said = message.replace(/[\u0000-\u001f\u007f]+/g, " ").trim().slice(0, 300);
+      if (status === 400 && /context|too long|maximum.*length/i.test(message)) throw new MakinaError("context_length_exceeded", said, { param: "messages" });
+      // A request the server refuses (a schema its guided decoding cannot take, a parameter out of its range) is
+      // the request's fault: 400, not a failure of the gateway.
+      if (status === 400 || status === 422) throw new MakinaError("invalid_value", `The runtime refused the request: ${said}`);
+      throw new MakinaError(status >= 500 ? "runtime_unavailable" : "internal_error", `The runtime answered ${status}: ${said}`, { retryAfterMs: status >= 500 ? 5000 : undefined });
     }
     let promptTokens = 0;
     let completionTokens = 0;

@@ -155,7 +155,8 @@ function responseFormat(v: unknown, name: string): ResponseFormat | undefined {
   object(schema, `${p}.schema`);
   const schemaJson = JSON.stringify(schema);
   if (schemaJson.length > MAX_SCHEMA_CHARS) throw invalid(`${p}.schema`, `Invalid '${p}.schema': larger than ${MAX_SCHEMA_CHARS} characters as JSON.`);
-  validateJsonSchema(schema, `${p}.schema`);
+  // A response format is held to its schema by a grammar or guided decoding, strict or not: the vendor's limits hold.
+  validateJsonSchema(schema, `${p}.schema`, { strict: true });
   return { type: "json_schema", name: js.name, schemaJson, strict: js.strict === true };
 }
 

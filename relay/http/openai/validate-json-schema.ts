@@ -68,7 +68,12 @@ function resolvePointer(root: unknown, ref: string): unknown {
   if (ref === "#") return root;
   let node: unknown = root;
   for (const raw of ref.slice(2).split("/")) {
-    const key = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
+    let key: string;
+    try {
+      key = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
+    } catch {
+      return undefined;
+    }
     if (Array.isArray(node) && /^(0|[1-9]\d*)$/.test(key)) node = node[Number(key)];
     else if (isPlainObject(node) && Object.hasOwn(node, key)) node = node[key];
     else return undefined;
@@ -83,8 +88,13 @@ function resolvePointer(root: unknown, ref: string): unknown {
  * levels of nesting, 5,000 properties, 1,000 enum values, 120,000 characters of names). Keywords JSON Schema
  * does not define are left alone, as the standard says (a runtime that cannot enforce one refuses it). Throws
  * 400 `invalid_value` whose `param` is the path to the offending keyword, under `param`.
+ *
+ * The vendor's limits and the check that a `pattern` compiles as JavaScript hold where the vendor holds them:
+ * for `strict` schemas (response formats, and tools marked `strict`). A tool's schema otherwise only describes
+ * its arguments to the model, so deep schemas, long enums and Python-flavoured patterns (`(?P<name>…)`) that
+ * tool generators write are taken; 32 schemas inside one another is the bound for every schema.
  */
-export function validateJsonSchema(schema: unknown, param: string): void {
+export function validateJsonSchema(schema: unknown, param: string, options: { strict: boolean }): void {
   const tally = { properties: 0, enumValues: 0, nameChars: 0 };
   const refuse = (path: string, message: string) => new MakinaError("invalid_value", `Invalid schema for '${param}' at '${path}': ${message}`, { param: path });
   const countName = (path: string, name: string) => {
@@ -95,7 +105,7 @@ export function validateJsonSchema(schema: unknown, param: string): void {
   const visit = (node: unknown, path: string, depth: number, schemaDepth: number): void => {
     if (typeof node === "boolean") return;
     if (!isPlainObject(node)) throw refuse(path, "a schema is an object or a boolean.");
-    if (depth > SCHEMA_LIMITS.depth) throw refuse(path, `nested more than ${SCHEMA_LIMITS.depth} levels deep.`);
+    if (options.strict && depth > SCHEMA_LIMITS.depth) throw refuse(path, `nested more than ${SCHEMA_LIMITS.depth} levels deep.`);
     if (schemaDepth > SCHEMA_LIMITS.schemaDepth) throw refuse(path, `schemas nested more than ${SCHEMA_LIMITS.schemaDepth} deep.`);
     for (const [key, value] of Object.entries(node)) {
       const at = `${path}${segment(key)}`;
@@ -111,9 +121,9 @@ export function validateJsonSchema(schema: unknown, param: string): void {
       } else if (SCHEMA_MAPS.has(key)) {
         if (!isPlainObject(value)) throw refuse(at, "expected an object of schemas.");
         for (const [name, sub] of Object.entries(value)) {
-          if (key === "properties" && ++tally.properties > SCHEMA_LIMITS.properties) throw refuse(at, `more than ${SCHEMA_LIMITS.properties} properties in all.`);
-          if (key === "patternProperties" && !compiles(name)) throw refuse(at, `${JSON.stringify(name.slice(0, 64))} is not a valid regular expression.`);
-          if (key !== "patternProperties") countName(at, name);
+          if (options.strict && key === "properties" && ++tally.properties > SCHEMA_LIMITS.properties) throw refuse(at, `more than ${SCHEMA_LIMITS.properties} properties in all.`);
+          if (options.strict && key === "patternProperties" && !compiles(name)) throw refuse(at, `${JSON.stringify(name.slice(0, 64))} is not a valid regular expression.`);
+          if (options.strict && key !== "patternProperties") countName(at, name);
           visit(sub, `${at}${segment(name)}`, key === "$defs" || key === "definitions" ? 1 : deeper, schemaDepth + 1);
         }
       } else if (SCHEMA_ONE.has(key)) {
@@ -130,14 +140,16 @@ export function validateJsonSchema(schema: unknown, param: string): void {
         if (!isPlainObject(value) || Object.values(value).some((v) => !Array.isArray(v) || v.some((n) => typeof n !== "string"))) throw refuse(at, "expected an object of lists of property names.");
       } else if (key === "enum") {
         if (!Array.isArray(value) || value.length === 0) throw refuse(at, "expected a non-empty list of values.");
-        tally.enumValues += value.length;
-        if (tally.enumValues > SCHEMA_LIMITS.enumValues) throw refuse(at, `more than ${SCHEMA_LIMITS.enumValues} enum values in all.`);
-        const strings = value.filter((v): v is string => typeof v === "string");
-        const chars = strings.reduce((n, s) => n + s.length, 0);
-        if (value.length > 250 && chars > SCHEMA_LIMITS.largeEnumChars) throw refuse(at, `an enum of more than 250 values may hold at most ${SCHEMA_LIMITS.largeEnumChars} characters.`);
-        for (const s of strings) countName(at, s);
+        if (options.strict) {
+          tally.enumValues += value.length;
+          if (tally.enumValues > SCHEMA_LIMITS.enumValues) throw refuse(at, `more than ${SCHEMA_LIMITS.enumValues} enum values in all.`);
+          const strings = value.filter((v): v is string => typeof v === "string");
+          const chars = strings.reduce((n, s) => n + s.length, 0);
+          if (value.length > 250 && chars > SCHEMA_LIMITS.largeEnumChars) throw refuse(at, `an enum of more than 250 values may hold at most ${SCHEMA_LIMITS.largeEnumChars} characters.`);
+          for (const s of strings) countName(at, s);
+        }
       } else if (key === "const") {
-        if (typeof value === "string") countName(at, value);
+        if (options.strict && typeof value === "string") countName(at, value);
       } else if (COUNTS.has(key)) {
         if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) throw refuse(at, "expected a non-negative integer.");
       } else if (BOUNDS.has(key)) {
@@ -148,7 +160,7 @@ export function validateJsonSchema(schema: unknown, param: string): void {
         if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) throw refuse(at, "expected a number greater than 0.");
       } else if (key === "pattern") {
         if (typeof value !== "string") throw refuse(at, "expected a regular expression as a string.");
-        if (!compiles(value)) throw refuse(at, "not a valid regular expression.");
+        if (options.strict && !compiles(value)) throw refuse(at, "not a valid regular expression.");
       } else if (STRINGS.has(key)) {
         if (typeof value !== "string") throw refuse(at, "expected a string.");
       } else if (BOOLEANS.has(key)) {

@@ -60,7 +60,7 @@ function toolDefinition(v: unknown, i: number): ToolDefinition {
     if (f.parameters.type !== undefined && f.parameters.type !== "object") throw invalid(`${fp}.parameters`, `Invalid '${fp}.parameters': the schema must describe an object ("type": "object").`);
     parametersJson = JSON.stringify(f.parameters);
     if (parametersJson.length > MAX_PARAMETERS_CHARS) throw invalid(`${fp}.parameters`, `Invalid '${fp}.parameters': larger than ${MAX_PARAMETERS_CHARS} characters as JSON.`);
-    validateJsonSchema(f.parameters, `${fp}.parameters`);
+    validateJsonSchema(f.parameters, `${fp}.parameters`, { strict: f.strict === true });
   }
   return { name: f.name, description, parametersJson, strict };
 }
