@@ -41,6 +41,9 @@ export class AuditLog {
       target: event.target,
       ...(event.detail ? { detail: event.detail } : {}),
     });
+    // An event of no organization (a sign-in to a login that does not exist) is nobody's to read: the log keeps it,
+    // the database does not (a stream of made-up logins would only fill it).
+    if (event.orgId === null) return;
     const write = this.store.audit.insert(event).catch((err: unknown) => this.options.onWriteError?.("the audit log", err));
     this.pending.add(write);
     try {

@@ -319,28 +319,39 @@ export class ControlPlane {
 
   /**
    * Disables or enables a user, or changes its role. `by` is the acting user (null for the operator): nobody
-   * does this to itself, and an organization keeps at least one enabled admin.
+   * does this to itself, and an organization keeps at least one enabled admin (checked with the write, so two
+   * admins demoting each other at once cannot both succeed).
    */
   async updateUser(id: string, change: { disabled?: boolean; role?: User["role"] }, by: string | null): Promise<User> {
     const user = await this.user(id);
-    const losesAdmin = user.role === "admin" && user.disabledAt === null && (change.disabled === true || change.role === "member");
-    await this.checkOffboarding(user, by, losesAdmin, change.disabled === true ? "disable" : "change the role of");
-    let updated = user;
-    if (change.role !== undefined && change.role !== user.role) updated = (await this.store.users.setRole(id, change.role)) ?? updated;
-    if (change.disabled !== undefined && change.disabled !== (user.disabledAt !== null)) updated = (await this.store.users.setDisabled(id, change.disabled)) ?? updated;
+    this.notOneself(user, by, change.disabled === true ? "disable" : "change the role of");
+    const updated = await this.store.users.update(id, change, { keepAnAdmin: true });
+    if (updated === "last_admin") throw lastAdmin(user);
+    if (!updated) throw new MakinaError("not_found", `No user '${id}'.`, { param: "id" });
     return updated;
   }
 
-  /** Deletes a user and revokes the keys it made; the rules of {@link updateUser}. Returns the user and how many keys were revoked. */
+  /**
+   * Deletes a user and revokes the keys it made; the rules of {@link updateUser}. The user is disabled first, so
+   * no session of it can make a key while its keys are revoked, and the keys are looked for again once it is
+   * gone (one made by a request already under way). Returns the user and how many keys were revoked.
+   */
   async deleteUser(id: string, by: string | null): Promise<{ user: User; keysRevoked: number }> {
     const user = await this.user(id);
-    await this.checkOffboarding(user, by, user.role === "admin" && user.disabledAt === null, "delete");
-    const keys = (await this.store.keys.listByOrg(user.orgId)).filter((k) => k.createdBy === id && k.state === "active");
-    // Revoked first: a key never outlives its user's row, even when the deletion fails half-way.
-    for (const key of keys) await this.store.keys.revoke(key.id);
-    if (keys.length > 0) this.events.emit({ type: "key", orgId: user.orgId, keyId: "*" });
-    if (!(await this.store.users.delete(id))) throw new MakinaError("not_found", `No user '${id}'.`, { param: "id" });
-    return { user, keysRevoked: keys.length };
+    this.notOneself(user, by, "delete");
+    const disabled = await this.store.users.update(id, { disabled: true }, { keepAnAdmin: true });
+    if (disabled === "last_admin") throw lastAdmin(user);
+    if (!disabled) throw new MakinaError("not_found", `No user '${id}'.`, { param: "id" });
+    const revokeKeys = async () => {
+      const keys = (await this.store.keys.listByOrg(user.orgId)).filter((k) => k.createdBy === id && k.state === "active");
+      for (const key of keys) await this.store.keys.revoke(key.id);
+      return keys.length;
+    };
+    let keysRevoked = await revokeKeys();
+    if ((await this.store.users.delete(id)) !== true) throw new MakinaError("not_found", `No user '${id}'.`, { param: "id" });
+    keysRevoked += await revokeKeys();
+    if (keysRevoked > 0) this.events.emit({ type: "key", orgId: user.orgId, keyId: "*" });
+    return { user, keysRevoked };
   }
 
   /** Gives a user a new password (its sessions are ended by the caller); not one's own (the Account page asks for the current one). */
@@ -351,11 +362,8 @@ export class ControlPlane {
     return user;
   }
 
-  private async checkOffboarding(user: User, by: string | null, losesAdmin: boolean, verb: string): Promise<void> {
+  private notOneself(user: User, by: string | null, verb: string): void {
     if (by === user.id) throw new MakinaError("permission_denied", `You cannot ${verb} your own account; ask another admin.`);
-    if (losesAdmin && (await this.store.users.enabledAdmins(user.orgId)).length <= 1) {
-      throw new MakinaError("conflict", `'${user.login}' is the organization's only enabled admin: make another user an admin first.`, { param: "id" });
-    }
   }
 
   private async view(stack: Stack): Promise<StackView> {
@@ -376,4 +384,9 @@ export class ControlPlane {
 /** A model reference (URL, `hf:` reference or path) is at most {@link MAX_MODEL_REF_CHARS} characters. */
 function checkModelRefLength(ref: string): void {
   if (ref.length > MAX_MODEL_REF_CHARS) throw new MakinaError("invalid_value", `'model' must be at most ${MAX_MODEL_REF_CHARS} characters.`, { param: "model" });
+}
+
+/** Refusal of a change that would leave an organization without an enabled admin. */
+function lastAdmin(user: User): MakinaError {
+  return new MakinaError("conflict", `'${user.login}' is the organization's only enabled admin: make another user an admin first.`, { param: "id" });
 }

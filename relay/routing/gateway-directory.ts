@@ -298,8 +298,10 @@ export class GatewayDirectory {
         state.serving.set(change.orgId, stacks);
         this.indexRoutes(state, change.orgId);
       } else if (change.kind === "user") {
+        // A user deleted stays here: a key it made in its last moments is never served (the next whole load
+        // leaves out the keys of users that are gone).
         const user = await this.store.users.get(change.userId);
-        if (user && user.disabledAt !== null) state.disabledUsers.add(user.id);
+        if (!user || user.disabledAt !== null) state.disabledUsers.add(change.userId);
         else state.disabledUsers.delete(change.userId);
         for (const key of state.keys.values()) if (key.createdBy === change.userId) this.putKey(state, key);
       } else if (change.kind === "setting" && change.key === ADMIN_TOKEN_HASH) {

@@ -114,9 +114,13 @@ export class ApiKeyStore {
     return (await this.db.selectFrom("api_keys").selectAll().where("org_id", "=", orgId).orderBy("created_at").orderBy("id").execute()).map(toKey);
   }
 
-  /** Every active key (of one organization, or of all): what the gateway's directory holds. */
+  /** Every active key (of one organization, or of all) whose maker is still a user (or was the operator): what the gateway's directory holds. */
   async listActive(orgId?: string): Promise<ApiKeyRecord[]> {
-    let query = this.db.selectFrom("api_keys").selectAll().where("state", "=", "active");
+    let query = this.db
+      .selectFrom("api_keys")
+      .selectAll()
+      .where("state", "=", "active")
+      .where((eb) => eb.or([eb("created_by", "is", null), eb("created_by", "in", eb.selectFrom("users").select("id"))]));
     if (orgId !== undefined) query = query.where("org_id", "=", orgId);
     return (await query.execute()).map(toKey);
   }

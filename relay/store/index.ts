@@ -65,7 +65,7 @@ export async function openStore(
     externalVersion: database.externalVersion,
     notices,
     orgs: new OrganizationStore(db, notices),
-    users: new UserStore(db, notices),
+    users: new UserStore(db, notices, database.dialect),
     machines,
     stacks: new StackStore(db, notices),
     deployments: new DeploymentStore(db),

@@ -1,5 +1,6 @@
 import type { Db } from "./open-database.js";
-import type { Row } from "./tables.js";
+import type { Transaction } from "kysely";
+import type { Row, Tables } from "./tables.js";
 import type { ChangeNotices } from "./change-notices.js";
 import { transaction } from "./transaction.js";
 import { newId } from "../ids/index.js";
@@ -28,6 +29,7 @@ export class UserStore {
   constructor(
     private readonly db: Db,
     private readonly notices: ChangeNotices,
+    private readonly dialect: "sqlite" | "postgres",
   ) {}
 
   /** Adds a user; null when the login is taken (by the database's unique index: of two at once, one gets it). */
@@ -55,41 +57,74 @@ export class UserStore {
     return (await this.db.selectFrom("users").select("id").where("disabled_at", "is not", null).execute()).map((r) => r.id);
   }
 
-  /** The enabled admins of an organization. */
-  async enabledAdmins(orgId: string): Promise<User[]> {
-    return (await this.listByOrg(orgId)).filter((u) => u.role === "admin" && u.disabledAt === null);
-  }
-
   async setPasswordHash(id: string, passwordHash: string): Promise<void> {
     await this.notices.after({ kind: "user", userId: id }, () => this.db.updateTable("users").set({ password_hash: passwordHash }).where("id", "=", id).execute());
   }
 
   /** Disables (with the time) or enables (null) a user; the time of an earlier disabling is kept. Returns the user, undefined when there is none. */
   async setDisabled(id: string, disabled: boolean, now = Date.now()): Promise<User | undefined> {
-    await this.notices.after({ kind: "user", userId: id }, () =>
-      this.db
-        .updateTable("users")
-        .set((eb) => ({ disabled_at: disabled ? eb.fn.coalesce("disabled_at", eb.val(now)) : null }))
-        .where("id", "=", id)
-        .execute(),
-    );
-    return this.get(id);
+    const done = await this.update(id, { disabled }, { keepAnAdmin: false }, now);
+    return done === "last_admin" ? undefined : done;
   }
 
   async setRole(id: string, role: User["role"]): Promise<User | undefined> {
-    await this.notices.after({ kind: "user", userId: id }, () => this.db.updateTable("users").set({ role }).where("id", "=", id).execute());
-    return this.get(id);
+    const done = await this.update(id, { role }, { keepAnAdmin: false });
+    return done === "last_admin" ? undefined : done;
   }
 
-  /** Deletes a user with its sessions; true when there was one. */
-  async delete(id: string): Promise<boolean> {
+  /**
+   * Disables or enables a user and sets its role, in one transaction. With `keepAnAdmin`, refused
+   * (`"last_admin"`, nothing written) when it would leave the user's organization without an enabled admin: the
+   * check and the write hold the organization's row (PostgreSQL) or the database (SQLite), so two admins
+   * demoting each other at once on any relays cannot both succeed. Undefined when there is no such user.
+   */
+  async update(id: string, change: { disabled?: boolean; role?: User["role"] }, options: { keepAnAdmin: boolean }, now = Date.now()): Promise<User | "last_admin" | undefined> {
     return this.notices.after({ kind: "user", userId: id }, () =>
       transaction(this.db, async (trx) => {
+        const user = await this.guard(trx, id, options.keepAnAdmin && (change.disabled === true || change.role === "member"));
+        if (user === undefined || user === "last_admin") return user;
+        const role = change.role ?? user.role;
+        const disabledAt = change.disabled === undefined ? user.disabledAt : change.disabled ? (user.disabledAt ?? now) : null;
+        await trx.updateTable("users").set({ role, disabled_at: disabledAt }).where("id", "=", id).execute();
+        return { ...user, role, disabledAt };
+      }),
+    );
+  }
+
+  /** Deletes a user with its sessions: true when there was one; with `keepAnAdmin`, as {@link update}. */
+  async delete(id: string, options: { keepAnAdmin: boolean } = { keepAnAdmin: false }): Promise<boolean | "last_admin"> {
+    return this.notices.after({ kind: "user", userId: id }, () =>
+      transaction(this.db, async (trx) => {
+        const user = await this.guard(trx, id, options.keepAnAdmin);
+        if (user === undefined) return false;
+        if (user === "last_admin") return user;
         await trx.deleteFrom("sessions").where("user_id", "=", id).execute();
         const res = await trx.deleteFrom("users").where("id", "=", id).executeTakeFirst();
         return Number(res.numDeletedRows) === 1;
       }),
     );
+  }
+
+  /**
+   * In a transaction: the user, after taking its organization's row for the rest of the transaction (on
+   * PostgreSQL; SQLite runs one writing transaction at a time); `"last_admin"` when `losing` it would leave the
+   * organization with no other enabled admin.
+   */
+  private async guard(trx: Transaction<Tables>, id: string, losing: boolean): Promise<User | "last_admin" | undefined> {
+    const found = await trx.selectFrom("users").select(PUBLIC).where("id", "=", id).executeTakeFirst();
+    if (!found) return undefined;
+    const user = toUser(found);
+    if (!losing || user.role !== "admin" || user.disabledAt !== null) return user;
+    if (this.dialect === "postgres") await trx.selectFrom("organizations").select("id").where("id", "=", user.orgId).forUpdate().execute();
+    const others = await trx
+      .selectFrom("users")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("org_id", "=", user.orgId)
+      .where("role", "=", "admin")
+      .where("disabled_at", "is", null)
+      .where("id", "!=", id)
+      .executeTakeFirstOrThrow();
+    return Number(others.n) === 0 ? "last_admin" : user;
   }
 
   /** The user and its password hash, for sign-in. */

@@ -400,7 +400,10 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.getByTestId("audit-sign_in").filter({ hasText: "refused" }).filter({ hasText: "leaver@acme.test" }).count()).toBeGreaterThan(0);
     await shot("audit");
     await page.getByLabel("Show").selectOption({ label: "API keys" });
-    await expect.poll(async () => (await page.getByTestId("audit-table").locator("tbody tr").allTextContents()).every((t) => /key\./.test(t))).toBe(true);
+    await expect.poll(async () => {
+      const rows = await page.getByTestId("audit-table").locator("tbody tr").allTextContents();
+      return rows.length > 0 && rows.every((t) => /key\./.test(t));
+    }).toBe(true);
     await page.getByLabel("Show").selectOption({ label: "Everything" });
   });
 

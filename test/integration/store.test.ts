@@ -219,7 +219,12 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     // Disabling again keeps the first time.
     expect((await store.users.setDisabled(user.id, true, 2_000))!.disabledAt).toBe(1_000);
     expect(await store.users.disabledIds()).toEqual([user.id]);
-    expect(await store.users.enabledAdmins(org.id)).toEqual([]);
+    // The organization's only admin, disabled: enabling it is fine, and it cannot be the last one lost again.
+    expect(await store.users.update(user.id, { disabled: false }, { keepAnAdmin: true })).toMatchObject({ disabledAt: null });
+    expect(await store.users.update(user.id, { role: "member" }, { keepAnAdmin: true })).toBe("last_admin");
+    expect(await store.users.delete(user.id, { keepAnAdmin: true })).toBe("last_admin");
+    expect(await store.users.update("user_none", { disabled: true }, { keepAnAdmin: true })).toBeUndefined();
+    await store.users.setDisabled(user.id, true, 3_000);
     expect((await store.users.setDisabled(user.id, false))!.disabledAt).toBeNull();
     expect((await store.users.setRole(user.id, "member"))!.role).toBe("member");
     await store.sessions.create("s", { userId: user.id, csrfToken: "c", createdAt: 0, expiresAt: 10_000 });
@@ -227,7 +232,20 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     expect(await store.users.delete(user.id)).toBe(false);
     expect(await store.users.get(user.id)).toBeUndefined();
     expect(await store.sessions.find("s", 1)).toBeUndefined();
-    expect(heard.filter((c) => c.kind === "user")).toHaveLength(6);
+    expect(heard.filter((c) => c.kind === "user")).toHaveLength(11);
+  });
+
+  it("lets only one of two admins demoting each other at once succeed: the organization keeps an enabled admin", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const org = (await store.orgs.create("Two"))!;
+    const [a, b] = await Promise.all(["a", "b"].map(async (login) => (await store.users.create({ orgId: org.id, login, passwordHash: "h", role: "admin" }))!));
+    // Both read two enabled admins before either writes, as two relays would.
+    const results = await Promise.all([
+      store.users.update(a!.id, { role: "member" }, { keepAnAdmin: true }),
+      store.users.update(b!.id, { disabled: true }, { keepAnAdmin: true }),
+    ]);
+    expect(results.filter((r) => r === "last_admin")).toHaveLength(1);
+    expect((await store.users.listByOrg(org.id)).filter((u) => u.role === "admin" && u.disabledAt === null)).toHaveLength(1);
   });
 
   it("keeps the audit log: newest first, a page at a time in the order recorded (within a millisecond too), by action, pruned by age", async () => {
