@@ -61,6 +61,7 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
   const host = new StackHost({
     runtimeSetup: {
       runtimesDir: join(config.dataDir, "runtimes"),
+      runDir: join(config.dataDir, "run"),
       python: config.python,
       env: config.runtimeEnv,
       packages: { vllm: config.vllmPackage, mlx: config.mlxPackage },

@@ -225,13 +225,22 @@ main() {
   umask 022
   mkdir -p "$prefix/bin" "$prefix/lib" "$prefix/etc" "$prefix/data" "$prefix/run" "$prefix/log"
   chmod 700 "$prefix/etc" "$prefix/data"
-  if [ -n "$service_user" ]; then chown "$service_user" "$prefix/etc" "$prefix/data" "$prefix/run" "$prefix/log"; fi
-
-  # The agent package, into an npm project of its own in $prefix/lib. Of the dependencies' install scripts only
-  # node-llama-cpp's runs (it checks its prebuilt llama.cpp binaries); npm versions that gate scripts read this list.
-  if [ ! -f "$prefix/lib/package.json" ]; then
-    printf '{ "name": "makina-install", "private": true, "allowScripts": { "node-llama-cpp": true, "protobufjs": true } }\n' > "$prefix/lib/package.json"
+  if [ -n "$service_user" ]; then
+    # The service writes only its data, run and log directories; its config stays root's, readable by its group.
+    chown "$service_user" "$prefix/data" "$prefix/run" "$prefix/log"
+    chown "root:$service_user" "$prefix/etc"
+    chmod 750 "$prefix/etc"
   fi
+
+  # The agent package, into an npm project of its own in $prefix/lib. No dependency's install script runs but
+  # node-llama-cpp's (it checks its prebuilt llama.cpp binaries), and as root npm runs as the service's user:
+  # nothing fetched from the registry ever runs as root. The code is root's again afterwards, so the running
+  # service cannot change it.
+  printf '{ "name": "makina-install", "private": true }\n' > "$prefix/lib/package.json"
+  as_builder() {
+    if [ -z "$service_user" ]; then "$@"; return; fi
+    HOME="$prefix/lib/.build-home" npm_config_cache="$prefix/lib/.build-home/npm" runuser -u "$service_user" -- "$@"
+  }
   installed_sha="$(cat "$prefix/lib/installed.sha256" 2>/dev/null || true)"
   if [ -n "$package_url" ]; then
     if [ "$installed_sha" = "$package_sha256" ] && [ -d "$prefix/lib/node_modules" ]; then
@@ -253,7 +262,17 @@ main() {
   fi
   if [ -n "$spec" ]; then
     echo "Installing the agent and its dependencies into $prefix/lib (from the npm registry) …"
-    (cd "$prefix/lib" && npm install --omit=dev --no-audit --no-fund --loglevel=error "$spec") || fail "npm could not install the agent package (see npm's messages above); nothing else was changed"
+    if [ -n "$service_user" ]; then
+      command -v runuser >/dev/null 2>&1 || fail "runuser (util-linux) is needed to run npm as $service_user rather than root"
+      mkdir -p "$prefix/lib/.build-home"
+      chown -R "$service_user" "$prefix/lib"
+    fi
+    (cd "$prefix/lib" && as_builder npm install --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error "$spec" &&
+      as_builder npm rebuild --loglevel=error node-llama-cpp) || fail "npm could not install the agent package (see npm's messages above); nothing else was changed"
+    if [ -n "$service_user" ]; then
+      rm -rf "$prefix/lib/.build-home"
+      chown -R root:root "$prefix/lib"
+    fi
     if [ -n "$package_sha256" ]; then echo "$package_sha256" > "$prefix/lib/installed.sha256"; else rm -f "$prefix/lib/installed.sha256"; fi
   fi
   entry="$prefix/lib/node_modules/.bin/makina"
@@ -289,7 +308,7 @@ WRAPPER
       fs.renameSync(file + ".new", file);
     ' "$config"
   chmod 600 "$config"
-  if [ -n "$service_user" ]; then chown "$service_user" "$config"; fi
+  if [ -n "$service_user" ]; then chown "root:$service_user" "$config"; chmod 640 "$config"; fi
   echo "Wrote $config"
 
   # ---- The service ----

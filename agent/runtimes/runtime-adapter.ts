@@ -22,6 +22,8 @@ export interface RuntimeRequirements {
 export interface RuntimeContext {
   /** Where runtimes keep their installs (`<dataDir>/runtimes`). */
   runtimesDir: string;
+  /** The agent's private directory (mode 0700) for the model processes' sockets (`<dataDir>/run`); absent: a private temporary one. */
+  runDir?: string;
   /** The Python used to create virtual environments. */
   python: string;
   /** The environment the runtime's processes start from (the agent's, without its secrets). */
@@ -42,7 +44,7 @@ export interface RuntimeContext {
 }
 
 /** The part of a {@link RuntimeContext} that is the same for every step: how runtimes are set up on this machine. */
-export type RuntimeSetup = Pick<RuntimeContext, "runtimesDir" | "python" | "env" | "packages" | "hub" | "health" | "allowedMediaDomains">;
+export type RuntimeSetup = Pick<RuntimeContext, "runtimesDir" | "runDir" | "python" | "env" | "packages" | "hub" | "health" | "allowedMediaDomains">;
 
 /** A model to serve: a local file, or a name the runtime resolves itself (vLLM's hub ids). */
 export interface ModelToServe {

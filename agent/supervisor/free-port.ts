@@ -13,8 +13,8 @@ export function freePort(): Promise<number> {
 }
 
 /** A readiness probe: true once GET `url` answers 2xx. */
-export async function httpReady(url: string, signal: AbortSignal): Promise<boolean> {
-  const res = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(2000)]) });
+export async function httpReady(url: string, signal: AbortSignal, headers: Record<string, string> = {}): Promise<boolean> {
+  const res = await fetch(url, { headers, signal: AbortSignal.any([signal, AbortSignal.timeout(2000)]) });
   await res.body?.cancel();
   return res.ok;
 }

@@ -189,11 +189,15 @@ esac`),
       useradd: script(`touch ${dir}/user-created`),
       usermod: script(""),
       chown: script(""),
+      // Runs the command as it is (no user makina exists here): what matters is what the script asks.
+      runuser: script('shift 3\nexec "$@"'),
       id: script(`if [ "$1" = makina ]; then [ -f ${dir}/user-created ]; exit; fi\nexec /usr/bin/id "$@"`),
     };
     for (const [name, text] of Object.entries(files)) writeFileSync(join(stand, name), text, { mode: 0o755 });
     const rootEnv = { ...env, PATH: `${stand}:${env.PATH}`, MAKINA_SYSTEMD_UNIT_DIR: units };
     const detachedPid = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
+    // The package again (as an upgrade would), so npm runs under the service's user.
+    rmSync(join(prefix, "lib", "installed.sha256"));
 
     const r = await sh(`${machine.install_command} --prefix ${prefix} --service systemd`, rootEnv, 300_000);
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -217,7 +221,12 @@ esac`),
     }
     const asked = readFileSync(calls, "utf8");
     expect(asked).toMatch(/^useradd --system --home-dir \S+\/data --no-create-home --shell \/usr\/sbin\/nologin makina$/m);
-    expect(asked).toContain(`chown makina ${prefix}/etc/agent.json`);
+    // The config is root's, readable by the service's group; npm ran as the service's user, with no install
+    // script but node-llama-cpp's, and the code is root's again after.
+    expect(asked).toContain(`chown root:makina ${prefix}/etc/agent.json`);
+    expect(asked).toContain(`chown root:makina ${prefix}/etc\n`);
+    expect(asked).toMatch(new RegExp(`chown -R makina ${prefix}/lib\\nrunuser -u makina -- npm install --omit=dev --ignore-scripts .*\\nrunuser -u makina -- npm rebuild --loglevel=error node-llama-cpp\\nchown -R root:root ${prefix}/lib\\n`));
+    expect(statSync(join(prefix, "etc", "agent.json")).mode & 0o777).toBe(0o640);
     expect(asked).toMatch(/systemctl daemon-reload\nsystemctl enable makina-agent.service\nsystemctl restart makina-agent.service/);
 
     // Back to a detached agent: the unit is stopped, disabled and removed first.

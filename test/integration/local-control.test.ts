@@ -1,5 +1,5 @@
 import { statSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
@@ -37,7 +37,10 @@ describe("the agent's local control socket and the commands that read it", () =>
 
   it("makina runtime list and model list show the deployed stack's runtime and model", async () => {
     const runtimes = await cli("runtime", "list");
-    expect(runtimes.json).toEqual([expect.objectContaining({ name: "gguf", state: "ready", endpoint: expect.stringMatching(/^unix:\/.*makina-gguf-[0-9a-f]+\.sock$/), pid: expect.any(Number), model: gw.modelId, stack_id: gw.stackId, version: expect.stringContaining("node-llama-cpp") })]);
+    expect(runtimes.json).toEqual([expect.objectContaining({ name: "gguf", state: "ready", endpoint: expect.stringMatching(/^unix:\/.*\/gguf-[0-9a-f]+\.sock$/), pid: expect.any(Number), model: gw.modelId, stack_id: gw.stackId, version: expect.stringContaining("node-llama-cpp") })]);
+    // The model process's socket is in a directory only the agent's user can enter.
+    const socket = (runtimes.json as { endpoint: string }[])[0]!.endpoint.slice("unix:".length);
+    expect(statSync(dirname(socket)).mode & 0o777).toBe(0o700);
     const models = await cli("model", "list");
     expect(models.json).toEqual([expect.objectContaining({ name: "stories260K.gguf", format: "gguf", size_bytes: 1185376, sha256: "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d", stacks: [gw.stackId] })]);
   });

@@ -85,6 +85,12 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     for await (const c of await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "one two" }], stream: true })) streamed += c.choices[0]?.delta.content ?? "";
     expect(streamed).toBe("You said: one two");
     expect(agent.host.list()).toEqual([expect.objectContaining({ runtime: "vllm", state: "ready", endpoint: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/v1$/), modelId: "qwen-vllm" })]);
+    // Only the agent can use it: a key made at its start, in its environment (not its arguments), which another
+    // user of the machine calling its port does not have.
+    expect(calls).toContain("api_key=set");
+    const endpoint = agent.host.list()[0]!.endpoint;
+    const direct = await fetch(`${endpoint}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "qwen-vllm", messages: [{ role: "user", content: "hi" }] }) });
+    expect(direct.status).toBe(401);
   });
 
   it("stops the server's generation when the client goes away", async () => {

@@ -8,6 +8,7 @@ import { ORG_ROUTES } from "../../relay/admin-contract/orgs.js";
 import { SESSION_ROUTES } from "../../relay/admin-contract/session.js";
 import { STACK_ROUTES } from "../../relay/admin-contract/stacks.js";
 import { USAGE_ROUTES } from "../../relay/admin-contract/usage.js";
+import { AUDIT_ROUTES } from "../../relay/admin-contract/audit.js";
 import { USER_ROUTES } from "../../relay/admin-contract/users.js";
 import { checkInput } from "../../relay/http/admin/check-input.js";
 import type { RouteHandlers } from "../../relay/http/admin/mount-routes.js";
@@ -60,11 +61,11 @@ describe("the admin contract's request checks", () => {
   });
 
   it("declares each route once, under the prefix its authentication covers", () => {
-    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, EVENT_ROUTES, SESSION_ROUTES];
+    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, AUDIT_ROUTES, EVENT_ROUTES, SESSION_ROUTES];
     const keys = tables.flatMap((t) => Object.keys(t));
     expect(new Set(keys).size).toBe(keys.length);
     expect(Object.keys(ADMIN_ROUTES).sort()).toEqual([...keys].sort());
-    expect(keys.filter((k) => !/^(GET|POST|PATCH) \/(admin|auth)\/v1\//.test(k))).toEqual([]);
+    expect(keys.filter((k) => !/^(GET|POST|PATCH|DELETE) \/(admin|auth)\/v1\//.test(k))).toEqual([]);
     expect(Object.keys(SESSION_ROUTES).every((k) => k.includes(" /auth/v1/"))).toBe(true);
     expect(keys.filter((k) => k.includes(" /auth/v1/")).sort()).toEqual(Object.keys(SESSION_ROUTES).sort());
   });

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -63,7 +63,8 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         });
       }
       threadsInUse += threads;
-      const socketPath = join(tmpdir(), `makina-gguf-${randomBytes(6).toString("hex")}.sock`);
+      const socketDir = privateSocketDir(ctx.runDir);
+      const socketPath = join(socketDir.path, `gguf-${randomBytes(6).toString("hex")}.sock`);
       const supervisor = new ProcessSupervisor({
         name: `gguf ${model.modelId}`,
         command: process.execPath,
@@ -89,7 +90,7 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
       });
       const release = () => {
         threadsInUse -= threads;
-        rmSync(socketPath, { force: true });
+        rmSync(socketDir.temporary ? socketDir.path : socketPath, { recursive: true, force: true });
       };
       try {
         await superviseUntilReady(supervisor, ctx);
@@ -102,4 +103,20 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
       }
     },
   };
+}
+
+/** The longest socket path every platform takes (macOS: 104 bytes with its terminator), with room for the file's name. */
+const MAX_SOCKET_DIR = 70;
+
+/**
+ * A directory only the agent's user can enter (0700), for the model processes' sockets: the agent's run
+ * directory, or, when its path is too long for a socket, a private temporary one.
+ */
+function privateSocketDir(runDir: string | undefined): { path: string; temporary: boolean } {
+  if (runDir && Buffer.byteLength(runDir) <= MAX_SOCKET_DIR) {
+    mkdirSync(runDir, { recursive: true, mode: 0o700 });
+    chmodSync(runDir, 0o700);
+    return { path: runDir, temporary: false };
+  }
+  return { path: mkdtempSync(join(tmpdir(), "makina-run-")), temporary: true };
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { freePort, httpReady, ProcessSupervisor } from "../../supervisor/index.js";
 import { OpenAiServerRuntime } from "../openai-server/openai-server-runtime.js";
 import type { RuntimeContext } from "../runtime-adapter.js";
@@ -43,16 +44,24 @@ export async function startSupervisedServer(options: {
   ctx: RuntimeContext;
   /** Called once the runtime is closed, or when it fails to start. */
   onClose?: () => void;
+  /**
+   * The environment variable through which the server takes an API key it then requires on its `/v1` routes
+   * (vLLM's `VLLM_API_KEY`): a new key each start, in the environment (never in the arguments `ps` shows), sent
+   * by the agent and checked by the readiness probe, so no other user of the machine can use the server.
+   */
+  apiKeyEnv?: string;
 }): Promise<OpenAiServerRuntime> {
   const port = await freePort();
+  const apiKey = options.apiKeyEnv ? randomBytes(24).toString("base64url") : undefined;
+  const auth: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
   const supervisor = new ProcessSupervisor({
     name: options.name,
     command: options.command,
     args: options.args(port),
-    env: runtimeEnv(options.ctx.env, hubEnv(options)),
+    env: runtimeEnv(options.ctx.env, { ...hubEnv(options), ...(apiKey && options.apiKeyEnv ? { [options.apiKeyEnv]: apiKey } : {}) }),
     // vLLM and MLX do not watch their stdin: the lifeline stops them when the agent dies, even by SIGKILL.
     lifeline: true,
-    ready: (signal) => httpReady(`http://127.0.0.1:${port}${options.readyPath}`, signal),
+    ready: (signal) => httpReady(`http://127.0.0.1:${port}${options.readyPath}`, signal, auth),
     ...options.ctx.health,
     log: options.ctx.log,
   });
@@ -63,5 +72,5 @@ export async function startSupervisedServer(options: {
     options.onClose?.();
     throw err;
   }
-  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize: 0, supervisor, continuousUsage: options.continuousUsage, onClose: options.onClose });
+  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize: 0, supervisor, continuousUsage: options.continuousUsage, onClose: options.onClose, apiKey });
 }

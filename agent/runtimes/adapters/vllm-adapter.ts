@@ -6,7 +6,8 @@ import { startSupervisedServer } from "./server-runtime.js";
 
 /**
  * vLLM: installed with pip into its own virtual environment, run as
- * `vllm serve` on a local port, ready when `/health` answers, requests
+ * `vllm serve` on a loopback port, with a per-start API key (only the agent can use it), ready when its
+ * models answer to that key, requests
  * forwarded to its OpenAI endpoint. A model is a local path or a hub id
  * (`hf:owner/repo` → `owner/repo`, which vLLM downloads itself).
  */
@@ -36,7 +37,9 @@ export const vllmAdapter: RuntimeAdapter = {
         model.modelId,
         ...(ctx.allowedMediaDomains?.length ? ["--allowed-media-domains", ...ctx.allowedMediaDomains] : []),
       ],
-      readyPath: "/health",
+      // Ready when it answers a route that takes its key: it is up, and it is the server started with that key.
+      readyPath: "/v1/models",
+      apiKeyEnv: "VLLM_API_KEY",
       model: model.modelId,
       // The hub's token only when the runtime downloads a repository from it itself.
       hubDownload: !model.path && model.ref.startsWith("hf:"),

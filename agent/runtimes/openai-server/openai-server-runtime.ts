@@ -17,6 +17,8 @@ export interface OpenAiServerOptions {
   continuousUsage?: boolean;
   /** Called once after the runtime closed (to give back what it held). */
   onClose?: () => void;
+  /** The key the server was started with, sent with every request. */
+  apiKey?: string;
 }
 
 /** A tool call as OpenAI-compatible servers write it: whole in an answer, in pieces in a stream. */
@@ -50,7 +52,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
   constructor(private readonly o: OpenAiServerOptions) {
     this.contextSize = o.contextSize;
     this.endpoint = o.baseUrl;
-    this.upstream = new UpstreamClient(o.baseUrl);
+    this.upstream = new UpstreamClient(o.baseUrl, o.apiKey);
   }
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
