@@ -322,22 +322,21 @@ export class ControlPlane {
    * does this to itself, and an organization keeps at least one enabled admin (checked with the write, so two
    * admins demoting each other at once cannot both succeed).
    */
-  async updateUser(id: string, change: { disabled?: boolean; role?: User["role"] }, by: string | null): Promise<User> {
-    const user = await this.user(id);
+  async updateUser(user: User, change: { disabled?: boolean; role?: User["role"] }, by: string | null): Promise<User> {
     this.notOneself(user, by, change.disabled === true ? "disable" : "change the role of");
-    const updated = await this.store.users.update(id, change, { keepAnAdmin: true });
+    const updated = await this.store.users.update(user.id, change, { keepAnAdmin: true });
     if (updated === "last_admin") throw lastAdmin(user);
-    if (!updated) throw new MakinaError("not_found", `No user '${id}'.`, { param: "id" });
+    if (!updated) throw new MakinaError("not_found", `No user '${user.id}'.`, { param: "id" });
     return updated;
   }
 
   /**
    * Deletes a user and revokes the keys it made; the rules of {@link updateUser}. The user is disabled first, so
    * no session of it can make a key while its keys are revoked, and the keys are looked for again once it is
-   * gone (one made by a request already under way). Returns the user and how many keys were revoked.
+   * gone (one made by a request already under way). Returns how many keys were revoked.
    */
-  async deleteUser(id: string, by: string | null): Promise<{ user: User; keysRevoked: number }> {
-    const user = await this.user(id);
+  async deleteUser(user: User, by: string | null): Promise<number> {
+    const id = user.id;
     this.notOneself(user, by, "delete");
     const disabled = await this.store.users.update(id, { disabled: true }, { keepAnAdmin: true });
     if (disabled === "last_admin") throw lastAdmin(user);
@@ -351,15 +350,13 @@ export class ControlPlane {
     if ((await this.store.users.delete(id)) !== true) throw new MakinaError("not_found", `No user '${id}'.`, { param: "id" });
     keysRevoked += await revokeKeys();
     if (keysRevoked > 0) this.events.emit({ type: "key", orgId: user.orgId, keyId: "*" });
-    return { user, keysRevoked };
+    return keysRevoked;
   }
 
   /** Gives a user a new password (its sessions are ended by the caller); not one's own (the Account page asks for the current one). */
-  async resetPassword(id: string, password: string, by: string | null): Promise<User> {
-    const user = await this.user(id);
-    if (by === id) throw new MakinaError("permission_denied", "Change your own password on the Account page (it asks for the current one).");
-    await this.store.users.setPasswordHash(id, await hashPassword(password));
-    return user;
+  async resetPassword(user: User, password: string, by: string | null): Promise<void> {
+    if (by === user.id) throw new MakinaError("permission_denied", "Change your own password on the Account page (it asks for the current one).");
+    await this.store.users.setPasswordHash(user.id, await hashPassword(password));
   }
 
   private notOneself(user: User, by: string | null, verb: string): void {

@@ -61,19 +61,8 @@ export class UserStore {
     await this.notices.after({ kind: "user", userId: id }, () => this.db.updateTable("users").set({ password_hash: passwordHash }).where("id", "=", id).execute());
   }
 
-  /** Disables (with the time) or enables (null) a user; the time of an earlier disabling is kept. Returns the user, undefined when there is none. */
-  async setDisabled(id: string, disabled: boolean, now = Date.now()): Promise<User | undefined> {
-    const done = await this.update(id, { disabled }, { keepAnAdmin: false }, now);
-    return done === "last_admin" ? undefined : done;
-  }
-
-  async setRole(id: string, role: User["role"]): Promise<User | undefined> {
-    const done = await this.update(id, { role }, { keepAnAdmin: false });
-    return done === "last_admin" ? undefined : done;
-  }
-
   /**
-   * Disables or enables a user and sets its role, in one transaction. With `keepAnAdmin`, refused
+   * Disables (the time of an earlier disabling is kept) or enables a user and sets its role, in one transaction. With `keepAnAdmin`, refused
    * (`"last_admin"`, nothing written) when it would leave the user's organization without an enabled admin: the
    * check and the write hold the organization's row (PostgreSQL) or the database (SQLite), so two admins
    * demoting each other at once on any relays cannot both succeed. Undefined when there is no such user.

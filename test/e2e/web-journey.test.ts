@@ -31,6 +31,27 @@ describe("a newcomer's journey through the web application", () => {
   let page: Page;
   const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
   const nav = (label: string) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: label, exact: true }).click();
+  /** Adds a person on the People page; resolves with the first password it shows them once. */
+  const addPerson = async (login: string) => {
+    await nav("People");
+    await page.getByRole("button", { name: "Add person" }).click();
+    await page.getByLabel("Login or email").fill(login);
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    await page.getByRole("heading", { name: `${login} can sign in now` }).waitFor();
+    return (await page.locator(".copy-block code").textContent())!;
+  };
+  /** A page of a browser of its own (another person's), and how it signs in. */
+  const otherBrowser = async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const other = await context.newPage();
+    const signIn = async (login: string, password: string) => {
+      await other.goto(relay.url);
+      await other.getByLabel("Login").fill(login);
+      await other.getByLabel("Password").fill(password);
+      await other.getByRole("button", { name: "Sign in" }).click();
+    };
+    return { context, page: other, signIn };
+  };
 
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
@@ -300,20 +321,11 @@ describe("a newcomer's journey through the web application", () => {
   });
 
   it("adds a member in the People page, who sees the pages but no admin actions", async () => {
-    await nav("People");
-    await page.getByRole("button", { name: "Add person" }).click();
-    await page.getByLabel("Login or email").fill("mo@acme.test");
-    await page.getByRole("button", { name: "Add", exact: true }).click();
-    await page.getByRole("heading", { name: "mo@acme.test can sign in now" }).waitFor();
-    const password = (await page.locator(".copy-block code").textContent())!;
+    const password = await addPerson("mo@acme.test");
     await shot("people");
 
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    const member = await context.newPage();
-    await member.goto(relay.url);
-    await member.getByLabel("Login").fill("mo@acme.test");
-    await member.getByLabel("Password").fill(password);
-    await member.getByRole("button", { name: "Sign in" }).click();
+    const { context, page: member, signIn } = await otherBrowser();
+    await signIn("mo@acme.test", password);
     await member.getByRole("heading", { name: "Machines" }).waitFor();
     await expect.poll(() => member.locator("table").textContent()).toContain("gpu-box");
     expect(await member.getByRole("button", { name: "Add machine" }).count()).toBe(0);
@@ -327,22 +339,11 @@ describe("a newcomer's journey through the web application", () => {
   });
 
   it("offboards a person from the People page, each step confirmed, and shows who did what in the audit log", async () => {
-    await nav("People");
-    await page.getByRole("button", { name: "Add person" }).click();
-    await page.getByLabel("Login or email").fill("leaver@acme.test");
-    await page.getByRole("button", { name: "Add", exact: true }).click();
-    await page.getByRole("heading", { name: "leaver@acme.test can sign in now" }).waitFor();
-    const password = (await page.locator(".copy-block code").textContent())!;
+    const password = await addPerson("leaver@acme.test");
     await page.getByRole("button", { name: "Done" }).click();
 
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    const leaver = await context.newPage();
-    const signIn = async (pass: string) => {
-      await leaver.goto(relay.url);
-      await leaver.getByLabel("Login").fill("leaver@acme.test");
-      await leaver.getByLabel("Password").fill(pass);
-      await leaver.getByRole("button", { name: "Sign in" }).click();
-    };
+    const { context, page: leaver, signIn: signInAs } = await otherBrowser();
+    const signIn = (pass: string) => signInAs("leaver@acme.test", pass);
     await signIn(password);
     await leaver.getByRole("heading", { name: "Machines" }).waitFor();
 
@@ -410,12 +411,8 @@ describe("a newcomer's journey through the web application", () => {
   it("shows a user of another organization nothing of this one", async () => {
     const rivals = await relay.control.createOrg("Rivals");
     await relay.store.users.create({ orgId: rivals.id, login: "rival", passwordHash: await hashPassword("rival-password-1"), role: "admin" });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    const rival = await context.newPage();
-    await rival.goto(relay.url);
-    await rival.getByLabel("Login").fill("rival");
-    await rival.getByLabel("Password").fill("rival-password-1");
-    await rival.getByRole("button", { name: "Sign in" }).click();
+    const { context, page: rival, signIn } = await otherBrowser();
+    await signIn("rival", "rival-password-1");
     await rival.getByRole("heading", { name: "No machines yet" }).waitFor();
     expect(await rival.locator(".topbar .org").textContent()).toBe("Rivals");
     await rival.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Stacks" }).click();

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { MIGRATIONS } from "../../relay/store/migrations.js";
-import { openStore, type DatabaseLocation, type Store, type StoreChange } from "../../relay/store/index.js";
+import { openStore, type DatabaseLocation, type Store, type StoreChange, type User } from "../../relay/store/index.js";
 import { DIALECTS, emptyDatabase } from "../helpers/databases.js";
 
 const HARDWARE = { platform: "linux", os: "Debian 12", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 2, cpuLogicalCores: 2, memoryBytes: 24 * 2 ** 30, gpus: [], disks: [], accelerators: [] };
@@ -214,19 +214,19 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     const org = (await store.orgs.create("Off"))!;
     const user = (await store.users.create({ orgId: org.id, login: "leaver", passwordHash: "h", role: "admin" }))!;
     expect(user.disabledAt).toBeNull();
-    const disabled = (await store.users.setDisabled(user.id, true, 1_000))!;
+    const disabled = (await store.users.update(user.id, { disabled: true }, { keepAnAdmin: false }, 1_000)) as User;
     expect(disabled.disabledAt).toBe(1_000);
     // Disabling again keeps the first time.
-    expect((await store.users.setDisabled(user.id, true, 2_000))!.disabledAt).toBe(1_000);
+    expect(((await store.users.update(user.id, { disabled: true }, { keepAnAdmin: false }, 2_000)) as User).disabledAt).toBe(1_000);
     expect(await store.users.disabledIds()).toEqual([user.id]);
     // The organization's only admin, disabled: enabling it is fine, and it cannot be the last one lost again.
     expect(await store.users.update(user.id, { disabled: false }, { keepAnAdmin: true })).toMatchObject({ disabledAt: null });
     expect(await store.users.update(user.id, { role: "member" }, { keepAnAdmin: true })).toBe("last_admin");
     expect(await store.users.delete(user.id, { keepAnAdmin: true })).toBe("last_admin");
     expect(await store.users.update("user_none", { disabled: true }, { keepAnAdmin: true })).toBeUndefined();
-    await store.users.setDisabled(user.id, true, 3_000);
-    expect((await store.users.setDisabled(user.id, false))!.disabledAt).toBeNull();
-    expect((await store.users.setRole(user.id, "member"))!.role).toBe("member");
+    await store.users.update(user.id, { disabled: true }, { keepAnAdmin: false }, 3_000);
+    expect(await store.users.update(user.id, { disabled: false }, { keepAnAdmin: false })).toMatchObject({ disabledAt: null });
+    expect(await store.users.update(user.id, { role: "member" }, { keepAnAdmin: false })).toMatchObject({ role: "member" });
     await store.sessions.create("s", { userId: user.id, csrfToken: "c", createdAt: 0, expiresAt: 10_000 });
     expect(await store.users.delete(user.id)).toBe(true);
     expect(await store.users.delete(user.id)).toBe(false);
@@ -319,8 +319,8 @@ describe("what a PostgreSQL database announces to every relay", () => {
       // A user's role, state and password, and its deletion; not its sign-ins.
       heard.length = 0;
       const user = (await store.users.create({ orgId: org.id, login: "u", passwordHash: "h", role: "member" }))!;
-      await store.users.setDisabled(user.id, true);
-      await store.users.setRole(user.id, "admin");
+      await store.users.update(user.id, { disabled: true }, { keepAnAdmin: false });
+      await store.users.update(user.id, { role: "admin" }, { keepAnAdmin: false });
       await store.users.setPasswordHash(user.id, "h2");
       await store.users.delete(user.id);
       await vi.waitFor(() => expect(heard).toEqual(Array.from({ length: 4 }, () => `user:${user.id}`)));

@@ -10,12 +10,14 @@ import { MakinaError, ServerSentEventParser } from "../../../proto/index.js";
 export class UpstreamClient {
   private readonly agent: HttpAgent;
   private readonly url: URL;
+  private readonly auth: Record<string, string>;
 
   /** `apiKey`: sent as a bearer token with every request (the per-start key of a server the agent runs). */
   constructor(
     baseUrl: string,
-    private readonly apiKey?: string,
+    apiKey?: string,
   ) {
+    this.auth = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
     this.url = new URL(baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`);
     this.agent = this.url.protocol === "https:" ? new HttpsAgent({ keepAlive: true, maxSockets: 256 }) : new HttpAgent({ keepAlive: true, maxSockets: 256 });
   }
@@ -26,7 +28,7 @@ export class UpstreamClient {
     const send = target.protocol === "https:" ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(MakinaError.from(signal.reason));
-      const req = send(target, { method: "POST", agent: this.agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}) } }, (res) => {
+      const req = send(target, { method: "POST", agent: this.agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...this.auth } }, (res) => {
         signal?.removeEventListener("abort", onAbort);
         // Aborting now ends the body: the reader's loop sees the abort.
         if (signal) {

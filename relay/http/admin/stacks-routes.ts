@@ -16,17 +16,17 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
       access.requireAdmin("create stacks");
       const b = input.body();
       const stack = await control.createStack({
-          org: access.org(b.org).id,
-          name: b.name,
-          machine: b.machine,
-          runtime: b.runtime,
-          model: b.model,
-          modelSha256: b.model_sha256,
-          modelId: b.model_id,
-          harness: b.harness,
-          harnessOptions: b.harness_options,
-          orchestrator: b.orchestrator,
-          orchestratorOptions: b.orchestrator_options,
+        org: access.org(b.org).id,
+        name: b.name,
+        machine: b.machine,
+        runtime: b.runtime,
+        model: b.model,
+        modelSha256: b.model_sha256,
+        modelId: b.model_id,
+        harness: b.harness,
+        harnessOptions: b.harness_options,
+        orchestrator: b.orchestrator,
+        orchestratorOptions: b.orchestrator_options,
         endpoint: b.endpoint,
       });
       await record(access, { orgId: stack.orgId, action: "stack.created", target: target(stack), detail: { machine: stack.machineId, runtime: stack.runtime, model: stack.modelRef } });

@@ -31,22 +31,22 @@ export function userRoutes(control: ControlPlane, sessions: WebSessions, record:
     "PATCH /admin/v1/users/:id": async (input, access) => {
       const before = await actOn(input.params.id, access, "disable, enable or re-role users");
       const body = input.body();
-      const user = await control.updateUser(before.id, body, access.userId);
+      const user = await control.updateUser(before, body, access.userId);
       if (user.role !== before.role || user.disabledAt !== before.disabledAt) await sessions.endUser(user.id);
       if (user.role !== before.role) await record(access, { orgId: user.orgId, action: "user.role_changed", target: target(user), detail: { from: before.role, to: user.role } });
       if ((user.disabledAt === null) !== (before.disabledAt === null)) await record(access, { orgId: user.orgId, action: user.disabledAt === null ? "user.enabled" : "user.disabled", target: target(user) });
       return toWire(user);
     },
     "DELETE /admin/v1/users/:id": async (input, access) => {
-      const before = await actOn(input.params.id, access, "delete users");
-      const { user, keysRevoked } = await control.deleteUser(before.id, access.userId);
+      const user = await actOn(input.params.id, access, "delete users");
+      const keysRevoked = await control.deleteUser(user, access.userId);
       await sessions.endUser(user.id);
       await record(access, { orgId: user.orgId, action: "user.deleted", target: target(user), detail: { keys_revoked: keysRevoked } });
       return { id: user.id, deleted: true, keys_revoked: keysRevoked };
     },
     "POST /admin/v1/users/:id/reset-password": async (input, access) => {
-      const before = await actOn(input.params.id, access, "reset passwords");
-      const user = await control.resetPassword(before.id, input.body().password, access.userId);
+      const user = await actOn(input.params.id, access, "reset passwords");
+      await control.resetPassword(user, input.body().password, access.userId);
       await sessions.endUser(user.id);
       await record(access, { orgId: user.orgId, action: "user.password_reset", target: target(user) });
       return toWire(user);
