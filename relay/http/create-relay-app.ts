@@ -5,7 +5,7 @@ import { MakinaError, type Logger } from "../../proto/index.js";
 import type { ControlPlane } from "../control/index.js";
 import type { AgentRegistry } from "../link/index.js";
 import type { AdmissionGate, GatewayDirectory, InferenceTarget } from "../routing/index.js";
-import type { Limiter } from "../limits/index.js";
+import { RefusalBudget, type Limiter } from "../limits/index.js";
 import type { StorageHealth } from "../health/index.js";
 import type { WebSessions } from "../auth/index.js";
 import type { AuditLog } from "../audit/index.js";
@@ -85,6 +85,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     registry: deps.targets ?? deps.registry,
     log: deps.log,
     limiter: deps.limiter,
+    refusals: new RefusalBudget(),
     usage: deps.usage,
     metrics: deps.metrics,
     gate: deps.gate,

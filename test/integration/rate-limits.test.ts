@@ -129,6 +129,22 @@ describe("per-key rate limits at the gateway", () => {
     expect((await chat(key)).status).toBe(429);
   });
 
+  it("limits a key's refused requests apart from its quota: past 60 a minute they answer 429, and its quota is untouched", async () => {
+    const { key } = await gw.relay.control.createKey(gw.orgId, { rpm: 5 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 61; i++) statuses.push((await chat(key, { model: `made-up-${i}` })).status);
+    expect(statuses.slice(0, 60).every((s) => s === 404)).toBe(true);
+    const turnedAway = await chat(key);
+    expect(turnedAway.status).toBe(429);
+    expect(turnedAway.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(turnedAway.headers.get("x-ratelimit-remaining-requests")).toBe("5");
+    expect(((await turnedAway.json()) as { error: { message: string } }).error.message).toContain("Too many refused requests");
+    expect(statuses[60]).toBe(429);
+    // Another key of the same organization is not slowed by it.
+    const { key: other } = await gw.relay.control.createKey(gw.orgId, { rpm: 5 });
+    expect((await chat(other)).status).toBe(200);
+  });
+
   it("admits on the estimate, settles to real usage, and refuses with 429 tokens when the estimate does not fit", async () => {
     const { key } = await gw.relay.control.createKey(gw.orgId, { tpm: 300 });
     const client = new OpenAI({ baseURL: gw.baseURL, apiKey: key, maxRetries: 0 });

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { MakinaError, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
 import { authenticateApiKey, type ApiKeyRecord } from "../../keys/index.js";
-import type { Limiter } from "../../limits/index.js";
+import type { Limiter, RefusalBudget } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
 import { PooledBase62 } from "../../ids/index.js";
 import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory, type InferenceTarget } from "../../routing/index.js";
@@ -26,6 +26,8 @@ export interface ChatCompletionsDeps {
   /** A non-streamed request is abandoned after this many ms. */
   requestTimeoutMs: number;
   limiter: Limiter;
+  /** Refused requests of limited keys, counted apart from their quota: a key that sends only refusals is slowed. */
+  refusals: RefusalBudget;
   /** Completion tokens assumed for the token-limit estimate when `max_tokens` is absent. */
   defaultCompletionEstimate: number;
   /** Counts requests and tokens per key and model for the usage page. */
@@ -70,6 +72,7 @@ export function chatCompletions(deps: ChatCompletionsDeps): (req: IncomingMessag
     );
     serve(deps, ids, req, res, outcome, requestId).catch((err: unknown) => {
       outcome.errorCode = sendError(res, err, deps.log, requestId);
+      if (outcome.key) deps.refusals.record(outcome.key, res.statusCode);
     });
   };
 }
@@ -82,6 +85,8 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   // Every response to a rate-limited key carries its x-ratelimit-* headers.
   const early = deps.limiter.headers(key);
   setHeaders(res, early instanceof Promise ? await early : early);
+  // A key past its budget of refused requests is turned away before its body is read.
+  deps.refusals.check(key);
   const request = validateChatRequest(await readJsonBody(req, deps.bodyLimitBytes));
   // Where it runs, or why it cannot: a router stack may send it on to another model, which then answers, and
   // the response (and the usage) name that model.
