@@ -31,7 +31,8 @@
 #   --service MODE        auto, systemd, launchd, detached (a background process with a pid file) or none
 #                         [default: auto: systemd as root where it runs, launchd on macOS, else detached]
 #   --no-service          the same as --service none
-#   --source DIR|FILE     install this Makina checkout or package instead of the relay's agent package
+#   --source FILE         install this agent package (dist/install/makina-agent-*.tgz of a build) instead of
+#                         the relay's
 #   --uninstall           stop the agent and remove it; downloaded models stay unless --purge
 #   --purge               with --uninstall: remove the models and the service user too
 set -eu
@@ -56,7 +57,7 @@ main() {
       --no-service) service=none; shift ;;
       --uninstall) uninstall=1; shift ;;
       --purge) purge=1; shift ;;
-      -h|--help) echo "Usage: curl -fsSLk --pinnedpubkey PIN https://RELAY/install.sh | MAKINA_MACHINE_TOKEN=TOKEN sh -s -- --relay-url URL [--pinned-pubkey PIN] --server HOST:PORT --machine-id ID [--token-file FILE] [--ca-sha256 HEX | --tls] [--prefix DIR] [--service auto|systemd|launchd|detached|none] [--source DIR|FILE] [--hf-token hf_…]; or --uninstall [--purge] [--prefix DIR]"; exit 0 ;;
+      -h|--help) echo "Usage: curl -fsSLk --pinnedpubkey PIN https://RELAY/install.sh | MAKINA_MACHINE_TOKEN=TOKEN sh -s -- --relay-url URL [--pinned-pubkey PIN] --server HOST:PORT --machine-id ID [--token-file FILE] [--ca-sha256 HEX | --tls] [--prefix DIR] [--service auto|systemd|launchd|detached|none] [--source FILE] [--hf-token hf_…]; or --uninstall [--purge] [--prefix DIR]"; exit 0 ;;
       *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
   done
@@ -111,7 +112,7 @@ main() {
       fail "$prefix does not hold a Makina install"
     stop_service
     if [ -L /usr/local/bin/makina ] && [ "$(readlink /usr/local/bin/makina)" = "$prefix/bin/makina" ]; then rm -f /usr/local/bin/makina; fi
-    rm -rf "${prefix:?}/bin" "${prefix:?}/lib" "${prefix:?}/etc" "${prefix:?}/run" "${prefix:?}/log"
+    rm -rf "${prefix:?}/bin" "${prefix:?}/lib" "${prefix:?}/lib.new" "${prefix:?}/lib.old" "${prefix:?}/etc" "${prefix:?}/run" "${prefix:?}/log"
     if [ "$purge" = 1 ]; then
       rm -rf "$prefix"
       if is_root && id makina >/dev/null 2>&1 && command -v userdel >/dev/null 2>&1; then userdel makina 2>/dev/null || true; fi
@@ -156,7 +157,7 @@ main() {
   esac
   if [ -n "$pin" ]; then case "$relay_url" in https://*) ;; *) usage_error "--pinned-pubkey goes with an https:// --relay-url" ;; esac; fi
   if [ -z "$relay_url" ] && [ -z "$source" ]; then usage_error "--relay-url (the agent package comes from the relay) or --source is required"; fi
-  if [ -n "$source" ] && [ ! -e "$source" ]; then usage_error "--source $source does not exist"; fi
+  if [ -n "$source" ] && [ ! -f "$source" ]; then usage_error "--source $source is not a file (an agent package, makina-agent-*.tgz)"; fi
 
   # ---- Checks before anything is installed: each failure says what is wrong in one line and exits 1 ----
   os="$(uname -s)"
@@ -232,50 +233,60 @@ main() {
     chmod 750 "$prefix/etc"
   fi
 
-  # The agent package, into an npm project of its own in $prefix/lib. No dependency's install script runs but
-  # node-llama-cpp's (it checks its prebuilt llama.cpp binaries), and as root npm runs as the service's user:
-  # nothing fetched from the registry ever runs as root. The code is root's again afterwards, so the running
-  # service cannot change it.
-  printf '{ "name": "makina-install", "private": true }\n' > "$prefix/lib/package.json"
+  # The agent package, unpacked into $prefix/lib as an npm project of its own, and its dependencies installed
+  # with `npm ci` from the npm-shrinkwrap.json it carries: exactly the tree the relay was tested with, each
+  # tarball checked against its integrity hash. No dependency's install script runs but node-llama-cpp's (it
+  # checks its prebuilt llama.cpp binaries), and as root npm runs as the service's user: nothing fetched from
+  # the registry ever runs as root. It is built beside the installed one and takes its place only once
+  # complete, and the code is root's again afterwards, so the running service cannot change it.
   as_builder() {
     if [ -z "$service_user" ]; then "$@"; return; fi
-    HOME="$prefix/lib/.build-home" npm_config_cache="$prefix/lib/.build-home/npm" runuser -u "$service_user" -- "$@"
+    HOME="$prefix/lib.new/.build-home" npm_config_cache="$prefix/lib.new/.build-home/npm" runuser -u "$service_user" -- "$@"
+  }
+  # A failed install leaves the installed agent as it was, and nothing of the new one.
+  discard_new() {
+    rm -rf "$prefix/lib.new"
+    if [ -n "$package_url" ]; then rm -f "$prefix/$package_file.partial"; fi
   }
   installed_sha="$(cat "$prefix/lib/installed.sha256" 2>/dev/null || true)"
+  package_path=""
   if [ -n "$package_url" ]; then
-    if [ "$installed_sha" = "$package_sha256" ] && [ -d "$prefix/lib/node_modules" ]; then
+    if [ "$installed_sha" = "$package_sha256" ] && [ -f "$prefix/lib/dist/cli/main.js" ]; then
       echo "The agent package ${package_file%.tgz} is installed already."
-      spec=""
     else
       echo "Downloading ${package_file%.tgz} from $relay_url …"
-      relay_curl -fsSL --max-time 300 "$package_url" -o "$prefix/lib/$package_file.partial" || fail "cannot download the agent package from $package_url"
-      got="$(node -e 'const h = require("node:crypto").createHash("sha256"); require("node:fs").createReadStream(process.argv[1]).on("data", (d) => h.update(d)).on("end", () => process.stdout.write(h.digest("hex")))' "$prefix/lib/$package_file.partial")"
-      if [ "$got" != "$package_sha256" ]; then rm -f "$prefix/lib/$package_file.partial"; fail "the agent package from $relay_url is damaged (its SHA-256 is $got, the relay announced $package_sha256)"; fi
-      for old in "$prefix"/lib/makina-agent-*.tgz; do
-        if [ -f "$old" ] && [ "$old" != "$prefix/lib/$package_file" ]; then rm -f "$old"; fi
-      done
-      mv "$prefix/lib/$package_file.partial" "$prefix/lib/$package_file"
-      spec="./$package_file"
+      relay_curl -fsSL --max-time 300 "$package_url" -o "$prefix/$package_file.partial" || fail "cannot download the agent package from $package_url"
+      got="$(node -e 'const h = require("node:crypto").createHash("sha256"); require("node:fs").createReadStream(process.argv[1]).on("data", (d) => h.update(d)).on("end", () => process.stdout.write(h.digest("hex")))' "$prefix/$package_file.partial")"
+      if [ "$got" != "$package_sha256" ]; then rm -f "$prefix/$package_file.partial"; fail "the agent package from $relay_url is damaged (its SHA-256 is $got, the relay announced $package_sha256)"; fi
+      package_path="$prefix/$package_file.partial"
     fi
   else
-    spec="$(cd "$(dirname "$source")" && pwd)/$(basename "$source")"
+    package_path="$source"
   fi
-  if [ -n "$spec" ]; then
-    echo "Installing the agent and its dependencies into $prefix/lib (from the npm registry) …"
+  if [ -n "$package_path" ]; then
+    echo "Installing the agent and its dependencies into $prefix/lib (from the npm registry, as its lockfile pins them) …"
+    rm -rf "$prefix/lib.new"
+    mkdir -p "$prefix/lib.new"
+    tar -xzf "$package_path" -C "$prefix/lib.new" --strip-components=1 package || { discard_new; fail "$package_path is not an agent package (a makina-agent-*.tgz)"; }
+    [ -f "$prefix/lib.new/npm-shrinkwrap.json" ] || { discard_new; fail "$package_path carries no npm-shrinkwrap.json: it is not an agent package this script installs"; }
     if [ -n "$service_user" ]; then
       command -v runuser >/dev/null 2>&1 || fail "runuser (util-linux) is needed to run npm as $service_user rather than root"
-      mkdir -p "$prefix/lib/.build-home"
-      chown -R "$service_user" "$prefix/lib"
+      mkdir -p "$prefix/lib.new/.build-home"
+      chown -R "$service_user" "$prefix/lib.new"
     fi
-    (cd "$prefix/lib" && as_builder npm install --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error "$spec" &&
-      as_builder npm rebuild --loglevel=error node-llama-cpp) || fail "npm could not install the agent package (see npm's messages above); nothing else was changed"
-    if [ -n "$service_user" ]; then
-      rm -rf "$prefix/lib/.build-home"
-      chown -R root:root "$prefix/lib"
-    fi
-    if [ -n "$package_sha256" ]; then echo "$package_sha256" > "$prefix/lib/installed.sha256"; else rm -f "$prefix/lib/installed.sha256"; fi
+    (cd "$prefix/lib.new" && as_builder npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error &&
+      as_builder npm rebuild --loglevel=error node-llama-cpp) || { discard_new; fail "npm could not install the agent package (see npm's messages above); nothing else was changed"; }
+    rm -rf "$prefix/lib.new/.build-home"
+    if [ -n "$service_user" ]; then chown -R root:root "$prefix/lib.new"; fi
+    if [ -n "$package_sha256" ]; then echo "$package_sha256" > "$prefix/lib.new/installed.sha256"; fi
+    if [ -n "$package_url" ]; then rm -f "$prefix/$package_file.partial"; fi
+    # The new tree in place of the old (a running agent keeps its open files until it restarts below).
+    rm -rf "$prefix/lib.old"
+    if [ -d "$prefix/lib" ]; then mv "$prefix/lib" "$prefix/lib.old"; fi
+    mv "$prefix/lib.new" "$prefix/lib"
+    rm -rf "$prefix/lib.old"
   fi
-  entry="$prefix/lib/node_modules/.bin/makina"
+  entry="$prefix/lib/dist/cli/main.js"
   [ -e "$entry" ] || fail "the installed package has no makina command ($entry)"
 
   cat > "$prefix/bin/makina" <<WRAPPER

@@ -2,13 +2,18 @@ import { execFile, execFileSync, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { operatorCertificates } from "../helpers/certificates.js";
 import { runCli, startCli, stopCli } from "../helpers/cli.js";
 import { REPO_ROOT } from "../helpers/models.js";
+
+/** An npm lockfile (package-lock.json, npm-shrinkwrap.json), as far as these tests read it. */
+interface Lockfile {
+  packages: Record<string, { version?: string; integrity?: string; optional?: boolean }>;
+}
 
 /** Runs a shell command line, as a machine owner pastes it. */
 function sh(line: string, env: NodeJS.ProcessEnv, timeout = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -108,6 +113,15 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     const files = execFileSync("tar", ["-tzf", join(dir, "agent.tgz")], { encoding: "utf8" });
     expect(files).toContain("package/dist/agent/");
     expect(files).not.toContain("package/dist/relay/");
+    // Its whole dependency tree is pinned, with integrity hashes: the versions package-lock.json tested, and
+    // none of the relay's own packages.
+    const shrinkwrap = JSON.parse(execFileSync("tar", ["-xzOf", join(dir, "agent.tgz"), "package/npm-shrinkwrap.json"], { encoding: "utf8" })) as Lockfile;
+    const lock = JSON.parse(readFileSync(join(REPO_ROOT, "package-lock.json"), "utf8")) as Lockfile;
+    const pinned = Object.entries(shrinkwrap.packages).filter(([path]) => path !== "");
+    expect(pinned.length).toBeGreaterThan(50);
+    for (const [path, entry] of pinned) expect([path, entry.version, entry.integrity]).toEqual([path, lock.packages[path]!.version, lock.packages[path]!.integrity]);
+    expect(Object.keys(shrinkwrap.packages)).toEqual(expect.arrayContaining(["node_modules/node-llama-cpp", "node_modules/@grpc/grpc-js", "node_modules/yargs"]));
+    for (const relayOnly of ["better-sqlite3", "express", "pg", "kysely"]) expect(shrinkwrap.packages).not.toHaveProperty(`node_modules/${relayOnly}`);
 
     const other = JSON.parse(execFileSync("curl", ["-sSk", "--pinnedpubkey", install.pin, `${install.url}/install/makina-agent-0.0.1.tgz`]).toString()) as { error: { code: string } };
     expect(other.error.code).toBe("not_found");
@@ -148,8 +162,30 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     expect(doctor.stdout).toMatch(/ok\s+relay reachable: linked to/);
     const version = await sh(`${join(prefix, "bin", "makina")} --version`, env);
     expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version);
+    // What npm installed is the package's lockfile, version for version.
+    const shrinkwrap = JSON.parse(readFileSync(join(prefix, "lib", "npm-shrinkwrap.json"), "utf8")) as Lockfile;
+    for (const [path, entry] of Object.entries(shrinkwrap.packages)) {
+      if (path === "" || entry.optional) continue;
+      const installed = JSON.parse(readFileSync(join(prefix, "lib", path, "package.json"), "utf8")) as { version: string };
+      expect([path, installed.version]).toEqual([path, entry.version]);
+    }
+    expect(readdirSync(dirname(prefix)).sort()).toEqual(["makina"]);
+    expect(readdirSync(prefix).sort()).toEqual(["bin", "data", "etc", "lib", "log", "run"]);
     const relayThere = await sh(`${join(prefix, "bin", "makina")} relay`, env);
     expect([relayThere.code, relayThere.stderr]).toEqual([1, expect.stringContaining("This is the agent package (makina-agent)")]);
+  });
+
+  it("refuses a package that does not pin its dependencies, and leaves the installed agent as it was", async () => {
+    const unpinned = join(dir, "unpinned");
+    mkdirSync(join(unpinned, "package"), { recursive: true });
+    writeFileSync(join(unpinned, "package", "package.json"), JSON.stringify({ name: "makina-agent", version: "9.9.9", dependencies: { yargs: "*" } }));
+    execFileSync("tar", ["-czf", join(dir, "unpinned.tgz"), "-C", unpinned, "package"]);
+    const before = readFileSync(join(prefix, "lib", "dist", "cli", "main.js"));
+    const r = await sh(`MAKINA_MACHINE_TOKEN=${machine.token} sh scripts/install.sh --source ${join(dir, "unpinned.tgz")} --server 127.0.0.1:9 --machine-id ${machine.id} --prefix ${prefix} --service none`, env);
+    expect([r.code, r.stderr.trim()]).toEqual([1, expect.stringContaining("carries no npm-shrinkwrap.json")]);
+    expect(readFileSync(join(prefix, "lib", "dist", "cli", "main.js"))).toEqual(before);
+    expect(readdirSync(prefix)).not.toContain("lib.new");
+    expect(alive(Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8")))).toBe(true);
   });
 
   it("runs again as an upgrade in place: the config keeps its own settings, the agent restarts and is online again", async () => {
@@ -225,7 +261,7 @@ esac`),
     // script but node-llama-cpp's, and the code is root's again after.
     expect(asked).toContain(`chown root:makina ${prefix}/etc/agent.json`);
     expect(asked).toContain(`chown root:makina ${prefix}/etc\n`);
-    expect(asked).toMatch(new RegExp(`chown -R makina ${prefix}/lib\\nrunuser -u makina -- npm install --omit=dev --ignore-scripts .*\\nrunuser -u makina -- npm rebuild --loglevel=error node-llama-cpp\\nchown -R root:root ${prefix}/lib\\n`));
+    expect(asked).toMatch(new RegExp(`chown -R makina ${prefix}/lib.new\\nrunuser -u makina -- npm ci --omit=dev --ignore-scripts .*\\nrunuser -u makina -- npm rebuild --loglevel=error node-llama-cpp\\nchown -R root:root ${prefix}/lib.new\\n`));
     expect(statSync(join(prefix, "etc", "agent.json")).mode & 0o777).toBe(0o640);
     expect(asked).toMatch(/systemctl daemon-reload\nsystemctl enable makina-agent.service\nsystemctl restart makina-agent.service/);
 
@@ -290,6 +326,7 @@ esac`),
       ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url http://relay --purge", /--purge goes with --uninstall/],
       ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url ftp://relay", /http\(s\) URL/],
       ["--server relay:8081 --machine-id mach_1 --token", /--token needs a value/],
+      ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --source /nonexistent/agent.tgz", /--source \/nonexistent\/agent.tgz is not a file/],
     ];
     for (const [args, message] of cases) {
       const r = await sh(`sh scripts/install.sh --prefix ${fresh} ${args}`, env);
