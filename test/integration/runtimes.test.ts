@@ -151,6 +151,12 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(ok.state).toBe("deployed");
     expect(readFileSync(log, "utf8")).toContain("python -m pip install --upgrade mlx-lm==0.28.2");
     expect((await client.chat.completions.create({ model: "qwen-mlx", messages: [{ role: "user", content: "Hi" }] })).choices[0]!.message.content).toBe("You said: Hi");
+    // Its server runs through the agent's launcher (mlx-lm has no key option), with a key of this start that it
+    // wants of every request: another user of the machine calling its port gets 401.
+    expect(readFileSync(log, "utf8")).toMatch(/mlx_lm\.server --model mlx-community\/Qwen2\.5-0\.5B-Instruct-4bit --host 127\.0\.0\.1 --port \d+\nenv secrets=none [^\n]*\napi_key=set/);
+    const endpoint = mac.agent.host.list().find((r) => r.modelId === "qwen-mlx")!.endpoint;
+    const direct = await fetch(`${endpoint}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "qwen-mlx", messages: [{ role: "user", content: "hi" }] }) });
+    expect(direct.status).toBe(401);
     // MLX's server takes no response format: refused, never dropped.
     await expect(client.chat.completions.create({ model: "qwen-mlx", messages: [{ role: "user", content: "Hi" }], response_format: { type: "json_object" } })).rejects.toMatchObject({
       status: 400,
