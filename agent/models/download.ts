@@ -7,6 +7,7 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MakinaError, type Logger } from "../../proto/index.js";
+import { pinnedFetch } from "./pinned-fetch.js";
 import { checkRedirect, resolveHost, type Resolve } from "./redirect-policy.js";
 
 /** Progress of a download. */
@@ -85,7 +86,8 @@ function sha256Tag(value: string | null): string | undefined {
 /**
  * Fetches `url`, following redirects by hand: Hugging Face answers a model file with a redirect to its CDN
  * and vouches for the file's sha256 in that redirect's `x-linked-etag`, which an automatic redirect would
- * lose. The authorization header never leaves the origin it was meant for.
+ * lose. The authorization header never leaves the origin it was meant for. A redirect's request connects to the
+ * addresses its check passed, never to what the name resolves to a moment later.
  */
 async function fetchFollowing(
   url: string,
@@ -96,16 +98,18 @@ async function fetchFollowing(
 ): Promise<{ res: Response; announcedSha256: string | undefined }> {
   const origin = new URL(url);
   let current = origin;
+  /** After a redirect, the addresses its check passed: the request goes to them and nowhere else. */
+  let checked: string[] | undefined;
   let linked: string | undefined;
   const sent = { ...headers };
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    const res = await fetchImpl(current, { signal, redirect: "manual", headers: sent });
+    const res = checked ? await pinnedFetch(current, checked, { headers: sent, signal }) : await fetchImpl(current, { signal, redirect: "manual", headers: sent });
     linked ??= sha256Tag(res.headers.get("x-linked-etag"));
     const location = res.headers.get("location");
     if (res.status >= 300 && res.status < 400 && location) {
       await res.body?.cancel();
       const next = new URL(location, current);
-      await checkRedirect(origin, next, resolve);
+      checked = await checkRedirect(origin, next, resolve);
       if (next.origin !== current.origin) delete sent.authorization;
       current = next;
       continue;

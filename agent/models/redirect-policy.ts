@@ -7,10 +7,9 @@ export type Resolve = (host: string) => Promise<string[]>;
 
 export const resolveHost: Resolve = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
-async function classesOf(host: string, resolve: Resolve): Promise<Set<AddressClass>> {
+async function addressesOf(host: string, resolve: Resolve): Promise<string[]> {
   const bare = host.replace(/^\[|\]$/g, "");
-  const addresses = isIP(bare) ? [bare] : await resolve(bare);
-  return new Set(addresses.map(addressClass));
+  return isIP(bare) ? [bare] : await resolve(bare);
 }
 
 /**
@@ -19,21 +18,27 @@ async function classesOf(host: string, resolve: Resolve): Promise<Set<AddressCla
  * network or a cloud's metadata service: a redirect to a loopback, link-local, private or reserved address is
  * refused unless the download started at an address of that kind itself (a mirror on the LAN may redirect
  * within the LAN), and a redirect to plain http only when the download itself started over http (a mirror
- * without TLS). Names are resolved here, before the request; throws `invalid_value` saying why.
+ * without TLS). Names are resolved here, before the request; throws `invalid_value` saying why, else returns
+ * the target's addresses that passed, which the request must then connect to (and to no other).
  */
-export async function checkRedirect(origin: URL, target: URL, resolve: Resolve = resolveHost): Promise<void> {
+export async function checkRedirect(origin: URL, target: URL, resolve: Resolve = resolveHost): Promise<string[]> {
   const refuse = (why: string) => new MakinaError("invalid_value", `The download of ${origin.href} was redirected to ${target.href}, ${why}: refused.`);
   if (target.protocol !== "https:" && !(target.protocol === "http:" && origin.protocol === "http:")) {
     throw refuse(origin.protocol === "https:" ? "which leaves https" : `whose scheme ${target.protocol} is not http(s)`);
   }
   let allowed: Set<AddressClass>;
-  let reached: Set<AddressClass>;
+  let reached: string[];
   try {
-    [allowed, reached] = await Promise.all([classesOf(origin.hostname, resolve), classesOf(target.hostname, resolve)]);
+    const [from, to] = await Promise.all([addressesOf(origin.hostname, resolve), addressesOf(target.hostname, resolve)]);
+    allowed = new Set(from.map(addressClass));
+    reached = to;
   } catch (err) {
     throw refuse(`whose host cannot be resolved (${(err as Error).message})`);
   }
-  for (const kind of reached) {
+  if (reached.length === 0) throw refuse("whose host resolves to no address");
+  for (const address of reached) {
+    const kind = addressClass(address);
     if (kind !== "public" && !allowed.has(kind)) throw refuse(`a ${kind} address`);
   }
+  return reached;
 }

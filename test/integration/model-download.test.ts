@@ -86,6 +86,11 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
         case "/to-metadata.gguf":
           seen.push({ path: req.url, range: undefined, status: 302 });
           return res.writeHead(302, { location: "http://169.254.169.254/latest/meta-data/iam/security-credentials/" }).end();
+        // A redirect to a host name the machine's own DNS does not know: only the addresses the check resolved
+        // can reach it.
+        case "/to-named-cdn.gguf":
+          seen.push({ path: req.url, range: undefined, status: 302 });
+          return res.writeHead(302, { location: `http://cdn.example:${new URL(cdnBase).port}/blobs/${sha256}` }).end();
         case "/secret.gguf":
           seen.push({ path: req.url, range: undefined, status: 200 });
           return res.writeHead(200).end("secret");
@@ -213,6 +218,24 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
     expect(metadata).toMatchObject({ code: "invalid_value", message: expect.stringContaining("169.254.169.254/latest/meta-data/iam/security-credentials/, a link-local address: refused.") });
     expect(seen.map((s) => s.path)).toEqual(["/to-loopback.gguf", "/to-metadata.gguf"]);
     expect(cacheFiles()).toEqual([]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("connects a redirect to the addresses its check passed, never to what the name resolves to afterwards", async () => {
+    // cdn.example is known only to the resolver the redirect check uses (it stands for a name that resolves one
+    // way when checked and another a moment later): the download reaches the CDN only if the request goes to
+    // the checked address.
+    const asked: string[] = [];
+    const resolve = async (host: string) => {
+      asked.push(host);
+      return host === "cdn.example" ? ["127.0.0.1"] : Promise.reject(new Error(`getaddrinfo ENOTFOUND ${host}`));
+    };
+    const local = await new ModelStore(dir, silentLogger(), { resolve }).pull(`${base}/to-named-cdn.gguf`);
+    expect(local.sha256).toBe(sha256);
+    expect(readFileSync(local.path).equals(model)).toBe(true);
+    expect(cdnSeen.map((s) => s.path)).toEqual([`/blobs/${sha256}`]);
+    // Resolved once, for the check; the connection asked no one again.
+    expect(asked).toEqual(["cdn.example"]);
     rmSync(dir, { recursive: true, force: true });
   });
 
