@@ -17,6 +17,7 @@ export const AUDIT_ACTIONS = [
   "user.password_changed",
   "user.deleted",
   "key.created",
+  "key.changed",
   "key.revoked",
   "machine.created",
   "machine.revoked",

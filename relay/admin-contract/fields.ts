@@ -78,6 +78,15 @@ export const idList = () => {
   return z.array(z.string(list), list).nullish();
 };
 
+/**
+ * A time to come: milliseconds since the epoch, or an ISO 8601 date-time (`2026-12-31`, `2026-12-31T18:00:00Z`),
+ * taken as milliseconds; null clears it. (The relay checks that it is in the future.)
+ */
+export const futureTime = () => {
+  const rule = must("a time: an ISO 8601 date-time such as 2026-12-31T18:00:00Z, or milliseconds since the epoch");
+  return z.preprocess((v) => (typeof v === "string" && v !== "" && !Number.isNaN(Date.parse(v)) ? Date.parse(v) : v), z.number(rule).int(rule).min(1, rule).nullish());
+};
+
 /** `true` or `false`. */
 export const flag = () => z.boolean(must("true or false"));
 

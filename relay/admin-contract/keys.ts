@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
-import { idList, nameText, orgRef, positiveInt } from "./fields.js";
+import { futureTime, idList, nameText, orgRef, positiveInt } from "./fields.js";
 import type { List } from "./list.js";
 
 /** An API key as admins see it: never its secret. */
@@ -17,12 +17,15 @@ export interface ApiKey {
   /** Its own limits; null: the organization's default, if any. */
   rpm: number | null;
   tpm: number | null;
-  state: "active" | "revoked";
+  /** `expired`: active, but past its `expires_at`, so refused as a revoked key is. */
+  state: "active" | "revoked" | "expired";
   created_at: number;
   revoked_at: number | null;
   last_used_at: number | null;
   /** The user who made it; null when made with the admin token. */
   created_by: string | null;
+  /** When it stops working (ms since the epoch); null: never. */
+  expires_at: number | null;
 }
 
 /** A key in the organization's list, with what it served in the last 24 hours. */
@@ -41,8 +44,17 @@ export const KEY_ROUTES = {
   /** Makes a key, optionally limited to stacks and machines and with its own rates. */
   "POST /admin/v1/keys": route({
     status: 201,
-    body: z.object({ org: orgRef(), name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish() }),
+    body: z.object({ org: orgRef(), name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime() }),
     response: answer<NewApiKey>(),
+  }),
+  /**
+   * Changes a key (admins any, members their own): what the body names changes, what it leaves out stays. `null`
+   * clears: no name, any stack or machine, the organization's default limits, no expiry. Holds from the next
+   * request, on every relay.
+   */
+  "PATCH /admin/v1/keys/:id": route({
+    body: z.object({ name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime() }),
+    response: answer<ApiKey>(),
   }),
   /** Revokes a key (admins, or the member who made it): refused from the next request on. */
   "POST /admin/v1/keys/:id/revoke": route({ response: answer<ApiKey>() }),

@@ -3,7 +3,7 @@ import type { Deployer } from "../deploy/index.js";
 import type { EventBus } from "../events/index.js";
 import { createApiKey, hashPassword, hashSecret, newSecret, publicKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
 import { checkMachineCredentials } from "../link/index.js";
-import { slugify, type AuditEvent, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
+import { slugify, type ApiKeyChanges, type AuditEvent, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
 import { checkStack, refusalReasons, type Compatibility } from "../compatibility/index.js";
 import { MAX_MODEL_REF_CHARS, type ModelInspector } from "./model-inspector.js";
 import { defaultModelId, layerOptions, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
@@ -273,14 +273,34 @@ export class ControlPlane {
   /** Makes a key of the organization; its stacks and machines must be the organization's. The secret is returned this once. */
   async createKey(orgRef: string, options: Omit<NewApiKey, "orgId">): Promise<{ key: string; record: PublicApiKey }> {
     const org = await this.org(orgRef);
-    for (const s of options.stackIds ?? []) {
-      const stack = await this.store.stacks.get(s);
-      if (!stack || stack.orgId !== org.id) throw new MakinaError("not_found", `No stack '${s}' in organization '${org.slug}'.`, { param: "stacks" });
-    }
-    for (const m of options.machineIds ?? []) await this.machine(org.id, m);
+    await this.checkKeyTargets(org.id, options);
     const created = await createApiKey(this.store, { ...options, orgId: org.id });
     this.events.emit({ type: "key", orgId: org.id, keyId: created.record.id });
     return created;
+  }
+
+  /**
+   * Changes a key's name, restrictions, limits or expiry (what `changes` names); its stacks and machines must be
+   * its organization's. Holds on every relay from the next request. A revoked key cannot change (`conflict`).
+   */
+  async updateKey(id: string, changes: ApiKeyChanges): Promise<PublicApiKey> {
+    const key = await this.store.keys.get(id);
+    if (!key) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
+    if (key.state !== "active") throw new MakinaError("conflict", "This key is revoked: it cannot change. Make a new one.");
+    await this.checkKeyTargets(key.orgId, changes);
+    const updated = await this.store.keys.update(id, changes);
+    if (!updated) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
+    this.events.emit({ type: "key", orgId: updated.orgId, keyId: updated.id });
+    return publicKey(updated);
+  }
+
+  /** The stacks and machines a key is restricted to must be its organization's. */
+  private async checkKeyTargets(orgId: string, target: { stackIds?: string[] | null; machineIds?: string[] | null }): Promise<void> {
+    for (const s of target.stackIds ?? []) {
+      const stack = await this.store.stacks.get(s);
+      if (!stack || stack.orgId !== orgId) throw new MakinaError("not_found", `No stack '${s}' in this organization.`, { param: "stacks" });
+    }
+    for (const m of target.machineIds ?? []) await this.machine(orgId, m);
   }
 
   async revokeKey(id: string): Promise<PublicApiKey> {

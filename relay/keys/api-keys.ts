@@ -15,6 +15,8 @@ export interface NewApiKey {
   tpm?: number | null;
   /** The user creating it; absent or `null` with the admin token. */
   createdBy?: string | null;
+  /** When it stops working (ms since the epoch); absent or `null`: never. */
+  expiresAt?: number | null;
 }
 
 /** A key as shown to admins: never the secret or its hash. */
@@ -38,6 +40,7 @@ export async function createApiKey(store: Store, input: NewApiKey): Promise<{ ke
     rpm: input.rpm ?? null,
     tpm: input.tpm ?? null,
     createdBy: input.createdBy ?? null,
+    expiresAt: input.expiresAt ?? null,
   });
   return { key, record: publicKey(record) };
 }
@@ -66,6 +69,10 @@ export function authenticateApiKey(keys: KeyLookup, authorization: string | unde
   const hash = hashSecret(token);
   const record = token.startsWith("mk_live_") ? keys.findByHash(hash) : undefined;
   if (!record || !hashesEqual(record.keyHash, hash) || record.state !== "active") throw invalid(maskSecret(token));
+  // An expired key is refused as a revoked one is; its holder is told why.
+  if (record.expiresAt !== null && now >= record.expiresAt) {
+    throw new MakinaError("invalid_api_key", `Incorrect API key provided: ${maskSecret(token)}. This key expired at ${new Date(record.expiresAt).toISOString()}; ask an admin of the organization to extend it, or make a new one.`);
+  }
   keys.touch(record.id, now);
   return record;
 }

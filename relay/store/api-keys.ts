@@ -1,6 +1,7 @@
 import type { Db } from "./open-database.js";
 import { transaction } from "./transaction.js";
-import type { Row } from "./tables.js";
+import type { Updateable } from "kysely";
+import type { Row, Tables } from "./tables.js";
 import type { ChangeNotices } from "./change-notices.js";
 import { newId } from "../ids/index.js";
 
@@ -26,7 +27,12 @@ export interface ApiKeyRecord {
   lastUsedAt: number | null;
   /** The user who created it; `null` when made with the admin token. */
   createdBy: string | null;
+  /** From this time on (ms since the epoch) the key answers 401 as a revoked one does; `null`: never. */
+  expiresAt: number | null;
 }
+
+/** What can change of a key after it is made (its secret, organization and maker cannot); absent: unchanged. */
+export type ApiKeyChanges = Partial<Pick<ApiKeyRecord, "name" | "stackIds" | "machineIds" | "rpm" | "tpm" | "expiresAt">>;
 
 const toKey = (r: Row<"api_keys">): ApiKeyRecord => ({
   id: r.id,
@@ -43,6 +49,7 @@ const toKey = (r: Row<"api_keys">): ApiKeyRecord => ({
   revokedAt: r.revoked_at,
   lastUsedAt: r.last_used_at,
   createdBy: r.created_by,
+  expiresAt: r.expires_at,
 });
 
 /** How long a key's last use may wait in memory before it is written. */
@@ -67,7 +74,7 @@ export class ApiKeyStore {
   ) {}
 
   async insert(
-    input: Pick<ApiKeyRecord, "orgId" | "name" | "prefix" | "keyHash" | "stackIds" | "machineIds" | "rpm" | "tpm" | "createdBy">,
+    input: Pick<ApiKeyRecord, "orgId" | "name" | "prefix" | "keyHash" | "stackIds" | "machineIds" | "rpm" | "tpm" | "createdBy"> & { expiresAt?: number | null },
     now = Date.now(),
   ): Promise<ApiKeyRecord> {
     const id = newId("key");
@@ -85,6 +92,7 @@ export class ApiKeyStore {
         tpm: input.tpm,
         created_at: now,
         created_by: input.createdBy,
+        expires_at: input.expiresAt ?? null,
       })
       .execute();
     await this.notices.changed({ kind: "key", keyId: id });
@@ -136,6 +144,25 @@ export class ApiKeyStore {
         .where("id", "=", id)
         .execute(),
     );
+    return this.get(id);
+  }
+
+  /**
+   * Changes what `changes` names of a key that is not revoked, announced like a revocation (every relay's
+   * directory holds the change for the next request). Returns the key as it is now, or undefined when there is
+   * none; a revoked key is returned unchanged.
+   */
+  async update(id: string, changes: ApiKeyChanges): Promise<ApiKeyRecord | undefined> {
+    const set: Updateable<Tables["api_keys"]> = {};
+    if (changes.name !== undefined) set.name = changes.name;
+    if (changes.stackIds !== undefined) set.stack_ids_json = changes.stackIds?.length ? JSON.stringify(changes.stackIds) : null;
+    if (changes.machineIds !== undefined) set.machine_ids_json = changes.machineIds?.length ? JSON.stringify(changes.machineIds) : null;
+    if (changes.rpm !== undefined) set.rpm = changes.rpm;
+    if (changes.tpm !== undefined) set.tpm = changes.tpm;
+    if (changes.expiresAt !== undefined) set.expires_at = changes.expiresAt;
+    if (Object.keys(set).length > 0) {
+      await this.notices.after({ kind: "key", keyId: id }, () => this.db.updateTable("api_keys").set(set).where("id", "=", id).where("state", "=", "active").execute());
+    }
     return this.get(id);
   }
 

@@ -15,7 +15,7 @@ export type { User } from "./users.js";
 export type { Machine, MachineState, HardwareSummary, MachineInventory } from "./machines.js";
 export { type Stack, type StackState, type RuntimeKind, type NewStack } from "./stacks.js";
 export type { Deployment, DeploymentStep } from "./deployments.js";
-export type { ApiKeyRecord } from "./api-keys.js";
+export type { ApiKeyRecord, ApiKeyChanges } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";
 export type { AuditActor, AuditEvent } from "./audit-events.js";
 export type { StoreChange, ChangeListener } from "./change-notices.js";

@@ -233,6 +233,15 @@ export const MIGRATIONS: readonly string[] = [
     ON users FOR EACH ROW EXECUTE FUNCTION makina_changed('user', 'id');
   {{/POSTGRES}}
   `,
+  `
+  -- Keys can be edited, and can expire: from expires_at on, a key answers 401 as a revoked one does.
+  ALTER TABLE api_keys ADD COLUMN expires_at BIGINT;
+  {{POSTGRES}}
+  DROP TRIGGER api_keys_changed ON api_keys;
+  CREATE TRIGGER api_keys_changed AFTER INSERT OR DELETE OR UPDATE OF org_id, name, key_hash, stack_ids_json, machine_ids_json, rpm, tpm, state, expires_at
+    ON api_keys FOR EACH ROW EXECUTE FUNCTION makina_changed('key', 'id');
+  {{/POSTGRES}}
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

@@ -92,6 +92,7 @@ export interface Tables {
     revoked_at: number | null;
     last_used_at: number | null;
     created_by: string | null;
+    expires_at: Generated<number | null>;
   };
   settings: {
     key: string;

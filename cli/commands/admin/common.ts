@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Argv } from "yargs";
 import { resolveAdminTarget, type AdminTarget } from "../../admin-client.js";
+import { CliError, EXIT } from "../../cli-error.js";
 
 /** Options every `makina admin` command takes. */
 export interface AdminArgs {
@@ -33,3 +34,12 @@ export function normalizeModelRef(ref: string): string {
 
 /** Milliseconds since the epoch as an ISO date, or "-". */
 export const when = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : "-");
+
+/** `N` or `none` for a limit (none: the default, or no limit); undefined when not given. */
+export function limitArg(name: string, v: string | undefined): number | null | undefined {
+  if (v === undefined) return undefined;
+  if (v === "none") return null;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`--${name} is a positive integer, or none.`, EXIT.usage);
+  return n;
+}

@@ -1,11 +1,21 @@
 import type { CommandModule } from "yargs";
 import type { ApiKey } from "../../../relay/admin-contract/index.js";
 import { adminCall } from "../../admin-client.js";
+import { CliError, EXIT } from "../../cli-error.js";
 import { keyValues, print, table } from "../../output.js";
-import { adminOptions, target, when, type AdminArgs } from "./common.js";
+import { adminOptions, limitArg, target, when, type AdminArgs } from "./common.js";
 
 const restrictions = (k: ApiKey) => [k.stack_ids ? `stacks ${k.stack_ids.join(",")}` : "", k.machine_ids ? `machines ${k.machine_ids.join(",")}` : ""].filter(Boolean).join("; ") || "none";
 const limits = (k: ApiKey) => [k.rpm ? `${k.rpm} rpm` : "", k.tpm ? `${k.tpm} tpm` : ""].filter(Boolean).join(", ") || "none";
+const expiry = (k: ApiKey) => (k.expires_at === null ? "never" : when(k.expires_at));
+
+/** `--expires`: a date-time (ISO 8601, as the relay takes it) or `never`; undefined when not given. */
+function expiresArg(v: string | undefined): string | null | undefined {
+  if (v === undefined) return undefined;
+  if (v === "never") return null;
+  if (Number.isNaN(Date.parse(v))) throw new CliError("--expires is a date-time such as 2026-12-31 or 2026-12-31T18:00:00Z, or never.", EXIT.usage);
+  return v;
+}
 
 export const keyCommand: CommandModule = {
   command: "key <command>",
@@ -23,14 +33,60 @@ export const keyCommand: CommandModule = {
               .option("stack", { type: "string", array: true, describe: "Restrict to this stack (repeatable)" })
               .option("machine", { type: "string", array: true, describe: "Restrict to this machine (repeatable)" })
               .option("rpm", { type: "number", describe: "Requests per minute" })
-              .option("tpm", { type: "number", describe: "Tokens per minute" }),
+              .option("tpm", { type: "number", describe: "Tokens per minute" })
+              .option("expires", { type: "string", describe: "When it stops working: a date-time (2026-12-31, 2026-12-31T18:00:00Z)" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; name?: string; stack?: string[]; machine?: string[]; rpm?: number; tpm?: number };
-          const k = await adminCall(target(a), "POST /admin/v1/keys", { body: { org: a.org, name: a.name, stacks: a.stack, machines: a.machine, rpm: a.rpm, tpm: a.tpm } });
+          const a = argv as unknown as AdminArgs & { org: string; name?: string; stack?: string[]; machine?: string[]; rpm?: number; tpm?: number; expires?: string };
+          const k = await adminCall(target(a), "POST /admin/v1/keys", {
+            body: { org: a.org, name: a.name, stacks: a.stack, machines: a.machine, rpm: a.rpm, tpm: a.tpm, expires_at: expiresArg(a.expires) },
+          });
           print(a, k, () =>
-            keyValues([["id", k.id], ["key", `${k.key}  (shown this once)`], ["restrictions", restrictions(k)], ["limits", limits(k)]]),
+            keyValues([["id", k.id], ["key", `${k.key}  (shown this once)`], ["restrictions", restrictions(k)], ["limits", limits(k)], ["expires", expiry(k)]]),
           );
+        },
+      })
+      .command({
+        command: "update <id>",
+        describe: "Change a key's name, restrictions, limits or expiry; what is not given stays",
+        builder: (b) =>
+          adminOptions(
+            b
+              .positional("id", { type: "string", demandOption: true })
+              .option("name", { type: "string", describe: "Its new name" })
+              .option("stack", { type: "string", array: true, describe: "Restrict to this stack (repeatable; replaces the list)" })
+              .option("any-stack", { type: "boolean", describe: "Lift the restriction to stacks" })
+              .option("machine", { type: "string", array: true, describe: "Restrict to this machine (repeatable; replaces the list)" })
+              .option("any-machine", { type: "boolean", describe: "Lift the restriction to machines" })
+              .option("rpm", { type: "string", describe: "Requests per minute, or none (the organization's default)" })
+              .option("tpm", { type: "string", describe: "Tokens per minute, or none (the organization's default)" })
+              .option("expires", { type: "string", describe: "When it stops working (2026-12-31, 2026-12-31T18:00:00Z), or never" })
+              .conflicts("stack", "any-stack")
+              .conflicts("machine", "any-machine"),
+          ),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & {
+            id: string;
+            name?: string;
+            stack?: string[];
+            anyStack?: boolean;
+            machine?: string[];
+            anyMachine?: boolean;
+            rpm?: string;
+            tpm?: string;
+            expires?: string;
+          };
+          const body = {
+            name: a.name,
+            stacks: a.anyStack ? null : a.stack,
+            machines: a.anyMachine ? null : a.machine,
+            rpm: limitArg("rpm", a.rpm),
+            tpm: limitArg("tpm", a.tpm),
+            expires_at: expiresArg(a.expires),
+          };
+          if (Object.values(body).every((v) => v === undefined)) throw new CliError("Nothing to change: give --name, --stack, --any-stack, --machine, --any-machine, --rpm, --tpm or --expires.", EXIT.usage);
+          const k = await adminCall(target(a), "PATCH /admin/v1/keys/:id", { params: { id: a.id }, body });
+          print(a, k, () => keyValues([["id", k.id], ["name", k.name ?? "-"], ["state", k.state], ["restrictions", restrictions(k)], ["limits", limits(k)], ["expires", expiry(k)]]));
         },
       })
       .command({
@@ -40,7 +96,9 @@ export const keyCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
           const { data } = await adminCall(target(a), "GET /admin/v1/keys", { query: { org: a.org } });
-          print(a, data, () => table(["ID", "NAME", "PREFIX", "STATE", "RESTRICTIONS", "LIMITS", "LAST USED"], data.map((k) => [k.id, k.name, `${k.prefix}…`, k.state, restrictions(k), limits(k), when(k.last_used_at)])));
+          print(a, data, () =>
+            table(["ID", "NAME", "PREFIX", "STATE", "RESTRICTIONS", "LIMITS", "EXPIRES", "LAST USED"], data.map((k) => [k.id, k.name, `${k.prefix}…`, k.state, restrictions(k), limits(k), expiry(k), when(k.last_used_at)])),
+          );
         },
       })
       .command({

@@ -3,16 +3,7 @@ import type { Org } from "../../../relay/admin-contract/index.js";
 import { adminCall } from "../../admin-client.js";
 import { CliError, EXIT } from "../../cli-error.js";
 import { keyValues, print, table } from "../../output.js";
-import { adminOptions, target, type AdminArgs } from "./common.js";
-
-/** `N` or `none` for a default limit; undefined when not given. */
-function limitArg(name: string, v: string | undefined): number | null | undefined {
-  if (v === undefined) return undefined;
-  if (v === "none") return null;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`--${name} is a positive integer, or none.`, EXIT.usage);
-  return n;
-}
+import { adminOptions, limitArg, target, type AdminArgs } from "./common.js";
 
 const limitsText = (o: Org) =>
   o.default_key_rpm === null && o.default_key_tpm === null

@@ -2,6 +2,7 @@ import { MakinaError } from "../../../proto/index.js";
 import type { KeyRoute } from "../../admin-contract/index.js";
 import type { Access } from "../../auth/index.js";
 import type { ControlPlane, Organization } from "../../control/index.js";
+import type { PublicApiKey } from "../../keys/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
@@ -14,12 +15,14 @@ export function keyRoutes(control: ControlPlane, usage: UsageRecorder, record: A
     "GET /admin/v1/keys": async (input, access) => {
       const org = access.org(input.query().org);
       const day = await usage.totalsByKey(org.id, Date.now() - 86_400_000);
-      return toWire({ object: "list", data: (await control.listKeys(org.id)).map((k) => ({ ...k, requests_24h: day.get(k.id)?.requests ?? 0, tokens_24h: day.get(k.id)?.tokens ?? 0 })) });
+      const now = Date.now();
+      return toWire({ object: "list", data: (await control.listKeys(org.id)).map((k) => ({ ...onWire(k, now), requests_24h: day.get(k.id)?.requests ?? 0, tokens_24h: day.get(k.id)?.tokens ?? 0 })) });
     },
     "POST /admin/v1/keys": async (input, access) => {
       const body = input.body();
       const org = access.org(body.org);
       if (!access.isAdmin) withinOrgDefaults(body, org);
+      const expiresAt = inFuture(body.expires_at);
       const created = await control.createKey(org.id, {
         name: body.name ?? null,
         stackIds: body.stacks ?? null,
@@ -27,14 +30,36 @@ export function keyRoutes(control: ControlPlane, usage: UsageRecorder, record: A
         rpm: body.rpm ?? null,
         tpm: body.tpm ?? null,
         createdBy: access.userId,
+        expiresAt,
       });
       await record(access, {
         orgId: org.id,
         action: "key.created",
         target: target(created.record),
-        detail: { rpm: created.record.rpm, tpm: created.record.tpm, stacks: created.record.stackIds, machines: created.record.machineIds },
+        detail: { rpm: created.record.rpm, tpm: created.record.tpm, stacks: created.record.stackIds, machines: created.record.machineIds, expires_at: created.record.expiresAt },
       });
-      return toWire({ ...created.record, key: created.key });
+      return toWire({ ...onWire(created.record, Date.now()), key: created.key });
+    },
+    "PATCH /admin/v1/keys/:id": async (input, access) => {
+      const key = await control.key(input.params.id);
+      access.see(key.orgId, "API key", input.params.id, "key");
+      const org = access.org(key.orgId);
+      if (!access.isAdmin && key.createdBy !== access.userId) throw new MakinaError("permission_denied", "Members can change only the keys they created.");
+      const body = input.body();
+      if (!access.isAdmin) withinOrgDefaults(body, org);
+      const changes = {
+        ...(body.name !== undefined && { name: body.name }),
+        ...(body.stacks !== undefined && { stackIds: body.stacks }),
+        ...(body.machines !== undefined && { machineIds: body.machines }),
+        ...(body.rpm !== undefined && { rpm: body.rpm }),
+        ...(body.tpm !== undefined && { tpm: body.tpm }),
+        ...(body.expires_at !== undefined && { expiresAt: inFuture(body.expires_at) }),
+      };
+      const updated = await control.updateKey(key.id, changes);
+      if (Object.keys(changes).length > 0) {
+        await record(access, { orgId: key.orgId, action: "key.changed", target: target(updated), detail: toWire(changes) as Record<string, unknown> });
+      }
+      return toWire(onWire(updated, Date.now()));
     },
     "POST /admin/v1/keys/:id/revoke": async ({ params }, access) => {
       const key = await control.key(params.id);
@@ -45,6 +70,18 @@ export function keyRoutes(control: ControlPlane, usage: UsageRecorder, record: A
       return toWire(revoked);
     },
   };
+}
+
+/** A key as the admin API shows it: `expired` once past its expiry (still `active` in the store). */
+function onWire<K extends PublicApiKey>(key: K, now: number): Omit<K, "state"> & { state: "active" | "revoked" | "expired" } {
+  return { ...key, state: key.state === "active" && key.expiresAt !== null && now >= key.expiresAt ? "expired" : key.state };
+}
+
+/** An expiry must be to come: a key that should stop now is revoked instead. */
+function inFuture(at: number | null | undefined): number | null {
+  if (at === undefined || at === null) return null;
+  if (at <= Date.now()) throw new MakinaError("invalid_value", "'expires_at' must be in the future; to stop a key now, revoke it.", { param: "expires_at" });
+  return at;
 }
 
 /**
