@@ -113,6 +113,7 @@ main() {
     stop_service
     if [ -L /usr/local/bin/makina ] && [ "$(readlink /usr/local/bin/makina)" = "$prefix/bin/makina" ]; then rm -f /usr/local/bin/makina; fi
     rm -rf "${prefix:?}/bin" "${prefix:?}/lib" "${prefix:?}/lib.new" "${prefix:?}/lib.old" "${prefix:?}/etc" "${prefix:?}/run" "${prefix:?}/log"
+    rm -f "${prefix:?}"/makina-agent-*.tgz.partial
     if [ "$purge" = 1 ]; then
       rm -rf "$prefix"
       if is_root && id makina >/dev/null 2>&1 && command -v userdel >/dev/null 2>&1; then userdel makina 2>/dev/null || true; fi
@@ -255,7 +256,7 @@ main() {
       echo "The agent package ${package_file%.tgz} is installed already."
     else
       echo "Downloading ${package_file%.tgz} from $relay_url …"
-      relay_curl -fsSL --max-time 300 "$package_url" -o "$prefix/$package_file.partial" || fail "cannot download the agent package from $package_url"
+      relay_curl -fsSL --max-time 300 "$package_url" -o "$prefix/$package_file.partial" || { discard_new; fail "cannot download the agent package from $package_url"; }
       got="$(node -e 'const h = require("node:crypto").createHash("sha256"); require("node:fs").createReadStream(process.argv[1]).on("data", (d) => h.update(d)).on("end", () => process.stdout.write(h.digest("hex")))' "$prefix/$package_file.partial")"
       if [ "$got" != "$package_sha256" ]; then rm -f "$prefix/$package_file.partial"; fail "the agent package from $relay_url is damaged (its SHA-256 is $got, the relay announced $package_sha256)"; fi
       package_path="$prefix/$package_file.partial"
@@ -264,13 +265,13 @@ main() {
     package_path="$source"
   fi
   if [ -n "$package_path" ]; then
+    if [ -n "$service_user" ]; then command -v runuser >/dev/null 2>&1 || { discard_new; fail "runuser (util-linux) is needed to run npm as $service_user rather than root"; }; fi
     echo "Installing the agent and its dependencies into $prefix/lib (from the npm registry, as its lockfile pins them) …"
     rm -rf "$prefix/lib.new"
     mkdir -p "$prefix/lib.new"
     tar -xzf "$package_path" -C "$prefix/lib.new" --strip-components=1 package || { discard_new; fail "$package_path is not an agent package (a makina-agent-*.tgz)"; }
     [ -f "$prefix/lib.new/npm-shrinkwrap.json" ] || { discard_new; fail "$package_path carries no npm-shrinkwrap.json: it is not an agent package this script installs"; }
     if [ -n "$service_user" ]; then
-      command -v runuser >/dev/null 2>&1 || fail "runuser (util-linux) is needed to run npm as $service_user rather than root"
       mkdir -p "$prefix/lib.new/.build-home"
       chown -R "$service_user" "$prefix/lib.new"
     fi
@@ -280,11 +281,11 @@ main() {
     if [ -n "$service_user" ]; then chown -R root:root "$prefix/lib.new"; fi
     if [ -n "$package_sha256" ]; then echo "$package_sha256" > "$prefix/lib.new/installed.sha256"; fi
     if [ -n "$package_url" ]; then rm -f "$prefix/$package_file.partial"; fi
-    # The new tree in place of the old (a running agent keeps its open files until it restarts below).
+    # The new tree in place of the old. The old one stays (lib.old) until the agent has restarted on the new one
+    # below: a running agent still loads files from it (llama.cpp's binaries, when a model loads).
     rm -rf "$prefix/lib.old"
     if [ -d "$prefix/lib" ]; then mv "$prefix/lib" "$prefix/lib.old"; fi
     mv "$prefix/lib.new" "$prefix/lib"
-    rm -rf "$prefix/lib.old"
   fi
   entry="$prefix/lib/dist/cli/main.js"
   [ -e "$entry" ] || fail "the installed package has no makina command ($entry)"
@@ -383,9 +384,12 @@ PLIST
       echo "$!" > "$prefix/run/agent.pid"
       echo "The agent runs in the background as process $(cat "$prefix/run/agent.pid") (pid file: $prefix/run/agent.pid, log: $prefix/log/agent.log). Nothing restarts it if it stops: run this command again." ;;
     none)
+      rm -rf "$prefix/lib.old"
       echo "Start the agent with:  $prefix/bin/makina agent"
       exit 0 ;;
   esac
+  # The agent runs on the new tree now: the old one can go.
+  rm -rf "$prefix/lib.old"
 
   # ---- Done when the agent is linked to the relay ----
   if "$prefix/bin/makina" doctor --wait 30; then

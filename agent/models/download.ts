@@ -8,7 +8,7 @@ import { pipeline } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MakinaError, type Logger } from "../../proto/index.js";
 import { pinnedFetch } from "./pinned-fetch.js";
-import { checkRedirect, resolveHost, type Resolve } from "./redirect-policy.js";
+import { addressesOf, checkRedirect, resolveHost, type Resolve } from "./redirect-policy.js";
 
 /** Progress of a download. */
 export interface DownloadProgress {
@@ -31,6 +31,7 @@ export interface DownloadOptions {
   onProgress?: (p: DownloadProgress) => void;
   /** Attempts after a dropped connection, each resuming where the last stopped. @default 5 */
   attempts?: number;
+  /** Makes the first request instead of a connection to the origin's resolved addresses (tests that stand a name in). */
   fetchImpl?: typeof fetch;
   log: Logger;
   /** Free bytes of the disk holding `path` (injectable for tests). */
@@ -86,30 +87,34 @@ function sha256Tag(value: string | null): string | undefined {
 /**
  * Fetches `url`, following redirects by hand: Hugging Face answers a model file with a redirect to its CDN
  * and vouches for the file's sha256 in that redirect's `x-linked-etag`, which an automatic redirect would
- * lose. The authorization header never leaves the origin it was meant for. A redirect's request connects to the
- * addresses its check passed, never to what the name resolves to a moment later.
+ * lose. The authorization header never leaves the origin it was meant for. Every request connects to addresses
+ * resolved once and checked: the origin's, then each redirect's that its check passed, never to what a name
+ * resolves to a moment later.
  */
 async function fetchFollowing(
   url: string,
   headers: Record<string, string>,
-  fetchImpl: typeof fetch,
+  fetchImpl: typeof fetch | undefined,
   signal: AbortSignal | undefined,
   resolve: Resolve,
 ): Promise<{ res: Response; announcedSha256: string | undefined }> {
   const origin = new URL(url);
   let current = origin;
-  /** After a redirect, the addresses its check passed: the request goes to them and nowhere else. */
-  let checked: string[] | undefined;
+  // The origin is resolved once: its first request connects to these addresses, and redirects are judged by them.
+  const originAddresses = await addressesOf(origin.hostname, resolve);
+  /** The addresses the request goes to and nowhere else: the origin's, then each redirect's that its check passed. */
+  let checked = originAddresses;
   let linked: string | undefined;
   const sent = { ...headers };
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    const res = checked ? await pinnedFetch(current, checked, { headers: sent, signal }) : await fetchImpl(current, { signal, redirect: "manual", headers: sent });
+    // (A fetch given by a test carries the first request itself.)
+    const res = hop === 0 && fetchImpl ? await fetchImpl(current, { signal, redirect: "manual", headers: sent }) : await pinnedFetch(current, checked, { headers: sent, signal });
     linked ??= sha256Tag(res.headers.get("x-linked-etag"));
     const location = res.headers.get("location");
     if (res.status >= 300 && res.status < 400 && location) {
       await res.body?.cancel();
       const next = new URL(location, current);
-      checked = await checkRedirect(origin, next, resolve);
+      checked = await checkRedirect(origin, next, resolve, originAddresses);
       if (next.origin !== current.origin) delete sent.authorization;
       current = next;
       continue;
@@ -154,7 +159,6 @@ async function keepValidator(partialPath: string, url: string, res: Response): P
  * the partial file is removed.
  */
 export async function downloadFile(url: string, options: DownloadOptions): Promise<{ sha256: string; sizeBytes: number }> {
-  const fetchImpl = options.fetchImpl ?? fetch;
   const freeBytes = options.freeBytes ?? defaultFreeBytes;
   const attempts = options.attempts ?? 5;
   let lastError: unknown;
@@ -180,7 +184,7 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
         headers["if-range"] = validator;
       }
       if (options.authorization) headers.authorization = options.authorization;
-      ({ res, announcedSha256: announced } = await fetchFollowing(url, headers, fetchImpl, options.signal, options.resolve ?? resolveHost));
+      ({ res, announcedSha256: announced } = await fetchFollowing(url, headers, options.fetchImpl, options.signal, options.resolve ?? resolveHost));
     } catch (err) {
       if (err instanceof MakinaError) throw err;
       if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);

@@ -56,7 +56,7 @@ export class ModelStore {
   private readonly dir: string;
   private readonly inflight = new Map<string, { promise: Promise<LocalModel>; listeners: Set<(p: DownloadProgress) => void> }>();
 
-  private readonly fetchImpl: typeof fetch;
+  private readonly fetchImpl: typeof fetch | undefined;
   private readonly freeBytes?: (path: string) => Promise<number>;
   private readonly hub: HubOptions;
   private readonly resolve?: Resolve;
@@ -67,7 +67,7 @@ export class ModelStore {
     options: ModelStoreOptions = {},
   ) {
     this.dir = join(dataDir, "models");
-    this.fetchImpl = options.fetchImpl ?? fetch;
+    this.fetchImpl = options.fetchImpl;
     this.freeBytes = options.freeBytes;
     this.hub = options.hub ?? { endpoint: DEFAULT_HF_ENDPOINT };
     this.resolve = options.resolve;

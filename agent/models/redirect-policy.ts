@@ -7,7 +7,8 @@ export type Resolve = (host: string) => Promise<string[]>;
 
 export const resolveHost: Resolve = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
-async function addressesOf(host: string, resolve: Resolve): Promise<string[]> {
+/** A URL host's addresses: itself when it is one, else what `resolve` answers. */
+export async function addressesOf(host: string, resolve: Resolve): Promise<string[]> {
   const bare = host.replace(/^\[|\]$/g, "");
   return isIP(bare) ? [bare] : await resolve(bare);
 }
@@ -20,8 +21,10 @@ async function addressesOf(host: string, resolve: Resolve): Promise<string[]> {
  * within the LAN), and a redirect to plain http only when the download itself started over http (a mirror
  * without TLS). Names are resolved here, before the request; throws `invalid_value` saying why, else returns
  * the target's addresses that passed, which the request must then connect to (and to no other).
+ * `originAddresses`: the addresses the download's first request connected to (its origin is not resolved
+ * again, so a name cannot answer one way for the request and another for this check).
  */
-export async function checkRedirect(origin: URL, target: URL, resolve: Resolve = resolveHost): Promise<string[]> {
+export async function checkRedirect(origin: URL, target: URL, resolve: Resolve = resolveHost, originAddresses?: string[]): Promise<string[]> {
   const refuse = (why: string) => new MakinaError("invalid_value", `The download of ${origin.href} was redirected to ${target.href}, ${why}: refused.`);
   if (target.protocol !== "https:" && !(target.protocol === "http:" && origin.protocol === "http:")) {
     throw refuse(origin.protocol === "https:" ? "which leaves https" : `whose scheme ${target.protocol} is not http(s)`);
@@ -29,7 +32,7 @@ export async function checkRedirect(origin: URL, target: URL, resolve: Resolve =
   let allowed: Set<AddressClass>;
   let reached: string[];
   try {
-    const [from, to] = await Promise.all([addressesOf(origin.hostname, resolve), addressesOf(target.hostname, resolve)]);
+    const [from, to] = await Promise.all([originAddresses ?? addressesOf(origin.hostname, resolve), addressesOf(target.hostname, resolve)]);
     allowed = new Set(from.map(addressClass));
     reached = to;
   } catch (err) {

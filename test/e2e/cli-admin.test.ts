@@ -99,6 +99,20 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect(JSON.stringify(keys)).not.toContain(String(created.key));
     expect(keys[0]!.last_used_at).toEqual(expect.any(Number));
 
+    // Changed in place: a limit, a restriction and an expiry, shown as the list shows them; then cleared.
+    const updated = await json("key", "update", String(created.id), "--rpm", "600", "--stack", String(stack.id), "--expires", "2999-12-31");
+    expect(updated).toMatchObject({ rpm: 600, stack_ids: [stack.id], expires_at: Date.parse("2999-12-31"), state: "active" });
+    const human = await admin("key", "update", String(created.id), "--rpm", "none", "--any-stack", "--expires", "never");
+    expect(human.stdout).toMatch(/limits:\s+none/);
+    expect(human.stdout).toMatch(/restrictions:\s+none/);
+    expect(human.stdout).toMatch(/expires:\s+never/);
+    const nothing = await admin("key", "update", String(created.id));
+    expect([nothing.code, nothing.stderr]).toEqual([2, expect.stringContaining("Nothing to change")]);
+    const badDate = await admin("key", "update", String(created.id), "--expires", "soon");
+    expect([badDate.code, badDate.stderr]).toEqual([2, expect.stringContaining("--expires is a date-time")]);
+    const past = await admin("key", "update", String(created.id), "--expires", "2001-01-01");
+    expect([past.code, past.stderr]).toEqual([1, expect.stringContaining("'expires_at' must be in the future")]);
+
     const revoked = await json("key", "revoke", String(created.id));
     expect(revoked.state).toBe("revoked");
     const err = await client.models.list().catch((e: unknown) => e);

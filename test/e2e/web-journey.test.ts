@@ -182,6 +182,19 @@ describe("a newcomer's journey through the web application", () => {
     const keyRow = page.locator("tr", { hasText: "support-bot" });
     await expect.poll(() => keyRow.textContent()).toContain("stacks: tiny");
     await expect.poll(() => keyRow.textContent()).toContain("100 RPM");
+    // Edited in place: a new limit and an expiry date, holding from the key's next request.
+    await keyRow.getByRole("button", { name: "Edit support-bot" }).click();
+    const editForm = page.getByTestId("edit-key");
+    expect(await editForm.getByLabel("Requests per minute").inputValue()).toBe("100");
+    await editForm.getByLabel("Requests per minute").fill("200");
+    await editForm.getByLabel("Expires").fill("2999-12-31");
+    await shot("key-edit");
+    await editForm.getByRole("button", { name: "Save changes" }).click();
+    await expect.poll(() => keyRow.textContent()).toContain("200 RPM");
+    await expect.poll(() => keyRow.textContent()).toMatch(/expires \S*2999/);
+    expect(await page.getByTestId("edit-key").count()).toBe(0);
+    const limited = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }).withResponse();
+    expect(limited.response.headers.get("x-ratelimit-limit-requests")).toBe("200");
     await keyRow.getByRole("button", { name: "Revoke…" }).click();
     await keyRow.getByRole("button", { name: "Revoke key" }).click();
     await expect.poll(() => keyRow.textContent()).toContain("revoked");
@@ -202,11 +215,12 @@ describe("a newcomer's journey through the web application", () => {
     // The usage page counts the calls, per key.
     await nav("Usage");
     const usageRow = page.locator("tr", { hasText: "support-bot" });
-    await expect.poll(() => usageRow.locator("td").nth(1).textContent()).toBe("1");
+    // Two calls with it: one before the edit, one after.
+    await expect.poll(() => usageRow.locator("td").nth(1).textContent()).toBe("2");
     await page.getByRole("heading", { name: "Requests" }).waitFor();
     await shot("usage");
     await page.getByRole("button", { name: "Per model" }).click();
-    await expect.poll(() => page.locator("tr", { hasText: "tiny" }).locator("td").nth(1).textContent()).toBe("2");
+    await expect.poll(() => page.locator("tr", { hasText: "tiny" }).locator("td").nth(1).textContent()).toBe("3");
 
     await nav("Stacks");
     await expect.poll(() => page.locator("tr", { hasText: "tiny" }).textContent()).toContain("deployed");

@@ -221,21 +221,22 @@ describe("pulling models over HTTP (a local server stands in for the hub)", () =
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("connects a redirect to the addresses its check passed, never to what the name resolves to afterwards", async () => {
-    // cdn.example is known only to the resolver the redirect check uses (it stands for a name that resolves one
-    // way when checked and another a moment later): the download reaches the CDN only if the request goes to
-    // the checked address.
+  it("connects each request to the addresses resolved and checked for it, never to what a name resolves to afterwards", async () => {
+    // origin.example and cdn.example are known only to the resolver the download checks with (they stand for
+    // names that resolve one way when checked and another a moment later): the download reaches the servers
+    // only if each request goes to the addresses that were checked.
     const asked: string[] = [];
     const resolve = async (host: string) => {
       asked.push(host);
-      return host === "cdn.example" ? ["127.0.0.1"] : Promise.reject(new Error(`getaddrinfo ENOTFOUND ${host}`));
+      return host === "cdn.example" || host === "origin.example" ? ["127.0.0.1"] : Promise.reject(new Error(`getaddrinfo ENOTFOUND ${host}`));
     };
-    const local = await new ModelStore(dir, silentLogger(), { resolve }).pull(`${base}/to-named-cdn.gguf`);
+    const local = await new ModelStore(dir, silentLogger(), { resolve }).pull(`http://origin.example:${new URL(base).port}/to-named-cdn.gguf`);
     expect(local.sha256).toBe(sha256);
     expect(readFileSync(local.path).equals(model)).toBe(true);
     expect(cdnSeen.map((s) => s.path)).toEqual([`/blobs/${sha256}`]);
-    // Resolved once, for the check; the connection asked no one again.
-    expect(asked).toEqual(["cdn.example"]);
+    // Each name resolved once: the origin for its request (and the redirect's judgement), the CDN for its check;
+    // no connection asked again.
+    expect(asked).toEqual(["origin.example", "cdn.example"]);
     rmSync(dir, { recursive: true, force: true });
   });
 

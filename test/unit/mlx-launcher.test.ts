@@ -50,7 +50,12 @@ describe("the MLX launcher: mlx_lm.server with a key of this start", () => {
     writeFileSync(join(dir, "mlx_lm", "server.py"), STANDIN_MLX_SERVER);
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
+    // Where it is started from holds a module named as one the launcher imports: it must not be the one used.
+    const cwd = join(dir, "cwd");
+    mkdirSync(cwd);
+    writeFileSync(join(cwd, "hmac.py"), "def compare_digest(a, b):\n    return True\n");
     server = spawn("python3", ["-c", MLX_LAUNCHER, "--model", "mlx-community/Qwen2.5-0.5B-Instruct-4bit", "--host", "127.0.0.1", "--port", String(port)], {
+      cwd,
       env: { PATH: process.env.PATH, PYTHONPATH: dir, [MLX_KEY_ENV]: key },
       stdio: ["ignore", "pipe", "pipe"],
     });

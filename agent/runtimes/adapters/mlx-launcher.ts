@@ -8,10 +8,14 @@ export const MLX_KEY_ENV = "MLX_LM_API_KEY";
  * of its own, and serves through Python's `http.server`: the check sits in `BaseHTTPRequestHandler.parse_request`,
  * the standard library's step that every request of such a server passes before its handler runs, so it does
  * not depend on mlx-lm's insides. The key is taken out of the environment before mlx-lm starts, so nothing the
- * server runs inherits it.
+ * server runs inherits it. `python -c` would look for modules in the working directory first: that entry is
+ * dropped before anything else is imported.
  */
 export const MLX_LAUNCHER = `
-import hmac, os, sys
+import sys
+if sys.path and sys.path[0] == "":
+    sys.path.pop(0)
+import hmac, os
 from http.server import BaseHTTPRequestHandler
 
 expected = ("Bearer " + os.environ.pop("${MLX_KEY_ENV}")).encode()

@@ -14,6 +14,7 @@ const TONES: Record<string, string> = {
   offline: "off",
   draft: "off",
   revoked: "off",
+  expired: "off",
   disabled: "off",
   failed: "bad",
   fail: "bad",

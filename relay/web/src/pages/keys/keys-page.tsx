@@ -7,9 +7,9 @@ import { formatAgo, plural } from "../../components/format.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { DefaultLimits, limitsText } from "./default-limits.js";
-import { NewKeyForm } from "./new-key-form.js";
+import { KeyForm } from "./key-form.js";
 
-/** API keys without their secrets: restrictions, limits, use; create and revoke. */
+/** API keys without their secrets: restrictions, limits, expiry, use; create, edit and revoke. */
 export function KeysPage() {
   const { client, session } = useApp();
   const isAdmin = useIsAdmin();
@@ -18,6 +18,7 @@ export function KeysPage() {
   const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
   const org = useLive(() => client.call("GET /admin/v1/orgs").then((l) => l.data.find((o) => o.id === session.org.id)), ["key"], []);
   const [creating, setCreating] = useState(false);
+  const [editing, setEditing] = useState<string | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const stackName = (id: string) => stacks.data?.find((s) => s.id === id)?.name ?? id;
@@ -34,6 +35,7 @@ export function KeysPage() {
     }
   };
   const list = keys.data ?? [];
+  const mayChange = (k: (typeof list)[number]) => k.state !== "revoked" && (isAdmin || k.created_by === session.user.id);
   return (
     <>
       <PageHeader title="API keys" subtitle="Apps call the gateway with these keys as bearer tokens. A revoked key is refused from its next request on.">
@@ -43,7 +45,19 @@ export function KeysPage() {
           </button>
         )}
       </PageHeader>
-      {creating && <NewKeyForm stacks={stacks.data ?? []} machines={machines.data ?? []} onClose={() => setCreating(false)} />}
+      {creating && <KeyForm stacks={stacks.data ?? []} machines={machines.data ?? []} onClose={() => setCreating(false)} />}
+      {editing && list.some((k) => k.id === editing) && (
+        <KeyForm
+          key={editing}
+          stacks={stacks.data ?? []}
+          machines={machines.data ?? []}
+          editing={list.find((k) => k.id === editing)}
+          onClose={() => {
+            setEditing(null);
+            keys.reload();
+          }}
+        />
+      )}
       {(error || keys.error) && <Notice tone="error">{error ?? keys.error?.message}</Notice>}
       {keys.data && list.length === 0 && !creating && (
         <EmptyState title="No API keys yet">
@@ -56,7 +70,7 @@ export function KeysPage() {
           rows={list}
           rowKey={(k) => k.id}
           rowTestId={(k) => `key-row-${k.id}`}
-          rowClass={(k) => (k.state === "revoked" ? "dim" : "")}
+          rowClass={(k) => (k.state === "active" ? "" : "dim")}
           columns={[
             { header: "Name", cell: (k) => <NameCell name={k.name ?? <span class="muted">unnamed</span>} id={`${k.prefix}…`} /> },
             { header: "State", cell: (k) => <StateBadge state={k.state} /> },
@@ -103,6 +117,14 @@ export function KeysPage() {
                   {formatAgo(k.created_at)}
                   <br />
                   {k.state === "revoked" ? `revoked ${formatAgo(k.revoked_at)}` : `used ${formatAgo(k.last_used_at)}`}
+                  {k.state !== "revoked" && k.expires_at !== null && (
+                    <>
+                      <br />
+                      <span data-testid={`key-expiry-${k.id}`}>
+                        {k.state === "expired" ? "expired" : "expires"} {new Date(k.expires_at).toLocaleDateString()}
+                      </span>
+                    </>
+                  )}
                 </>
               ),
             },
@@ -111,8 +133,7 @@ export function KeysPage() {
               hideHeader: true,
               class: "row-actions",
               cell: (k) =>
-                k.state === "active" &&
-                (isAdmin || k.created_by === session.user.id) &&
+                mayChange(k) &&
                 (confirming === k.id ? (
                   <span class="confirm" role="group" aria-label={`Revoke ${k.name ?? k.prefix}?`}>
                     <span>Revoke? Apps using it stop working.</span>
@@ -124,9 +145,22 @@ export function KeysPage() {
                     </button>
                   </span>
                 ) : (
-                  <button type="button" class="button small secondary" onClick={() => setConfirming(k.id)}>
-                    Revoke…
-                  </button>
+                  <span class="row-buttons">
+                    <button
+                      type="button"
+                      class="button small secondary"
+                      aria-label={`Edit ${k.name ?? k.prefix}`}
+                      onClick={() => {
+                        setCreating(false);
+                        setEditing(k.id);
+                      }}
+                    >
+                      Edit
+                    </button>
+                    <button type="button" class="button small secondary" onClick={() => setConfirming(k.id)}>
+                      Revoke…
+                    </button>
+                  </span>
                 )),
             },
           ]}

@@ -1,32 +1,54 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { Machine, NewApiKey, Stack } from "../../api/types.js";
+import type { ApiKey, Machine, NewApiKey, Stack } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
 import { describedBy, Field } from "../../components/field.js";
 import { Notice } from "../../components/notice.js";
 import { FormActions } from "../../components/form-actions.js";
 
-/** Creates a key with optional stack and machine restrictions and limits; shows the secret once. */
-export function NewKeyForm({ stacks, machines, onClose }: { stacks: Stack[]; machines: Machine[]; onClose: () => void }) {
+/** `YYYY-MM-DD` of a time, in the browser's time zone (what a date input shows). */
+function localDate(ms: number): string {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
+}
+
+/** The end of a `YYYY-MM-DD` day in the browser's time zone, as an ISO time; null when empty. */
+function endOfDay(date: string): string | null {
+  return date === "" ? null : new Date(`${date}T23:59:59.999`).toISOString();
+}
+
+/**
+ * Creates a key (with optional stack and machine restrictions, limits and an expiry; the secret is shown once),
+ * or, given `editing`, changes one: its name, restrictions, limits and expiry, from the next request on.
+ */
+export function KeyForm({ stacks, machines, editing, onClose }: { stacks: Stack[]; machines: Machine[]; editing?: ApiKey; onClose: () => void }) {
   const { client, session } = useApp();
-  const [name, setName] = useState("");
-  const [stackIds, setStackIds] = useState<string[]>([]);
-  const [machineIds, setMachineIds] = useState<string[]>([]);
-  const [rpm, setRpm] = useState("");
-  const [tpm, setTpm] = useState("");
+  const [name, setName] = useState(editing?.name ?? "");
+  const [stackIds, setStackIds] = useState<string[]>(editing?.stack_ids ?? []);
+  const [machineIds, setMachineIds] = useState<string[]>(editing?.machine_ids ?? []);
+  const [rpm, setRpm] = useState(editing?.rpm ? String(editing.rpm) : "");
+  const [tpm, setTpm] = useState(editing?.tpm ? String(editing.tpm) : "");
+  const [expires, setExpires] = useState(editing?.expires_at ? localDate(editing.expires_at) : "");
   const [error, setError] = useState<ApiError | null>(null);
   const [created, setCreated] = useState<NewApiKey | null>(null);
   const [busy, setBusy] = useState(false);
   const toggle = (list: string[], id: string) => (list.includes(id) ? list.filter((x) => x !== id) : [...list, id]);
   const limit = (v: string) => (v.trim() === "" ? null : Number(v));
+  const verb = editing ? "Save changes" : "Create key";
 
   const submit = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
     setError(null);
+    const fields = { name: name.trim() || null, stacks: stackIds.length ? stackIds : null, machines: machineIds.length ? machineIds : null, rpm: limit(rpm), tpm: limit(tpm), expires_at: endOfDay(expires) };
     try {
-      setCreated(await client.call("POST /admin/v1/keys", { body: { org: session.org.id, name: name.trim() || null, stacks: stackIds, machines: machineIds, rpm: limit(rpm), tpm: limit(tpm) } }));
+      if (editing) {
+        await client.call("PATCH /admin/v1/keys/:id", { params: { id: editing.id }, body: fields });
+        onClose();
+      } else {
+        setCreated(await client.call("POST /admin/v1/keys", { body: { org: session.org.id, ...fields } }));
+      }
     } catch (err) {
       setError(err as ApiError);
     } finally {
@@ -49,11 +71,13 @@ export function NewKeyForm({ stacks, machines, onClose }: { stacks: Stack[]; mac
     );
   }
   const err = (param: string) => (error?.param === param ? error.message : null);
+  const title = editing ? `Edit key ${editing.name ?? `${editing.prefix}…`}` : "Create an API key";
   return (
-    <section class="card panel" aria-labelledby="create-key-title">
-      <h2 id="create-key-title">Create an API key</h2>
+    <section class="card panel" aria-labelledby="key-form-title" data-testid={editing ? "edit-key" : "create-key"}>
+      <h2 id="key-form-title">{title}</h2>
+      {editing && <p class="muted small">Changes hold from the key's next request. Its secret stays the same.</p>}
       <form onSubmit={submit} noValidate>
-        {error && !["name", "rpm", "tpm", "stacks", "machines"].includes(error.param ?? "") && <Notice tone="error">{error.message}</Notice>}
+        {error && !["name", "rpm", "tpm", "stacks", "machines", "machine", "expires_at"].includes(error.param ?? "") && <Notice tone="error">{error.message}</Notice>}
         <Field id="key-name" label="Name" hint="What uses it, e.g. support-bot." error={err("name")}>
           <input id="key-name" value={name} onInput={(e) => setName(e.currentTarget.value)} aria-describedby={describedBy("key-name", err("name"))} />
         </Field>
@@ -76,7 +100,7 @@ export function NewKeyForm({ stacks, machines, onClose }: { stacks: Stack[]; mac
                 <input type="checkbox" checked={machineIds.includes(m.id)} onChange={() => setMachineIds(toggle(machineIds, m.id))} /> {m.name}
               </label>
             ))}
-            {err("machines") && <p class="field-error">{err("machines")}</p>}
+            {(err("machines") ?? err("machine")) && <p class="field-error">{err("machines") ?? err("machine")}</p>}
             <p class="hint">None ticked: any machine.</p>
           </fieldset>
         </div>
@@ -87,8 +111,11 @@ export function NewKeyForm({ stacks, machines, onClose }: { stacks: Stack[]; mac
           <Field id="key-tpm" label="Tokens per minute" hint="Empty: no limit." error={err("tpm")}>
             <input id="key-tpm" type="number" min="1" step="1" inputMode="numeric" value={tpm} onInput={(e) => setTpm(e.currentTarget.value)} aria-describedby={describedBy("key-tpm", err("tpm"))} />
           </Field>
+          <Field id="key-expires" label="Expires" hint="Works until the end of this day (your time). Empty: never." error={err("expires_at")}>
+            <input id="key-expires" type="date" min={localDate(Date.now())} value={expires} onInput={(e) => setExpires(e.currentTarget.value)} aria-describedby={describedBy("key-expires", err("expires_at"))} />
+          </Field>
         </div>
-        <FormActions label="Create key" busyLabel="Creating…" busy={busy} onCancel={onClose} />
+        <FormActions label={verb} busyLabel={editing ? "Saving…" : "Creating…"} busy={busy} onCancel={onClose} />
       </form>
     </section>
   );
