@@ -102,10 +102,10 @@ describe("an operator runs the relay and an agent as separate processes and admi
     // Changed in place: a limit, a restriction and an expiry, shown as the list shows them; then cleared.
     const updated = await json("key", "update", String(created.id), "--rpm", "600", "--stack", String(stack.id), "--expires", "2999-12-31");
     expect(updated).toMatchObject({ rpm: 600, stack_ids: [stack.id], expires_at: Date.parse("2999-12-31"), state: "active" });
-    const human = await admin("key", "update", String(created.id), "--rpm", "none", "--any-stack", "--expires", "never");
-    expect(human.stdout).toMatch(/limits:\s+none/);
-    expect(human.stdout).toMatch(/restrictions:\s+none/);
-    expect(human.stdout).toMatch(/expires:\s+never/);
+    const shown = await runCli(["admin", "key", "update", String(created.id), "--rpm", "none", "--any-stack", "--expires", "never", "--data-dir", dataDir]);
+    expect(shown.stdout).toMatch(/limits:\s+none/);
+    expect(shown.stdout).toMatch(/restrictions:\s+none/);
+    expect(shown.stdout).toMatch(/expires:\s+never/);
     const nothing = await admin("key", "update", String(created.id));
     expect([nothing.code, nothing.stderr]).toEqual([2, expect.stringContaining("Nothing to change")]);
     const badDate = await admin("key", "update", String(created.id), "--expires", "soon");
