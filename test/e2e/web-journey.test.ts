@@ -394,7 +394,7 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => row.textContent()).toContain("This cannot be undone");
     await row.getByRole("button", { name: "Delete", exact: true }).click();
     await expect.poll(() => page.getByRole("status").first().textContent()).toContain("leaver@acme.test is deleted");
-    expect(await page.getByTestId("user-row-leaver@acme.test").count()).toBe(0);
+    await expect.poll(() => page.getByTestId("user-row-leaver@acme.test").count()).toBe(0);
     // One's own row offers nothing to do to oneself.
     expect(await page.getByTestId("user-row-admin").getByRole("button").count()).toBe(0);
     await shot("people");
