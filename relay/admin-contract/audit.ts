@@ -22,6 +22,8 @@ export const AUDIT_ACTIONS = [
   "machine.created",
   "machine.revoked",
   "machine.token_rotated",
+  "machine.renamed",
+  "machine.deleted",
   "stack.created",
   "stack.deployed",
   "stack.undeployed",

@@ -51,6 +51,12 @@ export interface Machine {
   revoked_at: number | null;
 }
 
+/** What a deletion answers. */
+export interface DeletedMachine {
+  id: string;
+  deleted: true;
+}
+
 /** A machine just added, or given a new token: what it takes to join it, shown this once. */
 export interface MachineJoining extends Machine {
   token: string;
@@ -71,4 +77,11 @@ export const MACHINE_ROUTES = {
   "POST /admin/v1/machines/:id/revoke": route({ response: answer<Machine>() }),
   /** Gives a machine a new token (admins); the old one stops working and the link drops. */
   "POST /admin/v1/machines/:id/rotate-token": route({ response: answer<MachineJoining>() }),
+  /** Renames a machine (admins); nothing else changes. */
+  "PATCH /admin/v1/machines/:id": route({ body: z.object({ name: nameText() }), response: answer<Machine>() }),
+  /**
+   * Deletes a machine (admins) that never joined, or that is revoked, and that no stack names: 409 `conflict`
+   * otherwise, saying what to do first. Final.
+   */
+  "DELETE /admin/v1/machines/:id": route({ response: answer<DeletedMachine>() }),
 } as const;

@@ -143,6 +143,36 @@ export class ControlPlane {
     return this.machine(orgId, id);
   }
 
+  /** Renames a machine. */
+  async renameMachine(orgId: string | null, id: string, name: string): Promise<Machine> {
+    const machine = await this.machine(orgId, id);
+    await this.store.machines.rename(machine.id, name);
+    this.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
+    return this.machine(orgId, id);
+  }
+
+  /**
+   * Deletes a machine that never joined (pending) or is revoked, once no stack names it. A pending one is revoked
+   * first, so its token cannot join it while it goes. 409 `conflict` for a machine that joined and is not
+   * revoked, or that stacks still name.
+   */
+  async deleteMachine(orgId: string | null, id: string): Promise<Machine> {
+    const machine = await this.machine(orgId, id);
+    if (!machine.revokedAt && machine.state !== "pending") {
+      throw new MakinaError("conflict", `The machine '${machine.name}' has joined: revoke it first, then delete it.`, { param: "machine" });
+    }
+    const stacks = (await this.store.stacks.listByOrg(machine.orgId)).filter((s) => s.machineId === machine.id);
+    const inUse = () => new MakinaError("conflict", `Stacks still name the machine '${machine.name}' (${stacks.map((s) => s.name).join(", ")}): delete them first.`, { param: "machine" });
+    if (stacks.length > 0) throw inUse();
+    if (!machine.revokedAt) await this.revokeMachine(orgId, id);
+    if (!(await this.store.machines.delete(machine.id))) {
+      if (await this.store.machines.get(machine.id)) throw inUse();
+      throw new MakinaError("not_found", `No machine '${id}'.`, { param: "machine" });
+    }
+    this.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
+    return machine;
+  }
+
   /** Gives a machine a new token (shown once); the old one stops working and the live link is dropped. */
   async rotateMachineToken(orgId: string | null, id: string): Promise<{ machine: Machine } & Joining> {
     const machine = await this.machine(orgId, id);

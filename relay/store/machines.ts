@@ -118,6 +118,24 @@ export class MachineStore {
     return this.linkWrites.write({ kind: "hardware", key: id, hardware: JSON.stringify(hardware) });
   }
 
+  /** Gives a machine a new name (what people read; nothing routes on it). */
+  async rename(id: string, name: string): Promise<void> {
+    await this.db.updateTable("machines").set({ name }).where("id", "=", id).execute();
+  }
+
+  /**
+   * Deletes a machine that no stack names (their rows would point at nothing). Returns false when a stack still
+   * does, or the machine is gone already. The caller revokes it first, so no link holds or takes it meanwhile.
+   */
+  async delete(id: string): Promise<boolean> {
+    const result = await this.db
+      .deleteFrom("machines")
+      .where("id", "=", id)
+      .where((eb) => eb.not(eb.exists(eb.selectFrom("stacks").select("stacks.id").where("stacks.machine_id", "=", id))))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
   /** Replaces the machine's token (stored as a hash only). */
   async setTokenHash(id: string, tokenHash: string): Promise<void> {
     // Every relay drops the machine's link if it holds it (also when the answer was lost after the commit).

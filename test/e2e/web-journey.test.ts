@@ -441,10 +441,21 @@ describe("a newcomer's journey through the web application", () => {
     await context.close();
   });
 
-  it("rotates a machine's token and revokes the machine from its page", async () => {
+  it("renames a machine, rotates its token and revokes it from its page, each breaking step confirmed; deletes a machine that never joined", async () => {
     await nav("Machines");
     await page.getByRole("link", { name: "gpu-box" }).click();
-    await page.getByRole("button", { name: "Rotate token" }).click();
+    await page.getByRole("button", { name: "Rename…" }).click();
+    await page.getByLabel("New name").fill("gpu-box-1");
+    await page.getByRole("button", { name: "Save name" }).click();
+    await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe("gpu-box-1");
+    // Rotating drops the machine's link: it is asked first, and Keep leaves the token as it was.
+    const before = await relay.store.machines.tokenHash((await relay.store.machines.listByOrg((await relay.store.orgs.find("acme"))!.id))[0]!.id);
+    await page.getByRole("button", { name: "Rotate token…" }).click();
+    await shot("machine-rotate-confirm");
+    await page.getByRole("button", { name: "Keep" }).click();
+    expect(await relay.store.machines.tokenHash((await relay.store.machines.listByOrg((await relay.store.orgs.find("acme"))!.id))[0]!.id)).toBe(before);
+    await page.getByRole("button", { name: "Rotate token…" }).click();
+    await page.getByRole("button", { name: "Rotate token", exact: true }).click();
     const command = (await page.getByTestId("rotated-token").locator("code").textContent())!;
     const token = /MAKINA_MACHINE_TOKEN=(mk_mach_\w+)/.exec(command)![1]!;
     expect(await relay.store.machines.tokenHash((await relay.store.machines.listByOrg((await relay.store.orgs.find("acme"))!.id))[0]!.id)).toBe(hashSecret(token));
@@ -454,9 +465,24 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("button", { name: "Revoke…" }).click();
     await page.getByRole("button", { name: "Revoke machine" }).click();
     await expect.poll(() => page.locator(".page-header").textContent()).toContain("revoked");
-    expect(await page.getByRole("button", { name: "Rotate token" }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Rotate token…" }).count()).toBe(0);
+    // Revoked, it may be deleted, but not while a stack names it: the page says what to do first.
+    await page.getByRole("button", { name: "Delete…" }).click();
+    await page.getByRole("button", { name: "Delete machine" }).click();
+    await expect.poll(() => page.locator(".notice").first().textContent()).toContain("delete them first");
+    await page.getByRole("button", { name: "Keep" }).click();
     await nav("Machines");
-    await expect.poll(() => page.locator("tr", { hasText: "gpu-box" }).textContent()).toContain("revoked");
+    await expect.poll(() => page.locator("tr", { hasText: "gpu-box-1" }).textContent()).toContain("revoked");
+
+    // A machine added and never joined goes for good.
+    const acme = (await relay.store.orgs.find("acme"))!;
+    const { machine: spare } = await relay.control.createMachine(acme.id, "never-joined");
+    await page.goto(`${relay.url}/machines/${spare.id}`);
+    await page.getByRole("button", { name: "Delete…" }).click();
+    await page.getByRole("button", { name: "Delete machine" }).click();
+    await page.getByRole("heading", { name: "Machines", level: 1 }).waitFor();
+    await expect.poll(() => page.locator("tr", { hasText: "never-joined" }).count()).toBe(0);
+    expect(await relay.store.machines.get(spare.id)).toBeUndefined();
   });
 
   it("works in a narrow window: navigation stays reachable and nothing scrolls sideways", async () => {

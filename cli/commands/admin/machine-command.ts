@@ -58,6 +58,26 @@ export const machineCommand: CommandModule = {
           );
         },
       })
+      .command({
+        command: "rename <id> <name>",
+        describe: "Give a machine a new name",
+        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true }).positional("name", { type: "string", demandOption: true })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { id: string; name: string };
+          const m = await adminCall(target(a), "PATCH /admin/v1/machines/:id", { params: { id: a.id }, body: { name: a.name } });
+          print(a, m, () => keyValues([["id", m.id], ["name", m.name]]));
+        },
+      })
+      .command({
+        command: "delete <id>",
+        describe: "Delete a machine that never joined, or that is revoked, once no stack names it",
+        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { id: string };
+          const gone = await adminCall(target(a), "DELETE /admin/v1/machines/:id", { params: { id: a.id } });
+          print(a, gone, () => `Deleted ${gone.id}.`);
+        },
+      })
       .demandCommand(1)
       .strict(),
   handler: () => {},

@@ -30,5 +30,18 @@ export function machineRoutes(control: ControlPlane, record: AuditRecorder): Rou
       await record(access, { orgId: machine.orgId, action: "machine.token_rotated", target: target(machine) });
       return toWire({ ...machine, ...joining });
     },
+    "PATCH /admin/v1/machines/:id": async (input, access) => {
+      access.requireAdmin("rename machines");
+      const before = await control.machine(access.orgScope, input.params.id);
+      const machine = await control.renameMachine(access.orgScope, input.params.id, input.body().name);
+      await record(access, { orgId: machine.orgId, action: "machine.renamed", target: target(machine), detail: { from: before.name } });
+      return toWire(machine);
+    },
+    "DELETE /admin/v1/machines/:id": async ({ params }, access) => {
+      access.requireAdmin("delete machines");
+      const machine = await control.deleteMachine(access.orgScope, params.id);
+      await record(access, { orgId: machine.orgId, action: "machine.deleted", target: target(machine) });
+      return { id: machine.id, deleted: true as const };
+    },
   };
 }

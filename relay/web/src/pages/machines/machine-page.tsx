@@ -13,9 +13,11 @@ import { DeploymentProgress } from "../stacks/deployment-progress.js";
 
 /** One machine: its hardware, the stacks on it, and the live progress of what the relay asked of it. */
 export function MachinePage({ id }: { id: string }) {
-  const { client } = useApp();
+  const { client, navigate } = useApp();
   const isAdmin = useIsAdmin();
-  const [confirming, setConfirming] = useState(false);
+  /** The breaking action waiting for its confirmation, if any. */
+  const [confirming, setConfirming] = useState<"revoke" | "rotate-token" | "delete" | null>(null);
+  const [renaming, setRenaming] = useState<string | null>(null);
   const [rotated, setRotated] = useState<MachineJoining | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
   const machine = useLive(() => client.call("GET /admin/v1/machines/:id", { params: { id } }), ["machine"], [id], (e) => e.event === "machine" && e.data.machine_id === id);
@@ -32,17 +34,40 @@ export function MachinePage({ id }: { id: string }) {
   if (!m) return <div class="booting" aria-busy="true" />;
   const h = m.hardware;
   const onMachine = stacks.data ?? [];
-  const act = async (action: "revoke" | "rotate-token") => {
+  const act = async (action: "revoke" | "rotate-token" | "delete") => {
     setActionError(null);
     try {
       if (action === "rotate-token") setRotated(await client.call("POST /admin/v1/machines/:id/rotate-token", { params: { id: m.id } }));
-      else await client.call("POST /admin/v1/machines/:id/revoke", { params: { id: m.id } });
-      setConfirming(false);
+      else if (action === "revoke") await client.call("POST /admin/v1/machines/:id/revoke", { params: { id: m.id } });
+      else {
+        await client.call("DELETE /admin/v1/machines/:id", { params: { id: m.id } });
+        navigate("/machines");
+        return;
+      }
+      setConfirming(null);
       machine.reload();
     } catch (err) {
       setActionError((err as ApiError).message);
     }
   };
+  const rename = async (e: Event) => {
+    e.preventDefault();
+    setActionError(null);
+    try {
+      await client.call("PATCH /admin/v1/machines/:id", { params: { id: m.id }, body: { name: (renaming ?? "").trim() } });
+      setRenaming(null);
+      machine.reload();
+    } catch (err) {
+      setActionError((err as ApiError).message);
+    }
+  };
+  /** What each breaking action says before it is done, and the button that does it. */
+  const CONFIRM = {
+    "rotate-token": { question: "Rotate the token? The machine's link drops now, and it stays offline until it is given the new token.", button: "Rotate token" },
+    revoke: { question: "Revoke? Its link drops now and it can never connect again.", button: "Revoke machine" },
+    delete: { question: "Delete this machine for good? Its name and history go with it.", button: "Delete machine" },
+  } as const;
+  const deletable = m.revoked_at !== null || m.state === "pending";
   return (
     <>
       <PageHeader
@@ -53,29 +78,52 @@ export function MachinePage({ id }: { id: string }) {
           </>
         }
       >
-        {isAdmin && !m.revoked_at && (
-          <>
-            <button type="button" class="button secondary" onClick={() => act("rotate-token")}>
-              Rotate token
-            </button>
-            {confirming ? (
-              <span class="confirm" role="group" aria-label={`Revoke ${m.name}?`}>
-                <span>Revoke? Its link drops now and it can never connect again.</span>
-                <button type="button" class="button small danger" onClick={() => act("revoke")}>
-                  Revoke machine
-                </button>
-                <button type="button" class="button small secondary" onClick={() => setConfirming(false)}>
-                  Keep
-                </button>
-              </span>
-            ) : (
-              <button type="button" class="button secondary" onClick={() => setConfirming(true)}>
-                Revoke…
+        {isAdmin &&
+          (confirming ? (
+            <span class="confirm" role="group" aria-label={CONFIRM[confirming].question}>
+              <span>{CONFIRM[confirming].question}</span>
+              <button type="button" class="button small danger" onClick={() => act(confirming)}>
+                {CONFIRM[confirming].button}
               </button>
-            )}
-          </>
-        )}
+              <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
+                Keep
+              </button>
+            </span>
+          ) : (
+            <>
+              <button type="button" class="button secondary" onClick={() => setRenaming(m.name)}>
+                Rename…
+              </button>
+              {!m.revoked_at && (
+                <>
+                  <button type="button" class="button secondary" onClick={() => setConfirming("rotate-token")}>
+                    Rotate token…
+                  </button>
+                  <button type="button" class="button secondary" onClick={() => setConfirming("revoke")}>
+                    Revoke…
+                  </button>
+                </>
+              )}
+              {deletable && (
+                <button type="button" class="button secondary danger-text" onClick={() => setConfirming("delete")}>
+                  Delete…
+                </button>
+              )}
+            </>
+          ))}
       </PageHeader>
+      {renaming !== null && (
+        <form class="card panel rename-form" onSubmit={rename} aria-label="Rename machine">
+          <label for="machine-name">New name</label>
+          <input id="machine-name" value={renaming} onInput={(e) => setRenaming(e.currentTarget.value)} maxLength={100} />
+          <button type="submit" class="button primary small">
+            Save name
+          </button>
+          <button type="button" class="button secondary small" onClick={() => setRenaming(null)}>
+            Cancel
+          </button>
+        </form>
+      )}
       {actionError && <Notice tone="error">{actionError}</Notice>}
       {m.revoked_at && <Notice tone="warn">This machine is revoked: its token no longer works and its stacks get 503. Add the machine again to use it.</Notice>}
       {rotated && (
