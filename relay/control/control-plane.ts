@@ -161,12 +161,14 @@ export class ControlPlane {
     if (!machine.revokedAt && machine.state !== "pending") {
       throw new MakinaError("conflict", `The machine '${machine.name}' has joined: revoke it first, then delete it.`, { param: "machine" });
     }
-    const stacks = (await this.store.stacks.listByOrg(machine.orgId)).filter((s) => s.machineId === machine.id);
-    const inUse = () => new MakinaError("conflict", `Stacks still name the machine '${machine.name}' (${stacks.map((s) => s.name).join(", ")}): delete them first.`, { param: "machine" });
-    if (stacks.length > 0) throw inUse();
+    const stacksOn = async () => (await this.store.stacks.listByOrg(machine.orgId)).filter((s) => s.machineId === machine.id).map((s) => s.name);
+    const inUse = (names: string[]) => new MakinaError("conflict", `Stacks still name the machine '${machine.name}' (${names.join(", ")}): delete them first.`, { param: "machine" });
+    const named = await stacksOn();
+    if (named.length > 0) throw inUse(named);
     if (!machine.revokedAt) await this.revokeMachine(orgId, id);
+    // The delete itself refuses when a stack was made on the machine meanwhile.
     if (!(await this.store.machines.delete(machine.id))) {
-      if (await this.store.machines.get(machine.id)) throw inUse();
+      if (await this.store.machines.get(machine.id)) throw inUse(await stacksOn());
       throw new MakinaError("not_found", `No machine '${id}'.`, { param: "machine" });
     }
     this.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
