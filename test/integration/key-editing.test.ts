@@ -53,6 +53,10 @@ describe("editing API keys", () => {
 
     const { data } = (await (await operator("GET", `/admin/v1/audit?org=${gw.orgId}&action=key.changed`)).json()) as { data: AuditEvent[] };
     expect(data.map((e) => e.detail)).toEqual([{ rpm: null, stack_ids: null, name: null }, { tpm: 5000 }, { name: "ci runner", rpm: 7, stack_ids: [otherStack] }]);
+    // A form that sends every field as it was changes nothing, and records nothing.
+    expect((await patch(k.id, { name: null, tpm: 5000, rpm: null, stacks: [], machines: null, expires_at: null })).status).toBe(200);
+    const again = (await (await operator("GET", `/admin/v1/audit?org=${gw.orgId}&action=key.changed`)).json()) as { data: AuditEvent[] };
+    expect(again.data).toHaveLength(3);
   });
 
   it("stops a key at its expiry, as a revoked one, and says so; extending it brings it back", async () => {

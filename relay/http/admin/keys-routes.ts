@@ -3,6 +3,7 @@ import type { KeyRoute } from "../../admin-contract/index.js";
 import type { Access } from "../../auth/index.js";
 import type { ControlPlane, Organization } from "../../control/index.js";
 import type { PublicApiKey } from "../../keys/index.js";
+import type { ApiKeyChanges } from "../../store/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
@@ -47,14 +48,16 @@ export function keyRoutes(control: ControlPlane, usage: UsageRecorder, record: A
       if (!access.isAdmin && key.createdBy !== access.userId) throw new MakinaError("permission_denied", "Members can change only the keys they created.");
       const body = input.body();
       if (!access.isAdmin) withinOrgDefaults(body, org);
-      const changes = {
+      const asked: ApiKeyChanges = {
         ...(body.name !== undefined && { name: body.name }),
-        ...(body.stacks !== undefined && { stackIds: body.stacks }),
-        ...(body.machines !== undefined && { machineIds: body.machines }),
+        ...(body.stacks !== undefined && { stackIds: body.stacks?.length ? body.stacks : null }),
+        ...(body.machines !== undefined && { machineIds: body.machines?.length ? body.machines : null }),
         ...(body.rpm !== undefined && { rpm: body.rpm }),
         ...(body.tpm !== undefined && { tpm: body.tpm }),
         ...(body.expires_at !== undefined && { expiresAt: inFuture(body.expires_at) }),
       };
+      // A form sends every field; only what differs from the key as it is changes, and is recorded.
+      const changes = Object.fromEntries(Object.entries(asked).filter(([field, value]) => JSON.stringify(value) !== JSON.stringify(key[field as keyof ApiKeyChanges])));
       const updated = await control.updateKey(key.id, changes);
       if (Object.keys(changes).length > 0) {
         await record(access, { orgId: key.orgId, action: "key.changed", target: target(updated), detail: toWire(changes) as Record<string, unknown> });

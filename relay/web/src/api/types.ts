@@ -5,6 +5,7 @@ export type {
   AdminEventType,
   AdminRoute,
   ApiKey,
+  AuditAction,
   AuditEvent,
   AuditPage,
   ApiKeyWithUsage,

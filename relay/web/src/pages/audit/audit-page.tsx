@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { AuditEvent } from "../../api/types.js";
+import type { AuditAction, AuditEvent } from "../../api/types.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { DataTable } from "../../components/data-table.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
@@ -17,8 +17,8 @@ const FAMILIES = [
   ["org", "Organization"],
 ] as const;
 
-/** An action in words. */
-const ACTIONS: Record<string, string> = {
+/** Every action in words (an action the relay records and this table misses fails the type check). */
+const ACTIONS: Record<AuditAction, string> = {
   sign_in: "Signed in",
   "user.created": "Added a person",
   "user.disabled": "Disabled a person",
@@ -28,10 +28,13 @@ const ACTIONS: Record<string, string> = {
   "user.password_changed": "Changed own password",
   "user.deleted": "Deleted a person",
   "key.created": "Created a key",
+  "key.changed": "Changed a key",
   "key.revoked": "Revoked a key",
   "machine.created": "Added a machine",
+  "machine.renamed": "Renamed a machine",
   "machine.revoked": "Revoked a machine",
   "machine.token_rotated": "Rotated a machine's token",
+  "machine.deleted": "Deleted a machine",
   "stack.created": "Created a stack",
   "stack.deployed": "Deployed a stack",
   "stack.undeployed": "Undeployed a stack",
@@ -40,7 +43,9 @@ const ACTIONS: Record<string, string> = {
 };
 
 const who = (e: AuditEvent) => (e.actor.kind === "operator" ? "Operator (admin token)" : e.actor.kind === "anonymous" ? `Not signed in${e.actor.login ? ` as ${e.actor.login}` : ""}` : (e.actor.login ?? e.actor.id ?? "—"));
-const detail = (e: AuditEvent) => (e.detail ? Object.entries(e.detail).map(([k, v]) => `${k.replaceAll("_", " ")}: ${v === null ? "none" : Array.isArray(v) ? v.join(", ") : String(v)}`).join(" · ") : "");
+/** A detail's value in words: none, a list, a time (the fields named `…_at`), or as it is. */
+const detailValue = (k: string, v: unknown) => (v === null ? "none" : Array.isArray(v) ? v.join(", ") : k.endsWith("_at") && typeof v === "number" ? new Date(v).toLocaleString() : String(v));
+const detail = (e: AuditEvent) => (e.detail ? Object.entries(e.detail).map(([k, v]) => `${k.replaceAll("_", " ")}: ${detailValue(k, v)}`).join(" · ") : "");
 
 /** Who did what, when and from where: the organization's security-relevant actions, newest first (admins). */
 export function AuditPage() {
