@@ -1,9 +1,8 @@
 import { MakinaError } from "../../../proto/index.js";
 import type { KeyRoute } from "../../admin-contract/index.js";
 import type { Access } from "../../auth/index.js";
-import type { ControlPlane, Organization } from "../../control/index.js";
+import type { ApiKeyChanges, ControlPlane, Organization } from "../../control/index.js";
 import type { PublicApiKey } from "../../keys/index.js";
-import type { ApiKeyChanges } from "../../store/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
