@@ -55,7 +55,7 @@ export type { ErrorBody } from "./errors.js";
 export type { List } from "./list.js";
 export type { Org } from "./orgs.js";
 export type { Gpu, Hardware, Machine, MachineInventory, MachineJoining, MachineState } from "./machines.js";
-export type { CatalogModel, Check, Compatibility, Deployment, DeploymentStep, LayerOptionValue, RuntimeKind, Stack, StackState } from "./stacks.js";
+export type { CatalogModel, Check, Compatibility, DeletedStack, Deployment, DeploymentStep, LayerOptionValue, RuntimeKind, Stack, StackChange, StackState } from "./stacks.js";
 export type { ApiKey, ApiKeyWithUsage, NewApiKey } from "./keys.js";
 export type { DeletedUser, Role, User } from "./users.js";
 export { AUDIT_ACTIONS, type AuditAction, type AuditEvent, type AuditPage } from "./audit.js";

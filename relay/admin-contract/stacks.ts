@@ -84,6 +84,15 @@ export interface Stack {
   deployment: Deployment | null;
 }
 
+/** A stack as an edit left it: `changed` names the fields that differed; `redeployed` when it is being redeployed with them. */
+export type StackChange = Stack & { changed: string[]; redeployed: boolean };
+
+/** What a deletion answers. */
+export interface DeletedStack {
+  id: string;
+  deleted: true;
+}
+
 /** A model of the relay's catalog, offered by the Forge. */
 export interface CatalogModel {
   ref: string;
@@ -102,13 +111,16 @@ const runtime = () =>
         : must("a string").error(iss),
   });
 
-/** A SHA-256 of 64 hex digits (any case, `:` between bytes allowed), lowercased; null or empty: none. */
-const sha256 = () =>
+/**
+ * A SHA-256 of 64 hex digits (any case, `:` between bytes allowed), lowercased; null or empty: none. Absent is
+ * none too, or, for an edit (`keepAbsent`), left out (undefined: unchanged).
+ */
+const sha256 = (keepAbsent = false) =>
   z
     .string(says("model_sha256 is a SHA-256 digest: 64 hex digits."))
     .nullish()
-    .transform((v) => (v ? v.replaceAll(":", "").toLowerCase() : null))
-    .refine((hex) => hex === null || /^[0-9a-f]{64}$/.test(hex), says("model_sha256 is a SHA-256 digest: 64 hex digits."));
+    .transform((v) => (v === undefined && keepAbsent ? undefined : v ? v.replaceAll(":", "").toLowerCase() : null))
+    .refine((hex) => hex == null || /^[0-9a-f]{64}$/.test(hex), says("model_sha256 is a SHA-256 digest: 64 hex digits."));
 
 /** The layers of a stack being built. */
 const layers = {
@@ -148,6 +160,36 @@ export const STACK_ROUTES = {
     response: answer<Compatibility>(),
   }),
   "GET /admin/v1/catalog": route({ response: answer<List<CatalogModel>>() }),
+  /**
+   * Changes a stack (admins); a field left out is kept. `name` and `endpoint` change at once, in any state.
+   * The rest (machine, runtime, model, model_sha256, model_id, the layers and their options) is what the
+   * machine builds: a draft or failed stack just keeps it (deploy it to use it), a deployed one is redeployed
+   * on its machine with it (it answers again once deployed), and a stack deploying or undeploying refuses it
+   * (409 `conflict`) until it has settled. A deployed stack cannot move to another machine: undeploy it first.
+   * Checked by the rules stack create applies. `model_id` null: the model file's name.
+   */
+  "PATCH /admin/v1/stacks/:id": route({
+    body: z.object({
+      name: nameText().optional(),
+      machine: requiredText().optional(),
+      runtime: runtime().optional(),
+      model: requiredText().optional(),
+      model_sha256: sha256(true),
+      model_id: modelIdText(),
+      harness: optionalText(),
+      harness_options: layerOptions(),
+      orchestrator: optionalText(),
+      orchestrator_options: layerOptions(),
+      endpoint: flag().optional(),
+    }),
+    response: answer<StackChange>(),
+  }),
+  /**
+   * Deletes a stack (admins) with its deployments: a draft or failed one (a failed one is undeployed from its
+   * machine first). 409 `conflict` for a stack that is deployed, deploying or undeploying: undeploy it first.
+   * Keys restricted to it keep its id, and serve nothing through it. Final.
+   */
+  "DELETE /admin/v1/stacks/:id": route({ response: answer<DeletedStack>() }),
   /** Starts deploying (admins); follow it through the stack's `deployment` and the event stream. */
   "POST /admin/v1/stacks/:id/deploy": route({ response: answer<Stack>() }),
   /** Stops serving (admins). */

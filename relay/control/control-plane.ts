@@ -3,7 +3,7 @@ import type { Deployer } from "../deploy/index.js";
 import type { EventBus } from "../events/index.js";
 import { createApiKey, hashPassword, hashSecret, newSecret, publicKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
 import { checkMachineCredentials } from "../link/index.js";
-import { slugify, type ApiKeyChanges, type AuditEvent, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
+import { slugify, type ApiKeyChanges, type StackChanges, type AuditEvent, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
 import { checkStack, refusalReasons, type Compatibility } from "../compatibility/index.js";
 import { MAX_MODEL_REF_CHARS, type ModelInspector } from "./model-inspector.js";
 import { defaultModelId, layerOptions, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
@@ -29,6 +29,45 @@ export interface StackInput {
   /** @default true */
   endpoint?: boolean;
 }
+
+/** An edit of a stack: a field left out is kept (see {@link ControlPlane.updateStack}). */
+export interface StackEdit {
+  name?: string;
+  machine?: string;
+  runtime?: RuntimeKind;
+  model?: string;
+  /** null: none pinned. */
+  modelSha256?: string | null;
+  /** null: the model file's name. */
+  modelId?: string | null;
+  harness?: string | null;
+  harnessOptions?: Record<string, unknown> | null;
+  orchestrator?: string | null;
+  orchestratorOptions?: Record<string, unknown> | null;
+  endpoint?: boolean;
+}
+
+/** What an edit did: the stack as it is now, the fields that differed (named as the admin API names them), and whether it is being redeployed. */
+export interface StackEdited {
+  stack: StackView;
+  changed: string[];
+  redeployed: boolean;
+}
+
+/** The fields of a stack its machine builds on (a change needs a deployment), and their names in the admin API. */
+const BUILT_FIELDS = {
+  machineId: "machine",
+  runtime: "runtime",
+  modelRef: "model",
+  modelSha256: "model_sha256",
+  modelId: "model_id",
+  harness: "harness",
+  harnessOptions: "harness_options",
+  orchestrator: "orchestrator",
+  orchestratorOptions: "orchestrator_options",
+} as const satisfies Partial<Record<keyof StackChanges, string>>;
+/** The fields that change at once, in any state. */
+const LIVE_FIELDS = { name: "name", hasEndpoint: "endpoint" } as const satisfies Partial<Record<keyof StackChanges, string>>;
 
 /** A stack being built (the Forge): no name yet, and the machine and model may be missing. */
 export type PlanInput = PlanLayers & { org: string; machine?: string | null; runtime: RuntimeKind; model?: string | null };
@@ -279,6 +318,88 @@ export class ControlPlane {
   async undeploy(id: string, orgId: string | null = null): Promise<StackView> {
     await this.stack(id, orgId);
     return this.view(await this.deployer.undeploy(id));
+  }
+
+  /**
+   * Changes a stack. Its name and endpoint change at once in any state. What its machine builds on (machine,
+   * runtime, model, model id, layers) is checked by the rules stack create applies, then kept by a draft or
+   * failed stack, or redeployed on its machine by a deployed one; a stack deploying or undeploying refuses it
+   * until it has settled, and a deployed one cannot move to another machine (`conflict`). A model changed
+   * without a model id given takes its file's name when the old id was the old file's.
+   */
+  async updateStack(id: string, orgId: string | null, edit: StackEdit): Promise<StackEdited> {
+    const stack = await this.stack(id, orgId);
+    const harness = edit.harness !== undefined ? edit.harness || null : stack.harness;
+    const orchestrator = edit.orchestrator !== undefined ? edit.orchestrator || null : stack.orchestrator;
+    const modelRef = edit.model ?? stack.modelRef;
+    if (edit.model !== undefined) {
+      checkModelRefLength(modelRef);
+      if (modelRef.startsWith("hf:")) parseHfRef(modelRef);
+    }
+    const keptId = stack.modelId === defaultModelId(stack.modelRef) ? defaultModelId(modelRef) : stack.modelId;
+    // A layer of another kind starts from no options unless some are given; options given are checked for the kind.
+    const optionsOf = (kind: string | null, was: string | null, given: Record<string, unknown> | null | undefined, current: Record<string, unknown>, layer: "harness" | "orchestrator") =>
+      layerOptions(kind, given !== undefined ? given : kind === was ? current : null, layer);
+    const next: Required<StackChanges> = {
+      name: edit.name ?? stack.name,
+      machineId: edit.machine !== undefined ? (await this.machine(stack.orgId, edit.machine)).id : stack.machineId,
+      runtime: edit.runtime ?? stack.runtime,
+      modelRef,
+      modelSha256: edit.modelSha256 !== undefined ? edit.modelSha256 : stack.modelSha256,
+      modelId: edit.modelId === null ? defaultModelId(modelRef) : (edit.modelId ?? keptId),
+      harness,
+      harnessOptions: optionsOf(harness, stack.harness, edit.harnessOptions, stack.harnessOptions, "harness"),
+      orchestrator,
+      orchestratorOptions: optionsOf(orchestrator, stack.orchestrator, edit.orchestratorOptions, stack.orchestratorOptions, "orchestrator"),
+      hasEndpoint: edit.endpoint ?? stack.hasEndpoint,
+    };
+    const differs = (field: keyof StackChanges) => JSON.stringify(next[field]) !== JSON.stringify(stack[field]);
+    const changes: StackChanges = {};
+    const changed: string[] = [];
+    for (const [field, wire] of Object.entries({ ...LIVE_FIELDS, ...BUILT_FIELDS }) as [keyof StackChanges, string][]) {
+      if (!differs(field)) continue;
+      (changes as Record<string, unknown>)[field] = next[field];
+      changed.push(wire);
+    }
+    const built = (Object.keys(BUILT_FIELDS) as (keyof StackChanges)[]).some(differs);
+    if (changed.length === 0) return { stack, changed, redeployed: false };
+    if (built) {
+      if (stack.state === "deploying" || stack.state === "undeploying") {
+        throw new MakinaError("conflict", `The stack '${stack.name}' is ${stack.state}: wait until it has settled, then change its ${changed.filter((f) => f !== "name" && f !== "endpoint").join(", ")}.`, { param: "stack" });
+      }
+      if (stack.state === "deployed" && changes.machineId !== undefined) {
+        throw new MakinaError("conflict", `The stack '${stack.name}' is deployed on its machine: undeploy it first, then move it to another.`, { param: "machine" });
+      }
+      const machine = await this.machine(stack.orgId, next.machineId);
+      await this.refuseIfIncompatible(machine, next.runtime, next.modelRef, { harness: next.harness, orchestrator: next.orchestrator, endpoint: next.hasEndpoint });
+    }
+    if (!(await this.store.stacks.update(stack.id, changes, stack.state))) {
+      throw new MakinaError("conflict", `The stack '${stack.name}' changed meanwhile; look at it again and retry.`, { param: "stack" });
+    }
+    const redeployed = built && stack.state === "deployed";
+    // Redeployed with the changes: the machine builds what changed (its runtime keeps serving when only the layers did).
+    if (redeployed) await this.deployer.deploy(stack.id);
+    this.events.emit({ type: "stack", orgId: stack.orgId, stackId: stack.id });
+    return { stack: await this.stack(stack.id), changed, redeployed };
+  }
+
+  /**
+   * Deletes a draft or failed stack with its deployments (a failed one is undeployed from its machine first).
+   * A stack deployed, deploying or undeploying is refused (`conflict`): undeploy it first.
+   */
+  async deleteStack(id: string, orgId: string | null): Promise<StackView> {
+    const stack = await this.stack(id, orgId);
+    if (stack.state !== "draft" && stack.state !== "failed") {
+      throw new MakinaError("conflict", `The stack '${stack.name}' is ${stack.state}: undeploy it first, then delete it.`, { param: "stack" });
+    }
+    if (stack.state === "failed") await this.deployer.undeploy(stack.id);
+    if (!(await this.store.stacks.delete(stack.id))) {
+      const now = await this.store.stacks.get(stack.id);
+      if (!now) throw new MakinaError("not_found", `No stack '${id}'.`, { param: "stack" });
+      throw new MakinaError("conflict", `The stack '${stack.name}' became ${now.state} meanwhile: undeploy it first, then delete it.`, { param: "stack" });
+    }
+    this.events.emit({ type: "stack", orgId: stack.orgId, stackId: stack.id });
+    return stack;
   }
 
   /**

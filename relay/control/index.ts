@@ -1,4 +1,4 @@
-export { ControlPlane, type Joining, type OrgKeyDefaults, type PlanInput, type StackInput, type StackView } from "./control-plane.js";
+export { ControlPlane, type Joining, type OrgKeyDefaults, type PlanInput, type StackEdit, type StackEdited, type StackInput, type StackView } from "./control-plane.js";
 export { ModelInspector, readGgufHeader, readGgufHeaderOverPublicHttps, type GgufHeaderReader, type ModelInspectorOptions } from "./model-inspector.js";
 /** The records the control plane's operations answer with, for the admin API's handlers (which never read the store). */
 export type { ApiKeyChanges, Organization, User } from "../store/index.js";

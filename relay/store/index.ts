@@ -13,7 +13,7 @@ import { AuditEventStore } from "./audit-events.js";
 export { slugify, type Organization } from "./organizations.js";
 export type { User } from "./users.js";
 export type { Machine, MachineState, HardwareSummary, MachineInventory } from "./machines.js";
-export { type Stack, type StackState, type RuntimeKind, type NewStack } from "./stacks.js";
+export { type Stack, type StackState, type StackChanges, type RuntimeKind, type NewStack } from "./stacks.js";
 export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord, ApiKeyChanges } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";

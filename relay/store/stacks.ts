@@ -1,7 +1,9 @@
 import type { Db } from "./open-database.js";
-import type { Row } from "./tables.js";
 import type { ChangeNotices } from "./change-notices.js";
 import { BatchLoader } from "./batch-loader.js";
+import { transaction } from "./transaction.js";
+import type { Updateable } from "kysely";
+import type { Row, Tables } from "./tables.js";
 import { newId } from "../ids/index.js";
 import { MakinaError, type LayerOptionValue, type RuntimeKind } from "../../proto/index.js";
 
@@ -68,6 +70,11 @@ export interface NewStack {
   orchestratorOptions?: Record<string, LayerOptionValue>;
   hasEndpoint: boolean;
 }
+
+/** What an edit of a stack changes: a field left out is kept. */
+export type StackChanges = Partial<
+  Pick<NewStack, "name" | "machineId" | "runtime" | "modelRef" | "modelSha256" | "modelId" | "harness" | "harnessOptions" | "orchestrator" | "orchestratorOptions" | "hasEndpoint">
+>;
 
 const toStack = (r: Row<"stacks">): Stack => ({
   id: r.id,
@@ -197,5 +204,42 @@ export class StackStore {
       throw new MakinaError("conflict", `Stack ${id} became ${current?.state ?? "deleted"} meanwhile and cannot become ${to}.`);
     }
     return (await this.get(id))!;
+  }
+
+  /**
+   * Changes a stack that is still in the state `whileState` it was read in (false when another writer moved
+   * it meanwhile). A deployed stack's change is announced: what the gateway routes on may have changed.
+   */
+  async update(id: string, changes: StackChanges, whileState: StackState, now = Date.now()): Promise<boolean> {
+    const set: Updateable<Tables["stacks"]> = { updated_at: now };
+    if (changes.name !== undefined) set.name = changes.name;
+    if (changes.machineId !== undefined) set.machine_id = changes.machineId;
+    if (changes.runtime !== undefined) set.runtime = changes.runtime;
+    if (changes.modelRef !== undefined) set.model_ref = changes.modelRef;
+    if (changes.modelSha256 !== undefined) set.model_sha256 = changes.modelSha256;
+    if (changes.modelId !== undefined) set.model_id = changes.modelId;
+    if (changes.harness !== undefined) set.harness = changes.harness;
+    if (changes.harnessOptions !== undefined) set.harness_options_json = options(changes.harnessOptions);
+    if (changes.orchestrator !== undefined) set.orchestrator = changes.orchestrator;
+    if (changes.orchestratorOptions !== undefined) set.orchestrator_options_json = options(changes.orchestratorOptions);
+    if (changes.hasEndpoint !== undefined) set.has_endpoint = changes.hasEndpoint ? 1 : 0;
+    const stack = await this.get(id);
+    if (!stack) return false;
+    const write = () => this.db.updateTable("stacks").set(set).where("id", "=", id).where("state", "=", whileState).executeTakeFirst();
+    const res = whileState === "deployed" ? await this.notices.after({ kind: "stacks", orgId: stack.orgId }, write) : await write();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** Deletes a `draft` stack with its deployments; false when there is no such stack or it is not a draft. */
+  async delete(id: string): Promise<boolean> {
+    return transaction(this.db, async (trx) => {
+      const stack = await trx.selectFrom("stacks").select("id").where("id", "=", id).where("state", "=", "draft").executeTakeFirst();
+      if (!stack) return false;
+      const deployments = trx.selectFrom("deployments").select("id").where("stack_id", "=", id);
+      await trx.deleteFrom("deployment_steps").where("deployment_id", "in", deployments).execute();
+      await trx.deleteFrom("deployments").where("stack_id", "=", id).execute();
+      const res = await trx.deleteFrom("stacks").where("id", "=", id).where("state", "=", "draft").executeTakeFirst();
+      return Number(res.numDeletedRows) === 1;
+    });
   }
 }

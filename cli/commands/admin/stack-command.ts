@@ -157,6 +157,77 @@ export const stackCommand: CommandModule = {
         },
       })
       .command({
+        command: "update <id>",
+        describe: "Change a stack: its name and endpoint at once; what its machine builds on is redeployed when the stack is deployed",
+        builder: (b) =>
+          adminOptions(
+            b
+              .positional("id", { type: "string", demandOption: true })
+              .option("name", { type: "string" })
+              .option("machine", { type: "string", describe: "Another machine (a deployed stack must be undeployed first)" })
+              .option("runtime", { choices: Object.keys(RUNTIME_CAPABILITIES) as RuntimeKind[] })
+              .option("model", { type: "string", describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
+              .option("model-sha256", { type: "string", describe: "Pin the model file's SHA-256, or none" })
+              .option("model-id", { type: "string", describe: "The id clients pass as `model`, or default (the model file's name)" })
+              .option("harness", { type: "string", describe: "Harness layer (system-prompt, tools, router), or none" })
+              .option("harness-option", { type: "string", array: true, describe: "An option of the harness, key=value (repeat it; they replace the harness's options)" })
+              .option("orchestrator", { type: "string", describe: "Orchestrator layer (refine, vote), or none" })
+              .option("orchestrator-option", { type: "string", array: true, describe: "An option of the orchestrator, key=value (repeat it; they replace its options)" })
+              .option("endpoint", { type: "boolean", describe: "Expose through the API (--no-endpoint: not reachable through the API)" })
+              .option("wait", { type: "boolean", default: false, describe: "When it is redeployed, follow progress until deployed or failed" }),
+          ),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & {
+            id: string;
+            name?: string;
+            machine?: string;
+            runtime?: RuntimeKind;
+            model?: string;
+            modelSha256?: string;
+            modelId?: string;
+            harness?: string;
+            harnessOption?: string[];
+            orchestrator?: string;
+            orchestratorOption?: string[];
+            endpoint?: boolean;
+            wait: boolean;
+          };
+          /** `none` (or `default`) clears a field; absent keeps it. */
+          const orNull = (v: string | undefined, word: string) => (v === undefined ? undefined : v === word ? null : v);
+          const t = target(a);
+          const changed = await adminCall(t, "PATCH /admin/v1/stacks/:id", {
+            params: { id: a.id },
+            body: {
+              name: a.name,
+              machine: a.machine,
+              runtime: a.runtime,
+              model: a.model === undefined ? undefined : normalizeModelRef(a.model),
+              model_sha256: orNull(a.modelSha256, "none"),
+              model_id: orNull(a.modelId, "default"),
+              harness: orNull(a.harness, "none"),
+              harness_options: keyValueOptions(a.harnessOption ?? [], "--harness-option"),
+              orchestrator: orNull(a.orchestrator, "none"),
+              orchestrator_options: keyValueOptions(a.orchestratorOption ?? [], "--orchestrator-option"),
+              endpoint: a.endpoint,
+            },
+          });
+          const s = a.wait && changed.redeployed ? await follow(t, a.id, a.json) : changed;
+          const what = changed.changed.length ? `Changed ${changed.changed.join(", ")}${changed.redeployed ? "; redeploying" : ""}.` : "Nothing changed.";
+          print(a, { ...s, changed: changed.changed, redeployed: changed.redeployed }, () => `${what}\n${describeStack(s)}`);
+          if (a.wait && changed.redeployed && s.state !== "deployed") throw new CliError(`Redeploy of ${a.id} ended ${s.state}${s.state_error ? `: ${s.state_error}` : ""}.`);
+        },
+      })
+      .command({
+        command: "delete <id>",
+        describe: "Delete a draft or failed stack (undeploy a deployed one first)",
+        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { id: string };
+          const gone = await adminCall(target(a), "DELETE /admin/v1/stacks/:id", { params: { id: a.id } });
+          print(a, gone, () => `Deleted ${gone.id}.`);
+        },
+      })
+      .command({
         command: "deploy <id>",
         describe: "Deploy a stack to its machine",
         builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true }).option("wait", { type: "boolean", default: false, describe: "Follow progress until deployed or failed" })),

@@ -37,6 +37,40 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
       return toWire(await control.checkPlan({ org: access.org(b.org).id, machine: b.machine, runtime: b.runtime, model: b.model, harness: b.harness, orchestrator: b.orchestrator, endpoint: b.endpoint }));
     },
     "GET /admin/v1/catalog": () => toWire({ object: "list", data: MODEL_CATALOG.map(({ facts, ...m }) => ({ ...m, sizeBytes: facts.weightsBytes })) }),
+    "PATCH /admin/v1/stacks/:id": async (input, access) => {
+      access.requireAdmin("change stacks");
+      const b = input.body();
+      const before = await control.stack(input.params.id, access.orgScope);
+      const { stack, changed, redeployed } = await control.updateStack(before.id, access.orgScope, {
+        name: b.name,
+        machine: b.machine,
+        runtime: b.runtime,
+        model: b.model,
+        modelSha256: b.model_sha256,
+        modelId: b.model_id,
+        harness: b.harness,
+        harnessOptions: b.harness_options,
+        orchestrator: b.orchestrator,
+        orchestratorOptions: b.orchestrator_options,
+        endpoint: b.endpoint,
+      });
+      if (changed.length > 0) {
+        // What each field was and is, in the API's words (options as the names of those set, never their texts).
+        const wire = (v: Record<string, unknown>) => toWire(v) as Record<string, unknown>;
+        const was = wire({ ...before, machine: before.machineId, model: before.modelRef, endpoint: before.hasEndpoint });
+        const now = wire({ ...stack, machine: stack.machineId, model: stack.modelRef, endpoint: stack.hasEndpoint });
+        const shown = (v: unknown) => (v !== null && typeof v === "object" && !Array.isArray(v) ? Object.keys(v).join(", ") || null : v);
+        const detail = Object.fromEntries(changed.flatMap((f) => [[`${f}_was`, shown(was[f])], [f, shown(now[f])]]));
+        await record(access, { orgId: stack.orgId, action: "stack.changed", target: target(stack), detail: { ...detail, ...(redeployed && { redeployed: true }) } });
+      }
+      return toWire({ ...stack, changed, redeployed });
+    },
+    "DELETE /admin/v1/stacks/:id": async ({ params }, access) => {
+      access.requireAdmin("delete stacks");
+      const stack = await control.deleteStack(params.id, access.orgScope);
+      await record(access, { orgId: stack.orgId, action: "stack.deleted", target: target(stack), detail: { model: stack.modelId } });
+      return { id: stack.id, deleted: true as const };
+    },
     "POST /admin/v1/stacks/:id/deploy": async ({ params }, access) => {
       access.requireAdmin("deploy stacks");
       const stack = await control.deploy(params.id, access.orgScope);

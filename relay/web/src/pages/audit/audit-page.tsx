@@ -38,6 +38,8 @@ const ACTIONS: Record<AuditAction, string> = {
   "stack.created": "Created a stack",
   "stack.deployed": "Deployed a stack",
   "stack.undeployed": "Undeployed a stack",
+  "stack.changed": "Changed a stack",
+  "stack.deleted": "Deleted a stack",
   "org.created": "Created the organization",
   "org.limits_changed": "Changed default key limits",
 };

@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AuditEvent, Stack, StackChange } from "../../relay/admin-contract/index.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { WebClient } from "../helpers/web-client.js";
+
+// Stacks change after they are made, and are deleted (issue 21, point 3): what changes without a rebuild changes at
+// once; what the machine builds on is redeployed; nothing that serves is deleted without being undeployed first.
+describe("editing and deleting stacks", () => {
+  let gw: TestGateway;
+  const operator = (method: string, path: string, body?: unknown) =>
+    fetch(`${gw.relay.url}${path}`, { method, headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const patch = async (id: string, body: unknown) => {
+    const res = await operator("PATCH", `/admin/v1/stacks/${id}`, body);
+    return { status: res.status, body: (await res.json()) as StackChange & { error: { code: string; param: string | null; message: string } } };
+  };
+  const stack = async (id: string) => (await (await operator("GET", `/admin/v1/stacks/${id}`)).json()) as Stack;
+  const chat = (model: string, extra: Record<string, unknown> = { max_tokens: 1 }) =>
+    fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model, messages: [{ role: "user", content: "Once upon a time" }], ...extra }),
+    });
+  const models = async () => ((await (await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${gw.apiKey}` } })).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+  const audit = async (action: string) => ((await (await operator("GET", `/admin/v1/audit?org=${gw.orgId}&action=${action}`)).json()) as { data: AuditEvent[] }).data;
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("renames a deployed stack and turns its endpoint off and on at once, serving all along", async () => {
+    const renamed = await patch(gw.stackId, { name: "story teller" });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ id: gw.stackId, name: "story teller", state: "deployed", changed: ["name"], redeployed: false });
+    expect((await chat(gw.modelId)).status).toBe(200);
+
+    const hidden = await patch(gw.stackId, { endpoint: false });
+    expect(hidden.body).toMatchObject({ has_endpoint: false, state: "deployed", changed: ["endpoint"], redeployed: false });
+    expect(await models()).not.toContain(gw.modelId);
+    expect((await chat(gw.modelId)).status).toBe(404);
+    expect((await patch(gw.stackId, { endpoint: true })).body).toMatchObject({ has_endpoint: true, state: "deployed" });
+    expect((await chat(gw.modelId)).status).toBe(200);
+
+    // A bad value changes nothing; the same value again changes nothing and records nothing.
+    for (const body of [{ name: "" }, { name: "x".repeat(101) }, { endpoint: "no" }, { runtime: "tensorrt" }, { model_id: "has space" }]) {
+      const refused = await patch(gw.stackId, body);
+      expect([refused.status, refused.body.error.param]).toEqual([400, Object.keys(body)[0]]);
+    }
+    expect((await patch(gw.stackId, { name: "story teller", endpoint: true })).body.changed).toEqual([]);
+    expect((await audit("stack.changed")).map((e) => e.detail)).toEqual([
+      { endpoint_was: false, endpoint: true },
+      { endpoint_was: true, endpoint: false },
+      { name_was: "test-stack", name: "story teller" },
+    ]);
+  });
+
+  it("redeploys a deployed stack with new layers, and the next requests get them", async () => {
+    const changed = await patch(gw.stackId, { harness: "system-prompt", harness_options: { prompt: "Tell a story.", max_tokens: 2 } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ state: "deploying", changed: ["harness", "harness_options"], redeployed: true });
+    await gw.relay.deployer.settled(gw.stackId);
+    expect(await stack(gw.stackId)).toMatchObject({ state: "deployed", harness: "system-prompt", harness_options: { prompt: "Tell a story.", max_tokens: 2 } });
+    // The harness's max_tokens holds for a request that sets none.
+    const res = await chat(gw.modelId, {});
+    const body = (await res.json()) as { usage: { completion_tokens: number }; choices: { finish_reason: string }[] };
+    expect([res.status, body.usage.completion_tokens, body.choices[0]!.finish_reason]).toEqual([200, 2, "length"]);
+    // Recorded with the option names only, never their texts.
+    expect((await audit("stack.changed"))[0]!.detail).toEqual({ harness_was: null, harness: "system-prompt", harness_options_was: null, harness_options: "prompt, max_tokens", redeployed: true });
+
+    // Options given alone are checked against the harness the stack has.
+    const bad = await patch(gw.stackId, { harness_options: { prompt: "x", temperature: 9 } });
+    expect([bad.status, bad.body.error.param]).toEqual([400, "harness_options.temperature"]);
+    expect((await patch(gw.stackId, { harness: null })).body).toMatchObject({ harness: null, harness_options: {}, redeployed: true });
+    await gw.relay.deployer.settled(gw.stackId);
+  });
+
+  it("serves a deployed stack under its new model id once redeployed", async () => {
+    const changed = await patch(gw.stackId, { model_id: "tales" });
+    expect(changed.body).toMatchObject({ model_id: "tales", redeployed: true });
+    await gw.relay.deployer.settled(gw.stackId);
+    expect(await models()).toContain("tales");
+    expect((await chat("tales")).status).toBe(200);
+    expect((await chat(gw.modelId)).status).toBe(404);
+    await patch(gw.stackId, { model_id: gw.modelId });
+    await gw.relay.deployer.settled(gw.stackId);
+    expect((await chat(gw.modelId)).status).toBe(200);
+  });
+
+  it("refuses what the machine cannot run, a deployed stack moved to another machine, and a change while deploying", async () => {
+    const mlx = await patch(gw.stackId, { runtime: "mlx" });
+    expect([mlx.status, mlx.body.error.code]).toEqual([400, "incompatible_stack"]);
+    const { machineId, agent } = await gw.addMachine(gw.orgId);
+    const moved = await patch(gw.stackId, { machine: machineId });
+    expect([moved.status, moved.body.error.message]).toEqual([409, expect.stringContaining("undeploy it first")]);
+    expect(await stack(gw.stackId)).toMatchObject({ machine_id: gw.machineId, runtime: "gguf", state: "deployed" });
+
+    // A draft moves; deployed to a machine that is offline it stays deploying, and refuses a new model until it settles.
+    const draft = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "wanderer", deploy: false });
+    expect((await patch(draft, { machine: machineId })).body).toMatchObject({ machine_id: machineId, state: "draft", changed: ["machine"], redeployed: false });
+    await agent.stop();
+    expect((await operator("POST", `/admin/v1/stacks/${draft}/deploy`)).status).toBe(200);
+    const busy = await patch(draft, { model: "/models/other.gguf" });
+    expect([busy.status, busy.body.error.message]).toEqual([409, expect.stringContaining("is deploying")]);
+    expect((await patch(draft, { name: "renamed while deploying" })).body).toMatchObject({ state: "deploying", name: "renamed while deploying" });
+  });
+
+  it("deletes a draft or failed stack, never a deployed one, and keys restricted to it reach nothing", async () => {
+    const deployed = await operator("DELETE", `/admin/v1/stacks/${gw.stackId}`);
+    expect([deployed.status, ((await deployed.json()) as { error: { message: string } }).error.message]).toEqual([409, expect.stringContaining("undeploy it first")]);
+    expect((await chat(gw.modelId)).status).toBe(200);
+
+    const doomed = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "doomed" });
+    const key = (await (await operator("POST", "/admin/v1/keys", { org: gw.orgId, stacks: [doomed] })).json()) as { key: string };
+    expect((await operator("POST", `/admin/v1/stacks/${doomed}/undeploy`)).status).toBe(200);
+    const res = await operator("DELETE", `/admin/v1/stacks/${doomed}`);
+    expect([res.status, await res.json()]).toEqual([200, { id: doomed, deleted: true }]);
+    expect((await operator("GET", `/admin/v1/stacks/${doomed}`)).status).toBe(404);
+    expect((await operator("DELETE", `/admin/v1/stacks/${doomed}`)).status).toBe(404);
+    const restricted = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }),
+    });
+    expect(restricted.status).toBe(403);
+    expect((await audit("stack.deleted")).map((e) => [e.target?.id, e.detail])).toEqual([[doomed, { model: "doomed" }]]);
+
+    // A stack whose deploy failed is undeployed from its machine, then deleted.
+    const broken = (await (await operator("POST", "/admin/v1/stacks", { org: gw.orgId, name: "broken", machine: gw.machineId, runtime: "gguf", model: "/nonexistent/model.gguf" })).json()) as Stack;
+    await operator("POST", `/admin/v1/stacks/${broken.id}/deploy`);
+    await gw.relay.deployer.settled(broken.id);
+    expect((await stack(broken.id)).state).toBe("failed");
+    expect((await operator("DELETE", `/admin/v1/stacks/${broken.id}`)).status).toBe(200);
+    expect(gw.agent.host.list().map((s) => s.stackId)).not.toContain(broken.id);
+  });
+
+  it("lets only admins change or delete a stack", async () => {
+    await operator("POST", "/admin/v1/users", { org: gw.orgId, login: "sam", password: "correct horse battery", role: "member" });
+    const member = new WebClient(gw.relay.url);
+    expect((await member.signIn("sam", "correct horse battery")).status).toBe(200);
+    expect((await member.call("PATCH", `/admin/v1/stacks/${gw.stackId}`, { name: "mine" })).status).toBe(403);
+    const draft = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "kept", deploy: false });
+    expect((await member.call("DELETE", `/admin/v1/stacks/${draft}`)).status).toBe(403);
+    expect((await stack(draft)).name).toBe("kept");
+  });
+});
