@@ -441,6 +441,43 @@ describe("a newcomer's journey through the web application", () => {
     await context.close();
   });
 
+  it("edits a deployed stack in the Forge, undeploys it only once confirmed, and deletes it", async () => {
+    await nav("Stacks");
+    await page.getByRole("link", { name: "framed" }).click();
+    await page.getByRole("heading", { name: "Deployment" }).waitFor();
+    await page.getByRole("link", { name: "Edit" }).click();
+    await page.getByRole("heading", { name: "Edit framed" }).waitFor();
+    // Every field as the stack has it; a deployed stack stays on its machine.
+    expect(await page.getByLabel("Model reference").inputValue()).toBe(testModelPath());
+    expect(await page.getByLabel("System prompt").inputValue()).toBe("You tell stories about dragons.");
+    expect(await page.getByLabel("Machine", { exact: true }).isDisabled()).toBe(true);
+    await page.getByLabel("System prompt").fill("You tell stories about cats.");
+    await page.getByLabel("Stack name").fill("cat tales");
+    await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
+    await shot("stack-edit");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await page.getByRole("heading", { name: "cat tales" }).waitFor();
+    // Redeployed with the new prompt: the runtime keeps serving, and the stack is deployed again.
+    await expect.poll(() => page.getByTestId("stack-harness").textContent()).toContain("“You tell stories about cats.”");
+    await expect.poll(() => page.locator(".page-header [data-state]").first().getAttribute("data-state"), { timeout: 30_000 }).toBe("deployed");
+
+    // Undeploy asks first, and Keep keeps it serving.
+    await page.getByRole("button", { name: "Undeploy…" }).click();
+    expect(await page.locator(".page-header").textContent()).toContain("Requests for framed get 404 from now on");
+    await shot("stack-undeploy-confirm");
+    await page.getByRole("button", { name: "Keep" }).click();
+    expect((await relay.store.stacks.listByOrg((await relay.store.orgs.find("acme"))!.id)).find((st) => st.name === "cat tales")?.state).toBe("deployed");
+    expect(await page.getByRole("button", { name: "Delete…" }).count()).toBe(0);
+    await page.getByRole("button", { name: "Undeploy…" }).click();
+    await page.getByRole("button", { name: "Undeploy", exact: true }).click();
+    await expect.poll(() => page.locator(".page-header [data-state]").first().getAttribute("data-state")).toBe("draft");
+    await page.getByRole("button", { name: "Delete…" }).click();
+    await page.getByRole("button", { name: "Delete stack" }).click();
+    await page.getByRole("heading", { name: "Stacks", level: 1 }).waitFor();
+    await expect.poll(() => page.locator("tr", { hasText: "cat tales" }).count()).toBe(0);
+    await shot("stacks-after-delete");
+  });
+
   it("renames a machine, rotates its token and revokes it from its page, each breaking step confirmed; deletes a machine that never joined", async () => {
     await nav("Machines");
     await page.getByRole("link", { name: "gpu-box" }).click();

@@ -9,6 +9,7 @@ import { EmptyState } from "./components/notice.js";
 import { Link } from "./components/link.js";
 import { AccountPage } from "./pages/account/account-page.js";
 import { ForgePage } from "./pages/forge/forge-page.js";
+import { StackEditPage } from "./pages/forge/stack-edit-page.js";
 import { KeysPage } from "./pages/keys/keys-page.js";
 import { MachinePage } from "./pages/machines/machine-page.js";
 import { MachinesPage } from "./pages/machines/machines-page.js";
@@ -20,6 +21,22 @@ import { UsersPage } from "./pages/account/users-page.js";
 import { AuditPage } from "./pages/audit/audit-page.js";
 import { parseRoute, type Route } from "./router.js";
 import "./styles.css";
+
+/** Each page's name in the window's title. */
+const PAGE_TITLES: Record<Route["page"], string> = {
+  machines: "Machines",
+  machine: "Machine",
+  stacks: "Stacks",
+  stack: "Stack",
+  "stack-edit": "Edit stack",
+  forge: "Forge",
+  keys: "Keys",
+  usage: "Usage",
+  users: "Users",
+  audit: "Audit",
+  account: "Account",
+  "not-found": "Not found",
+};
 
 function Page({ route }: { route: Route }) {
   switch (route.page) {
@@ -33,6 +50,8 @@ function Page({ route }: { route: Route }) {
       return <StackPage id={route.id} />;
     case "forge":
       return <ForgePage />;
+    case "stack-edit":
+      return <StackEditPage id={route.id} />;
     case "keys":
       return <KeysPage />;
     case "usage":
@@ -76,7 +95,7 @@ function App() {
 
   const route = parseRoute(path);
   useEffect(() => {
-    document.title = `${route.page === "not-found" ? "Not found" : route.page[0]!.toUpperCase() + route.page.slice(1)} · Makina`;
+    document.title = `${PAGE_TITLES[route.page]} · Makina`;
   }, [route.page]);
 
   if (bootError) return <EmptyState title="The relay cannot be reached">{bootError}</EmptyState>;

@@ -4,6 +4,7 @@ export type Route =
   | { page: "machine"; id: string }
   | { page: "stacks" }
   | { page: "stack"; id: string }
+  | { page: "stack-edit"; id: string }
   | { page: "forge" }
   | { page: "keys" }
   | { page: "usage" }
@@ -17,8 +18,9 @@ export function parseRoute(path: string): Route {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const [first, second] = parts;
   if (parts.length === 0) return { page: "machines" };
-  if (first === "machines") return second ? { page: "machine", id: second } : { page: "machines" };
-  if (first === "stacks") return second ? { page: "stack", id: second } : { page: "stacks" };
+  if (first === "machines" && parts.length <= 2) return second ? { page: "machine", id: second } : { page: "machines" };
+  if (first === "stacks" && parts.length === 3 && parts[2] === "edit") return { page: "stack-edit", id: second! };
+  if (first === "stacks" && parts.length <= 2) return second ? { page: "stack", id: second } : { page: "stacks" };
   if (parts.length === 1 && (first === "forge" || first === "keys" || first === "usage" || first === "users" || first === "audit" || first === "account")) return { page: first };
   return { page: "not-found" };
 }

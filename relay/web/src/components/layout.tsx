@@ -7,7 +7,7 @@ import { Link } from "./link.js";
 const NAV: { href: string; label: string; pages: Route["page"][]; adminOnly?: boolean }[] = [
   { href: "/machines", label: "Machines", pages: ["machines", "machine"] },
   { href: "/forge", label: "Forge", pages: ["forge"] },
-  { href: "/stacks", label: "Stacks", pages: ["stacks", "stack"] },
+  { href: "/stacks", label: "Stacks", pages: ["stacks", "stack", "stack-edit"] },
   { href: "/keys", label: "API keys", pages: ["keys"] },
   { href: "/usage", label: "Usage", pages: ["usage"] },
   { href: "/users", label: "People", pages: ["users"] },

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { CatalogModel, Compatibility, RuntimeKind } from "../../api/types.js";
+import type { CatalogModel, Compatibility, RuntimeKind, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { describedBy, Field } from "../../components/field.js";
@@ -60,16 +60,47 @@ const FIELDS_OF_PARAM: Record<string, FieldName[]> = {
   name: ["name", "modelId"],
 };
 
+/** The Forge's fields holding a stack as it is, to edit it. */
+function fieldsOf(s: Stack): typeof FIELDS {
+  const h = s.harness_options ?? {};
+  const o = s.orchestrator_options ?? {};
+  const text = (v: unknown, fallback: string) => (v === undefined || v === null ? fallback : String(v));
+  return {
+    machine: s.machine_id,
+    runtime: s.runtime,
+    choice: CUSTOM,
+    custom: s.model_ref,
+    sha256: s.model_sha256 ?? "",
+    harness: s.harness ?? "",
+    systemPrompt: text(h.prompt, ""),
+    routes: h.routes !== undefined ? JSON.stringify(h.routes) : FIELDS.routes,
+    routeDefault: text(h.default, ""),
+    parallelCalls: h.parallel_tool_calls !== false,
+    orchestrator: s.orchestrator ?? "",
+    rounds: text(o.rounds, FIELDS.rounds),
+    samples: text(o.samples, FIELDS.samples),
+    sampleTemperature: text(o.temperature, ""),
+    endpoint: s.has_endpoint,
+    modelId: s.model_id,
+    name: s.name,
+  };
+}
+
 /** Whether `param` is `field` or one of its parts (`harness_options.routes[0].model` of `harness_options.routes`). */
 const isPartOf = (param: string, field: string) => param === field || param.startsWith(`${field}[`) || param.startsWith(`${field}.`);
 
-/** Builds a stack layer by layer, with a compatibility panel that answers every choice. */
-export function ForgePage() {
+/**
+ * Builds a stack layer by layer, with a compatibility panel that answers every choice; or, given `editing`, changes
+ * that stack (a deployed one is redeployed with what its machine builds on, and cannot change machine).
+ */
+export function ForgePage({ editing }: { editing?: Stack } = {}) {
   const { client, session, navigate } = useApp();
   const isAdmin = useIsAdmin();
   const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
   const [catalog, setCatalog] = useState<CatalogModel[]>([]);
-  const form = useForm(FIELDS);
+  const form = useForm(editing ? fieldsOf(editing) : FIELDS);
+  /** A deployed (or deploying) stack stays on its machine: undeploy it to move it. */
+  const pinnedMachine = editing !== undefined && editing.state !== "draft" && editing.state !== "failed";
   const { machine, runtime, choice, custom, sha256, harness, systemPrompt, routes, routeDefault, parallelCalls, orchestrator, rounds, samples, sampleTemperature, endpoint, modelId, name } = form.values;
   const [compat, setCompat] = useState<{ result: Compatibility | null; pending: boolean }>({ result: null, pending: false });
   /** The last submit: what the relay refused, and the fields as they were then. */
@@ -145,13 +176,12 @@ export function ForgePage() {
     setSubmitted({ error: null, busy: true, values: form.values });
     try {
       const body = {
-        org: session.org.id,
-        name: (name.trim() || modelId.trim() || suggestedId || "stack").slice(0, 100),
+        name: (name.trim() || (editing ? editing.name : modelId.trim() || suggestedId || "stack")).slice(0, 100),
         machine,
         runtime,
         model: modelRef,
         model_sha256: fromUrl && sha256.trim() ? sha256.trim() : null,
-        model_id: modelId.trim() || suggestedId || null,
+        model_id: modelId.trim() || (editing ? null : suggestedId || null),
         harness: harness || null,
         harness_options:
           harness === "system-prompt"
@@ -160,13 +190,22 @@ export function ForgePage() {
               ? { routes, ...(routeDefault.trim() ? { default: routeDefault.trim() } : {}) }
               : harness === "tools" && !parallelCalls
                 ? { parallel_tool_calls: false }
-                : undefined,
+                : // An edit says "none": left out, it would keep the options the stack has.
+                  editing && harness
+                  ? {}
+                  : undefined,
         orchestrator: orchestrator || null,
         orchestrator_options:
           orchestrator === "refine" ? { rounds } : orchestrator === "vote" ? { samples, ...(sampleTemperature.trim() ? { temperature: sampleTemperature.trim() } : {}) } : undefined,
         endpoint,
       };
-      const stack = await client.call("POST /admin/v1/stacks", { body });
+      if (editing) {
+        // Every field is sent; the relay changes (and records) only what differs.
+        await client.call("PATCH /admin/v1/stacks/:id", { params: { id: editing.id }, body: { ...body, machine: pinnedMachine ? undefined : machine } });
+        navigate(`/stacks/${editing.id}`);
+        return;
+      }
+      const stack = await client.call("POST /admin/v1/stacks", { body: { ...body, org: session.org.id } });
       await client.call("POST /admin/v1/stacks/:id/deploy", { params: { id: stack.id } });
       navigate(`/stacks/${stack.id}`);
     } catch (err) {
@@ -180,14 +219,24 @@ export function ForgePage() {
   const fromUrl = /^https?:\/\//i.test(modelRef);
   return (
     <>
-      <PageHeader title="Forge" subtitle="Build a stack layer by layer: machine, runtime, model, then the optional layers and the endpoint." />
+      {editing ? (
+        <PageHeader title={`Edit ${editing.name}`} subtitle="Change any layer; the compatibility panel answers as you go." />
+      ) : (
+        <PageHeader title="Forge" subtitle="Build a stack layer by layer: machine, runtime, model, then the optional layers and the endpoint." />
+      )}
+      {editing && (editing.state === "deployed" || editing.state === "deploying") && (
+        <Notice tone="info">
+          This stack is {editing.state}. Its name and endpoint change at once; a change to its runtime, model, model id or layers redeploys it on its machine, and it answers again once deployed.
+          To move it to another machine, undeploy it first.
+        </Notice>
+      )}
       <div class="forge">
         <form class="card forge-form" onSubmit={submit} noValidate>
           {error && !error.param && <Notice tone="error">{error.message}</Notice>}
           <fieldset>
             <legend>1 · Machine</legend>
             <Field id="forge-machine" label="Machine" error={fieldError("machine")}>
-              <select id="forge-machine" {...form.choice("machine")}>
+              <select id="forge-machine" {...form.choice("machine")} disabled={pinnedMachine}>
                 {machineList.map((m) => (
                   <option key={m.id} value={m.id}>
                     {m.name} ({m.state}
@@ -342,8 +391,13 @@ export function ForgePage() {
           {error?.param && !Object.keys(FIELDS_OF_PARAM).some((f) => isPartOf(error.param!, f)) && <Notice tone="error">{error.message}</Notice>}
           <div class="form-actions">
             <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat.result?.ok === false}>
-              {busy ? "Creating…" : "Create and deploy"}
+              {editing ? (busy ? "Saving…" : "Save changes") : busy ? "Creating…" : "Create and deploy"}
             </button>
+            {editing && (
+              <Link href={`/stacks/${editing.id}`} class="button secondary">
+                Cancel
+              </Link>
+            )}
             {compat.result?.ok === false && <span class="muted">Fix what the panel says first.</span>}
           </div>
         </form>

@@ -12,12 +12,14 @@ import { Snippets } from "./snippets.js";
 
 /** One stack: deploy and undeploy with live progress, how to call it, and a playground. */
 export function StackPage({ id }: { id: string }) {
-  const { client } = useApp();
+  const { client, navigate } = useApp();
   const isAdmin = useIsAdmin();
   const stack = useLive(() => client.call("GET /admin/v1/stacks/:id", { params: { id } }), ["stack"], [id], (e) => e.event === "stack" && e.data.stack_id === id);
   const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
   const [actionError, setActionError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  /** The breaking action waiting for its confirmation, if any. */
+  const [confirming, setConfirming] = useState<"undeploy" | "delete" | null>(null);
 
   if (stack.error && !stack.data) {
     return (
@@ -31,11 +33,17 @@ export function StackPage({ id }: { id: string }) {
   if (!s) return <div class="booting" aria-busy="true" />;
   const machine = machines.data?.find((m) => m.id === s.machine_id);
 
-  const act = async (action: "deploy" | "undeploy") => {
+  const act = async (action: "deploy" | "undeploy" | "delete") => {
     setBusy(true);
     setActionError(null);
     try {
+      if (action === "delete") {
+        await client.call("DELETE /admin/v1/stacks/:id", { params: { id: s.id } });
+        navigate("/stacks");
+        return;
+      }
       await client.call(action === "deploy" ? "POST /admin/v1/stacks/:id/deploy" : "POST /admin/v1/stacks/:id/undeploy", { params: { id: s.id } });
+      setConfirming(null);
       stack.reload();
     } catch (err) {
       setActionError((err as ApiError).message);
@@ -45,6 +53,15 @@ export function StackPage({ id }: { id: string }) {
   };
   const canDeploy = s.state === "draft" || s.state === "failed";
   const canUndeploy = s.state === "deployed" || s.state === "deploying" || s.state === "failed";
+  const canDelete = s.state === "draft" || s.state === "failed";
+  /** What each breaking action says before it is done, and the button that does it. */
+  const CONFIRM = {
+    undeploy: {
+      question: s.state === "failed" ? "Undeploy? The machine drops what the failed deploy left." : `Undeploy? Requests for ${s.model_id} get 404 from now on, until it is deployed again.`,
+      button: "Undeploy",
+    },
+    delete: { question: "Delete this stack for good? Its deployments go with it; keys restricted to it reach nothing through it.", button: "Delete stack" },
+  } as const;
   return (
     <>
       <PageHeader
@@ -56,16 +73,39 @@ export function StackPage({ id }: { id: string }) {
           </>
         }
       >
-        {isAdmin && canDeploy && (
-          <button type="button" class="button primary" disabled={busy} onClick={() => act("deploy")}>
-            {s.state === "failed" ? "Retry deploy" : "Deploy"}
-          </button>
-        )}
-        {isAdmin && canUndeploy && (
-          <button type="button" class="button secondary" disabled={busy} onClick={() => act("undeploy")}>
-            Undeploy
-          </button>
-        )}
+        {isAdmin &&
+          (confirming ? (
+            <span class="confirm" role="group" aria-label={CONFIRM[confirming].question}>
+              <span>{CONFIRM[confirming].question}</span>
+              <button type="button" class="button small danger" disabled={busy} onClick={() => act(confirming)}>
+                {CONFIRM[confirming].button}
+              </button>
+              <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
+                Keep
+              </button>
+            </span>
+          ) : (
+            <>
+              {canDeploy && (
+                <button type="button" class="button primary" disabled={busy} onClick={() => act("deploy")}>
+                  {s.state === "failed" ? "Retry deploy" : "Deploy"}
+                </button>
+              )}
+              <Link href={`/stacks/${s.id}/edit`} class="button secondary">
+                Edit
+              </Link>
+              {canUndeploy && (
+                <button type="button" class="button secondary" disabled={busy} onClick={() => setConfirming("undeploy")}>
+                  Undeploy…
+                </button>
+              )}
+              {canDelete && (
+                <button type="button" class="button secondary danger-text" disabled={busy} onClick={() => setConfirming("delete")}>
+                  Delete…
+                </button>
+              )}
+            </>
+          ))}
       </PageHeader>
       {actionError && <Notice tone="error">{actionError}</Notice>}
       {s.state === "failed" && (
