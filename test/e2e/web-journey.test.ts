@@ -96,6 +96,11 @@ describe("a newcomer's journey through the web application", () => {
     const server = (await page.getByTestId("new-machine-server").textContent())!;
     expect(await page.getByTestId("install-command").textContent()).toMatch(new RegExp(`MAKINA_MACHINE_TOKEN=${token} sh -s -- .*--machine-id ${machineId}`));
     await expect.poll(() => page.getByTestId("new-machine-status").textContent()).toContain("Waiting for gpu-box to connect");
+    // This relay listens on loopback: the page says the command cannot work from another machine, and what to change.
+    const loopback = (await page.getByTestId("loopback-warning").textContent()) ?? "";
+    expect(loopback).toContain("works on this computer only");
+    expect(loopback).toContain("--host 0.0.0.0");
+    expect(loopback).toContain("--grpc-host 0.0.0.0");
     await shot("add-machine");
     agent = await startAgent(resolveAgentConfig({ flags: { server, machineId, token, dataDir: join(dataDir, "agent"), threads: 1, gpu: false, maxContextSize: 1024 } }), {
       log: silentLogger(),
@@ -331,6 +336,15 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("link", { name: "admin admin" }).click();
     await page.getByRole("heading", { name: "Change password" }).waitFor();
     await shot("account");
+    // A wrong current password is said next to its field; the session stays signed in.
+    await page.getByLabel("Current password").fill("not my password");
+    await page.getByLabel("New password", { exact: true }).fill("another-admin-password");
+    await page.getByLabel("New password again").fill("another-admin-password");
+    await page.getByRole("button", { name: "Change password" }).click();
+    await expect.poll(() => page.locator("#current-password-error").textContent()).toBe("The current password is not right.");
+    await shot("account-wrong-password");
+    await nav("Machines");
+    await page.getByRole("heading", { name: "Machines", level: 1 }).waitFor();
     expect(pageErrors).toEqual([]);
   });
 
@@ -476,6 +490,11 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("heading", { name: "Stacks", level: 1 }).waitFor();
     await expect.poll(() => page.locator("tr", { hasText: "cat tales" }).count()).toBe(0);
     await shot("stacks-after-delete");
+    // A link to a page that does not exist shows the app's own words, not an error body.
+    await page.goto(`${relay.url}/stacks/nothing/here`);
+    await page.getByRole("heading", { name: "There is no such page" }).waitFor();
+    expect(await page.content()).not.toContain("unknown_url");
+    await shot("not-found");
   });
 
   it("renames a machine, rotates its token and revokes it from its page, each breaking step confirmed; deletes a machine that never joined", async () => {

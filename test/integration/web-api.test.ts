@@ -367,7 +367,15 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     expect(asset.status).toBe(200);
     expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     // The app's own routes load the page; everything else keeps its answer.
-    expect(await (await fetch(`${origin}/stacks/stk_anything`)).text()).toBe(html);
+    for (const path of ["/stacks/stk_anything", "/stacks/stk_anything/edit", "/audit", "/account"]) expect(await (await fetch(`${origin}${path}`)).text(), path).toBe(html);
+    // A browser following a link to a page that does not exist gets the app (which says so) with a 404, never JSON;
+    // under the APIs' paths it gets their JSON 404 like everyone.
+    const browser = { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" };
+    for (const path of ["/nope", "/machines/a/b", "/stacks/a/delete"]) {
+      const res = await fetch(`${origin}${path}`, { headers: browser });
+      expect([path, res.status, res.headers.get("content-type"), await res.text()]).toEqual([path, 404, "text/html; charset=utf-8", html]);
+    }
+    for (const path of ["/v1/nope", "/admin/nope", "/assets/nope.js"]) expect((await fetch(`${origin}${path}`, { headers: browser })).headers.get("content-type"), path).toContain("application/json");
     for (const path of ["/v2/chat/completions", "/nope", "/machines/a/b"]) {
       const res = await fetch(`${origin}${path}`);
       expect(res.status, path).toBe(404);

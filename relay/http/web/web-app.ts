@@ -7,7 +7,9 @@ import express, { Router } from "express";
  * The web application's own pages (relay/web/src/router.ts): only these load the app, so every other
  * path (the gateway's, the APIs', a typo) keeps its JSON 404 in the documented envelope.
  */
-const APP_PAGES = /^\/(?:(?:machines|stacks)(?:\/[\w-]+)?|forge|keys|usage|users|account)?\/?$/;
+const APP_PAGES = /^\/(?:machines(?:\/[\w-]+)?|stacks(?:\/[\w-]+(?:\/edit)?)?|forge|keys|usage|users|audit|account)?\/?$/;
+/** Paths of the relay's APIs and files: a miss there is always the JSON 404, whoever asks. */
+const API_PATHS = /^\/(?:v1|admin|auth|assets|metrics|health|install|agent)(?:[/.]|$)/;
 
 /** The built web application (`dist/web`, made by `npm run build`), or null when it is not built. */
 export function findWebDir(): string | null {
@@ -42,8 +44,15 @@ export function webApp(dir: string | null): Router {
   }
   const index = readFileSync(join(dir, "index.html"));
   r.use("/assets", express.static(join(dir, "assets"), { immutable: true, maxAge: "365d", index: false }));
+  const page = (res: express.Response) => res.set({ ...SECURITY_HEADERS, "cache-control": "no-cache", "content-type": "text/html; charset=utf-8" });
   r.get(APP_PAGES, (_req, res) => {
-    res.set({ ...SECURITY_HEADERS, "cache-control": "no-cache", "content-type": "text/html; charset=utf-8" }).send(index);
+    page(res).send(index);
+  });
+  // A link to a page that does not exist, opened in a browser, gets the app's own "no such page" (with a 404):
+  // never a JSON body on screen. Everyone else (API clients, curl) keeps the JSON 404 of the error envelope.
+  r.get(/.*/, (req, res, next) => {
+    if (API_PATHS.test(req.path) || req.accepts(["json", "html"]) !== "html") return next();
+    page(res).status(404).send(index);
   });
   return r;
 }

@@ -85,7 +85,8 @@ export class AdminClient {
     if (!res.ok) {
       const e = (json as Partial<ErrorBody> | null)?.error;
       const err = new ApiError(res.status, e?.code ?? null, e?.param ?? null, e?.message ?? `The relay answered ${res.status}.`);
-      if (res.status === 401 && !path.startsWith("/auth/v1/sign-in")) this.onSignedOut();
+      // A 401 that names a field (a wrong current password) refuses what was typed; the session is still good.
+      if (res.status === 401 && !err.param && !path.startsWith("/auth/v1/sign-in")) this.onSignedOut();
       throw err;
     }
     return json;

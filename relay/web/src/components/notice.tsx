@@ -1,9 +1,9 @@
 import type { ComponentChildren } from "preact";
 
 /** A message about the whole page or form: an error, a warning or a success. */
-export function Notice({ tone, children }: { tone: "error" | "warn" | "ok" | "info"; children: ComponentChildren }) {
+export function Notice({ tone, children, testId }: { tone: "error" | "warn" | "ok" | "info"; children: ComponentChildren; testId?: string }) {
   return (
-    <div class={`notice ${tone}`} role={tone === "error" ? "alert" : "status"}>
+    <div class={`notice ${tone}`} role={tone === "error" ? "alert" : "status"} data-testid={testId}>
       {children}
     </div>
   );

@@ -8,6 +8,19 @@ import { HardwareSummary } from "./hardware-summary.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { Link } from "../../components/link.js";
 import { FormActions } from "../../components/form-actions.js";
+import { Notice } from "../../components/notice.js";
+
+/** Whether an address (`host:port` or a URL) names this computer only: 127.x, localhost or [::1]. */
+const isLoopback = (address: string) => /^(?:[a-z]+:\/\/)?(?:127\.|localhost(?::|\/|$)|\[::1\])/i.test(address);
+
+/** What in a machine's joining values only this computer can reach, in words, with what to do instead. */
+export function loopbackWarnings(joining: Pick<MachineJoining, "install_command" | "server">): string[] {
+  const relayUrl = /--relay-url (\S+)/.exec(joining.install_command)?.[1] ?? "";
+  const out: string[] = [];
+  if (isLoopback(relayUrl)) out.push(`The install script comes from ${relayUrl}, which only this computer can reach: start the relay with --host 0.0.0.0 (or behind a reverse proxy).`);
+  if (isLoopback(joining.server)) out.push(`The agents' link listens on ${joining.server}, which only this computer can reach: start the relay with --grpc-host 0.0.0.0.`);
+  return out;
+}
 
 /**
  * Adds a machine: names it, shows its install command and token once, and
@@ -57,6 +70,11 @@ export function AddMachine({ machines, onClose }: { machines: Machine[]; onClose
         Paste this on the machine (it needs Node.js 20.19 or newer and curl): it installs the agent from this relay, starts it as a
         service and waits until the machine is online. The token is shown <strong>this once</strong>: copy it now.
       </p>
+      {loopbackWarnings(created).length > 0 && (
+        <Notice tone="warn" testId="loopback-warning">
+          <strong>This command works on this computer only.</strong> {loopbackWarnings(created).join(" ")}
+        </Notice>
+      )}
       <CopyBlock text={created.install_command} label="Copy command" testId="install-command" />
       <dl class="values">
         <dt>Machine ID</dt>
