@@ -15,7 +15,7 @@ export interface Check {
   message: string;
 }
 
-/** Whether a stack can run on its machine: `ok` false when a check fails, null while the machine's hardware is unknown. */
+/** Whether a stack can run on its machine: `ok` false when a check fails, null while the machine's hardware, or the model (none given yet), is unknown. */
 export interface Compatibility {
   ok: boolean | null;
   checks: Check[];

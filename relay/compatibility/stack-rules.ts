@@ -9,7 +9,7 @@ export interface CompatibilityCheck {
   message: string;
 }
 
-/** The verdict on a stack: `ok` is false when any check fails, null while the machine's hardware is unknown. */
+/** The verdict on a stack: `ok` is false when any check fails, null while the machine's hardware or the model is unknown. */
 export interface Compatibility {
   ok: boolean | null;
   checks: CompatibilityCheck[];
@@ -156,8 +156,10 @@ export function checkStack(plan: StackPlan): Compatibility {
   const hw = plan.hardware;
   if (hw) checks.push(...runtimeCheck(plan, hw));
   else checks.push({ topic: "runtime", level: "warn", message: "The machine has not connected yet, so its hardware is unknown." });
-  checks.push(formatCheck(plan));
-  if (hw) {
+  // No model chosen yet (the Forge's first look): nothing to say of its format, memory or disk, and no verdict.
+  const model = plan.modelRef.trim() !== "";
+  if (model) checks.push(formatCheck(plan));
+  if (hw && model) {
     const memory = memoryCheck(plan, hw);
     if (memory) checks.push(memory);
     const disk = diskCheck(plan, hw);
@@ -170,7 +172,7 @@ export function checkStack(plan: StackPlan): Compatibility {
       : { topic: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." },
   );
   const failed = checks.some((c) => c.level === "fail");
-  return { ok: failed ? false : hw ? true : null, checks };
+  return { ok: failed ? false : hw && model ? true : null, checks };
 }
 
 /** The reasons a plan is refused, in one sentence; empty when nothing fails. */

@@ -119,6 +119,10 @@ describe("a newcomer's journey through the web application", () => {
     // The Forge: the compatibility panel answers every choice, and says why.
     await nav("Forge");
     const panel = page.getByTestId("compatibility");
+    // Nothing chosen yet is nothing wrong: the panel waits for a model instead of opening red.
+    await expect.poll(() => panel.textContent()).toContain("Runtime:");
+    expect([await panel.getAttribute("data-verdict"), await page.getByTestId("forge-verdict").textContent()]).toEqual(["idle", "Choose a model: the panel checks it against the machine."]);
+    await shot("forge-open");
     await page.getByRole("radio", { name: /vLLM/ }).check();
     await expect.poll(() => panel.textContent()).toContain("vLLM needs an NVIDIA GPU; none was detected on this machine.");
     expect(await panel.getAttribute("data-verdict")).toBe("fail");
@@ -571,5 +575,47 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
     await page.getByLabel("Samples").scrollIntoViewIfNeeded();
     await shot("narrow-forge-layers");
+    // The verdict comes before the button it decides.
+    const verdict = (await page.getByTestId("forge-verdict").boundingBox())!;
+    const submit = (await page.getByRole("button", { name: "Create and deploy" }).boundingBox())!;
+    expect(verdict.y).toBeLessThan(submit.y);
+
+    // Adding a machine: the command and the token wrap within the window.
+    await nav("Machines");
+    await page.getByRole("button", { name: "Add machine" }).click();
+    await page.getByLabel("Name").fill("phone-added");
+    await page.getByRole("button", { name: "Create machine" }).click();
+    await page.getByTestId("new-machine-token").waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    for (const id of ["new-machine-token", "install-command", "new-machine-id"]) {
+      const b = (await page.getByTestId(id).boundingBox())!;
+      expect(b.x + b.width, id).toBeLessThanOrEqual(390);
+    }
+    await shot("narrow-add-machine");
+    await page.getByRole("button", { name: /^Close/ }).click();
+
+    // Every key's actions are within reach.
+    await nav("API keys");
+    await page.getByRole("table", { name: "API keys" }).waitFor();
+    for (const button of await page.getByRole("button", { name: /^(Revoke…|Edit )/ }).all()) {
+      const b = (await button.boundingBox())!;
+      expect(b.x + b.width).toBeLessThanOrEqual(390);
+    }
+
+    // The usage chart's labels do not run into each other.
+    await nav("Usage");
+    await page.getByRole("heading", { name: "Requests" }).waitFor();
+    const labels = await page.locator(".chart .axis span").evaluateAll((texts) =>
+      texts.map((t) => {
+        const r = (t as unknown as { getBoundingClientRect(): { left: number; right: number; top: number; bottom: number } }).getBoundingClientRect();
+        return { left: r.left, right: r.right, top: r.top, bottom: r.bottom };
+      }),
+    );
+    const overlapping = labels.filter((a, i) => labels.some((b, j) => j > i && a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom));
+    expect(labels.length).toBeGreaterThan(3);
+    expect(overlapping).toEqual([]);
+    // Readable: the labels keep their size however narrow the chart is drawn.
+    expect(await page.locator(".chart .axis span").first().evaluate((e) => (e as unknown as { getBoundingClientRect(): { height: number } }).getBoundingClientRect().height)).toBeGreaterThan(10);
+    await shot("narrow-usage");
   });
 });

@@ -118,6 +118,16 @@ describe("the compatibility rules", () => {
     expect(checkStack(plan({ hardware: null, modelRef: "Qwen/Qwen2.5-7B-Instruct" })).ok).toBe(false);
   });
 
+  it("judges no model before one is given: no verdict, only what is chosen, and a runtime that cannot run still fails", () => {
+    const r = checkStack(plan({ modelRef: "" }));
+    expect(r.ok).toBeNull();
+    expect(r.checks.map((c) => [c.topic, c.level])).toEqual([
+      ["runtime", "ok"],
+      ["endpoint", "ok"],
+    ]);
+    expect(checkStack(plan({ modelRef: " ", runtime: "mlx" })).ok).toBe(false);
+  });
+
   it("warns that a stack without an Endpoint is not reachable, and refuses layers its runtime cannot run", () => {
     expect(checkStack(plan({ hasEndpoint: false })).checks.at(-1)).toEqual({ topic: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." });
     expect(checkStack(plan({ harness: "tools" })).checks).toContainEqual({ topic: "layers", level: "ok", message: "The tools harness runs on gguf." });

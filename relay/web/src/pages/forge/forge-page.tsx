@@ -8,7 +8,7 @@ import { formatBytes } from "../../components/format.js";
 import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { useForm } from "../../components/use-form.js";
-import { CompatibilityPanel } from "./compatibility-panel.js";
+import { CompatibilityPanel, verdictOf } from "./compatibility-panel.js";
 
 /** Every runtime kind of the contract, as the Forge offers it: a kind added there fails the build here until it has its words. */
 const RUNTIME_CHOICES: Record<RuntimeKind, { label: string; hint: string }> = {
@@ -216,6 +216,10 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
   };
 
   const selected = machineList.find((m) => m.id === machine);
+  const awaiting = modelRef ? null : "Choose a model: the panel checks it against the machine.";
+  // The verdict again above the button it decides (on a phone the panel comes after the form).
+  const verdict = verdictOf(machine ? compat.result : null, awaiting);
+  const firstFailure = compat.result?.checks.find((c) => c.level === "fail")?.message ?? "";
   const fromUrl = /^https?:\/\//i.test(modelRef);
   return (
     <>
@@ -389,6 +393,9 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
             </div>
           </fieldset>
           {error?.param && !Object.keys(FIELDS_OF_PARAM).some((f) => isPartOf(error.param!, f)) && <Notice tone="error">{error.message}</Notice>}
+          <p class={`verdict-line ${verdict.tone}`} data-testid="forge-verdict" aria-hidden="true">
+            {verdict.tone === "fail" ? `✕ ${verdict.verdict} ${firstFailure}` : verdict.verdict}
+          </p>
           <div class="form-actions">
             <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat.result?.ok === false}>
               {editing ? (busy ? "Saving…" : "Save changes") : busy ? "Creating…" : "Create and deploy"}
@@ -398,11 +405,10 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
                 Cancel
               </Link>
             )}
-            {compat.result?.ok === false && <span class="muted">Fix what the panel says first.</span>}
           </div>
         </form>
         <aside class="forge-side">
-          <CompatibilityPanel result={machine ? compat.result : null} pending={compat.pending} />
+          <CompatibilityPanel result={machine ? compat.result : null} pending={compat.pending} awaiting={awaiting} />
         </aside>
       </div>
     </>

@@ -11,7 +11,7 @@ export function UsageChart({ series, metric, bucketMs }: { series: { group: stri
   const label = (ms: number) => (bucketMs < 86_400_000 ? new Date(ms).getHours().toString().padStart(2, "0") + ":00" : new Date(ms).toLocaleDateString(undefined, { month: "short", day: "numeric" }));
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${width} ${height + 20}`} role="img" aria-label={`Peak ${max.toLocaleString("en-US")} per bucket`} preserveAspectRatio="none">
+      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={`Peak ${max.toLocaleString("en-US")} per bucket`} preserveAspectRatio="none">
         {[0.25, 0.5, 0.75, 1].map((f) => (
           <line key={f} x1="0" x2={width} y1={height - f * height} y2={height - f * height} class="gridline" />
         ))}
@@ -30,15 +30,20 @@ export function UsageChart({ series, metric, bucketMs }: { series: { group: stri
                   </rect>
                 );
               })}
-              {i % Math.ceil(buckets / 6) === 0 && (
-                <text x={i * barW + 2} y={height + 14} class="axis">
-                  {label(series[0]!.points[i]!.start)}
-                </text>
-              )}
             </g>
           );
         })}
       </svg>
+      {/* The times in HTML under the bars: the drawing stretches to its width, the text keeps its shape at any width. */}
+      <div class="axis" aria-hidden="true">
+        {Array.from({ length: buckets }, (_, i) => i)
+          .filter((i) => i % Math.ceil(buckets / 6) === 0)
+          .map((i) => (
+            <span key={i} style={{ left: `${(i / buckets) * 100}%` }}>
+              {label(series[0]!.points[i]!.start)}
+            </span>
+          ))}
+      </div>
       <figcaption class="legend">
         {series.map((s, si) => (
           <span key={s.group}>
