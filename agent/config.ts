@@ -69,6 +69,8 @@ export interface AgentConfig {
    */
   readonly allowedMediaDomains: readonly string[];
   readonly logLevel: "debug" | "info" | "warn" | "error";
+  /** Log lines as JSON, or readable (`text`); `auto`: readable in a terminal, JSON otherwise (journald). @default "auto" */
+  readonly logFormat: "auto" | "json" | "text";
 }
 
 /** Raw inputs: command-line flags, environment (`MAKINA_AGENT_*`), config file; in that precedence. */
@@ -109,6 +111,7 @@ const ENV: Record<Setting, string> = {
   hfToken: "MAKINA_AGENT_HF_TOKEN",
   allowedMediaDomains: "MAKINA_AGENT_ALLOWED_MEDIA_DOMAINS",
   logLevel: "MAKINA_LOG_LEVEL",
+  logFormat: "MAKINA_LOG_FORMAT",
 };
 
 /** The variables Hugging Face's own tools read, honoured after Makina's. */
@@ -161,6 +164,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     hfToken: undefined,
     allowedMediaDomains: [],
     logLevel: "info",
+    logFormat: "auto",
   };
   const pick = (k: Setting): unknown => {
     const alias = ENV_ALIASES[k];
@@ -181,6 +185,8 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   const gpu = gpuRaw === false || gpuRaw === "false" || gpuRaw === "off" ? false : "auto";
   const logLevel = String(pick("logLevel"));
   if (!["debug", "info", "warn", "error"].includes(logLevel)) problems.push("logLevel must be debug, info, warn or error");
+  const logFormat = String(pick("logFormat"));
+  if (!["auto", "json", "text"].includes(logFormat)) problems.push("logFormat must be auto, json or text");
   const dataDir = resolve(String(pick("dataDir")));
   const socket = pick("controlSocket");
   const hfEndpoint = String(pick("hfEndpoint")).replace(/\/+$/, "");
@@ -257,6 +263,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     allowedMediaDomains: mediaDomains,
     runtimeEnv: Object.freeze(withoutSecrets(sources.env ?? {})),
     logLevel: logLevel as AgentConfig["logLevel"],
+    logFormat: logFormat as AgentConfig["logFormat"],
   };
   if (config.reconnectMaxMs < config.reconnectMinMs) problems.push("reconnectMaxMs must not be below reconnectMinMs");
   if (fileToken !== undefined && !/^mk_mach_[A-Za-z0-9]+$/.test(fileToken)) problems.push(`tokenFile (${tokenFile}) must hold a machine token such as mk_mach_…`);

@@ -54,7 +54,7 @@ export interface StartAgentOptions {
 
 /** Composition root of the agent: hardware, model store, runtimes, link. */
 export async function startAgent(config: AgentConfig, options: StartAgentOptions = {}): Promise<Agent> {
-  const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "agent", machineId: config.machineId });
+  const log = (options.log ?? createLogger({ level: config.logLevel, format: config.logFormat })).child({ component: "agent", machineId: config.machineId });
   const startedAt = Date.now();
   let { report: hardware, problems: hardwareProblems } = await detectHardware({ log, source: options.hardwareSource });
   const models = new ModelStore(config.dataDir, log.child({ component: "models" }), { hub: { endpoint: config.hfEndpoint, token: config.hfToken } });

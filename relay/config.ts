@@ -120,6 +120,8 @@ export interface RelayConfig {
   /** Completion tokens assumed when admitting a request without `max_tokens` against a token limit. @default 512 */
   readonly defaultCompletionEstimate: number;
   readonly logLevel: "debug" | "info" | "warn" | "error";
+  /** Log lines as JSON, or readable (`text`); `auto`: readable in a terminal, JSON otherwise. @default "auto" */
+  readonly logFormat: "auto" | "json" | "text";
   /** Where the Forge reads GGUF headers of `hf:` references (a mirror, like the agents'). @default "https://huggingface.co" */
   readonly hfEndpoint: string;
 }
@@ -172,6 +174,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   maxConnections: "MAKINA_MAX_CONNECTIONS",
   defaultCompletionEstimate: "MAKINA_DEFAULT_COMPLETION_ESTIMATE",
   logLevel: "MAKINA_LOG_LEVEL",
+  logFormat: "MAKINA_LOG_FORMAT",
   hfEndpoint: "HF_ENDPOINT",
 };
 
@@ -216,6 +219,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   maxConnections: 10_000,
   defaultCompletionEstimate: 512,
   logLevel: "info",
+  logFormat: "auto",
   hfEndpoint: "https://huggingface.co",
 };
 
@@ -250,6 +254,8 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const str = (k: keyof RelayConfig): string => String(pick(k));
   const logLevel = str("logLevel");
   if (!["debug", "info", "warn", "error"].includes(logLevel)) problems.push(`logLevel (${ENV.logLevel}) must be debug, info, warn or error`);
+  const logFormat = str("logFormat");
+  if (!["auto", "json", "text"].includes(logFormat)) problems.push(`logFormat (${ENV.logFormat}) must be auto, json or text`);
   const grpcTls = str("grpcTls");
   if (!["auto", "on", "off"].includes(grpcTls)) problems.push(`grpcTls (${ENV.grpcTls}) must be auto, on or off`);
   const optionalPath = (k: keyof RelayConfig): string | null => (pick(k) === null ? null : resolve(str(k)));
@@ -338,6 +344,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     maxConnections: int("maxConnections", 1, 1_000_000),
     defaultCompletionEstimate: int("defaultCompletionEstimate", 1, 1 << 20),
     logLevel: logLevel as RelayConfig["logLevel"],
+    logFormat: logFormat as RelayConfig["logFormat"],
     hfEndpoint: str("hfEndpoint"),
   };
   if (config.headerTimeoutMs > config.bodyTimeoutMs) problems.push("headerTimeoutMs must not be above bodyTimeoutMs (the whole request includes its headers)");

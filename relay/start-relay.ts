@@ -111,7 +111,7 @@ async function ensureAdminToken(store: Store, dataDir: string, log: Logger): Pro
 
 /** Composition root of the relay: store, link server, deployer, HTTP app. */
 export async function startRelay(config: RelayConfig, options: { log?: Logger } = {}): Promise<Relay> {
-  const log = (options.log ?? createLogger({ level: config.logLevel })).child({ component: "relay" });
+  const log = (options.log ?? createLogger({ level: config.logLevel, format: config.logFormat })).child({ component: "relay" });
   // Read before anything opens: a missing or short token stops the start with the reason.
   const metricsTokenHash = config.metricsTokenFile === null ? undefined : readMetricsToken(config.metricsTokenFile);
   const lock = lockDataDir(config.dataDir);

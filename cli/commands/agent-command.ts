@@ -14,6 +14,7 @@ interface AgentArgs {
   insecure?: boolean;
   dataDir?: string;
   threads?: number;
+  logFormat?: string;
 }
 
 export const agentCommand: CommandModule<object, AgentArgs> = {
@@ -31,7 +32,8 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
       .option("tls", { type: "boolean", describe: "TLS on the link, trusting the system's CAs" })
       .option("insecure", { type: "boolean", describe: "Allow a plaintext link to an address that is not loopback" })
       .option("data-dir", { type: "string", describe: "Model cache directory [default: ~/.makina/agent]" })
-      .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" }),
+      .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" })
+      .option("log-format", { type: "string", choices: ["auto", "text", "json"], describe: "Log lines: readable (text) or JSON; auto: readable in a terminal, JSON otherwise (env MAKINA_LOG_FORMAT) [default: auto]" }),
   handler: async (argv) => {
     const { resolveAgentConfig, startAgent } = await import("../../agent/index.js");
     const configPath = agentConfigPath(argv);
@@ -47,6 +49,7 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
         insecure: argv.insecure,
         dataDir: argv.dataDir,
         threads: argv.threads,
+        logFormat: argv.logFormat,
       },
       env: process.env,
       file: configPath ? readAgentConfigFile(configPath) : undefined,

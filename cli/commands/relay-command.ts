@@ -23,6 +23,7 @@ interface RelayArgs {
   grpcTlsKey?: string;
   publicGrpcAddress?: string;
   publicUrl?: string;
+  logFormat?: string;
 }
 
 export const relayCommand: CommandModule<object, RelayArgs> = {
@@ -49,7 +50,8 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("grpc-tls-cert", { type: "string", describe: "Certificate chain (PEM) for the link, instead of the relay's own CA" })
       .option("grpc-tls-key", { type: "string", describe: "Its private key (PEM)" })
       .option("public-url", { type: "string", describe: "The URL machines reach this relay at, as install commands print it [default: this relay's URL]" })
-      .option("public-grpc-address", { type: "string", describe: "host:port agents dial, as install commands print it [default: this host's link address]" }),
+      .option("public-grpc-address", { type: "string", describe: "host:port agents dial, as install commands print it [default: this host's link address]" })
+      .option("log-format", { type: "string", choices: ["auto", "text", "json"], describe: "Log lines: readable (text) or JSON; auto: readable in a terminal, JSON otherwise (env MAKINA_LOG_FORMAT) [default: auto]" }),
   handler: async (argv) => {
     const { resolveRelayConfig, startRelay } = await loadRelayPart(() => import("../../relay/index.js"));
     const config = resolveRelayConfig({
@@ -74,6 +76,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
         grpcTlsKey: argv.grpcTlsKey,
         publicGrpcAddress: argv.publicGrpcAddress,
         publicUrl: argv.publicUrl,
+        logFormat: argv.logFormat,
       },
       env: process.env,
     });

@@ -1,12 +1,13 @@
 import type { CommandModule } from "yargs";
 import { createLogger } from "../../proto/index.js";
+import { CliError, EXIT } from "../cli-error.js";
 import { loadRelayPart } from "../relay-part.js";
 import { runUntilSignal } from "../run-until-signal.js";
 import { DEFAULT_MODEL } from "../up/default-model.js";
 import type { QuickstartOptions } from "../up/quickstart.js";
 
 /** The flags: the quickstart's own options, plus --json. */
-type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads"> & { json: boolean };
+type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads"> & { json: boolean; logFormat?: "auto" | "text" | "json" };
 
 export const upCommand: CommandModule = {
   command: "up",
@@ -22,10 +23,13 @@ export const upCommand: CommandModule = {
       .option("model", { type: "string", describe: `GGUF path, https:// URL or hf: reference [default: ${DEFAULT_MODEL}]` })
       .option("model-id", { type: "string", describe: "The id clients pass as `model`" })
       .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" })
-      .option("json", { type: "boolean", default: false, describe: "Print the quickstart details as one JSON document" }),
+      .option("json", { type: "boolean", default: false, describe: "Print the quickstart details as one JSON document" })
+      .option("log-format", { type: "string", choices: ["auto", "text", "json"], describe: "Log lines: readable (text) or JSON; auto: readable in a terminal, JSON otherwise (env MAKINA_LOG_FORMAT) [default: auto]" }),
   handler: async (raw) => {
     const argv = raw as unknown as UpArgs;
-    const log = createLogger({ level: (process.env.MAKINA_LOG_LEVEL as "info" | undefined) ?? "warn" });
+    const format = argv.logFormat ?? process.env.MAKINA_LOG_FORMAT ?? "auto";
+    if (format !== "auto" && format !== "text" && format !== "json") throw new CliError(`MAKINA_LOG_FORMAT must be auto, text or json, got '${format}'.`, EXIT.usage);
+    const log = createLogger({ level: (process.env.MAKINA_LOG_LEVEL as "info" | undefined) ?? "warn", format });
     // Loaded here, not at the top: relay and llama.cpp bindings are heavy, and other commands never need them.
     const { startQuickstart } = await loadRelayPart(() => import("../up/quickstart.js"));
     const qs = await startQuickstart({

@@ -1,1 +1,2 @@
-export { createLogger, silentLogger, redact, type Logger, type LoggerOptions, type LogLevel } from "./logger.js";
+export { createLogger, silentLogger, redact, resolveLogFormat, type Logger, type LoggerOptions, type LogLevel } from "./logger.js";
+export { textLine, type LogFormat } from "./text-line.js";

@@ -1,3 +1,5 @@
+import { textLine, type LogFormat } from "./text-line.js";
+
 /** Severity of a log line. */
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -21,6 +23,16 @@ export interface LoggerOptions {
   write?: (line: string) => void;
   /** Fields on every line. */
   bindings?: Record<string, unknown>;
+  /**
+   * JSON lines, or readable lines (`time LEVEL component: message key=value`); `auto`: readable when the lines
+   * go to standard error and it is a terminal, JSON otherwise. @default "json"
+   */
+  format?: LogFormat | "auto";
+}
+
+/** The format `auto` stands for: readable lines in a terminal, JSON anywhere else (a file, a pipe, journald). */
+export function resolveLogFormat(format: LogFormat | "auto" | undefined, toTerminal = process.stderr.isTTY === true): LogFormat {
+  return format === "auto" ? (toTerminal ? "text" : "json") : (format ?? "json");
 }
 
 /**
@@ -61,15 +73,18 @@ export function redact(value: unknown, depth = 0): unknown {
   return out;
 }
 
-/** Creates a JSON-lines logger with secrets redacted. */
+/** Creates a logger (JSON lines, or readable lines for a terminal) with secrets redacted. */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const min = LEVELS[options.level ?? "info"];
   const write = options.write ?? ((line: string) => process.stderr.write(line + "\n"));
+  const text = resolveLogFormat(options.format, !options.write && process.stderr.isTTY === true) === "text";
+  // Colours only on a terminal of our own, and never against NO_COLOR (https://no-color.org).
+  const colour = text && !options.write && process.stderr.isTTY === true && !process.env.NO_COLOR;
   const make = (bindings: Record<string, unknown>): Logger => {
     const log = (level: LogLevel) => (msg: string, fields?: Record<string, unknown>) => {
       if (LEVELS[level] < min) return;
-      const line = redact({ time: new Date().toISOString(), level, msg, ...bindings, ...fields });
-      write(JSON.stringify(line));
+      const line = redact({ time: new Date().toISOString(), level, msg, ...bindings, ...fields }) as Record<string, unknown>;
+      write(text ? textLine(line, colour) : JSON.stringify(line));
     };
     return {
       debug: log("debug"),

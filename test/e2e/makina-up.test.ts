@@ -103,7 +103,7 @@ describe("makina up: the all-in-one quickstart", () => {
   it("stays up when its demo model cannot be pulled, says why, and lets the web application retry", async () => {
     const dir = mkdtempSync(join(tmpdir(), "makina-up-bad-"));
     try {
-      const { child, output } = await startCli(["up", "--data-dir", dir, "--port", "0", "--grpc-port", "0", "--model", "/nonexistent/model.gguf", "--threads", "1"], /Ctrl-C stops it/, {
+      const { child, output } = await startCli(["up", "--data-dir", dir, "--port", "0", "--grpc-port", "0", "--model", "/nonexistent/model.gguf", "--threads", "1", "--log-format", "text"], /Ctrl-C stops it/, {
         MAKINA_AGENT_GPU: "false",
       });
       try {
@@ -112,6 +112,9 @@ describe("makina up: the all-in-one quickstart", () => {
         expect(saved.stack_error).toContain("/nonexistent/model.gguf");
         expect(output()).toContain(`model:     model  (NOT deployed: ${saved.stack_error}; retry or pick another model on the stack's page)`);
         expect(output()).toContain(`web:       ${saved.web_url}`);
+        // The failure is logged as a line a person reads (--log-format text), not as JSON.
+        expect(output()).toMatch(/^\d\d:\d\d:\d\d ERROR deployer: deploy failed {2}stackId=stk_\w+ machineId=mach_\w+ err=".*\/nonexistent\/model\.gguf/m);
+        expect(output().split("\n").filter((l) => l.startsWith("{"))).toEqual([]);
         // Still up: the web application answers, and its API offers the retry.
         const admin = new URL(saved.web_url);
         const session = await fetch(`${admin.origin}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login: "admin", password: saved.admin.password }) });

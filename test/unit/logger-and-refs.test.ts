@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseModelRef } from "../../agent/models/model-ref.js";
-import { createLogger } from "../../proto/index.js";
+import { createLogger, resolveLogFormat } from "../../proto/index.js";
 
 describe("structured logs", () => {
   it("redact secrets by key and by shape, and carry child bindings", () => {
@@ -56,6 +56,28 @@ describe("structured logs", () => {
     expect(lines[0]).not.toContain("s3cr");
     expect(lines[0]).toContain("postgres://makina:[redacted]@db.example.com:5432/makina failed");
     expect(lines[0]).toContain("https://example.com:8443/a:b@c");
+  });
+
+  it("write readable lines for a terminal: time, level, component, message, fields, errors with their causes", () => {
+    const lines: string[] = [];
+    const log = createLogger({ format: "text", write: (l) => lines.push(l) }).child({ component: "deployer", stackId: "stk_1" });
+    const err = new Error("The download failed after 5 attempts", { cause: new Error("getaddrinfo ENOTFOUND huggingface.co") });
+    log.error("deploy failed", { err, attempt: 5, url: "https://example.com/a?sig=mk_live_abc", detail: { stage: "pull" }, token: "mk_mach_secret" });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^\d\d:\d\d:\d\d ERROR deployer: deploy failed {2}stackId=stk_1 err="The download failed after 5 attempts ← getaddrinfo ENOTFOUND huggingface\.co" attempt=5 url=https:\/\/example\.com\/a\?\[redacted\] detail=\{"stage":"pull"\} token=\[redacted\]$/,
+    );
+    // A long value is cut; the line stays one line.
+    createLogger({ format: "text", write: (l) => lines.push(l) }).warn("long", { body: "x".repeat(500) + "\nnext" });
+    expect(lines[1]!.length).toBeLessThan(260);
+    expect(lines[1]).not.toContain("\n");
+  });
+
+  it("are JSON unless told otherwise; auto means readable in a terminal only", () => {
+    const lines: string[] = [];
+    createLogger({ write: (l) => lines.push(l) }).info("hello", { n: 1 });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: "info", msg: "hello", n: 1 });
+    expect([resolveLogFormat("auto", true), resolveLogFormat("auto", false), resolveLogFormat("json", true), resolveLogFormat(undefined, true)]).toEqual(["text", "json", "json", "json"]);
   });
 
   it("drops lines below the level", () => {
