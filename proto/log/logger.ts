@@ -78,8 +78,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const min = LEVELS[options.level ?? "info"];
   const write = options.write ?? ((line: string) => process.stderr.write(line + "\n"));
   const text = resolveLogFormat(options.format, !options.write && process.stderr.isTTY === true) === "text";
-  // Colours only on a terminal of our own, and never against NO_COLOR (https://no-color.org).
-  const colour = text && !options.write && process.stderr.isTTY === true && !process.env.NO_COLOR;
+  // Colours only on a terminal of our own that has them; Node's hasColors() honours NO_COLOR and FORCE_COLOR.
+  const colour = text && !options.write && process.stderr.isTTY === true && process.stderr.hasColors?.() === true;
   const make = (bindings: Record<string, unknown>): Logger => {
     const log = (level: LogLevel) => (msg: string, fields?: Record<string, unknown>) => {
       if (LEVELS[level] < min) return;

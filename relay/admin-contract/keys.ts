@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { futureTime, idList, nameText, orgRef, positiveInt } from "./fields.js";
-import type { List } from "./list.js";
+import { listQuery, type List, type Page } from "./list.js";
 
 /** An API key as admins see it: never its secret. */
 export interface ApiKey {
@@ -39,8 +39,12 @@ export interface NewApiKey extends ApiKey {
   key: string;
 }
 
+/** What the keys' list sorts by. */
+export const KEY_SORTS = ["name", "state", "created_at", "last_used_at", "expires_at", "requests_24h", "tokens_24h"] as const;
+
 export const KEY_ROUTES = {
-  "GET /admin/v1/keys": route({ query: z.object({ org: orgRef() }), response: answer<List<ApiKeyWithUsage>>() }),
+  /** The organization's keys, a page at a time: searched in names, prefixes and ids. */
+  "GET /admin/v1/keys": route({ query: z.object({ org: orgRef(), ...listQuery(KEY_SORTS, ["active", "revoked", "expired"]) }), response: answer<Page<ApiKeyWithUsage>>() }),
   /** Makes a key, optionally limited to stacks and machines and with its own rates. */
   "POST /admin/v1/keys": route({
     status: 201,

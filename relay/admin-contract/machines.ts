@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { nameText, orgRef } from "./fields.js";
-import type { List } from "./list.js";
+import { listQuery, type List, type Page } from "./list.js";
 
 /** One graphics adapter of a machine. */
 export interface Gpu {
@@ -68,8 +68,12 @@ export interface MachineJoining extends Machine {
   ca_sha256: string | null;
 }
 
+/** What the machines' list sorts by. */
+export const MACHINE_SORTS = ["name", "state", "created_at", "last_seen_at"] as const;
+
 export const MACHINE_ROUTES = {
-  "GET /admin/v1/machines": route({ query: z.object({ org: orgRef() }), response: answer<List<Machine>>() }),
+  /** The organization's machines, a page at a time: searched in names and ids; `revoked` is a state to filter by. */
+  "GET /admin/v1/machines": route({ query: z.object({ org: orgRef(), ...listQuery(MACHINE_SORTS, ["pending", "online", "offline", "revoked"]) }), response: answer<Page<Machine>>() }),
   "GET /admin/v1/machines/:id": route({ response: answer<Machine>() }),
   /** Registers a machine (admins); its token is in the answer only. */
   "POST /admin/v1/machines": route({ status: 201, body: z.object({ org: orgRef(), name: nameText() }), response: answer<MachineJoining>() }),

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { RUNTIME_CAPABILITIES, type RuntimeKind } from "../../proto/runtimes/runtime-capabilities.js";
 import { answer, route } from "./route.js";
 import { flag, layerOptions, modelIdText, must, nameText, optionalText, orgRef, requiredText, says } from "./fields.js";
-import type { List } from "./list.js";
+import { listQuery, type List, type Page } from "./list.js";
 
 export type { RuntimeKind };
 /** The runtimes a stack can use: the kinds of proto's capability table. */
@@ -134,8 +134,15 @@ const layers = {
     .transform((e) => e === undefined || e === true),
 };
 
+/** What the stacks' list sorts by. */
+export const STACK_SORTS = ["name", "state", "model_id", "runtime", "created_at", "deployed_at"] as const;
+
 export const STACK_ROUTES = {
-  "GET /admin/v1/stacks": route({ query: z.object({ org: orgRef() }), response: answer<List<Stack>>() }),
+  /** The organization's stacks, a page at a time: searched in names, model ids, models and ids; `machine` keeps one machine's. */
+  "GET /admin/v1/stacks": route({
+    query: z.object({ org: orgRef(), machine: z.string(must("a machine id")).optional(), ...listQuery(STACK_SORTS, ["draft", "deploying", "deployed", "failed", "undeploying"]) }),
+    response: answer<Page<Stack>>(),
+  }),
   "GET /admin/v1/stacks/:id": route({ response: answer<Stack>() }),
   /** Creates a stack (admins); refused with the reasons when the compatibility rules fail it on its machine. */
   "POST /admin/v1/stacks": route({

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { filled, must, orgRef, requiredText, says } from "./fields.js";
-import type { List } from "./list.js";
+import { listQuery, type List, type Page } from "./list.js";
 
 /** Roles: admins manage the organization; members see it and manage their own keys. */
 export type Role = "admin" | "member";
@@ -34,8 +34,12 @@ export const newPassword = (missing: string) =>
     .refine((p) => p.length >= MIN_PASSWORD_LENGTH, says(`The password must have at least ${MIN_PASSWORD_LENGTH} characters.`))
     .refine((p) => p.length <= 1024, says("The password must have at most 1024 characters."));
 
+/** What the people's list sorts by. */
+export const USER_SORTS = ["login", "role", "created_at"] as const;
+
 export const USER_ROUTES = {
-  "GET /admin/v1/users": route({ query: z.object({ org: orgRef() }), response: answer<List<User>>() }),
+  /** The organization's people, a page at a time: searched in logins and ids. */
+  "GET /admin/v1/users": route({ query: z.object({ org: orgRef(), ...listQuery(USER_SORTS, ["active", "disabled"]) }), response: answer<Page<User>>() }),
   /** Adds a person to an organization (admins). */
   "POST /admin/v1/users": route({
     status: 201,

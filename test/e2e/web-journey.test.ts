@@ -501,6 +501,39 @@ describe("a newcomer's journey through the web application", () => {
     await shot("not-found");
   });
 
+  it("finds a key among many: searched, sorted and paged by the relay, the page kept in the address", async () => {
+    const acme = (await relay.store.orgs.find("acme"))!;
+    for (let i = 0; i < 120; i++) await relay.control.createKey(acme.id, { name: `ci-runner-${String(i).padStart(3, "0")}` });
+    await nav("API keys");
+    const range = page.getByTestId("list-range");
+    await expect.poll(() => range.textContent()).toMatch(/^1–50 of 12\d$/);
+    // 50 rows, not every key: the page stays a page.
+    expect(await page.getByRole("table", { name: "API keys" }).locator("tbody tr").count()).toBe(50);
+    expect(await page.evaluate("document.documentElement.scrollHeight")).toBeLessThan(6000);
+    await page.getByRole("button", { name: "Next" }).click();
+    await expect.poll(() => range.textContent()).toMatch(/^51–100 of 12\d$/);
+    expect(page.url()).toContain("page=2");
+    // Sorted by name, the other way on a second click; the header says how.
+    await page.getByRole("button", { name: "Name", exact: true }).click();
+    await expect.poll(() => page.locator("th[aria-sort]").getAttribute("aria-sort")).toBe("ascending");
+    await page.getByRole("button", { name: /^Name/ }).click();
+    await expect.poll(() => page.locator("th[aria-sort]").getAttribute("aria-sort")).toBe("descending");
+    await expect.poll(() => page.getByRole("table", { name: "API keys" }).locator("tbody tr").first().textContent()).toContain("support-bot");
+    // A search finds one key among them, and survives a reload.
+    await page.getByRole("searchbox", { name: "Search keys" }).fill("runner-007");
+    await expect.poll(() => range.textContent()).toBe("1–1 of 1");
+    await shot("keys-search");
+    await page.reload();
+    await expect.poll(() => range.textContent()).toBe("1–1 of 1");
+    expect(await page.getByRole("searchbox", { name: "Search keys" }).inputValue()).toBe("runner-007");
+    await page.getByLabel("Show keys in state").selectOption({ label: "Revoked" });
+    await expect.poll(() => range.textContent()).toBe("none");
+    expect(await page.getByText("No key matches.").count()).toBe(1);
+    await page.getByLabel("Show keys in state").selectOption({ label: "Every state" });
+    await page.getByRole("searchbox", { name: "Search keys" }).fill("");
+    await expect.poll(() => range.textContent()).toMatch(/^1–50 of 12\d$/);
+  });
+
   it("renames a machine, rotates its token and revokes it from its page, each breaking step confirmed; deletes a machine that never joined", async () => {
     await nav("Machines");
     await page.getByRole("link", { name: "gpu-box" }).click();

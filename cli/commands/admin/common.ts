@@ -43,3 +43,13 @@ export function limitArg(name: string, v: string | undefined): number | null | u
   if (!Number.isInteger(n) || n < 1) throw new CliError(`--${name} is a positive integer, or none.`, EXIT.usage);
   return n;
 }
+
+/** Every item of a paged admin list (`{data, total, page, per_page}`), read a page of 1,000 at a time. */
+export async function allPages<T>(read: (page: number, perPage: number) => Promise<{ data: T[]; total: number }>): Promise<T[]> {
+  const all: T[] = [];
+  for (let page = 1; ; page++) {
+    const { data, total } = await read(page, 1000);
+    all.push(...data);
+    if (data.length === 0 || all.length >= total) return all;
+  }
+}

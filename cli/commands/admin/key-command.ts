@@ -3,7 +3,7 @@ import type { ApiKey } from "../../../relay/admin-contract/index.js";
 import { adminCall } from "../../admin-client.js";
 import { CliError, EXIT } from "../../cli-error.js";
 import { keyValues, print, table } from "../../output.js";
-import { adminOptions, limitArg, target, when, type AdminArgs } from "./common.js";
+import { allPages, adminOptions, limitArg, target, when, type AdminArgs } from "./common.js";
 
 const restrictions = (k: ApiKey) => [k.stack_ids ? `stacks ${k.stack_ids.join(",")}` : "", k.machine_ids ? `machines ${k.machine_ids.join(",")}` : ""].filter(Boolean).join("; ") || "none";
 const limits = (k: ApiKey) => [k.rpm ? `${k.rpm} rpm` : "", k.tpm ? `${k.tpm} tpm` : ""].filter(Boolean).join(", ") || "none";
@@ -95,7 +95,7 @@ export const keyCommand: CommandModule = {
         builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
-          const { data } = await adminCall(target(a), "GET /admin/v1/keys", { query: { org: a.org } });
+          const data = await allPages((page, perPage) => adminCall(target(a), "GET /admin/v1/keys", { query: { org: a.org, page, per_page: perPage } }));
           print(a, data, () =>
             table(["ID", "NAME", "PREFIX", "STATE", "RESTRICTIONS", "LIMITS", "EXPIRES", "LAST USED"], data.map((k) => [k.id, k.name, `${k.prefix}…`, k.state, restrictions(k), limits(k), expiry(k), when(k.last_used_at)])),
           );

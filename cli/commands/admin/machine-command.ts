@@ -2,7 +2,7 @@ import type { CommandModule } from "yargs";
 import type { Machine } from "../../../relay/admin-contract/index.js";
 import { adminCall } from "../../admin-client.js";
 import { humanBytes, keyValues, print, table } from "../../output.js";
-import { adminOptions, target, when, type AdminArgs } from "./common.js";
+import { allPages, adminOptions, target, when, type AdminArgs } from "./common.js";
 
 const hardwareSummary = (m: Machine) =>
   m.hardware
@@ -32,7 +32,7 @@ export const machineCommand: CommandModule = {
         builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
-          const { data } = await adminCall(target(a), "GET /admin/v1/machines", { query: { org: a.org } });
+          const data = await allPages((page, perPage) => adminCall(target(a), "GET /admin/v1/machines", { query: { org: a.org, page, per_page: perPage } }));
           print(a, data, () => table(["ID", "NAME", "STATE", "LAST SEEN", "HARDWARE"], data.map((m) => [m.id, m.name, m.revoked_at ? "revoked" : m.state, when(m.last_seen_at), hardwareSummary(m)])));
         },
       })

@@ -5,7 +5,7 @@ import { adminCall, type AdminTarget } from "../../admin-client.js";
 import { adminEvents, type FollowedEvent } from "../../admin-events.js";
 import { CliError, EXIT } from "../../cli-error.js";
 import { humanBytes, keyValues, print, table } from "../../output.js";
-import { adminOptions, normalizeModelRef, target, type AdminArgs } from "./common.js";
+import { allPages, adminOptions, normalizeModelRef, target, type AdminArgs } from "./common.js";
 
 /** A deploy step's progress, as the relay reports it in `detail` while it runs. */
 interface StepProgress {
@@ -256,7 +256,7 @@ export const stackCommand: CommandModule = {
         builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
-          const { data } = await adminCall(target(a), "GET /admin/v1/stacks", { query: { org: a.org } });
+          const data = await allPages((page, perPage) => adminCall(target(a), "GET /admin/v1/stacks", { query: { org: a.org, page, per_page: perPage } }));
           print(a, data, () => table(["ID", "NAME", "STATE", "RUNTIME", "MODEL ID", "MODEL CHECK", "MACHINE"], data.map((s) => [s.id, s.name, stateText(s), s.runtime, s.model_id, modelCheck(s), s.machine_id])));
         },
       })

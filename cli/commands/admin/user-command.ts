@@ -4,7 +4,7 @@ import type { User } from "../../../relay/admin-contract/index.js";
 import { adminCall, type AdminTarget } from "../../admin-client.js";
 import { CliError, EXIT } from "../../cli-error.js";
 import { keyValues, print, table } from "../../output.js";
-import { adminOptions, target, when, type AdminArgs } from "./common.js";
+import { allPages, adminOptions, target, when, type AdminArgs } from "./common.js";
 
 type UserArgs = AdminArgs & { user: string; org?: string };
 
@@ -20,7 +20,7 @@ async function passwordFrom(fromStdin: boolean): Promise<string> {
 async function userId(t: AdminTarget, a: UserArgs): Promise<string> {
   if (a.user.startsWith("user_")) return a.user;
   if (!a.org) throw new CliError(`Name the user by its id (user_…), or give --org to find the login '${a.user}'.`, EXIT.usage);
-  const { data } = await adminCall(t, "GET /admin/v1/users", { query: { org: a.org } });
+  const data = await allPages((page, perPage) => adminCall(t, "GET /admin/v1/users", { query: { org: a.org, page, per_page: perPage } }));
   const found = data.find((u) => u.login === a.user);
   if (!found) throw new CliError(`No user '${a.user}' in ${a.org}.`);
   return found.id;
@@ -82,7 +82,7 @@ export const userCommand: CommandModule = {
         builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true })),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
-          const { data } = await adminCall(target(a), "GET /admin/v1/users", { query: { org: a.org } });
+          const data = await allPages((page, perPage) => adminCall(target(a), "GET /admin/v1/users", { query: { org: a.org, page, per_page: perPage } }));
           print(a, data, () => table(["ID", "LOGIN", "ROLE", "STATE", "CREATED"], data.map((u) => [u.id, u.login, u.role, u.disabled_at ? "disabled" : "enabled", when(u.created_at)])));
         },
       })

@@ -6,6 +6,7 @@ import type { PublicApiKey } from "../../keys/index.js";
 import type { UsageRecorder } from "../../usage/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
+import { pageOf } from "./page-of.js";
 import type { AuditRecorder } from "./audit-trail.js";
 
 /** API keys: anyone of the organization lists and makes them; admins revoke any, members their own. */
@@ -13,10 +14,12 @@ export function keyRoutes(control: ControlPlane, usage: UsageRecorder, record: A
   const target = (k: { id: string; name: string | null; prefix: string }) => ({ kind: "key", id: k.id, name: k.name ?? k.prefix });
   return {
     "GET /admin/v1/keys": async (input, access) => {
-      const org = access.org(input.query().org);
+      const { org: orgRef, ...ask } = input.query();
+      const org = access.org(orgRef);
       const day = await usage.totalsByKey(org.id, Date.now() - 86_400_000);
       const now = Date.now();
-      return toWire({ object: "list", data: (await control.listKeys(org.id)).map((k) => ({ ...onWire(k, now), requests_24h: day.get(k.id)?.requests ?? 0, tokens_24h: day.get(k.id)?.tokens ?? 0 })) });
+      const keys = toWire((await control.listKeys(org.id)).map((k) => ({ ...onWire(k, now), requests_24h: day.get(k.id)?.requests ?? 0, tokens_24h: day.get(k.id)?.tokens ?? 0 })));
+      return pageOf(keys, ask, { searched: (k) => [k.name, k.prefix, k.id], state: (k) => k.state });
     },
     "POST /admin/v1/keys": async (input, access) => {
       const body = input.body();

@@ -3,13 +3,18 @@ import type { Access } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
+import { pageOf } from "./page-of.js";
 import type { AuditRecorder } from "./audit-trail.js";
 
 /** Machines: listed by anyone of the organization; added, revoked and given new tokens by its admins. */
 export function machineRoutes(control: ControlPlane, record: AuditRecorder): RouteHandlers<MachineRoute, Access> {
   const target = (m: { id: string; name: string }) => ({ kind: "machine", id: m.id, name: m.name });
   return {
-    "GET /admin/v1/machines": async (input, access) => toWire({ object: "list", data: await control.listMachines(access.org(input.query().org).id) }),
+    "GET /admin/v1/machines": async (input, access) => {
+      const { org, ...ask } = input.query();
+      const machines = toWire(await control.listMachines(access.org(org).id));
+      return pageOf(machines, ask, { searched: (m) => [m.name, m.id], state: (m) => (m.revoked_at !== null ? "revoked" : m.state) });
+    },
     "GET /admin/v1/machines/:id": async ({ params }, access) => toWire(await control.machine(access.orgScope, params.id)),
     "POST /admin/v1/machines": async (input, access) => {
       access.requireAdmin("add machines");

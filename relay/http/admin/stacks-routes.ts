@@ -4,13 +4,18 @@ import { MODEL_CATALOG } from "../../compatibility/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
+import { pageOf } from "./page-of.js";
 import type { AuditRecorder } from "./audit-trail.js";
 
 /** Stacks: built, checked, deployed and undeployed by the organization's admins; seen by all of it. */
 export function stackRoutes(control: ControlPlane, record: AuditRecorder): RouteHandlers<StackRoute, Access> {
   const target = (s: { id: string; name: string }) => ({ kind: "stack", id: s.id, name: s.name });
   return {
-    "GET /admin/v1/stacks": async (input, access) => toWire({ object: "list", data: await control.listStacks(access.org(input.query().org).id) }),
+    "GET /admin/v1/stacks": async (input, access) => {
+      const { org, machine, ...ask } = input.query();
+      const stacks = toWire(await control.listStacks(access.org(org).id)).filter((s) => machine === undefined || s.machine_id === machine);
+      return pageOf(stacks, ask, { searched: (s) => [s.name, s.model_id, s.model_ref, s.id], state: (s) => s.state });
+    },
     "GET /admin/v1/stacks/:id": async ({ params }, access) => toWire(await control.stack(params.id, access.orgScope)),
     "POST /admin/v1/stacks": async (input, access) => {
       access.requireAdmin("create stacks");

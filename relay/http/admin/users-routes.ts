@@ -4,6 +4,7 @@ import type { ControlPlane, User } from "../../control/index.js";
 import type { AuditRecorder } from "./audit-trail.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
+import { pageOf } from "./page-of.js";
 
 /**
  * The people who sign in to the web application: seen by the organization, added and offboarded by its admins.
@@ -20,7 +21,11 @@ export function userRoutes(control: ControlPlane, sessions: WebSessions, record:
     return user;
   };
   return {
-    "GET /admin/v1/users": async (input, access) => toWire({ object: "list", data: await control.listUsers(access.org(input.query().org).id) }),
+    "GET /admin/v1/users": async (input, access) => {
+      const { org, ...ask } = input.query();
+      const users = toWire(await control.listUsers(access.org(org).id));
+      return pageOf(users, ask, { searched: (u) => [u.login, u.id], state: (u) => (u.disabled_at === null ? "active" : "disabled") });
+    },
     "POST /admin/v1/users": async (input, access) => {
       access.requireAdmin("add users");
       const body = input.body();

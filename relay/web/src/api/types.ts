@@ -1,6 +1,7 @@
 // The admin API as the web application reads it: the relay's one contract (relay/admin-contract), types only,
 // so nothing of the relay (nor zod) reaches the bundle, and a field renamed there fails `npm run typecheck` here.
 export type {
+  AdminCheckedQuery,
   AdminEvent,
   AdminEventType,
   AdminRoute,

@@ -39,7 +39,7 @@ function question(action: Action, u: User): { ask: string; confirm: string } {
 export function UsersPage() {
   const { client, session } = useApp();
   const isAdmin = useIsAdmin();
-  const users = useLive(() => client.call("GET /admin/v1/users").then((l) => l.data), [], []);
+  const users = useLive(() => client.call("GET /admin/v1/users", { query: { per_page: 1000 } }).then((l) => l.data), [], []);
   const [adding, setAdding] = useState(false);
   const [login, setLogin] = useState("");
   const [role, setRole] = useState<"member" | "admin">("member");

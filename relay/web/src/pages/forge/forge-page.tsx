@@ -96,7 +96,7 @@ const isPartOf = (param: string, field: string) => param === field || param.star
 export function ForgePage({ editing }: { editing?: Stack } = {}) {
   const { client, session, navigate } = useApp();
   const isAdmin = useIsAdmin();
-  const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
+  const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
   const [catalog, setCatalog] = useState<CatalogModel[]>([]);
   const form = useForm(editing ? fieldsOf(editing) : FIELDS);
   /** A deployed (or deploying) stack stays on its machine: undeploy it to move it. */

@@ -3,19 +3,33 @@ import type { ApiError } from "../../api/admin-client.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { DataTable, NameCell } from "../../components/data-table.js";
+import { ListControls } from "../../components/list-controls.js";
+import { queryOf, toggleSort, toSearch } from "../../components/table-state.js";
+import { useTableState } from "../../api/use-table-state.js";
+import type { AdminCheckedQuery } from "../../api/types.js";
 import { formatAgo, plural } from "../../components/format.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { DefaultLimits, limitsText } from "./default-limits.js";
 import { KeyForm } from "./key-form.js";
 
+/** What the keys' table sorts by (the relay's `KEY_SORTS`). */
+const KEY_SORTS = ["name", "state", "created_at", "last_used_at", "expires_at", "requests_24h", "tokens_24h"] as const satisfies readonly NonNullable<AdminCheckedQuery<"GET /admin/v1/keys">["sort"]>[];
+/** The states a key is filtered by, in words. */
+const KEY_STATES = [
+  ["active", "Active"],
+  ["expired", "Expired"],
+  ["revoked", "Revoked"],
+] as const satisfies readonly (readonly [NonNullable<AdminCheckedQuery<"GET /admin/v1/keys">["state"]>, string])[];
+
 /** API keys without their secrets: restrictions, limits, expiry, use; create, edit and revoke. */
 export function KeysPage() {
   const { client, session } = useApp();
   const isAdmin = useIsAdmin();
-  const keys = useLive(() => client.call("GET /admin/v1/keys").then((l) => l.data), ["key"], []);
-  const stacks = useLive(() => client.call("GET /admin/v1/stacks").then((l) => l.data), ["stack"], []);
-  const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
+  const [table, setTable] = useTableState(KEY_SORTS, KEY_STATES.map(([state]) => state));
+  const page = useLive(() => client.call("GET /admin/v1/keys", { query: queryOf(table) }), ["key"], [toSearch(table)]);
+  const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { per_page: 1000 } }).then((l) => l.data), ["stack"], []);
+  const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
   const org = useLive(() => client.call("GET /admin/v1/orgs").then((l) => l.data.find((o) => o.id === session.org.id)), ["key"], []);
   const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<string | null>(null);
@@ -29,12 +43,14 @@ export function KeysPage() {
     try {
       await client.call("POST /admin/v1/keys/:id/revoke", { params: { id } });
       setConfirming(null);
-      keys.reload();
+      page.reload();
     } catch (err) {
       setError((err as ApiError).message);
     }
   };
-  const list = keys.data ?? [];
+  const list = page.data?.data ?? [];
+  /** Nothing searched for nor filtered: an empty list means no keys at all. */
+  const unfiltered = !table.q && !table.state;
   const mayChange = (k: (typeof list)[number]) => k.state !== "revoked" && (isAdmin || k.created_by === session.user.id);
   return (
     <>
@@ -54,26 +70,32 @@ export function KeysPage() {
           editing={list.find((k) => k.id === editing)}
           onClose={() => {
             setEditing(null);
-            keys.reload();
+            page.reload();
           }}
         />
       )}
-      {(error || keys.error) && <Notice tone="error">{error ?? keys.error?.message}</Notice>}
-      {keys.data && list.length === 0 && !creating && (
+      {(error || page.error) && <Notice tone="error">{error ?? page.error?.message}</Notice>}
+      {page.data && page.data.total === 0 && unfiltered && !creating && (
         <EmptyState title="No API keys yet">
           <p>Create a key, then call the gateway with it from any OpenAI client.</p>
         </EmptyState>
       )}
-      {list.length > 0 && (
+      {!(page.data && page.data.total === 0 && unfiltered) && (
+        <ListControls label="keys" table={table} onChange={setTable} total={page.data?.total} states={KEY_STATES} placeholder="Search by name or prefix" />
+      )}
+      {page.data && page.data.total === 0 && !unfiltered && <p class="muted">No key matches.</p>}
+      {(list.length > 0 || page.loading) && !(page.data && page.data.total === 0) && (
         <DataTable
           label="API keys"
           rows={list}
+          loading={page.loading && !page.data}
+          sorted={{ sort: table.sort, order: table.order, onSort: (field) => setTable(toggleSort(table, field as (typeof KEY_SORTS)[number])) }}
           rowKey={(k) => k.id}
           rowTestId={(k) => `key-row-${k.id}`}
           rowClass={(k) => (k.state === "active" ? "" : "dim")}
           columns={[
-            { header: "Name", cell: (k) => <NameCell name={k.name ?? <span class="muted">unnamed</span>} id={`${k.prefix}…`} /> },
-            { header: "State", cell: (k) => <StateBadge state={k.state} /> },
+            { header: "Name", sort: "name", cell: (k) => <NameCell name={k.name ?? <span class="muted">unnamed</span>} id={`${k.prefix}…`} /> },
+            { header: "State", sort: "state", cell: (k) => <StateBadge state={k.state} /> },
             {
               header: "Restrictions",
               class: "small",
@@ -99,6 +121,7 @@ export function KeysPage() {
             },
             {
               header: "Last 24 h",
+              sort: "requests_24h",
               class: "small nowrap",
               testId: (k) => `key-usage-${k.id}`,
               cell: (k) => (
@@ -111,6 +134,7 @@ export function KeysPage() {
             },
             {
               header: "Created · last used",
+              sort: "created_at",
               class: "small muted",
               cell: (k) => (
                 <>

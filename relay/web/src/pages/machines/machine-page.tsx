@@ -21,7 +21,7 @@ export function MachinePage({ id }: { id: string }) {
   const [rotated, setRotated] = useState<MachineJoining | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
   const machine = useLive(() => client.call("GET /admin/v1/machines/:id", { params: { id } }), ["machine"], [id], (e) => e.event === "machine" && e.data.machine_id === id);
-  const stacks = useLive(() => client.call("GET /admin/v1/stacks").then((l) => l.data.filter((s) => s.machine_id === id)), ["stack"], [id]);
+  const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { machine: id, per_page: 1000 } }).then((l) => l.data), ["stack"], [id]);
   if (machine.error && !machine.data) {
     return (
       <EmptyState title={machine.error.status === 404 ? "No such machine" : "This machine cannot be loaded"}>

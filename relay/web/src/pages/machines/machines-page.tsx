@@ -12,7 +12,7 @@ import { HardwareSummary } from "./hardware-summary.js";
 export function MachinesPage() {
   const { client } = useApp();
   const isAdmin = useIsAdmin();
-  const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
+  const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
   const [adding, setAdding] = useState(false);
   const list = machines.data ?? [];
   return (

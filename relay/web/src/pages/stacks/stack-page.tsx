@@ -15,7 +15,7 @@ export function StackPage({ id }: { id: string }) {
   const { client, navigate } = useApp();
   const isAdmin = useIsAdmin();
   const stack = useLive(() => client.call("GET /admin/v1/stacks/:id", { params: { id } }), ["stack"], [id], (e) => e.event === "stack" && e.data.stack_id === id);
-  const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
+  const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
   const [actionError, setActionError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   /** The breaking action waiting for its confirmation, if any. */

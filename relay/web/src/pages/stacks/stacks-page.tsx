@@ -9,8 +9,8 @@ import { StateBadge, UnverifiedBadge } from "../../components/state-badge.js";
 export function StacksPage() {
   const { client } = useApp();
   const isAdmin = useIsAdmin();
-  const stacks = useLive(() => client.call("GET /admin/v1/stacks").then((l) => l.data), ["stack"], []);
-  const machines = useLive(() => client.call("GET /admin/v1/machines").then((l) => l.data), ["machine"], []);
+  const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { per_page: 1000 } }).then((l) => l.data), ["stack"], []);
+  const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
   const machineName = (id: string) => machines.data?.find((m) => m.id === id)?.name ?? id;
   const list = stacks.data ?? [];
   return (

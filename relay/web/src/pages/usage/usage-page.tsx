@@ -11,7 +11,7 @@ export function UsagePage() {
   const [range, setRange] = useState<"24h" | "30d">("24h");
   const [by, setBy] = useState<"key" | "model">("key");
   const usage = useLive(() => client.call("GET /admin/v1/usage", { query: { range, by } }), ["key", "stack"], [range, by]);
-  const keys = useLive(() => client.call("GET /admin/v1/keys").then((l) => l.data), ["key"], []);
+  const keys = useLive(() => client.call("GET /admin/v1/keys", { query: { per_page: 1000 } }).then((l) => l.data), ["key"], []);
   const label = (group: string) =>
     group === "other" ? "all others" : by === "model" ? group : (keys.data?.find((k) => k.id === group)?.name ?? keys.data?.find((k) => k.id === group)?.prefix ?? group);
   const series = (usage.data?.series ?? []).map((s) => ({ ...s, label: label(s.group) }));

@@ -1,0 +1,19 @@
+import { useCallback, useState } from "preact/hooks";
+import { fromSearch, toSearch, type TableState } from "../components/table-state.js";
+
+/** The styles' narrow layout (styles.css), where table rows become cards. */
+const NARROW = "(max-width: 860px)";
+
+/**
+ * A list page's table (search, sort, state filter, page), kept in the page's address: a view can be reloaded
+ * and shared, and Back leaves the page rather than undoing a sort.
+ */
+export function useTableState<S extends string, St extends string>(sorts: readonly S[], states: readonly St[]): [TableState<S, St>, (t: TableState<S, St>) => void] {
+  // A phone shows each row as a card a screen tall: ten of them to a page rather than fifty.
+  const [table, setTable] = useState(() => ({ ...fromSearch(location.search, sorts, states), ...(matchMedia(NARROW).matches && { perPage: 10 }) }));
+  const set = useCallback((next: TableState<S, St>) => {
+    setTable(next);
+    history.replaceState(history.state, "", location.pathname + toSearch(next));
+  }, []);
+  return [table, set];
+}
