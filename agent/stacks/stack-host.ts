@@ -138,9 +138,10 @@ export class StackHost {
         const model = pulledByRuntime(kind, modelRef) ? null : await this.deps.models.pull(modelRef, { signal });
         const current = this.runtimes.get(stackId);
         const existing = this.hosted.get(stackId);
-        if (current && existing?.state !== "failed" && existing?.modelRef === modelRef && existing.runtime === kind && existing.modelId === modelId) {
+        if (current && existing?.state !== "failed" && existing?.modelRef === modelRef && existing.runtime === kind && existing.modelId === modelId && existing.modelPath === (model?.path ?? null)) {
           // A reconnect (or an edit of the stack's layers) re-sends the deploy sequence: the runtime already serving
-          // keeps serving, its layers as sent now. (A new model id restarts it: vLLM and MLX serve under that name.)
+          // keeps serving, its layers as sent now. (A new model id restarts it: vLLM and MLX serve under that name; so
+          // does another file for the same reference, a new SHA-256 pinned.)
           this.served.set(stackId, withLayers(current));
           return { ...empty, contextSize: current.contextSize };
         }

@@ -19,13 +19,26 @@ function errorText(e: Record<string, unknown>, depth = 0): string {
 
 const isError = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v) && typeof (v as { message?: unknown }).message === "string";
 
-/** A field's value as written after `key=`: plain when it has no space or quote, quoted otherwise; objects as compact JSON. */
+/** Control characters JSON leaves as they are (DEL and C1): a terminal could read them as commands. */
+const UNESCAPED_CONTROLS = /[\u007f-\u009f]/g;
+/** Text safe to print bare: printable, no space, quote or `=`. */
+const PLAIN = /^[^\s"'=\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+$/u;
+
+/** Text as a terminal may print it: bare when plain, else quoted with every control character escaped. */
+function quoted(text: string): string {
+  return PLAIN.test(text) ? text : JSON.stringify(text).replace(UNESCAPED_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** A field's value as written after `key=`: plain when it has no space, quote or control character, quoted otherwise; objects as compact JSON. */
 function valueText(v: unknown): string {
   const text = isError(v) ? errorText(v) : typeof v === "string" ? v : v === undefined ? "undefined" : JSON.stringify(v);
   // An error is said whole: it is what the line is for.
   const short = text.length > MAX_VALUE_CHARS && !isError(v) ? `${text.slice(0, MAX_VALUE_CHARS - 1)}…` : text;
-  return typeof v === "string" || isError(v) ? (/^[^\s"'=]+$/.test(short) ? short : JSON.stringify(short)) : short;
+  return typeof v === "string" || isError(v) ? quoted(short) : short.replace(UNESCAPED_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
+
+/** A message, component or field name: as it is when it holds no control character, quoted otherwise. */
+const safe = (text: string) => (/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(text) ? quoted(text) : text);
 
 /**
  * One log record as a line a person reads: local time, level, the component, the message, then its fields as
@@ -39,9 +52,10 @@ export function textLine(record: Record<string, unknown>, colour: boolean): stri
   const label = lvl.toUpperCase().padEnd(5);
   const rest = Object.entries(fields)
     .filter(([, v]) => v !== undefined)
-    .map(([k, v]) => `${k}=${valueText(v)}`)
+    .map(([k, v]) => `${safe(k)}=${valueText(v)}`)
     .join(" ");
-  const where = component ? `${String(component)}: ` : "";
-  if (!colour) return `${clock} ${label} ${where}${String(msg)}${rest ? `  ${rest}` : ""}`;
-  return `${DIM}${clock}${RESET} ${COLOURS[lvl] ?? ""}${label}${RESET} ${where}${String(msg)}${rest ? `  ${DIM}${rest}${RESET}` : ""}`;
+  const where = component ? `${safe(String(component))}: ` : "";
+  const message = safe(String(msg));
+  if (!colour) return `${clock} ${label} ${where}${message}${rest ? `  ${rest}` : ""}`;
+  return `${DIM}${clock}${RESET} ${COLOURS[lvl] ?? ""}${label}${RESET} ${where}${message}${rest ? `  ${DIM}${rest}${RESET}` : ""}`;
 }

@@ -353,7 +353,7 @@ export class ControlPlane {
       orchestratorOptions: optionsOf(orchestrator, stack.orchestrator, edit.orchestratorOptions, stack.orchestratorOptions, "orchestrator"),
       hasEndpoint: edit.endpoint ?? stack.hasEndpoint,
     };
-    const differs = (field: keyof StackChanges) => JSON.stringify(next[field]) !== JSON.stringify(stack[field]);
+    const differs = (field: keyof StackChanges) => canonical(next[field]) !== canonical(stack[field]);
     const changes: StackChanges = {};
     const changed: string[] = [];
     for (const [field, wire] of Object.entries({ ...LIVE_FIELDS, ...BUILT_FIELDS }) as [keyof StackChanges, string][]) {
@@ -373,12 +373,13 @@ export class ControlPlane {
       const machine = await this.machine(stack.orgId, next.machineId);
       await this.refuseIfIncompatible(machine, next.runtime, next.modelRef, { harness: next.harness, orchestrator: next.orchestrator, endpoint: next.hasEndpoint });
     }
-    if (!(await this.store.stacks.update(stack.id, changes, stack.state))) {
+    // Redeployed with the changes, in the same write: the machine builds what changed (its runtime keeps serving
+    // when only the layers did), and the gateway routes to the stack again once it is deployed.
+    const redeployed = built && stack.state === "deployed";
+    if (!(await this.store.stacks.update(stack.id, changes, stack.state, { redeploy: redeployed }))) {
       throw new MakinaError("conflict", `The stack '${stack.name}' changed meanwhile; look at it again and retry.`, { param: "stack" });
     }
-    const redeployed = built && stack.state === "deployed";
-    // Redeployed with the changes: the machine builds what changed (its runtime keeps serving when only the layers did).
-    if (redeployed) await this.deployer.deploy(stack.id);
+    if (redeployed) this.deployer.launch((await this.store.stacks.get(stack.id))!);
     this.events.emit({ type: "stack", orgId: stack.orgId, stackId: stack.id });
     return { stack: await this.stack(stack.id), changed, redeployed };
   }
@@ -549,6 +550,11 @@ export class ControlPlane {
     const compatibility = checkStack(stackPlan(stack.runtime, stack.modelRef, model, machine?.hardware ?? null, { ...stack, endpoint: stack.hasEndpoint }));
     return { ...stack, compatibility, deployment, modelUnverified: /^https?:\/\//i.test(stack.modelRef) && !stack.modelSha256 };
   }
+}
+
+/** A value as JSON with its objects' keys in order: the same options given in another order are the same. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => (v !== null && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
 }
 
 /** A model reference (URL, `hf:` reference or path) is at most {@link MAX_MODEL_REF_CHARS} characters. */

@@ -56,11 +56,19 @@ export class Deployer {
    */
   async deploy(stackId: string): Promise<Stack> {
     const stack = await this.store.stacks.transition(stackId, "deploying");
+    this.launch(stack);
+    return stack;
+  }
+
+  /**
+   * Runs the deployment of a stack that is `deploying` already (an edit moved it there together with its new
+   * fields): here when this relay holds its machine's link, on the relay that does otherwise.
+   */
+  launch(stack: Stack): void {
     this.changed(stack);
     const session = this.registry.get(stack.machineId);
     if (session) this.run(session, stack);
     else this.elsewhere?.deploy(stack);
-    return stack;
   }
 
   /** Runs a stack's deployment another relay was asked for, when this relay holds its machine's link. */

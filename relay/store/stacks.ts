@@ -208,10 +208,17 @@ export class StackStore {
 
   /**
    * Changes a stack that is still in the state `whileState` it was read in (false when another writer moved
-   * it meanwhile). A deployed stack's change is announced: what the gateway routes on may have changed.
+   * it meanwhile). With `redeploy`, a deployed stack becomes `deploying` in the same write, so the gateway never
+   * routes its new fields to the runtime built on the old ones, and an undeploy meanwhile wins cleanly. A
+   * deployed stack's change is announced: what the gateway routes on may have changed.
    */
-  async update(id: string, changes: StackChanges, whileState: StackState, now = Date.now()): Promise<boolean> {
+  async update(id: string, changes: StackChanges, whileState: StackState, how: { redeploy?: boolean } = {}, now = Date.now()): Promise<boolean> {
     const set: Updateable<Tables["stacks"]> = { updated_at: now };
+    if (how.redeploy) {
+      if (whileState !== "deployed") throw new MakinaError("conflict", `Stack ${id} is ${whileState}: only a deployed stack is redeployed.`);
+      set.state = "deploying";
+      set.state_error = null;
+    }
     if (changes.name !== undefined) set.name = changes.name;
     if (changes.machineId !== undefined) set.machine_id = changes.machineId;
     if (changes.runtime !== undefined) set.runtime = changes.runtime;
@@ -232,14 +239,24 @@ export class StackStore {
 
   /** Deletes a `draft` stack with its deployments; false when there is no such stack or it is not a draft. */
   async delete(id: string): Promise<boolean> {
-    return transaction(this.db, async (trx) => {
-      const stack = await trx.selectFrom("stacks").select("id").where("id", "=", id).where("state", "=", "draft").executeTakeFirst();
-      if (!stack) return false;
-      const deployments = trx.selectFrom("deployments").select("id").where("stack_id", "=", id);
-      await trx.deleteFrom("deployment_steps").where("deployment_id", "in", deployments).execute();
-      await trx.deleteFrom("deployments").where("stack_id", "=", id).execute();
-      const res = await trx.deleteFrom("stacks").where("id", "=", id).where("state", "=", "draft").executeTakeFirst();
-      return Number(res.numDeletedRows) === 1;
-    });
+    const notADraft = new Error("not a draft");
+    try {
+      return await transaction(this.db, async (trx) => {
+        // Claims the row first (PostgreSQL locks it until the commit): a deploy asked meanwhile waits, then finds
+        // no stack, rather than starting a deployment whose rows this transaction is deleting.
+        const claimed = await trx.updateTable("stacks").set({ updated_at: Date.now() }).where("id", "=", id).where("state", "=", "draft").executeTakeFirst();
+        if (Number(claimed.numUpdatedRows) !== 1) throw notADraft;
+        const deployments = trx.selectFrom("deployments").select("id").where("stack_id", "=", id);
+        await trx.deleteFrom("deployment_steps").where("deployment_id", "in", deployments).execute();
+        await trx.deleteFrom("deployments").where("stack_id", "=", id).execute();
+        const res = await trx.deleteFrom("stacks").where("id", "=", id).where("state", "=", "draft").executeTakeFirst();
+        if (Number(res.numDeletedRows) !== 1) throw notADraft;
+        return true;
+      });
+    } catch (err) {
+      // Nothing of it was deleted: the transaction rolled back.
+      if (err === notADraft) return false;
+      throw err;
+    }
   }
 }

@@ -460,6 +460,10 @@ describe("a newcomer's journey through the web application", () => {
   });
 
   it("edits a deployed stack in the Forge, undeploys it only once confirmed, and deletes it", async () => {
+    // An option the Forge has no field for (set through the API) survives an edit in the Forge.
+    const framed = (await relay.store.stacks.listByOrg((await relay.store.orgs.find("acme"))!.id)).find((st) => st.modelId === "framed")!;
+    await relay.control.updateStack(framed.id, null, { harnessOptions: { prompt: "You tell stories about dragons.", max_tokens: 50 } });
+    await relay.deployer.settled(framed.id);
     await nav("Stacks");
     await page.getByRole("link", { name: "framed" }).click();
     await page.getByRole("heading", { name: "Deployment" }).waitFor();
@@ -478,6 +482,7 @@ describe("a newcomer's journey through the web application", () => {
     // Redeployed with the new prompt: the runtime keeps serving, and the stack is deployed again.
     await expect.poll(() => page.getByTestId("stack-harness").textContent()).toContain("“You tell stories about cats.”");
     await expect.poll(() => page.locator(".page-header [data-state]").first().getAttribute("data-state"), { timeout: 30_000 }).toBe("deployed");
+    expect((await relay.store.stacks.get(framed.id))!.harnessOptions).toEqual({ prompt: "You tell stories about cats.", max_tokens: 50 });
 
     // Undeploy asks first, and Keep keeps it serving.
     await page.getByRole("button", { name: "Undeploy…" }).click();

@@ -69,6 +69,8 @@ describe("editing and deleting stacks", () => {
     // Recorded with the option names only, never their texts.
     expect((await audit("stack.changed"))[0]!.detail).toEqual({ harness_was: null, harness: "system-prompt", harness_options_was: null, harness_options: "prompt, max_tokens", redeployed: true });
 
+    // The same options in another order are no change: no redeploy for nothing.
+    expect((await patch(gw.stackId, { name: "story teller", harness_options: { max_tokens: 2, prompt: "Tell a story." } })).body).toMatchObject({ changed: [], redeployed: false, state: "deployed" });
     // Options given alone are checked against the harness the stack has.
     const bad = await patch(gw.stackId, { harness_options: { prompt: "x", temperature: 9 } });
     expect([bad.status, bad.body.error.param]).toEqual([400, "harness_options.temperature"]);

@@ -71,6 +71,10 @@ describe("structured logs", () => {
     createLogger({ format: "text", write: (l) => lines.push(l) }).warn("long", { body: "x".repeat(500) + "\nnext" });
     expect(lines[1]!.length).toBeLessThan(260);
     expect(lines[1]).not.toContain("\n");
+    // Text from elsewhere (a runtime's output, an agent's error) cannot drive the terminal or break the line.
+    createLogger({ format: "text", write: (l) => lines.push(l) }).child({ component: "x\u001b]0;owned\u0007" }).warn("bad\nline", { out: "\u001b[31mred\u009b2J", "k\u001b": 1, err: new Error("e\u001b[2J") });
+    expect(lines[2]).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    expect(lines[2]).toContain('out="\\u001b[31mred\\u009b2J"');
   });
 
   it("are JSON unless told otherwise; auto means readable in a terminal only", () => {

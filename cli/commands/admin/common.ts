@@ -47,9 +47,11 @@ export function limitArg(name: string, v: string | undefined): number | null | u
 /** Every item of a paged admin list (`{data, total, page, per_page}`), read a page of 1,000 at a time. */
 export async function allPages<T>(read: (page: number, perPage: number) => Promise<{ data: T[]; total: number }>): Promise<T[]> {
   const all: T[] = [];
-  for (let page = 1; ; page++) {
+  // At most a million items; a relay that does not page (no `total`) answers everything at once.
+  for (let page = 1; page <= 1000; page++) {
     const { data, total } = await read(page, 1000);
     all.push(...data);
-    if (data.length === 0 || all.length >= total) return all;
+    if (typeof total !== "number" || data.length < 1000 || all.length >= total) return all;
   }
+  return all;
 }

@@ -30,7 +30,7 @@ function compare(a: unknown, b: unknown): number {
  * sorted on the relay: a browser gets 100 rows of 10,000, never all of them. Every word of `q` must be found,
  * in any case, in one of the item's `searched` fields. A sort keeps the list's own order among equals.
  */
-export function pageOf<T extends object, S extends string, St extends string>(items: readonly T[], ask: ListAsk<S, St>, shape: ListShape<T, St>): Page<T> {
+export function pageOf<T extends object, S extends Extract<keyof T, string>, St extends string>(items: readonly T[], ask: ListAsk<S, St>, shape: ListShape<T, St>): Page<T> {
   const words = (ask.q ?? "").toLowerCase().split(/\s+/).filter(Boolean);
   let found = items.filter((item) => {
     if (ask.state !== undefined && shape.state(item) !== ask.state) return false;
@@ -39,7 +39,7 @@ export function pageOf<T extends object, S extends string, St extends string>(it
     return words.every((w) => text.includes(w));
   });
   if (ask.sort !== undefined) {
-    const field = ask.sort as unknown as keyof T;
+    const field = ask.sort;
     const sign = ask.order === "desc" ? -1 : 1;
     found = found
       .map((item, i) => ({ item, i }))

@@ -9,7 +9,7 @@ import express, { Router } from "express";
  */
 const APP_PAGES = /^\/(?:machines(?:\/[\w-]+)?|stacks(?:\/[\w-]+(?:\/edit)?)?|forge|keys|usage|users|audit|account)?\/?$/;
 /** Paths of the relay's APIs and files: a miss there is always the JSON 404, whoever asks. */
-const API_PATHS = /^\/(?:v1|admin|auth|assets|metrics|health|install|agent)(?:[/.]|$)/;
+const API_PATHS = /^\/(?:v1|admin|auth|assets|metrics|health|install|agent)(?:[/.]|$)/i;
 
 /** The built web application (`dist/web`, made by `npm run build`), or null when it is not built. */
 export function findWebDir(): string | null {

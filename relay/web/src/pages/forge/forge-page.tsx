@@ -190,18 +190,42 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
               ? { routes, ...(routeDefault.trim() ? { default: routeDefault.trim() } : {}) }
               : harness === "tools" && !parallelCalls
                 ? { parallel_tool_calls: false }
-                : // An edit says "none": left out, it would keep the options the stack has.
-                  editing && harness
-                  ? {}
-                  : undefined,
+                : undefined,
         orchestrator: orchestrator || null,
         orchestrator_options:
           orchestrator === "refine" ? { rounds } : orchestrator === "vote" ? { samples, ...(sampleTemperature.trim() ? { temperature: sampleTemperature.trim() } : {}) } : undefined,
         endpoint,
       };
       if (editing) {
-        // Every field is sent; the relay changes (and records) only what differs.
-        await client.call("PATCH /admin/v1/stacks/:id", { params: { id: editing.id }, body: { ...body, machine: pinnedMachine ? undefined : machine } });
+        // Every field is sent; the relay changes (and records) only what differs. A layer of the same kind keeps the
+        // options this form has no field for (a system prompt's temperature, a refine's prompts).
+        const kept = (kind: string, was: string | null, stored: Record<string, unknown>, given: Record<string, unknown> | undefined) => (kind && kind === was ? { ...stored, ...given } : given);
+        const storedParallel = editing.harness_options?.parallel_tool_calls;
+        const edited = {
+          ...body,
+          machine: pinnedMachine ? undefined : machine,
+          // A pin the form does not show (the model is not a URL) stays, unless the model changed.
+          model_sha256: fromUrl ? body.model_sha256 : modelRef === editing.model_ref ? undefined : null,
+          // Untouched, the id is left to the relay: it follows the model file's name when it did.
+          model_id: modelId.trim() === editing.model_id ? undefined : modelId.trim() || null,
+          harness_options: kept(
+            harness,
+            editing.harness,
+            editing.harness_options ?? {},
+            harness === "router"
+              ? { routes, default: routeDefault.trim() || undefined }
+              : harness === "tools"
+                ? { parallel_tool_calls: parallelCalls === (storedParallel !== false) ? storedParallel : parallelCalls }
+                : body.harness_options,
+          ),
+          orchestrator_options: kept(
+            orchestrator,
+            editing.orchestrator,
+            editing.orchestrator_options ?? {},
+            orchestrator === "vote" ? { samples, temperature: sampleTemperature.trim() || undefined } : body.orchestrator_options,
+          ),
+        };
+        await client.call("PATCH /admin/v1/stacks/:id", { params: { id: editing.id }, body: edited });
         navigate(`/stacks/${editing.id}`);
         return;
       }
