@@ -6,6 +6,7 @@ import { useApp, useIsAdmin } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
 import { DataTable } from "../../components/data-table.js";
 import { formatAgo, formatBytes } from "../../components/format.js";
+import { ConfirmBar } from "../../components/confirm-bar.js";
 import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
@@ -80,15 +81,7 @@ export function MachinePage({ id }: { id: string }) {
       >
         {isAdmin &&
           (confirming ? (
-            <span class="confirm" role="group" aria-label={CONFIRM[confirming].question}>
-              <span>{CONFIRM[confirming].question}</span>
-              <button type="button" class="button small danger" onClick={() => act(confirming)}>
-                {CONFIRM[confirming].button}
-              </button>
-              <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
-                Keep
-              </button>
-            </span>
+            <ConfirmBar {...CONFIRM[confirming]} onConfirm={() => act(confirming)} onKeep={() => setConfirming(null)} />
           ) : (
             <>
               <button type="button" class="button secondary" onClick={() => setRenaming(m.name)}>

@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
+import { ConfirmBar } from "../../components/confirm-bar.js";
 import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge, UnverifiedBadge } from "../../components/state-badge.js";
@@ -75,15 +76,7 @@ export function StackPage({ id }: { id: string }) {
       >
         {isAdmin &&
           (confirming ? (
-            <span class="confirm" role="group" aria-label={CONFIRM[confirming].question}>
-              <span>{CONFIRM[confirming].question}</span>
-              <button type="button" class="button small danger" disabled={busy} onClick={() => act(confirming)}>
-                {CONFIRM[confirming].button}
-              </button>
-              <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
-                Keep
-              </button>
-            </span>
+            <ConfirmBar {...CONFIRM[confirming]} busy={busy} onConfirm={() => act(confirming)} onKeep={() => setConfirming(null)} />
           ) : (
             <>
               {canDeploy && (
