@@ -24,9 +24,12 @@ const UNESCAPED_CONTROLS = /[\u007f-\u009f]/g;
 /** Text safe to print bare: printable, no space, quote or `=`. */
 const PLAIN = /^[^\s"'=\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+$/u;
 
+/** DEL and C1 controls written as JSON escapes (`\u009b`), as JSON writes the others. */
+const escapeControls = (text: string) => text.replace(UNESCAPED_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
 /** Text as a terminal may print it: bare when plain, else quoted with every control character escaped. */
 function quoted(text: string): string {
-  return PLAIN.test(text) ? text : JSON.stringify(text).replace(UNESCAPED_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return PLAIN.test(text) ? text : escapeControls(JSON.stringify(text));
 }
 
 /** A field's value as written after `key=`: plain when it has no space, quote or control character, quoted otherwise; objects as compact JSON. */
@@ -34,7 +37,7 @@ function valueText(v: unknown): string {
   const text = isError(v) ? errorText(v) : typeof v === "string" ? v : v === undefined ? "undefined" : JSON.stringify(v);
   // An error is said whole: it is what the line is for.
   const short = text.length > MAX_VALUE_CHARS && !isError(v) ? `${text.slice(0, MAX_VALUE_CHARS - 1)}…` : text;
-  return typeof v === "string" || isError(v) ? quoted(short) : short.replace(UNESCAPED_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return typeof v === "string" || isError(v) ? quoted(short) : escapeControls(short);
 }
 
 /** A message, component or field name: as it is when it holds no control character, quoted otherwise. */

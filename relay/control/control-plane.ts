@@ -47,8 +47,9 @@ export interface StackEdit {
   endpoint?: boolean;
 }
 
-/** What an edit did: the stack as it is now, the fields that differed (named as the admin API names them), and whether it is being redeployed. */
+/** What an edit did: the stack as it was and as it is now, the fields that differed (named as the admin API names them), and whether it is being redeployed. */
 export interface StackEdited {
+  before: StackView;
   stack: StackView;
   changed: string[];
   redeployed: boolean;
@@ -361,8 +362,8 @@ export class ControlPlane {
       (changes as Record<string, unknown>)[field] = next[field];
       changed.push(wire);
     }
-    const built = (Object.keys(BUILT_FIELDS) as (keyof StackChanges)[]).some(differs);
-    if (changed.length === 0) return { stack, changed, redeployed: false };
+    const built = Object.keys(changes).some((field) => field in BUILT_FIELDS);
+    if (changed.length === 0) return { before: stack, stack, changed, redeployed: false };
     if (built) {
       if (stack.state === "deploying" || stack.state === "undeploying") {
         throw new MakinaError("conflict", `The stack '${stack.name}' is ${stack.state}: wait until it has settled, then change its ${changed.filter((f) => f !== "name" && f !== "endpoint").join(", ")}.`, { param: "stack" });
@@ -379,9 +380,11 @@ export class ControlPlane {
     if (!(await this.store.stacks.update(stack.id, changes, stack.state, { redeploy: redeployed }))) {
       throw new MakinaError("conflict", `The stack '${stack.name}' changed meanwhile; look at it again and retry.`, { param: "stack" });
     }
-    if (redeployed) this.deployer.launch((await this.store.stacks.get(stack.id))!);
-    this.events.emit({ type: "stack", orgId: stack.orgId, stackId: stack.id });
-    return { stack: await this.stack(stack.id), changed, redeployed };
+    const after = await this.stack(stack.id);
+    // Launching tells live pages itself.
+    if (redeployed) this.deployer.launch(after);
+    else this.events.emit({ type: "stack", orgId: stack.orgId, stackId: stack.id });
+    return { before: stack, stack: after, changed, redeployed };
   }
 
   /**

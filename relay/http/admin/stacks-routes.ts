@@ -20,20 +20,7 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
     "POST /admin/v1/stacks": async (input, access) => {
       access.requireAdmin("create stacks");
       const b = input.body();
-      const stack = await control.createStack({
-        org: access.org(b.org).id,
-        name: b.name,
-        machine: b.machine,
-        runtime: b.runtime,
-        model: b.model,
-        modelSha256: b.model_sha256,
-        modelId: b.model_id,
-        harness: b.harness,
-        harnessOptions: b.harness_options,
-        orchestrator: b.orchestrator,
-        orchestratorOptions: b.orchestrator_options,
-        endpoint: b.endpoint,
-      });
+      const stack = await control.createStack({ ...stackFields(b), org: access.org(b.org).id, name: b.name, machine: b.machine, runtime: b.runtime, model: b.model });
       await record(access, { orgId: stack.orgId, action: "stack.created", target: target(stack), detail: { machine: stack.machineId, runtime: stack.runtime, model: stack.modelRef } });
       return toWire(stack);
     },
@@ -45,20 +32,7 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
     "PATCH /admin/v1/stacks/:id": async (input, access) => {
       access.requireAdmin("change stacks");
       const b = input.body();
-      const before = await control.stack(input.params.id, access.orgScope);
-      const { stack, changed, redeployed } = await control.updateStack(before.id, access.orgScope, {
-        name: b.name,
-        machine: b.machine,
-        runtime: b.runtime,
-        model: b.model,
-        modelSha256: b.model_sha256,
-        modelId: b.model_id,
-        harness: b.harness,
-        harnessOptions: b.harness_options,
-        orchestrator: b.orchestrator,
-        orchestratorOptions: b.orchestrator_options,
-        endpoint: b.endpoint,
-      });
+      const { before, stack, changed, redeployed } = await control.updateStack(input.params.id, access.orgScope, { ...stackFields(b), name: b.name, machine: b.machine, runtime: b.runtime, model: b.model });
       if (changed.length > 0) {
         // What each field was and is, in the API's words (options as the names of those set, never their texts).
         const wire = (v: Record<string, unknown>) => toWire(v) as Record<string, unknown>;
@@ -88,5 +62,18 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
       await record(access, { orgId: stack.orgId, action: "stack.undeployed", target: target(stack) });
       return toWire(stack);
     },
+  };
+}
+
+/** A stack's fields as create and edit both take them, from the admin API's names to the control plane's. */
+function stackFields<B extends { model_sha256?: string | null; model_id?: string | null; harness?: string | null; harness_options?: Record<string, unknown> | null; orchestrator?: string | null; orchestrator_options?: Record<string, unknown> | null; endpoint?: boolean }>(b: B) {
+  return {
+    modelSha256: b.model_sha256,
+    modelId: b.model_id,
+    harness: b.harness,
+    harnessOptions: b.harness_options,
+    orchestrator: b.orchestrator,
+    orchestratorOptions: b.orchestrator_options,
+    endpoint: b.endpoint,
   };
 }

@@ -1,3 +1,4 @@
+import { Link } from "./link.js";
 import type { ComponentChildren } from "preact";
 
 /** A message about the whole page or form: an error, a warning or a success. */
@@ -29,5 +30,15 @@ export function PageHeader({ title, subtitle, children }: { title: string; subti
       </div>
       {children && <div class="actions">{children}</div>}
     </header>
+  );
+}
+
+/** What a page about one thing shows when that thing cannot be read: there is none such (404), or why not, and the way back to the list. */
+export function NotLoaded({ thing, error, back }: { thing: string; error: { status: number; message: string }; back: string }) {
+  return (
+    <EmptyState title={error.status === 404 ? `No such ${thing}` : `This ${thing} cannot be loaded`}>
+      <p>{error.message}</p>
+      <Link href={back}>All {thing}s</Link>
+    </EmptyState>
   );
 }

@@ -1,7 +1,6 @@
 import { useLive } from "../../api/use-live.js";
 import { useApp } from "../../app-context.js";
-import { Link } from "../../components/link.js";
-import { EmptyState } from "../../components/notice.js";
+import { NotLoaded } from "../../components/notice.js";
 import { ForgePage } from "./forge-page.js";
 
 /** A stack in the Forge, its fields as they are, to change it. */
@@ -9,14 +8,7 @@ export function StackEditPage({ id }: { id: string }) {
   const { client } = useApp();
   // Read once: the form starts from the stack as it was when the page opened.
   const stack = useLive(() => client.call("GET /admin/v1/stacks/:id", { params: { id } }), [], [id]);
-  if (stack.error && !stack.data) {
-    return (
-      <EmptyState title={stack.error.status === 404 ? "No such stack" : "This stack cannot be loaded"}>
-        <p>{stack.error.message}</p>
-        <Link href="/stacks">All stacks</Link>
-      </EmptyState>
-    );
-  }
+  if (stack.error && !stack.data) return <NotLoaded thing="stack" error={stack.error} back="/stacks" />;
   if (!stack.data) return <div class="booting" aria-busy="true" />;
   return <ForgePage editing={stack.data} />;
 }

@@ -8,7 +8,7 @@ import { DataTable } from "../../components/data-table.js";
 import { formatAgo, formatBytes } from "../../components/format.js";
 import { ConfirmBar } from "../../components/confirm-bar.js";
 import { Link } from "../../components/link.js";
-import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
+import { NotLoaded, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { DeploymentProgress } from "../stacks/deployment-progress.js";
 
@@ -23,14 +23,7 @@ export function MachinePage({ id }: { id: string }) {
   const [actionError, setActionError] = useState<string | null>(null);
   const machine = useLive(() => client.call("GET /admin/v1/machines/:id", { params: { id } }), ["machine"], [id], (e) => e.event === "machine" && e.data.machine_id === id);
   const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { machine: id, per_page: 1000 } }).then((l) => l.data), ["stack"], [id]);
-  if (machine.error && !machine.data) {
-    return (
-      <EmptyState title={machine.error.status === 404 ? "No such machine" : "This machine cannot be loaded"}>
-        <p>{machine.error.message}</p>
-        <Link href="/machines">All machines</Link>
-      </EmptyState>
-    );
-  }
+  if (machine.error && !machine.data) return <NotLoaded thing="machine" error={machine.error} back="/machines" />;
   const m = machine.data;
   if (!m) return <div class="booting" aria-busy="true" />;
   const h = m.hardware;

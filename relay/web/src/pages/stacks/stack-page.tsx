@@ -4,7 +4,7 @@ import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { ConfirmBar } from "../../components/confirm-bar.js";
 import { Link } from "../../components/link.js";
-import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
+import { NotLoaded, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge, UnverifiedBadge } from "../../components/state-badge.js";
 import { CompatibilityPanel } from "../forge/compatibility-panel.js";
 import { DeploymentProgress } from "./deployment-progress.js";
@@ -22,14 +22,7 @@ export function StackPage({ id }: { id: string }) {
   /** The breaking action waiting for its confirmation, if any. */
   const [confirming, setConfirming] = useState<"undeploy" | "delete" | null>(null);
 
-  if (stack.error && !stack.data) {
-    return (
-      <EmptyState title={stack.error.status === 404 ? "No such stack" : "This stack cannot be loaded"}>
-        <p>{stack.error.message}</p>
-        <Link href="/stacks">All stacks</Link>
-      </EmptyState>
-    );
-  }
+  if (stack.error && !stack.data) return <NotLoaded thing="stack" error={stack.error} back="/stacks" />;
   const s = stack.data;
   if (!s) return <div class="booting" aria-busy="true" />;
   const machine = machines.data?.find((m) => m.id === s.machine_id);
