@@ -10,5 +10,5 @@ export { compileRoutePattern, routePatternFound, ROUTE_PATTERN_TEXT_CHARS, ROUTE
 export { parseHfRef, hfResolveUrl, type HfRef } from "./models/hf-ref.js";
 export { bodyText, serverSentEvents, ServerSentEventParser, type ServerSentEvent } from "./sse/index.js";
 export { addressClass, type AddressClass } from "./net/address-class.js";
-export { getPublicHttps, resolveHost, type PublicHttpsOptions, type ResolveHost } from "./net/public-https.js";
+export { answerLookup, getPublicHttps, resolveHost, type PublicHttpsOptions, type ResolveHost } from "./net/public-https.js";
 export { Slots } from "./flow/slots.js";

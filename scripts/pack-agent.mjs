@@ -116,7 +116,7 @@ try {
       2,
     ) + "\n",
   );
-  writeFileSync(join(stage, "README.md"), "# makina-agent\n\nInstalled by a Makina relay's install script (`curl -fsSL https://RELAY/install.sh | sh -s -- …`). See the Makina README.\n");
+  writeFileSync(join(stage, "README.md"), "# makina-agent\n\nInstalled by a Makina relay's install script: the one-line command its Machines page (or `makina admin machine create`) prints. See the Makina README.\n");
   execFileSync("npm", ["pack", "--silent", "--pack-destination", out], { cwd: stage, stdio: ["ignore", "ignore", "inherit"] });
 } finally {
   rmSync(stage, { recursive: true, force: true });

@@ -1,8 +1,8 @@
-import type { LookupAddress } from "node:dns";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { isIP, type LookupFunction } from "node:net";
+import type { LookupFunction } from "node:net";
 import { Readable } from "node:stream";
+import { answerLookup } from "../../proto/index.js";
 
 /** Statuses whose answer has no body, as fetch's `Response` wants them. */
 const NO_BODY = new Set([101, 103, 204, 205, 304]);
@@ -19,11 +19,7 @@ const IDLE_TIMEOUT_MS = 300_000;
  * status fetch cannot represent, or a connection idle for 5 minutes, rejects.
  */
 export function pinnedFetch(url: URL, addresses: string[], init: { headers: Record<string, string>; signal?: AbortSignal }): Promise<Response> {
-  const pinned: LookupAddress[] = addresses.map((address) => ({ address, family: isIP(address) === 6 ? 6 : 4 }));
-  const lookup: LookupFunction = (_hostname, options, callback) => {
-    if (options.all) return (callback as unknown as (err: null, all: LookupAddress[]) => void)(null, pinned);
-    callback(null, pinned[0]!.address, pinned[0]!.family);
-  };
+  const lookup: LookupFunction = (_hostname, options, callback) => answerLookup(addresses, options, callback);
   const request = url.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     const req = request(url, { method: "GET", headers: init.headers, lookup, signal: init.signal, agent: false }, (res) => {

@@ -1,11 +1,9 @@
-import { lookup as dnsLookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { addressClass, MakinaError, type AddressClass } from "../../proto/index.js";
+import { addressClass, MakinaError, resolveHost, type AddressClass, type ResolveHost } from "../../proto/index.js";
 
-/** Resolves a host name to its addresses (injectable for tests). */
-export type Resolve = (host: string) => Promise<string[]>;
-
-export const resolveHost: Resolve = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
+/** Resolves a host name to its addresses (proto's `ResolveHost`; injectable for tests). */
+export type Resolve = ResolveHost;
+export { resolveHost };
 
 /** A URL host's addresses: itself when it is one, else what `resolve` answers. */
 export async function addressesOf(host: string, resolve: Resolve): Promise<string[]> {

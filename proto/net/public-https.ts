@@ -9,6 +9,16 @@ export type ResolveHost = (host: string) => Promise<string[]>;
 
 export const resolveHost: ResolveHost = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
+/**
+ * Answers a socket's lookup with `addresses` (already resolved and checked): the first one, or all of them when
+ * the socket asks for all (happy eyeballs). The socket then connects to these and to no other.
+ */
+export function answerLookup(addresses: readonly string[], options: { all?: boolean }, callback: Parameters<LookupFunction>[2]): void {
+  const all: LookupAddress[] = addresses.map((address) => ({ address, family: isIP(address) === 6 ? 6 : 4 }));
+  if (options.all) return (callback as unknown as (err: null, all: LookupAddress[]) => void)(null, all);
+  callback(null, all[0]!.address, all[0]!.family);
+}
+
 /** Options of {@link getPublicHttps}. */
 export interface PublicHttpsOptions {
   /** The bytes asked for: `[first, last]`, inclusive (what is read is cut to it); absent: the whole body. */
@@ -45,9 +55,7 @@ export async function getPublicHttps(start: string, o: PublicHttpsOptions): Prom
       (addresses) => {
         const refused = addresses.find((a) => !allowed(a));
         if (addresses.length === 0 || refused !== undefined) return callback(new Error(`${hostname} resolves to ${refused ?? "nothing"}, not a public address`), "", 4);
-        const all: LookupAddress[] = addresses.map((address) => ({ address, family: isIP(address) === 6 ? 6 : 4 }));
-        if (options.all) return (callback as unknown as (err: null, all: LookupAddress[]) => void)(null, all);
-        callback(null, all[0]!.address, all[0]!.family);
+        answerLookup(addresses, options, callback);
       },
       (err: Error) => callback(err, "", 4),
     );

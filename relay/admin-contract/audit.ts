@@ -33,6 +33,8 @@ export const AUDIT_ACTIONS = [
   "org.limits_changed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+/** The families a filter may name for all their actions (`key` for every `key.…`). */
+const AUDIT_FAMILIES = [...new Set(AUDIT_ACTIONS.filter((a) => a.includes(".")).map((a) => a.slice(0, a.indexOf("."))))];
 
 /** One recorded action. */
 export interface AuditEvent {
@@ -67,7 +69,7 @@ export const AUDIT_ROUTES = {
       before: z.string(must("an event id")).regex(/^aud_[a-z0-9]{16}$/, must("an event id")).optional(),
       action: z
         .string(must("an action or a family of actions"))
-        .refine((a) => (AUDIT_ACTIONS as readonly string[]).some((known) => known === a || known.startsWith(`${a}.`)), must(`one of ${AUDIT_ACTIONS.join(", ")}, or a family (user, key, machine, stack, org)`))
+        .refine((a) => (AUDIT_ACTIONS as readonly string[]).some((known) => known === a || known.startsWith(`${a}.`)), must(`one of ${AUDIT_ACTIONS.join(", ")}, or a family (${AUDIT_FAMILIES.join(", ")})`))
         .optional(),
     }),
     response: answer<AuditPage>(),

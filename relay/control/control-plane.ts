@@ -201,7 +201,7 @@ export class ControlPlane {
     if (!machine.revokedAt && machine.state !== "pending") {
       throw new MakinaError("conflict", `The machine '${machine.name}' has joined: revoke it first, then delete it.`, { param: "machine" });
     }
-    const stacksOn = async () => (await this.store.stacks.listByOrg(machine.orgId)).filter((s) => s.machineId === machine.id).map((s) => s.name);
+    const stacksOn = async () => (await this.store.stacks.listByMachine(machine.id)).map((s) => s.name);
     const inUse = (names: string[]) => new MakinaError("conflict", `Stacks still name the machine '${machine.name}' (${names.join(", ")}): delete them first.`, { param: "machine" });
     const named = await stacksOn();
     if (named.length > 0) throw inUse(named);

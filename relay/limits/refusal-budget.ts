@@ -41,11 +41,11 @@ export class RefusalBudget {
 
   /** Throws 429 `rate_limit_requests` when the key has had as many requests refused in the window as its RPM (at least 60). */
   check(key: KeyLimits): void {
-    if (key.rpm === null) return;
-    const t = this.tally(key.id);
+    if (key.rpm === null || !this.tallies.has(key.id)) return;
+    const now = this.now();
+    const t = this.tally(key.id, now);
     if (!t) return;
     const limit = Math.max(key.rpm, MIN_REFUSALS);
-    const now = this.now();
     const elapsed = now - t.bucket * this.windowMs;
     const count = t.current + t.previous * (1 - elapsed / this.windowMs);
     if (count < limit) return;
@@ -64,9 +64,10 @@ export class RefusalBudget {
   /** Counts the key's request if its answer was a refusal (`status` is the HTTP status it got). */
   record(key: KeyLimits, status: number): void {
     if (key.rpm === null || !REFUSED_STATUSES.has(status)) return;
-    this.sweep();
-    const bucket = Math.floor(this.now() / this.windowMs);
-    let t = this.tally(key.id);
+    const now = this.now();
+    this.sweep(now);
+    const bucket = Math.floor(now / this.windowMs);
+    let t = this.tally(key.id, now);
     if (!t) {
       t = { bucket, current: 0, previous: 0 };
       this.tallies.set(key.id, t);
@@ -75,10 +76,10 @@ export class RefusalBudget {
   }
 
   /** The key's tally moved to the current bucket; undefined when it has nothing left in the window. */
-  private tally(keyId: string): Tally | undefined {
+  private tally(keyId: string, now: number): Tally | undefined {
     const t = this.tallies.get(keyId);
     if (!t) return undefined;
-    const bucket = Math.floor(this.now() / this.windowMs);
+    const bucket = Math.floor(now / this.windowMs);
     if (bucket > t.bucket) {
       t.previous = bucket === t.bucket + 1 ? t.current : 0;
       t.current = 0;
@@ -92,11 +93,10 @@ export class RefusalBudget {
   }
 
   /** Once a window's length, keys with nothing left in theirs are forgotten. */
-  private sweep(): void {
-    const now = this.now();
+  private sweep(now: number): void {
     if (now - this.lastSweep < this.windowMs) return;
     this.lastSweep = now;
-    for (const id of [...this.tallies.keys()]) this.tally(id);
+    for (const id of [...this.tallies.keys()]) this.tally(id, now);
   }
 
   /** Keys with refusals in their window (for tests: quiet keys are forgotten). */

@@ -56,7 +56,8 @@ export function keyRoutes(control: ControlPlane, usage: UsageRecorder, record: A
         ...(body.machines !== undefined && { machineIds: body.machines?.length ? body.machines : null }),
         ...(body.rpm !== undefined && { rpm: body.rpm }),
         ...(body.tpm !== undefined && { tpm: body.tpm }),
-        ...(body.expires_at !== undefined && { expiresAt: inFuture(body.expires_at) }),
+        // The expiry it has already may be past: sent back as it is, it is no change, not a refusal.
+        ...(body.expires_at !== undefined && { expiresAt: body.expires_at === key.expiresAt ? key.expiresAt : inFuture(body.expires_at) }),
       };
       // A form sends every field; only what differs from the key as it is changes, and is recorded.
       const changes = Object.fromEntries(Object.entries(asked).filter(([field, value]) => JSON.stringify(value) !== JSON.stringify(key[field as keyof ApiKeyChanges])));

@@ -45,6 +45,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/** Where a keyword is, written when asked (`response_format.json_schema.schema.properties.age.minimum`). */
+type Where = () => string;
+
 /** `name` as a path segment: `.name` when it reads as one, `["name"]` otherwise. */
 function segment(name: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name) ? `.${name}` : `[${JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name)}]`;
@@ -96,19 +99,23 @@ function resolvePointer(root: unknown, ref: string): unknown {
  */
 export function validateJsonSchema(schema: unknown, param: string, options: { strict: boolean }): void {
   const tally = { properties: 0, enumValues: 0, nameChars: 0 };
-  const refuse = (path: string, message: string) => new MakinaError("invalid_value", `Invalid schema for '${param}' at '${path}': ${message}`, { param: path });
-  const countName = (path: string, name: string) => {
+  // A keyword's path is written only when it is refused: most schemas are fine, and checked on every request.
+  const refuse = (where: Where, message: string) => {
+    const path = where();
+    return new MakinaError("invalid_value", `Invalid schema for '${param}' at '${path}': ${message}`, { param: path });
+  };
+  const countName = (path: Where, name: string) => {
     tally.nameChars += name.length;
     if (tally.nameChars > SCHEMA_LIMITS.nameChars) throw refuse(path, `property names, definition names and enum values add up to more than ${SCHEMA_LIMITS.nameChars} characters.`);
   };
 
-  const visit = (node: unknown, path: string, depth: number, schemaDepth: number): void => {
+  const visit = (node: unknown, path: Where, depth: number, schemaDepth: number): void => {
     if (typeof node === "boolean") return;
     if (!isPlainObject(node)) throw refuse(path, "a schema is an object or a boolean.");
     if (options.strict && depth > SCHEMA_LIMITS.depth) throw refuse(path, `nested more than ${SCHEMA_LIMITS.depth} levels deep.`);
     if (schemaDepth > SCHEMA_LIMITS.schemaDepth) throw refuse(path, `schemas nested more than ${SCHEMA_LIMITS.schemaDepth} deep.`);
     for (const [key, value] of Object.entries(node)) {
-      const at = `${path}${segment(key)}`;
+      const at = () => `${path()}${segment(key)}`;
       const deeper = VALUE_NESTING.has(key) ? depth + 1 : depth;
       if (UNSUPPORTED.has(key)) throw refuse(at, `the keyword '${key}' is not supported.`);
       if (key === "type") {
@@ -124,15 +131,15 @@ export function validateJsonSchema(schema: unknown, param: string, options: { st
           if (options.strict && key === "properties" && ++tally.properties > SCHEMA_LIMITS.properties) throw refuse(at, `more than ${SCHEMA_LIMITS.properties} properties in all.`);
           if (options.strict && key === "patternProperties" && !compiles(name)) throw refuse(at, `${JSON.stringify(name.slice(0, 64))} is not a valid regular expression.`);
           if (options.strict && key !== "patternProperties") countName(at, name);
-          visit(sub, `${at}${segment(name)}`, key === "$defs" || key === "definitions" ? 1 : deeper, schemaDepth + 1);
+          visit(sub, () => `${at()}${segment(name)}`, key === "$defs" || key === "definitions" ? 1 : deeper, schemaDepth + 1);
         }
       } else if (SCHEMA_ONE.has(key)) {
         // Draft 4 to 7 wrote a tuple as a list under `items`.
-        if (key === "items" && Array.isArray(value)) value.forEach((sub, i) => visit(sub, `${at}[${i}]`, deeper, schemaDepth + 1));
+        if (key === "items" && Array.isArray(value)) value.forEach((sub, i) => visit(sub, () => `${at()}[${i}]`, deeper, schemaDepth + 1));
         else visit(value, at, deeper, schemaDepth + 1);
       } else if (SCHEMA_LISTS.has(key)) {
         if (!Array.isArray(value) || value.length === 0) throw refuse(at, "expected a non-empty list of schemas.");
-        value.forEach((sub, i) => visit(sub, `${at}[${i}]`, deeper, schemaDepth + 1));
+        value.forEach((sub, i) => visit(sub, () => `${at()}[${i}]`, deeper, schemaDepth + 1));
       } else if (key === "required") {
         if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) throw refuse(at, "expected a list of property names.");
         if (new Set(value).size !== value.length) throw refuse(at, "a property is listed twice.");
@@ -177,9 +184,9 @@ export function validateJsonSchema(schema: unknown, param: string, options: { st
     for (const [low, high] of ORDERED) {
       const a = node[low];
       const b = node[high];
-      if (typeof a === "number" && typeof b === "number" && a > b) throw refuse(`${path}${segment(low)}`, `'${low}' (${a}) is greater than '${high}' (${b}).`);
+      if (typeof a === "number" && typeof b === "number" && a > b) throw refuse(() => `${path()}${segment(low)}`, `'${low}' (${a}) is greater than '${high}' (${b}).`);
     }
   };
 
-  visit(schema, param, 1, 0);
+  visit(schema, () => param, 1, 0);
 }

@@ -41,7 +41,9 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: Stack[
     e.preventDefault();
     setBusy(true);
     setError(null);
-    const fields = { name: name.trim() || null, stacks: stackIds.length ? stackIds : null, machines: machineIds.length ? machineIds : null, rpm: limit(rpm), tpm: limit(tpm), expires_at: endOfDay(expires) };
+    // A day left as it was keeps the key's expiry as it is (set to the minute by the API, or already past).
+    const sameDay = editing && expires === (editing.expires_at ? localDate(editing.expires_at) : "");
+    const fields = { name: name.trim() || null, stacks: stackIds.length ? stackIds : null, machines: machineIds.length ? machineIds : null, rpm: limit(rpm), tpm: limit(tpm), expires_at: sameDay ? undefined : endOfDay(expires) };
     try {
       if (editing) {
         await client.call("PATCH /admin/v1/keys/:id", { params: { id: editing.id }, body: fields });
