@@ -49,7 +49,9 @@ export function DataTable<T>({ label, columns, rows, rowKey, rowTestId, rowClass
                 ) : sorted && c.sort ? (
                   <button type="button" class="sort" onClick={() => sorted.onSort(c.sort!)}>
                     {c.header}
-                    <span aria-hidden="true">{ariaSort(c) === "ascending" ? " ▲" : ariaSort(c) === "descending" ? " ▼" : ""}</span>
+                    <span aria-hidden="true" class={ariaSort(c) ? "" : "sortable"}>
+                      {ariaSort(c) === "ascending" ? " ▲" : ariaSort(c) === "descending" ? " ▼" : " ↕"}
+                    </span>
                   </button>
                 ) : (
                   c.header
