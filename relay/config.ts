@@ -109,6 +109,10 @@ export interface RelayConfig {
   readonly eventsKeepaliveMs: number;
   /** How long the audit log keeps an event, days. @default 365 */
   readonly auditRetentionDays: number;
+  /** How long the request log keeps a request, days. @default 30 */
+  readonly requestLogDays: number;
+  /** The most requests the request log keeps per organization (the newest). @default 100000 */
+  readonly requestLogRows: number;
   /** Requests one stack runs at once; more wait in its queue. @default 64 */
   readonly maxInFlightPerStack: number;
   /** Requests one machine runs at once, all its stacks together. @default 256 */
@@ -167,6 +171,8 @@ const ENV: Record<keyof RelayConfig, string> = {
   streamIdleTimeoutMs: "MAKINA_STREAM_IDLE_TIMEOUT_MS",
   eventsKeepaliveMs: "MAKINA_EVENTS_KEEPALIVE_MS",
   auditRetentionDays: "MAKINA_AUDIT_RETENTION_DAYS",
+  requestLogDays: "MAKINA_REQUEST_LOG_DAYS",
+  requestLogRows: "MAKINA_REQUEST_LOG_ROWS",
   drainTimeoutMs: "MAKINA_DRAIN_TIMEOUT_MS",
   deployStepTimeoutMs: "MAKINA_DEPLOY_STEP_TIMEOUT_MS",
   headerTimeoutMs: "MAKINA_HEADER_TIMEOUT_MS",
@@ -212,6 +218,8 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   streamIdleTimeoutMs: 60_000,
   eventsKeepaliveMs: 15_000,
   auditRetentionDays: 365,
+  requestLogDays: 30,
+  requestLogRows: 100_000,
   drainTimeoutMs: 30_000,
   deployStepTimeoutMs: 30 * 60_000,
   headerTimeoutMs: 20_000,
@@ -337,6 +345,8 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     streamIdleTimeoutMs: int("streamIdleTimeoutMs", 100, 24 * 3_600_000),
     eventsKeepaliveMs: int("eventsKeepaliveMs", 100, 3_600_000),
     auditRetentionDays: int("auditRetentionDays", 1, 36_500),
+    requestLogDays: int("requestLogDays", 1, 3650),
+    requestLogRows: int("requestLogRows", 100, 100_000_000),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     deployStepTimeoutMs: int("deployStepTimeoutMs", 100, 24 * 3_600_000),
     headerTimeoutMs: int("headerTimeoutMs", 100, 600_000),

@@ -11,7 +11,7 @@ import { relayPaths } from "./config.js";
 import { WebSessions } from "./auth/index.js";
 import { ControlPlane, ModelInspector } from "./control/index.js";
 import { EventBus } from "./events/index.js";
-import { UsageRecorder } from "./usage/index.js";
+import { RequestLog, UsageRecorder } from "./usage/index.js";
 import { RelayMetrics } from "./metrics/index.js";
 import { Deployer } from "./deploy/index.js";
 import { AgentRegistry, linkAcceptor, loadLinkTls, publicKeyPin, shareLinkCertificates, startLinkServer } from "./link/index.js";
@@ -208,6 +208,12 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   }
 
   const usage = new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) });
+  const requests = new RequestLog(store, {
+    retentionMs: config.requestLogDays * 86_400_000,
+    keepPerOrg: config.requestLogRows,
+    onWriteError: (what, err) => storage.failed(what, err),
+    onDropped: (count) => log.warn("requests went unlogged: more came than the database took in time", { count }),
+  });
   // Several relays share a PostgreSQL database: each one's series carry its id.
   const metrics = new RelayMetrics({ machinesOnline: () => registry.size, relayId: store.dialect === "postgres" ? relayId : undefined, otherRelays: fleet?.relays });
   const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs, storage);
@@ -251,6 +257,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     control,
     events,
     usage,
+    requests,
     metrics,
     sessions,
     audit,
@@ -366,6 +373,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
         await feed?.stop();
         // Counts the database still refuses are lost with the process: said so in the log, the stop goes on.
         await storage.attempt("usage counts", () => usage.close());
+        await storage.attempt("the request log", () => requests.close());
         await audit.close();
         directory.close();
         await limiter.close?.();

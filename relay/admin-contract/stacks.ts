@@ -74,6 +74,8 @@ export interface Stack {
   state_error: string | null;
   /** Context size the runtime serves, in tokens, once deployed. */
   context_size: number | null;
+  /** Hours the request log keeps this stack's prompts and answers (1 to 720); null: it keeps none. */
+  capture_hours: number | null;
   /** The runtime's state as its machine last reported it (`loading`, `ready`, `failed`); null before any report. */
   runtime_state: string | null;
   runtime_error: string | null;
@@ -134,6 +136,12 @@ const layers = {
     .transform((e) => e === undefined || e === true),
 };
 
+/** The longest a stack's requests' prompts and answers are kept: 30 days. */
+export const MAX_CAPTURE_HOURS = 720;
+const CAPTURE = must(`a whole number of hours from 1 to ${MAX_CAPTURE_HOURS}, or null (keep no prompt or answer)`);
+/** Hours the request log keeps prompts and answers, or null (none: the default). */
+const captureHours = () => z.number(CAPTURE).int(CAPTURE).min(1, CAPTURE).max(MAX_CAPTURE_HOURS, CAPTURE).nullable().optional();
+
 /** What the stacks' list sorts by. */
 export const STACK_SORTS = ["name", "state", "model_id", "runtime", "created_at", "deployed_at"] as const;
 
@@ -158,6 +166,7 @@ export const STACK_ROUTES = {
       /** Empty or absent: the model file's name without `.gguf`. */
       model_id: modelIdText(),
       name: nameText(),
+      capture_hours: captureHours(),
     }),
     response: answer<Stack>(),
   }),
@@ -168,7 +177,7 @@ export const STACK_ROUTES = {
   }),
   "GET /admin/v1/catalog": route({ response: answer<List<CatalogModel>>() }),
   /**
-   * Changes a stack (admins); a field left out is kept. `name` and `endpoint` change at once, in any state.
+   * Changes a stack (admins); a field left out is kept. `name`, `endpoint` and `capture_hours` change at once, in any state.
    * The rest (machine, runtime, model, model_sha256, model_id, the layers and their options) is what the
    * machine builds: a draft or failed stack just keeps it (deploy it to use it), a deployed one is redeployed
    * on its machine with it (it answers again once deployed), and a stack deploying or undeploying refuses it
@@ -188,6 +197,7 @@ export const STACK_ROUTES = {
       orchestrator: optionalText(),
       orchestrator_options: layerOptions(),
       endpoint: flag().optional(),
+      capture_hours: captureHours(),
     }),
     response: answer<StackChange>(),
   }),

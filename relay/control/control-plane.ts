@@ -28,6 +28,8 @@ export interface StackInput {
   orchestratorOptions?: Record<string, unknown> | null;
   /** @default true */
   endpoint?: boolean;
+  /** Hours the request log keeps prompts and answers; null: none kept. */
+  captureHours?: number | null;
 }
 
 /** An edit of a stack: a field left out is kept (see {@link ControlPlane.updateStack}). */
@@ -45,6 +47,8 @@ export interface StackEdit {
   orchestrator?: string | null;
   orchestratorOptions?: Record<string, unknown> | null;
   endpoint?: boolean;
+  /** Hours the request log keeps prompts and answers; null: none kept. */
+  captureHours?: number | null;
 }
 
 /** What an edit did: the stack as it was and as it is now, the fields that differed (named as the admin API names them), and whether it is being redeployed. */
@@ -68,7 +72,7 @@ const BUILT_FIELDS = {
   orchestratorOptions: "orchestrator_options",
 } as const satisfies Partial<Record<keyof StackChanges, string>>;
 /** The fields that change at once, in any state. */
-const LIVE_FIELDS = { name: "name", hasEndpoint: "endpoint" } as const satisfies Partial<Record<keyof StackChanges, string>>;
+const LIVE_FIELDS = { name: "name", hasEndpoint: "endpoint", captureHours: "capture_hours" } as const satisfies Partial<Record<keyof StackChanges, string>>;
 
 /** A stack being built (the Forge): no name yet, and the machine and model may be missing. */
 export type PlanInput = PlanLayers & { org: string; machine?: string | null; runtime: RuntimeKind; model?: string | null };
@@ -288,6 +292,7 @@ export class ControlPlane {
       orchestrator: input.orchestrator || null,
       orchestratorOptions,
       hasEndpoint: input.endpoint ?? true,
+      captureHours: input.captureHours ?? null,
     });
     this.events.emit({ type: "stack", orgId: org.id, stackId: stack.id });
     return this.view(stack);
@@ -353,6 +358,7 @@ export class ControlPlane {
       orchestrator,
       orchestratorOptions: optionsOf(orchestrator, stack.orchestrator, edit.orchestratorOptions, stack.orchestratorOptions, "orchestrator"),
       hasEndpoint: edit.endpoint ?? stack.hasEndpoint,
+      captureHours: edit.captureHours !== undefined ? edit.captureHours : stack.captureHours,
     };
     const differs = (field: keyof StackChanges) => canonical(next[field]) !== canonical(stack[field]);
     const changes: StackChanges = {};
@@ -366,7 +372,7 @@ export class ControlPlane {
     if (changed.length === 0) return { before: stack, stack, changed, redeployed: false };
     if (built) {
       if (stack.state === "deploying" || stack.state === "undeploying") {
-        throw new MakinaError("conflict", `The stack '${stack.name}' is ${stack.state}: wait until it has settled, then change its ${changed.filter((f) => f !== "name" && f !== "endpoint").join(", ")}.`, { param: "stack" });
+        throw new MakinaError("conflict", `The stack '${stack.name}' is ${stack.state}: wait until it has settled, then change its ${changed.filter((f) => !Object.values(LIVE_FIELDS).includes(f as never)).join(", ")}.`, { param: "stack" });
       }
       if (stack.state === "deployed" && changes.machineId !== undefined) {
         throw new MakinaError("conflict", `The stack '${stack.name}' is deployed on its machine: undeploy it first, then move it to another.`, { param: "machine" });

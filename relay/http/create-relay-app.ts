@@ -10,7 +10,7 @@ import type { StorageHealth } from "../health/index.js";
 import type { WebSessions } from "../auth/index.js";
 import type { AuditLog } from "../audit/index.js";
 import type { EventBus } from "../events/index.js";
-import type { UsageRecorder } from "../usage/index.js";
+import type { RequestLog, UsageRecorder } from "../usage/index.js";
 import type { RelayMetrics } from "../metrics/index.js";
 import { metricsRoute } from "./metrics-route.js";
 import { agentCheckRouter, findInstallDir, installRouter, loadInstallFiles, type InstallFiles } from "./install/index.js";
@@ -38,6 +38,8 @@ export interface RelayAppDeps {
   audit: AuditLog;
   events: EventBus;
   usage: UsageRecorder;
+  /** The gateway's requests, for the request log. */
+  requests: RequestLog;
   metrics: RelayMetrics;
   adminTokenHash: () => string | undefined;
   /** Where the built web application is; absent to find it next to the relay's code. */
@@ -87,6 +89,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     limiter: deps.limiter,
     refusals: new RefusalBudget(),
     usage: deps.usage,
+    requests: deps.requests,
     metrics: deps.metrics,
     gate: deps.gate,
     ...deps.limits,
@@ -149,6 +152,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
         audit: deps.audit,
         events: deps.events,
         usage: deps.usage,
+        requests: deps.requests,
         adminTokenHash: deps.adminTokenHash,
         eventsKeepaliveMs: deps.eventsKeepaliveMs,
       }),

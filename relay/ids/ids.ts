@@ -42,3 +42,30 @@ export class PooledBase62 {
 export function newId(prefix: "org" | "user" | "mach" | "stk" | "key" | "dep"): string {
   return `${prefix}_${randomBase62(16)}`;
 }
+
+/**
+ * `n` in base 36 (digits and lowercase letters, which every collation, PostgreSQL's locales included, sorts
+ * as ASCII does), `width` characters: strings of one width sort as their numbers do.
+ */
+const base36 = (n: number, width: number) => n.toString(36).padStart(width, "0").slice(-width);
+
+/**
+ * Ids that sort as they were made (`aud_…`, `req_…`): `prefix`, `_` and 16 characters: the time (9), this
+ * process's count (3: ids of one millisecond keep their order) and 4 random ones (two relays' ids of one
+ * millisecond do not collide). {@link SortableIds.floor} is below every id made at or after a time.
+ */
+export class SortableIds {
+  private seq = 0;
+
+  constructor(private readonly prefix: "aud" | "req") {}
+
+  next(at: number): string {
+    this.seq = (this.seq + 1) % 36 ** 3;
+    return `${this.prefix}_${base36(at, 9)}${base36(this.seq, 3)}${base36(randomBytes(4).readUInt32BE() % 36 ** 4, 4)}`;
+  }
+
+  /** A string that sorts below every id made at `at` or later, and above every id made before. */
+  floor(at: number): string {
+    return `${this.prefix}_${base36(Math.max(0, at), 9)}`;
+  }
+}

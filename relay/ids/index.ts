@@ -1,1 +1,1 @@
-export { randomBase62, newId, PooledBase62 } from "./ids.js";
+export { randomBase62, newId, PooledBase62, SortableIds } from "./ids.js";

@@ -55,7 +55,7 @@ export interface KeyLookup {
  * Checks the `Authorization` header of a gateway request. The lookup must give the key's current state
  * (the directory, refreshed for this request), so a revocation holds for the very next request.
  */
-export function authenticateApiKey(keys: KeyLookup, authorization: string | undefined, now = Date.now()): ApiKeyRecord {
+export function authenticateApiKey(keys: KeyLookup, authorization: string | undefined, now = Date.now(), seen?: { key: ApiKeyRecord | undefined }): ApiKeyRecord {
   if (authorization === undefined || authorization.trim() === "") {
     throw new MakinaError(
       "missing_api_key",
@@ -68,7 +68,10 @@ export function authenticateApiKey(keys: KeyLookup, authorization: string | unde
   if (!token) throw invalid("(not a bearer token)");
   const hash = hashSecret(token);
   const record = token.startsWith("mk_live_") ? keys.findByHash(hash) : undefined;
-  if (!record || !hashesEqual(record.keyHash, hash) || record.state !== "active") throw invalid(maskSecret(token));
+  if (!record || !hashesEqual(record.keyHash, hash)) throw invalid(maskSecret(token));
+  // The key is known from here, refused or not: `seen` gets it, so its refusals count as its own.
+  if (seen) seen.key = record;
+  if (record.state !== "active") throw invalid(maskSecret(token));
   // An expired key is refused as a revoked one is; its holder is told why.
   if (record.expiresAt !== null && now >= record.expiresAt) {
     throw new MakinaError("invalid_api_key", `Incorrect API key provided: ${maskSecret(token)}. This key expired at ${new Date(record.expiresAt).toISOString()}; ask an admin of the organization to extend it, or make a new one.`);

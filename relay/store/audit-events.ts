@@ -1,12 +1,6 @@
 import type { Db } from "./open-database.js";
 import type { Row } from "./tables.js";
-import { randomBytes } from "node:crypto";
-
-/**
- * `n` in base 36 (digits and lowercase letters, which every collation, PostgreSQL's locales included, sorts
- * as ASCII does), `width` characters: strings of one width sort as their numbers do.
- */
-const base36 = (n: number, width: number) => n.toString(36).padStart(width, "0").slice(-width);
+import { SortableIds } from "../ids/index.js";
 
 /** Who did something: the operator (admin token), a signed-in user, or someone not signed in (a failed sign-in). */
 export interface AuditActor {
@@ -51,10 +45,11 @@ const toEvent = (r: Row<"audit_events">): AuditEvent => ({
 export class AuditEventStore {
   constructor(private readonly db: Db) {}
 
-  private seq = 0;
+  /** Ids that sort as the events were recorded. */
+  private readonly ids = new SortableIds("aud");
 
   async insert(event: Omit<AuditEvent, "id">): Promise<AuditEvent> {
-    const recorded: AuditEvent = { id: this.sortableId(event.at), ...event };
+    const recorded: AuditEvent = { id: this.ids.next(event.at), ...event };
     await this.db
       .insertInto("audit_events")
       .values({
@@ -90,15 +85,6 @@ export class AuditEventStore {
     if (options.actions) query = query.where("action", "in", options.actions);
     const rows = await query.orderBy("at", "desc").orderBy("id", "desc").limit(options.limit).execute();
     return rows.map(toEvent);
-  }
-
-  /**
-   * `aud_` and 16 characters that sort as the events were recorded: the time (9), this relay's count (3: events
-   * of one millisecond keep their order) and 4 random ones (two relays' events of one millisecond do not collide).
-   */
-  private sortableId(at: number): string {
-    this.seq = (this.seq + 1) % 36 ** 3;
-    return `aud_${base36(at, 9)}${base36(this.seq, 3)}${base36(randomBytes(4).readUInt32BE() % 36 ** 4, 4)}`;
   }
 
   /** Deletes the events older than `before`; returns how many went. */

@@ -9,6 +9,7 @@ import { ApiKeyStore } from "./api-keys.js";
 import { SettingsStore } from "./settings.js";
 import { SessionStore } from "./sessions.js";
 import { AuditEventStore } from "./audit-events.js";
+import { RequestLogStore } from "./request-log.js";
 
 export { slugify, type Organization } from "./organizations.js";
 export type { User } from "./users.js";
@@ -18,6 +19,7 @@ export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord, ApiKeyChanges } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";
 export type { AuditActor, AuditEvent } from "./audit-events.js";
+export type { LoggedRequest, RequestFilter, CapturedExchange } from "./request-log.js";
 export type { StoreChange, ChangeListener } from "./change-notices.js";
 export { type DatabaseLocation, type Db, databaseNowMs } from "./open-database.js";
 export { transaction } from "./transaction.js";
@@ -41,6 +43,7 @@ export interface Store {
   readonly settings: SettingsStore;
   readonly sessions: SessionStore;
   readonly audit: AuditEventStore;
+  readonly requests: RequestLogStore;
   close(): Promise<void>;
 }
 
@@ -73,6 +76,7 @@ export async function openStore(
     settings: new SettingsStore(db, notices),
     sessions: new SessionStore(db),
     audit: new AuditEventStore(db),
+    requests: new RequestLogStore(db),
     close: () =>
       (closing ??= (async () => {
         try {

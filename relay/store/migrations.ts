@@ -242,6 +242,43 @@ export const MIGRATIONS: readonly string[] = [
     ON api_keys FOR EACH ROW EXECUTE FUNCTION makina_changed('key', 'id');
   {{/POSTGRES}}
   `,
+  `
+  -- The request log: the gateway's last requests per organization, refused ones too (relay/usage). Its ids sort
+  -- as the requests ended, so pages and pruning go by id. No prompt or answer is kept unless the stack
+  -- captures them (stacks.capture_hours), and then only until capture_until.
+  CREATE TABLE request_log (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    at BIGINT NOT NULL,
+    request_id TEXT NOT NULL,
+    key_id TEXT,
+    model TEXT NOT NULL,
+    stack_id TEXT,
+    machine_id TEXT,
+    stream INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    error_code TEXT,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    latency_ms INTEGER NOT NULL,
+    first_token_ms INTEGER,
+    capture_json TEXT,
+    capture_until BIGINT
+  );
+  CREATE INDEX request_log_org ON request_log(org_id, id);
+  CREATE INDEX request_log_key ON request_log(key_id, id);
+  CREATE INDEX request_log_stack ON request_log(stack_id, id);
+  CREATE INDEX request_log_captured ON request_log(capture_until) WHERE capture_until IS NOT NULL;
+  -- A stack may keep its requests' prompts and answers in the request log, for so many hours (null: never).
+  ALTER TABLE stacks ADD COLUMN capture_hours INTEGER;
+  {{POSTGRES}}
+  DROP TRIGGER stacks_changed ON stacks;
+  CREATE TRIGGER stacks_changed AFTER UPDATE OF org_id, name, machine_id, runtime, model_ref, model_sha256, model_id,
+    harness, harness_options_json, orchestrator, orchestrator_options_json, has_endpoint, state, context_size, capture_hours
+    ON stacks FOR EACH ROW WHEN (OLD.state = 'deployed' OR NEW.state = 'deployed')
+    EXECUTE FUNCTION makina_changed('stacks', 'org_id');
+  {{/POSTGRES}}
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

@@ -46,6 +46,8 @@ export interface Stack {
   stateError: string | null;
   /** Context size served by the runtime, in tokens, once deployed. */
   contextSize: number | null;
+  /** Hours the request log keeps this stack's prompts and answers; null: it keeps none (the default). */
+  captureHours: number | null;
   /** The runtime's state as its machine last reported it: `loading`, `ready` or `failed`; null before any report. */
   runtimeState: string | null;
   /** Why the runtime is not ready, as the machine reported it. */
@@ -69,11 +71,12 @@ export interface NewStack {
   orchestrator?: string | null;
   orchestratorOptions?: Record<string, LayerOptionValue>;
   hasEndpoint: boolean;
+  captureHours?: number | null;
 }
 
 /** What an edit of a stack changes: a field left out is kept. */
 export type StackChanges = Partial<
-  Pick<NewStack, "name" | "machineId" | "runtime" | "modelRef" | "modelSha256" | "modelId" | "harness" | "harnessOptions" | "orchestrator" | "orchestratorOptions" | "hasEndpoint">
+  Pick<NewStack, "name" | "machineId" | "runtime" | "modelRef" | "modelSha256" | "modelId" | "harness" | "harnessOptions" | "orchestrator" | "orchestratorOptions" | "hasEndpoint" | "captureHours">
 >;
 
 const toStack = (r: Row<"stacks">): Stack => ({
@@ -93,6 +96,7 @@ const toStack = (r: Row<"stacks">): Stack => ({
   state: r.state,
   stateError: r.state_error,
   contextSize: r.context_size,
+  captureHours: r.capture_hours,
   runtimeState: r.runtime_state,
   runtimeError: r.runtime_error,
   deployedAt: r.deployed_at,
@@ -144,6 +148,7 @@ export class StackStore {
         orchestrator: input.orchestrator ?? null,
         orchestrator_options_json: options(input.orchestratorOptions),
         has_endpoint: input.hasEndpoint ? 1 : 0,
+        capture_hours: input.captureHours ?? null,
         created_at: now,
         updated_at: now,
       })
@@ -230,6 +235,7 @@ export class StackStore {
     if (changes.orchestrator !== undefined) set.orchestrator = changes.orchestrator;
     if (changes.orchestratorOptions !== undefined) set.orchestrator_options_json = options(changes.orchestratorOptions);
     if (changes.hasEndpoint !== undefined) set.has_endpoint = changes.hasEndpoint ? 1 : 0;
+    if (changes.captureHours !== undefined) set.capture_hours = changes.captureHours;
     const stack = await this.get(id);
     if (!stack) return false;
     const write = () => this.db.updateTable("stacks").set(set).where("id", "=", id).where("state", "=", whileState).executeTakeFirst();

@@ -53,6 +53,8 @@ export interface Tables {
     state: Generated<"draft" | "deploying" | "deployed" | "failed" | "undeploying">;
     state_error: string | null;
     context_size: number | null;
+    /** Hours the request log keeps this stack's prompts and answers; null: it keeps none. */
+    capture_hours: Generated<number | null>;
     runtime_state: string | null;
     runtime_error: string | null;
     deployed_at: number | null;
@@ -127,6 +129,25 @@ export interface Tables {
     started_at: number;
     seen_at: number;
     lease_ms: number;
+  };
+  request_log: {
+    id: string;
+    org_id: string;
+    at: number;
+    request_id: string;
+    key_id: string | null;
+    model: string;
+    stack_id: string | null;
+    machine_id: string | null;
+    stream: number;
+    status: number;
+    error_code: string | null;
+    prompt_tokens: number;
+    completion_tokens: number;
+    latency_ms: number;
+    first_token_ms: number | null;
+    capture_json: string | null;
+    capture_until: number | null;
   };
   usage_minutes: {
     org_id: string;

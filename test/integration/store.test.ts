@@ -278,6 +278,44 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     expect(await store.audit.prune(6_000)).toBe(5);
     expect((await store.audit.list("org_a", { limit: 10 })).map((e) => e.id)).toEqual(newestFirst.slice(0, 2));
   });
+
+  it("keeps the request log: newest first, filtered, named, bounded per organization and by age, captures dropped when due", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const org = (await store.orgs.create("Acme"))!;
+    const key = await store.keys.insert({ orgId: org.id, name: "bot", prefix: "mk_live_abc", keyHash: "hash-bot", stackIds: null, machineIds: null, rpm: null, tpm: null, createdBy: null });
+    const row = (i: number, extra: Partial<Parameters<Store["requests"]["insert"]>[0][number]> = {}) => ({
+      orgId: org.id, at: 10_000 + i, requestId: `rq${i}`, keyId: key.id, model: "Qwen_2%", stackId: null, machineId: null, stream: false,
+      status: 200, errorCode: null, promptTokens: i, completionTokens: 1, latencyMs: 5, firstTokenMs: 2, capture: null, captureUntil: null, ...extra,
+    });
+    await store.requests.insert([
+      row(0),
+      row(1, { status: 429, errorCode: "rate_limit_requests", model: "other" }),
+      row(2, { errorCode: "stream_incomplete", stream: true }),
+      row(3, { capture: { messages: [{ role: "user", content: "hi" }], answer: "hello", toolCalls: [], truncated: false }, captureUntil: 50_000 }),
+      { ...row(4), orgId: "org_other" },
+    ]);
+    const ids = async (filter: Parameters<Store["requests"]["list"]>[1]) => (await store.requests.list(org.id, filter, { offset: 0, limit: 10 })).rows.map((r) => r.requestId);
+    expect(await ids({})).toEqual(["rq3", "rq2", "rq1", "rq0"]);
+    expect(await ids({ status: "error" })).toEqual(["rq2", "rq1"]);
+    expect(await ids({ status: "ok" })).toEqual(["rq3", "rq0"]);
+    expect(await ids({ status: "4xx" })).toEqual(["rq1"]);
+    expect(await ids({ status: 200 })).toEqual(["rq3", "rq2", "rq0"]);
+    // Words match part of a model any case, LIKE's own characters as themselves; or a request id whole.
+    expect(await ids({ q: "n_2%" })).toEqual(["rq3", "rq2", "rq0"]);
+    expect(await ids({ q: "n%2" })).toEqual([]);
+    expect(await ids({ q: "rq1" })).toEqual(["rq1"]);
+    expect(await store.requests.list(org.id, {}, { offset: 1, limit: 2 })).toMatchObject({ total: 4, rows: [{ requestId: "rq2", keyName: "bot", stream: true }, { requestId: "rq1" }] });
+    const listed = (await store.requests.list(org.id, {}, { offset: 0, limit: 1 })).rows[0]!;
+    expect(listed).toMatchObject({ requestId: "rq3", capture: null, captureUntil: 50_000 });
+    expect(await store.requests.get(listed.id)).toMatchObject({ keyName: "bot", capture: { answer: "hello" }, captureUntil: 50_000 });
+    // Captures go when due; each organization keeps its newest; nothing older than the cut-off stays.
+    await store.requests.prune({ before: 0, keepPerOrg: 100, orgs: [], now: 50_000 });
+    expect(await store.requests.get(listed.id)).toMatchObject({ capture: null, captureUntil: null, status: 200 });
+    expect(await store.requests.prune({ before: 0, keepPerOrg: 2, orgs: [org.id], now: 0 })).toBe(2);
+    expect(await ids({})).toEqual(["rq3", "rq2"]);
+    expect(await store.requests.prune({ before: 10_003, keepPerOrg: 100, orgs: [], now: 0 })).toBe(1);
+    expect(await ids({})).toEqual(["rq3"]);
+  });
 });
 
 describe("several relays starting against one empty PostgreSQL database at once", () => {

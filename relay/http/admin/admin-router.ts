@@ -3,7 +3,7 @@ import type { AdminRoute, EventRoute, SessionRoute } from "../../admin-contract/
 import type { Access, OrgFinder, WebSessions } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { EventBus } from "../../events/index.js";
-import type { UsageRecorder } from "../../usage/index.js";
+import type { RequestLog, UsageRecorder } from "../../usage/index.js";
 import { jsonBody } from "../json-body.js";
 import { accessOf, adminAuth } from "./admin-auth.js";
 import { isAdminToken, requestBearer } from "../auth/request-auth.js";
@@ -17,6 +17,7 @@ import { mountRoutes, mountStreams, type RouteHandlers, type StreamHandler } fro
 import { orgRoutes } from "./orgs-routes.js";
 import { stackRoutes } from "./stacks-routes.js";
 import { usageRoutes } from "./usage-routes.js";
+import { requestRoutes } from "./requests-routes.js";
 import { userRoutes } from "./users-routes.js";
 
 /** Dependencies of the admin API. */
@@ -28,6 +29,7 @@ export interface AdminRouterDeps {
   audit: AuditLog;
   events: EventBus;
   usage: UsageRecorder;
+  requests: RequestLog;
   adminTokenHash: () => string | undefined;
   /** How often a live event stream sends a keepalive and checks its holder again. @default 15000 */
   eventsKeepaliveMs?: number;
@@ -50,6 +52,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     ...userRoutes(control, deps.sessions, record),
     ...usageRoutes(deps.usage),
     ...auditRoutes(control),
+    ...requestRoutes(deps.requests),
   };
   mountRoutes(r, "/admin/v1/", handlers, accessOf);
   const live = new EventStreams(deps.events, { keepaliveMs: deps.eventsKeepaliveMs });

@@ -21,7 +21,7 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
       access.requireAdmin("create stacks");
       const b = input.body();
       const stack = await control.createStack({ ...stackFields(b), org: access.org(b.org).id, name: b.name, machine: b.machine, runtime: b.runtime, model: b.model });
-      await record(access, { orgId: stack.orgId, action: "stack.created", target: target(stack), detail: { machine: stack.machineId, runtime: stack.runtime, model: stack.modelRef } });
+      await record(access, { orgId: stack.orgId, action: "stack.created", target: target(stack), detail: { machine: stack.machineId, runtime: stack.runtime, model: stack.modelRef, ...(stack.captureHours !== null && { capture_hours: stack.captureHours }) } });
       return toWire(stack);
     },
     "POST /admin/v1/compatibility": async (input, access) => {
@@ -66,7 +66,7 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
 }
 
 /** A stack's fields as create and edit both take them, from the admin API's names to the control plane's. */
-function stackFields<B extends { model_sha256?: string | null; model_id?: string | null; harness?: string | null; harness_options?: Record<string, unknown> | null; orchestrator?: string | null; orchestrator_options?: Record<string, unknown> | null; endpoint?: boolean }>(b: B) {
+function stackFields<B extends { model_sha256?: string | null; model_id?: string | null; harness?: string | null; harness_options?: Record<string, unknown> | null; orchestrator?: string | null; orchestrator_options?: Record<string, unknown> | null; endpoint?: boolean; capture_hours?: number | null }>(b: B) {
   return {
     modelSha256: b.model_sha256,
     modelId: b.model_id,
@@ -75,5 +75,6 @@ function stackFields<B extends { model_sha256?: string | null; model_id?: string
     orchestrator: b.orchestrator,
     orchestratorOptions: b.orchestrator_options,
     endpoint: b.endpoint,
+    captureHours: b.capture_hours,
   };
 }

@@ -5,7 +5,7 @@ import type { Limiter, RefusalBudget } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
 import { PooledBase62 } from "../../ids/index.js";
 import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory, type InferenceTarget } from "../../routing/index.js";
-import type { UsageRecorder } from "../../usage/index.js";
+import type { CapturedExchange, RequestLog, UsageRecorder } from "../../usage/index.js";
 import { readJsonBody } from "../read-json-body.js";
 import { requestIdFor } from "../request-id.js";
 import { sendError, sendJson } from "../send-json.js";
@@ -32,6 +32,8 @@ export interface ChatCompletionsDeps {
   defaultCompletionEstimate: number;
   /** Counts requests and tokens per key and model for the usage page. */
   usage: UsageRecorder;
+  /** Every request of a known key, answered or refused, for the request log. */
+  requests: RequestLog;
   metrics: RelayMetrics;
   /** Requests in flight per stack and machine, with a bounded queue beyond. */
   gate: AdmissionGate;
@@ -40,13 +42,28 @@ export interface ChatCompletionsDeps {
 /** The place of a request whose machine's relay applies its admission. */
 const ADMITTED_ELSEWHERE: Admitted = { release: () => undefined };
 
-/** What one request has become, for its metrics. */
+/** What one request has become, for its metrics, its usage and the request log. */
 interface Outcome {
+  /** The key, once known: refused ones too (expired, revoked). */
   key: ApiKeyRecord | undefined;
+  /** The model that answers, once planned. */
   model: string;
+  /** The model the client asked for, once its body was read. */
+  asked: string;
+  stackId: string | null;
+  machineId: string | null;
+  stream: boolean;
   errorCode: string | null;
+  /** When the first token (streamed) or the whole answer (not streamed) came from the machine. */
   firstTokenAt: number | undefined;
+  /** The runtime's count of tokens; undefined until it ended, null when it failed. */
+  usage: { promptTokens: number; completionTokens: number } | null | undefined;
+  /** Prompt and answer, when the stack captures them, with until when they are kept. */
+  capture: (CapturedExchange & { until: number }) | undefined;
 }
+
+/** The most of a captured prompt (its messages as JSON) and of a captured answer kept, in characters. */
+const CAPTURE_CHARS = 64 * 1024;
 
 /**
  * `POST /v1/chat/completions`, streamed and not, as a plain Node handler: the gateway's one hot path does
@@ -58,18 +75,20 @@ export function chatCompletions(deps: ChatCompletionsDeps): (req: IncomingMessag
   return (req, res) => {
     const startedAt = performance.now();
     const requestId = requestIdFor(req, res);
-    const outcome: Outcome = { key: undefined, model: "", errorCode: null, firstTokenAt: undefined };
+    const outcome: Outcome = { key: undefined, model: "", asked: "", stackId: null, machineId: null, stream: false, errorCode: null, firstTokenAt: undefined, usage: undefined, capture: undefined };
     const done = deps.metrics.started();
-    res.once("close", () =>
+    res.once("close", () => {
+      const durationMs = performance.now() - startedAt;
       done({
         model: outcome.model,
         status: res.statusCode,
         keyId: outcome.key?.id ?? "",
         errorCode: outcome.errorCode,
-        durationSeconds: (performance.now() - startedAt) / 1000,
-        firstTokenSeconds: outcome.firstTokenAt === undefined ? null : (outcome.firstTokenAt - startedAt) / 1000,
-      }),
-    );
+        durationSeconds: durationMs / 1000,
+        firstTokenSeconds: outcome.firstTokenAt === undefined || !outcome.stream ? null : (outcome.firstTokenAt - startedAt) / 1000,
+      });
+      if (outcome.key) account(deps, outcome, outcome.key, res, requestId, durationMs, outcome.firstTokenAt === undefined ? null : outcome.firstTokenAt - startedAt);
+    });
     serve(deps, ids, req, res, outcome, requestId).catch((err: unknown) => {
       outcome.errorCode = sendError(res, err, deps.log, requestId);
       if (outcome.key) deps.refusals.record(outcome.key, res.statusCode);
@@ -80,19 +99,25 @@ export function chatCompletions(deps: ChatCompletionsDeps): (req: IncomingMessag
 async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: IncomingMessage, res: ServerResponse, outcome: Outcome, requestId: string): Promise<void> {
   const reload = deps.directory.refresh();
   if (reload) await reload;
-  const key = authenticateApiKey(deps.directory, req.headers.authorization);
+  // A key refused for what it is (expired, revoked) is known from here on: its refusals are logged as its own.
+  const key = authenticateApiKey(deps.directory, req.headers.authorization, Date.now(), outcome);
   outcome.key = key;
   // Every response to a rate-limited key carries its x-ratelimit-* headers.
   const early = deps.limiter.headers(key);
   setHeaders(res, early instanceof Promise ? await early : early);
   // A key past its budget of refused requests is turned away before its body is read.
   deps.refusals.check(key);
-  const request = validateChatRequest(await readJsonBody(req, deps.bodyLimitBytes));
+  const body = await readJsonBody(req, deps.bodyLimitBytes);
+  outcome.asked = askedModel(body);
+  const request = validateChatRequest(body);
   // Where it runs, or why it cannot: a router stack may send it on to another model, which then answers, and
   // the response (and the usage) name that model.
   const { model, stack, session, steps, estimatedTokens } = planRequest(deps, request, key);
   // Metrics name only models that exist: a model id the client made up is not a series of its own.
   outcome.model = model;
+  outcome.stackId = stack.id;
+  outcome.machineId = stack.machineId;
+  outcome.stream = request.input.stream;
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
   const admitted = deps.limiter.admit(key, estimatedTokens);
   const admission = admitted instanceof Promise ? await admitted : admitted;
@@ -120,14 +145,17 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
         steps,
         onUsage: (u) => {
           admission.settle(u ? u.promptTokens + u.completionTokens : null);
+          outcome.usage = u;
           deps.usage.record({ orgId: key.orgId, keyId: key.id, model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });
           if (u) deps.metrics.usage(model, u.promptTokens, u.completionTokens);
         },
       },
     );
     const meta = { id: `chatcmpl-${ids.next(29)}`, created: Math.floor(Date.now() / 1000), model };
+    // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered.
+    if (stack.captureHours !== null) outcome.capture = captureOf(request.input.messages, Date.now() + stack.captureHours * 3_600_000);
     if (streamed) await stream(res, events, meta, request, outcome, deps.log, requestId);
-    else await complete(res, events, meta, controller, deps.requestTimeoutMs);
+    else await complete(res, events, meta, controller, deps.requestTimeoutMs, outcome);
   } catch (err) {
     // Not served (refused by the runtime, machine gone before the first byte): give the quota back.
     // A client that went away keeps paying for the tokens generated until then.
@@ -139,6 +167,65 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
     place?.release();
     res.off("close", onClose);
   }
+}
+
+/**
+ * What a request that ended counts for: the request log (every request of a known key, refused ones too) and,
+ * when it never reached a runtime (refused: 400, 401, 403, 404, 429…, or the client left first), the usage
+ * counts as an error; an answered one counted its tokens when it ended.
+ */
+function account(deps: ChatCompletionsDeps, outcome: Outcome, key: ApiKeyRecord, res: ServerResponse, requestId: string, durationMs: number, firstTokenMs: number | null): void {
+  const model = outcome.model || outcome.asked;
+  // The client went away before any answer: nginx's 499, as no status was sent.
+  const status = res.headersSent ? res.statusCode : 499;
+  const errorCode = outcome.errorCode ?? (res.writableFinished ? null : "canceled");
+  if (outcome.usage === undefined) deps.usage.record({ orgId: key.orgId, keyId: key.id, model, promptTokens: 0, completionTokens: 0, failed: true });
+  const capture = outcome.capture;
+  deps.requests.record({
+    orgId: key.orgId,
+    requestId,
+    keyId: key.id,
+    model,
+    stackId: outcome.stackId,
+    machineId: outcome.machineId,
+    stream: outcome.stream,
+    status,
+    errorCode,
+    promptTokens: outcome.usage?.promptTokens ?? 0,
+    completionTokens: outcome.usage?.completionTokens ?? 0,
+    latencyMs: Math.round(durationMs),
+    firstTokenMs: firstTokenMs === null ? null : Math.round(firstTokenMs),
+    capture: capture ? { messages: capture.messages, answer: capture.answer, toolCalls: capture.toolCalls, truncated: capture.truncated } : null,
+    captureUntil: capture?.until ?? null,
+  });
+}
+
+/** The `model` of a request body, as far as it can be read (for the log of a request refused before it was checked). */
+function askedModel(body: unknown): string {
+  const model = body !== null && typeof body === "object" ? (body as { model?: unknown }).model : undefined;
+  return typeof model === "string" ? model.slice(0, 200) : "";
+}
+
+/** A capture of a request's messages (cut to {@link CAPTURE_CHARS} as JSON text), its answer to come. */
+function captureOf(messages: unknown, until: number): CapturedExchange & { until: number } {
+  const json = JSON.stringify(messages);
+  const whole = json.length <= CAPTURE_CHARS;
+  return { messages: whole ? messages : json.slice(0, CAPTURE_CHARS), answer: "", toolCalls: [], truncated: !whole, until };
+}
+
+function captureText(capture: CapturedExchange, text: string): void {
+  const room = CAPTURE_CHARS - capture.answer.length;
+  if (text.length > room) capture.truncated = true;
+  if (room > 0) capture.answer += text.slice(0, room);
+}
+
+/** A tool call's piece: the call at `index` (a new one when absent) gets its name and more of its arguments, within the size. */
+function captureCall(capture: CapturedExchange, name: string, args: string, index = capture.toolCalls.length): void {
+  const call = (capture.toolCalls[index] ??= { name, arguments: "" });
+  if (name) call.name = name;
+  const room = CAPTURE_CHARS - call.arguments.length;
+  if (args.length > room) capture.truncated = true;
+  if (room > 0) call.arguments += args.slice(0, room);
 }
 
 /** A streamed tool-call piece as the vendor's delta: its first piece says the call's id, type and function name. */
@@ -158,7 +245,7 @@ interface Meta {
   model: string;
 }
 
-async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>, meta: Meta, controller: AbortController, timeoutMs: number): Promise<void> {
+async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>, meta: Meta, controller: AbortController, timeoutMs: number, outcome: Outcome): Promise<void> {
   const timer = setTimeout(() => controller.abort(new MakinaError("timeout", "The request took too long to complete.")), timeoutMs);
   try {
     let content = "";
@@ -172,6 +259,11 @@ async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>,
         const call = (calls[ev.index] ??= { id: ev.id, type: "function", function: { name: ev.name, arguments: "" } });
         call.function.arguments += ev.arguments;
         continue;
+      }
+      outcome.firstTokenAt = performance.now();
+      if (outcome.capture) {
+        captureText(outcome.capture, content);
+        for (const c of calls) if (c) captureCall(outcome.capture, c.function.name, c.function.arguments);
       }
       const { promptTokens, completionTokens } = ev.usage;
       const message = calls.length ? { role: "assistant", content: content || null, refusal: null, tool_calls: calls.filter(Boolean) } : { role: "assistant", content, refusal: null };
@@ -206,8 +298,10 @@ async function stream(res: ServerResponse, events: AsyncGenerator<TokenEvent>, m
     while (!ev.done) {
       const value = ev.value;
       if (value.type === "text") {
+        if (outcome.capture) captureText(outcome.capture, value.text);
         if (value.text !== "" && !(await sse.send(chunk(`{"content":${JSON.stringify(value.text)}}`, null)))) return;
       } else if (value.type === "toolCall") {
+        if (outcome.capture) captureCall(outcome.capture, value.name, value.arguments, value.index);
         if (!(await sse.send(chunk(toolCallDelta(value), null)))) return;
       } else {
         if (!(await sse.send(chunk("{}", value.finishReason)))) return;
@@ -224,6 +318,7 @@ async function stream(res: ServerResponse, events: AsyncGenerator<TokenEvent>, m
     }
   } catch (err) {
     const e = MakinaError.from(err);
+    outcome.errorCode = e.code === "canceled" ? "canceled" : "stream_incomplete";
     if (e.code === "canceled") return;
     log.warn("stream failed after the first byte", { requestId, err: e, cause: e.cause });
     // A truncated stream must never look like a success: an error event and no [DONE].

@@ -1,0 +1,187 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ApiKey, AuditEvent, LoggedRequest, Page, RequestDetail, Usage } from "../../relay/admin-contract/index.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { WebClient } from "../helpers/web-client.js";
+
+// The request log (issue 21, point 5): the gateway's requests per organization, answered and refused, with
+// their key, model, status, error, tokens and times; refused ones count in usage; prompts and answers are kept
+// only by a stack that captures, for its hours. Real GGUF inference through the real gateway.
+describe("the request log", () => {
+  let gw: TestGateway;
+  const operator = (method: string, path: string, body?: unknown) =>
+    fetch(`${gw.relay.url}${path}`, { method, headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await operator(method, path, body);
+    expect(res.status, await res.clone().text()).toBeLessThan(300);
+    return (await res.json()) as T;
+  };
+  const log = (query = "") => json<Page<LoggedRequest>>("GET", `/admin/v1/requests?org=${gw.orgId}${query}`);
+  const newKey = (body: Record<string, unknown>) => json<ApiKey & { key: string }>("POST", "/admin/v1/keys", { org: gw.orgId, ...body });
+  const chat = (key: string, body: Record<string, unknown>) =>
+    fetch(`${gw.baseURL}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: gw.modelId, max_tokens: 4, ...body }) });
+  const hello = [{ role: "user", content: "Once upon a time" }];
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("logs answered requests, streamed and not, with their key, model, stack, tokens and times, and no prompt", async () => {
+    const k = await newKey({ name: "writer" });
+    const plain = await chat(k.key, { messages: hello });
+    expect(plain.status).toBe(200);
+    const streamed = await chat(k.key, { messages: hello, stream: true });
+    expect(streamed.status).toBe(200);
+    await streamed.text();
+
+    const page = await log(`&key=${k.id}`);
+    expect(page).toMatchObject({ object: "list", total: 2, page: 1, per_page: 50 });
+    const [s, p] = page.data;
+    expect(p).toMatchObject({ object: "request", key_id: k.id, key_name: "writer", model: gw.modelId, stack_id: gw.stackId, stack_name: "test-stack", machine_id: gw.machineId, stream: false, status: 200, error_code: null, captured: false, capture_until: null });
+    expect(p!.request_id).toBe(plain.headers.get("x-request-id"));
+    expect(s).toMatchObject({ stream: true, status: 200, error_code: null, request_id: streamed.headers.get("x-request-id") });
+    for (const r of [p!, s!]) {
+      expect(r.prompt_tokens).toBeGreaterThan(0);
+      expect(r.completion_tokens).toBeGreaterThan(0);
+      expect(r.first_token_ms).not.toBeNull();
+      expect(r.latency_ms).toBeGreaterThanOrEqual(r.first_token_ms!);
+      expect(r.at).toBeLessThanOrEqual(Date.now());
+    }
+    // Newest first.
+    expect(s!.id > p!.id).toBe(true);
+    const detail = await json<RequestDetail>("GET", `/admin/v1/requests/${p!.id}`);
+    expect(detail).toMatchObject({ id: p!.id, key_name: "writer", captured: false, capture: null });
+  });
+
+  it("logs refused requests with their status and error, counts them as errors in usage, and filters by them", async () => {
+    const k = await newKey({ name: "refused", rpm: 1 });
+    expect((await chat(k.key, { messages: hello })).status).toBe(200);
+    expect((await chat(k.key, { messages: hello })).status).toBe(429);
+    // A model nobody serves is refused before the limit is consulted: 404, whatever the key's minute holds.
+    expect((await chat(k.key, { model: "no-such-model", messages: hello })).status).toBe(404);
+    await json("PATCH", `/admin/v1/keys/${k.id}`, { rpm: null });
+    expect((await chat(k.key, { model: "no-such-model", messages: hello })).status).toBe(404);
+    expect((await chat(k.key, { messages: "not a list" })).status).toBe(400);
+    // A key that expired is refused as its own: the log names it. A key nobody has is no organization's.
+    await gw.relay.control.updateKey(k.id, { expiresAt: Date.now() - 1 });
+    expect((await chat(k.key, { messages: hello })).status).toBe(401);
+    expect((await chat("mk_live_nobody", { messages: hello })).status).toBe(401);
+
+    const all = await log(`&key=${k.id}`);
+    // (Refused for its key, a request's body is not read: its model is not known.)
+    expect(all.data.map((r) => [r.status, r.error_code, r.model])).toEqual([
+      [401, "invalid_api_key", ""],
+      [400, "invalid_value", gw.modelId],
+      [404, "model_not_found", "no-such-model"],
+      [404, "model_not_found", "no-such-model"],
+      [429, "rate_limit_requests", gw.modelId],
+      [200, null, gw.modelId],
+    ]);
+    expect(all.data.slice(0, 5).every((r) => r.prompt_tokens === 0 && r.completion_tokens === 0 && r.key_name === "refused")).toBe(true);
+
+    expect((await log(`&key=${k.id}&status=error`)).data.map((r) => r.status)).toEqual([401, 400, 404, 404, 429]);
+    expect((await log(`&key=${k.id}&status=ok`)).data.map((r) => r.status)).toEqual([200]);
+    expect((await log(`&key=${k.id}&status=404`)).total).toBe(2);
+    expect((await log(`&key=${k.id}&status=4xx&per_page=2&page=2`))).toMatchObject({ total: 5, page: 2, per_page: 2, data: [{ status: 404 }, { status: 404 }] });
+    expect((await log(`&key=${k.id}&model=no-such-model`)).total).toBe(2);
+    expect((await log(`&q=SUCH-mod`)).data.every((r) => r.model === "no-such-model")).toBe(true);
+    const one = all.data[2]!;
+    expect((await log(`&q=${one.request_id}`)).data.map((r) => r.id)).toEqual([one.id]);
+
+    // Usage counts every one of them, the refused as errors.
+    const usage = await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=key`);
+    expect(usage.totals.find((t) => t.group === k.id)?.total).toMatchObject({ requests: 6, errors: 5 });
+    const byModel = await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=model`);
+    expect(byModel.totals.find((t) => t.group === "no-such-model")?.total).toMatchObject({ requests: 2, errors: 2 });
+  });
+
+  it("filters by stack and refuses a filter it cannot read, in the documented error shape", async () => {
+    const byStack = await log(`&stack=${gw.stackId}`);
+    expect(byStack.total).toBeGreaterThan(0);
+    expect(byStack.data.every((r) => r.stack_id === gw.stackId)).toBe(true);
+    expect((await log(`&stack=stk_nonexistent`)).total).toBe(0);
+    for (const [query, param] of [
+      ["&status=teapot", "status"],
+      ["&status=999", "status"],
+      ["&per_page=501", "per_page"],
+      ["&page=0", "page"],
+    ] as const) {
+      const res = await operator("GET", `/admin/v1/requests?org=${gw.orgId}${query}`);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { param: string; code: string } }).error).toMatchObject({ code: "invalid_value", param });
+    }
+    const missing = await operator("GET", "/admin/v1/requests/req_0000000000000000");
+    expect(missing.status).toBe(404);
+    expect((await operator("GET", "/admin/v1/requests/nonsense")).status).toBe(404);
+  });
+
+  it("keeps prompts and answers only for a stack that captures, for its hours, and shows them to admins only", async () => {
+    const k = await newKey({ name: "captured" });
+    const res = await operator("PATCH", `/admin/v1/stacks/${gw.stackId}`, { capture_hours: 2 });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ capture_hours: 2, changed: ["capture_hours"], redeployed: false, state: "deployed" });
+    const audit = await json<{ data: AuditEvent[] }>("GET", `/admin/v1/audit?org=${gw.orgId}&action=stack.changed`);
+    expect(audit.data[0]!.detail).toEqual({ capture_hours_was: null, capture_hours: 2 });
+
+    const plain = await chat(k.key, { messages: hello });
+    const answer = ((await plain.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content;
+    const streamed = await chat(k.key, { messages: hello, stream: true });
+    const sse = await streamed.text();
+    const [s, p] = (await log(`&key=${k.id}`)).data;
+    expect(p).toMatchObject({ captured: true });
+    expect(p!.capture_until).toBeGreaterThan(Date.now() + 3_500_000);
+    const detail = await json<RequestDetail>("GET", `/admin/v1/requests/${p!.id}`);
+    expect(detail.capture).toEqual({ messages: hello, answer, tool_calls: [], truncated: false });
+    const streamedDetail = await json<RequestDetail>("GET", `/admin/v1/requests/${s!.id}`);
+    const pieces = sse
+      .split("\n")
+      .filter((l) => l.startsWith("data: {"))
+      .map((l) => (JSON.parse(l.slice(6)) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "")
+      .join("");
+    expect(streamedDetail.capture).toMatchObject({ messages: hello, answer: pieces, truncated: false });
+
+    // A member of the organization reads the log, not what was captured.
+    await gw.relay.control.createUser(gw.orgId, { login: "member", password: "member-password-1", role: "member" });
+    const member = new WebClient(gw.relay.url);
+    expect((await member.signIn("member", "member-password-1")).status).toBe(200);
+    expect(await member.json<RequestDetail>("GET", `/admin/v1/requests/${p!.id}`)).toMatchObject({ id: p!.id, captured: true, capture: null });
+    expect((await member.json<Page<LoggedRequest>>("GET", `/admin/v1/requests?key=${k.id}`)).total).toBe(2);
+    // Another organization's user does not see it at all.
+    const other = await gw.relay.control.createOrg("Other Org");
+    await gw.relay.control.createUser(other.id, { login: "stranger", password: "stranger-password-1", role: "admin" });
+    const stranger = new WebClient(gw.relay.url);
+    await stranger.signIn("stranger", "stranger-password-1");
+    expect((await stranger.call("GET", `/admin/v1/requests/${p!.id}`)).status).toBe(404);
+    expect(await stranger.json<Page<LoggedRequest>>("GET", "/admin/v1/requests")).toMatchObject({ total: 0, data: [] });
+
+    // Past its hours the capture is gone, the request stays.
+    await gw.relay.store.requests.prune({ before: 0, keepPerOrg: 1_000_000, orgs: [], now: Date.now() + 2 * 3_600_000 + 1000 });
+    expect(await json<RequestDetail>("GET", `/admin/v1/requests/${p!.id}`)).toMatchObject({ captured: false, capture_until: null, capture: null, status: 200 });
+    // Turned off, nothing more is kept.
+    await json("PATCH", `/admin/v1/stacks/${gw.stackId}`, { capture_hours: null });
+    await (await chat(k.key, { messages: hello })).text();
+    expect((await log(`&key=${k.id}`)).data[0]).toMatchObject({ captured: false });
+    const bad = await operator("PATCH", `/admin/v1/stacks/${gw.stackId}`, { capture_hours: 721 });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toBe("capture_hours");
+  });
+
+  it("stays bounded: each organization keeps its newest requests, and none older than the retention", async () => {
+    const { store } = gw.relay;
+    const org = await gw.relay.control.createOrg("Busy Org");
+    const row = (at: number, i: number) => ({ orgId: org.id, at, requestId: `r${i}`, keyId: null, model: "m", stackId: null, machineId: null, stream: false, status: 200, errorCode: null, promptTokens: 1, completionTokens: 1, latencyMs: 1, firstTokenMs: 1, capture: null, captureUntil: null });
+    const now = Date.now();
+    await store.requests.insert(Array.from({ length: 1200 }, (_, i) => row(now - 1200 + i, i)));
+    await store.requests.insert([row(now - 40 * 86_400_000, 9999)]);
+    expect((await store.requests.list(org.id, {}, { offset: 0, limit: 1 })).total).toBe(1201);
+    await store.requests.prune({ before: now - 30 * 86_400_000, keepPerOrg: 1000, orgs: [org.id], now });
+    const left = await store.requests.list(org.id, {}, { offset: 0, limit: 1000 });
+    expect(left.total).toBe(1000);
+    // The newest thousand: r200 … r1199.
+    expect([left.rows[0]!.requestId, left.rows[999]!.requestId]).toEqual(["r1199", "r200"]);
+    // Other organizations' requests were not touched.
+    expect((await log()).total).toBeGreaterThanOrEqual(10);
+  });
+});
