@@ -94,6 +94,29 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect(res.choices[0]!.message.content!.length).toBeGreaterThan(0);
     expect(res.usage!.completion_tokens).toBe(8);
 
+    // The request log: every request of the organization's keys, refused ones too; a stack that captures keeps
+    // the prompt and answer, shown by `request get`.
+    const capturing = await json("stack", "update", String(stack.id), "--capture-hours", "1");
+    expect(capturing).toMatchObject({ capture_hours: 1, changed: ["capture_hours"], redeployed: false });
+    await client.chat.completions.create({ model: "tiny-story", messages: [{ role: "user", content: "Hello" }], max_tokens: 2 });
+    expect(await client.chat.completions.create({ model: "nope", messages: [{ role: "user", content: "Hello" }] }).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError);
+    const logged = (await json("request", "list", "--org", "acme-labs")) as unknown as { total: number; data: { id: string; status: number; model: string; key_name: string; captured: boolean }[] };
+    expect(logged.data.map((r) => [r.status, r.model, r.key_name, r.captured])).toEqual([
+      [404, "nope", "ci", false],
+      [200, "tiny-story", "ci", true],
+      [200, "tiny-story", "ci", false],
+    ]);
+    const one = await json("request", "get", logged.data[1]!.id);
+    expect(one.capture).toMatchObject({ messages: [{ role: "user", content: "Hello" }], truncated: false });
+    const errors = await runCli(["admin", "request", "list", "--org", "acme-labs", "--status", "error", "--data-dir", dataDir]);
+    expect(errors.stdout).toMatch(/404\s+model_not_found\s+ci\s+nope/);
+    expect(errors.stdout).not.toContain("tiny-story");
+    const shownCapture = await runCli(["admin", "request", "get", logged.data[1]!.id, "--data-dir", dataDir]);
+    expect(shownCapture.stdout).toMatch(/Prompt:[\s\S]*"Hello"[\s\S]*Answer:/);
+    const forever = await admin("stack", "update", String(stack.id), "--capture-hours", "forever");
+    expect([forever.code, forever.stderr]).toEqual([1, expect.stringContaining("'capture_hours' must be a whole number of hours from 1 to 720")]);
+    expect(await json("stack", "update", String(stack.id), "--capture-hours", "none")).toMatchObject({ capture_hours: null });
+
     const keys = (await json("key", "list", "--org", "acme-labs")) as unknown as Record<string, unknown>[];
     expect(keys).toHaveLength(1);
     expect(JSON.stringify(keys)).not.toContain(String(created.key));
