@@ -19,6 +19,8 @@ import { StacksPage } from "./pages/stacks/stacks-page.js";
 import { UsagePage } from "./pages/usage/usage-page.js";
 import { UsersPage } from "./pages/account/users-page.js";
 import { AuditPage } from "./pages/audit/audit-page.js";
+import { RequestPage } from "./pages/requests/request-page.js";
+import { RequestsPage } from "./pages/requests/requests-page.js";
 import { parseRoute, type Route } from "./router.js";
 import "./styles.css";
 
@@ -34,6 +36,8 @@ const PAGE_TITLES: Record<Route["page"], string> = {
   usage: "Usage",
   users: "Users",
   audit: "Audit",
+  requests: "Requests",
+  request: "Request",
   account: "Account",
   "not-found": "Not found",
 };
@@ -60,6 +64,10 @@ function Page({ route }: { route: Route }) {
       return <UsersPage />;
     case "audit":
       return <AuditPage />;
+    case "requests":
+      return <RequestsPage />;
+    case "request":
+      return <RequestPage id={route.id} />;
     case "account":
       return <AccountPage />;
     case "not-found":

@@ -18,6 +18,8 @@ export type {
   ErrorBody,
   Hardware,
   List,
+  LoggedRequest,
+  RequestDetail,
   Machine,
   MachineJoining,
   NewApiKey,

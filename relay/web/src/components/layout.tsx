@@ -10,6 +10,7 @@ const NAV: { href: string; label: string; pages: Route["page"][]; adminOnly?: bo
   { href: "/stacks", label: "Stacks", pages: ["stacks", "stack", "stack-edit"] },
   { href: "/keys", label: "API keys", pages: ["keys"] },
   { href: "/usage", label: "Usage", pages: ["usage"] },
+  { href: "/requests", label: "Requests", pages: ["requests", "request"] },
   { href: "/users", label: "People", pages: ["users"] },
   { href: "/audit", label: "Audit log", pages: ["audit"], adminOnly: true },
 ];

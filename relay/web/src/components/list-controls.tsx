@@ -9,6 +9,8 @@ export function ListControls<S extends string, St extends string>({
   total,
   states,
   placeholder,
+  everyState = "Every state",
+  stateLabel = "state",
 }: {
   /** What is listed, for the controls' names ("keys"). */
   label: string;
@@ -19,6 +21,10 @@ export function ListControls<S extends string, St extends string>({
   /** The states to filter by, with their words. */
   states: readonly (readonly [St, string])[];
   placeholder: string;
+  /** The filter's words for no filter. */
+  everyState?: string;
+  /** What the filter filters by ("state", "status"). */
+  stateLabel?: string;
 }) {
   const [typed, setTyped] = useState(table.q);
   useEffect(() => setTyped(table.q), [table.q]);
@@ -31,8 +37,8 @@ export function ListControls<S extends string, St extends string>({
   return (
     <div class="list-controls" role="search" aria-label={`Find ${label}`}>
       <input type="search" aria-label={`Search ${label}`} placeholder={placeholder} value={typed} onInput={(e) => setTyped(e.currentTarget.value)} maxLength={200} />
-      <select aria-label={`Show ${label} in state`} value={table.state ?? ""} onChange={(e) => onChange(withState(table, states.find(([v]) => v === e.currentTarget.value)?.[0] ?? null))}>
-        <option value="">Every state</option>
+      <select aria-label={`Show ${label} by ${stateLabel}`} value={table.state ?? ""} onChange={(e) => onChange(withState(table, states.find(([v]) => v === e.currentTarget.value)?.[0] ?? null))}>
+        <option value="">{everyState}</option>
         {states.map(([value, words]) => (
           <option key={value} value={value}>
             {words}

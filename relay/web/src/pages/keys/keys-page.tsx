@@ -4,6 +4,7 @@ import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { DataTable, NameCell } from "../../components/data-table.js";
 import { ListControls } from "../../components/list-controls.js";
+import { Link } from "../../components/link.js";
 import { queryOf, toggleSort, toSearch } from "../../components/table-state.js";
 import { useTableState } from "../../api/use-table-state.js";
 import type { AdminCheckedQuery } from "../../api/types.js";
@@ -126,7 +127,9 @@ export function KeysPage() {
               testId: (k) => `key-usage-${k.id}`,
               cell: (k) => (
                 <>
-                  {plural(k.requests_24h, "request")}
+                  <Link href={`/requests?key=${k.id}`}>
+                    {plural(k.requests_24h, "request")}
+                  </Link>
                   <br />
                   {plural(k.tokens_24h, "token")}
                 </>

@@ -10,6 +10,7 @@ import { CompatibilityPanel } from "../forge/compatibility-panel.js";
 import { DeploymentProgress } from "./deployment-progress.js";
 import { Playground } from "./playground.js";
 import { Snippets } from "./snippets.js";
+import { RecentRequests } from "../requests/recent-requests.js";
 
 /** One stack: deploy and undeploy with live progress, how to call it, and a playground. */
 export function StackPage({ id }: { id: string }) {
@@ -168,6 +169,7 @@ export function StackPage({ id }: { id: string }) {
       </div>
       {s.has_endpoint && <Snippets stack={s} />}
       {s.has_endpoint && s.state === "deployed" && <Playground stack={s} />}
+      <RecentRequests stack={s} onChanged={stack.reload} />
     </>
   );
 }

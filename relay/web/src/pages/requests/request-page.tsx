@@ -1,0 +1,84 @@
+import { useLive } from "../../api/use-live.js";
+import { useApp } from "../../app-context.js";
+import { Link } from "../../components/link.js";
+import { NotLoaded, PageHeader } from "../../components/notice.js";
+import { StateBadge } from "../../components/state-badge.js";
+import { endingText, msText, outcomeOf } from "./request-words.js";
+
+const TONE = { ok: "ok", refused: "warn", failed: "failed" } as const;
+
+/** One request of the log: who, what, how it ended and how long it took; its prompt and answer while its stack's capture keeps them (admins). */
+export function RequestPage({ id }: { id: string }) {
+  const { client } = useApp();
+  const request = useLive(() => client.call("GET /admin/v1/requests/:id", { params: { id } }), [], [id]);
+  if (request.error && !request.data) return <NotLoaded thing="request" error={request.error} back="/requests" />;
+  const r = request.data;
+  if (!r) return <div class="booting" aria-busy="true" />;
+  return (
+    <>
+      <PageHeader
+        title={`${r.model || "Unknown model"} · ${new Date(r.at).toLocaleString()}`}
+        subtitle={
+          <>
+            <StateBadge state={TONE[outcomeOf(r)]} label={String(r.status)} /> {endingText(r)}
+          </>
+        }
+      >
+        <Link href="/requests" class="button secondary">
+          All requests
+        </Link>
+      </PageHeader>
+      <section class="card" aria-labelledby="request-facts">
+        <h2 id="request-facts">Request</h2>
+        <dl class="values">
+          <dt>Key</dt>
+          <dd>{r.key_id ? <Link href={`/requests?key=${r.key_id}`}>{r.key_name ?? r.key_id}</Link> : "—"}</dd>
+          <dt>Model</dt>
+          <dd class="mono">
+            {r.model || "—"}
+            {r.stream ? " (streamed)" : ""}
+          </dd>
+          <dt>Stack</dt>
+          <dd>{r.stack_id ? <Link href={`/stacks/${r.stack_id}`}>{r.stack_name ?? r.stack_id}</Link> : "— (refused before one was chosen)"}</dd>
+          <dt>Machine</dt>
+          <dd>{r.machine_id ? <Link href={`/machines/${r.machine_id}`}>{r.machine_id}</Link> : "—"}</dd>
+          <dt>Error code</dt>
+          <dd class="mono">{r.error_code ?? "—"}</dd>
+          <dt>Tokens</dt>
+          <dd>
+            {r.prompt_tokens.toLocaleString("en-US")} in, {r.completion_tokens.toLocaleString("en-US")} out
+          </dd>
+          <dt>Latency</dt>
+          <dd>{msText(r.latency_ms)}</dd>
+          <dt>{r.stream ? "First token" : "Answer ready"}</dt>
+          <dd>{msText(r.first_token_ms)}</dd>
+          <dt>Request id</dt>
+          <dd class="mono">{r.request_id}</dd>
+        </dl>
+      </section>
+      <section class="card" aria-labelledby="request-capture">
+        <h2 id="request-capture">Prompt and answer</h2>
+        {r.capture ? (
+          <>
+            <p class="muted small">
+              Kept until {new Date(r.capture_until!).toLocaleString()} (the stack captures prompts and answers).{r.capture.truncated && " Cut to 64 KiB."}
+            </p>
+            <h3>Messages</h3>
+            <pre class="capture" data-testid="capture-messages">
+              {typeof r.capture.messages === "string" ? r.capture.messages : JSON.stringify(r.capture.messages, null, 2)}
+            </pre>
+            <h3>Answer</h3>
+            <pre class="capture" data-testid="capture-answer">
+              {r.capture.answer || "(no text)"}
+              {r.capture.tool_calls.map((c) => `\n→ ${c.name}(${c.arguments})`).join("")}
+            </pre>
+          </>
+        ) : (
+          <p class="muted" data-testid="capture-none">
+            {r.captured ? "Kept, but only admins read prompts and answers." : "Not kept. A stack keeps its requests' prompts and answers only when an admin turns on capture on its page."}
+          </p>
+        )}
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,96 @@
+import { useEffect, useState } from "preact/hooks";
+import { useLive } from "../../api/use-live.js";
+import { useTableState } from "../../api/use-table-state.js";
+import { useApp } from "../../app-context.js";
+import { Link } from "../../components/link.js";
+import { ListControls } from "../../components/list-controls.js";
+import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
+import { toSearch } from "../../components/table-state.js";
+import { RequestTable } from "./request-table.js";
+import { STATUS_FILTERS } from "./request-words.js";
+
+/** How often the first page reads the log again while it is live. */
+const LIVE_EVERY_MS = 5000;
+
+/**
+ * The request log: the organization's gateway requests, newest first, refused ones too: searched (a request id,
+ * part of a model), filtered by status, stack and key (`?stack=`, `?key=`: a stack's or key's page links here),
+ * a page at a time, and, on the first page, read again every few seconds.
+ */
+export function RequestsPage() {
+  const { client } = useApp();
+  const [table, setTable] = useTableState([] as const, STATUS_FILTERS.map(([s]) => s), ["stack", "key"]);
+  const [fixed, setFixed] = useState(() => {
+    const p = new URLSearchParams(location.search);
+    return { stack: p.get("stack") ?? undefined, key: p.get("key") ?? undefined };
+  });
+  const [live, setLive] = useState(true);
+  const query = { q: table.q.trim() || undefined, status: table.state ?? undefined, page: table.page, per_page: table.perPage, ...fixed };
+  const page = useLive(() => client.call("GET /admin/v1/requests", { query }), [], [toSearch(table), fixed.stack, fixed.key]);
+  const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { per_page: 1000 } }).then((l) => l.data), ["stack"], []);
+  const keyName = page.data?.data.find((r) => r.key_id === fixed.key)?.key_name;
+  const following = live && table.page === 1;
+  useEffect(() => {
+    if (!following) return;
+    const timer = setInterval(() => {
+      if (document.visibilityState === "visible") page.reload();
+    }, LIVE_EVERY_MS);
+    return () => clearInterval(timer);
+  }, [following, page.reload]);
+
+  const filterBy = (name: "stack" | "key", value: string | undefined) => {
+    const next = { ...fixed, [name]: value };
+    setFixed(next);
+    const p = new URLSearchParams(location.search);
+    if (value) p.set(name, value);
+    else p.delete(name);
+    p.delete("page");
+    const search = p.toString();
+    history.replaceState(history.state, "", location.pathname + (search ? `?${search}` : ""));
+    setTable({ ...table, page: 1 });
+  };
+  const unfiltered = !table.q && !table.state && !fixed.stack && !fixed.key;
+  return (
+    <>
+      <PageHeader title="Requests" subtitle="The gateway's requests, newest first, refused ones too: which key called which model, how it ended and how long it took. Prompts and answers are kept only for stacks that capture them.">
+        <label class="inline-label">
+          <input type="checkbox" checked={live} onChange={(e) => setLive(e.currentTarget.checked)} />
+          <span>Live</span>
+        </label>
+      </PageHeader>
+      {page.error && <Notice tone="error">{page.error.message}</Notice>}
+      <div class="list-controls-row">
+        <ListControls label="requests" table={table} onChange={setTable} total={page.data?.total} states={STATUS_FILTERS} placeholder="Search by request id or model" everyState="Every status" stateLabel="status" />
+        <label class="inline-label">
+          <span>Stack</span>
+          <select aria-label="Show requests of stack" value={fixed.stack ?? ""} onChange={(e) => filterBy("stack", e.currentTarget.value || undefined)}>
+            <option value="">Every stack</option>
+            {fixed.stack && !stacks.data?.some((s) => s.id === fixed.stack) && <option value={fixed.stack}>{fixed.stack}</option>}
+            {(stacks.data ?? []).map((s) => (
+              <option key={s.id} value={s.id}>
+                {s.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        {fixed.key && (
+          <span class="chip" data-testid="key-filter">
+            Key: {keyName ?? fixed.key}
+            <button type="button" class="link-button" aria-label="Show every key's requests" onClick={() => filterBy("key", undefined)}>
+              ✕
+            </button>
+          </span>
+        )}
+      </div>
+      {page.data && page.data.total === 0 && unfiltered && (
+        <EmptyState title="No requests yet">
+          <p>
+            Requests show here as apps call the gateway with the organization's <Link href="/keys">API keys</Link>.
+          </p>
+        </EmptyState>
+      )}
+      {page.data && page.data.total === 0 && !unfiltered && <p class="muted">No request matches.</p>}
+      {!(page.data && page.data.total === 0) && <RequestTable rows={page.data?.data ?? []} loading={page.loading && !page.data} hide={fixed.key ? ["key"] : []} />}
+    </>
+  );
+}
