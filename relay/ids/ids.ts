@@ -56,12 +56,21 @@ const base36 = (n: number, width: number) => n.toString(36).padStart(width, "0")
  */
 export class SortableIds {
   private seq = 0;
+  /** Random bytes, drawn 4 KiB at a time (thousands of ids a second are made for the request log). */
+  private readonly pool = Buffer.alloc(4096);
+  private at = this.pool.length;
 
   constructor(private readonly prefix: "aud" | "req") {}
 
   next(at: number): string {
     this.seq = (this.seq + 1) % 36 ** 3;
-    return `${this.prefix}_${base36(at, 9)}${base36(this.seq, 3)}${base36(randomBytes(4).readUInt32BE() % 36 ** 4, 4)}`;
+    if (this.at === this.pool.length) {
+      randomFillSync(this.pool);
+      this.at = 0;
+    }
+    const random = this.pool.readUInt32BE(this.at);
+    this.at += 4;
+    return `${this.prefix}_${base36(at, 9)}${base36(this.seq, 3)}${base36(random % 36 ** 4, 4)}`;
   }
 
   /** A string that sorts below every id made at `at` or later, and above every id made before. */

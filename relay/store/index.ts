@@ -76,7 +76,7 @@ export async function openStore(
     settings: new SettingsStore(db, notices),
     sessions: new SessionStore(db),
     audit: new AuditEventStore(db),
-    requests: new RequestLogStore(db),
+    requests: new RequestLogStore(db, database.dialect, database.appendRows),
     close: () =>
       (closing ??= (async () => {
         try {

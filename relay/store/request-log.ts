@@ -1,4 +1,4 @@
-import { sql } from "kysely";
+import { CompiledQuery, sql } from "kysely";
 import { SortableIds } from "../ids/index.js";
 import type { Db } from "./open-database.js";
 import type { Row } from "./tables.js";
@@ -57,6 +57,20 @@ export interface RequestFilter {
 
 /** Rows of one insert: 17 parameters each, well under SQLite's and PostgreSQL's limits. */
 const ROWS_PER_STATEMENT = 500;
+/** Requests one pruning statement deletes at most. */
+const PRUNE_CHUNK = 2000;
+/** The columns an insert writes, in the order of its parameters. */
+const COLUMNS = ["id", "org_id", "at", "request_id", "key_id", "model", "stack_id", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "capture_json", "capture_until"] as const satisfies readonly (keyof Row<"request_log">)[];
+
+/**
+ * The insert of `rows` rows, its text written once per size: the request log takes thousands of rows a second,
+ * and building each through the query builder cost twice what the database does with them.
+ */
+function insertText(rows: number, dialect: "sqlite" | "postgres"): string {
+  let n = 0;
+  const tuple = () => `(${COLUMNS.map(() => (dialect === "sqlite" ? "?" : `$${++n}`)).join(", ")})`;
+  return `insert into request_log (${COLUMNS.join(", ")}) values ${Array.from({ length: rows }, tuple).join(", ")}`;
+}
 
 const toRequest = (r: Row<"request_log">, withCapture: boolean): LoggedRequest => ({
   id: r.id,
@@ -83,33 +97,39 @@ export class RequestLogStore {
   /** Ids that sort as the requests ended. */
   private readonly ids = new SortableIds("req");
 
-  constructor(private readonly db: Db) {}
+  /** Insert texts by their number of rows. */
+  private readonly inserts = new Map<number, string>();
 
-  /** Appends requests in one transaction (a statement per 500). */
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: "sqlite" | "postgres",
+    /** SQLite's statement kept prepared, when the database has one (see `Database.appendRows`). */
+    private readonly appendRows?: (text: string, rows: readonly unknown[][]) => boolean,
+  ) {}
+
+  /** Appends requests in one transaction. */
   async insert(requests: readonly Omit<LoggedRequest, "id">[]): Promise<void> {
     if (requests.length === 0) return;
-    const rows = requests.map((r) => ({
-      id: this.ids.next(r.at),
-      org_id: r.orgId,
-      at: r.at,
-      request_id: r.requestId,
-      key_id: r.keyId,
-      model: r.model,
-      stack_id: r.stackId,
-      machine_id: r.machineId,
-      stream: r.stream ? 1 : 0,
-      status: r.status,
-      error_code: r.errorCode,
-      prompt_tokens: r.promptTokens,
-      completion_tokens: r.completionTokens,
-      latency_ms: r.latencyMs,
-      first_token_ms: r.firstTokenMs,
-      capture_json: r.capture ? JSON.stringify(r.capture) : null,
-      capture_until: r.capture ? r.captureUntil : null,
-    }));
+    // In COLUMNS' order.
+    const rows = requests.map((r) => [
+      this.ids.next(r.at), r.orgId, r.at, r.requestId, r.keyId, r.model, r.stackId, r.machineId, r.stream ? 1 : 0, r.status, r.errorCode,
+      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.capture ? JSON.stringify(r.capture) : null, r.capture ? r.captureUntil : null,
+    ]);
+    if (this.appendRows?.(this.textFor(1), rows)) return;
     await transaction(this.db, async (trx) => {
-      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) await trx.insertInto("request_log").values(rows.slice(i, i + ROWS_PER_STATEMENT)).execute();
+      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+        const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
+        const params = chunk.flat();
+        await trx.executeQuery(CompiledQuery.raw(this.textFor(chunk.length), params));
+      }
     });
+  }
+
+  /** The insert of `rows` rows, written once. */
+  private textFor(rows: number): string {
+    let text = this.inserts.get(rows);
+    if (text === undefined) this.inserts.set(rows, (text = insertText(rows, this.dialect)));
+    return text;
   }
 
   /**
@@ -165,17 +185,31 @@ export class RequestLogStore {
    * requests beyond its newest `keepPerOrg`, and captures past their time (`now`). Returns how many requests went.
    */
   async prune(options: { before: number; keepPerOrg: number; orgs: Iterable<string>; now: number }): Promise<number> {
-    let deleted = 0;
-    const old = await this.db.deleteFrom("request_log").where("id", "<", this.ids.floor(options.before)).executeTakeFirst();
-    deleted += Number(old.numDeletedRows);
+    let deleted = await this.deleteInChunks(null, "<", this.ids.floor(options.before));
     for (const orgId of options.orgs) {
       // The newest request beyond what is kept: it and every older one go.
       const edge = await this.db.selectFrom("request_log").select("id").where("org_id", "=", orgId).orderBy("id", "desc").offset(options.keepPerOrg).limit(1).executeTakeFirst();
-      if (!edge) continue;
-      const res = await this.db.deleteFrom("request_log").where("org_id", "=", orgId).where("id", "<=", edge.id).executeTakeFirst();
-      deleted += Number(res.numDeletedRows);
+      if (edge) deleted += await this.deleteInChunks(orgId, "<=", edge.id);
     }
     await this.db.updateTable("request_log").set({ capture_json: null, capture_until: null }).where("capture_until", "is not", null).where("capture_until", "<=", options.now).execute();
     return deleted;
+  }
+
+  /**
+   * Deletes the requests (of `orgId`, or of all) whose ids sort below `bound` (or up to it), oldest first, so many per
+   * statement, letting the event loop run between statements: a minute of a busy gateway is a lot of rows,
+   * and one statement deleting them all would hold SQLite (synchronous) for as long.
+   */
+  private async deleteInChunks(orgId: string | null, op: "<" | "<=", bound: string): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      let oldest = this.db.selectFrom("request_log").select("id").where("id", op, bound);
+      if (orgId !== null) oldest = oldest.where("org_id", "=", orgId);
+      const res = await this.db.deleteFrom("request_log").where("id", "in", oldest.orderBy("id").limit(PRUNE_CHUNK)).executeTakeFirst();
+      const n = Number(res.numDeletedRows);
+      deleted += n;
+      if (n < PRUNE_CHUNK) return deleted;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
   }
 }

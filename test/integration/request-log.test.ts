@@ -173,14 +173,15 @@ describe("the request log", () => {
     const org = await gw.relay.control.createOrg("Busy Org");
     const row = (at: number, i: number) => ({ orgId: org.id, at, requestId: `r${i}`, keyId: null, model: "m", stackId: null, machineId: null, stream: false, status: 200, errorCode: null, promptTokens: 1, completionTokens: 1, latencyMs: 1, firstTokenMs: 1, capture: null, captureUntil: null });
     const now = Date.now();
-    await store.requests.insert(Array.from({ length: 1200 }, (_, i) => row(now - 1200 + i, i)));
+    // More than one pruning statement deletes (2,000 each).
+    await store.requests.insert(Array.from({ length: 4500 }, (_, i) => row(now - 4500 + i, i)));
     await store.requests.insert([row(now - 40 * 86_400_000, 9999)]);
-    expect((await store.requests.list(org.id, {}, { offset: 0, limit: 1 })).total).toBe(1201);
-    await store.requests.prune({ before: now - 30 * 86_400_000, keepPerOrg: 1000, orgs: [org.id], now });
+    expect((await store.requests.list(org.id, {}, { offset: 0, limit: 1 })).total).toBe(4501);
+    expect(await store.requests.prune({ before: now - 30 * 86_400_000, keepPerOrg: 1000, orgs: [org.id], now })).toBe(3501);
     const left = await store.requests.list(org.id, {}, { offset: 0, limit: 1000 });
     expect(left.total).toBe(1000);
-    // The newest thousand: r200 … r1199.
-    expect([left.rows[0]!.requestId, left.rows[999]!.requestId]).toEqual(["r1199", "r200"]);
+    // The newest thousand: r3500 … r4499.
+    expect([left.rows[0]!.requestId, left.rows[999]!.requestId]).toEqual(["r4499", "r3500"]);
     // Other organizations' requests were not touched.
     expect((await log()).total).toBeGreaterThanOrEqual(10);
   });
