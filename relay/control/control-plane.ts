@@ -386,6 +386,8 @@ export class ControlPlane {
     if (!(await this.store.stacks.update(stack.id, changes, stack.state, { redeploy: redeployed }))) {
       throw new MakinaError("conflict", `The stack '${stack.name}' changed meanwhile; look at it again and retry.`, { param: "stack" });
     }
+    // Prompts and answers already kept follow the capture as it is now: gone when it is off, cut when shortened.
+    if (changes.captureHours !== undefined) await this.store.requests.limitCaptures(stack.id, changes.captureHours);
     const after = await this.stack(stack.id);
     // Launching tells live pages itself.
     if (redeployed) this.deployer.launch(after);

@@ -29,6 +29,8 @@ export interface RequestPlan<S extends RoutableSession = AgentSession> {
   steps: number;
   /** Tokens the request is expected to use, every step counted, for the key's token limit before it runs. */
   estimatedTokens: number;
+  /** Hours the request log keeps this request's prompt and answer: the longest of its stack's and of the router's that sent it there; null: none. */
+  captureHours: number | null;
 }
 
 /** What planning looks at: the keys' routes, the machines' links, and the completion assumed when `max_tokens` is absent. */
@@ -54,11 +56,13 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   let model = request.model;
   let allowed = stacksForKey(deps.directory, key, model);
   const router = allowed[0]!;
+  let via: Stack | undefined;
   if (router.harness === "router") {
     const routed = routedModel(router, { messages: request.input.messages, tools: request.needs.includes("tools"), images: request.imagePart !== undefined }, deps.directory.routePatterns);
     if (routed !== undefined && routed !== model) {
       allowed = stacksForKey(deps.directory, key, routed);
       model = routed;
+      via = router;
     }
   }
   const capable = allowed.filter((st) => request.needs.every((p) => honouredParameters(st.runtime, st.harness, st.orchestrator).includes(p)));
@@ -71,7 +75,8 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   // An orchestrator runs the model several times for one answer: every run counts.
   const steps = stack.orchestrator ? orchestratorSteps(stack.orchestrator, stack.orchestratorOptions) : 1;
   const estimatedTokens = steps * estimateTokens(request.input.messages, maxTokens > 0 ? maxTokens : null, deps.defaultCompletionEstimate);
-  return { model, stack, session, steps, estimatedTokens };
+  const captures = [stack.captureHours, via?.captureHours ?? null].filter((h): h is number => h !== null);
+  return { model, stack, session, steps, estimatedTokens, captureHours: captures.length ? Math.max(...captures) : null };
 }
 
 /** The refusal when no stack serving `model` honours a parameter the request needs: the first such parameter, named. */

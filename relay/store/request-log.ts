@@ -17,7 +17,7 @@ export interface CapturedExchange {
 }
 
 /** One gateway request, as the request log keeps it. */
-export interface LoggedRequest {
+export interface RequestLogEntry {
   id: string;
   orgId: string;
   /** When it ended, ms since the epoch. */
@@ -44,6 +44,9 @@ export interface LoggedRequest {
   /** Until when the capture is kept. */
   captureUntil: number | null;
 }
+
+/** A request as the log appends it: its capture already JSON (what the log holds until it writes). */
+export type NewRequestLogEntry = Omit<RequestLogEntry, "id" | "capture"> & { captureJson: string | null };
 
 /** Which requests a list shows: the HTTP status (`ok`, `error`, a class such as `4xx`, or one status), a stack, a key, a model, words. */
 export interface RequestFilter {
@@ -72,7 +75,7 @@ function insertText(rows: number, dialect: "sqlite" | "postgres"): string {
   return `insert into request_log (${COLUMNS.join(", ")}) values ${Array.from({ length: rows }, tuple).join(", ")}`;
 }
 
-const toRequest = (r: Row<"request_log">, withCapture: boolean): LoggedRequest => ({
+const toRequest = (r: Row<"request_log">, withCapture: boolean): RequestLogEntry => ({
   id: r.id,
   orgId: r.org_id,
   at: Number(r.at),
@@ -108,12 +111,12 @@ export class RequestLogStore {
   ) {}
 
   /** Appends requests in one transaction. */
-  async insert(requests: readonly Omit<LoggedRequest, "id">[]): Promise<void> {
+  async insert(requests: readonly NewRequestLogEntry[]): Promise<void> {
     if (requests.length === 0) return;
     // In COLUMNS' order.
     const rows = requests.map((r) => [
       this.ids.next(r.at), r.orgId, r.at, r.requestId, r.keyId, r.model, r.stackId, r.machineId, r.stream ? 1 : 0, r.status, r.errorCode,
-      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.capture ? JSON.stringify(r.capture) : null, r.capture ? r.captureUntil : null,
+      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.captureJson, r.captureJson === null ? null : r.captureUntil,
     ]);
     if (this.appendRows?.(this.textFor(1), rows)) return;
     await transaction(this.db, async (trx) => {
@@ -136,7 +139,7 @@ export class RequestLogStore {
    * An organization's requests matching `filter`, newest first: `limit` of them after the first `offset`, with
    * their key's and stack's names (null once deleted), and how many match in all. Captures are left out.
    */
-  async list(orgId: string, filter: RequestFilter, page: { offset: number; limit: number }): Promise<{ rows: (LoggedRequest & { keyName: string | null; stackName: string | null })[]; total: number }> {
+  async list(orgId: string, filter: RequestFilter, page: { offset: number; limit: number }): Promise<{ rows: (RequestLogEntry & { keyName: string | null; stackName: string | null })[]; total: number }> {
     let query = this.db.selectFrom("request_log as r").where("r.org_id", "=", orgId);
     if (filter.stackId !== undefined) query = query.where("r.stack_id", "=", filter.stackId);
     if (filter.keyId !== undefined) query = query.where("r.key_id", "=", filter.keyId);
@@ -149,8 +152,8 @@ export class RequestLogStore {
     const q = filter.q?.trim();
     if (q) {
       // Part of a model's name, any case (LIKE's own characters in the words match themselves), or a request id.
-      const pattern = `%${q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-      query = query.where((eb) => eb.or([eb("r.request_id", "=", q), eb(sql`lower(r.model)`, "like", sql<string>`${pattern} escape '\\'`)]));
+      const pattern = `%${q.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
+      query = query.where((eb) => eb.or([eb("r.request_id", "=", q), eb(sql`lower(r.model)`, "like", sql<string>`${pattern} escape '!'`)]));
     }
     const [rows, count] = await Promise.all([
       query
@@ -168,7 +171,7 @@ export class RequestLogStore {
   }
 
   /** One request, its capture with it and its key's and stack's names; undefined when there is none such. */
-  async get(id: string): Promise<(LoggedRequest & { keyName: string | null; stackName: string | null }) | undefined> {
+  async get(id: string): Promise<(RequestLogEntry & { keyName: string | null; stackName: string | null }) | undefined> {
     const row = await this.db
       .selectFrom("request_log as r")
       .leftJoin("api_keys as k", "k.id", "r.key_id")
@@ -193,6 +196,16 @@ export class RequestLogStore {
     }
     await this.db.updateTable("request_log").set({ capture_json: null, capture_until: null }).where("capture_until", "is not", null).where("capture_until", "<=", options.now).execute();
     return deleted;
+  }
+
+  /**
+   * Holds a stack's kept captures to its capture as it is now: none when it is off, none past `hours` after their
+   * request when it was shortened (a capture made longer keeps the time it was made with).
+   */
+  async limitCaptures(stackId: string, hours: number | null): Promise<void> {
+    const kept = this.db.updateTable("request_log").where("stack_id", "=", stackId).where("capture_until", "is not", null);
+    if (hours === null) await kept.set({ capture_json: null, capture_until: null }).execute();
+    else await kept.where((eb) => eb("capture_until", ">", eb("at", "+", hours * 3_600_000))).set((eb) => ({ capture_until: eb("at", "+", hours * 3_600_000) })).execute();
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { LoggedRequest, RequestFilter, Store } from "../store/index.js";
+import type { NewRequestLogEntry, RequestLogEntry, RequestFilter, Store } from "../store/index.js";
 
 /** Options of {@link RequestLog}. */
 export interface RequestLogOptions {
@@ -14,6 +14,10 @@ export interface RequestLogOptions {
   maxPending?: number;
   /** Where a write or a pruning the database refused is reported. */
   onWriteError?: (what: string, err: unknown) => void;
+  /** Refused requests (status 400 and up, before any runtime) logged per key per minute at most; beyond, only counted in usage. @default 60 */
+  maxRefusedPerKeyMinute?: number;
+  /** Captures (prompts and answers) held for the next write at most, in characters; beyond, requests are logged without theirs. @default 32 Mi */
+  maxPendingCaptureChars?: number;
   /** Where requests that could not be held are reported, once per write. */
   onDropped?: (count: number) => void;
   now?: () => number;
@@ -28,8 +32,15 @@ export interface RequestLogOptions {
  * its stack's capture time has passed.
  */
 export class RequestLog {
-  private pending: Omit<LoggedRequest, "id">[] = [];
+  private pending: NewRequestLogEntry[] = [];
   private dropped = 0;
+  /** Characters of the captures held in `pending`. */
+  private pendingCaptureChars = 0;
+  /** Tries of the batch being written that the database refused: a batch it refuses three times is dropped. */
+  private failures = 0;
+  /** Refused requests logged this minute, per key. */
+  private refused = new Map<string, number>();
+  private refusedMinute = 0;
   /** Organizations that logged requests since the last pruning: only their sizes are checked. */
   private grown = new Set<string>();
   private flushing: Promise<void> | undefined;
@@ -51,13 +62,32 @@ export class RequestLog {
     this.timers = [flush, prune];
   }
 
-  /** Logs a request that ended (its time is `at`, or now). */
-  record(request: Omit<LoggedRequest, "id" | "at"> & { at?: number }): void {
+  /**
+   * Logs a request that ended (its time is `at`, or now). A key's refusals beyond so many a minute are not
+   * logged one by one (a key sending only refusals could push an organization's history out); a capture that
+   * does not fit what is held is left out (the request is logged without it).
+   */
+  record(request: Omit<RequestLogEntry, "id" | "at"> & { at?: number }): void {
+    const at = request.at ?? this.now();
     if (this.pending.length >= this.maxPending) {
       this.dropped++;
       return;
     }
-    this.pending.push({ ...request, at: request.at ?? this.now() });
+    if (request.status >= 400 && request.promptTokens === 0 && request.completionTokens === 0 && request.keyId !== null) {
+      const minute = Math.floor(at / 60_000);
+      if (minute !== this.refusedMinute) {
+        this.refusedMinute = minute;
+        this.refused.clear();
+      }
+      const n = (this.refused.get(request.keyId) ?? 0) + 1;
+      this.refused.set(request.keyId, n);
+      if (n > (this.options.maxRefusedPerKeyMinute ?? 60)) return;
+    }
+    const { capture, ...entry } = request;
+    let captureJson = capture ? JSON.stringify(capture) : null;
+    if (captureJson !== null && this.pendingCaptureChars + captureJson.length > (this.options.maxPendingCaptureChars ?? 32 * 1024 * 1024)) captureJson = null;
+    this.pendingCaptureChars += captureJson?.length ?? 0;
+    this.pending.push({ ...entry, at, captureJson, captureUntil: captureJson === null ? null : entry.captureUntil });
   }
 
   /** Writes what was logged since the last write. A failed write keeps the requests for the next try, within `maxPending`. */
@@ -70,15 +100,25 @@ export class RequestLog {
     if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
+    this.pendingCaptureChars = 0;
     this.flushing = this.store.requests.insert(batch).then(
       () => {
+        this.failures = 0;
         for (const r of batch) this.grown.add(r.orgId);
       },
       (err: unknown) => {
-        // Tried again with what came meanwhile, the oldest first; what does not fit is counted as dropped.
-        const kept = batch.concat(this.pending);
-        this.dropped += Math.max(0, kept.length - this.maxPending);
-        this.pending = kept.slice(kept.length - this.maxPending);
+        // Tried again with what came meanwhile, the oldest first; what does not fit is counted as dropped. A batch
+        // the database refused three times running is dropped whole: something in it may be what it refuses,
+        // and the log must not stop for one bad row.
+        if (++this.failures >= 3) {
+          this.failures = 0;
+          this.dropped += batch.length;
+        } else {
+          const kept = batch.concat(this.pending);
+          this.dropped += Math.max(0, kept.length - this.maxPending);
+          this.pending = kept.slice(kept.length - this.maxPending);
+        }
+        this.pendingCaptureChars = this.pending.reduce((n, r) => n + (r.captureJson?.length ?? 0), 0);
         throw err;
       },
     );
@@ -91,13 +131,14 @@ export class RequestLog {
 
   /** An organization's requests matching `filter`, newest first, a page at a time, with how many match. */
   async list(orgId: string, filter: RequestFilter, page: { offset: number; limit: number }): ReturnType<Store["requests"]["list"]> {
-    await this.flush();
+    // What the database has, even when the last requests cannot be written just now (reported by the timer).
+    await this.flush().catch(() => undefined);
     return this.store.requests.list(orgId, filter, page);
   }
 
   /** One request, with its capture if it is still kept. */
   async get(id: string): ReturnType<Store["requests"]["get"]> {
-    await this.flush();
+    await this.flush().catch(() => undefined);
     return this.store.requests.get(id);
   }
 

@@ -8,7 +8,7 @@ export interface UsageSample {
   model: string;
   promptTokens: number;
   completionTokens: number;
-  /** The request ended in an error (after it was admitted). */
+  /** The request failed or was refused (its tokens, if any, still count). */
   failed: boolean;
 }
 

@@ -177,7 +177,7 @@ describe("a newcomer's journey through the web application", () => {
     // A limit the relay refuses is said in words next to its field; fixing it goes through.
     await page.getByLabel("Requests per minute").fill("0");
     await page.getByRole("button", { name: "Create key" }).last().click();
-    await expect.poll(() => page.locator("#key-rpm-error").textContent()).toBe("'rpm' must be a positive integer.");
+    await expect.poll(() => page.locator("#key-rpm-error").textContent()).toBe("Requests per minute must be a whole number of 1 or more.");
     await shot("key-form-error");
     await page.getByLabel("Requests per minute").fill("100");
     await page.getByRole("button", { name: "Create key" }).last().click();
@@ -215,7 +215,7 @@ describe("a newcomer's journey through the web application", () => {
     await defaults.getByRole("button", { name: "Change…" }).click();
     await defaults.getByLabel("Requests per minute").fill("0");
     await defaults.getByRole("button", { name: "Save defaults" }).click();
-    await expect.poll(() => page.locator("#default-rpm-error").textContent()).toBe("'default_key_rpm' must be a positive integer, or null for none.");
+    await expect.poll(() => page.locator("#default-rpm-error").textContent()).toBe("Requests per minute must be a whole number of 1 or more, or empty for none.");
     await defaults.getByLabel("Requests per minute").fill("120");
     await defaults.getByRole("button", { name: "Save defaults" }).click();
     await expect.poll(() => defaults.getByTestId("default-limits-value").textContent()).toBe("120 RPM");
@@ -280,7 +280,7 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByLabel("Harness").selectOption({ label: "System prompt" });
     await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
     await page.getByRole("button", { name: "Create and deploy" }).click();
-    await expect.poll(() => page.locator("#forge-system-prompt-error").textContent()).toBe("'harness_options.prompt' must be a non-empty string.");
+    await expect.poll(() => page.locator("#forge-system-prompt-error").textContent()).toBe("System prompt must be a non-empty string.");
     await page.getByLabel("System prompt").fill("You tell stories about dragons.");
     // Once the field holds something else, the refusal of what it held goes.
     await expect.poll(() => page.locator("#forge-system-prompt-error").count()).toBe(0);
@@ -328,7 +328,7 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByLabel("Samples").fill("12");
     await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
     await page.getByRole("button", { name: "Create and deploy" }).click();
-    await expect.poll(() => page.locator("#forge-samples-error").textContent()).toBe("'orchestrator_options.samples' must be an integer from 2 to 8.");
+    await expect.poll(() => page.locator("#forge-samples-error").textContent()).toBe("Samples must be a whole number from 2 to 8.");
     await page.getByLabel("Samples").fill("3");
     await page.getByLabel("Sample temperature").fill("0.6");
     await shot("forge-orchestrator");

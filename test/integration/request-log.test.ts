@@ -93,8 +93,26 @@ describe("the request log", () => {
     // Usage counts every one of them, the refused as errors.
     const usage = await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=key`);
     expect(usage.totals.find((t) => t.group === k.id)?.total).toMatchObject({ requests: 6, errors: 5 });
+    // Refused before a model was chosen, they count under none: a name a client makes up is no usage group.
     const byModel = await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=model`);
-    expect(byModel.totals.find((t) => t.group === "no-such-model")?.total).toMatchObject({ requests: 2, errors: 2 });
+    expect(byModel.totals.find((t) => t.group === "no-such-model")).toBeUndefined();
+    expect(byModel.totals.find((t) => t.group === "")?.total).toMatchObject({ requests: 4, errors: 4 });
+    expect(byModel.totals.find((t) => t.group === gw.modelId)?.total.errors).toBeGreaterThanOrEqual(1);
+  });
+
+  it("logs no more than 60 refusals of one key a minute, and keeps a model name only when it is one", async () => {
+    const k = await newKey({ name: "noisy" });
+    for (let i = 0; i < 70; i++) expect((await chat(k.key, { messages: "not a list" })).status).toBe(400);
+    expect((await chat(k.key, { model: "bad\u0000model\u001b[31m", messages: hello })).status).toBe(404);
+    const logged = await log(`&key=${k.id}&per_page=100`);
+    expect(logged.total).toBe(60);
+    // Every one still counts in usage.
+    const usage = await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=key`);
+    expect(usage.totals.find((t) => t.group === k.id)?.total).toMatchObject({ requests: 71, errors: 71 });
+    // A key that answers is logged again, refused or not, next minute; an answered request always is.
+    const other = await newKey({ name: "quiet" });
+    expect((await chat(other.key, { model: "bad\u0000model", messages: hello })).status).toBe(404);
+    expect((await log(`&key=${other.id}`)).data.map((r) => [r.status, r.model])).toEqual([[404, ""]]);
   });
 
   it("filters by stack and refuses a filter it cannot read, in the documented error shape", async () => {
@@ -159,8 +177,12 @@ describe("the request log", () => {
     // Past its hours the capture is gone, the request stays.
     await gw.relay.store.requests.prune({ before: 0, keepPerOrg: 1_000_000, orgs: [], now: Date.now() + 2 * 3_600_000 + 1000 });
     expect(await json<RequestDetail>("GET", `/admin/v1/requests/${p!.id}`)).toMatchObject({ captured: false, capture_until: null, capture: null, status: 200 });
-    // Turned off, nothing more is kept.
+    // Turned off, nothing more is kept, and what was kept goes at once.
+    await (await chat(k.key, { messages: hello })).text();
+    const fresh = (await log(`&key=${k.id}`)).data[0]!;
+    expect(fresh).toMatchObject({ captured: true });
     await json("PATCH", `/admin/v1/stacks/${gw.stackId}`, { capture_hours: null });
+    expect(await json<RequestDetail>("GET", `/admin/v1/requests/${fresh.id}`)).toMatchObject({ captured: false, capture: null });
     await (await chat(k.key, { messages: hello })).text();
     expect((await log(`&key=${k.id}`)).data[0]).toMatchObject({ captured: false });
     const bad = await operator("PATCH", `/admin/v1/stacks/${gw.stackId}`, { capture_hours: 721 });
@@ -171,7 +193,7 @@ describe("the request log", () => {
   it("stays bounded: each organization keeps its newest requests, and none older than the retention", async () => {
     const { store } = gw.relay;
     const org = await gw.relay.control.createOrg("Busy Org");
-    const row = (at: number, i: number) => ({ orgId: org.id, at, requestId: `r${i}`, keyId: null, model: "m", stackId: null, machineId: null, stream: false, status: 200, errorCode: null, promptTokens: 1, completionTokens: 1, latencyMs: 1, firstTokenMs: 1, capture: null, captureUntil: null });
+    const row = (at: number, i: number) => ({ orgId: org.id, at, requestId: `r${i}`, keyId: null, model: "m", stackId: null, machineId: null, stream: false, status: 200, errorCode: null, promptTokens: 1, completionTokens: 1, latencyMs: 1, firstTokenMs: 1, captureJson: null, captureUntil: null });
     const now = Date.now();
     // More than one pruning statement deletes (2,000 each).
     await store.requests.insert(Array.from({ length: 4500 }, (_, i) => row(now - 4500 + i, i)));

@@ -285,13 +285,13 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     const key = await store.keys.insert({ orgId: org.id, name: "bot", prefix: "mk_live_abc", keyHash: "hash-bot", stackIds: null, machineIds: null, rpm: null, tpm: null, createdBy: null });
     const row = (i: number, extra: Partial<Parameters<Store["requests"]["insert"]>[0][number]> = {}) => ({
       orgId: org.id, at: 10_000 + i, requestId: `rq${i}`, keyId: key.id, model: "Qwen_2%", stackId: null, machineId: null, stream: false,
-      status: 200, errorCode: null, promptTokens: i, completionTokens: 1, latencyMs: 5, firstTokenMs: 2, capture: null, captureUntil: null, ...extra,
+      status: 200, errorCode: null, promptTokens: i, completionTokens: 1, latencyMs: 5, firstTokenMs: 2, captureJson: null as string | null, captureUntil: null as number | null, ...extra,
     });
     await store.requests.insert([
       row(0),
       row(1, { status: 429, errorCode: "rate_limit_requests", model: "other" }),
       row(2, { errorCode: "stream_incomplete", stream: true }),
-      row(3, { capture: { messages: [{ role: "user", content: "hi" }], answer: "hello", toolCalls: [], truncated: false }, captureUntil: 50_000 }),
+      row(3, { captureJson: JSON.stringify({ messages: [{ role: "user", content: "hi" }], answer: "hello", toolCalls: [], truncated: false }), captureUntil: 50_000 }),
       { ...row(4), orgId: "org_other" },
     ]);
     const ids = async (filter: Parameters<Store["requests"]["list"]>[1]) => (await store.requests.list(org.id, filter, { offset: 0, limit: 10 })).rows.map((r) => r.requestId);
@@ -308,13 +308,25 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     const listed = (await store.requests.list(org.id, {}, { offset: 0, limit: 1 })).rows[0]!;
     expect(listed).toMatchObject({ requestId: "rq3", capture: null, captureUntil: 50_000 });
     expect(await store.requests.get(listed.id)).toMatchObject({ keyName: "bot", capture: { answer: "hello" }, captureUntil: 50_000 });
+    // A stack's capture shortened cuts what it kept to the new hours; turned off, drops it.
+    await store.requests.insert([row(5, { stackId: "stk_a", captureJson: "{}", captureUntil: 10_005 + 5 * 3_600_000 })]);
+    const kept = (await store.requests.list(org.id, { stackId: "stk_a" }, { offset: 0, limit: 1 })).rows[0]!;
+    await store.requests.limitCaptures("stk_a", 8);
+    expect((await store.requests.get(kept.id))!.captureUntil).toBe(10_005 + 5 * 3_600_000);
+    await store.requests.limitCaptures("stk_a", 1);
+    expect((await store.requests.get(kept.id))!.captureUntil).toBe(10_005 + 3_600_000);
+    await store.requests.limitCaptures("stk_a", null);
+    expect(await store.requests.get(kept.id)).toMatchObject({ captureUntil: null, capture: null });
+    expect(await store.requests.get(listed.id)).toMatchObject({ captureUntil: 50_000 });
+    await store.requests.prune({ before: 0, keepPerOrg: 100, orgs: [], now: 0 });
+    expect(await ids({})).toEqual(["rq5", "rq3", "rq2", "rq1", "rq0"]);
     // Captures go when due; each organization keeps its newest; nothing older than the cut-off stays.
     await store.requests.prune({ before: 0, keepPerOrg: 100, orgs: [], now: 50_000 });
     expect(await store.requests.get(listed.id)).toMatchObject({ capture: null, captureUntil: null, status: 200 });
-    expect(await store.requests.prune({ before: 0, keepPerOrg: 2, orgs: [org.id], now: 0 })).toBe(2);
-    expect(await ids({})).toEqual(["rq3", "rq2"]);
-    expect(await store.requests.prune({ before: 10_003, keepPerOrg: 100, orgs: [], now: 0 })).toBe(1);
-    expect(await ids({})).toEqual(["rq3"]);
+    expect(await store.requests.prune({ before: 0, keepPerOrg: 2, orgs: [org.id], now: 0 })).toBe(3);
+    expect(await ids({})).toEqual(["rq5", "rq3"]);
+    expect(await store.requests.prune({ before: 10_004, keepPerOrg: 100, orgs: [], now: 0 })).toBe(1);
+    expect(await ids({})).toEqual(["rq5"]);
   });
 });
 

@@ -9,6 +9,7 @@ import { SESSION_ROUTES } from "../../relay/admin-contract/session.js";
 import { STACK_ROUTES } from "../../relay/admin-contract/stacks.js";
 import { USAGE_ROUTES } from "../../relay/admin-contract/usage.js";
 import { AUDIT_ROUTES } from "../../relay/admin-contract/audit.js";
+import { REQUEST_ROUTES } from "../../relay/admin-contract/requests.js";
 import { USER_ROUTES } from "../../relay/admin-contract/users.js";
 import { checkInput } from "../../relay/http/admin/check-input.js";
 import type { RouteHandlers } from "../../relay/http/admin/mount-routes.js";
@@ -61,7 +62,7 @@ describe("the admin contract's request checks", () => {
   });
 
   it("declares each route once, under the prefix its authentication covers", () => {
-    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, AUDIT_ROUTES, EVENT_ROUTES, SESSION_ROUTES];
+    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, AUDIT_ROUTES, REQUEST_ROUTES, EVENT_ROUTES, SESSION_ROUTES];
     const keys = tables.flatMap((t) => Object.keys(t));
     expect(new Set(keys).size).toBe(keys.length);
     expect(Object.keys(ADMIN_ROUTES).sort()).toEqual([...keys].sort());

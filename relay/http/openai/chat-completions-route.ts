@@ -56,8 +56,12 @@ interface Outcome {
   errorCode: string | null;
   /** When the first token (streamed) or the whole answer (not streamed) came from the machine. */
   firstTokenAt: number | undefined;
+  /** The request reached its runtime (its token stream was started): its usage comes through `onUsage`, even after the response closed. */
+  ran: boolean;
   /** The runtime's count of tokens; undefined until it ended, null when it failed. */
   usage: { promptTokens: number; completionTokens: number } | null | undefined;
+  /** The request log's entry, written once the runtime's count of tokens came (a response that closed before it). */
+  logWhenCounted: (() => void) | undefined;
   /** Prompt and answer, when the stack captures them, with until when they are kept. */
   capture: (CapturedExchange & { until: number }) | undefined;
 }
@@ -75,7 +79,7 @@ export function chatCompletions(deps: ChatCompletionsDeps): (req: IncomingMessag
   return (req, res) => {
     const startedAt = performance.now();
     const requestId = requestIdFor(req, res);
-    const outcome: Outcome = { key: undefined, model: "", asked: "", stackId: null, machineId: null, stream: false, errorCode: null, firstTokenAt: undefined, usage: undefined, capture: undefined };
+    const outcome: Outcome = { key: undefined, model: "", asked: "", stackId: null, machineId: null, stream: false, errorCode: null, firstTokenAt: undefined, ran: false, usage: undefined, logWhenCounted: undefined, capture: undefined };
     const done = deps.metrics.started();
     res.once("close", () => {
       const durationMs = performance.now() - startedAt;
@@ -109,15 +113,15 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   deps.refusals.check(key);
   const body = await readJsonBody(req, deps.bodyLimitBytes);
   outcome.asked = askedModel(body);
+  outcome.stream = typeof body === "object" && body !== null && (body as { stream?: unknown }).stream === true;
   const request = validateChatRequest(body);
   // Where it runs, or why it cannot: a router stack may send it on to another model, which then answers, and
   // the response (and the usage) name that model.
-  const { model, stack, session, steps, estimatedTokens } = planRequest(deps, request, key);
+  const { model, stack, session, steps, estimatedTokens, captureHours } = planRequest(deps, request, key);
   // Metrics name only models that exist: a model id the client made up is not a series of its own.
   outcome.model = model;
   outcome.stackId = stack.id;
   outcome.machineId = stack.machineId;
-  outcome.stream = request.input.stream;
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
   const admitted = deps.limiter.admit(key, estimatedTokens);
   const admission = admitted instanceof Promise ? await admitted : admitted;
@@ -148,12 +152,13 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
           outcome.usage = u;
           deps.usage.record({ orgId: key.orgId, keyId: key.id, model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });
           if (u) deps.metrics.usage(model, u.promptTokens, u.completionTokens);
+          outcome.logWhenCounted?.();
         },
       },
     );
     const meta = { id: `chatcmpl-${ids.next(29)}`, created: Math.floor(Date.now() / 1000), model };
     // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered.
-    if (stack.captureHours !== null) outcome.capture = captureOf(request.input.messages, Date.now() + stack.captureHours * 3_600_000);
+    if (captureHours !== null) outcome.capture = captureOf(request.input.messages, Date.now() + captureHours * 3_600_000);
     if (streamed) await stream(res, events, meta, request, outcome, deps.log, requestId);
     else await complete(res, events, meta, controller, deps.requestTimeoutMs, outcome);
   } catch (err) {
@@ -172,38 +177,50 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
 /**
  * What a request that ended counts for: the request log (every request of a known key, refused ones too) and,
  * when it never reached a runtime (refused: 400, 401, 403, 404, 429…, or the client left first), the usage
- * counts as an error; an answered one counted its tokens when it ended.
+ * counts as an error. One that reached its runtime is counted by `onUsage` with the runtime's tokens, which may
+ * come after the response closed (a client that left mid-answer: the machine says what it generated); its log
+ * entry waits for them.
  */
 function account(deps: ChatCompletionsDeps, outcome: Outcome, key: ApiKeyRecord, res: ServerResponse, requestId: string, durationMs: number, firstTokenMs: number | null): void {
-  const model = outcome.model || outcome.asked;
+  // A refused request is counted under the model that answers, or none: the text a client sends as `model`
+  // never becomes a usage group of its own (a key could make up any number).
+  if (!outcome.ran) deps.usage.record({ orgId: key.orgId, keyId: key.id, model: outcome.model, promptTokens: 0, completionTokens: 0, failed: true });
+  const at = Date.now();
   // The client went away before any answer: nginx's 499, as no status was sent.
   const status = res.headersSent ? res.statusCode : 499;
   const errorCode = outcome.errorCode ?? (res.writableFinished ? null : "canceled");
-  if (outcome.usage === undefined) deps.usage.record({ orgId: key.orgId, keyId: key.id, model, promptTokens: 0, completionTokens: 0, failed: true });
-  const capture = outcome.capture;
-  deps.requests.record({
-    orgId: key.orgId,
-    requestId,
-    keyId: key.id,
-    model,
-    stackId: outcome.stackId,
-    machineId: outcome.machineId,
-    stream: outcome.stream,
-    status,
-    errorCode,
-    promptTokens: outcome.usage?.promptTokens ?? 0,
-    completionTokens: outcome.usage?.completionTokens ?? 0,
-    latencyMs: Math.round(durationMs),
-    firstTokenMs: firstTokenMs === null ? null : Math.round(firstTokenMs),
-    capture: capture ? { messages: capture.messages, answer: capture.answer, toolCalls: capture.toolCalls, truncated: capture.truncated } : null,
-    captureUntil: capture?.until ?? null,
-  });
+  const log = () => {
+    const capture = outcome.capture;
+    deps.requests.record({
+      at,
+      orgId: key.orgId,
+      requestId,
+      keyId: key.id,
+      model: outcome.model || outcome.asked,
+      stackId: outcome.stackId,
+      machineId: outcome.machineId,
+      stream: outcome.stream,
+      status,
+      errorCode,
+      promptTokens: outcome.usage?.promptTokens ?? 0,
+      completionTokens: outcome.usage?.completionTokens ?? 0,
+      latencyMs: Math.round(durationMs),
+      firstTokenMs: firstTokenMs === null ? null : Math.round(firstTokenMs),
+      capture: capture ? { messages: capture.messages, answer: capture.answer, toolCalls: capture.toolCalls.filter(Boolean), truncated: capture.truncated } : null,
+      captureUntil: capture?.until ?? null,
+    });
+  };
+  if (outcome.ran && outcome.usage === undefined) outcome.logWhenCounted = log;
+  else log();
 }
 
-/** The `model` of a request body, as far as it can be read (for the log of a request refused before it was checked). */
+/** What a model id may be in the log of a request refused before it was checked: printable, not too long. */
+const LOGGABLE_MODEL = /^[\p{L}\p{N}._:/@+ -]{1,200}$/u;
+
+/** The `model` of a request body, as far as it can be read and is a name (for the log of a request refused before it was checked); empty otherwise. */
 function askedModel(body: unknown): string {
   const model = body !== null && typeof body === "object" ? (body as { model?: unknown }).model : undefined;
-  return typeof model === "string" ? model.slice(0, 200) : "";
+  return typeof model === "string" && LOGGABLE_MODEL.test(model) ? model : "";
 }
 
 /** A capture of a request's messages (cut to {@link CAPTURE_CHARS} as JSON text), its answer to come. */
@@ -219,8 +236,16 @@ function captureText(capture: CapturedExchange, text: string): void {
   if (room > 0) capture.answer += text.slice(0, room);
 }
 
+/** The most tool calls of one answer a capture keeps. */
+const CAPTURE_CALLS = 64;
+
 /** A tool call's piece: the call at `index` (a new one when absent) gets its name and more of its arguments, within the size. */
 function captureCall(capture: CapturedExchange, name: string, args: string, index = capture.toolCalls.length): void {
+  // An index the machine makes up is not an array's length: the capture keeps the first calls only.
+  if (!Number.isInteger(index) || index < 0 || index >= CAPTURE_CALLS) {
+    capture.truncated = true;
+    return;
+  }
   const call = (capture.toolCalls[index] ??= { name, arguments: "" });
   if (name) call.name = name;
   const room = CAPTURE_CHARS - call.arguments.length;
@@ -250,6 +275,8 @@ async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>,
   try {
     let content = "";
     const calls: { id: string; type: "function"; function: { name: string; arguments: string } }[] = [];
+    // From its first pull the token stream is the runtime's: it reports the usage, whatever happens next.
+    outcome.ran = true;
     for await (const ev of events) {
       if (ev.type === "text") {
         content += ev.text;
@@ -261,12 +288,13 @@ async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>,
         continue;
       }
       outcome.firstTokenAt = performance.now();
+      const made = calls.filter(Boolean);
       if (outcome.capture) {
         captureText(outcome.capture, content);
-        for (const c of calls) if (c) captureCall(outcome.capture, c.function.name, c.function.arguments);
+        made.forEach((c, i) => captureCall(outcome.capture!, c.function.name, c.function.arguments, i));
       }
       const { promptTokens, completionTokens } = ev.usage;
-      const message = calls.length ? { role: "assistant", content: content || null, refusal: null, tool_calls: calls.filter(Boolean) } : { role: "assistant", content, refusal: null };
+      const message = calls.length ? { role: "assistant", content: content || null, refusal: null, tool_calls: made } : { role: "assistant", content, refusal: null };
       sendJson(res, 200, {
         id: meta.id,
         object: "chat.completion",
@@ -284,6 +312,7 @@ async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>,
 async function stream(res: ServerResponse, events: AsyncGenerator<TokenEvent>, meta: Meta, request: ChatRequest, outcome: Outcome, log: Logger, requestId: string): Promise<void> {
   // Wait for the machine's first event before committing to 200, so that errors
   // known up front (context too long, runtime not ready) get their real status.
+  outcome.ran = true;
   const first = await events.next();
   outcome.firstTokenAt = performance.now();
   const sse = new SseWriter(res);

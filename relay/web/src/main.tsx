@@ -115,7 +115,8 @@ function App() {
     events,
     session,
     navigate: (to) => {
-      if (to !== location.pathname) history.pushState(null, "", to);
+      // A link to the same page with another query (`/requests?key=…` → `/requests`) is a navigation too.
+      if (to !== location.pathname + location.search) history.pushState(null, "", to);
       setPath(to);
       scrollTo(0, 0);
     },
@@ -126,7 +127,8 @@ function App() {
   return (
     <AppContext.Provider value={ctx}>
       <Layout route={route}>
-        <Page route={route} />
+        {/* A page starts afresh for another address (its query too: the filters it was linked with). */}
+        <Page key={path} route={route} />
       </Layout>
     </AppContext.Provider>
   );

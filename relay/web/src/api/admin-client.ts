@@ -1,15 +1,17 @@
 import type { AdminCallArgs, AdminResponse, AdminRoute } from "../../../admin-contract/index.js";
 import type { ErrorBody, SessionInfo } from "./types.js";
+import { errorText } from "./error-text.js";
 
-/** An error answer of the relay, in its documented envelope. */
+/** An error answer of the relay, in its documented envelope; `message` in the page's words (see {@link errorText}). */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly code: string | null,
     readonly param: string | null,
-    message: string,
+    /** What the relay said, as it said it. */
+    readonly relayMessage: string,
   ) {
-    super(message);
+    super(errorText(code, param, relayMessage));
   }
 }
 

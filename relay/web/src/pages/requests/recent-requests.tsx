@@ -26,24 +26,27 @@ export function RecentRequests({ stack, onChanged }: { stack: Stack; onChanged: 
     const timer = setInterval(() => document.visibilityState === "visible" && recent.reload(), 5000);
     return () => clearInterval(timer);
   }, [recent.reload]);
+  /** Bumped to draw the choice again from the stack as it is (after a refused change). */
+  const [drawn, setDrawn] = useState(0);
   const capture = async (hours: number) => {
     setError(null);
     try {
       await client.call("PATCH /admin/v1/stacks/:id", { params: { id: stack.id }, body: { capture_hours: hours || null } });
-      onChanged();
     } catch (err) {
       setError((err as ApiError).message);
+      setDrawn((n) => n + 1);
     }
+    onChanged();
   };
   const chosen = stack.capture_hours ?? 0;
   return (
     <section class="card" aria-labelledby="stack-requests">
       <h2 id="stack-requests">Recent requests</h2>
-      {error && <Notice tone="error">{error}</Notice>}
+      {(error ?? recent.error) && <Notice tone="error">{error ?? recent.error?.message}</Notice>}
       {isAdmin ? (
         <label class="inline-label">
           <span>Prompts and answers</span>
-          <select aria-label="Capture prompts and answers" value={String(chosen)} onChange={(e) => void capture(Number(e.currentTarget.value))}>
+          <select key={drawn} aria-label="Capture prompts and answers" value={String(chosen)} onChange={(e) => void capture(Number(e.currentTarget.value))}>
             {!CAPTURES.some(([h]) => h === chosen) && <option value={String(chosen)}>Keep {chosen} hours</option>}
             {CAPTURES.map(([h, words]) => (
               <option key={h} value={String(h)}>

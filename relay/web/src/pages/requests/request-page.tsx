@@ -3,9 +3,7 @@ import { useApp } from "../../app-context.js";
 import { Link } from "../../components/link.js";
 import { NotLoaded, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
-import { endingText, msText, outcomeOf } from "./request-words.js";
-
-const TONE = { ok: "ok", refused: "warn", failed: "failed" } as const;
+import { endingText, msText, OUTCOME_BADGE, outcomeOf } from "./request-words.js";
 
 /** One request of the log: who, what, how it ended and how long it took; its prompt and answer while its stack's capture keeps them (admins). */
 export function RequestPage({ id }: { id: string }) {
@@ -20,7 +18,7 @@ export function RequestPage({ id }: { id: string }) {
         title={`${r.model || "Unknown model"} · ${new Date(r.at).toLocaleString()}`}
         subtitle={
           <>
-            <StateBadge state={TONE[outcomeOf(r)]} label={String(r.status)} /> {endingText(r)}
+            <StateBadge state={OUTCOME_BADGE[outcomeOf(r)]} label={String(r.status)} /> {endingText(r)}
           </>
         }
       >

@@ -3,9 +3,7 @@ import { DataTable, type Column } from "../../components/data-table.js";
 import { formatAgo } from "../../components/format.js";
 import { Link } from "../../components/link.js";
 import { StateBadge } from "../../components/state-badge.js";
-import { endingText, msText, outcomeOf } from "./request-words.js";
-
-const TONE = { ok: "ok", refused: "warn", failed: "failed" } as const;
+import { endingText, msText, OUTCOME_BADGE, outcomeOf } from "./request-words.js";
 
 /** Requests of the log as a table: when, how it ended, key, model (and stack), tokens, times; each links to its page. */
 export function RequestTable({ rows, loading, label = "Requests", hide = [] }: { rows: readonly LoggedRequest[]; loading?: boolean; label?: string; hide?: readonly ("key" | "stack")[] }) {
@@ -26,7 +24,7 @@ export function RequestTable({ rows, loading, label = "Requests", hide = [] }: {
       testId: (r) => `request-status-${r.id}`,
       cell: (r) => (
         <>
-          <StateBadge state={TONE[outcomeOf(r)]} label={String(r.status)} />
+          <StateBadge state={OUTCOME_BADGE[outcomeOf(r)]} label={String(r.status)} />
           <div class="small">{endingText(r)}</div>
         </>
       ),
@@ -49,7 +47,8 @@ export function RequestTable({ rows, loading, label = "Requests", hide = [] }: {
     },
     { header: "Tokens in → out", class: "small nowrap", cell: (r) => (r.prompt_tokens || r.completion_tokens ? `${r.prompt_tokens.toLocaleString("en-US")} → ${r.completion_tokens.toLocaleString("en-US")}` : "—") },
     { header: "Latency", class: "small nowrap", cell: (r) => msText(r.latency_ms) },
-    { header: "First token", class: "small nowrap", cell: (r) => msText(r.first_token_ms) },
+    // Time to first token is what a streamed request's client sees; a non-streamed one waits for the whole answer (its page says so).
+    { header: "First token", class: "small nowrap", cell: (r) => (r.stream ? msText(r.first_token_ms) : "—") },
   ];
   return <DataTable label={label} testId="request-table" rows={rows} loading={loading} rowKey={(r) => r.id} rowTestId={(r) => `request-${r.id}`} columns={columns.filter((c): c is Column<LoggedRequest> => c !== false)} />;
 }

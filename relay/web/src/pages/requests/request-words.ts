@@ -34,6 +34,9 @@ export function outcomeOf(r: Pick<LoggedRequest, "status" | "error_code">): "ok"
   return r.status >= 400 && r.status < 500 && r.error_code !== "canceled" ? "refused" : "failed";
 }
 
+/** A request's ending as a badge's state (its colour): good, wait, bad. */
+export const OUTCOME_BADGE = { ok: "ok", refused: "warn", failed: "failed" } as const;
+
 /** The ending's words: "OK", or what refused or failed it. */
 export function endingText(r: Pick<LoggedRequest, "status" | "error_code">): string {
   if (r.error_code === null) return r.status < 400 ? "OK" : `HTTP ${r.status}`;

@@ -13,7 +13,7 @@ export function UsagePage() {
   const usage = useLive(() => client.call("GET /admin/v1/usage", { query: { range, by } }), ["key", "stack"], [range, by]);
   const keys = useLive(() => client.call("GET /admin/v1/keys", { query: { per_page: 1000 } }).then((l) => l.data), ["key"], []);
   const label = (group: string) =>
-    group === "other" ? "all others" : by === "model" ? group : (keys.data?.find((k) => k.id === group)?.name ?? keys.data?.find((k) => k.id === group)?.prefix ?? group);
+    group === "other" ? "all others" : by === "model" ? group || "refused before a model was chosen" : (keys.data?.find((k) => k.id === group)?.name ?? keys.data?.find((k) => k.id === group)?.prefix ?? group);
   const series = (usage.data?.series ?? []).map((s) => ({ ...s, label: label(s.group) }));
   const totals = (usage.data?.totals ?? []).map((s) => ({ ...s, label: label(s.group) }));
   return (
