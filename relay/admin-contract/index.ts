@@ -64,6 +64,7 @@ export type { ApiKey, ApiKeyWithUsage, NewApiKey } from "./keys.js";
 export type { DeletedUser, Role, User } from "./users.js";
 export { AUDIT_ACTIONS, type AuditAction, type AuditEvent, type AuditPage } from "./audit.js";
 export type { Usage, UsagePoint, UsageSeries } from "./usage.js";
+export { MODEL_ID } from "./fields.js";
 export { REQUEST_STATUSES, type LoggedRequest, type RequestDetail } from "./requests.js";
 export type { AdminEvent, AdminEventData, AdminEventType } from "./events.js";
 export type { SessionInfo } from "./session.js";

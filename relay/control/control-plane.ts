@@ -32,24 +32,11 @@ export interface StackInput {
   captureHours?: number | null;
 }
 
-/** An edit of a stack: a field left out is kept (see {@link ControlPlane.updateStack}). */
-export interface StackEdit {
-  name?: string;
-  machine?: string;
-  runtime?: RuntimeKind;
-  model?: string;
-  /** null: none pinned. */
-  modelSha256?: string | null;
-  /** null: the model file's name. */
-  modelId?: string | null;
-  harness?: string | null;
-  harnessOptions?: Record<string, unknown> | null;
-  orchestrator?: string | null;
-  orchestratorOptions?: Record<string, unknown> | null;
-  endpoint?: boolean;
-  /** Hours the request log keeps prompts and answers; null: none kept. */
-  captureHours?: number | null;
-}
+/**
+ * An edit of a stack: a field left out is kept, null clears (`modelSha256`: none pinned; `modelId`: the model
+ * file's name); see {@link ControlPlane.updateStack}.
+ */
+export type StackEdit = Partial<Omit<StackInput, "org">>;
 
 /** What an edit did: the stack as it was and as it is now, the fields that differed (named as the admin API names them), and whether it is being redeployed. */
 export interface StackEdited {

@@ -75,8 +75,7 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   // An orchestrator runs the model several times for one answer: every run counts.
   const steps = stack.orchestrator ? orchestratorSteps(stack.orchestrator, stack.orchestratorOptions) : 1;
   const estimatedTokens = steps * estimateTokens(request.input.messages, maxTokens > 0 ? maxTokens : null, deps.defaultCompletionEstimate);
-  const captures = [stack.captureHours, via?.captureHours ?? null].filter((h): h is number => h !== null);
-  return { model, stack, session, steps, estimatedTokens, captureHours: captures.length ? Math.max(...captures) : null };
+  return { model, stack, session, steps, estimatedTokens, captureHours: Math.max(stack.captureHours ?? 0, via?.captureHours ?? 0) || null };
 }
 
 /** The refusal when no stack serving `model` honours a parameter the request needs: the first such parameter, named. */

@@ -1,4 +1,4 @@
-import type { NewRequestLogEntry, RequestLogEntry, RequestFilter, Store } from "../store/index.js";
+import type { NewRequestLogEntry, RequestFilter, Store } from "../store/index.js";
 
 /** Options of {@link RequestLog}. */
 export interface RequestLogOptions {
@@ -63,18 +63,17 @@ export class RequestLog {
   }
 
   /**
-   * Logs a request that ended (its time is `at`, or now). A key's refusals beyond so many a minute are not
+   * Logs a request that ended (it is kept as given, its capture dropped if need be). A key's refusals beyond so many a minute are not
    * logged one by one (a key sending only refusals could push an organization's history out); a capture that
    * does not fit what is held is left out (the request is logged without it).
    */
-  record(request: Omit<RequestLogEntry, "id" | "at"> & { at?: number }): void {
-    const at = request.at ?? this.now();
+  record(request: NewRequestLogEntry): void {
     if (this.pending.length >= this.maxPending) {
       this.dropped++;
       return;
     }
     if (request.status >= 400 && request.promptTokens === 0 && request.completionTokens === 0 && request.keyId !== null) {
-      const minute = Math.floor(at / 60_000);
+      const minute = Math.floor(request.at / 60_000);
       if (minute !== this.refusedMinute) {
         this.refusedMinute = minute;
         this.refused.clear();
@@ -83,11 +82,14 @@ export class RequestLog {
       this.refused.set(request.keyId, n);
       if (n > (this.options.maxRefusedPerKeyMinute ?? 60)) return;
     }
-    const { capture, ...entry } = request;
-    let captureJson = capture ? JSON.stringify(capture) : null;
-    if (captureJson !== null && this.pendingCaptureChars + captureJson.length > (this.options.maxPendingCaptureChars ?? 32 * 1024 * 1024)) captureJson = null;
-    this.pendingCaptureChars += captureJson?.length ?? 0;
-    this.pending.push({ ...entry, at, captureJson, captureUntil: captureJson === null ? null : entry.captureUntil });
+    if (request.captureJson !== null) {
+      if (this.pendingCaptureChars + request.captureJson.length > (this.options.maxPendingCaptureChars ?? 32 * 1024 * 1024)) {
+        request.captureJson = null;
+        request.captureUntil = null;
+      }
+      this.pendingCaptureChars += request.captureJson?.length ?? 0;
+    }
+    this.pending.push(request);
   }
 
   /** Writes what was logged since the last write. A failed write keeps the requests for the next try, within `maxPending`. */

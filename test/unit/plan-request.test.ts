@@ -33,6 +33,16 @@ describe("planning where a request runs", () => {
     expect(planRequest(planner, chat({ messages: [{ role: "user", content: "hi" }] }), key())).toMatchObject({ model: "small", stack: { id: "r" } });
   });
 
+  it("keeps a request's prompt and answer as long as the stack that answers, or the router that sent it there, captures them", () => {
+    const router = (captureHours: number | null) => stack({ id: "r", modelId: "small", harness: "router", captureHours, harnessOptions: { routes: [{ model: "big", min_chars: 5 }] } as Stack["harnessOptions"] });
+    const big = (captureHours: number | null) => stack({ id: "big", modelId: "big", captureHours });
+    expect(planRequest(deps([router(24), big(2)]), chat({}), key()).captureHours).toBe(24);
+    expect(planRequest(deps([router(1), big(48)]), chat({}), key()).captureHours).toBe(48);
+    expect(planRequest(deps([router(null), big(null)]), chat({}), key()).captureHours).toBeNull();
+    // Not routed on: the router answers itself, with its own capture.
+    expect(planRequest(deps([router(null), big(48)]), chat({ messages: [{ role: "user", content: "hi" }] }), key()).captureHours).toBeNull();
+  });
+
   it("counts every step of an orchestrator in the estimate", () => {
     const vote = stack({ id: "v", modelId: "small", orchestrator: "vote", orchestratorOptions: { samples: 3 } });
     expect(planRequest(deps([vote]), chat({ max_tokens: 10 }), key())).toMatchObject({ steps: 3, estimatedTokens: 3 * 16 });

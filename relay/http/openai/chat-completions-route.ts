@@ -6,6 +6,7 @@ import type { RelayMetrics } from "../../metrics/index.js";
 import { PooledBase62 } from "../../ids/index.js";
 import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory, type InferenceTarget } from "../../routing/index.js";
 import type { CapturedExchange, RequestLog, UsageRecorder } from "../../usage/index.js";
+import { MODEL_ID } from "../../admin-contract/index.js";
 import { readJsonBody } from "../read-json-body.js";
 import { requestIdFor } from "../request-id.js";
 import { sendError, sendJson } from "../send-json.js";
@@ -206,7 +207,7 @@ function account(deps: ChatCompletionsDeps, outcome: Outcome, key: ApiKeyRecord,
       completionTokens: outcome.usage?.completionTokens ?? 0,
       latencyMs: Math.round(durationMs),
       firstTokenMs: firstTokenMs === null ? null : Math.round(firstTokenMs),
-      capture: capture ? { messages: capture.messages, answer: capture.answer, toolCalls: capture.toolCalls.filter(Boolean), truncated: capture.truncated } : null,
+      captureJson: capture ? JSON.stringify({ messages: capture.messages, answer: capture.answer, toolCalls: capture.toolCalls.filter(Boolean), truncated: capture.truncated }) : null,
       captureUntil: capture?.until ?? null,
     });
   };
@@ -214,13 +215,13 @@ function account(deps: ChatCompletionsDeps, outcome: Outcome, key: ApiKeyRecord,
   else log();
 }
 
-/** What a model id may be in the log of a request refused before it was checked: printable, not too long. */
-const LOGGABLE_MODEL = /^[\p{L}\p{N}._:/@+ -]{1,200}$/u;
-
-/** The `model` of a request body, as far as it can be read and is a name (for the log of a request refused before it was checked); empty otherwise. */
+/**
+ * The `model` of a request body when it is a model id as stacks have them (for the log of a request refused
+ * before it was checked); empty otherwise: no stack could serve it, and its text may be anything.
+ */
 function askedModel(body: unknown): string {
   const model = body !== null && typeof body === "object" ? (body as { model?: unknown }).model : undefined;
-  return typeof model === "string" && LOGGABLE_MODEL.test(model) ? model : "";
+  return typeof model === "string" && MODEL_ID.test(model) ? model : "";
 }
 
 /** A capture of a request's messages (cut to {@link CAPTURE_CHARS} as JSON text), its answer to come. */
@@ -239,8 +240,8 @@ function captureText(capture: CapturedExchange, text: string): void {
 /** The most tool calls of one answer a capture keeps. */
 const CAPTURE_CALLS = 64;
 
-/** A tool call's piece: the call at `index` (a new one when absent) gets its name and more of its arguments, within the size. */
-function captureCall(capture: CapturedExchange, name: string, args: string, index = capture.toolCalls.length): void {
+/** A tool call's piece: the call at `index` gets its name and more of its arguments, within the size. */
+function captureCall(capture: CapturedExchange, name: string, args: string, index: number): void {
   // An index the machine makes up is not an array's length: the capture keeps the first calls only.
   if (!Number.isInteger(index) || index < 0 || index >= CAPTURE_CALLS) {
     capture.truncated = true;
