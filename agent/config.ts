@@ -53,6 +53,8 @@ export interface AgentConfig {
   readonly drainTimeoutMs: number;
   /** How often hardware is detected again, ms (changes are sent to the relay). @default 60000 */
   readonly hardwareIntervalMs: number;
+  /** How often the machine's load (CPU, memory, each GPU's utilization and memory) is sampled and sent, ms. @default 5000 */
+  readonly usageIntervalMs: number;
   /** How often a ready runtime's process is probed, ms; 3 missed probes in a row restart it. @default 5000 */
   readonly healthIntervalMs: number;
   /** How long one probe may take, ms. @default 10000 */
@@ -104,6 +106,7 @@ const ENV: Record<Setting, string> = {
   vllmPackage: "MAKINA_AGENT_VLLM_PACKAGE",
   mlxPackage: "MAKINA_AGENT_MLX_PACKAGE",
   hardwareIntervalMs: "MAKINA_AGENT_HARDWARE_INTERVAL_MS",
+  usageIntervalMs: "MAKINA_AGENT_USAGE_INTERVAL_MS",
   healthIntervalMs: "MAKINA_AGENT_HEALTH_INTERVAL_MS",
   healthTimeoutMs: "MAKINA_AGENT_HEALTH_TIMEOUT_MS",
   drainTimeoutMs: "MAKINA_AGENT_DRAIN_TIMEOUT_MS",
@@ -157,6 +160,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     vllmPackage: VLLM_PACKAGE,
     mlxPackage: MLX_PACKAGE,
     hardwareIntervalMs: 60_000,
+    usageIntervalMs: 5000,
     healthIntervalMs: 5000,
     healthTimeoutMs: 10_000,
     drainTimeoutMs: 30_000,
@@ -255,6 +259,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     mlxPackage: requirement("mlxPackage", "mlx-lm"),
     controlSocket: resolve(typeof socket === "string" ? socket : join(dataDir, "agent.sock")),
     hardwareIntervalMs: int("hardwareIntervalMs", 1000, 86_400_000),
+    usageIntervalMs: int("usageIntervalMs", 1000, 3_600_000),
     healthIntervalMs: int("healthIntervalMs", 50, 3_600_000),
     healthTimeoutMs: int("healthTimeoutMs", 50, 600_000),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),

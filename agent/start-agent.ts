@@ -19,6 +19,7 @@ import { openaiServerAdapter } from "./runtimes/adapters/openai-adapter.js";
 import { vllmAdapter } from "./runtimes/adapters/vllm-adapter.js";
 import type { RuntimeAdapter, RuntimeKind } from "./runtimes/runtime-adapter.js";
 import { StackHost } from "./stacks/stack-host.js";
+import { UsageSampler, type UsageSource } from "./hardware/machine-usage.js";
 import { agentVersion, dependencyVersion } from "./version.js";
 
 /** A running agent. */
@@ -42,6 +43,8 @@ export interface Agent {
 export interface StartAgentOptions {
   log?: Logger;
   hardwareSource?: HardwareSource;
+  /** Where the machine's load is read (tests give stand-ins). @default the real machine */
+  usageSource?: UsageSource;
   /** How to reach the relay; absent to dial `config.server` over gRPC. `makina up` passes its relay's in-process dialer. */
   dial?: LinkDialer;
   /** Adapters that replace the built-in ones of their kind (tests use a stand-in model this way). */
@@ -84,6 +87,8 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
     },
     log: log.child({ component: "stacks" }),
   });
+  // Set once the link exists: sends the machine's load now.
+  let sendUsage = () => {};
   // `link` is defined below; these closures only run once it exists.
   const send = (m: Parameters<LinkClient["send"]>[0]) => link.send(m);
   const inference = new InferenceDispatcher(host, send, log.child({ component: "inference" }), { ...options.imageFetch, allowedDomains: [...config.allowedMediaDomains] });
@@ -122,7 +127,10 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
       return (grpc?.addresses ?? 1) > 1 ? 5000 : 15_000;
     },
     log: log.child({ component: "link" }),
-    onOnline: () => inventory.linkOnline(),
+    onOnline: () => {
+      inventory.linkOnline();
+      sendUsage();
+    },
     onDisconnect: () => relayMessages.linkLost("the link to the relay was lost"),
     onMessage: (message) => relayMessages.handle(message),
   });
@@ -179,6 +187,23 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
   }, config.hardwareIntervalMs);
   hardwareTimer.unref();
 
+  // The machine's load goes to the relay every few seconds while the link is up (one sample at a time: a
+  // GPU tool slower than the interval is not asked twice at once).
+  const usage = new UsageSampler(options.usageSource);
+  const usageAbort = new AbortController();
+  let sampling = false;
+  sendUsage = () => {
+    if (sampling || link.state !== "online") return;
+    sampling = true;
+    void usage
+      .sample(usageAbort.signal)
+      .then((sample) => link.state === "online" && link.send({ type: "usage", usage: sample }))
+      .catch((err: unknown) => log.debug("usage sample failed", { error: String(err) }))
+      .finally(() => (sampling = false));
+  };
+  const usageTimer = setInterval(sendUsage, config.usageIntervalMs);
+  usageTimer.unref();
+
   let stopping: Promise<void> | undefined;
   return {
     config,
@@ -192,6 +217,8 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
     stop() {
       stopping ??= (async () => {
         clearInterval(hardwareTimer);
+        clearInterval(usageTimer);
+        usageAbort.abort();
         if (link.state === "online" && inference.inFlight > 0) {
           // New requests get 503 with Retry-After from the relay while these finish.
           for (const h of host.list()) link.send({ type: "runtimeState", stackId: h.stackId, state: "loading", error: "the agent is stopping" });

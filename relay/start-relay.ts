@@ -14,7 +14,7 @@ import { EventBus } from "./events/index.js";
 import { RequestLog, UsageRecorder } from "./usage/index.js";
 import { RelayMetrics } from "./metrics/index.js";
 import { Deployer } from "./deploy/index.js";
-import { AgentRegistry, linkAcceptor, loadLinkTls, publicKeyPin, shareLinkCertificates, startLinkServer } from "./link/index.js";
+import { AgentRegistry, linkAcceptor, MachineLoads, type MachineLoad, loadLinkTls, publicKeyPin, shareLinkCertificates, startLinkServer } from "./link/index.js";
 import { ADMIN_TOKEN_HASH, AdmissionGate, GatewayDirectory } from "./routing/index.js";
 import { answerClientErrors } from "./http/client-error.js";
 import { createRelayApp } from "./http/create-relay-app.js";
@@ -120,6 +120,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   let adminToken: string | null;
   let feed: ChangeFeed | undefined;
   const registry = new AgentRegistry();
+  const loads = new MachineLoads();
   const events = new EventBus();
   // This process among the relays on one database (new at every start).
   const relayId = `rly_${randomBase62(12)}`;
@@ -192,7 +193,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   let fleet: Fleet | undefined;
   try {
     const peer = config.nats && config.peerAddress !== "off" ? { ...peerListenAddress(config), secret: await peerSecret(store), maxMessageChars: 2 * config.bodyLimitBytes + 1024 * 1024 } : undefined;
-    fleet = config.nats ? await joinFleet({ url: config.nats, relayId, registry, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, peer }) : undefined;
+    fleet = config.nats ? await joinFleet({ url: config.nats, relayId, registry, loads, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, peer }) : undefined;
   } catch (err) {
     await feed?.stop();
     directory.close();
@@ -225,6 +226,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     log: log.child({ component: "link" }),
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     streamIdleTimeoutMs: config.streamIdleTimeoutMs,
+    loads,
     runtimeMetrics: { reported: (machineId, stacks) => metrics.runtimeReported(machineId, stacks), machineGone: (machineId) => metrics.machineGone(machineId) },
     storage,
   });
@@ -258,6 +260,17 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     events,
     usage,
     requests,
+    // A machine linked here has its load here; one linked to another relay, there.
+    loadsOf: async (ids) => {
+      const found = new Map<string, MachineLoad>();
+      const elsewhere = ids.filter((id) => {
+        const load = loads.get(id);
+        if (load) found.set(id, load);
+        return !load;
+      });
+      if (fleet && elsewhere.length > 0) for (const [id, load] of await fleet.loadsElsewhere(elsewhere)) found.set(id, load);
+      return found;
+    },
     metrics,
     sessions,
     audit,

@@ -7,6 +7,10 @@ export interface NvidiaSmiGpu {
   memoryTotal: number;
   driverVersion: string;
   busId: string;
+  /** MiB in use now. */
+  memoryUsed: number;
+  /** Percent of the last sample period the GPU was busy; -1 when it does not say (`[N/A]`). */
+  utilization: number;
 }
 
 /** The fields systeminformation asks for, in its order, so recorded answers replay as they are. */
@@ -18,7 +22,13 @@ export function parseNvidiaSmi(csv: string): NvidiaSmiGpu[] {
     .split(/\r?\n/)
     .map((line) => line.split(",").map((f) => f.trim()))
     .filter((f) => f.length >= 6 && f[2])
-    .map((f) => ({ driverVersion: f[0]!, name: f[2]!, busId: f[3]!, memoryTotal: Number(f[5]) || 0 }));
+    .map((f) => ({ driverVersion: f[0]!, name: f[2]!, busId: f[3]!, memoryTotal: Number(f[5]) || 0, memoryUsed: Number(f[6]) || 0, utilization: percent(f[8]) }));
+}
+
+/** A percent field: a number from 0 to 100, or -1 for `[N/A]`, `[Not Supported]` and anything else. */
+function percent(field: string | undefined): number {
+  const n = field === undefined || field === "" ? NaN : Number(field);
+  return Number.isFinite(n) && n >= 0 && n <= 100 ? n : -1;
 }
 
 /**
@@ -27,9 +37,9 @@ export function parseNvidiaSmi(csv: string): NvidiaSmiGpu[] {
  * from it. systeminformation asks it only after finding the GPU with `lspci`, so
  * on a machine without `lspci` (many minimal server images) it never does.
  */
-export function queryNvidiaSmi(options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<NvidiaSmiGpu[] | null> {
+export function queryNvidiaSmi(options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<NvidiaSmiGpu[] | null> {
   return new Promise((resolve) => {
-    execFile("nvidia-smi", [`--query-gpu=${FIELDS}`, "--format=csv,noheader,nounits"], { env: options.env, timeout: options.timeoutMs ?? 5000, windowsHide: true }, (err, stdout) => {
+    execFile("nvidia-smi", [`--query-gpu=${FIELDS}`, "--format=csv,noheader,nounits"], { env: options.env, timeout: options.timeoutMs ?? 5000, windowsHide: true, signal: options.signal }, (err, stdout) => {
       if (err) return resolve(null);
       const gpus = parseNvidiaSmi(String(stdout));
       resolve(gpus.length ? gpus : null);

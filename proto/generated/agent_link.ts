@@ -62,7 +62,40 @@ export interface AgentMessage {
     | //
     /** What each stack's runtime has served, sent with every heartbeat. */
     { $case: "runtimeMetrics"; value: RuntimeMetrics }
+    | //
+    /**
+     * How hard the machine works now: CPU, memory, each GPU's utilization and memory in use. Sampled every few
+     * seconds; a relay keeps the latest.
+     */
+    { $case: "machineUsage"; value: MachineUsage }
     | undefined;
+}
+
+/** One sample of how hard a machine works. */
+export interface MachineUsage {
+  /** The agent's wall clock when sampled, Unix milliseconds. */
+  sampledAtMs: number;
+  /** CPU busy since the last sample, percent of all logical CPUs (0-100). */
+  cpuPercent: number;
+  /** System memory in use (total minus available), bytes. */
+  memoryUsedBytes: number;
+  /** System memory, bytes. */
+  memoryTotalBytes: number;
+  /** Each GPU the platform's tool reports, in its order; empty when none answers (no GPU, no driver). */
+  gpus: GpuUsage[];
+}
+
+/** One GPU's load, as `nvidia-smi` (or the platform's equivalent) reports it. */
+export interface GpuUsage {
+  /** Its index in the tool's list. */
+  index: number;
+  /** Model name. */
+  name: string;
+  /** Busy time over the tool's last sample period, percent; -1 when the tool does not say. */
+  utilizationPercent: number;
+  /** Memory in use and in all, bytes; total 0 when unknown (memory shared with the system). */
+  memoryUsedBytes: number;
+  memoryTotalBytes: number;
 }
 
 /** What each stack's runtime on the machine has served since the agent started. */
@@ -534,6 +567,9 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       case "runtimeMetrics":
         RuntimeMetrics.encode(message.body.value, writer.uint32(82).fork()).join();
         break;
+      case "machineUsage":
+        MachineUsage.encode(message.body.value, writer.uint32(90).fork()).join();
+        break;
     }
     return writer;
   },
@@ -631,6 +667,14 @@ export const AgentMessage: MessageFns<AgentMessage> = {
             message.body = { $case: "runtimeMetrics", value: RuntimeMetrics.decode(reader, reader.uint32()) };
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.body = { $case: "machineUsage", value: MachineUsage.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -679,6 +723,10 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         ? { $case: "runtimeMetrics", value: RuntimeMetrics.fromJSON(object.runtimeMetrics) }
         : isSet(object.runtime_metrics)
         ? { $case: "runtimeMetrics", value: RuntimeMetrics.fromJSON(object.runtime_metrics) }
+        : isSet(object.machineUsage)
+        ? { $case: "machineUsage", value: MachineUsage.fromJSON(object.machineUsage) }
+        : isSet(object.machine_usage)
+        ? { $case: "machineUsage", value: MachineUsage.fromJSON(object.machine_usage) }
         : undefined,
     };
   },
@@ -705,6 +753,8 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       obj.inventory = Inventory.toJSON(message.body.value);
     } else if (message.body?.$case === "runtimeMetrics") {
       obj.runtimeMetrics = RuntimeMetrics.toJSON(message.body.value);
+    } else if (message.body?.$case === "machineUsage") {
+      obj.machineUsage = MachineUsage.toJSON(message.body.value);
     }
     return obj;
   },
@@ -775,7 +825,309 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         }
         break;
       }
+      case "machineUsage": {
+        if (object.body?.value !== undefined && object.body?.value !== null) {
+          message.body = { $case: "machineUsage", value: MachineUsage.fromPartial(object.body.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseMachineUsage(): MachineUsage {
+  return { sampledAtMs: 0, cpuPercent: 0, memoryUsedBytes: 0, memoryTotalBytes: 0, gpus: [] };
+}
+
+export const MachineUsage: MessageFns<MachineUsage> = {
+  encode(message: MachineUsage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sampledAtMs !== 0) {
+      writer.uint32(8).uint64(message.sampledAtMs);
+    }
+    if (message.cpuPercent !== 0) {
+      writer.uint32(21).float(message.cpuPercent);
+    }
+    if (message.memoryUsedBytes !== 0) {
+      writer.uint32(24).uint64(message.memoryUsedBytes);
+    }
+    if (message.memoryTotalBytes !== 0) {
+      writer.uint32(32).uint64(message.memoryTotalBytes);
+    }
+    for (const v of message.gpus) {
+      GpuUsage.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MachineUsage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMachineUsage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.sampledAtMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 21) {
+              break;
+            }
+
+            message.cpuPercent = reader.float();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.memoryUsedBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.memoryTotalBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.gpus.push(GpuUsage.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MachineUsage {
+    return {
+      sampledAtMs: isSet(object.sampledAtMs)
+        ? globalThis.Number(object.sampledAtMs)
+        : isSet(object.sampled_at_ms)
+        ? globalThis.Number(object.sampled_at_ms)
+        : 0,
+      cpuPercent: isSet(object.cpuPercent)
+        ? globalThis.Number(object.cpuPercent)
+        : isSet(object.cpu_percent)
+        ? globalThis.Number(object.cpu_percent)
+        : 0,
+      memoryUsedBytes: isSet(object.memoryUsedBytes)
+        ? globalThis.Number(object.memoryUsedBytes)
+        : isSet(object.memory_used_bytes)
+        ? globalThis.Number(object.memory_used_bytes)
+        : 0,
+      memoryTotalBytes: isSet(object.memoryTotalBytes)
+        ? globalThis.Number(object.memoryTotalBytes)
+        : isSet(object.memory_total_bytes)
+        ? globalThis.Number(object.memory_total_bytes)
+        : 0,
+      gpus: globalThis.Array.isArray(object?.gpus)
+        ? object.gpus.map((e: any) => GpuUsage.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: MachineUsage): unknown {
+    const obj: any = {};
+    if (message.sampledAtMs !== 0) {
+      obj.sampledAtMs = Math.round(message.sampledAtMs);
+    }
+    if (message.cpuPercent !== 0) {
+      obj.cpuPercent = floatToJson(message.cpuPercent);
+    }
+    if (message.memoryUsedBytes !== 0) {
+      obj.memoryUsedBytes = Math.round(message.memoryUsedBytes);
+    }
+    if (message.memoryTotalBytes !== 0) {
+      obj.memoryTotalBytes = Math.round(message.memoryTotalBytes);
+    }
+    if (message.gpus?.length) {
+      obj.gpus = message.gpus.map((e) => GpuUsage.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MachineUsage>, I>>(base?: I): MachineUsage {
+    return MachineUsage.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MachineUsage>, I>>(object: I): MachineUsage {
+    const message = createBaseMachineUsage();
+    message.sampledAtMs = object.sampledAtMs ?? 0;
+    message.cpuPercent = object.cpuPercent ?? 0;
+    message.memoryUsedBytes = object.memoryUsedBytes ?? 0;
+    message.memoryTotalBytes = object.memoryTotalBytes ?? 0;
+    message.gpus = object.gpus?.map((e) => GpuUsage.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseGpuUsage(): GpuUsage {
+  return { index: 0, name: "", utilizationPercent: 0, memoryUsedBytes: 0, memoryTotalBytes: 0 };
+}
+
+export const GpuUsage: MessageFns<GpuUsage> = {
+  encode(message: GpuUsage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.utilizationPercent !== 0) {
+      writer.uint32(29).float(message.utilizationPercent);
+    }
+    if (message.memoryUsedBytes !== 0) {
+      writer.uint32(32).uint64(message.memoryUsedBytes);
+    }
+    if (message.memoryTotalBytes !== 0) {
+      writer.uint32(40).uint64(message.memoryTotalBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GpuUsage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGpuUsage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 29) {
+              break;
+            }
+
+            message.utilizationPercent = reader.float();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.memoryUsedBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.memoryTotalBytes = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GpuUsage {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      utilizationPercent: isSet(object.utilizationPercent)
+        ? globalThis.Number(object.utilizationPercent)
+        : isSet(object.utilization_percent)
+        ? globalThis.Number(object.utilization_percent)
+        : 0,
+      memoryUsedBytes: isSet(object.memoryUsedBytes)
+        ? globalThis.Number(object.memoryUsedBytes)
+        : isSet(object.memory_used_bytes)
+        ? globalThis.Number(object.memory_used_bytes)
+        : 0,
+      memoryTotalBytes: isSet(object.memoryTotalBytes)
+        ? globalThis.Number(object.memoryTotalBytes)
+        : isSet(object.memory_total_bytes)
+        ? globalThis.Number(object.memory_total_bytes)
+        : 0,
+    };
+  },
+
+  toJSON(message: GpuUsage): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.utilizationPercent !== 0) {
+      obj.utilizationPercent = floatToJson(message.utilizationPercent);
+    }
+    if (message.memoryUsedBytes !== 0) {
+      obj.memoryUsedBytes = Math.round(message.memoryUsedBytes);
+    }
+    if (message.memoryTotalBytes !== 0) {
+      obj.memoryTotalBytes = Math.round(message.memoryTotalBytes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GpuUsage>, I>>(base?: I): GpuUsage {
+    return GpuUsage.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GpuUsage>, I>>(object: I): GpuUsage {
+    const message = createBaseGpuUsage();
+    message.index = object.index ?? 0;
+    message.name = object.name ?? "";
+    message.utilizationPercent = object.utilizationPercent ?? 0;
+    message.memoryUsedBytes = object.memoryUsedBytes ?? 0;
+    message.memoryTotalBytes = object.memoryTotalBytes ?? 0;
     return message;
   },
 };

@@ -186,6 +186,29 @@ export interface StackMetrics {
   waitingForCredit: number;
 }
 
+/** One GPU's load at a sample. */
+export interface GpuUsage {
+  /** Its index in the platform tool's list. */
+  index: number;
+  name: string;
+  /** Busy percent over the tool's last period; -1 when the tool does not say. */
+  utilizationPercent: number;
+  memoryUsedBytes: number;
+  /** 0 when unknown (memory shared with the system). */
+  memoryTotalBytes: number;
+}
+
+/** How hard a machine works at one sample. */
+export interface MachineUsage {
+  /** The agent's clock at the sample, Unix ms. */
+  sampledAtMs: number;
+  /** CPU busy since the previous sample, percent of all logical CPUs. */
+  cpuPercent: number;
+  memoryUsedBytes: number;
+  memoryTotalBytes: number;
+  gpus: GpuUsage[];
+}
+
 /** One step of a deployment. */
 export type DeployStep =
   | { kind: "installRuntime"; runtime: string }
@@ -236,7 +259,8 @@ export type AgentToRelay =
   | { type: "hardware"; hardware: HardwareReport }
   | { type: "runtimeState"; stackId: string; state: RuntimeState; error: string }
   | { type: "inventory"; inventory: Inventory }
-  | { type: "metrics"; stacks: StackMetrics[] };
+  | { type: "metrics"; stacks: StackMetrics[] }
+  | { type: "usage"; usage: MachineUsage };
 
 /** What proves a machine's identity when it opens a link. */
 export interface LinkCredentials {

@@ -7,6 +7,7 @@ import { EVENT_ROUTES } from "./events.js";
 import { KEY_ROUTES } from "./keys.js";
 import { MACHINE_ROUTES } from "./machines.js";
 import { ORG_ROUTES } from "./orgs.js";
+import { OVERVIEW_ROUTES } from "./overview.js";
 import { REQUEST_ROUTES } from "./requests.js";
 import type { BodyOut, CallArgs, QueryOut, ResponseOf } from "./route.js";
 import { SESSION_ROUTES } from "./session.js";
@@ -24,6 +25,7 @@ export const ADMIN_ROUTES = {
   ...USAGE_ROUTES,
   ...AUDIT_ROUTES,
   ...REQUEST_ROUTES,
+  ...OVERVIEW_ROUTES,
   ...EVENT_ROUTES,
   ...SESSION_ROUTES,
 };
@@ -49,6 +51,7 @@ export type UserRoute = keyof typeof USER_ROUTES;
 export type UsageRoute = keyof typeof USAGE_ROUTES;
 export type AuditRoute = keyof typeof AUDIT_ROUTES;
 export type RequestRoute = keyof typeof REQUEST_ROUTES;
+export type OverviewRoute = keyof typeof OVERVIEW_ROUTES;
 export type EventRoute = keyof typeof EVENT_ROUTES;
 export type SessionRoute = keyof typeof SESSION_ROUTES;
 
@@ -65,6 +68,7 @@ export type { DeletedUser, Role, User } from "./users.js";
 export { AUDIT_ACTIONS, type AuditAction, type AuditEvent, type AuditPage } from "./audit.js";
 export type { Usage, UsagePoint, UsageSeries } from "./usage.js";
 export { MODEL_ID } from "./fields.js";
+export type { GpuLoad, MachineLoad, MinutePoint, Overview, RequestFigures } from "./overview.js";
 export { REQUEST_STATUSES, type LoggedRequest, type RequestDetail } from "./requests.js";
 export type { AdminEvent, AdminEventData, AdminEventType } from "./events.js";
 export type { SessionInfo } from "./session.js";

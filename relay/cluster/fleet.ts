@@ -1,11 +1,11 @@
 import type { Logger } from "../../proto/index.js";
-import type { AgentRegistry } from "../link/index.js";
+import type { AgentRegistry, MachineLoad, MachineLoads } from "../link/index.js";
 import type { EventBus, RelayEvent } from "../events/index.js";
 import type { AdmissionGate, InferenceTarget } from "../routing/index.js";
 import { FleetBus } from "./fleet-bus.js";
 import { HopServer } from "./hop-server.js";
 import { RemoteMachines } from "./remote-machines.js";
-import { readEvent, readPeerMessage, readStackMessage, SUBJECTS } from "./hop-messages.js";
+import { readEvent, readLoadsReply, readLoadsRequest, readPeerMessage, readStackMessage, SUBJECTS, type LoadsReply } from "./hop-messages.js";
 import { PeerLinks, type PeerConnection } from "./peer-links.js";
 import type { DeploymentsElsewhere } from "../deploy/index.js";
 
@@ -24,6 +24,11 @@ export interface Fleet {
   /** The relay is stopping: the others stop routing to its machines; requests in flight go on. */
   drain(): void;
   /**
+   * The latest load of each of these machines linked to another relay, asked of those relays (a relay that does
+   * not answer within a second leaves its machines' loads unknown).
+   */
+  loadsElsewhere(machineIds: readonly string[]): Promise<Map<string, MachineLoad>>;
+  /**
    * Runs, on this relay, the deployments other relays are asked for when this relay holds the machine's link,
    * and returns where this relay's deployer sends those of machines linked elsewhere.
    */
@@ -36,6 +41,8 @@ export async function joinFleet(options: {
   url: string;
   relayId: string;
   registry: AgentRegistry;
+  /** The loads of the machines linked here, which other relays ask for. */
+  loads: MachineLoads;
   gate: AdmissionGate;
   events: EventBus;
   log: Logger;
@@ -109,6 +116,15 @@ export async function joinFleet(options: {
     relayed.add(event);
     events.emit(event);
   });
+  bus.respond(SUBJECTS.loads(relayId), async (m) => {
+    const reply: LoadsReply = { loads: [] };
+    const now = Date.now();
+    for (const id of readLoadsRequest(m) ?? []) {
+      const load = options.loads.get(id);
+      if (load) reply.loads.push([id, load.usage, Math.max(0, now - load.receivedAt)]);
+    }
+    return reply;
+  });
   return {
     targets: {
       get(machineId) {
@@ -126,6 +142,23 @@ export async function joinFleet(options: {
     peerAddress: peers?.address ?? null,
     relays: () => r.relayIds().map((id) => ({ relay: id, via: peers?.open(id) ? "direct" : "nats" })),
     drain: () => s.drain(),
+    async loadsElsewhere(machineIds) {
+      const byRelay = new Map<string, string[]>();
+      for (const id of machineIds) {
+        const relay = r.get(id)?.relayId;
+        if (relay !== undefined) byRelay.set(relay, [...(byRelay.get(relay) ?? []), id]);
+      }
+      const loads = new Map<string, MachineLoad>();
+      await Promise.all(
+        [...byRelay].map(async ([relay, machines]) => {
+          const reply = await bus.request(SUBJECTS.loads(relay), { machines }, 1000).catch(() => undefined);
+          const now = Date.now();
+          const asked = new Set(machines);
+          for (const [id, usage, ageMs] of readLoadsReply(reply)) if (asked.has(id)) loads.set(id, { usage, receivedAt: now - ageMs });
+        }),
+      );
+      return loads;
+    },
     serveDeployments(deployer) {
       // Every relay hears every deployment asked elsewhere; the one holding the machine's link runs it. (Sent to
       // all rather than to the holder this relay knows of: a machine that linked a moment ago is not missed.)

@@ -1,5 +1,6 @@
-import type { ChatInput, ErrorReport, TokenEvent, Usage } from "../../proto/index.js";
+import type { ChatInput, ErrorReport, MachineUsage, TokenEvent, Usage } from "../../proto/index.js";
 import type { RelayEvent } from "../events/index.js";
+import { cleanUsage } from "../link/index.js";
 
 /**
  * The messages relays exchange over NATS (JSON). Subjects:
@@ -10,6 +11,8 @@ import type { RelayEvent } from "../events/index.js";
  * - `makina.reply.<relay>.<n>`: the {@link HopReply} messages of request `n` sent by that relay.
  * - `makina.events`: each relay's control-plane events (`{from, event}`), for live pages on every relay.
  * - `makina.deploy` (`{stack}`): the relay holding that stack's machine's link runs its deployment.
+ * - `makina.loads.<relay>` (`{machines}`, answered with a {@link LoadsReply}): the latest load of those machines
+ *   linked to that relay, for the overview.
  * - `makina.stop` (`{stack}`, answered once done by the relay holding the link, and only by it): stop that stack
  *   there (its deployment, then its runtime).
  *
@@ -26,7 +29,24 @@ export const SUBJECTS = {
   events: "makina.events",
   deploy: "makina.deploy",
   stop: "makina.stop",
+  loads: (relayId: string) => `makina.loads.${relayId}`,
 } as const;
+
+/** What a relay answers on `makina.loads.<relay>` (`{machines: [ids]}`): the latest load of each it holds, and its age. */
+export interface LoadsReply {
+  loads: [machineId: string, usage: MachineUsage, ageMs: number][];
+}
+
+/** The machines a loads request asks for (at most 10,000), or undefined. */
+export function readLoadsRequest(m: unknown): string[] | undefined {
+  return isObject(m) && Array.isArray(m.machines) && m.machines.length <= 10_000 && m.machines.every(isId) ? m.machines : undefined;
+}
+
+/** The loads of a reply, each made safe to show; the malformed ones left out. */
+export function readLoadsReply(m: unknown): LoadsReply["loads"] {
+  if (!isObject(m) || !Array.isArray(m.loads)) return [];
+  return m.loads.filter((l): l is LoadsReply["loads"][number] => Array.isArray(l) && isId(l[0]) && isObject(l[1]) && isCount(l[2])).map(([id, usage, age]) => [id, cleanUsage(usage), age]);
+}
 
 /** One machine a relay holds the link of: its id, requests in flight, whether its link is congested, its ready stacks. */
 export type AnnouncedMachine = [machineId: string, inFlight: number, congested: 0 | 1, readyStacks: string[]];

@@ -292,6 +292,12 @@ export class ControlPlane {
     return this.view(s);
   }
 
+  /** An organization's machines and stacks as stored (without compatibility: what the overview counts). */
+  async fleetOf(orgId: string): Promise<{ machines: Machine[]; stacks: Stack[] }> {
+    const [machines, stacks] = await Promise.all([this.store.machines.listByOrg(orgId), this.store.stacks.listByOrg(orgId)]);
+    return { machines, stacks };
+  }
+
   async listStacks(orgRef: string): Promise<StackView[]> {
     const org = await this.org(orgRef);
     const stacks = await this.store.stacks.listByOrg(org.id);

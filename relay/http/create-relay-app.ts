@@ -15,6 +15,7 @@ import type { RelayMetrics } from "../metrics/index.js";
 import { metricsRoute } from "./metrics-route.js";
 import { agentCheckRouter, findInstallDir, installRouter, loadInstallFiles, type InstallFiles } from "./install/index.js";
 import { adminRouter } from "./admin/admin-router.js";
+import type { LoadsOf } from "./admin/overview-routes.js";
 import { authRouter } from "./auth/auth-router.js";
 import { findWebDir, webApp } from "./web/web-app.js";
 import { errorHandler, unknownUrl } from "./error-handler.js";
@@ -40,6 +41,8 @@ export interface RelayAppDeps {
   usage: UsageRecorder;
   /** The gateway's requests, for the request log. */
   requests: RequestLog;
+  /** The machines' latest loads, wherever they are linked (for the overview). */
+  loadsOf: LoadsOf;
   metrics: RelayMetrics;
   adminTokenHash: () => string | undefined;
   /** Where the built web application is; absent to find it next to the relay's code. */
@@ -153,6 +156,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
         events: deps.events,
         usage: deps.usage,
         requests: deps.requests,
+        loadsOf: deps.loadsOf,
         adminTokenHash: deps.adminTokenHash,
         eventsKeepaliveMs: deps.eventsKeepaliveMs,
       }),

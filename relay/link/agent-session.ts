@@ -12,6 +12,7 @@ import {
   type RuntimeState,
   type StepProgress,
   type StackMetrics,
+  type MachineUsage,
   type StepResult,
   type TokenEvent,
   type Usage,
@@ -83,6 +84,8 @@ export interface SessionReports {
   onRuntimeStatus?: (stackId: string, state: RuntimeState, error: string | null) => void;
   onInventory?: (inventory: Inventory) => void;
   onMetrics?: (stacks: StackMetrics[]) => void;
+  /** The machine's load now (CPU, memory, GPUs). */
+  onUsage?: (usage: MachineUsage) => void;
   /** Whether the relay gave this machine the stack: a runtime state for any other is ignored. */
   ownsStack?: (stackId: string) => boolean;
   /** Whether the machine's credentials still hold in the database (not revoked, the same token). */
@@ -221,6 +224,9 @@ export class AgentSession {
         return;
       case "metrics":
         this.reports.onMetrics?.(message.stacks);
+        return;
+      case "usage":
+        this.reports.onUsage?.(message.usage);
         return;
       case "heartbeat":
       case "hello":

@@ -14,6 +14,7 @@ import type { StorageHealth } from "../health/index.js";
 import type { HardwareSummary, Machine, MachineInventory, Store } from "../store/index.js";
 import type { AgentRegistry } from "./agent-registry.js";
 import { AgentSession } from "./agent-session.js";
+import type { MachineLoads } from "./machine-loads.js";
 import { checkMachineCredentials } from "./machine-credentials.js";
 
 /** What {@link linkAcceptor} needs. */
@@ -29,6 +30,8 @@ export interface LinkAcceptorDeps {
   events: EventBus;
   /** Where the runtime metrics agents report go (the relay's Prometheus metrics). */
   runtimeMetrics: { reported(machineId: string, stacks: StackMetrics[]): void; machineGone(machineId: string): void };
+  /** Where the machines' loads go (the overview reads them). */
+  loads: MachineLoads;
   /** Writes of machine and runtime states that the database refuses are reported there; the link goes on. */
   storage: StorageHealth;
 }
@@ -164,6 +167,7 @@ function acceptMachine(
     session.close();
     if (registry.remove(session)) {
       deps.runtimeMetrics.machineGone(machine.id);
+      deps.loads.gone(machine.id);
       void deps.storage.attempt("machine state", () => store.machines.markOffline(machine.id)).then(machineChanged);
     }
   };
@@ -207,6 +211,7 @@ function acceptMachine(
         // Only the stacks this relay gave the machine count, and no more of them than it could have.
         deps.runtimeMetrics.reported(machine.id, stacks.filter((st) => s.owns(st.stackId)));
       },
+      onUsage: (usage) => deps.loads.reported(machine.id, usage),
       onRuntimeStatus: (stackId, state, error) => {
         // Routing follows the state at once (the session's ready stacks); what is stored, logged and announced
         // follows it at most every 250 ms per link, the latest state of each stack, and only when the agent's

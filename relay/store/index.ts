@@ -19,7 +19,7 @@ export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord, ApiKeyChanges } from "./api-keys.js";
 export type { SessionRecord } from "./sessions.js";
 export type { AuditActor, AuditEvent } from "./audit-events.js";
-export type { RequestLogEntry, NewRequestLogEntry, RequestFilter, CapturedExchange } from "./request-log.js";
+export type { RequestLogEntry, NewRequestLogEntry, RequestFilter, CapturedExchange, FiguresScope, RequestFigures, MinuteFigures } from "./request-log.js";
 export type { StoreChange, ChangeListener } from "./change-notices.js";
 export { type DatabaseLocation, type Db, databaseNowMs } from "./open-database.js";
 export { transaction } from "./transaction.js";

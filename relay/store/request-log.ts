@@ -58,6 +58,38 @@ export interface RequestFilter {
   q?: string;
 }
 
+/** Which requests a figure counts: an organization's, or only those of one stack or one machine. */
+export interface FiguresScope {
+  stackId?: string;
+  machineId?: string;
+}
+
+/** One minute of requests (`minute`: ms since the epoch / 60,000). */
+export interface MinuteFigures {
+  minute: number;
+  requests: number;
+  errors: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** Requests since a time: per minute, and latency percentiles and runtime speed over all of them. */
+export interface RequestFigures {
+  /** Only minutes with requests, oldest first. */
+  minutes: MinuteFigures[];
+  /** Requests that ended at or after the `recent` time, and the tokens they generated. */
+  recentRequests: number;
+  recentCompletionTokens: number;
+  /** Latency of the requests answered without error, ms; null when there were none. */
+  p50Ms: number | null;
+  p95Ms: number | null;
+  /**
+   * Tokens the runtimes generated per second once the first had come (the answered, streamed requests of more than
+   * one token): their speed, not the gateway's throughput. Null when no such request.
+   */
+  decodeTokensPerSecond: number | null;
+}
+
 /** Rows of one insert: 17 parameters each, well under SQLite's and PostgreSQL's limits. */
 const ROWS_PER_STATEMENT = 500;
 /** Requests one pruning statement deletes at most. */
@@ -181,6 +213,55 @@ export class RequestLogStore {
       .where("r.id", "=", id)
       .executeTakeFirst();
     return row && { ...toRequest(row, true), keyName: row.key_name, stackName: row.stack_name };
+  }
+
+  /**
+   * An organization's requests (or one stack's, or one machine's) that ended at or after `since`: counts and
+   * tokens per minute, those since `recent`, latency percentiles of those answered, and the runtimes' decoding speed.
+   */
+  async figures(orgId: string, scope: FiguresScope, since: number, recent: number): Promise<RequestFigures> {
+    const scoped = sql.join(
+      [
+        sql`org_id = ${orgId}`,
+        sql`id >= ${this.ids.floor(since)}`,
+        ...(scope.stackId !== undefined ? [sql`stack_id = ${scope.stackId}`] : []),
+        ...(scope.machineId !== undefined ? [sql`machine_id = ${scope.machineId}`] : []),
+      ],
+      sql` and `,
+    );
+    const ok = sql`status < 400 and error_code is null`;
+    const decoding = sql`${ok} and stream = 1 and completion_tokens > 1 and first_token_ms is not null and latency_ms > first_token_ms`;
+    type Sum = number | string | null;
+    const { rows } = await sql<{ minute: number | string; requests: number | string; errors: Sum; answered: Sum; prompt_tokens: Sum; completion_tokens: Sum; decode_tokens: Sum; decode_ms: Sum; recent: Sum; recent_tokens: Sum }>`
+      select at / 60000 as minute, count(*) as requests,
+        sum(case when at >= ${recent} then 1 else 0 end) as recent,
+        sum(case when at >= ${recent} then completion_tokens else 0 end) as recent_tokens,
+        sum(case when ${ok} then 0 else 1 end) as errors,
+        sum(case when ${ok} then 1 else 0 end) as answered,
+        sum(prompt_tokens) as prompt_tokens, sum(completion_tokens) as completion_tokens,
+        sum(case when ${decoding} then completion_tokens - 1 else 0 end) as decode_tokens,
+        sum(case when ${decoding} then latency_ms - first_token_ms else 0 end) as decode_ms
+      from request_log where ${scoped} group by at / 60000 order by minute`.execute(this.db);
+    let answered = 0;
+    let decodeTokens = 0;
+    let decodeMs = 0;
+    let recentRequests = 0;
+    let recentCompletionTokens = 0;
+    const minutes = rows.map((r) => {
+      answered += Number(r.answered ?? 0);
+      recentRequests += Number(r.recent ?? 0);
+      recentCompletionTokens += Number(r.recent_tokens ?? 0);
+      decodeTokens += Number(r.decode_tokens ?? 0);
+      decodeMs += Number(r.decode_ms ?? 0);
+      return { minute: Number(r.minute), requests: Number(r.requests), errors: Number(r.errors ?? 0), promptTokens: Number(r.prompt_tokens ?? 0), completionTokens: Number(r.completion_tokens ?? 0) };
+    });
+    // The latency at a rank of the answered requests sorted by it (nearest rank, as both dialects can).
+    const at = async (p: number): Promise<number | null> => {
+      if (answered === 0) return null;
+      const { rows: [row] } = await sql<{ latency_ms: number }>`select latency_ms from request_log where ${scoped} and ${ok} order by latency_ms limit 1 offset ${Math.ceil(p * answered) - 1}`.execute(this.db);
+      return row ? Number(row.latency_ms) : null;
+    };
+    return { minutes, recentRequests, recentCompletionTokens, p50Ms: await at(0.5), p95Ms: await at(0.95), decodeTokensPerSecond: decodeMs > 0 ? Math.round((decodeTokens / decodeMs) * 10_000) / 10 : null };
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { NewRequestLogEntry, RequestFilter, Store } from "../store/index.js";
+import type { FiguresScope, NewRequestLogEntry, RequestFigures, RequestFilter, Store } from "../store/index.js";
 
 /** Options of {@link RequestLog}. */
 export interface RequestLogOptions {
@@ -136,6 +136,12 @@ export class RequestLog {
     // What the database has, even when the last requests cannot be written just now (reported by the timer).
     await this.flush().catch(() => undefined);
     return this.store.requests.list(orgId, filter, page);
+  }
+
+  /** Figures of an organization's requests (or one stack's or machine's) since `since`, with those since `recent` apart. */
+  async figures(orgId: string, scope: FiguresScope, since: number, recent: number): Promise<RequestFigures> {
+    await this.flush().catch(() => undefined);
+    return this.store.requests.figures(orgId, scope, since, recent);
   }
 
   /** One request, with its capture if it is still kept. */

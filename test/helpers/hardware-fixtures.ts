@@ -47,6 +47,14 @@ export function standinHardwareEnv(dir: string, replay: NonNullable<Fixture["gra
   return env;
 }
 
+/**
+ * The environment under which `nvidia-smi` is the stand-in answering with `csvFile` (the recorded query's fields;
+ * rewrite the file to change what it says next), or failing as without a driver when `csvFile` is null.
+ */
+export function standinNvidiaSmiEnv(csvFile: string | null): NodeJS.ProcessEnv {
+  return { PATH: [STANDINS, "/usr/bin", "/bin"].join(":"), LC_ALL: "C", ...(csvFile ? { STANDIN_NVIDIA_SMI_OUTPUT: csvFile } : {}) };
+}
+
 /** A hardware source that answers from a fixture; `overrides` replace probes (to make one fail, say). */
 export function fixtureSource(kind: MachineKind, overrides: Partial<HardwareSource> = {}): HardwareSource {
   return fixtureFileSource(join(kind === "nvidia-h100" ? SHARED_HARDWARE : HARDWARE_FIXTURES, `${kind}.json`), overrides);

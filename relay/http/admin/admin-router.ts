@@ -18,6 +18,7 @@ import { orgRoutes } from "./orgs-routes.js";
 import { stackRoutes } from "./stacks-routes.js";
 import { usageRoutes } from "./usage-routes.js";
 import { requestRoutes } from "./requests-routes.js";
+import { overviewRoutes, type LoadsOf } from "./overview-routes.js";
 import { userRoutes } from "./users-routes.js";
 
 /** Dependencies of the admin API. */
@@ -30,6 +31,8 @@ export interface AdminRouterDeps {
   events: EventBus;
   usage: UsageRecorder;
   requests: RequestLog;
+  /** The machines' latest loads, wherever they are linked. */
+  loadsOf: LoadsOf;
   adminTokenHash: () => string | undefined;
   /** How often a live event stream sends a keepalive and checks its holder again. @default 15000 */
   eventsKeepaliveMs?: number;
@@ -53,6 +56,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     ...usageRoutes(deps.usage),
     ...auditRoutes(control),
     ...requestRoutes(deps.requests),
+    ...overviewRoutes(control, deps.requests, deps.loadsOf),
   };
   mountRoutes(r, "/admin/v1/", handlers, accessOf);
   const live = new EventStreams(deps.events, { keepaliveMs: deps.eventsKeepaliveMs });
