@@ -5,6 +5,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
 import { createLogger, silentLogger } from "../../proto/index.js";
+import type { Overview } from "../../relay/admin-contract/index.js";
 import { emptyDatabase } from "../helpers/databases.js";
 import { startNats, type NatsServer } from "../helpers/nats-server.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
@@ -68,6 +69,20 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     }
     expect(text).toBe(long);
     expect(usage).toMatchObject({ completion_tokens: 200 });
+  });
+
+  it("gives the overview on either relay with the load of the machine linked to the other", async () => {
+    const overviewOn = async (relay: Relay) => {
+      const res = await fetch(`${relay.adminUrl}/admin/v1/overview?org=${gw.orgId}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
+      expect(res.status).toBe(200);
+      return (await res.json()) as Overview;
+    };
+    // The agent's first sample went to A as its link came online; B asks A for it.
+    await vi.waitFor(async () => expect((await overviewOn(gw.relay)).loads).toHaveLength(1), { timeout: 10_000, interval: 100 });
+    const [onA, onB] = [await overviewOn(gw.relay), await overviewOn(b)];
+    expect(onB.machines).toEqual(onA.machines);
+    expect(onB.loads).toEqual([expect.objectContaining({ machine_id: gw.machineId, memory_total_bytes: onA.loads[0]!.memory_total_bytes })]);
+    expect(onB.loads[0]!.memory_used_bytes).toBeGreaterThan(0);
   });
 
   it("answers the machine's errors as a local link would", async () => {
