@@ -113,6 +113,16 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect(errors.stdout).not.toContain("tiny-story");
     const shownCapture = await runCli(["admin", "request", "get", logged.data[1]!.id, "--data-dir", dataDir]);
     expect(shownCapture.stdout).toMatch(/Prompt:[\s\S]*"Hello"[\s\S]*Answer:/);
+    // The overview: the machine with its load (sampled by its agent), the stacks, the requests just made.
+    const overview = await runCli(["admin", "overview", "--org", "acme-labs", "--data-dir", dataDir]);
+    expect(overview.stdout).toMatch(/Machines: 1 online, 0 offline/);
+    expect(overview.stdout).toMatch(/Stacks:\s+2 deployed \(2 ready/);
+    expect(overview.stdout).toMatch(/last hour 3 \(1 errors, 33\.3%\)/);
+    expect(overview.stdout).toMatch(/MACHINE\s+CPU\s+MEMORY/);
+    const scoped = await json("overview", "--org", "acme-labs", "--stack", String(stack.id));
+    expect(scoped).toMatchObject({ object: "overview", scope: { stack: stack.id }, stacks: { total: 1 } });
+    const both = await admin("overview", "--org", "acme-labs", "--stack", String(stack.id), "--machine", "mach_x");
+    expect([both.code, both.stderr]).toEqual([2, expect.stringContaining("mutually exclusive")]);
     const forever = await admin("stack", "update", String(stack.id), "--capture-hours", "forever");
     expect([forever.code, forever.stderr]).toEqual([1, expect.stringContaining("'capture_hours' must be a whole number of hours from 1 to 720")]);
     expect(await json("stack", "update", String(stack.id), "--capture-hours", "none")).toMatchObject({ capture_hours: null });
