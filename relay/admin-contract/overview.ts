@@ -74,8 +74,11 @@ export interface Overview {
   machines: { total: number; online: number; offline: number; pending: number; revoked: number };
   /** Each online machine's latest load; a machine whose agent has not reported one is left out. */
   loads: MachineLoad[];
-  /** Stacks by state, and the deployed ones' runtimes by state (`ready`, `loading`, `failed`, and `unknown` before a report). */
-  stacks: { total: number; by_state: Record<StackState, number>; runtimes: { ready: number; loading: number; failed: number; unknown: number } };
+  /**
+   * Stacks by state, and the deployed ones' runtimes by what their machine last reported (`ready`, `loading`,
+   * `failed`, `unknown` before a report), or `offline` when their machine is not online (they answer 503).
+   */
+  stacks: { total: number; by_state: Record<StackState, number>; runtimes: { ready: number; loading: number; failed: number; unknown: number; offline: number } };
   requests: RequestFigures;
 }
 

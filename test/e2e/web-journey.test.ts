@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
 import { hashPassword, hashSecret, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
-import { fixtureSource } from "../helpers/hardware-fixtures.js";
+import { queryNvidiaGpus, systemUsageSource } from "../../agent/hardware/machine-usage.js";
+import { fixtureSource, SHARED_HARDWARE, standinNvidiaSmiEnv } from "../helpers/hardware-fixtures.js";
 import { REPO_ROOT, testModelPath } from "../helpers/models.js";
 
 /** Debian's chromium (`apt-get install -y chromium`; .ci/run installs it), or MAKINA_CHROMIUM. */
@@ -84,8 +85,10 @@ describe("a newcomer's journey through the web application", () => {
     await shot("sign-in-error");
     await page.getByLabel("Password").fill("first-admin-password");
     await page.getByLabel("Password").press("Enter");
+    // The first page is the overview: with no machine yet, it says what to do first.
+    await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
     await page.getByRole("heading", { name: "No machines yet" }).waitFor();
-    await shot("machines-empty");
+    await shot("overview-empty");
 
     // Add a machine: the page shows its values once, and waits until it comes online.
     await page.getByRole("button", { name: "Add your first machine" }).click();
@@ -235,6 +238,15 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => page.locator("tr", { hasText: "tiny" }).textContent()).toContain("deployed");
     await shot("stacks");
 
+    // The overview counts what runs and the requests just made, and shows the machine's load as its agent samples it.
+    await nav("Overview");
+    await expect.poll(() => page.getByTestId("stat-machines").textContent()).toContain("1 of 1");
+    await expect.poll(() => page.getByTestId("stat-stacks").textContent()).toContain("1 of 1");
+    // The playground's answer, and the key's three calls (one refused once revoked).
+    await expect.poll(() => page.getByTestId("stat-errors").textContent()).toMatch(/\d of [34] in the last hour/);
+    await page.getByRole("meter", { name: "CPU" }).waitFor();
+    expect(await page.getByRole("img", { name: /requests in the last hour/ }).count()).toBe(1);
+
     // The machine's page shows the runtime it now runs and the model on its disk.
     await nav("Machines");
     await page.getByRole("link", { name: "gpu-box" }).click();
@@ -358,7 +370,9 @@ describe("a newcomer's journey through the web application", () => {
 
     const { context, page: member, signIn } = await otherBrowser();
     await signIn("mo@acme.test", password);
-    await member.getByRole("heading", { name: "Machines" }).waitFor();
+    await member.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+    await member.getByRole("article", { name: "gpu-box" }).getByRole("meter", { name: "CPU" }).waitFor();
+    await member.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Machines" }).click();
     await expect.poll(() => member.locator("table").textContent()).toContain("gpu-box");
     expect(await member.getByRole("button", { name: "Add machine" }).count()).toBe(0);
     await member.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Forge" }).click();
@@ -377,7 +391,7 @@ describe("a newcomer's journey through the web application", () => {
     const { context, page: leaver, signIn: signInAs } = await otherBrowser();
     const signIn = (pass: string) => signInAs("leaver@acme.test", pass);
     await signIn(password);
-    await leaver.getByRole("heading", { name: "Machines" }).waitFor();
+    await leaver.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
 
     // Disabling asks first, in words, then signs the person out at once.
     const row = page.getByTestId("user-row-leaver@acme.test");
@@ -405,7 +419,7 @@ describe("a newcomer's journey through the web application", () => {
     expect(reset).not.toBe(password);
     await page.getByRole("button", { name: "Done" }).click();
     await signIn(reset);
-    await leaver.getByRole("heading", { name: "Machines" }).waitFor();
+    await leaver.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
     // An admin now: the audit log is in the navigation.
     expect(await leaver.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Audit log" }).count()).toBe(1);
     await row.getByRole("button", { name: "Delete…" }).click();
@@ -557,6 +571,53 @@ describe("a newcomer's journey through the web application", () => {
     await shot("not-found");
   });
 
+  it("shows a GPU machine's load on the overview as it changes, and each machine's and stack's own figures on its page", async () => {
+    // No GPU is reachable here: this agent's hardware is the recorded H100 server's, and its load comes from the
+    // stand-in nvidia-smi of test/fixtures/standins, printing the recorded line with the memory and utilization given.
+    const acme = (await relay.store.orgs.find("acme"))!;
+    const { machine, token } = await relay.control.createMachine(acme.id, "h100-node");
+    const smiFile = join(dataDir, "nvidia-smi.csv");
+    const recorded = readFileSync(join(SHARED_HARDWARE, "nvidia-h100.nvidia-smi.csv"), "utf8").trim().split(", ");
+    const smiSays = (usedMiB: number, utilization: number) => writeFileSync(smiFile, `${recorded.map((f, i) => (i === 6 ? String(usedMiB) : i === 8 ? String(utilization) : f)).join(", ")}\n`);
+    smiSays(61_440, 73);
+    const smiEnv = standinNvidiaSmiEnv(smiFile);
+    const h100 = await startAgent(
+      resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dataDir, "agent-h100"), threads: 1, gpu: false, usageIntervalMs: 1000 } }),
+      { log: silentLogger(), hardwareSource: fixtureSource("nvidia-h100"), usageSource: { ...systemUsageSource(), gpus: (signal) => queryNvidiaGpus(signal, smiEnv) } },
+    );
+    try {
+      await nav("Overview");
+      const card = page.getByRole("article", { name: "h100-node" });
+      await expect.poll(() => card.getByTestId(`gpu-${machine.id}-0`).textContent(), { timeout: 20_000 }).toContain("GPU 0 · NVIDIA H100 80GB HBM3");
+      const busy = card.getByRole("meter", { name: "GPU 0 busy" });
+      await expect.poll(() => busy.getAttribute("aria-valuenow")).toBe("73");
+      expect(await card.getByRole("meter", { name: "GPU 0 memory" }).getAttribute("aria-valuetext")).toBe("60.0 GiB of 79.6 GiB");
+      await expect.poll(() => page.getByTestId("stat-gpus").textContent()).toContain("73% busy");
+      await shot("overview");
+      // The GPU gets busier: the page follows within seconds, without a reload.
+      smiSays(79_000, 97);
+      await expect.poll(() => busy.getAttribute("aria-valuenow"), { timeout: 20_000 }).toBe("97");
+      expect(await busy.getAttribute("class")).toContain("high");
+
+      // The machine's page: its own load and requests.
+      await card.getByRole("link", { name: "h100-node" }).click();
+      const figures = page.getByTestId("live-figures");
+      await expect.poll(() => figures.getByRole("meter", { name: "GPU 0 busy" }).getAttribute("aria-valuenow"), { timeout: 20_000 }).toBe("97");
+      await shot("machine-load");
+      // A stack's page: its requests, latency and the runtime's speed.
+      await nav("Stacks");
+      await page.getByRole("link", { name: "tiny", exact: true }).click();
+      await expect.poll(() => page.getByTestId("live-figures").getByTestId("stat-runtime-speed").textContent()).toMatch(/Runtime speed[\d,.]+ tok\/s/);
+      expect(await page.getByTestId("live-figures").getByTestId("stat-errors").textContent()).toMatch(/of \d+ in the last hour/);
+      await page.getByTestId("live-figures").scrollIntoViewIfNeeded();
+      await shot("stack-figures");
+    } finally {
+      await h100.stop();
+      await relay.control.revokeMachine(null, machine.id);
+      await relay.control.deleteMachine(null, machine.id);
+    }
+  });
+
   it("finds a key among many: searched, sorted and paged by the relay, the page kept in the address", async () => {
     const acme = (await relay.store.orgs.find("acme"))!;
     for (let i = 0; i < 120; i++) await relay.control.createKey(acme.id, { name: `ci-runner-${String(i).padStart(3, "0")}` });
@@ -636,6 +697,10 @@ describe("a newcomer's journey through the web application", () => {
 
   it("works in a narrow window: navigation stays reachable and nothing scrolls sideways", async () => {
     await page.setViewportSize({ width: 390, height: 800 });
+    await nav("Overview");
+    await page.getByTestId("stat-machines").waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    await shot("narrow-overview");
     await nav("Machines");
     await page.getByRole("heading", { name: "Machines" }).waitFor();
     expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);

@@ -69,11 +69,14 @@ export function overviewRoutes(control: ControlPlane, requests: RequestLog, load
       const [loads, figures] = await Promise.all([loadsOf(online.map((m) => m.id)), requests.figures(orgId, { stackId: scopedStack?.id, machineId: scopedMachine?.id }, at - HOUR, at - MINUTE)]);
       const live = machines.filter((m) => m.revokedAt === null);
       const byState = Object.fromEntries(STACK_STATES.map((st) => [st, stacks.filter((s) => s.state === st).length])) as Record<StackState, number>;
-      const deployed = stacks.filter((s) => s.state === "deployed");
-      const runtimes = { ready: 0, loading: 0, failed: 0, unknown: 0 };
-      for (const s of deployed) {
+      // A runtime serves only while its machine is online: the state it last reported says nothing otherwise.
+      const onlineIds = new Set(online.map((m) => m.id));
+      const runtimes = { ready: 0, loading: 0, failed: 0, unknown: 0, offline: 0 };
+      for (const s of stacks) {
+        if (s.state !== "deployed") continue;
         const state = s.runtimeState;
-        if (state === "ready" || state === "loading" || state === "failed") runtimes[state]++;
+        if (!onlineIds.has(s.machineId)) runtimes.offline++;
+        else if (state === "ready" || state === "loading" || state === "failed") runtimes[state]++;
         else runtimes.unknown++;
       }
       const overview: Overview = {

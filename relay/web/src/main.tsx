@@ -21,11 +21,13 @@ import { UsersPage } from "./pages/account/users-page.js";
 import { AuditPage } from "./pages/audit/audit-page.js";
 import { RequestPage } from "./pages/requests/request-page.js";
 import { RequestsPage } from "./pages/requests/requests-page.js";
+import { OverviewPage } from "./pages/overview/overview-page.js";
 import { parseRoute, type Route } from "./router.js";
 import "./styles.css";
 
 /** Each page's name in the window's title. */
 const PAGE_TITLES: Record<Route["page"], string> = {
+  overview: "Overview",
   machines: "Machines",
   machine: "Machine",
   stacks: "Stacks",
@@ -44,6 +46,8 @@ const PAGE_TITLES: Record<Route["page"], string> = {
 
 function Page({ route }: { route: Route }) {
   switch (route.page) {
+    case "overview":
+      return <OverviewPage />;
     case "machines":
       return <MachinesPage />;
     case "machine":
@@ -74,7 +78,7 @@ function Page({ route }: { route: Route }) {
       return (
         <EmptyState title="There is no such page">
           <p>
-            Go to <Link href="/machines">Machines</Link>.
+            Go to the <Link href="/">Overview</Link>.
           </p>
         </EmptyState>
       );

@@ -1,5 +1,6 @@
 /** The web application's pages, by path. */
 export type Route =
+  | { page: "overview" }
   | { page: "machines" }
   | { page: "machine"; id: string }
   | { page: "stacks" }
@@ -20,7 +21,7 @@ export function parseRoute(path: string): Route {
   // A link may carry a query (`/requests?key=…`): the page reads it; the route is the path's.
   const parts = path.replace(/[?#].*$/, "").split("/").filter(Boolean).map(decodeURIComponent);
   const [first, second] = parts;
-  if (parts.length === 0) return { page: "machines" };
+  if (parts.length === 0) return { page: "overview" };
   if (first === "machines" && parts.length <= 2) return second ? { page: "machine", id: second } : { page: "machines" };
   if (first === "stacks" && parts.length === 3 && parts[2] === "edit") return { page: "stack-edit", id: second! };
   if (first === "stacks" && parts.length <= 2) return second ? { page: "stack", id: second } : { page: "stacks" };

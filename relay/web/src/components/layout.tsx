@@ -5,6 +5,7 @@ import type { Route } from "../router.js";
 import { Link } from "./link.js";
 
 const NAV: { href: string; label: string; pages: Route["page"][]; adminOnly?: boolean }[] = [
+  { href: "/", label: "Overview", pages: ["overview"] },
   { href: "/machines", label: "Machines", pages: ["machines", "machine"] },
   { href: "/forge", label: "Forge", pages: ["forge"] },
   { href: "/stacks", label: "Stacks", pages: ["stacks", "stack", "stack-edit"] },

@@ -11,6 +11,7 @@ import { Link } from "../../components/link.js";
 import { NotLoaded, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { DeploymentProgress } from "../stacks/deployment-progress.js";
+import { LiveFigures } from "../overview/live-figures.js";
 
 /** One machine: its hardware, the stacks on it, and the live progress of what the relay asked of it. */
 export function MachinePage({ id }: { id: string }) {
@@ -125,6 +126,7 @@ export function MachinePage({ id }: { id: string }) {
         </section>
       )}
       {m.state === "pending" && <Notice tone="info">This machine has never connected. Run the install command shown when it was added; it appears online within seconds.</Notice>}
+      {!m.revoked_at && m.state !== "pending" && <LiveFigures machine={m.id} />}
       <div class="grid two">
         <section class="card" aria-labelledby="hw-title">
           <h2 id="hw-title">Hardware</h2>

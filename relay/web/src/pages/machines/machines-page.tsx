@@ -13,7 +13,8 @@ export function MachinesPage() {
   const { client } = useApp();
   const isAdmin = useIsAdmin();
   const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
-  const [adding, setAdding] = useState(false);
+  // The overview's "Add your first machine" comes here with `?add` to open the form at once.
+  const [adding, setAdding] = useState(() => isAdmin && new URLSearchParams(location.search).has("add"));
   const list = machines.data ?? [];
   return (
     <>

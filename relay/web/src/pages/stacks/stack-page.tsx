@@ -11,6 +11,7 @@ import { DeploymentProgress } from "./deployment-progress.js";
 import { Playground } from "./playground.js";
 import { Snippets } from "./snippets.js";
 import { RecentRequests } from "../requests/recent-requests.js";
+import { LiveFigures } from "../overview/live-figures.js";
 
 /** One stack: deploy and undeploy with live progress, how to call it, and a playground. */
 export function StackPage({ id }: { id: string }) {
@@ -169,6 +170,7 @@ export function StackPage({ id }: { id: string }) {
       </div>
       {s.has_endpoint && <Snippets stack={s} />}
       {s.has_endpoint && s.state === "deployed" && <Playground stack={s} />}
+      {s.state !== "draft" && <LiveFigures stack={s.id} />}
       <RecentRequests stack={s} onChanged={stack.reload} />
     </>
   );
