@@ -210,6 +210,8 @@ describe("a newcomer's journey through the web application", () => {
     await keyRow.getByRole("button", { name: "Revoke…" }).click();
     await keyRow.getByRole("button", { name: "Revoke key" }).click();
     await expect.poll(() => keyRow.textContent()).toContain("revoked");
+    // Done, and said so in a toast.
+    await expect.poll(() => page.getByTestId("toast").last().textContent()).toContain("Key support-bot revoked: it is refused from its next request on.");
     await expect(client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 4 })).rejects.toMatchObject({ status: 401, code: "invalid_api_key" });
     await shot("keys");
     // The organization's default limits, for keys that set none of their own.
@@ -658,6 +660,9 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByLabel("New name").fill("gpu-box-1");
     await page.getByRole("button", { name: "Save name" }).click();
     await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe("gpu-box-1");
+    await expect.poll(() => page.getByTestId("toast").last().textContent()).toContain("Renamed to gpu-box-1.");
+    await shot("toast");
+    await page.getByTestId("toast").last().getByRole("button", { name: "Dismiss" }).click();
     // Rotating drops the machine's link: it is asked first, and Keep leaves the token as it was.
     const before = await relay.store.machines.tokenHash((await relay.store.machines.listByOrg((await relay.store.orgs.find("acme"))!.id))[0]!.id);
     await page.getByRole("button", { name: "Rotate token…" }).click();
@@ -771,5 +776,22 @@ describe("a newcomer's journey through the web application", () => {
     // Readable: the labels keep their size however narrow the chart is drawn.
     expect(await page.locator(".chart .axis span").first().evaluate((e) => (e as unknown as { getBoundingClientRect(): { height: number } }).getBoundingClientRect().height)).toBeGreaterThan(10);
     await shot("narrow-usage");
+  });
+
+  it("says when the relay goes away and when it is back, and reads the page again", async () => {
+    await page.setViewportSize({ width: 1280, height: 860 });
+    await nav("Overview");
+    await page.getByTestId("stat-machines").waitFor();
+    expect(await page.getByTestId("connection-banner").count()).toBe(0);
+    const ports = { port: Number(new URL(relay.url).port), grpcPort: Number(relay.linkAddress.split(":").pop()) };
+    await relay.stop();
+    await expect.poll(() => page.getByTestId("connection-banner").textContent(), { timeout: 20_000 }).toBe("The connection to the relay is lost. Reconnecting… What this page shows may be out of date.");
+    expect(await page.getByTestId("connection-banner").getAttribute("role")).toBe("alert");
+    await shot("connection-lost");
+    // The same relay again (its database, its ports): the page's stream links again by itself, and the banner says so.
+    relay = await startRelay(resolveRelayConfig({ flags: { dataDir, ...ports, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } }), { log: silentLogger() });
+    await expect.poll(() => page.getByTestId("connection-banner").textContent(), { timeout: 30_000 }).toBe("Connected to the relay again: this page is up to date.");
+    await shot("connection-back");
+    await expect.poll(() => page.getByTestId("connection-banner").count(), { timeout: 15_000 }).toBe(0);
   });
 });

@@ -4,13 +4,15 @@ import type { AdminClient } from "./api/admin-client.js";
 import type { RelayEvents } from "./api/event-stream.js";
 import type { SessionInfo } from "./api/types.js";
 
-/** What every page needs: the API client, the live event stream, the signed-in session, navigation. */
+/** What every page needs: the API client, the live event stream, the signed-in session, navigation, toasts. */
 export interface AppContextValue {
   client: AdminClient;
   events: RelayEvents;
   session: SessionInfo;
   navigate: (path: string) => void;
   signOut: () => void;
+  /** Says in a toast that an action was done ("Key revoked."). */
+  notify: (text: string) => void;
 }
 
 export const AppContext = createContext<AppContextValue | null>(null);

@@ -7,6 +7,7 @@ import { AppContext, type AppContextValue } from "./app-context.js";
 import { Layout } from "./components/layout.js";
 import { EmptyState } from "./components/notice.js";
 import { Link } from "./components/link.js";
+import { Toasts, useToasts } from "./components/toasts.js";
 import { AccountPage } from "./pages/account/account-page.js";
 import { ForgePage } from "./pages/forge/forge-page.js";
 import { StackEditPage } from "./pages/forge/stack-edit-page.js";
@@ -91,6 +92,7 @@ function App() {
   const [session, setSession] = useState<SessionInfo | null | undefined>(undefined);
   const [bootError, setBootError] = useState<string | null>(null);
   const [path, setPath] = useState(location.pathname);
+  const { toasts, notify, dismiss } = useToasts();
 
   useEffect(() => {
     client.onSignedOut = () => setSession(null);
@@ -127,6 +129,7 @@ function App() {
     signOut: () => {
       void client.signOut().finally(() => setSession(null));
     },
+    notify,
   };
   return (
     <AppContext.Provider value={ctx}>
@@ -134,6 +137,7 @@ function App() {
         {/* A page starts afresh for another address (its query too: the filters it was linked with). */}
         <Page key={path} route={route} />
       </Layout>
+      <Toasts toasts={toasts} dismiss={dismiss} />
     </AppContext.Provider>
   );
 }

@@ -14,9 +14,9 @@ export class RelayEvents {
   private source: EventSource | undefined;
   private readonly listeners = new Set<Listener>();
   private wasOpen = false;
+  private readonly connectionListeners = new Set<(connected: boolean) => void>();
   /** True while the stream is connected (the UI shows a "live" mark). */
   connected = false;
-  onConnectionChange: (connected: boolean) => void = () => {};
 
   start(): void {
     if (this.source) return;
@@ -40,6 +40,12 @@ export class RelayEvents {
     this.setConnected(false);
   }
 
+  /** Hears every change of the connection's state. */
+  onConnection(listener: (connected: boolean) => void): () => void {
+    this.connectionListeners.add(listener);
+    return () => this.connectionListeners.delete(listener);
+  }
+
   subscribe(listener: Listener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -48,7 +54,7 @@ export class RelayEvents {
   private setConnected(connected: boolean): void {
     if (this.connected === connected) return;
     this.connected = connected;
-    this.onConnectionChange(connected);
+    for (const l of this.connectionListeners) l(connected);
   }
 
   private dispatch(type: AdminEventType, event: AdminEvent | null): void {

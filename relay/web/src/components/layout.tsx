@@ -2,6 +2,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { useApp } from "../app-context.js";
 import type { Route } from "../router.js";
+import { ConnectionBanner } from "./connection-banner.js";
 import { Link } from "./link.js";
 
 const NAV: { href: string; label: string; pages: Route["page"][]; adminOnly?: boolean }[] = [
@@ -21,8 +22,8 @@ export function Layout({ route, children }: { route: Route; children: ComponentC
   const { session, events, signOut } = useApp();
   const [live, setLive] = useState(events.connected);
   useEffect(() => {
-    events.onConnectionChange = setLive;
     setLive(events.connected);
+    return events.onConnection(setLive);
   }, [events]);
   return (
     <div class="shell">
@@ -62,6 +63,7 @@ export function Layout({ route, children }: { route: Route; children: ComponentC
             </button>
           </div>
         </div>
+        <ConnectionBanner events={events} />
         <main id="content">{children}</main>
       </div>
     </div>

@@ -94,7 +94,7 @@ const isPartOf = (param: string, field: string) => param === field || param.star
  * that stack (a deployed one is redeployed with what its machine builds on, and cannot change machine).
  */
 export function ForgePage({ editing }: { editing?: Stack } = {}) {
-  const { client, session, navigate } = useApp();
+  const { client, session, navigate, notify } = useApp();
   const isAdmin = useIsAdmin();
   const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
   const [catalog, setCatalog] = useState<CatalogModel[]>([]);
@@ -225,12 +225,14 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
             orchestrator === "vote" ? { samples, temperature: sampleTemperature.trim() || undefined } : body.orchestrator_options,
           ),
         };
-        await client.call("PATCH /admin/v1/stacks/:id", { params: { id: editing.id }, body: edited });
+        const saved = await client.call("PATCH /admin/v1/stacks/:id", { params: { id: editing.id }, body: edited });
+        notify(saved.changed.length === 0 ? "Nothing changed." : saved.redeployed ? `Changes to ${saved.name} saved: it redeploys on its machine.` : `Changes to ${saved.name} saved.`);
         navigate(`/stacks/${editing.id}`);
         return;
       }
       const stack = await client.call("POST /admin/v1/stacks", { body: { ...body, org: session.org.id } });
       await client.call("POST /admin/v1/stacks/:id/deploy", { params: { id: stack.id } });
+      notify(`${stack.name} created: deploying it.`);
       navigate(`/stacks/${stack.id}`);
     } catch (err) {
       setSubmitted({ error: err as ApiError, busy: false, values: form.values });

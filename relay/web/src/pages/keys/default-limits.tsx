@@ -15,7 +15,7 @@ export function limitsText(rpm: number | null | undefined, tpm: number | null | 
  * admins change them (from the next request on, for every such key).
  */
 export function DefaultLimits({ org, onSaved }: { org: Org | undefined; onSaved: () => void }) {
-  const { client, session } = useApp();
+  const { client, session, notify } = useApp();
   const isAdmin = useIsAdmin();
   const [editing, setEditing] = useState(false);
   const [rpm, setRpm] = useState("");
@@ -37,6 +37,7 @@ export function DefaultLimits({ org, onSaved }: { org: Org | undefined; onSaved:
     try {
       await client.call("PATCH /admin/v1/orgs/:org", { params: { org: session.org.id }, body: { default_key_rpm: number(rpm), default_key_tpm: number(tpm) } });
       setEditing(false);
+      notify("Default limits saved: they hold from each key's next request.");
       onSaved();
     } catch (err) {
       setError(err as ApiError);

@@ -23,7 +23,7 @@ function endOfDay(date: string): string | null {
  * or, given `editing`, changes one: its name, restrictions, limits and expiry, from the next request on.
  */
 export function KeyForm({ stacks, machines, editing, onClose }: { stacks: Stack[]; machines: Machine[]; editing?: ApiKey; onClose: () => void }) {
-  const { client, session } = useApp();
+  const { client, session, notify } = useApp();
   const [name, setName] = useState(editing?.name ?? "");
   const [stackIds, setStackIds] = useState<string[]>(editing?.stack_ids ?? []);
   const [machineIds, setMachineIds] = useState<string[]>(editing?.machine_ids ?? []);
@@ -46,7 +46,8 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: Stack[
     const fields = { name: name.trim() || null, stacks: stackIds.length ? stackIds : null, machines: machineIds.length ? machineIds : null, rpm: limit(rpm), tpm: limit(tpm), expires_at: sameDay ? undefined : endOfDay(expires) };
     try {
       if (editing) {
-        await client.call("PATCH /admin/v1/keys/:id", { params: { id: editing.id }, body: fields });
+        const saved = await client.call("PATCH /admin/v1/keys/:id", { params: { id: editing.id }, body: fields });
+        notify(`Key ${saved.name ?? saved.prefix} saved: the changes hold from its next request.`);
         onClose();
       } else {
         setCreated(await client.call("POST /admin/v1/keys", { body: { org: session.org.id, ...fields } }));

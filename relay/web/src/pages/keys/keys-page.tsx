@@ -25,7 +25,7 @@ const KEY_STATES = [
 
 /** API keys without their secrets: restrictions, limits, expiry, use; create, edit and revoke. */
 export function KeysPage() {
-  const { client, session } = useApp();
+  const { client, session, notify } = useApp();
   const isAdmin = useIsAdmin();
   const [table, setTable] = useTableState(KEY_SORTS, KEY_STATES.map(([state]) => state));
   const page = useLive(() => client.call("GET /admin/v1/keys", { query: queryOf(table) }), ["key"], [toSearch(table)]);
@@ -42,7 +42,8 @@ export function KeysPage() {
   const revoke = async (id: string) => {
     setError(null);
     try {
-      await client.call("POST /admin/v1/keys/:id/revoke", { params: { id } });
+      const revoked = await client.call("POST /admin/v1/keys/:id/revoke", { params: { id } });
+      notify(`Key ${revoked.name ?? revoked.prefix} revoked: it is refused from its next request on.`);
       setConfirming(null);
       page.reload();
     } catch (err) {

@@ -15,7 +15,7 @@ import { LiveFigures } from "../overview/live-figures.js";
 
 /** One machine: its hardware, the stacks on it, and the live progress of what the relay asked of it. */
 export function MachinePage({ id }: { id: string }) {
-  const { client, navigate } = useApp();
+  const { client, navigate, notify } = useApp();
   const isAdmin = useIsAdmin();
   /** The breaking action waiting for its confirmation, if any. */
   const [confirming, setConfirming] = useState<"revoke" | "rotate-token" | "delete" | null>(null);
@@ -32,10 +32,15 @@ export function MachinePage({ id }: { id: string }) {
   const act = async (action: "revoke" | "rotate-token" | "delete") => {
     setActionError(null);
     try {
-      if (action === "rotate-token") setRotated(await client.call("POST /admin/v1/machines/:id/rotate-token", { params: { id: m.id } }));
-      else if (action === "revoke") await client.call("POST /admin/v1/machines/:id/revoke", { params: { id: m.id } });
-      else {
+      if (action === "rotate-token") {
+        setRotated(await client.call("POST /admin/v1/machines/:id/rotate-token", { params: { id: m.id } }));
+        notify(`${m.name} has a new token; the old one no longer works.`);
+      } else if (action === "revoke") {
+        await client.call("POST /admin/v1/machines/:id/revoke", { params: { id: m.id } });
+        notify(`${m.name} is revoked.`);
+      } else {
         await client.call("DELETE /admin/v1/machines/:id", { params: { id: m.id } });
+        notify(`${m.name} is deleted.`);
         navigate("/machines");
         return;
       }
@@ -49,7 +54,8 @@ export function MachinePage({ id }: { id: string }) {
     e.preventDefault();
     setActionError(null);
     try {
-      await client.call("PATCH /admin/v1/machines/:id", { params: { id: m.id }, body: { name: (renaming ?? "").trim() } });
+      const renamed = await client.call("PATCH /admin/v1/machines/:id", { params: { id: m.id }, body: { name: (renaming ?? "").trim() } });
+      notify(`Renamed to ${renamed.name}.`);
       setRenaming(null);
       machine.reload();
     } catch (err) {

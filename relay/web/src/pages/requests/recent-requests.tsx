@@ -18,7 +18,7 @@ const CAPTURES = [
 
 /** A stack's last requests (read again every few seconds), and, for admins, whether its prompts and answers are captured. */
 export function RecentRequests({ stack, onChanged }: { stack: Stack; onChanged: () => void }) {
-  const { client } = useApp();
+  const { client, notify } = useApp();
   const isAdmin = useIsAdmin();
   const recent = useLive(() => client.call("GET /admin/v1/requests", { query: { stack: stack.id, per_page: 10 } }), [], [stack.id]);
   const [error, setError] = useState<string | null>(null);
@@ -32,6 +32,7 @@ export function RecentRequests({ stack, onChanged }: { stack: Stack; onChanged: 
     setError(null);
     try {
       await client.call("PATCH /admin/v1/stacks/:id", { params: { id: stack.id }, body: { capture_hours: hours || null } });
+      notify(hours ? `${stack.name} keeps its requests' prompts and answers ${hours} hours.` : `${stack.name} keeps no prompt or answer; what was kept is erased.`);
     } catch (err) {
       setError((err as ApiError).message);
       setDrawn((n) => n + 1);

@@ -15,7 +15,7 @@ import { LiveFigures } from "../overview/live-figures.js";
 
 /** One stack: deploy and undeploy with live progress, how to call it, and a playground. */
 export function StackPage({ id }: { id: string }) {
-  const { client, navigate } = useApp();
+  const { client, navigate, notify } = useApp();
   const isAdmin = useIsAdmin();
   const stack = useLive(() => client.call("GET /admin/v1/stacks/:id", { params: { id } }), ["stack"], [id], (e) => e.event === "stack" && e.data.stack_id === id);
   const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
@@ -35,10 +35,12 @@ export function StackPage({ id }: { id: string }) {
     try {
       if (action === "delete") {
         await client.call("DELETE /admin/v1/stacks/:id", { params: { id: s.id } });
+        notify(`${s.name} is deleted.`);
         navigate("/stacks");
         return;
       }
       await client.call(action === "deploy" ? "POST /admin/v1/stacks/:id/deploy" : "POST /admin/v1/stacks/:id/undeploy", { params: { id: s.id } });
+      notify(action === "deploy" ? `Deploying ${s.name}: the steps follow below.` : `${s.name} is undeploying: ${s.model_id} gets 404 from now on.`);
       setConfirming(null);
       stack.reload();
     } catch (err) {
