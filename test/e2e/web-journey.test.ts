@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -30,7 +31,18 @@ describe("a newcomer's journey through the web application", () => {
   let agent: Agent | undefined;
   let browser: Browser;
   let page: Page;
-  const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  /** Every serious or critical accessibility violation axe-core found on a page screenshotted, by the screenshot's name. */
+  const violations: { shot: string; id: string; impact: string; help: string; targets: string[] }[] = [];
+  const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  /** Checks the page as it is with axe-core (WCAG 2 A and AA rules), then saves its screenshot. */
+  const shot = async (name: string) => {
+    // Evaluated through the browser's debugging protocol: the page's Content-Security-Policy refuses inline scripts.
+    if ((await page.evaluate("typeof window.axe")) === "undefined") await page.evaluate(axeSource);
+    const found = (await page.evaluate(`window.axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] }, resultTypes: ["violations"] })
+      .then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.slice(0, 5).map((n) => String(n.target)) })))`)) as { id: string; impact: string; help: string; targets: string[] }[];
+    for (const v of found) if (v.impact === "serious" || v.impact === "critical") violations.push({ shot: name, ...v });
+    await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  };
   const nav = (label: string) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: label, exact: true }).click();
   /** Adds a person on the People page; resolves with the first password it shows them once. */
   const addPerson = async (login: string) => {
@@ -793,5 +805,11 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => page.getByTestId("connection-banner").textContent(), { timeout: 30_000 }).toBe("Connected to the relay again: this page is up to date.");
     await shot("connection-back");
     await expect.poll(() => page.getByTestId("connection-banner").count(), { timeout: 15_000 }).toBe(0);
+  });
+
+  it("has no serious accessibility violation on any page it visited (axe-core, WCAG 2.1 A and AA)", () => {
+    // Kept beside the screenshots, for a person to read when this fails.
+    writeFileSync(join(SHOTS, "..", "a11y-violations.json"), JSON.stringify(violations, null, 2));
+    expect(violations).toEqual([]);
   });
 });

@@ -31,7 +31,7 @@ export function CompatibilityPanel({ result, pending, awaiting }: { result: Verd
   return (
     <section class={`compat ${tone}`} aria-labelledby="compat-title" aria-live="polite" aria-busy={pending ? "true" : "false"} data-testid="compatibility" data-verdict={tone}>
       <h3 id="compat-title">
-        Compatibility{pending ? <span class="spinner small" aria-label="Checking" /> : null}
+        Compatibility{pending ? <span class="spinner small" role="img" aria-label="Checking" /> : null}
       </h3>
       <p class="verdict">{verdict}</p>
       {result && (
