@@ -807,6 +807,72 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => page.getByTestId("connection-banner").count(), { timeout: 15_000 }).toBe(0);
   });
 
+  it("follows the system's dark theme or the one chosen, and is used from the keyboard alone", async () => {
+    const background = () => page.evaluate("getComputedStyle(document.documentElement).backgroundColor");
+    const lightBackground = "rgb(246, 247, 249)";
+    const darkBackground = "rgb(11, 17, 32)";
+    await page.setViewportSize({ width: 1280, height: 860 });
+    // The system asks for dark: every page follows, its text still readable (axe checks the contrast of each).
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.goto(`${relay.url}/`);
+    await page.getByTestId("stat-machines").waitFor();
+    expect(await background()).toBe(darkBackground);
+    await shot("dark-overview");
+    for (const [label, ready, name] of [
+      ["Machines", () => page.getByRole("table", { name: "Machines" }).waitFor(), "dark-machines"],
+      ["API keys", () => page.getByRole("table", { name: "API keys" }).waitFor(), "dark-keys"],
+      ["Requests", () => page.getByRole("table", { name: "Requests" }).waitFor(), "dark-requests"],
+      ["Usage", () => page.getByRole("heading", { name: "Requests" }).waitFor(), "dark-usage"],
+      ["Forge", () => page.getByTestId("compatibility").waitFor(), "dark-forge"],
+    ] as const) {
+      await nav(label);
+      await ready();
+      await shot(name);
+    }
+    await nav("Stacks");
+    await page.getByRole("link", { name: "tiny", exact: true }).click();
+    await page.getByRole("heading", { name: "Playground" }).waitFor();
+    await shot("dark-stack");
+
+    // The snippets' tabs: one stop of the Tab key, arrows and Home/End move between them and choose.
+    const curl = page.getByRole("tab", { name: "curl" });
+    expect(await page.getByRole("tab").evaluateAll((tabs) => tabs.map((t) => (t as unknown as { tabIndex: number }).tabIndex))).toEqual([0, -1, -1]);
+    await curl.focus();
+    await page.keyboard.press("ArrowRight");
+    await expect.poll(() => page.getByRole("tab", { name: "Python" }).getAttribute("aria-selected")).toBe("true");
+    expect(await page.evaluate("document.activeElement.textContent")).toBe("Python");
+    expect(await page.getByRole("tabpanel", { name: "Python" }).textContent()).toContain("import os");
+    await page.keyboard.press("End");
+    await expect.poll(() => page.getByRole("tab", { name: "JavaScript" }).getAttribute("aria-selected")).toBe("true");
+    await page.keyboard.press("ArrowRight");
+    await expect.poll(() => curl.getAttribute("aria-selected")).toBe("true");
+    expect(await page.evaluate("document.activeElement.textContent")).toBe("curl");
+
+    // A person's own choice wins over the system's, and stays in this browser.
+    await page.getByLabel("Colour theme").selectOption({ label: "Theme: light" });
+    await expect.poll(background).toBe(lightBackground);
+    await page.reload();
+    await page.getByRole("heading", { name: "Playground" }).waitFor();
+    expect(await background()).toBe(lightBackground);
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.getByLabel("Colour theme").selectOption({ label: "Theme: dark" });
+    await expect.poll(background).toBe(darkBackground);
+    await page.getByLabel("Colour theme").selectOption({ label: "Theme: system" });
+    await expect.poll(background).toBe(lightBackground);
+
+    // The first stop of the keyboard skips the navigation: Enter lands on the page's content.
+    await page.goto(`${relay.url}/keys`);
+    await page.getByRole("table", { name: "API keys" }).waitFor();
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement.textContent")).toBe("Skip to content");
+    await shot("skip-link");
+    await page.keyboard.press("Enter");
+    expect(await page.evaluate("document.activeElement.id")).toBe("content");
+    // The next Tab goes to the page itself, not back into the navigation.
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.getElementById('content').contains(document.activeElement)")).toBe(true);
+  });
+
   it("has no serious accessibility violation on any page it visited (axe-core, WCAG 2.1 A and AA)", () => {
     // Kept beside the screenshots, for a person to read when this fails.
     writeFileSync(join(SHOTS, "..", "a11y-violations.json"), JSON.stringify(violations, null, 2));

@@ -8,6 +8,7 @@ import { Layout } from "./components/layout.js";
 import { EmptyState } from "./components/notice.js";
 import { Link } from "./components/link.js";
 import { Toasts, useToasts } from "./components/toasts.js";
+import { applyTheme, storedTheme } from "./components/theme-switch.js";
 import { AccountPage } from "./pages/account/account-page.js";
 import { ForgePage } from "./pages/forge/forge-page.js";
 import { StackEditPage } from "./pages/forge/stack-edit-page.js";
@@ -142,4 +143,6 @@ function App() {
   );
 }
 
+// The theme chosen in this browser, before the first paint.
+applyTheme(storedTheme());
 render(<App />, document.getElementById("app")!);

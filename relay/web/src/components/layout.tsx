@@ -4,6 +4,7 @@ import { useApp } from "../app-context.js";
 import type { Route } from "../router.js";
 import { ConnectionBanner } from "./connection-banner.js";
 import { Link } from "./link.js";
+import { ThemeSwitch } from "./theme-switch.js";
 
 const NAV: { href: string; label: string; pages: Route["page"][]; adminOnly?: boolean }[] = [
   { href: "/", label: "Overview", pages: ["overview"] },
@@ -27,6 +28,13 @@ export function Layout({ route, children }: { route: Route; children: ComponentC
   }, [events]);
   return (
     <div class="shell">
+      {/* The first stop of the keyboard: straight to the page, past the navigation. */}
+      <a class="skip-link" href="#content" onClick={(e) => {
+        e.preventDefault();
+        document.getElementById("content")?.focus();
+      }}>
+        Skip to content
+      </a>
       <nav class="sidebar" aria-label="Main">
         <div class="brand">
           <span class="logo" aria-hidden="true">
@@ -55,6 +63,7 @@ export function Layout({ route, children }: { route: Route; children: ComponentC
             {session.org.name}
           </span>
           <div class="user">
+            <ThemeSwitch />
             <Link href="/account" testId="account-link">
               {session.user.login} <span class="role">{session.user.role}</span>
             </Link>
@@ -64,7 +73,9 @@ export function Layout({ route, children }: { route: Route; children: ComponentC
           </div>
         </div>
         <ConnectionBanner events={events} />
-        <main id="content">{children}</main>
+        <main id="content" tabIndex={-1}>
+          {children}
+        </main>
       </div>
     </div>
   );

@@ -1,11 +1,18 @@
 import { useState } from "preact/hooks";
 import type { Stack } from "../../api/types.js";
 import { CopyBlock } from "../../components/copy-button.js";
+import { TabList } from "../../components/tab-list.js";
+
+const LANGUAGES = [
+  { value: "curl", label: "curl" },
+  { value: "python", label: "Python" },
+  { value: "javascript", label: "JavaScript" },
+] as const;
 
 /** Ready-to-paste calls of this stack with curl and the `openai` SDKs, pointed at this gateway. */
 export function Snippets({ stack }: { stack: Stack }) {
   const base = `${location.origin}/v1`;
-  const [tab, setTab] = useState<"curl" | "python" | "javascript">("curl");
+  const [tab, setTab] = useState<(typeof LANGUAGES)[number]["value"]>("curl");
   // Pasted as a string literal each language reads as it is (JSON's is Python's and JavaScript's too), and in
   // the shell's single quotes with any quote of its own closed and reopened (a stack stored before the model
   // id's rule may have one).
@@ -38,14 +45,9 @@ console.log(reply.choices[0].message.content);`,
   return (
     <section class="card" aria-labelledby="snippets-title">
       <h2 id="snippets-title">Call it from your code</h2>
-      <div class="tabs" role="tablist" aria-label="Language">
-        {(["curl", "python", "javascript"] as const).map((t) => (
-          <button key={t} type="button" role="tab" aria-selected={tab === t} class={tab === t ? "tab active" : "tab"} onClick={() => setTab(t)}>
-            {t === "curl" ? "curl" : t === "python" ? "Python" : "JavaScript"}
-          </button>
-        ))}
-      </div>
-      <CopyBlock text={snippets[tab]} testId={`snippet-${tab}`} />
+      <TabList id="snippet" label="Language" tabs={LANGUAGES} value={tab} onChange={setTab}>
+        <CopyBlock text={snippets[tab]} testId={`snippet-${tab}`} />
+      </TabList>
       <p class="hint">Set MAKINA_API_KEY to a key from the API keys page. Nothing else changes from the vendor's SDK.</p>
     </section>
   );
