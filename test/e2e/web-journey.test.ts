@@ -665,6 +665,100 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => range.textContent()).toMatch(/^1–50 of 12\d$/);
   });
 
+  it("finds a machine, a stack and a person among many, and restricts a key to one stack of many by searching", async () => {
+    const acme = (await relay.store.orgs.find("acme"))!;
+    const gpuBox = (await relay.store.machines.listByOrg(acme.id)).find((m) => m.name === "gpu-box")!;
+    const racks: string[] = [];
+    for (let i = 0; i < 60; i++) racks.push((await relay.control.createMachine(acme.id, `rack-${String(i).padStart(2, "0")}`)).machine.id);
+    const extraStacks: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const s = await relay.control.createStack({ org: acme.id, name: `batch-${String(i).padStart(2, "0")}`, machine: gpuBox.id, runtime: "gguf", model: testModelPath(), modelId: `batch-model-${i}` });
+      extraStacks.push(s.id);
+    }
+    const passwordHash = await hashPassword("a-password-nobody-uses");
+    for (let i = 0; i < 55; i++) await relay.store.users.create({ orgId: acme.id, login: `staff-${String(i).padStart(2, "0")}@acme.test`, passwordHash, role: "member" });
+    try {
+      const range = page.getByTestId("list-range");
+      // Machines: 50 to a page, filtered by state, sorted by name, searched.
+      await nav("Machines");
+      await expect.poll(() => range.textContent()).toMatch(/^1–50 of 6\d$/);
+      expect(await page.getByRole("table", { name: "Machines" }).locator("tbody tr").count()).toBe(50);
+      await page.getByLabel("Show machines by state").selectOption({ label: "Never connected" });
+      await expect.poll(() => range.textContent()).toMatch(/^1–50 of 6\d$/);
+      expect(await page.getByRole("table", { name: "Machines" }).textContent()).not.toContain("gpu-box");
+      await page.getByRole("button", { name: "Name", exact: true }).click();
+      await page.getByRole("button", { name: /^Name/ }).click();
+      await expect.poll(() => page.getByRole("table", { name: "Machines" }).locator("tbody tr").first().textContent()).toContain("rack-59");
+      await page.getByRole("searchbox", { name: "Search machines" }).fill("rack-07");
+      await expect.poll(() => range.textContent()).toBe("1–1 of 1");
+      await shot("machines-search");
+      await page.getByRole("searchbox", { name: "Search machines" }).fill("no-such-rack");
+      await page.getByText("No machine matches.").waitFor();
+
+      // Stacks: searched by model id, filtered by state, the view kept in the address.
+      await nav("Stacks");
+      await expect.poll(() => range.textContent()).toMatch(/^1–50 of 6\d$/);
+      await page.getByRole("searchbox", { name: "Search stacks" }).fill("batch-model-42");
+      await expect.poll(() => range.textContent()).toBe("1–1 of 1");
+      await page.reload();
+      await expect.poll(() => range.textContent()).toBe("1–1 of 1");
+      expect(await page.getByRole("table", { name: "Stacks" }).textContent()).toContain("batch-42");
+      await page.getByRole("searchbox", { name: "Search stacks" }).fill("");
+      await page.getByLabel("Show stacks by state").selectOption({ label: "Deployed" });
+      await expect.poll(() => range.textContent()).toMatch(/^1–\d of \d$/);
+      expect(await page.getByRole("table", { name: "Stacks" }).textContent()).not.toContain("batch-");
+      await shot("stacks-filtered");
+
+      // People: paged and searched, each row's actions as before.
+      await nav("People");
+      await expect.poll(() => range.textContent()).toMatch(/^1–50 of 5\d$/);
+      const staff00 = (await relay.store.users.listByOrg(acme.id)).find((u) => u.login === "staff-00@acme.test")!;
+      await relay.control.updateUser(staff00, { disabled: true }, null);
+      await page.getByLabel("Show people by state").selectOption({ label: "Disabled" });
+      await expect.poll(() => range.textContent()).toMatch(/^1–\d of \d$/);
+      expect(await page.getByRole("table", { name: "People" }).textContent()).toContain("staff-00@acme.test");
+      expect(await page.getByRole("table", { name: "People" }).textContent()).not.toContain("staff-01@acme.test");
+      await page.getByLabel("Show people by state").selectOption({ label: "Every state" });
+      await page.getByRole("searchbox", { name: "Search people" }).fill("staff-3");
+      await expect.poll(() => range.textContent()).toBe("1–10 of 10");
+      await page.getByTestId("user-row-staff-33@acme.test").getByRole("button", { name: "Disable…" }).waitFor();
+      await shot("people-search");
+
+      // A key's stacks, chosen among 60 by searching: the choice shows as a chip, removable.
+      await nav("API keys");
+      await page.getByRole("button", { name: "Create key" }).click();
+      const form = page.getByTestId("create-key");
+      const stackChoices = page.getByTestId("key-stacks-choices");
+      expect(await stackChoices.getByRole("checkbox").count()).toBeLessThan(60);
+      await form.getByRole("searchbox", { name: "Find stacks" }).fill("batch-model-17");
+      await expect.poll(() => stackChoices.getByRole("checkbox").count()).toBe(1);
+      await stackChoices.getByRole("checkbox", { name: /batch-17/ }).check();
+      await form.getByRole("searchbox", { name: "Find stacks" }).fill("batch-2");
+      await stackChoices.getByRole("checkbox", { name: /batch-23/ }).check();
+      expect(await form.getByRole("list", { name: "Chosen stacks" }).textContent()).toBe("batch-17×batch-23×");
+      await form.getByRole("button", { name: "Remove batch-23" }).click();
+      await form.getByRole("searchbox", { name: "Find machines" }).fill("rack-05");
+      await page.getByTestId("key-machines-choices").getByRole("checkbox", { name: "rack-05" }).check();
+      // The form stays a form: its restrictions take a few hundred pixels, not a page per stack.
+      expect((await form.boundingBox())!.height).toBeLessThan(1100);
+      await shot("key-form-restrictions");
+      await form.getByLabel("Name").fill("one-stack-key");
+      await form.getByRole("button", { name: "Create key" }).click();
+      await page.getByTestId("new-key-secret").waitFor();
+      const made = (await relay.control.listKeys(acme.id)).find((k) => k.name === "one-stack-key")!;
+      expect([made.stackIds, made.machineIds]).toEqual([[extraStacks[17]], [racks[5]]]);
+      await page.getByRole("button", { name: "Done" }).click();
+      await relay.control.revokeKey(made.id);
+    } finally {
+      for (const id of extraStacks) await relay.control.deleteStack(id, null);
+      for (const id of racks) {
+        await relay.control.revokeMachine(null, id);
+        await relay.control.deleteMachine(null, id);
+      }
+      for (const u of await relay.store.users.listByOrg(acme.id)) if (u.login.startsWith("staff-")) await relay.control.deleteUser(u, null);
+    }
+  });
+
   it("renames a machine, rotates its token and revokes it from its page, each breaking step confirmed; deletes a machine that never joined", async () => {
     await nav("Machines");
     await page.getByRole("link", { name: "gpu-box" }).click();

@@ -1,13 +1,15 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { User } from "../../api/types.js";
+import type { AdminCheckedQuery, User } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
-import { DataTable } from "../../components/data-table.js";
+import { PagedTable } from "../../components/paged-table.js";
+import { queryOf, toSearch } from "../../components/table-state.js";
+import { useTableState } from "../../api/use-table-state.js";
 import { describedBy, Field } from "../../components/field.js";
 import { formatAgo } from "../../components/format.js";
-import { Notice, PageHeader } from "../../components/notice.js";
+import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { FormActions } from "../../components/form-actions.js";
 import { StateBadge } from "../../components/state-badge.js";
 
@@ -16,6 +18,15 @@ function newPassword(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(15));
   return btoa(String.fromCharCode(...bytes)).replace(/[+/=]/g, "").slice(0, 18);
 }
+
+type UserQuery = AdminCheckedQuery<"GET /admin/v1/users">;
+/** What the people's table sorts by (the relay's `USER_SORTS`). */
+const USER_SORTS = ["login", "role", "created_at"] as const satisfies readonly NonNullable<UserQuery["sort"]>[];
+/** The states a person is filtered by, in words. */
+const USER_STATES = [
+  ["active", "Active"],
+  ["disabled", "Disabled"],
+] as const satisfies readonly (readonly [NonNullable<UserQuery["state"]>, string])[];
 
 /** What an admin can do to a person, each confirmed first: what it does, in words. */
 type Action = "disable" | "role" | "reset" | "delete";
@@ -39,7 +50,8 @@ function question(action: Action, u: User): { ask: string; confirm: string } {
 export function UsersPage() {
   const { client, session } = useApp();
   const isAdmin = useIsAdmin();
-  const users = useLive(() => client.call("GET /admin/v1/users", { query: { per_page: 1000 } }).then((l) => l.data), [], []);
+  const [table, setTable] = useTableState(USER_SORTS, USER_STATES.map(([state]) => state));
+  const users = useLive(() => client.call("GET /admin/v1/users", { query: queryOf(table) }), [], [toSearch(table)]);
   const [adding, setAdding] = useState(false);
   const [login, setLogin] = useState("");
   const [role, setRole] = useState<"member" | "admin">("member");
@@ -180,15 +192,23 @@ export function UsersPage() {
       )}
       {done && <Notice tone="ok">{done}</Notice>}
       {(rowError || users.error) && <Notice tone="error">{rowError ?? users.error?.message}</Notice>}
-      <DataTable
+      <PagedTable
+        page={users}
+        table={table}
+        onTable={setTable}
+        noun="people"
+        one="person"
+        states={USER_STATES}
+        placeholder="Search by login"
+        empty={<EmptyState title="Nobody yet" />}
         label="People"
-        rows={users.data ?? []}
         rowKey={(u) => u.id}
         rowTestId={(u) => `user-row-${u.login}`}
         rowClass={(u) => (u.disabled_at ? "dim" : "")}
         columns={[
           {
             header: "Login",
+            sort: "login",
             cell: (u) => (
               <>
                 {u.login}
@@ -196,9 +216,9 @@ export function UsersPage() {
               </>
             ),
           },
-          { header: "Role", cell: (u) => u.role },
+          { header: "Role", sort: "role", cell: (u) => u.role },
           { header: "State", cell: (u) => <StateBadge state={u.disabled_at ? "disabled" : "active"} /> },
-          { header: "Added", class: "muted", cell: (u) => formatAgo(u.created_at) },
+          { header: "Added", sort: "created_at", class: "muted", cell: (u) => formatAgo(u.created_at) },
           { header: "Actions", hideHeader: true, class: "row-actions", cell: actions },
         ]}
       />

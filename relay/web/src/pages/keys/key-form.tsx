@@ -4,6 +4,8 @@ import type { ApiKey, Machine, NewApiKey, Stack } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
 import { describedBy, Field } from "../../components/field.js";
+import { plural } from "../../components/format.js";
+import { MultiSelect } from "../../components/multi-select.js";
 import { Notice } from "../../components/notice.js";
 import { FormActions } from "../../components/form-actions.js";
 
@@ -33,7 +35,6 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: Stack[
   const [error, setError] = useState<ApiError | null>(null);
   const [created, setCreated] = useState<NewApiKey | null>(null);
   const [busy, setBusy] = useState(false);
-  const toggle = (list: string[], id: string) => (list.includes(id) ? list.filter((x) => x !== id) : [...list, id]);
   const limit = (v: string) => (v.trim() === "" ? null : Number(v));
   const verb = editing ? "Save changes" : "Create key";
 
@@ -85,27 +86,28 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: Stack[
           <input id="key-name" value={name} onInput={(e) => setName(e.currentTarget.value)} aria-describedby={describedBy("key-name", err("name"))} />
         </Field>
         <div class="row">
-          <fieldset class="restrict">
-            <legend>Only these stacks</legend>
-            {stacks.length === 0 && <p class="muted small">No stacks yet.</p>}
-            {stacks.map((s) => (
-              <label key={s.id} class="check-row">
-                <input type="checkbox" checked={stackIds.includes(s.id)} onChange={() => setStackIds(toggle(stackIds, s.id))} /> {s.name} <span class="muted mono">{s.model_id}</span>
-              </label>
-            ))}
-            {err("stacks") && <p class="field-error">{err("stacks")}</p>}
-            <p class="hint">None ticked: every stack of the organization.</p>
-          </fieldset>
-          <fieldset class="restrict">
-            <legend>Only these machines</legend>
-            {machines.map((m) => (
-              <label key={m.id} class="check-row">
-                <input type="checkbox" checked={machineIds.includes(m.id)} onChange={() => setMachineIds(toggle(machineIds, m.id))} /> {m.name}
-              </label>
-            ))}
-            {(err("machines") ?? err("machine")) && <p class="field-error">{err("machines") ?? err("machine")}</p>}
-            <p class="hint">None ticked: any machine.</p>
-          </fieldset>
+          <MultiSelect
+            id="key-stacks"
+            legend="Only these stacks"
+            noun="stacks"
+            one="stack"
+            choices={stacks.map((s) => ({ id: s.id, label: s.name, detail: s.model_id }))}
+            value={stackIds}
+            onChange={setStackIds}
+            error={err("stacks")}
+            hint={stackIds.length ? `The key calls only the ${plural(stackIds.length, "stack")} chosen.` : "None chosen: every stack of the organization."}
+          />
+          <MultiSelect
+            id="key-machines"
+            legend="Only these machines"
+            noun="machines"
+            one="machine"
+            choices={machines.map((m) => ({ id: m.id, label: m.name }))}
+            value={machineIds}
+            onChange={setMachineIds}
+            error={err("machines") ?? err("machine")}
+            hint={machineIds.length ? `The key is served only by the ${plural(machineIds.length, "machine")} chosen.` : "None chosen: any machine."}
+          />
         </div>
         <div class="row">
           <Field id="key-rpm" label="Requests per minute" hint="Empty: no limit." error={err("rpm")}>

@@ -2,10 +2,10 @@ import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
-import { DataTable, NameCell } from "../../components/data-table.js";
-import { ListControls } from "../../components/list-controls.js";
+import { NameCell } from "../../components/data-table.js";
+import { PagedTable } from "../../components/paged-table.js";
 import { Link } from "../../components/link.js";
-import { queryOf, toggleSort, toSearch } from "../../components/table-state.js";
+import { queryOf, toSearch } from "../../components/table-state.js";
 import { useTableState } from "../../api/use-table-state.js";
 import type { AdminCheckedQuery } from "../../api/types.js";
 import { formatAgo, plural } from "../../components/format.js";
@@ -51,8 +51,6 @@ export function KeysPage() {
     }
   };
   const list = page.data?.data ?? [];
-  /** Nothing searched for nor filtered: an empty list means no keys at all. */
-  const unfiltered = !table.q && !table.state;
   const mayChange = (k: (typeof list)[number]) => k.state !== "revoked" && (isAdmin || k.created_by === session.user.id);
   return (
     <>
@@ -77,123 +75,122 @@ export function KeysPage() {
         />
       )}
       {(error || page.error) && <Notice tone="error">{error ?? page.error?.message}</Notice>}
-      {page.data && page.data.total === 0 && unfiltered && !creating && (
-        <EmptyState title="No API keys yet">
-          <p>Create a key, then call the gateway with it from any OpenAI client.</p>
-        </EmptyState>
-      )}
-      {!(page.data && page.data.total === 0 && unfiltered) && (
-        <ListControls label="keys" table={table} onChange={setTable} total={page.data?.total} states={KEY_STATES} placeholder="Search by name or prefix" />
-      )}
-      {page.data && page.data.total === 0 && !unfiltered && <p class="muted">No key matches.</p>}
-      {(list.length > 0 || page.loading) && !(page.data && page.data.total === 0) && (
-        <DataTable
-          label="API keys"
-          rows={list}
-          loading={page.loading && !page.data}
-          sorted={{ sort: table.sort, order: table.order, onSort: (field) => setTable(toggleSort(table, field as (typeof KEY_SORTS)[number])) }}
-          rowKey={(k) => k.id}
-          rowTestId={(k) => `key-row-${k.id}`}
-          rowClass={(k) => (k.state === "active" ? "" : "dim")}
-          columns={[
-            { header: "Name", sort: "name", cell: (k) => <NameCell name={k.name ?? <span class="muted">unnamed</span>} id={`${k.prefix}…`} /> },
-            { header: "State", sort: "state", cell: (k) => <StateBadge state={k.state} /> },
-            {
-              header: "Restrictions",
-              class: "small",
-              cell: (k) => (
-                <>
-                  {k.stack_ids ? `stacks: ${k.stack_ids.map(stackName).join(", ")}` : "all stacks"}
-                  <br />
-                  {k.machine_ids ? `machines: ${k.machine_ids.map(machineName).join(", ")}` : "any machine"}
-                </>
-              ),
-            },
-            {
-              header: "Limits",
-              class: "small",
-              cell: (k) => (
-                <>
-                  {limitsText(k.rpm, k.tpm)}
-                  {((!k.rpm && org.data?.default_key_rpm) || (!k.tpm && org.data?.default_key_tpm)) && (
-                    <div class="muted">with the defaults: {limitsText(k.rpm ?? org.data?.default_key_rpm, k.tpm ?? org.data?.default_key_tpm)}</div>
-                  )}
-                </>
-              ),
-            },
-            {
-              header: "Last 24 h",
-              sort: "requests_24h",
-              class: "small nowrap",
-              testId: (k) => `key-usage-${k.id}`,
-              cell: (k) => (
-                <>
-                  <Link href={`/requests?key=${k.id}`}>
-                    {plural(k.requests_24h, "request")}
-                  </Link>
-                  <br />
-                  {plural(k.tokens_24h, "token")}
-                </>
-              ),
-            },
-            {
-              header: "Created · last used",
-              sort: "created_at",
-              class: "small muted",
-              cell: (k) => (
-                <>
-                  {formatAgo(k.created_at)}
-                  <br />
-                  {k.state === "revoked" ? `revoked ${formatAgo(k.revoked_at)}` : `used ${formatAgo(k.last_used_at)}`}
-                  {k.state !== "revoked" && k.expires_at !== null && (
-                    <>
-                      <br />
-                      <span data-testid={`key-expiry-${k.id}`}>
-                        {k.state === "expired" ? "expired" : "expires"} {new Date(k.expires_at).toLocaleDateString()}
-                      </span>
-                    </>
-                  )}
-                </>
-              ),
-            },
-            {
-              header: "Actions",
-              hideHeader: true,
-              class: "row-actions",
-              cell: (k) =>
-                mayChange(k) &&
-                (confirming === k.id ? (
-                  <span class="confirm" role="group" aria-label={`Revoke ${k.name ?? k.prefix}?`}>
-                    <span>Revoke? Apps using it stop working.</span>
-                    <button type="button" class="button small danger" onClick={() => revoke(k.id)}>
-                      Revoke key
-                    </button>
-                    <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
-                      Keep
-                    </button>
-                  </span>
-                ) : (
-                  <span class="row-buttons">
-                    <button
-                      type="button"
-                      class="button small secondary"
-                      aria-label={`Edit ${k.name ?? k.prefix}`}
-                      onClick={() => {
-                        setCreating(false);
-                        setEditing(k.id);
-                      }}
-                    >
-                      Edit
-                    </button>
-                    <button type="button" class="button small secondary" onClick={() => setConfirming(k.id)}>
-                      Revoke…
-                    </button>
-                  </span>
-                )),
-            },
-          ]}
-        />
-      )}
+      <PagedTable
+        page={page}
+        table={table}
+        onTable={setTable}
+        noun="keys"
+        one="key"
+        states={KEY_STATES}
+        placeholder="Search by name or prefix"
+        hideEmpty={creating}
+        empty={
+          <EmptyState title="No API keys yet">
+            <p>Create a key, then call the gateway with it from any OpenAI client.</p>
+          </EmptyState>
+        }
+        label="API keys"
+        rowKey={(k) => k.id}
+        rowTestId={(k) => `key-row-${k.id}`}
+        rowClass={(k) => (k.state === "active" ? "" : "dim")}
+        columns={[
+          { header: "Name", sort: "name", cell: (k) => <NameCell name={k.name ?? <span class="muted">unnamed</span>} id={`${k.prefix}…`} /> },
+          { header: "State", sort: "state", cell: (k) => <StateBadge state={k.state} /> },
+          {
+            header: "Restrictions",
+            class: "small",
+            cell: (k) => (
+              <>
+                {k.stack_ids ? `stacks: ${k.stack_ids.map(stackName).join(", ")}` : "all stacks"}
+                <br />
+                {k.machine_ids ? `machines: ${k.machine_ids.map(machineName).join(", ")}` : "any machine"}
+              </>
+            ),
+          },
+          {
+            header: "Limits",
+            class: "small",
+            cell: (k) => (
+              <>
+                {limitsText(k.rpm, k.tpm)}
+                {((!k.rpm && org.data?.default_key_rpm) || (!k.tpm && org.data?.default_key_tpm)) && (
+                  <div class="muted">with the defaults: {limitsText(k.rpm ?? org.data?.default_key_rpm, k.tpm ?? org.data?.default_key_tpm)}</div>
+                )}
+              </>
+            ),
+          },
+          {
+            header: "Last 24 h",
+            sort: "requests_24h",
+            class: "small nowrap",
+            testId: (k) => `key-usage-${k.id}`,
+            cell: (k) => (
+              <>
+                <Link href={`/requests?key=${k.id}`}>
+                  {plural(k.requests_24h, "request")}
+                </Link>
+                <br />
+                {plural(k.tokens_24h, "token")}
+              </>
+            ),
+          },
+          {
+            header: "Created · last used",
+            sort: "created_at",
+            class: "small muted",
+            cell: (k) => (
+              <>
+                {formatAgo(k.created_at)}
+                <br />
+                {k.state === "revoked" ? `revoked ${formatAgo(k.revoked_at)}` : `used ${formatAgo(k.last_used_at)}`}
+                {k.state !== "revoked" && k.expires_at !== null && (
+                  <>
+                    <br />
+                    <span data-testid={`key-expiry-${k.id}`}>
+                      {k.state === "expired" ? "expired" : "expires"} {new Date(k.expires_at).toLocaleDateString()}
+                    </span>
+                  </>
+                )}
+              </>
+            ),
+          },
+          {
+            header: "Actions",
+            hideHeader: true,
+            class: "row-actions",
+            cell: (k) =>
+              mayChange(k) &&
+              (confirming === k.id ? (
+                <span class="confirm" role="group" aria-label={`Revoke ${k.name ?? k.prefix}?`}>
+                  <span>Revoke? Apps using it stop working.</span>
+                  <button type="button" class="button small danger" onClick={() => revoke(k.id)}>
+                    Revoke key
+                  </button>
+                  <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
+                    Keep
+                  </button>
+                </span>
+              ) : (
+                <span class="row-buttons">
+                  <button
+                    type="button"
+                    class="button small secondary"
+                    aria-label={`Edit ${k.name ?? k.prefix}`}
+                    onClick={() => {
+                      setCreating(false);
+                      setEditing(k.id);
+                    }}
+                  >
+                    Edit
+                  </button>
+                  <button type="button" class="button small secondary" onClick={() => setConfirming(k.id)}>
+                    Revoke…
+                  </button>
+                </span>
+              )),
+          },
+        ]}
+      />
       <DefaultLimits org={org.data} onSaved={() => org.reload()} />
     </>
   );

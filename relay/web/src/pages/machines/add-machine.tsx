@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { ApiError } from "../../api/admin-client.js";
-import type { Machine, MachineJoining } from "../../api/types.js";
+import type { MachineJoining } from "../../api/types.js";
+import { useLive } from "../../api/use-live.js";
 import { useApp } from "../../app-context.js";
 import { CopyBlock, CopyButton } from "../../components/copy-button.js";
 import { describedBy, Field } from "../../components/field.js";
@@ -24,16 +25,22 @@ export function loopbackWarnings(joining: Pick<MachineJoining, "install_command"
 
 /**
  * Adds a machine: names it, shows its install command and token once, and
- * waits on the same screen until the machine comes online (the list it gets
- * from the page updates live).
+ * waits on the same screen until the machine comes online (read again as the
+ * relay announces its changes).
  */
-export function AddMachine({ machines, onClose }: { machines: Machine[]; onClose: () => void }) {
+export function AddMachine({ onClose }: { onClose: () => void }) {
   const { client, session } = useApp();
   const [name, setName] = useState("");
   const [error, setError] = useState<ApiError | null>(null);
   const [created, setCreated] = useState<MachineJoining | null>(null);
   const [busy, setBusy] = useState(false);
-  const live = created ? machines.find((m) => m.id === created.id) : undefined;
+  const watched = useLive(
+    () => (created ? client.call("GET /admin/v1/machines/:id", { params: { id: created.id } }) : Promise.resolve(undefined)),
+    ["machine"],
+    [created?.id],
+    (e) => e.event === "machine" && e.data.machine_id === created?.id,
+  );
+  const live = watched.data;
 
   const submit = async (e: Event) => {
     e.preventDefault();
