@@ -73,7 +73,8 @@ describe("a newcomer's journey through the web application", () => {
     const org = await relay.control.createOrg("Acme");
     await relay.store.users.create({ orgId: org.id, login: "admin", passwordHash: await hashPassword("first-admin-password"), role: "admin" });
     browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    // A context of its own, so a second tab shares the first one's storage as a person's browser does.
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 860 } })).newPage();
     page.setDefaultTimeout(30_000);
   });
   afterAll(async () => {
@@ -183,6 +184,26 @@ describe("a newcomer's journey through the web application", () => {
     expect(answer.trim().length).toBeGreaterThan(0);
     expect(await page.evaluate("window.textUpdates")).toBeGreaterThan(3);
     await shot("playground");
+    // Another tab of this browser chats with the same key: one playground key per person and stack, limited, for a day.
+    const playgroundKeys = async () => (await relay.control.listKeys((await relay.store.orgs.find("acme"))!.id)).filter((k) => k.name === "playground · admin");
+    const secondTab = await page.context().newPage();
+    await secondTab.goto(page.url());
+    await secondTab.getByTestId("chat-log").waitFor();
+    expect(await secondTab.getByRole("button", { name: "Create a playground key" }).count()).toBe(0);
+    const [made] = await playgroundKeys();
+    expect([(await playgroundKeys()).length, made!.rpm, made!.revokedAt]).toEqual([1, 60, null]);
+    expect(made!.expiresAt! - Date.now()).toBeGreaterThan(23 * 3600_000);
+    expect(made!.expiresAt! - Date.now()).toBeLessThanOrEqual(24 * 3600_000);
+    // Forgotten in one tab, it is forgotten in the other; the next one made revokes the one before.
+    await secondTab.getByRole("button", { name: "forget" }).click();
+    await page.getByRole("button", { name: "Create a playground key" }).waitFor();
+    await secondTab.getByRole("button", { name: "Create a playground key" }).click();
+    await secondTab.getByTestId("chat-log").waitFor();
+    await page.getByTestId("chat-log").waitFor();
+    const after = await playgroundKeys();
+    expect(after.filter((k) => k.revokedAt === null).map((k) => k.id)).not.toContain(made!.id);
+    expect(after.filter((k) => k.revokedAt === null)).toHaveLength(1);
+    await secondTab.close();
 
     // A key restricted to the stack, shown once; it works through the openai client until revoked in the UI.
     await nav("API keys");

@@ -9,6 +9,7 @@ import { EmptyState } from "./components/notice.js";
 import { Link } from "./components/link.js";
 import { Toasts, useToasts } from "./components/toasts.js";
 import { applyTheme, storedTheme } from "./components/theme-switch.js";
+import { forgetPlaygroundKeys } from "./pages/stacks/playground-key.js";
 import { AccountPage } from "./pages/account/account-page.js";
 import { ForgePage } from "./pages/forge/forge-page.js";
 import { StackEditPage } from "./pages/forge/stack-edit-page.js";
@@ -128,6 +129,8 @@ function App() {
       scrollTo(0, 0);
     },
     signOut: () => {
+      // The next person at this browser does not chat with the keys of the one who left.
+      forgetPlaygroundKeys();
       void client.signOut().finally(() => setSession(null));
     },
     notify,

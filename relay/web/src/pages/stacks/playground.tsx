@@ -4,17 +4,18 @@ import { streamChat, type ChatMessage } from "../../api/chat-stream.js";
 import type { Stack } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
 import { Notice } from "../../components/notice.js";
-
-const storageKey = (stackId: string) => `makina.playground-key.${stackId}`;
+import { isPlaygroundKeyChange, keepPlaygroundKey, keptPlaygroundKey, PLAYGROUND_KEY_MS, PLAYGROUND_NAME, PLAYGROUND_RPM } from "./playground-key.js";
 
 /**
  * A chat box that talks to the stack through the real gateway path
  * (`/v1/chat/completions`, streamed) with an API key restricted to this stack:
- * one the user creates here (kept in this browser tab only) or pastes.
+ * one the user creates here or pastes. The playground's own key is one per person and stack, shared by every tab
+ * of this browser, limited and working for a day; a new one revokes the one before.
  */
 export function Playground({ stack }: { stack: Stack }) {
   const { client, session } = useApp();
-  const [apiKey, setApiKey] = useState(() => sessionStorage.getItem(storageKey(stack.id)) ?? "");
+  const userId = session.user.id;
+  const [apiKey, setApiKey] = useState(() => keptPlaygroundKey(userId, stack.id));
   const [messages, setMessages] = useState<ChatMessage[]>([]);
   const [draft, setDraft] = useState("");
   const [temperature, setTemperature] = useState(0.7);
@@ -30,17 +31,34 @@ export function Playground({ stack }: { stack: Stack }) {
     log.current?.scrollTo({ top: log.current.scrollHeight });
   }, [messages]);
 
-  const rememberKey = (key: string) => {
+  // A key made or forgotten in another tab holds here too.
+  useEffect(() => {
+    const onStorage = (e: StorageEvent) => {
+      if (isPlaygroundKeyChange(e.key, userId, stack.id)) setApiKey(keptPlaygroundKey(userId, stack.id));
+    };
+    addEventListener("storage", onStorage);
+    return () => removeEventListener("storage", onStorage);
+  }, [userId, stack.id]);
+
+  const rememberKey = (key: string, expiresAt?: number) => {
     setApiKey(key);
-    if (key) sessionStorage.setItem(storageKey(stack.id), key);
-    else sessionStorage.removeItem(storageKey(stack.id));
+    keepPlaygroundKey(userId, stack.id, key, expiresAt);
   };
 
   const createKey = async () => {
     setError(null);
     try {
-      const k = await client.call("POST /admin/v1/keys", { body: { org: session.org.id, name: `playground · ${session.user.login}`, stacks: [stack.id] } });
-      rememberKey(k.key ?? "");
+      // The playground keys this person made for this stack before (in a browser that lost it) stop working.
+      const mine = await client.call("GET /admin/v1/keys", { query: { q: PLAYGROUND_NAME, state: "active", per_page: 1000 } });
+      const earlier = mine.data.filter((k) => k.created_by === userId && k.name === `${PLAYGROUND_NAME}${session.user.login}` && k.stack_ids?.length === 1 && k.stack_ids[0] === stack.id);
+      for (const k of earlier) await client.call("POST /admin/v1/keys/:id/revoke", { params: { id: k.id } });
+      // Within the organization's default, which a member's key may not exceed.
+      const orgDefault = (await client.call("GET /admin/v1/orgs")).data.find((o) => o.id === session.org.id)?.default_key_rpm ?? null;
+      const expiresAt = Date.now() + PLAYGROUND_KEY_MS;
+      const k = await client.call("POST /admin/v1/keys", {
+        body: { org: session.org.id, name: `${PLAYGROUND_NAME}${session.user.login}`, stacks: [stack.id], rpm: Math.min(PLAYGROUND_RPM, orgDefault ?? PLAYGROUND_RPM), expires_at: new Date(expiresAt).toISOString() },
+      });
+      rememberKey(k.key ?? "", expiresAt);
     } catch (err) {
       setError((err as ApiError).message);
     }
