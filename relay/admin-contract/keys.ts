@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { futureTime, idList, nameText, orgRef, positiveInt } from "./fields.js";
-import { listQuery, type List, type Page } from "./list.js";
+import { listQuery, type Page } from "./list.js";
 
 /** An API key as admins see it: never its secret. */
 export interface ApiKey {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { nameText, orgRef } from "./fields.js";
-import { listQuery, type List, type Page } from "./list.js";
+import { listQuery, type Page } from "./list.js";
 
 /** One graphics adapter of a machine. */
 export interface Gpu {

@@ -16,6 +16,8 @@ export interface UsagePoint {
 export interface UsageSeries {
   /** The key's id or the model id; `other` for the rest beyond the busiest. */
   group: string;
+  /** By key: the key's name (its prefix and `…` when unnamed); null by model, for `other`, and for a key that is gone. */
+  name: string | null;
   points: UsagePoint[];
   total: Omit<UsagePoint, "start">;
 }
@@ -31,7 +33,7 @@ export interface Usage {
   /** The busiest groups, and `other` for the rest. */
   series: UsageSeries[];
   /** Every group's totals. */
-  totals: { group: string; total: Omit<UsagePoint, "start"> }[];
+  totals: { group: string; name: string | null; total: Omit<UsagePoint, "start"> }[];
 }
 
 export const USAGE_ROUTES = {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { filled, must, orgRef, requiredText, says } from "./fields.js";
-import { listQuery, type List, type Page } from "./list.js";
+import { listQuery, type Page } from "./list.js";
 
 /** Roles: admins manage the organization; members see it and manage their own keys. */
 export type Role = "admin" | "member";

@@ -421,6 +421,11 @@ export class ControlPlane {
     return (await this.store.keys.listByOrg((await this.org(orgRef)).id)).map(publicKey);
   }
 
+  /** The names of keys by id (an unnamed key's prefix and `…`); a key that is gone is not named. */
+  keyNames(ids: readonly string[]): Promise<Map<string, string>> {
+    return this.store.keys.namesOf(ids);
+  }
+
   /** The key `id` (never its secret or hash). */
   async key(id: string): Promise<PublicApiKey> {
     const key = await this.store.keys.get(id);

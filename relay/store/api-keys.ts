@@ -111,6 +111,16 @@ export class ApiKeyStore {
     return row && toKey(row);
   }
 
+  /** The names of keys by id (an unnamed key's prefix and `…`), 500 ids a statement: what lists of use show for a key. */
+  async namesOf(ids: readonly string[]): Promise<Map<string, string>> {
+    const names = new Map<string, string>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const rows = await this.db.selectFrom("api_keys").select(["id", "name", "prefix"]).where("id", "in", ids.slice(i, i + 500)).execute();
+      for (const r of rows) names.set(r.id, r.name ?? `${r.prefix}…`);
+    }
+    return names;
+  }
+
   /** The key with this hash, straight from the database (the gateway reads its directory instead). */
   async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
     const row = await this.db.selectFrom("api_keys").selectAll().where("key_hash", "=", keyHash).executeTakeFirst();

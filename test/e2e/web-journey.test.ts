@@ -780,6 +780,32 @@ describe("a newcomer's journey through the web application", () => {
     }
   });
 
+  it("counts use as it happens: the usage page and a key's counters follow the gateway without a reload", async () => {
+    const acme = (await relay.store.orgs.find("acme"))!;
+    const { key, record } = await relay.control.createKey(acme.id, { name: "live-counter" });
+    const client = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: key, maxRetries: 0 });
+    const call = () => client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 });
+    await nav("Usage");
+    await page.getByRole("heading", { name: "Requests" }).waitFor();
+    expect(await page.getByTestId(`usage-row-${record.id}`).count()).toBe(0);
+    await call();
+    // Named by the relay, counted within seconds: no reload, no click.
+    const row = page.getByTestId(`usage-row-${record.id}`);
+    await expect.poll(() => row.locator("td").first().textContent(), { timeout: 20_000 }).toBe("live-counter");
+    expect(await row.locator("td").nth(1).textContent()).toBe("1");
+    await call();
+    await expect.poll(() => row.locator("td").nth(1).textContent(), { timeout: 20_000 }).toBe("2");
+
+    await nav("API keys");
+    await page.getByRole("searchbox", { name: "Search keys" }).fill("live-counter");
+    const counter = page.getByTestId(`key-usage-${record.id}`);
+    await expect.poll(() => counter.textContent()).toContain("2 requests");
+    await call();
+    await expect.poll(() => counter.textContent(), { timeout: 20_000 }).toContain("3 requests");
+    await page.getByRole("searchbox", { name: "Search keys" }).fill("");
+    await relay.control.revokeKey(record.id);
+  });
+
   it("renames a machine, rotates its token and revokes it from its page, each breaking step confirmed; deletes a machine that never joined", async () => {
     await nav("Machines");
     await page.getByRole("link", { name: "gpu-box" }).click();

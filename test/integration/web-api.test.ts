@@ -11,6 +11,7 @@ import { fixtureSource } from "../helpers/hardware-fixtures.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { sseEvents, WebClient } from "../helpers/web-client.js";
 import { readTogether } from "../helpers/read-together.js";
+import type { Usage } from "../../relay/admin-contract/index.js";
 
 // The admin API as the web application uses it: a session cookie and a CSRF token instead of the admin token.
 describe("the web application's API: sign-in, sessions, roles and organizations", () => {
@@ -273,14 +274,17 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     for await (const chunk of b) streamedUsage += chunk.usage?.total_tokens ?? 0;
     const tokens = a.usage!.total_tokens + streamedUsage;
 
-    const usage = await c.json<{ series: { group: string; total: { requests: number; prompt_tokens: number; completion_tokens: number }; points: { requests: number }[] }[] }>("GET", "/admin/v1/usage?range=24h&by=key");
+    const usage = await c.json<Usage>("GET", "/admin/v1/usage?range=24h&by=key");
     const mine = usage.series.find((s) => s.group === key.id)!;
+    // Named by the relay: a page never needs every key to say whose use it is.
+    expect([mine.name, usage.totals.find((t) => t.group === key.id)!.name]).toEqual(["counted", "counted"]);
     expect(mine.total.requests).toBe(2);
     expect(mine.total.prompt_tokens + mine.total.completion_tokens).toBe(tokens);
     expect(mine.total.completion_tokens).toBe(8);
     expect(mine.points).toHaveLength(24);
     expect(mine.points.at(-1)!.requests).toBe(2);
-    const byModel = await c.json<{ series: { group: string; total: { requests: number } }[] }>("GET", "/admin/v1/usage?range=30d&by=model");
+    const byModel = await c.json<Usage>("GET", "/admin/v1/usage?range=30d&by=model");
+    expect(byModel.series.find((s) => s.group === gw.modelId)!).toMatchObject({ name: null });
     expect(byModel.series.find((s) => s.group === gw.modelId)!.total.requests).toBeGreaterThanOrEqual(2);
     const listed = (await c.json<{ data: { id: string; requests_24h: number; tokens_24h: number }[] }>("GET", "/admin/v1/keys")).data.find((k) => k.id === key.id);
     expect(listed).toMatchObject({ requests_24h: 2, tokens_24h: tokens });

@@ -53,7 +53,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     ...stackRoutes(control, record),
     ...keyRoutes(control, deps.usage, record),
     ...userRoutes(control, deps.sessions, record),
-    ...usageRoutes(deps.usage),
+    ...usageRoutes(deps.usage, control),
     ...auditRoutes(control),
     ...requestRoutes(deps.requests),
     ...overviewRoutes(control, deps.requests, deps.loadsOf),

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import { useLive } from "../../api/use-live.js";
+import { useRefresh } from "../../api/use-refresh.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { NameCell } from "../../components/data-table.js";
 import { PagedTable } from "../../components/paged-table.js";
@@ -29,6 +30,8 @@ export function KeysPage() {
   const isAdmin = useIsAdmin();
   const [table, setTable] = useTableState(KEY_SORTS, KEY_STATES.map(([state]) => state));
   const page = useLive(() => client.call("GET /admin/v1/keys", { query: queryOf(table) }), ["key"], [toSearch(table)]);
+  // Each key's requests and tokens of the last 24 h count up as it is used.
+  useRefresh(page.reload);
   const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { per_page: 1000 } }).then((l) => l.data), ["stack"], []);
   const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
   const org = useLive(() => client.call("GET /admin/v1/orgs").then((l) => l.data.find((o) => o.id === session.org.id)), ["key"], []);

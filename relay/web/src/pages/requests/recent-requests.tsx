@@ -1,6 +1,7 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import { useLive } from "../../api/use-live.js";
+import { useRefresh } from "../../api/use-refresh.js";
 import type { Stack } from "../../api/types.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { Link } from "../../components/link.js";
@@ -22,10 +23,7 @@ export function RecentRequests({ stack, onChanged }: { stack: Stack; onChanged: 
   const isAdmin = useIsAdmin();
   const recent = useLive(() => client.call("GET /admin/v1/requests", { query: { stack: stack.id, per_page: 10 } }), [], [stack.id]);
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    const timer = setInterval(() => document.visibilityState === "visible" && recent.reload(), 5000);
-    return () => clearInterval(timer);
-  }, [recent.reload]);
+  useRefresh(recent.reload);
   /** Bumped to draw the choice again from the stack as it is (after a refused change). */
   const [drawn, setDrawn] = useState(0);
   const capture = async (hours: number) => {

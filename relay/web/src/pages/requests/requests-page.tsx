@@ -1,5 +1,6 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { useLive } from "../../api/use-live.js";
+import { useRefresh } from "../../api/use-refresh.js";
 import { useTableState } from "../../api/use-table-state.js";
 import { useApp } from "../../app-context.js";
 import { Link } from "../../components/link.js";
@@ -8,9 +9,6 @@ import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { toSearch } from "../../components/table-state.js";
 import { RequestTable } from "./request-table.js";
 import { STATUS_FILTERS } from "./request-words.js";
-
-/** How often the first page reads the log again while it is live. */
-const LIVE_EVERY_MS = 5000;
 
 /**
  * The request log: the organization's gateway requests, newest first, refused ones too: searched (a request id,
@@ -30,13 +28,7 @@ export function RequestsPage() {
   const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { per_page: 1000 } }).then((l) => l.data), ["stack"], []);
   const keyName = page.data?.data.find((r) => r.key_id === fixed.key)?.key_name;
   const following = live && table.page === 1;
-  useEffect(() => {
-    if (!following) return;
-    const timer = setInterval(() => {
-      if (document.visibilityState === "visible") page.reload();
-    }, LIVE_EVERY_MS);
-    return () => clearInterval(timer);
-  }, [following, page.reload]);
+  useRefresh(page.reload, { on: following });
 
   const filterBy = (name: "stack" | "key", value: string | undefined) => {
     const next = { ...fixed, [name]: value };

@@ -1,21 +1,23 @@
 import { useState } from "preact/hooks";
 import { useLive } from "../../api/use-live.js";
+import { useRefresh } from "../../api/use-refresh.js";
 import { useApp } from "../../app-context.js";
 import { DataTable } from "../../components/data-table.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { UsageChart } from "./usage-chart.js";
 
-/** Requests and tokens over time, per key or per model, for the last 24 hours or 30 days. */
+/** Requests and tokens over time, per key or per model, for the last 24 hours or 30 days, read again every 5 s. */
 export function UsagePage() {
   const { client } = useApp();
   const [range, setRange] = useState<"24h" | "30d">("24h");
   const [by, setBy] = useState<"key" | "model">("key");
   const usage = useLive(() => client.call("GET /admin/v1/usage", { query: { range, by } }), ["key", "stack"], [range, by]);
-  const keys = useLive(() => client.call("GET /admin/v1/keys", { query: { per_page: 1000 } }).then((l) => l.data), ["key"], []);
-  const label = (group: string) =>
-    group === "other" ? "all others" : by === "model" ? group || "refused before a model was chosen" : (keys.data?.find((k) => k.id === group)?.name ?? keys.data?.find((k) => k.id === group)?.prefix ?? group);
-  const series = (usage.data?.series ?? []).map((s) => ({ ...s, label: label(s.group) }));
-  const totals = (usage.data?.totals ?? []).map((s) => ({ ...s, label: label(s.group) }));
+  // Requests are counted by the second: the page follows them.
+  useRefresh(usage.reload);
+  const label = (s: { group: string; name: string | null }) =>
+    s.group === "other" ? "all others" : by === "model" ? s.group || "refused before a model was chosen" : (s.name ?? `a deleted key (${s.group})`);
+  const series = (usage.data?.series ?? []).map((s) => ({ ...s, label: label(s) }));
+  const totals = (usage.data?.totals ?? []).map((s) => ({ ...s, label: label(s) }));
   return (
     <>
       <PageHeader title="Usage" subtitle="Requests and tokens through the gateway, as the relay counted them.">
