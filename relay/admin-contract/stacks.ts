@@ -13,6 +13,8 @@ export interface Check {
   topic: "runtime" | "format" | "memory" | "disk" | "endpoint" | "layers";
   level: "ok" | "warn" | "fail";
   message: string;
+  /** The choice it is about, named as stack create names it: where a form shows it. */
+  param: "machine" | "runtime" | "model" | "harness" | "orchestrator" | "endpoint";
 }
 
 /** Whether a stack can run on its machine: `ok` false when a check fails, null while the machine's hardware, or the model (none given yet), is unknown. */

@@ -7,7 +7,25 @@ export interface CompatibilityCheck {
   topic: "runtime" | "format" | "memory" | "disk" | "endpoint" | "layers";
   level: "ok" | "warn" | "fail";
   message: string;
+  /** The choice the check is about, as stack create names it (`machine`, `runtime`, `model`, `harness`, `orchestrator`, `endpoint`): where a form says it. */
+  param: CheckedParam;
 }
+
+/** The choices of a stack a check can be about. */
+export type CheckedParam = "machine" | "runtime" | "model" | "harness" | "orchestrator" | "endpoint";
+
+/** The choice each topic's checks are about (a layer's check names its layer itself). */
+const PARAM_OF_TOPIC: Record<CompatibilityCheck["topic"], CheckedParam> = {
+  runtime: "runtime",
+  format: "model",
+  memory: "model",
+  disk: "model",
+  endpoint: "endpoint",
+  layers: "harness",
+};
+
+/** A check in words, about the choice its topic is (unless it names another). */
+type Said = Omit<CompatibilityCheck, "param"> & { param?: CheckedParam };
 
 /** The verdict on a stack: `ok` is false when any check fails, null while the machine's hardware or the model is unknown. */
 export interface Compatibility {
@@ -39,14 +57,14 @@ const gib = (n: number) =>
 /** Memory beyond weights and KV cache: compute buffers and the runtime itself. */
 const overhead = (weights: number) => 0.05 * weights + 0.25 * GiB;
 
-function runtimeCheck(plan: StackPlan, hw: HardwareSummary): CompatibilityCheck[] {
+function runtimeCheck(plan: StackPlan, hw: HardwareSummary): Said[] {
   const nvidia = hw.gpus.some((g) => /nvidia/i.test(g.vendor));
   const where = `${hw.platform}/${hw.arch}`;
   switch (plan.runtime) {
     case "gguf":
       return [{ topic: "runtime", level: "ok", message: `GGUF runs on ${where}${hw.accelerators.length ? ` with ${hw.accelerators.join("/")} offload` : " on the CPU"}.` }];
     case "vllm": {
-      const problems: CompatibilityCheck[] = [];
+      const problems: Said[] = [];
       if (hw.platform !== "linux") problems.push({ topic: "runtime", level: "fail", message: `vLLM needs Linux; this machine runs ${where}.` });
       if (!nvidia) problems.push({ topic: "runtime", level: "fail", message: "vLLM needs an NVIDIA GPU; none was detected on this machine." });
       else if (!hw.accelerators.includes("cuda")) problems.push({ topic: "runtime", level: "fail", message: "vLLM needs CUDA, but no CUDA backend is usable here: is the NVIDIA driver installed?" });
@@ -61,7 +79,7 @@ function runtimeCheck(plan: StackPlan, hw: HardwareSummary): CompatibilityCheck[
   }
 }
 
-function formatCheck(plan: StackPlan): CompatibilityCheck {
+function formatCheck(plan: StackPlan): Said {
   const ref = plan.modelRef;
   const gguf = /\.gguf($|\?)/i.test(ref);
   switch (plan.runtime) {
@@ -82,7 +100,7 @@ function formatCheck(plan: StackPlan): CompatibilityCheck {
   }
 }
 
-function memoryCheck(plan: StackPlan, hw: HardwareSummary): CompatibilityCheck | null {
+function memoryCheck(plan: StackPlan, hw: HardwareSummary): Said | null {
   if (plan.runtime === "openai") return null;
   const { weightsBytes, kvBytesPerToken, trainContextSize } = plan.model;
   if (weightsBytes === null) {
@@ -119,7 +137,7 @@ function memoryCheck(plan: StackPlan, hw: HardwareSummary): CompatibilityCheck |
   return { topic: "memory", level: "fail", message: `Needs ${what}, more than the machine's ${gib(hw.memoryBytes)} of RAM${vram ? ` and ${gib(vram)} of VRAM` : ""}.` };
 }
 
-function diskCheck(plan: StackPlan, hw: HardwareSummary): CompatibilityCheck | null {
+function diskCheck(plan: StackPlan, hw: HardwareSummary): Said | null {
   const size = plan.model.weightsBytes;
   if (size === null || plan.runtime === "openai" || !/^(hf:|https?:\/\/)|^[\w.-]+\/[\w.-]+$/.test(plan.modelRef)) return null;
   const free = Math.max(0, ...hw.disks.map((d) => d.freeBytes));
@@ -129,17 +147,17 @@ function diskCheck(plan: StackPlan, hw: HardwareSummary): CompatibilityCheck | n
     : { topic: "disk", level: "fail", message: `The download takes ${gib(size)}, but the largest free space on the machine is ${gib(free)}.` };
 }
 
-function layerChecks(plan: StackPlan): CompatibilityCheck[] {
-  const checks: CompatibilityCheck[] = [];
+function layerChecks(plan: StackPlan): Said[] {
+  const checks: Said[] = [];
   const supported = RUNTIME_LAYERS[plan.runtime];
   for (const [layer, kind, known, runs] of [
     ["harness", plan.harness, HARNESS_KINDS as readonly string[], supported.harness],
     ["orchestrator", plan.orchestrator, ORCHESTRATOR_KINDS as readonly string[], supported.orchestrator],
   ] as const) {
     if (!kind) continue;
-    if (!known.includes(kind)) checks.push({ topic: "layers", level: "fail", message: `Unknown ${layer} '${kind}'; the kinds are ${known.join(", ")}.` });
-    else if (!runs.includes(kind)) checks.push({ topic: "layers", level: "fail", message: `The ${kind} ${layer} does not run on the ${plan.runtime} runtime yet.` });
-    else checks.push({ topic: "layers", level: "ok", message: `The ${kind} ${layer} runs on ${plan.runtime}.` });
+    if (!known.includes(kind)) checks.push({ topic: "layers", param: layer, level: "fail", message: `Unknown ${layer} '${kind}'; the kinds are ${known.join(", ")}.` });
+    else if (!runs.includes(kind)) checks.push({ topic: "layers", param: layer, level: "fail", message: `The ${kind} ${layer} does not run on the ${plan.runtime} runtime yet.` });
+    else checks.push({ topic: "layers", param: layer, level: "ok", message: `The ${kind} ${layer} runs on ${plan.runtime}.` });
   }
   return checks;
 }
@@ -152,25 +170,26 @@ function layerChecks(plan: StackPlan): CompatibilityCheck[] {
  * Forge's panel and stack create/deploy call it with the same plan.
  */
 export function checkStack(plan: StackPlan): Compatibility {
-  const checks: CompatibilityCheck[] = [];
+  const said: Said[] = [];
   const hw = plan.hardware;
-  if (hw) checks.push(...runtimeCheck(plan, hw));
-  else checks.push({ topic: "runtime", level: "warn", message: "The machine has not connected yet, so its hardware is unknown." });
+  if (hw) said.push(...runtimeCheck(plan, hw));
+  else said.push({ topic: "runtime", param: "machine", level: "warn", message: "The machine has not connected yet, so its hardware is unknown." });
   // No model chosen yet (the Forge's first look): nothing to say of its format, memory or disk, and no verdict.
   const model = plan.modelRef.trim() !== "";
-  if (model) checks.push(formatCheck(plan));
+  if (model) said.push(formatCheck(plan));
   if (hw && model) {
     const memory = memoryCheck(plan, hw);
-    if (memory) checks.push(memory);
+    if (memory) said.push(memory);
     const disk = diskCheck(plan, hw);
-    if (disk) checks.push(disk);
+    if (disk) said.push(disk);
   }
-  checks.push(...layerChecks(plan));
-  checks.push(
+  said.push(...layerChecks(plan));
+  said.push(
     plan.hasEndpoint
       ? { topic: "endpoint", level: "ok", message: "Reachable through the API as its model id." }
       : { topic: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." },
   );
+  const checks = said.map((c): CompatibilityCheck => ({ ...c, param: c.param ?? PARAM_OF_TOPIC[c.topic] }));
   const failed = checks.some((c) => c.level === "fail");
   return { ok: failed ? false : hw && model ? true : null, checks };
 }

@@ -142,10 +142,17 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("radio", { name: /vLLM/ }).check();
     await expect.poll(() => panel.textContent()).toContain("vLLM needs an NVIDIA GPU; none was detected on this machine.");
     expect(await panel.getAttribute("data-verdict")).toBe("fail");
+    // Said at the choice it is about too, not only in the side panel.
+    expect(await page.locator("#forge-runtime-error").textContent()).toContain("vLLM needs an NVIDIA GPU");
     await shot("forge-incompatible-runtime");
     await page.getByRole("radio", { name: /GGUF/ }).check();
     await page.getByLabel("Model", { exact: true }).selectOption({ label: "Llama 3.3 70B Instruct · Q4_K_M · 39.6 GiB" });
     await expect.poll(() => panel.textContent()).toContain("more than the machine's 23.5 GiB of RAM");
+    await expect.poll(() => page.locator("#forge-model-error").textContent()).toContain("more than the machine's 23.5 GiB of RAM");
+    expect(await page.locator("#forge-runtime-error").count()).toBe(0);
+    // Each layer says what it does, before it is chosen.
+    expect(await page.locator("#forge-harness-hint").textContent()).toBe("Requests reach the model as clients send them.");
+    expect(await page.locator("#forge-orchestrator-hint").textContent()).toBe("One run of the model per answer.");
     expect(await page.getByRole("button", { name: "Create and deploy" }).isDisabled()).toBe(true);
     await shot("forge-too-large");
     await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
@@ -325,6 +332,7 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByLabel("Model reference").fill(testModelPath());
     await page.getByLabel("Model id").fill("framed");
     await page.getByLabel("Harness").selectOption({ label: "System prompt" });
+    expect(await page.locator("#forge-harness-hint").textContent()).toContain("Puts your system prompt");
     await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
     await page.getByRole("button", { name: "Create and deploy" }).click();
     await expect.poll(() => page.locator("#forge-system-prompt-error").textContent()).toBe("System prompt must be a non-empty string.");

@@ -102,6 +102,7 @@ describe("the compatibility rules", () => {
     const full = { ...cpuBox, memoryBytes: 64 * GiB, disks: [{ mount: "/", sizeBytes: 100 * GiB, freeBytes: 10 * GiB }] };
     expect(checkStack(plan({ modelRef: ref, model: catalog(ref), hardware: full })).checks.find((c) => c.topic === "disk")).toEqual({
       topic: "disk",
+      param: "model",
       level: "fail",
       message: "The download takes 18.5 GiB, but the largest free space on the machine is 10 GiB.",
     });
@@ -112,10 +113,19 @@ describe("the compatibility rules", () => {
   it("says what it cannot know: unknown hardware, unknown model size", () => {
     const r = checkStack(plan({ hardware: null }));
     expect(r.ok).toBeNull();
-    expect(r.checks[0]).toEqual({ topic: "runtime", level: "warn", message: "The machine has not connected yet, so its hardware is unknown." });
+    expect(r.checks[0]).toEqual({ topic: "runtime", param: "machine", level: "warn", message: "The machine has not connected yet, so its hardware is unknown." });
     expect(levels({}).memory).toBe("warn");
     // An incompatible format is refused even before the machine connects.
     expect(checkStack(plan({ hardware: null, modelRef: "Qwen/Qwen2.5-7B-Instruct" })).ok).toBe(false);
+  });
+
+  it("names the choice each check is about, so a form says it at that field", () => {
+    const r = checkStack(plan({ runtime: "vllm", modelRef: "/models/x.gguf", hardware: cpuBox }));
+    expect(r.checks.filter((c) => c.level === "fail").map((c) => [c.topic, c.param])).toEqual([
+      ["runtime", "runtime"],
+      ["format", "model"],
+    ]);
+    expect(checkStack(plan({ modelRef: "/models/x.gguf" })).checks.find((c) => c.topic === "memory")?.param).toBe("model");
   });
 
   it("judges no model before one is given: no verdict, only what is chosen, and a runtime that cannot run still fails", () => {
@@ -129,9 +139,10 @@ describe("the compatibility rules", () => {
   });
 
   it("warns that a stack without an Endpoint is not reachable, and refuses layers its runtime cannot run", () => {
-    expect(checkStack(plan({ hasEndpoint: false })).checks.at(-1)).toEqual({ topic: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." });
-    expect(checkStack(plan({ harness: "tools" })).checks).toContainEqual({ topic: "layers", level: "ok", message: "The tools harness runs on gguf." });
-    expect(checkStack(plan({ runtime: "mlx", harness: "tools" })).checks).toContainEqual({ topic: "layers", level: "fail", message: "The tools harness does not run on the mlx runtime yet." });
+    expect(checkStack(plan({ hasEndpoint: false })).checks.at(-1)).toEqual({ topic: "endpoint", param: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." });
+    expect(checkStack(plan({ harness: "tools" })).checks).toContainEqual({ topic: "layers", param: "harness", level: "ok", message: "The tools harness runs on gguf." });
+    expect(checkStack(plan({ runtime: "mlx", harness: "tools" })).checks).toContainEqual({ topic: "layers", param: "harness", level: "fail", message: "The tools harness does not run on the mlx runtime yet." });
+    expect(checkStack(plan({ runtime: "mlx", orchestrator: "swarm" })).checks).toContainEqual(expect.objectContaining({ param: "orchestrator", level: "fail" }));
     expect(refusalReasons(checkStack(plan({ orchestrator: "swarm" })))).toBe("Unknown orchestrator 'swarm'; the kinds are refine, vote.");
   });
 

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { CatalogModel, Compatibility, RuntimeKind, Stack } from "../../api/types.js";
+import type { CatalogModel, Check, Compatibility, RuntimeKind, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { describedBy, Field } from "../../components/field.js";
@@ -18,6 +18,20 @@ const RUNTIME_CHOICES: Record<RuntimeKind, { label: string; hint: string }> = {
   openai: { label: "Existing server", hint: "An OpenAI-compatible server already running on the machine." },
 };
 const RUNTIMES = (Object.keys(RUNTIME_CHOICES) as RuntimeKind[]).map((kind) => ({ kind, ...RUNTIME_CHOICES[kind] }));
+
+/** Each harness in words: what it does to a request, shown under the choice. */
+const HARNESS_WORDS: Record<string, string> = {
+  "": "Requests reach the model as clients send them.",
+  "system-prompt": "Puts your system prompt (and its sampling) in front of every request that brings none of its own.",
+  tools: "Lets the model call the tools a request offers (tools, tool_choice), with its answers shaped as tool calls.",
+  router: "Sends each request to one of the organization's models by rules on its text, tools or images; the first rule that matches wins.",
+};
+/** Each orchestrator in words: how many runs of the model make one answer. */
+const ORCHESTRATOR_WORDS: Record<string, string> = {
+  "": "One run of the model per answer.",
+  refine: "Drafts an answer, then critiques and revises it for the rounds you set: slower, often better.",
+  vote: "Draws several answers at once and returns the most consistent one: costs a run per sample.",
+};
 
 const CUSTOM = "__custom__";
 
@@ -137,7 +151,8 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
         .call("POST /admin/v1/compatibility", { body: { org: session.org.id, machine, runtime, model: modelRef, harness: harness || null, orchestrator: orchestrator || null, endpoint } })
         .then(
           (result) => mine === seq.current && setCompat({ result, pending: false }),
-          (e: ApiError) => mine === seq.current && setCompat({ result: { ok: false, checks: [{ topic: "runtime", level: "fail", message: e.message }] }, pending: false }),
+          (e: ApiError) =>
+            mine === seq.current && setCompat({ result: { ok: false, checks: [{ topic: "runtime", param: "runtime", level: "fail", message: e.message }] }, pending: false }),
         );
     }, 150);
     return () => clearTimeout(timer);
@@ -171,6 +186,14 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
     const changed = FIELDS_OF_PARAM[param]?.some((f) => submitted.values?.[f] !== form.values[f]);
     return changed ? null : error.message;
   };
+  /** What the compatibility rules refuse of a choice, said at its field as well as in the panel. */
+  const refused = (param: Check["param"]) =>
+    machine && !compat.pending
+      ? compat.result?.checks
+          .filter((c) => c.level === "fail" && c.param === param)
+          .map((c) => c.message)
+          .join(" ") || null
+      : null;
   const submit = async (e: Event) => {
     e.preventDefault();
     setSubmitted({ error: null, busy: true, values: form.values });
@@ -247,6 +270,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
   const verdict = verdictOf(machine ? compat.result : null, awaiting);
   const firstFailure = compat.result?.checks.find((c) => c.level === "fail")?.message ?? "";
   const fromUrl = /^https?:\/\//i.test(modelRef);
+  const customShown = choice === CUSTOM || (!models.length && choice === "");
   return (
     <>
       {editing ? (
@@ -265,7 +289,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
           {error && !error.param && <Notice tone="error">{error.message}</Notice>}
           <fieldset>
             <legend>1 · Machine</legend>
-            <Field id="forge-machine" label="Machine" error={fieldError("machine")}>
+            <Field id="forge-machine" label="Machine" error={fieldError("machine") ?? refused("machine")}>
               <select id="forge-machine" {...form.choice("machine")} disabled={pinnedMachine}>
                 {machineList.map((m) => (
                   <option key={m.id} value={m.id}>
@@ -279,7 +303,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
           </fieldset>
           <fieldset>
             <legend>2 · Runtime</legend>
-            <div class="choices" role="radiogroup" aria-label="Runtime">
+            <div class="choices" role="radiogroup" aria-label="Runtime" aria-describedby={refused("runtime") ? "forge-runtime-error" : undefined}>
               {RUNTIMES.map((r) => (
                 <label key={r.kind} class={`choice ${runtime === r.kind ? "selected" : ""}`}>
                   <input
@@ -297,10 +321,15 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
                 </label>
               ))}
             </div>
+            {refused("runtime") && (
+              <p class="field-error" id="forge-runtime-error" role="alert">
+                {refused("runtime")}
+              </p>
+            )}
           </fieldset>
           <fieldset>
             <legend>3 · Model</legend>
-            <Field id="forge-model" label="Model" error={fieldError("model")}>
+            <Field id="forge-model" label="Model" error={fieldError("model") ?? (customShown ? null : refused("model"))}>
               <select id="forge-model" value={choice || (models.length ? "" : CUSTOM)} onChange={(e) => form.set("choice", e.currentTarget.value)}>
                 <option value="">Choose a model…</option>
                 {models.map((m) => (
@@ -311,13 +340,14 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
                 <option value={CUSTOM}>{runtime === "openai" ? "The server's model name…" : "Custom: a path, URL or hf: reference…"}</option>
               </select>
             </Field>
-            {(choice === CUSTOM || (!models.length && choice === "")) && (
+            {customShown && (
               <Field
                 id="forge-custom"
                 label={runtime === "openai" ? "Model name on the server" : "Model reference"}
                 hint={runtime === "gguf" ? "A .gguf path on the machine, an https:// URL, or hf:owner/repo/file.gguf" : runtime === "openai" ? "e.g. llama3.1:8b" : "A Hugging Face repository id, e.g. Qwen/Qwen2.5-7B-Instruct"}
+                error={custom.trim() ? refused("model") : null}
               >
-                <input id="forge-custom" {...form.text("custom")} aria-describedby={describedBy("forge-custom")} spellcheck={false} />
+                <input id="forge-custom" {...form.text("custom")} aria-describedby={describedBy("forge-custom", custom.trim() ? refused("model") : null)} spellcheck={false} />
               </Field>
             )}
             {fromUrl && (
@@ -334,8 +364,8 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
           <fieldset>
             <legend>4 · Layers (optional)</legend>
             <div class="row">
-              <Field id="forge-harness" label="Harness">
-                <select id="forge-harness" {...form.choice("harness")}>
+              <Field id="forge-harness" label="Harness" hint={HARNESS_WORDS[harness]} error={refused("harness")}>
+                <select id="forge-harness" {...form.choice("harness")} aria-describedby={describedBy("forge-harness", refused("harness"))}>
                   <option value="">None</option>
                   <option value="system-prompt">System prompt</option>
                   <option value="tools">Tools</option>
@@ -374,8 +404,8 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
                   </Field>
                 </>
               )}
-              <Field id="forge-orchestrator" label="Orchestrator">
-                <select id="forge-orchestrator" {...form.choice("orchestrator")}>
+              <Field id="forge-orchestrator" label="Orchestrator" hint={ORCHESTRATOR_WORDS[orchestrator]} error={refused("orchestrator")}>
+                <select id="forge-orchestrator" {...form.choice("orchestrator")} aria-describedby={describedBy("forge-orchestrator", refused("orchestrator"))}>
                   <option value="">None</option>
                   <option value="refine">Refine</option>
                   <option value="vote">Vote</option>
