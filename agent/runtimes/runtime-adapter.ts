@@ -51,6 +51,8 @@ export interface ModelToServe {
   modelId: string;
   ref: string;
   path: string | null;
+  /** The most tokens of context per request the stack asks for; null: the machine's default (MAKINA_AGENT_MAX_CONTEXT). Runtimes that size their own ignore it. */
+  maxContext?: number | null;
 }
 
 /**

@@ -19,6 +19,8 @@ export interface HostedStack {
   modelSha256: string | null;
   modelSizeBytes: number | null;
   contextSize: number | null;
+  /** The context the stack asked for; null: the machine's default. */
+  maxContext: number | null;
   error: string | null;
   since: number;
   /** The runtime's process, when the agent runs one. */
@@ -77,6 +79,7 @@ export class StackHost {
       modelSha256: null,
       modelSizeBytes: null,
       contextSize: null,
+      maxContext: null,
       error: null,
       pid: null,
       ...previous,
@@ -133,15 +136,16 @@ export class StackHost {
       }
       case "configureEndpoint": {
         const { runtime: kind, modelRef, modelId } = step;
+        const maxContext = step.maxContext || null;
         const adapter = this.adapter(kind);
         const withLayers = layersFor(step);
         const model = pulledByRuntime(kind, modelRef) ? null : await this.deps.models.pull(modelRef, { signal });
         const current = this.runtimes.get(stackId);
         const existing = this.hosted.get(stackId);
-        if (current && existing?.state !== "failed" && existing?.modelRef === modelRef && existing.runtime === kind && existing.modelId === modelId && existing.modelPath === (model?.path ?? null)) {
+        if (current && existing?.state !== "failed" && existing?.modelRef === modelRef && existing.runtime === kind && existing.modelId === modelId && existing.modelPath === (model?.path ?? null) && existing.maxContext === maxContext) {
           // A reconnect (or an edit of the stack's layers) re-sends the deploy sequence: the runtime already serving
           // keeps serving, its layers as sent now. (A new model id restarts it: vLLM and MLX serve under that name; so
-          // does another file for the same reference, a new SHA-256 pinned.)
+          // does another file for the same reference, a new SHA-256 pinned, and another context asked.)
           this.served.set(stackId, withLayers(current));
           return { ...empty, contextSize: current.contextSize };
         }
@@ -156,12 +160,13 @@ export class StackHost {
           modelPath: model?.path ?? null,
           modelSha256: model?.sha256 ?? null,
           modelSizeBytes: model?.sizeBytes ?? null,
+          maxContext,
           error: null,
         });
         onProgress({ stage: "starting the runtime", doneBytes: 0, totalBytes: model?.sizeBytes ?? 0, bytesPerSecond: 0, etaSeconds: 0 });
         let runtime: ModelRuntime;
         try {
-          runtime = await adapter.start({ modelId, ref: modelRef, path: model?.path ?? null }, this.context(onProgress, signal, stackId));
+          runtime = await adapter.start({ modelId, ref: modelRef, path: model?.path ?? null, maxContext }, this.context(onProgress, signal, stackId));
         } catch (err) {
           // The machine's owner sees the runtime's own words in `runtime list`.
           this.record(stackId, { state: "failed", error: err instanceof Error ? err.message : String(err) });

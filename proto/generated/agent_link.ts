@@ -495,6 +495,11 @@ export interface ConfigureEndpoint {
   orchestrator: string;
   /** Its options, as a JSON object; empty for none. */
   orchestratorOptionsJson: string;
+  /**
+   * The most tokens of context (prompt and answer) per request the runtime serves, as the stack asks it, never more
+   * than the model was trained for; 0: the machine's default (the agent's MAKINA_AGENT_MAX_CONTEXT).
+   */
+  maxContext: number;
 }
 
 /** Stop serving a stack and unload its model. */
@@ -5192,6 +5197,7 @@ function createBaseConfigureEndpoint(): ConfigureEndpoint {
     harnessOptionsJson: "",
     orchestrator: "",
     orchestratorOptionsJson: "",
+    maxContext: 0,
   };
 }
 
@@ -5217,6 +5223,9 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     }
     if (message.orchestratorOptionsJson !== "") {
       writer.uint32(58).string(message.orchestratorOptionsJson);
+    }
+    if (message.maxContext !== 0) {
+      writer.uint32(64).uint32(message.maxContext);
     }
     return writer;
   },
@@ -5290,6 +5299,14 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
             message.orchestratorOptionsJson = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.maxContext = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5327,6 +5344,11 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
         : isSet(object.orchestrator_options_json)
         ? globalThis.String(object.orchestrator_options_json)
         : "",
+      maxContext: isSet(object.maxContext)
+        ? globalThis.Number(object.maxContext)
+        : isSet(object.max_context)
+        ? globalThis.Number(object.max_context)
+        : 0,
     };
   },
 
@@ -5353,6 +5375,9 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     if (message.orchestratorOptionsJson !== "") {
       obj.orchestratorOptionsJson = message.orchestratorOptionsJson;
     }
+    if (message.maxContext !== 0) {
+      obj.maxContext = Math.round(message.maxContext);
+    }
     return obj;
   },
 
@@ -5368,6 +5393,7 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     message.harnessOptionsJson = object.harnessOptionsJson ?? "";
     message.orchestrator = object.orchestrator ?? "";
     message.orchestratorOptionsJson = object.orchestratorOptionsJson ?? "";
+    message.maxContext = object.maxContext ?? 0;
     return message;
   },
 };

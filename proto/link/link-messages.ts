@@ -213,7 +213,18 @@ export interface MachineUsage {
 export type DeployStep =
   | { kind: "installRuntime"; runtime: string }
   | { kind: "pullModel"; ref: string; sha256: string; runtime: string }
-  | { kind: "configureEndpoint"; runtime: string; modelRef: string; modelId: string; harness: string; harnessOptionsJson: string; orchestrator: string; orchestratorOptionsJson: string }
+  | {
+      kind: "configureEndpoint";
+      runtime: string;
+      modelRef: string;
+      modelId: string;
+      harness: string;
+      harnessOptionsJson: string;
+      orchestrator: string;
+      orchestratorOptionsJson: string;
+      /** Tokens of context per request the stack asks for; 0: the machine's default. */
+      maxContext: number;
+    }
   | { kind: "removeStack" };
 
 /** Progress of a running step. */

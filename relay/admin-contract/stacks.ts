@@ -76,6 +76,8 @@ export interface Stack {
   state_error: string | null;
   /** Context size the runtime serves, in tokens, once deployed. */
   context_size: number | null;
+  /** The most tokens of context per request the stack asks its runtime for (GGUF and vLLM); null: the machine's default. The runtime serves no more than the model was trained for. */
+  max_context: number | null;
   /** Hours the request log keeps this stack's prompts and answers (1 to 720); null: it keeps none. */
   capture_hours: number | null;
   /** The runtime's state as its machine last reported it (`loading`, `ready`, `failed`); null before any report. */
@@ -144,6 +146,13 @@ const CAPTURE = must(`a whole number of hours from 1 to ${MAX_CAPTURE_HOURS}, or
 /** Hours the request log keeps prompts and answers, or null (none: the default). */
 const captureHours = () => z.number(CAPTURE).int(CAPTURE).min(1, CAPTURE).max(MAX_CAPTURE_HOURS, CAPTURE).nullable().optional();
 
+/** The least and most tokens of context a stack may ask of its runtime. */
+export const MIN_CONTEXT = 128;
+export const MAX_CONTEXT = 1_048_576;
+const CONTEXT = must(`a whole number of tokens from ${MIN_CONTEXT} to ${MAX_CONTEXT.toLocaleString("en-US")}, or null (the machine's default)`);
+/** The most tokens of context per request a stack's runtime serves (GGUF and vLLM), or null: the machine's default. */
+const maxContext = () => z.number(CONTEXT).int(CONTEXT).min(MIN_CONTEXT, CONTEXT).max(MAX_CONTEXT, CONTEXT).nullable().optional();
+
 /** What the stacks' list sorts by. */
 export const STACK_SORTS = ["name", "state", "model_id", "runtime", "created_at", "deployed_at"] as const;
 
@@ -169,18 +178,19 @@ export const STACK_ROUTES = {
       model_id: modelIdText(),
       name: nameText(),
       capture_hours: captureHours(),
+      max_context: maxContext(),
     }),
     response: answer<Stack>(),
   }),
   /** The compatibility of a stack being built (the Forge's panel), by the rules stack create and deploy apply. */
   "POST /admin/v1/compatibility": route({
-    body: z.object({ org: orgRef(), machine: optionalText(), runtime: runtime(), model: optionalText(), ...layers }),
+    body: z.object({ org: orgRef(), machine: optionalText(), runtime: runtime(), model: optionalText(), ...layers, max_context: maxContext() }),
     response: answer<Compatibility>(),
   }),
   "GET /admin/v1/catalog": route({ response: answer<List<CatalogModel>>() }),
   /**
    * Changes a stack (admins); a field left out is kept. `name`, `endpoint` and `capture_hours` change at once, in any state.
-   * The rest (machine, runtime, model, model_sha256, model_id, the layers and their options) is what the
+   * The rest (machine, runtime, model, model_sha256, model_id, max_context, the layers and their options) is what the
    * machine builds: a draft or failed stack just keeps it (deploy it to use it), a deployed one is redeployed
    * on its machine with it (it answers again once deployed), and a stack deploying or undeploying refuses it
    * (409 `conflict`) until it has settled. A deployed stack cannot move to another machine: undeploy it first.
@@ -200,6 +210,7 @@ export const STACK_ROUTES = {
       orchestrator_options: layerOptions(),
       endpoint: flag().optional(),
       capture_hours: captureHours(),
+      max_context: maxContext(),
     }),
     response: answer<StackChange>(),
   }),

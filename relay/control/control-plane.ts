@@ -6,7 +6,7 @@ import { checkMachineCredentials } from "../link/index.js";
 import { slugify, type ApiKeyChanges, type StackChanges, type AuditEvent, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
 import { checkStack, refusalReasons, type Compatibility } from "../compatibility/index.js";
 import { MAX_MODEL_REF_CHARS, type ModelInspector } from "./model-inspector.js";
-import { defaultModelId, layerOptions, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
+import { checkMaxContext, defaultModelId, layerOptions, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
 
 /** What it takes to create a stack. Shapes are checked at the edge (the admin contract); existence and rules here. */
 export interface StackInput {
@@ -30,6 +30,8 @@ export interface StackInput {
   endpoint?: boolean;
   /** Hours the request log keeps prompts and answers; null: none kept. */
   captureHours?: number | null;
+  /** The most tokens of context per request its runtime serves (GGUF and vLLM); null: the machine's default. */
+  maxContext?: number | null;
 }
 
 /**
@@ -57,12 +59,13 @@ const BUILT_FIELDS = {
   harnessOptions: "harness_options",
   orchestrator: "orchestrator",
   orchestratorOptions: "orchestrator_options",
+  maxContext: "max_context",
 } as const satisfies Partial<Record<keyof StackChanges, string>>;
 /** The fields that change at once, in any state. */
 const LIVE_FIELDS = { name: "name", hasEndpoint: "endpoint", captureHours: "capture_hours" } as const satisfies Partial<Record<keyof StackChanges, string>>;
 
 /** A stack being built (the Forge): no name yet, and the machine and model may be missing. */
-export type PlanInput = PlanLayers & { org: string; machine?: string | null; runtime: RuntimeKind; model?: string | null };
+export type PlanInput = PlanLayers & { org: string; machine?: string | null; runtime: RuntimeKind; model?: string | null; maxContext?: number | null };
 
 /** A stack with its compatibility and latest deployment, as the admin API returns it. */
 export type StackView = Stack & {
@@ -253,6 +256,7 @@ export class ControlPlane {
     const machine = input.machine ? await this.machine(org.id, input.machine) : undefined;
     const modelRef = input.model ?? "";
     checkModelRefLength(modelRef);
+    checkMaxContext(input.runtime, input.maxContext);
     const model = onDisk(machine?.hardware && modelRef ? await this.inspector.facts(modelRef, org.id) : this.inspector.known(modelRef), modelRef, machine ?? null);
     return checkStack(stackPlan(input.runtime, modelRef, model, machine?.hardware ?? null, input));
   }
@@ -265,6 +269,7 @@ export class ControlPlane {
     if (input.model.startsWith("hf:")) parseHfRef(input.model);
     const harnessOptions = layerOptions(input.harness, input.harnessOptions, "harness");
     const orchestratorOptions = layerOptions(input.orchestrator, input.orchestratorOptions, "orchestrator");
+    checkMaxContext(input.runtime, input.maxContext);
     await this.refuseIfIncompatible(machine, input.runtime, input.model, input);
     const stack = await this.store.stacks.create({
       orgId: org.id,
@@ -280,6 +285,7 @@ export class ControlPlane {
       orchestratorOptions,
       hasEndpoint: input.endpoint ?? true,
       captureHours: input.captureHours ?? null,
+      maxContext: input.maxContext ?? null,
     });
     this.events.emit({ type: "stack", orgId: org.id, stackId: stack.id });
     return this.view(stack);
@@ -352,6 +358,7 @@ export class ControlPlane {
       orchestratorOptions: optionsOf(orchestrator, stack.orchestrator, edit.orchestratorOptions, stack.orchestratorOptions, "orchestrator"),
       hasEndpoint: edit.endpoint ?? stack.hasEndpoint,
       captureHours: edit.captureHours !== undefined ? edit.captureHours : stack.captureHours,
+      maxContext: edit.maxContext !== undefined ? edit.maxContext : stack.maxContext,
     };
     const differs = (field: keyof StackChanges) => canonical(next[field]) !== canonical(stack[field]);
     const changes: StackChanges = {};
@@ -370,8 +377,9 @@ export class ControlPlane {
       if (stack.state === "deployed" && changes.machineId !== undefined) {
         throw new MakinaError("conflict", `The stack '${stack.name}' is deployed on its machine: undeploy it first, then move it to another.`, { param: "machine" });
       }
+      checkMaxContext(next.runtime, next.maxContext);
       const machine = await this.machine(stack.orgId, next.machineId);
-      await this.refuseIfIncompatible(machine, next.runtime, next.modelRef, { harness: next.harness, orchestrator: next.orchestrator, endpoint: next.hasEndpoint });
+      await this.refuseIfIncompatible(machine, next.runtime, next.modelRef, { harness: next.harness, orchestrator: next.orchestrator, endpoint: next.hasEndpoint, maxContext: next.maxContext });
     }
     // Redeployed with the changes, in the same write: the machine builds what changed (its runtime keeps serving
     // when only the layers did), and the gateway routes to the stack again once it is deployed.

@@ -12,6 +12,20 @@ export interface PlanLayers {
   orchestrator?: string | null;
   /** @default true */
   endpoint?: boolean;
+  /** Tokens of context per request the stack asks for; null or absent: the machine's default. */
+  maxContext?: number | null;
+}
+
+/** The runtimes whose context a stack sets (GGUF's context, vLLM's `--max-model-len`); MLX and an existing server size their own. */
+const SIZED_CONTEXT: readonly RuntimeKind[] = ["gguf", "vllm"];
+
+/** Refuses a context asked of a runtime that sizes its own. */
+export function checkMaxContext(runtime: RuntimeKind, maxContext: number | null | undefined): void {
+  if (maxContext !== null && maxContext !== undefined && !SIZED_CONTEXT.includes(runtime)) {
+    throw new MakinaError("invalid_value", `'max_context' applies to the ${SIZED_CONTEXT.join(" and ")} runtimes; ${runtime === "mlx" ? "MLX" : "an existing server"} sizes its own context.`, {
+      param: "max_context",
+    });
+  }
 }
 
 /** What the compatibility rules get for a stack on a machine (or on no machine yet). */
@@ -21,7 +35,7 @@ export function stackPlan(runtime: RuntimeKind, modelRef: string, model: ModelFa
     modelRef,
     model,
     hardware,
-    contextSize: AGENT_DEFAULT_CONTEXT,
+    contextSize: layers.maxContext ?? AGENT_DEFAULT_CONTEXT,
     sequences: AGENT_DEFAULT_SEQUENCES,
     harness: layers.harness || null,
     orchestrator: layers.orchestrator || null,

@@ -180,6 +180,7 @@ export class Deployer {
         harnessOptionsJson: stack.harness ? JSON.stringify(stack.harnessOptions) : "",
         orchestrator: stack.orchestrator ?? "",
         orchestratorOptionsJson: stack.orchestrator ? JSON.stringify(stack.orchestratorOptions) : "",
+        maxContext: stack.maxContext ?? 0,
       },
     ];
     let contextSize: number | null = null;

@@ -105,7 +105,7 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
           case "pullModel":
             return { $case: "pullModel", value: { ref: step.ref, sha256: step.sha256, runtime: step.runtime } };
           case "configureEndpoint":
-            return { $case: "configureEndpoint", value: { runtime: step.runtime, modelRef: step.modelRef, modelId: step.modelId, harness: step.harness, harnessOptionsJson: step.harnessOptionsJson, orchestrator: step.orchestrator, orchestratorOptionsJson: step.orchestratorOptionsJson } };
+            return { $case: "configureEndpoint", value: { runtime: step.runtime, modelRef: step.modelRef, modelId: step.modelId, harness: step.harness, harnessOptionsJson: step.harnessOptionsJson, orchestrator: step.orchestrator, orchestratorOptionsJson: step.orchestratorOptionsJson, maxContext: step.maxContext } };
           case "removeStack":
             return { $case: "removeStack", value: {} };
         }

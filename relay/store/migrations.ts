@@ -279,6 +279,11 @@ export const MIGRATIONS: readonly string[] = [
     EXECUTE FUNCTION makina_changed('stacks', 'org_id');
   {{/POSTGRES}}
   `,
+  `
+  -- A stack may ask for its context: the most tokens (prompt and answer) per request its runtime serves; null: the
+  -- machine's default. What the runtime really serves stays in context_size.
+  ALTER TABLE stacks ADD COLUMN max_context INTEGER;
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

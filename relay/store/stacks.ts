@@ -46,6 +46,8 @@ export interface Stack {
   stateError: string | null;
   /** Context size served by the runtime, in tokens, once deployed. */
   contextSize: number | null;
+  /** The most tokens of context per request the stack asks its runtime for; null: the machine's default. */
+  maxContext: number | null;
   /** Hours the request log keeps this stack's prompts and answers; null: it keeps none (the default). */
   captureHours: number | null;
   /** The runtime's state as its machine last reported it: `loading`, `ready` or `failed`; null before any report. */
@@ -72,11 +74,12 @@ export interface NewStack {
   orchestratorOptions?: Record<string, LayerOptionValue>;
   hasEndpoint: boolean;
   captureHours?: number | null;
+  maxContext?: number | null;
 }
 
 /** What an edit of a stack changes: a field left out is kept. */
 export type StackChanges = Partial<
-  Pick<NewStack, "name" | "machineId" | "runtime" | "modelRef" | "modelSha256" | "modelId" | "harness" | "harnessOptions" | "orchestrator" | "orchestratorOptions" | "hasEndpoint" | "captureHours">
+  Pick<NewStack, "name" | "machineId" | "runtime" | "modelRef" | "modelSha256" | "modelId" | "harness" | "harnessOptions" | "orchestrator" | "orchestratorOptions" | "hasEndpoint" | "captureHours" | "maxContext">
 >;
 
 const toStack = (r: Row<"stacks">): Stack => ({
@@ -96,6 +99,7 @@ const toStack = (r: Row<"stacks">): Stack => ({
   state: r.state,
   stateError: r.state_error,
   contextSize: r.context_size,
+  maxContext: r.max_context,
   captureHours: r.capture_hours,
   runtimeState: r.runtime_state,
   runtimeError: r.runtime_error,
@@ -149,6 +153,7 @@ export class StackStore {
         orchestrator_options_json: options(input.orchestratorOptions),
         has_endpoint: input.hasEndpoint ? 1 : 0,
         capture_hours: input.captureHours ?? null,
+        max_context: input.maxContext ?? null,
         created_at: now,
         updated_at: now,
       })
@@ -236,6 +241,7 @@ export class StackStore {
     if (changes.orchestratorOptions !== undefined) set.orchestrator_options_json = options(changes.orchestratorOptions);
     if (changes.hasEndpoint !== undefined) set.has_endpoint = changes.hasEndpoint ? 1 : 0;
     if (changes.captureHours !== undefined) set.capture_hours = changes.captureHours;
+    if (changes.maxContext !== undefined) set.max_context = changes.maxContext;
     const stack = await this.get(id);
     if (!stack) return false;
     const write = () => this.db.updateTable("stacks").set(set).where("id", "=", id).where("state", "=", whileState).executeTakeFirst();

@@ -55,6 +55,8 @@ export interface Tables {
     context_size: number | null;
     /** Hours the request log keeps this stack's prompts and answers; null: it keeps none. */
     capture_hours: Generated<number | null>;
+    /** Tokens of context per request the stack asks its runtime for; null: the machine's default. */
+    max_context: Generated<number | null>;
     runtime_state: string | null;
     runtime_error: string | null;
     deployed_at: number | null;

@@ -153,6 +153,12 @@ describe("a newcomer's journey through the web application", () => {
     // Each layer says what it does, before it is chosen.
     expect(await page.locator("#forge-harness-hint").textContent()).toBe("Requests reach the model as clients send them.");
     expect(await page.locator("#forge-orchestrator-hint").textContent()).toBe("One run of the model per answer.");
+    // The context asked sizes the memory the panel counts: a larger one needs more.
+    expect(await panel.textContent()).toContain("2 × 4,096 tokens");
+    await page.getByLabel("Context size (tokens)").fill("16384");
+    await expect.poll(() => panel.textContent()).toContain("2 × 16,384 tokens");
+    await page.getByLabel("Context size (tokens)").fill("");
+    await expect.poll(() => panel.textContent()).toContain("2 × 4,096 tokens");
     expect(await page.getByRole("button", { name: "Create and deploy" }).isDisabled()).toBe(true);
     await shot("forge-too-large");
     await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
@@ -368,11 +374,17 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByLabel("Model id").fill("agent");
     await page.getByLabel("Harness").selectOption({ label: "Tools" });
     await page.getByLabel("Tool calls").uncheck();
+    // A context the relay refuses is said at its field, in the page's words.
+    await page.getByLabel("Context size (tokens)").fill("64");
     await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
+    await page.getByRole("button", { name: "Create and deploy" }).click();
+    await expect.poll(() => page.locator("#forge-max-context-error").textContent()).toBe("Context size must be a whole number of tokens from 128 to 1,048,576, or empty (the machine's default).");
+    await page.getByLabel("Context size (tokens)").fill("768");
     await shot("forge-tools");
     await page.getByRole("button", { name: "Create and deploy" }).click();
     await page.getByRole("heading", { name: "Deployment" }).waitFor();
     await expect.poll(() => page.getByTestId("stack-harness").textContent()).toBe("toolsone call per answer");
+    await expect.poll(() => page.getByTestId("stack-context").textContent(), { timeout: 20_000 }).toBe("768 tokens per request");
 
     // An orchestrator with its options: a vote of samples; a number out of range is said next to its field.
     await nav("Forge");

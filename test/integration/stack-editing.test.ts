@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AuditEvent, Stack, StackChange } from "../../relay/admin-contract/index.js";
+import type { AuditEvent, Compatibility, Stack, StackChange } from "../../relay/admin-contract/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { WebClient } from "../helpers/web-client.js";
 
@@ -88,6 +88,49 @@ describe("editing and deleting stacks", () => {
     await patch(gw.stackId, { model_id: gw.modelId });
     await gw.relay.deployer.settled(gw.stackId);
     expect((await chat(gw.modelId)).status).toBe(200);
+  });
+
+  it("serves the context a stack asks for (never past what the model was trained for), and a new one restarts its runtime", async () => {
+    // About 800 tokens of prompt: more than this machine's default context (512), less than 1,024.
+    const long = { max_tokens: 1, messages: [{ role: "user", content: "Once upon a time there was a dog. ".repeat(100) }] };
+    const before = await chat(gw.modelId, long);
+    expect([before.status, ((await before.json()) as { error: { code: string } }).error.code]).toEqual([400, "context_length_exceeded"]);
+    const pid = () => gw.agent.host.list().find((s) => s.stackId === gw.stackId)?.pid;
+    const firstPid = pid();
+
+    const asked = await patch(gw.stackId, { max_context: 1024 });
+    expect(asked.body).toMatchObject({ max_context: 1024, changed: ["max_context"], redeployed: true });
+    await gw.relay.deployer.settled(gw.stackId);
+    expect(await stack(gw.stackId)).toMatchObject({ state: "deployed", max_context: 1024, context_size: 1024 });
+    expect(pid()).not.toBe(firstPid);
+    expect((await chat(gw.modelId, long)).status).toBe(200);
+    expect((await audit("stack.changed"))[0]!.detail).toEqual({ max_context_was: null, max_context: 1024, redeployed: true });
+
+    // More than the model was trained for (2,048): the runtime serves what the model takes.
+    await patch(gw.stackId, { max_context: 8192 });
+    await gw.relay.deployer.settled(gw.stackId);
+    expect(await stack(gw.stackId)).toMatchObject({ max_context: 8192, context_size: 2048 });
+
+    // Back to the machine's default.
+    expect((await patch(gw.stackId, { max_context: null })).body).toMatchObject({ max_context: null, redeployed: true });
+    await gw.relay.deployer.settled(gw.stackId);
+    expect(await stack(gw.stackId)).toMatchObject({ max_context: null, context_size: 512 });
+
+    // Out of range, not a number, or for a runtime that sizes its own: refused, saying why, at the field.
+    for (const [body, words] of [
+      [{ max_context: 64 }, "from 128 to 1,048,576"],
+      [{ max_context: 2_000_000 }, "from 128 to 1,048,576"],
+      [{ max_context: "lots" }, "whole number of tokens"],
+      [{ runtime: "openai", model: "llama3.1:8b", max_context: 4096 }, "sizes its own context"],
+    ] as const) {
+      const refused = await patch(gw.stackId, body);
+      expect([refused.status, refused.body.error.param, refused.body.error.message]).toEqual([400, "max_context", expect.stringContaining(words)]);
+    }
+    const created = await operator("POST", "/admin/v1/stacks", { org: gw.orgId, name: "mlx-context", machine: gw.machineId, runtime: "mlx", model: "mlx-community/x", max_context: 4096 });
+    expect([created.status, ((await created.json()) as { error: { param: string } }).error.param]).toEqual([400, "max_context"]);
+    // The Forge's panel counts the memory of the context asked.
+    const panel = (await (await operator("POST", "/admin/v1/compatibility", { org: gw.orgId, machine: gw.machineId, runtime: "gguf", model: "hf:bartowski/Meta-Llama-3.1-8B-Instruct-GGUF/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf", max_context: 16384 })).json()) as Compatibility;
+    expect(panel.checks.find((c) => c.topic === "memory")?.message).toContain("2 × 16,384 tokens");
   });
 
   it("refuses what the machine cannot run, a deployed stack moved to another machine, and a change while deploying", async () => {

@@ -26,7 +26,7 @@ function ggufServerEntry(): string {
 
 /** Options of {@link ggufAdapter}. */
 export interface GgufAdapterOptions {
-  /** Largest context per sequence, tokens. */
+  /** Context per sequence, tokens, of a stack that asks for none. */
   maxContextSize: number;
   /** Requests one model serves at once. */
   sequences: number;
@@ -77,7 +77,8 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
           "--threads",
           String(threads),
           "--context",
-          String(options.maxContextSize),
+          // The stack's own, or the machine's default; the model process caps it at what the model was trained for.
+          String(model.maxContext ?? options.maxContextSize),
           "--sequences",
           String(options.sequences),
           ...(options.gpu === false ? ["--cpu"] : []),

@@ -35,6 +35,8 @@ export const vllmAdapter: RuntimeAdapter = {
         String(port),
         "--served-model-name",
         model.modelId,
+        // The stack's context; without it vLLM takes the model's own length.
+        ...(model.maxContext ? ["--max-model-len", String(model.maxContext)] : []),
         ...(ctx.allowedMediaDomains?.length ? ["--allowed-media-domains", ...ctx.allowedMediaDomains] : []),
       ],
       // Ready when it answers a route that takes its key: it is up, and it is the server started with that key.

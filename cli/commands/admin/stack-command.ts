@@ -54,12 +54,13 @@ const describeStack = (s: Stack) =>
     ["model id", s.has_endpoint ? s.model_id : `${s.model_id} (no endpoint: not reachable through the API)`],
     ["harness", layerLine(s.harness, s.harness_options)],
     ["orchestrator", layerLine(s.orchestrator, s.orchestrator_options)],
+    ["context", `${s.max_context === null ? "the machine's default" : `${s.max_context.toLocaleString("en-US")} tokens asked`}${s.context_size ? `; serves ${s.context_size.toLocaleString("en-US")}` : ""}`],
     ["capture", s.capture_hours === null ? "none (the request log keeps no prompt or answer)" : `prompts and answers kept ${s.capture_hours} h in the request log`],
     ["compatible", s.compatibility.checks.map((c) => `${c.level}: ${c.message}`).join("; ")],
   ]);
 
-/** `--capture-hours` as the API takes it: a whole number of hours; anything else is sent as given, for the relay to say what it wants. */
-const captureHours = (v: string | undefined): number | undefined => (v === undefined ? undefined : /^\d+$/.test(v) ? Number(v) : (v as unknown as number));
+/** `--capture-hours` or `--max-context` as the API takes it: a whole number; anything else is sent as given, for the relay to say what it wants. */
+const wholeNumber = (v: string | undefined): number | undefined => (v === undefined ? undefined : /^\d+$/.test(v) ? Number(v) : (v as unknown as number));
 
 /** A layer and its options, as `kind (key=value, …)`, or `none`. */
 function layerLine(kind: string | null, options: Record<string, unknown> | undefined): string {
@@ -138,10 +139,11 @@ export const stackCommand: CommandModule = {
               .option("orchestrator", { type: "string", describe: "Orchestrator layer: refine or vote (see docs/layers.md)" })
               .option("orchestrator-option", { type: "string", array: true, describe: "An option of the orchestrator, key=value (repeat it), e.g. rounds=2" })
               .option("endpoint", { type: "boolean", default: true, describe: "Expose through the API (--no-endpoint to omit the layer)" })
-              .option("capture-hours", { type: "string", describe: "Keep its requests' prompts and answers in the request log for so many hours (1 to 720); default none" }),
+              .option("capture-hours", { type: "string", describe: "Keep its requests' prompts and answers in the request log for so many hours (1 to 720); default none" })
+              .option("max-context", { type: "string", describe: "Tokens of context per request its runtime serves (GGUF, vLLM; 128 to 1048576); default: the machine's" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: RuntimeKind; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; orchestratorOption?: string[]; endpoint: boolean; captureHours?: string };
+          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: RuntimeKind; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; orchestratorOption?: string[]; endpoint: boolean; captureHours?: string; maxContext?: string };
           const s = await adminCall(target(a), "POST /admin/v1/stacks", {
             body: {
               org: a.org,
@@ -156,7 +158,8 @@ export const stackCommand: CommandModule = {
               orchestrator: a.orchestrator,
               orchestrator_options: keyValueOptions(a.orchestratorOption ?? [], "--orchestrator-option"),
               endpoint: a.endpoint,
-              capture_hours: captureHours(a.captureHours),
+              capture_hours: wholeNumber(a.captureHours),
+              max_context: wholeNumber(a.maxContext),
             },
           });
           print(a, s, () => describeStack(s));
@@ -181,6 +184,7 @@ export const stackCommand: CommandModule = {
               .option("orchestrator-option", { type: "string", array: true, describe: "An option of the orchestrator, key=value (repeat it; they replace its options)" })
               .option("endpoint", { type: "boolean", describe: "Expose through the API (--no-endpoint: not reachable through the API)" })
               .option("capture-hours", { type: "string", describe: "Keep its requests' prompts and answers for so many hours (1 to 720), or none" })
+              .option("max-context", { type: "string", describe: "Tokens of context per request its runtime serves (GGUF, vLLM), or default (the machine's)" })
               .option("wait", { type: "boolean", default: false, describe: "When it is redeployed, follow progress until deployed or failed" }),
           ),
         handler: async (argv) => {
@@ -198,6 +202,7 @@ export const stackCommand: CommandModule = {
             orchestratorOption?: string[];
             endpoint?: boolean;
             captureHours?: string;
+            maxContext?: string;
             wait: boolean;
           };
           /** `none` (or `default`) clears a field; absent keeps it. */
@@ -217,7 +222,8 @@ export const stackCommand: CommandModule = {
               orchestrator: orNull(a.orchestrator, "none"),
               orchestrator_options: keyValueOptions(a.orchestratorOption ?? [], "--orchestrator-option"),
               endpoint: a.endpoint,
-              capture_hours: a.captureHours === "none" ? null : captureHours(a.captureHours),
+              capture_hours: a.captureHours === "none" ? null : wholeNumber(a.captureHours),
+              max_context: a.maxContext === "default" ? null : wholeNumber(a.maxContext),
             },
           });
           const s = a.wait && changed.redeployed ? await follow(t, a.id, a.json) : changed;

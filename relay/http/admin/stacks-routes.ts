@@ -26,7 +26,7 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
     },
     "POST /admin/v1/compatibility": async (input, access) => {
       const b = input.body();
-      return toWire(await control.checkPlan({ org: access.org(b.org).id, machine: b.machine, runtime: b.runtime, model: b.model, harness: b.harness, orchestrator: b.orchestrator, endpoint: b.endpoint }));
+      return toWire(await control.checkPlan({ org: access.org(b.org).id, machine: b.machine, runtime: b.runtime, model: b.model, harness: b.harness, orchestrator: b.orchestrator, endpoint: b.endpoint, maxContext: b.max_context }));
     },
     "GET /admin/v1/catalog": () => toWire({ object: "list", data: MODEL_CATALOG.map(({ facts, ...m }) => ({ ...m, sizeBytes: facts.weightsBytes })) }),
     "PATCH /admin/v1/stacks/:id": async (input, access) => {
@@ -66,7 +66,7 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
 }
 
 /** A stack's fields as create and edit both take them, from the admin API's names to the control plane's. */
-function stackFields<B extends { model_sha256?: string | null; model_id?: string | null; harness?: string | null; harness_options?: Record<string, unknown> | null; orchestrator?: string | null; orchestrator_options?: Record<string, unknown> | null; endpoint?: boolean; capture_hours?: number | null }>(b: B) {
+function stackFields<B extends { model_sha256?: string | null; model_id?: string | null; harness?: string | null; harness_options?: Record<string, unknown> | null; orchestrator?: string | null; orchestrator_options?: Record<string, unknown> | null; endpoint?: boolean; capture_hours?: number | null; max_context?: number | null }>(b: B) {
   return {
     modelSha256: b.model_sha256,
     modelId: b.model_id,
@@ -76,5 +76,6 @@ function stackFields<B extends { model_sha256?: string | null; model_id?: string
     orchestratorOptions: b.orchestrator_options,
     endpoint: b.endpoint,
     captureHours: b.capture_hours,
+    maxContext: b.max_context,
   };
 }

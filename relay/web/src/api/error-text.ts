@@ -28,6 +28,7 @@ const FIELD_LABELS: Record<string, string> = {
   harness: "Harness",
   orchestrator: "Orchestrator",
   capture_hours: "Prompts and answers",
+  max_context: "Context size",
   "harness_options.prompt": "System prompt",
   "harness_options.parallel_tool_calls": "Tool calls",
   "harness_options.default": "Default model id",

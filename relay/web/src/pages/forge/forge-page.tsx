@@ -52,6 +52,8 @@ const FIELDS = {
   rounds: "1",
   samples: "3",
   sampleTemperature: "",
+  /** Tokens of context per request; empty: the machine's default. */
+  maxContext: "",
   endpoint: true,
   modelId: "",
   name: "",
@@ -71,8 +73,14 @@ const FIELDS_OF_PARAM: Record<string, FieldName[]> = {
   "orchestrator_options.samples": ["samples"],
   "orchestrator_options.temperature": ["sampleTemperature"],
   model_id: ["modelId"],
+  max_context: ["maxContext"],
   name: ["name", "modelId"],
 };
+
+/** The runtimes whose context a stack sets (the relay refuses it for the others, which size their own). */
+const SIZED_CONTEXT: readonly RuntimeKind[] = ["gguf", "vllm"];
+/** The contexts the relay takes (its contract's MIN_CONTEXT and MAX_CONTEXT): the panel estimates only these. */
+const CONTEXT_RANGE = { min: 128, max: 1_048_576 } as const;
 
 /** The Forge's fields holding a stack as it is, to edit it. */
 function fieldsOf(s: Stack): typeof FIELDS {
@@ -94,6 +102,7 @@ function fieldsOf(s: Stack): typeof FIELDS {
     rounds: text(o.rounds, FIELDS.rounds),
     samples: text(o.samples, FIELDS.samples),
     sampleTemperature: text(o.temperature, ""),
+    maxContext: s.max_context === null ? "" : String(s.max_context),
     endpoint: s.has_endpoint,
     modelId: s.model_id,
     name: s.name,
@@ -115,7 +124,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
   const form = useForm(editing ? fieldsOf(editing) : FIELDS);
   /** A deployed (or deploying) stack stays on its machine: undeploy it to move it. */
   const pinnedMachine = editing !== undefined && editing.state !== "draft" && editing.state !== "failed";
-  const { machine, runtime, choice, custom, sha256, harness, systemPrompt, routes, routeDefault, parallelCalls, orchestrator, rounds, samples, sampleTemperature, endpoint, modelId, name } = form.values;
+  const { machine, runtime, choice, custom, sha256, harness, systemPrompt, routes, routeDefault, parallelCalls, orchestrator, rounds, samples, sampleTemperature, maxContext, endpoint, modelId, name } = form.values;
   const [compat, setCompat] = useState<{ result: Compatibility | null; pending: boolean }>({ result: null, pending: false });
   /** The last submit: what the relay refused, and the fields as they were then. */
   const [submitted, setSubmitted] = useState<{ error: ApiError | null; busy: boolean; values: typeof FIELDS | null }>({ error: null, busy: false, values: null });
@@ -142,13 +151,17 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
       .replace(/^[^A-Za-z0-9]+/, "")
       .slice(0, 128);
 
+  // The context asked, for the panel's estimate: a whole number in the relay's range, or none (the machine's
+  // default). What is not one is left to the submit, where the relay says what it wants at the field.
+  const typedContext = Number(maxContext.trim());
+  const contextAsked = SIZED_CONTEXT.includes(runtime) && /^\d+$/.test(maxContext.trim()) && typedContext >= CONTEXT_RANGE.min && typedContext <= CONTEXT_RANGE.max ? typedContext : null;
   useEffect(() => {
     if (!machine) return;
     const mine = ++seq.current;
     setCompat((c) => ({ ...c, pending: true }));
     const timer = setTimeout(() => {
       client
-        .call("POST /admin/v1/compatibility", { body: { org: session.org.id, machine, runtime, model: modelRef, harness: harness || null, orchestrator: orchestrator || null, endpoint } })
+        .call("POST /admin/v1/compatibility", { body: { org: session.org.id, machine, runtime, model: modelRef, harness: harness || null, orchestrator: orchestrator || null, endpoint, max_context: contextAsked } })
         .then(
           (result) => mine === seq.current && setCompat({ result, pending: false }),
           (e: ApiError) =>
@@ -156,7 +169,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
         );
     }, 150);
     return () => clearTimeout(timer);
-  }, [client, session.org.id, machine, runtime, modelRef, harness, orchestrator, endpoint]);
+  }, [client, session.org.id, machine, runtime, modelRef, harness, orchestrator, endpoint, contextAsked]);
 
   const machineList = useMemo(() => machines.data ?? [], [machines.data]);
   if (!isAdmin) {
@@ -218,6 +231,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
         orchestrator_options:
           orchestrator === "refine" ? { rounds } : orchestrator === "vote" ? { samples, ...(sampleTemperature.trim() ? { temperature: sampleTemperature.trim() } : {}) } : undefined,
         endpoint,
+        max_context: !SIZED_CONTEXT.includes(runtime) || maxContext.trim() === "" ? null : /^\d+$/.test(maxContext.trim()) ? Number(maxContext.trim()) : (maxContext.trim() as unknown as number),
       };
       if (editing) {
         // Every field is sent; the relay changes (and records) only what differs. A layer of the same kind keeps the
@@ -358,6 +372,26 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
                 error={fieldError("model_sha256")}
               >
                 <input id="forge-model-sha256" {...form.text("sha256")} aria-describedby={describedBy("forge-model-sha256", fieldError("model_sha256"))} spellcheck={false} />
+              </Field>
+            )}
+            {SIZED_CONTEXT.includes(runtime) && (
+              <Field
+                id="forge-max-context"
+                label="Context size (tokens)"
+                hint="The most tokens of prompt and answer per request. More takes more memory: the compatibility panel follows it. Empty: the machine's default (4,096 unless its agent says otherwise); never more than the model was trained for."
+                error={fieldError("max_context")}
+              >
+                <input
+                  id="forge-max-context"
+                  type="number"
+                  min={CONTEXT_RANGE.min}
+                  max={CONTEXT_RANGE.max}
+                  step={256}
+                  inputMode="numeric"
+                  placeholder="4096"
+                  {...form.text("maxContext")}
+                  aria-describedby={describedBy("forge-max-context", fieldError("max_context"))}
+                />
               </Field>
             )}
           </fieldset>

@@ -154,7 +154,12 @@ export function StackPage({ id }: { id: string }) {
               )}
             </dd>
             <dt>Context</dt>
-            <dd>{s.context_size ? `${s.context_size.toLocaleString()} tokens per request` : "known once deployed"}</dd>
+            <dd data-testid="stack-context">
+              {s.context_size ? `${s.context_size.toLocaleString("en-US")} tokens per request` : "known once deployed"}
+              {s.max_context !== null && s.context_size !== s.max_context && (
+                <span class="muted"> ({s.max_context.toLocaleString("en-US")} asked{s.context_size && s.context_size < s.max_context ? ": the model was trained for less" : ""})</span>
+              )}
+            </dd>
           </dl>
           <CompatibilityPanel result={s.compatibility} />
         </section>
