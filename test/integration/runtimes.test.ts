@@ -93,6 +93,17 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(direct.status).toBe(401);
   });
 
+  it("gives vLLM the context a stack asks for (--max-model-len), restarting it", async () => {
+    const stack = (await gw.relay.control.listStacks(gw.orgId)).find((s) => s.modelId === "qwen-vllm")!;
+    const edited = await gw.relay.control.updateStack(stack.id, null, { maxContext: 8192 });
+    expect(edited).toMatchObject({ changed: ["max_context"], redeployed: true });
+    await gw.relay.deployer.settled(stack.id);
+    expect(await gw.relay.control.stack(stack.id)).toMatchObject({ state: "deployed", maxContext: 8192 });
+    expect(readFileSync(log, "utf8")).toMatch(/serve Qwen\/Qwen2\.5-0\.5B-Instruct --host 127\.0\.0\.1 --port \d+ --served-model-name qwen-vllm --max-model-len 8192/);
+    const res = await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "Hello again" }] });
+    expect(res.choices[0]!.message.content).toBe("You said: Hello again");
+  });
+
   it("stops the server's generation when the client goes away", async () => {
     const controller = new AbortController();
     const stream = await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "word ".repeat(200) }], stream: true }, { signal: controller.signal });
