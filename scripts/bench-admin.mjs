@@ -1,64 +1,22 @@
 #!/usr/bin/env node
 // Benchmarks the admin API behind the web application's pages (npm run bench:admin; builds first).
-// A relay in this process with 100 machines, 500 stacks (each with a finished deployment), 1,000 API keys
-// and a day of usage in SQLite; a signed-in user calls each page's API 50 times in turn over loopback.
+// A relay in this process, on SQLite, with the large organization of scripts/bench/seed-organization.mjs (100
+// machines, 1,000 stacks each with a finished deployment, 10,000 API keys, a day of usage, 100,000 logged
+// requests); a signed-in user calls each page's API 50 times in turn over loopback, as the pages call them.
 // Prints p50 / p95 / max per call as a markdown table. Tests never assert on these numbers.
 import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { LARGE_FLEET, seedOrganization } from "./bench/seed-organization.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const { resolveRelayConfig, startRelay, hashPassword, hashSecret, createApiKey } = await import(join(root, "dist/relay/index.js"));
+const { resolveRelayConfig, startRelay } = await import(join(root, "dist/relay/index.js"));
 const { silentLogger } = await import(join(root, "dist/proto/index.js"));
 
 const dir = mkdtempSync(join(tmpdir(), "makina-bench-admin-"));
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
-const { store } = relay;
-const org = await relay.control.createOrg("bench");
-await store.users.create({ orgId: org.id, login: "admin", passwordHash: hashPassword("bench-password"), role: "admin" });
-
-const GiB = 2 ** 30;
-const hardware = (i) => ({
-  platform: "linux",
-  os: "Ubuntu 24.04",
-  arch: "x64",
-  cpuModel: "AMD EPYC",
-  cpuPhysicalCores: 32,
-  cpuLogicalCores: 64,
-  memoryBytes: 256 * GiB,
-  gpus: i % 2 ? [{ vendor: "NVIDIA", model: "NVIDIA H100 80GB HBM3", vramBytes: 80 * GiB, driverVersion: "580.159.04" }] : [],
-  disks: [{ mount: "/", sizeBytes: 2000 * GiB, freeBytes: 1500 * GiB }],
-  accelerators: i % 2 ? ["cuda"] : [],
-});
-const machines = [];
-for (let i = 0; i < 100; i++) {
-  const m = await store.machines.create({ orgId: org.id, name: `gpu-${i}`, tokenHash: hashSecret(`token-${i}`) });
-  await store.machines.markOnline(m.id, { hardware: hardware(i), agentVersion: "0.1.0" });
-  machines.push(m.id);
-}
-const stacks = [];
-for (let i = 0; i < 500; i++) {
-  const s = await store.stacks.create({ orgId: org.id, name: `stack-${i}`, machineId: machines[i % 100], runtime: "gguf", modelRef: `hf:org/repo-${i}/model.gguf`, modelId: `model-${i}`, hasEndpoint: true });
-  const dep = await store.deployments.start(s.id, ["install_runtime", "pull_model", "configure_endpoint"]);
-  for (let seq = 0; seq < 3; seq++) {
-    await store.deployments.stepRunning(dep, seq);
-    if (seq === 1) await store.deployments.stepDetail(dep, seq, { path: "/m", sha256: "0".repeat(64), sizeBytes: 4 * GiB });
-    await store.deployments.stepFinished(dep, seq, null);
-  }
-  await store.deployments.finish(dep, null);
-  stacks.push(s.id);
-}
-const keys = [];
-for (let i = 0; i < 1000; i++) keys.push((await createApiKey(store, { orgId: org.id, name: `key-${i}`, stackIds: i % 3 ? null : [stacks[i % 500]], rpm: i % 2 ? 600 : null })).record.id);
-// A day of traffic: 1,000 keys × 24 hours, recorded the way the gateway records it.
-const realNow = Date.now;
-for (let h = 0; h < 24; h++) {
-  Date.now = () => realNow() - h * 3_600_000;
-  for (let i = 0; i < 1000; i++) relay.usage.record({ orgId: org.id, keyId: keys[i], model: `model-${i % 500}`, promptTokens: 20, completionTokens: 100, failed: false });
-}
-Date.now = realNow;
-await relay.usage.flush();
+const { machines, stacks, keys } = await seedOrganization(root, relay, LARGE_FLEET, (what) => console.error(`seeded ${what}`));
 
 const signIn = await fetch(`${relay.url}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login: "admin", password: "bench-password" }) });
 const cookie = signIn.headers.get("set-cookie").split(";")[0];
@@ -67,11 +25,17 @@ const call = (method, path, body) =>
   fetch(`${relay.url}${path}`, { method, headers: { cookie, "x-csrf-token": csrf_token, ...(body ? { "content-type": "application/json" } : {}) }, body: body && JSON.stringify(body) });
 
 const calls = [
-  ["Machines: GET /admin/v1/machines", () => call("GET", "/admin/v1/machines")],
+  ["Overview: GET /admin/v1/overview", () => call("GET", "/admin/v1/overview")],
+  ["Machines: GET /admin/v1/machines (a page of 50)", () => call("GET", "/admin/v1/machines?per_page=50")],
   ["Machine page: GET /admin/v1/machines/:id", () => call("GET", `/admin/v1/machines/${machines[42]}`)],
-  ["Stacks: GET /admin/v1/stacks", () => call("GET", "/admin/v1/stacks")],
+  ["Stacks: GET /admin/v1/stacks (a page of 50)", () => call("GET", "/admin/v1/stacks?per_page=50")],
+  ["Names for pickers: GET /admin/v1/stacks (1,000)", () => call("GET", "/admin/v1/stacks?per_page=1000")],
   ["Stack page: GET /admin/v1/stacks/:id", () => call("GET", `/admin/v1/stacks/${stacks[42]}`)],
-  ["API keys: GET /admin/v1/keys", () => call("GET", "/admin/v1/keys")],
+  ["API keys: GET /admin/v1/keys (a page of 50)", () => call("GET", "/admin/v1/keys?per_page=50")],
+  ["API keys: searched", () => call("GET", "/admin/v1/keys?per_page=50&q=key-09999")],
+  ["API keys: sorted by last 24 h", () => call("GET", "/admin/v1/keys?per_page=50&sort=requests_24h&order=desc")],
+  ["Requests: GET /admin/v1/requests (a page of 50)", () => call("GET", "/admin/v1/requests?per_page=50")],
+  ["Requests: errors of one key", () => call("GET", `/admin/v1/requests?per_page=50&status=error&key=${keys[20]}`)],
   ["Usage: GET /admin/v1/usage (24 h, per key)", () => call("GET", "/admin/v1/usage?range=24h&by=key")],
   ["Usage: GET /admin/v1/usage (30 d, per model)", () => call("GET", "/admin/v1/usage?range=30d&by=model")],
   ["Forge: GET /admin/v1/catalog", () => call("GET", "/admin/v1/catalog")],
@@ -94,7 +58,9 @@ for (const [name, send] of calls) {
   }
   rows.push([name, pct(times, 50), pct(times, 95), Math.max(...times), bytes]);
 }
-console.log(`Machine: ${cpus()[0]?.model ?? "?"}, ${availableParallelism()} CPUs; Node ${process.version}; 100 machines, 500 stacks, 1,000 keys, 24,000 usage rows\n`);
+console.log(
+  `Machine: ${cpus()[0]?.model ?? "?"}, ${availableParallelism()} CPUs; Node ${process.version}; ${LARGE_FLEET.machines} machines, ${LARGE_FLEET.stacks.toLocaleString("en-US")} stacks, ${LARGE_FLEET.keys.toLocaleString("en-US")} keys, 24,000 usage rows, ${LARGE_FLEET.requests.toLocaleString("en-US")} logged requests\n`,
+);
 console.log("| call | p50 | p95 | max | response |\n|---|---|---|---|---|");
 for (const [name, p50, p95, max, bytes] of rows) console.log(`| ${name} | ${p50.toFixed(1)} ms | ${p95.toFixed(1)} ms | ${max.toFixed(1)} ms | ${(bytes / 1024).toFixed(0)} KiB |`);
 await relay.stop();

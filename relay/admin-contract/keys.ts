@@ -44,7 +44,7 @@ export const KEY_SORTS = ["name", "state", "created_at", "last_used_at", "expire
 
 export const KEY_ROUTES = {
   /** The organization's keys, a page at a time: searched in names, prefixes and ids. */
-  "GET /admin/v1/keys": route({ query: z.object({ org: orgRef(), ...listQuery(KEY_SORTS, ["active", "revoked", "expired"]) }), response: answer<Page<ApiKeyWithUsage>>() }),
+  "GET /admin/v1/keys": route({ query: z.object({ org: orgRef(), ...listQuery(KEY_SORTS, ["active", "revoked", "expired"] as const) }), response: answer<Page<ApiKeyWithUsage>>() }),
   /** Makes a key, optionally limited to stacks and machines and with its own rates. */
   "POST /admin/v1/keys": route({
     status: 201,

@@ -32,8 +32,10 @@ export interface Usage {
   start: number;
   /** The busiest groups, and `other` for the rest. */
   series: UsageSeries[];
-  /** Every group's totals. */
+  /** The totals of the 100 busiest groups, and `other` for the rest. */
   totals: { group: string; name: string | null; total: Omit<UsagePoint, "start"> }[];
+  /** How many groups (keys or models) were used in the range, `other`'s included. */
+  groups: number;
 }
 
 export const USAGE_ROUTES = {

@@ -3,7 +3,7 @@ import type { Deployer } from "../deploy/index.js";
 import type { EventBus } from "../events/index.js";
 import { createApiKey, hashPassword, hashSecret, newSecret, publicKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
 import { checkMachineCredentials } from "../link/index.js";
-import { slugify, type ApiKeyChanges, type StackChanges, type AuditEvent, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
+import { slugify, type ApiKeyChanges, type KeyPageAsk, type StackChanges, type AuditEvent, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
 import { checkStack, refusalReasons, type Compatibility } from "../compatibility/index.js";
 import { MAX_MODEL_REF_CHARS, type ModelInspector } from "./model-inspector.js";
 import { checkMaxContext, defaultModelId, layerOptions, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
@@ -305,9 +305,18 @@ export class ControlPlane {
   }
 
   async listStacks(orgRef: string): Promise<StackView[]> {
-    const org = await this.org(orgRef);
-    const stacks = await this.store.stacks.listByOrg(org.id);
-    const machines = new Map((await this.store.machines.listByOrg(org.id)).map((m) => [m.id, m]));
+    return this.viewsOf(await this.stackRecords(orgRef));
+  }
+
+  /** An organization's stacks as stored, oldest first: what a list searches and sorts before it shows a page. */
+  async stackRecords(orgRef: string): Promise<Stack[]> {
+    return this.store.stacks.listByOrg((await this.org(orgRef)).id);
+  }
+
+  /** Stacks of one organization with their compatibility and latest deployment, as the admin API shows them. */
+  async viewsOf(stacks: readonly Stack[]): Promise<StackView[]> {
+    if (stacks.length === 0) return [];
+    const machines = new Map((await this.store.machines.listByOrg(stacks[0]!.orgId)).map((m) => [m.id, m]));
     const deployments = await this.store.deployments.latestOf(stacks.map((s) => s.id));
     return stacks.map((s) => this.viewWith(s, machines.get(s.machineId) ?? null, deployments.get(s.id) ?? null));
   }
@@ -427,6 +436,12 @@ export class ControlPlane {
 
   async listKeys(orgRef: string): Promise<PublicApiKey[]> {
     return (await this.store.keys.listByOrg((await this.org(orgRef)).id)).map(publicKey);
+  }
+
+  /** One page of an organization's keys, searched, filtered and sorted by the database, each with its use since `ask.usageSince`. */
+  async keyPage(orgId: string, ask: KeyPageAsk): Promise<{ keys: (PublicApiKey & { requests: number; tokens: number })[]; total: number }> {
+    const { keys, total } = await this.store.keys.page(orgId, ask);
+    return { keys: keys.map((k) => ({ ...publicKey(k), requests: k.requests, tokens: k.tokens })), total };
   }
 
   /** The names of keys by id (an unnamed key's prefix and `…`); a key that is gone is not named. */

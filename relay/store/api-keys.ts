@@ -4,6 +4,7 @@ import type { Updateable } from "kysely";
 import type { Row, Tables } from "./tables.js";
 import type { ChangeNotices } from "./change-notices.js";
 import { newId } from "../ids/index.js";
+import { keyPage, type KeyPageAsk } from "./key-pages.js";
 
 /** An API key as stored: never the secret, only its hash and a display prefix. */
 export interface ApiKeyRecord {
@@ -130,6 +131,16 @@ export class ApiKeyStore {
   async listByOrg(orgId: string): Promise<ApiKeyRecord[]> {
     await this.flushTouches();
     return (await this.db.selectFrom("api_keys").selectAll().where("org_id", "=", orgId).orderBy("created_at").orderBy("id").execute()).map(toKey);
+  }
+
+  /**
+   * One page of an organization's keys, searched, filtered and sorted by the database (see {@link keyPage}), each
+   * with its requests and tokens since `ask.usageSince` (usage the caller has flushed).
+   */
+  async page(orgId: string, ask: KeyPageAsk): Promise<{ keys: (ApiKeyRecord & { requests: number; tokens: number })[]; total: number }> {
+    await this.flushTouches();
+    const { rows, total } = await keyPage(this.db, orgId, ask);
+    return { keys: rows.map((r) => ({ ...toKey(r), requests: r.requests, tokens: r.tokens })), total };
   }
 
   /** Every active key (of one organization, or of all) whose maker is still a user (or was the operator): what the gateway's directory holds. */

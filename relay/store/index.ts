@@ -17,6 +17,7 @@ export type { Machine, MachineState, HardwareSummary, MachineInventory } from ".
 export { type Stack, type StackState, type StackChanges, type RuntimeKind, type NewStack } from "./stacks.js";
 export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord, ApiKeyChanges } from "./api-keys.js";
+export type { KeyPageAsk, KeySort } from "./key-pages.js";
 export type { SessionRecord } from "./sessions.js";
 export type { AuditActor, AuditEvent } from "./audit-events.js";
 export type { RequestLogEntry, NewRequestLogEntry, RequestFilter, CapturedExchange, FiguresScope, RequestFigures, MinuteFigures } from "./request-log.js";

@@ -156,17 +156,17 @@ export class UsageRecorder {
   }
 
   /**
-   * Requests and tokens over the last 24 hours (hourly buckets) or 30 days
-   * (daily buckets), per key or per model: a series of buckets for the
-   * `top` busiest groups and one more (`group` "other") for the rest, and
-   * the totals of every group.
+   * Requests and tokens over the last 24 hours (hourly buckets) or 30 days (daily buckets), per key or per model:
+   * a series of buckets for the `top` busiest groups and one more (`group` "other") for the rest, and the totals
+   * of the `listed` busiest groups, with `other` for the rest and `groups` counting them all. Three queries,
+   * whatever the number of groups: each group's totals, the top groups' buckets, and every bucket's sum.
    */
   async series(
     orgId: string,
     range: "24h" | "30d",
     by: "key" | "model",
-    top = 8,
-  ): Promise<{ bucketMs: number; start: number; series: UsageSeries[]; totals: { group: string; total: UsageSeries["total"] }[] }> {
+    { top = 8, listed = 100 }: { top?: number; listed?: number } = {},
+  ): Promise<{ bucketMs: number; start: number; series: UsageSeries[]; totals: { group: string; total: UsageSeries["total"] }[]; groups: number }> {
     await this.flush();
     const bucketMs = range === "24h" ? 3_600_000 : 86_400_000;
     const buckets = range === "24h" ? 24 : 30;
@@ -176,66 +176,81 @@ export class UsageRecorder {
     // Integer division of integers on both databases: the bucket a minute falls in. Its numbers are written
     // into the SQL (they are the relay's own integers), so the grouping and the selection are one expression.
     const bucket = sql<number>`(minute - ${sql.lit(start)}) / ${sql.lit(bucketMs)}`;
-    const rows = await this.db
-      .selectFrom("usage_minutes")
-      .select((eb) => [
-        eb.ref(column).as("grp"),
-        bucket.as("bucket"),
-        eb.fn.sum<number>("requests").as("requests"),
-        eb.fn.sum<number>("errors").as("errors"),
-        eb.fn.sum<number>("prompt_tokens").as("promptTokens"),
-        eb.fn.sum<number>("completion_tokens").as("completionTokens"),
-      ])
-      .where("org_id", "=", orgId)
-      .where("minute", ">=", start)
-      .where("minute", "<", end)
-      .groupBy([column, bucket])
+    const inRange = this.db.selectFrom("usage_minutes").where("org_id", "=", orgId).where("minute", ">=", start).where("minute", "<", end);
+    const sums = [
+      sql<number>`sum(requests)`.as("requests"),
+      sql<number>`sum(errors)`.as("errors"),
+      sql<number>`sum(prompt_tokens)`.as("promptTokens"),
+      sql<number>`sum(completion_tokens)`.as("completionTokens"),
+    ] as const;
+    const groupRows = await inRange
+      .select((eb) => [eb.ref(column).as("grp"), ...sums])
+      .groupBy(column)
       .execute();
-    const byGroup = new Map<string, UsageSeries>();
-    for (const r of rows) {
-      let s = byGroup.get(r.grp);
-      if (!s) {
-        s = {
-          group: r.grp,
-          points: Array.from({ length: buckets }, (_, i) => ({ start: start + i * bucketMs, requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 })),
-          total: { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 },
-        };
-        byGroup.set(r.grp, s);
+    const totalOf = (r: { requests: number; errors: number; promptTokens: number; completionTokens: number }) => ({
+      requests: Number(r.requests),
+      errors: Number(r.errors),
+      promptTokens: Number(r.promptTokens),
+      completionTokens: Number(r.completionTokens),
+    });
+    const all = groupRows.map((r) => ({ group: r.grp, total: totalOf(r) })).sort((a, b) => b.total.requests - a.total.requests || a.group.localeCompare(b.group));
+    const emptyPoints = () => Array.from({ length: buckets }, (_, i) => ({ start: start + i * bucketMs, requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 }));
+    const shown = all.slice(0, top);
+    const series: UsageSeries[] = shown.map((g) => ({ group: g.group, points: emptyPoints(), total: g.total }));
+    if (shown.length > 0) {
+      const byGroup = new Map(series.map((g) => [g.group, g]));
+      const rows = await inRange
+        .select((eb) => [eb.ref(column).as("grp"), bucket.as("bucket"), ...sums])
+        .where(column, "in", shown.map((g) => g.group))
+        .groupBy([column, bucket])
+        .execute();
+      for (const r of rows) {
+        const p = byGroup.get(r.grp)?.points[r.bucket];
+        if (p) Object.assign(p, totalOf(r));
       }
-      const p = s.points[r.bucket];
-      if (!p) continue;
-      p.requests += r.requests;
-      p.errors += r.errors;
-      p.promptTokens += r.promptTokens;
-      p.completionTokens += r.completionTokens;
-      s.total.requests += r.requests;
-      s.total.errors += r.errors;
-      s.total.promptTokens += r.promptTokens;
-      s.total.completionTokens += r.completionTokens;
     }
-    const all = [...byGroup.values()].sort((a, b) => b.total.requests - a.total.requests || a.group.localeCompare(b.group));
-    const series = all.slice(0, top);
-    const rest = all.slice(top);
-    if (rest.length) {
-      const other: UsageSeries = {
-        group: "other",
-        points: rest[0]!.points.map((p, i) => ({
-          start: p.start,
-          requests: rest.reduce((n, s) => n + s.points[i]!.requests, 0),
-          errors: rest.reduce((n, s) => n + s.points[i]!.errors, 0),
-          promptTokens: rest.reduce((n, s) => n + s.points[i]!.promptTokens, 0),
-          completionTokens: rest.reduce((n, s) => n + s.points[i]!.completionTokens, 0),
-        })),
-        total: {
-          requests: rest.reduce((n, s) => n + s.total.requests, 0),
-          errors: rest.reduce((n, s) => n + s.total.errors, 0),
-          promptTokens: rest.reduce((n, s) => n + s.total.promptTokens, 0),
-          completionTokens: rest.reduce((n, s) => n + s.total.completionTokens, 0),
-        },
-      };
+    if (all.length > top) {
+      // The rest, bucket by bucket: every group's sum less the busiest groups'.
+      const other: UsageSeries = { group: "other", points: emptyPoints(), total: { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 } };
+      const rows = await inRange
+        .select([bucket.as("bucket"), ...sums])
+        .groupBy(bucket)
+        .execute();
+      for (const r of rows) {
+        const p = other.points[r.bucket];
+        if (p) Object.assign(p, totalOf(r));
+      }
+      for (const g of series) {
+        g.points.forEach((p, i) => {
+          const o = other.points[i]!;
+          o.requests -= p.requests;
+          o.errors -= p.errors;
+          o.promptTokens -= p.promptTokens;
+          o.completionTokens -= p.completionTokens;
+        });
+      }
+      for (const o of other.points) {
+        other.total.requests += o.requests;
+        other.total.errors += o.errors;
+        other.total.promptTokens += o.promptTokens;
+        other.total.completionTokens += o.completionTokens;
+      }
       series.push(other);
     }
-    return { bucketMs, start, series, totals: all.map((s) => ({ group: s.group, total: s.total })) };
+    const totals = all.slice(0, listed);
+    if (all.length > listed) {
+      const rest = all.slice(listed);
+      totals.push({
+        group: "other",
+        total: {
+          requests: rest.reduce((n, g) => n + g.total.requests, 0),
+          errors: rest.reduce((n, g) => n + g.total.errors, 0),
+          promptTokens: rest.reduce((n, g) => n + g.total.promptTokens, 0),
+          completionTokens: rest.reduce((n, g) => n + g.total.completionTokens, 0),
+        },
+      });
+    }
+    return { bucketMs, start, series, totals, groups: all.length };
   }
 
   /** Requests and tokens per key since `since` (ms), for the keys list. */

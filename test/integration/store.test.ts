@@ -188,6 +188,76 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     expect(await store.keys.revoke("key_none")).toBeUndefined();
   });
 
+  it("pages an organization's keys in the database: searched, filtered by state, sorted with nothing last, with the last day's use", async () => {
+    const store = await open(await emptyDatabase(dialect));
+    const org = (await store.orgs.create("Paged"))!;
+    const other = (await store.orgs.create("Other"))!;
+    const NOW = 1_800_000_000_000;
+    const make = (name: string | null, at: number, extra: { expiresAt?: number } = {}) =>
+      store.keys.insert({ orgId: org.id, name, prefix: `mk_live_${at}`, keyHash: `hash-${at}`, stackIds: null, machineIds: null, rpm: null, tpm: null, createdBy: null, ...extra }, at);
+    const alpha = await make("Alpha", 1);
+    const beta = await make("beta", 2);
+    const unnamed = await make(null, 3);
+    await make("100% off_sale", 4);
+    await make("Gamma", 5, { expiresAt: NOW - 1 });
+    const later = await make("delta", 6, { expiresAt: NOW + 60_000 });
+    await store.keys.revoke(beta.id, 7);
+    await store.keys.insert({ orgId: other.id, name: "Alpha elsewhere", prefix: "mk_live_x", keyHash: "hash-x", stackIds: null, machineIds: null, rpm: null, tpm: null, createdBy: null }, 8);
+    store.keys.touch(alpha.id, NOW - 10);
+    // Use: delta the busiest, then alpha; use before the day does not count.
+    const minute = Math.floor(NOW / 60_000) * 60_000;
+    await store.db
+      .insertInto("usage_minutes")
+      .values([
+        { org_id: org.id, key_id: later.id, model: "m", minute, requests: 5, errors: 0, prompt_tokens: 10, completion_tokens: 20 },
+        { org_id: org.id, key_id: alpha.id, model: "m", minute, requests: 2, errors: 1, prompt_tokens: 1, completion_tokens: 1 },
+        { org_id: org.id, key_id: alpha.id, model: "n", minute: minute - 2 * 86_400_000, requests: 90, errors: 0, prompt_tokens: 9, completion_tokens: 9 },
+      ])
+      .execute();
+    const ask = { order: "asc" as "asc" | "desc", offset: 0, limit: 50, now: NOW, usageSince: minute - 86_400_000 };
+    const names = async (more: Partial<typeof ask> & { q?: string; state?: "active" | "revoked" | "expired"; sort?: Parameters<typeof store.keys.page>[1]["sort"] }) =>
+      (await store.keys.page(org.id, { ...ask, ...more })).keys.map((k) => k.name);
+
+    // The list's own order, oldest first (or newest), another organization's never in it.
+    expect(await names({})).toEqual(["Alpha", "beta", null, "100% off_sale", "Gamma", "delta"]);
+    expect(await names({ order: "desc" })).toEqual(["delta", "Gamma", "100% off_sale", null, "beta", "Alpha"]);
+    // Names by their letters whatever their case; nothing last, either way.
+    expect(await names({ sort: "name" })).toEqual(["100% off_sale", "Alpha", "beta", "delta", "Gamma", null]);
+    expect(await names({ sort: "name", order: "desc" })).toEqual(["Gamma", "delta", "beta", "Alpha", "100% off_sale", null]);
+    expect(await names({ sort: "last_used_at" })).toEqual(["Alpha", "beta", null, "100% off_sale", "Gamma", "delta"]);
+    expect(await names({ sort: "expires_at", order: "desc" })).toEqual(["delta", "Gamma", "Alpha", "beta", null, "100% off_sale"]);
+    // State as the API shows it: expired is an active key past its expiry.
+    expect(await names({ state: "expired" })).toEqual(["Gamma"]);
+    expect(await names({ state: "active" })).toEqual(["Alpha", null, "100% off_sale", "delta"]);
+    expect(await names({ state: "revoked" })).toEqual(["beta"]);
+    expect(await names({ sort: "state" })).toEqual(["Alpha", null, "100% off_sale", "delta", "Gamma", "beta"]);
+    // Every word found, in any case, in the name, prefix or id; LIKE's own characters are plain.
+    expect(await names({ q: "ALP" })).toEqual(["Alpha"]);
+    expect(await names({ q: "100%" })).toEqual(["100% off_sale"]);
+    expect(await names({ q: "f_s" })).toEqual(["100% off_sale"]);
+    expect(await names({ q: "mk_live_5" })).toEqual(["Gamma"]);
+    expect(await names({ q: `${unnamed.id} mk_live` })).toEqual([null]);
+    expect(await names({ q: "alpha beta" })).toEqual([]);
+    // The last day's use, for the page's keys; sorted by it, the busiest first.
+    const page = await store.keys.page(org.id, { ...ask, limit: 2 });
+    expect([page.total, page.keys.map((k) => [k.name, k.requests, k.tokens])]).toEqual([
+      6,
+      [
+        ["Alpha", 2, 2],
+        ["beta", 0, 0],
+      ],
+    ]);
+    const busiest = await store.keys.page(org.id, { ...ask, sort: "requests_24h", order: "desc", offset: 0, limit: 3 });
+    expect(busiest.keys.map((k) => [k.name, k.requests, k.tokens])).toEqual([
+      ["delta", 5, 30],
+      ["Alpha", 2, 2],
+      ["beta", 0, 0],
+    ]);
+    expect((await store.keys.page(org.id, { ...ask, sort: "tokens_24h", offset: 4, limit: 10 })).keys.map((k) => k.name)).toEqual(["Alpha", "delta"]);
+    const second = await store.keys.page(org.id, { ...ask, sort: "name", offset: 2, limit: 2 });
+    expect([second.total, second.keys.map((k) => k.name)]).toEqual([6, ["beta", "delta"]]);
+  });
+
   it("keeps users, settings and web sessions (expired ones are not returned)", async () => {
     const store = await open(await emptyDatabase(dialect));
     const org = (await store.orgs.create("U"))!;

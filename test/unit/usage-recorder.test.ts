@@ -47,11 +47,27 @@ describe.each(DIALECTS)("usage recording on %s", (dialect) => {
     const clock = { now: Date.UTC(2026, 10, 23, 12) };
     const r = await recorder(clock);
     for (let k = 0; k < 10; k++) for (let n = 0; n <= k; n++) r.record(sample(`key_${k}`, `model-${k % 2}`));
-    const { series, totals } = await r.series("org_a", "30d", "key", 8);
+    const { series, totals, groups } = await r.series("org_a", "30d", "key", { top: 8 });
     expect(series.map((s) => s.group)).toEqual(["key_9", "key_8", "key_7", "key_6", "key_5", "key_4", "key_3", "key_2", "other"]);
     expect(series.at(-1)!.total.requests).toBe(1 + 2);
     expect(series.at(-1)!.points.at(-1)!.requests).toBe(3);
-    expect(totals).toHaveLength(10);
+    expect(series.at(-1)!.points.slice(0, -1).every((p) => p.requests === 0)).toBe(true);
+    expect(series[0]!.points.at(-1)).toMatchObject({ requests: 10, completionTokens: 10 * sample("", "").completionTokens });
+    expect([totals.length, groups]).toEqual([10, 10]);
+    // However many groups, the totals list the busiest and fold the rest into 'other', counted.
+    const few = await r.series("org_a", "30d", "key", { top: 2, listed: 3 });
+    expect(few.totals.map((t) => [t.group, t.total.requests])).toEqual([
+      ["key_9", 10],
+      ["key_8", 9],
+      ["key_7", 8],
+      ["other", 1 + 2 + 3 + 4 + 5 + 6 + 7],
+    ]);
+    expect(few.groups).toBe(10);
+    expect(few.series.map((s) => [s.group, s.total.requests])).toEqual([
+      ["key_9", 10],
+      ["key_8", 9],
+      ["other", 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8],
+    ]);
     expect((await r.series("org_a", "30d", "model")).totals.map((t) => [t.group, t.total.requests])).toEqual([
       ["model-1", 2 + 4 + 6 + 8 + 10],
       ["model-0", 1 + 3 + 5 + 7 + 9],

@@ -16,13 +16,17 @@ export interface ListShape<T, St extends string> {
   state: (item: T) => St;
 }
 
-/** Sorts texts by their letters whatever their case, and numbers as numbers; nothing (null) comes last either way. */
-function compare(a: unknown, b: unknown): number {
-  if (a === b) return 0;
-  if (a === null || a === undefined) return 1;
-  if (b === null || b === undefined) return -1;
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a).localeCompare(String(b), "en", { sensitivity: "base", numeric: true });
+/** Sorts texts by their letters whatever their case (digits as numbers), and numbers as numbers; nothing (null) comes last either way. */
+function comparer(): (a: unknown, b: unknown) => number {
+  // One collator for a whole sort: `localeCompare` with options builds one per comparison.
+  const texts = new Intl.Collator("en", { sensitivity: "base", numeric: true });
+  return (a, b) => {
+    if (a === b) return 0;
+    if (a === null || a === undefined) return 1;
+    if (b === null || b === undefined) return -1;
+    if (typeof a === "number" && typeof b === "number") return a - b;
+    return texts.compare(String(a), String(b));
+  };
 }
 
 /**
@@ -41,6 +45,7 @@ export function pageOf<T extends object, S extends Extract<keyof T, string>, St 
   if (ask.sort !== undefined) {
     const field = ask.sort;
     const sign = ask.order === "desc" ? -1 : 1;
+    const compare = comparer();
     found = found
       .map((item, i) => ({ item, i }))
       .sort((a, b) => {
@@ -56,4 +61,12 @@ export function pageOf<T extends object, S extends Extract<keyof T, string>, St 
   }
   const start = (ask.page - 1) * ask.per_page;
   return { object: "list", data: found.slice(start, start + ask.per_page), total: found.length, page: ask.page, per_page: ask.per_page };
+}
+
+/**
+ * A page's items made whole: a list sorts and searches light rows (the fields it sorts by, named as the wire
+ * names them), and only the page's rows become what the API answers (`whole`), however many items there are.
+ */
+export async function wholePage<R, T>(page: Page<R>, whole: (rows: R[]) => T[] | Promise<T[]>): Promise<Page<T>> {
+  return { ...page, data: await whole(page.data) };
 }

@@ -4,7 +4,7 @@ import { MODEL_CATALOG } from "../../compatibility/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
-import { pageOf } from "./page-of.js";
+import { pageOf, wholePage } from "./page-of.js";
 import type { AuditRecorder } from "./audit-trail.js";
 
 /** Stacks: built, checked, deployed and undeployed by the organization's admins; seen by all of it. */
@@ -13,8 +13,12 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
   return {
     "GET /admin/v1/stacks": async (input, access) => {
       const { org, machine, ...ask } = input.query();
-      const stacks = toWire(await control.listStacks(access.org(org).id)).filter((s) => machine === undefined || s.machine_id === machine);
-      return pageOf(stacks, ask, { searched: (s) => [s.name, s.model_id, s.model_ref, s.id], state: (s) => s.state });
+      // Searched, filtered and sorted as light rows; only the page's stacks get their compatibility and deployment.
+      const rows = (await control.stackRecords(access.org(org).id))
+        .filter((s) => machine === undefined || s.machineId === machine)
+        .map((s) => ({ stack: s, name: s.name, state: s.state, model_id: s.modelId, runtime: s.runtime, created_at: s.createdAt, deployed_at: s.deployedAt }));
+      const page = pageOf(rows, ask, { searched: (r) => [r.name, r.model_id, r.stack.modelRef, r.stack.id], state: (r) => r.state });
+      return wholePage(page, async (found) => toWire(await control.viewsOf(found.map((r) => r.stack))));
     },
     "GET /admin/v1/stacks/:id": async ({ params }, access) => toWire(await control.stack(params.id, access.orgScope)),
     "POST /admin/v1/stacks": async (input, access) => {

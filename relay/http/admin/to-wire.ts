@@ -13,8 +13,24 @@ export function toWire<T>(value: T): Wire<T> {
   return snakeCase(value) as Wire<T>;
 }
 
+/** `camelCase` → `camel_case`, one character at a time (no pattern, no callback: lists of thousands pass through here). */
+function snakeKey(key: string): string {
+  let out = "";
+  let from = 0;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c >= 65 && c <= 90) {
+      out += `${key.slice(from, i)}_${String.fromCharCode(c + 32)}`;
+      from = i + 1;
+    }
+  }
+  return from === 0 ? key : out + key.slice(from);
+}
+
 function snakeCase(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snakeCase);
   if (value === null || typeof value !== "object") return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]));
+  const out: Record<string, unknown> = {};
+  for (const k in value) if (Object.hasOwn(value, k)) out[snakeKey(k)] = snakeCase((value as Record<string, unknown>)[k]);
+  return out;
 }

@@ -52,6 +52,11 @@ export function UsagePage() {
             <h2 id="tokens-chart">Tokens (prompt + completion)</h2>
             <UsageChart series={series} metric={(p) => p.prompt_tokens + p.completion_tokens} bucketMs={usage.data.bucket_ms} />
           </section>
+          {usage.data.groups > totals.filter((t) => t.group !== "other").length && (
+            <p class="muted small" data-testid="usage-listed">
+              The {totals.filter((t) => t.group !== "other").length} busiest of {usage.data.groups.toLocaleString("en-US")} {by === "key" ? "keys" : "models"}; “all others” adds up the rest.
+            </p>
+          )}
           <DataTable
             label="Usage totals"
             rows={totals}
