@@ -3,6 +3,7 @@
 // events. The relay's handlers implement exactly these routes; the web application and the CLI import this
 // file's types only (`import type`), so neither carries zod nor any relay code.
 import { AUDIT_ROUTES } from "./audit.js";
+import { CHOICE_ROUTES } from "./choices.js";
 import { EVENT_ROUTES } from "./events.js";
 import { KEY_ROUTES } from "./keys.js";
 import { MACHINE_ROUTES } from "./machines.js";
@@ -26,6 +27,7 @@ export const ADMIN_ROUTES = {
   ...AUDIT_ROUTES,
   ...REQUEST_ROUTES,
   ...OVERVIEW_ROUTES,
+  ...CHOICE_ROUTES,
   ...EVENT_ROUTES,
   ...SESSION_ROUTES,
 };
@@ -52,6 +54,7 @@ export type UsageRoute = keyof typeof USAGE_ROUTES;
 export type AuditRoute = keyof typeof AUDIT_ROUTES;
 export type RequestRoute = keyof typeof REQUEST_ROUTES;
 export type OverviewRoute = keyof typeof OVERVIEW_ROUTES;
+export type ChoiceRoute = keyof typeof CHOICE_ROUTES;
 export type EventRoute = keyof typeof EVENT_ROUTES;
 export type SessionRoute = keyof typeof SESSION_ROUTES;
 
@@ -69,6 +72,7 @@ export { AUDIT_ACTIONS, type AuditAction, type AuditEvent, type AuditPage } from
 export type { Usage, UsagePoint, UsageSeries } from "./usage.js";
 export { MODEL_ID } from "./fields.js";
 export type { GpuLoad, MachineLoad, MinutePoint, Overview, RequestFigures } from "./overview.js";
+export type { Choices, MachineChoice, StackChoice } from "./choices.js";
 export { REQUEST_STATUSES, type LoggedRequest, type RequestDetail } from "./requests.js";
 export type { AdminEvent, AdminEventData, AdminEventType } from "./events.js";
 export type { SessionInfo } from "./session.js";

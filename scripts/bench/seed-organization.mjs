@@ -97,7 +97,7 @@ export async function seedOrganization(root, relay, sizes = LARGE_FLEET, log = (
         machineId: machines[i % machines.length],
         stream: i % 2 === 0,
         status: failed ? (i % 40 === 0 ? 429 : 503) : 200,
-        errorCode: failed ? (i % 40 === 0 ? "rate_limit_exceeded" : "runtime_unavailable") : null,
+        errorCode: failed ? (i % 40 === 0 ? "rate_limit_requests" : "runtime_unavailable") : null,
         promptTokens: failed ? 0 : 20 + (i % 200),
         completionTokens: failed ? 0 : 50 + (i % 300),
         latencyMs: 40 + (i % 900),

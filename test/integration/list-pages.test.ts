@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ApiKeyWithUsage, Machine, Page, Stack, User } from "../../relay/admin-contract/index.js";
+import type { ApiKeyWithUsage, Choices, Machine, Page, Stack, User } from "../../relay/admin-contract/index.js";
+import { WebClient } from "../helpers/web-client.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
 // Lists that scale (issue 21, point 4): every list endpoint searches, sorts, filters by state and pages on the relay,
@@ -89,5 +90,28 @@ describe("paged admin lists", () => {
     const users = await get<User>(`/admin/v1/users?org=${gw.orgId}&sort=login&order=desc`);
     expect(users.body.data[0]!.login).toBe("zed@acme.test");
     expect((await get<User>(`/admin/v1/users?org=${gw.orgId}&state=disabled`)).body.total).toBe(0);
+  });
+
+  it("names every stack and machine in one light answer for forms and filters, a stack page with its compatibility and deployment for the page only", async () => {
+    const { machine } = await gw.relay.control.createMachine(gw.orgId, "spare");
+    await gw.relay.control.revokeMachine(null, machine.id);
+    const res = await fetch(`${gw.relay.url}/admin/v1/choices?org=${gw.orgId}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
+    const choices = (await res.json()) as Choices;
+    const stacks = await gw.relay.control.stackRecords(gw.orgId);
+    expect(choices.stacks).toEqual(stacks.map((s) => ({ id: s.id, name: s.name, model_id: s.modelId, machine_id: s.machineId, runtime: s.runtime, state: s.state })));
+    expect(choices.machines.find((m) => m.id === machine.id)).toEqual({ id: machine.id, name: "spare", state: "pending", revoked: true });
+    expect(choices.machines.find((m) => m.id === gw.machineId)).toMatchObject({ state: "online", revoked: false });
+    // Light: no compatibility, deployment or hardware in it.
+    expect(Object.keys(choices.stacks[0]!).sort()).toEqual(["id", "machine_id", "model_id", "name", "runtime", "state"]);
+    // A member of the organization sees them; another organization's, nobody but the operator.
+    const other = await gw.relay.control.createOrg("Elsewhere");
+    const member = await gw.relay.control.createUser(gw.orgId, { login: "picker@acme.test", password: "correct horse battery", role: "member" });
+    const web = new WebClient(gw.relay.url);
+    await web.signIn(member.login, "correct horse battery");
+    expect((await web.json<Choices>("GET", "/admin/v1/choices")).stacks.length).toBe(stacks.length);
+    expect((await web.call("GET", `/admin/v1/choices?org=${other.id}`)).status).toBe(404);
+    // A page of stacks carries each one's compatibility and deployment, whatever the page.
+    const page = await get<Stack>(`/admin/v1/stacks?org=${gw.orgId}&sort=name&per_page=1&page=2`);
+    expect(page.body.data[0]).toMatchObject({ compatibility: { checks: expect.any(Array) }, deployment: expect.anything() });
   });
 });

@@ -17,6 +17,7 @@ import { mountRoutes, mountStreams, type RouteHandlers, type StreamHandler } fro
 import { orgRoutes } from "./orgs-routes.js";
 import { stackRoutes } from "./stacks-routes.js";
 import { usageRoutes } from "./usage-routes.js";
+import { choiceRoutes } from "./choices-routes.js";
 import { requestRoutes } from "./requests-routes.js";
 import { overviewRoutes, type LoadsOf } from "./overview-routes.js";
 import { userRoutes } from "./users-routes.js";
@@ -57,6 +58,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     ...auditRoutes(control),
     ...requestRoutes(deps.requests),
     ...overviewRoutes(control, deps.requests, deps.loadsOf),
+    ...choiceRoutes(control),
   };
   mountRoutes(r, "/admin/v1/", handlers, accessOf);
   const live = new EventStreams(deps.events, { keepaliveMs: deps.eventsKeepaliveMs });

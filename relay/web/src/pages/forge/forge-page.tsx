@@ -157,6 +157,8 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
   const contextAsked = SIZED_CONTEXT.includes(runtime) && /^\d+$/.test(maxContext.trim()) && typedContext >= CONTEXT_RANGE.min && typedContext <= CONTEXT_RANGE.max ? typedContext : null;
   useEffect(() => {
     if (!machine) return;
+    // The first look at once; then a pause while choices change (typing a reference), so one check goes per pause.
+    const pause = seq.current === 0 ? 0 : 150;
     const mine = ++seq.current;
     setCompat((c) => ({ ...c, pending: true }));
     const timer = setTimeout(() => {
@@ -167,7 +169,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
           (e: ApiError) =>
             mine === seq.current && setCompat({ result: { ok: false, checks: [{ topic: "runtime", param: "runtime", level: "fail", message: e.message }] }, pending: false }),
         );
-    }, 150);
+    }, pause);
     return () => clearTimeout(timer);
   }, [client, session.org.id, machine, runtime, modelRef, harness, orchestrator, endpoint, contextAsked]);
 

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { ApiKey, Machine, NewApiKey, Stack } from "../../api/types.js";
+import type { ApiKey, MachineChoice, NewApiKey, StackChoice } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
 import { describedBy, Field } from "../../components/field.js";
@@ -24,7 +24,7 @@ function endOfDay(date: string): string | null {
  * Creates a key (with optional stack and machine restrictions, limits and an expiry; the secret is shown once),
  * or, given `editing`, changes one: its name, restrictions, limits and expiry, from the next request on.
  */
-export function KeyForm({ stacks, machines, editing, onClose }: { stacks: Stack[]; machines: Machine[]; editing?: ApiKey; onClose: () => void }) {
+export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackChoice[]; machines: MachineChoice[]; editing?: ApiKey; onClose: () => void }) {
   const { client, session, notify } = useApp();
   const [name, setName] = useState(editing?.name ?? "");
   const [stackIds, setStackIds] = useState<string[]>(editing?.stack_ids ?? []);
@@ -102,7 +102,7 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: Stack[
             legend="Only these machines"
             noun="machines"
             one="machine"
-            choices={machines.map((m) => ({ id: m.id, label: m.name }))}
+            choices={machines.filter((m) => !m.revoked || machineIds.includes(m.id)).map((m) => ({ id: m.id, label: m.name }))}
             value={machineIds}
             onChange={setMachineIds}
             error={err("machines") ?? err("machine")}

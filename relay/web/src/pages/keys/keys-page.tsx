@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import { useLive } from "../../api/use-live.js";
+import { useChoices } from "../../api/use-choices.js";
 import { useRefresh } from "../../api/use-refresh.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { NameCell } from "../../components/data-table.js";
@@ -32,15 +33,13 @@ export function KeysPage() {
   const page = useLive(() => client.call("GET /admin/v1/keys", { query: queryOf(table) }), ["key"], [toSearch(table)]);
   // Each key's requests and tokens of the last 24 h count up as it is used.
   useRefresh(page.reload);
-  const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { per_page: 1000 } }).then((l) => l.data), ["stack"], []);
-  const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
+  const choices = useChoices();
+  const { stackName, machineName } = choices;
   const org = useLive(() => client.call("GET /admin/v1/orgs").then((l) => l.data.find((o) => o.id === session.org.id)), ["key"], []);
   const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<string | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const stackName = (id: string) => stacks.data?.find((s) => s.id === id)?.name ?? id;
-  const machineName = (id: string) => machines.data?.find((m) => m.id === id)?.name ?? id;
 
   const revoke = async (id: string) => {
     setError(null);
@@ -64,12 +63,12 @@ export function KeysPage() {
           </button>
         )}
       </PageHeader>
-      {creating && <KeyForm stacks={stacks.data ?? []} machines={machines.data ?? []} onClose={() => setCreating(false)} />}
+      {creating && <KeyForm stacks={choices.data?.stacks ?? []} machines={choices.data?.machines ?? []} onClose={() => setCreating(false)} />}
       {editing && list.some((k) => k.id === editing) && (
         <KeyForm
           key={editing}
-          stacks={stacks.data ?? []}
-          machines={machines.data ?? []}
+          stacks={choices.data?.stacks ?? []}
+          machines={choices.data?.machines ?? []}
           editing={list.find((k) => k.id === editing)}
           onClose={() => {
             setEditing(null);

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { useLive } from "../../api/use-live.js";
+import { useChoices } from "../../api/use-choices.js";
 import { useRefresh } from "../../api/use-refresh.js";
 import { useTableState } from "../../api/use-table-state.js";
 import { useApp } from "../../app-context.js";
@@ -25,7 +26,8 @@ export function RequestsPage() {
   const [live, setLive] = useState(true);
   const query = { q: table.q.trim() || undefined, status: table.state ?? undefined, page: table.page, per_page: table.perPage, ...fixed };
   const page = useLive(() => client.call("GET /admin/v1/requests", { query }), [], [toSearch(table), fixed.stack, fixed.key]);
-  const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { per_page: 1000 } }).then((l) => l.data), ["stack"], []);
+  const choices = useChoices();
+  const stacks = { data: choices.data?.stacks };
   const keyName = page.data?.data.find((r) => r.key_id === fixed.key)?.key_name;
   const following = live && table.page === 1;
   useRefresh(page.reload, { on: following });

@@ -18,7 +18,13 @@ export function StackPage({ id }: { id: string }) {
   const { client, navigate, notify } = useApp();
   const isAdmin = useIsAdmin();
   const stack = useLive(() => client.call("GET /admin/v1/stacks/:id", { params: { id } }), ["stack"], [id], (e) => e.event === "stack" && e.data.stack_id === id);
-  const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
+  const machineId = stack.data?.machine_id;
+  const machineOf = useLive(
+    () => (machineId ? client.call("GET /admin/v1/machines/:id", { params: { id: machineId } }) : Promise.resolve(undefined)),
+    ["machine"],
+    [machineId],
+    (e) => e.event === "machine" && e.data.machine_id === machineId,
+  );
   const [actionError, setActionError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   /** The breaking action waiting for its confirmation, if any. */
@@ -27,7 +33,7 @@ export function StackPage({ id }: { id: string }) {
   if (stack.error && !stack.data) return <NotLoaded thing="stack" error={stack.error} back="/stacks" />;
   const s = stack.data;
   if (!s) return <div class="booting" aria-busy="true" />;
-  const machine = machines.data?.find((m) => m.id === s.machine_id);
+  const machine = machineOf.data?.id === s.machine_id ? machineOf.data : undefined;
 
   const act = async (action: "deploy" | "undeploy" | "delete") => {
     setBusy(true);

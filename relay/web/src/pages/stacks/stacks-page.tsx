@@ -1,4 +1,5 @@
 import type { AdminCheckedQuery } from "../../api/types.js";
+import { useChoices } from "../../api/use-choices.js";
 import { useLive } from "../../api/use-live.js";
 import { useTableState } from "../../api/use-table-state.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
@@ -27,8 +28,7 @@ export function StacksPage() {
   const isAdmin = useIsAdmin();
   const [table, setTable] = useTableState(STACK_SORTS, STACK_STATES.map(([state]) => state));
   const page = useLive(() => client.call("GET /admin/v1/stacks", { query: queryOf(table) }), ["stack"], [toSearch(table)]);
-  const machines = useLive(() => client.call("GET /admin/v1/machines", { query: { per_page: 1000 } }).then((l) => l.data), ["machine"], []);
-  const machineName = (id: string) => machines.data?.find((m) => m.id === id)?.name ?? id;
+  const { machineName } = useChoices();
   return (
     <>
       <PageHeader title="Stacks" subtitle="A stack is a model on a runtime on a machine, reachable through the API by its model id.">
