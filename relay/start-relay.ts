@@ -5,11 +5,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { AddressInfo } from "node:net";
 import { createServer, type RequestListener, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import { createLogger, inProcessDialer, type LinkCredentials, type LinkDialer, type Logger } from "../proto/index.js";
+import { createLogger, inProcessDialer, MakinaError, type DeployStep, type LinkCredentials, type LinkDialer, type Logger } from "../proto/index.js";
 import type { RelayConfig } from "./config.js";
 import { relayPaths } from "./config.js";
 import { WebSessions } from "./auth/index.js";
-import { ControlPlane, ModelInspector } from "./control/index.js";
+import { ControlPlane, ModelFiles, ModelInspector } from "./control/index.js";
 import { EventBus } from "./events/index.js";
 import { RequestLog, UsageRecorder } from "./usage/index.js";
 import { RelayMetrics } from "./metrics/index.js";
@@ -242,8 +242,22 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
   const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
   linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
   let install: { url: string; pin: string } | null = null;
-  const control = new ControlPlane(store, deployer, () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl, install, otherAddresses: feed ? () => feed.linkAddresses() : undefined }), events, new ModelInspector({ hubEndpoint: config.hfEndpoint }), (machineId) =>
-    registry.get(machineId)?.end(),
+  // A model file named by a local path is looked for on its machine: over this relay's link, or the relay's holding it.
+  const checkHere = (machineId: string, step: Extract<DeployStep, { kind: "checkModel" }>, signal?: AbortSignal) => {
+    const session = registry.get(machineId);
+    if (!session || session.state !== "open") return Promise.reject(new MakinaError("machine_offline", "The machine is not linked to this relay."));
+    return session.runCommand("", step, { signal, idleTimeoutMs: 5000 });
+  };
+  const checkElsewhere = fleet?.serveModelFiles((machineId, step) => checkHere(machineId, step));
+  const modelFiles = new ModelFiles((machineId, step, signal) => (registry.get(machineId)?.state === "open" ? checkHere(machineId, step, signal) : checkElsewhere?.(machineId, step)));
+  const control = new ControlPlane(
+    store,
+    deployer,
+    () => ({ address: linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl, install, otherAddresses: feed ? () => feed.linkAddresses() : undefined }),
+    events,
+    new ModelInspector({ hubEndpoint: config.hfEndpoint }),
+    (machineId) => registry.get(machineId)?.end(),
+    modelFiles,
   );
 
   const audit = new AuditLog(store, log.child({ component: "audit" }), {

@@ -1,4 +1,4 @@
-import type { AgentToRelay, ChatInput, ChatMessage, DeployStep, RelayToAgent, ResponseFormat, ToolChoice } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, type AgentToRelay, type ChatInput, type ChatMessage, type DeployStep, type RelayToAgent, type ResponseFormat, type ToolChoice } from "../../proto/index.js";
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
 type WireChatMessage = Extract<RelayMessage["body"], { $case: "inferenceRequest" }>["value"]["messages"][number];
@@ -44,6 +44,8 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
             return { kind: "configureEndpoint", ...step.value };
           case "removeStack":
             return { kind: "removeStack" };
+          case "checkModel":
+            return { kind: "checkModel", ref: step.value.ref, runtime: step.value.runtime };
           case undefined:
             return undefined;
         }
@@ -77,7 +79,7 @@ export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
     case "result":
       return { body: { $case: "commandResult", value: { commandId: message.commandId, error: undefined, ...message.result } } };
     case "stepFailed":
-      return { body: { $case: "commandResult", value: { commandId: message.commandId, error: message.error, modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } } };
+      return { body: { $case: "commandResult", value: { commandId: message.commandId, error: message.error, ...EMPTY_STEP_RESULT } } };
     case "hardware":
       return { body: { $case: "hardwareUpdate", value: message.hardware } };
     case "runtimeState":

@@ -56,7 +56,9 @@ export class RelayMessageHandler {
         (result) => send({ type: "result", commandId, result }),
         (err: unknown) => {
           const e = MakinaError.from(err);
-          log.warn("command failed", { stackId, step: step.kind, err: e, cause: e.cause });
+          // A model file the relay looked for and did not find is an answer, not a failure of this machine.
+          if (step.kind === "checkModel") log.debug("model file checked: not usable", { ref: step.ref, err: e });
+          else log.warn("command failed", { stackId, step: step.kind, err: e, cause: e.cause });
           send({ type: "stepFailed", commandId, error: toErrorReport(e) });
         },
       )

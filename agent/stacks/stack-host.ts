@@ -1,7 +1,8 @@
-import { MakinaError, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, MakinaError, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
 import type { ModelStore } from "../models/model-store.js";
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { layersFor } from "../layers/layers-for.js";
+import { checkModelFile } from "../models/check-model-file.js";
 import { unmetRequirements, type RuntimeAdapter, type RuntimeContext, type RuntimeKind, type RuntimeSetup } from "../runtimes/runtime-adapter.js";
 
 export type { RuntimeState };
@@ -116,7 +117,7 @@ export class StackHost {
 
   /** Runs one deploy step; progress goes to `onProgress`. */
   async run(stackId: string, step: DeployStep, onProgress: (p: StepProgress) => void, signal?: AbortSignal): Promise<StepResult> {
-    const empty: StepResult = { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 };
+    const empty: StepResult = EMPTY_STEP_RESULT;
     const log = this.deps.log.child({ stackId, step: step.kind });
     switch (step.kind) {
       case "installRuntime": {
@@ -178,6 +179,8 @@ export class StackHost {
         log.info("endpoint configured", { modelId, runtime: kind, contextSize: runtime.contextSize });
         return { ...empty, contextSize: runtime.contextSize };
       }
+      case "checkModel":
+        return checkModelFile(step.ref, step.runtime, signal);
       case "removeStack": {
         const runtime = this.runtimes.get(stackId);
         this.runtimes.delete(stackId);

@@ -461,7 +461,21 @@ export interface Command {
     | { $case: "pullModel"; value: PullModel }
     | { $case: "configureEndpoint"; value: ConfigureEndpoint }
     | { $case: "removeStack"; value: RemoveStack }
+    | //
+    /**
+     * Not a deployment step: a look at a model file before a stack names it (the Forge's panel, stack create).
+     * `stack_id` is empty. An agent that does not know it sends nothing back; the relay gives up after a few seconds.
+     */
+    { $case: "checkModel"; value: CheckModel }
     | undefined;
+}
+
+/** Whether the machine has a model file at a local path, and what its header says: nothing is pulled or hashed. */
+export interface CheckModel {
+  /** A local path on the machine (a file, or a directory for vLLM and MLX). */
+  ref: string;
+  /** The runtime that would load it: the GGUF runtime needs a GGUF file. */
+  runtime: string;
 }
 
 /** Make sure a runtime kind is installed and usable. */
@@ -533,6 +547,13 @@ export interface CommandResult {
   modelSizeBytes: number;
   /** For `ConfigureEndpoint`: the context size the runtime serves, in tokens. */
   contextSize: number;
+  /**
+   * For `CheckModel` of a GGUF file, from its header: the KV cache's bytes per token of context (f16, every layer),
+   * and the context the model was trained for, in tokens; 0 when unknown. `model_path` and `model_size_bytes` say
+   * where the file is and its size.
+   */
+  kvBytesPerToken: number;
+  trainContextSize: number;
 }
 
 function createBaseAgentMessage(): AgentMessage {
@@ -4854,6 +4875,9 @@ export const Command: MessageFns<Command> = {
       case "removeStack":
         RemoveStack.encode(message.step.value, writer.uint32(50).fork()).join();
         break;
+      case "checkModel":
+        CheckModel.encode(message.step.value, writer.uint32(58).fork()).join();
+        break;
     }
     return writer;
   },
@@ -4919,6 +4943,14 @@ export const Command: MessageFns<Command> = {
             message.step = { $case: "removeStack", value: RemoveStack.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.step = { $case: "checkModel", value: CheckModel.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4959,6 +4991,10 @@ export const Command: MessageFns<Command> = {
         ? { $case: "removeStack", value: RemoveStack.fromJSON(object.removeStack) }
         : isSet(object.remove_stack)
         ? { $case: "removeStack", value: RemoveStack.fromJSON(object.remove_stack) }
+        : isSet(object.checkModel)
+        ? { $case: "checkModel", value: CheckModel.fromJSON(object.checkModel) }
+        : isSet(object.check_model)
+        ? { $case: "checkModel", value: CheckModel.fromJSON(object.check_model) }
         : undefined,
     };
   },
@@ -4979,6 +5015,8 @@ export const Command: MessageFns<Command> = {
       obj.configureEndpoint = ConfigureEndpoint.toJSON(message.step.value);
     } else if (message.step?.$case === "removeStack") {
       obj.removeStack = RemoveStack.toJSON(message.step.value);
+    } else if (message.step?.$case === "checkModel") {
+      obj.checkModel = CheckModel.toJSON(message.step.value);
     }
     return obj;
   },
@@ -5015,7 +5053,98 @@ export const Command: MessageFns<Command> = {
         }
         break;
       }
+      case "checkModel": {
+        if (object.step?.value !== undefined && object.step?.value !== null) {
+          message.step = { $case: "checkModel", value: CheckModel.fromPartial(object.step.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseCheckModel(): CheckModel {
+  return { ref: "", runtime: "" };
+}
+
+export const CheckModel: MessageFns<CheckModel> = {
+  encode(message: CheckModel, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ref !== "") {
+      writer.uint32(10).string(message.ref);
+    }
+    if (message.runtime !== "") {
+      writer.uint32(18).string(message.runtime);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckModel {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCheckModel();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ref = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.runtime = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CheckModel {
+    return {
+      ref: isSet(object.ref) ? globalThis.String(object.ref) : "",
+      runtime: isSet(object.runtime) ? globalThis.String(object.runtime) : "",
+    };
+  },
+
+  toJSON(message: CheckModel): unknown {
+    const obj: any = {};
+    if (message.ref !== "") {
+      obj.ref = message.ref;
+    }
+    if (message.runtime !== "") {
+      obj.runtime = message.runtime;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CheckModel>, I>>(base?: I): CheckModel {
+    return CheckModel.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CheckModel>, I>>(object: I): CheckModel {
+    const message = createBaseCheckModel();
+    message.ref = object.ref ?? "";
+    message.runtime = object.runtime ?? "";
     return message;
   },
 };
@@ -5620,7 +5749,16 @@ export const CommandProgress: MessageFns<CommandProgress> = {
 };
 
 function createBaseCommandResult(): CommandResult {
-  return { commandId: "", error: undefined, modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 };
+  return {
+    commandId: "",
+    error: undefined,
+    modelPath: "",
+    modelSha256: "",
+    modelSizeBytes: 0,
+    contextSize: 0,
+    kvBytesPerToken: 0,
+    trainContextSize: 0,
+  };
 }
 
 export const CommandResult: MessageFns<CommandResult> = {
@@ -5642,6 +5780,12 @@ export const CommandResult: MessageFns<CommandResult> = {
     }
     if (message.contextSize !== 0) {
       writer.uint32(48).uint32(message.contextSize);
+    }
+    if (message.kvBytesPerToken !== 0) {
+      writer.uint32(56).uint64(message.kvBytesPerToken);
+    }
+    if (message.trainContextSize !== 0) {
+      writer.uint32(64).uint32(message.trainContextSize);
     }
     return writer;
   },
@@ -5707,6 +5851,22 @@ export const CommandResult: MessageFns<CommandResult> = {
             message.contextSize = reader.uint32();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.kvBytesPerToken = longToNumber(reader.uint64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.trainContextSize = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5747,6 +5907,16 @@ export const CommandResult: MessageFns<CommandResult> = {
         : isSet(object.context_size)
         ? globalThis.Number(object.context_size)
         : 0,
+      kvBytesPerToken: isSet(object.kvBytesPerToken)
+        ? globalThis.Number(object.kvBytesPerToken)
+        : isSet(object.kv_bytes_per_token)
+        ? globalThis.Number(object.kv_bytes_per_token)
+        : 0,
+      trainContextSize: isSet(object.trainContextSize)
+        ? globalThis.Number(object.trainContextSize)
+        : isSet(object.train_context_size)
+        ? globalThis.Number(object.train_context_size)
+        : 0,
     };
   },
 
@@ -5770,6 +5940,12 @@ export const CommandResult: MessageFns<CommandResult> = {
     if (message.contextSize !== 0) {
       obj.contextSize = Math.round(message.contextSize);
     }
+    if (message.kvBytesPerToken !== 0) {
+      obj.kvBytesPerToken = Math.round(message.kvBytesPerToken);
+    }
+    if (message.trainContextSize !== 0) {
+      obj.trainContextSize = Math.round(message.trainContextSize);
+    }
     return obj;
   },
 
@@ -5786,6 +5962,8 @@ export const CommandResult: MessageFns<CommandResult> = {
     message.modelSha256 = object.modelSha256 ?? "";
     message.modelSizeBytes = object.modelSizeBytes ?? 0;
     message.contextSize = object.contextSize ?? 0;
+    message.kvBytesPerToken = object.kvBytesPerToken ?? 0;
+    message.trainContextSize = object.trainContextSize ?? 0;
     return message;
   },
 };

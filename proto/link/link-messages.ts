@@ -209,7 +209,7 @@ export interface MachineUsage {
   gpus: GpuUsage[];
 }
 
-/** One step of a deployment. */
+/** One step of a deployment, or (`checkModel`, with no stack) a look at a model file before a stack names it. */
 export type DeployStep =
   | { kind: "installRuntime"; runtime: string }
   | { kind: "pullModel"; ref: string; sha256: string; runtime: string }
@@ -225,7 +225,8 @@ export type DeployStep =
       /** Tokens of context per request the stack asks for; 0: the machine's default. */
       maxContext: number;
     }
-  | { kind: "removeStack" };
+  | { kind: "removeStack" }
+  | { kind: "checkModel"; ref: string; runtime: string };
 
 /** Progress of a running step. */
 export interface StepProgress {
@@ -242,7 +243,13 @@ export interface StepResult {
   modelSha256: string;
   modelSizeBytes: number;
   contextSize: number;
+  /** `checkModel` of a GGUF file: KV-cache bytes per token, and the trained context (0: unknown). */
+  kvBytesPerToken: number;
+  trainContextSize: number;
 }
+
+/** What a step that produced nothing returns. */
+export const EMPTY_STEP_RESULT: Readonly<StepResult> = Object.freeze({ modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0, kvBytesPerToken: 0, trainContextSize: 0 });
 
 /** Runtime states: `loading` (requests get 503), `ready`, `failed` (final until redeployed). */
 export type RuntimeState = "loading" | "ready" | "failed";

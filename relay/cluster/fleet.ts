@@ -1,13 +1,16 @@
-import type { Logger } from "../../proto/index.js";
+import { MakinaError, type DeployStep, type Logger, type StepResult } from "../../proto/index.js";
 import type { AgentRegistry, MachineLoad, MachineLoads } from "../link/index.js";
 import type { EventBus, RelayEvent } from "../events/index.js";
 import type { AdmissionGate, InferenceTarget } from "../routing/index.js";
 import { FleetBus } from "./fleet-bus.js";
 import { HopServer } from "./hop-server.js";
 import { RemoteMachines } from "./remote-machines.js";
-import { readEvent, readLoadsReply, readLoadsRequest, readPeerMessage, readStackMessage, SUBJECTS, type LoadsReply } from "./hop-messages.js";
+import { readEvent, readLoadsReply, readLoadsRequest, readModelFileAsk, readModelFileReply, readPeerMessage, readStackMessage, SUBJECTS, type LoadsReply, type ModelFileReply } from "./hop-messages.js";
 import { PeerLinks, type PeerConnection } from "./peer-links.js";
 import type { DeploymentsElsewhere } from "../deploy/index.js";
+
+/** A look at a model file on a machine. */
+type ModelCheck = Extract<DeployStep, { kind: "checkModel" }>;
 
 /** The relays' fleet as one relay sees it over NATS (`--nats`): requests for any machine, wherever it is linked. */
 export interface Fleet {
@@ -33,6 +36,11 @@ export interface Fleet {
    * and returns where this relay's deployer sends those of machines linked elsewhere.
    */
   serveDeployments(deployer: { deployHere(stackId: string): Promise<void>; stopHere(stackId: string): Promise<boolean> }): DeploymentsElsewhere;
+  /**
+   * Answers the other relays' looks at model files on the machines linked here (with `checkHere`), and returns how
+   * this relay asks for one on a machine linked elsewhere: undefined when no relay is known to hold it.
+   */
+  serveModelFiles(checkHere: (machineId: string, step: ModelCheck) => Promise<StepResult>): (machineId: string, step: ModelCheck) => Promise<StepResult> | undefined;
   close(): Promise<void>;
 }
 
@@ -186,6 +194,29 @@ export async function joinFleet(options: {
             return known;
           }
         },
+      };
+    },
+    serveModelFiles(checkHere) {
+      bus.respond(SUBJECTS.modelFiles(relayId), async (m) => {
+        const asked = readModelFileAsk(m);
+        if (!asked) return undefined;
+        try {
+          return { result: await checkHere(asked.machine, { kind: "checkModel", ref: asked.ref, runtime: asked.runtime }) } satisfies ModelFileReply;
+        } catch (err) {
+          const e = MakinaError.from(err);
+          // The machine's answer travels; anything else (offline now, no answer) leaves the file unknown there too.
+          if (e.code === "not_found" || e.code === "invalid_value") return { refused: { code: e.code, message: e.message } } satisfies ModelFileReply;
+          return undefined;
+        }
+      });
+      return (machineId, step) => {
+        const relay = r.get(machineId)?.relayId;
+        if (relay === undefined) return undefined;
+        return bus.request(SUBJECTS.modelFiles(relay), { machine: machineId, ref: step.ref, runtime: step.runtime }, 5000).then((reply) => {
+          const result = readModelFileReply(reply);
+          if (!result) throw new MakinaError("machine_offline", "The relay holding the machine said nothing usable of the model file.");
+          return result;
+        });
       };
     },
     async close() {

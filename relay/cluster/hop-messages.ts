@@ -1,4 +1,4 @@
-import type { ChatInput, ErrorReport, MachineUsage, TokenEvent, Usage } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, MakinaError, type ChatInput, type ErrorReport, type MachineUsage, type StepResult, type TokenEvent, type Usage } from "../../proto/index.js";
 import type { RelayEvent } from "../events/index.js";
 import { cleanUsage } from "../link/index.js";
 
@@ -30,6 +30,7 @@ export const SUBJECTS = {
   deploy: "makina.deploy",
   stop: "makina.stop",
   loads: (relayId: string) => `makina.loads.${relayId}`,
+  modelFiles: (relayId: string) => `makina.model-files.${relayId}`,
 } as const;
 
 /** What a relay answers on `makina.loads.<relay>` (`{machines: [ids]}`): the latest load of each it holds, and its age. */
@@ -168,4 +169,35 @@ export function readEvent(m: unknown, self: string): RelayEvent | undefined {
 /** The stack id of a deploy or stop message, or undefined. */
 export function readStackMessage(m: unknown): string | undefined {
   return isObject(m) && isId(m.stack) ? m.stack : undefined;
+}
+
+/** A look at a model file asked of the relay holding a machine's link: `{machine, ref, runtime}`. */
+export interface ModelFileAsk {
+  machine: string;
+  ref: string;
+  runtime: string;
+}
+
+/** The ask of a model file check, or undefined (malformed, or a reference longer than any stack may name). */
+export function readModelFileAsk(m: unknown): ModelFileAsk | undefined {
+  return isObject(m) && isId(m.machine) && typeof m.ref === "string" && m.ref.length <= 4096 && typeof m.runtime === "string" && m.runtime.length <= 32
+    ? { machine: m.machine, ref: m.ref, runtime: m.runtime }
+    : undefined;
+}
+
+/** What the machine answered (`{result}`), or what it refused (`{refused: {code, message}}`: nothing there, not loadable). */
+export type ModelFileReply = { result: StepResult } | { refused: { code: "not_found" | "invalid_value"; message: string } };
+
+/** The machine's answer as another relay relayed it: its result, a refusal (thrown), or undefined when it says nothing usable. */
+export function readModelFileReply(m: unknown): StepResult | undefined {
+  if (!isObject(m)) return undefined;
+  const refused = m.refused;
+  if (isObject(refused) && (refused.code === "not_found" || refused.code === "invalid_value") && typeof refused.message === "string") {
+    throw new MakinaError(refused.code, refused.message.slice(0, 2000), { param: "model" });
+  }
+  const r = m.result;
+  if (!isObject(r) || typeof r.modelPath !== "string" || r.modelPath.length > 4096) return undefined;
+  const size = r.modelSizeBytes;
+  if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0 || !isCount(r.kvBytesPerToken) || !isCount(r.trainContextSize)) return undefined;
+  return { ...EMPTY_STEP_RESULT, modelPath: r.modelPath, modelSizeBytes: size, kvBytesPerToken: r.kvBytesPerToken, trainContextSize: r.trainContextSize };
 }

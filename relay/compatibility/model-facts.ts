@@ -11,7 +11,7 @@ export interface ModelFacts {
   /** The context the model was trained for, tokens. */
   trainContextSize: number | null;
   /** Where these facts come from, said in the panel. */
-  source: "catalog" | "gguf-header" | "pulled" | "unknown";
+  source: "catalog" | "gguf-header" | "pulled" | "machine" | "unknown";
 }
 
 export const UNKNOWN_MODEL: ModelFacts = Object.freeze({ weightsBytes: null, kvBytesPerToken: null, trainContextSize: null, source: "unknown" });

@@ -47,6 +47,8 @@ export interface StackPlan {
   harness: string | null;
   orchestrator: string | null;
   hasEndpoint: boolean;
+  /** Why the machine cannot use the model at its local path (nothing there, not a GGUF file), as the machine said; null when it can, or cannot be asked. */
+  modelFileProblem?: string | null;
 }
 
 const GiB = 1024 ** 3;
@@ -177,6 +179,7 @@ export function checkStack(plan: StackPlan): Compatibility {
   // No model chosen yet (the Forge's first look): nothing to say of its format, memory or disk, and no verdict.
   const model = plan.modelRef.trim() !== "";
   if (model) said.push(formatCheck(plan));
+  if (model && plan.modelFileProblem) said.push({ topic: "format", level: "fail", message: plan.modelFileProblem });
   if (hw && model) {
     const memory = memoryCheck(plan, hw);
     if (memory) said.push(memory);

@@ -4,8 +4,9 @@ import type { EventBus } from "../events/index.js";
 import { createApiKey, hashPassword, hashSecret, newSecret, publicKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
 import { checkMachineCredentials } from "../link/index.js";
 import { slugify, type ApiKeyChanges, type KeyPageAsk, type StackChanges, type AuditEvent, type Deployment, type Machine, type Organization, type RuntimeKind, type Stack, type Store, type User } from "../store/index.js";
-import { checkStack, refusalReasons, type Compatibility } from "../compatibility/index.js";
+import { checkStack, refusalReasons, type Compatibility, type ModelFacts } from "../compatibility/index.js";
 import { MAX_MODEL_REF_CHARS, type ModelInspector } from "./model-inspector.js";
+import { isLocalModel, type ModelFiles } from "./model-files.js";
 import { checkMaxContext, defaultModelId, layerOptions, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
 
 /** What it takes to create a stack. Shapes are checked at the edge (the admin contract); existence and rules here. */
@@ -112,6 +113,8 @@ export class ControlPlane {
     private readonly inspector: ModelInspector,
     /** Ends a machine's live link, if it has one. */
     private readonly dropLink: (machineId: string) => void,
+    /** Asks machines about the model files stacks name by a local path. */
+    private readonly files: ModelFiles,
   ) {}
 
   /** The organization with this id or slug, if any. */
@@ -257,8 +260,9 @@ export class ControlPlane {
     const modelRef = input.model ?? "";
     checkModelRefLength(modelRef);
     checkMaxContext(input.runtime, input.maxContext);
-    const model = onDisk(machine?.hardware && modelRef ? await this.inspector.facts(modelRef, org.id) : this.inspector.known(modelRef), modelRef, machine ?? null);
-    return checkStack(stackPlan(input.runtime, modelRef, model, machine?.hardware ?? null, input));
+    if (!machine) return checkStack(stackPlan(input.runtime, modelRef, this.inspector.known(modelRef), null, input));
+    const { model, problem } = await this.modelOn(machine, input.runtime, modelRef);
+    return checkStack(stackPlan(input.runtime, modelRef, model, machine.hardware, input, problem));
   }
 
   /** Creates a stack; refused with the reasons when the compatibility rules fail it. */
@@ -429,9 +433,25 @@ export class ControlPlane {
    * that has reported its hardware gets the model's facts read if need be (a GGUF header over the network).
    */
   private async refuseIfIncompatible(machine: Machine, runtime: RuntimeKind, modelRef: string, layers: PlanLayers): Promise<void> {
-    const model = onDisk(machine.hardware ? await this.inspector.facts(modelRef, machine.orgId) : this.inspector.known(modelRef), modelRef, machine);
-    const verdict = checkStack(stackPlan(runtime, modelRef, model, machine.hardware, layers));
+    const { model, problem } = await this.modelOn(machine, runtime, modelRef);
+    const verdict = checkStack(stackPlan(runtime, modelRef, model, machine.hardware, layers, problem));
     if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
+  }
+
+  /**
+   * What is known of a model for a machine: its facts (a header read over the network, the machine's file, what
+   * it pulled), and, for a local path on a machine that is online, whether the machine has it (the reason when it
+   * cannot use it). A machine that cannot be asked leaves the file unknown, never refused.
+   */
+  private async modelOn(machine: Machine, runtime: RuntimeKind, modelRef: string): Promise<{ model: ModelFacts; problem: string | null }> {
+    if (!modelRef) return { model: this.inspector.known(modelRef), problem: null };
+    const known = onDisk(machine.hardware ? await this.inspector.facts(modelRef, machine.orgId) : this.inspector.known(modelRef), modelRef, machine);
+    if (machine.state !== "online" || machine.revokedAt !== null || !isLocalModel(runtime, modelRef)) return { model: known, problem: null };
+    const verdict = await this.files.check(machine.id, runtime, modelRef);
+    if (!verdict) return { model: known, problem: null };
+    if (!verdict.usable) return { model: known, problem: verdict.reason };
+    const facts = verdict.facts;
+    return { model: facts.kvBytesPerToken !== null || known.weightsBytes === null ? { ...facts, weightsBytes: facts.weightsBytes ?? known.weightsBytes } : known, problem: null };
   }
 
   async listKeys(orgRef: string): Promise<PublicApiKey[]> {

@@ -1,26 +1,15 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getPublicHttps, hfResolveUrl, parseHfRef, Slots, type PublicHttpsOptions } from "../../proto/index.js";
+import { getPublicHttps, ggufFacts, hfResolveUrl, parseHfRef, Slots, type PublicHttpsOptions } from "../../proto/index.js";
 import { findCatalogModel, UNKNOWN_MODEL, type ModelFacts } from "../compatibility/index.js";
 
 /** Reads what the compatibility rules need from a GGUF file's header at a URL. */
 export type GgufHeaderReader = (url: string, signal: AbortSignal) => Promise<ModelFacts>;
 
-/** Context size at which the KV cache per token is estimated. */
-const PROBE_CONTEXT = 4096;
-
 /** What the compatibility rules need, from a GGUF file's parsed header. */
 async function factsOf(info: Awaited<ReturnType<typeof import("node-llama-cpp").readGgufFileInfo>>): Promise<ModelFacts> {
-  const { GgufInsights } = await import("node-llama-cpp");
-  const insights = await GgufInsights.from(info);
-  const context = insights.estimateContextResourceRequirements({ contextSize: PROBE_CONTEXT, modelGpuLayers: 0, sequences: 1 });
-  return {
-    weightsBytes: insights.modelSize,
-    kvBytesPerToken: Math.ceil(context.cpuRam / PROBE_CONTEXT),
-    trainContextSize: insights.trainContextSize ?? null,
-    source: "gguf-header",
-  };
+  return { ...(await ggufFacts(info)), source: "gguf-header" };
 }
 
 /**

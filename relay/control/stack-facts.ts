@@ -29,8 +29,9 @@ export function checkMaxContext(runtime: RuntimeKind, maxContext: number | null 
 }
 
 /** What the compatibility rules get for a stack on a machine (or on no machine yet). */
-export function stackPlan(runtime: RuntimeKind, modelRef: string, model: ModelFacts, hardware: HardwareSummary | null, layers: PlanLayers): StackPlan {
+export function stackPlan(runtime: RuntimeKind, modelRef: string, model: ModelFacts, hardware: HardwareSummary | null, layers: PlanLayers, modelFileProblem: string | null = null): StackPlan {
   return {
+    modelFileProblem,
     runtime,
     modelRef,
     model,

@@ -322,7 +322,8 @@ export class AgentSession {
     options: { onProgress?: (p: StepProgress) => void; signal?: AbortSignal; idleTimeoutMs?: number } = {},
   ): Promise<StepResult> {
     if (this.state !== "open") return Promise.reject(offline());
-    this.givenStacks.add(stackId);
+    // A look at a model file belongs to no stack.
+    if (stackId) this.givenStacks.add(stackId);
     const commandId = `c${++this.nextId}`;
     return new Promise<StepResult>((resolve, reject) => {
       let idle: NodeJS.Timeout | undefined;

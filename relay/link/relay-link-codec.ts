@@ -108,6 +108,8 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             return { $case: "configureEndpoint", value: { runtime: step.runtime, modelRef: step.modelRef, modelId: step.modelId, harness: step.harness, harnessOptionsJson: step.harnessOptionsJson, orchestrator: step.orchestrator, orchestratorOptionsJson: step.orchestratorOptionsJson, maxContext: step.maxContext } };
           case "removeStack":
             return { $case: "removeStack", value: {} };
+          case "checkModel":
+            return { $case: "checkModel", value: { ref: step.ref, runtime: step.runtime } };
         }
       })();
       return { body: { $case: "command", value: { commandId, stackId, step: wireStep } } };

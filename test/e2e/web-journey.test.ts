@@ -10,7 +10,7 @@ import { silentLogger } from "../../proto/index.js";
 import { hashPassword, hashSecret, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
 import { queryNvidiaGpus, systemUsageSource } from "../../agent/hardware/machine-usage.js";
 import { fixtureSource, SHARED_HARDWARE, standinNvidiaSmiEnv } from "../helpers/hardware-fixtures.js";
-import { REPO_ROOT, testModelPath } from "../helpers/models.js";
+import { REPO_ROOT, testModelPath, vanishingModel } from "../helpers/models.js";
 
 /** Debian's chromium (`apt-get install -y chromium`; .ci/run installs it), or MAKINA_CHROMIUM. */
 function chromiumPath(): string {
@@ -164,7 +164,8 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
     await page.getByLabel("Model reference").fill(testModelPath());
     await page.getByLabel("Model id").fill("tiny");
-    await expect.poll(() => panel.getAttribute("data-verdict")).not.toBe("fail");
+    // The machine reads the file's header (its first look loads node-llama-cpp there: a second or so).
+    await expect.poll(() => panel.getAttribute("data-verdict"), { timeout: 20_000 }).not.toBe("fail");
     await expect.poll(() => panel.getAttribute("aria-busy")).toBe("false");
     await shot("forge");
     await page.getByRole("button", { name: "Create and deploy" }).click();
@@ -305,12 +306,22 @@ describe("a newcomer's journey through the web application", () => {
     // A deploy that fails says why on the stack's page, with a retry.
     await nav("Forge");
     await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
+    // A path the machine does not have is said at once, at the field: the machine was asked.
     await page.getByLabel("Model reference").fill("/models/not-on-this-machine.gguf");
     await page.getByLabel("Model id").fill("missing");
+    await expect.poll(() => page.locator("#forge-custom-error").textContent(), { timeout: 10_000 }).toBe("There is no file at /models/not-on-this-machine.gguf on this machine.");
+    expect(await page.getByTestId("compatibility").getAttribute("data-verdict")).toBe("fail");
+    expect(await page.getByRole("button", { name: "Create and deploy" }).isDisabled()).toBe(true);
+    await shot("forge-missing-file");
+    // A file there when the stack is made, and gone when the machine pulls it.
+    const vanishing = vanishingModel(join(dataDir, "vanishing.gguf"));
+    await page.getByLabel("Model reference").fill(vanishing.path);
+    await expect.poll(() => page.getByTestId("compatibility").getAttribute("data-verdict"), { timeout: 10_000 }).not.toBe("fail");
     await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
+    vanishing.vanish();
     await page.getByRole("button", { name: "Create and deploy" }).click();
     await expect.poll(() => page.getByRole("alert").first().textContent(), { timeout: 20_000 }).toContain("The deploy failed:");
-    expect(await page.getByRole("alert").first().textContent()).toContain("/models/not-on-this-machine.gguf");
+    expect(await page.getByRole("alert").first().textContent()).toContain(vanishing.path);
     expect(await page.getByRole("button", { name: "Retry deploy" }).count()).toBe(1);
     await shot("stack-failed");
 

@@ -5,7 +5,8 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
 import { createLogger, silentLogger } from "../../proto/index.js";
-import type { Overview } from "../../relay/admin-contract/index.js";
+import type { Compatibility, Overview } from "../../relay/admin-contract/index.js";
+import { testModelPath } from "../helpers/models.js";
 import { emptyDatabase } from "../helpers/databases.js";
 import { startNats, type NatsServer } from "../helpers/nats-server.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
@@ -83,6 +84,24 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     expect(onB.machines).toEqual(onA.machines);
     expect(onB.loads).toEqual([expect.objectContaining({ machine_id: gw.machineId, memory_total_bytes: onA.loads[0]!.memory_total_bytes })]);
     expect(onB.loads[0]!.memory_used_bytes).toBeGreaterThan(0);
+  });
+
+  it("asks the machine linked to the other relay whether it has a model named by its path, for the Forge on either", async () => {
+    const panelOn = async (relay: Relay, model: string) => {
+      const res = await fetch(`${relay.adminUrl}/admin/v1/compatibility`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" },
+        body: JSON.stringify({ org: gw.orgId, machine: gw.machineId, runtime: "gguf", model }),
+      });
+      return (await res.json()) as Compatibility;
+    };
+    const missing = join(bDir, `gone-${via}.gguf`);
+    const refused = await panelOn(b, missing);
+    expect([refused.ok, refused.checks.filter((c) => c.level === "fail").map((c) => [c.param, c.message])]).toEqual([false, [["model", `There is no file at ${missing} on this machine.`]]]);
+    // The file that is there: its header read on the machine, its facts relayed.
+    const found = await panelOn(b, testModelPath());
+    expect(found.ok).toBe(true);
+    expect(found.checks.find((c) => c.topic === "memory")!.message).toContain("KV cache for 2 × 2,048 tokens");
   });
 
   it("answers the machine's errors as a local link would", async () => {

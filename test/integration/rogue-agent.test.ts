@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { GrpcDialer } from "../../agent/link/grpc-dialer.js";
 import { clampUsage } from "../../relay/link/agent-session.js";
-import { PROTOCOL_VERSION, silentLogger, type AgentToRelay, type LinkEnd, type RelayToAgent } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, PROTOCOL_VERSION, silentLogger, type AgentToRelay, type LinkEnd, type RelayToAgent } from "../../proto/index.js";
 import { fakeAdapter } from "../fakes/fake-runtime.js";
 import { runCli, startCli, stopCli } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
@@ -25,7 +25,7 @@ async function rogueAgent(gw: TestGateway, name: string, options: { ignore?: (st
   relay = gw.relay.inProcessDialer({ machineId: machine.id, token })({
     send: (m) => {
       received.push(m);
-      if (m.type === "command" && !options.ignore?.(m.step.kind)) send({ type: "result", commandId: m.commandId, result: { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } });
+      if (m.type === "command" && !options.ignore?.(m.step.kind)) send({ type: "result", commandId: m.commandId, result: EMPTY_STEP_RESULT });
       if (m.type === "infer") onInfer(m);
     },
     close: () => {},
@@ -142,7 +142,7 @@ describe("a machine that floods deploy progress and runtime reports", () => {
     // The in-process link delivers them in one run of microtasks: once one is seen, all 5,000 were; one was kept.
     await vi.waitFor(() => expect(announced - before).toBeGreaterThan(0), { timeout: 2_000, interval: 10 });
     expect(announced - before).toBe(1);
-    rogue.send({ type: "result", commandId: pull.commandId, result: { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } });
+    rogue.send({ type: "result", commandId: pull.commandId, result: EMPTY_STEP_RESULT });
     await gw.relay.deployer.settled(rogue.stackId);
     unsubscribe();
 
@@ -295,7 +295,7 @@ describe("a machine flooding a relay process over gRPC", () => {
     rogueLink = dialer.dial({
       send: (m: RelayToAgent) => {
         if (m.type === "welcome") welcomed = true;
-        if (m.type === "command") rogueLink!.send({ type: "result", commandId: m.commandId, result: { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } });
+        if (m.type === "command") rogueLink!.send({ type: "result", commandId: m.commandId, result: EMPTY_STEP_RESULT });
         if (m.type === "infer") for (let i = 0; i < 9; i++) rogueLink!.send({ type: "text", requestId: m.requestId, text: big });
       },
       close: () => {},

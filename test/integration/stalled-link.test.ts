@@ -1,7 +1,7 @@
 import { credentials, Metadata } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { encodeAgentMessage } from "../../agent/link/agent-link-codec.js";
-import { AUTHORIZATION_METADATA, MACHINE_ID_METADATA, PROTOCOL_VERSION, type AgentToRelay } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, AUTHORIZATION_METADATA, MACHINE_ID_METADATA, PROTOCOL_VERSION, type AgentToRelay } from "../../proto/index.js";
 import { AgentLinkClient, type RelayMessage } from "../../proto/wire.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
@@ -30,7 +30,7 @@ describe("a machine whose link stops draining", () => {
     const call = client.connect(metadata);
     const send = (m: AgentToRelay) => call.write(encodeAgentMessage(m));
     call.on("data", (m: RelayMessage) => {
-      if (m.body?.$case === "command") send({ type: "result", commandId: m.body.value.commandId, result: { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0 } });
+      if (m.body?.$case === "command") send({ type: "result", commandId: m.body.value.commandId, result: EMPTY_STEP_RESULT });
     });
     call.on("error", () => {});
     send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "stalled", hardware: { platform: "linux", os: "Stalled", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] } });

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -11,7 +11,8 @@ import { fixtureSource } from "../helpers/hardware-fixtures.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { sseEvents, WebClient } from "../helpers/web-client.js";
 import { readTogether } from "../helpers/read-together.js";
-import type { Usage } from "../../relay/admin-contract/index.js";
+import type { Compatibility, Usage } from "../../relay/admin-contract/index.js";
+import { testModelPath } from "../helpers/models.js";
 
 // The admin API as the web application uses it: a session cookie and a CSRF token instead of the admin token.
 describe("the web application's API: sign-in, sessions, roles and organizations", () => {
@@ -356,6 +357,40 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
         const res = await c.call("POST", path, { name: "long", machine: cpuBox, runtime: "gguf", model: long });
         expect([path, res.status, ((await res.json()) as { error: { code: string; param: string } }).error]).toEqual([path, 400, expect.objectContaining({ code: "invalid_value", param: "model" })]);
       }
+    });
+
+    it("asks the machine for a model named by its path: one that is not there, or is not GGUF, cannot run; one that is gets its header read there", async () => {
+      const c = await signedIn("ada@example.com", "correct horse battery");
+      const panel = (model: string, runtime = "gguf") => c.json<Compatibility>("POST", "/admin/v1/compatibility", { machine: cpuBox, runtime, model });
+      const failures = (p: Compatibility) => p.checks.filter((x) => x.level === "fail").map((x) => [x.param, x.message]);
+      const missing = join(gw.dataDir, "not-on-this-machine.gguf");
+      const none = await panel(missing);
+      expect([none.ok, failures(none)]).toEqual([false, [["model", `There is no file at ${missing} on this machine.`]]]);
+      // Stack create applies the same rule, with the same reason.
+      const refused = await c.call("POST", "/admin/v1/stacks", { name: "nowhere", machine: cpuBox, runtime: "gguf", model: missing });
+      expect([refused.status, ((await refused.json()) as { error: { code: string; message: string } }).error]).toEqual([
+        400,
+        expect.objectContaining({ code: "incompatible_stack", message: `This stack cannot run on cpu-box: There is no file at ${missing} on this machine.` }),
+      ]);
+      // A directory, and a file that is not GGUF, are not what the GGUF runtime loads.
+      const folder = join(gw.dataDir, "folder.gguf");
+      mkdirSync(folder);
+      expect(failures(await panel(folder))).toEqual([["model", `${folder} is a directory on this machine; the GGUF runtime needs a .gguf file.`]]);
+      const notGguf = join(gw.dataDir, "notes.gguf");
+      writeFileSync(notGguf, "these are notes, not weights");
+      expect(failures(await panel(notGguf))).toEqual([["model", expect.stringContaining(`${notGguf} on this machine is not a GGUF model the runtime can read`)]]);
+      // The real model: its size and its context's memory come from its header, read on the machine.
+      const real = await panel(testModelPath());
+      expect(real.ok).toBe(true);
+      expect(real.checks.find((x) => x.topic === "memory")!.message).toMatch(/^Needs about [\d.]+ MiB \(1\.1 MiB weights \+ [\d.]+ MiB KV cache for 2 × 2,048 tokens\); fits in 23\.5 GiB of RAM\.$/);
+      // vLLM takes a hub id as it is; a path it looks for on the machine like any other.
+      expect((await panel("Qwen/Qwen2.5-7B-Instruct", "vllm")).checks.filter((x) => x.param === "model" && x.level === "fail")).toEqual([]);
+      expect(failures(await panel(join(gw.dataDir, "no-such-dir"), "vllm"))).toEqual(expect.arrayContaining([["model", `There is no file at ${join(gw.dataDir, "no-such-dir")} on this machine.`]]));
+
+      // A machine that is not linked cannot be asked: the file is unknown, not refused.
+      const { machine: away } = await gw.relay.control.createMachine(gw.orgId, "away-box");
+      const unknown = await c.json<Compatibility>("POST", "/admin/v1/compatibility", { machine: away.id, runtime: "gguf", model: missing });
+      expect([unknown.ok, failures(unknown)]).toEqual([null, []]);
     });
   });
 

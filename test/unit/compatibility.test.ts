@@ -128,6 +128,13 @@ describe("the compatibility rules", () => {
     expect(checkStack(plan({ modelRef: "/models/x.gguf" })).checks.find((c) => c.topic === "memory")?.param).toBe("model");
   });
 
+  it("fails a model the machine says it cannot use at its path, at the model's field", () => {
+    const r = checkStack(plan({ modelRef: "/models/gone.gguf", modelFileProblem: "There is no file at /models/gone.gguf on this machine." }));
+    expect(r.ok).toBe(false);
+    expect(r.checks.filter((c) => c.level === "fail")).toEqual([{ topic: "format", param: "model", level: "fail", message: "There is no file at /models/gone.gguf on this machine." }]);
+    expect(refusalReasons(r)).toBe("There is no file at /models/gone.gguf on this machine.");
+  });
+
   it("judges no model before one is given: no verdict, only what is chosen, and a runtime that cannot run still fails", () => {
     const r = checkStack(plan({ modelRef: "" }));
     expect(r.ok).toBeNull();

@@ -1,0 +1,25 @@
+import type { GgufFileInfo } from "node-llama-cpp";
+
+/** Context size at which the KV cache per token is estimated. */
+const PROBE_CONTEXT = 4096;
+
+/** What the compatibility rules need of a GGUF model, read from its header (a URL's, or a file's on a machine). */
+export interface GgufFacts {
+  /** Bytes of weights. */
+  weightsBytes: number;
+  /** KV-cache bytes per token of context per sequence. */
+  kvBytesPerToken: number;
+  /** The context the model was trained for, tokens; null when the header does not say. */
+  trainContextSize: number | null;
+}
+
+/**
+ * node-llama-cpp's estimate from a parsed header: the model's size, and its context's memory per token. The relay
+ * reads headers over the network (the Forge's panel) and the agent from its disk (a local path): one estimate.
+ */
+export async function ggufFacts(info: GgufFileInfo): Promise<GgufFacts> {
+  const { GgufInsights } = await import("node-llama-cpp");
+  const insights = await GgufInsights.from(info);
+  const context = insights.estimateContextResourceRequirements({ contextSize: PROBE_CONTEXT, modelGpuLayers: 0, sequences: 1 });
+  return { weightsBytes: insights.modelSize, kvBytesPerToken: Math.ceil(context.cpuRam / PROBE_CONTEXT), trainContextSize: insights.trainContextSize ?? null };
+}
