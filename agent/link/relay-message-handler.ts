@@ -64,7 +64,8 @@ export class RelayMessageHandler {
       )
       .finally(() => {
         this.commands.delete(commandId);
-        this.deps.onStepDone();
+        // A look at a file changes nothing this machine hosts: no new inventory for it.
+        if (step.kind !== "checkModel") this.deps.onStepDone();
       });
   }
 }

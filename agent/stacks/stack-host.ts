@@ -180,7 +180,7 @@ export class StackHost {
         return { ...empty, contextSize: runtime.contextSize };
       }
       case "checkModel":
-        return checkModelFile(step.ref, step.runtime, signal);
+        return checkModelFile(step.ref, step.runtime, log, signal);
       case "removeStack": {
         const runtime = this.runtimes.get(stackId);
         this.runtimes.delete(stackId);

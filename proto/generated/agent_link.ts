@@ -510,8 +510,9 @@ export interface ConfigureEndpoint {
   /** Its options, as a JSON object; empty for none. */
   orchestratorOptionsJson: string;
   /**
-   * The most tokens of context (prompt and answer) per request the runtime serves, as the stack asks it, never more
-   * than the model was trained for; 0: the machine's default (the agent's MAKINA_AGENT_MAX_CONTEXT).
+   * The most tokens of context (prompt and answer) per request the runtime serves, as the stack asks it (GGUF: never
+   * more than the model was trained for; vLLM: `--max-model-len`, which it refuses past the model's length); 0: the
+   * machine's default (the agent's MAKINA_AGENT_MAX_CONTEXT).
    */
   maxContext: number;
 }

@@ -66,7 +66,7 @@ export { MAX_PER_PAGE } from "./list.js";
 export type { Org } from "./orgs.js";
 export type { Gpu, Hardware, Machine, MachineInventory, MachineJoining, MachineState } from "./machines.js";
 export type { CatalogModel, Check, Compatibility, DeletedStack, Deployment, DeploymentStep, LayerOptionValue, RuntimeKind, Stack, StackChange, StackState } from "./stacks.js";
-export type { ApiKey, ApiKeyWithUsage, NewApiKey } from "./keys.js";
+export { KEY_SORTS, type ApiKey, type ApiKeyWithUsage, type NewApiKey } from "./keys.js";
 export type { DeletedUser, Role, User } from "./users.js";
 export { AUDIT_ACTIONS, type AuditAction, type AuditEvent, type AuditPage } from "./audit.js";
 export type { Usage, UsagePoint, UsageSeries } from "./usage.js";

@@ -14,7 +14,7 @@ export interface Check {
   level: "ok" | "warn" | "fail";
   message: string;
   /** The choice it is about, named as stack create names it: where a form shows it. */
-  param: "machine" | "runtime" | "model" | "harness" | "orchestrator" | "endpoint";
+  param: "machine" | "runtime" | "model" | "max_context" | "harness" | "orchestrator" | "endpoint";
 }
 
 /** Whether a stack can run on its machine: `ok` false when a check fails, null while the machine's hardware, or the model (none given yet), is unknown. */
@@ -76,7 +76,7 @@ export interface Stack {
   state_error: string | null;
   /** Context size the runtime serves, in tokens, once deployed. */
   context_size: number | null;
-  /** The most tokens of context per request the stack asks its runtime for (GGUF and vLLM); null: the machine's default. The runtime serves no more than the model was trained for. */
+  /** The most tokens of context per request the stack asks its runtime for (GGUF and vLLM); null: the machine's default. GGUF serves no more than the model was trained for; vLLM refuses more (the compatibility rules say so when the model's length is known). */
   max_context: number | null;
   /** Hours the request log keeps this stack's prompts and answers (1 to 720); null: it keeps none. */
   capture_hours: number | null;

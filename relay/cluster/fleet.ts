@@ -206,7 +206,8 @@ export async function joinFleet(options: {
           const e = MakinaError.from(err);
           // The machine's answer travels; anything else (offline now, no answer) leaves the file unknown there too.
           if (e.code === "not_found" || e.code === "invalid_value") return { refused: { code: e.code, message: e.message } } satisfies ModelFileReply;
-          return undefined;
+          // Not linked here now, or silent: said at once, so the asking relay does not wait out its time.
+          return { unknown: true } satisfies ModelFileReply;
         }
       });
       return (machineId, step) => {

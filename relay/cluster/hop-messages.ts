@@ -185,8 +185,8 @@ export function readModelFileAsk(m: unknown): ModelFileAsk | undefined {
     : undefined;
 }
 
-/** What the machine answered (`{result}`), or what it refused (`{refused: {code, message}}`: nothing there, not loadable). */
-export type ModelFileReply = { result: StepResult } | { refused: { code: "not_found" | "invalid_value"; message: string } };
+/** What the machine answered (`{result}`), what it refused (`{refused: {code, message}}`: nothing there, not loadable), or that the relay cannot tell (`{unknown}`). */
+export type ModelFileReply = { result: StepResult } | { refused: { code: "not_found" | "invalid_value"; message: string } } | { unknown: true };
 
 /** The machine's answer as another relay relayed it: its result, a refusal (thrown), or undefined when it says nothing usable. */
 export function readModelFileReply(m: unknown): StepResult | undefined {

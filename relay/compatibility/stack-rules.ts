@@ -12,7 +12,7 @@ export interface CompatibilityCheck {
 }
 
 /** The choices of a stack a check can be about. */
-export type CheckedParam = "machine" | "runtime" | "model" | "harness" | "orchestrator" | "endpoint";
+export type CheckedParam = "machine" | "runtime" | "model" | "max_context" | "harness" | "orchestrator" | "endpoint";
 
 /** The choice each topic's checks are about (a layer's check names its layer itself). */
 const PARAM_OF_TOPIC: Record<CompatibilityCheck["topic"], CheckedParam> = {
@@ -42,6 +42,8 @@ export interface StackPlan {
   hardware: HardwareSummary | null;
   /** Context per request, tokens (the agent's setting, capped by the model's trained context). */
   contextSize: number;
+  /** The context the stack asks for itself; null or absent: the machine's default. */
+  maxContext?: number | null;
   /** Requests served at once, each with its own KV cache. */
   sequences: number;
   harness: string | null;
@@ -139,6 +141,17 @@ function memoryCheck(plan: StackPlan, hw: HardwareSummary): Said | null {
   return { topic: "memory", level: "fail", message: `Needs ${what}, more than the machine's ${gib(hw.memoryBytes)} of RAM${vram ? ` and ${gib(vram)} of VRAM` : ""}.` };
 }
 
+/** A context asked past what the model was trained for: GGUF serves the model's, vLLM refuses to start. */
+function contextCheck(plan: StackPlan): Said | null {
+  const asked = plan.maxContext;
+  const trained = plan.model.trainContextSize;
+  if (!asked || !trained || asked <= trained) return null;
+  const n = (x: number) => x.toLocaleString("en-US");
+  return plan.runtime === "vllm"
+    ? { topic: "memory", param: "max_context", level: "fail", message: `vLLM refuses a context longer than the model's ${n(trained)} tokens; ask ${n(trained)} or less.` }
+    : { topic: "memory", param: "max_context", level: "warn", message: `The model was trained for ${n(trained)} tokens: the runtime serves ${n(trained)}, not the ${n(asked)} asked.` };
+}
+
 function diskCheck(plan: StackPlan, hw: HardwareSummary): Said | null {
   const size = plan.model.weightsBytes;
   if (size === null || plan.runtime === "openai" || !/^(hf:|https?:\/\/)|^[\w.-]+\/[\w.-]+$/.test(plan.modelRef)) return null;
@@ -178,11 +191,19 @@ export function checkStack(plan: StackPlan): Compatibility {
   else said.push({ topic: "runtime", param: "machine", level: "warn", message: "The machine has not connected yet, so its hardware is unknown." });
   // No model chosen yet (the Forge's first look): nothing to say of its format, memory or disk, and no verdict.
   const model = plan.modelRef.trim() !== "";
-  if (model) said.push(formatCheck(plan));
-  if (model && plan.modelFileProblem) said.push({ topic: "format", level: "fail", message: plan.modelFileProblem });
-  if (hw && model) {
+  // What the machine says of the file at a path comes instead of "the format is right" (which the name alone says),
+  // and leaves nothing to size.
+  const fileProblem = model ? plan.modelFileProblem : null;
+  if (model) {
+    const format = formatCheck(plan);
+    if (format.level !== "ok" || !fileProblem) said.push(format);
+    if (fileProblem) said.push({ topic: "format", level: "fail", message: fileProblem });
+  }
+  if (hw && model && !fileProblem) {
     const memory = memoryCheck(plan, hw);
     if (memory) said.push(memory);
+    const context = contextCheck(plan);
+    if (context) said.push(context);
     const disk = diskCheck(plan, hw);
     if (disk) said.push(disk);
   }

@@ -66,7 +66,15 @@ const BUILT_FIELDS = {
 const LIVE_FIELDS = { name: "name", hasEndpoint: "endpoint", captureHours: "capture_hours" } as const satisfies Partial<Record<keyof StackChanges, string>>;
 
 /** A stack being built (the Forge): no name yet, and the machine and model may be missing. */
-export type PlanInput = PlanLayers & { org: string; machine?: string | null; runtime: RuntimeKind; model?: string | null; maxContext?: number | null };
+export type PlanInput = PlanLayers & {
+  org: string;
+  machine?: string | null;
+  runtime: RuntimeKind;
+  model?: string | null;
+  maxContext?: number | null;
+  /** Whether the machine is asked about a model named by its path: for admins, who make stacks; a member's panel leaves the file unknown. @default false */
+  askMachine?: boolean;
+};
 
 /** A stack with its compatibility and latest deployment, as the admin API returns it. */
 export type StackView = Stack & {
@@ -261,7 +269,7 @@ export class ControlPlane {
     checkModelRefLength(modelRef);
     checkMaxContext(input.runtime, input.maxContext);
     if (!machine) return checkStack(stackPlan(input.runtime, modelRef, this.inspector.known(modelRef), null, input));
-    const { model, problem } = await this.modelOn(machine, input.runtime, modelRef);
+    const { model, problem } = await this.modelOn(machine, input.runtime, modelRef, { ask: input.askMachine ?? false, fresh: false });
     return checkStack(stackPlan(input.runtime, modelRef, model, machine.hardware, input, problem));
   }
 
@@ -433,7 +441,8 @@ export class ControlPlane {
    * that has reported its hardware gets the model's facts read if need be (a GGUF header over the network).
    */
   private async refuseIfIncompatible(machine: Machine, runtime: RuntimeKind, modelRef: string, layers: PlanLayers): Promise<void> {
-    const { model, problem } = await this.modelOn(machine, runtime, modelRef);
+    // About to make or deploy it: the machine is asked afresh (a file put there since is found).
+    const { model, problem } = await this.modelOn(machine, runtime, modelRef, { ask: true, fresh: true });
     const verdict = checkStack(stackPlan(runtime, modelRef, model, machine.hardware, layers, problem));
     if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
   }
@@ -443,11 +452,11 @@ export class ControlPlane {
    * it pulled), and, for a local path on a machine that is online, whether the machine has it (the reason when it
    * cannot use it). A machine that cannot be asked leaves the file unknown, never refused.
    */
-  private async modelOn(machine: Machine, runtime: RuntimeKind, modelRef: string): Promise<{ model: ModelFacts; problem: string | null }> {
+  private async modelOn(machine: Machine, runtime: RuntimeKind, modelRef: string, how: { ask: boolean; fresh: boolean }): Promise<{ model: ModelFacts; problem: string | null }> {
     if (!modelRef) return { model: this.inspector.known(modelRef), problem: null };
     const known = onDisk(machine.hardware ? await this.inspector.facts(modelRef, machine.orgId) : this.inspector.known(modelRef), modelRef, machine);
-    if (machine.state !== "online" || machine.revokedAt !== null || !isLocalModel(runtime, modelRef)) return { model: known, problem: null };
-    const verdict = await this.files.check(machine.id, runtime, modelRef);
+    if (!how.ask || machine.state !== "online" || machine.revokedAt !== null || !isLocalModel(runtime, modelRef)) return { model: known, problem: null };
+    const verdict = await this.files.check(machine.id, runtime, modelRef, { fresh: how.fresh });
     if (!verdict) return { model: known, problem: null };
     if (!verdict.usable) return { model: known, problem: verdict.reason };
     const facts = verdict.facts;

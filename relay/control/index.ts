@@ -2,4 +2,4 @@ export { ControlPlane, type Joining, type OrgKeyDefaults, type PlanInput, type S
 export { ModelInspector, readGgufHeader, readGgufHeaderOverPublicHttps, type GgufHeaderReader, type ModelInspectorOptions } from "./model-inspector.js";
 export { ModelFiles, isLocalModel, type AskMachine, type ModelFileVerdict, type ModelFilesOptions } from "./model-files.js";
 /** The records the control plane's operations answer with, for the admin API's handlers (which never read the store). */
-export type { ApiKeyChanges, Organization, User } from "../store/index.js";
+export type { ApiKeyChanges, Machine, Organization, RequestFigures, User } from "../store/index.js";

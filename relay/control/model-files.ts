@@ -16,6 +16,8 @@ export interface ModelFilesOptions {
   keepMs?: number;
   /** Answers kept at most (the least recently asked go first). @default 1000 */
   maxKept?: number;
+  /** Looks on one machine at once at most; past them a file is left unknown. @default 4 */
+  perMachine?: number;
   now?: () => number;
 }
 
@@ -31,54 +33,72 @@ export function isLocalModel(runtime: RuntimeKind, ref: string): boolean {
  * Asks machines whether they have the model files stacks would name by a local path, and what their headers say,
  * so a path that is not there fails the compatibility check (the Forge's panel, stack create) instead of the
  * deploy. A machine that does not answer in time (offline, an older agent) leaves the file unknown. Answers are
- * kept a few seconds, and a question asked while the same one is on its way waits for that one.
+ * kept a few seconds for the panel (a machine that did not answer in time too, so an older agent costs one wait,
+ * not one per keystroke), while a stack's create, edit or deploy asks afresh; a question asked while the same one
+ * is on its way waits for that one; a machine is asked a few things at once at most.
  */
 export class ModelFiles {
-  private readonly kept = new Map<string, { verdict: ModelFileVerdict; until: number }>();
-  private readonly asking = new Map<string, Promise<ModelFileVerdict | null>>();
+  private readonly kept = new Map<string, { verdict: ModelFileVerdict | null; until: number }>();
+  private readonly asking = new Map<string, Promise<{ verdict: ModelFileVerdict | null; keep: boolean }>>();
+  private readonly busy = new Map<string, number>();
   private readonly o: Required<ModelFilesOptions>;
 
   constructor(
     private readonly ask: AskMachine,
     options: ModelFilesOptions = {},
   ) {
-    this.o = { timeoutMs: 5000, keepMs: 10_000, maxKept: 1000, now: Date.now, ...options };
+    this.o = { timeoutMs: 5000, keepMs: 10_000, maxKept: 1000, perMachine: 4, now: Date.now, ...options };
   }
 
-  /** What the machine says of `ref`; null when it cannot be asked now or does not answer in time. */
-  async check(machineId: string, runtime: RuntimeKind, ref: string): Promise<ModelFileVerdict | null> {
+  /**
+   * What the machine says of `ref`; null when it cannot be asked now or does not answer in time. `fresh`: not an
+   * answer kept from before (a stack is about to be made or deployed on it).
+   */
+  async check(machineId: string, runtime: RuntimeKind, ref: string, { fresh = false }: { fresh?: boolean } = {}): Promise<ModelFileVerdict | null> {
     const key = `${machineId}\n${runtime}\n${ref}`;
     const kept = this.kept.get(key);
-    if (kept && kept.until > this.o.now()) return kept.verdict;
+    if (kept && kept.until > this.o.now() && !fresh) return kept.verdict;
     let pending = this.asking.get(key);
     if (!pending) {
-      pending = this.askMachine(machineId, runtime, ref).finally(() => this.asking.delete(key));
+      if ((this.busy.get(machineId) ?? 0) >= this.o.perMachine) return null;
+      this.busy.set(machineId, (this.busy.get(machineId) ?? 0) + 1);
+      pending = this.askMachine(machineId, runtime, ref).finally(() => {
+        this.asking.delete(key);
+        const left = (this.busy.get(machineId) ?? 1) - 1;
+        if (left > 0) this.busy.set(machineId, left);
+        else this.busy.delete(machineId);
+      });
       this.asking.set(key, pending);
     }
-    const verdict = await pending;
-    if (verdict) {
+    const answer = await pending;
+    if (answer.keep) {
       this.kept.delete(key);
-      this.kept.set(key, { verdict, until: this.o.now() + this.o.keepMs });
+      this.kept.set(key, { verdict: answer.verdict, until: this.o.now() + this.o.keepMs });
       if (this.kept.size > this.o.maxKept) this.kept.delete(this.kept.keys().next().value!);
     }
-    return verdict;
+    return answer.verdict;
   }
 
-  private async askMachine(machineId: string, runtime: RuntimeKind, ref: string): Promise<ModelFileVerdict | null> {
+  /** The machine's answer, and whether to keep it: its own answer, or its silence (not a link that is not there). */
+  private async askMachine(machineId: string, runtime: RuntimeKind, ref: string): Promise<{ verdict: ModelFileVerdict | null; keep: boolean }> {
     const signal = AbortSignal.timeout(this.o.timeoutMs);
     try {
       const asked = this.ask(machineId, { kind: "checkModel", ref, runtime }, signal);
-      if (!asked) return null;
+      if (!asked) return { verdict: null, keep: false };
       const r = await asked;
       const weights = r.modelSizeBytes > 0 ? r.modelSizeBytes : null;
       return {
-        usable: true,
-        facts: { weightsBytes: weights, kvBytesPerToken: r.kvBytesPerToken || null, trainContextSize: r.trainContextSize || null, source: weights === null ? "unknown" : "machine" },
+        verdict: {
+          usable: true,
+          facts: { weightsBytes: weights, kvBytesPerToken: r.kvBytesPerToken || null, trainContextSize: r.trainContextSize || null, source: weights === null ? "unknown" : "machine" },
+        },
+        keep: true,
       };
     } catch (err) {
       const e = MakinaError.from(err);
-      // The machine's own answer: nothing there, or not what the runtime loads. Anything else leaves it unknown.
-      return e.code === "not_found" || e.code === "invalid_value" ? { usable: false, reason: e.message } : null;
+      // The machine's own answer: nothing there, or not what the runtime loads. Its silence leaves it unknown a while.
+      if (e.code === "not_found" || e.code === "invalid_value") return { verdict: { usable: false, reason: e.message }, keep: true };
+      return { verdict: null, keep: e.code === "timeout" || signal.aborted };
     }
   }
 }

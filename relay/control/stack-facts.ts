@@ -17,7 +17,7 @@ export interface PlanLayers {
 }
 
 /** The runtimes whose context a stack sets (GGUF's context, vLLM's `--max-model-len`); MLX and an existing server size their own. */
-const SIZED_CONTEXT: readonly RuntimeKind[] = ["gguf", "vllm"];
+export const SIZED_CONTEXT: readonly RuntimeKind[] = ["gguf", "vllm"];
 
 /** Refuses a context asked of a runtime that sizes its own. */
 export function checkMaxContext(runtime: RuntimeKind, maxContext: number | null | undefined): void {
@@ -37,6 +37,7 @@ export function stackPlan(runtime: RuntimeKind, modelRef: string, model: ModelFa
     model,
     hardware,
     contextSize: layers.maxContext ?? AGENT_DEFAULT_CONTEXT,
+    maxContext: layers.maxContext ?? null,
     sequences: AGENT_DEFAULT_SEQUENCES,
     harness: layers.harness || null,
     orchestrator: layers.orchestrator || null,

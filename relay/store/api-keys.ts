@@ -4,7 +4,7 @@ import type { Updateable } from "kysely";
 import type { Row, Tables } from "./tables.js";
 import type { ChangeNotices } from "./change-notices.js";
 import { newId } from "../ids/index.js";
-import { keyPage, type KeyPageAsk } from "./key-pages.js";
+import { keyPage, type KeyPageAsk } from "./key-page.js";
 
 /** An API key as stored: never the secret, only its hash and a display prefix. */
 export interface ApiKeyRecord {
@@ -70,6 +70,7 @@ export class ApiKeyStore {
 
   constructor(
     private readonly db: Db,
+    private readonly dialect: "sqlite" | "postgres",
     private readonly notices: ChangeNotices,
     private readonly onWriteError?: (what: string, err: unknown) => void,
   ) {}
@@ -139,7 +140,7 @@ export class ApiKeyStore {
    */
   async page(orgId: string, ask: KeyPageAsk): Promise<{ keys: (ApiKeyRecord & { requests: number; tokens: number })[]; total: number }> {
     await this.flushTouches();
-    const { rows, total } = await keyPage(this.db, orgId, ask);
+    const { rows, total } = await keyPage(this.db, this.dialect, orgId, ask);
     return { keys: rows.map((r) => ({ ...toKey(r), requests: r.requests, tokens: r.tokens })), total };
   }
 

@@ -17,7 +17,7 @@ export type { Machine, MachineState, HardwareSummary, MachineInventory } from ".
 export { type Stack, type StackState, type StackChanges, type RuntimeKind, type NewStack } from "./stacks.js";
 export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord, ApiKeyChanges } from "./api-keys.js";
-export type { KeyPageAsk, KeySort } from "./key-pages.js";
+export type { KeyPageAsk, KeySort } from "./key-page.js";
 export type { SessionRecord } from "./sessions.js";
 export type { AuditActor, AuditEvent } from "./audit-events.js";
 export type { RequestLogEntry, NewRequestLogEntry, RequestFilter, CapturedExchange, FiguresScope, RequestFigures, MinuteFigures } from "./request-log.js";
@@ -59,7 +59,7 @@ export async function openStore(
   const database = await openDatabase(location, { poolSize: options.poolSize });
   const { db } = database;
   const notices = new ChangeNotices();
-  const keys = new ApiKeyStore(db, notices, options.onWriteError);
+  const keys = new ApiKeyStore(db, database.dialect, notices, options.onWriteError);
   const machines = new MachineStore(db, notices, options.relayId ?? null);
   let closing: Promise<void> | undefined;
   return {

@@ -284,6 +284,25 @@ export const MIGRATIONS: readonly string[] = [
   -- machine's default. What the runtime really serves stays in context_size.
   ALTER TABLE stacks ADD COLUMN max_context INTEGER;
   `,
+  `
+  -- Lists sorted and searched by the database (keys: relay/store/key-page.ts) fold case and sort numbers in names as
+  -- numbers, the same on both databases. SQLite's are functions the relay registers on its connection
+  -- (open-database.ts: foldText, naturalKey); PostgreSQL's are these, folding with ICU where the server has it
+  -- (lower() of a database whose ctype is C folds ASCII only).
+  {{POSTGRES}}
+  DO $do$ BEGIN
+    IF EXISTS (SELECT 1 FROM pg_collation WHERE collname = 'und-x-icu') THEN
+      EXECUTE 'CREATE FUNCTION makina_fold(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$ SELECT lower(t COLLATE "und-x-icu") $f$';
+    ELSE
+      EXECUTE 'CREATE FUNCTION makina_fold(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$ SELECT lower(t) $f$';
+    END IF;
+  END $do$;
+  CREATE FUNCTION makina_natural(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+    SELECT string_agg(CASE WHEN m[1] ~ '^[0-9]' AND length(m[1]) < 30 THEN lpad(m[1], 30, '0') ELSE m[1] END, '' ORDER BY n)
+    FROM regexp_matches(makina_fold(t), '[0-9]+|[^0-9]+', 'g') WITH ORDINALITY AS x(m, n)
+  $f$;
+  {{/POSTGRES}}
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

@@ -64,6 +64,10 @@ function openSqlite(file: string): Database {
     raw.pragma("synchronous = NORMAL");
     raw.pragma("foreign_keys = ON");
     raw.pragma("busy_timeout = 200");
+    // What PostgreSQL's migration defines too (see `migrations.ts`): text folded for a search in any case, and a
+    // name's sort key with its numbers in order (`key-9` before `key-10`).
+    raw.function("makina_fold", { deterministic: true }, (t: unknown) => (typeof t === "string" ? foldText(t) : t));
+    raw.function("makina_natural", { deterministic: true }, (t: unknown) => (typeof t === "string" ? naturalKey(t) : t));
     const migrated = migrateSqlite(raw);
     // The database holds password and token hashes and usage: readable by this user only.
     if (file !== ":memory:") for (const suffix of ["", "-wal", "-shm"]) if (existsSync(file + suffix)) chmodSync(file + suffix, 0o600);
@@ -104,6 +108,19 @@ function migrateSqlite(raw: Sqlite.Database): number {
     })();
   }
   return MIGRATIONS.length - Math.min(current, MIGRATIONS.length);
+}
+
+/** Text folded for a search in any case (Unicode's lower case). */
+export function foldText(t: string): string {
+  return t.toLowerCase();
+}
+
+/** Digits a number of a name is padded to in its sort key; a longer run sorts as it is. */
+const NATURAL_DIGITS = 30;
+
+/** A name's sort key: folded, each run of digits padded so that numbers sort as numbers. */
+export function naturalKey(t: string): string {
+  return foldText(t).replace(/[0-9]+/g, (d) => (d.length >= NATURAL_DIGITS ? d : d.padStart(NATURAL_DIGITS, "0")));
 }
 
 function tooNew(version: number): void {

@@ -31,6 +31,28 @@ export interface UsageSeries {
 
 const MINUTE = 60_000;
 
+type Counts = UsageSeries["total"];
+
+/** A row of sums as the database answers it (PostgreSQL's sums of bigints may come as text). */
+function totalOf(r: { requests: number; errors: number; promptTokens: number; completionTokens: number }): Counts {
+  return { requests: Number(r.requests), errors: Number(r.errors), promptTokens: Number(r.promptTokens), completionTokens: Number(r.completionTokens) };
+}
+
+/** The counts added up. */
+function sumOf(all: readonly Counts[]): Counts {
+  return all.reduce((n, c) => ({ requests: n.requests + c.requests, errors: n.errors + c.errors, promptTokens: n.promptTokens + c.promptTokens, completionTokens: n.completionTokens + c.completionTokens }), {
+    requests: 0,
+    errors: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+  });
+}
+
+/** `a` less `b`, count by count. */
+function minus(a: Counts, b: Counts): Counts {
+  return { requests: a.requests - b.requests, errors: a.errors - b.errors, promptTokens: a.promptTokens - b.promptTokens, completionTokens: a.completionTokens - b.completionTokens };
+}
+
 interface Cell {
   orgId: string;
   keyId: string;
@@ -158,8 +180,9 @@ export class UsageRecorder {
   /**
    * Requests and tokens over the last 24 hours (hourly buckets) or 30 days (daily buckets), per key or per model:
    * a series of buckets for the `top` busiest groups and one more (`group` "other") for the rest, and the totals
-   * of the `listed` busiest groups, with `other` for the rest and `groups` counting them all. Three queries,
-   * whatever the number of groups: each group's totals, the top groups' buckets, and every bucket's sum.
+   * of the `listed` busiest groups, with `other` for the rest and `groups` counting them all. Three reads of one
+   * moment (a transaction), whatever the number of groups: each group's totals, the top groups' buckets, and
+   * every bucket's sum.
    */
   async series(
     orgId: string,
@@ -176,94 +199,46 @@ export class UsageRecorder {
     // Integer division of integers on both databases: the bucket a minute falls in. Its numbers are written
     // into the SQL (they are the relay's own integers), so the grouping and the selection are one expression.
     const bucket = sql<number>`(minute - ${sql.lit(start)}) / ${sql.lit(bucketMs)}`;
-    const inRange = this.db.selectFrom("usage_minutes").where("org_id", "=", orgId).where("minute", ">=", start).where("minute", "<", end);
     const sums = [
       sql<number>`sum(requests)`.as("requests"),
       sql<number>`sum(errors)`.as("errors"),
       sql<number>`sum(prompt_tokens)`.as("promptTokens"),
       sql<number>`sum(completion_tokens)`.as("completionTokens"),
     ] as const;
-    const groupRows = await inRange
-      .select((eb) => [eb.ref(column).as("grp"), ...sums])
-      .groupBy(column)
-      .execute();
-    const totalOf = (r: { requests: number; errors: number; promptTokens: number; completionTokens: number }) => ({
-      requests: Number(r.requests),
-      errors: Number(r.errors),
-      promptTokens: Number(r.promptTokens),
-      completionTokens: Number(r.completionTokens),
-    });
-    const all = groupRows.map((r) => ({ group: r.grp, total: totalOf(r) })).sort((a, b) => b.total.requests - a.total.requests || a.group.localeCompare(b.group));
+    const read = await transaction(
+      this.db,
+      async (trx) => {
+        const inRange = trx.selectFrom("usage_minutes").where("org_id", "=", orgId).where("minute", ">=", start).where("minute", "<", end);
+        const groups = await inRange.select((eb) => [eb.ref(column).as("grp"), ...sums]).groupBy(column).execute();
+        const all = groups.map((r) => ({ group: r.grp, total: totalOf(r) })).sort((a, b) => b.total.requests - a.total.requests || a.group.localeCompare(b.group));
+        const shown = all.slice(0, top).map((g) => g.group);
+        const ofShown = shown.length ? await inRange.select((eb) => [eb.ref(column).as("grp"), bucket.as("bucket"), ...sums]).where(column, "in", shown).groupBy([column, bucket]).execute() : [];
+        const ofAll = all.length > top ? await inRange.select([bucket.as("bucket"), ...sums]).groupBy(bucket).execute() : [];
+        return { all, ofShown, ofAll };
+      },
+      { isolation: "repeatable read" },
+    );
     const emptyPoints = () => Array.from({ length: buckets }, (_, i) => ({ start: start + i * bucketMs, requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 }));
-    const shown = all.slice(0, top);
-    const series: UsageSeries[] = shown.map((g) => ({ group: g.group, points: emptyPoints(), total: g.total }));
-    if (shown.length > 0) {
-      const byGroup = new Map(series.map((g) => [g.group, g]));
-      const rows = await inRange
-        .select((eb) => [eb.ref(column).as("grp"), bucket.as("bucket"), ...sums])
-        .where(column, "in", shown.map((g) => g.group))
-        .groupBy([column, bucket])
-        .execute();
-      for (const r of rows) {
-        const p = byGroup.get(r.grp)?.points[r.bucket];
-        if (p) Object.assign(p, totalOf(r));
-      }
+    const series: UsageSeries[] = read.all.slice(0, top).map((g) => ({ group: g.group, points: emptyPoints(), total: g.total }));
+    const byGroup = new Map(series.map((g) => [g.group, g]));
+    for (const r of read.ofShown) {
+      const p = byGroup.get(r.grp)?.points[r.bucket];
+      if (p) Object.assign(p, totalOf(r));
     }
-    if (all.length > top) {
+    if (read.all.length > top) {
       // The rest, bucket by bucket: every group's sum less the busiest groups'.
-      const other: UsageSeries = { group: "other", points: emptyPoints(), total: { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 } };
-      const rows = await inRange
-        .select([bucket.as("bucket"), ...sums])
-        .groupBy(bucket)
-        .execute();
-      for (const r of rows) {
+      const other: UsageSeries = { group: "other", points: emptyPoints(), total: sumOf([]) };
+      for (const r of read.ofAll) {
         const p = other.points[r.bucket];
         if (p) Object.assign(p, totalOf(r));
       }
-      for (const g of series) {
-        g.points.forEach((p, i) => {
-          const o = other.points[i]!;
-          o.requests -= p.requests;
-          o.errors -= p.errors;
-          o.promptTokens -= p.promptTokens;
-          o.completionTokens -= p.completionTokens;
-        });
-      }
-      for (const o of other.points) {
-        other.total.requests += o.requests;
-        other.total.errors += o.errors;
-        other.total.promptTokens += o.promptTokens;
-        other.total.completionTokens += o.completionTokens;
-      }
+      other.points.forEach((o, i) => Object.assign(o, minus(o, sumOf(series.map((g) => g.points[i]!)))));
+      other.total = sumOf(other.points);
       series.push(other);
     }
-    const totals = all.slice(0, listed);
-    if (all.length > listed) {
-      const rest = all.slice(listed);
-      totals.push({
-        group: "other",
-        total: {
-          requests: rest.reduce((n, g) => n + g.total.requests, 0),
-          errors: rest.reduce((n, g) => n + g.total.errors, 0),
-          promptTokens: rest.reduce((n, g) => n + g.total.promptTokens, 0),
-          completionTokens: rest.reduce((n, g) => n + g.total.completionTokens, 0),
-        },
-      });
-    }
-    return { bucketMs, start, series, totals, groups: all.length };
-  }
-
-  /** Requests and tokens per key since `since` (ms), for the keys list. */
-  async totalsByKey(orgId: string, since: number): Promise<Map<string, { requests: number; tokens: number }>> {
-    await this.flush();
-    const rows = await this.db
-      .selectFrom("usage_minutes")
-      .select((eb) => ["key_id as keyId", eb.fn.sum<number>("requests").as("requests"), eb.fn.sum<number>(eb("prompt_tokens", "+", eb.ref("completion_tokens"))).as("tokens")])
-      .where("org_id", "=", orgId)
-      .where("minute", ">=", Math.floor(since / MINUTE) * MINUTE)
-      .groupBy("key_id")
-      .execute();
-    return new Map(rows.map((r) => [r.keyId, { requests: r.requests, tokens: r.tokens }]));
+    const totals = read.all.slice(0, listed);
+    if (read.all.length > listed) totals.push({ group: "other", total: sumOf(read.all.slice(listed).map((g) => g.total)) });
+    return { bucketMs, start, series, totals, groups: read.all.length };
   }
 
   /** Writes what is left and stops the timer. */

@@ -68,20 +68,18 @@ export async function seedOrganization(root, relay, sizes = LARGE_FLEET, log = (
     keys.push(made.record.id);
   }
   log(`${keys.length} keys`);
-  // A day of traffic, recorded the way the gateway records it: each hour, a thousand keys.
-  const realNow = Date.now;
-  try {
-    for (let h = 0; h < 24; h++) {
-      Date.now = () => realNow() - h * 3_600_000;
-      for (let i = 0; i < 1000; i++) relay.usage.record({ orgId: org.id, keyId: keys[(h * 1000 + i) % keys.length], model: `model-${i % stacks.length}`, promptTokens: 20, completionTokens: 100, failed: i % 50 === 0 });
-    }
-  } finally {
-    Date.now = realNow;
-  }
-  await relay.usage.flush();
-  log("24,000 usage rows");
-  // The request log: its last `requests` requests over the last day, one in twenty refused or failed.
+  // A day of traffic as the gateway's usage recorder writes it: per key, model and minute, a thousand keys an hour.
   const now = Date.now();
+  for (let h = 0; h < 24; h++) {
+    const minute = Math.floor((now - h * 3_600_000) / 60_000) * 60_000;
+    const rows = [];
+    for (let i = 0; i < 1000; i++) {
+      rows.push({ org_id: org.id, key_id: keys[(h * 1000 + i) % keys.length], model: `model-${i % stacks.length}`, minute, requests: 1, errors: i % 50 === 0 ? 1 : 0, prompt_tokens: 20, completion_tokens: 100 });
+    }
+    await store.db.insertInto("usage_minutes").values(rows).execute();
+  }
+  log("24,000 usage rows over the last day");
+  // The request log: its last `requests` requests over the last day, one in twenty refused or failed.
   const batch = 5000;
   for (let from = 0; from < sizes.requests; from += batch) {
     const rows = [];

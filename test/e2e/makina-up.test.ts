@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -102,27 +102,34 @@ describe("makina up: the all-in-one quickstart", () => {
 
   it("stays up when its demo model cannot be pulled, says why, and lets the web application retry", async () => {
     const dir = mkdtempSync(join(tmpdir(), "makina-up-bad-"));
+    // A model the machine does not have yet.
+    const later = join(dir, "later.gguf");
     try {
-      const { child, output } = await startCli(["up", "--data-dir", dir, "--port", "0", "--grpc-port", "0", "--model", "/nonexistent/model.gguf", "--threads", "1", "--log-format", "text"], /Ctrl-C stops it/, {
+      const { child, output } = await startCli(["up", "--data-dir", dir, "--port", "0", "--grpc-port", "0", "--model", later, "--threads", "1", "--log-format", "text"], /Ctrl-C stops it/, {
         MAKINA_AGENT_GPU: "false",
       });
       try {
         const saved = JSON.parse(readFileSync(join(dir, "quickstart.json"), "utf8")) as Quickstart;
         expect(saved.stack_state).toBe("failed");
-        expect(saved.stack_error).toContain("/nonexistent/model.gguf");
-        expect(output()).toContain(`model:     model  (NOT deployed: ${saved.stack_error}; retry or pick another model on the stack's page)`);
+        expect(saved.stack_error).toContain(later);
+        expect(output()).toContain(`model:     later  (NOT deployed: ${saved.stack_error}; retry or pick another model on the stack's page)`);
         expect(output()).toContain(`web:       ${saved.web_url}`);
         // The failure is logged as a line a person reads (--log-format text), not as JSON.
-        expect(output()).toMatch(/^\d\d:\d\d:\d\d ERROR deployer: deploy failed {2}stackId=stk_\w+ machineId=mach_\w+ err=".*\/nonexistent\/model\.gguf/m);
+        expect(output()).toMatch(/^\d\d:\d\d:\d\d ERROR deployer: deploy failed {2}stackId=stk_\w+ machineId=mach_\w+ err=".*later\.gguf/m);
         expect(output().split("\n").filter((l) => l.startsWith("{"))).toEqual([]);
         // Still up: the web application answers, and its API offers the retry.
         const admin = new URL(saved.web_url);
         const session = await fetch(`${admin.origin}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login: "admin", password: saved.admin.password }) });
         const { csrf_token } = (await session.json()) as { csrf_token: string };
         const cookie = session.headers.get("set-cookie")!.split(";")[0]!;
-        const retry = await fetch(`${admin.origin}/admin/v1/stacks/${saved.stack_id}/deploy`, { method: "POST", headers: { cookie, "x-csrf-token": csrf_token } });
-        expect(retry.status).toBe(200);
-        expect(((await retry.json()) as { state: string }).state).toBe("deploying");
+        const retry = () => fetch(`${admin.origin}/admin/v1/stacks/${saved.stack_id}/deploy`, { method: "POST", headers: { cookie, "x-csrf-token": csrf_token } });
+        // The machine is asked again: without the file, the retry says so at once.
+        const refused = await retry();
+        expect([refused.status, ((await refused.json()) as { error: { message: string } }).error.message]).toEqual([400, expect.stringContaining(`There is no file at ${later} on this machine.`)]);
+        copyFileSync(testModelPath(), later);
+        const retried = await retry();
+        expect(retried.status).toBe(200);
+        expect(((await retried.json()) as { state: string }).state).toBe("deploying");
       } finally {
         expect(await stopCli(child)).toBe(0);
       }

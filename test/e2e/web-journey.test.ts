@@ -10,7 +10,7 @@ import { silentLogger } from "../../proto/index.js";
 import { hashPassword, hashSecret, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
 import { queryNvidiaGpus, systemUsageSource } from "../../agent/hardware/machine-usage.js";
 import { fixtureSource, SHARED_HARDWARE, standinNvidiaSmiEnv } from "../helpers/hardware-fixtures.js";
-import { REPO_ROOT, testModelPath, vanishingModel } from "../helpers/models.js";
+import { REPO_ROOT, testModelPath } from "../helpers/models.js";
 
 /** Debian's chromium (`apt-get install -y chromium`; .ci/run installs it), or MAKINA_CHROMIUM. */
 function chromiumPath(): string {
@@ -313,15 +313,13 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.getByTestId("compatibility").getAttribute("data-verdict")).toBe("fail");
     expect(await page.getByRole("button", { name: "Create and deploy" }).isDisabled()).toBe(true);
     await shot("forge-missing-file");
-    // A file there when the stack is made, and gone when the machine pulls it.
-    const vanishing = vanishingModel(join(dataDir, "vanishing.gguf"));
-    await page.getByLabel("Model reference").fill(vanishing.path);
+    // A model from a host nobody can reach: nothing refuses it before the machine tries, and its deploy fails there.
+    await page.getByLabel("Model reference").fill("https://models.invalid/tiny.gguf");
     await expect.poll(() => page.getByTestId("compatibility").getAttribute("data-verdict"), { timeout: 10_000 }).not.toBe("fail");
     await expect.poll(() => page.getByTestId("compatibility").getAttribute("aria-busy")).toBe("false");
-    vanishing.vanish();
     await page.getByRole("button", { name: "Create and deploy" }).click();
     await expect.poll(() => page.getByRole("alert").first().textContent(), { timeout: 20_000 }).toContain("The deploy failed:");
-    expect(await page.getByRole("alert").first().textContent()).toContain(vanishing.path);
+    expect(await page.getByRole("alert").first().textContent()).toContain("models.invalid");
     expect(await page.getByRole("button", { name: "Retry deploy" }).count()).toBe(1);
     await shot("stack-failed");
 
@@ -1043,6 +1041,13 @@ describe("a newcomer's journey through the web application", () => {
     // The next Tab goes to the page itself, not back into the navigation.
     await page.keyboard.press("Tab");
     expect(await page.evaluate("document.getElementById('content').contains(document.activeElement)")).toBe(true);
+
+    // Signing out forgets the playground keys this browser kept: the next person at it does not chat with them.
+    const playgroundKeysKept = () => page.evaluate("Object.keys(localStorage).filter((k) => k.startsWith('makina.playground-key.')).length");
+    expect(await playgroundKeysKept()).toBe(1);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("Login").waitFor();
+    expect(await playgroundKeysKept()).toBe(0);
   });
 
   it("has no serious accessibility violation on any page it visited (axe-core, WCAG 2.1 A and AA)", () => {

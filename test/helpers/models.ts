@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, rmSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join, resolve } from "node:path";
 
@@ -15,11 +15,3 @@ export function testModelPath(name = "stories260K.gguf"): string {
   return path;
 }
 
-/**
- * A copy of the test model at `path`, and a way to take it away: a stack made on it passes the machine's check (the
- * file is there), and its deploy then fails at the pull (it is gone), as a file deleted between the two would.
- */
-export function vanishingModel(path: string): { path: string; vanish: () => void } {
-  copyFileSync(testModelPath(), path);
-  return { path, vanish: () => rmSync(path, { force: true }) };
-}

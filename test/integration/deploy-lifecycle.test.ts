@@ -6,7 +6,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
-import { testModelPath, vanishingModel } from "../helpers/models.js";
+import { testModelPath } from "../helpers/models.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
 // The model is served by a local HTTP server, standing in for Hugging Face.
@@ -96,15 +96,13 @@ describe("deploying a stack through its lifecycle", () => {
   });
 
   it("marks a stack failed with the reason when a step fails", async () => {
-    // The file is there when the stack is made and deployed (the machine says so), and gone when the machine pulls it.
-    const model = vanishingModel(join(gw.dataDir, "vanishing.gguf"));
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "broken", machine: gw.machineId, runtime: "gguf", model: model.path, modelId: "broken" });
-    model.vanish();
+    // A model from a host no name resolves to: nothing refuses it before the machine tries to pull it.
+    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "broken", machine: gw.machineId, runtime: "gguf", model: "https://models.invalid/model.gguf", modelId: "broken" });
     await gw.relay.control.deploy(stack.id);
     await gw.relay.deployer.settled(stack.id);
     const s = await gw.relay.control.stack(stack.id);
     expect(s.state).toBe("failed");
-    expect(s.stateError).toBe(`Model file not found: ${model.path}`);
+    expect(s.stateError).toContain("models.invalid");
     expect(s.deployment!.steps.map((x) => x.state)).toEqual(["succeeded", "failed", "pending"]);
   });
 

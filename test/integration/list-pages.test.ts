@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ApiKeyWithUsage, Choices, Machine, Page, Stack, User } from "../../relay/admin-contract/index.js";
 import { WebClient } from "../helpers/web-client.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
@@ -92,7 +92,7 @@ describe("paged admin lists", () => {
     expect((await get<User>(`/admin/v1/users?org=${gw.orgId}&state=disabled`)).body.total).toBe(0);
   });
 
-  it("names every stack and machine in one light answer for forms and filters, a stack page with its compatibility and deployment for the page only", async () => {
+  it("names every stack and machine in one light answer for forms and filters; works out a page of stacks' compatibility and deployment for that page only", async () => {
     const { machine } = await gw.relay.control.createMachine(gw.orgId, "spare");
     await gw.relay.control.revokeMachine(null, machine.id);
     const res = await fetch(`${gw.relay.url}/admin/v1/choices?org=${gw.orgId}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
@@ -110,8 +110,11 @@ describe("paged admin lists", () => {
     await web.signIn(member.login, "correct horse battery");
     expect((await web.json<Choices>("GET", "/admin/v1/choices")).stacks.length).toBe(stacks.length);
     expect((await web.call("GET", `/admin/v1/choices?org=${other.id}`)).status).toBe(404);
-    // A page of stacks carries each one's compatibility and deployment, whatever the page.
+    // A page of stacks carries each one's compatibility and deployment, worked out for that page's stacks only.
+    const views = vi.spyOn(gw.relay.control, "viewsOf");
     const page = await get<Stack>(`/admin/v1/stacks?org=${gw.orgId}&sort=name&per_page=1&page=2`);
     expect(page.body.data[0]).toMatchObject({ compatibility: { checks: expect.any(Array) }, deployment: expect.anything() });
+    expect(views.mock.calls.map(([stacks]) => stacks.map((s) => s.id))).toEqual([[page.body.data[0]!.id]]);
+    views.mockRestore();
   });
 });

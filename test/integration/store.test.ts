@@ -256,6 +256,17 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     expect((await store.keys.page(org.id, { ...ask, sort: "tokens_24h", offset: 4, limit: 10 })).keys.map((k) => k.name)).toEqual(["Alpha", "delta"]);
     const second = await store.keys.page(org.id, { ...ask, sort: "name", offset: 2, limit: 2 });
     expect([second.total, second.keys.map((k) => k.name)]).toEqual([6, ["beta", "delta"]]);
+
+    // Numbers in names sort as numbers, and case folds in any script: the same on both databases.
+    const more = (await store.orgs.create("Numbered"))!;
+    for (const [i, name] of ["runner-10", "runner-9", "Runner-100", "ÄRGER", "runner-09"].entries()) {
+      await store.keys.insert({ orgId: more.id, name, prefix: `mk_live_n${i}`, keyHash: `hash-n${i}`, stackIds: null, machineIds: null, rpm: null, tpm: null, createdBy: null }, 100 + i);
+    }
+    const numbered = async (more2: { q?: string; order?: "asc" | "desc" }) => (await store.keys.page(more.id, { ...ask, sort: "name", ...more2 })).keys.map((k) => k.name);
+    expect(await numbered({})).toEqual(["runner-9", "runner-09", "runner-10", "Runner-100", "ÄRGER"]);
+    expect(await numbered({ q: "ärger" })).toEqual(["ÄRGER"]);
+    expect(await numbered({ q: "Är" })).toEqual(["ÄRGER"]);
+    expect(await numbered({ q: "RUNNER-1" })).toEqual(["runner-10", "Runner-100"]);
   });
 
   it("keeps users, settings and web sessions (expired ones are not returned)", async () => {

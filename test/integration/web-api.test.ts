@@ -378,7 +378,6 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       expect(failures(await panel(folder))).toEqual([["model", `${folder} is a directory on this machine; the GGUF runtime needs a .gguf file.`]]);
       const notGguf = join(gw.dataDir, "notes.gguf");
       writeFileSync(notGguf, "these are notes, not weights");
-      expect(failures(await panel(notGguf))).toEqual([["model", expect.stringContaining(`${notGguf} on this machine is not a GGUF model the runtime can read`)]]);
       // The real model: its size and its context's memory come from its header, read on the machine.
       const real = await panel(testModelPath());
       expect(real.ok).toBe(true);
@@ -386,6 +385,17 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       // vLLM takes a hub id as it is; a path it looks for on the machine like any other.
       expect((await panel("Qwen/Qwen2.5-7B-Instruct", "vllm")).checks.filter((x) => x.param === "model" && x.level === "fail")).toEqual([]);
       expect(failures(await panel(join(gw.dataDir, "no-such-dir"), "vllm"))).toEqual(expect.arrayContaining([["model", `There is no file at ${join(gw.dataDir, "no-such-dir")} on this machine.`]]));
+
+      // Only admins, who make stacks, have the machine looked at: a member's panel leaves a path unknown, so a member
+      // cannot probe the machine's disk through it.
+      const member = await signedIn("mo", "correct horse battery");
+      const asMember = await member.json<Compatibility>("POST", "/admin/v1/compatibility", { machine: cpuBox, runtime: "gguf", model: `${missing}.other.gguf` });
+      expect([asMember.ok, failures(asMember)]).toEqual([true, []]);
+      expect(failures(await member.json<Compatibility>("POST", "/admin/v1/compatibility", { machine: cpuBox, runtime: "gguf", model: notGguf }))).toEqual([]);
+      // What a file that is not GGUF held is not said: only that it is not one.
+      expect(failures(await panel(notGguf))).toEqual([["model", `${notGguf} on this machine is not a GGUF model the runtime can read.`]]);
+      // The GGUF runtime's question is about a .gguf file only: another file on the machine is not looked at.
+      expect(failures(await panel("/etc/hostname"))).toEqual([["model", "The GGUF runtime needs a .gguf file (a path, an https:// URL or hf:owner/repo/file.gguf)."], ["model", "The GGUF runtime needs a .gguf file."]]);
 
       // A machine that is not linked cannot be asked: the file is unknown, not refused.
       const { machine: away } = await gw.relay.control.createMachine(gw.orgId, "away-box");

@@ -11,6 +11,8 @@ import { USAGE_ROUTES } from "../../relay/admin-contract/usage.js";
 import { AUDIT_ROUTES } from "../../relay/admin-contract/audit.js";
 import { REQUEST_ROUTES } from "../../relay/admin-contract/requests.js";
 import { USER_ROUTES } from "../../relay/admin-contract/users.js";
+import { OVERVIEW_ROUTES } from "../../relay/admin-contract/overview.js";
+import { CHOICE_ROUTES } from "../../relay/admin-contract/choices.js";
 import { checkInput } from "../../relay/http/admin/check-input.js";
 import type { RouteHandlers } from "../../relay/http/admin/mount-routes.js";
 import { toWire } from "../../relay/http/admin/to-wire.js";
@@ -62,7 +64,7 @@ describe("the admin contract's request checks", () => {
   });
 
   it("declares each route once, under the prefix its authentication covers", () => {
-    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, AUDIT_ROUTES, REQUEST_ROUTES, EVENT_ROUTES, SESSION_ROUTES];
+    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, AUDIT_ROUTES, REQUEST_ROUTES, OVERVIEW_ROUTES, CHOICE_ROUTES, EVENT_ROUTES, SESSION_ROUTES];
     const keys = tables.flatMap((t) => Object.keys(t));
     expect(new Set(keys).size).toBe(keys.length);
     expect(Object.keys(ADMIN_ROUTES).sort()).toEqual([...keys].sort());
@@ -79,6 +81,12 @@ describe("the admin API's answers", () => {
       model_sha256: "x",
       deployment: { steps: [{ started_at: 2, detail: { done_bytes: 3 } }] },
     });
+    // A key named `__proto__` in what a client gave stays a key of the answer, and changes no prototype.
+    const options = JSON.parse('{"__proto__": {"admin": true}, "maxTokens": 2}') as Record<string, unknown>;
+    const wired = toWire({ harnessOptions: options }) as { harness_options: Record<string, unknown> };
+    expect(Object.keys(wired.harness_options)).toEqual(["__proto__", "max_tokens"]);
+    expect((wired.harness_options as { admin?: boolean }).admin).toBeUndefined();
+    expect(Object.getPrototypeOf(wired.harness_options)).toBe(Object.prototype);
   });
 
   it("must match the contract at build time: npm run typecheck fails if any @ts-expect-error below stops being an error", () => {

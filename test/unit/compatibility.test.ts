@@ -128,11 +128,32 @@ describe("the compatibility rules", () => {
     expect(checkStack(plan({ modelRef: "/models/x.gguf" })).checks.find((c) => c.topic === "memory")?.param).toBe("model");
   });
 
+  it("says a context asked past the model's: GGUF serves the model's (a warning), vLLM refuses to start (a failure at the field)", () => {
+    const model = { weightsBytes: 4 * 1024 ** 3, kvBytesPerToken: 131_072, trainContextSize: 32_768, source: "catalog" as const };
+    const vllm = checkStack(plan({ runtime: "vllm", modelRef: "Qwen/Qwen2.5-7B-Instruct", model, hardware: h100, contextSize: 65_536, maxContext: 65_536 }));
+    expect(vllm.checks.filter((c) => c.level === "fail")).toEqual([
+      { topic: "memory", param: "max_context", level: "fail", message: "vLLM refuses a context longer than the model's 32,768 tokens; ask 32,768 or less." },
+    ]);
+    const gguf = checkStack(plan({ model, contextSize: 65_536, maxContext: 65_536 }));
+    expect(gguf.checks.find((c) => c.param === "max_context")).toMatchObject({ level: "warn", message: "The model was trained for 32,768 tokens: the runtime serves 32,768, not the 65,536 asked." });
+    // Within the model's length, or left to the machine's default: nothing to say.
+    expect(checkStack(plan({ runtime: "vllm", modelRef: "Qwen/Qwen2.5-7B-Instruct", model, hardware: h100, contextSize: 8192, maxContext: 8192 })).checks.some((c) => c.param === "max_context")).toBe(false);
+    expect(checkStack(plan({ model, contextSize: 65_536 })).checks.some((c) => c.param === "max_context")).toBe(false);
+  });
+
   it("fails a model the machine says it cannot use at its path, at the model's field", () => {
     const r = checkStack(plan({ modelRef: "/models/gone.gguf", modelFileProblem: "There is no file at /models/gone.gguf on this machine." }));
     expect(r.ok).toBe(false);
     expect(r.checks.filter((c) => c.level === "fail")).toEqual([{ topic: "format", param: "model", level: "fail", message: "There is no file at /models/gone.gguf on this machine." }]);
     expect(refusalReasons(r)).toBe("There is no file at /models/gone.gguf on this machine.");
+    // Said instead of "a GGUF file", and nothing left to size.
+    expect(r.checks.map((c) => [c.topic, c.level])).toEqual([
+      ["runtime", "ok"],
+      ["format", "fail"],
+      ["endpoint", "ok"],
+    ]);
+    // A name that is wrong for the runtime is said too.
+    expect(checkStack(plan({ modelRef: "/models/gone", modelFileProblem: "There is no file at /models/gone on this machine." })).checks.filter((c) => c.level === "fail")).toHaveLength(2);
   });
 
   it("judges no model before one is given: no verdict, only what is chosen, and a runtime that cannot run still fails", () => {

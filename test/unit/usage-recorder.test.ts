@@ -47,39 +47,52 @@ describe.each(DIALECTS)("usage recording on %s", (dialect) => {
     const clock = { now: Date.UTC(2026, 10, 23, 12) };
     const r = await recorder(clock);
     for (let k = 0; k < 10; k++) for (let n = 0; n <= k; n++) r.record(sample(`key_${k}`, `model-${k % 2}`));
+    // Two days earlier: one request of a key that folds into "other", and one of the busiest.
+    const today = clock.now;
+    clock.now = today - 2 * 86_400_000;
+    r.record(sample("key_0", "model-0"));
+    r.record(sample("key_9", "model-1"));
+    clock.now = today;
     const { series, totals, groups } = await r.series("org_a", "30d", "key", { top: 8 });
     expect(series.map((s) => s.group)).toEqual(["key_9", "key_8", "key_7", "key_6", "key_5", "key_4", "key_3", "key_2", "other"]);
-    expect(series.at(-1)!.total.requests).toBe(1 + 2);
+    // "other", bucket by bucket: today key_0 and key_1 (1 + 2), two days ago key_0 (1); key_9's day is its own.
+    expect(series.at(-1)!.total.requests).toBe(1 + 2 + 1);
     expect(series.at(-1)!.points.at(-1)!.requests).toBe(3);
-    expect(series.at(-1)!.points.slice(0, -1).every((p) => p.requests === 0)).toBe(true);
+    expect(series.at(-1)!.points.at(-3)!.requests).toBe(1);
+    expect(series.at(-1)!.points.filter((p) => p.requests !== 0)).toHaveLength(2);
     expect(series[0]!.points.at(-1)).toMatchObject({ requests: 10, completionTokens: 10 * sample("", "").completionTokens });
+    expect([series[0]!.points.at(-3)!.requests, series[0]!.total.requests]).toEqual([1, 11]);
     expect([totals.length, groups]).toEqual([10, 10]);
     // However many groups, the totals list the busiest and fold the rest into 'other', counted.
     const few = await r.series("org_a", "30d", "key", { top: 2, listed: 3 });
     expect(few.totals.map((t) => [t.group, t.total.requests])).toEqual([
-      ["key_9", 10],
+      ["key_9", 11],
       ["key_8", 9],
       ["key_7", 8],
-      ["other", 1 + 2 + 3 + 4 + 5 + 6 + 7],
+      ["other", 2 + 2 + 3 + 4 + 5 + 6 + 7],
     ]);
     expect(few.groups).toBe(10);
     expect(few.series.map((s) => [s.group, s.total.requests])).toEqual([
-      ["key_9", 10],
+      ["key_9", 11],
       ["key_8", 9],
-      ["other", 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8],
+      ["other", 2 + 2 + 3 + 4 + 5 + 6 + 7 + 8],
     ]);
     expect((await r.series("org_a", "30d", "model")).totals.map((t) => [t.group, t.total.requests])).toEqual([
-      ["model-1", 2 + 4 + 6 + 8 + 10],
-      ["model-0", 1 + 3 + 5 + 7 + 9],
+      ["model-1", 2 + 4 + 6 + 8 + 10 + 1],
+      ["model-0", 1 + 3 + 5 + 7 + 9 + 1],
     ]);
   });
 
-  it("counts per key for the keys list, including what is not flushed yet", async () => {
+  /** Each key's requests and tokens of the last day, as the usage page's totals give them. */
+  const perKey = async (r: UsageRecorder) =>
+    new Map((await r.series("org_a", "24h", "key", { listed: 5000 })).totals.map((t) => [t.group, { requests: t.total.requests, tokens: t.total.promptTokens + t.total.completionTokens }]));
+
+  it("counts per key, including what is not flushed yet", async () => {
     const clock = { now: Date.UTC(2026, 10, 23, 12) };
     const r = await recorder(clock);
     r.record(sample("key_1", "m", 10));
     r.record(sample("key_1", "m", 10));
-    expect((await r.totalsByKey("org_a", clock.now - 24 * HOUR)).get("key_1")).toEqual({ requests: 2, tokens: 60 });
+    expect((await perKey(r)).get("key_1")).toEqual({ requests: 2, tokens: 60 });
   });
 
   it("writes 1,200 keys' counts in a few statements, adding to the rows already written", async () => {
@@ -97,7 +110,7 @@ describe.each(DIALECTS)("usage recording on %s", (dialect) => {
     // Three inserts of at most 500 rows.
     expect(statements.mock.calls.length).toBe(3);
     statements.mockRestore();
-    const totals = await r.totalsByKey("org_a", clock.now - 24 * HOUR);
+    const totals = await perKey(r);
     expect(totals.size).toBe(1200);
     expect([totals.get("key_0"), totals.get("key_7"), totals.get("key_1199")]).toEqual([
       { requests: 2, tokens: 6 },

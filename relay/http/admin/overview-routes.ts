@@ -1,8 +1,7 @@
 import type { MachineLoad as WireLoad, Overview, OverviewRoute, RequestFigures as WireFigures, StackState } from "../../admin-contract/index.js";
 import type { Access } from "../../auth/index.js";
-import type { ControlPlane } from "../../control/index.js";
+import type { ControlPlane, Machine, RequestFigures } from "../../control/index.js";
 import type { MachineLoad } from "../../link/index.js";
-import type { Machine, RequestFigures } from "../../store/index.js";
 import type { RequestLog } from "../../usage/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 

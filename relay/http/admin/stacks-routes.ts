@@ -30,7 +30,7 @@ export function stackRoutes(control: ControlPlane, record: AuditRecorder): Route
     },
     "POST /admin/v1/compatibility": async (input, access) => {
       const b = input.body();
-      return toWire(await control.checkPlan({ org: access.org(b.org).id, machine: b.machine, runtime: b.runtime, model: b.model, harness: b.harness, orchestrator: b.orchestrator, endpoint: b.endpoint, maxContext: b.max_context }));
+      return toWire(await control.checkPlan({ org: access.org(b.org).id, machine: b.machine, runtime: b.runtime, model: b.model, harness: b.harness, orchestrator: b.orchestrator, endpoint: b.endpoint, maxContext: b.max_context, askMachine: access.isAdmin }));
     },
     "GET /admin/v1/catalog": () => toWire({ object: "list", data: MODEL_CATALOG.map(({ facts, ...m }) => ({ ...m, sizeBytes: facts.weightsBytes })) }),
     "PATCH /admin/v1/stacks/:id": async (input, access) => {

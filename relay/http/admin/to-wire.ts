@@ -31,6 +31,12 @@ function snakeCase(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snakeCase);
   if (value === null || typeof value !== "object") return value;
   const out: Record<string, unknown> = {};
-  for (const k in value) if (Object.hasOwn(value, k)) out[snakeKey(k)] = snakeCase((value as Record<string, unknown>)[k]);
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    const v = snakeCase((value as Record<string, unknown>)[k]);
+    // A key named `__proto__` (in options a client gave) is defined, not assigned: it stays a key, never the prototype.
+    if (k === "__proto__") Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[snakeKey(k)] = v;
+  }
   return out;
 }

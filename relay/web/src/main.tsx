@@ -107,6 +107,9 @@ function App() {
   useEffect(() => {
     if (session) events.start();
     else events.stop();
+    // Signed out, however (the button, a session that expired or was ended elsewhere): the next person at this
+    // browser does not chat with the playground keys of the one who left.
+    if (session === null) forgetPlaygroundKeys();
   }, [session, events]);
 
   const route = parseRoute(path);
@@ -129,8 +132,6 @@ function App() {
       scrollTo(0, 0);
     },
     signOut: () => {
-      // The next person at this browser does not chat with the keys of the one who left.
-      forgetPlaygroundKeys();
       void client.signOut().finally(() => setSession(null));
     },
     notify,

@@ -9,6 +9,7 @@ import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { useForm } from "../../components/use-form.js";
 import { CompatibilityPanel, verdictOf } from "./compatibility-panel.js";
+import { CONTEXT_RANGE, SIZED_CONTEXT } from "./context-bounds.js";
 
 /** Every runtime kind of the contract, as the Forge offers it: a kind added there fails the build here until it has its words. */
 const RUNTIME_CHOICES: Record<RuntimeKind, { label: string; hint: string }> = {
@@ -77,10 +78,7 @@ const FIELDS_OF_PARAM: Record<string, FieldName[]> = {
   name: ["name", "modelId"],
 };
 
-/** The runtimes whose context a stack sets (the relay refuses it for the others, which size their own). */
-const SIZED_CONTEXT: readonly RuntimeKind[] = ["gguf", "vllm"];
-/** The contexts the relay takes (its contract's MIN_CONTEXT and MAX_CONTEXT): the panel estimates only these. */
-const CONTEXT_RANGE = { min: 128, max: 1_048_576 } as const;
+
 
 /** The Forge's fields holding a stack as it is, to edit it. */
 function fieldsOf(s: Stack): typeof FIELDS {
@@ -381,7 +379,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
                 id="forge-max-context"
                 label="Context size (tokens)"
                 hint="The most tokens of prompt and answer per request. More takes more memory: the compatibility panel follows it. Empty: the machine's default (4,096 unless its agent says otherwise); never more than the model was trained for."
-                error={fieldError("max_context")}
+                error={fieldError("max_context") ?? refused("max_context")}
               >
                 <input
                   id="forge-max-context"
@@ -392,7 +390,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
                   inputMode="numeric"
                   placeholder="4096"
                   {...form.text("maxContext")}
-                  aria-describedby={describedBy("forge-max-context", fieldError("max_context"))}
+                  aria-describedby={describedBy("forge-max-context", fieldError("max_context") ?? refused("max_context"))}
                 />
               </Field>
             )}

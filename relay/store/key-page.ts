@@ -1,9 +1,10 @@
 import { sql, type Expression, type SqlBool } from "kysely";
-import type { Db } from "./open-database.js";
+import type { KEY_SORTS } from "../admin-contract/index.js";
+import { foldText, type Db } from "./open-database.js";
 import type { Row } from "./tables.js";
 
 /** What a list of keys sorts by (the admin API's `KEY_SORTS`). */
-export type KeySort = "name" | "state" | "created_at" | "last_used_at" | "expires_at" | "requests_24h" | "tokens_24h";
+export type KeySort = (typeof KEY_SORTS)[number];
 
 /** A page of an organization's keys, asked as the admin API asks it. */
 export interface KeyPageAsk {
@@ -28,20 +29,22 @@ export type KeyOfPage = Row<"api_keys"> & { requests: number; tokens: number };
 /**
  * One page of an organization's keys, searched, filtered, sorted and paged by the database: 10,000 keys cost a
  * browser 50 rows, and the relay a sort in SQL rather than 10,000 objects. Sorting keeps the list's own order
- * among equals, puts nothing (null) last either way, and sorts names by their letters whatever their case. The
- * use of the last day is summed for the page's keys only, unless the page is sorted by it.
+ * among equals, puts nothing (null) last either way, and sorts names by their letters whatever their case, with
+ * their numbers as numbers (`makina_natural`, the same key on both databases, compared byte by byte). Search folds
+ * case in any script (`makina_fold`). The use of the last day is summed for the page's keys only, unless the page
+ * is sorted by it.
  */
-export async function keyPage(db: Db, orgId: string, ask: KeyPageAsk): Promise<{ rows: KeyOfPage[]; total: number }> {
+export async function keyPage(db: Db, dialect: "sqlite" | "postgres", orgId: string, ask: KeyPageAsk): Promise<{ rows: KeyOfPage[]; total: number }> {
   const expired = sql<SqlBool>`k.expires_at is not null and k.expires_at <= ${ask.now}`;
   const state = sql<string>`case when k.state = 'revoked' then 'revoked' when ${expired} then 'expired' else 'active' end`;
   let query = db.selectFrom("api_keys as k").where("k.org_id", "=", orgId);
   if (ask.state === "revoked") query = query.where("k.state", "=", "revoked");
   else if (ask.state === "expired") query = query.where("k.state", "=", "active").where(expired);
   else if (ask.state === "active") query = query.where("k.state", "=", "active").where(sql<SqlBool>`not (${expired})`);
-  for (const word of (ask.q ?? "").toLowerCase().split(/\s+/).filter(Boolean)) {
+  for (const word of foldText(ask.q ?? "").split(/\s+/).filter(Boolean)) {
     // LIKE's own characters in a word match themselves.
     const pattern = `%${word.replace(/[!%_]/g, (c) => `!${c}`)}%`;
-    const like = (column: Expression<unknown>) => sql<SqlBool>`lower(${column}) like ${pattern} escape '!'`;
+    const like = (column: Expression<unknown>) => sql<SqlBool>`makina_fold(${column}) like ${pattern} escape '!'`;
     query = query.where((eb) => eb.or([like(sql.ref("k.name")), like(sql.ref("k.prefix")), like(sql.ref("k.id"))]));
   }
   const byUse = ask.sort === "requests_24h" || ask.sort === "tokens_24h";
@@ -53,7 +56,8 @@ export async function keyPage(db: Db, orgId: string, ask: KeyPageAsk): Promise<{
     .groupBy("key_id");
   const direction = ask.order === "desc" ? sql`desc` : sql`asc`;
   const sortedBy: Record<KeySort, Expression<unknown>> = {
-    name: sql`lower(k.name)`,
+    // Byte by byte on both: PostgreSQL would otherwise compare by the database's collation.
+    name: dialect === "postgres" ? sql`makina_natural(k.name) collate "C"` : sql`makina_natural(k.name)`,
     state,
     created_at: sql.ref("k.created_at"),
     last_used_at: sql.ref("k.last_used_at"),
