@@ -935,9 +935,16 @@ describe("a newcomer's journey through the web application", () => {
     await shot("narrow-add-machine");
     await page.getByRole("button", { name: /^Close/ }).click();
 
-    // Every key's actions are within reach.
+    // Every key's actions are within reach, and the key form's restrictions fit the window.
     await nav("API keys");
     await page.getByRole("table", { name: "API keys" }).waitFor();
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByTestId("key-stacks-choices").waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    const stackChoices = (await page.getByTestId("key-stacks-choices").boundingBox())!;
+    expect(stackChoices.x + stackChoices.width).toBeLessThanOrEqual(390);
+    await shot("narrow-key-form");
+    await page.getByRole("button", { name: "Cancel" }).click();
     for (const button of await page.getByRole("button", { name: /^(Revoke…|Edit )/ }).all()) {
       const b = (await button.boundingBox())!;
       expect(b.x + b.width).toBeLessThanOrEqual(390);
@@ -1019,15 +1026,15 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.evaluate("document.activeElement.textContent")).toBe("curl");
 
     // A person's own choice wins over the system's, and stays in this browser.
-    await page.getByLabel("Colour theme").selectOption({ label: "Theme: light" });
+    await page.getByLabel("Colour theme").selectOption({ label: "Light" });
     await expect.poll(background).toBe(lightBackground);
     await page.reload();
     await page.getByRole("heading", { name: "Playground" }).waitFor();
     expect(await background()).toBe(lightBackground);
     await page.emulateMedia({ colorScheme: "light" });
-    await page.getByLabel("Colour theme").selectOption({ label: "Theme: dark" });
+    await page.getByLabel("Colour theme").selectOption({ label: "Dark" });
     await expect.poll(background).toBe(darkBackground);
-    await page.getByLabel("Colour theme").selectOption({ label: "Theme: system" });
+    await page.getByLabel("Colour theme").selectOption({ label: "System theme" });
     await expect.poll(background).toBe(lightBackground);
 
     // The first stop of the keyboard skips the navigation: Enter lands on the page's content.

@@ -36,9 +36,9 @@ export function ThemeSwitch() {
   };
   return (
     <select class="theme-switch" aria-label="Colour theme" value={theme} onChange={(e) => choose(e.currentTarget.value as Theme)}>
-      <option value="system">Theme: system</option>
-      <option value="light">Theme: light</option>
-      <option value="dark">Theme: dark</option>
+      <option value="system">System theme</option>
+      <option value="light">Light</option>
+      <option value="dark">Dark</option>
     </select>
   );
 }
