@@ -47,6 +47,52 @@ describe("looking for model files on machines", () => {
     expect(asked).toBe(3);
   });
 
+  it("asks afresh for a stack about to be made, remembers a silent machine a while, and asks one machine a few things at once at most", async () => {
+    const clock = { now: 1000 };
+    let asked = 0;
+    let there = false;
+    const files = new ModelFiles(
+      async (_m, step) => {
+        asked++;
+        if (!there) throw new MakinaError("not_found", `There is no file at ${step.ref} on this machine.`);
+        return found;
+      },
+      { now: () => clock.now },
+    );
+    expect(await files.check("mach_1", "gguf", "/models/m.gguf")).toMatchObject({ usable: false });
+    there = true;
+    // The panel's answer is kept; a create or deploy asks again, and finds the file put there since.
+    expect(await files.check("mach_1", "gguf", "/models/m.gguf")).toMatchObject({ usable: false });
+    expect(await files.check("mach_1", "gguf", "/models/m.gguf", { fresh: true })).toMatchObject({ usable: true });
+    expect(await files.check("mach_1", "gguf", "/models/m.gguf")).toMatchObject({ usable: true });
+    expect(asked).toBe(2);
+
+    // A machine that says nothing (an agent older than the question) costs one wait, not one per question.
+    let silent = 0;
+    const quiet = new ModelFiles(
+      (_m, _s, signal) => {
+        silent++;
+        return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new MakinaError("timeout", "no answer"))));
+      },
+      { timeoutMs: 10, now: () => clock.now },
+    );
+    expect(await quiet.check("mach_1", "gguf", "/a.gguf")).toBeNull();
+    expect(await quiet.check("mach_1", "gguf", "/a.gguf")).toBeNull();
+    expect(silent).toBe(1);
+
+    // Four looks on one machine at once; a fifth is left unknown rather than queued.
+    const waiting: (() => void)[] = [];
+    const slow = new ModelFiles(() => new Promise<StepResult>((resolve) => waiting.push(() => resolve(found))));
+    const five = [1, 2, 3, 4, 5].map((i) => slow.check("mach_1", "gguf", `/m${i}.gguf`));
+    expect(await five[4]).toBeNull();
+    expect(waiting).toHaveLength(4);
+    // Another machine has its own four.
+    const other = slow.check("mach_2", "gguf", "/m1.gguf");
+    expect(waiting).toHaveLength(5);
+    for (const w of waiting) w();
+    expect((await Promise.all([...five.slice(0, 4), other])).every((v) => v?.usable)).toBe(true);
+  });
+
   it("looks only at what names a place on the machine: not a download, a hub id or a server's model", () => {
     expect(isLocalModel("gguf", "/models/m.gguf")).toBe(true);
     expect(isLocalModel("gguf", "models/m.gguf")).toBe(true);
