@@ -19,7 +19,8 @@ describe("a promise that fails with nobody awaiting it", () => {
       await vi.waitFor(() => expect(stderr).toContain("unhandled promise rejection"), { timeout: 15_000, interval: 50 });
       const line = stderr.split("\n").find((l) => l.includes("unhandled promise rejection"))!;
       expect(JSON.parse(line)).toMatchObject({ level: "error", msg: "unhandled promise rejection", err: { message: "nobody awaited this" } });
-      const { url } = JSON.parse(readFileSync(join(dir, "relay", "relay.json"), "utf8")) as { url: string };
+      // On a loaded machine the timer can fire before the relay has written where it listens.
+      const { url } = await vi.waitFor(() => JSON.parse(readFileSync(join(dir, "relay", "relay.json"), "utf8")) as { url: string }, { timeout: 15_000, interval: 50 });
       expect((await fetch(`${url}/health`)).status).toBe(200);
       expect(relay.exitCode).toBeNull();
     } finally {
