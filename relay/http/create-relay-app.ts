@@ -19,7 +19,8 @@ import type { LoadsOf } from "./admin/overview-routes.js";
 import { authRouter } from "./auth/auth-router.js";
 import { findWebDir, webApp } from "./web/web-app.js";
 import { errorHandler, unknownUrl } from "./error-handler.js";
-import { chatCompletions, openAiRouter } from "./openai/index.js";
+import { chatCompletionsCodec, openAiRouter } from "./openai/index.js";
+import { gatewayRoute, type GatewayDeps } from "./gateway/index.js";
 import { requestId } from "./request-id.js";
 
 /** Everything the relay's HTTP side needs, passed in by the composition root. */
@@ -85,7 +86,7 @@ const INSTALL_PATHS = ["/install.sh", "/install/:file", "/agent/v1/check"];
  * one knows nothing of them (404 like any unknown URL).
  */
 export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: boolean; separateInstall?: boolean } = {}): RelayApps {
-  const chat = chatCompletions({
+  const gateway: GatewayDeps = {
     directory: deps.directory,
     registry: deps.targets ?? deps.registry,
     log: deps.log,
@@ -96,7 +97,8 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     metrics: deps.metrics,
     gate: deps.gate,
     ...deps.limits,
-  });
+  };
+  const chat = gatewayRoute(gateway, chatCompletionsCodec);
   const install = deps.install ?? loadInstallFiles(findInstallDir());
   const base = () => {
     const app = express();

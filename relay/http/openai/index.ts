@@ -6,7 +6,7 @@ import type { ApiKeyRecord } from "../../keys/index.js";
 import type { Limiter } from "../../limits/index.js";
 import type { GatewayDirectory } from "../../routing/index.js";
 
-export { chatCompletions, type ChatCompletionsDeps } from "./chat-completions-route.js";
+export { chatCompletionsCodec } from "./chat-completions-codec.js";
 export { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 
 /** Options of the Express side of the gateway. */
@@ -20,7 +20,7 @@ export interface OpenAiRouterDeps {
 
 /**
  * The gateway's routes other than chat completions (which has a handler of its own, see
- * {@link chatCompletions}): `/v1/models` and every other `/v1` path behind bearer keys.
+ * {@link chatCompletionsCodec}): `/v1/models` and every other `/v1` path behind bearer keys.
  */
 export function openAiRouter(deps: OpenAiRouterDeps): Router {
   const router = Router();

@@ -23,10 +23,11 @@ export class SseWriter {
 
   /** Writes `data: <payload>\n\n` (the payload already serialised), waiting for drain when the socket is full. */
   send(payload: string): Promise<boolean> {
-    return this.raw(`data: ${payload}\n\n`);
+    return this.write(`data: ${payload}\n\n`);
   }
 
-  private raw(text: string): Promise<boolean> {
+  /** Writes frames already formatted as server-sent events (`event: …\ndata: …\n\n`), waiting for drain when the socket is full. */
+  write(text: string): Promise<boolean> {
     const res = this.res;
     if (res.destroyed || res.writableEnded) return Promise.resolve(false);
     if (!this.corked) {

@@ -1,20 +1,21 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { MakinaError, type Logger, type TokenEvent, type ToolCallDelta } from "../../../proto/index.js";
+import { MakinaError, type Logger, type TokenEvent, type ToolCall } from "../../../proto/index.js";
 import { authenticateApiKey, type ApiKeyRecord } from "../../keys/index.js";
 import type { Limiter, RefusalBudget } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
 import { PooledBase62 } from "../../ids/index.js";
-import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory, type InferenceTarget } from "../../routing/index.js";
-import type { CapturedExchange, RequestLog, UsageRecorder } from "../../usage/index.js";
+import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory, type InferenceTarget, type PlannableRequest } from "../../routing/index.js";
+import type { RequestLog, UsageRecorder } from "../../usage/index.js";
 import { MODEL_ID } from "../../admin-contract/index.js";
 import { readJsonBody } from "../read-json-body.js";
 import { requestIdFor } from "../request-id.js";
-import { sendError, sendJson } from "../send-json.js";
+import { sendJson } from "../send-json.js";
+import { captureCall, captureOf, captureText, type Capture } from "./exchange-capture.js";
+import type { AnswerMeta, CollectedAnswer, GatewayCodec, StreamEncoder } from "./gateway-codec.js";
 import { SseWriter } from "./sse-writer.js";
-import { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 
-/** Dependencies and limits of the chat-completions endpoint. */
-export interface ChatCompletionsDeps {
+/** Dependencies and limits of the gateway's routes. */
+export interface GatewayDeps {
   /** Keys and routes, refreshed for every request. */
   directory: GatewayDirectory;
   /** Where a machine's requests go: its link on this relay, or the relay that holds it. */
@@ -64,18 +65,16 @@ interface Outcome {
   /** The request log's entry, written once the runtime's count of tokens came (a response that closed before it). */
   logWhenCounted: (() => void) | undefined;
   /** Prompt and answer, when the stack captures them, with until when they are kept. */
-  capture: (CapturedExchange & { until: number }) | undefined;
+  capture: Capture | undefined;
 }
 
-/** The most of a captured prompt (its messages as JSON) and of a captured answer kept, in characters. */
-const CAPTURE_CHARS = 64 * 1024;
-
 /**
- * `POST /v1/chat/completions`, streamed and not, as a plain Node handler: the gateway's one hot path does
- * its own request id, key check, body reading and error envelope (the same helpers the Express side uses)
- * rather than pass through Express's router and body parser.
+ * One API's inference endpoint (`POST /v1/chat/completions`, `/v1/messages`, `/v1/responses`), streamed and
+ * not, as a plain Node handler: the gateway's one path for every API, with the API's codec at its edges. It
+ * does its own request id, key check, body reading and error envelope (the same helpers the Express side
+ * uses) rather than pass through Express's router and body parser.
  */
-export function chatCompletions(deps: ChatCompletionsDeps): (req: IncomingMessage, res: ServerResponse) => void {
+export function gatewayRoute<R extends PlannableRequest>(deps: GatewayDeps, codec: GatewayCodec<R>): (req: IncomingMessage, res: ServerResponse) => void {
   const ids = new PooledBase62();
   return (req, res) => {
     const startedAt = performance.now();
@@ -94,18 +93,18 @@ export function chatCompletions(deps: ChatCompletionsDeps): (req: IncomingMessag
       });
       if (outcome.key) account(deps, outcome, outcome.key, res, requestId, durationMs, outcome.firstTokenAt === undefined ? null : outcome.firstTokenAt - startedAt);
     });
-    serve(deps, ids, req, res, outcome, requestId).catch((err: unknown) => {
-      outcome.errorCode = sendError(res, err, deps.log, requestId);
+    serve(deps, codec, ids, req, res, outcome, requestId).catch((err: unknown) => {
+      outcome.errorCode = codec.sendError(res, err, deps.log, requestId);
       if (outcome.key) deps.refusals.record(outcome.key, res.statusCode);
     });
   };
 }
 
-async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: IncomingMessage, res: ServerResponse, outcome: Outcome, requestId: string): Promise<void> {
+async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: GatewayCodec<R>, ids: PooledBase62, req: IncomingMessage, res: ServerResponse, outcome: Outcome, requestId: string): Promise<void> {
   const reload = deps.directory.refresh();
   if (reload) await reload;
   // A key refused for what it is (expired, revoked) is known from here on: its refusals are logged as its own.
-  const key = authenticateApiKey(deps.directory, req.headers.authorization, Date.now(), outcome);
+  const key = authenticateApiKey(deps.directory, codec.authorization(req), Date.now(), outcome);
   outcome.key = key;
   // Every response to a rate-limited key carries its x-ratelimit-* headers.
   const early = deps.limiter.headers(key);
@@ -115,7 +114,7 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   const body = await readJsonBody(req, deps.bodyLimitBytes);
   outcome.asked = askedModel(body);
   outcome.stream = typeof body === "object" && body !== null && (body as { stream?: unknown }).stream === true;
-  const request = validateChatRequest(body);
+  const request = codec.decode(body);
   // Where it runs, or why it cannot: a router stack may send it on to another model, which then answers, and
   // the response (and the usage) name that model.
   const { model, stack, session, steps, estimatedTokens, captureHours } = planRequest(deps, request, key);
@@ -128,7 +127,7 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
   const admission = admitted instanceof Promise ? await admitted : admitted;
   setHeaders(res, admission.headers);
   const { stream: streamed } = request.input;
-  deps.log.info("chat completion", { requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });
+  deps.log.info(codec.label, { requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });
   // The client going away cancels the generation on the machine.
   const controller = new AbortController();
   const onClose = () => {
@@ -157,11 +156,11 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
         },
       },
     );
-    const meta = { id: `chatcmpl-${ids.next(29)}`, created: Math.floor(Date.now() / 1000), model };
+    const meta: AnswerMeta = { id: codec.answerId(ids), created: Math.floor(Date.now() / 1000), model };
     // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered.
     if (captureHours !== null) outcome.capture = captureOf(request.input.messages, Date.now() + captureHours * 3_600_000);
-    if (streamed) await stream(res, events, meta, request, outcome, deps.log, requestId);
-    else await complete(res, events, meta, controller, deps.requestTimeoutMs, outcome);
+    if (streamed) await stream(res, events, codec.streamEncoder(request, meta), outcome, deps.log, requestId);
+    else await complete(res, events, (answer) => codec.answer(request, meta, answer), controller, deps.requestTimeoutMs, outcome);
   } catch (err) {
     // Not served (refused by the runtime, machine gone before the first byte): give the quota back.
     // A client that went away keeps paying for the tokens generated until then.
@@ -182,7 +181,7 @@ async function serve(deps: ChatCompletionsDeps, ids: PooledBase62, req: Incoming
  * come after the response closed (a client that left mid-answer: the machine says what it generated); its log
  * entry waits for them.
  */
-function account(deps: ChatCompletionsDeps, outcome: Outcome, key: ApiKeyRecord, res: ServerResponse, requestId: string, durationMs: number, firstTokenMs: number | null): void {
+function account(deps: GatewayDeps, outcome: Outcome, key: ApiKeyRecord, res: ServerResponse, requestId: string, durationMs: number, firstTokenMs: number | null): void {
   // A refused request is counted under the model that answers, or none: the text a client sends as `model`
   // never becomes a usage group of its own (a key could make up any number).
   if (!outcome.ran) deps.usage.record({ orgId: key.orgId, keyId: key.id, model: outcome.model, promptTokens: 0, completionTokens: 0, failed: true });
@@ -224,126 +223,71 @@ function askedModel(body: unknown): string {
   return typeof model === "string" && MODEL_ID.test(model) ? model : "";
 }
 
-/** A capture of a request's messages (cut to {@link CAPTURE_CHARS} as JSON text), its answer to come. */
-function captureOf(messages: unknown, until: number): CapturedExchange & { until: number } {
-  const json = JSON.stringify(messages);
-  const whole = json.length <= CAPTURE_CHARS;
-  return { messages: whole ? messages : json.slice(0, CAPTURE_CHARS), answer: "", toolCalls: [], truncated: !whole, until };
-}
-
-function captureText(capture: CapturedExchange, text: string): void {
-  const room = CAPTURE_CHARS - capture.answer.length;
-  if (text.length > room) capture.truncated = true;
-  if (room > 0) capture.answer += text.slice(0, room);
-}
-
-/** The most tool calls of one answer a capture keeps. */
-const CAPTURE_CALLS = 64;
-
-/** A tool call's piece: the call at `index` gets its name and more of its arguments, within the size. */
-function captureCall(capture: CapturedExchange, name: string, args: string, index: number): void {
-  // An index the machine makes up is not an array's length: the capture keeps the first calls only.
-  if (!Number.isInteger(index) || index < 0 || index >= CAPTURE_CALLS) {
-    capture.truncated = true;
-    return;
-  }
-  const call = (capture.toolCalls[index] ??= { name, arguments: "" });
-  if (name) call.name = name;
-  const room = CAPTURE_CHARS - call.arguments.length;
-  if (args.length > room) capture.truncated = true;
-  if (room > 0) call.arguments += args.slice(0, room);
-}
-
-/** A streamed tool-call piece as the vendor's delta: its first piece says the call's id, type and function name. */
-function toolCallDelta(d: ToolCallDelta): string {
-  const args = JSON.stringify(d.arguments);
-  const call = d.id ? `{"index":${d.index},"id":${JSON.stringify(d.id)},"type":"function","function":{"name":${JSON.stringify(d.name)},"arguments":${args}}}` : `{"index":${d.index},"function":{"arguments":${args}}}`;
-  return `{"tool_calls":[${call}]}`;
-}
-
 function setHeaders(res: ServerResponse, headers: Record<string, string>): void {
   for (const name in headers) res.setHeader(name, headers[name]!);
 }
 
-interface Meta {
-  id: string;
-  created: number;
-  model: string;
-}
-
-async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>, meta: Meta, controller: AbortController, timeoutMs: number, outcome: Outcome): Promise<void> {
+/** Gathers a whole answer (the request not streamed), within the request's time, and answers it in one body. */
+async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>, render: (answer: CollectedAnswer) => unknown, controller: AbortController, timeoutMs: number, outcome: Outcome): Promise<void> {
   const timer = setTimeout(() => controller.abort(new MakinaError("timeout", "The request took too long to complete.")), timeoutMs);
   try {
-    let content = "";
-    const calls: { id: string; type: "function"; function: { name: string; arguments: string } }[] = [];
+    let text = "";
+    const calls: ToolCall[] = [];
     // From its first pull the token stream is the runtime's: it reports the usage, whatever happens next.
     outcome.ran = true;
     for await (const ev of events) {
       if (ev.type === "text") {
-        content += ev.text;
+        text += ev.text;
         continue;
       }
       if (ev.type === "toolCall") {
-        const call = (calls[ev.index] ??= { id: ev.id, type: "function", function: { name: ev.name, arguments: "" } });
-        call.function.arguments += ev.arguments;
+        const call = (calls[ev.index] ??= { id: ev.id, name: ev.name, arguments: "" });
+        call.arguments += ev.arguments;
         continue;
       }
       outcome.firstTokenAt = performance.now();
       const made = calls.filter(Boolean);
       if (outcome.capture) {
-        captureText(outcome.capture, content);
-        made.forEach((c, i) => captureCall(outcome.capture!, c.function.name, c.function.arguments, i));
+        captureText(outcome.capture, text);
+        made.forEach((c, i) => captureCall(outcome.capture!, c.name, c.arguments, i));
       }
-      const { promptTokens, completionTokens } = ev.usage;
-      const message = calls.length ? { role: "assistant", content: content || null, refusal: null, tool_calls: made } : { role: "assistant", content, refusal: null };
-      sendJson(res, 200, {
-        id: meta.id,
-        object: "chat.completion",
-        created: meta.created,
-        model: meta.model,
-        choices: [{ index: 0, message, logprobs: null, finish_reason: ev.finishReason }],
-        usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
-      });
+      sendJson(res, 200, render({ text, calls: made, finishReason: ev.finishReason, usage: ev.usage }));
     }
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function stream(res: ServerResponse, events: AsyncGenerator<TokenEvent>, meta: Meta, request: ChatRequest, outcome: Outcome, log: Logger, requestId: string): Promise<void> {
-  // Wait for the machine's first event before committing to 200, so that errors
-  // known up front (context too long, runtime not ready) get their real status.
+/**
+ * Streams an answer as the codec's server-sent events, as the machine's events come, with backpressure. It
+ * waits for the machine's first event before committing to 200, so that errors known up front (context too
+ * long, runtime not ready) get their real status; a stream that breaks after that ends with the codec's
+ * failure frames, never its success marker.
+ */
+async function stream(res: ServerResponse, events: AsyncGenerator<TokenEvent>, encoder: StreamEncoder, outcome: Outcome, log: Logger, requestId: string): Promise<void> {
   outcome.ran = true;
   const first = await events.next();
   outcome.firstTokenAt = performance.now();
   const sse = new SseWriter(res);
   sse.open();
-  // The fixed part of every chunk, serialised once: each event only adds its delta.
-  const head = `{"id":${JSON.stringify(meta.id)},"object":"chat.completion.chunk","created":${meta.created},"model":${JSON.stringify(meta.model)},"choices":`;
-  const chunk = (delta: string, finishReason: string | null) =>
-    `${head}[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finishReason === null ? "null" : JSON.stringify(finishReason)}}]}`;
   try {
-    if (!(await sse.send(chunk(`{"role":"assistant","content":""}`, null)))) return;
+    if (!(await sse.write(encoder.open()))) return;
     let ev: IteratorResult<TokenEvent> = first;
     while (!ev.done) {
       const value = ev.value;
+      let frames: string;
       if (value.type === "text") {
         if (outcome.capture) captureText(outcome.capture, value.text);
-        if (value.text !== "" && !(await sse.send(chunk(`{"content":${JSON.stringify(value.text)}}`, null)))) return;
+        frames = encoder.text(value.text);
       } else if (value.type === "toolCall") {
         if (outcome.capture) captureCall(outcome.capture, value.name, value.arguments, value.index);
-        if (!(await sse.send(chunk(toolCallDelta(value), null)))) return;
+        frames = encoder.toolCall(value);
       } else {
-        if (!(await sse.send(chunk("{}", value.finishReason)))) return;
-        if (request.includeUsage) {
-          const { promptTokens, completionTokens } = value.usage;
-          const usage = `{"prompt_tokens":${promptTokens},"completion_tokens":${completionTokens},"total_tokens":${promptTokens + completionTokens}}`;
-          if (!(await sse.send(`${head}[],"usage":${usage}}`))) return;
-        }
-        await sse.send("[DONE]");
+        await sse.write(encoder.end(value.finishReason, value.usage));
         sse.end();
         return;
       }
+      if (frames !== "" && !(await sse.write(frames))) return;
       ev = await events.next();
     }
   } catch (err) {
@@ -351,8 +295,8 @@ async function stream(res: ServerResponse, events: AsyncGenerator<TokenEvent>, m
     outcome.errorCode = e.code === "canceled" ? "canceled" : "stream_incomplete";
     if (e.code === "canceled") return;
     log.warn("stream failed after the first byte", { requestId, err: e, cause: e.cause });
-    // A truncated stream must never look like a success: an error event and no [DONE].
-    await sse.send(JSON.stringify({ error: { message: `The stream ended before completion: ${e.message}`, type: "server_error", param: null, code: "stream_incomplete" } }));
+    // A truncated stream must never look like a success.
+    await sse.write(encoder.failure(new MakinaError("stream_incomplete", `The stream ended before completion: ${e.message}`)));
     sse.end();
   } finally {
     await events.return(undefined);
