@@ -103,3 +103,30 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = Object.fre
 export function isErrorCode(value: string): value is ErrorCode {
   return Object.hasOwn(ERROR_TABLE, value);
 }
+
+/**
+ * The Anthropic Messages API's error `type` and HTTP status for each of the table's statuses: the same status,
+ * except that a machine or runtime that cannot take the request is 529 `overloaded_error`, as Anthropic says an
+ * overloaded service.
+ */
+const ANTHROPIC_BY_STATUS: Readonly<Record<number, { status: number; type: string }>> = Object.freeze({
+  400: { status: 400, type: "invalid_request_error" },
+  401: { status: 401, type: "authentication_error" },
+  403: { status: 403, type: "permission_error" },
+  404: { status: 404, type: "not_found_error" },
+  408: { status: 408, type: "invalid_request_error" },
+  409: { status: 409, type: "invalid_request_error" },
+  413: { status: 413, type: "request_too_large" },
+  415: { status: 415, type: "invalid_request_error" },
+  429: { status: 429, type: "rate_limit_error" },
+  431: { status: 431, type: "invalid_request_error" },
+  499: { status: 499, type: "api_error" },
+  500: { status: 500, type: "api_error" },
+  503: { status: 529, type: "overloaded_error" },
+  504: { status: 504, type: "timeout_error" },
+});
+
+/** How an error code appears in the Anthropic Messages API: its HTTP status and error `type`. */
+export function anthropicError(mapping: ErrorMapping): { status: number; type: string } {
+  return ANTHROPIC_BY_STATUS[mapping.http] ?? { status: mapping.http, type: "api_error" };
+}

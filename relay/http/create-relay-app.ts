@@ -21,6 +21,7 @@ import { findWebDir, webApp } from "./web/web-app.js";
 import { errorHandler, unknownUrl } from "./error-handler.js";
 import { chatCompletionsCodec, openAiRouter } from "./openai/index.js";
 import { gatewayRoute, type GatewayDeps } from "./gateway/index.js";
+import { messagesCodec } from "./anthropic/index.js";
 import { requestId } from "./request-id.js";
 
 /** Everything the relay's HTTP side needs, passed in by the composition root. */
@@ -99,6 +100,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     ...deps.limits,
   };
   const chat = gatewayRoute(gateway, chatCompletionsCodec);
+  const messages = gatewayRoute(gateway, messagesCodec);
   const install = deps.install ?? loadInstallFiles(findInstallDir());
   const base = () => {
     const app = express();
@@ -132,6 +134,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const gatewayRoutes = (app: Express) => {
     // Spellings of the path that Express also matches (another case, a trailing slash) reach the same handler.
     app.post(CHAT_PATH, (req, res) => chat(req, res));
+    app.post("/v1/messages", (req, res) => messages(req, res));
     if (options.separateInstall) {
       // A machine token must not cross the network in the clear: these are served over TLS only, with a pinned key.
       app.all(INSTALL_PATHS, (_req, _res, next) =>

@@ -1,4 +1,5 @@
 import { MakinaError, type ChatInput, type ChatMessage, type ContentPart, type ResponseFormat } from "../../../proto/index.js";
+import { describeValue, isPlainObject } from "../gateway/translate-body.js";
 import { validateJsonSchema } from "./validate-json-schema.js";
 import { checkToolTurns, messageToolCalls, validateTools } from "./validate-tools.js";
 
@@ -33,15 +34,7 @@ const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 
 const invalid = (param: string, message: string) => new MakinaError("invalid_value", message, { param });
 
-function describe(v: unknown): string {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "an array";
-  return typeof v === "object" ? "an object" : `a ${typeof v}`;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
+const describe = describeValue;
 
 const number = (min: number, max: number) => (v: unknown, name: string) => {
   if (typeof v !== "number" || !Number.isFinite(v)) throw invalid(name, `Invalid type for '${name}': expected a number, but got ${describe(v)}.`);

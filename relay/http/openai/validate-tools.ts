@@ -1,4 +1,5 @@
 import { MakinaError, type ChatMessage, type ToolCall, type ToolChoice, type ToolDefinition } from "../../../proto/index.js";
+import { isPlainObject } from "../gateway/translate-body.js";
 import { validateJsonSchema } from "./validate-json-schema.js";
 
 /** A request's tools, as the link carries them. */
@@ -21,10 +22,6 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const invalid = (param: string, message: string) => new MakinaError("invalid_value", message, { param });
 const missing = (param: string) => new MakinaError("missing_required_parameter", `Missing required parameter: '${param}'.`, { param });
 const unknown = (param: string) => new MakinaError("unknown_parameter", `Unrecognized request argument supplied: ${param}`, { param });
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 function only(o: Record<string, unknown>, keys: readonly string[], param: string): void {
   for (const k of Object.keys(o)) if (!keys.includes(k)) throw unknown(`${param}.${k.slice(0, 64)}`);

@@ -1,0 +1,2 @@
+export { messagesCodec } from "./messages-codec.js";
+export { decodeMessagesRequest } from "./decode-messages-request.js";
