@@ -10,6 +10,10 @@ export function unknownUrl(): RequestHandler {
       next(new MakinaError("unsupported_endpoint", "The legacy completions endpoint POST /v1/completions is not supported; use POST /v1/chat/completions."));
       return;
     }
+    if (req.path.startsWith("/v1/responses/")) {
+      next(new MakinaError("not_found", "This gateway does not keep responses: none can be fetched, listed, canceled or deleted. Send the whole conversation in each request's 'input'."));
+      return;
+    }
     next(new MakinaError("unknown_url", `Unknown request URL: ${req.method} ${req.path}. Please check the URL for typos.`));
   };
 }

@@ -7,6 +7,8 @@ import type { Limiter } from "../../limits/index.js";
 import type { GatewayDirectory } from "../../routing/index.js";
 
 export { chatCompletionsCodec } from "./chat-completions-codec.js";
+export { responsesCodec } from "./responses-codec.js";
+export { decodeResponsesRequest, type ResponsesRequest } from "./decode-responses-request.js";
 export { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 
 /** Options of the Express side of the gateway. */
