@@ -120,7 +120,62 @@ export function generator(seed: number, ctx: { key: string; model: string }) {
     if (rnd() < 0.1) for (let i = 0; i < 11; i++) schema = { type: "object", properties: { p: schema } }; // past 10 levels
     return { type: "object", properties: { a: schema } };
   };
+  // The Messages and Responses APIs, each with its own base body and the values that break its parameters.
+  const post = (path: string) => (kind: string, body: unknown, headers: Record<string, string> = auth): HostileRequest => ({ ...chat(kind, body, headers), path });
+  const messages = post("/v1/messages");
+  const responses = post("/v1/responses");
+  const messagesBase = () => ({ model: ctx.model, max_tokens: 1, messages: [{ role: "user", content: "hi" }] });
+  const responsesBase = () => ({ model: ctx.model, input: "hi", max_output_tokens: 1 });
+  const BAD_MESSAGES: Record<string, unknown[]> = {
+    model: [null, 0, [], "", "x".repeat(300)],
+    max_tokens: [null, 0, -1, 1.5, "10", 2 ** 64, 16_777_217],
+    messages: [null, "hi", {}, [], [null], [{ role: "system", content: "x" }], [{ role: "user", content: 5 }], [{ role: "user", content: [{ type: "tool_result" }] }], [{ role: "assistant", content: [{ type: "tool_use", id: "t", name: "f", input: "str" }] }], [{ role: "user", content: [{ type: "image", source: { type: "file", file_id: "x" } }] }], [{ role: "user", content: [{ type: "document", source: {} }] }], [{ role: "user", content: [{ type: "tool_use", id: "t", name: "f", input: {} }] }], [{ role: "user", content: [{ type: "tool_result", tool_use_id: "nope", content: "x" }] }]],
+    system: [5, {}, [{ type: "image" }], [5]],
+    stop_sequences: [5, [1], [""], ["a", "b", "c", "d", "e"]],
+    temperature: [-0.1, 2.5, "1"],
+    top_p: [-1, 2, {}],
+    top_k: [5, 40],
+    tools: ["all", {}, [{ name: "f" }], [{ type: "bash_20250124", name: "bash" }], [{ name: "f", input_schema: { type: "string" } }]],
+    tool_choice: ["auto", { type: "sometimes" }, { type: "tool" }, 5],
+    output_config: [5, { format: { type: "xml" } }, { format: { type: "json_schema", schema: { type: "nonsense" } } }],
+    container: ["c"],
+    mcp_servers: [[{ url: "http://169.254.169.254" }]],
+  };
+  const BAD_RESPONSES: Record<string, unknown[]> = {
+    model: [null, 0, [], "", "x".repeat(300)],
+    input: [null, 5, {}, [], [5], [{ role: "robot", content: "x" }], [{ type: "item_reference", id: "x" }], [{ type: "function_call_output" }], [{ type: "function_call", call_id: "c", name: "f", arguments: 5 }], [{ role: "user", content: [{ type: "input_file", file_id: "f" }] }], [{ type: "function_call_output", call_id: "nope", output: "x" }], [{ role: "user", content: [{ type: "input_image" }] }]],
+    instructions: [5, {}, []],
+    max_output_tokens: [0, -1, "x", 2 ** 64],
+    tools: ["x", [{ type: "web_search" }], [{ type: "function" }], [{ type: "function", name: "f", parameters: { type: "string" } }]],
+    tool_choice: ["sometimes", { type: "file_search" }, { type: "function" }],
+    text: [5, { format: { type: "xml" } }, { format: { type: "json_schema", name: "o", schema: { type: "nonsense" } } }, { format: 5 }],
+    previous_response_id: ["resp_x"],
+    background: [true],
+    temperature: [3, "1"],
+  };
+  const badOf = (table: Record<string, unknown[]>, base: () => Record<string, unknown>) => () => {
+    const name = pick(Object.keys(table));
+    return [`bad ${name}`, { ...base(), [name]: pick(table[name]!) }] as const;
+  };
+  const badMessages = badOf(BAD_MESSAGES, messagesBase);
+  const badResponses = badOf(BAD_RESPONSES, responsesBase);
   const makers: (() => HostileRequest)[] = [
+    () => messages(...badMessages()),
+    () => messages(...badMessages()),
+    () => messages("bad tool schema", { ...messagesBase(), tools: [{ name: "f", input_schema: faultySchema() }] }),
+    () => messages("unknown parameter", { ...messagesBase(), [`x_${weird().slice(0, 30)}${int(1e6)}`]: randomValue() }),
+    () => messages("random object", Object.fromEntries(Array.from({ length: 1 + int(5) }, () => [weird() || "k", randomValue()]))),
+    () => messages("unknown model", { ...messagesBase(), model: `no-such-${int(1e9)}` }),
+    () => messages("bad key", messagesBase(), { "content-type": "application/json", "x-api-key": pick(["", "sk-ant-x", `mk_live_${int(1e9)}`, "x".repeat(4000)]) }),
+    () => messages("prototype key", `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","__proto__":{"admin":true}}]}],"model":"${ctx.model}","max_tokens":1}`),
+    () => responses(...badResponses()),
+    () => responses(...badResponses()),
+    () => responses("bad tool schema", { ...responsesBase(), tools: [{ type: "function", name: "f", parameters: faultySchema() }] }),
+    () => responses("unknown parameter", { ...responsesBase(), [`x_${weird().slice(0, 30)}${int(1e6)}`]: randomValue() }),
+    () => responses("random object", Object.fromEntries(Array.from({ length: 1 + int(5) }, () => [weird() || "k", randomValue()]))),
+    () => responses("unknown model", { ...responsesBase(), model: `no-such-${int(1e9)}` }),
+    () => responses("prototype key", `{"input":[{"role":"user","content":[{"type":"input_text","text":"hi","constructor":{"prototype":{}}}]}],"model":"${ctx.model}","max_output_tokens":1}`),
+    () => responses("malformed JSON", pick(['{"input":', "{'a': 1}", '{"model":"m",}', "NaN"])),
     () => chat("bad tool schema", { ...base(), tools: [{ type: "function", function: { name: "f", parameters: faultySchema() } }], tool_choice: pick(["auto", "required"]) }),
     () => chat("bad response schema", { ...base(), response_format: { type: "json_schema", json_schema: { name: "out", schema: faultySchema(), strict: rnd() < 0.5 } } }),
     () => chat("non-object body", pick([null, 1, "str", [1, 2], true, []])),

@@ -54,9 +54,13 @@ describe("hostile input", () => {
         const a = await send(gw.relay.url, gw.relay.httpPort, r);
         let envelope = false;
         try {
-          const e = (JSON.parse(a.body) as { error?: Record<string, unknown> }).error;
+          const parsed = JSON.parse(a.body) as { type?: unknown; error?: Record<string, unknown> };
+          const e = parsed.error;
+          // The Messages API answers in Anthropic's envelope; every other path in the OpenAI one.
           envelope =
-            !!e && typeof e.message === "string" && typeof e.type === "string" && (e.param === null || typeof e.param === "string") && (e.code === null || typeof e.code === "string") && Object.keys(e).length === 4;
+            r.path === "/v1/messages"
+              ? parsed.type === "error" && !!e && typeof e.type === "string" && typeof e.message === "string" && Object.keys(e).length === 2
+              : !!e && typeof e.message === "string" && typeof e.type === "string" && (e.param === null || typeof e.param === "string") && (e.code === null || typeof e.code === "string") && Object.keys(e).length === 4;
         } catch {
           envelope = false;
         }
@@ -69,6 +73,8 @@ describe("hostile input", () => {
     expect(failures.slice(0, 20)).toEqual([]);
     expect(cases).toHaveLength(5000);
     expect(kinds.size).toBeGreaterThanOrEqual(20);
+    expect(cases.filter((r) => r.path === "/v1/messages").length).toBeGreaterThan(800);
+    expect(cases.filter((r) => r.path === "/v1/responses").length).toBeGreaterThan(800);
 
     const health = await fetch(`${gw.relay.url}/health`);
     expect(health.status).toBe(200);
