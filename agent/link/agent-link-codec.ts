@@ -61,11 +61,13 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
 export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
   switch (message.type) {
     case "text":
-      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: message.text, toolCall: undefined } } };
+      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: message.text, toolCall: undefined, embedding: undefined } } };
     case "toolCall": {
       const { requestId, index, id, name, arguments: args } = message;
-      return { body: { $case: "inferenceChunk", value: { requestId, text: "", toolCall: { index, id, name, arguments: args } } } };
+      return { body: { $case: "inferenceChunk", value: { requestId, text: "", toolCall: { index, id, name, arguments: args }, embedding: undefined } } };
     }
+    case "embedding":
+      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: "", toolCall: undefined, embedding: { index: message.index, values: message.values } } } };
     case "end":
       return { body: { $case: "inferenceEnd", value: { requestId: message.requestId, outcome: { $case: "done", value: { finishReason: message.finishReason } }, usage: message.usage } } };
     case "failed":

@@ -103,7 +103,7 @@ export class InferenceDispatcher {
           await active.gate.take(signal);
           this.send({ type: "text", requestId, text: ev.text });
           this.chunksSent++;
-        } else if (ev.type === "toolCall") {
+        } else if (ev.type === "toolCall" || ev.type === "embedding") {
           await active.gate.take(signal);
           this.send({ ...ev, requestId });
           this.chunksSent++;

@@ -358,7 +358,24 @@ export interface InferenceRequest {
   /** The one function to call when `tool_choice` is "function". */
   toolChoiceFunction: string;
   /** Whether several calls may come in one answer; absent: yes. */
-  parallelToolCalls?: boolean | undefined;
+  parallelToolCalls?:
+    | boolean
+    | undefined;
+  /**
+   * Not empty: an embeddings request, not a chat (`messages` is empty). The runtime answers one
+   * `InferenceChunk.embedding` per input, in order, then `InferenceEnd` with the tokens of the inputs as
+   * `prompt_tokens`.
+   */
+  embed: EmbedInput[];
+  /** Of an embeddings request: the size of each vector; 0 means the model's own. */
+  dimensions: number;
+}
+
+/** One input of an embeddings request: a text, or the model's token ids. */
+export interface EmbedInput {
+  text: string;
+  /** Instead of text, when not empty. */
+  tokens: number[];
 }
 
 /** OpenAI's `response_format` beyond text: any JSON object, or JSON valid against a schema. */
@@ -392,7 +409,18 @@ export interface InferenceChunk {
   /** The text produced since the previous chunk. */
   text: string;
   /** Instead of text: a piece of a tool call. */
-  toolCall?: ToolCallDelta | undefined;
+  toolCall?:
+    | ToolCallDelta
+    | undefined;
+  /** Instead of text, for an embeddings request: the vector of one input. */
+  embedding?: Embedding | undefined;
+}
+
+/** The vector of one input of an embeddings request. */
+export interface Embedding {
+  /** Which input (0, 1, …). */
+  index: number;
+  values: number[];
 }
 
 /**
@@ -3506,6 +3534,8 @@ function createBaseInferenceRequest(): InferenceRequest {
     toolChoice: "",
     toolChoiceFunction: "",
     parallelToolCalls: undefined,
+    embed: [],
+    dimensions: 0,
   };
 }
 
@@ -3564,6 +3594,12 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     }
     if (message.parallelToolCalls !== undefined) {
       writer.uint32(144).bool(message.parallelToolCalls);
+    }
+    for (const v of message.embed) {
+      EmbedInput.encode(v!, writer.uint32(154).fork()).join();
+    }
+    if (message.dimensions !== 0) {
+      writer.uint32(160).uint32(message.dimensions);
     }
     return writer;
   },
@@ -3725,6 +3761,22 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
             message.parallelToolCalls = reader.bool();
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.embed.push(EmbedInput.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.dimensions = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3809,6 +3861,10 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
         : isSet(object.parallel_tool_calls)
         ? globalThis.Boolean(object.parallel_tool_calls)
         : undefined,
+      embed: globalThis.Array.isArray(object?.embed)
+        ? object.embed.map((e: any) => EmbedInput.fromJSON(e))
+        : [],
+      dimensions: isSet(object.dimensions) ? globalThis.Number(object.dimensions) : 0,
     };
   },
 
@@ -3868,6 +3924,12 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     if (message.parallelToolCalls !== undefined) {
       obj.parallelToolCalls = message.parallelToolCalls;
     }
+    if (message.embed?.length) {
+      obj.embed = message.embed.map((e) => EmbedInput.toJSON(e));
+    }
+    if (message.dimensions !== 0) {
+      obj.dimensions = Math.round(message.dimensions);
+    }
     return obj;
   },
 
@@ -3896,6 +3958,107 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     message.toolChoice = object.toolChoice ?? "";
     message.toolChoiceFunction = object.toolChoiceFunction ?? "";
     message.parallelToolCalls = object.parallelToolCalls ?? undefined;
+    message.embed = object.embed?.map((e) => EmbedInput.fromPartial(e)) || [];
+    message.dimensions = object.dimensions ?? 0;
+    return message;
+  },
+};
+
+function createBaseEmbedInput(): EmbedInput {
+  return { text: "", tokens: [] };
+}
+
+export const EmbedInput: MessageFns<EmbedInput> = {
+  encode(message: EmbedInput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.text !== "") {
+      writer.uint32(10).string(message.text);
+    }
+    if (message.tokens.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.tokens) {
+        writer.uint32(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EmbedInput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbedInput();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag === 16) {
+              message.tokens.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.tokens.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EmbedInput {
+    return {
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      tokens: globalThis.Array.isArray(object?.tokens) ? object.tokens.map((e: any) => globalThis.Number(e)) : [],
+    };
+  },
+
+  toJSON(message: EmbedInput): unknown {
+    const obj: any = {};
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.tokens?.length) {
+      obj.tokens = message.tokens.map((e) => Math.round(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EmbedInput>, I>>(base?: I): EmbedInput {
+    return EmbedInput.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EmbedInput>, I>>(object: I): EmbedInput {
+    const message = createBaseEmbedInput();
+    message.text = object.text ?? "";
+    message.tokens = object.tokens?.map((e) => e) || [];
     return message;
   },
 };
@@ -4200,7 +4363,7 @@ export const InferenceCredit: MessageFns<InferenceCredit> = {
 };
 
 function createBaseInferenceChunk(): InferenceChunk {
-  return { requestId: "", text: "", toolCall: undefined };
+  return { requestId: "", text: "", toolCall: undefined, embedding: undefined };
 }
 
 export const InferenceChunk: MessageFns<InferenceChunk> = {
@@ -4213,6 +4376,9 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
     }
     if (message.toolCall !== undefined) {
       ToolCallDelta.encode(message.toolCall, writer.uint32(26).fork()).join();
+    }
+    if (message.embedding !== undefined) {
+      Embedding.encode(message.embedding, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -4254,6 +4420,14 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
             message.toolCall = ToolCallDelta.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.embedding = Embedding.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4279,6 +4453,7 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
         : isSet(object.tool_call)
         ? ToolCallDelta.fromJSON(object.tool_call)
         : undefined,
+      embedding: isSet(object.embedding) ? Embedding.fromJSON(object.embedding) : undefined,
     };
   },
 
@@ -4293,6 +4468,9 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
     if (message.toolCall !== undefined) {
       obj.toolCall = ToolCallDelta.toJSON(message.toolCall);
     }
+    if (message.embedding !== undefined) {
+      obj.embedding = Embedding.toJSON(message.embedding);
+    }
     return obj;
   },
 
@@ -4306,6 +4484,108 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
     message.toolCall = (object.toolCall !== undefined && object.toolCall !== null)
       ? ToolCallDelta.fromPartial(object.toolCall)
       : undefined;
+    message.embedding = (object.embedding !== undefined && object.embedding !== null)
+      ? Embedding.fromPartial(object.embedding)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseEmbedding(): Embedding {
+  return { index: 0, values: [] };
+}
+
+export const Embedding: MessageFns<Embedding> = {
+  encode(message: Embedding, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.values.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.values) {
+        writer.float(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Embedding {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbedding();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag === 21) {
+              message.values.push(reader.float());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.values.push(reader.float());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Embedding {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => globalThis.Number(e)) : [],
+    };
+  },
+
+  toJSON(message: Embedding): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.values?.length) {
+      obj.values = message.values.map((e) => floatToJson(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Embedding>, I>>(base?: I): Embedding {
+    return Embedding.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Embedding>, I>>(object: I): Embedding {
+    const message = createBaseEmbedding();
+    message.index = object.index ?? 0;
+    message.values = object.values?.map((e) => e) || [];
     return message;
   },
 };

@@ -27,7 +27,22 @@ export interface ToolCallDelta {
  * The one vocabulary of a token stream, from the runtime over the link to the HTTP route: text and tool-call
  * pieces as they are produced, then one `end` with the usage of the whole request.
  */
-export type TokenEvent = { type: "text"; text: string } | ({ type: "toolCall" } & ToolCallDelta) | { type: "end"; finishReason: FinishReason; usage: Usage };
+export type TokenEvent = { type: "text"; text: string } | ({ type: "toolCall" } & ToolCallDelta) | ({ type: "embedding" } & EmbeddingVector) | { type: "end"; finishReason: FinishReason; usage: Usage };
+
+/** The vector of one input of an embeddings request (`index` in the request's inputs). */
+export interface EmbeddingVector {
+  index: number;
+  values: number[];
+}
+
+/** The most inputs one embeddings request may have (the vendor's limit). */
+export const MAX_EMBED_INPUTS = 2048;
+
+/** One input of an embeddings request: a text, or (when `tokens` is not empty) the model's token ids. */
+export interface EmbedInput {
+  text: string;
+  tokens: number[];
+}
 
 /** A call of one of the request's tools: `arguments` is JSON text. */
 export interface ToolCall {
@@ -94,6 +109,13 @@ export interface ChatInput {
   toolChoiceFunction?: string;
   /** Whether one answer may call several tools; absent: yes. */
   parallelToolCalls?: boolean;
+  /**
+   * Present and not empty: an embeddings request, not a chat (`messages` is empty). The runtime yields one
+   * `embedding` event per input, in order, then `end` with the inputs' tokens as `promptTokens`.
+   */
+  embed?: EmbedInput[];
+  /** Of an embeddings request: the size of each vector; absent or 0: the model's own. */
+  dimensions?: number;
 }
 
 /** Any JSON object, or JSON valid against a schema (OpenAI's `json_schema`, whose schema travels as JSON text). */
@@ -269,6 +291,7 @@ export type AgentToRelay =
   | { type: "heartbeat"; sentAtMs: number }
   | { type: "text"; requestId: string; text: string }
   | ({ type: "toolCall"; requestId: string } & ToolCallDelta)
+  | ({ type: "embedding"; requestId: string } & EmbeddingVector)
   | { type: "end"; requestId: string; finishReason: FinishReason; usage: Usage }
   | { type: "failed"; requestId: string; error: ErrorReport; usage: Usage }
   | { type: "progress"; commandId: string; progress: StepProgress }

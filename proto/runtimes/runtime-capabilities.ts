@@ -12,10 +12,13 @@ export const RUNTIME_CAPABILITIES: Readonly<Record<RuntimeKind, readonly string[
   // GGUF enforces response_format with a grammar made from the JSON schema; vLLM and OpenAI-compatible servers
   // take it as is, and tools and image parts ("image_url") too: the agent passes them through, the server
   // calls the tools and reads the images (with a vision model; another answers with its own error).
-  gguf: ["presence_penalty", "frequency_penalty", "response_format"],
-  vllm: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url"],
+  // "embeddings" (with "dimensions") are requests of /v1/embeddings: GGUF through node-llama-cpp's embedding
+  // context (its own size only), vLLM (a pooling model) and OpenAI-compatible servers passed through; MLX's server
+  // has no embeddings endpoint.
+  gguf: ["presence_penalty", "frequency_penalty", "response_format", "embeddings", "dimensions"],
+  vllm: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url", "embeddings", "dimensions"],
   mlx: [],
-  openai: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url"],
+  openai: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url", "embeddings", "dimensions"],
 });
 
 /**
@@ -31,8 +34,8 @@ export function harnessHonouring(runtime: RuntimeKind, param: string): string | 
   return Object.keys(HARNESS_CAPABILITIES).find((h) => HARNESS_CAPABILITIES[h]![runtime]?.includes(param));
 }
 
-/** What an orchestrator takes away: tools belong to one run of the model, and an orchestrator runs it several times. */
-const ORCHESTRATED_EXCLUDES: readonly string[] = ["tools", "tool_choice"];
+/** What an orchestrator takes away: tools belong to one run of the model, and an orchestrator runs it several times (an embedding is no answer to refine or vote on). */
+const ORCHESTRATED_EXCLUDES: readonly string[] = ["tools", "tool_choice", "embeddings", "dimensions"];
 
 /** The request parameters (beyond the basics) a stack of this runtime and layers honours. */
 export function honouredParameters(runtime: RuntimeKind, harness: string | null, orchestrator: string | null = null): readonly string[] {

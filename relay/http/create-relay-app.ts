@@ -19,7 +19,7 @@ import type { LoadsOf } from "./admin/overview-routes.js";
 import { authRouter } from "./auth/auth-router.js";
 import { findWebDir, webApp } from "./web/web-app.js";
 import { errorHandler, unknownUrl } from "./error-handler.js";
-import { chatCompletionsCodec, openAiRouter, responsesCodec } from "./openai/index.js";
+import { chatCompletionsCodec, embeddingsCodec, openAiRouter, responsesCodec } from "./openai/index.js";
 import { gatewayRoute, type GatewayDeps } from "./gateway/index.js";
 import { messagesCodec } from "./anthropic/index.js";
 import { requestId } from "./request-id.js";
@@ -102,6 +102,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const chat = gatewayRoute(gateway, chatCompletionsCodec);
   const messages = gatewayRoute(gateway, messagesCodec);
   const responses = gatewayRoute(gateway, responsesCodec);
+  const embeddings = gatewayRoute(gateway, embeddingsCodec);
   const install = deps.install ?? loadInstallFiles(findInstallDir());
   const base = () => {
     const app = express();
@@ -137,6 +138,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     app.post(CHAT_PATH, (req, res) => chat(req, res));
     app.post("/v1/messages", (req, res) => messages(req, res));
     app.post("/v1/responses", (req, res) => responses(req, res));
+    app.post("/v1/embeddings", (req, res) => embeddings(req, res));
     if (options.separateInstall) {
       // A machine token must not cross the network in the clear: these are served over TLS only, with a pinned key.
       app.all(INSTALL_PATHS, (_req, _res, next) =>

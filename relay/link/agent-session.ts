@@ -164,11 +164,13 @@ export class AgentSession {
     this.lastSeenAt = Date.now();
     switch (message.type) {
       case "text":
-      case "toolCall": {
+      case "toolCall":
+      case "embedding": {
         const tracked = this.inferences.get(message.requestId);
         if (!tracked) return;
         tracked.seen.chunks++;
-        tracked.seen.chars += message.type === "text" ? message.text.length : message.arguments.length + message.name.length;
+        // A vector's number is held as 8 bytes: counted as 8 characters against the limit.
+        tracked.seen.chars += message.type === "text" ? message.text.length : message.type === "toolCall" ? message.arguments.length + message.name.length : message.values.length * 8;
         if (tracked.seen.chars > MAX_ANSWER_CHARS) {
           tracked.pending.fail(new MakinaError("stream_incomplete", `The answer grew past the relay's limit of ${MAX_ANSWER_CHARS} characters.`));
           return;
@@ -254,7 +256,9 @@ export class AgentSession {
     }
     // A runtime tells the model about the tools in the prompt.
     if (input.tools) for (const t of input.tools) promptChars += t.name.length + t.description.length + t.parametersJson.length + 256;
-    const seen = { chunks: 0, chars: 0, promptChars, messages: input.messages.length, maxTokens: input.maxTokens, steps: options.steps ?? 1 };
+    // An embeddings request's inputs are its prompt: a token id is one token, a character at most one.
+    if (input.embed) for (const e of input.embed) promptChars += e.text.length + e.tokens.length;
+    const seen = { chunks: 0, chars: 0, promptChars, messages: input.messages.length + (input.embed?.length ?? 0), maxTokens: input.maxTokens, steps: options.steps ?? 1 };
     const tracked: Tracked = { pending, onUsage: options.onUsage, abandoned: false, seen };
     this.inferences.set(requestId, tracked);
     const { signal } = options;

@@ -9,7 +9,8 @@ export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefi
   const body = message.body;
   switch (body?.$case) {
     case "inferenceChunk": {
-      const { requestId, text, toolCall } = body.value;
+      const { requestId, text, toolCall, embedding } = body.value;
+      if (embedding) return { type: "embedding", requestId, index: embedding.index, values: embedding.values };
       return toolCall ? { type: "toolCall", requestId, ...toolCall } : { type: "text", requestId, text };
     }
     case "inferenceEnd": {
@@ -84,6 +85,8 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             toolChoice: input.toolChoice ?? "",
             toolChoiceFunction: input.toolChoiceFunction ?? "",
             parallelToolCalls: input.parallelToolCalls,
+            embed: input.embed ?? [],
+            dimensions: input.dimensions ?? 0,
           },
         },
       };

@@ -74,13 +74,16 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   }
   // An orchestrator runs the model several times for one answer: every run counts.
   const steps = stack.orchestrator ? orchestratorSteps(stack.orchestrator, stack.orchestratorOptions) : 1;
-  const estimatedTokens = steps * estimateTokens(request.input.messages, maxTokens > 0 ? maxTokens : null, deps.defaultCompletionEstimate);
+  const estimatedTokens = steps * estimateTokens(request.input.messages, maxTokens > 0 ? maxTokens : null, deps.defaultCompletionEstimate, request.input.embed);
   return { model, stack, session, steps, estimatedTokens, captureHours: Math.max(stack.captureHours ?? 0, via?.captureHours ?? 0) || null };
 }
 
 /** The refusal when no stack serving `model` honours a parameter the request needs: the first such parameter, named. */
 function unsupported(first: Stack, request: PlannableRequest, model: string): MakinaError {
   const param = request.needs.find((p) => !honouredParameters(first.runtime, first.harness, first.orchestrator).includes(p))!;
+  if (param === "embeddings") {
+    return new MakinaError("unsupported_parameter", first.orchestrator ? `\`${model}\` is served by a stack with the '${first.orchestrator}' orchestrator, which answers chats only: it has no embeddings.` : `The ${first.runtime} runtime serving \`${model}\` has no embeddings.`, { param: "model" });
+  }
   if (param === "image_url") {
     return new MakinaError("unsupported_parameter", `Image parts are not supported by the ${first.runtime} runtime serving \`${model}\`.`, { param: request.imagePart! });
   }

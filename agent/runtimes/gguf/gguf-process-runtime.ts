@@ -54,6 +54,7 @@ export class GgufProcessRuntime implements ModelRuntime {
           return;
         }
         if (frame.type === "text") yield { type: "text", text: frame.text };
+        else if (frame.type === "embedding") yield { type: "embedding", index: frame.index, values: frame.values };
         else yield { type: "toolCall", index: frame.index, id: frame.id, name: frame.name, arguments: frame.arguments };
         writeFrame(socket, { type: "credit", n: 1 });
       }

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
+import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { MakinaError, type ChatMessage } from "../../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
@@ -66,7 +66,7 @@ export async function loadGgufModel(llama: Llama, modelPath: string, options: Gg
     await model.dispose();
     throw err;
   }
-  return new GgufRuntime(model, context);
+  return new GgufRuntime(model, context, options.threads);
 }
 
 /** Text chunks decoded ahead of the reader before a sequence pauses its decoding. */
@@ -101,10 +101,15 @@ export class GgufRuntime implements ModelRuntime {
   private readonly toolFunctions: ToolFunctions;
   readonly contextSize: number;
   readonly endpoint = "in-process";
+  /** The model's embedding context, made on the first embeddings request (it holds a context of its own). */
+  private embedder: Promise<LlamaEmbeddingContext> | undefined;
+  /** Embeddings requests take the embedding context one after another. */
+  private embedTurn: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
+    private readonly threads = 1,
   ) {
     this.contextSize = context.contextSize;
     this.grammars = new ResponseGrammars(model.llama);
@@ -143,6 +148,10 @@ export class GgufRuntime implements ModelRuntime {
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
     if (this.closed) throw new MakinaError("runtime_unavailable", "The model is being unloaded.", { retryAfterMs: 1000 });
+    if (input.embed?.length) {
+      yield* this.embed(input, options);
+      return;
+    }
     // Checked before a sequence is taken: a refused request waits for nothing.
     const functions = await this.functionsFor(input);
     const slot = await this.slots.acquire(options.signal);
@@ -272,12 +281,61 @@ export class GgufRuntime implements ModelRuntime {
     }
   }
 
+  /**
+   * An embeddings request: each input's vector (from the model's embedding context, scaled to unit length as
+   * the vendor's are), in order, one event each, so the reader's pace and a cancellation hold between inputs.
+   * Every input is checked before the first is evaluated: a token id past the vocabulary, an input longer than
+   * the context, or a `dimensions` other than the model's own is refused with the input or parameter named.
+   */
+  private async *embed(input: ChatInput, options: ChatOptions): AsyncGenerator<RuntimeEvent> {
+    const size = this.model.embeddingVectorSize;
+    if (input.dimensions && input.dimensions !== size) {
+      throw new MakinaError("unsupported_parameter", `This model's embeddings have ${size} dimensions and cannot be shortened: leave 'dimensions' out or set it to ${size}.`, { param: "dimensions" });
+    }
+    const vocabulary = vocabularySize(this.model);
+    const embedder = await (this.embedder ??= this.model.createEmbeddingContext({ contextSize: this.contextSize, threads: this.threads }));
+    const inputs = input.embed!.map((e, i): Token[] | string => {
+      if (!e.tokens.length) return e.text;
+      const bad = e.tokens.find((t) => t >= vocabulary);
+      if (bad !== undefined) throw new MakinaError("invalid_value", `Invalid 'input[${i}]': token ${bad} is not in this model's vocabulary of ${vocabulary} tokens.`, { param: `input[${i}]` });
+      return e.tokens as Token[];
+    });
+    const lengths = inputs.map((x) => embedder.calculateInputLength(x));
+    lengths.forEach((n, i) => {
+      if (n >= this.contextSize) throw new MakinaError("context_length_exceeded", `This model's maximum context length is ${this.contextSize} tokens, but 'input[${i}]' has ${n}. Please shorten it.`, { param: `input[${i}]` });
+    });
+    const promptTokens = lengths.reduce((a, b) => a + b, 0);
+    if (options.usage) options.usage.promptTokens = promptTokens;
+    const previous = this.embedTurn;
+    let done!: () => void;
+    this.embedTurn = new Promise((resolve) => (done = resolve));
+    try {
+      await previous;
+      for (const [index, x] of inputs.entries()) {
+        if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
+        const { vector } = await embedder.getEmbeddingFor(x);
+        const norm = Math.hypot(...vector) || 1;
+        yield { type: "embedding", index, values: vector.map((v) => v / norm) };
+      }
+    } finally {
+      done();
+    }
+    yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.embedder) await (await this.embedder).dispose();
     await this.context.dispose();
     await this.model.dispose();
   }
+}
+
+/** How many tokens the model's vocabulary has (token ids are below it), from its file's metadata. */
+function vocabularySize(model: LlamaModel): number {
+  const tokens = (model.fileInfo.metadata as unknown as { tokenizer?: { ggml?: { tokens?: unknown[] } } }).tokenizer?.ggml?.tokens;
+  return Array.isArray(tokens) ? tokens.length : 2 ** 32;
 }
 
 /** Consecutive text events as one, consecutive pieces of one tool call as one: fewer chunks on the link. */

@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import { connect } from "node:net";
 import { MakinaError, isErrorCode } from "../../../proto/index.js";
-import type { ToolCallDelta } from "../../../proto/index.js";
+import type { EmbeddingVector, ToolCallDelta } from "../../../proto/index.js";
 import type { ChatInput } from "../model-runtime.js";
 
 /**
@@ -13,6 +13,7 @@ import type { ChatInput } from "../model-runtime.js";
  *                    (closing the connection cancels the request)
  *   process → agent  {type:"text", text, promptTokens, completionTokens}   only against credit
  *                    {type:"toolCall", index, id, name, arguments, promptTokens, completionTokens}   a piece of a tool call, against credit too
+ *                    {type:"embedding", index, values, promptTokens, completionTokens}   an input's vector (embeddings request), against credit too
  *                    {type:"end", finishReason, promptTokens, completionTokens}
  *                    {type:"error", code, message, param, retryAfterMs}
  *
@@ -27,6 +28,7 @@ export type AgentFrame = { type: "chat"; input: ChatInput; window: number } | { 
 export type ProcessFrame =
   | { type: "text"; text: string; promptTokens: number; completionTokens: number }
   | ({ type: "toolCall"; promptTokens: number; completionTokens: number } & ToolCallDelta)
+  | ({ type: "embedding"; promptTokens: number; completionTokens: number } & EmbeddingVector)
   | { type: "end"; finishReason: "stop" | "length" | "tool_calls"; promptTokens: number; completionTokens: number }
   | { type: "error"; code: string; message: string; param: string | null; retryAfterMs: number | null }
   | { type: "health"; contextSize: number; pausedRequests: number };

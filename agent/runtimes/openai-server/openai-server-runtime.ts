@@ -1,6 +1,7 @@
 import { MakinaError, type ResponseFormat } from "../../../proto/index.js";
 import type { ProcessSupervisor } from "../../supervisor/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
+import type { IncomingMessage } from "node:http";
 import { readText, sseData, UpstreamClient } from "./upstream-client.js";
 
 /** Options of {@link OpenAiServerRuntime}. */
@@ -59,6 +60,10 @@ export class OpenAiServerRuntime implements ModelRuntime {
     if (this.o.supervisor && this.o.supervisor.state !== "ready") {
       throw new MakinaError("runtime_unavailable", `The runtime is ${this.o.supervisor.state}.`, { retryAfterMs: 5000 });
     }
+    if (input.embed?.length) {
+      yield* this.embed(input, options);
+      return;
+    }
     const body = {
       model: this.o.model,
       messages: input.tools?.length || input.messages.some((m) => m.toolCalls?.length || m.toolCallId || m.parts?.length) ? upstreamMessages(input.messages) : input.messages,
@@ -80,24 +85,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
       throw err instanceof MakinaError ? err : new MakinaError("runtime_unavailable", "The runtime's server is not reachable.", { cause: err, retryAfterMs: 5000 });
     };
     const res = await this.upstream.post("chat/completions", JSON.stringify(body), signal).catch(fail);
-    const status = res.statusCode ?? 0;
-    if (status < 200 || status >= 300) {
-      const text = await readText(res).catch(() => "");
-      const message = ((): string => {
-        try {
-          return (JSON.parse(text) as Chunk).error?.message ?? text;
-        } catch {
-          return text;
-        }
-      })();
-      // What reaches the client of the runtime's words: one line, 300 characters at most.
-      const said = message.replace(/[\u0000-\u001f\u007f]+/g, " ").trim().slice(0, 300);
-      if (status === 400 && /context|too long|maximum.*length/i.test(message)) throw new MakinaError("context_length_exceeded", said, { param: "messages" });
-      // A request the server refuses (a schema its guided decoding cannot take, a parameter out of its range) is
-      // the request's fault: 400, not a failure of the gateway.
-      if (status === 400 || status === 422) throw new MakinaError("invalid_value", `The runtime refused the request: ${said}`);
-      throw new MakinaError(status >= 500 ? "runtime_unavailable" : "internal_error", `The runtime answered ${status}: ${said}`, { retryAfterMs: status >= 500 ? 5000 : undefined });
-    }
+    await refuseUnlessOk(res);
     let promptTokens = 0;
     let completionTokens = 0;
     let finish = "stop";
@@ -151,6 +139,38 @@ export class OpenAiServerRuntime implements ModelRuntime {
     yield { type: "end", finishReason: finish === "length" || finish === "tool_calls" ? finish : "stop", usage: { promptTokens, completionTokens } };
   }
 
+  /** An embeddings request, passed to the server's `/embeddings` as the client sent it (vLLM serves it with a pooling model). */
+  private async *embed(input: ChatInput, options: ChatOptions): AsyncGenerator<RuntimeEvent> {
+    const { signal } = options;
+    const body = { model: this.o.model, input: input.embed!.map((e) => (e.tokens.length ? e.tokens : e.text)), encoding_format: "float", ...(input.dimensions ? { dimensions: input.dimensions } : {}) };
+    const res = await this.upstream.post("embeddings", JSON.stringify(body), signal).catch((err: unknown) => {
+      if (signal?.aborted) throw MakinaError.from(signal.reason);
+      throw err instanceof MakinaError ? err : new MakinaError("runtime_unavailable", "The runtime's server is not reachable.", { cause: err, retryAfterMs: 5000 });
+    });
+    await refuseUnlessOk(res);
+    let reply: { data?: { index?: number; embedding?: unknown }[]; usage?: { prompt_tokens?: number } };
+    try {
+      reply = JSON.parse(await readText(res)) as typeof reply;
+    } catch (err) {
+      if (signal?.aborted) throw MakinaError.from(signal.reason);
+      throw new MakinaError("runtime_unavailable", "The runtime's server answered embeddings that are not JSON.", { cause: err, retryAfterMs: 5000 });
+    }
+    const promptTokens = reply.usage?.prompt_tokens ?? 0;
+    if (options.usage) options.usage.promptTokens = promptTokens;
+    const count = input.embed!.length;
+    const vectors = new Array<number[] | undefined>(count);
+    for (const [i, item] of (reply.data ?? []).entries()) {
+      const index = item.index ?? i;
+      if (Number.isInteger(index) && index >= 0 && index < count && Array.isArray(item.embedding) && item.embedding.every((v) => typeof v === "number")) vectors[index] = item.embedding as number[];
+    }
+    for (let index = 0; index < count; index++) {
+      const values = vectors[index];
+      if (!values) throw new MakinaError("runtime_unavailable", `The runtime's server answered no embedding for input ${index}.`, { retryAfterMs: 5000 });
+      yield { type: "embedding", index, values };
+    }
+    yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
+  }
+
   private closed = false;
 
   async close(): Promise<void> {
@@ -159,6 +179,29 @@ export class OpenAiServerRuntime implements ModelRuntime {
     if (!this.closed) this.o.onClose?.();
     this.closed = true;
   }
+}
+
+/**
+ * Reads the server's refusal, when its status is not 2xx, as the request's fault (400) or the runtime's (503):
+ * what reaches the client of the server's words is one line of 300 characters at most.
+ */
+async function refuseUnlessOk(res: IncomingMessage): Promise<void> {
+  const status = res.statusCode ?? 0;
+  if (status >= 200 && status < 300) return;
+  const text = await readText(res).catch(() => "");
+  const message = ((): string => {
+    try {
+      return (JSON.parse(text) as Chunk).error?.message ?? text;
+    } catch {
+      return text;
+    }
+  })();
+  const said = message.replace(/[\u0000-\u001f\u007f]+/g, " ").trim().slice(0, 300);
+  if (status === 400 && /context|too long|maximum.*length/i.test(message)) throw new MakinaError("context_length_exceeded", said, { param: "messages" });
+  // A request the server refuses (a schema its guided decoding cannot take, a parameter out of its range) is
+  // the request's fault: 400, not a failure of the gateway.
+  if (status === 400 || status === 422) throw new MakinaError("invalid_value", `The runtime refused the request: ${said}`);
+  throw new MakinaError(status >= 500 ? "runtime_unavailable" : "internal_error", `The runtime answered ${status}: ${said}`, { retryAfterMs: status >= 500 ? 5000 : undefined });
 }
 
 /** `response_format` as an OpenAI-compatible server takes it: vLLM and the others enforce it themselves. */

@@ -16,6 +16,8 @@ export interface CollectedAnswer {
   text: string;
   /** The answer's tool calls, in order; `arguments` is JSON text. */
   calls: ToolCall[];
+  /** Of an embeddings request: the vector of each input, by its place. */
+  vectors: number[][];
   finishReason: FinishReason;
   usage: Usage;
 }

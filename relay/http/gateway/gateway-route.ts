@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { MakinaError, type Logger, type TokenEvent, type ToolCall } from "../../../proto/index.js";
+import { MAX_EMBED_INPUTS, MakinaError, type Logger, type TokenEvent, type ToolCall } from "../../../proto/index.js";
 import { authenticateApiKey, type ApiKeyRecord } from "../../keys/index.js";
 import type { Limiter, RefusalBudget } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
@@ -233,6 +233,7 @@ async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>,
   try {
     let text = "";
     const calls: ToolCall[] = [];
+    const vectors: number[][] = [];
     // From its first pull the token stream is the runtime's: it reports the usage, whatever happens next.
     outcome.ran = true;
     for await (const ev of events) {
@@ -245,13 +246,18 @@ async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>,
         call.arguments += ev.arguments;
         continue;
       }
+      if (ev.type === "embedding") {
+        // An index the machine makes up is not an array's length: only the inputs' places are kept.
+        if (Number.isInteger(ev.index) && ev.index >= 0 && ev.index < MAX_EMBED_INPUTS) vectors[ev.index] = ev.values;
+        continue;
+      }
       outcome.firstTokenAt = performance.now();
       const made = calls.filter(Boolean);
       if (outcome.capture) {
         captureText(outcome.capture, text);
         made.forEach((c, i) => captureCall(outcome.capture!, c.name, c.arguments, i));
       }
-      sendJson(res, 200, render({ text, calls: made, finishReason: ev.finishReason, usage: ev.usage }));
+      sendJson(res, 200, render({ text, calls: made, vectors, finishReason: ev.finishReason, usage: ev.usage }));
     }
   } finally {
     clearTimeout(timer);
@@ -282,6 +288,9 @@ async function stream(res: ServerResponse, events: AsyncGenerator<TokenEvent>, e
       } else if (value.type === "toolCall") {
         if (outcome.capture) captureCall(outcome.capture, value.name, value.arguments, value.index);
         frames = encoder.toolCall(value);
+      } else if (value.type === "embedding") {
+        // Embeddings are never streamed: a machine that sends one here has nothing to add to a chat's stream.
+        frames = "";
       } else {
         await sse.write(encoder.end(value.finishReason, value.usage));
         sse.end();

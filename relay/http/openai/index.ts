@@ -8,6 +8,7 @@ import type { GatewayDirectory } from "../../routing/index.js";
 
 export { chatCompletionsCodec } from "./chat-completions-codec.js";
 export { responsesCodec } from "./responses-codec.js";
+export { embeddingsCodec, decodeEmbeddingsRequest, type EmbeddingsRequest } from "./embeddings-codec.js";
 export { decodeResponsesRequest, type ResponsesRequest } from "./decode-responses-request.js";
 export { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 
