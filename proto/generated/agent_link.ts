@@ -369,6 +369,11 @@ export interface InferenceRequest {
   embed: EmbedInput[];
   /** Of an embeddings request: the size of each vector; 0 means the model's own. */
   dimensions: number;
+  /**
+   * Count the prompt's tokens (as the model's chat template renders the messages and tools) and generate
+   * nothing: the answer is `InferenceEnd` alone, with the count as `prompt_tokens`.
+   */
+  countOnly: boolean;
 }
 
 /** One input of an embeddings request: a text, or the model's token ids. */
@@ -3536,6 +3541,7 @@ function createBaseInferenceRequest(): InferenceRequest {
     parallelToolCalls: undefined,
     embed: [],
     dimensions: 0,
+    countOnly: false,
   };
 }
 
@@ -3600,6 +3606,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     }
     if (message.dimensions !== 0) {
       writer.uint32(160).uint32(message.dimensions);
+    }
+    if (message.countOnly !== false) {
+      writer.uint32(168).bool(message.countOnly);
     }
     return writer;
   },
@@ -3777,6 +3786,14 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
             message.dimensions = reader.uint32();
             continue;
           }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.countOnly = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3865,6 +3882,11 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
         ? object.embed.map((e: any) => EmbedInput.fromJSON(e))
         : [],
       dimensions: isSet(object.dimensions) ? globalThis.Number(object.dimensions) : 0,
+      countOnly: isSet(object.countOnly)
+        ? globalThis.Boolean(object.countOnly)
+        : isSet(object.count_only)
+        ? globalThis.Boolean(object.count_only)
+        : false,
     };
   },
 
@@ -3930,6 +3952,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     if (message.dimensions !== 0) {
       obj.dimensions = Math.round(message.dimensions);
     }
+    if (message.countOnly !== false) {
+      obj.countOnly = message.countOnly;
+    }
     return obj;
   },
 
@@ -3960,6 +3985,7 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     message.parallelToolCalls = object.parallelToolCalls ?? undefined;
     message.embed = object.embed?.map((e) => EmbedInput.fromPartial(e)) || [];
     message.dimensions = object.dimensions ?? 0;
+    message.countOnly = object.countOnly ?? false;
     return message;
   },
 };

@@ -116,6 +116,8 @@ export interface ChatInput {
   embed?: EmbedInput[];
   /** Of an embeddings request: the size of each vector; absent or 0: the model's own. */
   dimensions?: number;
+  /** Count the prompt's tokens and generate nothing: the runtime yields `end` alone, with the count as `promptTokens`. */
+  countOnly?: boolean;
 }
 
 /** Any JSON object, or JSON valid against a schema (OpenAI's `json_schema`, whose schema travels as JSON text). */

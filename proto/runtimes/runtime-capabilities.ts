@@ -14,8 +14,9 @@ export const RUNTIME_CAPABILITIES: Readonly<Record<RuntimeKind, readonly string[
   // calls the tools and reads the images (with a vision model; another answers with its own error).
   // "embeddings" (with "dimensions") are requests of /v1/embeddings: GGUF through node-llama-cpp's embedding
   // context (its own size only), vLLM (a pooling model) and OpenAI-compatible servers passed through; MLX's server
-  // has no embeddings endpoint.
-  gguf: ["presence_penalty", "frequency_penalty", "response_format", "embeddings", "dimensions"],
+  // has no embeddings endpoint. "count_tokens" (Anthropic's) counts with the model's own tokenizer and chat
+  // template, which only the GGUF runtime holds on the machine.
+  gguf: ["presence_penalty", "frequency_penalty", "response_format", "embeddings", "dimensions", "count_tokens"],
   vllm: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url", "embeddings", "dimensions"],
   mlx: [],
   openai: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url", "embeddings", "dimensions"],

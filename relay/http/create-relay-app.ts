@@ -21,7 +21,7 @@ import { findWebDir, webApp } from "./web/web-app.js";
 import { errorHandler, unknownUrl } from "./error-handler.js";
 import { chatCompletionsCodec, embeddingsCodec, openAiRouter, responsesCodec } from "./openai/index.js";
 import { gatewayRoute, type GatewayDeps } from "./gateway/index.js";
-import { messagesCodec } from "./anthropic/index.js";
+import { countTokensCodec, messagesCodec } from "./anthropic/index.js";
 import { requestId } from "./request-id.js";
 
 /** Everything the relay's HTTP side needs, passed in by the composition root. */
@@ -103,6 +103,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const messages = gatewayRoute(gateway, messagesCodec);
   const responses = gatewayRoute(gateway, responsesCodec);
   const embeddings = gatewayRoute(gateway, embeddingsCodec);
+  const countTokens = gatewayRoute(gateway, countTokensCodec);
   const install = deps.install ?? loadInstallFiles(findInstallDir());
   const base = () => {
     const app = express();
@@ -137,6 +138,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     // Spellings of the path that Express also matches (another case, a trailing slash) reach the same handler.
     app.post(CHAT_PATH, (req, res) => chat(req, res));
     app.post("/v1/messages", (req, res) => messages(req, res));
+    app.post("/v1/messages/count_tokens", (req, res) => countTokens(req, res));
     app.post("/v1/responses", (req, res) => responses(req, res));
     app.post("/v1/embeddings", (req, res) => embeddings(req, res));
     if (options.separateInstall) {

@@ -87,6 +87,7 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             parallelToolCalls: input.parallelToolCalls,
             embed: input.embed ?? [],
             dimensions: input.dimensions ?? 0,
+            countOnly: input.countOnly ?? false,
           },
         },
       };

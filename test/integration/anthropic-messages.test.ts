@@ -103,6 +103,29 @@ describe("the Anthropic Messages API with Anthropic's own client, on GGUF stacks
     expect(after.content.map((b) => (b.type === "text" ? b.text : "")).join("").length).toBeGreaterThan(0);
   });
 
+  it("counts a message's tokens with the model's own tokenizer and template, tools included: the input_tokens its answer reports", async () => {
+    const plain = { model: "stories", system: "You tell stories.", messages: [{ role: "user" as const, content: "Once upon a time" }] };
+    const counted = await client.messages.countTokens(plain);
+    const answered = await client.messages.create({ ...plain, max_tokens: 2 });
+    expect(counted).toEqual({ input_tokens: answered.usage.input_tokens });
+
+    const weather = { name: "get_weather", description: "The weather in a city.", input_schema: WEATHER };
+    const withTools = { model: tools, tools: [weather], messages: [{ role: "user" as const, content: "What is the weather in Paris?" }] };
+    const toolCount = await client.messages.countTokens(withTools);
+    const toolAnswer = await client.messages.create({ ...withTools, max_tokens: 40, ...greedy });
+    expect(toolCount.input_tokens).toBe(toolAnswer.usage.input_tokens);
+    // The functions' descriptions are part of the prompt the model reads.
+    expect(toolCount.input_tokens).toBeGreaterThan((await client.messages.countTokens({ model: tools, messages: withTools.messages })).input_tokens);
+    // Counting uses none of a key's tokens: a key of 40 tokens a minute counts a prompt longer than that ten times.
+    const { key } = await gw.relay.control.createKey(gw.orgId, { tpm: 40 });
+    const counter = new Anthropic({ baseURL: gw.baseURL.replace(/\/v1$/, ""), apiKey: key, maxRetries: 0 });
+    expect(toolCount.input_tokens).toBeGreaterThan(40);
+    for (let i = 0; i < 10; i++) expect((await counter.messages.countTokens(withTools)).input_tokens).toBe(toolCount.input_tokens);
+    // What shapes an answer is not a count's: refused in Anthropic's envelope.
+    const refused = await client.messages.countTokens({ ...plain, max_tokens: 5 } as never).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(Anthropic.BadRequestError);
+  });
+
   it("holds the answer to a JSON schema given as output_config.format", async () => {
     const schema = { type: "object", properties: { mood: { type: "string", enum: ["happy", "sad"] }, score: { type: "integer" } }, required: ["mood", "score"], additionalProperties: false };
     const message = await client.messages.create({ model: "stories", max_tokens: 60, output_config: { format: { type: "json_schema", schema } }, messages: [{ role: "user", content: "How do you feel?" }], ...greedy });

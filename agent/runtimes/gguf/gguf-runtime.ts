@@ -152,6 +152,13 @@ export class GgufRuntime implements ModelRuntime {
       yield* this.embed(input, options);
       return;
     }
+    if (input.countOnly) {
+      // Counted as a chat would be: the model's template over the messages and the functions it may call.
+      const promptTokens = this.promptTokens(this.all[0]!.chat, toChatHistory(input.messages), await this.functionsFor(input));
+      if (options.usage) options.usage.promptTokens = promptTokens;
+      yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
+      return;
+    }
     // Checked before a sequence is taken: a refused request waits for nothing.
     const functions = await this.functionsFor(input);
     const slot = await this.slots.acquire(options.signal);
@@ -181,9 +188,7 @@ export class GgufRuntime implements ModelRuntime {
     let generation: Promise<unknown> | undefined;
     try {
       const history = toChatHistory(input.messages);
-      const promptTokens = chat.chatWrapper
-        .generateContextState({ chatHistory: history, ...(functions ? { availableFunctions: functions, documentFunctionParams: true } : {}) })
-        .contextText.tokenize(this.model.tokenizer).length;
+      const promptTokens = this.promptTokens(chat, history, functions);
       if (options.usage) options.usage.promptTokens = promptTokens;
       const room = this.contextSize - promptTokens;
       if (room < 1 || input.maxTokens > room) {
@@ -279,6 +284,11 @@ export class GgufRuntime implements ModelRuntime {
       slot.generated = undefined;
       this.slots.release(slot);
     }
+  }
+
+  /** The tokens of a conversation as the model's chat template renders it, with the functions it may call. */
+  private promptTokens(chat: LlamaChat, history: ChatHistoryItem[], functions: ChatModelFunctions | undefined): number {
+    return chat.chatWrapper.generateContextState({ chatHistory: history, ...(functions ? { availableFunctions: functions, documentFunctionParams: true } : {}) }).contextText.tokenize(this.model.tokenizer).length;
   }
 
   /**

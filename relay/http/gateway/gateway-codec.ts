@@ -46,6 +46,8 @@ export interface StreamEncoder {
 export interface GatewayCodec<R extends PlannableRequest> {
   /** What the log calls one request, e.g. "chat completion". */
   readonly label: string;
+  /** False for requests that use no tokens of the key's limits and usage (they count the request, not its tokens). @default true */
+  readonly metered?: boolean;
   /** The request's key as an `Authorization` header value (`Bearer mk_live_…`), from wherever the API carries it. */
   authorization(req: IncomingMessage): string | undefined;
   /** Checks the body and makes it the domain request (`input` is what the stack's runtime gets); throws a `MakinaError` to refuse it. */

@@ -123,7 +123,7 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   outcome.stackId = stack.id;
   outcome.machineId = stack.machineId;
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
-  const admitted = deps.limiter.admit(key, estimatedTokens);
+  const admitted = deps.limiter.admit(key, codec.metered === false ? 0 : estimatedTokens);
   const admission = admitted instanceof Promise ? await admitted : admitted;
   setHeaders(res, admission.headers);
   const { stream: streamed } = request.input;
@@ -147,7 +147,9 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
         // The answer's first token comes after the steps before the last.
         firstTokenTimeoutMs: deps.firstTokenTimeoutMs * steps,
         steps,
-        onUsage: (u) => {
+        onUsage: (counted) => {
+          // A request that only counts (Anthropic's count_tokens) uses no tokens of the key's: its answer says how many.
+          const u = codec.metered === false && counted ? { promptTokens: 0, completionTokens: 0 } : counted;
           admission.settle(u ? u.promptTokens + u.completionTokens : null);
           outcome.usage = u;
           deps.usage.record({ orgId: key.orgId, keyId: key.id, model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });

@@ -1,0 +1,35 @@
+import { MakinaError } from "../../../proto/index.js";
+import type { GatewayCodec } from "../gateway/gateway-codec.js";
+import { describeValue, isPlainObject } from "../gateway/translate-body.js";
+import type { ChatRequest } from "../openai/validate-chat-request.js";
+import { decodeMessagesRequest } from "./decode-messages-request.js";
+import { messagesCodec } from "./messages-codec.js";
+
+/** Parameters of a message that a count does not take: they shape an answer, and a count has none. */
+const NOT_COUNTED = ["max_tokens", "stream", "stop_sequences", "temperature", "top_p", "metadata", "service_tier"];
+
+/**
+ * A count_tokens body: the Messages API's (model, system, messages, tools, tool_choice…) without what shapes an
+ * answer, checked as a message is, and asked of the stack's runtime as a count only.
+ */
+export function decodeCountTokensRequest(body: unknown): ChatRequest {
+  if (!isPlainObject(body)) throw new MakinaError("invalid_value", `The request body must be a JSON object, but got ${describeValue(body)}.`);
+  for (const k of NOT_COUNTED) if (Object.hasOwn(body, k)) throw new MakinaError("unknown_parameter", `Unrecognized request argument supplied: ${k}`, { param: k });
+  const request = decodeMessagesRequest({ ...body, max_tokens: 1 });
+  return { ...request, needs: [...request.needs, "count_tokens"], input: { ...request.input, maxTokens: 0, stream: false, countOnly: true } };
+}
+
+/**
+ * `POST /v1/messages/count_tokens`: the tokens of a message's prompt, counted by the stack's own model (its
+ * tokenizer and chat template, tools included), on the gateway's one path. Counting uses none of the key's tokens.
+ */
+export const countTokensCodec: GatewayCodec<ChatRequest> = {
+  ...messagesCodec,
+  label: "token count",
+  metered: false,
+  decode: decodeCountTokensRequest,
+  answer: (_request, _meta, { usage }) => ({ input_tokens: usage.promptTokens }),
+  streamEncoder() {
+    throw new MakinaError("internal_error", "A token count is never streamed.");
+  },
+};
