@@ -21,6 +21,8 @@ export interface Check {
 export interface Compatibility {
   ok: boolean | null;
   checks: Check[];
+  /** The APIs the stack answers: "chat" (chat completions, Responses, Messages) and "embeddings". */
+  serves: ("chat" | "embeddings")[];
 }
 
 /** One step of a deployment. `detail` is the step's progress (`stage`, `done_bytes`, `total_bytes`, `bytes_per_second`, `eta_seconds`) or result. */

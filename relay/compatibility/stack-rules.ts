@@ -1,4 +1,4 @@
-import { HARNESS_KINDS, ORCHESTRATOR_KINDS, RUNTIME_LAYERS, type RuntimeKind } from "../../proto/index.js";
+import { HARNESS_KINDS, honouredParameters, ORCHESTRATOR_KINDS, RUNTIME_LAYERS, type RuntimeKind } from "../../proto/index.js";
 import type { HardwareSummary } from "../store/index.js";
 import type { ModelFacts } from "./model-facts.js";
 
@@ -31,7 +31,12 @@ type Said = Omit<CompatibilityCheck, "param"> & { param?: CheckedParam };
 export interface Compatibility {
   ok: boolean | null;
   checks: CompatibilityCheck[];
+  /** The APIs the stack answers, by its runtime and layers: chat (with the Responses and Messages APIs on it), and embeddings. */
+  serves: ServedApi[];
 }
+
+/** What a stack can answer: chat requests (of every chat API) and embeddings requests. */
+export type ServedApi = "chat" | "embeddings";
 
 /** A stack as the rules see it: the Forge's choices, or a stack being created or deployed. */
 export interface StackPlan {
@@ -208,14 +213,27 @@ export function checkStack(plan: StackPlan): Compatibility {
     if (disk) said.push(disk);
   }
   said.push(...layerChecks(plan));
+  const serves = servedApis(plan.runtime, plan.harness, plan.orchestrator);
   said.push(
     plan.hasEndpoint
-      ? { topic: "endpoint", level: "ok", message: "Reachable through the API as its model id." }
+      ? { topic: "endpoint", level: "ok", message: `Reachable through the API as its model id, for ${serves.includes("embeddings") ? "chat and embeddings" : "chat only"}${servesWhy(plan)}.` }
       : { topic: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." },
   );
   const checks = said.map((c): CompatibilityCheck => ({ ...c, param: c.param ?? PARAM_OF_TOPIC[c.topic] }));
   const failed = checks.some((c) => c.level === "fail");
-  return { ok: failed ? false : hw && model ? true : null, checks };
+  return { ok: failed ? false : hw && model ? true : null, checks, serves };
+}
+
+/** The APIs a stack of this runtime and layers answers: chat always, embeddings where its runtime makes them and no orchestrator stands in front. */
+export function servedApis(runtime: RuntimeKind, harness: string | null, orchestrator: string | null): ServedApi[] {
+  return honouredParameters(runtime, harness, orchestrator).includes("embeddings") ? ["chat", "embeddings"] : ["chat"];
+}
+
+/** Why a stack has no embeddings, in words (empty when it has them). */
+function servesWhy(plan: StackPlan): string {
+  if (servedApis(plan.runtime, plan.harness, plan.orchestrator).includes("embeddings")) return plan.runtime === "gguf" ? " (embeddings from the model's own embedding context)" : "";
+  if (plan.orchestrator) return ` (the ${plan.orchestrator} orchestrator answers chats only)`;
+  return ` (the ${plan.runtime} runtime has no embeddings)`;
 }
 
 /** The reasons a plan is refused, in one sentence; empty when nothing fails. */

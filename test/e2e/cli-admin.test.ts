@@ -76,6 +76,10 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect(second.model_sha256).toBe("270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d");
     const unpinned = await runCli(["admin", "stack", "create", "--org", "acme-labs", "--name", "from-url", "--machine", String(machine.id), "--runtime", "gguf", "--model", "https://models.example/tiny.gguf", "--model-id", "from-url", "--data-dir", dataDir]);
     expect(unpinned.stdout).toMatch(/model:\s+https:\/\/models\.example\/tiny\.gguf \(unverified: no SHA-256 pinned/);
+    // It says which APIs the stack answers: a GGUF stack chat and embeddings, one behind an orchestrator chat only.
+    expect(unpinned.stdout).toMatch(/serves:\s+chat and embeddings\n/);
+    const voted = await runCli(["admin", "stack", "create", "--org", "acme-labs", "--name", "voted", "--machine", String(machine.id), "--runtime", "gguf", "--model", testModelPath(), "--model-id", "voted", "--orchestrator", "vote", "--data-dir", dataDir]);
+    expect(voted.stdout).toMatch(/serves:\s+chat only\n/);
     const list = await runCli(["admin", "stack", "list", "--org", "acme-labs", "--data-dir", dataDir]);
     expect(list.stdout).toMatch(/MODEL CHECK/);
     expect(list.stdout).toMatch(/tiny-2\s+draft\s+gguf\s+tiny-2\s+pinned sha256/);

@@ -183,6 +183,13 @@ describe("a newcomer's journey through the web application", () => {
     expect(python).toContain(`base_url="${relay.url}/v1"`);
     expect(python).toContain('model="tiny"');
     await page.getByRole("tab", { name: "curl" }).click();
+    // Snippets for each API the stack answers: a GGUF stack serves embeddings too, and the Anthropic clients.
+    const apiTabs = page.getByRole("tablist", { name: "API" });
+    await apiTabs.getByRole("tab", { name: "Embeddings" }).click();
+    expect(await page.getByTestId("snippet-curl").textContent()).toContain(`${relay.url}/v1/embeddings`);
+    await apiTabs.getByRole("tab", { name: "Anthropic Messages" }).click();
+    expect(await page.getByTestId("snippet-curl").textContent()).toContain("x-api-key: $MAKINA_API_KEY");
+    await apiTabs.getByRole("tab", { name: "Chat completions" }).click();
     await shot("stack-deployed");
 
     // The playground streams the answer through the gateway.
@@ -198,6 +205,16 @@ describe("a newcomer's journey through the web application", () => {
     expect(answer.trim().length).toBeGreaterThan(0);
     expect(await page.evaluate("window.textUpdates")).toBeGreaterThan(3);
     await shot("playground");
+    // The same key compares two texts through /v1/embeddings: the two sentences about a cat are alike.
+    const modes = page.getByRole("tablist", { name: "What to try" });
+    await modes.getByRole("tab", { name: "Embeddings" }).click();
+    await page.getByRole("button", { name: "Compare" }).click();
+    await page.getByTestId("similarity").waitFor();
+    const similarity = Number(/Cosine similarity ([-\d.]+)/.exec((await page.getByTestId("similarity").textContent()) ?? "")?.[1]);
+    expect(similarity).toBeGreaterThan(0);
+    expect(similarity).toBeLessThanOrEqual(1);
+    await shot("playground-embeddings");
+    await modes.getByRole("tab", { name: "Chat" }).click();
     // Another tab of this browser chats with the same key: one playground key per person and stack, limited, for a day.
     const playgroundKeys = async () => (await relay.control.listKeys((await relay.store.orgs.find("acme"))!.id)).filter((k) => k.name === "playground · admin");
     const secondTab = await page.context().newPage();
@@ -273,7 +290,7 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => defaults.getByTestId("default-limits-value").textContent()).toBe("120 RPM");
     await shot("keys-defaults");
 
-    // The usage page counts the calls, per key.
+    // The usage page counts the calls, per key (the playground's embeddings too, under its model).
     await nav("Usage");
     const usageRow = page.locator("tr", { hasText: "support-bot" });
     // Two calls with it: one before the edit, one after.
@@ -281,7 +298,7 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("heading", { name: "Requests" }).waitFor();
     await shot("usage");
     await page.getByRole("button", { name: "Per model" }).click();
-    await expect.poll(() => page.locator("tr", { hasText: "tiny" }).locator("td").nth(1).textContent()).toBe("3");
+    await expect.poll(() => page.locator("tr", { hasText: "tiny" }).locator("td").nth(1).textContent()).toBe("4");
 
     await nav("Stacks");
     await expect.poll(() => page.locator("tr", { hasText: "tiny" }).textContent()).toContain("deployed");
@@ -1013,7 +1030,9 @@ describe("a newcomer's journey through the web application", () => {
 
     // The snippets' tabs: one stop of the Tab key, arrows and Home/End move between them and choose.
     const curl = page.getByRole("tab", { name: "curl" });
-    expect(await page.getByRole("tab").evaluateAll((tabs) => tabs.map((t) => (t as unknown as { tabIndex: number }).tabIndex))).toEqual([0, -1, -1]);
+    const tabStops = (list: string) => page.getByRole("tablist", { name: list }).getByRole("tab").evaluateAll((tabs) => tabs.map((t) => (t as unknown as { tabIndex: number }).tabIndex));
+    expect(await tabStops("Language")).toEqual([0, -1, -1]);
+    expect(await tabStops("API")).toEqual([0, -1, -1, -1]);
     await curl.focus();
     await page.keyboard.press("ArrowRight");
     await expect.poll(() => page.getByRole("tab", { name: "Python" }).getAttribute("aria-selected")).toBe("true");

@@ -187,3 +187,18 @@ describe("a stack's model id when none is given", () => {
     expect(defaultModelId("Qwen/Qwen2.5-7B-Instruct")).toBe("Qwen2.5-7B-Instruct");
   });
 });
+
+describe("what a stack serves", () => {
+  it("says chat and embeddings for GGUF, vLLM and OpenAI-compatible servers; chat only for MLX and behind an orchestrator", () => {
+    const serves = (p: Partial<StackPlan>) => {
+      const result = checkStack(plan(p));
+      return [result.serves, result.checks.find((c) => c.topic === "endpoint")!.message];
+    };
+    expect(serves({ runtime: "gguf" })).toEqual([["chat", "embeddings"], "Reachable through the API as its model id, for chat and embeddings (embeddings from the model's own embedding context)."]);
+    expect(serves({ runtime: "vllm", hardware: h100 })[0]).toEqual(["chat", "embeddings"]);
+    expect(serves({ runtime: "openai" })[0]).toEqual(["chat", "embeddings"]);
+    expect(serves({ runtime: "mlx", hardware: mac })).toEqual([["chat"], "Reachable through the API as its model id, for chat only (the mlx runtime has no embeddings)."]);
+    expect(serves({ runtime: "gguf", orchestrator: "vote" })).toEqual([["chat"], "Reachable through the API as its model id, for chat only (the vote orchestrator answers chats only)."]);
+    expect(serves({ runtime: "gguf", harness: "tools" })[0]).toEqual(["chat", "embeddings"]);
+  });
+});

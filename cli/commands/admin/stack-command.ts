@@ -52,6 +52,7 @@ const describeStack = (s: Stack) =>
       `${s.model_ref}${s.model_sha256 ? ` (sha256 ${s.model_sha256} pinned)` : s.model_unverified ? " (unverified: no SHA-256 pinned, whatever the server sends is served; pin one with --model-sha256)" : ""}`,
     ],
     ["model id", s.has_endpoint ? s.model_id : `${s.model_id} (no endpoint: not reachable through the API)`],
+    ["serves", s.compatibility.serves.includes("embeddings") ? "chat and embeddings" : "chat only"],
     ["harness", layerLine(s.harness, s.harness_options)],
     ["orchestrator", layerLine(s.orchestrator, s.orchestrator_options)],
     ["context", `${s.max_context === null ? "the machine's default" : `${s.max_context.toLocaleString("en-US")} tokens asked`}${s.context_size ? `; serves ${s.context_size.toLocaleString("en-US")}` : ""}`],

@@ -165,7 +165,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
         .then(
           (result) => mine === seq.current && setCompat({ result, pending: false }),
           (e: ApiError) =>
-            mine === seq.current && setCompat({ result: { ok: false, checks: [{ topic: "runtime", param: "runtime", level: "fail", message: e.message }] }, pending: false }),
+            mine === seq.current && setCompat({ result: { ok: false, checks: [{ topic: "runtime", param: "runtime", level: "fail", message: e.message }], serves: [] }, pending: false }),
         );
     }, pause);
     return () => clearTimeout(timer);

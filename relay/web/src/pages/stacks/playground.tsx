@@ -4,10 +4,17 @@ import { streamChat, type ChatMessage } from "../../api/chat-stream.js";
 import type { Stack } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
 import { Notice } from "../../components/notice.js";
+import { TabList } from "../../components/tab-list.js";
+import { EmbeddingsPanel } from "./embeddings-panel.js";
 import { isPlaygroundKeyChange, keepPlaygroundKey, keptPlaygroundKey, PLAYGROUND_KEY_MS, PLAYGROUND_NAME, PLAYGROUND_RPM } from "./playground-key.js";
 
+const MODES = [
+  { value: "chat", label: "Chat" },
+  { value: "embeddings", label: "Embeddings" },
+] as const;
+
 /**
- * A chat box that talks to the stack through the real gateway path
+ * A chat box (and, for a stack that serves embeddings, two texts to compare) that talks to the stack through the real gateway path
  * (`/v1/chat/completions`, streamed) with an API key restricted to this stack:
  * one the user creates here or pastes. The playground's own key is one per person and stack, shared by every tab
  * of this browser, limited and working for a day; a new one revokes the one before.
@@ -23,6 +30,8 @@ export function Playground({ stack }: { stack: Stack }) {
   const [error, setError] = useState<string | null>(null);
   const [stats, setStats] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const embeds = stack.compatibility.serves.includes("embeddings");
+  const [mode, setMode] = useState<(typeof MODES)[number]["value"]>("chat");
   const controller = useRef<AbortController | null>(null);
   const log = useRef<HTMLDivElement>(null);
 
@@ -100,26 +109,8 @@ export function Playground({ stack }: { stack: Stack }) {
     }
   };
 
-  return (
-    <section class="card" aria-labelledby="playground-title">
-      <h2 id="playground-title">Playground</h2>
-      {!apiKey ? (
-        <div class="playground-key">
-          <p>The playground calls the gateway like your code would, with an API key for this stack.</p>
-          <div class="form-actions">
-            <button type="button" class="button primary" onClick={createKey}>
-              Create a playground key
-            </button>
-            <span class="muted">or</span>
-            <label class="sr-only" for="playground-paste">
-              Paste an API key
-            </label>
-            <input id="playground-paste" placeholder="paste an mk_live_… key" onChange={(e) => rememberKey(e.currentTarget.value.trim())} />
-          </div>
-          {error && <Notice tone="error">{error}</Notice>}
-        </div>
-      ) : (
-        <>
+  const chat = (
+    <>
           <div class="chat-log" ref={log} aria-live="polite" data-testid="chat-log">
             {messages.length === 0 && <p class="muted">Say something to {stack.model_id}.</p>}
             {messages.map((m, i) => (
@@ -164,8 +155,38 @@ export function Playground({ stack }: { stack: Stack }) {
               </button>
             </div>
           </form>
+    </>
+  );
+
+  return (
+    <section class="card" aria-labelledby="playground-title">
+      <h2 id="playground-title">Playground</h2>
+      {!apiKey ? (
+        <div class="playground-key">
+          <p>The playground calls the gateway like your code would, with an API key for this stack.</p>
+          <div class="form-actions">
+            <button type="button" class="button primary" onClick={createKey}>
+              Create a playground key
+            </button>
+            <span class="muted">or</span>
+            <label class="sr-only" for="playground-paste">
+              Paste an API key
+            </label>
+            <input id="playground-paste" placeholder="paste an mk_live_… key" onChange={(e) => rememberKey(e.currentTarget.value.trim())} />
+          </div>
+          {error && <Notice tone="error">{error}</Notice>}
+        </div>
+      ) : (
+        <>
+          {embeds ? (
+            <TabList id="playground" label="What to try" tabs={MODES} value={mode} onChange={setMode}>
+              {mode === "chat" ? chat : <EmbeddingsPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={() => rememberKey("")} />}
+            </TabList>
+          ) : (
+            chat
+          )}
           <p class="muted small">
-            {stats ? `${stats} · ` : ""}Using key {apiKey.slice(0, 12)}…{" "}
+            {stats && mode === "chat" ? `${stats} · ` : ""}Using key {apiKey.slice(0, 12)}…{" "}
             <button type="button" class="link-button" onClick={() => rememberKey("")}>
               forget
             </button>
