@@ -51,6 +51,9 @@ describe("makina up: the all-in-one quickstart", () => {
       expect((await client.models.list()).data.map((m) => m.id)).toEqual(["stories260K"]);
       const res = await client.chat.completions.create({ model: saved.model, messages: [{ role: "user", content: "Hello!" }], max_tokens: 5 });
       expect(res.usage!.completion_tokens).toBe(5);
+      // The demo stack serves embeddings too.
+      const embedded = await client.embeddings.create({ model: saved.model, input: ["Hello!", "Hi!"] });
+      expect(embedded.data.map((d) => d.embedding.length)).toEqual([64, 64]);
     } finally {
       expect(await stopCli(child)).toBe(0);
     }
