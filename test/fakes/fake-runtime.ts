@@ -11,7 +11,8 @@ import { isErrorCode, MakinaError } from "../../proto/index.js";
  * - `hang`: no answer until the request is canceled;
  * - `slow <ms> <words…>`: waits that long before each word;
  * - `stall <words…>`: sends the words, then nothing more until the request is canceled.
- * Usage counts the words of every message as the prompt and each word sent as a completion token.
+ * Usage counts the words of every message as the prompt and each word sent as a completion token. An embeddings
+ * request gets the vector [characters, words] of each input.
  */
 export class FakeRuntime implements ModelRuntime {
   readonly endpoint = "fake:";
@@ -37,6 +38,10 @@ export class FakeRuntime implements ModelRuntime {
 
   private async *answer(input: ChatInput, usage: { promptTokens: number; completionTokens: number }, signal: AbortSignal | undefined): AsyncGenerator<RuntimeEvent> {
     this.seen.push(input);
+    if (input.embed?.length) {
+      yield* this.embed(input, usage);
+      return;
+    }
     usage.promptTokens = input.messages.reduce((n, m) => n + words(m.content).length, 0);
     const last = [...input.messages].reverse().find((m) => m.role === "user")?.content ?? "";
     const [directive, ...rest] = words(last);
@@ -62,6 +67,22 @@ export class FakeRuntime implements ModelRuntime {
       await new Promise((_, reject) => signal?.addEventListener("abort", () => reject(MakinaError.from(signal.reason)), { once: true }));
     }
     yield { type: "end", finishReason: reply.length > limit ? "length" : "stop", usage: { ...usage } };
+  }
+
+  /**
+   * An embeddings request: each input's vector is [its characters, its words], and its words are its tokens. An input
+   * that is a directive (`fail <code>`, `hang`) acts as a chat's does.
+   */
+  private async *embed(input: ChatInput, usage: { promptTokens: number; completionTokens: number }): AsyncGenerator<RuntimeEvent> {
+    const texts = input.embed!.map((e) => e.text);
+    const [directive, code] = words(texts[0] ?? "");
+    if (directive === "fail") {
+      if (!code || !isErrorCode(code)) throw new Error(`the fake model was told to fail with '${code}'`);
+      throw new MakinaError(code, `The fake model failed with ${code} as told.`, { retryAfterMs: code === "runtime_unavailable" ? 2000 : undefined });
+    }
+    usage.promptTokens = texts.reduce((n, t) => n + words(t).length, 0);
+    for (const [index, text] of texts.entries()) yield { type: "embedding", index, values: [text.length, words(text).length] };
+    yield { type: "end", finishReason: "stop", usage: { ...usage } };
   }
 
   async close(): Promise<void> {}

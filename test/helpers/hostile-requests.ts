@@ -157,6 +157,16 @@ export function generator(seed: number, ctx: { key: string; model: string }) {
     const name = pick(Object.keys(table));
     return [`bad ${name}`, { ...base(), [name]: pick(table[name]!) }] as const;
   };
+  const embeddings = post("/v1/embeddings");
+  const embeddingsBase = () => ({ model: ctx.model, input: "hi" });
+  const BAD_EMBEDDINGS: Record<string, unknown[]> = {
+    model: [null, 0, [], "", "x".repeat(300)],
+    input: [null, "", 5, {}, [], [""], [5.5], [-1], [2 ** 33], [[]], [["a"]], [[1, "a"]], Array.from({ length: 2049 }, () => "a"), [[99_999_999]]],
+    encoding_format: ["int8", 5, "binary"],
+    dimensions: [0, -1, 1.5, "8", 70_000, 32],
+    user: [5, {}],
+  };
+  const badEmbeddings = badOf(BAD_EMBEDDINGS, embeddingsBase);
   const badMessages = badOf(BAD_MESSAGES, messagesBase);
   const badResponses = badOf(BAD_RESPONSES, responsesBase);
   const makers: (() => HostileRequest)[] = [
@@ -175,6 +185,11 @@ export function generator(seed: number, ctx: { key: string; model: string }) {
     () => responses("random object", Object.fromEntries(Array.from({ length: 1 + int(5) }, () => [weird() || "k", randomValue()]))),
     () => responses("unknown model", { ...responsesBase(), model: `no-such-${int(1e9)}` }),
     () => responses("prototype key", `{"input":[{"role":"user","content":[{"type":"input_text","text":"hi","constructor":{"prototype":{}}}]}],"model":"${ctx.model}","max_output_tokens":1}`),
+    () => embeddings(...badEmbeddings()),
+    () => embeddings(...badEmbeddings()),
+    () => embeddings("unknown parameter", { ...embeddingsBase(), [`x_${weird().slice(0, 30)}${int(1e6)}`]: randomValue() }),
+    () => embeddings("random object", Object.fromEntries(Array.from({ length: 1 + int(5) }, () => [weird() || "k", randomValue()]))),
+    () => embeddings("prototype key", `{"input":[{"__proto__":{"admin":true}}],"model":"${ctx.model}"}`),
     () => responses("malformed JSON", pick(['{"input":', "{'a': 1}", '{"model":"m",}', "NaN"])),
     () => chat("bad tool schema", { ...base(), tools: [{ type: "function", function: { name: "f", parameters: faultySchema() } }], tool_choice: pick(["auto", "required"]) }),
     () => chat("bad response schema", { ...base(), response_format: { type: "json_schema", json_schema: { name: "out", schema: faultySchema(), strict: rnd() < 0.5 } } }),

@@ -11,6 +11,10 @@ interface Api {
   /** A body whose fault the API's own checks find, and the code of its refusal. */
   badBody: (model: string) => Record<string, unknown>;
   badCode: string;
+  /** Whether it generates: an embeddings request's tokens are its inputs' alone. */
+  generates: boolean;
+  /** Whether it streams. */
+  streams: boolean;
   /** The refusal's body for an error code, as the API shapes it. */
   refusal: (code: string, openaiType: string, status: number) => unknown;
 }
@@ -26,6 +30,8 @@ const APIS: Api[] = [
     body: (model, text, extra) => ({ model, messages: [{ role: "user", content: text }], ...extra }),
     badBody: (model) => ({ model, messages: "not a list" }),
     badCode: "invalid_value",
+    generates: true,
+    streams: true,
     refusal: (code, type) => openAiRefusal(code, type),
   },
   {
@@ -35,6 +41,8 @@ const APIS: Api[] = [
     body: (model, text, extra) => ({ model, max_tokens: 64, messages: [{ role: "user", content: text }], ...extra }),
     badBody: (model) => ({ model, messages: [{ role: "user", content: "hi" }] }),
     badCode: "missing_required_parameter",
+    generates: true,
+    streams: true,
     refusal: (_code, _type, status) => ({ type: "error", error: { type: ANTHROPIC_TYPE[status], message: expect.any(String) } }),
   },
   {
@@ -44,11 +52,24 @@ const APIS: Api[] = [
     body: (model, text, extra) => ({ model, input: text, ...extra }),
     badBody: (model) => ({ model, input: [{ type: "item_reference", id: "msg_1" }] }),
     badCode: "unsupported_parameter",
+    generates: true,
+    streams: true,
+    refusal: (code, type) => openAiRefusal(code, type),
+  },
+  {
+    name: "embeddings",
+    path: "/v1/embeddings",
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+    body: (model, text, extra) => ({ model, input: text, ...(extra?.stream ? {} : extra) }),
+    badBody: (model) => ({ model, input: "" }),
+    badCode: "invalid_value",
+    generates: false,
+    streams: false,
     refusal: (code, type) => openAiRefusal(code, type),
   },
 ];
 
-// Every rule that holds for chat holds for the other APIs, in their own shapes: keys, restrictions, limits,
+// Every rule that holds for chat holds for the other APIs (embeddings too), in their own shapes: keys, restrictions, limits,
 // revocation, unknown models, bad bodies and failing runtimes, and the usage and request log they leave. With the
 // stand-in model of test/fakes (no llama.cpp), so each runtime failure is reached on purpose.
 describe.each(APIS)("the $name API's refusals", (api) => {
@@ -101,7 +122,7 @@ describe.each(APIS)("the $name API's refusals", (api) => {
   it("tells a runtime's failure in its shape, streamed or not, before the first byte", async () => {
     const down = api.name === "Messages" ? 529 : 503;
     await expectRefusal(await send(gw.apiKey, api.body(gw.modelId, "fail runtime_unavailable")), down, "runtime_unavailable", "service_unavailable_error");
-    await expectRefusal(await send(gw.apiKey, api.body(gw.modelId, "fail runtime_unavailable", { stream: true })), down, "runtime_unavailable", "service_unavailable_error");
+    if (api.streams) await expectRefusal(await send(gw.apiKey, api.body(gw.modelId, "fail runtime_unavailable", { stream: true })), down, "runtime_unavailable", "service_unavailable_error");
     await expectRefusal(await send(gw.apiKey, api.body(gw.modelId, "fail context_length_exceeded")), 400, "context_length_exceeded", "invalid_request_error");
   });
 
@@ -109,16 +130,16 @@ describe.each(APIS)("the $name API's refusals", (api) => {
     const k = await admin<ApiKey & { key: string }>("POST", "/admin/v1/keys", { org: gw.orgId, name: "counted" });
     expect((await send(k.key, api.body(gw.modelId, "one two three four"))).status).toBe(200);
     const streamed = await send(k.key, api.body(gw.modelId, "five six", { stream: true }));
-    expect(streamed.headers.get("content-type")).toContain("text/event-stream");
+    if (api.streams) expect(streamed.headers.get("content-type")).toContain("text/event-stream");
     await streamed.text();
     expect((await send(k.key, api.body("no-such-model", "x"))).status).toBe(404);
     // The stand-in counts a word as a token: the prompt's words, and as many in the answer.
     const usage = await admin<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=key`);
-    expect(usage.totals.find((t) => t.group === k.id)?.total).toMatchObject({ requests: 3, errors: 1, prompt_tokens: 6, completion_tokens: 6 });
+    expect(usage.totals.find((t) => t.group === k.id)?.total).toMatchObject({ requests: 3, errors: 1, prompt_tokens: 6, completion_tokens: api.generates ? 6 : 0 });
     const log = await admin<{ data: { status: number; stream: boolean; prompt_tokens: number }[] }>("GET", `/admin/v1/requests?org=${gw.orgId}&key=${k.id}`);
     expect(log.data.map((r) => [r.status, r.stream, r.prompt_tokens])).toEqual([
       [404, false, 0],
-      [200, true, 2],
+      [200, api.streams, 2],
       [200, false, 4],
     ]);
   });

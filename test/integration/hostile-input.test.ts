@@ -75,6 +75,7 @@ describe("hostile input", () => {
     expect(kinds.size).toBeGreaterThanOrEqual(20);
     expect(cases.filter((r) => r.path === "/v1/messages").length).toBeGreaterThan(800);
     expect(cases.filter((r) => r.path === "/v1/responses").length).toBeGreaterThan(800);
+    expect(cases.filter((r) => r.path === "/v1/embeddings").length).toBeGreaterThan(300);
 
     const health = await fetch(`${gw.relay.url}/health`);
     expect(health.status).toBe(200);
