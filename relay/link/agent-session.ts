@@ -169,10 +169,14 @@ export class AgentSession {
         const tracked = this.inferences.get(message.requestId);
         if (!tracked) return;
         tracked.seen.chunks++;
-        // A vector's number is held as 8 bytes: counted as 8 characters against the limit.
-        tracked.seen.chars += message.type === "text" ? message.text.length : message.type === "toolCall" ? message.arguments.length + message.name.length : message.values.length * 8;
+        // A vector's number counts as 4 characters against the limit (its bytes as a 32-bit float).
+        tracked.seen.chars += message.type === "text" ? message.text.length : message.type === "toolCall" ? message.arguments.length + message.name.length : message.values.length * 4;
         if (tracked.seen.chars > MAX_ANSWER_CHARS) {
-          tracked.pending.fail(new MakinaError("stream_incomplete", `The answer grew past the relay's limit of ${MAX_ANSWER_CHARS} characters.`));
+          tracked.pending.fail(
+            message.type === "embedding"
+              ? new MakinaError("request_too_large", `The vectors of this request hold more than the relay's limit of ${MAX_ANSWER_CHARS / 4} numbers: send fewer inputs in each request.`, { param: "input" })
+              : new MakinaError("stream_incomplete", `The answer grew past the relay's limit of ${MAX_ANSWER_CHARS} characters.`),
+          );
           return;
         }
         // The message is the token event itself: it is queued as it came.

@@ -128,5 +128,10 @@ describe("embeddings through the gateway", () => {
       [98 + 32, 97 + 99],
     ]);
     expect(res.usage).toEqual({ prompt_tokens: 3, total_tokens: 3 });
+    // The relay holds at most 2 Mi numbers of one request's vectors: past that, a clear 413 saying what to do.
+    const tooMany = await client.embeddings.create({ model: "embedder", input: Array.from({ length: 40 }, (_, i) => `text ${i}`), dimensions: 65_536, encoding_format: "float" }).catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect(tooMany).toMatchObject({ status: 413, code: "request_too_large", param: "input", error: { message: expect.stringContaining("send fewer inputs") } });
+    // The machine was told to stop, and serves the next request.
+    expect((await client.embeddings.create({ model: "embedder", input: "ab", dimensions: 2, encoding_format: "float" })).data[0]!.embedding).toEqual([97, 98]);
   });
 });
