@@ -38,6 +38,9 @@ export interface EmbeddingVector {
 /** The most inputs one embeddings request may have (the vendor's limit). */
 export const MAX_EMBED_INPUTS = 2048;
 
+/** The most numbers the vectors of one embeddings request may hold in all (512 inputs of a 4,096-dimension model). */
+export const MAX_EMBED_NUMBERS = 2 * 1024 * 1024;
+
 /** One input of an embeddings request: a text, or (when `tokens` is not empty) the model's token ids. */
 export interface EmbedInput {
   text: string;

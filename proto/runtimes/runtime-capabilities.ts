@@ -35,8 +35,8 @@ export function harnessHonouring(runtime: RuntimeKind, param: string): string | 
   return Object.keys(HARNESS_CAPABILITIES).find((h) => HARNESS_CAPABILITIES[h]![runtime]?.includes(param));
 }
 
-/** What an orchestrator takes away: tools belong to one run of the model, and an orchestrator runs it several times (an embedding is no answer to refine or vote on). */
-const ORCHESTRATED_EXCLUDES: readonly string[] = ["tools", "tool_choice", "embeddings", "dimensions"];
+/** What an orchestrator takes away: tools belong to one run of the model, and an orchestrator runs it several times (an embedding is no answer to refine or vote on, and its prompts are not the one a count would count). */
+const ORCHESTRATED_EXCLUDES: readonly string[] = ["tools", "tool_choice", "embeddings", "dimensions", "count_tokens"];
 
 /** The request parameters (beyond the basics) a stack of this runtime and layers honours. */
 export function honouredParameters(runtime: RuntimeKind, harness: string | null, orchestrator: string | null = null): readonly string[] {

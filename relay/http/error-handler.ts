@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { MakinaError, type Logger } from "../../proto/index.js";
 import { storageError, type StorageHealth } from "../health/index.js";
+import { anthropicShape } from "./anthropic/index.js";
 import { sendError } from "./send-json.js";
 
 /** Answers unknown paths: 404 `unknown_url` (or `unsupported_endpoint` for the legacy completions endpoint). */
@@ -18,10 +19,14 @@ export function unknownUrl(): RequestHandler {
   };
 }
 
-/** Renders every error in the OpenAI envelope; unexpected ones are logged, never shown; database refusals are reported to `storage`. */
+/**
+ * Renders every error in the OpenAI envelope (in Anthropic's under `/v1/messages`, whose clients read that one);
+ * unexpected ones are logged, never shown; database refusals are reported to `storage`.
+ */
 export function errorHandler(log: Logger, storage?: StorageHealth): ErrorRequestHandler {
-  return (err, _req, res, _next) => {
+  return (err, req, res, _next) => {
     if (storage && storageError(err)) storage.failed("admin write", err);
-    res.locals.errorCode = sendError(res, err, log, res.locals.requestId);
+    const anthropic = req.path === "/v1/messages" || req.path.startsWith("/v1/messages/");
+    res.locals.errorCode = sendError(res, err, log, res.locals.requestId, anthropic ? anthropicShape : undefined);
   };
 }

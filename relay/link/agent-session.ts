@@ -1,5 +1,6 @@
 import {
   DEFAULT_INITIAL_CREDIT,
+  MAX_EMBED_NUMBERS,
   MakinaError,
   type AgentToRelay,
   type ChatInput,
@@ -169,12 +170,12 @@ export class AgentSession {
         const tracked = this.inferences.get(message.requestId);
         if (!tracked) return;
         tracked.seen.chunks++;
-        // A vector's number counts as 4 characters against the limit (its bytes as a 32-bit float).
-        tracked.seen.chars += message.type === "text" ? message.text.length : message.type === "toolCall" ? message.arguments.length + message.name.length : message.values.length * 4;
+        // A vector's numbers count as 4 characters each against the limit: MAX_EMBED_NUMBERS of them fill it.
+        tracked.seen.chars += message.type === "text" ? message.text.length : message.type === "toolCall" ? message.arguments.length + message.name.length : message.values.length * (MAX_ANSWER_CHARS / MAX_EMBED_NUMBERS);
         if (tracked.seen.chars > MAX_ANSWER_CHARS) {
           tracked.pending.fail(
             message.type === "embedding"
-              ? new MakinaError("request_too_large", `The vectors of this request hold more than the relay's limit of ${MAX_ANSWER_CHARS / 4} numbers: send fewer inputs in each request.`, { param: "input" })
+              ? new MakinaError("request_too_large", `The vectors of this request hold more than the relay's limit of ${MAX_EMBED_NUMBERS} numbers: send fewer inputs in each request.`, { param: "input" })
               : new MakinaError("stream_incomplete", `The answer grew past the relay's limit of ${MAX_ANSWER_CHARS} characters.`),
           );
           return;

@@ -84,6 +84,9 @@ function unsupported(first: Stack, request: PlannableRequest, model: string): Ma
   if (param === "embeddings") {
     return new MakinaError("unsupported_parameter", first.orchestrator ? `\`${model}\` is served by a stack with the '${first.orchestrator}' orchestrator, which answers chats only: it has no embeddings.` : `The ${first.runtime} runtime serving \`${model}\` has no embeddings.`, { param: "model" });
   }
+  if (param === "count_tokens") {
+    return new MakinaError("unsupported_parameter", first.orchestrator ? `\`${model}\` is served by a stack with the '${first.orchestrator}' orchestrator, which runs several prompts for one answer: its tokens cannot be counted.` : `The ${first.runtime} runtime serving \`${model}\` cannot count tokens: only a GGUF stack holds its model's tokenizer on the machine.`, { param: "model" });
+  }
   if (param === "image_url") {
     return new MakinaError("unsupported_parameter", `Image parts are not supported by the ${first.runtime} runtime serving \`${model}\`.`, { param: request.imagePart! });
   }

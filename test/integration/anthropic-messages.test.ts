@@ -68,6 +68,10 @@ describe("the Anthropic Messages API with Anthropic's own client, on GGUF stacks
     });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { stop_reason: string }).stop_reason).toBe("max_tokens");
+    // The model list takes the key as x-api-key too; what the gateway does not serve under /v1/messages is refused in Anthropic's envelope.
+    expect((await fetch(`${gw.baseURL}/models`, { headers: { "x-api-key": gw.apiKey } })).status).toBe(200);
+    const batches = await fetch(`${gw.baseURL}/messages/batches`, { method: "POST", headers: { "x-api-key": gw.apiKey, "content-type": "application/json" }, body: "{}" });
+    expect([batches.status, await batches.json()]).toEqual([404, { type: "error", error: { type: "not_found_error", message: expect.stringContaining("Unknown request URL") } }]);
   });
 
   it("calls a tool with input that follows its schema, and answers after its result (a round trip, streamed and not)", async () => {

@@ -109,10 +109,13 @@ describe("embeddings through the gateway", () => {
     expect(await refusal({ model: "no-such-model", input: "a" })).toMatchObject({ status: 404, code: "model_not_found" });
   });
 
-  it("refuses embeddings from a stack whose orchestrator answers chats only", async () => {
+  it("refuses embeddings and token counts from a stack whose orchestrator answers chats only", async () => {
     await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "voted", layers: { orchestrator: "vote", orchestratorOptions: { samples: 3 } } });
     const err = await client.embeddings.create({ model: "voted", input: "a" }).catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
     expect(err).toMatchObject({ status: 400, code: "unsupported_parameter", param: "model", error: { message: expect.stringContaining("'vote' orchestrator") } });
+    // Nor can its prompts be counted as one (Anthropic's count_tokens), said in Anthropic's envelope.
+    const count = await fetch(`${gw.baseURL}/messages/count_tokens`, { method: "POST", headers: { "x-api-key": gw.apiKey, "content-type": "application/json" }, body: JSON.stringify({ model: "voted", messages: [{ role: "user", content: "Hi" }] }) });
+    expect([count.status, await count.json()]).toEqual([400, { type: "error", error: { type: "invalid_request_error", message: expect.stringContaining("its tokens cannot be counted") } }]);
   });
 
   it("passes embeddings to an OpenAI-compatible server (a stand-in for vLLM's pooling models), dimensions and all", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { anthropicError, ERROR_TABLE, MakinaError } from "../../proto/index.js";
-import { decodeMessagesRequest, messagesCodec } from "../../relay/http/anthropic/index.js";
-import { chatCompletionsCodec, decodeResponsesRequest, responsesCodec } from "../../relay/http/openai/index.js";
+import { decodeMessagesRequest, messagesCodec, renameMessagesParam } from "../../relay/http/anthropic/index.js";
+import { chatCompletionsCodec, decodeResponsesRequest, renameResponsesParam, responsesCodec } from "../../relay/http/openai/index.js";
 import type { StreamEncoder } from "../../relay/http/gateway/index.js";
 
 const meta = { id: "resp_0123456789abcdefghij0123456789abcdefghij", created: 1_795_000_000, model: "m" };
@@ -99,9 +99,28 @@ describe("the Responses API's stream encoder", () => {
     expect(response.tools).toHaveLength(1);
   });
 
-  it("tells a broken stream as an error event with its code", () => {
-    const frame = responsesCodec.streamEncoder(request, meta).failure(new MakinaError("stream_incomplete", "gone"));
-    expect(frame).toBe(`event: error\ndata: {"type":"error","code":"stream_incomplete","message":"gone","param":null,"sequence_number":0}\n\n`);
+  it("tells a broken stream as an error event with its code, then the response failed with what came before", () => {
+    const encoder = responsesCodec.streamEncoder(request, meta);
+    const frames = encoder.open() + encoder.text("Half an ans") + encoder.failure(new MakinaError("stream_incomplete", "gone"));
+    const events = frames
+      .split("\n\n")
+      .filter(Boolean)
+      .map((f) => JSON.parse(/^data: (.*)$/m.exec(f)![1]!) as Record<string, unknown>);
+    expect(events.at(-2)).toEqual({ type: "error", code: "stream_incomplete", message: "gone", param: null, sequence_number: events.length - 2 });
+    expect(events.at(-1)).toMatchObject({ type: "response.failed", response: { status: "failed", error: { code: "server_error", message: "gone" }, output: [{ type: "message", status: "in_progress" }] } });
+  });
+
+  it("gives a message item after a function call an id of its own", () => {
+    const encoder = responsesCodec.streamEncoder(request, meta);
+    encoder.open();
+    encoder.text("First.");
+    encoder.toolCall({ index: 0, id: "call_a", name: "get_weather", arguments: "{}" });
+    encoder.text("Then.");
+    const done = encoder.end("stop", { promptTokens: 1, completionTokens: 3 });
+    const response = (JSON.parse(/^data: (.*)$/m.exec(done.split("\n\n").filter(Boolean).at(-1)!)![1]!) as { response: { output: { id: string }[] } }).response;
+    const ids = response.output.map((item) => item.id);
+    expect(new Set(ids).size).toBe(3);
+    expect(ids[2]).toMatch(/^msg_.*_1$/);
   });
 });
 
@@ -119,6 +138,27 @@ describe("the chat-completions stream encoder", () => {
   });
 });
 
+describe("the Responses API's input items", () => {
+  it("joins the function calls of one answer into one assistant turn, so parallel calls and their outputs go back", () => {
+    const request = decodeResponsesRequest({
+      model: "m",
+      input: [
+        { role: "user", content: "Weather and time in Paris?" },
+        { type: "function_call", call_id: "call_a", name: "get_weather", arguments: "{}" },
+        { type: "function_call", call_id: "call_b", name: "get_time", arguments: "{}" },
+        { type: "function_call_output", call_id: "call_a", output: "sunny" },
+        { type: "function_call_output", call_id: "call_b", output: "noon" },
+      ],
+    });
+    expect(request.input.messages.map((m) => [m.role, m.toolCalls?.map((c) => c.id) ?? m.toolCallId ?? null])).toEqual([
+      ["user", null],
+      ["assistant", ["call_a", "call_b"]],
+      ["tool", "call_a"],
+      ["tool", "call_b"],
+    ]);
+  });
+});
+
 describe("refusals said in the terms of the body sent", () => {
   it("names the Messages API's parameters: a tool's input_schema, stop_sequences, a message's place", () => {
     const base = { model: "m", max_tokens: 5, messages: [{ role: "user", content: "hi" }] };
@@ -131,7 +171,9 @@ describe("refusals said in the terms of the body sent", () => {
       throw new Error("not refused");
     };
     expect(refusal({ ...base, tools: [{ name: "f", input_schema: { type: "object", properties: { a: { type: "nonsense" } } } }] }).param).toBe("tools[0].input_schema.properties.a.type");
-    expect(refusal({ ...base, stop_sequences: ["a", "b", "c", "d", "e"] })).toMatchObject({ param: "stop_sequences", message: expect.stringContaining("'stop_sequences'") });
+    const stops = refusal({ ...base, stop_sequences: ["a", "b", "c", "d", "e"] });
+    expect(stops).toMatchObject({ param: "stop_sequences", message: expect.stringContaining("'stop_sequences'") });
+    expect(stops.message).not.toContain("stop_sequences sequences");
     expect(refusal({ ...base, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "x" }] }] }).param).toBe("messages[0]");
     expect(refusal({ ...base, max_tokens: 0 }).param).toBe("max_tokens");
     expect(refusal({ ...base, top_k: 5 })).toMatchObject({ code: "unsupported_parameter", param: "top_k" });
@@ -151,6 +193,19 @@ describe("refusals said in the terms of the body sent", () => {
     expect(refusal({ ...base, text: { format: { type: "json_schema", name: "o", schema: { type: "object", properties: { a: { type: "nonsense" } } } } } }).param).toBe("text.format.schema.properties.a.type");
     expect(refusal({ ...base, input: [{ role: "user", content: "hi" }, { type: "function_call_output", call_id: "call_1", output: "x" }] }).param).toBe("input[1]");
     expect(refusal({ ...base, tools: [{ type: "function", name: "f", parameters: { type: "string" } }] }).param).toBe("tools[0].parameters");
+  });
+});
+
+describe("refusals that come after the body was checked", () => {
+  it("are renamed into each API's parameters: the plan's and the runtime's name the chat form's", () => {
+    expect(renameMessagesParam("response_format")).toBe("output_config.format");
+    expect(renameMessagesParam("messages[3].content[0].type")).toBe("messages");
+    expect(renameMessagesParam("parallel_tool_calls")).toBe("tool_choice.disable_parallel_tool_use");
+    expect(renameResponsesParam("max_tokens")).toBe("max_output_tokens");
+    expect(renameResponsesParam("messages")).toBe("input");
+    expect(renameResponsesParam("messages[2].content[1].type")).toBe("input");
+    expect(renameResponsesParam("response_format")).toBe("text.format");
+    expect(renameResponsesParam("model")).toBe("model");
   });
 });
 

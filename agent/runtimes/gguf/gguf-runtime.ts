@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
-import { MakinaError, type ChatMessage } from "../../../proto/index.js";
+import { MAX_EMBED_NUMBERS, MakinaError, type ChatMessage } from "../../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
 import { forcedCallWrapper } from "./forced-call-wrapper.js";
@@ -69,6 +69,9 @@ export async function loadGgufModel(llama: Llama, modelPath: string, options: Gg
   return new GgufRuntime(model, context, options.threads);
 }
 
+/** The most tokens of context the embedding context holds (a second context beside the chat one: kept small). */
+const EMBED_CONTEXT = 8192;
+
 /** Text chunks decoded ahead of the reader before a sequence pauses its decoding. */
 const READ_AHEAD = 4;
 
@@ -101,7 +104,7 @@ export class GgufRuntime implements ModelRuntime {
   private readonly toolFunctions: ToolFunctions;
   readonly contextSize: number;
   readonly endpoint = "in-process";
-  /** The model's embedding context, made on the first embeddings request (it holds a context of its own). */
+  /** The model's embedding context, made on the first embeddings request (a context of its own, of at most EMBED_CONTEXT tokens). */
   private embedder: Promise<LlamaEmbeddingContext> | undefined;
   /** Embeddings requests take the embedding context one after another. */
   private embedTurn: Promise<void> = Promise.resolve();
@@ -302,8 +305,17 @@ export class GgufRuntime implements ModelRuntime {
     if (input.dimensions && input.dimensions !== size) {
       throw new MakinaError("unsupported_parameter", `This model's embeddings have ${size} dimensions and cannot be shortened: leave 'dimensions' out or set it to ${size}.`, { param: "dimensions" });
     }
+    if (input.embed!.length * size > MAX_EMBED_NUMBERS) {
+      throw new MakinaError("request_too_large", `The vectors of ${input.embed!.length} inputs of this model (${size} numbers each) would hold more than ${MAX_EMBED_NUMBERS} numbers: send fewer inputs in each request.`, { param: "input" });
+    }
     const vocabulary = vocabularySize(this.model);
-    const embedder = await (this.embedder ??= this.model.createEmbeddingContext({ contextSize: this.contextSize, threads: this.threads }));
+    const contextSize = Math.min(this.contextSize, EMBED_CONTEXT);
+    // Made once, on the first embeddings request; one that could not be made is tried again by the next.
+    this.embedder ??= this.model.createEmbeddingContext({ contextSize, threads: this.threads }).catch((err: unknown) => {
+      this.embedder = undefined;
+      throw new MakinaError("runtime_unavailable", "The model's embedding context could not be made (too little memory?).", { cause: err, retryAfterMs: 5000 });
+    });
+    const embedder = await this.embedder;
     const inputs = input.embed!.map((e, i): Token[] | string => {
       if (!e.tokens.length) return e.text;
       const bad = e.tokens.find((t) => t >= vocabulary);
@@ -312,7 +324,7 @@ export class GgufRuntime implements ModelRuntime {
     });
     const lengths = inputs.map((x) => embedder.calculateInputLength(x));
     lengths.forEach((n, i) => {
-      if (n >= this.contextSize) throw new MakinaError("context_length_exceeded", `This model's maximum context length is ${this.contextSize} tokens, but 'input[${i}]' has ${n}. Please shorten it.`, { param: `input[${i}]` });
+      if (n >= contextSize) throw new MakinaError("context_length_exceeded", `This model's embeddings take at most ${contextSize - 1} tokens an input, but 'input[${i}]' has ${n}. Please shorten it.`, { param: `input[${i}]` });
     });
     const promptTokens = lengths.reduce((a, b) => a + b, 0);
     if (options.usage) options.usage.promptTokens = promptTokens;
@@ -336,7 +348,8 @@ export class GgufRuntime implements ModelRuntime {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.embedder) await (await this.embedder).dispose();
+    // An embedding context that was never made (or failed) leaves nothing to give back; the model goes either way.
+    await this.embedder?.then((e) => e.dispose()).catch(() => undefined);
     await this.context.dispose();
     await this.model.dispose();
   }

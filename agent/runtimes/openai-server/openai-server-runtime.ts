@@ -64,6 +64,8 @@ export class OpenAiServerRuntime implements ModelRuntime {
       yield* this.embed(input, options);
       return;
     }
+    // The relay sends counts only to GGUF stacks: one that reaches a server here is refused, never run as a chat.
+    if (input.countOnly) throw new MakinaError("unsupported_parameter", "This runtime cannot count tokens: only a GGUF stack holds its model's tokenizer on the machine.", { param: "model" });
     const body = {
       model: this.o.model,
       messages: input.tools?.length || input.messages.some((m) => m.toolCalls?.length || m.toolCallId || m.parts?.length) ? upstreamMessages(input.messages) : input.messages,
@@ -155,7 +157,8 @@ export class OpenAiServerRuntime implements ModelRuntime {
       if (signal?.aborted) throw MakinaError.from(signal.reason);
       throw new MakinaError("runtime_unavailable", "The runtime's server answered embeddings that are not JSON.", { cause: err, retryAfterMs: 5000 });
     }
-    const promptTokens = reply.usage?.prompt_tokens ?? 0;
+    // A server that says no usage is charged as the relay estimates: about 4 characters a token.
+    const promptTokens = reply.usage?.prompt_tokens ?? input.embed!.reduce((n, e) => n + (e.tokens.length || Math.ceil(e.text.length / 4)), 0);
     if (options.usage) options.usage.promptTokens = promptTokens;
     const count = input.embed!.length;
     const vectors = new Array<number[] | undefined>(count);

@@ -1,6 +1,6 @@
 import { MakinaError } from "../../../proto/index.js";
 import type { GatewayCodec } from "../gateway/gateway-codec.js";
-import { describeValue, isPlainObject } from "../gateway/translate-body.js";
+import { isPlainObject, refuse } from "../json-values.js";
 import type { ChatRequest } from "../openai/validate-chat-request.js";
 import { decodeMessagesRequest } from "./decode-messages-request.js";
 import { messagesCodec } from "./messages-codec.js";
@@ -13,10 +13,11 @@ const NOT_COUNTED = ["max_tokens", "stream", "stop_sequences", "temperature", "t
  * answer, checked as a message is, and asked of the stack's runtime as a count only.
  */
 export function decodeCountTokensRequest(body: unknown): ChatRequest {
-  if (!isPlainObject(body)) throw new MakinaError("invalid_value", `The request body must be a JSON object, but got ${describeValue(body)}.`);
-  for (const k of NOT_COUNTED) if (Object.hasOwn(body, k)) throw new MakinaError("unknown_parameter", `Unrecognized request argument supplied: ${k}`, { param: k });
+  if (!isPlainObject(body)) throw refuse.notObject(body);
+  for (const k of NOT_COUNTED) if (Object.hasOwn(body, k)) throw refuse.unknown(k);
   const request = decodeMessagesRequest({ ...body, max_tokens: 1 });
-  return { ...request, needs: [...request.needs, "count_tokens"], input: { ...request.input, maxTokens: 0, stream: false, countOnly: true } };
+  // `maxTokens` 1: an agent older than token counts, which would take this for a chat, generates one token at most.
+  return { ...request, needs: [...request.needs, "count_tokens"], input: { ...request.input, maxTokens: 1, stream: false, countOnly: true } };
 }
 
 /**
@@ -28,7 +29,11 @@ export const countTokensCodec: GatewayCodec<ChatRequest> = {
   label: "token count",
   metered: false,
   decode: decodeCountTokensRequest,
-  answer: (_request, _meta, { usage }) => ({ input_tokens: usage.promptTokens }),
+  answer(_request, _meta, { text, calls, usage }) {
+    // An agent older than token counts answers them as a chat (of one token): no count, and a clear reason.
+    if (text !== "" || calls.length > 0) throw new MakinaError("runtime_unavailable", "The agent on this stack's machine is older than this relay and cannot count tokens: update it.", { retryAfterMs: 60_000 });
+    return { input_tokens: usage.promptTokens };
+  },
   streamEncoder() {
     throw new MakinaError("internal_error", "A token count is never streamed.");
   },

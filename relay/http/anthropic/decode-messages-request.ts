@@ -1,6 +1,7 @@
 import { MakinaError } from "../../../proto/index.js";
+import { renameBy, renameParams } from "../gateway/rename-params.js";
+import { describeValue, isPlainObject, refuse } from "../json-values.js";
 import { validateChatRequest, type ChatRequest } from "../openai/validate-chat-request.js";
-import { describeValue, isPlainObject, renameParams } from "../gateway/translate-body.js";
 
 /**
  * Parameters of the Messages API taken and left without effect: hints for Anthropic's own service (caching,
@@ -20,9 +21,7 @@ const TOOL_NEUTRAL = new Set(["cache_control", "defer_loading", "eager_input_str
 /** Keys of a content block that change nothing here (caching hints, citations of the client's own). */
 const BLOCK_NEUTRAL = new Set(["cache_control", "citations"]);
 
-const invalid = (param: string, message: string) => new MakinaError("invalid_value", message, { param });
-const missing = (param: string) => new MakinaError("missing_required_parameter", `Missing required parameter: '${param}'.`, { param });
-const unknown = (param: string) => new MakinaError("unknown_parameter", `Unrecognized request argument supplied: ${param.slice(0, 256)}`, { param: param.slice(0, 256) });
+const { invalid, missing, unknown } = refuse;
 
 function checkKeys(block: Record<string, unknown>, path: string, allowed: readonly string[]): void {
   for (const k of Object.keys(block)) if (!allowed.includes(k) && !BLOCK_NEUTRAL.has(k)) throw unknown(`${path}.${k}`);
@@ -186,16 +185,21 @@ function translateOutputConfig(config: unknown, chat: Record<string, unknown>): 
   chat.response_format = { type: "json_schema", json_schema: { name: "output", schema: format.schema ?? {}, strict: true } };
 }
 
-/** Where the chat form's parameters came from in the Messages API's body, for the text of a refusal. */
-const RENAMES: [RegExp, string][] = [
+/**
+ * Where the chat form's parameters came from in the Messages API's body, for the text of a refusal: of the body
+ * checked, and of a refusal that comes later (the plan, the runtime), where a message's place is no longer known.
+ */
+export const renameMessagesParam = renameBy([
   [/^tools\[(\d+)\]\.function\.parameters/, "tools[$1].input_schema"],
   [/^tools\[(\d+)\]\.function/, "tools[$1]"],
   [/^tool_choice\.function\.name/, "tool_choice.name"],
   [/^tool_choice\.function/, "tool_choice"],
+  [/^parallel_tool_calls$/, "tool_choice.disable_parallel_tool_use"],
   [/^stop$/, "stop_sequences"],
   [/^response_format\.json_schema\.schema/, "output_config.format.schema"],
-  [/^response_format/, "output_config.format"],
-];
+  [/^response_format(\.json_schema)?/, "output_config.format"],
+  [/^messages\[\d+\].*$/, "messages"],
+]);
 
 /**
  * Checks a Messages API body and makes it the gateway's domain request: it is said again in the chat
@@ -203,13 +207,13 @@ const RENAMES: [RegExp, string][] = [
  * Messages API's own parameter names.
  */
 export function decodeMessagesRequest(body: unknown): ChatRequest {
-  if (!isPlainObject(body)) throw new MakinaError("invalid_value", `The request body must be a JSON object, but got ${describeValue(body)}.`);
+  if (!isPlainObject(body)) throw refuse.notObject(body);
   const chat: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(body)) {
     if (TOP.has(k) || NEUTRAL.has(k)) continue;
     if (UNSERVED.has(k)) {
       if (v === undefined || v === null) continue;
-      throw new MakinaError("unsupported_parameter", `The parameter '${k}' is not supported by this gateway.`, { param: k });
+      throw refuse.unsupported(k, `The parameter '${k}' is not supported by this gateway.`);
     }
     throw unknown(k);
   }
@@ -236,9 +240,7 @@ export function decodeMessagesRequest(body: unknown): ChatRequest {
   } catch (err) {
     throw renameParams(err, (param) => {
       const at = /^messages\[(\d+)\]/.exec(param);
-      if (at) return paths[Number(at[1])] ?? "messages";
-      for (const [pattern, to] of RENAMES) if (pattern.test(param)) return param.replace(pattern, to);
-      return param;
+      return at ? (paths[Number(at[1])] ?? "messages") : renameMessagesParam(param);
     });
   }
 }

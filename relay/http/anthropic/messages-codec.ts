@@ -1,20 +1,17 @@
 import { anthropicError, type FinishReason, type MakinaError, type Usage } from "../../../proto/index.js";
+import { anthropicShape } from "./anthropic-shape.js";
 import type { GatewayCodec } from "../gateway/gateway-codec.js";
 import type { ChatRequest } from "../openai/validate-chat-request.js";
-import { sendError, type ErrorShape } from "../send-json.js";
-import { decodeMessagesRequest } from "./decode-messages-request.js";
+import { apiKeyAuthorization } from "../api-key-header.js";
+import { sendError } from "../send-json.js";
+import { renameParams } from "../gateway/rename-params.js";
+import { decodeMessagesRequest, renameMessagesParam } from "./decode-messages-request.js";
 
 /**
  * Why an answer ended, as the Messages API says it. A stop sequence and the model's own end are one reason on
  * the link: both are `end_turn` here, and `stop_sequence` is always null.
  */
 const STOP_REASON: Record<FinishReason, string> = { stop: "end_turn", length: "max_tokens", tool_calls: "tool_use", canceled: "end_turn" };
-
-/** Anthropic's error envelope, with its status for the error (529 for a machine or runtime that cannot take the request). */
-const anthropicShape: ErrorShape = (e) => {
-  const { status, type } = anthropicError(e.mapping);
-  return { status, body: { type: "error", error: { type, message: e.message } } };
-};
 
 /** A tool call's arguments as the `input` object the API gives: `{}` when they are not a JSON object (an answer cut by `max_tokens`). */
 function inputOf(args: string): Record<string, unknown> {
@@ -38,10 +35,7 @@ const frame = (type: string, fields = "") => `event: ${type}\ndata: {"type":"${t
  */
 export const messagesCodec: GatewayCodec<ChatRequest> = {
   label: "message",
-  authorization(req) {
-    const key = req.headers["x-api-key"];
-    return typeof key === "string" && key !== "" ? `Bearer ${key}` : req.headers.authorization;
-  },
+  authorization: (req) => apiKeyAuthorization(req.headers),
   decode: decodeMessagesRequest,
   answerId: (ids) => `msg_${ids.next(24)}`,
   answer(_request, meta, { text, calls, finishReason, usage }) {
@@ -88,5 +82,6 @@ export const messagesCodec: GatewayCodec<ChatRequest> = {
       failure: (e: MakinaError) => frame("error", `"error":${JSON.stringify({ type: anthropicError(e.mapping).type, message: e.message })}`),
     };
   },
-  sendError: (res, err, log, requestId) => sendError(res, err, log, requestId, anthropicShape),
+  // A refusal after the body was checked (the plan's, the runtime's) names the chat form's parameters: told in this API's.
+  sendError: (res, err, log, requestId) => sendError(res, renameParams(err, renameMessagesParam), log, requestId, anthropicShape),
 };

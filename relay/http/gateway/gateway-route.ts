@@ -69,7 +69,8 @@ interface Outcome {
 }
 
 /**
- * One API's inference endpoint (`POST /v1/chat/completions`, `/v1/messages`, `/v1/responses`), streamed and
+ * One API's inference endpoint (`POST /v1/chat/completions`, `/v1/embeddings`, `/v1/responses`, `/v1/messages`,
+ * `/v1/messages/count_tokens`), streamed and
  * not, as a plain Node handler: the gateway's one path for every API, with the API's codec at its edges. It
  * does its own request id, key check, body reading and error envelope (the same helpers the Express side
  * uses) rather than pass through Express's router and body parser.
@@ -159,8 +160,9 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
       },
     );
     const meta: AnswerMeta = { id: codec.answerId(ids), created: Math.floor(Date.now() / 1000), model };
-    // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered.
-    if (captureHours !== null) outcome.capture = captureOf(request.input.messages, Date.now() + captureHours * 3_600_000);
+    // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered: of a chat
+    // (embeddings and token counts have no conversation to keep, and are logged without their inputs).
+    if (captureHours !== null && !request.input.embed?.length && !request.input.countOnly) outcome.capture = captureOf(request.input.messages, Date.now() + captureHours * 3_600_000);
     if (streamed) await stream(res, events, codec.streamEncoder(request, meta), outcome, deps.log, requestId);
     else await complete(res, events, (answer) => codec.answer(request, meta, answer), controller, deps.requestTimeoutMs, outcome);
   } catch (err) {

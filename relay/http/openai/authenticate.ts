@@ -1,5 +1,6 @@
 import type { RequestHandler } from "express";
 import { authenticateApiKey } from "../../keys/index.js";
+import { apiKeyAuthorization } from "../api-key-header.js";
 import type { GatewayDirectory } from "../../routing/index.js";
 
 /**
@@ -9,7 +10,8 @@ import type { GatewayDirectory } from "../../routing/index.js";
 export function authenticate(directory: GatewayDirectory): RequestHandler {
   const check: RequestHandler = (req, res, next) => {
     try {
-      res.locals.apiKey = authenticateApiKey(directory, req.get("authorization"));
+      // Anthropic's clients send the key as `x-api-key` (for `/v1/models` too).
+      res.locals.apiKey = authenticateApiKey(directory, apiKeyAuthorization(req.headers));
       next();
     } catch (err) {
       next(err);

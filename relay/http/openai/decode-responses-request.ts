@@ -1,5 +1,5 @@
-import { MakinaError } from "../../../proto/index.js";
-import { describeValue, isPlainObject, renameParams } from "../gateway/translate-body.js";
+import { renameBy, renameParams } from "../gateway/rename-params.js";
+import { describeValue, isPlainObject, onlyKeys as only, refuse } from "../json-values.js";
 import { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
 
 /** A Responses API request: the domain request, and what its answer says back of what was asked. */
@@ -29,14 +29,7 @@ const UNSERVED = new Set(["background", "conversation", "context_management", "p
 
 const TOP = new Set(["model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice", "parallel_tool_calls", "text", "stream", "previous_response_id"]);
 
-const invalid = (param: string, message: string) => new MakinaError("invalid_value", message, { param });
-const missing = (param: string) => new MakinaError("missing_required_parameter", `Missing required parameter: '${param}'.`, { param });
-const unknown = (param: string) => new MakinaError("unknown_parameter", `Unrecognized request argument supplied: ${param.slice(0, 256)}`, { param: param.slice(0, 256) });
-const unsupported = (param: string, message: string) => new MakinaError("unsupported_parameter", message, { param });
-
-function only(o: Record<string, unknown>, path: string, keys: readonly string[]): void {
-  for (const k of Object.keys(o)) if (!keys.includes(k)) throw unknown(`${path}.${k}`);
-}
+const { invalid, missing, unknown, unsupported } = refuse;
 
 /** A message item's content parts as the chat interface's parts. */
 function contentParts(content: unknown[], path: string, role: string): Record<string, unknown>[] {
@@ -101,7 +94,7 @@ function translateInput(input: unknown, out: Record<string, unknown>[], paths: s
       const call = { id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } };
       // Calls of one answer come as items one after another; the assistant's text before them is the same answer.
       const last = out.at(-1);
-      if (last?.role === "assistant" && typeof last.content !== "object") {
+      if (last?.role === "assistant" && !Array.isArray(last.content)) {
         ((last.tool_calls ??= []) as unknown[]).push(call);
         if (last.content === "") last.content = null;
       } else {
@@ -168,17 +161,20 @@ function translateText(text: unknown, chat: Record<string, unknown>): void {
   chat.response_format = { type: "json_schema", json_schema: jsonSchema };
 }
 
-/** Where the chat form's parameters came from in the Responses API's body, for the text of a refusal. */
-const RENAMES: [RegExp, string][] = [
+/**
+ * Where the chat form's parameters came from in the Responses API's body, for the text of a refusal: of the body
+ * checked, and of a refusal that comes later (the plan, the runtime), where an item's place is no longer known.
+ */
+export const renameResponsesParam = renameBy([
   [/^tools\[(\d+)\]\.function\./, "tools[$1]."],
   [/^tools\[(\d+)\]\.function/, "tools[$1]"],
   [/^tool_choice\.function\.name/, "tool_choice.name"],
   [/^max_tokens$/, "max_output_tokens"],
   [/^response_format\.json_schema\./, "text.format."],
-  [/^response_format\.json_schema/, "text.format"],
-  [/^response_format/, "text.format"],
+  [/^response_format(\.json_schema)?/, "text.format"],
   [/^verbosity/, "text.verbosity"],
-];
+  [/^messages(\[\d+\].*)?$/, "input"],
+]);
 
 /**
  * Checks a Responses API body and makes it the gateway's domain request: it is said again in the chat
@@ -187,7 +183,7 @@ const RENAMES: [RegExp, string][] = [
  * and the whole conversation comes in `input`, as the tools that speak this API send it by default.
  */
 export function decodeResponsesRequest(body: unknown): ResponsesRequest {
-  if (!isPlainObject(body)) throw new MakinaError("invalid_value", `The request body must be a JSON object, but got ${describeValue(body)}.`);
+  if (!isPlainObject(body)) throw refuse.notObject(body);
   for (const [k, v] of Object.entries(body)) {
     if (TOP.has(k) || NEUTRAL.has(k)) continue;
     if (UNSERVED.has(k)) {
@@ -218,9 +214,7 @@ export function decodeResponsesRequest(body: unknown): ResponsesRequest {
   } catch (err) {
     throw renameParams(err, (param) => {
       const at = /^messages\[(\d+)\]/.exec(param);
-      if (at) return paths[Number(at[1])] ?? "input";
-      for (const [pattern, to] of RENAMES) if (pattern.test(param)) return param.replace(pattern, to);
-      return param;
+      return at ? (paths[Number(at[1])] ?? "input") : renameResponsesParam(param);
     });
   }
   const format = isPlainObject(body.text) && isPlainObject(body.text.format) ? body.text.format : { type: "text" };

@@ -1,7 +1,8 @@
 import type { FinishReason, ToolCall, Usage } from "../../../proto/index.js";
 import type { AnswerMeta, GatewayCodec } from "../gateway/gateway-codec.js";
 import { sendError } from "../send-json.js";
-import { decodeResponsesRequest, type ResponsesRequest } from "./decode-responses-request.js";
+import { renameParams } from "../gateway/rename-params.js";
+import { decodeResponsesRequest, renameResponsesParam, type ResponsesRequest } from "./decode-responses-request.js";
 
 type OutputItem = Record<string, unknown>;
 
@@ -13,12 +14,12 @@ const usageOf = (u: Usage) => ({
   total_tokens: u.promptTokens + u.completionTokens,
 });
 
-/** The ids of a response's items, made from its own: `msg_…` for its message, `fc_…_<n>` for its function calls. */
-const messageId = (meta: AnswerMeta) => `msg_${meta.id.slice(5)}`;
+/** The ids of a response's items, made from its own: `msg_…` for its first message (`msg_…_<n>` for the next ones), `fc_…_<n>` for its function calls. */
+const messageId = (meta: AnswerMeta, n = 0) => (n === 0 ? `msg_${meta.id.slice(5)}` : `msg_${meta.id.slice(5)}_${n}`);
 const callItemId = (meta: AnswerMeta, index: number) => `fc_${meta.id.slice(5)}_${index}`;
 
 const textPart = (text: string) => ({ type: "output_text", text, annotations: [], logprobs: [] });
-const messageItem = (meta: AnswerMeta, text: string, status: string) => ({ id: messageId(meta), type: "message", status, role: "assistant", content: status === "completed" ? [textPart(text)] : [] });
+const messageItem = (meta: AnswerMeta, text: string, status: string, n = 0) => ({ id: messageId(meta, n), type: "message", status, role: "assistant", content: status === "completed" ? [textPart(text)] : [] });
 const callItem = (meta: AnswerMeta, index: number, call: ToolCall, status: string) => ({ id: callItemId(meta, index), type: "function_call", status, call_id: call.id, name: call.name, arguments: call.arguments });
 
 /** The response object: in progress (no output yet), or ended with its output and usage. */
@@ -74,7 +75,8 @@ export const responsesCodec: GatewayCodec<ResponsesRequest> = {
     const event = (type: string, fields: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...fields, sequence_number: sequence++ })}\n\n`;
     const output: OutputItem[] = [];
     // The item being written: the message (its text so far) or a function call (its arguments so far).
-    let open: { kind: "message"; index: number; text: string } | { kind: "call"; index: number; call: ToolCall; n: number } | null = null;
+    let open: { kind: "message"; index: number; text: string; n: number } | { kind: "call"; index: number; call: ToolCall; n: number } | null = null;
+    let messageCount = 0;
     const calls = new Map<number, { index: number; call: ToolCall; n: number }>();
     let callCount = 0;
     const close = (): string => {
@@ -82,9 +84,9 @@ export const responsesCodec: GatewayCodec<ResponsesRequest> = {
       const was = open;
       open = null;
       if (was.kind === "message") {
-        const item = messageItem(meta, was.text, "completed");
+        const item = messageItem(meta, was.text, "completed", was.n);
         output[was.index] = item;
-        const id = messageId(meta);
+        const id = item.id;
         return (
           event("response.output_text.done", { item_id: id, output_index: was.index, content_index: 0, text: was.text, logprobs: [] }) +
           event("response.content_part.done", { item_id: id, output_index: was.index, content_index: 0, part: textPart(was.text) }) +
@@ -105,13 +107,14 @@ export const responsesCodec: GatewayCodec<ResponsesRequest> = {
         let frames = "";
         if (open?.kind !== "message") {
           frames = close();
-          open = { kind: "message", index: output.length, text: "" };
-          output.push(messageItem(meta, "", "in_progress"));
-          frames += event("response.output_item.added", { output_index: open.index, item: messageItem(meta, "", "in_progress") });
-          frames += event("response.content_part.added", { item_id: messageId(meta), output_index: open.index, content_index: 0, part: textPart("") });
+          open = { kind: "message", index: output.length, text: "", n: messageCount++ };
+          const item = messageItem(meta, "", "in_progress", open.n);
+          output.push(item);
+          frames += event("response.output_item.added", { output_index: open.index, item });
+          frames += event("response.content_part.added", { item_id: item.id, output_index: open.index, content_index: 0, part: textPart("") });
         }
         open.text += text;
-        return frames + event("response.output_text.delta", { item_id: messageId(meta), output_index: open.index, content_index: 0, delta: text, logprobs: [] });
+        return frames + event("response.output_text.delta", { item_id: messageId(meta, open.n), output_index: open.index, content_index: 0, delta: text, logprobs: [] });
       },
       toolCall(d) {
         let frames = "";
@@ -134,8 +137,12 @@ export const responsesCodec: GatewayCodec<ResponsesRequest> = {
         const response = responseObject(request, meta, { finishReason, output, usage });
         return frames + event(response.status === "incomplete" ? "response.incomplete" : "response.completed", { response });
       },
-      failure: (e) => event("error", { code: e.code, message: e.message, param: null }),
+      // The error event, then the response failed (what the official clients' stream helpers end on), with what came before.
+      failure: (e) =>
+        event("error", { code: e.code, message: e.message, param: null }) +
+        event("response.failed", { response: { ...responseObject(request, meta, null), status: "failed", error: { code: "server_error", message: e.message }, output } }),
     };
   },
-  sendError,
+  // A refusal after the body was checked (the plan's, the runtime's) names the chat form's parameters: told in this API's.
+  sendError: (res, err, log, requestId) => sendError(res, renameParams(err, renameResponsesParam), log, requestId),
 };

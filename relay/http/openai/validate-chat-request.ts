@@ -1,5 +1,5 @@
 import { MakinaError, type ChatInput, type ChatMessage, type ContentPart, type ResponseFormat } from "../../../proto/index.js";
-import { describeValue, isPlainObject } from "../gateway/translate-body.js";
+import { describeValue, isPlainObject } from "../json-values.js";
 import { validateJsonSchema } from "./validate-json-schema.js";
 import { checkToolTurns, messageToolCalls, validateTools } from "./validate-tools.js";
 

@@ -1,5 +1,5 @@
 import { MakinaError, type ChatMessage, type ToolCall, type ToolChoice, type ToolDefinition } from "../../../proto/index.js";
-import { isPlainObject } from "../gateway/translate-body.js";
+import { isPlainObject } from "../json-values.js";
 import { validateJsonSchema } from "./validate-json-schema.js";
 
 /** A request's tools, as the link carries them. */
