@@ -120,10 +120,10 @@ const ROWS: Row[] = [
   },
   {
     case: "unknown path", status: 404, type: "invalid_request_error", code: "unknown_url", param: null,
-    request: (ctx) => ({ path: "/v1/embeddings", init: json(ctx.key, { model: "x", input: "hi" }) }),
-    client: (ctx) => client(ctx).embeddings.create({ model: "x", input: "hi" }),
+    request: (ctx) => ({ path: "/v1/moderations", init: json(ctx.key, { model: "x", input: "hi" }) }),
+    client: (ctx) => client(ctx).moderations.create({ model: "x", input: "hi" }),
     errorClass: OpenAI.NotFoundError,
-    message: "Unknown request URL: POST /v1/embeddings. Please check the URL for typos.",
+    message: "Unknown request URL: POST /v1/moderations. Please check the URL for typos.",
   },
   {
     case: "body is not JSON", status: 400, type: "invalid_request_error", code: "invalid_json", param: null,
