@@ -26,6 +26,8 @@ export interface ModelRuntime {
   readonly endpoint: string;
   /** The process serving it, when the agent runs one. */
   readonly pid?: number;
+  /** An embedding model (by its file's header): it answers embeddings and refuses chats. Absent: not known to be one. */
+  readonly embeddingModel?: boolean;
   /**
    * Generates a reply as a token stream. Aborting `signal`, or leaving the loop
    * early, stops generation. Throws MakinaError `context_length_exceeded` when the

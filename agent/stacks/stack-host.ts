@@ -148,7 +148,7 @@ export class StackHost {
           // keeps serving, its layers as sent now. (A new model id restarts it: vLLM and MLX serve under that name; so
           // does another file for the same reference, a new SHA-256 pinned, and another context asked.)
           this.served.set(stackId, withLayers(current));
-          return { ...empty, contextSize: current.contextSize };
+          return { ...empty, contextSize: current.contextSize, embeddingModel: current.embeddingModel ?? false };
         }
         this.runtimes.delete(stackId);
         this.served.delete(stackId);
@@ -177,7 +177,7 @@ export class StackHost {
         this.served.set(stackId, withLayers(runtime));
         this.record(stackId, { state: "ready", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
         log.info("endpoint configured", { modelId, runtime: kind, contextSize: runtime.contextSize });
-        return { ...empty, contextSize: runtime.contextSize };
+        return { ...empty, contextSize: runtime.contextSize, embeddingModel: runtime.embeddingModel ?? false };
       }
       case "checkModel":
         return checkModelFile(step.ref, step.runtime, log, signal);

@@ -588,6 +588,11 @@ export interface CommandResult {
    */
   kvBytesPerToken: number;
   trainContextSize: number;
+  /**
+   * For `CheckModel` of a GGUF file: an embedding model (an encoder, or a model with a pooling type), which
+   * answers embeddings and no chat.
+   */
+  embeddingModel: boolean;
 }
 
 function createBaseAgentMessage(): AgentMessage {
@@ -6065,6 +6070,7 @@ function createBaseCommandResult(): CommandResult {
     contextSize: 0,
     kvBytesPerToken: 0,
     trainContextSize: 0,
+    embeddingModel: false,
   };
 }
 
@@ -6093,6 +6099,9 @@ export const CommandResult: MessageFns<CommandResult> = {
     }
     if (message.trainContextSize !== 0) {
       writer.uint32(64).uint32(message.trainContextSize);
+    }
+    if (message.embeddingModel !== false) {
+      writer.uint32(72).bool(message.embeddingModel);
     }
     return writer;
   },
@@ -6174,6 +6183,14 @@ export const CommandResult: MessageFns<CommandResult> = {
             message.trainContextSize = reader.uint32();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.embeddingModel = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6224,6 +6241,11 @@ export const CommandResult: MessageFns<CommandResult> = {
         : isSet(object.train_context_size)
         ? globalThis.Number(object.train_context_size)
         : 0,
+      embeddingModel: isSet(object.embeddingModel)
+        ? globalThis.Boolean(object.embeddingModel)
+        : isSet(object.embedding_model)
+        ? globalThis.Boolean(object.embedding_model)
+        : false,
     };
   },
 
@@ -6253,6 +6275,9 @@ export const CommandResult: MessageFns<CommandResult> = {
     if (message.trainContextSize !== 0) {
       obj.trainContextSize = Math.round(message.trainContextSize);
     }
+    if (message.embeddingModel !== false) {
+      obj.embeddingModel = message.embeddingModel;
+    }
     return obj;
   },
 
@@ -6271,6 +6296,7 @@ export const CommandResult: MessageFns<CommandResult> = {
     message.contextSize = object.contextSize ?? 0;
     message.kvBytesPerToken = object.kvBytesPerToken ?? 0;
     message.trainContextSize = object.trainContextSize ?? 0;
+    message.embeddingModel = object.embeddingModel ?? false;
     return message;
   },
 };

@@ -273,10 +273,12 @@ export interface StepResult {
   /** `checkModel` of a GGUF file: KV-cache bytes per token, and the trained context (0: unknown). */
   kvBytesPerToken: number;
   trainContextSize: number;
+  /** `checkModel` of a GGUF file: an embedding model, which answers embeddings and no chat. */
+  embeddingModel: boolean;
 }
 
 /** What a step that produced nothing returns. */
-export const EMPTY_STEP_RESULT: Readonly<StepResult> = Object.freeze({ modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0, kvBytesPerToken: 0, trainContextSize: 0 });
+export const EMPTY_STEP_RESULT: Readonly<StepResult> = Object.freeze({ modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0, kvBytesPerToken: 0, trainContextSize: 0, embeddingModel: false });
 
 /** Runtime states: `loading` (requests get 503), `ready`, `failed` (final until redeployed). */
 export type RuntimeState = "loading" | "ready" | "failed";

@@ -11,6 +11,23 @@ export interface GgufFacts {
   kvBytesPerToken: number;
   /** The context the model was trained for, tokens; null when the header does not say. */
   trainContextSize: number | null;
+  /** An embedding model: it answers embeddings, and no chat ({@link isEmbeddingModel}). */
+  embeddingModel: boolean;
+}
+
+/** Architectures that encode and never generate: embedding models whatever their pooling. */
+const ENCODER_ARCHITECTURES = new Set(["bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "neo-bert", "modern-bert", "t5encoder"]);
+
+/**
+ * Whether a GGUF model is made for embeddings, from its header: an encoder's architecture, or a pooling type
+ * (mean, CLS or last token) that the converter writes for embedding models alone. Such a model answers
+ * `/v1/embeddings` and is refused as a chat.
+ */
+export function isEmbeddingModel(metadata: GgufFileInfo["metadata"]): boolean {
+  const architecture = String(metadata.general?.architecture ?? "");
+  if (ENCODER_ARCHITECTURES.has(architecture)) return true;
+  const pooling = (metadata as unknown as Record<string, { pooling_type?: unknown } | undefined>)[architecture]?.pooling_type;
+  return pooling === 1 || pooling === 2 || pooling === 3;
 }
 
 /**
@@ -21,5 +38,5 @@ export async function ggufFacts(info: GgufFileInfo): Promise<GgufFacts> {
   const { GgufInsights } = await import("node-llama-cpp");
   const insights = await GgufInsights.from(info);
   const context = insights.estimateContextResourceRequirements({ contextSize: PROBE_CONTEXT, modelGpuLayers: 0, sequences: 1 });
-  return { weightsBytes: insights.modelSize, kvBytesPerToken: Math.ceil(context.cpuRam / PROBE_CONTEXT), trainContextSize: insights.trainContextSize ?? null };
+  return { weightsBytes: insights.modelSize, kvBytesPerToken: Math.ceil(context.cpuRam / PROBE_CONTEXT), trainContextSize: insights.trainContextSize ?? null, embeddingModel: isEmbeddingModel(info.metadata) };
 }

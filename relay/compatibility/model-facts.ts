@@ -10,6 +10,8 @@ export interface ModelFacts {
   kvBytesPerToken: number | null;
   /** The context the model was trained for, tokens. */
   trainContextSize: number | null;
+  /** An embedding model (by its header): it answers embeddings and no chat; absent: not known to be one. */
+  embeddingModel?: boolean;
   /** Where these facts come from, said in the panel. */
   source: "catalog" | "gguf-header" | "pulled" | "machine" | "unknown";
 }

@@ -213,10 +213,12 @@ export function checkStack(plan: StackPlan): Compatibility {
     if (disk) said.push(disk);
   }
   said.push(...layerChecks(plan));
-  const serves = servedApis(plan.runtime, plan.harness, plan.orchestrator);
+  const serves = servedApis(plan.runtime, plan.harness, plan.orchestrator, plan.model.embeddingModel === true);
   said.push(
     plan.hasEndpoint
-      ? { topic: "endpoint", level: "ok", message: `Reachable through the API as its model id, for ${serves.includes("embeddings") ? "chat and embeddings" : "chat only"}${servesWhy(plan)}.` }
+      ? serves.length === 0
+        ? { topic: "endpoint", level: "fail", message: `An embedding model answers embeddings only, and ${plan.orchestrator ? `the ${plan.orchestrator} orchestrator answers chats only` : `the ${plan.runtime} runtime has no embeddings`}: no request could reach it.` }
+        : { topic: "endpoint", level: "ok", message: `Reachable through the API as its model id, for ${serves.length === 2 ? "chat and embeddings" : serves[0] === "chat" ? "chat only" : "embeddings only"}${servesWhy(plan)}.` }
       : { topic: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." },
   );
   const checks = said.map((c): CompatibilityCheck => ({ ...c, param: c.param ?? PARAM_OF_TOPIC[c.topic] }));
@@ -224,13 +226,19 @@ export function checkStack(plan: StackPlan): Compatibility {
   return { ok: failed ? false : hw && model ? true : null, checks, serves };
 }
 
-/** The APIs a stack of this runtime and layers answers: chat always, embeddings where its runtime makes them and no orchestrator stands in front. */
-export function servedApis(runtime: RuntimeKind, harness: string | null, orchestrator: string | null): ServedApi[] {
-  return honouredParameters(runtime, harness, orchestrator).includes("embeddings") ? ["chat", "embeddings"] : ["chat"];
+/**
+ * The APIs a stack of this runtime and layers answers: chat, unless its model is an embedding model; embeddings
+ * where its runtime makes them and no orchestrator stands in front.
+ */
+export function servedApis(runtime: RuntimeKind, harness: string | null, orchestrator: string | null, embeddingModel = false): ServedApi[] {
+  const embeds = honouredParameters(runtime, harness, orchestrator).includes("embeddings");
+  if (embeddingModel) return embeds ? ["embeddings"] : [];
+  return embeds ? ["chat", "embeddings"] : ["chat"];
 }
 
-/** Why a stack has no embeddings, in words (empty when it has them). */
+/** Why a stack serves what it does, in words. */
 function servesWhy(plan: StackPlan): string {
+  if (plan.model.embeddingModel) return " (an embedding model: chat requests are refused)";
   if (servedApis(plan.runtime, plan.harness, plan.orchestrator).includes("embeddings")) return plan.runtime === "gguf" ? " (embeddings from the model's own embedding context)" : "";
   if (plan.orchestrator) return ` (the ${plan.orchestrator} orchestrator answers chats only)`;
   return ` (the ${plan.runtime} runtime has no embeddings)`;

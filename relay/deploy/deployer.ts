@@ -210,7 +210,11 @@ export class Deployer {
           if (step.kind === "pullModel") {
             await this.store.deployments.stepDetail(deploymentId, seq, { path: result.modelPath, sha256: result.modelSha256, sizeBytes: result.modelSizeBytes });
           }
-          if (step.kind === "configureEndpoint") contextSize = result.contextSize || null;
+          if (step.kind === "configureEndpoint") {
+            contextSize = result.contextSize || null;
+            // What the runtime found the model to be, for what the stack serves (an embedding model: no chats).
+            if (result.embeddingModel) await this.store.deployments.stepDetail(deploymentId, seq, { embeddingModel: true });
+          }
           await this.store.deployments.stepFinished(deploymentId, seq, null);
           changed();
         } catch (err) {

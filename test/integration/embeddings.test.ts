@@ -1,10 +1,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OpenAIEmbeddings } from "@langchain/openai";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { freePort } from "../helpers/free-port.js";
+import { writeGgufWithUint32 } from "../helpers/gguf-metadata.js";
 import { testModelPath } from "../helpers/models.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
@@ -116,6 +119,30 @@ describe("embeddings through the gateway", () => {
     // Nor can its prompts be counted as one (Anthropic's count_tokens), said in Anthropic's envelope.
     const count = await fetch(`${gw.baseURL}/messages/count_tokens`, { method: "POST", headers: { "x-api-key": gw.apiKey, "content-type": "application/json" }, body: JSON.stringify({ model: "voted", messages: [{ role: "user", content: "Hi" }] }) });
     expect([count.status, await count.json()]).toEqual([400, { type: "error", error: { type: "invalid_request_error", message: expect.stringContaining("its tokens cannot be counted") } }]);
+  });
+
+  it("serves an embedding model's embeddings and refuses it chats, in each API's shape, and says so of the stack", async () => {
+    // The test model with the pooling type a converter writes for embedding models: its header says what it is for.
+    const file = join(mkdtempSync(join(tmpdir(), "makina-embedder-")), "stories-pooled.gguf");
+    writeGgufWithUint32(testModelPath(), file, "llama.pooling_type", 1);
+    // The Forge's panel reads the file's header on the machine, and says so before the stack is made.
+    const panel = await fetch(`${gw.relay.url}/admin/v1/compatibility`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ org: gw.orgId, machine: gw.machineId, runtime: "gguf", model: file }),
+    }).then((r) => r.json() as Promise<{ serves: string[]; checks: { topic: string; message: string }[] }>);
+    expect(panel.serves).toEqual(["embeddings"]);
+    expect(panel.checks.find((c) => c.topic === "endpoint")?.message).toBe("Reachable through the API as its model id, for embeddings only (an embedding model: chat requests are refused).");
+    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "pooled", machine: gw.machineId, runtime: "gguf", model: file, modelId: "pooled" });
+    await gw.relay.control.deploy(stack.id);
+    await gw.relay.deployer.settled(stack.id);
+    // Once served, the stack says it too (its runtime read the header).
+    expect((await gw.relay.control.stack(stack.id)).compatibility.serves).toEqual(["embeddings"]);
+    expect((await client.embeddings.create({ model: "pooled", input: ["a cat", "a dog"] })).data.map((d) => d.embedding.length)).toEqual([64, 64]);
+    const chat = await client.chat.completions.create({ model: "pooled", messages: [{ role: "user", content: "Hi" }] }).catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect(chat).toMatchObject({ status: 400, code: "unsupported_parameter", param: "model", error: { message: expect.stringContaining("is an embedding model") } });
+    const message = await fetch(`${gw.baseURL}/messages`, { method: "POST", headers: { "x-api-key": gw.apiKey, "content-type": "application/json" }, body: JSON.stringify({ model: "pooled", max_tokens: 5, messages: [{ role: "user", content: "Hi" }] }) });
+    expect([message.status, ((await message.json()) as { error: { type: string } }).error.type]).toEqual([400, "invalid_request_error"]);
   });
 
   it("passes embeddings to an OpenAI-compatible server (a stand-in for vLLM's pooling models), dimensions and all", async () => {

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { MakinaError } from "../../../proto/index.js";
+import { isEmbeddingModel, MakinaError } from "../../../proto/index.js";
 import { dependencyVersion } from "../../version.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
 import { ProcessSupervisor } from "../../supervisor/index.js";
@@ -96,7 +96,10 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
       try {
         await superviseUntilReady(supervisor, ctx);
         const { contextSize } = await processHealth(socketPath, ctx.signal);
-        return new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release });
+        // What the model is for, from its header (the model process refuses chats of an embedding model itself).
+        const { readGgufFileInfo } = await import("node-llama-cpp");
+        const embeddingModel = await readGgufFileInfo(path, { sourceType: "filesystem", logWarnings: false }).then((info) => isEmbeddingModel(info.metadata), () => false);
+        return new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release, embeddingModel });
       } catch (err) {
         await supervisor.stop();
         release();

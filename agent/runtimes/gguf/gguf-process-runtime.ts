@@ -12,6 +12,8 @@ export interface GgufProcessRuntimeOptions {
   supervisor: ProcessSupervisor;
   /** Called once after the runtime closed (to give back what it held). */
   onClose?: () => void;
+  /** An embedding model, by the file's header. */
+  embeddingModel?: boolean;
 }
 
 /**
@@ -24,6 +26,7 @@ export interface GgufProcessRuntimeOptions {
 export class GgufProcessRuntime implements ModelRuntime {
   readonly contextSize: number;
   readonly endpoint: string;
+  readonly embeddingModel: boolean;
   private closed = false;
 
   get pid(): number | undefined {
@@ -33,6 +36,7 @@ export class GgufProcessRuntime implements ModelRuntime {
   constructor(private readonly o: GgufProcessRuntimeOptions) {
     this.contextSize = o.contextSize;
     this.endpoint = `unix:${o.socketPath}`;
+    this.embeddingModel = o.embeddingModel ?? false;
   }
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
-import { MAX_EMBED_NUMBERS, MakinaError, type ChatMessage } from "../../../proto/index.js";
+import { isEmbeddingModel, MAX_EMBED_NUMBERS, MakinaError, type ChatMessage } from "../../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
 import { forcedCallWrapper } from "./forced-call-wrapper.js";
@@ -108,6 +108,8 @@ export class GgufRuntime implements ModelRuntime {
   private embedder: Promise<LlamaEmbeddingContext> | undefined;
   /** Embeddings requests take the embedding context one after another. */
   private embedTurn: Promise<void> = Promise.resolve();
+  /** An embedding model (an encoder, or one with a pooling type): it answers embeddings, and refuses chats. */
+  readonly embeddingModel: boolean;
 
   constructor(
     private readonly model: LlamaModel,
@@ -115,6 +117,7 @@ export class GgufRuntime implements ModelRuntime {
     private readonly threads = 1,
   ) {
     this.contextSize = context.contextSize;
+    this.embeddingModel = isEmbeddingModel(model.fileInfo.metadata);
     this.grammars = new ResponseGrammars(model.llama);
     this.toolFunctions = new ToolFunctions(model.llama);
     // Resolving the chat wrapper (rendering the model's Jinja template) is synchronous and
@@ -155,6 +158,7 @@ export class GgufRuntime implements ModelRuntime {
       yield* this.embed(input, options);
       return;
     }
+    if (this.embeddingModel) throw new MakinaError("unsupported_parameter", "This stack's model is an embedding model: it answers embeddings (/v1/embeddings), not chats.", { param: "model" });
     if (input.countOnly) {
       // Counted as a chat would be: the model's template over the messages and the functions it may call.
       const promptTokens = this.promptTokens(this.all[0]!.chat, toChatHistory(input.messages), await this.functionsFor(input));

@@ -31,6 +31,7 @@ export function Playground({ stack }: { stack: Stack }) {
   const [stats, setStats] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const embeds = stack.compatibility.serves.includes("embeddings");
+  const chats = stack.compatibility.serves.includes("chat");
   const [mode, setMode] = useState<(typeof MODES)[number]["value"]>("chat");
   const controller = useRef<AbortController | null>(null);
   const log = useRef<HTMLDivElement>(null);
@@ -178,7 +179,9 @@ export function Playground({ stack }: { stack: Stack }) {
         </div>
       ) : (
         <>
-          {embeds ? (
+          {!chats ? (
+            <EmbeddingsPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={() => rememberKey("")} />
+          ) : embeds ? (
             <TabList id="playground" label="What to try" tabs={MODES} value={mode} onChange={setMode}>
               {mode === "chat" ? chat : <EmbeddingsPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={() => rememberKey("")} />}
             </TabList>

@@ -120,8 +120,10 @@ console.log(message.content[0].text);`,
 /** Ready-to-paste calls of this stack, through each API it answers, with curl and the vendors' SDKs, pointed at this gateway. */
 export function Snippets({ stack }: { stack: Stack }) {
   const [language, setLanguage] = useState<Language>("curl");
-  const [api, setApi] = useState<Api>("chat");
-  const apis = APIS.filter((a) => a.value !== "embeddings" || stack.compatibility.serves.includes("embeddings"));
+  const serves = stack.compatibility.serves;
+  const apis = APIS.filter((a) => (a.value === "embeddings" ? serves.includes("embeddings") : serves.includes("chat")));
+  const [chosen, setApi] = useState<Api>(apis[0]?.value ?? "chat");
+  const api = apis.some((a) => a.value === chosen) ? chosen : (apis[0]?.value ?? "chat");
   // Pasted as a string literal each language reads as it is (JSON's is Python's and JavaScript's too), and in
   // the shell's single quotes with any quote of its own closed and reopened (a stack stored before the model
   // id's rule may have one).
@@ -138,7 +140,7 @@ export function Snippets({ stack }: { stack: Stack }) {
       </TabList>
       <p class="hint">
         Set MAKINA_API_KEY to a key from the API keys page. Nothing else changes from the vendor's SDK
-        {stack.compatibility.serves.includes("embeddings") ? "." : ". This stack answers chats only: it has no embeddings."}
+        {serves.includes("embeddings") ? (serves.includes("chat") ? "." : ". Its model is an embedding model: it answers embeddings only.") : ". This stack answers chats only: it has no embeddings."}
       </p>
     </section>
   );
