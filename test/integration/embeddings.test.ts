@@ -97,6 +97,27 @@ describe("embeddings through the gateway", () => {
     expect(cosine(docs[0]!, docs[1]!)).toBeGreaterThan(cosine(docs[0]!, docs[2]!));
   });
 
+  it("stops computing a request's vectors when its client goes away, and serves the next one", async () => {
+    const canceledBefore = gw.agent.inference.canceled;
+    const many = Array.from({ length: 2048 }, (_, i) => `Story number ${i} about a little cat and a big dog in the park.`);
+    const gone = new AbortController();
+    const leaving = client.embeddings.create({ model: "stories", input: many }, { signal: gone.signal }).catch((e: unknown) => e);
+    // Leaves once the machine has started on it (its model process computes one input at a time).
+    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBeGreaterThan(0), { timeout: 10_000, interval: 5 });
+    gone.abort();
+    expect(await leaving).toBeInstanceOf(OpenAI.APIUserAbortError);
+    await vi.waitFor(() => expect(gw.agent.inference.canceled).toBe(canceledBefore + 1), { timeout: 10_000, interval: 20 });
+    expect((await client.embeddings.create({ model: "stories", input: "Still there?" })).data).toHaveLength(1);
+  });
+
+  it("holds a key to its token limit by the inputs' tokens", async () => {
+    const { key } = await gw.relay.control.createKey(gw.orgId, { tpm: 20 });
+    const limited = new OpenAI({ baseURL: gw.baseURL, apiKey: key, maxRetries: 0 });
+    expect((await limited.embeddings.create({ model: "stories", input: "A cat." })).usage.prompt_tokens).toBeLessThan(20);
+    const long = await limited.embeddings.create({ model: "stories", input: "A cat sat on the mat and looked at the dog for a long while. ".repeat(4) }).catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect(long).toMatchObject({ status: 429, code: "rate_limit_exceeded", type: "tokens" });
+  });
+
   it("refuses bad inputs, naming them: empty, too many, a token past the vocabulary, one longer than the context, another size", async () => {
     const refusal = (body: Record<string, unknown>) => client.embeddings.create({ model: "stories", ...body } as never).catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
     expect(await refusal({ input: "" })).toMatchObject({ status: 400, code: "invalid_value", param: "input" });

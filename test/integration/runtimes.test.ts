@@ -162,6 +162,8 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(ok.state).toBe("deployed");
     expect(readFileSync(log, "utf8")).toContain("python -m pip install --upgrade mlx-lm==0.28.2");
     expect((await client.chat.completions.create({ model: "qwen-mlx", messages: [{ role: "user", content: "Hi" }] })).choices[0]!.message.content).toBe("You said: Hi");
+    // MLX's server has no embeddings: refused with the reason.
+    await expect(client.embeddings.create({ model: "qwen-mlx", input: "Hi" })).rejects.toMatchObject({ status: 400, code: "unsupported_parameter", param: "model", error: { message: "The mlx runtime serving `qwen-mlx` has no embeddings." } });
     // Its server runs through the agent's launcher (mlx-lm has no key option), with a key of this start that it
     // wants of every request: another user of the machine calling its port gets 401.
     expect(readFileSync(log, "utf8")).toMatch(/mlx_lm\.server --model mlx-community\/Qwen2\.5-0\.5B-Instruct-4bit --host 127\.0\.0\.1 --port \d+\nenv secrets=none [^\n]*\napi_key=set/);
