@@ -167,6 +167,8 @@ describe("a newcomer's journey through the web application", () => {
     // The machine reads the file's header (its first look loads node-llama-cpp there: a second or so).
     await expect.poll(() => panel.getAttribute("data-verdict"), { timeout: 20_000 }).not.toBe("fail");
     await expect.poll(() => panel.getAttribute("aria-busy")).toBe("false");
+    // The panel says which APIs the stack will answer.
+    expect(await panel.textContent()).toContain("for chat and embeddings");
     await shot("forge");
     await page.getByRole("button", { name: "Create and deploy" }).click();
 
