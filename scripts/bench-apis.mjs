@@ -4,8 +4,8 @@
 //    process (relay and agent together, as `makina up`); this process calls it one request at a time through
 //    chat completions, the Messages API and the Responses API (each turned into the same request on the link),
 //    in interleaved rounds: p50 to the whole non-streamed answer and to the first byte of a streamed one, and
-//    with autocannon at 16 connections, req/s and the gateway's CPU per request. What a codec adds is its row
-//    minus the chat row.
+//    with autocannon at 16 connections (3 interleaved rounds, median), req/s and the gateway's CPU per request.
+//    What a codec adds is its row minus the chat row.
 // 2. Embeddings: a GGUF stack of the test model (its own process, 1 thread) through the gateway, against
 //    node-llama-cpp's embedding context in this process on the same model, context size and thread count:
 //    inputs embedded per second, one input per request and 16 per request, in alternating rounds.
@@ -87,9 +87,11 @@ for (let round = 0; round < 3; round++) {
     codecRows[name].first.push(...first);
   }
 }
-for (const [name, api] of Object.entries(APIS)) {
-  codecRows[name].load.push(await underLoad(api, false));
-  codecRows[name].streamLoad.push(await underLoad(api, true));
+for (let round = 0; round < 3; round++) {
+  for (const [name, api] of Object.entries(APIS)) {
+    codecRows[name].load.push(await underLoad(api, false));
+    codecRows[name].streamLoad.push(await underLoad(api, true));
+  }
 }
 gatewayChild.kill("SIGTERM");
 
@@ -153,7 +155,7 @@ for (const [name, r] of Object.entries(codecRows)) {
   const whole = median(r.whole);
   const first = median(r.first);
   console.log(
-    `| ${name} | ${whole.toFixed(3)} ms | ${(whole - median(chat.whole)).toFixed(3)} ms | ${first.toFixed(3)} ms | ${(first - median(chat.first)).toFixed(3)} ms | ${r.load[0].rps.toFixed(0)} | ${r.load[0].cpuMs.toFixed(3)} ms | ${r.streamLoad[0].rps.toFixed(0)} | ${r.streamLoad[0].cpuMs.toFixed(3)} ms |`,
+    `| ${name} | ${whole.toFixed(3)} ms | ${(whole - median(chat.whole)).toFixed(3)} ms | ${first.toFixed(3)} ms | ${(first - median(chat.first)).toFixed(3)} ms | ${median(r.load.map((x) => x.rps)).toFixed(0)} | ${median(r.load.map((x) => x.cpuMs)).toFixed(3)} ms | ${median(r.streamLoad.map((x) => x.rps)).toFixed(0)} | ${median(r.streamLoad.map((x) => x.cpuMs)).toFixed(3)} ms |`,
   );
 }
 console.log(`\n### Embeddings per second (${modelPath.split("/").at(-1)}, 1 thread, context ${contextSize}; 64 inputs of about 25 tokens; median of 5 alternating rounds)\n`);
