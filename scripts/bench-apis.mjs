@@ -3,7 +3,7 @@
 // 1. Codecs: the instant OpenAI-compatible stand-in (scripts/bench/instant-openai-server.mjs) behind a gateway
 //    process (relay and agent together, as `makina up`); this process calls it one request at a time through
 //    chat completions, the Messages API and the Responses API (each turned into the same request on the link),
-//    in interleaved rounds: p50 to the whole non-streamed answer and to the first byte of a streamed one, and
+//    in interleaved rounds (6 of 50 requests each, each round starting with another API): p50 to the whole non-streamed answer and to the first byte of a streamed one, and
 //    with autocannon at 16 connections (3 interleaved rounds, median), req/s and the gateway's CPU per request.
 //    What a codec adds is its row minus the chat row.
 // 2. Embeddings: a GGUF stack of the test model (its own process, 1 thread) through the gateway, against
@@ -80,15 +80,20 @@ async function underLoad(api, stream) {
 }
 
 const codecRows = Object.fromEntries(Object.keys(APIS).map((name) => [name, { whole: [], first: [], load: [], streamLoad: [] }]));
-for (let round = 0; round < 3; round++) {
-  for (const [name, api] of Object.entries(APIS)) {
-    const { whole, first } = await oneAtATime(api, 100);
+// Each round starts with another API, so that none is always the first after a switch.
+const rotated = (round) => {
+  const entries = Object.entries(APIS);
+  return [...entries.slice(round % entries.length), ...entries.slice(0, round % entries.length)];
+};
+for (let round = 0; round < 6; round++) {
+  for (const [name, api] of rotated(round)) {
+    const { whole, first } = await oneAtATime(api, 50);
     codecRows[name].whole.push(...whole);
     codecRows[name].first.push(...first);
   }
 }
 for (let round = 0; round < 3; round++) {
-  for (const [name, api] of Object.entries(APIS)) {
+  for (const [name, api] of rotated(round)) {
     codecRows[name].load.push(await underLoad(api, false));
     codecRows[name].streamLoad.push(await underLoad(api, true));
   }

@@ -64,7 +64,7 @@ export interface RelayAppDeps {
   gate: AdmissionGate;
 }
 
-/** The path of the gateway's hot route, matched exactly (query string aside) before Express. */
+/** The path of the gateway's hottest route. */
 const CHAT_PATH = "/v1/chat/completions";
 
 /** The relay's HTTP handlers: the public one, and the admin one when the admin API has a listener of its own. */
@@ -104,6 +104,14 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const responses = gatewayRoute(gateway, responsesCodec);
   const embeddings = gatewayRoute(gateway, embeddingsCodec);
   const countTokens = gatewayRoute(gateway, countTokensCodec);
+  // The gateway's routes, matched exactly (query string aside) before Express: its hot paths skip Express's router.
+  const gatewayPaths = new Map<string, RequestListener>([
+    [CHAT_PATH, chat],
+    ["/v1/embeddings", embeddings],
+    ["/v1/responses", responses],
+    ["/v1/messages", messages],
+    ["/v1/messages/count_tokens", countTokens],
+  ]);
   const install = deps.install ?? loadInstallFiles(findInstallDir());
   const base = () => {
     const app = express();
@@ -136,11 +144,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   };
   const gatewayRoutes = (app: Express) => {
     // Spellings of the path that Express also matches (another case, a trailing slash) reach the same handler.
-    app.post(CHAT_PATH, (req, res) => chat(req, res));
-    app.post("/v1/messages", (req, res) => messages(req, res));
-    app.post("/v1/messages/count_tokens", (req, res) => countTokens(req, res));
-    app.post("/v1/responses", (req, res) => responses(req, res));
-    app.post("/v1/embeddings", (req, res) => embeddings(req, res));
+    for (const [path, route] of gatewayPaths) app.post(path, (req, res) => route(req, res));
     if (options.separateInstall) {
       // A machine token must not cross the network in the clear: these are served over TLS only, with a pinned key.
       app.all(INSTALL_PATHS, (_req, _res, next) =>
@@ -199,8 +203,8 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     install: installApp,
     public: (req, res) => {
       const url = req.url ?? "";
-      const path = url.length === CHAT_PATH.length ? url : url.split("?", 1)[0];
-      if (path === CHAT_PATH && req.method === "POST") chat(req, res);
+      const route = req.method === "POST" ? gatewayPaths.get(url.includes("?") ? url.split("?", 1)[0]! : url) : undefined;
+      if (route) route(req, res);
       else publicApp(req, res);
     },
     admin: adminApp,
