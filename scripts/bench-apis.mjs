@@ -11,37 +11,16 @@
 //    inputs embedded per second, one input per request and 16 per request, in alternating rounds.
 // Knobs: MAKINA_BENCH_MODEL (a GGUF file; default ../shared/models/stories260K.gguf), MAKINA_BENCH_SECONDS.
 import autocannon from "autocannon";
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { children, cpuMs, pct, start } from "./bench/bench-children.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const seconds = Number(process.env.MAKINA_BENCH_SECONDS ?? 3);
-const TICK_MS = 1000 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
 const dir = mkdtempSync(join(tmpdir(), "makina-bench-apis-"));
-const children = [];
-const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const median = (xs) => pct(xs, 50);
-const cpuMs = (pid) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-};
-
-function start(script, args, key) {
-  const child = spawn(process.execPath, [join(root, script), ...args], { stdio: ["ignore", "pipe", "inherit"] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    child.once("exit", (code) => reject(new Error(`${script} exited ${code}`)));
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      const msg = JSON.parse(line);
-      if (key in msg) resolve({ child, msg });
-    });
-  });
-}
-
 // 1. Codecs.
 const { msg: standin } = await start("scripts/bench/instant-openai-server.mjs", ["0", "16"], "port");
 const { child: gatewayChild, msg: gateway } = await start("scripts/bench/gateway-process.mjs", ["one", join(dir, "one"), `http://127.0.0.1:${standin.port}/v1`], "url");

@@ -10,39 +10,21 @@
 // MAKINA_BENCH_PEER=1 (also measure Portkey's open-source Node gateway doing the same job; install it first
 // with `npm --prefix scripts/bench/peer ci`, which pins it with the hono versions it needs).
 import autocannon from "autocannon";
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { children, cpuMs, pct, start } from "./bench/bench-children.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const seconds = Number(process.env.MAKINA_BENCH_SECONDS ?? 3);
 const chunks = Number(process.env.MAKINA_BENCH_CHUNKS ?? 16);
 const modes = (process.env.MAKINA_BENCH_MODES ?? "one,separate").split(",");
-const TICK_MS = 1000 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
 const dir = mkdtempSync(join(tmpdir(), "makina-bench-gw-"));
-const children = [];
 
-/** Starts a node script and resolves with its first JSON line that has `key`. */
-function start(script, args, key, env = {}) {
-  const child = spawn(process.execPath, [join(root, script), ...args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    child.once("exit", (code) => reject(new Error(`${script} exited ${code}`)));
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      const msg = JSON.parse(line);
-      if (key in msg) resolve({ child, msg });
-    });
-  });
-}
-const cpuMs = (pid) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-};
 const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
-const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
 const body = (stream, n = chunks) =>
   JSON.stringify({ model: "instant", messages: [{ role: "user", content: "Say hello." }], ...(stream ? { stream: true, stream_options: { include_usage: true }, max_tokens: n } : {}) });

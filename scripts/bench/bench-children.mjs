@@ -1,0 +1,35 @@
+// What the benchmark scripts share: their child processes (started from a script, ready once they print a JSON
+// line with a given key), their CPU time from /proc, and percentiles.
+import { execFileSync, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const TICK_MS = 1000 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
+
+/** The processes a benchmark started, to stop at its end. */
+export const children = [];
+
+/** Starts a script of the repository (path from its root) and resolves with its first JSON line that has `key`. */
+export function start(script, args, key, env = {}) {
+  const child = spawn(process.execPath, [join(root, script), ...args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`${script} exited ${code}`)));
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      const msg = JSON.parse(line);
+      if (key in msg) resolve({ child, msg });
+    });
+  });
+}
+
+/** A process's CPU time so far (user and system), in ms. */
+export const cpuMs = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+};
+
+/** The `p`th percentile of `xs`. */
+export const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
