@@ -23,7 +23,7 @@ const { encodeAgentMessage, decodeRelayMessage } = await import(join(root, "dist
 const { AgentMessage, RelayMessage } = await import(join(root, "dist/proto/generated/agent_link.js"));
 const { LightLinkDialer } = await import(join(root, "scripts/bench/light-link-dialer.mjs"));
 const { Backoff } = await import(join(root, "dist/agent/flow/index.js"));
-const { PROTOCOL_VERSION, silentLogger } = await import(join(root, "dist/proto/index.js"));
+const { PROTOCOL_VERSION, silentLogger, EMPTY_STEP_RESULT } = await import(join(root, "dist/proto/index.js"));
 
 const { cpuProfile } = await import(join(root, "scripts/bench/cpu-profile.mjs"));
 const profile = await cpuProfile("simulated-agents");
@@ -31,7 +31,8 @@ const [machinesFile, from, count, servers, caSha256, caFile, perSecond] = proces
 const machines = JSON.parse(readFileSync(machinesFile, "utf8")).slice(Number(from), Number(from) + Number(count));
 const log = silentLogger();
 const hardware = { platform: "linux", os: "Simulated", arch: "x64", cpuModel: "stand-in", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1 << 30, gpus: [], disks: [], accelerators: [] };
-const result = { modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 4096 };
+// Every field of a step's result (the wire encodes each one), as a real agent's configureEndpoint answers.
+const result = { ...EMPTY_STEP_RESULT, contextSize: 4096 };
 const usage = { promptTokens: 3, completionTokens: 1 };
 
 const codec = { encodeAgentMessage, decodeRelayMessage, AgentMessage, RelayMessage };
