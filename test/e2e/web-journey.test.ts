@@ -928,6 +928,15 @@ describe("a newcomer's journey through the web application", () => {
       expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), label).toBe(true);
       await shot(`narrow-${label.toLowerCase().replace(" ", "-")}`);
     }
+    // A stack's page: the snippets' API and language tabs wrap within the window, and so does the capture choice.
+    await nav("Stacks");
+    await page.getByRole("table", { name: "Stacks" }).getByRole("link").first().click();
+    await page.getByRole("heading", { name: "Call it from your code" }).waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    const lastApi = (await page.getByRole("tablist", { name: "API" }).getByRole("tab").last().boundingBox())!;
+    expect(lastApi.x + lastApi.width).toBeLessThanOrEqual(390);
+    await page.getByRole("heading", { name: "Call it from your code" }).scrollIntoViewIfNeeded();
+    await shot("narrow-stack");
     // The Forge's layer fields stack in one column.
     await nav("Forge");
     await page.getByLabel("Harness").selectOption({ label: "Tools" });
