@@ -12,16 +12,23 @@ const TICK_MS = 1000 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "
 /** The processes a benchmark started, to stop at its end. */
 export const children = [];
 
-/** Starts a script of the repository (path from its root) and resolves with its first JSON line that has `key`. */
+/**
+ * Starts a script of the repository (path from its root) and resolves with its first JSON line that has `key`,
+ * and `next(key)`, which resolves with its next such line.
+ */
 export function start(script, args, key, env = {}) {
   const child = spawn(process.execPath, [join(root, script), ...args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
   children.push(child);
+  const waiting = [];
+  const next = (k) => new Promise((resolve) => waiting.push({ key: k, resolve }));
+  createInterface({ input: child.stdout }).on("line", (line) => {
+    const msg = JSON.parse(line);
+    const i = waiting.findIndex((w) => w.key in msg);
+    if (i >= 0) waiting.splice(i, 1)[0].resolve(msg);
+  });
   return new Promise((resolve, reject) => {
     child.once("exit", (code) => reject(new Error(`${script} exited ${code}`)));
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      const msg = JSON.parse(line);
-      if (key in msg) resolve({ child, msg });
-    });
+    void next(key).then((msg) => resolve({ child, msg, next }));
   });
 }
 
