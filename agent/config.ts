@@ -38,6 +38,11 @@ export interface AgentConfig {
   readonly maxContextSize: number;
   /** Requests one loaded model serves at once. @default 2 */
   readonly parallelSequences: number;
+  /**
+   * A GGUF model's streamed answers leave its process at most once per this many ms after their first token (the
+   * tokens decoded meanwhile go together); 0 sends each token as it comes. @default 32
+   */
+  readonly streamIntervalMs: number;
   /** Reconnect backoff bounds, ms. @default 250 and 15000 */
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
@@ -99,6 +104,7 @@ const ENV: Record<Setting, string> = {
   gpu: "MAKINA_AGENT_GPU",
   maxContextSize: "MAKINA_AGENT_MAX_CONTEXT",
   parallelSequences: "MAKINA_AGENT_PARALLEL",
+  streamIntervalMs: "MAKINA_AGENT_STREAM_INTERVAL_MS",
   reconnectMinMs: "MAKINA_AGENT_RECONNECT_MIN_MS",
   reconnectMaxMs: "MAKINA_AGENT_RECONNECT_MAX_MS",
   controlSocket: "MAKINA_AGENT_SOCKET",
@@ -153,6 +159,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     gpu: "auto",
     maxContextSize: 4096,
     parallelSequences: 2,
+    streamIntervalMs: 32,
     reconnectMinMs: 250,
     reconnectMaxMs: 15_000,
     controlSocket: undefined,
@@ -252,6 +259,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     gpu,
     maxContextSize: int("maxContextSize", 64, 1 << 20),
     parallelSequences: int("parallelSequences", 1, 64),
+    streamIntervalMs: int("streamIntervalMs", 0, 60_000),
     reconnectMinMs: int("reconnectMinMs", 10, 600_000),
     reconnectMaxMs: int("reconnectMaxMs", 10, 3_600_000),
     python: String(pick("python")),

@@ -74,7 +74,7 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
     },
     models,
     adapters: {
-      gguf: ggufAdapter({ maxContextSize: config.maxContextSize, sequences: config.parallelSequences, threads: config.threads, gpu: config.gpu }),
+      gguf: ggufAdapter({ maxContextSize: config.maxContextSize, sequences: config.parallelSequences, threads: config.threads, gpu: config.gpu, streamIntervalMs: config.streamIntervalMs }),
       vllm: vllmAdapter,
       mlx: mlxAdapter,
       openai: openaiServerAdapter,

@@ -6,7 +6,9 @@ import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 describe.each(["grpc", "in-process"] as const)("streaming over the link (%s)", (link) => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startTestGateway({ link });
+    // Each token its own chunk (the model process sends every token as it comes), so that a window of chunks is
+    // a window of tokens: these tests count them.
+    gw = await startTestGateway({ link, agentFlags: { streamIntervalMs: 0 } });
   });
   afterAll(async () => {
     await gw?.close();

@@ -107,6 +107,27 @@ describe("gateway basics over raw HTTP", () => {
     expect(stopped.choices[0]!.message.content).toBe(text.slice(0, cut));
   });
 
+  it("streams a GGUF answer's first token at once and the tokens after it in frames per interval, the same text as unstreamed", async () => {
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
+    // A machine whose model processes send later tokens once a minute at most: all of them leave with the end.
+    const { machineId } = await gw.addMachine(gw.orgId, { streamIntervalMs: 60_000 });
+    await gw.addStack({ orgId: gw.orgId, machineId, modelId: "framed" });
+    const messages = [{ role: "user" as const, content: "Tell me a story." }];
+    for (const model of ["framed", gw.modelId]) {
+      const whole = await client.chat.completions.create({ model, messages, max_tokens: 40, temperature: 0 });
+      const pieces: string[] = [];
+      for await (const chunk of await client.chat.completions.create({ model, messages, max_tokens: 40, temperature: 0, stream: true })) {
+        const content = chunk.choices[0]?.delta.content;
+        if (content) pieces.push(content);
+      }
+      expect(pieces.join("")).toBe(whole.choices[0]!.message.content);
+      expect(whole.usage!.completion_tokens).toBe(40);
+      // The framed stack: the first token, then the 39 others in one piece. The default (32 ms) sends several.
+      if (model === "framed") expect(pieces).toHaveLength(2);
+      else expect(pieces.length).toBeGreaterThan(1);
+    }
+  });
+
   it("refuses a parameter the stack's runtime cannot honour instead of dropping it", async () => {
     const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
     for (const extra of [{ n: 2 }, { logprobs: true }, { tools: [{ type: "function" as const, function: { name: "f", parameters: {} } }] }]) {

@@ -26,7 +26,8 @@ async function holdRequest(gw: TestGateway, machineId: string, stackId: string, 
 describe("when runtimes are busy, crash or vanish", () => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startTestGateway({ relayFlags: { firstTokenTimeoutMs: 500 }, agentFlags: { parallelSequences: 1, maxContextSize: 2048 } });
+    // Each token its own chunk, so that a request whose consumer stops reading is held at the link's window (holdRequest).
+    gw = await startTestGateway({ relayFlags: { firstTokenTimeoutMs: 500 }, agentFlags: { parallelSequences: 1, maxContextSize: 2048, streamIntervalMs: 0 } });
   });
   afterAll(async () => {
     await gw?.close();
@@ -164,7 +165,7 @@ describe("routing across machines serving one model id", () => {
   let second: { machineId: string; agent: Agent };
   let secondStack: string;
   beforeAll(async () => {
-    gw = await startTestGateway({ agentFlags: { parallelSequences: 2 } });
+    gw = await startTestGateway({ agentFlags: { parallelSequences: 2, streamIntervalMs: 0 } });
     second = await gw.addMachine(gw.orgId);
     secondStack = await gw.addStack({ orgId: gw.orgId, machineId: second.machineId, modelId: gw.modelId });
   });

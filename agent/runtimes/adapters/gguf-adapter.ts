@@ -8,7 +8,7 @@ import { dependencyVersion } from "../../version.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
 import { ProcessSupervisor } from "../../supervisor/index.js";
 import { GgufProcessRuntime } from "../gguf/gguf-process-runtime.js";
-import { processHealth } from "../gguf/gguf-wire.js";
+import { GGUF_FRAME_MS, processHealth } from "../gguf/gguf-wire.js";
 import { runtimeEnv } from "../runtime-env.js";
 import { superviseUntilReady } from "./server-runtime.js";
 
@@ -33,6 +33,8 @@ export interface GgufAdapterOptions {
   /** The machine's inference thread budget, shared by every GGUF model's process. */
   threads: number;
   gpu: "auto" | false;
+  /** After a streamed answer's first token, its text leaves the model process at most once per this many ms (0: each token). @default GGUF_FRAME_MS */
+  streamIntervalMs?: number;
 }
 
 /**
@@ -81,6 +83,8 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
           String(model.maxContext ?? options.maxContextSize),
           "--sequences",
           String(options.sequences),
+          "--frame-ms",
+          String(options.streamIntervalMs ?? GGUF_FRAME_MS),
           ...(options.gpu === false ? ["--cpu"] : []),
         ],
         // The model process gets the agent's environment without its secrets.

@@ -1,7 +1,7 @@
 import { MakinaError } from "../../../proto/index.js";
 import type { ProcessSupervisor } from "../../supervisor/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
-import { connectToProcess, fromErrorFrame, GGUF_WINDOW, readFrames, writeFrame, type ProcessFrame } from "./gguf-wire.js";
+import { connectToProcess, frameCost, fromErrorFrame, GGUF_WINDOW, readFrames, writeFrame, type ProcessFrame } from "./gguf-wire.js";
 
 /** Options of {@link GgufProcessRuntime}. */
 export interface GgufProcessRuntimeOptions {
@@ -19,7 +19,7 @@ export interface GgufProcessRuntimeOptions {
 /**
  * A GGUF model served by its own supervised process (gguf-server.ts), reached
  * over a local socket. Each request is one connection; the process may send
- * {@link GGUF_WINDOW} text frames ahead, and one more for each the caller takes,
+ * {@link GGUF_WINDOW} bytes of frames ahead, and as many more as the caller takes,
  * so a caller that stops pulling stops the decoder. Closing the connection
  * (leaving the loop, or aborting the signal) cancels the request.
  */
@@ -60,7 +60,7 @@ export class GgufProcessRuntime implements ModelRuntime {
         if (frame.type === "text") yield { type: "text", text: frame.text };
         else if (frame.type === "embedding") yield { type: "embedding", index: frame.index, values: frame.values };
         else yield { type: "toolCall", index: frame.index, id: frame.id, name: frame.name, arguments: frame.arguments };
-        writeFrame(socket, { type: "credit", n: 1 });
+        writeFrame(socket, { type: "credit", n: frameCost(frame) });
       }
       throw new MakinaError("runtime_unavailable", "The GGUF model process ended the request before its answer was complete.", { retryAfterMs: 1000 });
     } catch (err) {

@@ -4,6 +4,7 @@ import { isEmbeddingModel, MAX_EMBED_NUMBERS, MakinaError, type ChatMessage } fr
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
 import { forcedCallWrapper } from "./forced-call-wrapper.js";
+import { mergePieces } from "./merge-pieces.js";
 import { ResponseGrammars } from "./json-schema-grammar.js";
 import { paceEvaluation } from "./pace-evaluation.js";
 import { ToolFunctions } from "./tool-functions.js";
@@ -363,18 +364,6 @@ export class GgufRuntime implements ModelRuntime {
 function vocabularySize(model: LlamaModel): number {
   const tokens = (model.fileInfo.metadata as unknown as { tokenizer?: { ggml?: { tokens?: unknown[] } } }).tokenizer?.ggml?.tokens;
   return Array.isArray(tokens) ? tokens.length : 2 ** 32;
-}
-
-/** Consecutive text events as one, consecutive pieces of one tool call as one: fewer chunks on the link. */
-function mergePieces(events: RuntimeEvent[]): RuntimeEvent[] {
-  const out: RuntimeEvent[] = [];
-  for (const ev of events) {
-    const last = out[out.length - 1];
-    if (last?.type === "text" && ev.type === "text") out[out.length - 1] = { type: "text", text: last.text + ev.text };
-    else if (last?.type === "toolCall" && ev.type === "toolCall" && ev.index === last.index && !ev.id) out[out.length - 1] = { ...last, arguments: last.arguments + ev.arguments };
-    else out.push(ev);
-  }
-  return out;
 }
 
 /**

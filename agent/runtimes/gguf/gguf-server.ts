@@ -5,16 +5,18 @@ import { createLogger, MakinaError } from "../../../proto/index.js";
 import { CreditGate } from "../../flow/index.js";
 import { createLlama } from "./gguf-engine.js";
 import { loadGgufModel } from "./gguf-runtime.js";
-import { errorFrame, readFrames, writeFrame, type AgentFrame } from "./gguf-wire.js";
+import { FrameOutbox } from "./frame-outbox.js";
+import { errorFrame, GGUF_FRAME_MS, readFrames, writeFrame, type AgentFrame } from "./gguf-wire.js";
 
 /**
  * The GGUF runtime as its own process: loads one model with node-llama-cpp and
  * serves it on a local socket (see gguf-wire.ts), so that a crash of the model
  * never takes the agent down. The agent starts it under supervision:
- *   node gguf-server.js --model FILE --socket PATH --threads N --context N --sequences N [--cpu]
+ *   node gguf-server.js --model FILE --socket PATH --threads N --context N --sequences N --frame-ms N [--cpu]
  * Every text frame carries the usage so far, so a canceled request is charged
  * exactly; a request decodes only as far as the agent's credit reaches, and stops
- * when its connection closes.
+ * when its connection closes. A request's tokens leave in frames (FrameOutbox):
+ * the first at once, then at most one per --frame-ms.
  */
 const { values } = parseArgs({
   options: {
@@ -23,17 +25,19 @@ const { values } = parseArgs({
     threads: { type: "string", default: "1" },
     context: { type: "string", default: "4096" },
     sequences: { type: "string", default: "2" },
+    "frame-ms": { type: "string", default: String(GGUF_FRAME_MS) },
     cpu: { type: "boolean", default: false },
   },
 });
 if (!values.model || !values.socket) {
-  process.stderr.write("usage: gguf-server --model FILE --socket PATH [--threads N] [--context N] [--sequences N] [--cpu]\n");
+  process.stderr.write("usage: gguf-server --model FILE --socket PATH [--threads N] [--context N] [--sequences N] [--frame-ms N] [--cpu]\n");
   process.exit(2);
 }
 const socketPath = values.socket;
 
 const log = createLogger({ level: "warn" });
 const threads = Number(values.threads);
+const frameMs = Number(values["frame-ms"]);
 const llama = await createLlama({ threads, gpu: values.cpu ? false : "auto", log });
 const runtime = await loadGgufModel(llama, values.model, { maxContextSize: Number(values.context), sequences: Number(values.sequences), threads });
 
@@ -60,16 +64,17 @@ async function serve(socket: Socket): Promise<void> {
     for await (const frame of frames) if (frame.type === "credit") gate.add(frame.n);
   })().catch(() => controller.abort(new MakinaError("canceled", "The agent sent a frame that is not JSON.")));
   const usage = { promptTokens: 0, completionTokens: 0 };
+  const outbox = new FrameOutbox({ write: (lines) => socket.write(lines), gate, signal: controller.signal, usage, frameMs });
   try {
     for await (const ev of runtime.chat(first.value.input, { signal: controller.signal, usage })) {
-      if (ev.type === "end") {
-        writeFrame(socket, { type: "end", finishReason: ev.finishReason === "canceled" ? "stop" : ev.finishReason, ...ev.usage });
-      } else {
-        await gate.take(controller.signal);
-        writeFrame(socket, { ...ev, ...usage });
+      if (ev.type === "end") await outbox.finish({ type: "end", finishReason: ev.finishReason === "canceled" ? "stop" : ev.finishReason, ...ev.usage });
+      else {
+        const sent = outbox.add(ev);
+        if (sent) await sent;
       }
     }
   } catch (err) {
+    outbox.close();
     if (controller.signal.aborted) return;
     const e = MakinaError.from(err);
     if (e.code === "internal_error") log.error("generation failed", { err });

@@ -8,14 +8,20 @@ import type { ChatInput } from "../model-runtime.js";
  * The pipe between the agent and a GGUF model process: one local socket
  * connection per request, newline-delimited JSON frames in both directions.
  *
- *   agent → process  {type:"chat", input, window}   first frame: the request, and how many text frames may come unasked
- *                    {type:"credit", n}             the agent took n text frames: n more may come
+ *   agent → process  {type:"chat", input, window}   first frame: the request, and how many bytes of frames may come unasked
+ *                    {type:"credit", n}             the agent took frames of n bytes: n more may come
  *                    (closing the connection cancels the request)
  *   process → agent  {type:"text", text, promptTokens, completionTokens}   only against credit
  *                    {type:"toolCall", index, id, name, arguments, promptTokens, completionTokens}   a piece of a tool call, against credit too
  *                    {type:"embedding", index, values, promptTokens, completionTokens}   an input's vector (embeddings request), against credit too
  *                    {type:"end", finishReason, promptTokens, completionTokens}
  *                    {type:"error", code, message, param, retryAfterMs}
+ *
+ * Credit counts the bytes of what frames carry ({@link frameCost}); the process sends while any is left, so a
+ * frame larger than the window still goes. The process sends the first token at once and then at most one
+ * frame of text every {@link GGUF_FRAME_MS} ms by default (the tokens decoded meanwhile, merged), so a fast model costs the
+ * agent and the relay a frame per interval rather than per token, and a slow one (a token per interval or
+ * less) has each token sent as it comes.
  *
  * Health checks are a connection that sends {type:"health"} and reads
  * {type:"health", contextSize, pausedRequests}: requests whose decoding waits for credit.
@@ -33,8 +39,21 @@ export type ProcessFrame =
   | { type: "error"; code: string; message: string; param: string | null; retryAfterMs: number | null }
   | { type: "health"; contextSize: number; pausedRequests: number };
 
-/** Text frames a process may send before the agent returns credit. */
-export const GGUF_WINDOW = 4;
+/** Bytes of frames a process may send before the agent returns credit: what a paused reader lets be decoded ahead (a few dozen tokens). */
+export const GGUF_WINDOW = 256;
+
+/**
+ * After the first token, a process sends a request's text at most once per this many ms unless told otherwise
+ * (`MAKINA_AGENT_STREAM_INTERVAL_MS`): about 30 frames a second, each a few tokens of a fast model.
+ */
+export const GGUF_FRAME_MS = 32;
+
+/** What a frame costs of the window: the characters of its text or call piece, 4 bytes per number of a vector. */
+export function frameCost(frame: { type: "text"; text: string } | ({ type: "toolCall" } & ToolCallDelta) | ({ type: "embedding" } & EmbeddingVector)): number {
+  if (frame.type === "text") return frame.text.length;
+  if (frame.type === "toolCall") return frame.id.length + frame.name.length + frame.arguments.length;
+  return frame.values.length * 4;
+}
 
 /** Writes one frame (JSON escapes newlines inside strings, so a line is a frame). */
 export function writeFrame(socket: Socket, frame: AgentFrame | ProcessFrame): boolean {

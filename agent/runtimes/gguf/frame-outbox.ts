@@ -1,0 +1,77 @@
+import type { CreditGate } from "../../flow/index.js";
+import type { RuntimeEvent, TokenUsage } from "../model-runtime.js";
+import { frameCost, type ProcessFrame } from "./gguf-wire.js";
+import { mergePieces } from "./merge-pieces.js";
+
+/** Options of {@link FrameOutbox}. */
+export interface FrameOutboxOptions {
+  /** Writes frames already serialised (one line each) to the agent, in one write. */
+  write: (lines: string) => void;
+  /** The agent's credit, in bytes of frames. */
+  gate: CreditGate;
+  signal: AbortSignal;
+  /** The request's usage so far: every frame carries it, so a canceled request is charged exactly. */
+  usage: TokenUsage;
+  /** After the first frame, at most one frame per this many ms. */
+  frameMs: number;
+}
+
+/**
+ * What a GGUF model process sends of one request: the first token at once, then what was decoded in each
+ * interval of `frameMs` as one write (consecutive text merged into one frame), each against the agent's
+ * credit. A token that comes `frameMs` or more after the last frame leaves at once. `add` resolves when the decoder may go on: at once while a frame waits only for its time, and only
+ * once it was sent while it waits for credit, so a reader that stops reading stops the decoding.
+ */
+export class FrameOutbox {
+  private held: RuntimeEvent[] = [];
+  private lastSentAt = Number.NEGATIVE_INFINITY;
+  private timer: NodeJS.Timeout | undefined;
+  private sending: Promise<void> | undefined;
+
+  constructor(private readonly o: FrameOutboxOptions) {}
+
+  /** Holds an event for the next frame, sending it now when a frame is due. */
+  add(event: RuntimeEvent): Promise<void> | undefined {
+    this.held.push(event);
+    if (this.sending) return this.sending;
+    const now = performance.now();
+    if (now - this.lastSentAt >= this.o.frameMs) return this.send();
+    // Sent at the next tick of a clock every request of the process shares, so that the frames of requests
+    // decoded together leave together (their reader wakes once for all), even if no token follows.
+    this.timer ??= setTimeout(() => void this.send().catch(() => undefined), this.o.frameMs - (now % this.o.frameMs));
+    return undefined;
+  }
+
+  /** Sends what is held (against credit), then `end` in the same write when nothing waited. */
+  async finish(end: ProcessFrame): Promise<void> {
+    this.close();
+    if (this.sending) await this.sending;
+    await this.sendHeld(end);
+  }
+
+  /** Stops the timer of a request that ended otherwise (failed, canceled). */
+  close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private send(): Promise<void> {
+    this.close();
+    this.sending ??= this.sendHeld().finally(() => (this.sending = undefined));
+    return this.sending;
+  }
+
+  private async sendHeld(end?: ProcessFrame): Promise<void> {
+    if (this.held.length) await this.o.gate.available(this.o.signal);
+    const { usage } = this.o;
+    let lines = "";
+    for (const ev of mergePieces(this.held.splice(0))) {
+      if (ev.type === "end") continue;
+      this.o.gate.spend(frameCost(ev));
+      lines += `${JSON.stringify({ ...ev, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens })}\n`;
+    }
+    if (end) lines += `${JSON.stringify(end)}\n`;
+    this.lastSentAt = performance.now();
+    if (lines) this.o.write(lines);
+  }
+}
