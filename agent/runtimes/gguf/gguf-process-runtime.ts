@@ -19,8 +19,9 @@ export interface GgufProcessRuntimeOptions {
 /**
  * A GGUF model served by its own supervised process (gguf-server.ts), reached
  * over a local socket. Each request is one connection; the process may send
- * {@link GGUF_WINDOW} bytes of frames ahead, and as many more as the caller takes,
- * so a caller that stops pulling stops the decoder. Closing the connection
+ * {@link GGUF_WINDOW} bytes of frames ahead, and as many more as the caller takes
+ * (returned a quarter of the window at a time), so a caller that stops pulling
+ * stops the decoder. Closing the connection
  * (leaving the loop, or aborting the signal) cancels the request.
  */
 export class GgufProcessRuntime implements ModelRuntime {
@@ -49,6 +50,8 @@ export class GgufProcessRuntime implements ModelRuntime {
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
       writeFrame(socket, { type: "chat", input, window: GGUF_WINDOW });
+      // Bytes taken and not yet credited back: returned a quarter of the window at a time, not a message per frame.
+      let owed = 0;
       for await (const frame of readFrames<ProcessFrame>(socket)) {
         if (frame.type === "error") throw fromErrorFrame(frame);
         if (frame.type === "health") continue;
@@ -60,7 +63,11 @@ export class GgufProcessRuntime implements ModelRuntime {
         if (frame.type === "text") yield { type: "text", text: frame.text };
         else if (frame.type === "embedding") yield { type: "embedding", index: frame.index, values: frame.values };
         else yield { type: "toolCall", index: frame.index, id: frame.id, name: frame.name, arguments: frame.arguments };
-        writeFrame(socket, { type: "credit", n: frameCost(frame) });
+        owed += frameCost(frame);
+        if (owed >= GGUF_WINDOW / 4) {
+          writeFrame(socket, { type: "credit", n: owed });
+          owed = 0;
+        }
       }
       throw new MakinaError("runtime_unavailable", "The GGUF model process ended the request before its answer was complete.", { retryAfterMs: 1000 });
     } catch (err) {

@@ -9,7 +9,7 @@ import type { ChatInput } from "../model-runtime.js";
  * connection per request, newline-delimited JSON frames in both directions.
  *
  *   agent → process  {type:"chat", input, window}   first frame: the request, and how many bytes of frames may come unasked
- *                    {type:"credit", n}             the agent took frames of n bytes: n more may come
+ *                    {type:"credit", n}             the agent took frames of n bytes: n more may come (sent per GGUF_WINDOW / 4 or more)
  *                    (closing the connection cancels the request)
  *   process → agent  {type:"text", text, promptTokens, completionTokens}   only against credit
  *                    {type:"toolCall", index, id, name, arguments, promptTokens, completionTokens}   a piece of a tool call, against credit too
@@ -39,8 +39,11 @@ export type ProcessFrame =
   | { type: "error"; code: string; message: string; param: string | null; retryAfterMs: number | null }
   | { type: "health"; contextSize: number; pausedRequests: number };
 
-/** Bytes of frames a process may send before the agent returns credit: what a paused reader lets be decoded ahead (a few dozen tokens). */
-export const GGUF_WINDOW = 256;
+/**
+ * Bytes of frames a process may send before the agent returns credit: what a paused reader lets be decoded ahead
+ * (a few hundred tokens at most; the agent returns credit a quarter of this at a time).
+ */
+export const GGUF_WINDOW = 1024;
 
 /**
  * After the first token, a process sends a request's text at most once per this many ms unless told otherwise
