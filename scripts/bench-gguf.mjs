@@ -15,6 +15,7 @@
 // scripts/bench/gguf-gateway-process.mjs) and matched with the client's times by the response's x-request-id.
 // Knobs: MAKINA_BENCH_MODEL (default ../shared/models/stories260K.gguf), MAKINA_BENCH_ROOT (measure another
 // checkout's built dist/, e.g. the tree before a change), MAKINA_BENCH_JSON (also write the results there),
+// MAKINA_BENCH_STREAM_INTERVAL_MS (the agent's MAKINA_AGENT_STREAM_INTERVAL_MS; default: the agent's own),
 // MAKINA_BENCH_CPU_PROFILE=DIR (instead of the measures: profile the gateway and the model process as
 // `--cpu-prof` does (scripts/bench/cpu-prof-preload.cjs), stream and answer through the gateway, and print where their CPU went by stage).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

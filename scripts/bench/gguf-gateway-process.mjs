@@ -19,12 +19,14 @@ const { silentLogger } = await import(join(root, "dist/proto/index.js"));
 
 const [dir, model] = process.argv.slice(2);
 const stages = process.env.MAKINA_BENCH_STAGES === "1" ? stageClock() : undefined;
+// MAKINA_BENCH_STREAM_INTERVAL_MS: the agent's stream interval (a tree that has one), else its default.
+const interval = process.env.MAKINA_BENCH_STREAM_INTERVAL_MS ? { streamIntervalMs: Number(process.env.MAKINA_BENCH_STREAM_INTERVAL_MS) } : {};
 const log = silentLogger();
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
 const org = await relay.control.createOrg("bench");
 const { machine, token } = await relay.control.createMachine(org.id, "bench");
 const agent = await startAgent(
-  resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), gpu: false, maxContextSize: 2048, parallelSequences: 8 }, env: process.env }),
+  resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), gpu: false, maxContextSize: 2048, parallelSequences: 8, ...interval }, env: process.env }),
   { log, dial: relay.inProcessDialer({ machineId: machine.id, token }) },
 );
 await agent.link.whenOnline();

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CreditGate } from "../../agent/flow/index.js";
 import { MakinaError } from "../../proto/index.js";
 import { FrameOutbox } from "../../agent/runtimes/gguf/frame-outbox.js";
-import type { ProcessFrame } from "../../agent/runtimes/gguf/gguf-wire.js";
+import { frameInterval, type ProcessFrame } from "../../agent/runtimes/gguf/gguf-wire.js";
 
 /** An outbox whose writes are kept, each as the frames it held. */
 function outbox(window: number, frameMs = 32) {
@@ -15,7 +15,7 @@ function outbox(window: number, frameMs = 32) {
     gate,
     signal: controller.signal,
     usage,
-    frameMs,
+    frameMs: () => frameMs,
   });
   return { box, writes, gate, controller, usage };
 }
@@ -103,5 +103,13 @@ describe("a GGUF model process's frames of one request", () => {
     const { box, writes } = outbox(256, 0);
     for (const t of ["a", "b", "c"]) await box.add(text(t));
     expect(writes).toHaveLength(3);
+  });
+});
+
+describe("the interval of a model process's frames", () => {
+  it("is the configured one for one or two requests, grows with more, up to 100 ms, and 0 stays 0", () => {
+    expect([1, 2, 3, 4, 8, 64].map((n) => frameInterval(32, n))).toEqual([32, 32, 48, 64, 100, 100]);
+    expect(frameInterval(0, 8)).toBe(0);
+    expect(frameInterval(250, 8)).toBe(250);
   });
 });

@@ -12,15 +12,16 @@ export interface FrameOutboxOptions {
   signal: AbortSignal;
   /** The request's usage so far: every frame carries it, so a canceled request is charged exactly. */
   usage: TokenUsage;
-  /** After the first frame, at most one frame per this many ms. */
-  frameMs: number;
+  /** After the first frame, at most one frame per this many ms (asked each time a frame is held: it may change with the load). */
+  frameMs: () => number;
 }
 
 /**
  * What a GGUF model process sends of one request: the first token at once, then what was decoded in each
  * interval of `frameMs` as one write (consecutive text merged into one frame), each against the agent's
- * credit. A token that comes `frameMs` or more after the last frame leaves at once. `add` resolves when the decoder may go on: at once while a frame waits only for its time, and only
- * once it was sent while it waits for credit, so a reader that stops reading stops the decoding.
+ * credit. A token that comes `frameMs` or more after the last frame leaves at once. `add` resolves when the
+ * decoder may go on: at once while a frame waits only for its time, and only once it was sent while it waits
+ * for credit, so a reader that stops reading stops the decoding.
  */
 export class FrameOutbox {
   private held: RuntimeEvent[] = [];
@@ -35,10 +36,11 @@ export class FrameOutbox {
     this.held.push(event);
     if (this.sending) return this.sending;
     const now = performance.now();
-    if (now - this.lastSentAt >= this.o.frameMs) return this.send();
+    const frameMs = this.o.frameMs();
+    if (now - this.lastSentAt >= frameMs) return this.send();
     // Sent at the next tick of a clock every request of the process shares, so that the frames of requests
     // decoded together leave together (their reader wakes once for all), even if no token follows.
-    this.timer ??= setTimeout(() => void this.send().catch(() => undefined), this.o.frameMs - (now % this.o.frameMs));
+    this.timer ??= setTimeout(() => void this.send().catch(() => undefined), frameMs - (now % frameMs));
     return undefined;
   }
 

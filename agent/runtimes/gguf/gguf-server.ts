@@ -6,7 +6,7 @@ import { CreditGate } from "../../flow/index.js";
 import { createLlama } from "./gguf-engine.js";
 import { loadGgufModel } from "./gguf-runtime.js";
 import { FrameOutbox } from "./frame-outbox.js";
-import { errorFrame, GGUF_FRAME_MS, readFrames, writeFrame, type AgentFrame } from "./gguf-wire.js";
+import { errorFrame, frameInterval, GGUF_FRAME_MS, readFrames, writeFrame, type AgentFrame } from "./gguf-wire.js";
 
 /**
  * The GGUF runtime as its own process: loads one model with node-llama-cpp and
@@ -16,7 +16,8 @@ import { errorFrame, GGUF_FRAME_MS, readFrames, writeFrame, type AgentFrame } fr
  * Every text frame carries the usage so far, so a canceled request is charged
  * exactly; a request decodes only as far as the agent's credit reaches, and stops
  * when its connection closes. A request's tokens leave in frames (FrameOutbox):
- * the first at once, then at most one per --frame-ms.
+ * the first at once, then at most one per --frame-ms (longer while many requests
+ * are answered at once, see frameInterval).
  */
 const { values } = parseArgs({
   options: {
@@ -38,6 +39,8 @@ const socketPath = values.socket;
 const log = createLogger({ level: "warn" });
 const threads = Number(values.threads);
 const frameMs = Number(values["frame-ms"]);
+/** Chat requests being answered: their frames grow longer with their number (frameInterval). */
+let active = 0;
 const llama = await createLlama({ threads, gpu: values.cpu ? false : "auto", log });
 const runtime = await loadGgufModel(llama, values.model, { maxContextSize: Number(values.context), sequences: Number(values.sequences), threads });
 
@@ -64,7 +67,8 @@ async function serve(socket: Socket): Promise<void> {
     for await (const frame of frames) if (frame.type === "credit") gate.add(frame.n);
   })().catch(() => controller.abort(new MakinaError("canceled", "The agent sent a frame that is not JSON.")));
   const usage = { promptTokens: 0, completionTokens: 0 };
-  const outbox = new FrameOutbox({ write: (lines) => socket.write(lines), gate, signal: controller.signal, usage, frameMs });
+  const outbox = new FrameOutbox({ write: (lines) => socket.write(lines), gate, signal: controller.signal, usage, frameMs: () => frameInterval(frameMs, active) });
+  active++;
   try {
     for await (const ev of runtime.chat(first.value.input, { signal: controller.signal, usage })) {
       if (ev.type === "end") await outbox.finish({ type: "end", finishReason: ev.finishReason === "canceled" ? "stop" : ev.finishReason, ...ev.usage });
@@ -79,6 +83,8 @@ async function serve(socket: Socket): Promise<void> {
     const e = MakinaError.from(err);
     if (e.code === "internal_error") log.error("generation failed", { err });
     writeFrame(socket, errorFrame(e));
+  } finally {
+    active--;
   }
   socket.end();
 }

@@ -51,6 +51,18 @@ export const GGUF_WINDOW = 1024;
  */
 export const GGUF_FRAME_MS = 32;
 
+/** The longest a busy process makes its frames by itself (see {@link frameInterval}). */
+export const GGUF_MAX_FRAME_MS = 100;
+
+/**
+ * The interval of a process's frames while it serves `active` requests: the configured one for one or two, then
+ * longer with each request, up to {@link GGUF_MAX_FRAME_MS} (or the configured one, if longer). Under load
+ * the machine's CPU goes to decoding rather than to a frame per request every few ms; 0 stays 0.
+ */
+export function frameInterval(baseMs: number, active: number): number {
+  return Math.max(baseMs, Math.min(GGUF_MAX_FRAME_MS, (baseMs * active) / 2));
+}
+
 /** What a frame costs of the window: the characters of its text or call piece, 4 bytes per number of a vector. */
 export function frameCost(frame: { type: "text"; text: string } | ({ type: "toolCall" } & ToolCallDelta) | ({ type: "embedding" } & EmbeddingVector)): number {
   if (frame.type === "text") return frame.text.length;
