@@ -1,7 +1,8 @@
 // Where a process's CPU time went, by stage of the gateway's path, from a V8 CPU profile (`node --cpu-prof`).
 // Each sample is charged to the innermost frame on its stack that is Makina's code (a file of dist/) or
 // node-llama-cpp's, and that file's stage; a sample with neither on its stack (Node's HTTP parser, a socket's
-// read callback, the garbage collector) is charged by Node's own frame. Idle time is left out.
+// read callback, the garbage collector) is charged by Node's own frame. Idle time is left out, and so is the
+// profiler's own work as it stops.
 import { readFileSync } from "node:fs";
 
 /** Stages of Makina's code, by the file's path under dist/. First match wins. */
@@ -40,12 +41,18 @@ export function profileStages(path) {
   const parent = new Map();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const stageOf = new Map();
+  const onStack = (id, test) => {
+    for (let at = id; at !== undefined; at = parent.get(at)) if (test(byId.get(at).callFrame)) return true;
+    return false;
+  };
   const classify = (id) => {
     if (stageOf.has(id)) return stageOf.get(id);
     const node = byId.get(id);
     const name = node.callFrame.functionName;
     let stage;
     if (name === "(idle)") stage = null;
+    // The profiler stopping itself (scripts/bench/cpu-prof-preload.cjs) is none of the path's time.
+    else if (onStack(id, (f) => f.url?.includes("cpu-prof-preload"))) stage = null;
     else if (name === "(garbage collector)") stage = "garbage collector";
     else if (name === "(program)") stage = "(program: V8 and native, outside JS)";
     else {

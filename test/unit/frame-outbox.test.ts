@@ -83,6 +83,19 @@ describe("a GGUF model process's frames of one request", () => {
     expect(writes[1]).toMatchObject([{ type: "text", text: "ef" }]);
   });
 
+  it("sends what is held before the error of a request that failed, in one write", async () => {
+    const { box, writes } = outbox(256);
+    await box.add(text("a"));
+    box.add(text("b"));
+    box.fail({ type: "error", code: "internal_error", message: "broke", param: null, retryAfterMs: null });
+    expect(writes[1]).toEqual([
+      { type: "text", text: "b", promptTokens: 5, completionTokens: 0 },
+      { type: "error", code: "internal_error", message: "broke", param: null, retryAfterMs: null },
+    ]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(writes).toHaveLength(2);
+  });
+
   it("sends a frame larger than what is left of the window while any is left", async () => {
     const { box, writes } = outbox(2);
     await box.add(text("a much longer piece than the window"));

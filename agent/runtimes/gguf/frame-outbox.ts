@@ -51,7 +51,13 @@ export class FrameOutbox {
     await this.sendHeld(end);
   }
 
-  /** Stops the timer of a request that ended otherwise (failed, canceled). */
+  /** Sends what is held and then `error`, at once: the request failed, and the text before the failure is not lost. */
+  fail(error: ProcessFrame): void {
+    this.close();
+    this.o.write(this.lines(this.held.splice(0)) + `${JSON.stringify(error)}\n`);
+  }
+
+  /** Stops the timer of a request that ended otherwise (canceled). */
   close(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
@@ -65,15 +71,21 @@ export class FrameOutbox {
 
   private async sendHeld(end?: ProcessFrame): Promise<void> {
     if (this.held.length) await this.o.gate.available(this.o.signal);
+    let lines = this.lines(this.held.splice(0));
+    if (end) lines += `${JSON.stringify(end)}\n`;
+    this.lastSentAt = performance.now();
+    if (lines) this.o.write(lines);
+  }
+
+  /** The frames of `events` (merged), each with the usage so far, their cost spent of the credit. */
+  private lines(events: RuntimeEvent[]): string {
     const { usage } = this.o;
     let lines = "";
-    for (const ev of mergePieces(this.held.splice(0))) {
+    for (const ev of mergePieces(events)) {
       if (ev.type === "end") continue;
       this.o.gate.spend(frameCost(ev));
       lines += `${JSON.stringify({ ...ev, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens })}\n`;
     }
-    if (end) lines += `${JSON.stringify(end)}\n`;
-    this.lastSentAt = performance.now();
-    if (lines) this.o.write(lines);
+    return lines;
   }
 }

@@ -82,7 +82,7 @@ async function serve(socket: Socket): Promise<void> {
     if (controller.signal.aborted) return;
     const e = MakinaError.from(err);
     if (e.code === "internal_error") log.error("generation failed", { err });
-    writeFrame(socket, errorFrame(e));
+    outbox.fail(errorFrame(e));
   } finally {
     active--;
   }
