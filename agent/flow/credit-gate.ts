@@ -10,6 +10,11 @@ export class CreditGate {
 
   constructor(private credits: number) {}
 
+  /** Credit left (0 or less: the next chunk waits). */
+  get left(): number {
+    return this.credits;
+  }
+
   /** True while a chunk waits for credit (the reader is slower than generation). */
   get waiting(): boolean {
     return this.wake !== undefined;

@@ -50,7 +50,7 @@ const MAX_REASON_CHARS = 2000;
 /** A request the relay is tracking on this link. */
 interface Tracked {
   /** What the relay itself saw, to check the usage the agent reports against. */
-  seen: { chunks: number; chars: number; promptChars: number; messages: number; maxTokens: number; steps: number };
+  seen: { chunks: number; chars: number; bytes: number; promptChars: number; messages: number; maxTokens: number; steps: number };
   pending: PendingInference;
   onUsage: ((usage: Usage | null) => void) | undefined;
   /** The consumer left; only the final usage is still awaited. */
@@ -172,6 +172,8 @@ export class AgentSession {
         tracked.seen.chunks++;
         // A vector's numbers count as 4 characters each against the limit: MAX_EMBED_NUMBERS of them fill it.
         tracked.seen.chars += message.type === "text" ? message.text.length : message.type === "toolCall" ? message.arguments.length + message.name.length : message.values.length * (MAX_ANSWER_CHARS / MAX_EMBED_NUMBERS);
+        // Every token of an answer brings at least one byte of its text (a chunk may carry many tokens).
+        if (message.type !== "embedding") tracked.seen.bytes += Buffer.byteLength(message.type === "text" ? message.text : message.arguments) + (message.type === "toolCall" ? message.name.length : 0);
         if (tracked.seen.chars > MAX_ANSWER_CHARS) {
           tracked.pending.fail(
             message.type === "embedding"
@@ -263,7 +265,7 @@ export class AgentSession {
     if (input.tools) for (const t of input.tools) promptChars += t.name.length + t.description.length + t.parametersJson.length + 256;
     // An embeddings request's inputs are its prompt: a token id is one token, a character at most one.
     if (input.embed) for (const e of input.embed) promptChars += e.text.length + e.tokens.length;
-    const seen = { chunks: 0, chars: 0, promptChars, messages: input.messages.length + (input.embed?.length ?? 0), maxTokens: input.maxTokens, steps: options.steps ?? 1 };
+    const seen = { chunks: 0, chars: 0, bytes: 0, promptChars, messages: input.messages.length + (input.embed?.length ?? 0), maxTokens: input.maxTokens, steps: options.steps ?? 1 };
     const tracked: Tracked = { pending, onUsage: options.onUsage, abandoned: false, seen };
     this.inferences.set(requestId, tracked);
     const { signal } = options;
@@ -404,8 +406,8 @@ export class AgentSession {
 
 /**
  * The usage an agent reports, held to what the relay saw: no more completion tokens than `max_tokens` or
- * than the characters and chunks that arrived (each token brings a chunk or a character) plus the few a
- * runtime may have decoded ahead of its credit when the request was canceled, no more prompt tokens than the
+ * than the bytes of text and the chunks that arrived (each token brings a chunk or a byte; a chunk may carry
+ * many tokens) plus the few a runtime may have decoded ahead of its credit when the request was canceled, no more prompt tokens than the
  * prompt's characters plus room for the chat template; for an orchestrated request, as much for each of its
  * steps. The same object when it holds.
  */
@@ -413,7 +415,7 @@ export function clampUsage(reported: Usage, seen: Tracked["seen"]): Usage {
   const whole = (n: number) => (Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);
   let completion = whole(reported.completionTokens);
   // The steps before an orchestrator's last are not seen here: only max_tokens holds each of them.
-  if (seen.steps === 1) completion = Math.min(completion, seen.chars + seen.chunks + DECODED_AHEAD);
+  if (seen.steps === 1) completion = Math.min(completion, seen.bytes + seen.chunks + DECODED_AHEAD);
   if (seen.maxTokens > 0) completion = Math.min(completion, seen.maxTokens * seen.steps);
   // A later step's prompt holds what the earlier steps wrote.
   const prompt = Math.min(whole(reported.promptTokens), seen.steps * (seen.promptChars + 32 * seen.messages + 1024) + (seen.steps > 1 ? completion : 0));

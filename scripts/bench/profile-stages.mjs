@@ -15,7 +15,7 @@ const FILES = [
   [/relay\/link\/|proto\/link\//, "link (relay side)"],
   [/agent\/link\/|agent\/flow\//, "agent dispatch and credit"],
   [/agent\/runtimes\/gguf\/(gguf-process-runtime|gguf-wire)\.js$/, "model socket and frames"],
-  [/agent\/runtimes\/gguf\/gguf-server\.js$/, "model socket and frames"],
+  [/agent\/runtimes\/gguf\/(gguf-server|frame-outbox)\.js$/, "model socket and frames"],
   [/agent\/runtimes\/gguf\/(gguf-runtime|pace-evaluation)\.js$/, "pacing and runtime glue"],
   [/agent\/runtimes\/gguf\//, "pacing and runtime glue"],
   [/node_modules\/node-llama-cpp\//, "node-llama-cpp (JS)"],

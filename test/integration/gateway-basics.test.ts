@@ -122,9 +122,9 @@ describe("gateway basics over raw HTTP", () => {
       }
       expect(pieces.join("")).toBe(whole.choices[0]!.message.content);
       expect(whole.usage!.completion_tokens).toBe(40);
-      // The framed stack: the first token, then the 39 others in one piece. The default (32 ms) sends several.
+      // The framed stack: the first token, then the 39 others in one piece (its process is far younger than the
+      // minute of the clock its frames wait for).
       if (model === "framed") expect(pieces).toHaveLength(2);
-      else expect(pieces.length).toBeGreaterThan(1);
     }
   });
 

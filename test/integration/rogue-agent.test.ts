@@ -235,10 +235,15 @@ describe("undeploying a stack whose deployment is still running", () => {
 });
 
 describe("usage an agent reports", () => {
-  const seen = { chunks: 3, chars: 10, promptChars: 100, messages: 2, maxTokens: 0, steps: 1 };
+  const seen = { chunks: 3, chars: 10, bytes: 10, promptChars: 100, messages: 2, maxTokens: 0, steps: 1 };
   it("stays as reported while it fits what the relay saw", () => {
     const usage = { promptTokens: 30, completionTokens: 3 };
     expect(clampUsage(usage, seen)).toBe(usage);
+  });
+  it("counts the bytes of what arrived, not its characters: a chunk of text in a script of several tokens a character keeps its tokens", () => {
+    // 100 CJK characters (300 bytes of UTF-8) in one chunk, decoded as 140 tokens.
+    const usage = { promptTokens: 30, completionTokens: 140 };
+    expect(clampUsage(usage, { ...seen, chunks: 1, chars: 100, bytes: 300 })).toBe(usage);
   });
   it("is held to max_tokens, to what arrived plus the decode-ahead, and to the prompt's size", () => {
     expect(clampUsage({ promptTokens: 1e9, completionTokens: 1e9 }, seen)).toEqual({ promptTokens: 100 + 64 + 1024, completionTokens: 10 + 3 + 64 });

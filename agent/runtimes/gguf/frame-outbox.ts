@@ -9,6 +9,7 @@ export interface FrameOutboxOptions {
   write: (lines: string) => void;
   /** The agent's credit, in bytes of frames. */
   gate: CreditGate;
+  /** The request's: aborted, a frame waiting for credit is given up. */
   signal: AbortSignal;
   /** The request's usage so far: every frame carries it, so a canceled request is charged exactly. */
   usage: TokenUsage;
@@ -17,27 +18,35 @@ export interface FrameOutboxOptions {
 }
 
 /**
- * What a GGUF model process sends of one request: the first token at once, then what was decoded in each
- * interval of `frameMs` as one write (consecutive text merged into one frame), each against the agent's
- * credit. A token that comes `frameMs` or more after the last frame leaves at once. `add` resolves when the
- * decoder may go on: at once while a frame waits only for its time, and only once it was sent while it waits
- * for credit, so a reader that stops reading stops the decoding.
+ * What a GGUF model process sends of one request: the first token at once, then what was decoded meanwhile as
+ * one write (consecutive text merged into one frame) at each tick of a clock of `frameMs` that every request of
+ * the process shares (so about one frame per interval; the first tick after the first token may come sooner),
+ * each against the agent's credit. A token that comes `frameMs` or more after the last frame leaves at once.
+ * `add` resolves when the decoder may go on: at once while a frame waits only for its tick, and only once it
+ * was sent when the agent's credit is spent, so a reader that stops reading stops the decoding within the
+ * window, whatever the interval.
  */
 export class FrameOutbox {
   private held: RuntimeEvent[] = [];
+  /** What the held events will cost of the credit. */
+  private heldCost = 0;
   private lastSentAt = Number.NEGATIVE_INFINITY;
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
 
   constructor(private readonly o: FrameOutboxOptions) {}
 
-  /** Holds an event for the next frame, sending it now when a frame is due. */
+  /**
+   * Holds an event for the next frame, sending it now when a frame is due, or when what is held reaches the
+   * credit left (so that the decoder, waiting for the send, never runs past the window).
+   */
   add(event: RuntimeEvent): Promise<void> | undefined {
     this.held.push(event);
+    if (event.type !== "end") this.heldCost += frameCost(event);
     if (this.sending) return this.sending;
     const now = performance.now();
     const frameMs = this.o.frameMs();
-    if (now - this.lastSentAt >= frameMs) return this.send();
+    if (now - this.lastSentAt >= frameMs || this.heldCost >= this.o.gate.left) return this.send();
     // Sent at the next tick of a clock every request of the process shares, so that the frames of requests
     // decoded together leave together (their reader wakes once for all), even if no token follows.
     this.timer ??= setTimeout(() => void this.send().catch(() => undefined), frameMs - (now % frameMs));
@@ -54,7 +63,7 @@ export class FrameOutbox {
   /** Sends what is held and then `error`, at once: the request failed, and the text before the failure is not lost. */
   fail(error: ProcessFrame): void {
     this.close();
-    this.o.write(this.lines(this.held.splice(0)) + `${JSON.stringify(error)}\n`);
+    this.o.write(this.lines(this.take()) + `${JSON.stringify(error)}\n`);
   }
 
   /** Stops the timer of a request that ended otherwise (canceled). */
@@ -71,10 +80,16 @@ export class FrameOutbox {
 
   private async sendHeld(end?: ProcessFrame): Promise<void> {
     if (this.held.length) await this.o.gate.available(this.o.signal);
-    let lines = this.lines(this.held.splice(0));
+    let lines = this.lines(this.take());
     if (end) lines += `${JSON.stringify(end)}\n`;
     this.lastSentAt = performance.now();
     if (lines) this.o.write(lines);
+  }
+
+  /** The held events, no longer held. */
+  private take(): RuntimeEvent[] {
+    this.heldCost = 0;
+    return this.held.splice(0);
   }
 
   /** The frames of `events` (merged), each with the usage so far, their cost spent of the credit. */

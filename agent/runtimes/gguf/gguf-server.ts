@@ -16,8 +16,8 @@ import { errorFrame, frameInterval, GGUF_FRAME_MS, readFrames, writeFrame, type 
  * Every text frame carries the usage so far, so a canceled request is charged
  * exactly; a request decodes only as far as the agent's credit reaches, and stops
  * when its connection closes. A request's tokens leave in frames (FrameOutbox):
- * the first at once, then at most one per --frame-ms (longer while many requests
- * are answered at once, see frameInterval).
+ * the first at once, then about one per --frame-ms (longer while more than two
+ * requests decode at once, see frameInterval).
  */
 const { values } = parseArgs({
   options: {
@@ -39,8 +39,12 @@ const socketPath = values.socket;
 const log = createLogger({ level: "warn" });
 const threads = Number(values.threads);
 const frameMs = Number(values["frame-ms"]);
-/** Chat requests being answered: their frames grow longer with their number (frameInterval). */
-let active = 0;
+if (!Number.isFinite(frameMs) || frameMs < 0) {
+  process.stderr.write(`gguf-server: --frame-ms must be a number of ms, 0 or more (got '${values["frame-ms"]}')\n`);
+  process.exit(2);
+}
+/** Requests decoding now (their first event came): their frames grow longer with their number (frameInterval). */
+const decoding = { count: 0 };
 const llama = await createLlama({ threads, gpu: values.cpu ? false : "auto", log });
 const runtime = await loadGgufModel(llama, values.model, { maxContextSize: Number(values.context), sequences: Number(values.sequences), threads });
 
@@ -67,10 +71,15 @@ async function serve(socket: Socket): Promise<void> {
     for await (const frame of frames) if (frame.type === "credit") gate.add(frame.n);
   })().catch(() => controller.abort(new MakinaError("canceled", "The agent sent a frame that is not JSON.")));
   const usage = { promptTokens: 0, completionTokens: 0 };
-  const outbox = new FrameOutbox({ write: (lines) => socket.write(lines), gate, signal: controller.signal, usage, frameMs: () => frameInterval(frameMs, active) });
-  active++;
+  const outbox = new FrameOutbox({ write: (lines) => socket.write(lines), gate, signal: controller.signal, usage, frameMs: () => frameInterval(frameMs, decoding.count) });
+  // Counted once it decodes (not while it waits for a sequence), until it ends.
+  let counted = false;
   try {
     for await (const ev of runtime.chat(first.value.input, { signal: controller.signal, usage })) {
+      if (!counted) {
+        counted = true;
+        decoding.count++;
+      }
       if (ev.type === "end") await outbox.finish({ type: "end", finishReason: ev.finishReason === "canceled" ? "stop" : ev.finishReason, ...ev.usage });
       else {
         const sent = outbox.add(ev);
@@ -84,7 +93,8 @@ async function serve(socket: Socket): Promise<void> {
     if (e.code === "internal_error") log.error("generation failed", { err });
     outbox.fail(errorFrame(e));
   } finally {
-    active--;
+    outbox.close();
+    if (counted) decoding.count--;
   }
   socket.end();
 }

@@ -19,9 +19,10 @@ import type { ChatInput } from "../model-runtime.js";
  *
  * Credit counts the bytes of what frames carry ({@link frameCost}); the process sends while any is left, so a
  * frame larger than the window still goes. The process sends the first token at once and then at most one
- * frame of text every {@link GGUF_FRAME_MS} ms by default (the tokens decoded meanwhile, merged), so a fast model costs the
- * agent and the relay a frame per interval rather than per token, and a slow one (a token per interval or
- * less) has each token sent as it comes.
+ * frame of text about every {@link GGUF_FRAME_MS} ms by default (the tokens decoded meanwhile, merged), so a
+ * fast model costs the agent and the relay a frame per interval rather than per token, and a slow one (a token
+ * per interval or less) has each token sent as it comes. A process whose credit is spent sends what it holds
+ * as soon as credit comes, and decodes nothing more meanwhile, whatever the interval.
  *
  * Health checks are a connection that sends {type:"health"} and reads
  * {type:"health", contextSize, pausedRequests}: requests whose decoding waits for credit.
@@ -40,8 +41,9 @@ export type ProcessFrame =
   | { type: "health"; contextSize: number; pausedRequests: number };
 
 /**
- * Bytes of frames a process may send before the agent returns credit: what a paused reader lets be decoded ahead
- * (a few hundred tokens at most; the agent returns credit a quarter of this at a time).
+ * Bytes of frames a process may send before the agent returns credit: with the frame on its way and the few
+ * events its decoder reads ahead, what a paused reader lets be decoded (a few hundred tokens of English at most;
+ * the agent returns credit a quarter of this at a time).
  */
 export const GGUF_WINDOW = 1024;
 
@@ -55,7 +57,7 @@ export const GGUF_FRAME_MS = 32;
 export const GGUF_MAX_FRAME_MS = 100;
 
 /**
- * The interval of a process's frames while it serves `active` requests: the configured one for one or two, then
+ * The interval of a process's frames while `active` requests decode: the configured one for one or two, then
  * longer with each request, up to {@link GGUF_MAX_FRAME_MS} (or the configured one, if longer). Under load
  * the machine's CPU goes to decoding rather than to a frame per request every few ms; 0 stays 0.
  */
@@ -63,10 +65,10 @@ export function frameInterval(baseMs: number, active: number): number {
   return Math.max(baseMs, Math.min(GGUF_MAX_FRAME_MS, (baseMs * active) / 2));
 }
 
-/** What a frame costs of the window: the characters of its text or call piece, 4 bytes per number of a vector. */
+/** What a frame costs of the window: the UTF-8 bytes of its text or call piece, 4 per number of a vector. */
 export function frameCost(frame: { type: "text"; text: string } | ({ type: "toolCall" } & ToolCallDelta) | ({ type: "embedding" } & EmbeddingVector)): number {
-  if (frame.type === "text") return frame.text.length;
-  if (frame.type === "toolCall") return frame.id.length + frame.name.length + frame.arguments.length;
+  if (frame.type === "text") return Buffer.byteLength(frame.text);
+  if (frame.type === "toolCall") return frame.id.length + frame.name.length + Buffer.byteLength(frame.arguments);
   return frame.values.length * 4;
 }
 
