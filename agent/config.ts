@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { availableParallelism, homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { DEFAULT_HF_ENDPOINT } from "./models/model-ref.js";
+import { GGUF_FRAME_MS } from "./runtimes/gguf/gguf-wire.js";
 import { MLX_PACKAGE, VLLM_PACKAGE } from "./runtimes/python-pins.js";
 import { withoutSecrets } from "./runtimes/runtime-env.js";
 
@@ -159,7 +160,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     gpu: "auto",
     maxContextSize: 4096,
     parallelSequences: 2,
-    streamIntervalMs: 32,
+    streamIntervalMs: GGUF_FRAME_MS,
     reconnectMinMs: 250,
     reconnectMaxMs: 15_000,
     controlSocket: undefined,
