@@ -3,6 +3,9 @@ import type { RuntimeEvent, TokenUsage } from "../model-runtime.js";
 import { frameCost, type ProcessFrame } from "./gguf-wire.js";
 import { mergePieces } from "./merge-pieces.js";
 
+/** What a frame carries: a piece of the answer (the end goes by `finish`, an error by `fail`). */
+type Piece = Exclude<RuntimeEvent, { type: "end" }>;
+
 /** Options of {@link FrameOutbox}. */
 export interface FrameOutboxOptions {
   /** Writes frames already serialised (one line each) to the agent, in one write. */
@@ -27,7 +30,7 @@ export interface FrameOutboxOptions {
  * window, whatever the interval.
  */
 export class FrameOutbox {
-  private held: RuntimeEvent[] = [];
+  private held: Piece[] = [];
   /** What the held events will cost of the credit. */
   private heldCost = 0;
   private lastSentAt = Number.NEGATIVE_INFINITY;
@@ -40,9 +43,9 @@ export class FrameOutbox {
    * Holds an event for the next frame, sending it now when a frame is due, or when what is held reaches the
    * credit left (so that the decoder, waiting for the send, never runs past the window).
    */
-  add(event: RuntimeEvent): Promise<void> | undefined {
+  add(event: Piece): Promise<void> | undefined {
     this.held.push(event);
-    if (event.type !== "end") this.heldCost += frameCost(event);
+    this.heldCost += frameCost(event);
     if (this.sending) return this.sending;
     const now = performance.now();
     const frameMs = this.o.frameMs();
@@ -87,17 +90,16 @@ export class FrameOutbox {
   }
 
   /** The held events, no longer held. */
-  private take(): RuntimeEvent[] {
+  private take(): Piece[] {
     this.heldCost = 0;
     return this.held.splice(0);
   }
 
   /** The frames of `events` (merged), each with the usage so far, their cost spent of the credit. */
-  private lines(events: RuntimeEvent[]): string {
+  private lines(events: Piece[]): string {
     const { usage } = this.o;
     let lines = "";
-    for (const ev of mergePieces(events)) {
-      if (ev.type === "end") continue;
+    for (const ev of mergePieces(events) as Piece[]) {
       this.o.gate.spend(frameCost(ev));
       lines += `${JSON.stringify({ ...ev, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens })}\n`;
     }

@@ -87,7 +87,6 @@ async function serve(socket: Socket): Promise<void> {
       }
     }
   } catch (err) {
-    outbox.close();
     if (controller.signal.aborted) return;
     const e = MakinaError.from(err);
     if (e.code === "internal_error") log.error("generation failed", { err });
