@@ -1,9 +1,10 @@
 import type { Llama } from "node-llama-cpp";
+import { readdirSync, readlinkSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ggufAdapter } from "../../agent/runtimes/adapters/gguf-adapter.js";
 import { createLlama } from "../../agent/runtimes/gguf/gguf-engine.js";
 import { loadGgufModel, type GgufRuntime } from "../../agent/runtimes/gguf/gguf-runtime.js";
-import { processHealth } from "../../agent/runtimes/gguf/gguf-wire.js";
+import { processHealth } from "../../agent/runtimes/gguf/process-health.js";
 import type { ChatInput, RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
 import { silentLogger } from "../../proto/index.js";
 import { testModelPath } from "../helpers/models.js";
@@ -86,6 +87,51 @@ describe("a GGUF model process decodes only as far as the agent's credit reaches
       expect(rest.at(-1)).toMatchObject({ type: "end", finishReason: "length", usage: { completionTokens: 600 } });
       expect(usage.completionTokens).toBe(600);
       expect((await processHealth(socketPath)).pausedRequests).toBe(0);
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
+describe("the agent's connections to a GGUF model process", () => {
+  /** The sockets a process has open (by inode: a new connection is a new one). */
+  const socketsOf = (pid: number) =>
+    readdirSync(`/proc/${pid}/fd`)
+      .map((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`, { throwIfNoEntry: false }) ?? "")
+      .filter((link) => link.startsWith("socket:"))
+      .sort();
+  const textOf = (events: RuntimeEvent[]) => events.map((e) => (e.type === "text" ? e.text : "")).join("");
+
+  it("are kept open from request to request, and a canceled or refused request leaves nothing the next one reads", async () => {
+    const adapter = ggufAdapter({ threads: 1, maxContextSize: 1024, sequences: 2, gpu: false });
+    const runtime = await adapter.start({ modelId: "kept", ref: testModelPath(), path: testModelPath() }, { runtimesDir: "/nonexistent", python: "python3", log: silentLogger() });
+    try {
+      const first = await drain(runtime.chat(story(40))[Symbol.asyncIterator]());
+      expect(first.at(-1)).toMatchObject({ type: "end", usage: { completionTokens: 40 } });
+      const sockets = socketsOf(runtime.pid!);
+      for (let i = 0; i < 5; i++) expect(textOf(await drain(runtime.chat(story(40))[Symbol.asyncIterator]()))).toBe(textOf(first));
+      // The connection of the first served them all: the model process has the same sockets open as after it.
+      expect(socketsOf(runtime.pid!)).toEqual(sockets);
+
+      // Canceled while its frames come: its connection is closed, not reused, and the model frees its sequence.
+      const controller = new AbortController();
+      const canceled = runtime.chat(story(600), { signal: controller.signal })[Symbol.asyncIterator]();
+      await canceled.next();
+      controller.abort();
+      await expect(drain(canceled)).rejects.toMatchObject({ code: "canceled" });
+      // Left at its first frame by a caller that stops reading: closed too.
+      const left = runtime.chat(story(600))[Symbol.asyncIterator]();
+      await left.next();
+      await left.return(undefined);
+      // Refused by the model process (an error frame): its connection serves the next request.
+      const tooLong = { ...story(10), messages: [{ role: "user" as const, content: "word ".repeat(3000) }] };
+      await expect(drain(runtime.chat(tooLong)[Symbol.asyncIterator]())).rejects.toMatchObject({ code: "context_length_exceeded" });
+
+      // Whatever connection each gets, two at once and one after give the same answer as before, nothing else.
+      const [a, b] = await Promise.all([drain(runtime.chat(story(40))[Symbol.asyncIterator]()), drain(runtime.chat(story(40))[Symbol.asyncIterator]())]);
+      expect([textOf(a), textOf(b)]).toEqual([textOf(first), textOf(first)]);
+      expect(textOf(await drain(runtime.chat(story(40))[Symbol.asyncIterator]()))).toBe(textOf(first));
+      expect(await processHealth(runtime.endpoint.replace(/^unix:/, ""))).toMatchObject({ pausedRequests: 0 });
     } finally {
       await runtime.close();
     }

@@ -110,6 +110,8 @@ describe("a GGUF model that crashes", () => {
   });
 
   it("does not take the agent down: its process is restarted and serves again", async () => {
+    // Served once before: the agent keeps that connection to the model process open, and must not reuse it.
+    expect((await post(gw, { model: gw.modelId, max_tokens: 3 })).status).toBe(200);
     const [runtime] = gw.agent.host.list();
     const pid = runtime!.pid!;
     process.kill(pid, "SIGKILL");

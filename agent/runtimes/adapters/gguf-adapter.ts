@@ -8,7 +8,8 @@ import { dependencyVersion } from "../../version.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
 import { ProcessSupervisor } from "../../supervisor/index.js";
 import { GgufProcessRuntime } from "../gguf/gguf-process-runtime.js";
-import { GGUF_FRAME_MS, processHealth } from "../gguf/gguf-wire.js";
+import { GGUF_FRAME_MS } from "../gguf/gguf-wire.js";
+import { processHealth } from "../gguf/process-health.js";
 import { runtimeEnv } from "../runtime-env.js";
 import { superviseUntilReady } from "./server-runtime.js";
 

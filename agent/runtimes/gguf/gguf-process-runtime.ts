@@ -1,7 +1,11 @@
 import { MakinaError } from "../../../proto/index.js";
 import type { ProcessSupervisor } from "../../supervisor/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
-import { connectToProcess, frameCost, fromErrorFrame, GGUF_WINDOW, readFrames, writeFrame, type ProcessFrame } from "./gguf-wire.js";
+import { frameCost, fromErrorFrame, GGUF_WINDOW } from "./gguf-wire.js";
+import { ProcessConnection } from "./process-connection.js";
+
+/** Connections to the model process kept open for the next requests, at most (more at once are opened and closed as they end). */
+const MAX_IDLE_CONNECTIONS = 16;
 
 /** Options of {@link GgufProcessRuntime}. */
 export interface GgufProcessRuntimeOptions {
@@ -18,17 +22,20 @@ export interface GgufProcessRuntimeOptions {
 
 /**
  * A GGUF model served by its own supervised process (gguf-server.ts), reached
- * over a local socket. Each request is one connection; the process may send
- * {@link GGUF_WINDOW} bytes of frames ahead, and as many more as the caller takes
- * (returned a quarter of the window at a time), so a caller that stops pulling
- * stops the decoder. Closing the connection
- * (leaving the loop, or aborting the signal) cancels the request.
+ * over a local socket. Each request has a connection of its own while it runs,
+ * taken from those kept open (see {@link ProcessConnection}), and given back once
+ * its end or error came; the process may send {@link GGUF_WINDOW} bytes of frames
+ * ahead, and as many more as the caller takes (returned a quarter of the window at
+ * a time), so a caller that stops pulling stops the decoder. Leaving the loop
+ * early or aborting the signal closes the request's connection, which cancels it.
  */
 export class GgufProcessRuntime implements ModelRuntime {
   readonly contextSize: number;
   readonly endpoint: string;
   readonly embeddingModel: boolean;
   private closed = false;
+  /** Open connections with no request, the most recently used last. */
+  private readonly idle: ProcessConnection[] = [];
 
   get pid(): number | undefined {
     return this.o.supervisor.pid;
@@ -45,18 +52,26 @@ export class GgufProcessRuntime implements ModelRuntime {
       throw new MakinaError("runtime_unavailable", `The runtime is ${this.o.supervisor.state}.`, { retryAfterMs: 5000 });
     }
     const { signal } = options;
-    const socket = await connectToProcess(this.o.socketPath, signal);
-    const onAbort = () => socket.destroy();
+    const connection = await this.connection(signal);
+    const onAbort = () => connection.destroy();
     signal?.addEventListener("abort", onAbort, { once: true });
+    // Given back once the request is over on the process's side too (its end or error came); closed otherwise.
+    let over = false;
+    let givenBack = false;
     try {
-      writeFrame(socket, { type: "chat", input, window: GGUF_WINDOW });
+      connection.send({ type: "chat", input, window: GGUF_WINDOW });
       // Bytes taken and not yet credited back: returned a quarter of the window at a time, not a message per frame.
       let owed = 0;
-      for await (const frame of readFrames<ProcessFrame>(socket)) {
-        if (frame.type === "error") throw fromErrorFrame(frame);
+      for (let frame = await connection.next(); frame; frame = await connection.next()) {
+        if (frame.type === "error") {
+          over = true;
+          throw fromErrorFrame(frame);
+        }
         if (frame.type === "health") continue;
         if (options.usage) Object.assign(options.usage, { promptTokens: frame.promptTokens, completionTokens: frame.completionTokens });
         if (frame.type === "end") {
+          over = givenBack = true;
+          this.giveBack(connection, signal, onAbort);
           yield { type: "end", finishReason: frame.finishReason, usage: { promptTokens: frame.promptTokens, completionTokens: frame.completionTokens } };
           return;
         }
@@ -65,7 +80,7 @@ export class GgufProcessRuntime implements ModelRuntime {
         else yield { type: "toolCall", index: frame.index, id: frame.id, name: frame.name, arguments: frame.arguments };
         owed += frameCost(frame);
         if (owed >= GGUF_WINDOW / 4) {
-          writeFrame(socket, { type: "credit", n: owed });
+          connection.send({ type: "credit", n: owed });
           owed = 0;
         }
       }
@@ -74,12 +89,30 @@ export class GgufProcessRuntime implements ModelRuntime {
       if (signal?.aborted) throw MakinaError.from(signal.reason);
       throw MakinaError.from(err);
     } finally {
-      signal?.removeEventListener("abort", onAbort);
-      socket.destroy();
+      if (over && !givenBack) this.giveBack(connection, signal, onAbort);
+      else if (!over) {
+        signal?.removeEventListener("abort", onAbort);
+        connection.destroy();
+      }
     }
   }
 
+  /** An idle open connection to the model process, or a new one. */
+  private async connection(signal: AbortSignal | undefined): Promise<ProcessConnection> {
+    if (signal?.aborted) throw MakinaError.from(signal.reason);
+    for (let c = this.idle.pop(); c; c = this.idle.pop()) if (c.idle) return c;
+    return ProcessConnection.open(this.o.socketPath, signal);
+  }
+
+  /** Keeps a connection whose request is over for the next request (called once per request). */
+  private giveBack(connection: ProcessConnection, signal: AbortSignal | undefined, onAbort: () => void): void {
+    signal?.removeEventListener("abort", onAbort);
+    if (this.closed || !connection.idle || this.idle.length >= MAX_IDLE_CONNECTIONS) connection.destroy();
+    else this.idle.push(connection);
+  }
+
   async close(): Promise<void> {
+    for (const c of this.idle.splice(0)) c.destroy();
     await this.o.supervisor.stop();
     if (!this.closed) this.o.onClose?.();
     this.closed = true;

@@ -6,16 +6,18 @@ import { CreditGate } from "../../flow/index.js";
 import { createLlama } from "./gguf-engine.js";
 import { loadGgufModel } from "./gguf-runtime.js";
 import { FrameOutbox } from "./frame-outbox.js";
-import { errorFrame, frameInterval, GGUF_FRAME_MS, readFrames, writeFrame, type AgentFrame } from "./gguf-wire.js";
+import type { ChatInput } from "../model-runtime.js";
+import { errorFrame, frameInterval, GGUF_FRAME_MS, onFrames, writeFrame, type AgentFrame } from "./gguf-wire.js";
 
 /**
  * The GGUF runtime as its own process: loads one model with node-llama-cpp and
  * serves it on a local socket (see gguf-wire.ts), so that a crash of the model
  * never takes the agent down. The agent starts it under supervision:
  *   node gguf-server.js --model FILE --socket PATH --threads N --context N --sequences N --frame-ms N [--cpu]
- * Every text frame carries the usage so far, so a canceled request is charged
- * exactly; a request decodes only as far as the agent's credit reaches, and stops
- * when its connection closes. A request's tokens leave in frames (FrameOutbox):
+ * The agent keeps its connections open: each carries one request at a time, and
+ * the next once the last one's end or error was sent. Every text frame carries the
+ * usage so far, so a canceled request is charged exactly; a request decodes only as
+ * far as the agent's credit reaches, and stops when its connection closes. A request's tokens leave in frames (FrameOutbox):
  * the first at once, then about one per --frame-ms (longer while more than two
  * requests decode at once, see frameInterval).
  */
@@ -48,58 +50,84 @@ const decoding = { count: 0 };
 const llama = await createLlama({ threads, gpu: values.cpu ? false : "auto", log });
 const runtime = await loadGgufModel(llama, values.model, { maxContextSize: Number(values.context), sequences: Number(values.sequences), threads });
 
-/** Serves one connection: a health check, or one chat request paced by the agent's credit. */
-async function serve(socket: Socket): Promise<void> {
-  const controller = new AbortController();
-  socket.on("close", () => controller.abort(new MakinaError("canceled", "The agent closed the request.")));
+/** A request running on a connection: its credit, and what cancels it. */
+interface Running {
+  gate: CreditGate;
+  controller: AbortController;
+}
+
+/**
+ * Serves one connection of the agent's: chat requests one after another (each paced by the agent's credit),
+ * and health checks between them. Closing the connection cancels the request it carries.
+ */
+function serve(socket: Socket): void {
+  let running: Running | undefined;
   socket.on("error", () => {});
-  const frames = readFrames<AgentFrame>(socket);
-  const first = await frames.next();
-  if (first.done) return;
-  if (first.value.type === "health") {
-    writeFrame(socket, { type: "health", contextSize: runtime.contextSize, pausedRequests: runtime.pausedRequests });
-    socket.end();
-    return;
-  }
-  if (first.value.type !== "chat") {
-    writeFrame(socket, errorFrame(new MakinaError("invalid_value", "The first frame must be a chat or health frame.")));
-    socket.end();
-    return;
-  }
-  const gate = new CreditGate(first.value.window);
-  void (async () => {
-    for await (const frame of frames) if (frame.type === "credit") gate.add(frame.n);
-  })().catch(() => controller.abort(new MakinaError("canceled", "The agent sent a frame that is not JSON.")));
+  socket.on("close", () => running?.controller.abort(new MakinaError("canceled", "The agent closed the request.")));
+  onFrames<AgentFrame>(socket, (frame) => {
+    // Credit for a request that ended meanwhile is nobody's.
+    if (frame.type === "credit") return void running?.gate.add(frame.n);
+    if (running) {
+      // One request at a time: an agent that sends another before the end is not one of ours.
+      writeFrame(socket, errorFrame(new MakinaError("invalid_value", "A request came before the last one on this connection ended.")));
+      socket.destroy();
+      return;
+    }
+    if (frame.type === "health") {
+      writeFrame(socket, { type: "health", contextSize: runtime.contextSize, pausedRequests: runtime.pausedRequests });
+      return;
+    }
+    if (frame.type !== "chat") {
+      writeFrame(socket, errorFrame(new MakinaError("invalid_value", "A frame must be a chat, credit or health frame.")));
+      socket.end();
+      return;
+    }
+    const request: Running = { gate: new CreditGate(frame.window), controller: new AbortController() };
+    running = request;
+    // The connection is free for the next request once this one's last frame is written.
+    void chat(socket, frame.input, request, () => {
+      if (running === request) running = undefined;
+    });
+  });
+}
+
+/** Runs one chat request, its frames written to `socket` (FrameOutbox); `over` is called as its last frame is written. */
+async function chat(socket: Socket, input: ChatInput, { gate, controller }: Running, over: () => void): Promise<void> {
   const usage = { promptTokens: 0, completionTokens: 0 };
   const outbox = new FrameOutbox({ write: (lines) => socket.write(lines), gate, signal: controller.signal, usage, frameMs: () => frameInterval(frameMs, decoding.count) });
   // Counted once it decodes (not while it waits for a sequence), until it ends.
   let counted = false;
+  let ended = false;
   try {
-    for await (const ev of runtime.chat(first.value.input, { signal: controller.signal, usage })) {
+    for await (const ev of runtime.chat(input, { signal: controller.signal, usage })) {
       if (!counted) {
         counted = true;
         decoding.count++;
       }
-      if (ev.type === "end") await outbox.finish({ type: "end", finishReason: ev.finishReason === "canceled" ? "stop" : ev.finishReason, ...ev.usage });
-      else {
+      if (ev.type === "end") {
+        await outbox.finish({ type: "end", finishReason: ev.finishReason === "canceled" ? "stop" : ev.finishReason, ...ev.usage });
+        ended = true;
+        over();
+      } else {
         const sent = outbox.add(ev);
         if (sent) await sent;
       }
     }
+    if (!ended) throw new MakinaError("internal_error", "The model stopped without ending its answer.");
   } catch (err) {
     if (controller.signal.aborted) return;
     const e = MakinaError.from(err);
     if (e.code === "internal_error") log.error("generation failed", { err });
     outbox.fail(errorFrame(e));
+    over();
   } finally {
     outbox.close();
     if (counted) decoding.count--;
   }
-  socket.end();
 }
 
 rmSync(socketPath, { force: true });
-const server = createServer((socket) => void serve(socket).catch((err: unknown) => socket.destroy(err as Error)));
+const server = createServer(serve);
 server.listen(socketPath);
 const shutdown = () => {
   server.close();

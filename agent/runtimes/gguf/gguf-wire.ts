@@ -1,16 +1,18 @@
 import type { Socket } from "node:net";
-import { connect } from "node:net";
 import { MakinaError, isErrorCode } from "../../../proto/index.js";
 import type { EmbeddingVector, ToolCallDelta } from "../../../proto/index.js";
 import type { ChatInput } from "../model-runtime.js";
 
 /**
- * The pipe between the agent and a GGUF model process: one local socket
- * connection per request, newline-delimited JSON frames in both directions.
+ * The pipe between the agent and a GGUF model process: local socket connections that the agent keeps open
+ * and reuses (one request at a time on each, see process-connection.ts), newline-delimited JSON frames in
+ * both directions.
  *
  *   agent → process  {type:"chat", input, window}   first frame: the request, and how many bytes of frames may come unasked
  *                    {type:"credit", n}             the agent took frames of n bytes: n more may come (sent per GGUF_WINDOW / 4 or more)
- *                    (closing the connection cancels the request)
+ *                    (closing the connection cancels its request; once a request's end or error frame
+ *                    came, its connection may carry the next chat frame, and credit for the request that
+ *                    ended is ignored)
  *   process → agent  {type:"text", text, promptTokens, completionTokens}   only against credit
  *                    {type:"toolCall", index, id, name, arguments, promptTokens, completionTokens}   a piece of a tool call, against credit too
  *                    {type:"embedding", index, values, promptTokens, completionTokens}   an input's vector (embeddings request), against credit too
@@ -24,7 +26,7 @@ import type { ChatInput } from "../model-runtime.js";
  * per interval or less) has each token sent as it comes. A process whose credit is spent sends what it holds
  * as soon as credit comes, and decodes nothing more meanwhile, whatever the interval.
  *
- * Health checks are a connection that sends {type:"health"} and reads
+ * A health check is {type:"health"} on a connection with no request running, answered
  * {type:"health", contextSize, pausedRequests}: requests whose decoding waits for credit.
  * Credit reaches all the way to the decoder: a process with no credit left stops
  * decoding that request (see `paceEvaluation`), so a slow client holds its slot
@@ -77,19 +79,33 @@ export function writeFrame(socket: Socket, frame: AgentFrame | ProcessFrame): bo
   return socket.write(`${JSON.stringify(frame)}\n`);
 }
 
-/** Reads frames from a socket until it ends. Leaving the loop early leaves the socket to the caller. */
-export async function* readFrames<T>(socket: Socket): AsyncGenerator<T> {
+/**
+ * Calls `onFrame` with each frame that comes on `socket` (a line of JSON), as the bytes come, with no stream
+ * or promise per frame. A line that is not JSON destroys the socket with `internal_error`: the other side is
+ * not one of ours, or is broken.
+ */
+export function onFrames<T>(socket: Socket, onFrame: (frame: T) => void): void {
   socket.setEncoding("utf8");
   let buffer = "";
-  for await (const chunk of socket as AsyncIterable<string>) {
+  socket.on("data", (chunk: string) => {
     buffer += chunk;
+    let start = 0;
     let i: number;
-    while ((i = buffer.indexOf("\n")) >= 0) {
-      const line = buffer.slice(0, i);
-      buffer = buffer.slice(i + 1);
-      if (line) yield JSON.parse(line) as T;
+    while ((i = buffer.indexOf("\n", start)) >= 0 && !socket.destroyed) {
+      const line = buffer.slice(start, i);
+      start = i + 1;
+      if (!line) continue;
+      let frame: T;
+      try {
+        frame = JSON.parse(line) as T;
+      } catch (err) {
+        socket.destroy(new MakinaError("internal_error", "A GGUF model process connection carried a frame that is not JSON.", { cause: err }));
+        return;
+      }
+      onFrame(frame);
     }
-  }
+    buffer = start === buffer.length ? "" : buffer.slice(start);
+  });
 }
 
 /** The error frame of anything thrown. */
@@ -102,45 +118,4 @@ export function errorFrame(err: unknown): ProcessFrame {
 export function fromErrorFrame(frame: Extract<ProcessFrame, { type: "error" }>): MakinaError {
   if (!isErrorCode(frame.code)) return new MakinaError("internal_error", frame.message);
   return new MakinaError(frame.code, frame.message, { param: frame.param, retryAfterMs: frame.retryAfterMs ?? undefined });
-}
-
-/** Opens a connection to a model process's socket; rejects with `runtime_unavailable` when nothing listens. */
-export function connectToProcess(path: string, signal?: AbortSignal): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(MakinaError.from(signal.reason));
-    const socket = connect(path);
-    const onAbort = () => {
-      socket.destroy();
-      reject(MakinaError.from(signal?.reason));
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-    socket.once("connect", () => {
-      signal?.removeEventListener("abort", onAbort);
-      socket.off("error", onError);
-      resolve(socket);
-    });
-    const onError = (err: Error) => {
-      signal?.removeEventListener("abort", onAbort);
-      reject(new MakinaError("runtime_unavailable", "The GGUF model process is not reachable.", { cause: err, retryAfterMs: 1000 }));
-    };
-    socket.once("error", onError);
-  });
-}
-
-/** A readiness probe and context-size query: the process's answer to a health frame. */
-export async function processHealth(path: string, signal?: AbortSignal): Promise<{ contextSize: number; pausedRequests: number }> {
-  const deadline = AbortSignal.any([...(signal ? [signal] : []), AbortSignal.timeout(2000)]);
-  const socket = await connectToProcess(path, deadline);
-  const onAbort = () => socket.destroy();
-  deadline.addEventListener("abort", onAbort, { once: true });
-  try {
-    writeFrame(socket, { type: "health" });
-    for await (const frame of readFrames<ProcessFrame>(socket)) {
-      if (frame.type === "health") return { contextSize: frame.contextSize, pausedRequests: frame.pausedRequests };
-    }
-    throw new MakinaError("runtime_unavailable", "The GGUF model process did not answer its health check.");
-  } finally {
-    deadline.removeEventListener("abort", onAbort);
-    socket.destroy();
-  }
 }
