@@ -97,7 +97,13 @@ describe("the agent's connections to a GGUF model process", () => {
   /** The sockets a process has open (by inode: a new connection is a new one). */
   const socketsOf = (pid: number) =>
     readdirSync(`/proc/${pid}/fd`)
-      .map((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`, { throwIfNoEntry: false }) ?? "")
+      .map((fd) => {
+        try {
+          return readlinkSync(`/proc/${pid}/fd/${fd}`);
+        } catch {
+          return ""; // closed meanwhile
+        }
+      })
       .filter((link) => link.startsWith("socket:"))
       .sort();
   const textOf = (events: RuntimeEvent[]) => events.map((e) => (e.type === "text" ? e.text : "")).join("");
@@ -122,7 +128,7 @@ describe("the agent's connections to a GGUF model process", () => {
       // Left at its first frame by a caller that stops reading: closed too.
       const left = runtime.chat(story(600))[Symbol.asyncIterator]();
       await left.next();
-      await left.return(undefined);
+      await left.return!(undefined);
       // Refused by the model process (an error frame): its connection serves the next request.
       const tooLong = { ...story(10), messages: [{ role: "user" as const, content: "word ".repeat(3000) }] };
       await expect(drain(runtime.chat(tooLong)[Symbol.asyncIterator]())).rejects.toMatchObject({ code: "context_length_exceeded" });
