@@ -20,6 +20,7 @@
 // `--cpu-prof` does (scripts/bench/cpu-prof-preload.cjs), stream and answer through the gateway, and print where their CPU went by stage).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
+import { connect } from "node:net";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -67,8 +68,10 @@ function viaGateway(gw, extra) {
         const text = chunks.join("");
         if (res.statusCode !== 200) return reject(new Error(`gateway answered ${res.statusCode}: ${text.slice(0, 300)}`));
         const completion = Number(/"completion_tokens":(\d+)/.exec(text.slice(text.lastIndexOf('"usage"')))?.[1] ?? 0);
+        // Streamed: the events that carry text (each a frame from the model process).
+        const frames = text.match(/"content":"[^"]/g)?.length ?? 0;
         // With the absolute times and the request's id, for the stages measured inside the gateway.
-        resolveRequest({ ttft: (first || end) - t0, total: end - t0, completion, rate: completion / ((end - (first || end)) / 1000), id: res.headers["x-request-id"], sent: at(t0), firstAt: at(first || end), endAt: at(end) });
+        resolveRequest({ ttft: (first || end) - t0, total: end - t0, completion, frames, rate: completion / ((end - (first || end)) / 1000), id: res.headers["x-request-id"], sent: at(t0), firstAt: at(first || end), endAt: at(end) });
       });
     });
     req.on("error", reject);
@@ -100,6 +103,46 @@ async function concurrent(n, one) {
 
 const { GgufProcessRuntime } = await import(join(root, "dist/agent/runtimes/gguf/gguf-process-runtime.js"));
 const direct = (gw) => new GgufProcessRuntime({ socketPath: gw.socket, contextSize: gw.contextSize, supervisor: { state: "ready", pid: gw.modelPid, stop: async () => {} } });
+
+/**
+ * The floor: a bare node:http relay and a stand-in model process (scripts/bench/bare-hop.mjs), with none of
+ * Makina's code: what any relay in Node adds on this machine, its HTTP hop and its one more process.
+ */
+async function bareHop() {
+  const socketPath = join(dir, "bare.sock");
+  await start("scripts/bench/bare-hop.mjs", ["model", socketPath], "socket");
+  const relay = await start("scripts/bench/bare-hop.mjs", ["relay", socketPath], "url");
+  const conn = connect(socketPath);
+  await new Promise((r) => conn.once("connect", r));
+  conn.setEncoding("utf8");
+  let answered = () => {};
+  conn.on("data", (chunk) => chunk.includes('"end"') && answered());
+  const ask = (frames, intervalMs = 0) => JSON.stringify({ ...JSON.parse(chat({ max_tokens: 1 })), frames, intervalMs });
+  const timed = (run) => async () => {
+    const t0 = performance.now();
+    await run();
+    return { total: performance.now() - t0 };
+  };
+  const post = (body) =>
+    new Promise((resolvePost, reject) => {
+      const req = request(`${relay.msg.url}/`, { method: "POST", agent: http, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        res.on("end", resolvePost);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+  return {
+    pid: relay.child.pid,
+    /** A 1-token answer straight from the stand-in, over a kept connection. */
+    direct: timed(() => new Promise((r) => ((answered = r), conn.write(`${ask(0)}\n`)))),
+    /** A 1-token answer through the bare relay. */
+    hop: timed(() => post(ask(0))),
+    /** A stream of `frames` frames, one per `intervalMs`, through the bare relay. */
+    stream: (frames, intervalMs) => post(ask(frames, intervalMs)),
+    close: () => conn.destroy(),
+  };
+}
 
 async function stopGateway(gw) {
   const exited = new Promise((r) => gw.child.once("exit", r));
@@ -166,12 +209,12 @@ const ways = {
   inProcess: (tokens, stream) => viaRuntime(inProcess, tokens, stream),
 };
 const names = Object.keys(ways);
-/** Runs `round(way)` for each way, `rounds` times, the order turning each round; the first round is a warm-up. */
-async function alternate(rounds, round) {
-  const out = Object.fromEntries(names.map((n) => [n, []]));
+/** Runs `round(way)` for each way (of `list`), `rounds` times, the order turning each round; the first round is a warm-up. */
+async function alternate(rounds, round, list = names) {
+  const out = Object.fromEntries(list.map((n) => [n, []]));
   for (let i = 0; i < rounds + 1; i++) {
-    for (let j = 0; j < names.length; j++) {
-      const name = names[(i + j) % names.length];
+    for (let j = 0; j < list.length; j++) {
+      const name = list[(i + j) % list.length];
       const r = await round(name);
       if (i > 0) out[name].push(r);
     }
@@ -194,14 +237,33 @@ async function charged(kind, w, run) {
   }
   return r;
 }
-// A 1-token answer, not streamed, and the time to the first token of a streamed 32-token one.
-const one = await alternate(150, (w) => ways[w](1, false));
+const bare = await bareHop();
+// A 1-token answer, not streamed (and the floor's, through the bare relay and straight to its stand-in), and the
+// time to the first token of a streamed 32-token one.
+const one = await alternate(150, (w) => (w === "bareHop" ? bare.hop() : w === "bareDirect" ? bare.direct() : ways[w](1, false)), [...names, "bareHop", "bareDirect"]);
 const ttft = await alternate(60, (w) => charged("short", w, () => ways[w](32, true)));
 // One 256-token stream at a time.
 const streams = await alternate(12, (w) => charged("long", w, () => ways[w](256, true)));
 // Eight 128-token streams at once, on the model's eight sequences.
 const eight = await alternate(5, (w) => charged("eight", w, () => concurrent(8, () => ways[w](128, true))));
 const memory = { gateway: rssMiB(gw.pid), model: rssMiB(gw.modelPid) };
+// CPU per frame, as the slope from short streams to long ones (what each further frame costs, the request's own
+// cost aside): the gateway's from its 32- and 256-token streams, the bare relay's from streams of as many
+// frames, at the agent's interval.
+const { GGUF_FRAME_MS } = await import(join(root, "dist/agent/runtimes/gguf/gguf-wire.js"));
+const frameMs = Number(process.env.MAKINA_BENCH_STREAM_INTERVAL_MS ?? GGUF_FRAME_MS ?? 32);
+const framesOf = (runs) => runs.reduce((n, r) => n + r.frames, 0) / runs.length;
+const frames = { long: framesOf(streams.gateway), short: framesOf(ttft.gateway) };
+const bareUsPerRequest = async (n) => {
+  await bare.stream(n, frameMs);
+  const before = cpuMs(bare.pid);
+  for (let i = 0; i < 20; i++) await bare.stream(n, frameMs);
+  return ((cpuMs(bare.pid) - before) * 1000) / 20;
+};
+const bareLong = Math.max(2, Math.round(frames.long));
+const bareShort = Math.max(1, Math.round(frames.short));
+const bareUsPerFrame = ((await bareUsPerRequest(bareLong)) - (await bareUsPerRequest(bareShort))) / Math.max(1, bareLong - bareShort);
+bare.close();
 await inProcess.close();
 await stopGateway(gw);
 http.destroy();
@@ -264,6 +326,13 @@ const results = {
   // What one more token costs the gateway: the slope between the 32- and the 256-token streams' CPU per request.
   gatewayUsPerMoreToken: (1000 * (cpu["long gateway"].gateway / cpu["long gateway"].requests - cpu["short gateway"].gateway / cpu["short gateway"].requests)) / (cpu["long gateway"].tokens / cpu["long gateway"].requests - cpu["short gateway"].tokens / cpu["short gateway"].requests),
   memoryMiB: memory,
+  floor: {
+    oneToken: { hop: median(one.bareHop.map((r) => r.total)), direct: median(one.bareDirect.map((r) => r.total)) },
+    frameMs,
+    frames,
+    gatewayUsPerFrame: (1000 * (cpu["long gateway"].gateway / cpu["long gateway"].requests - cpu["short gateway"].gateway / cpu["short gateway"].requests)) / (frames.long - frames.short),
+    bareUsPerFrame,
+  },
   stages: stageTable,
 };
 if (process.env.MAKINA_BENCH_JSON) writeFileSync(process.env.MAKINA_BENCH_JSON, JSON.stringify(results, null, 2));
@@ -276,6 +345,9 @@ const rows = [
   ["1-token completion, not streamed: straight to the model's process (p50 / p95)", `${ms(o.direct.p50)} / ${ms(o.direct.p95)}`],
   ["1-token completion, not streamed: node-llama-cpp in-process (p50 / p95)", `${ms(o.inProcess.p50)} / ${ms(o.inProcess.p95)}`],
   ["gateway's added time, 1-token completion (p50 difference to the model's process)", ms(o.gateway.p50 - o.direct.p50)],
+  ["the floor, with no Makina code: 1-token answer through a bare node:http relay / straight to its stand-in model process (p50)", `${ms(results.floor.oneToken.hop)} / ${ms(results.floor.oneToken.direct)}`],
+  ["the floor's added time: an HTTP hop and one more process, on this machine (p50 difference)", ms(results.floor.oneToken.hop - results.floor.oneToken.direct)],
+  ["gateway's added time beyond the floor's (1-token completion)", ms(o.gateway.p50 - o.direct.p50 - (results.floor.oneToken.hop - results.floor.oneToken.direct))],
   ["time to first token, streamed: gateway / model's process / in-process (p50)", `${ms(results.ttft.gateway)} / ${ms(results.ttft.direct)} / ${ms(results.ttft.inProcess)}`],
   ["gateway's added time to first token (p50 difference to the model's process)", ms(results.ttft.gateway - results.ttft.direct)],
   ["decode rate, one 256-token stream: gateway / model's process / in-process (median of 12)", `${results.rate.gateway.toFixed(0)} / ${results.rate.direct.toFixed(0)} / ${results.rate.inProcess.toFixed(0)} tokens/s`],
@@ -286,6 +358,7 @@ const rows = [
   ["gateway process's CPU (relay + agent) per streamed token: one 256-token stream / 8 at once (all it used, over the tokens)", `${results.cpu["long gateway"].gatewayUsPerToken.toFixed(1)} µs / ${results.cpu["eight gateway"].gatewayUsPerToken.toFixed(1)} µs`],
   ["gateway process's CPU per request, 32-token stream / 256-token stream", `${results.cpu["short gateway"].gatewayMsPerRequest.toFixed(2)} ms / ${results.cpu["long gateway"].gatewayMsPerRequest.toFixed(2)} ms`],
   ["gateway process's CPU for each further token of a stream (slope from 32 to 256 tokens)", `${results.gatewayUsPerMoreToken.toFixed(1)} µs`],
+  [`CPU for each further frame of a stream (${results.floor.frameMs} ms apart; slope from ${results.floor.frames.short.toFixed(1)} to ${results.floor.frames.long.toFixed(1)} frames): gateway process / the bare relay`, `${results.floor.gatewayUsPerFrame.toFixed(0)} µs / ${results.floor.bareUsPerFrame.toFixed(0)} µs`],
   ["model process's CPU per streamed token, through the gateway / straight", `${results.cpu["long gateway"].modelUsPerToken.toFixed(0)} µs / ${results.cpu["long direct"].modelUsPerToken.toFixed(0)} µs`],
   ["resident memory: gateway process / model process", `${memory.gateway.toFixed(0)} MiB / ${memory.model.toFixed(0)} MiB`],
 ];
