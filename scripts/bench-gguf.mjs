@@ -112,11 +112,19 @@ async function bareHop() {
   const socketPath = join(dir, "bare.sock");
   await start("scripts/bench/bare-hop.mjs", ["model", socketPath], "socket");
   const relay = await start("scripts/bench/bare-hop.mjs", ["relay", socketPath], "url");
-  const conn = connect(socketPath);
-  await new Promise((r) => conn.once("connect", r));
-  conn.setEncoding("utf8");
-  let answered = () => {};
-  conn.on("data", (chunk) => chunk.includes('"end"') && answered());
+  const raw = await start("scripts/bench/bare-hop.mjs", ["raw", socketPath], "port");
+  /** A kept connection that resolves `answered` at each end frame. */
+  const kept = async (...to) => {
+    const conn = connect(...to);
+    await new Promise((r) => conn.once("connect", r));
+    conn.setNoDelay(true);
+    conn.setEncoding("utf8");
+    conn.on("data", (chunk) => chunk.includes('"end"') && conn.answered());
+    return conn;
+  };
+  const conn = await kept(socketPath);
+  const rawConn = await kept(raw.msg.port, "127.0.0.1");
+  const line = (c, text) => new Promise((r) => ((c.answered = r), c.write(`${text}\n`)));
   const ask = (frames, intervalMs = 0) => JSON.stringify({ ...JSON.parse(chat({ max_tokens: 1 })), frames, intervalMs });
   const timed = (run) => async () => {
     const t0 = performance.now();
@@ -135,12 +143,14 @@ async function bareHop() {
   return {
     pid: relay.child.pid,
     /** A 1-token answer straight from the stand-in, over a kept connection. */
-    direct: timed(() => new Promise((r) => ((answered = r), conn.write(`${ask(0)}\n`)))),
+    direct: timed(() => line(conn, ask(0))),
+    /** A 1-token answer through the raw TCP relay. */
+    raw: timed(() => line(rawConn, ask(0))),
     /** A 1-token answer through the bare relay. */
     hop: timed(() => post(ask(0))),
     /** A stream of `frames` frames, one per `intervalMs`, through the bare relay. */
     stream: (frames, intervalMs) => post(ask(frames, intervalMs)),
-    close: () => conn.destroy(),
+    close: () => (conn.destroy(), rawConn.destroy()),
   };
 }
 
@@ -240,12 +250,13 @@ async function charged(kind, w, run) {
 const bare = await bareHop();
 // A 1-token answer, not streamed (and the floor's, through the bare relay and straight to its stand-in), and the
 // time to the first token of a streamed 32-token one.
-const one = await alternate(150, (w) => (w === "bareHop" ? bare.hop() : w === "bareDirect" ? bare.direct() : ways[w](1, false)), [...names, "bareHop", "bareDirect"]);
+const bareWays = { bareHop: bare.hop, bareRaw: bare.raw, bareDirect: bare.direct };
+const one = await alternate(150, (w) => (bareWays[w] ?? ((t) => ways[w](t, false)))(1), [...names, ...Object.keys(bareWays)]);
 const ttft = await alternate(60, (w) => charged("short", w, () => ways[w](32, true)));
 // One 256-token stream at a time.
 const streams = await alternate(12, (w) => charged("long", w, () => ways[w](256, true)));
 // Eight 128-token streams at once, on the model's eight sequences.
-const eight = await alternate(5, (w) => charged("eight", w, () => concurrent(8, () => ways[w](128, true))));
+const eight = await alternate(9, (w) => charged("eight", w, () => concurrent(8, () => ways[w](128, true))));
 const memory = { gateway: rssMiB(gw.pid), model: rssMiB(gw.modelPid) };
 // CPU per frame, as the slope from short streams to long ones (what each further frame costs, the request's own
 // cost aside): the gateway's from its 32- and 256-token streams, the bare relay's from streams of as many
@@ -327,7 +338,7 @@ const results = {
   gatewayUsPerMoreToken: (1000 * (cpu["long gateway"].gateway / cpu["long gateway"].requests - cpu["short gateway"].gateway / cpu["short gateway"].requests)) / (cpu["long gateway"].tokens / cpu["long gateway"].requests - cpu["short gateway"].tokens / cpu["short gateway"].requests),
   memoryMiB: memory,
   floor: {
-    oneToken: { hop: median(one.bareHop.map((r) => r.total)), direct: median(one.bareDirect.map((r) => r.total)) },
+    oneToken: { hop: median(one.bareHop.map((r) => r.total)), raw: median(one.bareRaw.map((r) => r.total)), direct: median(one.bareDirect.map((r) => r.total)) },
     frameMs,
     frames,
     gatewayUsPerFrame: (1000 * (cpu["long gateway"].gateway / cpu["long gateway"].requests - cpu["short gateway"].gateway / cpu["short gateway"].requests)) / (frames.long - frames.short),
@@ -347,14 +358,15 @@ const rows = [
   ["gateway's added time, 1-token completion (p50 difference to the model's process)", ms(o.gateway.p50 - o.direct.p50)],
   ["the floor, with no Makina code: 1-token answer through a bare node:http relay / straight to its stand-in model process (p50)", `${ms(results.floor.oneToken.hop)} / ${ms(results.floor.oneToken.direct)}`],
   ["the floor's added time: an HTTP hop and one more process, on this machine (p50 difference)", ms(results.floor.oneToken.hop - results.floor.oneToken.direct)],
+  ["the least any relay process adds: a raw TCP relay passing lines, no HTTP (p50 difference to the stand-in straight)", ms(results.floor.oneToken.raw - results.floor.oneToken.direct)],
   ["gateway's added time beyond the floor's (1-token completion)", ms(o.gateway.p50 - o.direct.p50 - (results.floor.oneToken.hop - results.floor.oneToken.direct))],
   ["time to first token, streamed: gateway / model's process / in-process (p50)", `${ms(results.ttft.gateway)} / ${ms(results.ttft.direct)} / ${ms(results.ttft.inProcess)}`],
   ["gateway's added time to first token (p50 difference to the model's process)", ms(results.ttft.gateway - results.ttft.direct)],
   ["decode rate, one 256-token stream: gateway / model's process / in-process (median of 12)", `${results.rate.gateway.toFixed(0)} / ${results.rate.direct.toFixed(0)} / ${results.rate.inProcess.toFixed(0)} tokens/s`],
   ["streamed decode rate, gateway / in-process (median of 12 rounds' ratios)", pctOf(results.rateRatio.gateway)],
   ["streamed decode rate, model's process / in-process (median of 12 rounds' ratios)", pctOf(results.rateRatio.direct)],
-  ["aggregate of 8 concurrent 128-token streams: gateway / model's process / in-process (median of 5)", `${results.eight.gateway.toFixed(0)} / ${results.eight.direct.toFixed(0)} / ${results.eight.inProcess.toFixed(0)} tokens/s`],
-  ["8-stream aggregate, gateway / in-process with 8 sequences (median of 5 rounds' ratios)", pctOf(results.eightRatio.gateway)],
+  ["aggregate of 8 concurrent 128-token streams: gateway / model's process / in-process (median of 9)", `${results.eight.gateway.toFixed(0)} / ${results.eight.direct.toFixed(0)} / ${results.eight.inProcess.toFixed(0)} tokens/s`],
+  ["8-stream aggregate, gateway / in-process with 8 sequences (median of 9 rounds' ratios)", pctOf(results.eightRatio.gateway)],
   ["gateway process's CPU (relay + agent) per streamed token: one 256-token stream / 8 at once (all it used, over the tokens)", `${results.cpu["long gateway"].gatewayUsPerToken.toFixed(1)} µs / ${results.cpu["eight gateway"].gatewayUsPerToken.toFixed(1)} µs`],
   ["gateway process's CPU per request, 32-token stream / 256-token stream", `${results.cpu["short gateway"].gatewayMsPerRequest.toFixed(2)} ms / ${results.cpu["long gateway"].gatewayMsPerRequest.toFixed(2)} ms`],
   ["gateway process's CPU for each further token of a stream (slope from 32 to 256 tokens)", `${results.gatewayUsPerMoreToken.toFixed(1)} µs`],

@@ -7,6 +7,8 @@
 //   bare-hop.mjs relay SOCKET   a bare node:http server that sends each POST's body on to that socket (one kept
 //                               connection, one request at a time) and answers the frames as JSON (a 1-token
 //                               answer) or as server-sent events, one per frame; prints {"url"}.
+//   bare-hop.mjs raw SOCKET     less still: a TCP server passing lines to that socket and its lines back, with no
+//                               HTTP and no parsing (the least any relay process adds); prints {"port"}.
 // The bench times a client straight to the stand-in against the client through the bare relay, alternating
 // with its own measures, and the bare relay's CPU per frame at the agent's frame interval.
 import { rmSync } from "node:fs";
@@ -72,7 +74,18 @@ if (role === "model") {
   }).listen(0, "127.0.0.1", function () {
     process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${this.address().port}` })}\n`);
   });
+} else if (role === "raw") {
+  const model = connect(socketPath);
+  let client;
+  model.on("data", (chunk) => client?.write(chunk));
+  createServer((socket) => {
+    socket.setNoDelay(true);
+    client = socket;
+    socket.on("data", (chunk) => model.write(chunk));
+  }).listen(0, "127.0.0.1", function () {
+    process.stdout.write(`${JSON.stringify({ port: this.address().port })}\n`);
+  });
 } else {
-  process.stderr.write("usage: bare-hop.mjs model|relay SOCKET\n");
+  process.stderr.write("usage: bare-hop.mjs model|relay|raw SOCKET\n");
   process.exit(2);
 }
