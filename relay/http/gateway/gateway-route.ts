@@ -128,7 +128,6 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   const admission = admitted instanceof Promise ? await admitted : admitted;
   setHeaders(res, admission.headers);
   const { stream: streamed } = request.input;
-  deps.log.info(codec.label, { requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });
   // The client going away cancels the generation on the machine.
   const controller = new AbortController();
   const onClose = () => {
@@ -159,12 +158,19 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
         },
       },
     );
+    // The request leaves for its machine with the first pull; what follows is done while the machine works.
+    const first = events.next();
+    // Awaited by `stream` or `complete` below; a rejection before then is theirs to handle, never unhandled.
+    first.catch(() => undefined);
+    // From its first pull the token stream is the runtime's: it reports the usage, whatever happens next.
+    outcome.ran = true;
+    deps.log.info(codec.label, { requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });
     const meta: AnswerMeta = { id: codec.answerId(ids), created: Math.floor(Date.now() / 1000), model };
     // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered: of a chat
     // (embeddings and token counts have no conversation to keep, and are logged without their inputs).
     if (captureHours !== null && !request.input.embed?.length && !request.input.countOnly) outcome.capture = captureOf(request.input.messages, Date.now() + captureHours * 3_600_000);
-    if (streamed) await stream(res, events, codec.streamEncoder(request, meta), outcome, deps.log, requestId);
-    else await complete(res, events, (answer) => codec.answer(request, meta, answer), controller, deps.requestTimeoutMs, outcome);
+    if (streamed) await stream(res, first, events, codec.streamEncoder(request, meta), outcome, deps.log, requestId);
+    else await complete(res, first, events, (answer) => codec.answer(request, meta, answer), controller, deps.requestTimeoutMs, outcome);
   } catch (err) {
     // Not served (refused by the runtime, machine gone before the first byte): give the quota back.
     // A client that went away keeps paying for the tokens generated until then.
@@ -231,16 +237,18 @@ function setHeaders(res: ServerResponse, headers: Record<string, string>): void 
   for (const name in headers) res.setHeader(name, headers[name]!);
 }
 
-/** Gathers a whole answer (the request not streamed), within the request's time, and answers it in one body. */
-async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>, render: (answer: CollectedAnswer) => unknown, controller: AbortController, timeoutMs: number, outcome: Outcome): Promise<void> {
+/**
+ * Gathers a whole answer (the request not streamed), within the request's time, and answers it in one body.
+ * `first` is the first pull of `events`, already made.
+ */
+async function complete(res: ServerResponse, first: Promise<IteratorResult<TokenEvent>>, events: AsyncGenerator<TokenEvent>, render: (answer: CollectedAnswer) => unknown, controller: AbortController, timeoutMs: number, outcome: Outcome): Promise<void> {
   const timer = setTimeout(() => controller.abort(new MakinaError("timeout", "The request took too long to complete.")), timeoutMs);
   try {
     let text = "";
     const calls: ToolCall[] = [];
     const vectors: number[][] = [];
-    // From its first pull the token stream is the runtime's: it reports the usage, whatever happens next.
-    outcome.ran = true;
-    for await (const ev of events) {
+    for (let next = await first; !next.done; next = await events.next()) {
+      const ev = next.value;
       if (ev.type === "text") {
         text += ev.text;
         continue;
@@ -265,6 +273,8 @@ async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>,
     }
   } finally {
     clearTimeout(timer);
+    // Left early (an error or the timeout): the token stream is closed, which cancels the request on the machine.
+    await events.return(undefined);
   }
 }
 
@@ -272,11 +282,10 @@ async function complete(res: ServerResponse, events: AsyncGenerator<TokenEvent>,
  * Streams an answer as the codec's server-sent events, as the machine's events come, with backpressure. It
  * waits for the machine's first event before committing to 200, so that errors known up front (context too
  * long, runtime not ready) get their real status; a stream that breaks after that ends with the codec's
- * failure frames, never its success marker.
+ * failure frames, never its success marker. `first` is the first pull of `events`, already made.
  */
-async function stream(res: ServerResponse, events: AsyncGenerator<TokenEvent>, encoder: StreamEncoder, outcome: Outcome, log: Logger, requestId: string): Promise<void> {
-  outcome.ran = true;
-  const first = await events.next();
+async function stream(res: ServerResponse, firstPull: Promise<IteratorResult<TokenEvent>>, events: AsyncGenerator<TokenEvent>, encoder: StreamEncoder, outcome: Outcome, log: Logger, requestId: string): Promise<void> {
+  const first = await firstPull;
   outcome.firstTokenAt = performance.now();
   const sse = new SseWriter(res);
   sse.open();
