@@ -16,6 +16,7 @@
 // Knobs: MAKINA_BENCH_MODEL (default ../shared/models/stories260K.gguf), MAKINA_BENCH_ROOT (measure another
 // checkout's built dist/, e.g. the tree before a change), MAKINA_BENCH_JSON (also write the results there),
 // MAKINA_BENCH_STREAM_INTERVAL_MS (the agent's MAKINA_AGENT_STREAM_INTERVAL_MS; default: the agent's own),
+// MAKINA_BENCH_WARMUP (requests each way serves before it is measured, default 3000: see the warm-up below),
 // MAKINA_BENCH_CPU_PROFILE=DIR (instead of the measures: profile the gateway and the model process as
 // `--cpu-prof` does (scripts/bench/cpu-prof-preload.cjs), stream and answer through the gateway, and print where their CPU went by stage).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -30,6 +31,8 @@ import { profileStages } from "./bench/profile-stages.mjs";
 const here = join(dirname(fileURLToPath(import.meta.url)), "..");
 const root = process.env.MAKINA_BENCH_ROOT ? resolve(process.env.MAKINA_BENCH_ROOT) : here;
 const model = resolve(process.env.MAKINA_BENCH_MODEL ?? join(here, "..", "shared", "models", "stories260K.gguf"));
+/** Requests each way serves before it is measured (MAKINA_BENCH_WARMUP). */
+const WARMUP = Number(process.env.MAKINA_BENCH_WARMUP ?? 3000);
 const profileDir = process.env.MAKINA_BENCH_CPU_PROFILE ? resolve(process.env.MAKINA_BENCH_CPU_PROFILE) : undefined;
 const dir = mkdtempSync(join(tmpdir(), "makina-bench-gguf-"));
 const median = (xs) => pct(xs, 50);
@@ -170,7 +173,8 @@ if (profileDir) {
     mkdirSync(out, { recursive: true });
     const gw = await gateway(`profile-${phase}`, { profileTo: out });
     let units = 0;
-    for (let i = 0; i < 5; i++) await viaGateway(gw, { max_tokens: 16, stream: true });
+    for (let i = 0; i < WARMUP; i++) await viaGateway(gw, { max_tokens: 1 });
+    for (let i = 0; i < WARMUP / 20; i++) await viaGateway(gw, { max_tokens: 16, stream: true });
     process.kill(gw.pid, "SIGUSR2");
     process.kill(gw.modelPid, "SIGUSR2");
     await new Promise((r) => setTimeout(r, 100));
@@ -251,6 +255,12 @@ const bare = await bareHop();
 // A 1-token answer, not streamed (and the floor's, through the bare relay and straight to its stand-in), and the
 // time to the first token of a streamed 32-token one.
 const bareWays = { bareHop: bare.hop, bareRaw: bare.raw, bareDirect: bare.direct };
+// Warm-up: a gateway that has served a while runs its path optimized (V8 compiles hot code after some thousands
+// of calls); a few hundred requests leave the gateway's and the model process's CPU per request about 1.8 times
+// higher. Every way serves as many first, streamed and not, so that each is measured as it runs in service.
+for (let i = 0; i < WARMUP; i++) for (const w of names) await ways[w](1, false);
+for (let i = 0; i < WARMUP / 20; i++) for (const w of names) await ways[w](32, true);
+for (let i = 0; i < WARMUP; i++) for (const run of Object.values(bareWays)) await run();
 const one = await alternate(150, (w) => (bareWays[w] ?? ((t) => ways[w](t, false)))(1), [...names, ...Object.keys(bareWays)]);
 const ttft = await alternate(60, (w) => charged("short", w, () => ways[w](32, true)));
 // One 256-token stream at a time.
@@ -292,7 +302,8 @@ const sequentially = async (n, run) => {
   for (let i = 0; i < n; i++) out.push(await run());
   return out;
 };
-for (let i = 0; i < 10; i++) await viaGateway(staged, { max_tokens: 4, stream: true });
+for (let i = 0; i < WARMUP; i++) await viaGateway(staged, { max_tokens: 1 });
+for (let i = 0; i < WARMUP / 20; i++) await viaGateway(staged, { max_tokens: 16, stream: true });
 const stageRuns = {
   one: await collect(() => sequentially(100, () => viaGateway(staged, { max_tokens: 1 }))),
   first: await collect(() => sequentially(100, () => viaGateway(staged, { max_tokens: 16, stream: true }))),
