@@ -4,7 +4,7 @@
 // own process; autocannon (in this process) calls it directly and through the gateway (relay → link →
 // agent → stand-in, an `openai`-kind stack), in interleaved rounds, at concurrency 1, 16 and 64,
 // non-streamed and streamed. The gateway runs as one process (relay and agent together, as `makina up`)
-// and as two (relay, agent). CPU per request comes from /proc/PID/stat of the gateway's processes.
+// and as two (relay, agent). CPU per request comes from the scheduler (bench-children.mjs cpuMs) for the gateway's processes.
 // Knobs: MAKINA_BENCH_SECONDS (per round, default 3), MAKINA_BENCH_CHUNKS (streamed chunks, default 16),
 // MAKINA_BENCH_MODES (one,separate), MAKINA_BENCH_JSON (also write the results there as JSON),
 // MAKINA_BENCH_PEER=1 (also measure Portkey's open-source Node gateway doing the same job; install it first

@@ -10,7 +10,7 @@
 //                process: what the model process and its socket cost, without relay, link and HTTP
 //   in-process   node-llama-cpp in this process (the physical limit)
 // Like with like: streamed against streamed, a whole 1-token answer against a whole 1-token answer.
-// CPU per streamed token comes from /proc/PID/stat of the gateway process and of the model process. Then, in a
+// CPU per streamed token comes from the scheduler's count (schedstat, see cpuMs) of the gateway process and of the model process. Then, in a
 // gateway of its own, each request's stages are timed inside the gateway (MAKINA_BENCH_STAGES, see
 // scripts/bench/gguf-gateway-process.mjs) and matched with the client's times by the response's x-request-id.
 // Knobs: MAKINA_BENCH_MODEL (default ../shared/models/stories260K.gguf), MAKINA_BENCH_ROOT (measure another
