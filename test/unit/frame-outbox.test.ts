@@ -53,6 +53,23 @@ describe("a GGUF model process's frames of one request", () => {
     expect(writes.map((w) => w.map((f) => (f as { text: string }).text))).toEqual([["a"], ["b"]]);
   });
 
+  it("sends no frame of a token or two right after another: a tick within half an interval of the last frame is skipped", async () => {
+    const { box, writes } = outbox(256);
+    // On a tick of the shared clock, then the first token at once.
+    await vi.advanceTimersByTimeAsync(32 - (performance.now() % 32));
+    await box.add(text("a"));
+    // 0.5 ms before the second tick after it, a token an interval or more after the last frame leaves at once.
+    await vi.advanceTimersByTimeAsync(63.5);
+    await box.add(text("b"));
+    // Then one more, 0.3 ms before that tick: not sent at the tick, 0.5 ms after "b", but at the one after.
+    await vi.advanceTimersByTimeAsync(0.3);
+    expect(box.add(text("c"))).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(writes).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(31);
+    expect(writes.map((w) => w.map((f) => (f as { text: string }).text))).toEqual([["a"], ["b"], ["c"]]);
+  });
+
   it("puts what is held and the end in one write", async () => {
     const { box, writes } = outbox(256);
     await box.add(text("a"));

@@ -51,8 +51,14 @@ export class FrameOutbox {
     const frameMs = this.o.frameMs();
     if (now - this.lastSentAt >= frameMs || this.heldCost >= this.o.gate.left) return this.send();
     // Sent at the next tick of a clock every request of the process shares, so that the frames of requests
-    // decoded together leave together (their reader wakes once for all), even if no token follows.
-    this.timer ??= setTimeout(() => void this.send().catch(() => undefined), frameMs - (now % frameMs));
+    // decoded together leave together (their reader wakes once for all), even if no token follows. A tick less
+    // than half an interval after the last frame is skipped: a frame that just left (a timer fires up to a ms
+    // early, a frame may go at once) is not followed by another of a token or two.
+    if (!this.timer) {
+      let wait = frameMs - (now % frameMs);
+      if (now + wait - this.lastSentAt < frameMs / 2) wait += frameMs;
+      this.timer = setTimeout(() => void this.send().catch(() => undefined), wait);
+    }
     return undefined;
   }
 
