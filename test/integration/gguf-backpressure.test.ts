@@ -112,12 +112,19 @@ describe("the agent's connections to a GGUF model process", () => {
     const adapter = ggufAdapter({ threads: 1, maxContextSize: 1024, sequences: 2, gpu: false });
     const runtime = await adapter.start({ modelId: "kept", ref: testModelPath(), path: testModelPath() }, { runtimesDir: "/nonexistent", python: "python3", log: silentLogger() });
     try {
+      const pid = runtime.pid!;
+      // The model process's own sockets (its listener, the agent's stdin pipe is not one), with no request yet;
+      // a health check's connection may come and go meanwhile, so each count is awaited.
+      await vi.waitFor(() => expect(socketsOf(pid).length).toBeGreaterThan(0));
+      const before = socketsOf(pid).length;
       const first = await drain(runtime.chat(story(40))[Symbol.asyncIterator]());
       expect(first.at(-1)).toMatchObject({ type: "end", usage: { completionTokens: 40 } });
-      const sockets = socketsOf(runtime.pid!);
+      // The first request's connection stays open after it (one connected per request, it would be closed).
+      await vi.waitFor(() => expect(socketsOf(pid)).toHaveLength(before + 1), { timeout: 5_000, interval: 20 });
+      const sockets = socketsOf(pid);
       for (let i = 0; i < 5; i++) expect(textOf(await drain(runtime.chat(story(40))[Symbol.asyncIterator]()))).toBe(textOf(first));
-      // The connection of the first served them all: the model process has the same sockets open as after it.
-      expect(socketsOf(runtime.pid!)).toEqual(sockets);
+      // It served them all: the model process has the same sockets open as after the first.
+      await vi.waitFor(() => expect(socketsOf(pid)).toEqual(sockets), { timeout: 5_000, interval: 20 });
 
       // Canceled while its frames come: its connection is closed, not reused, and the model frees its sequence.
       const controller = new AbortController();
@@ -129,9 +136,13 @@ describe("the agent's connections to a GGUF model process", () => {
       const left = runtime.chat(story(600))[Symbol.asyncIterator]();
       await left.next();
       await left.return!(undefined);
-      // Refused by the model process (an error frame): its connection serves the next request.
+      // Refused by the model process (an error frame): its connection is kept, and serves the next request.
+      await vi.waitFor(() => expect(socketsOf(pid).length).toBe(before + 1), { timeout: 5_000, interval: 20 });
+      const kept = socketsOf(pid);
       const tooLong = { ...story(10), messages: [{ role: "user" as const, content: "word ".repeat(3000) }] };
       await expect(drain(runtime.chat(tooLong)[Symbol.asyncIterator]())).rejects.toMatchObject({ code: "context_length_exceeded" });
+      expect(textOf(await drain(runtime.chat(story(40))[Symbol.asyncIterator]()))).toBe(textOf(first));
+      await vi.waitFor(() => expect(socketsOf(pid)).toEqual(kept), { timeout: 5_000, interval: 20 });
 
       // Whatever connection each gets, two at once and one after give the same answer as before, nothing else.
       const [a, b] = await Promise.all([drain(runtime.chat(story(40))[Symbol.asyncIterator]()), drain(runtime.chat(story(40))[Symbol.asyncIterator]())]);

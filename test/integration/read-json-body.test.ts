@@ -24,13 +24,17 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-/** Sends a POST whose body is written in `pieces`, `gapMs` apart (chunked unless `length` is given). */
+/**
+ * Sends a POST whose body is written in `pieces`, `gapMs` apart (Node's client sends one piece with a
+ * Content-Length, several chunked, unless `headers` say otherwise). Resolves with the answer, and with `agent`, whether the
+ * request went on a connection kept from an earlier one.
+ */
 function post(pieces: Buffer[], { gapMs = 0, headers = {}, agent }: { gapMs?: number; headers?: Record<string, string>; agent?: Agent } = {}): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const req = request({ port, host: "127.0.0.1", method: "POST", agent, headers: { "content-type": "application/json", ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve(JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>));
+      res.on("end", () => resolve({ ...(JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>), ...(agent && req.reusedSocket ? { reused: true } : {}) }));
     });
     req.on("error", reject);
     void (async () => {
@@ -49,8 +53,10 @@ describe("reading a JSON request body", () => {
     try {
       for (let i = 0; i < 3; i++) {
         const text = JSON.stringify({ model: "m", n: i });
-        expect(await post([Buffer.from(text)], { agent, headers: { "content-length": String(Buffer.byteLength(text)) } })).toEqual({ body: { model: "m", n: i } });
+        expect(await post([Buffer.from(text)], { agent, headers: { "content-length": String(Buffer.byteLength(text)) } })).toEqual({ body: { model: "m", n: i }, ...(i > 0 ? { reused: true } : {}) });
       }
+      // Chunked, whole in one packet: read at once too.
+      expect(await post([Buffer.from('{"model":"c"}')], { agent, headers: { "transfer-encoding": "chunked" } })).toEqual({ body: { model: "c" }, reused: true });
     } finally {
       agent.destroy();
     }
@@ -61,11 +67,11 @@ describe("reading a JSON request body", () => {
     expect(await post(pieces, { gapMs: 20 })).toEqual({ body: { model: "m", text: "é".repeat(50) } });
   });
 
-  it("refuses a body past the limit, whether it says its length, streams in pieces, or comes whole without a length", async () => {
+  it("refuses a body past the limit, whether it says its length, streams in pieces, or comes whole in one chunk", async () => {
     const big = Buffer.from(JSON.stringify({ text: "x".repeat(LIMIT) }));
     expect(await post([big], { headers: { "content-length": String(big.length) } })).toEqual({ code: "request_too_large" });
     expect(await post([big.subarray(0, 600), big.subarray(600)], { gapMs: 20 })).toEqual({ code: "request_too_large" });
-    expect(await post([big])).toEqual({ code: "request_too_large" });
+    expect(await post([big], { headers: { "transfer-encoding": "chunked" } })).toEqual({ code: "request_too_large" });
   });
 
   it("reads a gzip body, and refuses bytes that are not JSON", async () => {

@@ -34,6 +34,8 @@ export class GgufProcessRuntime implements ModelRuntime {
   readonly endpoint: string;
   readonly embeddingModel: boolean;
   private closed = false;
+  /** Set as `close` begins: no connection is kept from then on. */
+  private closing = false;
   /** Open connections with no request, the most recently used last. */
   private readonly idle: ProcessConnection[] = [];
 
@@ -100,18 +102,22 @@ export class GgufProcessRuntime implements ModelRuntime {
   /** An idle open connection to the model process, or a new one. */
   private async connection(signal: AbortSignal | undefined): Promise<ProcessConnection> {
     if (signal?.aborted) throw MakinaError.from(signal.reason);
-    for (let c = this.idle.pop(); c; c = this.idle.pop()) if (c.idle) return c;
+    for (let c = this.idle.pop(); c; c = this.idle.pop()) {
+      if (c.idle) return c;
+      c.destroy();
+    }
     return ProcessConnection.open(this.o.socketPath, signal);
   }
 
   /** Keeps a connection whose request is over for the next request (called once per request). */
   private giveBack(connection: ProcessConnection, signal: AbortSignal | undefined, onAbort: () => void): void {
     signal?.removeEventListener("abort", onAbort);
-    if (this.closed || !connection.idle || this.idle.length >= MAX_IDLE_CONNECTIONS) connection.destroy();
+    if (this.closing || !connection.idle || this.idle.length >= MAX_IDLE_CONNECTIONS) connection.destroy();
     else this.idle.push(connection);
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     for (const c of this.idle.splice(0)) c.destroy();
     await this.o.supervisor.stop();
     if (!this.closed) this.o.onClose?.();

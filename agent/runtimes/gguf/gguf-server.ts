@@ -87,7 +87,7 @@ function serve(socket: Socket): void {
     // The connection is free for the next request once this one's last frame is written.
     void chat(socket, frame.input, request, () => {
       if (running === request) running = undefined;
-    });
+    }).catch(() => socket.destroy());
   });
 }
 
@@ -115,7 +115,11 @@ async function chat(socket: Socket, input: ChatInput, { gate, controller }: Runn
     }
     if (!ended) throw new MakinaError("internal_error", "The model stopped without ending its answer.");
   } catch (err) {
-    if (controller.signal.aborted) return;
+    // Once its end is sent, the connection may carry the agent's next request: nothing more of this one goes on it.
+    if (controller.signal.aborted || ended) {
+      if (ended) log.error("generation failed after its end", { err });
+      return;
+    }
     const e = MakinaError.from(err);
     if (e.code === "internal_error") log.error("generation failed", { err });
     outbox.fail(errorFrame(e));

@@ -158,18 +158,19 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
         },
       },
     );
-    // The request leaves for its machine with the first pull; what follows is done while the machine works.
+    const meta: AnswerMeta = { id: codec.answerId(ids), created: Math.floor(Date.now() / 1000), model };
+    // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered: of a chat
+    // (embeddings and token counts have no conversation to keep, and are logged without their inputs).
+    if (captureHours !== null && !request.input.embed?.length && !request.input.countOnly) outcome.capture = captureOf(request.input.messages, Date.now() + captureHours * 3_600_000);
+    const encoder = streamed ? codec.streamEncoder(request, meta) : undefined;
+    // The request leaves for its machine with the first pull; its log line is written while the machine works.
     const first = events.next();
     // Awaited by `stream` or `complete` below; a rejection before then is theirs to handle, never unhandled.
     first.catch(() => undefined);
     // From its first pull the token stream is the runtime's: it reports the usage, whatever happens next.
     outcome.ran = true;
     deps.log.info(codec.label, { requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });
-    const meta: AnswerMeta = { id: codec.answerId(ids), created: Math.floor(Date.now() / 1000), model };
-    // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered: of a chat
-    // (embeddings and token counts have no conversation to keep, and are logged without their inputs).
-    if (captureHours !== null && !request.input.embed?.length && !request.input.countOnly) outcome.capture = captureOf(request.input.messages, Date.now() + captureHours * 3_600_000);
-    if (streamed) await stream(res, first, events, codec.streamEncoder(request, meta), outcome, deps.log, requestId);
+    if (encoder) await stream(res, first, events, encoder, outcome, deps.log, requestId);
     else await complete(res, first, events, (answer) => codec.answer(request, meta, answer), controller, deps.requestTimeoutMs, outcome);
   } catch (err) {
     // Not served (refused by the runtime, machine gone before the first byte): give the quota back.
