@@ -63,7 +63,7 @@ const LIMIT = must("an integer from 1 to 500");
 export const AUDIT_ROUTES = {
   /** An organization's audit log, newest first (admins): `limit` events (1 to 500, 100 by default) before `before`. */
   "GET /admin/v1/audit": route({
-    query: z.object({
+    query: z.strictObject({
       org: orgRef(),
       limit: z.coerce.number(LIMIT).int(LIMIT).min(1, LIMIT).max(500, LIMIT).default(100),
       before: z.string(must("an event id")).regex(/^aud_[a-z0-9]{16}$/, must("an event id")).optional(),

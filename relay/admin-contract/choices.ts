@@ -36,5 +36,5 @@ export const CHOICE_ROUTES = {
    * (compatibility, deployments, hardware): what a key's restrictions, a filter or a picker needs, for 1,000 stacks
    * at the cost of a few.
    */
-  "GET /admin/v1/choices": route({ query: z.object({ org: orgRef() }), response: answer<Choices>() }),
+  "GET /admin/v1/choices": route({ query: z.strictObject({ org: orgRef() }), response: answer<Choices>() }),
 } as const;

@@ -23,5 +23,5 @@ export const EVENT_ROUTES = {
    * The organization's changes as server-sent events (`text/event-stream`), until the client goes away; a
    * comment every 15 s keeps it open. A user sees its own organization's; the operator names one, or sees all.
    */
-  "GET /admin/v1/events": route({ query: z.object({ org: orgRef() }), response: answer<AdminEvent>() }),
+  "GET /admin/v1/events": route({ query: z.strictObject({ org: orgRef() }), response: answer<AdminEvent>() }),
 } as const;

@@ -44,11 +44,11 @@ export const KEY_SORTS = ["name", "state", "created_at", "last_used_at", "expire
 
 export const KEY_ROUTES = {
   /** The organization's keys, a page at a time: searched in names, prefixes and ids. */
-  "GET /admin/v1/keys": route({ query: z.object({ org: orgRef(), ...listQuery(KEY_SORTS, ["active", "revoked", "expired"] as const) }), response: answer<Page<ApiKeyWithUsage>>() }),
+  "GET /admin/v1/keys": route({ query: z.strictObject({ org: orgRef(), ...listQuery(KEY_SORTS, ["active", "revoked", "expired"] as const) }), response: answer<Page<ApiKeyWithUsage>>() }),
   /** Makes a key, optionally limited to stacks and machines and with its own rates. */
   "POST /admin/v1/keys": route({
     status: 201,
-    body: z.object({ org: orgRef(), name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime() }),
+    body: z.strictObject({ org: orgRef(), name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime() }),
     response: answer<NewApiKey>(),
   }),
   /**
@@ -57,7 +57,7 @@ export const KEY_ROUTES = {
    * request, on every relay.
    */
   "PATCH /admin/v1/keys/:id": route({
-    body: z.object({ name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime() }),
+    body: z.strictObject({ name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime() }),
     response: answer<ApiKey>(),
   }),
   /** Revokes a key (admins, or the member who made it): refused from the next request on. */

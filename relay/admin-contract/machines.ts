@@ -73,16 +73,16 @@ export const MACHINE_SORTS = ["name", "state", "created_at", "last_seen_at"] as 
 
 export const MACHINE_ROUTES = {
   /** The organization's machines, a page at a time: searched in names and ids; `revoked` is a state to filter by. */
-  "GET /admin/v1/machines": route({ query: z.object({ org: orgRef(), ...listQuery(MACHINE_SORTS, ["pending", "online", "offline", "revoked"]) }), response: answer<Page<Machine>>() }),
+  "GET /admin/v1/machines": route({ query: z.strictObject({ org: orgRef(), ...listQuery(MACHINE_SORTS, ["pending", "online", "offline", "revoked"]) }), response: answer<Page<Machine>>() }),
   "GET /admin/v1/machines/:id": route({ response: answer<Machine>() }),
   /** Registers a machine (admins); its token is in the answer only. */
-  "POST /admin/v1/machines": route({ status: 201, body: z.object({ org: orgRef(), name: nameText() }), response: answer<MachineJoining>() }),
+  "POST /admin/v1/machines": route({ status: 201, body: z.strictObject({ org: orgRef(), name: nameText() }), response: answer<MachineJoining>() }),
   /** Revokes a machine (admins): its link drops at once, its token never works again. Final. */
   "POST /admin/v1/machines/:id/revoke": route({ response: answer<Machine>() }),
   /** Gives a machine a new token (admins); the old one stops working and the link drops. */
   "POST /admin/v1/machines/:id/rotate-token": route({ response: answer<MachineJoining>() }),
   /** Renames a machine (admins); nothing else changes. */
-  "PATCH /admin/v1/machines/:id": route({ body: z.object({ name: nameText() }), response: answer<Machine>() }),
+  "PATCH /admin/v1/machines/:id": route({ body: z.strictObject({ name: nameText() }), response: answer<Machine>() }),
   /**
    * Deletes a machine (admins) that never joined, or that is revoked, and that no stack names: 409 `conflict`
    * otherwise, saying what to do first. Final.

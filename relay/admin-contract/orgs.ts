@@ -22,10 +22,10 @@ export const ORG_ROUTES = {
   /** The organizations the caller sees: every one for the operator, its own for a user. */
   "GET /admin/v1/orgs": route({ response: answer<List<Org>>() }),
   /** Creates an organization (the operator only); its slug comes from its name. */
-  "POST /admin/v1/orgs": route({ status: 201, body: z.object({ name: nameText() }), response: answer<Org>() }),
+  "POST /admin/v1/orgs": route({ status: 201, body: z.strictObject({ name: nameText() }), response: answer<Org>() }),
   /** Sets the limits of the organization's keys that set none of their own (admins); from the next request on. */
   "PATCH /admin/v1/orgs/:org": route({
-    body: z.object({ default_key_rpm: defaultLimit(), default_key_tpm: defaultLimit() }),
+    body: z.strictObject({ default_key_rpm: defaultLimit(), default_key_tpm: defaultLimit() }),
     response: answer<Org>(),
   }),
 } as const;

@@ -90,7 +90,7 @@ export const OVERVIEW_ROUTES = {
    */
   "GET /admin/v1/overview": route({
     query: z
-      .object({
+      .strictObject({
         org: orgRef(),
         machine: z.string(must("a machine id")).optional(),
         stack: z.string(must("a stack id")).optional(),

@@ -62,7 +62,7 @@ export const REQUEST_ROUTES = {
    * `4xx`, or one status) and `q` (a request id, or part of a model's name).
    */
   "GET /admin/v1/requests": route({
-    query: z.object({
+    query: z.strictObject({
       org: orgRef(),
       stack: z.string(must("a stack id")).optional(),
       key: z.string(must("a key id")).optional(),

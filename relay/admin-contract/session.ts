@@ -13,13 +13,13 @@ export interface SessionInfo {
 /** Sign-in for the web application (`/auth/v1`): the session lives in an HttpOnly cookie. */
 export const SESSION_ROUTES = {
   /** Signs in; sets the session cookie. Failed sign-ins are throttled per login and per address. */
-  "POST /auth/v1/sign-in": route({ body: z.object({ login: filled("Enter your login."), password: filled("Enter your password.") }), response: answer<SessionInfo>() }),
+  "POST /auth/v1/sign-in": route({ body: z.strictObject({ login: filled("Enter your login."), password: filled("Enter your password.") }), response: answer<SessionInfo>() }),
   /** The current session (401 when none). */
   "GET /auth/v1/session": route({ response: answer<SessionInfo>() }),
   "POST /auth/v1/sign-out": route({ response: answer<{ signed_out: true }>() }),
   /** Changes the signed-in user's password; its other sessions end. */
   "POST /auth/v1/password": route({
-    body: z.object({ current_password: filled("Enter your current password."), new_password: newPassword("Enter a new password.") }),
+    body: z.strictObject({ current_password: filled("Enter your current password."), new_password: newPassword("Enter a new password.") }),
     response: answer<{ changed: true }>(),
   }),
 } as const;

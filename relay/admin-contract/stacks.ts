@@ -161,14 +161,14 @@ export const STACK_SORTS = ["name", "state", "model_id", "runtime", "created_at"
 export const STACK_ROUTES = {
   /** The organization's stacks, a page at a time: searched in names, model ids, models and ids; `machine` keeps one machine's. */
   "GET /admin/v1/stacks": route({
-    query: z.object({ org: orgRef(), machine: z.string(must("a machine id")).optional(), ...listQuery(STACK_SORTS, ["draft", "deploying", "deployed", "failed", "undeploying"]) }),
+    query: z.strictObject({ org: orgRef(), machine: z.string(must("a machine id")).optional(), ...listQuery(STACK_SORTS, ["draft", "deploying", "deployed", "failed", "undeploying"]) }),
     response: answer<Page<Stack>>(),
   }),
   "GET /admin/v1/stacks/:id": route({ response: answer<Stack>() }),
   /** Creates a stack (admins); refused with the reasons when the compatibility rules fail it on its machine. */
   "POST /admin/v1/stacks": route({
     status: 201,
-    body: z.object({
+    body: z.strictObject({
       org: orgRef(),
       machine: requiredText(),
       runtime: runtime(),
@@ -186,7 +186,7 @@ export const STACK_ROUTES = {
   }),
   /** The compatibility of a stack being built (the Forge's panel), by the rules stack create and deploy apply. */
   "POST /admin/v1/compatibility": route({
-    body: z.object({ org: orgRef(), machine: optionalText(), runtime: runtime(), model: optionalText(), ...layers, max_context: maxContext() }),
+    body: z.strictObject({ org: orgRef(), machine: optionalText(), runtime: runtime(), model: optionalText(), ...layers, max_context: maxContext() }),
     response: answer<Compatibility>(),
   }),
   "GET /admin/v1/catalog": route({ response: answer<List<CatalogModel>>() }),
@@ -199,7 +199,7 @@ export const STACK_ROUTES = {
    * Checked by the rules stack create applies. `model_id` null: the model file's name.
    */
   "PATCH /admin/v1/stacks/:id": route({
-    body: z.object({
+    body: z.strictObject({
       name: nameText().optional(),
       machine: requiredText().optional(),
       runtime: runtime().optional(),

@@ -40,7 +40,7 @@ export interface Usage {
 
 export const USAGE_ROUTES = {
   "GET /admin/v1/usage": route({
-    query: z.object({
+    query: z.strictObject({
       org: orgRef(),
       /** @default "24h" */
       range: z.enum(["24h", "30d"], says("'range' must be 24h or 30d.")).default("24h"),

@@ -39,11 +39,11 @@ export const USER_SORTS = ["login", "role", "created_at"] as const;
 
 export const USER_ROUTES = {
   /** The organization's people, a page at a time: searched in logins and ids. */
-  "GET /admin/v1/users": route({ query: z.object({ org: orgRef(), ...listQuery(USER_SORTS, ["active", "disabled"]) }), response: answer<Page<User>>() }),
+  "GET /admin/v1/users": route({ query: z.strictObject({ org: orgRef(), ...listQuery(USER_SORTS, ["active", "disabled"]) }), response: answer<Page<User>>() }),
   /** Adds a person to an organization (admins). */
   "POST /admin/v1/users": route({
     status: 201,
-    body: z.object({
+    body: z.strictObject({
       org: orgRef(),
       /** 1 to 64 letters, digits or `. _ @ + -` (an email address works); surrounding spaces are dropped. */
       login: requiredText()
@@ -65,7 +65,7 @@ export const USER_ROUTES = {
    */
   "PATCH /admin/v1/users/:id": route({
     body: z
-      .object({
+      .strictObject({
         disabled: z.boolean(must("true or false")).optional(),
         role: z.enum(["admin", "member"], must("'admin' or 'member'")).optional(),
       })
@@ -76,7 +76,7 @@ export const USER_ROUTES = {
   "DELETE /admin/v1/users/:id": route({ response: answer<DeletedUser>() }),
   /** Gives a user a new password (admins); its sessions and event streams end. The new password is the admin's to pass on. */
   "POST /admin/v1/users/:id/reset-password": route({
-    body: z.object({ password: newPassword("Enter a new password.") }),
+    body: z.strictObject({ password: newPassword("Enter a new password.") }),
     response: answer<User>(),
   }),
 } as const;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { MakinaError } from "../../proto/index.js";
-import { ADMIN_ROUTES, type AdminCallArgs, type Org, type OrgRoute } from "../../relay/admin-contract/index.js";
+import { ADMIN_ROUTES, type AdminCallArgs, type AdminRoute, type Org, type OrgRoute } from "../../relay/admin-contract/index.js";
 import { EVENT_ROUTES } from "../../relay/admin-contract/events.js";
 import { KEY_ROUTES } from "../../relay/admin-contract/keys.js";
 import { MACHINE_ROUTES } from "../../relay/admin-contract/machines.js";
@@ -51,6 +52,41 @@ describe("the admin contract's request checks", () => {
     expect(refusal("POST /admin/v1/keys", { stacks: [null] })).toEqual({ code: "invalid_value", param: "stacks", message: "'stacks' must be an array of strings." });
     expect(refusal("POST /admin/v1/users", { login: "bob", password: "short", role: "boss" })).toMatchObject({ param: "role", message: "'role' must be 'admin' or 'member'." });
     expect(() => checkInput(ADMIN_ROUTES["GET /admin/v1/usage"].query, { range: "" })).toThrow(expect.objectContaining({ code: "invalid_value", param: "range", message: "'range' must be 24h or 30d." }));
+  });
+
+  it("refuses a field the route does not take, naming it, before anything else wrong with the body", () => {
+    // The typo that used to make an unlimited key.
+    expect(refusal("POST /admin/v1/keys", { org: "default", name: "typo", rmp: 5 })).toEqual({ code: "unknown_parameter", param: "rmp", message: "Unrecognized request argument supplied: rmp" });
+    // A misspelt required field is named as unknown, not as the field it left missing; the first unknown one is named.
+    expect(refusal("POST /admin/v1/machines", { nmae: "gpu-1", colour: "red" })).toEqual({ code: "unknown_parameter", param: "nmae", message: "Unrecognized request argument supplied: nmae" });
+    expect(refusal("PATCH /admin/v1/keys/:id", { rpm: 0, expires: "2030-01-01" })).toMatchObject({ code: "unknown_parameter", param: "expires" });
+    expect(refusal("PATCH /admin/v1/users/:id", { disabled: true, admin: true })).toMatchObject({ code: "unknown_parameter", param: "admin" });
+    expect(refusal("POST /auth/v1/sign-in", { login: "ada", password: "a long password", remember: true })).toMatchObject({ code: "unknown_parameter", param: "remember" });
+    // An absurdly long name is cut to 256 characters, as the gateway cuts it.
+    const long = "x".repeat(5000);
+    expect(refusal("POST /admin/v1/orgs", { name: "Acme", [long]: 1 })).toEqual({ code: "unknown_parameter", param: long.slice(0, 256), message: `Unrecognized request argument supplied: ${long.slice(0, 256)}` });
+    // A layer's options stay free-form: the relay checks them for the layer's kind, not the contract.
+    expect(checkInput(ADMIN_ROUTES["PATCH /admin/v1/stacks/:id"].body, { harness_options: { prompt: "Be brief.", anything: 1 } }).harness_options).toEqual({ prompt: "Be brief.", anything: 1 });
+    // Queries are closed too.
+    expect(() => checkInput(ADMIN_ROUTES["GET /admin/v1/keys"].query, { per_page: "10", perpage: "10" })).toThrow(expect.objectContaining({ code: "unknown_parameter", param: "perpage" }));
+  });
+
+  it("names an unknown field inside a closed object by its path", () => {
+    const schema = z.strictObject({ limits: z.strictObject({ rpm: z.number().optional() }).optional(), rules: z.array(z.strictObject({ model: z.string() })).optional() });
+    expect(() => checkInput(schema, { limits: { rmp: 5 } })).toThrow(expect.objectContaining({ code: "unknown_parameter", param: "limits.rmp", message: "Unrecognized request argument supplied: limits.rmp" }));
+    expect(() => checkInput(schema, { rules: [{ model: "a" }, { model: "b", weight: 2 }] })).toThrow(expect.objectContaining({ code: "unknown_parameter", param: "rules[1].weight" }));
+  });
+
+  it("closes every body and query of the contract", () => {
+    const open = Object.entries(ADMIN_ROUTES).flatMap(([route, spec]) =>
+      (["body", "query"] as const).flatMap((part) => {
+        const schema = (spec as { body?: z.ZodType; query?: z.ZodType })[part];
+        if (!schema) return [];
+        const issues = schema.safeParse({ not_a_field: 1 }).error?.issues ?? [];
+        return issues.some((i) => i.code === "unrecognized_keys" && i.keys.includes("not_a_field")) ? [] : [`${route} ${part}`];
+      }),
+    );
+    expect(open).toEqual([]);
   });
 
   it("gives the handler the request with its defaults and normalised values", () => {
@@ -105,11 +141,17 @@ describe("the admin API's answers", () => {
     // A call must give a route's path parameters and body.
     // @ts-expect-error the route needs params.id
     const call: AdminCallArgs<"GET /admin/v1/machines/:id"> = [];
+    // A call cannot send a field its route does not take, when the body is written at the call (an object built
+    // elsewhere and passed whole is checked only by the relay: TypeScript compares it structurally).
+    const callRoute = <K extends AdminRoute>(_route: K, ..._args: AdminCallArgs<K>) => undefined;
+    // @ts-expect-error rmp is not a field of the route: rpm is
+    const typo = () => callRoute("POST /admin/v1/keys", { body: { org: "default", name: "typo", rmp: 5 } });
     // What each would do at run time, had it compiled: a page showing nothing where a value belongs, a 404.
     expect(incomplete.created_at).toBeUndefined();
     expect(complete.created_at).toBe(1);
     expect(misspelt(complete)).toBeUndefined();
     expect(Object.keys(handlers)).not.toContain("PATCH /admin/v1/orgs/:org");
     expect(call).toEqual([]);
+    expect(typo()).toBeUndefined();
   });
 });
