@@ -2,6 +2,7 @@ import type { Request, Response, Router } from "express";
 import type { z } from "zod";
 import { MakinaError } from "../../../proto/index.js";
 import { ADMIN_ROUTES, type AdminCheckedBody, type AdminCheckedQuery, type AdminResponse, type AdminRoute, type Method, type ParamsOf } from "../../admin-contract/index.js";
+import { refuse } from "../json-values.js";
 import { checkInput } from "./check-input.js";
 
 /**
@@ -51,6 +52,16 @@ function routeInput(spec: MountedSpec, req: Request): RouteInput<AdminRoute> {
   };
 }
 
+/**
+ * Refuses what a route that declares no body, or no query, is sent in one: its first field, as
+ * `unknown_parameter`. (A route that declares them refuses a field they lack when its handler reads them.) This
+ * runs before the handler, so before its checks of who is calling; the router's authentication has run.
+ */
+function refuseUndeclared(spec: MountedSpec, req: Request): void {
+  const fields = [...(spec.body || !isPlainObject(req.body) ? [] : Object.keys(req.body)), ...(spec.query ? [] : Object.keys(req.query ?? {}))];
+  if (fields.length > 0) throw refuse.unknown(fields[0]!);
+}
+
 /** The route's method and path, refused unless the path is under `prefix` (where the router's authentication is). */
 function placeOf(key: AdminRoute, prefix: string): { method: "get" | "post" | "patch" | "delete"; path: string } {
   const [method, path] = key.split(" ") as [Method, string];
@@ -71,6 +82,7 @@ export function mountRoutes<K extends AdminRoute, C>(router: Router, prefix: "/a
     const { method, path } = placeOf(key, prefix);
     router[method](path, async (req, res, next) => {
       try {
+        refuseUndeclared(spec, req);
         const answer = await handler(routeInput(spec, req), context(req, res));
         res.status(spec.status).json(answer);
       } catch (err) {
@@ -88,6 +100,7 @@ export function mountStreams<K extends AdminRoute, C>(router: Router, prefix: "/
     const { method, path } = placeOf(key, prefix);
     router[method](path, (req, res, next) => {
       try {
+        refuseUndeclared(spec, req);
         handler(routeInput(spec, req), context(req, res), res);
       } catch (err) {
         next(err);
