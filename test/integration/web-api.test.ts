@@ -104,6 +104,32 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     expect([res.status, ((await res.json()) as { error: { code: string; param: string } }).error]).toEqual([400, expect.objectContaining({ code: "missing_required_parameter", param: "name" })]);
   });
 
+  it("refuses a field a route does not take, naming it, and changes nothing", async () => {
+    const refusal = async (res: Response) => [res.status, ((await res.json()) as { error: { code: string; param: string; message: string } }).error];
+    const unknown = (param: string) => [400, { code: "unknown_parameter", param, message: `Unrecognized request argument supplied: ${param}`, type: "invalid_request_error" }];
+    const keyNames = async () => ((await (await operator("GET", `/admin/v1/keys?org=${gw.orgId}&per_page=1000`)).json()) as { data: { name: string | null }[] }).data.map((k) => k.name);
+    // A typo of rpm used to make a key without a limit.
+    expect(await refusal(await operator("POST", "/admin/v1/keys", { org: gw.orgId, name: "typo", rmp: 5 }))).toEqual(unknown("rmp"));
+    expect(await keyNames()).not.toContain("typo");
+
+    // An edit with an unknown field changes none of the fields it names either.
+    const c = await signedIn("ada@example.com", "correct horse battery");
+    const key = await c.json<{ id: string; name: string; rpm: number | null }>("POST", "/admin/v1/keys", { name: "strict", rpm: 60 });
+    expect(await refusal(await c.call("PATCH", `/admin/v1/keys/${key.id}`, { name: "renamed", rpm: 5, tmp: 100 }))).toEqual(unknown("tmp"));
+    expect(await c.json("GET", `/admin/v1/keys?q=${key.id}`)).toMatchObject({ data: [{ id: key.id, name: "strict", rpm: 60, tpm: null }] });
+    // A route that takes no body takes no field: the key is not revoked with a reason it would drop.
+    expect(await refusal(await c.call("POST", `/admin/v1/keys/${key.id}/revoke`, { reason: "leaked" }))).toEqual(unknown("reason"));
+    expect((await gw.relay.store.keys.get(key.id))?.state).toBe("active");
+    // Queries too, whether the route takes one or not.
+    expect(await refusal(await c.call("GET", "/admin/v1/keys?perpage=5"))).toEqual(unknown("perpage"));
+    expect(await refusal(await c.call("GET", "/admin/v1/orgs?org=test-org"))).toEqual(unknown("org"));
+
+    // Sign-in too, right password or not: no session is made.
+    const signIn = await fetch(`${origin}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login: "ada@example.com", password: "correct horse battery", remember_me: true }) });
+    expect(signIn.headers.get("set-cookie")).toBeNull();
+    expect(await refusal(signIn)).toEqual(unknown("remember_me"));
+  });
+
   it("refuses a state-changing call without the session's CSRF token", async () => {
     const c = await signedIn("ada@example.com", "correct horse battery");
     const refused = async (res: Response) => {
@@ -354,7 +380,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       // A model reference is at most 2,048 characters, for the panel and for a stack.
       const long = `https://models.example/${"x".repeat(2040)}.gguf`;
       for (const path of ["/admin/v1/compatibility", "/admin/v1/stacks"]) {
-        const res = await c.call("POST", path, { name: "long", machine: cpuBox, runtime: "gguf", model: long });
+        const res = await c.call("POST", path, { ...(path === "/admin/v1/stacks" && { name: "long" }), machine: cpuBox, runtime: "gguf", model: long });
         expect([path, res.status, ((await res.json()) as { error: { code: string; param: string } }).error]).toEqual([path, 400, expect.objectContaining({ code: "invalid_value", param: "model" })]);
       }
     });
@@ -415,6 +441,8 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     const asset = await fetch(`${origin}${script}`);
     expect(asset.status).toBe(200);
     expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    // Every body is read: one left unread holds its connection open after the relay has gone.
+    expect((await asset.text()).length).toBeGreaterThan(0);
     // The app's own routes load the page; everything else keeps its answer.
     for (const path of ["/stacks/stk_anything", "/stacks/stk_anything/edit", "/audit", "/account"]) expect(await (await fetch(`${origin}${path}`)).text(), path).toBe(html);
     // A browser following a link to a page that does not exist gets the app (which says so) with a 404, never JSON;
@@ -424,7 +452,11 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       const res = await fetch(`${origin}${path}`, { headers: browser });
       expect([path, res.status, res.headers.get("content-type"), await res.text()]).toEqual([path, 404, "text/html; charset=utf-8", html]);
     }
-    for (const path of ["/v1/nope", "/admin/nope", "/assets/nope.js"]) expect((await fetch(`${origin}${path}`, { headers: browser })).headers.get("content-type"), path).toContain("application/json");
+    for (const [path, code] of [["/v1/nope", "missing_api_key"], ["/admin/nope", "unknown_url"], ["/assets/nope.js", "unknown_url"]]) {
+      const res = await fetch(`${origin}${path}`, { headers: browser });
+      expect(res.headers.get("content-type"), path).toContain("application/json");
+      expect(((await res.json()) as { error: { code: string } }).error.code, path).toBe(code);
+    }
     for (const path of ["/v2/chat/completions", "/nope", "/machines/a/b"]) {
       const res = await fetch(`${origin}${path}`);
       expect(res.status, path).toBe(404);
@@ -437,7 +469,8 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     expect(unknownV1.status).toBe(404);
     expect(((await unknownV1.json()) as { error: { code: string } }).error.code).toBe("unknown_url");
     expect(await (await fetch(`${origin}/health`)).json()).toEqual({ status: "ok" });
-    expect((await fetch(`${origin}/admin/v1/nope`)).status).toBe(401);
+    const unauthenticated = await fetch(`${origin}/admin/v1/nope`);
+    expect([unauthenticated.status, ((await unauthenticated.json()) as { error: { code: string } }).error.code]).toEqual([401, "invalid_api_key"]);
   });
 });
 
