@@ -6,8 +6,8 @@ export type Method = "GET" | "POST" | "PATCH" | "DELETE";
 /**
  * One route of the contract. Its key in the route table is `METHOD /path` with `:name` for path parameters
  * (`GET /admin/v1/machines/:id`), so a client needs only the key to call it. `body` and `query` are zod
- * schemas: the relay checks a request with them, and a client's types come from them (`z.input`), so the
- * check and the types are one declaration. `response` is a type only (see {@link answer}).
+ * strict objects (`z.strictObject`: a field they do not name is refused): the relay checks a request with them,
+ * and a client's types come from them (`z.input`), so the check and the types are one declaration. `response` is a type only (see {@link answer}).
  */
 export interface RouteSpec<Response = unknown> {
   /** The status of a success. */
