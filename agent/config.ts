@@ -124,6 +124,11 @@ const ENV: Record<Setting, string> = {
   logFormat: "MAKINA_LOG_FORMAT",
 };
 
+/** How a setting is given, as a failed start names it: `--data-dir or MAKINA_AGENT_DATA_DIR` (the control socket has no flag). */
+export function agentSettingOf(key: Setting): string {
+  return key === "controlSocket" ? `${ENV.controlSocket} (or another --data-dir)` : `--${kebab(key)} or ${ENV[key]}`;
+}
+
 /** The variables Hugging Face's own tools read, honoured after Makina's. */
 const ENV_ALIASES: Partial<Record<Setting, string>> = { hfEndpoint: "HF_ENDPOINT", hfToken: "HF_TOKEN" };
 

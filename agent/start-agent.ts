@@ -1,8 +1,8 @@
-import { createLogger, PROTOCOL_VERSION, type HardwareReport, type LinkDialer, type Logger } from "../proto/index.js";
+import { createLogger, Parts, PROTOCOL_VERSION, type HardwareReport, type LinkDialer, type Logger, type PartState } from "../proto/index.js";
 import { mkdir, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { AgentConfig } from "./config.js";
+import { agentSettingOf, type AgentConfig } from "./config.js";
 import { InventoryReporter, modelsOnDisk, startControlServer, type AgentStatus, type ControlServer } from "./control/index.js";
 import { detectHardware, hardwareChanged, type HardwareSource } from "./hardware/detect-hardware.js";
 import { Backoff } from "./flow/index.js";
@@ -32,9 +32,12 @@ export interface Agent {
   readonly hardware: HardwareReport;
   /** What the control socket reports. */
   status(): Promise<AgentStatus>;
+  /** The agent's parts in the order they started, each with its state (all `stopped` once `stop` resolved). */
+  parts(): { name: string; state: PartState }[];
   /**
    * Tells the relay its stacks take no new requests, lets the requests in flight finish (up to
-   * `drainTimeoutMs`), then closes the link, aborts what is left and unloads the models. Idempotent.
+   * `drainTimeoutMs`), then stops every part in the reverse of the order it started: the load reports, the
+   * link, the control socket, what is left in flight, the models. Idempotent.
    */
   stop(): Promise<void>;
 }
@@ -55,65 +58,111 @@ export interface StartAgentOptions {
   imageFetch?: Omit<ImageFetchOptions, "allowedDomains">;
 }
 
-/** Composition root of the agent: hardware, model store, runtimes, link. */
+/**
+ * Composition root of the agent: an ordered list of parts (the hardware, the runtimes, the inference
+ * dispatcher, the relays' addresses, the control socket, the link, the hardware watch, the load reports). A
+ * part that fails to start stops those before it, in reverse, and the start rejects with a `PartStartError`
+ * naming the part and the setting that changes it: nothing is left open.
+ */
 export async function startAgent(config: AgentConfig, options: StartAgentOptions = {}): Promise<Agent> {
   const log = (options.log ?? createLogger({ level: config.logLevel, format: config.logFormat })).child({ component: "agent", machineId: config.machineId });
+  const parts = new Parts("agent", log);
+  try {
+    return await startParts(config, options, log, parts);
+  } catch (err) {
+    // A failed part has stopped the others already; a step between parts has not.
+    await parts.stop();
+    throw err;
+  }
+}
+
+/** Starts the agent's parts in order; see {@link startAgent}. */
+async function startParts(config: AgentConfig, options: StartAgentOptions, log: Logger, parts: Parts): Promise<Agent> {
   const startedAt = Date.now();
-  let { report: hardware, problems: hardwareProblems } = await detectHardware({ log, source: options.hardwareSource });
+  let { report: hardware, problems: hardwareProblems } = await parts.start({ name: "the hardware", start: () => detectHardware({ log, source: options.hardwareSource }) });
+  await parts.start({ name: "the data directory", setting: agentSettingOf("dataDir"), start: () => mkdir(config.dataDir, { recursive: true, mode: 0o700 }) });
   const models = new ModelStore(config.dataDir, log.child({ component: "models" }), { hub: { endpoint: config.hfEndpoint, token: config.hfToken } });
-  const host = new StackHost({
-    runtimeSetup: {
-      runtimesDir: join(config.dataDir, "runtimes"),
-      runDir: join(config.dataDir, "run"),
-      python: config.python,
-      env: config.runtimeEnv,
-      packages: { vllm: config.vllmPackage, mlx: config.mlxPackage },
-      hub: { endpoint: config.hfEndpoint, token: config.hfToken },
-      health: { healthIntervalMs: config.healthIntervalMs, healthTimeoutMs: config.healthTimeoutMs },
-      allowedMediaDomains: config.allowedMediaDomains,
-    },
-    models,
-    adapters: {
-      gguf: ggufAdapter({ maxContextSize: config.maxContextSize, sequences: config.parallelSequences, threads: config.threads, gpu: config.gpu, streamIntervalMs: config.streamIntervalMs }),
-      vllm: vllmAdapter,
-      mlx: mlxAdapter,
-      openai: openaiServerAdapter,
-      ...options.adapters,
-    },
-    hardware: () => hardware,
-    onRuntimeState: (stackId, state, error) => {
-      link.send({ type: "runtimeState", stackId, state, error: error ?? "" });
-      void inventory.report();
-    },
-    log: log.child({ component: "stacks" }),
-  });
-  // Set once the link exists: sends the machine's load now.
-  let sendUsage = () => {};
-  // `link` is defined below; these closures only run once it exists.
+  // `link` and `inventory` are made below; these closures only run once they exist.
   const send = (m: Parameters<LinkClient["send"]>[0]) => link.send(m);
-  const inference = new InferenceDispatcher(host, send, log.child({ component: "inference" }), { ...options.imageFetch, allowedDomains: [...config.allowedMediaDomains] });
+  const host = await parts.start({
+    name: "the runtimes",
+    start: () =>
+      new StackHost({
+        runtimeSetup: {
+          runtimesDir: join(config.dataDir, "runtimes"),
+          runDir: join(config.dataDir, "run"),
+          python: config.python,
+          env: config.runtimeEnv,
+          packages: { vllm: config.vllmPackage, mlx: config.mlxPackage },
+          hub: { endpoint: config.hfEndpoint, token: config.hfToken },
+          health: { healthIntervalMs: config.healthIntervalMs, healthTimeoutMs: config.healthTimeoutMs },
+          allowedMediaDomains: config.allowedMediaDomains,
+        },
+        models,
+        adapters: {
+          gguf: ggufAdapter({ maxContextSize: config.maxContextSize, sequences: config.parallelSequences, threads: config.threads, gpu: config.gpu, streamIntervalMs: config.streamIntervalMs }),
+          vllm: vllmAdapter,
+          mlx: mlxAdapter,
+          openai: openaiServerAdapter,
+          ...options.adapters,
+        },
+        hardware: () => hardware,
+        onRuntimeState: (stackId, state, error) => {
+          send({ type: "runtimeState", stackId, state, error: error ?? "" });
+          void inventory.report();
+        },
+        log: log.child({ component: "stacks" }),
+      }),
+    // The models unloaded, their processes ended.
+    stop: (h) => h.close(),
+  });
+  const inference = await parts.start({
+    name: "the inference dispatcher",
+    start: () => new InferenceDispatcher(host, send, log.child({ component: "inference" }), { ...options.imageFetch, allowedDomains: [...config.allowedMediaDomains] }),
+    stop: (i) => i.abortAll("the agent is stopping"),
+  });
   const relayMessages = new RelayMessageHandler({ inference, host, send, onStepDone: () => void inventory.report(), log });
   // One dialer per relay address (each `--server`, or each address of a name); with several, each new link
-  // goes to the next (one CA pinned for all of them).
+  // goes to the next (one CA pinned for all of them). The first link already spread over every address of the
+  // relays' names (not left to wait on a resolver that does not answer: then the name itself is dialed).
   const grpc = options.dial
     ? undefined
-    : new FailoverDialer({
-        servers: config.servers,
-        dialer: (address, server) =>
-          new GrpcDialer(
-            address,
-            { machineId: config.machineId, token: config.token },
-            { caSha256: config.caSha256, caCacheFile: join(config.dataDir, "relay-ca.pem"), caFile: config.caFile, tls: config.tls },
-            server,
-          ),
-        resolve: options.resolveHost,
+    : await parts.start({
+        name: "the relays' addresses",
+        setting: agentSettingOf("server"),
+        start: async () => {
+          const dialer = new FailoverDialer({
+            servers: config.servers,
+            dialer: (address, server) =>
+              new GrpcDialer(
+                address,
+                { machineId: config.machineId, token: config.token },
+                { caSha256: config.caSha256, caCacheFile: join(config.dataDir, "relay-ca.pem"), caFile: config.caFile, tls: config.tls },
+                server,
+              ),
+            resolve: options.resolveHost,
+          });
+          await dialer.refresh(3000);
+          return dialer;
+        },
+        stop: (d) => d.close(),
       });
-  // The first link already spread over every address of the relays' names (not left to wait on a resolver
-  // that does not answer: then the name itself is dialed).
-  await grpc?.refresh(3000);
+  // The machine's load goes to the relay every few seconds while the link is up (one sample at a time: a
+  // GPU tool slower than the interval is not asked twice at once).
+  const usage = new UsageSampler(options.usageSource);
+  const usageAbort = new AbortController();
+  let sampling = false;
+  const sendUsage = () => {
+    if (sampling || link.state !== "online" || usageAbort.signal.aborted) return;
+    sampling = true;
+    void usage
+      .sample(usageAbort.signal)
+      .then((sample) => link.state === "online" && link.send({ type: "usage", usage: sample }))
+      .catch((err: unknown) => log.debug("usage sample failed", { error: String(err) }))
+      .finally(() => (sampling = false));
+  };
   const link: LinkClient = new LinkClient({
     dial: options.dial ?? grpc!.dial,
-    onStopped: () => grpc?.close(),
     hello: () => ({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: agentVersion(), hardware }),
     withHeartbeat: () => {
       const stacks = inference.metrics();
@@ -164,45 +213,34 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
       models: await models.list(),
     };
   };
-
-  let control: ControlServer;
-  try {
-    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-    control = await startControlServer(config.controlSocket, status, log.child({ component: "control" }));
-  } catch (err) {
-    await link.stop();
-    throw err;
-  }
-  link.start();
+  await parts.start({ name: `the control socket (${config.controlSocket})`, setting: agentSettingOf("controlSocket"), start: () => startControlServer(config.controlSocket, status, log.child({ component: "control" })), stop: (c) => c.close() });
+  await parts.start({ name: "the link", start: () => link.start(), stop: () => link.stop() });
 
   // Hardware is detected again now and then; the relay hears of changes.
-  const hardwareTimer = setInterval(() => {
-    void detectHardware({ log, source: options.hardwareSource }).then((next) => {
-      hardwareProblems = next.problems;
-      if (!hardwareChanged(hardware, next.report)) return;
-      hardware = next.report;
-      log.info("hardware changed");
-      link.send({ type: "hardware", hardware });
-    });
-  }, config.hardwareIntervalMs);
-  hardwareTimer.unref();
+  await parts.start({
+    name: "the hardware watch",
+    start: () =>
+      setInterval(() => {
+        void detectHardware({ log, source: options.hardwareSource }).then((next) => {
+          hardwareProblems = next.problems;
+          if (!hardwareChanged(hardware, next.report)) return;
+          hardware = next.report;
+          log.info("hardware changed");
+          link.send({ type: "hardware", hardware });
+        });
+      }, config.hardwareIntervalMs).unref(),
+    stop: (timer) => clearInterval(timer),
+  });
 
-  // The machine's load goes to the relay every few seconds while the link is up (one sample at a time: a
-  // GPU tool slower than the interval is not asked twice at once).
-  const usage = new UsageSampler(options.usageSource);
-  const usageAbort = new AbortController();
-  let sampling = false;
-  sendUsage = () => {
-    if (sampling || link.state !== "online") return;
-    sampling = true;
-    void usage
-      .sample(usageAbort.signal)
-      .then((sample) => link.state === "online" && link.send({ type: "usage", usage: sample }))
-      .catch((err: unknown) => log.debug("usage sample failed", { error: String(err) }))
-      .finally(() => (sampling = false));
-  };
-  const usageTimer = setInterval(sendUsage, config.usageIntervalMs);
-  usageTimer.unref();
+  // The machine's load goes to the relay every few seconds while the link is up (sendUsage, above).
+  await parts.start({
+    name: "the load reports",
+    start: () => setInterval(sendUsage, config.usageIntervalMs).unref(),
+    stop: (timer) => {
+      clearInterval(timer);
+      usageAbort.abort();
+    },
+  });
 
   let stopping: Promise<void> | undefined;
   return {
@@ -214,11 +252,9 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
       return hardware;
     },
     status,
+    parts: () => parts.list(),
     stop() {
       stopping ??= (async () => {
-        clearInterval(hardwareTimer);
-        clearInterval(usageTimer);
-        usageAbort.abort();
         if (link.state === "online" && inference.inFlight > 0) {
           // New requests get 503 with Retry-After from the relay while these finish.
           for (const h of host.list()) link.send({ type: "runtimeState", stackId: h.stackId, state: "loading", error: "the agent is stopping" });
@@ -226,10 +262,7 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
           const deadline = Date.now() + config.drainTimeoutMs;
           while (inference.inFlight > 0 && Date.now() < deadline) await sleep(50);
         }
-        await control.close();
-        await link.stop();
-        inference.abortAll("the agent is stopping");
-        await host.close();
+        await parts.stop();
         log.info("agent stopped");
       })();
       return stopping;

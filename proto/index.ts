@@ -13,3 +13,4 @@ export { bodyText, serverSentEvents, ServerSentEventParser, type ServerSentEvent
 export { addressClass, type AddressClass } from "./net/address-class.js";
 export { answerLookup, getPublicHttps, resolveHost, type PublicHttpsOptions, type ResolveHost } from "./net/public-https.js";
 export { Slots } from "./flow/slots.js";
+export { Parts, PartStartError, type Part, type PartState } from "./lifecycle/parts.js";

@@ -231,6 +231,11 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   hfEndpoint: "https://huggingface.co",
 };
 
+/** How a setting is given, as a failed start names it: `--install-port or MAKINA_INSTALL_PORT`. */
+export function settingOf(key: keyof RelayConfig): string {
+  return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} or ${ENV[key]}`;
+}
+
 /** Thrown when configuration is invalid; lists every problem at once. */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

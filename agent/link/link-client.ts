@@ -14,8 +14,6 @@ export type LinkState = "idle" | "connecting" | "online" | "waiting" | "stopped"
 export interface LinkClientOptions {
   /** Opens a link to the relay: over gRPC ({@link GrpcDialer}), or in this process (`makina up`). */
   dial: LinkDialer;
-  /** Called once after the client stopped, to release what the dialer holds. */
-  onStopped?: () => void;
   /** Builds the hello sent on every new link. */
   hello: () => Hello;
   /** Every relay message after the welcome. */
@@ -174,7 +172,6 @@ export class LinkClient {
   async stop(): Promise<void> {
     this.stopController.abort();
     await this.loop;
-    this.options.onStopped?.();
     this.state = "stopped";
   }
 }

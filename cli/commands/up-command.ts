@@ -7,7 +7,7 @@ import { DEFAULT_MODEL } from "../up/default-model.js";
 import type { QuickstartOptions } from "../up/quickstart.js";
 
 /** The flags: the quickstart's own options, plus --json. */
-type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads"> & { json: boolean; logFormat?: "auto" | "text" | "json" };
+type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "installPort" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads"> & { json: boolean; logFormat?: "auto" | "text" | "json" };
 
 export const upCommand: CommandModule = {
   command: "up",
@@ -18,6 +18,7 @@ export const upCommand: CommandModule = {
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
       .option("grpc-port", { type: "number", describe: "Port agents dial [default: 8081]" })
+      .option("install-port", { type: "number", describe: "Port where joining machines fetch the install script, over the link's TLS (env MAKINA_INSTALL_PORT) [default: 8083]" })
       .option("tls-cert", { type: "string", describe: "Certificate chain (PEM): serve the gateway and web application over HTTPS" })
       .option("tls-key", { type: "string", describe: "Its private key (PEM)" })
       .option("model", { type: "string", describe: `GGUF path, https:// URL or hf: reference [default: ${DEFAULT_MODEL}]` })
@@ -37,6 +38,7 @@ export const upCommand: CommandModule = {
       host: argv.host,
       port: argv.port,
       grpcPort: argv.grpcPort,
+      installPort: argv.installPort,
       tlsCert: argv.tlsCert,
       tlsKey: argv.tlsKey,
       model: argv.model,

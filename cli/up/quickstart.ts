@@ -31,6 +31,8 @@ export interface QuickstartOptions {
   host?: string;
   port?: number;
   grpcPort?: number;
+  /** Where joining machines fetch the install script (with TLS on the link). */
+  installPort?: number;
   /** Serve HTTPS with this certificate chain and key (PEM files). */
   tlsCert?: string;
   tlsKey?: string;
@@ -60,7 +62,7 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
   const env = options.env ?? process.env;
   const progress = options.progress ?? (() => {});
   const relay = await startRelay(
-    resolveRelayConfig({ flags: { dataDir: options.dataDir, host: options.host, port: options.port, grpcPort: options.grpcPort, tlsCert: options.tlsCert, tlsKey: options.tlsKey }, env }),
+    resolveRelayConfig({ flags: { dataDir: options.dataDir, host: options.host, port: options.port, grpcPort: options.grpcPort, installPort: options.installPort, tlsCert: options.tlsCert, tlsKey: options.tlsKey }, env }),
     { log: options.log },
   );
   let agent: Agent | undefined;

@@ -44,6 +44,16 @@ export interface Fleet {
   close(): Promise<void>;
 }
 
+/** The listener for the other relays' direct connections could not listen (its port taken, its address not this machine's). */
+export class PeerListenError extends Error {
+  override readonly name = "PeerListenError";
+  constructor(host: string, port: number, override readonly cause: unknown) {
+    const e = cause as NodeJS.ErrnoException;
+    const why = e?.code === "EADDRINUSE" ? "it is already in use by another program" : e?.code === "EADDRNOTAVAIL" ? "it is not an address of this machine" : cause instanceof Error ? cause.message : String(cause);
+    super(`cannot listen for the other relays' direct connections on ${host}:${port}: ${why}`);
+  }
+}
+
 /** Connects to NATS, announces this relay's machines and serves other relays' requests for them. */
 export async function joinFleet(options: {
   url: string;
@@ -107,7 +117,7 @@ export async function joinFleet(options: {
     } catch (err) {
       r.close();
       await bus.close();
-      throw new Error(`Cannot listen for the other relays on ${options.peer.host}:${options.peer.port} (--peer-address): ${String(err)}`);
+      throw new PeerListenError(options.peer.host, options.peer.port, err);
     }
     r.peers = peers;
   }

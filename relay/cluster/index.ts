@@ -1,2 +1,2 @@
 export { ChangeFeed, type ChangeFeedHooks, type ChangeFeedOptions } from "./change-feed.js";
-export { joinFleet, type Fleet } from "./fleet.js";
+export { joinFleet, PeerListenError, type Fleet } from "./fleet.js";

@@ -151,6 +151,9 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       await agent.stop();
       await relay.stop();
       rmSync(dataDir, { recursive: true, force: true });
+      // Every part of every process stopped (the leak check after the file finds what a part left open).
+      const running = [relay, agent, ...extraAgents].flatMap((p) => p.parts().filter((part) => part.state !== "stopped").map((part) => `${part.name}: ${part.state}`));
+      if (running.length > 0) throw new Error(`Parts not stopped: ${running.join(", ")}`);
     },
   };
 }

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -128,11 +129,30 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     expect((await chat(gw.relay, huge, { max_tokens: 1 })).status).toBe(200);
   });
 
+  it("does not start when the port for the other relays' direct connections is taken, naming --peer-address, and leaves NATS and the database closed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "makina-relay-c-"));
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const flags = { dataDir: dir, database: gw.relay.config.database, nats: nats.url, peerAddress: `127.0.0.1:${port}`, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" };
+      await expect(startRelay(resolveRelayConfig({ flags }), { log: silentLogger() })).rejects.toThrow(
+        `The relay could not start: the other relays (NATS): cannot listen for the other relays' direct connections on 127.0.0.1:${port}: it is already in use by another program; change it with --peer-address or MAKINA_PEER_ADDRESS.`,
+      );
+      // Nothing of it is left: its data directory's lock is released (and the leak check after this file finds no
+      // socket of its NATS connection or its database's pool).
+      expect(existsSync(join(dir, "relay.lock"))).toBe(false);
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("does not start without NATS, saying so", async () => {
     const dir = mkdtempSync(join(tmpdir(), "makina-relay-c-"));
     try {
       const flags = { dataDir: dir, database: gw.relay.config.database, nats: "nats://127.0.0.1:9", port: 0, grpcPort: 0, grpcHost: "127.0.0.1" };
-      await expect(startRelay(resolveRelayConfig({ flags }), { log: silentLogger() })).rejects.toThrow(/Cannot reach NATS \(--nats \/ MAKINA_NATS_URL\)/);
+      await expect(startRelay(resolveRelayConfig({ flags }), { log: silentLogger() })).rejects.toThrow(/^The relay could not start: the other relays \(NATS\): .*; change it with --nats or MAKINA_NATS_URL\.$/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
