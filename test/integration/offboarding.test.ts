@@ -77,7 +77,8 @@ describe("offboarding people, and the audit log", () => {
       for (let e = await events.next(); !e.done; e = await events.next()) expect(["machine", "stack"]).toContain(e.value.event);
       return true;
     })();
-    expect(await Promise.race([ended, new Promise((resolve) => setTimeout(() => resolve(false), 10_000))])).toBe(true);
+    let timer: NodeJS.Timeout | undefined;
+    expect(await Promise.race([ended, new Promise((resolve) => (timer = setTimeout(() => resolve(false), 10_000)))]).finally(() => clearTimeout(timer))).toBe(true);
     expect((await leaver.call("GET", "/admin/v1/machines")).status).toBe(401);
     expect(await gatewayStatus(key)).toBe(401);
     const refused = await new WebClient(origin).signIn("leaver@example.com", PASSWORD);

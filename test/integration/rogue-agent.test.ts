@@ -269,9 +269,11 @@ describe("a machine flooding a relay process over gRPC", () => {
   let honest: Agent | undefined;
   let rogueLink: LinkEnd<AgentToRelay> | undefined;
   let rogueBeat: NodeJS.Timeout | undefined;
+  let rogueDialer: GrpcDialer | undefined;
   afterAll(async () => {
     clearInterval(rogueBeat);
     rogueLink?.close("test over");
+    rogueDialer?.close();
     await honest?.stop();
     if (relay) await stopCli(relay);
     rmSync(dir, { recursive: true, force: true });
@@ -295,7 +297,7 @@ describe("a machine flooding a relay process over gRPC", () => {
     // The rogue: answers every deploy step, then floods every request with 1 MiB chunks without end.
     const rogue = await admin("machine", "create", "--org", org, "--name", "rogue");
     const big = "x".repeat(1024 * 1024);
-    const dialer = new GrpcDialer(info.link_address, { machineId: rogue.id!, token: rogue.token! }, { caSha256: null, caCacheFile: join(dir, "ca.pem"), caFile: null, tls: false });
+    const dialer = (rogueDialer = new GrpcDialer(info.link_address, { machineId: rogue.id!, token: rogue.token! }, { caSha256: null, caCacheFile: join(dir, "ca.pem"), caFile: null, tls: false }));
     let welcomed = false;
     rogueLink = dialer.dial({
       send: (m: RelayToAgent) => {

@@ -470,7 +470,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     expect(((await unknownV1.json()) as { error: { code: string } }).error.code).toBe("unknown_url");
     expect(await (await fetch(`${origin}/health`)).json()).toEqual({ status: "ok" });
     const unauthenticated = await fetch(`${origin}/admin/v1/nope`);
-    expect([unauthenticated.status, ((await unauthenticated.json()) as { error: { code: string } }).error.code]).toEqual([401, "invalid_api_key"]);
+    expect([unauthenticated.status, ((await unauthenticated.json()) as { error: { code: string } }).error.code]).toEqual([401, "invalid_admin_token"]);
   });
 });
 
