@@ -26,7 +26,9 @@ const WHY: [prefix: string, why: string][] = [
 export function storageError(err: unknown): MakinaError | undefined {
   let code = (err as { code?: unknown } | null)?.code;
   // The PostgreSQL client's own words for a connection that ended or never came (they carry no code).
-  if (typeof code !== "string" && /^(Connection terminated|timeout exceeded when trying to connect)/.test(String((err as Error | null)?.message))) code = "08006";
+  // (A pooled client whose connection broke while PostgreSQL restarted refuses every query with "Client has
+  // encountered a connection error and is not queryable" until the pool drops it.)
+  if (typeof code !== "string" && /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable)/.test(String((err as Error | null)?.message))) code = "08006";
   if (typeof code !== "string") return undefined;
   const why = WHY.find(([prefix]) => code.startsWith(prefix))?.[1];
   if (!why) return undefined;
@@ -68,6 +70,7 @@ export class StorageHealth {
     try {
       return await write();
     } catch (err) {
+      if (!storageError(err)) throw err;
       this.failed(what, err);
       return undefined;
     }
@@ -86,6 +89,7 @@ export class StorageHealth {
       try {
         return { value: await write() };
       } catch (err) {
+        if (!storageError(err)) throw err;
         this.failed(what, err);
       }
       await wait(waitMs);
@@ -93,10 +97,17 @@ export class StorageHealth {
     return undefined;
   }
 
-  /** Reports a failed write of `what` (rethrowing anything that is not a storage failure). */
+  /**
+   * Reports a failed write of `what`. Never throws: it is what writers in the background (a timer's flush, a
+   * promise's catch) call, where a throw would be a rejection nobody handles. A failure that is not the
+   * database's (a bug) is logged as an error each time, and leaves `/health` as it is.
+   */
   failed(what: string, err: unknown): void {
     const e = storageError(err);
-    if (!e) throw err;
+    if (!e) {
+      this.log.error("a database write failed unexpectedly; the relay keeps serving", { what, error: err instanceof Error ? err.message : String(err) });
+      return;
+    }
     const now = Date.now();
     this.reason = e.message.replace(/ Nothing was changed.*$/, "");
     this.failedAt = now;

@@ -95,10 +95,8 @@ export class UsageRecorder {
   ) {
     this.now = options.now ?? Date.now;
     this.timer = setInterval(() => {
-      this.flush().catch((err: unknown) => {
-        if (!options.onWriteError) throw err;
-        options.onWriteError(err);
-      });
+      // The counts a refused write held are kept for the next flush; the caller hears of it, and nothing rejects unhandled.
+      this.flush().catch((err: unknown) => options.onWriteError?.(err));
     }, options.flushIntervalMs ?? 5000);
     this.timer.unref();
   }
