@@ -62,6 +62,8 @@ export interface RelayAppDeps {
   limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
   /** Requests in flight per stack and machine, and their queues. */
   gate: AdmissionGate;
+  /** Aborted when the relay's drain period is over: the gateway ends what is still in flight, each with its answer. */
+  ending?: AbortSignal;
 }
 
 /** The path of the gateway's hottest route. */
@@ -97,6 +99,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     requests: deps.requests,
     metrics: deps.metrics,
     gate: deps.gate,
+    ending: deps.ending,
     ...deps.limits,
   };
   const chat = gatewayRoute(gateway, chatCompletionsCodec);

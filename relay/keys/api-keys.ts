@@ -45,17 +45,28 @@ export async function createApiKey(store: Store, input: NewApiKey): Promise<{ ke
   return { key, record: publicKey(record) };
 }
 
-/** Where {@link authenticateApiKey} finds keys and records their use: the gateway's directory. */
+/** Where {@link identifyApiKey} finds keys and {@link admitApiKey} records their use: the gateway's directory. */
 export interface KeyLookup {
   findByHash(keyHash: string): ApiKeyRecord | undefined;
   touch(id: string, now?: number): void;
 }
 
+/** A key an `Authorization` header named, as {@link identifyApiKey} found it: whatever its state. */
+export interface NamedApiKey {
+  record: ApiKeyRecord;
+  /** The secret as the header gave it (masked in any refusal). */
+  token: string;
+}
+
+const invalidKey = (shown: string) => new MakinaError("invalid_api_key", `Incorrect API key provided: ${shown}. You can find your API keys in the Makina web application.`);
+
 /**
- * Checks the `Authorization` header of a gateway request. The lookup must give the key's current state
- * (the directory, refreshed for this request), so a revocation holds for the very next request.
+ * The key the `Authorization` header of a gateway request names, whatever its state (revoked, expired): from
+ * here the request is the key's, and its refusals are logged as its own. Throws `missing_api_key` or
+ * `invalid_api_key` when the header names no key. The lookup must give the key's current state (the directory,
+ * refreshed for this request).
  */
-export function authenticateApiKey(keys: KeyLookup, authorization: string | undefined, now = Date.now(), seen?: { key: ApiKeyRecord | undefined }): ApiKeyRecord {
+export function identifyApiKey(keys: KeyLookup, authorization: string | undefined): NamedApiKey {
   if (authorization === undefined || authorization.trim() === "") {
     throw new MakinaError(
       "missing_api_key",
@@ -63,19 +74,29 @@ export function authenticateApiKey(keys: KeyLookup, authorization: string | unde
     );
   }
   const token = bearerToken(authorization);
-  const invalid = (shown: string) =>
-    new MakinaError("invalid_api_key", `Incorrect API key provided: ${shown}. You can find your API keys in the Makina web application.`);
-  if (!token) throw invalid("(not a bearer token)");
+  if (!token) throw invalidKey("(not a bearer token)");
   const hash = hashSecret(token);
   const record = token.startsWith("mk_live_") ? keys.findByHash(hash) : undefined;
-  if (!record || !hashesEqual(record.keyHash, hash)) throw invalid(maskSecret(token));
-  // The key is known from here, refused or not: `seen` gets it, so its refusals count as its own.
-  if (seen) seen.key = record;
-  if (record.state !== "active") throw invalid(maskSecret(token));
+  if (!record || !hashesEqual(record.keyHash, hash)) throw invalidKey(maskSecret(token));
+  return { record, token };
+}
+
+/** Lets a named key in, or refuses it as the gateway refuses any unknown key (revoked; expired, saying so); records its use. */
+export function admitApiKey(keys: KeyLookup, named: NamedApiKey, now = Date.now()): ApiKeyRecord {
+  const { record, token } = named;
+  if (record.state !== "active") throw invalidKey(maskSecret(token));
   // An expired key is refused as a revoked one is; its holder is told why.
   if (record.expiresAt !== null && now >= record.expiresAt) {
     throw new MakinaError("invalid_api_key", `Incorrect API key provided: ${maskSecret(token)}. This key expired at ${new Date(record.expiresAt).toISOString()}; ask an admin of the organization to extend it, or make a new one.`);
   }
   keys.touch(record.id, now);
   return record;
+}
+
+/**
+ * Checks the `Authorization` header of a gateway request: the key it names, if that key may be used now. A revocation holds
+ * for the very next request (the lookup is the directory, refreshed for it).
+ */
+export function authenticateApiKey(keys: KeyLookup, authorization: string | undefined, now = Date.now()): ApiKeyRecord {
+  return admitApiKey(keys, identifyApiKey(keys, authorization), now);
 }

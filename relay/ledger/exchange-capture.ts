@@ -1,4 +1,4 @@
-import type { CapturedExchange } from "../../usage/index.js";
+import type { CapturedExchange } from "../usage/index.js";
 
 /** A captured prompt and answer, with until when the request log keeps them. */
 export type Capture = CapturedExchange & { until: number };

@@ -54,9 +54,10 @@ describe("stopping drains what is in flight", () => {
     const stuck = chat(g, "hang");
     await vi.waitFor(() => expect(g.agent.inference.inFlight).toBe(1), { timeout: 5_000, interval: 5 });
     await g.relay.stop();
-    // Either the relay still answered 503 machine_offline, or the connection was cut: never a hang, never a 200.
-    const outcome = await stuck.then((r) => r.status, () => "connection closed");
-    expect([503, "connection closed"]).toContain(outcome);
+    // Answered, not cut: 503 saying why, with Retry-After (never a hang, never a 200).
+    const res = await stuck;
+    expect([res.status, res.headers.get("retry-after")]).toEqual([503, "1"]);
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "runtime_unavailable", message: expect.stringMatching(/^The relay is stopping/) });
     await vi.waitFor(() => expect(g.agent.inference.inFlight).toBe(0), { timeout: 5_000, interval: 10 });
   });
 });

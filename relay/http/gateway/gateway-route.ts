@@ -1,16 +1,16 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { MAX_EMBED_INPUTS, MakinaError, type Logger, type TokenEvent, type ToolCall } from "../../../proto/index.js";
-import { authenticateApiKey, type ApiKeyRecord } from "../../keys/index.js";
+import { admitApiKey, identifyApiKey } from "../../keys/index.js";
 import type { Limiter, RefusalBudget } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
 import { PooledBase62 } from "../../ids/index.js";
 import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory, type InferenceTarget, type PlannableRequest } from "../../routing/index.js";
 import type { RequestLog, UsageRecorder } from "../../usage/index.js";
+import { RequestLedger } from "../../ledger/index.js";
 import { MODEL_ID } from "../../admin-contract/index.js";
 import { readJsonBody } from "../read-json-body.js";
 import { requestIdFor } from "../request-id.js";
 import { sendJson } from "../send-json.js";
-import { captureCall, captureOf, captureText, type Capture } from "./exchange-capture.js";
 import type { AnswerMeta, CollectedAnswer, GatewayCodec, StreamEncoder } from "./gateway-codec.js";
 import { SseWriter } from "./sse-writer.js";
 
@@ -39,93 +39,61 @@ export interface GatewayDeps {
   metrics: RelayMetrics;
   /** Requests in flight per stack and machine, with a bounded queue beyond. */
   gate: AdmissionGate;
+  /**
+   * Aborted when the relay stops and its drain period is over: each request still in flight (or waiting its turn)
+   * ends, answered 503 with Retry-After, or its stream with the incomplete stream's error event.
+   */
+  ending?: AbortSignal;
 }
+
+/** Why a request still in flight when the relay's drain period ended was ended. */
+const RELAY_STOPPING = () => new MakinaError("runtime_unavailable", "The relay is stopping: this request did not finish within its drain period. Retry it.", { retryAfterMs: 1000 });
 
 /** The place of a request whose machine's relay applies its admission. */
 const ADMITTED_ELSEWHERE: Admitted = { release: () => undefined };
-
-/** What one request has become, for its metrics, its usage and the request log. */
-interface Outcome {
-  /** The key, once known: refused ones too (expired, revoked). */
-  key: ApiKeyRecord | undefined;
-  /** The model that answers, once planned. */
-  model: string;
-  /** The model the client asked for, once its body was read. */
-  asked: string;
-  stackId: string | null;
-  machineId: string | null;
-  stream: boolean;
-  errorCode: string | null;
-  /** When the first token (streamed) or the whole answer (not streamed) came from the machine. */
-  firstTokenAt: number | undefined;
-  /** The request reached its runtime (its token stream was started): its usage comes through `onUsage`, even after the response closed. */
-  ran: boolean;
-  /** The runtime's count of tokens; undefined until it ended, null when it failed. */
-  usage: { promptTokens: number; completionTokens: number } | null | undefined;
-  /** The request log's entry, written once the runtime's count of tokens came (a response that closed before it). */
-  logWhenCounted: (() => void) | undefined;
-  /** Prompt and answer, when the stack captures them, with until when they are kept. */
-  capture: Capture | undefined;
-}
 
 /**
  * One API's inference endpoint (`POST /v1/chat/completions`, `/v1/embeddings`, `/v1/responses`, `/v1/messages`,
  * `/v1/messages/count_tokens`), streamed and
  * not, as a plain Node handler: the gateway's one path for every API, with the API's codec at its edges. It
  * does its own request id, key check, body reading and error envelope (the same helpers the Express side
- * uses) rather than pass through Express's router and body parser.
+ * uses) rather than pass through Express's router and body parser. What the request comes to (its key, its
+ * plan, its admission, its tokens, its status) is told to its {@link RequestLedger}, which settles the limits,
+ * usage, metrics and request log from it.
  */
 export function gatewayRoute<R extends PlannableRequest>(deps: GatewayDeps, codec: GatewayCodec<R>): (req: IncomingMessage, res: ServerResponse) => void {
   const ids = new PooledBase62();
   return (req, res) => {
-    const startedAt = performance.now();
-    const requestId = requestIdFor(req, res);
-    const outcome: Outcome = { key: undefined, model: "", asked: "", stackId: null, machineId: null, stream: false, errorCode: null, firstTokenAt: undefined, ran: false, usage: undefined, logWhenCounted: undefined, capture: undefined };
-    const done = deps.metrics.started();
-    res.once("close", () => {
-      const durationMs = performance.now() - startedAt;
-      done({
-        model: outcome.model,
-        status: res.statusCode,
-        keyId: outcome.key?.id ?? "",
-        errorCode: outcome.errorCode,
-        durationSeconds: durationMs / 1000,
-        firstTokenSeconds: outcome.firstTokenAt === undefined || !outcome.stream ? null : (outcome.firstTokenAt - startedAt) / 1000,
-      });
-      if (outcome.key) account(deps, outcome, outcome.key, res, requestId, durationMs, outcome.firstTokenAt === undefined ? null : outcome.firstTokenAt - startedAt);
-    });
-    serve(deps, codec, ids, req, res, outcome, requestId).catch((err: unknown) => {
-      outcome.errorCode = codec.sendError(res, err, deps.log, requestId);
-      if (outcome.key) deps.refusals.record(outcome.key, res.statusCode);
-    });
+    const ledger = new RequestLedger(deps, requestIdFor(req, res));
+    res.once("close", () => ledger.closed(res));
+    serve(deps, codec, ids, req, res, ledger).catch((err: unknown) => ledger.refused(codec.sendError(res, err, deps.log, ledger.requestId), res.statusCode));
   };
 }
 
-async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: GatewayCodec<R>, ids: PooledBase62, req: IncomingMessage, res: ServerResponse, outcome: Outcome, requestId: string): Promise<void> {
+async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: GatewayCodec<R>, ids: PooledBase62, req: IncomingMessage, res: ServerResponse, ledger: RequestLedger): Promise<void> {
   const reload = deps.directory.refresh();
   if (reload) await reload;
   // A key refused for what it is (expired, revoked) is known from here on: its refusals are logged as its own.
-  const key = authenticateApiKey(deps.directory, codec.authorization(req), Date.now(), outcome);
-  outcome.key = key;
+  const named = identifyApiKey(deps.directory, codec.authorization(req));
+  ledger.keyKnown(named.record);
+  const key = admitApiKey(deps.directory, named);
   // Every response to a rate-limited key carries its x-ratelimit-* headers.
   const early = deps.limiter.headers(key);
   setHeaders(res, early instanceof Promise ? await early : early);
   // A key past its budget of refused requests is turned away before its body is read.
   deps.refusals.check(key);
   const body = await readJsonBody(req, deps.bodyLimitBytes);
-  outcome.asked = askedModel(body);
-  outcome.stream = typeof body === "object" && body !== null && (body as { stream?: unknown }).stream === true;
+  ledger.asked(askedModel(body), typeof body === "object" && body !== null && (body as { stream?: unknown }).stream === true);
   const request = codec.decode(body);
   // Where it runs, or why it cannot: a router stack may send it on to another model, which then answers, and
   // the response (and the usage) name that model.
   const { model, stack, session, steps, estimatedTokens, captureHours } = planRequest(deps, request, key);
   // Metrics name only models that exist: a model id the client made up is not a series of its own.
-  outcome.model = model;
-  outcome.stackId = stack.id;
-  outcome.machineId = stack.machineId;
+  ledger.planned({ model, stackId: stack.id, machineId: stack.machineId, metered: codec.metered !== false });
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
   const admitted = deps.limiter.admit(key, codec.metered === false ? 0 : estimatedTokens);
   const admission = admitted instanceof Promise ? await admitted : admitted;
+  ledger.admitted(admission);
   setHeaders(res, admission.headers);
   const { stream: streamed } = request.input;
   // The client going away cancels the generation on the machine.
@@ -134,6 +102,9 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
     if (!res.writableFinished) controller.abort(new MakinaError("canceled", "The client closed the connection."));
   };
   res.on("close", onClose);
+  const onEnding = () => controller.abort(RELAY_STOPPING());
+  if (deps.ending?.aborted) onEnding();
+  deps.ending?.addEventListener("abort", onEnding);
   let place: Admitted | undefined;
   try {
     // The stack and its machine run so many requests at once; beyond that the request waits its turn, briefly.
@@ -147,82 +118,33 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
         // The answer's first token comes after the steps before the last.
         firstTokenTimeoutMs: deps.firstTokenTimeoutMs * steps,
         steps,
-        onUsage: (counted) => {
-          // A request that only counts (Anthropic's count_tokens) uses no tokens of the key's: its answer says how many.
-          const u = codec.metered === false && counted ? { promptTokens: 0, completionTokens: 0 } : counted;
-          admission.settle(u ? u.promptTokens + u.completionTokens : null);
-          outcome.usage = u;
-          deps.usage.record({ orgId: key.orgId, keyId: key.id, model, promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0, failed: u === null });
-          if (u) deps.metrics.usage(model, u.promptTokens, u.completionTokens);
-          outcome.logWhenCounted?.();
-        },
+        onUsage: (counted) => ledger.counted(counted),
       },
     );
     const meta: AnswerMeta = { id: codec.answerId(ids), created: Math.floor(Date.now() / 1000), model };
     // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered: of a chat
     // (embeddings and token counts have no conversation to keep, and are logged without their inputs).
-    if (captureHours !== null && !request.input.embed?.length && !request.input.countOnly) outcome.capture = captureOf(request.input.messages, Date.now() + captureHours * 3_600_000);
+    if (captureHours !== null && !request.input.embed?.length && !request.input.countOnly) ledger.capturing(request.input.messages, Date.now() + captureHours * 3_600_000);
     const encoder = streamed ? codec.streamEncoder(request, meta) : undefined;
     // The request leaves for its machine with the first pull; its log line is written while the machine works.
     const first = events.next();
     // Awaited by `stream` or `complete` below; a rejection before then is theirs to handle, never unhandled.
     first.catch(() => undefined);
     // From its first pull the token stream is the runtime's: it reports the usage, whatever happens next.
-    outcome.ran = true;
-    deps.log.info(codec.label, { requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });
-    if (encoder) await stream(res, first, events, encoder, outcome, deps.log, requestId);
-    else await complete(res, first, events, (answer) => codec.answer(request, meta, answer), controller, deps.requestTimeoutMs, outcome);
+    ledger.started();
+    deps.log.info(codec.label, { requestId: ledger.requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });
+    if (encoder) await stream(res, first, events, encoder, ledger, deps.log);
+    else await complete(res, first, events, (answer) => codec.answer(request, meta, answer), controller, deps.requestTimeoutMs, ledger);
   } catch (err) {
-    // Not served (refused by the runtime, machine gone before the first byte): give the quota back.
-    // A client that went away keeps paying for the tokens generated until then.
-    const code = MakinaError.from(err).code;
-    // A request that never got its turn (refused or left the queue) ran nothing: refunded too.
-    if (!res.headersSent && (place === undefined || (code !== "canceled" && code !== "timeout"))) admission.refund();
+    // Not served (refused by the runtime, machine gone before the first byte, or never its turn): the ledger
+    // gives the quota back, unless the machine may have worked on it.
+    ledger.notServed(MakinaError.from(err).code, res.headersSent, place !== undefined);
     throw err;
   } finally {
     place?.release();
     res.off("close", onClose);
+    deps.ending?.removeEventListener("abort", onEnding);
   }
-}
-
-/**
- * What a request that ended counts for: the request log (every request of a known key, refused ones too) and,
- * when it never reached a runtime (refused: 400, 401, 403, 404, 429…, or the client left first), the usage
- * counts as an error. One that reached its runtime is counted by `onUsage` with the runtime's tokens, which may
- * come after the response closed (a client that left mid-answer: the machine says what it generated); its log
- * entry waits for them.
- */
-function account(deps: GatewayDeps, outcome: Outcome, key: ApiKeyRecord, res: ServerResponse, requestId: string, durationMs: number, firstTokenMs: number | null): void {
-  // A refused request is counted under the model that answers, or none: the text a client sends as `model`
-  // never becomes a usage group of its own (a key could make up any number).
-  if (!outcome.ran) deps.usage.record({ orgId: key.orgId, keyId: key.id, model: outcome.model, promptTokens: 0, completionTokens: 0, failed: true });
-  const at = Date.now();
-  // The client went away before any answer: nginx's 499, as no status was sent.
-  const status = res.headersSent ? res.statusCode : 499;
-  const errorCode = outcome.errorCode ?? (res.writableFinished ? null : "canceled");
-  const log = () => {
-    const capture = outcome.capture;
-    deps.requests.record({
-      at,
-      orgId: key.orgId,
-      requestId,
-      keyId: key.id,
-      model: outcome.model || outcome.asked,
-      stackId: outcome.stackId,
-      machineId: outcome.machineId,
-      stream: outcome.stream,
-      status,
-      errorCode,
-      promptTokens: outcome.usage?.promptTokens ?? 0,
-      completionTokens: outcome.usage?.completionTokens ?? 0,
-      latencyMs: Math.round(durationMs),
-      firstTokenMs: firstTokenMs === null ? null : Math.round(firstTokenMs),
-      captureJson: capture ? JSON.stringify({ messages: capture.messages, answer: capture.answer, toolCalls: capture.toolCalls.filter(Boolean), truncated: capture.truncated }) : null,
-      captureUntil: capture?.until ?? null,
-    });
-  };
-  if (outcome.ran && outcome.usage === undefined) outcome.logWhenCounted = log;
-  else log();
 }
 
 /**
@@ -242,7 +164,7 @@ function setHeaders(res: ServerResponse, headers: Record<string, string>): void 
  * Gathers a whole answer (the request not streamed), within the request's time, and answers it in one body.
  * `first` is the first pull of `events`, already made.
  */
-async function complete(res: ServerResponse, first: Promise<IteratorResult<TokenEvent>>, events: AsyncGenerator<TokenEvent>, render: (answer: CollectedAnswer) => unknown, controller: AbortController, timeoutMs: number, outcome: Outcome): Promise<void> {
+async function complete(res: ServerResponse, first: Promise<IteratorResult<TokenEvent>>, events: AsyncGenerator<TokenEvent>, render: (answer: CollectedAnswer) => unknown, controller: AbortController, timeoutMs: number, ledger: RequestLedger): Promise<void> {
   const timer = setTimeout(() => controller.abort(new MakinaError("timeout", "The request took too long to complete.")), timeoutMs);
   try {
     let text = "";
@@ -264,12 +186,10 @@ async function complete(res: ServerResponse, first: Promise<IteratorResult<Token
         if (Number.isInteger(ev.index) && ev.index >= 0 && ev.index < MAX_EMBED_INPUTS) vectors[ev.index] = ev.values;
         continue;
       }
-      outcome.firstTokenAt = performance.now();
+      ledger.firstToken();
       const made = calls.filter(Boolean);
-      if (outcome.capture) {
-        captureText(outcome.capture, text);
-        made.forEach((c, i) => captureCall(outcome.capture!, c.name, c.arguments, i));
-      }
+      ledger.answerText(text);
+      made.forEach((c, i) => ledger.answerToolCall(c.name, c.arguments, i));
       sendJson(res, 200, render({ text, calls: made, vectors, finishReason: ev.finishReason, usage: ev.usage }));
     }
   } finally {
@@ -285,9 +205,9 @@ async function complete(res: ServerResponse, first: Promise<IteratorResult<Token
  * long, runtime not ready) get their real status; a stream that breaks after that ends with the codec's
  * failure frames, never its success marker. `first` is the first pull of `events`, already made.
  */
-async function stream(res: ServerResponse, firstPull: Promise<IteratorResult<TokenEvent>>, events: AsyncGenerator<TokenEvent>, encoder: StreamEncoder, outcome: Outcome, log: Logger, requestId: string): Promise<void> {
+async function stream(res: ServerResponse, firstPull: Promise<IteratorResult<TokenEvent>>, events: AsyncGenerator<TokenEvent>, encoder: StreamEncoder, ledger: RequestLedger, log: Logger): Promise<void> {
   const first = await firstPull;
-  outcome.firstTokenAt = performance.now();
+  ledger.firstToken();
   const sse = new SseWriter(res);
   sse.open();
   try {
@@ -297,10 +217,10 @@ async function stream(res: ServerResponse, firstPull: Promise<IteratorResult<Tok
       const value = ev.value;
       let frames: string;
       if (value.type === "text") {
-        if (outcome.capture) captureText(outcome.capture, value.text);
+        ledger.answerText(value.text);
         frames = encoder.text(value.text);
       } else if (value.type === "toolCall") {
-        if (outcome.capture) captureCall(outcome.capture, value.name, value.arguments, value.index);
+        ledger.answerToolCall(value.name, value.arguments, value.index);
         frames = encoder.toolCall(value);
       } else if (value.type === "embedding") {
         // Embeddings are never streamed: a machine that sends one here has nothing to add to a chat's stream.
@@ -315,9 +235,9 @@ async function stream(res: ServerResponse, firstPull: Promise<IteratorResult<Tok
     }
   } catch (err) {
     const e = MakinaError.from(err);
-    outcome.errorCode = e.code === "canceled" ? "canceled" : "stream_incomplete";
+    ledger.broke(e.code === "canceled" ? "canceled" : "stream_incomplete");
     if (e.code === "canceled") return;
-    log.warn("stream failed after the first byte", { requestId, err: e, cause: e.cause });
+    log.warn("stream failed after the first byte", { requestId: ledger.requestId, err: e, cause: e.cause });
     // A truncated stream must never look like a success.
     await sse.write(encoder.failure(new MakinaError("stream_incomplete", `The stream ended before completion: ${e.message}`)));
     sse.end();

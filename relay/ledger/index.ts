@@ -1,0 +1,1 @@
+export { RequestLedger, type ClosedResponse, type LedgerBooks, type LedgerClock, type TokenCount } from "./request-ledger.js";
