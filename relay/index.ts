@@ -1,5 +1,11 @@
-export { startRelay, type Relay } from "./start/start-relay.js";
+import type { Logger } from "../proto/index.js";
+import type { RelayConfig } from "./config.js";
+import { startRelay as start, type Relay } from "./start/start-relay.js";
+
+export type { Relay } from "./start/start-relay.js";
 export { resolveRelayConfig, relayPaths, ConfigError, type RelayConfig, type RelayConfigSources } from "./config.js";
-export { hashPassword, hashSecret, verifyPassword, createApiKey } from "./keys/index.js";
-export { randomBase62 } from "./ids/index.js";
+export { BOOTSTRAP, type Actor } from "./auth/index.js";
 export type { StackView } from "./control/index.js";
+
+/** Starts a relay (see `relay/start/start-relay.ts`): its parts, in order; what it serves is reached through its control plane, never its database. */
+export const startRelay: (config: RelayConfig, options?: { log?: Logger }) => Promise<Relay> = start;

@@ -81,6 +81,8 @@ gatewayChild.kill("SIGTERM");
 
 // 2. Embeddings.
 const { resolveRelayConfig, startRelay } = await import(join(root, "dist/relay/index.js"));
+// The operator (the admin token), as the control plane knows it.
+const OP = (await import(join(root, "dist/relay/auth/index.js"))).operatorActor();
 const { resolveAgentConfig, startAgent } = await import(join(root, "dist/agent/index.js"));
 const { silentLogger } = await import(join(root, "dist/proto/index.js"));
 const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
@@ -88,17 +90,17 @@ const modelPath = resolve(process.env.MAKINA_BENCH_MODEL ?? join(root, "..", "sh
 const contextSize = 2048;
 const log = silentLogger();
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "gguf"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
-const org = await relay.control.createOrg("bench");
-const { machine, token } = await relay.control.createMachine(org.id, "bench");
+const org = await relay.control.orgs.create(OP, "bench");
+const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "bench" });
 const agent = await startAgent(resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), gpu: false, threads: 1, maxContextSize: contextSize } }), {
   log,
   dial: relay.inProcessDialer({ machineId: machine.id, token }),
 });
 await agent.link.whenOnline();
-const stack = await relay.control.createStack({ org: org.id, name: "bench", machine: machine.id, runtime: "gguf", model: modelPath, modelId: "bench" });
-await relay.control.deploy(stack.id);
+const stack = await relay.control.stacks.create(OP, { org: org.id, name: "bench", machine: machine.id, runtime: "gguf", model: modelPath, modelId: "bench" });
+await relay.control.stacks.deploy(OP, stack.id);
 await relay.deployer.settled(stack.id);
-const { key } = await relay.control.createKey(org.id, {});
+const { key } = await relay.control.keys.create(OP, org.id, {});
 const texts = Array.from({ length: 64 }, (_, i) => `Story ${i}: once upon a time a little ${["cat", "dog", "bird", "fish"][i % 4]} went to the park and played with ${i} friends.`);
 
 const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error });

@@ -131,6 +131,24 @@ describe("repository rules", () => {
     expect(intoStore).toEqual([]);
   });
 
+  it("keeps each command's policy in the control plane: nothing outside relay/control authorizes a caller or records an audit event", () => {
+    const relayFiles = serverFiles.filter(({ area, file }) => area === "relay" && !file.startsWith(join(REPO_ROOT, "relay", "control") + "/")).map(({ file }) => file);
+    expect(relayFiles.length).toBeGreaterThan(60);
+    const rel = (file: string) => relative(REPO_ROOT, file);
+    // Authorizing: the control plane's policy, or what it asks (an organization's scope, the admin role).
+    const authorizing = relayFiles.filter((file) => /\b(requireAdmin|requireOperator|orgScope|Policy)\b|\.policy\(/.test(readFileSync(file, "utf8"))).map(rel);
+    expect(authorizing).toEqual([]);
+    // Recording: an audit entry's action written anywhere but the control plane (the audit log's own room keeps the records).
+    const recording = relayFiles.filter((file) => !file.startsWith(join(REPO_ROOT, "relay", "audit") + "/") && /\baction:\s*"[a-z_.]+"/.test(readFileSync(file, "utf8"))).map(rel);
+    expect(recording).toEqual([]);
+    // The audit log is built by the composition root and written through the control plane only.
+    const auditUsers = relayFiles.filter((file) => importsOf(file).some((spec) => spec.startsWith(".") && relative(REPO_ROOT, resolve(dirname(file), spec)) === "relay/audit/index.js")).map(rel);
+    expect(auditUsers).toEqual(["relay/start/start-books.ts"]);
+    // The CLI's way in is the front door: no store, no password or secret helpers.
+    const door = readFileSync(join(REPO_ROOT, "relay", "index.ts"), "utf8");
+    expect(door).not.toMatch(/\b(Store|store|hashPassword|verifyPassword|hashSecret|createApiKey)\b/);
+  });
+
   it("keeps the relay's floors straight: a room imports its own files and rooms on lower floors only", () => {
     // Bottom floor first; the web application (relay/web) is held by its own rule below.
     const floors = [["ids", "health", "admin-contract"], ["store"], ["keys", "events", "limits", "metrics", "usage", "compatibility", "audit"], ["auth", "link", "ledger"], ["routing", "deploy"], ["control", "cluster"], ["http"], ["config.ts", "data-dir-lock.ts"], ["start"], ["index.ts"]];

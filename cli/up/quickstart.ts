@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import type { Logger } from "../../proto/index.js";
-import { hashPassword, hashSecret, randomBase62, resolveRelayConfig, startRelay, verifyPassword, type Relay } from "../../relay/index.js";
+import { BOOTSTRAP, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
 import { normalizeModelRef } from "../commands/admin/common.js";
 import { DEFAULT_MODEL, DEFAULT_MODEL_ID } from "./default-model.js";
 
@@ -70,40 +70,19 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
     const dataDir = relay.config.dataDir;
     const files = { quickstart: join(dataDir, "quickstart.json"), agent: join(dataDir, "agent.json") };
     const previous = readJson<QuickstartInfo>(files.quickstart);
-    const { control, store } = relay;
-
-    const org = (await store.orgs.find("default")) ?? (await control.createOrg("default"));
-    let password = previous?.admin.password ?? "";
-    const admin = await store.users.findByLogin("admin");
-    if (!admin) {
-      password = randomBase62(20);
-      await store.users.create({ orgId: org.id, login: "admin", passwordHash: await hashPassword(password), role: "admin" });
-    } else if (!password || !(await verifyPassword(password, admin.passwordHash))) {
-      // Changed in the web application since: it is the admin's own now, and not written down anywhere.
-      password = "";
-    }
-
-    let machineCreds = readJson<{ machine_id: string; token: string }>(files.agent);
-    if (!machineCreds || !(await store.machines.get(machineCreds.machine_id))) {
-      const { machine, token } = await control.createMachine(org.id, hostname() || "this-machine");
-      machineCreds = { machine_id: machine.id, token };
-      writeSecret(files.agent, machineCreds);
-    }
-
-    let stack = previous?.stack_id ? await store.stacks.get(previous.stack_id) : undefined;
-    if (!stack) {
-      const modelRef = normalizeModelRef(options.model ?? env.MAKINA_MODEL ?? DEFAULT_MODEL);
-      const modelId = options.modelId ?? (options.model || env.MAKINA_MODEL ? undefined : DEFAULT_MODEL_ID);
-      stack = await control.createStack({ org: org.id, name: "quickstart", machine: machineCreds.machine_id, runtime: "gguf", model: modelRef, modelId });
-    } else if (options.model && normalizeModelRef(options.model) !== stack.modelRef) {
-      progress(`Note: reusing the existing quickstart stack with ${stack.modelRef}; --model applies only to the first start.`);
-    }
-    if (stack.state === "draft" || stack.state === "failed") await control.deploy(stack.id);
-
-    let apiKey = previous?.api_key;
-    // The saved key is reused only while it is still a live key of this organization.
-    const keyRecord = apiKey ? await store.keys.findByHash(hashSecret(apiKey)) : undefined;
-    if (!apiKey || keyRecord?.state !== "active" || keyRecord.orgId !== org.id) apiKey = (await control.createKey(org.id, { name: "quickstart" })).key;
+    const kept = readJson<{ machine_id: string; token: string }>(files.agent);
+    // Made the first time, reused after while it still holds: the organization, the admin, this machine, the demo
+    // stack (deployed) and the key (the relay's `bootstrap` command, recorded in the audit log as `makina up`).
+    const made = await relay.control.bootstrap({
+      kept: { adminPassword: previous?.admin.password, machineId: kept?.machine_id, stackId: previous?.stack_id, apiKey: previous?.api_key },
+      machineName: hostname() || "this-machine",
+      modelRef: normalizeModelRef(options.model ?? env.MAKINA_MODEL ?? DEFAULT_MODEL),
+      modelId: options.modelId ?? (options.model || env.MAKINA_MODEL ? undefined : DEFAULT_MODEL_ID),
+    });
+    const machineCreds = made.machine.token !== null ? { machine_id: made.machine.id, token: made.machine.token } : kept!;
+    if (made.machine.token !== null) writeSecret(files.agent, machineCreds);
+    const { org, stack } = made;
+    if (options.model && made.modelIgnored) progress(`Note: reusing the existing quickstart stack with ${stack.modelRef}; --model applies only to the first start.`);
 
     agent = await startAgent(
       resolveAgentConfig({
@@ -116,7 +95,7 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
     progress(`Deploying ${stack.modelRef} …`);
     await agent.link.whenOnline();
     await relay.deployer.settled(stack.id);
-    const deployed = await control.stack(stack.id);
+    const deployed = await relay.control.stacks.get(BOOTSTRAP, stack.id);
     // A demo model that cannot be pulled (no internet, a bad reference) does not stop the gateway:
     // the web application shows the failure on the stack's page, with a retry.
     const stackError =
@@ -128,14 +107,14 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
     const info: QuickstartInfo = {
       base_url: `${relay.url}/v1`,
       web_url: `${relay.adminUrl}/`,
-      api_key: apiKey,
+      api_key: made.apiKey,
       model: deployed.modelId,
       organization: org.slug,
       machine_id: machineCreds.machine_id,
       stack_id: stack.id,
       stack_state: deployed.state,
       stack_error: stackError,
-      admin: { login: "admin", password, token_file: join(dataDir, "admin-token") },
+      admin: { login: made.admin.login, password: made.admin.password, token_file: join(dataDir, "admin-token") },
     };
     writeSecret(files.quickstart, info);
     const started = agent;

@@ -45,8 +45,8 @@ export interface AuditEvent {
   action: AuditAction;
   /** `failure` only for sign-ins refused; every other action is recorded once done. */
   outcome: "success" | "failure";
-  /** Who: the operator (admin token), a signed-in user, or someone not signed in (a sign-in). */
-  actor: { kind: "operator" | "user" | "anonymous"; id: string | null; login: string | null };
+  /** Who: the operator (admin token), a signed-in user, someone not signed in (a sign-in), or `makina up`'s first start (bootstrap). */
+  actor: { kind: "operator" | "user" | "anonymous" | "bootstrap"; id: string | null; login: string | null };
   /** The client's address as the relay saw it. */
   address: string | null;
   /** What it was done to. */

@@ -65,7 +65,8 @@ export class AuditLog {
   }
 }
 
-/** The actor of an admin call: the operator, or the signed-in user. */
-export function actorOf(principal: { kind: "operator" } | { kind: "user"; user: { id: string; login: string } }): AuditActor {
-  return principal.kind === "operator" ? { kind: "operator", id: null, login: null } : { kind: "user", id: principal.user.id, login: principal.user.login };
+/** Who did an action, as the audit log keeps it: the operator, a signed-in user, or `makina up`'s first start. */
+export function actorOf(actor: { kind: "operator" } | { kind: "bootstrap" } | { kind: "user"; user: { id: string; login: string } }): AuditActor {
+  if (actor.kind === "user") return { kind: "user", id: actor.user.id, login: actor.user.login };
+  return { kind: actor.kind, id: null, login: null };
 }

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { MakinaError } from "../../proto/index.js";
 import { hashPassword, hashSecret, hashesEqual, verifyPassword } from "../keys/index.js";
-import type { AuditLog } from "../audit/index.js";
 import type { Store, User } from "../store/index.js";
 import { HashSlots } from "./hash-slots.js";
 import { SignInGuard, type SignInTicket } from "./sign-in-guard.js";
@@ -14,6 +13,11 @@ export interface SessionUser {
   sessionHash: string;
 }
 
+/** What a sign-in came to: a session (with its cookie value), or a refusal and why. */
+export type SignInResult =
+  | { ok: true; session: SessionUser & { cookie: string; expiresAt: number } }
+  | { ok: false; reason: "unknown login" | "wrong password" | "disabled"; user: User | undefined };
+
 /** Options of {@link WebSessions}. */
 export interface WebSessionsOptions {
   /** How long a session lasts after sign-in. @default 604800000 (7 days) */
@@ -22,8 +26,6 @@ export interface WebSessionsOptions {
   guard?: SignInGuard;
   /** Password hashes at once for the whole relay, and in line. @default 2 and 64 */
   hashSlots?: HashSlots;
-  /** Where sign-ins (succeeded, or refused after a password check) and password changes are recorded. */
-  audit?: AuditLog;
   now?: () => number;
 }
 
@@ -39,7 +41,6 @@ export class WebSessions {
   private readonly hashSlots: HashSlots;
   private readonly ttlMs: number;
   private readonly now: () => number;
-  private readonly audit: AuditLog | undefined;
   // A hash to verify against when the login does not exist, so a missing login costs as much as a wrong password.
   private decoyHash: Promise<string> | undefined;
   private readonly endedListeners = new Set<(sessionHash: string) => void>();
@@ -53,11 +54,15 @@ export class WebSessions {
     this.hashSlots = options.hashSlots ?? new HashSlots();
     this.ttlMs = options.ttlMs ?? 7 * 24 * 3600_000;
     this.now = options.now ?? Date.now;
-    this.audit = options.audit;
   }
 
-  /** Checks a login and password (both given: the admin contract requires them); on success opens a session and returns its cookie value. */
-  async signIn(login: string, password: string, address: string): Promise<SessionUser & { cookie: string; expiresAt: number }> {
+  /**
+   * Checks a login and password (both given: the admin contract requires them); on success opens a session and
+   * returns its cookie value. A refusal says why (for the audit log, never for the caller) and whose login it was,
+   * if any; the caller is told only that the login or password is not right (or, knowing the password, that the
+   * account is disabled).
+   */
+  async signIn(login: string, password: string, address: string): Promise<SignInResult> {
     const ticket = this.begin(login, address);
     let found: Awaited<ReturnType<Store["users"]["findByLogin"]>>;
     let ok: boolean | null = null;
@@ -68,27 +73,14 @@ export class WebSessions {
     } finally {
       this.guard.finish(ticket, ok);
     }
-    const record = (outcome: "success" | "failure", reason?: string) =>
-      this.audit?.record({
-        orgId: found?.orgId ?? null,
-        action: "sign_in",
-        outcome,
-        actor: found ? { kind: "user", id: found.id, login: found.login } : { kind: "anonymous", id: null, login: login.slice(0, 64) },
-        address,
-        target: null,
-        detail: reason ? { reason } : null,
-      });
-    if (!ok || !found) {
-      await record("failure", found ? "wrong password" : "unknown login");
-      throw new MakinaError("invalid_credentials", "The login or password is not right.", { param: "password" });
-    }
+    const withoutHash = (u: NonNullable<typeof found>): User => {
+      const { passwordHash: _hash, ...user } = u;
+      return user;
+    };
+    if (!ok || !found) return { ok: false, reason: found ? "wrong password" : "unknown login", user: found && withoutHash(found) };
     // Told only to whoever knows the password.
-    if (found.disabledAt !== null) {
-      await record("failure", "disabled");
-      throw new MakinaError("invalid_credentials", "This account is disabled; ask an admin of your organization.", { param: "login" });
-    }
-    await record("success");
-    const { passwordHash: _hash, ...user } = found;
+    if (found.disabledAt !== null) return { ok: false, reason: "disabled", user: withoutHash(found) };
+    const user = withoutHash(found);
     const cookie = token();
     const csrfToken = token();
     const now = this.now();
@@ -97,7 +89,7 @@ export class WebSessions {
     await this.store.sessions.deleteExpired(now);
     const expiresAt = now + this.ttlMs;
     await this.store.sessions.create(sessionHash, { userId: user.id, csrfToken, createdAt: now, expiresAt });
-    return { user, csrfToken, sessionHash, cookie, expiresAt };
+    return { ok: true, session: { user, csrfToken, sessionHash, cookie, expiresAt } };
   }
 
   /** The user of a session cookie, or undefined when it is unknown, expired or its user is gone. */
@@ -183,13 +175,5 @@ export class WebSessions {
     if (!ok || !found) throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
     await this.store.users.setPasswordHash(found.id, await this.hashSlots.run(() => hashPassword(next)));
     this.ended(await this.store.sessions.deleteForUser(found.id, session.sessionHash));
-    await this.audit?.record({
-      orgId: found.orgId,
-      action: "user.password_changed",
-      actor: { kind: "user", id: found.id, login: found.login },
-      address,
-      target: { kind: "user", id: found.id, name: found.login },
-      detail: null,
-    });
   }
 }

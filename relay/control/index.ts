@@ -1,5 +1,14 @@
-export { ControlPlane, type Joining, type OrgKeyDefaults, type PlanInput, type StackEdit, type StackEdited, type StackInput, type StackView } from "./control-plane.js";
+export { ControlPlane } from "./control-plane.js";
+export type { ControlDeps, LinkWhereabouts } from "./control-context.js";
+export type { OrgFinder } from "./policy.js";
+export type { OrgKeyDefaults } from "./orgs.js";
+export type { Joining } from "./machines.js";
+export type { KeyInput, KeyPageQuery, KeyView } from "./keys.js";
+export type { StackEdit, StackEdited, StackInput } from "./stacks.js";
+export type { PlanInput, StackView } from "./stack-views.js";
+export type { BootstrapInput, BootstrapKept, Bootstrapped } from "./bootstrap.js";
+export type { ListedRequest } from "./activity.js";
+export { requestFigures } from "./overview.js";
 export { ModelInspector, readGgufHeader, readGgufHeaderOverPublicHttps, type GgufHeaderReader, type ModelInspectorOptions } from "./model-inspector.js";
 export { ModelFiles, isLocalModel, type AskMachine, type ModelFileVerdict, type ModelFilesOptions } from "./model-files.js";
-/** The records the control plane's operations answer with, for the admin API's handlers (which never read the store). */
 export type { ApiKeyChanges, Machine, Organization, RequestFigures, User } from "../store/index.js";

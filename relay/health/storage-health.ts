@@ -63,7 +63,14 @@ export class StorageHealth {
     return this.reason !== null && Date.now() - this.failedAt < 30_000 ? this.reason : null;
   }
 
+  private readonly closing = new AbortController();
+
   constructor(private readonly log: Logger) {}
+
+  /** Stops every retry under way ({@link attemptWhile}) at once: they give up. Idempotent. */
+  close(): void {
+    this.closing.abort();
+  }
 
   /** Runs `write`; a storage failure is reported and gives undefined, anything else is thrown. */
   async attempt<T>(what: string, write: () => Promise<T>): Promise<T | undefined> {
@@ -83,9 +90,21 @@ export class StorageHealth {
    * or undefined once it is no longer wanted.
    */
   async attemptWhile<T>(what: string, write: () => Promise<T>, wanted: () => boolean, firstWaitMs = 0): Promise<{ value: T } | undefined> {
-    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+    const { signal } = this.closing;
+    // Each wait ends early once the relay stops (`close`): nothing is retried after.
+    const wait = (ms: number) =>
+      new Promise<void>((resolve) => {
+        if (signal.aborted) return resolve();
+        const timer = setTimeout(done, ms).unref();
+        function done() {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", done);
+          resolve();
+        }
+        signal.addEventListener("abort", done);
+      });
     if (firstWaitMs) await wait(firstWaitMs);
-    for (let waitMs = Math.max(1000, firstWaitMs * 2); wanted(); waitMs = Math.min(30_000, waitMs * 2)) {
+    for (let waitMs = Math.max(1000, firstWaitMs * 2); wanted() && !signal.aborted; waitMs = Math.min(30_000, waitMs * 2)) {
       try {
         return { value: await write() };
       } catch (err) {

@@ -8,14 +8,12 @@ import type { AdmissionGate, GatewayDirectory, InferenceTarget } from "../routin
 import { RefusalBudget, type Limiter } from "../limits/index.js";
 import type { StorageHealth } from "../health/index.js";
 import type { WebSessions } from "../auth/index.js";
-import type { AuditLog } from "../audit/index.js";
 import type { EventBus } from "../events/index.js";
 import type { RequestLog, UsageRecorder } from "../usage/index.js";
 import type { RelayMetrics } from "../metrics/index.js";
 import { metricsRoute } from "./metrics-route.js";
 import { agentCheckRouter, findInstallDir, installRouter, loadInstallFiles, type InstallFiles } from "./install/index.js";
 import { adminRouter } from "./admin/admin-router.js";
-import type { LoadsOf } from "./admin/overview-routes.js";
 import { authRouter } from "./auth/auth-router.js";
 import { findWebDir, webApp } from "./web/web-app.js";
 import { errorHandler, unknownUrl } from "./error-handler.js";
@@ -37,14 +35,10 @@ export interface RelayAppDeps {
   log: Logger;
   limiter: Limiter;
   sessions: WebSessions;
-  /** Where security-relevant actions are recorded. */
-  audit: AuditLog;
   events: EventBus;
   usage: UsageRecorder;
   /** The gateway's requests, for the request log. */
   requests: RequestLog;
-  /** The machines' latest loads, wherever they are linked (for the overview). */
-  loadsOf: LoadsOf;
   metrics: RelayMetrics;
   adminTokenHash: () => string | undefined;
   /** Where the built web application is; absent to find it next to the relay's code. */
@@ -168,13 +162,8 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     app.use(
       adminRouter({
         control: deps.control,
-        findOrg: (ref) => deps.directory.findOrg(ref),
         sessions: deps.sessions,
-        audit: deps.audit,
         events: deps.events,
-        usage: deps.usage,
-        requests: deps.requests,
-        loadsOf: deps.loadsOf,
         adminTokenHash: deps.adminTokenHash,
         eventsKeepaliveMs: deps.eventsKeepaliveMs,
       }),

@@ -4,7 +4,8 @@ import { SortableIds } from "../ids/index.js";
 
 /** Who did something: the operator (admin token), a signed-in user, or someone not signed in (a failed sign-in). */
 export interface AuditActor {
-  kind: "operator" | "user" | "anonymous";
+  /** `bootstrap`: `makina up`'s first start. */
+  kind: "operator" | "user" | "anonymous" | "bootstrap";
   /** The user's id; null for the operator and for someone not signed in. */
   id: string | null;
   /** The user's login, or the login tried at a failed sign-in. */

@@ -108,7 +108,7 @@ export interface Tables {
     at: number;
     action: string;
     outcome: "success" | "failure";
-    actor_kind: "operator" | "user" | "anonymous";
+    actor_kind: "operator" | "user" | "anonymous" | "bootstrap";
     actor_id: string | null;
     actor_login: string | null;
     address: string | null;

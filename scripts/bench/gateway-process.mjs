@@ -14,6 +14,8 @@ import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { resolveRelayConfig, startRelay } = await import(join(root, "dist/relay/index.js"));
+// The operator (the admin token), as the control plane knows it.
+const OP = (await import(join(root, "dist/relay/auth/index.js"))).operatorActor();
 const { resolveAgentConfig, startAgent } = await import(join(root, "dist/agent/index.js"));
 const { createLogger, silentLogger } = await import(join(root, "dist/proto/index.js"));
 
@@ -34,8 +36,8 @@ if (mode === "agent") {
 } else {
   const [upstream] = rest;
   const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
-  const org = await relay.control.createOrg("bench");
-  const { machine, token } = await relay.control.createMachine(org.id, "bench");
+  const org = await relay.control.orgs.create(OP, "bench");
+  const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "bench" });
   const info = { url: relay.url, server: relay.linkAddress, machineId: machine.id, token };
   if (mode === "relay") {
     process.stdout.write(`${JSON.stringify({ joining: info })}\n`);
@@ -46,13 +48,13 @@ if (mode === "agent") {
     // As `makina up` does: the agent reaches the relay in the same process by a direct call.
     await agent(relay.linkAddress, machine.id, token, relay.inProcessDialer({ machineId: machine.id, token }));
   }
-  const stack = await relay.control.createStack({ org: org.id, name: "instant", machine: machine.id, runtime: "openai", model: `${upstream}#instant`, modelId: "instant" });
-  await relay.control.deploy(stack.id);
+  const stack = await relay.control.stacks.create(OP, { org: org.id, name: "instant", machine: machine.id, runtime: "openai", model: `${upstream}#instant`, modelId: "instant" });
+  await relay.control.stacks.deploy(OP, stack.id);
   await relay.deployer.settled(stack.id);
-  const deployed = await relay.control.stack(stack.id);
+  const deployed = await relay.control.stacks.get(OP, stack.id);
   if (deployed.state !== "deployed") throw new Error(`the bench stack did not deploy: ${deployed.stateError}`);
-  const plain = (await relay.control.createKey(org.id, { name: "plain" })).key;
-  const limited = (await relay.control.createKey(org.id, { name: "limited", rpm: 10_000_000, tpm: 1_000_000_000 })).key;
+  const plain = (await relay.control.keys.create(OP, org.id, { name: "plain" })).key;
+  const limited = (await relay.control.keys.create(OP, org.id, { name: "limited", rpm: 10_000_000, tpm: 1_000_000_000 })).key;
   process.stdout.write(`${JSON.stringify({ url: relay.url, plain, limited })}\n`);
 }
 process.on("SIGTERM", () => process.exit(0));

@@ -14,6 +14,8 @@ import { fileURLToPath } from "node:url";
 
 const root = process.env.MAKINA_BENCH_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { resolveRelayConfig, startRelay } = await import(join(root, "dist/relay/index.js"));
+// The operator (the admin token), as the control plane knows it.
+const OP = (await import(join(root, "dist/relay/auth/index.js"))).operatorActor();
 const { resolveAgentConfig, startAgent } = await import(join(root, "dist/agent/index.js"));
 const { silentLogger } = await import(join(root, "dist/proto/index.js"));
 
@@ -23,19 +25,19 @@ const stages = process.env.MAKINA_BENCH_STAGES === "1" ? stageClock() : undefine
 const interval = process.env.MAKINA_BENCH_STREAM_INTERVAL_MS ? { streamIntervalMs: Number(process.env.MAKINA_BENCH_STREAM_INTERVAL_MS) } : {};
 const log = silentLogger();
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
-const org = await relay.control.createOrg("bench");
-const { machine, token } = await relay.control.createMachine(org.id, "bench");
+const org = await relay.control.orgs.create(OP, "bench");
+const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "bench" });
 const agent = await startAgent(
   resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), gpu: false, maxContextSize: 2048, parallelSequences: 8, ...interval }, env: process.env }),
   { log, dial: relay.inProcessDialer({ machineId: machine.id, token }) },
 );
 await agent.link.whenOnline();
-const stack = await relay.control.createStack({ org: org.id, name: "bench", machine: machine.id, runtime: "gguf", model, modelId: "bench" });
-await relay.control.deploy(stack.id);
+const stack = await relay.control.stacks.create(OP, { org: org.id, name: "bench", machine: machine.id, runtime: "gguf", model, modelId: "bench" });
+await relay.control.stacks.deploy(OP, stack.id);
 await relay.deployer.settled(stack.id);
-const deployed = await relay.control.stack(stack.id);
+const deployed = await relay.control.stacks.get(OP, stack.id);
 if (deployed.state !== "deployed") throw new Error(`the bench stack did not deploy: ${deployed.stateError}`);
-const { key } = await relay.control.createKey(org.id, {});
+const { key } = await relay.control.keys.create(OP, org.id, {});
 const runtime = agent.host.runtime(stack.id);
 const modelPid = agent.host.list()[0].pid;
 stages?.watch(relay.registry.get(machine.id), agent.inference, runtime);

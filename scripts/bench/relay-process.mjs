@@ -16,6 +16,8 @@ import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { resolveRelayConfig, startRelay } = await import(join(root, "dist/relay/index.js"));
+// The operator (the admin token), as the control plane knows it.
+const OP = (await import(join(root, "dist/relay/auth/index.js"))).operatorActor();
 const { createLogger, silentLogger } = await import(join(root, "dist/proto/index.js"));
 const { certificateSha256 } = await import(join(root, "dist/relay/link/link-tls.js"));
 
@@ -27,20 +29,20 @@ const logFile = process.env.MAKINA_BENCH_LOG_FILE;
 const log = logFile ? createLogger({ level: "info", write: ((s) => (line) => s.write(line + "\n"))(createWriteStream(`${logFile}.${process.pid}`, { flags: "a" })) }) : silentLogger();
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" }, env: process.env }), { log });
 if (role === "first") {
-  const org = await relay.control.createOrg("bench");
-  const { machine, token } = await relay.control.createMachine(org.id, "bench");
+  const org = await relay.control.orgs.create(OP, "bench");
+  const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "bench" });
   process.stdout.write(`${JSON.stringify({ joining: { server: relay.linkAddress, machineId: machine.id, token } })}\n`);
   await new Promise((resolve) => {
     const check = setInterval(() => relay.registry.get(machine.id) && (clearInterval(check), resolve()), 20);
   });
-  const stack = await relay.control.createStack({ org: org.id, name: "instant", machine: machine.id, runtime: "openai", model: `${upstream}#instant`, modelId: "instant" });
-  await relay.control.deploy(stack.id);
+  const stack = await relay.control.stacks.create(OP, { org: org.id, name: "instant", machine: machine.id, runtime: "openai", model: `${upstream}#instant`, modelId: "instant" });
+  await relay.control.stacks.deploy(OP, stack.id);
   await relay.deployer.settled(stack.id);
-  const key = (await relay.control.createKey(org.id, { name: "plain" })).key;
+  const key = (await relay.control.keys.create(OP, org.id, { name: "plain" })).key;
   process.stdout.write(`${JSON.stringify({ url: relay.url, key })}\n`);
 } else if (role === "fleet") {
   const [count, every] = [Number(process.argv[4]), Number(process.argv[5])];
-  const org = await relay.control.createOrg("fleet");
+  const org = await relay.control.orgs.create(OP, "fleet");
   const machines = new Array(count);
   const models = [];
   // 32 at a time: the database's round trips overlap, as many admins' requests would.
@@ -48,18 +50,18 @@ if (role === "first") {
     await Promise.all(
       Array.from({ length: Math.min(32, count - i) }, async (_, j) => {
         const n = i + j;
-        const { machine, token } = await relay.control.createMachine(org.id, `sim-${n}`);
+        const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: `sim-${n}` });
         machines[n] = { machineId: machine.id, token };
         if (n % every === 0) {
-          const stack = await relay.control.createStack({ org: org.id, name: `sim-${n}`, machine: machine.id, runtime: "openai", model: `http://127.0.0.1:9/v1#sim-${n}`, modelId: `sim-${n}` });
-          await relay.control.deploy(stack.id);
+          const stack = await relay.control.stacks.create(OP, { org: org.id, name: `sim-${n}`, machine: machine.id, runtime: "openai", model: `http://127.0.0.1:9/v1#sim-${n}`, modelId: `sim-${n}` });
+          await relay.control.stacks.deploy(OP, stack.id);
           models.push(`sim-${n}`);
         }
       }),
     );
   }
   writeFileSync(join(dir, "machines.json"), JSON.stringify(machines));
-  const key = (await relay.control.createKey(org.id, { name: "fleet" })).key;
+  const key = (await relay.control.keys.create(OP, org.id, { name: "fleet" })).key;
   const caFile = join(dir, "tls", "link-ca.pem");
   process.stdout.write(`${JSON.stringify({ url: relay.url, server: relay.linkAddress, key, caSha256: existsSync(caFile) ? certificateSha256(readFileSync(caFile, "utf8")) : "", caFile, models })}\n`);
 } else {

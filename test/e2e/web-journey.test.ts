@@ -7,10 +7,13 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
-import { hashPassword, hashSecret, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
+import { hashPassword, hashSecret } from "../../relay/keys/index.js";
 import { queryNvidiaGpus, systemUsageSource } from "../../agent/hardware/machine-usage.js";
 import { fixtureSource, SHARED_HARDWARE, standinNvidiaSmiEnv } from "../helpers/hardware-fixtures.js";
 import { REPO_ROOT, testModelPath } from "../helpers/models.js";
+import { OP } from "../helpers/operator.js";
 
 /** Debian's chromium (`apt-get install -y chromium`; .ci/run installs it), or MAKINA_CHROMIUM. */
 function chromiumPath(): string {
@@ -70,7 +73,7 @@ describe("a newcomer's journey through the web application", () => {
     mkdirSync(SHOTS, { recursive: true });
     dataDir = mkdtempSync(join(tmpdir(), "makina-web-"));
     relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } }), { log: silentLogger() });
-    const org = await relay.control.createOrg("Acme");
+    const org = await relay.control.orgs.create(OP, "Acme");
     await relay.store.users.create({ orgId: org.id, login: "admin", passwordHash: await hashPassword("first-admin-password"), role: "admin" });
     browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
     // A context of its own, so a second tab shares the first one's storage as a person's browser does.
@@ -218,7 +221,7 @@ describe("a newcomer's journey through the web application", () => {
     await shot("playground-embeddings");
     await modes.getByRole("tab", { name: "Chat" }).click();
     // Another tab of this browser chats with the same key: one playground key per person and stack, limited, for a day.
-    const playgroundKeys = async () => (await relay.control.listKeys((await relay.store.orgs.find("acme"))!.id)).filter((k) => k.name === "playground · admin");
+    const playgroundKeys = async () => (await relay.control.keys.list(OP, (await relay.store.orgs.find("acme"))!.id)).filter((k) => k.name === "playground · admin");
     const secondTab = await page.context().newPage();
     await secondTab.goto(page.url());
     await secondTab.getByTestId("chat-log").waitFor();
@@ -538,7 +541,7 @@ describe("a newcomer's journey through the web application", () => {
   });
 
   it("shows a user of another organization nothing of this one", async () => {
-    const rivals = await relay.control.createOrg("Rivals");
+    const rivals = await relay.control.orgs.create(OP, "Rivals");
     await relay.store.users.create({ orgId: rivals.id, login: "rival", passwordHash: await hashPassword("rival-password-1"), role: "admin" });
     const { context, page: rival, signIn } = await otherBrowser();
     await signIn("rival", "rival-password-1");
@@ -558,7 +561,7 @@ describe("a newcomer's journey through the web application", () => {
 
   it("lists the gateway's requests, refused ones too, filtered by status and key; a stack's page shows its last ones and keeps prompts only once told", async () => {
     const acme = (await relay.store.orgs.find("acme"))!;
-    const limited = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: (await relay.control.createKey(acme.id, { name: "log-reader", rpm: 1 })).key, maxRetries: 0 });
+    const limited = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: (await relay.control.keys.create(OP, acme.id, { name: "log-reader", rpm: 1 })).key, maxRetries: 0 });
     const hi = [{ role: "user" as const, content: "Hi" }];
     await limited.chat.completions.create({ model: "tiny", messages: hi, max_tokens: 2 });
     await expect(limited.chat.completions.create({ model: "tiny", messages: hi, max_tokens: 2 })).rejects.toMatchObject({ status: 429 });
@@ -595,8 +598,8 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("link", { name: "tiny", exact: true }).click();
     await page.getByRole("heading", { name: "Recent requests" }).waitFor();
     await page.getByLabel("Capture prompts and answers").selectOption({ label: "Keep 1 hour" });
-    await expect.poll(async () => (await relay.control.stack((await relay.store.stacks.listByOrg(acme.id)).find((s) => s.name === "tiny")!.id)).captureHours).toBe(1);
-    const writer = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: (await relay.control.createKey(acme.id, { name: "story-writer" })).key, maxRetries: 0 });
+    await expect.poll(async () => (await relay.control.stacks.get(OP, (await relay.store.stacks.listByOrg(acme.id)).find((s) => s.name === "tiny")!.id)).captureHours).toBe(1);
+    const writer = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: (await relay.control.keys.create(OP, acme.id, { name: "story-writer" })).key, maxRetries: 0 });
     const told = await writer.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Tell me a story" }], max_tokens: 6 });
     const recent = page.getByRole("table", { name: "Recent requests" });
     await expect.poll(() => recent.locator("tbody tr").first().textContent(), { timeout: 15_000 }).toContain("story-writer");
@@ -610,7 +613,7 @@ describe("a newcomer's journey through the web application", () => {
   it("edits a deployed stack in the Forge, undeploys it only once confirmed, and deletes it", async () => {
     // An option the Forge has no field for (set through the API) survives an edit in the Forge.
     const framed = (await relay.store.stacks.listByOrg((await relay.store.orgs.find("acme"))!.id)).find((st) => st.modelId === "framed")!;
-    await relay.control.updateStack(framed.id, null, { harnessOptions: { prompt: "You tell stories about dragons.", max_tokens: 50 } });
+    await relay.control.stacks.update(OP, framed.id, { harnessOptions: { prompt: "You tell stories about dragons.", max_tokens: 50 } });
     await relay.deployer.settled(framed.id);
     await nav("Stacks");
     await page.getByRole("link", { name: "framed" }).click();
@@ -658,7 +661,7 @@ describe("a newcomer's journey through the web application", () => {
     // No GPU is reachable here: this agent's hardware is the recorded H100 server's, and its load comes from the
     // stand-in nvidia-smi of test/fixtures/standins, printing the recorded line with the memory and utilization given.
     const acme = (await relay.store.orgs.find("acme"))!;
-    const { machine, token } = await relay.control.createMachine(acme.id, "h100-node");
+    const { machine, token } = await relay.control.machines.create(OP, { org: acme.id, name: "h100-node" });
     const smiFile = join(dataDir, "nvidia-smi.csv");
     const recorded = readFileSync(join(SHARED_HARDWARE, "nvidia-h100.nvidia-smi.csv"), "utf8").trim().split(", ");
     const smiSays = (usedMiB: number, utilization: number) => writeFileSync(smiFile, `${recorded.map((f, i) => (i === 6 ? String(usedMiB) : i === 8 ? String(utilization) : f)).join(", ")}\n`);
@@ -696,14 +699,14 @@ describe("a newcomer's journey through the web application", () => {
       await shot("stack-figures");
     } finally {
       await h100.stop();
-      await relay.control.revokeMachine(null, machine.id);
-      await relay.control.deleteMachine(null, machine.id);
+      await relay.control.machines.revoke(OP, machine.id);
+      await relay.control.machines.delete(OP, machine.id);
     }
   });
 
   it("finds a key among many: searched, sorted and paged by the relay, the page kept in the address", async () => {
     const acme = (await relay.store.orgs.find("acme"))!;
-    for (let i = 0; i < 120; i++) await relay.control.createKey(acme.id, { name: `ci-runner-${String(i).padStart(3, "0")}` });
+    for (let i = 0; i < 120; i++) await relay.control.keys.create(OP, acme.id, { name: `ci-runner-${String(i).padStart(3, "0")}` });
     await nav("API keys");
     const range = page.getByTestId("list-range");
     await expect.poll(() => range.textContent()).toMatch(/^1–50 of 12\d$/);
@@ -738,10 +741,10 @@ describe("a newcomer's journey through the web application", () => {
     const acme = (await relay.store.orgs.find("acme"))!;
     const gpuBox = (await relay.store.machines.listByOrg(acme.id)).find((m) => m.name === "gpu-box")!;
     const racks: string[] = [];
-    for (let i = 0; i < 60; i++) racks.push((await relay.control.createMachine(acme.id, `rack-${String(i).padStart(2, "0")}`)).machine.id);
+    for (let i = 0; i < 60; i++) racks.push((await relay.control.machines.create(OP, { org: acme.id, name: `rack-${String(i).padStart(2, "0")}` })).machine.id);
     const extraStacks: string[] = [];
     for (let i = 0; i < 60; i++) {
-      const s = await relay.control.createStack({ org: acme.id, name: `batch-${String(i).padStart(2, "0")}`, machine: gpuBox.id, runtime: "gguf", model: testModelPath(), modelId: `batch-model-${i}` });
+      const s = await relay.control.stacks.create(OP, { org: acme.id, name: `batch-${String(i).padStart(2, "0")}`, machine: gpuBox.id, runtime: "gguf", model: testModelPath(), modelId: `batch-model-${i}` });
       extraStacks.push(s.id);
     }
     const passwordHash = await hashPassword("a-password-nobody-uses");
@@ -782,7 +785,7 @@ describe("a newcomer's journey through the web application", () => {
       await nav("People");
       await expect.poll(() => range.textContent()).toMatch(/^1–50 of 5\d$/);
       const staff00 = (await relay.store.users.listByOrg(acme.id)).find((u) => u.login === "staff-00@acme.test")!;
-      await relay.control.updateUser(staff00, { disabled: true }, null);
+      await relay.control.users.update(OP, staff00.id, { disabled: true });
       await page.getByLabel("Show people by state").selectOption({ label: "Disabled" });
       await expect.poll(() => range.textContent()).toMatch(/^1–\d of \d$/);
       expect(await page.getByRole("table", { name: "People" }).textContent()).toContain("staff-00@acme.test");
@@ -814,23 +817,23 @@ describe("a newcomer's journey through the web application", () => {
       await form.getByLabel("Name").fill("one-stack-key");
       await form.getByRole("button", { name: "Create key" }).click();
       await page.getByTestId("new-key-secret").waitFor();
-      const made = (await relay.control.listKeys(acme.id)).find((k) => k.name === "one-stack-key")!;
+      const made = (await relay.control.keys.list(OP, acme.id)).find((k) => k.name === "one-stack-key")!;
       expect([made.stackIds, made.machineIds]).toEqual([[extraStacks[17]], [racks[5]]]);
       await page.getByRole("button", { name: "Done" }).click();
-      await relay.control.revokeKey(made.id);
+      await relay.control.keys.revoke(OP, made.id);
     } finally {
-      for (const id of extraStacks) await relay.control.deleteStack(id, null);
+      for (const id of extraStacks) await relay.control.stacks.delete(OP, id);
       for (const id of racks) {
-        await relay.control.revokeMachine(null, id);
-        await relay.control.deleteMachine(null, id);
+        await relay.control.machines.revoke(OP, id);
+        await relay.control.machines.delete(OP, id);
       }
-      for (const u of await relay.store.users.listByOrg(acme.id)) if (u.login.startsWith("staff-")) await relay.control.deleteUser(u, null);
+      for (const u of await relay.store.users.listByOrg(acme.id)) if (u.login.startsWith("staff-")) await relay.control.users.delete(OP, u.id);
     }
   });
 
   it("counts use as it happens: the usage page and a key's counters follow the gateway without a reload", async () => {
     const acme = (await relay.store.orgs.find("acme"))!;
-    const { key, record } = await relay.control.createKey(acme.id, { name: "live-counter" });
+    const { key, record } = await relay.control.keys.create(OP, acme.id, { name: "live-counter" });
     const client = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: key, maxRetries: 0 });
     const call = () => client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 });
     await nav("Usage");
@@ -851,7 +854,7 @@ describe("a newcomer's journey through the web application", () => {
     await call();
     await expect.poll(() => counter.textContent(), { timeout: 20_000 }).toContain("3 requests");
     await page.getByRole("searchbox", { name: "Search keys" }).fill("");
-    await relay.control.revokeKey(record.id);
+    await relay.control.keys.revoke(OP, record.id);
   });
 
   it("renames a machine, rotates its token and revokes it from its page, each breaking step confirmed; deletes a machine that never joined", async () => {
@@ -892,7 +895,7 @@ describe("a newcomer's journey through the web application", () => {
 
     // A machine added and never joined goes for good.
     const acme = (await relay.store.orgs.find("acme"))!;
-    const { machine: spare } = await relay.control.createMachine(acme.id, "never-joined");
+    const { machine: spare } = await relay.control.machines.create(OP, { org: acme.id, name: "never-joined" });
     await page.goto(`${relay.url}/machines/${spare.id}`);
     await page.getByRole("button", { name: "Delete…" }).click();
     await page.getByRole("button", { name: "Delete machine" }).click();

@@ -3,9 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolveAgentConfig, startAgent, type Agent, type StartAgentOptions } from "../../agent/index.js";
 import { silentLogger, createLogger, type Logger } from "../../proto/index.js";
-import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
 import { testModelPath } from "./models.js";
 import { fakeAdapter, type FakeRuntime } from "../fakes/fake-runtime.js";
+import { OP } from "./operator.js";
 
 /** A stack's optional layers, as `createStack` takes them. */
 export interface StackLayers {
@@ -70,8 +72,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500, drainTimeoutMs: 1000, ...options.relayFlags } }),
     { log },
   );
-  const org = await relay.control.createOrg("Test Org");
-  const { machine, token } = await relay.control.createMachine(org.id, "test-machine");
+  const org = await relay.control.orgs.create(OP, "Test Org");
+  const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "test-machine" });
   const agentFlags = (machineId: string, machineToken: string, extra: Record<string, unknown> = {}) => ({
     server: relay.linkAddress,
     machineId,
@@ -102,12 +104,12 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     options.runtime === "fake" ? { runtime: "openai" as const, model: "http://fake.invalid/v1#fake" } : { runtime: "gguf" as const, model: options.model ?? testModelPath() };
   let agent = await startAgent(agentConfig, { log, dial, adapters: adaptersFor(machine.id), ...options.agentOptions });
   await agent.link.whenOnline();
-  const stack = await relay.control.createStack({ org: org.id, name: "test-stack", machine: machine.id, ...stackModel(), modelId: "stories" });
-  await relay.control.deploy(stack.id);
+  const stack = await relay.control.stacks.create(OP, { org: org.id, name: "test-stack", machine: machine.id, ...stackModel(), modelId: "stories" });
+  await relay.control.stacks.deploy(OP, stack.id);
   await relay.deployer.settled(stack.id);
-  const deployed = await relay.control.stack(stack.id);
+  const deployed = await relay.control.stacks.get(OP, stack.id);
   if (deployed.state !== "deployed") throw new Error(`test stack did not deploy: ${deployed.state} ${deployed.stateError}`);
-  const { key } = await relay.control.createKey(org.id, { name: "test" });
+  const { key } = await relay.control.keys.create(OP, org.id, { name: "test" });
   return {
     relay,
     get agent() {
@@ -127,16 +129,16 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       return agent;
     },
     async addMachine(orgId, flags) {
-      const m = await relay.control.createMachine(orgId, `machine-${extraAgents.length + 2}`);
+      const m = await relay.control.machines.create(OP, { org: orgId, name: `machine-${extraAgents.length + 2}` });
       const a = await startAgent(resolveAgentConfig({ flags: agentFlags(m.machine.id, m.token, flags) }), { log, adapters: adaptersFor(m.machine.id) });
       extraAgents.push(a);
       await a.link.whenOnline();
       return { machineId: m.machine.id, agent: a };
     },
     async addStack(o) {
-      const st = await relay.control.createStack({ org: o.orgId, name: o.modelId, machine: o.machineId, ...stackModel(), modelId: o.modelId, endpoint: o.endpoint ?? true, ...o.layers });
+      const st = await relay.control.stacks.create(OP, { org: o.orgId, name: o.modelId, machine: o.machineId, ...stackModel(), modelId: o.modelId, endpoint: o.endpoint ?? true, ...o.layers });
       if (o.deploy ?? true) {
-        await relay.control.deploy(st.id);
+        await relay.control.stacks.deploy(OP, st.id);
         await relay.deployer.settled(st.id);
       }
       return st.id;

@@ -1,6 +1,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /** What a client sees for a chat request: status and error code (or "ok"). */
 async function attempt(gw: TestGateway, key: string, model: string): Promise<[number, string]> {
@@ -26,10 +27,10 @@ describe("who can reach which model", () => {
     stacks.second = await gw.addStack({ orgId: gw.orgId, machineId: secondMachine, modelId: "second" });
     stacks.headless = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "headless", endpoint: false });
     stacks.draft = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "draft-only", deploy: false });
-    otherOrg = (await gw.relay.control.createOrg("Other Org")).id;
+    otherOrg = (await gw.relay.control.orgs.create(OP, "Other Org")).id;
     const otherMachine = (await gw.addMachine(otherOrg)).machineId;
     stacks.secret = await gw.addStack({ orgId: otherOrg, machineId: otherMachine, modelId: "secret-model" });
-    otherOrgKey = (await gw.relay.control.createKey(otherOrg, {})).key;
+    otherOrgKey = (await gw.relay.control.keys.create(OP, otherOrg, {})).key;
   });
   afterAll(async () => {
     await gw?.close();
@@ -46,7 +47,7 @@ describe("who can reach which model", () => {
   });
 
   it("answers 403 for a model of the organization that the key's stack restriction excludes", async () => {
-    const { key } = await gw.relay.control.createKey(gw.orgId, { stackIds: [gw.stackId] });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { stackIds: [gw.stackId] });
     expect(await attempt(gw, key, "stories")).toEqual([200, "ok"]);
     expect(await attempt(gw, key, "second")).toEqual([403, "model_access_denied"]);
     const client = new OpenAI({ baseURL: gw.baseURL, apiKey: key, maxRetries: 0 });
@@ -57,7 +58,7 @@ describe("who can reach which model", () => {
   });
 
   it("answers 403 for a model on a machine the key's machine restriction excludes", async () => {
-    const { key } = await gw.relay.control.createKey(gw.orgId, { machineIds: [secondMachine] });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { machineIds: [secondMachine] });
     expect(await attempt(gw, key, "second")).toEqual([200, "ok"]);
     expect(await attempt(gw, key, "stories")).toEqual([403, "model_access_denied"]);
   });
@@ -74,15 +75,15 @@ describe("who can reach which model", () => {
   });
 
   it("refuses to restrict a key to another organization's stack or machine", async () => {
-    await expect(gw.relay.control.createKey(gw.orgId, { stackIds: [stacks.secret!] })).rejects.toThrow(/No stack/);
+    await expect(gw.relay.control.keys.create(OP, gw.orgId, { stackIds: [stacks.secret!] })).rejects.toThrow(/No stack/);
   });
 
   it("revokes a key for every request after the revoke, even with 50 requests in flight", async () => {
-    const { key, record } = await gw.relay.control.createKey(gw.orgId, {});
+    const { key, record } = await gw.relay.control.keys.create(OP, gw.orgId, {});
     const inFlight = Array.from({ length: 50 }, () => attempt(gw, key, "stories"));
     // Revoke once the first answer is back: the other requests are still on their way.
     expect(await Promise.race(inFlight)).toEqual([200, "ok"]);
-    await gw.relay.control.revokeKey(record.id);
+    await gw.relay.control.keys.revoke(OP, record.id);
     const settled = await Promise.all(inFlight);
     // Each racing request is either served (authenticated before the revoke) or refused cleanly, never anything else.
     for (const r of settled) expect([[200, "ok"], [401, "invalid_api_key"]]).toContainEqual(r);

@@ -3,6 +3,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { schemaProblems } from "../helpers/json-schema-check.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 const WEATHER = {
   type: "object" as const,
@@ -121,7 +122,7 @@ describe("the Anthropic Messages API with Anthropic's own client, on GGUF stacks
     // The functions' descriptions are part of the prompt the model reads.
     expect(toolCount.input_tokens).toBeGreaterThan((await client.messages.countTokens({ model: tools, messages: withTools.messages })).input_tokens);
     // Counting uses none of a key's tokens: a key of 40 tokens a minute counts a prompt longer than that ten times.
-    const { key } = await gw.relay.control.createKey(gw.orgId, { tpm: 40 });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { tpm: 40 });
     const counter = new Anthropic({ baseURL: gw.baseURL.replace(/\/v1$/, ""), apiKey: key, maxRetries: 0 });
     expect(toolCount.input_tokens).toBeGreaterThan(40);
     for (let i = 0; i < 10; i++) expect((await counter.messages.countTokens(withTools)).input_tokens).toBe(toolCount.input_tokens);

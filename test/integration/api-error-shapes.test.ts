@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiKey, Usage } from "../../relay/admin-contract/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /** One API of the gateway: its path, how it carries the key, a body asking `model` for `text`, and its refusal for an error row. */
 interface Api {
@@ -104,14 +105,14 @@ describe.each(APIS)("the $name API's refusals", (api) => {
 
   it("refuses a stack the key is not allowed, a model nobody serves and a bad body", async () => {
     const other = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "other-model" });
-    const { key } = await gw.relay.control.createKey(gw.orgId, { stackIds: [other] });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { stackIds: [other] });
     await expectRefusal(await send(key, api.body(gw.modelId, "alpha")), 403, "model_access_denied", "permission_error");
     await expectRefusal(await send(gw.apiKey, api.body("no-such-model", "alpha")), 404, "model_not_found", "invalid_request_error");
     await expectRefusal(await send(gw.apiKey, api.badBody(gw.modelId)), 400, api.badCode, "invalid_request_error");
   });
 
   it("holds a key to its request limit, with Retry-After", async () => {
-    const { key } = await gw.relay.control.createKey(gw.orgId, { rpm: 1 });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { rpm: 1 });
     expect((await send(key, api.body(gw.modelId, "alpha"))).status).toBe(200);
     const refused = await send(key, api.body(gw.modelId, "alpha"));
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../proto/index.js";
 import { errorHandler } from "../../relay/http/error-handler.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /** One row of ../shared/spec/decisions.md's error table. */
 interface Row {
@@ -191,9 +192,9 @@ describe("every row of the decisions error table", () => {
     await gw.agent.host.run(crashed, { kind: "removeStack" }, () => {});
     const other = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "other" });
     ctx.keys = {
-      restricted: (await gw.relay.control.createKey(gw.orgId, { stackIds: [other] })).key,
-      rpm: (await gw.relay.control.createKey(gw.orgId, { rpm: 1 })).key,
-      tpm: (await gw.relay.control.createKey(gw.orgId, { tpm: 100 })).key,
+      restricted: (await gw.relay.control.keys.create(OP, gw.orgId, { stackIds: [other] })).key,
+      rpm: (await gw.relay.control.keys.create(OP, gw.orgId, { rpm: 1 })).key,
+      tpm: (await gw.relay.control.keys.create(OP, gw.orgId, { tpm: 100 })).key,
     };
     // Use up the 1-rpm key so that the rows below see its limit.
     expect((await fetch(gw.relay.url + chat(ctx, {}, ctx.keys.rpm).path, chat(ctx, {}, ctx.keys.rpm).init)).status).toBe(200);

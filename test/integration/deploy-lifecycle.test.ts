@@ -8,6 +8,7 @@ import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js
 import { silentLogger } from "../../proto/index.js";
 import { testModelPath } from "../helpers/models.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 // The model is served by a local HTTP server, standing in for Hugging Face.
 describe("deploying a stack through its lifecycle", () => {
@@ -34,17 +35,17 @@ describe("deploying a stack through its lifecycle", () => {
   });
 
   it("waits for an offline machine, deploys when it connects, and survives an agent restart without downloading again", async () => {
-    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "late");
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "late", machine: machine.id, runtime: "gguf", model: modelUrl, modelId: "late-model" });
-    expect((await gw.relay.control.deploy(stack.id)).state).toBe("deploying");
-    expect((await gw.relay.control.stack(stack.id)).state).toBe("deploying");
+    const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "late" });
+    const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "late", machine: machine.id, runtime: "gguf", model: modelUrl, modelId: "late-model" });
+    expect((await gw.relay.control.stacks.deploy(OP, stack.id)).state).toBe("deploying");
+    expect((await gw.relay.control.stacks.get(OP, stack.id)).state).toBe("deploying");
     expect(downloads).toBe(0);
 
     const config = resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: machine.id, token, dataDir: join(gw.dataDir, "late-agent"), threads: 1, gpu: false, maxContextSize: 512 } });
     agent = await startAgent(config, { log: silentLogger() });
-    await vi.waitFor(async () => expect((await gw.relay.control.stack(stack.id)).state).toBe("deployed"), { timeout: 15_000, interval: 50 });
+    await vi.waitFor(async () => expect((await gw.relay.control.stacks.get(OP, stack.id)).state).toBe("deployed"), { timeout: 15_000, interval: 50 });
     expect(downloads).toBe(1);
-    const steps = (await gw.relay.control.stack(stack.id)).deployment!.steps;
+    const steps = (await gw.relay.control.stacks.get(OP, stack.id)).deployment!.steps;
     expect(steps.map((s) => s.state)).toEqual(["succeeded", "succeeded", "succeeded"]);
     expect(steps[1]!.detail).toMatchObject({ sha256: "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d", sizeBytes: 1185376 });
 
@@ -59,7 +60,7 @@ describe("deploying a stack through its lifecycle", () => {
 
     // Linking again while the database cannot say which stacks the machine has (its connections all busy,
     // as with thousands of machines linking at once): the relay asks again until it can, and serves the stack.
-    const lastDeployment = (await gw.relay.control.stack(stack.id)).deployment!.id;
+    const lastDeployment = (await gw.relay.control.stacks.get(OP, stack.id)).deployment!.id;
     await agent.stop();
     // The link's own lookup (its first) is answered; the deployer's two after it are not.
     const stacks = gw.relay.store.stacks;
@@ -73,7 +74,7 @@ describe("deploying a stack through its lifecycle", () => {
       // The deployment ran again (the endpoint configured anew on the machine), as on any link.
       await vi.waitFor(
         async () => {
-          const deployment = (await gw.relay.control.stack(stack.id)).deployment!;
+          const deployment = (await gw.relay.control.stacks.get(OP, stack.id)).deployment!;
           expect([deployment.id === lastDeployment, deployment.state]).toEqual([false, "succeeded"]);
         },
         { timeout: 15_000, interval: 50 },
@@ -86,8 +87,8 @@ describe("deploying a stack through its lifecycle", () => {
   });
 
   it("undeploys: the runtime stops on the machine and the model is no longer listed or reachable", async () => {
-    const stack = (await gw.relay.control.listStacks(gw.orgId)).find((s) => s.modelId === "late-model")!;
-    expect((await gw.relay.control.undeploy(stack.id)).state).toBe("draft");
+    const stack = (await gw.relay.control.stacks.records(OP, gw.orgId)).find((s) => s.modelId === "late-model")!;
+    expect((await gw.relay.control.stacks.undeploy(OP, stack.id)).state).toBe("draft");
     expect(agent!.host.list().map((r) => r.stackId)).not.toContain(stack.id);
     const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
     expect((await client.models.list()).data.map((m) => m.id)).not.toContain("late-model");
@@ -97,10 +98,10 @@ describe("deploying a stack through its lifecycle", () => {
 
   it("marks a stack failed with the reason when a step fails", async () => {
     // A model from a host no name resolves to: nothing refuses it before the machine tries to pull it.
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "broken", machine: gw.machineId, runtime: "gguf", model: "https://models.invalid/model.gguf", modelId: "broken" });
-    await gw.relay.control.deploy(stack.id);
+    const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "broken", machine: gw.machineId, runtime: "gguf", model: "https://models.invalid/model.gguf", modelId: "broken" });
+    await gw.relay.control.stacks.deploy(OP, stack.id);
     await gw.relay.deployer.settled(stack.id);
-    const s = await gw.relay.control.stack(stack.id);
+    const s = await gw.relay.control.stacks.get(OP, stack.id);
     expect(s.state).toBe("failed");
     expect(s.stateError).toContain("models.invalid");
     expect(s.deployment!.steps.map((x) => x.state)).toEqual(["succeeded", "failed", "pending"]);
@@ -118,20 +119,20 @@ describe("deploying a stack through its lifecycle", () => {
       return { status: res.status, body: (await res.json()) as { id: string; model_sha256: string | null; model_unverified: boolean; error?: { code: string; param: string } } };
     };
     const good = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d";
-    const unpinned = await control.createStack({ org: gw.orgId, name: "unpinned", machine: gw.machineId, runtime: "gguf", model: modelUrl, modelId: "unpinned" });
+    const unpinned = await control.stacks.create(OP, { org: gw.orgId, name: "unpinned", machine: gw.machineId, runtime: "gguf", model: modelUrl, modelId: "unpinned" });
     expect([unpinned.modelSha256, unpinned.modelUnverified]).toEqual([null, true]);
-    expect((await control.stack(gw.stackId)).modelUnverified).toBe(false); // a file on the machine's disk
+    expect((await control.stacks.get(OP, gw.stackId)).modelUnverified).toBe(false); // a file on the machine's disk
 
     const { body: wrong } = await create({ name: "wrong-pin", model_sha256: "AB".repeat(32), model_id: "wrong-pin" });
     expect([wrong.model_sha256, wrong.model_unverified]).toEqual(["ab".repeat(32), false]);
-    await control.deploy(wrong.id);
+    await control.stacks.deploy(OP, wrong.id);
     await gw.relay.deployer.settled(wrong.id);
-    expect(await control.stack(wrong.id)).toMatchObject({ state: "failed", stateError: expect.stringContaining(`has sha256 ${good}, but the stack expects ${"ab".repeat(32)}`) });
+    expect(await control.stacks.get(OP, wrong.id)).toMatchObject({ state: "failed", stateError: expect.stringContaining(`has sha256 ${good}, but the stack expects ${"ab".repeat(32)}`) });
 
-    const pinned = await control.createStack({ org: gw.orgId, name: "pinned", machine: gw.machineId, runtime: "gguf", model: modelUrl, modelSha256: good, modelId: "pinned" });
-    await control.deploy(pinned.id);
+    const pinned = await control.stacks.create(OP, { org: gw.orgId, name: "pinned", machine: gw.machineId, runtime: "gguf", model: modelUrl, modelSha256: good, modelId: "pinned" });
+    await control.stacks.deploy(OP, pinned.id);
     await gw.relay.deployer.settled(pinned.id);
-    expect((await control.stack(pinned.id)).state).toBe("deployed");
+    expect((await control.stacks.get(OP, pinned.id)).state).toBe("deployed");
 
     for (const [input, param] of [
       [{ model_sha256: "abc" }, "model_sha256"],

@@ -10,6 +10,7 @@ import { freePort } from "../helpers/free-port.js";
 import { writeGgufWithUint32 } from "../helpers/gguf-metadata.js";
 import { testModelPath } from "../helpers/models.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 const STANDINS = join(import.meta.dirname, "..", "fixtures", "standins");
 
@@ -111,7 +112,7 @@ describe("embeddings through the gateway", () => {
   });
 
   it("holds a key to its token limit by the inputs' tokens", async () => {
-    const { key } = await gw.relay.control.createKey(gw.orgId, { tpm: 20 });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { tpm: 20 });
     const limited = new OpenAI({ baseURL: gw.baseURL, apiKey: key, maxRetries: 0 });
     expect((await limited.embeddings.create({ model: "stories", input: "A cat." })).usage.prompt_tokens).toBeLessThan(20);
     const long = await limited.embeddings.create({ model: "stories", input: "A cat sat on the mat and looked at the dog for a long while. ".repeat(4) }).catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
@@ -154,11 +155,11 @@ describe("embeddings through the gateway", () => {
     }).then((r) => r.json() as Promise<{ serves: string[]; checks: { topic: string; message: string }[] }>);
     expect(panel.serves).toEqual(["embeddings"]);
     expect(panel.checks.find((c) => c.topic === "endpoint")?.message).toBe("Reachable through the API as its model id, for embeddings only (an embedding model: chat requests are refused).");
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "pooled", machine: gw.machineId, runtime: "gguf", model: file, modelId: "pooled" });
-    await gw.relay.control.deploy(stack.id);
+    const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "pooled", machine: gw.machineId, runtime: "gguf", model: file, modelId: "pooled" });
+    await gw.relay.control.stacks.deploy(OP, stack.id);
     await gw.relay.deployer.settled(stack.id);
     // Once served, the stack says it too (its runtime read the header).
-    expect((await gw.relay.control.stack(stack.id)).compatibility.serves).toEqual(["embeddings"]);
+    expect((await gw.relay.control.stacks.get(OP, stack.id)).compatibility.serves).toEqual(["embeddings"]);
     expect((await client.embeddings.create({ model: "pooled", input: ["a cat", "a dog"] })).data.map((d) => d.embedding.length)).toEqual([64, 64]);
     const chat = await client.chat.completions.create({ model: "pooled", messages: [{ role: "user", content: "Hi" }] }).catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
     expect(chat).toMatchObject({ status: 400, code: "unsupported_parameter", param: "model", error: { message: expect.stringContaining("is an embedding model") } });
@@ -170,8 +171,8 @@ describe("embeddings through the gateway", () => {
     const port = await freePort();
     standin = spawn(process.execPath, [join(STANDINS, "openai-server.mjs"), "--host", "127.0.0.1", "--port", String(port), "--model", "embedder"], { stdio: "ignore" });
     await vi.waitFor(async () => expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200), { timeout: 5000, interval: 50 });
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "embedder", machine: gw.machineId, runtime: "openai", model: `http://127.0.0.1:${port}/v1#embedder`, modelId: "embedder" });
-    await gw.relay.control.deploy(stack.id);
+    const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "embedder", machine: gw.machineId, runtime: "openai", model: `http://127.0.0.1:${port}/v1#embedder`, modelId: "embedder" });
+    await gw.relay.control.stacks.deploy(OP, stack.id);
     await gw.relay.deployer.settled(stack.id);
     const res = await client.embeddings.create({ model: "embedder", input: ["ab", "ba c"], dimensions: 2, encoding_format: "float" });
     expect(res.data.map((d) => d.embedding)).toEqual([

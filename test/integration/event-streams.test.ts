@@ -3,9 +3,12 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hashPassword, hashSecret, resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
+import { hashPassword, hashSecret } from "../../relay/keys/index.js";
 import { silentLogger } from "../../proto/index.js";
 import { WebClient } from "../helpers/web-client.js";
+import { OP } from "../helpers/operator.js";
 
 // The web application's live event stream, bounded: per session, for clients that do not read, and for
 // sessions that end while it is open. (Keepalives every 200 ms here, every 15 s by default.)
@@ -16,7 +19,7 @@ describe("live event streams", () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "makina-events-"));
     relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", eventsKeepaliveMs: 200 } }), { log: silentLogger() });
-    orgId = (await relay.control.createOrg("Streams")).id;
+    orgId = (await relay.control.orgs.create(OP, "Streams")).id;
     await relay.store.users.create({ orgId, login: "viewer", passwordHash: await hashPassword("a long enough password"), role: "member" });
   });
   afterAll(async () => {
@@ -42,7 +45,7 @@ describe("live event streams", () => {
   };
 
   it("answers 404 to a user naming another organization, as every admin route does", async () => {
-    const other = await relay.control.createOrg("Someone Else");
+    const other = await relay.control.orgs.create(OP, "Someone Else");
     const c = await signedIn();
     const theirs = await fetch(`${relay.url}/admin/v1/events?org=${other.slug}`, { headers: { cookie: c.cookie } });
     expect([theirs.status, ((await theirs.json()) as { error: { code: string } }).error.code]).toEqual([404, "not_found"]);

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { relayPaths } from "../../relay/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /** Runs SQL on the relay's database from another process, as an operator's tool or a second program would. */
 function writeFromAnotherProcess(database: string, sql: string, ...params: string[]): void {
@@ -27,7 +28,7 @@ describe("the gateway's keys and routes stay current", () => {
   });
 
   it("refuses a key revoked by another process writing the database, on the very next request", async () => {
-    const { key, record } = await gw.relay.control.createKey(gw.orgId, { name: "outside" });
+    const { key, record } = await gw.relay.control.keys.create(OP, gw.orgId, { name: "outside" });
     expect((await chat(key, gw.modelId)).status).toBe(200);
     expect((await chat(key, gw.modelId)).status).toBe(200);
     writeFromAnotherProcess(relayPaths(gw.dataDir).database, "UPDATE api_keys SET state = 'revoked', revoked_at = 1 WHERE id = ?", record.id);
@@ -37,7 +38,7 @@ describe("the gateway's keys and routes stay current", () => {
   });
 
   it("answers 503 rather than serve a key another process revoked, while the database cannot be read back, then 401", async () => {
-    const { key, record } = await gw.relay.control.createKey(gw.orgId, { name: "outside-unreadable" });
+    const { key, record } = await gw.relay.control.keys.create(OP, gw.orgId, { name: "outside-unreadable" });
     expect((await chat(key, gw.modelId)).status).toBe(200);
     const keys = gw.relay.store.keys;
     const listActive = keys.listActive.bind(keys);
@@ -63,7 +64,7 @@ describe("the gateway's keys and routes stay current", () => {
   });
 
   it("refuses a key revoked through the admin API on the very next request", async () => {
-    const { key, record } = await gw.relay.control.createKey(gw.orgId, { name: "admin-revoked" });
+    const { key, record } = await gw.relay.control.keys.create(OP, gw.orgId, { name: "admin-revoked" });
     expect((await chat(key, gw.modelId)).status).toBe(200);
     const revoked = await fetch(`${gw.relay.url}/admin/v1/keys/${record.id}/revoke`, { method: "POST", headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
     expect(revoked.status).toBe(200);
@@ -83,7 +84,7 @@ describe("the gateway's keys and routes stay current", () => {
   });
 
   it("applies a key's new limit written by another process on its next request", async () => {
-    const { key, record } = await gw.relay.control.createKey(gw.orgId, { name: "limited-later" });
+    const { key, record } = await gw.relay.control.keys.create(OP, gw.orgId, { name: "limited-later" });
     expect((await chat(key, gw.modelId)).status).toBe(200);
     writeFromAnotherProcess(relayPaths(gw.dataDir).database, "UPDATE api_keys SET rpm = 1 WHERE id = ?", record.id);
     const first = await chat(key, gw.modelId);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /** The system-prompt harness runs on the agent, in front of the runtime: the stand-in model shows what it was asked. */
 describe("the system-prompt harness", () => {
@@ -18,12 +19,12 @@ describe("the system-prompt harness", () => {
       body: JSON.stringify({ model, ...body }),
     });
   const create = (extra: Record<string, unknown>, modelId: string) =>
-    gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId, ...extra });
+    gw.relay.control.stacks.create(OP, { org: gw.orgId, name: modelId, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId, ...extra });
 
   it("adds its system prompt and default sampling where the request sets none, and leaves the request's own alone", async () => {
     const stack = await create({ harness: "system-prompt", harnessOptions: { prompt: "You answer in one word.", temperature: 0.2, top_p: 0.5, max_tokens: 3 } }, "terse");
     expect(stack.harnessOptions).toEqual({ prompt: "You answer in one word.", temperature: 0.2, top_p: 0.5, max_tokens: 3 });
-    await gw.relay.control.deploy(stack.id);
+    await gw.relay.control.stacks.deploy(OP, stack.id);
     await gw.relay.deployer.settled(stack.id);
     const seen = () => gw.fake(gw.machineId, "terse").seen.at(-1)!;
 
@@ -73,8 +74,8 @@ describe("the system-prompt harness in front of a real GGUF model", () => {
       });
       return ((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
     };
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "framed", machine: gw.machineId, runtime: "gguf", model: (await gw.relay.control.stack(gw.stackId)).modelRef, modelId: "framed", harness: "system-prompt", harnessOptions: { prompt: "You are a storyteller who loves dragons and castles." } });
-    await gw.relay.control.deploy(stack.id);
+    const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "framed", machine: gw.machineId, runtime: "gguf", model: (await gw.relay.control.stacks.get(OP, gw.stackId)).modelRef, modelId: "framed", harness: "system-prompt", harnessOptions: { prompt: "You are a storyteller who loves dragons and castles." } });
+    await gw.relay.control.stacks.deploy(OP, stack.id);
     await gw.relay.deployer.settled(stack.id);
     expect(await ask("framed")).toBeGreaterThan(await ask(gw.modelId));
   });
@@ -86,8 +87,8 @@ describe("the router harness", () => {
   beforeAll(async () => {
     gw = await startTestGateway({ runtime: "fake" });
     for (const modelId of ["small", "big"]) {
-      const st = await gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId });
-      await gw.relay.control.deploy(st.id);
+      const st = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: modelId, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId });
+      await gw.relay.control.stacks.deploy(OP, st.id);
       await gw.relay.deployer.settled(st.id);
     }
   });
@@ -106,7 +107,7 @@ describe("the router harness", () => {
   };
 
   it("sends each request where its rules say, first match wins, else to its default; the answer names the model", async () => {
-    const router = await gw.relay.control.createStack({
+    const router = await gw.relay.control.stacks.create(OP, {
       org: gw.orgId,
       name: "auto",
       machine: gw.machineId,
@@ -116,7 +117,7 @@ describe("the router harness", () => {
       harness: "router",
       harnessOptions: { routes: JSON.stringify([{ model: "big", min_chars: 60 }, { model: "big", pattern: "\\bexplain\\b" }]), default: "small" },
     });
-    await gw.relay.control.deploy(router.id);
+    await gw.relay.control.stacks.deploy(OP, router.id);
     await gw.relay.deployer.settled(router.id);
     const seenBy = (model: string) => gw.fake(gw.machineId, model).seen.map((s) => s.messages.at(-1)!.content);
 
@@ -129,12 +130,12 @@ describe("the router harness", () => {
     expect(gw.fake(gw.machineId, "auto").seen).toEqual([]);
 
     // A key restricted to the router's stack alone does not reach the models it routes to.
-    const { key } = await gw.relay.control.createKey(gw.orgId, { name: "router-only", stackIds: [router.id] });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { name: "router-only", stackIds: [router.id] });
     expect(await ask("hello there", key)).toEqual([403, "model_access_denied"]);
   });
 
   it("routes requests with an image by an images rule, and the image reaches the model that answers", async () => {
-    const router = await gw.relay.control.createStack({
+    const router = await gw.relay.control.stacks.create(OP, {
       org: gw.orgId,
       name: "vision-router",
       machine: gw.machineId,
@@ -144,7 +145,7 @@ describe("the router harness", () => {
       harness: "router",
       harnessOptions: { routes: [{ model: "big", images: true }], default: "small" },
     });
-    await gw.relay.control.deploy(router.id);
+    await gw.relay.control.stacks.deploy(OP, router.id);
     await gw.relay.deployer.settled(router.id);
     // Inline: an image named by URL is fetched by the agent first (image-urls.test.ts).
     const image = { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=", detail: "high" } };
@@ -170,7 +171,7 @@ describe("the router harness", () => {
     // Each of these backtracks exponentially in JavaScript's own engine on 40 a's and a '!': the relay's only
     // thread stalled for hours, for every organization. (A test that fails by never ending: the suite's timeout.)
     const catastrophic = ["^(a+)+$", "(a|aa)+$", "(.*a){12}", "^(([a-z])+.)+[A-Z]([a-z])+$", "(a|a?)+b", "(\\w+\\s?)+$"];
-    const router = await gw.relay.control.createStack({
+    const router = await gw.relay.control.stacks.create(OP, {
       org: gw.orgId,
       name: "redos",
       machine: gw.machineId,
@@ -180,7 +181,7 @@ describe("the router harness", () => {
       harness: "router",
       harnessOptions: { routes: [...catastrophic.map((pattern) => ({ model: "big", pattern })), { model: "big", pattern: "\\bexplain\\b" }], default: "small" },
     });
-    await gw.relay.control.deploy(router.id);
+    await gw.relay.control.stacks.deploy(OP, router.id);
     await gw.relay.deployer.settled(router.id);
     const askRouter = (content: string) => ask(content, gw.apiKey, "redos");
     const hostile = ["a".repeat(40) + "!", "a".repeat(65_536) + "!", ("ab ".repeat(30) + "!").toUpperCase()];
@@ -220,7 +221,7 @@ describe("the router harness", () => {
   it("checks its rules when the stack is created", async () => {
     const refused = async (harnessOptions: Record<string, unknown>) =>
       (await gw.relay.control
-        .createStack({ org: gw.orgId, name: `r-${Math.random().toString(36).slice(2, 8)}`, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "r", harness: "router", harnessOptions })
+        .stacks.create(OP, { org: gw.orgId, name: `r-${Math.random().toString(36).slice(2, 8)}`, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "r", harness: "router", harnessOptions })
         .catch((e: unknown) => e)) as { code: string; param: string; message: string };
     expect(await refused({})).toMatchObject({ code: "invalid_value", param: "harness_options.routes" });
     expect(await refused({ routes: "[]" })).toMatchObject({ param: "harness_options.routes", message: "'harness_options.routes' must be an array of 1 to 32 rules." });

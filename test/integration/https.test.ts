@@ -4,9 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../proto/index.js";
-import { resolveRelayConfig, startRelay } from "../../relay/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay } from "../../relay/start/start-relay.js";
 import { operatorCertificates, type OperatorCertificates } from "../helpers/certificates.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /** One HTTPS request trusting `ca`; resolves the status, headers and body. */
 function httpsRequest(url: string, ca: Buffer, options: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
@@ -52,7 +54,7 @@ describe("the relay's HTTP side over HTTPS, and behind a reverse proxy", () => {
   });
 
   it("marks the session cookie Secure when signed in over HTTPS", async () => {
-    await gw.relay.control.createUser(gw.orgId, { login: "ada", password: "a long enough password", role: "admin" });
+    await gw.relay.control.users.create(OP, { org: gw.orgId,  login: "ada", password: "a long enough password", role: "admin" });
     const res = await httpsRequest(`${gw.relay.url}/auth/v1/sign-in`, ca, {
       method: "POST",
       headers: { "content-type": "application/json" },

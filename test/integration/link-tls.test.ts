@@ -7,13 +7,14 @@ import { silentLogger } from "../../proto/index.js";
 import { certificateSha256, loadLinkTls } from "../../relay/link/index.js";
 import { operatorCertificates, type OperatorCertificates } from "../helpers/certificates.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 describe("the agents' link over TLS, trusting only the relay's own CA", () => {
   let gw: TestGateway;
   const agents: Agent[] = [];
   const dirs: string[] = [];
   const agentFor = async (flags: Record<string, unknown>) => {
-    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, `box-${agents.length}`);
+    const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: `box-${agents.length}` });
     const dataDir = mkdtempSync(join(tmpdir(), "makina-tls-agent-"));
     dirs.push(dataDir);
     const agent = await startAgent(
@@ -36,7 +37,7 @@ describe("the agents' link over TLS, trusting only the relay's own CA", () => {
   it("serves TLS with a CA made on first start, whose fingerprint the install command carries", async () => {
     expect(gw.relay.linkTls).toBe(true);
     expect(gw.relay.linkCaSha256).toMatch(/^[0-9a-f]{64}$/);
-    const { installCommand, caSha256 } = await gw.relay.control.createMachine(gw.orgId, "listed");
+    const { installCommand, caSha256 } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "listed" });
     expect(caSha256).toBe(gw.relay.linkCaSha256);
     expect(installCommand).toContain(`--ca-sha256 ${gw.relay.linkCaSha256}`);
     const info = JSON.parse(readFileSync(join(gw.dataDir, "relay.json"), "utf8")) as { link_tls: boolean; link_ca_sha256: string };
@@ -66,14 +67,14 @@ describe("the agents' link over TLS, trusting only the relay's own CA", () => {
     await vi.waitFor(() => expect(agent.link.lastError).toContain("presented no certificate from the CA this machine trusts"), { timeout: 5_000, interval: 20 });
     expect(agent.link.state).not.toBe("online");
     // Not even the hello with the token went out: the relay never saw this machine.
-    expect((await gw.relay.control.machine(null, machineId)).state).toBe("pending");
+    expect((await gw.relay.control.machines.get(OP, machineId)).state).toBe("pending");
   });
 
   it("cannot talk plaintext to the TLS link", async () => {
     const { agent, machineId } = await agentFor({});
     await vi.waitFor(() => expect(agent.link.lastError).toBeTruthy(), { timeout: 5_000, interval: 20 });
     expect(agent.link.state).not.toBe("online");
-    expect((await gw.relay.control.machine(null, machineId)).state).toBe("pending");
+    expect((await gw.relay.control.machines.get(OP, machineId)).state).toBe("pending");
   });
 });
 
@@ -96,7 +97,7 @@ describe("the agents' link over TLS with a certificate the relay was given", () 
 
   it("serves it, tells new machines to use TLS, and an agent trusting that CA is served over it", async () => {
     expect([gw.relay.linkTls, gw.relay.linkCaSha256]).toEqual([true, null]);
-    expect((await gw.relay.control.createMachine(gw.orgId, "told")).installCommand).toMatch(/ --tls$/);
+    expect((await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "told" })).installCommand).toMatch(/ --tls$/);
     expect(gw.relay.registry.get(gw.machineId)).toBeDefined();
     const res = await fetch(`${gw.baseURL}/chat/completions`, {
       method: "POST",

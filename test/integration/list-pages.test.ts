@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ApiKeyWithUsage, Choices, Machine, Page, Stack, User } from "../../relay/admin-contract/index.js";
 import { WebClient } from "../helpers/web-client.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 // Lists that scale (issue 21, point 4): every list endpoint searches, sorts, filters by state and pages on the relay,
 // answering {data, total, page, per_page}, so a browser never gets 10,000 rows.
@@ -16,10 +17,10 @@ describe("paged admin lists", () => {
   beforeAll(async () => {
     gw = await startTestGateway({ runtime: "fake" });
     // 123 keys besides the gateway's own "test": ci-000 … ci-119, and three named for search.
-    for (let i = 0; i < 120; i++) await gw.relay.control.createKey(gw.orgId, { name: `ci-${String(i).padStart(3, "0")}` });
-    for (const name of ["Billing bot", "billing cron", "Support desk"]) await gw.relay.control.createKey(gw.orgId, { name });
-    const revoked = await gw.relay.control.createKey(gw.orgId, { name: "old billing" });
-    await gw.relay.control.revokeKey(revoked.record.id);
+    for (let i = 0; i < 120; i++) await gw.relay.control.keys.create(OP, gw.orgId, { name: `ci-${String(i).padStart(3, "0")}` });
+    for (const name of ["Billing bot", "billing cron", "Support desk"]) await gw.relay.control.keys.create(OP, gw.orgId, { name });
+    const revoked = await gw.relay.control.keys.create(OP, gw.orgId, { name: "old billing" });
+    await gw.relay.control.keys.revoke(OP, revoked.record.id);
   });
   afterAll(async () => {
     await gw?.close();
@@ -86,32 +87,32 @@ describe("paged admin lists", () => {
     expect([stacks.body.total, stacks.body.data.map((s) => s.model_id)]).toEqual([1, ["second-model"]]);
     expect((await get<Stack>(`/admin/v1/stacks?org=${gw.orgId}&state=draft`)).body.data.map((s) => s.model_id)).toEqual(["second-model"]);
     expect((await get<Stack>(`/admin/v1/stacks?org=${gw.orgId}&q=SECOND`)).body.total).toBe(1);
-    await gw.relay.control.createUser(gw.orgId, { login: "zed@acme.test", password: "correct horse battery", role: "member" });
+    await gw.relay.control.users.create(OP, { org: gw.orgId,  login: "zed@acme.test", password: "correct horse battery", role: "member" });
     const users = await get<User>(`/admin/v1/users?org=${gw.orgId}&sort=login&order=desc`);
     expect(users.body.data[0]!.login).toBe("zed@acme.test");
     expect((await get<User>(`/admin/v1/users?org=${gw.orgId}&state=disabled`)).body.total).toBe(0);
   });
 
   it("names every stack and machine in one light answer for forms and filters; works out a page of stacks' compatibility and deployment for that page only", async () => {
-    const { machine } = await gw.relay.control.createMachine(gw.orgId, "spare");
-    await gw.relay.control.revokeMachine(null, machine.id);
+    const { machine } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "spare" });
+    await gw.relay.control.machines.revoke(OP, machine.id);
     const res = await fetch(`${gw.relay.url}/admin/v1/choices?org=${gw.orgId}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
     const choices = (await res.json()) as Choices;
-    const stacks = await gw.relay.control.stackRecords(gw.orgId);
+    const stacks = await gw.relay.control.stacks.records(OP, gw.orgId);
     expect(choices.stacks).toEqual(stacks.map((s) => ({ id: s.id, name: s.name, model_id: s.modelId, machine_id: s.machineId, runtime: s.runtime, state: s.state })));
     expect(choices.machines.find((m) => m.id === machine.id)).toEqual({ id: machine.id, name: "spare", state: "pending", revoked: true });
     expect(choices.machines.find((m) => m.id === gw.machineId)).toMatchObject({ state: "online", revoked: false });
     // Light: no compatibility, deployment or hardware in it.
     expect(Object.keys(choices.stacks[0]!).sort()).toEqual(["id", "machine_id", "model_id", "name", "runtime", "state"]);
     // A member of the organization sees them; another organization's, nobody but the operator.
-    const other = await gw.relay.control.createOrg("Elsewhere");
-    const member = await gw.relay.control.createUser(gw.orgId, { login: "picker@acme.test", password: "correct horse battery", role: "member" });
+    const other = await gw.relay.control.orgs.create(OP, "Elsewhere");
+    const member = await gw.relay.control.users.create(OP, { org: gw.orgId,  login: "picker@acme.test", password: "correct horse battery", role: "member" });
     const web = new WebClient(gw.relay.url);
     await web.signIn(member.login, "correct horse battery");
     expect((await web.json<Choices>("GET", "/admin/v1/choices")).stacks.length).toBe(stacks.length);
     expect((await web.call("GET", `/admin/v1/choices?org=${other.id}`)).status).toBe(404);
     // A page of stacks carries each one's compatibility and deployment, worked out for that page's stacks only.
-    const views = vi.spyOn(gw.relay.control, "viewsOf");
+    const views = vi.spyOn(gw.relay.control.stacks, "viewsOf");
     const page = await get<Stack>(`/admin/v1/stacks?org=${gw.orgId}&sort=name&per_page=1&page=2`);
     expect(page.body.data[0]).toMatchObject({ compatibility: { checks: expect.any(Array) }, deployment: expect.anything() });
     expect(views.mock.calls.map(([stacks]) => stacks.map((s) => s.id))).toEqual([[page.body.data[0]!.id]]);

@@ -7,6 +7,7 @@ import { runCli } from "../helpers/cli.js";
 import type { GraphicsController } from "../../agent/hardware/detect-hardware.js";
 import { fixtureSource } from "../helpers/hardware-fixtures.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 describe("the agent's local control socket and the commands that read it", () => {
   let gw: TestGateway;
@@ -85,7 +86,7 @@ describe("the agent's local control socket and the commands that read it", () =>
   it("reports hardware changes to the relay", async () => {
     let gpus: GraphicsController[] = [];
     const dir = join(gw.dataDir, "changing");
-    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "changing");
+    const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "changing" });
     const agent = await startAgent(
       resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: machine.id, token, dataDir: dir, threads: 1, gpu: false, hardwareIntervalMs: 1000 } }),
       { log: silentLogger(), hardwareSource: fixtureSource("cpu-vm", { graphics: async () => ({ controllers: gpus }) }) },

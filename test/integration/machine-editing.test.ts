@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditEvent, Machine } from "../../relay/admin-contract/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { WebClient } from "../helpers/web-client.js";
+import { OP } from "../helpers/operator.js";
 
 // Machines are renamed, and deleted once they never joined or were revoked (issue 21, point 3).
 describe("renaming and deleting machines", () => {
@@ -38,7 +39,7 @@ describe("renaming and deleting machines", () => {
     expect([res.status, await res.json()]).toEqual([200, { id: created.id, deleted: true }]);
     expect((await machines()).map((m) => m.id)).not.toContain(created.id);
     expect((await operator("GET", `/admin/v1/machines/${created.id}`)).status).toBe(404);
-    expect(await gw.relay.control.checkMachineToken(created.id, created.token)).toMatchObject({ refusal: expect.any(String) });
+    expect(await gw.relay.control.machines.checkToken(created.id, created.token)).toMatchObject({ refusal: expect.any(String) });
     expect((await operator("DELETE", `/admin/v1/machines/${created.id}`)).status).toBe(404);
   });
 

@@ -6,6 +6,7 @@ import { resolveAgentConfig, startAgent } from "../../agent/index.js";
 import { PROTOCOL_VERSION, silentLogger } from "../../proto/index.js";
 import { AgentLinkClient, type RelayMessage } from "../../proto/wire.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 describe("the link between a machine and the relay", () => {
   let gw: TestGateway;
@@ -95,7 +96,7 @@ describe("the link between a machine and the relay", () => {
 
   it("drops a link whose agent falls silent, and marks the machine offline, while a talking agent stays online", async () => {
     // A machine of its own whose "agent" says hello and then nothing at all (no heartbeats), connection open.
-    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "mute");
+    const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "mute" });
     const raw = new AgentLinkClient(gw.relay.linkAddress, credentials.createInsecure());
     const md = new Metadata();
     md.set("x-makina-machine-id", machine.id);
@@ -142,14 +143,14 @@ describe("the link between a machine and the relay", () => {
   });
 
   it("drops a link whose machine is revoked while the relay checks its credentials, and the agent stops trying", async () => {
-    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "revoked-while-linking");
+    const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "revoked-while-linking" });
     const stacks = gw.relay.store.stacks;
     const listByMachine = stacks.listByMachine.bind(stacks);
     // The revoke lands after the credentials passed and before the link is registered, where it finds no link to drop.
     stacks.listByMachine = async (id) => {
       if (id === machine.id) {
         stacks.listByMachine = listByMachine;
-        await gw.relay.control.revokeMachine(null, id);
+        await gw.relay.control.machines.revoke(OP, id);
       }
       return listByMachine(id);
     };

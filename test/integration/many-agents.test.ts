@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { GrpcDialer } from "../../agent/link/grpc-dialer.js";
 import { PROTOCOL_VERSION, type AgentToRelay, type LinkEnd } from "../../proto/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /** A machine reduced to its link: it says hello over gRPC and heartbeats, as an idle agent does. */
 function simulatedAgent(server: string, machineId: string, token: string, heartbeatMs: number) {
@@ -44,7 +45,7 @@ describe("1,000 machines connecting and heartbeating while the gateway serves", 
 
   it("takes them all online and keeps them, while every request is served", async () => {
     const machines = [];
-    for (let i = 0; i < 1000; i++) machines.push(await gw.relay.control.createMachine(gw.orgId, `sim-${i}`));
+    for (let i = 0; i < 1000; i++) machines.push(await gw.relay.control.machines.create(OP, { org: gw.orgId, name: `sim-${i}` }));
     let served = 0;
     let failed = 0;
     let stop = false;
@@ -78,7 +79,7 @@ describe("1,000 machines connecting and heartbeating while the gateway serves", 
   }, 120_000);
 
   it("answers a link at once, before the machine's credentials are checked (so a busy relay is waited for, not left)", async () => {
-    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "held");
+    const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "held" });
     // The database holds the machine's lookup back, as under thousands of links at once.
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));

@@ -3,8 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { silentLogger } from "../../proto/index.js";
-import { hashSecret, resolveRelayConfig, startRelay } from "../../relay/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay } from "../../relay/start/start-relay.js";
+import { hashSecret } from "../../relay/keys/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /** The value of one sample line of the Prometheus text format; undefined when there is no such line. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -45,7 +48,7 @@ describe("Prometheus metrics", () => {
 
   it("counts what was sent, by model, status and key, with tokens, latency, first tokens and refusals", async () => {
     const keyId = (await gw.relay.store.keys.findByHash(hashSecret(gw.apiKey)))!.id;
-    const limited = await gw.relay.control.createKey(gw.orgId, { name: "one a minute", rpm: 1 });
+    const limited = await gw.relay.control.keys.create(OP, gw.orgId, { name: "one a minute", rpm: 1 });
     expect((await chat({ model: gw.modelId, max_tokens: 2 })).status).toBe(200);
     expect((await chat({ model: gw.modelId, max_tokens: 3 })).status).toBe(200);
     const streamed = await chat({ model: gw.modelId, max_tokens: 4, stream: true });

@@ -2,6 +2,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 const total = (usages: { promptTokens: number; completionTokens: number }[]) => usages.reduce((n, u) => n + u.promptTokens + u.completionTokens, 0);
 
@@ -16,9 +17,9 @@ describe("orchestrated stacks through the gateway", () => {
       ["refined", "refine", { rounds: 2 }],
       ["voted", "vote", { samples: 3 }],
     ] as const) {
-      const stack = await gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId, orchestrator, orchestratorOptions });
+      const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: modelId, machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId, orchestrator, orchestratorOptions });
       expect(stack.orchestratorOptions).toEqual(orchestratorOptions);
-      await gw.relay.control.deploy(stack.id);
+      await gw.relay.control.stacks.deploy(OP, stack.id);
       await gw.relay.deployer.settled(stack.id);
     }
   });
@@ -33,7 +34,7 @@ describe("orchestrated stacks through the gateway", () => {
     ] as const) {
       const fake = gw.fake(gw.machineId, model);
       const before = fake.usages.length;
-      const { key } = await gw.relay.control.createKey(gw.orgId, { tpm: 100_000 });
+      const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { tpm: 100_000 });
       const keyed = new OpenAI({ baseURL: gw.baseURL, apiKey: key, maxRetries: 0 });
       const res = await keyed.chat.completions.create({ model, messages: [{ role: "user", content: "tell me about the sea" }], max_tokens: 50 });
       const ran = fake.usages.slice(before);
@@ -73,7 +74,7 @@ describe("orchestrated stacks through the gateway", () => {
   it("checks the orchestrator's options when the stack is created, and takes them from the command line", async () => {
     const refused = (orchestrator: string | undefined, orchestratorOptions: Record<string, unknown>) =>
       gw.relay.control
-        .createStack({ org: gw.orgId, name: "bad", machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "bad", ...(orchestrator ? { orchestrator } : {}), orchestratorOptions })
+        .stacks.create(OP, { org: gw.orgId, name: "bad", machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "bad", ...(orchestrator ? { orchestrator } : {}), orchestratorOptions })
         .catch((e: unknown) => e);
     expect(await refused("vote", { samples: 20 })).toMatchObject({ code: "invalid_value", param: "orchestrator_options.samples", message: "'orchestrator_options.samples' must be an integer from 2 to 8." });
     expect(await refused("refine", { depth: 1 })).toMatchObject({ code: "invalid_value", param: "orchestrator_options.depth" });

@@ -7,6 +7,7 @@ import type { Overview } from "../../relay/admin-contract/index.js";
 import { SHARED_HARDWARE, standinNvidiaSmiEnv } from "../helpers/hardware-fixtures.js";
 import { testModelPath } from "../helpers/models.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 const MIB = 1024 * 1024;
 
@@ -78,7 +79,7 @@ describe("the overview", () => {
   });
 
   it("counts stacks by state and their runtimes by what the machine reported", async () => {
-    const draft = await gw.relay.control.createStack({ org: gw.orgId, name: "not-yet", machine: gw.machineId, runtime: "gguf", model: testModelPath(), modelId: "later" });
+    const draft = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "not-yet", machine: gw.machineId, runtime: "gguf", model: testModelPath(), modelId: "later" });
     try {
       const o = await overview();
       expect(o.stacks).toEqual({ total: 2, by_state: { draft: 1, deploying: 0, deployed: 1, failed: 0, undeploying: 0 }, runtimes: { ready: 1, loading: 0, failed: 0, unknown: 0, offline: 0 } });
@@ -87,7 +88,7 @@ describe("the overview", () => {
       expect(one.stacks.total).toBe(1);
       expect(one.machines.online).toBe(1);
     } finally {
-      await gw.relay.control.deleteStack(draft.id, null);
+      await gw.relay.control.stacks.delete(OP, draft.id);
     }
   });
 
@@ -127,7 +128,7 @@ describe("the overview", () => {
     const both = await operator(`/admin/v1/overview?org=${gw.orgId}&machine=${gw.machineId}&stack=${gw.stackId}`);
     expect(both.status).toBe(400);
     expect(await both.json()).toEqual({ error: { type: "invalid_request_error", code: "invalid_value", param: "stack", message: "Give 'machine' or 'stack', not both." } });
-    const other = await gw.relay.control.createOrg("Other Org");
+    const other = await gw.relay.control.orgs.create(OP, "Other Org");
     const foreign = await operator(`/admin/v1/overview?org=${other.id}&machine=${gw.machineId}`);
     expect(foreign.status).toBe(404);
     expect(((await foreign.json()) as { error: { param: string } }).error.param).toBe("machine");

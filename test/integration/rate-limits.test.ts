@@ -2,6 +2,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTogether } from "../helpers/read-together.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 describe("per-key rate limits at the gateway", () => {
   let gw: TestGateway;
@@ -20,7 +21,7 @@ describe("per-key rate limits at the gateway", () => {
   });
 
   it("lets exactly 10 of 100 parallel requests through a 10 rpm key; the rest get 429 requests with Retry-After", async () => {
-    const { key } = await gw.relay.control.createKey(gw.orgId, { rpm: 10 });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { rpm: 10 });
     const responses = await Promise.all(Array.from({ length: 100 }, () => chat(key)));
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(10);
@@ -40,8 +41,8 @@ describe("per-key rate limits at the gateway", () => {
   it("gives keys that set no limit of their own the organization's default limits, from the next request", async () => {
     const patch = (body: unknown) =>
       fetch(`${gw.relay.url}/admin/v1/orgs/${gw.orgId}`, { method: "PATCH", headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-    const { key: plain } = await gw.relay.control.createKey(gw.orgId, {});
-    const { key: own } = await gw.relay.control.createKey(gw.orgId, { rpm: 7 });
+    const { key: plain } = await gw.relay.control.keys.create(OP, gw.orgId, {});
+    const { key: own } = await gw.relay.control.keys.create(OP, gw.orgId, { rpm: 7 });
     const limits = async (key: string) => {
       const res = await chat(key);
       await res.body?.cancel();
@@ -86,7 +87,7 @@ describe("per-key rate limits at the gateway", () => {
   it("reports the organization's default limits on /v1/models as on chat, for a key that inherits them", async () => {
     const patch = (body: unknown) =>
       fetch(`${gw.relay.url}/admin/v1/orgs/${gw.orgId}`, { method: "PATCH", headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-    const { key } = await gw.relay.control.createKey(gw.orgId, {});
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, {});
     const limits = (res: Response) => [res.status, res.headers.get("x-ratelimit-limit-requests"), res.headers.get("x-ratelimit-limit-tokens")];
     expect((await patch({ default_key_rpm: 40, default_key_tpm: 6000 })).status).toBe(200);
     try {
@@ -101,7 +102,7 @@ describe("per-key rate limits at the gateway", () => {
   });
 
   it("reports the limits on every response of a limited key, and none for an unlimited one", async () => {
-    const { key } = await gw.relay.control.createKey(gw.orgId, { rpm: 5, tpm: 10_000 });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { rpm: 5, tpm: 10_000 });
     const models = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } });
     expect(Object.fromEntries([...models.headers].filter(([h]) => h.startsWith("x-ratelimit-")))).toEqual({
       "x-ratelimit-limit-requests": "5",
@@ -119,7 +120,7 @@ describe("per-key rate limits at the gateway", () => {
   });
 
   it("charges nothing for refused requests (400, 404, context too long)", async () => {
-    const { key } = await gw.relay.control.createKey(gw.orgId, { rpm: 2, tpm: 1000 });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { rpm: 2, tpm: 1000 });
     expect((await chat(key, { temperature: 9 })).status).toBe(400);
     expect((await chat(key, { model: "nope" })).status).toBe(404);
     expect((await chat(key, { max_tokens: 900 })).status).toBe(400);
@@ -130,7 +131,7 @@ describe("per-key rate limits at the gateway", () => {
   });
 
   it("limits a key's refused requests apart from its quota: past 60 a minute they answer 429, and its quota is untouched", async () => {
-    const { key } = await gw.relay.control.createKey(gw.orgId, { rpm: 5 });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { rpm: 5 });
     const statuses: number[] = [];
     for (let i = 0; i < 61; i++) statuses.push((await chat(key, { model: `made-up-${i}` })).status);
     expect(statuses.slice(0, 60).every((s) => s === 404)).toBe(true);
@@ -141,12 +142,12 @@ describe("per-key rate limits at the gateway", () => {
     expect(((await turnedAway.json()) as { error: { message: string } }).error.message).toContain("Too many refused requests");
     expect(statuses[60]).toBe(429);
     // Another key of the same organization is not slowed by it.
-    const { key: other } = await gw.relay.control.createKey(gw.orgId, { rpm: 5 });
+    const { key: other } = await gw.relay.control.keys.create(OP, gw.orgId, { rpm: 5 });
     expect((await chat(other)).status).toBe(200);
   });
 
   it("admits on the estimate, settles to real usage, and refuses with 429 tokens when the estimate does not fit", async () => {
-    const { key } = await gw.relay.control.createKey(gw.orgId, { tpm: 300 });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { tpm: 300 });
     const client = new OpenAI({ baseURL: gw.baseURL, apiKey: key, maxRetries: 0 });
     const { data, response } = await client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "Hi" }], max_tokens: 5, temperature: 0 }).withResponse();
     const used = data.usage!.total_tokens;

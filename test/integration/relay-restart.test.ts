@@ -6,9 +6,11 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { freePort } from "../../agent/supervisor/index.js";
 import { silentLogger } from "../../proto/index.js";
-import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
 import { fixtureSource } from "../helpers/hardware-fixtures.js";
 import { REPO_ROOT, testModelPath } from "../helpers/models.js";
+import { OP } from "../helpers/operator.js";
 
 /**
  * A relay restart (an upgrade, a crash) costs its machines seconds: each agent reconnects by itself, reports what
@@ -32,17 +34,17 @@ describe("a relay restart", () => {
     dir = mkdtempSync(join(tmpdir(), "makina-restart-"));
     const config = resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: await freePort(), grpcPort: await freePort(), grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } });
     relay = await startRelay(config, { log: silentLogger() });
-    const org = await relay.control.createOrg("Restart Co");
-    const { machine, token } = await relay.control.createMachine(org.id, "box");
+    const org = await relay.control.orgs.create(OP, "Restart Co");
+    const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "box" });
     agent = await startAgent(
       resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), threads: 1, gpu: false, maxContextSize: 512, reconnectMinMs: 50, reconnectMaxMs: 500 } }),
       { log: silentLogger() },
     );
     await agent.link.whenOnline();
-    const stack = await relay.control.createStack({ org: org.id, name: "s", machine: machine.id, runtime: "gguf", model: testModelPath(), modelId: "stories" });
-    await relay.control.deploy(stack.id);
+    const stack = await relay.control.stacks.create(OP, { org: org.id, name: "s", machine: machine.id, runtime: "gguf", model: testModelPath(), modelId: "stories" });
+    await relay.control.stacks.deploy(OP, stack.id);
     await relay.deployer.settled(stack.id);
-    const { key } = await relay.control.createKey(org.id, { name: "k" });
+    const { key } = await relay.control.keys.create(OP, org.id, { name: "k" });
     const pid = agent.host.list()[0]!.pid;
     expect(pid).toEqual(expect.any(Number));
 
@@ -54,7 +56,7 @@ describe("a relay restart", () => {
     closeSync(fd);
     const when = 1_700_000_000;
     utimesSync(large, when, when);
-    const gpu = await relay.control.createMachine(org.id, "gpu-box");
+    const gpu = await relay.control.machines.create(OP, { org: org.id, name: "gpu-box" });
     gpuAgent = await startAgent(
       resolveAgentConfig({
         flags: { server: relay.linkAddress, machineId: gpu.machine.id, token: gpu.token, dataDir: join(dir, "gpu-agent"), threads: 1, gpu: false, reconnectMinMs: 50, reconnectMaxMs: 500, python: join(REPO_ROOT, "test", "fixtures", "standins", "python3") },
@@ -63,10 +65,10 @@ describe("a relay restart", () => {
       { log: silentLogger(), hardwareSource: fixtureSource("nvidia-linux") },
     );
     await gpuAgent.link.whenOnline();
-    const big = await relay.control.createStack({ org: org.id, name: "big", machine: gpu.machine.id, runtime: "vllm", model: large, modelId: "big" });
-    await relay.control.deploy(big.id);
+    const big = await relay.control.stacks.create(OP, { org: org.id, name: "big", machine: gpu.machine.id, runtime: "vllm", model: large, modelId: "big" });
+    await relay.control.stacks.deploy(OP, big.id);
     await relay.deployer.settled(big.id);
-    const pulled = async () => (await relay!.control.stack(big.id)).deployment!.steps.find((st) => st.kind === "pull_model")!.detail as { sha256: string };
+    const pulled = async () => (await relay!.control.stacks.get(OP, big.id)).deployment!.steps.find((st) => st.kind === "pull_model")!.detail as { sha256: string };
     const digest = (await pulled()).sha256;
     const bigPid = gpuAgent.host.list()[0]!.pid;
     // Its bytes change but not its size nor its modification time: only a re-hash would see it.
@@ -89,9 +91,9 @@ describe("a relay restart", () => {
     expect(agent.host.list().map((r) => [r.stackId, r.state, r.pid])).toEqual([[stack.id, "ready", pid]]);
     expect(gpuAgent.host.list().map((r) => [r.stackId, r.state, r.pid])).toEqual([[big.id, "ready", bigPid]]);
     expect((await pulled()).sha256).toBe(digest);
-    expect((await relay.control.stack(stack.id)).state).toBe("deployed");
+    expect((await relay.control.stacks.get(OP, stack.id)).state).toBe("deployed");
     // What the machine still hosts, as it reported it on reconnecting.
-    await vi.waitFor(async () => expect((await relay!.control.machine(null, machine.id)).inventory?.runtimes.map((r) => r.stackId)).toEqual([stack.id]), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(async () => expect((await relay!.control.machines.get(OP, machine.id)).inventory?.runtimes.map((r) => r.stackId)).toEqual([stack.id]), { timeout: 5_000, interval: 20 });
     const res = await fetch(`${relay.url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },

@@ -4,13 +4,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
 import { createLogger, silentLogger } from "../../proto/index.js";
 import type { Compatibility, Overview } from "../../relay/admin-contract/index.js";
 import { testModelPath } from "../helpers/models.js";
 import { emptyDatabase } from "../helpers/databases.js";
 import { startNats, type NatsServer } from "../helpers/nats-server.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /**
  * Any relay serves any stack: relay A holds the agent's link (the stand-in model of test/fakes), relay B
@@ -173,7 +175,7 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     const seen: unknown[] = [];
     const unsubscribe = b.events.subscribe((event) => seen.push(event));
     try {
-      const { record } = await gw.relay.control.createKey(gw.orgId, { name: "seen-elsewhere" });
+      const { record } = await gw.relay.control.keys.create(OP, gw.orgId, { name: "seen-elsewhere" });
       await vi.waitFor(() => expect(seen).toContainEqual({ type: "key", orgId: gw.orgId, keyId: record.id }), { timeout: 5000, interval: 20 });
     } finally {
       unsubscribe();
@@ -182,7 +184,7 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
 
   it("deploys and undeploys, through the other relay, a stack whose machine is linked to this one", async () => {
     const admin = (method: string, path: string) => fetch(`${b.adminUrl}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "third", machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "third" });
+    const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "third", machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "third" });
     expect((await admin("POST", `/stacks/${stack.id}/deploy`)).status).toBe(200);
     // Run by relay A, which holds the link: deployed, loaded on the machine, served through B.
     await vi.waitFor(async () => expect(((await (await admin("GET", `/stacks/${stack.id}`)).json()) as { state: string }).state).toBe("deployed"), { timeout: 10_000, interval: 50 });

@@ -4,12 +4,14 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
-import { resolveRelayConfig, startRelay, type Relay } from "../../relay/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
 import { emptyDatabase } from "../helpers/databases.js";
 import { startNats, type NatsServer } from "../helpers/nats-server.js";
 import { fakeAdapter } from "../fakes/fake-runtime.js";
 import { freePort } from "../helpers/free-port.js";
 import type { ResolveHost } from "../../agent/link/failover-dialer.js";
+import { OP } from "../helpers/operator.js";
 
 /**
  * Two relays on one PostgreSQL database joined over a real nats-server, with TLS on the agents' link, and one
@@ -32,8 +34,8 @@ async function twoRelaysAndAnAgent(options: { grpc: { host: string; port: number
     relays.push(await startRelay(resolveRelayConfig({ flags }), { log: silentLogger() }));
   }
   const a = relays[0]!;
-  const org = await a.control.createOrg("Failover");
-  const made = await a.control.createMachine(org.id, "roaming");
+  const org = await a.control.orgs.create(OP, "Failover");
+  const made = await a.control.machines.create(OP, { org: org.id, name: "roaming" });
   const machineId = made.machine.id;
   const agent: Agent = await startAgent(
     resolveAgentConfig({
@@ -43,10 +45,10 @@ async function twoRelaysAndAnAgent(options: { grpc: { host: string; port: number
   );
   await agent.link.whenOnline();
   const holder = relays.find((r) => r.registry.get(machineId))!;
-  const stack = await holder.control.createStack({ org: org.id, name: "stories", machine: machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "stories" });
-  await holder.control.deploy(stack.id);
+  const stack = await holder.control.stacks.create(OP, { org: org.id, name: "stories", machine: machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", modelId: "stories" });
+  await holder.control.stacks.deploy(OP, stack.id);
   await holder.deployer.settled(stack.id);
-  const key = (await holder.control.createKey(org.id, { name: "app" })).key;
+  const key = (await holder.control.keys.create(OP, org.id, { name: "app" })).key;
   const chat = (relay: Relay) =>
     fetch(`${relay.url}/v1/chat/completions`, {
       method: "POST",
@@ -65,7 +67,7 @@ async function twoRelaysAndAnAgent(options: { grpc: { host: string; port: number
       expect(other.registry.get(machineId)).toBeDefined();
       expect((await chat(other)).status).toBe(200);
     }, { timeout: 5000, interval: 50 });
-    expect((await other.control.machine(null, machineId)).state).toBe("online");
+    expect((await other.control.machines.get(OP, machineId)).state).toBe("online");
     return { holding, other };
   };
   const stop = async () => {

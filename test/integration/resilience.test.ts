@@ -5,6 +5,7 @@ import type { Agent } from "../../agent/index.js";
 import { fetchAgentStatus } from "../../cli/agent-client.js";
 import { startCli, stopCli } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 const post = (gw: TestGateway, body: Record<string, unknown>, signal?: AbortSignal) =>
   fetch(`${gw.baseURL}/chat/completions`, {
@@ -80,7 +81,7 @@ describe("when runtimes are busy, crash or vanish", () => {
   });
 
   it("charges a key's token limit for what a cut-short stream generated, not for its estimate", async () => {
-    const { key } = await gw.relay.control.createKey(gw.orgId, { tpm: 100_000 });
+    const { key } = await gw.relay.control.keys.create(OP, gw.orgId, { tpm: 100_000 });
     const controller = new AbortController();
     const res = await fetch(`${gw.baseURL}/chat/completions`, {
       method: "POST",
@@ -230,7 +231,7 @@ describe("a machine killed in the middle of a stream", () => {
   };
 
   it("ends the stream with a stream_incomplete error event and no [DONE]", async () => {
-    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "doomed");
+    const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "doomed" });
     agentProcess = (
       await startCli(["agent", "--server", gw.relay.linkAddress, "--machine-id", machine.id, "--token", token, "--data-dir", join(gw.dataDir, "doomed"), "--threads", "1"], /link online/, {
         MAKINA_AGENT_GPU: "false",

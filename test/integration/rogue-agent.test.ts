@@ -10,6 +10,7 @@ import { EMPTY_STEP_RESULT, PROTOCOL_VERSION, silentLogger, type AgentToRelay, t
 import { fakeAdapter } from "../fakes/fake-runtime.js";
 import { runCli, startCli, stopCli } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /**
  * A machine that speaks the link's protocol by hand (through the relay's in-process dialer), to do what no
@@ -17,7 +18,7 @@ import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
  * a runtime's, and answer without end.
  */
 async function rogueAgent(gw: TestGateway, name: string, options: { ignore?: (step: string) => boolean; deploy?: boolean } = {}) {
-  const { machine, token } = await gw.relay.control.createMachine(gw.orgId, name);
+  const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: name });
   const received: RelayToAgent[] = [];
   let onInfer: (m: Extract<RelayToAgent, { type: "infer" }>) => void = () => {};
   let relay: LinkEnd<AgentToRelay> | undefined;
@@ -34,9 +35,9 @@ async function rogueAgent(gw: TestGateway, name: string, options: { ignore?: (st
   send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "6.6.6", hardware });
   await vi.waitFor(() => expect(received.some((m) => m.type === "welcome")).toBe(true), { timeout: 5_000, interval: 10 });
   const modelId = `${name}-model`;
-  const st = await gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: machine.id, runtime: "openai", model: "http://fake.invalid/v1#rogue", modelId });
+  const st = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: modelId, machine: machine.id, runtime: "openai", model: "http://fake.invalid/v1#rogue", modelId });
   if (options.deploy ?? true) {
-    await gw.relay.control.deploy(st.id);
+    await gw.relay.control.stacks.deploy(OP, st.id);
     await gw.relay.deployer.settled(st.id);
   }
   return {
@@ -134,7 +135,7 @@ describe("a machine that floods deploy progress and runtime reports", () => {
     const rogue = await rogueAgent(gw, "noisy", { ignore: (step) => step === "pullModel", deploy: false });
     let announced = 0;
     const unsubscribe = gw.relay.events.subscribe((e) => e.type === "stack" && e.stackId === rogue.stackId && announced++);
-    await gw.relay.control.deploy(rogue.stackId);
+    await gw.relay.control.stacks.deploy(OP, rogue.stackId);
     await vi.waitFor(() => expect(rogue.received.some((m) => m.type === "command" && m.step.kind === "pullModel")).toBe(true), { timeout: 5_000, interval: 10 });
     const pull = rogue.received.find((m): m is Extract<RelayToAgent, { type: "command" }> => m.type === "command" && m.step.kind === "pullModel")!;
     const before = announced;
@@ -175,7 +176,7 @@ describe("a machine that floods deploy progress and runtime reports", () => {
   });
 
   it("keeps a machine's version to a size a person reads", async () => {
-    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "verbose");
+    const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "verbose" });
     const received: RelayToAgent[] = [];
     const relay = gw.relay.inProcessDialer({ machineId: machine.id, token })({ send: (m) => received.push(m), close: () => {} });
     const hardware = { platform: "linux", os: "OS", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] };
@@ -196,13 +197,13 @@ describe("a machine that never finishes a deployment step", () => {
 
   it("fails the deployment with the reason once the step has been silent too long, and does not block the next one", async () => {
     const rogue = await rogueAgent(gw, "stuck", { ignore: (step) => step === "pullModel" });
-    const failed = await gw.relay.control.stack(rogue.stackId);
+    const failed = await gw.relay.control.stacks.get(OP, rogue.stackId);
     expect(failed.state).toBe("failed");
     expect(failed.stateError).toBe("The machine reported nothing of the pullModel step for 300 ms; it was given up.");
     rogue.ignore(() => false);
-    await gw.relay.control.deploy(rogue.stackId);
+    await gw.relay.control.stacks.deploy(OP, rogue.stackId);
     await gw.relay.deployer.settled(rogue.stackId);
-    expect((await gw.relay.control.stack(rogue.stackId)).state).toBe("deployed");
+    expect((await gw.relay.control.stacks.get(OP, rogue.stackId)).state).toBe("deployed");
   });
 });
 
@@ -217,7 +218,7 @@ describe("undeploying a stack whose deployment is still running", () => {
 
   it("stops the deployment on the relay and on the machine first, then removes the stack: nothing of it lands after", async () => {
     const rogue = await rogueAgent(gw, "halfway", { ignore: (step) => step === "pullModel", deploy: false });
-    await gw.relay.control.deploy(rogue.stackId);
+    await gw.relay.control.stacks.deploy(OP, rogue.stackId);
     await vi.waitFor(() => expect(rogue.received.some((m) => m.type === "command" && m.step.kind === "pullModel")).toBe(true), { timeout: 5_000, interval: 10 });
     const undeployed = await gw.relay.deployer.undeploy(rogue.stackId);
     expect(undeployed.state).toBe("draft");
@@ -229,7 +230,7 @@ describe("undeploying a stack whose deployment is still running", () => {
       "cancel pull",
       "removeStack",
     ]);
-    const view = await gw.relay.control.stack(rogue.stackId);
+    const view = await gw.relay.control.stacks.get(OP, rogue.stackId);
     expect(view.deployment?.error).toBe("The stack was undeployed during its deployment.");
   });
 });

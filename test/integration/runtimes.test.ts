@@ -11,6 +11,7 @@ import { runCli } from "../helpers/cli.js";
 import { fixtureSource, type MachineKind } from "../helpers/hardware-fixtures.js";
 import { REPO_ROOT } from "../helpers/models.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 // vLLM and MLX cannot run on the CI machine: these tests use stand-in executables (test/fixtures/standins)
 // that behave like `python3 -m venv`, `pip install`, `vllm serve` and `mlx_lm.server` (same flags, same
@@ -25,7 +26,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   let existing: ChildProcess | undefined;
 
   async function machine(kind: MachineKind, name: string, flags: Record<string, unknown> = {}) {
-    const { machine: m, token } = await gw.relay.control.createMachine(gw.orgId, name);
+    const { machine: m, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: name });
     const agent = await startAgent(
       resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, name), threads: 1, gpu: false, python: join(STANDINS, "python3"), ...flags }, env: process.env }),
       { log: silentLogger(), hardwareSource: fixtureSource(kind) },
@@ -36,10 +37,10 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   }
 
   async function deploy(machineId: string, runtime: "vllm" | "mlx" | "openai", model: string, modelId: string) {
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: modelId, machine: machineId, runtime, model, modelId });
-    await gw.relay.control.deploy(stack.id);
+    const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: modelId, machine: machineId, runtime, model, modelId });
+    await gw.relay.control.stacks.deploy(OP, stack.id);
     await gw.relay.deployer.settled(stack.id);
-    return await gw.relay.control.stack(stack.id);
+    return await gw.relay.control.stacks.get(OP, stack.id);
   }
 
   beforeAll(async () => {
@@ -94,11 +95,11 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   });
 
   it("gives vLLM the context a stack asks for (--max-model-len), restarting it", async () => {
-    const stack = (await gw.relay.control.listStacks(gw.orgId)).find((s) => s.modelId === "qwen-vllm")!;
-    const edited = await gw.relay.control.updateStack(stack.id, null, { maxContext: 8192 });
+    const stack = (await gw.relay.control.stacks.records(OP, gw.orgId)).find((s) => s.modelId === "qwen-vllm")!;
+    const edited = await gw.relay.control.stacks.update(OP, stack.id, { maxContext: 8192 });
     expect(edited).toMatchObject({ changed: ["max_context"], redeployed: true });
     await gw.relay.deployer.settled(stack.id);
-    expect(await gw.relay.control.stack(stack.id)).toMatchObject({ state: "deployed", maxContext: 8192 });
+    expect(await gw.relay.control.stacks.get(OP, stack.id)).toMatchObject({ state: "deployed", maxContext: 8192 });
     expect(readFileSync(log, "utf8")).toMatch(/serve Qwen\/Qwen2\.5-0\.5B-Instruct --host 127\.0\.0\.1 --port \d+ --served-model-name qwen-vllm --max-model-len 8192/);
     const res = await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "Hello again" }] });
     expect(res.choices[0]!.message.content).toBe("You said: Hello again");
@@ -142,18 +143,18 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
 
   it("still refuses on the machine a runtime its hardware cannot run, when the relay let it through", async () => {
     // A machine that reported no hardware yet passes the relay's rules; the agent checks again.
-    const { machine: m, token } = await gw.relay.control.createMachine(gw.orgId, "unknown-box");
-    const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "vllm-unknown", machine: m.id, runtime: "vllm", model: "hf:Qwen/Qwen2.5-0.5B-Instruct", modelId: "qwen-unknown" });
+    const { machine: m, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "unknown-box" });
+    const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "vllm-unknown", machine: m.id, runtime: "vllm", model: "hf:Qwen/Qwen2.5-0.5B-Instruct", modelId: "qwen-unknown" });
     expect(stack.compatibility.ok).toBeNull();
-    expect((await gw.relay.control.deploy(stack.id)).state).toBe("deploying");
+    expect((await gw.relay.control.stacks.deploy(OP, stack.id)).state).toBe("deploying");
     const agent = await startAgent(
       resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, "unknown-box"), threads: 1, gpu: false, python: join(STANDINS, "python3") }, env: process.env }),
       { log: silentLogger(), hardwareSource: fixtureSource("cpu-vm") },
     );
     agents.push(agent);
-    await vi.waitFor(async () => expect((await gw.relay.control.stack(stack.id)).state).toBe("failed"), { timeout: 15_000, interval: 50 });
-    expect((await gw.relay.control.stack(stack.id)).stateError).toBe("The vllm runtime cannot run here: needs Linux with an NVIDIA GPU (CUDA), but no cuda backend is usable here (no GPU found).");
-    expect((await gw.relay.control.stack(stack.id)).compatibility.ok).toBe(false);
+    await vi.waitFor(async () => expect((await gw.relay.control.stacks.get(OP, stack.id)).state).toBe("failed"), { timeout: 15_000, interval: 50 });
+    expect((await gw.relay.control.stacks.get(OP, stack.id)).stateError).toBe("The vllm runtime cannot run here: needs Linux with an NVIDIA GPU (CUDA), but no cuda backend is usable here (no GPU found).");
+    expect((await gw.relay.control.stacks.get(OP, stack.id)).compatibility.ok).toBe(false);
   });
 
   it("runs mlx_lm.server only on Apple silicon", async () => {

@@ -4,6 +4,7 @@ import { encodeAgentMessage } from "../../agent/link/agent-link-codec.js";
 import { EMPTY_STEP_RESULT, AUTHORIZATION_METADATA, MACHINE_ID_METADATA, PROTOCOL_VERSION, type AgentToRelay } from "../../proto/index.js";
 import { AgentLinkClient, type RelayMessage } from "../../proto/wire.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { OP } from "../helpers/operator.js";
 
 /**
  * A machine that stops reading its link (a hung agent, a saturated uplink): it speaks raw gRPC, answers its
@@ -22,7 +23,7 @@ describe("a machine whose link stops draining", () => {
   });
 
   it("gets no new requests (503, short Retry-After) while it does not read, and others are served throughout", async () => {
-    const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "stalled");
+    const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "stalled" });
     client = new AgentLinkClient(gw.relay.linkAddress, credentials.createInsecure());
     const metadata = new Metadata();
     metadata.set(MACHINE_ID_METADATA, machine.id);
@@ -37,11 +38,11 @@ describe("a machine whose link stops draining", () => {
     const beat = setInterval(() => send({ type: "heartbeat", sentAtMs: Date.now() }), 200);
     try {
       await vi.waitFor(() => expect(gw.relay.registry.get(machine.id)).toBeDefined(), { timeout: 5_000, interval: 10 });
-      const stack = await gw.relay.control.createStack({ org: gw.orgId, name: "stalled-model", machine: machine.id, runtime: "openai", model: "http://fake.invalid/v1#x", modelId: "stalled-model" });
-      await gw.relay.control.deploy(stack.id);
+      const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "stalled-model", machine: machine.id, runtime: "openai", model: "http://fake.invalid/v1#x", modelId: "stalled-model" });
+      await gw.relay.control.stacks.deploy(OP, stack.id);
       await gw.relay.deployer.settled(stack.id);
       const session = gw.relay.registry.get(machine.id)!;
-      expect([(await gw.relay.control.stack(stack.id)).state, session.congested]).toEqual(["deployed", false]);
+      expect([(await gw.relay.control.stacks.get(OP, stack.id)).state, session.congested]).toEqual(["deployed", false]);
 
       // It stops reading. Requests sent its way (straight on the link: each an infer, then a cancel when no first
       // token comes) pile up in the relay's write buffer for it: 40 of 200 KB, 8 MB, counted in bytes (as

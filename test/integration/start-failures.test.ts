@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { resolveAgentConfig, startAgent } from "../../agent/index.js";
 import { PartStartError, silentLogger } from "../../proto/index.js";
-import { resolveRelayConfig, startRelay } from "../../relay/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay } from "../../relay/start/start-relay.js";
 import { CLI } from "../helpers/cli.js";
 
 /** Holds a port as another program would: listening on `host`, on a free port unless given one. */
@@ -58,7 +59,7 @@ describe("a relay or an agent that cannot start says which part failed and which
       // The same data directory and port, now free: the failed start held neither.
       const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, ...base, ...l.flags(taken.port) } }), { log: silentLogger() });
       const parts = relay.parts().map((p) => p.name);
-      expect(parts.slice(0, 4)).toEqual(["the data directory", "the database", "the admin token", "the gateway directory"]);
+      expect(parts.slice(0, 5)).toEqual(["the data directory", "the database", "the database's retries", "the admin token", "the gateway directory"]);
       expect(parts.some((p) => p.startsWith(`the ${l.what} listener`))).toBe(true);
       await relay.stop();
       expect(relay.parts().filter((p) => p.state !== "stopped")).toEqual([]);

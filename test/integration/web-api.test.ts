@@ -6,13 +6,16 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
 import { WebSessions } from "../../relay/auth/index.js";
-import { hashPassword, resolveRelayConfig, startRelay } from "../../relay/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay } from "../../relay/start/start-relay.js";
+import { hashPassword } from "../../relay/keys/index.js";
 import { fixtureSource } from "../helpers/hardware-fixtures.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { sseEvents, WebClient } from "../helpers/web-client.js";
 import { readTogether } from "../helpers/read-together.js";
 import type { Compatibility, Usage } from "../../relay/admin-contract/index.js";
 import { testModelPath } from "../helpers/models.js";
+import { OP } from "../helpers/operator.js";
 
 // The admin API as the web application uses it: a session cookie and a CSRF token instead of the admin token.
 describe("the web application's API: sign-in, sessions, roles and organizations", () => {
@@ -192,7 +195,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       expect(res.status, path).toBe(403);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe("permission_denied");
     }
-    expect((await gw.relay.control.stack(gw.stackId)).state).toBe("deployed");
+    expect((await gw.relay.control.stacks.get(OP, gw.stackId)).state).toBe("deployed");
 
     const own = await member.json<{ id: string; key: string; created_by: string }>("POST", "/admin/v1/keys", { name: "mine" });
     const theirs = await admin.json<{ id: string }>("POST", "/admin/v1/keys", { name: "the admin's" });
@@ -209,7 +212,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
   it("shows a user of another organization nothing of this one", async () => {
     const other = (await (await operator("POST", "/admin/v1/orgs", { name: "Rivals" })).json()) as { id: string; slug: string };
     const rival = await signedIn(`rival@rivals`, await addUser(other.id, "rival@rivals", "admin"));
-    const ours = await gw.relay.control.createKey(gw.orgId, { name: "ours" });
+    const ours = await gw.relay.control.keys.create(OP, gw.orgId, { name: "ours" });
     expect((await rival.json<{ data: unknown[] }>("GET", "/admin/v1/machines")).data).toEqual([]);
     expect((await rival.json<{ data: unknown[] }>("GET", "/admin/v1/stacks")).data).toEqual([]);
     expect((await rival.json<{ data: { name: string }[] }>("GET", "/admin/v1/keys")).data).toEqual([]);
@@ -230,7 +233,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     expect((await rival.call("POST", "/admin/v1/keys", { machines: [gw.machineId] })).status).toBe(404);
     expect((await rival.call("POST", "/admin/v1/stacks", { name: "x", machine: gw.machineId, runtime: "gguf", model: "/x.gguf" })).status).toBe(404);
     expect((await gw.relay.store.keys.get(ours.record.id))?.state).toBe("active");
-    expect((await gw.relay.control.stack(gw.stackId)).state).toBe("deployed");
+    expect((await gw.relay.control.stacks.get(OP, gw.stackId)).state).toBe("deployed");
     expect((await operator("POST", "/admin/v1/orgs", { name: "x" })).status).toBe(201);
     expect((await rival.call("POST", "/admin/v1/orgs", { name: "y" })).status).toBe(403);
   });
@@ -245,7 +248,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     try {
       // Announced in this order: another organization's change first, then ours. Were the stream not
       // filtered, the first event read would be theirs.
-      await gw.relay.control.createKey(other.id, { name: "theirs" });
+      await gw.relay.control.keys.create(OP, other.id, { name: "theirs" });
       const mine = await c.json<{ id: string }>("POST", "/admin/v1/keys", { name: "watched" });
       expect((await events.next()).value).toEqual({ event: "key", data: { type: "key", key_id: mine.id } });
       await c.call("POST", `/admin/v1/stacks/${gw.stackId}/undeploy`);
@@ -253,10 +256,10 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     } finally {
       controller.abort();
       await events.return(undefined);
-      await gw.relay.control.deploy(gw.stackId);
+      await gw.relay.control.stacks.deploy(OP, gw.stackId);
       await gw.relay.deployer.settled(gw.stackId);
     }
-    expect((await gw.relay.control.stack(gw.stackId)).state).toBe("deployed");
+    expect((await gw.relay.control.stacks.get(OP, gw.stackId)).state).toBe("deployed");
   });
 
   it("shows what a machine hosts, as it reports it over the link: runtimes and models on disk", async () => {
@@ -323,7 +326,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     let agent: Agent;
     let cpuBox: string;
     beforeAll(async () => {
-      const { machine, token } = await gw.relay.control.createMachine(gw.orgId, "cpu-box");
+      const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "cpu-box" });
       cpuBox = machine.id;
       agent = await startAgent(resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: machine.id, token, dataDir: join(gw.dataDir, "cpu-box"), threads: 1, gpu: false } }), {
         log: silentLogger(),
@@ -424,7 +427,7 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
       expect(failures(await panel("/etc/hostname"))).toEqual([["model", "The GGUF runtime needs a .gguf file (a path, an https:// URL or hf:owner/repo/file.gguf)."], ["model", "The GGUF runtime needs a .gguf file."]]);
 
       // A machine that is not linked cannot be asked: the file is unknown, not refused.
-      const { machine: away } = await gw.relay.control.createMachine(gw.orgId, "away-box");
+      const { machine: away } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "away-box" });
       const unknown = await c.json<Compatibility>("POST", "/admin/v1/compatibility", { machine: away.id, runtime: "gguf", model: missing });
       expect([unknown.ok, failures(unknown)]).toEqual([null, []]);
     });
@@ -479,7 +482,7 @@ describe("a relay stopping with web pages open", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "makina-stop-"));
     const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
     try {
-      const org = await relay.control.createOrg("Stopping");
+      const org = await relay.control.orgs.create(OP, "Stopping");
       await relay.store.users.create({ orgId: org.id, login: "op", passwordHash: await hashPassword("a long enough password"), role: "admin" });
       const c = new WebClient(relay.url);
       expect((await c.signIn("op", "a long enough password")).status).toBe(200);
@@ -502,17 +505,22 @@ describe("web sessions over time", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "makina-sessions-"));
     const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
     try {
-      const org = await relay.control.createOrg("Clocks");
+      const org = await relay.control.orgs.create(OP, "Clocks");
       await relay.store.users.create({ orgId: org.id, login: "tz", passwordHash: await hashPassword("a long enough password"), role: "admin" });
       let now = Date.now();
       const sessions = new WebSessions(relay.store, { ttlMs: 60_000, now: () => now });
-      const first = await sessions.signIn("tz", "a long enough password", "127.0.0.1");
+      const signIn = async () => {
+        const result = await sessions.signIn("tz", "a long enough password", "127.0.0.1");
+        if (!result.ok) throw new Error(`sign-in refused: ${result.reason}`);
+        return result.session;
+      };
+      const first = await signIn();
       expect((await sessions.resolve(first.cookie))?.user.login).toBe("tz");
       now += 61_000;
       expect(await sessions.resolve(first.cookie)).toBeUndefined();
-      const stale = await sessions.signIn("tz", "a long enough password", "127.0.0.1");
+      const stale = await signIn();
       now += 61_000;
-      await sessions.signIn("tz", "a long enough password", "127.0.0.1");
+      await signIn();
       const rows = await relay.store.db.selectFrom("sessions").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
       expect(Number(rows.n)).toBe(1);
       expect(await sessions.resolve(stale.cookie)).toBeUndefined();

@@ -1,51 +1,31 @@
 import type { MachineRoute } from "../../admin-contract/index.js";
-import type { Access } from "../../auth/index.js";
+import type { Actor } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
 import { pageOf } from "./page-of.js";
-import type { AuditRecorder } from "./audit-trail.js";
 
-/** Machines: listed by anyone of the organization; added, revoked and given new tokens by its admins. */
-export function machineRoutes(control: ControlPlane, record: AuditRecorder): RouteHandlers<MachineRoute, Access> {
-  const target = (m: { id: string; name: string }) => ({ kind: "machine", id: m.id, name: m.name });
+/** Machines (the control plane's `machines`): a page of them, one, add, revoke, new token, rename, delete. */
+export function machineRoutes(control: ControlPlane): RouteHandlers<MachineRoute, Actor> {
   return {
-    "GET /admin/v1/machines": async (input, access) => {
+    "GET /admin/v1/machines": async (input, actor) => {
       const { org, ...ask } = input.query();
-      const machines = toWire(await control.listMachines(access.org(org).id));
+      const machines = toWire(await control.machines.list(actor, org));
       return pageOf(machines, ask, { searched: (m) => [m.name, m.id], state: (m) => (m.revoked_at !== null ? "revoked" : m.state) });
     },
-    "GET /admin/v1/machines/:id": async ({ params }, access) => toWire(await control.machine(access.orgScope, params.id)),
-    "POST /admin/v1/machines": async (input, access) => {
-      access.requireAdmin("add machines");
-      const body = input.body();
-      const { machine, ...joining } = await control.createMachine(access.org(body.org).id, body.name);
-      await record(access, { orgId: machine.orgId, action: "machine.created", target: target(machine) });
+    "GET /admin/v1/machines/:id": async ({ params }, actor) => toWire(await control.machines.get(actor, params.id)),
+    "POST /admin/v1/machines": async (input, actor) => {
+      const { machine, ...joining } = await control.machines.create(actor, () => input.body());
       return toWire({ ...machine, ...joining });
     },
-    "POST /admin/v1/machines/:id/revoke": async ({ params }, access) => {
-      access.requireAdmin("revoke machines");
-      const machine = await control.revokeMachine(access.orgScope, params.id);
-      await record(access, { orgId: machine.orgId, action: "machine.revoked", target: target(machine) });
-      return toWire(machine);
-    },
-    "POST /admin/v1/machines/:id/rotate-token": async ({ params }, access) => {
-      access.requireAdmin("rotate machine tokens");
-      const { machine, ...joining } = await control.rotateMachineToken(access.orgScope, params.id);
-      await record(access, { orgId: machine.orgId, action: "machine.token_rotated", target: target(machine) });
+    "POST /admin/v1/machines/:id/revoke": async ({ params }, actor) => toWire(await control.machines.revoke(actor, params.id)),
+    "POST /admin/v1/machines/:id/rotate-token": async ({ params }, actor) => {
+      const { machine, ...joining } = await control.machines.rotateToken(actor, params.id);
       return toWire({ ...machine, ...joining });
     },
-    "PATCH /admin/v1/machines/:id": async (input, access) => {
-      access.requireAdmin("rename machines");
-      const before = await control.machine(access.orgScope, input.params.id);
-      const machine = await control.renameMachine(access.orgScope, input.params.id, input.body().name);
-      await record(access, { orgId: machine.orgId, action: "machine.renamed", target: target(machine), detail: { from: before.name } });
-      return toWire(machine);
-    },
-    "DELETE /admin/v1/machines/:id": async ({ params }, access) => {
-      access.requireAdmin("delete machines");
-      const machine = await control.deleteMachine(access.orgScope, params.id);
-      await record(access, { orgId: machine.orgId, action: "machine.deleted", target: target(machine) });
+    "PATCH /admin/v1/machines/:id": async (input, actor) => toWire(await control.machines.rename(actor, input.params.id, () => input.body())),
+    "DELETE /admin/v1/machines/:id": async ({ params }, actor) => {
+      const machine = await control.machines.delete(actor, params.id);
       return { id: machine.id, deleted: true as const };
     },
   };

@@ -1,103 +1,11 @@
-import type { MachineLoad as WireLoad, Overview, OverviewRoute, RequestFigures as WireFigures, StackState } from "../../admin-contract/index.js";
-import type { Access } from "../../auth/index.js";
-import type { ControlPlane, Machine, RequestFigures } from "../../control/index.js";
-import type { MachineLoad } from "../../link/index.js";
-import type { RequestLog } from "../../usage/index.js";
+import type { OverviewRoute } from "../../admin-contract/index.js";
+import type { Actor } from "../../auth/index.js";
+import type { ControlPlane } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 
-/** The latest load of each of these machines that has one: from this relay's links, and from the other relays'. */
-export type LoadsOf = (machineIds: readonly string[]) => Promise<Map<string, MachineLoad>>;
-
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-const STACK_STATES: readonly StackState[] = ["draft", "deploying", "deployed", "failed", "undeploying"];
-
-/** The request log's figures as the overview gives them: every one of the last 60 minutes, zeros included. */
-export function requestFigures(f: RequestFigures, now: number): WireFigures {
-  const byMinute = new Map(f.minutes.map((m) => [m.minute, m]));
-  const current = Math.floor(now / MINUTE);
-  const minutes = Array.from({ length: 60 }, (_, i) => {
-    const minute = current - 59 + i;
-    const m = byMinute.get(minute);
-    return { start: minute * MINUTE, requests: m?.requests ?? 0, errors: m?.errors ?? 0, completion_tokens: m?.completionTokens ?? 0 };
-  });
-  const requests = f.minutes.reduce((n, m) => n + m.requests, 0);
-  const errors = f.minutes.reduce((n, m) => n + m.errors, 0);
+/** The overview of an organization, one of its machines or one stack (the control plane's `overview`). */
+export function overviewRoutes(control: ControlPlane): RouteHandlers<OverviewRoute, Actor> {
   return {
-    requests_per_minute: f.recentRequests,
-    tokens_per_second: Math.round((f.recentCompletionTokens / 60) * 10) / 10,
-    requests,
-    errors,
-    error_rate: requests > 0 ? errors / requests : null,
-    prompt_tokens: f.minutes.reduce((n, m) => n + m.promptTokens, 0),
-    completion_tokens: f.minutes.reduce((n, m) => n + m.completionTokens, 0),
-    p50_ms: f.p50Ms,
-    p95_ms: f.p95Ms,
-    decode_tokens_per_second: f.decodeTokensPerSecond,
-    minutes,
-  };
-}
-
-const wireLoad = (m: Machine, { usage, receivedAt }: MachineLoad): WireLoad => ({
-  machine_id: m.id,
-  name: m.name,
-  cpu_percent: usage.cpuPercent,
-  memory_used_bytes: usage.memoryUsedBytes,
-  memory_total_bytes: usage.memoryTotalBytes,
-  gpus: usage.gpus.map((g) => ({ index: g.index, name: g.name, utilization_percent: g.utilizationPercent < 0 ? null : g.utilizationPercent, memory_used_bytes: g.memoryUsedBytes, memory_total_bytes: g.memoryTotalBytes })),
-  received_at: receivedAt,
-});
-
-/**
- * The overview: what an organization (or one of its machines, or one stack) runs and how hard, made on each call
- * from the store, the machines' latest loads and the request log. Anyone of the organization sees it.
- */
-export function overviewRoutes(control: ControlPlane, requests: RequestLog, loadsOf: LoadsOf, now: () => number = Date.now): RouteHandlers<OverviewRoute, Access> {
-  return {
-    "GET /admin/v1/overview": async (input, access) => {
-      const { org, machine, stack } = input.query();
-      const orgId = access.org(org).id;
-      // A machine or stack named must be one of the organization's (another's reads as not found).
-      const scopedStack = stack !== undefined ? await control.stack(stack, orgId) : undefined;
-      const scopedMachine = machine !== undefined ? await control.machine(orgId, machine) : undefined;
-      const fleet = await control.fleetOf(orgId);
-      const machines = scopedStack ? fleet.machines.filter((m) => m.id === scopedStack.machineId) : scopedMachine ? [scopedMachine] : fleet.machines;
-      const stacks = scopedStack ? fleet.stacks.filter((s) => s.id === scopedStack.id) : scopedMachine ? fleet.stacks.filter((s) => s.machineId === scopedMachine.id) : fleet.stacks;
-      const at = now();
-      const online = machines.filter((m) => m.state === "online" && m.revokedAt === null);
-      const [loads, figures] = await Promise.all([loadsOf(online.map((m) => m.id)), requests.figures(orgId, { stackId: scopedStack?.id, machineId: scopedMachine?.id }, at - HOUR, at - MINUTE)]);
-      const live = machines.filter((m) => m.revokedAt === null);
-      const byState = Object.fromEntries(STACK_STATES.map((st) => [st, stacks.filter((s) => s.state === st).length])) as Record<StackState, number>;
-      // A runtime serves only while its machine is online: the state it last reported says nothing otherwise.
-      const onlineIds = new Set(online.map((m) => m.id));
-      const runtimes = { ready: 0, loading: 0, failed: 0, unknown: 0, offline: 0 };
-      for (const s of stacks) {
-        if (s.state !== "deployed") continue;
-        const state = s.runtimeState;
-        if (!onlineIds.has(s.machineId)) runtimes.offline++;
-        else if (state === "ready" || state === "loading" || state === "failed") runtimes[state]++;
-        else runtimes.unknown++;
-      }
-      const overview: Overview = {
-        object: "overview",
-        org_id: orgId,
-        at,
-        scope: { machine: scopedMachine?.id ?? null, stack: scopedStack?.id ?? null },
-        machines: {
-          total: live.length,
-          online: online.length,
-          offline: live.filter((m) => m.state === "offline").length,
-          pending: live.filter((m) => m.state === "pending").length,
-          revoked: machines.length - live.length,
-        },
-        loads: online.flatMap((m) => {
-          const load = loads.get(m.id);
-          return load ? [wireLoad(m, load)] : [];
-        }),
-        stacks: { total: stacks.length, by_state: byState, runtimes },
-        requests: requestFigures(figures, at),
-      };
-      return overview;
-    },
+    "GET /admin/v1/overview": (input, actor) => control.overview(actor, input.query()),
   };
 }

@@ -1,31 +1,28 @@
 import type { LoggedRequest, RequestRoute } from "../../admin-contract/index.js";
-import type { Access } from "../../auth/index.js";
-import type { RequestLog, RequestLogEntry } from "../../usage/index.js";
-import { MakinaError } from "../../../proto/index.js";
+import type { Actor } from "../../auth/index.js";
+import type { ControlPlane, ListedRequest } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
 
 /** An entry as the admin API lists it: whether it was captured, never what. */
-function listed({ orgId: _org, capture: _capture, captureUntil, ...entry }: RequestLogEntry & { keyName: string | null; stackName: string | null }): LoggedRequest {
+function listed({ orgId: _org, capture: _capture, captureUntil, ...entry }: ListedRequest): LoggedRequest {
   return { ...toWire(entry), object: "request", captured: captureUntil !== null, capture_until: captureUntil };
 }
 
-/** The request log: an organization's gateway requests, to anyone of it; what a capture kept, to its admins only. */
-export function requestRoutes(requests: RequestLog): RouteHandlers<RequestRoute, Access> {
+/** The request log (the control plane's `activity`): a page of an organization's gateway requests, and one with what its capture kept. */
+export function requestRoutes(control: ControlPlane): RouteHandlers<RequestRoute, Actor> {
   return {
-    "GET /admin/v1/requests": async (input, access) => {
+    "GET /admin/v1/requests": async (input, actor) => {
       const { org, stack, key, model, status, q, page, per_page } = input.query();
-      const { rows, total } = await requests.list(access.org(org).id, { stackId: stack, keyId: key, model, status, q }, { offset: (page - 1) * per_page, limit: per_page });
+      const { rows, total } = await control.activity.requests(actor, org, { stackId: stack, keyId: key, model, status, q }, { offset: (page - 1) * per_page, limit: per_page });
       return { object: "list" as const, data: rows.map(listed), total, page, per_page };
     },
-    "GET /admin/v1/requests/:id": async ({ params }, access) => {
-      const found = await requests.get(params.id);
-      if (!found) throw new MakinaError("not_found", `No request '${params.id}' in the request log.`, { param: "id" });
-      access.see(found.orgId, "request", params.id, "id");
+    "GET /admin/v1/requests/:id": async ({ params }, actor) => {
+      const { captureVisible, ...found } = await control.activity.request(actor, params.id);
       const { capture } = found;
       return {
         ...listed(found),
-        capture: capture && access.isAdmin ? { messages: capture.messages, answer: capture.answer, tool_calls: capture.toolCalls, truncated: capture.truncated } : null,
+        capture: capture && captureVisible ? { messages: capture.messages, answer: capture.answer, tool_calls: capture.toolCalls, truncated: capture.truncated } : null,
       };
     },
   };

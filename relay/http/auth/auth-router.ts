@@ -24,7 +24,7 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
   r.use("/auth/v1", ...jsonBody(64 * 1024));
 
   const view = async (s: SessionUser): Promise<SessionInfo> => {
-    const org = await control.org(s.user.orgId);
+    const org = await control.signIns.orgOf(s);
     return { user: { id: s.user.id, login: s.user.login, role: s.user.role }, org: { id: org.id, name: org.name, slug: org.slug }, csrf_token: s.csrfToken };
   };
   const current = async (req: Request): Promise<SessionUser> => {
@@ -41,21 +41,21 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
   const handlers: RouteHandlers<SessionRoute, HttpExchange> = {
     "POST /auth/v1/sign-in": async (input, { req, res }) => {
       const { login, password } = input.body();
-      const s = await sessions.signIn(login, password, req.ip ?? "unknown");
+      const s = await control.signIns.signIn(login, password, req.ip ?? "unknown");
       // The browser keeps the cookie exactly as long as the session lasts.
       setSessionCookie(req, res, s.cookie, s.expiresAt - Date.now());
       return view(s);
     },
     "GET /auth/v1/session": async (_input, { req }) => view(await current(req)),
     "POST /auth/v1/sign-out": async (_input, { req, res }) => {
-      await sessions.signOut(await withCsrf(req));
+      await control.signIns.signOut(await withCsrf(req));
       setSessionCookie(req, res, "", 0);
       return { signed_out: true };
     },
     "POST /auth/v1/password": async (input, { req }) => {
       const session = await withCsrf(req);
       const body = input.body();
-      await sessions.changePassword(session, body.current_password, body.new_password, req.ip ?? "unknown");
+      await control.signIns.changePassword(session, body.current_password, body.new_password, req.ip ?? "unknown");
       return { changed: true };
     },
   };

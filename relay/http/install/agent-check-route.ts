@@ -15,7 +15,7 @@ export function agentCheckRouter(control: ControlPlane, agentPackage: AgentPacka
   const r = Router();
   r.post("/agent/v1/check", ...jsonBody(4096), (req, res, next) => {
     const b = (req.body ?? {}) as Record<string, unknown>;
-    control.checkMachineToken(typeof b.machine_id === "string" ? b.machine_id : "", typeof b.token === "string" ? b.token : "").then((checked) => {
+    control.machines.checkToken(typeof b.machine_id === "string" ? b.machine_id : "", typeof b.token === "string" ? b.token : "").then((checked) => {
       if ("refusal" in checked) return next(new MakinaError("invalid_machine_token", checked.refusal));
       res.json({ machine_id: checked.machine.id, name: checked.machine.name, agent_package: pkg });
     }, next);

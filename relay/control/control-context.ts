@@ -1,0 +1,84 @@
+import type { Actor, WebSessions } from "../auth/index.js";
+import { actorOf, type AuditEntry, type AuditLog } from "../audit/index.js";
+import type { Deployer } from "../deploy/index.js";
+import type { EventBus } from "../events/index.js";
+import type { MachineLoad } from "../link/index.js";
+import type { Store } from "../store/index.js";
+import type { RequestLog, UsageRecorder } from "../usage/index.js";
+import type { ModelFiles } from "./model-files.js";
+import type { ModelInspector } from "./model-inspector.js";
+import { Policy, type OrgFinder } from "./policy.js";
+
+/** How agents reach this relay's link, for install commands. */
+export interface LinkWhereabouts {
+  /** `host:port` agents dial. */
+  address: string;
+  tls: boolean;
+  /** The CA agents pin; null with a given certificate or no TLS. */
+  caSha256: string | null;
+  relayUrl: string;
+  /** The TLS install listener and the pin of its key; null when the relay's own URL serves the install files. */
+  install?: { url: string; pin: string } | null;
+  /** The link addresses of the other relays on the same database. */
+  otherAddresses?: () => Promise<readonly string[]>;
+}
+
+/** What the control plane's commands are built on. */
+export interface ControlDeps {
+  store: Store;
+  deployer: Deployer;
+  /** How agents reach the link, read when a command needs it (the listeners come up after the control plane). */
+  link: () => LinkWhereabouts;
+  events: EventBus;
+  inspector: ModelInspector;
+  /** Ends a machine's live link, if it has one. */
+  dropLink: (machineId: string) => void;
+  /** Asks machines about the model files stacks name by a local path. */
+  files: ModelFiles;
+  audit: AuditLog;
+  sessions: WebSessions;
+  usage: UsageRecorder;
+  requests: RequestLog;
+  /** Organizations by id or slug, from memory (the gateway's directory). */
+  findOrg: OrgFinder;
+  /** The machines' latest loads, wherever they are linked. */
+  loadsOf: (machineIds: string[]) => Promise<Map<string, MachineLoad>>;
+}
+
+/**
+ * A command's input, or how to read it: a command that first checks its caller reads its input after, so a caller
+ * that may not call is told so before it is told what is wrong with the call (the admin API passes its body's
+ * check this way).
+ */
+export type Given<T> = T | (() => T);
+
+/** The input itself. */
+export function given<T extends object | string>(input: Given<T>): T {
+  return typeof input === "function" ? (input as () => T)() : input;
+}
+
+/** What a command records: the action, where and on what; who and from where come from its actor. */
+export type CommandRecord = Omit<AuditEntry, "actor" | "address" | "outcome" | "detail"> & { detail?: AuditEntry["detail"] };
+
+/** The shared context of the control plane's resources: its dependencies, the policy of an actor, and the audit trail. */
+export class ControlContext {
+  constructor(readonly deps: ControlDeps) {}
+
+  get store(): Store {
+    return this.deps.store;
+  }
+
+  get events(): EventBus {
+    return this.deps.events;
+  }
+
+  /** What `actor` may see and do. */
+  policy(actor: Actor): Policy {
+    return new Policy(actor, this.deps.findOrg);
+  }
+
+  /** Records what `actor` did, from its address, in the audit log. */
+  record(actor: Actor, entry: CommandRecord): Promise<void> {
+    return this.deps.audit.record({ ...entry, detail: entry.detail ?? null, actor: actorOf(actor), address: actor.address });
+  }
+}

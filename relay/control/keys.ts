@@ -1,0 +1,181 @@
+import { MakinaError } from "../../proto/index.js";
+import type { Actor } from "../auth/index.js";
+import { createApiKey, publicKey, type PublicApiKey } from "../keys/index.js";
+import type { ApiKeyChanges, KeyPageAsk, Organization } from "../store/index.js";
+import { given, type ControlContext, type Given } from "./control-context.js";
+
+/** A key as the admin API shows it: `expired` once past its expiry (still `active` in the store). */
+export type KeyView = Omit<PublicApiKey, "state"> & { state: "active" | "revoked" | "expired" };
+
+/** What a key is made with: its name, the stacks and machines it is limited to (null: any), its own limits, its expiry. */
+export interface KeyInput {
+  name?: string | null;
+  stackIds?: string[] | null;
+  machineIds?: string[] | null;
+  rpm?: number | null;
+  tpm?: number | null;
+  /** ms since the epoch; null: never. */
+  expiresAt?: number | null;
+}
+
+/** What a page of keys asks: searched, filtered and sorted by the database. */
+export type KeyPageQuery = Omit<KeyPageAsk, "now" | "usageSince">;
+
+const target = (k: { id: string; name: string | null; prefix: string }) => ({ kind: "key", id: k.id, name: k.name ?? k.prefix });
+
+/** API keys: anyone of the organization lists and makes them; admins revoke and change any, members their own. */
+export class Keys {
+  constructor(private readonly c: ControlContext) {}
+
+  /** One page of the organization's keys, each with what it served in the last 24 hours (as recorded so far). */
+  async page(actor: Actor, orgRef: string | null | undefined, ask: KeyPageQuery): Promise<{ keys: (KeyView & { requests: number; tokens: number })[]; total: number }> {
+    const org = this.c.policy(actor).org(orgRef);
+    await this.c.deps.usage.flush();
+    const now = Date.now();
+    const usageSince = Math.floor((now - 86_400_000) / 60_000) * 60_000;
+    const { keys, total } = await this.c.store.keys.page(org.id, { ...ask, now, usageSince });
+    return { keys: keys.map((k) => ({ ...onWire(publicKey(k), now), requests: k.requests, tokens: k.tokens })), total };
+  }
+
+  /** Every key of the organization, oldest first (never their secrets or hashes). */
+  async list(actor: Actor, orgRef: string | null | undefined): Promise<KeyView[]> {
+    const now = Date.now();
+    return (await this.c.store.keys.listByOrg(this.c.policy(actor).org(orgRef).id)).map((k) => onWire(publicKey(k), now));
+  }
+
+  /** The key `id` (never its secret or hash), if the actor sees it. */
+  async get(actor: Actor, id: string): Promise<KeyView> {
+    const key = await this.find(id);
+    this.c.policy(actor).see(key.orgId, "API key", id, "key");
+    return onWire(key, Date.now());
+  }
+
+  /**
+   * Makes a key of the organization; its stacks and machines must be the organization's, its expiry to come, and a
+   * member's limits within the organization's defaults. The secret is returned this once.
+   */
+  async create(actor: Actor, orgRef: string | null | undefined, input: KeyInput): Promise<{ key: string; record: KeyView }> {
+    const policy = this.c.policy(actor);
+    const org = policy.org(orgRef);
+    if (!policy.isAdmin) withinOrgDefaults(input, org);
+    const options = {
+      name: input.name ?? null,
+      stackIds: input.stackIds ?? null,
+      machineIds: input.machineIds ?? null,
+      rpm: input.rpm ?? null,
+      tpm: input.tpm ?? null,
+      createdBy: policy.userId,
+      expiresAt: inFuture(input.expiresAt),
+    };
+    await this.checkTargets(org.id, options);
+    const created = await createApiKey(this.c.store, { ...options, orgId: org.id });
+    this.c.events.emit({ type: "key", orgId: org.id, keyId: created.record.id });
+    const r = created.record;
+    await this.c.record(actor, { orgId: org.id, action: "key.created", target: target(r), detail: { rpm: r.rpm, tpm: r.tpm, stacks: r.stackIds, machines: r.machineIds, expires_at: r.expiresAt } });
+    return { key: created.key, record: onWire(r, Date.now()) };
+  }
+
+  /**
+   * Changes a key's name, restrictions, limits or expiry (admins any key, members their own): what `edit` names
+   * changes, and only what differs from the key as it is is changed and recorded. Holds on every relay from the
+   * next request. A revoked key cannot change (`conflict`).
+   */
+  async update(actor: Actor, id: string, input: Given<KeyInput>): Promise<KeyView> {
+    const policy = this.c.policy(actor);
+    const key = await this.find(id);
+    policy.see(key.orgId, "API key", id, "key");
+    const org = policy.org(key.orgId);
+    if (!policy.isAdmin && key.createdBy !== policy.userId) throw new MakinaError("permission_denied", "Members can change only the keys they created.");
+    const edit = given(input);
+    if (!policy.isAdmin) withinOrgDefaults(edit, org);
+    const asked: ApiKeyChanges = {
+      ...(edit.name !== undefined && { name: edit.name }),
+      ...(edit.stackIds !== undefined && { stackIds: edit.stackIds?.length ? edit.stackIds : null }),
+      ...(edit.machineIds !== undefined && { machineIds: edit.machineIds?.length ? edit.machineIds : null }),
+      ...(edit.rpm !== undefined && { rpm: edit.rpm }),
+      ...(edit.tpm !== undefined && { tpm: edit.tpm }),
+      // The expiry it has already may be past: sent back as it is, it is no change, not a refusal.
+      ...(edit.expiresAt !== undefined && { expiresAt: edit.expiresAt === key.expiresAt ? key.expiresAt : inFuture(edit.expiresAt) }),
+    };
+    // A form sends every field; only what differs from the key as it is changes, and is recorded.
+    const changes = Object.fromEntries(Object.entries(asked).filter(([field, value]) => JSON.stringify(value) !== JSON.stringify(key[field as keyof ApiKeyChanges]))) as ApiKeyChanges;
+    if (key.state !== "active") throw new MakinaError("conflict", "This key is revoked: it cannot change. Make a new one.");
+    await this.checkTargets(key.orgId, changes);
+    const updated = await this.c.store.keys.update(id, changes);
+    if (!updated) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
+    this.c.events.emit({ type: "key", orgId: updated.orgId, keyId: updated.id });
+    if (Object.keys(changes).length > 0) {
+      await this.c.record(actor, { orgId: key.orgId, action: "key.changed", target: target(updated), detail: wireNames(changes) });
+    }
+    return onWire(publicKey(updated), Date.now());
+  }
+
+  /** Revokes a key (admins any, members the keys they made): refused from the next request on, on every relay. */
+  async revoke(actor: Actor, id: string): Promise<KeyView> {
+    const policy = this.c.policy(actor);
+    const key = await this.find(id);
+    policy.see(key.orgId, "API key", id, "key");
+    if (!policy.isAdmin && key.createdBy !== policy.userId) throw new MakinaError("permission_denied", "Members can revoke only the keys they created.");
+    const revoked = await this.c.store.keys.revoke(id);
+    if (!revoked) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
+    this.c.events.emit({ type: "key", orgId: revoked.orgId, keyId: revoked.id });
+    await this.c.record(actor, { orgId: key.orgId, action: "key.revoked", target: target(revoked) });
+    return onWire(publicKey(revoked), Date.now());
+  }
+
+  /** The names of keys by id (an unnamed key's prefix and `…`); a key that is gone is not named. */
+  names(ids: readonly string[]): Promise<Map<string, string>> {
+    return this.c.store.keys.namesOf(ids);
+  }
+
+  private async find(id: string): Promise<PublicApiKey> {
+    const key = await this.c.store.keys.get(id);
+    if (!key) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
+    return publicKey(key);
+  }
+
+  /** The stacks and machines a key is restricted to must be its organization's. */
+  private async checkTargets(orgId: string, restricted: { stackIds?: string[] | null; machineIds?: string[] | null }): Promise<void> {
+    for (const s of restricted.stackIds ?? []) {
+      const stack = await this.c.store.stacks.get(s);
+      if (!stack || stack.orgId !== orgId) throw new MakinaError("not_found", `No stack '${s}' in this organization.`, { param: "stacks" });
+    }
+    for (const m of restricted.machineIds ?? []) {
+      const machine = await this.c.store.machines.get(m);
+      if (!machine || machine.orgId !== orgId) throw new MakinaError("not_found", `No machine '${m}'.`, { param: "machine" });
+    }
+  }
+}
+
+/** A key as shown: `expired` once past its expiry. */
+function onWire<K extends PublicApiKey>(key: K, now: number): Omit<K, "state"> & { state: "active" | "revoked" | "expired" } {
+  return { ...key, state: key.state === "active" && key.expiresAt !== null && now >= key.expiresAt ? "expired" : key.state };
+}
+
+/** An expiry must be to come: a key that should stop now is revoked instead. */
+function inFuture(at: number | null | undefined): number | null {
+  if (at === undefined || at === null) return null;
+  if (at <= Date.now()) throw new MakinaError("invalid_value", "'expires_at' must be in the future; to stop a key now, revoke it.", { param: "expires_at" });
+  return at;
+}
+
+/** A key's changes in the admin API's words, for the audit log. */
+function wireNames(changes: ApiKeyChanges): Record<string, unknown> {
+  const names: Record<string, string> = { name: "name", stackIds: "stack_ids", machineIds: "machine_ids", rpm: "rpm", tpm: "tpm", expiresAt: "expires_at" };
+  return Object.fromEntries(Object.entries(changes).map(([field, value]) => [names[field] ?? field, value]));
+}
+
+/**
+ * A member's key allows no more than the organization's default limits (where it has them): a member cannot
+ * give itself more than an admin set for everyone. Left unset, a limit is the default.
+ */
+function withinOrgDefaults(input: { rpm?: number | null; tpm?: number | null }, org: Organization): void {
+  for (const [param, asked, most, what] of [
+    ["rpm", input.rpm, org.defaultKeyRpm, "requests a minute"],
+    ["tpm", input.tpm, org.defaultKeyTpm, "tokens a minute"],
+  ] as const) {
+    if (most !== null && asked !== undefined && asked !== null && asked > most) {
+      throw new MakinaError("permission_denied", `A member's key can allow at most ${most} ${what}, the organization's default; ask an admin for more.`, { param });
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import { MakinaError } from "../../proto/index.js";
+import type { MachineLoad as WireLoad, Overview, RequestFigures as WireFigures, StackState } from "../admin-contract/index.js";
+import type { Actor } from "../auth/index.js";
+import type { MachineLoad } from "../link/index.js";
+import type { Machine, RequestFigures } from "../store/index.js";
+import type { ControlContext } from "./control-context.js";
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const STACK_STATES: readonly StackState[] = ["draft", "deploying", "deployed", "failed", "undeploying"];
+
+/** The request log's figures as the overview gives them: every one of the last 60 minutes, zeros included. */
+export function requestFigures(f: RequestFigures, now: number): WireFigures {
+  const byMinute = new Map(f.minutes.map((m) => [m.minute, m]));
+  const current = Math.floor(now / MINUTE);
+  const minutes = Array.from({ length: 60 }, (_, i) => {
+    const minute = current - 59 + i;
+    const m = byMinute.get(minute);
+    return { start: minute * MINUTE, requests: m?.requests ?? 0, errors: m?.errors ?? 0, completion_tokens: m?.completionTokens ?? 0 };
+  });
+  const requests = f.minutes.reduce((n, m) => n + m.requests, 0);
+  const errors = f.minutes.reduce((n, m) => n + m.errors, 0);
+  return {
+    requests_per_minute: f.recentRequests,
+    tokens_per_second: Math.round((f.recentCompletionTokens / 60) * 10) / 10,
+    requests,
+    errors,
+    error_rate: requests > 0 ? errors / requests : null,
+    prompt_tokens: f.minutes.reduce((n, m) => n + m.promptTokens, 0),
+    completion_tokens: f.minutes.reduce((n, m) => n + m.completionTokens, 0),
+    p50_ms: f.p50Ms,
+    p95_ms: f.p95Ms,
+    decode_tokens_per_second: f.decodeTokensPerSecond,
+    minutes,
+  };
+}
+
+const wireLoad = (m: Machine, { usage, receivedAt }: MachineLoad): WireLoad => ({
+  machine_id: m.id,
+  name: m.name,
+  cpu_percent: usage.cpuPercent,
+  memory_used_bytes: usage.memoryUsedBytes,
+  memory_total_bytes: usage.memoryTotalBytes,
+  gpus: usage.gpus.map((g) => ({ index: g.index, name: g.name, utilization_percent: g.utilizationPercent < 0 ? null : g.utilizationPercent, memory_used_bytes: g.memoryUsedBytes, memory_total_bytes: g.memoryTotalBytes })),
+  received_at: receivedAt,
+});
+
+/**
+ * The overview: what an organization (or one of its machines, or one stack) runs and how hard, made on each call
+ * from the store, the machines' latest loads and the request log. Anyone of the organization sees it; a machine or
+ * stack named must be one of the organization's (another's reads as not found).
+ */
+export async function overviewOf(c: ControlContext, actor: Actor, ask: { org?: string | null; machine?: string; stack?: string }, now: () => number = Date.now): Promise<Overview> {
+  const orgId = c.policy(actor).org(ask.org).id;
+  const scopedStack = ask.stack !== undefined ? await c.store.stacks.get(ask.stack) : undefined;
+  if (ask.stack !== undefined && (!scopedStack || scopedStack.orgId !== orgId)) throw new MakinaError("not_found", `No stack '${ask.stack}'.`, { param: "stack" });
+  const scopedMachine = ask.machine !== undefined ? await c.store.machines.get(ask.machine) : undefined;
+  if (ask.machine !== undefined && (!scopedMachine || scopedMachine.orgId !== orgId)) throw new MakinaError("not_found", `No machine '${ask.machine}'.`, { param: "machine" });
+  const [allMachines, allStacks] = await Promise.all([c.store.machines.listByOrg(orgId), c.store.stacks.listByOrg(orgId)]);
+  const machines = scopedStack ? allMachines.filter((m) => m.id === scopedStack.machineId) : scopedMachine ? [scopedMachine] : allMachines;
+  const stacks = scopedStack ? allStacks.filter((s) => s.id === scopedStack.id) : scopedMachine ? allStacks.filter((s) => s.machineId === scopedMachine.id) : allStacks;
+  const at = now();
+  const online = machines.filter((m) => m.state === "online" && m.revokedAt === null);
+  const [loads, figures] = await Promise.all([c.deps.loadsOf(online.map((m) => m.id)), c.deps.requests.figures(orgId, { stackId: scopedStack?.id, machineId: scopedMachine?.id }, at - HOUR, at - MINUTE)]);
+  const live = machines.filter((m) => m.revokedAt === null);
+  const byState = Object.fromEntries(STACK_STATES.map((st) => [st, stacks.filter((s) => s.state === st).length])) as Record<StackState, number>;
+  // A runtime serves only while its machine is online: the state it last reported says nothing otherwise.
+  const onlineIds = new Set(online.map((m) => m.id));
+  const runtimes = { ready: 0, loading: 0, failed: 0, unknown: 0, offline: 0 };
+  for (const s of stacks) {
+    if (s.state !== "deployed") continue;
+    const state = s.runtimeState;
+    if (!onlineIds.has(s.machineId)) runtimes.offline++;
+    else if (state === "ready" || state === "loading" || state === "failed") runtimes[state]++;
+    else runtimes.unknown++;
+  }
+  return {
+    object: "overview",
+    org_id: orgId,
+    at,
+    scope: { machine: scopedMachine?.id ?? null, stack: scopedStack?.id ?? null },
+    machines: {
+      total: live.length,
+      online: online.length,
+      offline: live.filter((m) => m.state === "offline").length,
+      pending: live.filter((m) => m.state === "pending").length,
+      revoked: machines.length - live.length,
+    },
+    loads: online.flatMap((m) => {
+      const load = loads.get(m.id);
+      return load ? [wireLoad(m, load)] : [];
+    }),
+    stacks: { total: stacks.length, by_state: byState, runtimes },
+    requests: requestFigures(figures, at),
+  };
+}

@@ -1,0 +1,109 @@
+import { MakinaError } from "../../proto/index.js";
+import { checkStack, refusalReasons, type Compatibility, type ModelFacts } from "../compatibility/index.js";
+import type { Deployment, Machine, RuntimeKind, Stack } from "../store/index.js";
+import type { ControlContext } from "./control-context.js";
+import { isLocalModel } from "./model-files.js";
+import { MAX_MODEL_REF_CHARS } from "./model-inspector.js";
+import { checkMaxContext, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
+
+/** A stack with its compatibility and latest deployment, as the admin API returns it. */
+export type StackView = Stack & {
+  compatibility: Compatibility;
+  deployment: Deployment | null;
+  /** An `http(s)://` model with no SHA-256 pinned: whatever the server sends is served. (`hf:` files are checked against the hub's digest.) */
+  modelUnverified: boolean;
+};
+
+/** A stack being built (the Forge): no name yet, and the machine and model may be missing. */
+export type PlanInput = PlanLayers & {
+  machine?: string | null;
+  runtime: RuntimeKind;
+  model?: string | null;
+  maxContext?: number | null;
+};
+
+/**
+ * What is known of stacks and the machines they run on: a stack's view (its compatibility, its latest
+ * deployment), the compatibility of a plan, and the refusal of one that cannot run. The rules are the
+ * compatibility room's; the facts come from the model's header, the machine's report and the machine itself.
+ */
+export class StackViews {
+  constructor(private readonly c: ControlContext) {}
+
+  /** The stack `id`; not found when `orgId` is given and it is another organization's. */
+  async find(id: string, orgId: string | null): Promise<StackView> {
+    const s = await this.c.store.stacks.get(id);
+    if (!s || (orgId !== null && s.orgId !== orgId)) throw new MakinaError("not_found", `No stack '${id}'.`, { param: "stack" });
+    return this.view(s);
+  }
+
+  /** Stacks of one organization with their compatibility and latest deployment. */
+  async viewsOf(stacks: readonly Stack[]): Promise<StackView[]> {
+    if (stacks.length === 0) return [];
+    const machines = new Map((await this.c.store.machines.listByOrg(stacks[0]!.orgId)).map((m) => [m.id, m]));
+    const deployments = await this.c.store.deployments.latestOf(stacks.map((s) => s.id));
+    return stacks.map((s) => this.viewWith(s, machines.get(s.machineId) ?? null, deployments.get(s.id) ?? null));
+  }
+
+  /**
+   * The compatibility of a plan on `machine` (or on no machine yet). `askMachine`: whether the machine is asked
+   * about a model named by its path (admins, who make stacks; a member's panel leaves the file unknown).
+   */
+  async check(plan: PlanInput, machine: Machine | undefined, askMachine: boolean): Promise<Compatibility> {
+    const modelRef = plan.model ?? "";
+    checkModelRefLength(modelRef);
+    checkMaxContext(plan.runtime, plan.maxContext);
+    if (!machine) return checkStack(stackPlan(plan.runtime, modelRef, this.c.deps.inspector.known(modelRef), null, plan));
+    const { model, problem } = await this.modelOn(machine, plan.runtime, modelRef, { ask: askMachine, fresh: false });
+    return checkStack(stackPlan(plan.runtime, modelRef, model, machine.hardware, plan, problem));
+  }
+
+  /**
+   * Throws 400 `incompatible_stack` with the reasons when the rules fail a stack on this machine. A machine
+   * that has reported its hardware gets the model's facts read if need be (a GGUF header over the network).
+   */
+  async refuseIfIncompatible(machine: Machine, runtime: RuntimeKind, modelRef: string, layers: PlanLayers): Promise<void> {
+    // About to make or deploy it: the machine is asked afresh (a file put there since is found).
+    const { model, problem } = await this.modelOn(machine, runtime, modelRef, { ask: true, fresh: true });
+    const verdict = checkStack(stackPlan(runtime, modelRef, model, machine.hardware, layers, problem));
+    if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
+  }
+
+  async view(stack: Stack): Promise<StackView> {
+    const [machine, deployment] = await Promise.all([this.c.store.machines.get(stack.machineId), this.c.store.deployments.latest(stack.id)]);
+    return this.viewWith(stack, machine ?? null, deployment ?? null);
+  }
+
+  /**
+   * What is known of a model for a machine: its facts (a header read over the network, the machine's file, what
+   * it pulled), and, for a local path on a machine that is online, whether the machine has it (the reason when it
+   * cannot use it). A machine that cannot be asked leaves the file unknown, never refused.
+   */
+  private async modelOn(machine: Machine, runtime: RuntimeKind, modelRef: string, how: { ask: boolean; fresh: boolean }): Promise<{ model: ModelFacts; problem: string | null }> {
+    const inspector = this.c.deps.inspector;
+    if (!modelRef) return { model: inspector.known(modelRef), problem: null };
+    const known = onDisk(machine.hardware ? await inspector.facts(modelRef, machine.orgId) : inspector.known(modelRef), modelRef, machine);
+    if (!how.ask || machine.state !== "online" || machine.revokedAt !== null || !isLocalModel(runtime, modelRef)) return { model: known, problem: null };
+    const verdict = await this.c.deps.files.check(machine.id, runtime, modelRef, { fresh: how.fresh });
+    if (!verdict) return { model: known, problem: null };
+    if (!verdict.usable) return { model: known, problem: verdict.reason };
+    const facts = verdict.facts;
+    return { model: facts.kvBytesPerToken !== null || known.weightsBytes === null ? { ...facts, weightsBytes: facts.weightsBytes ?? known.weightsBytes } : known, problem: null };
+  }
+
+  private viewWith(stack: Stack, machine: Machine | null, deployment: Deployment | null): StackView {
+    let model = onDisk(this.c.deps.inspector.known(stack.modelRef), stack.modelRef, machine);
+    // Once pulled, the model's size on the machine is known even when nothing else is.
+    const pulled = deployment?.steps.find((s) => s.kind === "pull_model" && s.state === "succeeded")?.detail?.sizeBytes;
+    if (model.weightsBytes === null && typeof pulled === "number" && pulled > 0) model = { ...model, weightsBytes: pulled, source: "pulled" };
+    // Once served, the runtime said whether the model is an embedding model (its header, read on the machine).
+    if (deployment?.steps.some((s) => s.kind === "configure_endpoint" && s.state === "succeeded" && s.detail?.embeddingModel === true)) model = { ...model, embeddingModel: true };
+    const compatibility = checkStack(stackPlan(stack.runtime, stack.modelRef, model, machine?.hardware ?? null, { ...stack, endpoint: stack.hasEndpoint }));
+    return { ...stack, compatibility, deployment, modelUnverified: /^https?:\/\//i.test(stack.modelRef) && !stack.modelSha256 };
+  }
+}
+
+/** A model reference (URL, `hf:` reference or path) is at most {@link MAX_MODEL_REF_CHARS} characters. */
+export function checkModelRefLength(ref: string): void {
+  if (ref.length > MAX_MODEL_REF_CHARS) throw new MakinaError("invalid_value", `'model' must be at most ${MAX_MODEL_REF_CHARS} characters.`, { param: "model" });
+}

@@ -1,0 +1,92 @@
+import { settingOf } from "../config.js";
+import { WebSessions } from "../auth/index.js";
+import { ControlPlane, ModelInspector } from "../control/index.js";
+import { RequestLog, UsageRecorder } from "../usage/index.js";
+import { Deployer } from "../deploy/index.js";
+import type { MachineLoad } from "../link/index.js";
+import { RateLimiter, RedisRateLimiter, type Limiter } from "../limits/index.js";
+import type { Store } from "../store/index.js";
+import { AuditLog } from "../audit/index.js";
+import type { Shared } from "./relay-parts.js";
+import type { ChangeFeed, Fleet } from "../cluster/index.js";
+import type { GatewayDirectory } from "../routing/index.js";
+import { modelFiles } from "./start-link.js";
+
+
+/**
+ * The books the gateway and the control plane write: the rate limiter (in memory, or Redis), the usage counts,
+ * the request log and the audit log, each a part that writes what it holds when it stops.
+ */
+export async function startBooks(s: Shared, store: Store) {
+  const { config, log, parts, storage } = s;
+  const limiter = await parts.start<Limiter>({
+    name: "the rate limiter",
+    setting: settingOf("redis"),
+    start: async () => {
+      if (!config.redis) return new RateLimiter();
+      const redis = await RedisRateLimiter.connect(config.redis, log.child({ component: "limits" }));
+      // Limits shared by every relay from the first request on; a Redis that does not answer yet is not a reason
+      // to stay down: this relay applies limits on its own meanwhile, logged and in /health.
+      await redis.ready(5000).catch((err: unknown) => log.warn("starting with rate limits per relay: Redis does not answer yet", { error: String(err) }));
+      return redis;
+    },
+    stop: (l) => l.close?.(),
+  });
+  // Counts the database still refuses are lost with the process: said so in the log, the stop goes on.
+  const usage = await parts.start({
+    name: "the usage counts",
+    start: () => new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) }),
+    stop: (u) => storage.attempt("usage counts", () => u.close()).then(() => undefined),
+  });
+  const requests = await parts.start({
+    name: "the request log",
+    start: () =>
+      new RequestLog(store, {
+        retentionMs: config.requestLogDays * 86_400_000,
+        keepPerOrg: config.requestLogRows,
+        onWriteError: (what, err) => storage.failed(what, err),
+        onDropped: (count) => log.warn("requests went unlogged: more came than the database took in time", { count }),
+      }),
+    stop: (r) => storage.attempt("the request log", () => r.close()).then(() => undefined),
+  });
+  const audit = await parts.start({
+    name: "the audit log",
+    start: () => new AuditLog(store, log.child({ component: "audit" }), { retentionMs: config.auditRetentionDays * 86_400_000, onWriteError: (what, err) => storage.failed(what, err) }),
+    stop: (a) => a.close(),
+  });
+  return { limiter, usage, requests, audit };
+}
+
+/** The control plane, on what the relay has started. */
+export function controlPlane(
+  s: Shared,
+  d: { store: Store; directory: GatewayDirectory; deployer: Deployer; feed: ChangeFeed | undefined; fleet: Fleet | undefined; linkCaSha256: string | null; tlsOn: boolean; audit: AuditLog; sessions: WebSessions; usage: UsageRecorder; requests: RequestLog },
+): ControlPlane {
+  const { config, registry, loads, events, here } = s;
+  const { store, directory, deployer, feed, fleet, linkCaSha256, tlsOn, audit, sessions, usage, requests } = d;
+  return new ControlPlane({
+    store,
+    deployer,
+    link: () => ({ address: here.linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl: here.relayUrl, install: here.install, otherAddresses: feed ? () => feed.linkAddresses() : undefined }),
+    events,
+    inspector: new ModelInspector({ hubEndpoint: config.hfEndpoint }),
+    dropLink: (machineId) => registry.get(machineId)?.end(),
+    files: modelFiles(registry, fleet),
+    audit,
+    sessions,
+    usage,
+    requests,
+    findOrg: (ref) => directory.findOrg(ref),
+    // A machine linked here has its load here; one linked to another relay, there.
+    loadsOf: async (ids) => {
+      const found = new Map<string, MachineLoad>();
+      const elsewhere = ids.filter((id) => {
+        const load = loads.get(id);
+        if (load) found.set(id, load);
+        return !load;
+      });
+      if (fleet && elsewhere.length > 0) for (const [id, load] of await fleet.loadsElsewhere(elsewhere)) found.set(id, load);
+      return found;
+    },
+  });
+}
