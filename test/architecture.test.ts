@@ -20,6 +20,15 @@ function sources(dir: string): string[] {
   });
 }
 
+/** Every file under `dir` (node_modules left out). */
+function allFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return e.name === "node_modules" ? [] : allFiles(p);
+    return [p];
+  });
+}
+
 const WEB = join(REPO_ROOT, "relay", "web");
 const isWeb = (file: string) => file.startsWith(WEB + "/");
 /** The modules a file really imports (TypeScript's own scanner: text in strings is not an import). */
@@ -129,6 +138,16 @@ describe("repository rules", () => {
         .map((spec) => `${relative(REPO_ROOT, file)} imports ${spec}`),
     );
     expect(intoStore).toEqual([]);
+  });
+
+  it("keeps docs/architecture.md true to the tree: every file it names exists", () => {
+    const text = readFileSync(join(REPO_ROOT, "docs", "architecture.md"), "utf8");
+    const named = [...new Set([...text.matchAll(/`([^`\s<>]+\.(?:ts|tsx|mjs|cjs|proto))`/g)].map((m) => m[1]!))];
+    expect(named.length).toBeGreaterThan(80);
+    const tree = ["relay", "agent", "proto", "cli", "scripts", "test"].flatMap((area) => allFiles(join(REPO_ROOT, area))).map((f) => relative(REPO_ROOT, f));
+    // A name is a path from the repository's root, or the end of one (`gateway/rename-params.ts`, `fleet.ts`).
+    const gone = named.filter((name) => !tree.some((f) => f === name || f.endsWith(`/${name}`)));
+    expect(gone).toEqual([]);
   });
 
   it("keeps each command's policy in the control plane: nothing outside relay/control authorizes a caller or records an audit event", () => {
