@@ -1,6 +1,5 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readTogether } from "../helpers/read-together.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { OP } from "../helpers/operator.js";
 
@@ -69,15 +68,24 @@ describe("per-key rate limits at the gateway", () => {
   it("keeps both of two changes to an organization's default limits made at once, one to rpm and one to tpm", async () => {
     const patch = (body: unknown) =>
       fetch(`${gw.relay.url}/admin/v1/orgs/${gw.orgId}`, { method: "PATCH", headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-    // Both read the organization before either writes (as two relays, or a slow database, would have them).
+    // Neither writes before both have come to their write: each saw the organization as it was before either
+    // wrote (as two relays, or a slow database, would have them), so a command writing back the whole record it
+    // saw would lose one of the changes.
     const orgs = gw.relay.store.orgs;
-    const find = orgs.find.bind(orgs);
-    orgs.find = readTogether(find);
+    const set = orgs.setDefaultKeyLimits.bind(orgs);
+    let arrived = 0;
+    let release!: () => void;
+    const both = new Promise<void>((resolve) => (release = resolve));
+    orgs.setDefaultKeyLimits = async (...args) => {
+      if (++arrived === 2) release();
+      await both;
+      return set(...args);
+    };
     try {
       const answers = await Promise.all([patch({ default_key_rpm: 11 }), patch({ default_key_tpm: 2222 })]);
       expect(answers.map((r) => r.status)).toEqual([200, 200]);
     } finally {
-      orgs.find = find;
+      orgs.setDefaultKeyLimits = set;
     }
     const org = (await gw.relay.store.orgs.find(gw.orgId))!;
     expect([org.defaultKeyRpm, org.defaultKeyTpm]).toEqual([11, 2222]);
