@@ -19,6 +19,7 @@ import { findWebDir, webApp } from "./web/web-app.js";
 import { errorHandler, unknownUrl } from "./error-handler.js";
 import { chatCompletionsCodec, embeddingsCodec, openAiRouter, responsesCodec } from "./openai/index.js";
 import { gatewayRoute, type GatewayDeps } from "./gateway/index.js";
+import { RequestsInFlight } from "./gateway/requests-in-flight.js";
 import { countTokensCodec, messagesCodec } from "./anthropic/index.js";
 import { requestId } from "./request-id.js";
 
@@ -83,6 +84,8 @@ const INSTALL_PATHS = ["/install.sh", "/install/:file", "/agent/v1/check"];
  * one knows nothing of them (404 like any unknown URL).
  */
 export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: boolean; separateInstall?: boolean } = {}): RelayApps {
+  const inFlight = new RequestsInFlight();
+  deps.ending?.addEventListener("abort", () => inFlight.endAll(), { once: true });
   const gateway: GatewayDeps = {
     directory: deps.directory,
     registry: deps.targets ?? deps.registry,
@@ -93,7 +96,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     requests: deps.requests,
     metrics: deps.metrics,
     gate: deps.gate,
-    ending: deps.ending,
+    inFlight,
     ...deps.limits,
   };
   const chat = gatewayRoute(gateway, chatCompletionsCodec);

@@ -12,6 +12,7 @@ import { readJsonBody } from "../read-json-body.js";
 import { requestIdFor } from "../request-id.js";
 import { sendJson } from "../send-json.js";
 import type { AnswerMeta, CollectedAnswer, GatewayCodec, StreamEncoder } from "./gateway-codec.js";
+import type { RequestsInFlight } from "./requests-in-flight.js";
 import { SseWriter } from "./sse-writer.js";
 
 /** Dependencies and limits of the gateway's routes. */
@@ -39,15 +40,9 @@ export interface GatewayDeps {
   metrics: RelayMetrics;
   /** Requests in flight per stack and machine, with a bounded queue beyond. */
   gate: AdmissionGate;
-  /**
-   * Aborted when the relay stops and its drain period is over: each request still in flight (or waiting its turn)
-   * ends, answered 503 with Retry-After, or its stream with the incomplete stream's error event.
-   */
-  ending?: AbortSignal;
+  /** Requests in flight (or waiting their turn), ended together when the relay's drain period is over. */
+  inFlight: RequestsInFlight;
 }
-
-/** Why a request still in flight when the relay's drain period ended was ended. */
-const RELAY_STOPPING = () => new MakinaError("runtime_unavailable", "The relay is stopping: this request did not finish within its drain period. Retry it.", { retryAfterMs: 1000 });
 
 /** The place of a request whose machine's relay applies its admission. */
 const ADMITTED_ELSEWHERE: Admitted = { release: () => undefined };
@@ -102,9 +97,7 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
     if (!res.writableFinished) controller.abort(new MakinaError("canceled", "The client closed the connection."));
   };
   res.on("close", onClose);
-  const onEnding = () => controller.abort(RELAY_STOPPING());
-  if (deps.ending?.aborted) onEnding();
-  deps.ending?.addEventListener("abort", onEnding);
+  deps.inFlight.add(controller);
   let place: Admitted | undefined;
   try {
     // The stack and its machine run so many requests at once; beyond that the request waits its turn, briefly.
@@ -143,7 +136,7 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   } finally {
     place?.release();
     res.off("close", onClose);
-    deps.ending?.removeEventListener("abort", onEnding);
+    deps.inFlight.delete(controller);
   }
 }
 
