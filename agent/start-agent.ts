@@ -1,4 +1,4 @@
-import { createLogger, Parts, PROTOCOL_VERSION, type HardwareReport, type LinkDialer, type Logger, type PartState } from "../proto/index.js";
+import { createLogger, Parts, PROTOCOL_VERSION, type Part, type HardwareReport, type LinkDialer, type Logger, type PartState } from "../proto/index.js";
 import { mkdir, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -79,7 +79,9 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
 /** Starts the agent's parts in order; see {@link startAgent}. */
 async function startParts(config: AgentConfig, options: StartAgentOptions, log: Logger, parts: Parts): Promise<Agent> {
   const startedAt = Date.now();
-  let { report: hardware, problems: hardwareProblems } = await parts.start({ name: "the hardware", start: () => detectHardware({ log, source: options.hardwareSource }) });
+  const detected = await parts.start({ name: "the hardware", start: () => detectHardware({ log, source: options.hardwareSource }) });
+  // The hardware as last detected, and what could not be read of it (detected again by the hardware watch).
+  const machine = { hardware: detected.report, problems: detected.problems };
   await parts.start({ name: "the data directory", setting: agentSettingOf("dataDir"), start: () => mkdir(config.dataDir, { recursive: true, mode: 0o700 }) });
   const models = new ModelStore(config.dataDir, log.child({ component: "models" }), { hub: { endpoint: config.hfEndpoint, token: config.hfToken } });
   // `link` and `inventory` are made below; these closures only run once they exist.
@@ -87,32 +89,10 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
   const host = await parts.start({
     name: "the runtimes",
     start: () =>
-      new StackHost({
-        runtimeSetup: {
-          runtimesDir: join(config.dataDir, "runtimes"),
-          runDir: join(config.dataDir, "run"),
-          python: config.python,
-          env: config.runtimeEnv,
-          packages: { vllm: config.vllmPackage, mlx: config.mlxPackage },
-          hub: { endpoint: config.hfEndpoint, token: config.hfToken },
-          health: { healthIntervalMs: config.healthIntervalMs, healthTimeoutMs: config.healthTimeoutMs },
-          allowedMediaDomains: config.allowedMediaDomains,
-        },
-        models,
-        adapters: {
-          gguf: ggufAdapter({ maxContextSize: config.maxContextSize, sequences: config.parallelSequences, threads: config.threads, gpu: config.gpu, streamIntervalMs: config.streamIntervalMs }),
-          vllm: vllmAdapter,
-          mlx: mlxAdapter,
-          openai: openaiServerAdapter,
-          ...options.adapters,
-        },
-        hardware: () => hardware,
-        onRuntimeState: (stackId, state, error) => {
-          send({ type: "runtimeState", stackId, state, error: error ?? "" });
-          void inventory.report();
-        },
-        log: log.child({ component: "stacks" }),
-      }),
+      stackHost(config, options, models, () => machine.hardware, (stackId, state, error) => {
+        send({ type: "runtimeState", stackId, state, error: error ?? "" });
+        void inventory.report();
+      }, log),
     // The models unloaded, their processes ended.
     stop: (h) => h.close(),
   });
@@ -131,39 +111,17 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
         name: "the relays' addresses",
         setting: agentSettingOf("server"),
         start: async () => {
-          const dialer = new FailoverDialer({
-            servers: config.servers,
-            dialer: (address, server) =>
-              new GrpcDialer(
-                address,
-                { machineId: config.machineId, token: config.token },
-                { caSha256: config.caSha256, caCacheFile: join(config.dataDir, "relay-ca.pem"), caFile: config.caFile, tls: config.tls },
-                server,
-              ),
-            resolve: options.resolveHost,
-          });
+          const dialer = relaysDialer(config, options);
           await dialer.refresh(3000);
           return dialer;
         },
         stop: (d) => d.close(),
       });
-  // The machine's load goes to the relay every few seconds while the link is up (one sample at a time: a
-  // GPU tool slower than the interval is not asked twice at once).
-  const usage = new UsageSampler(options.usageSource);
-  const usageAbort = new AbortController();
-  let sampling = false;
-  const sendUsage = () => {
-    if (sampling || link.state !== "online" || usageAbort.signal.aborted) return;
-    sampling = true;
-    void usage
-      .sample(usageAbort.signal)
-      .then((sample) => link.state === "online" && link.send({ type: "usage", usage: sample }))
-      .catch((err: unknown) => log.debug("usage sample failed", { error: String(err) }))
-      .finally(() => (sampling = false));
-  };
+  // The machine's load goes to the relay every few seconds while the link is up.
+  const loads = loadReports(options.usageSource, () => link, log);
   const link: LinkClient = new LinkClient({
     dial: options.dial ?? grpc!.dial,
-    hello: () => ({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: agentVersion(), hardware }),
+    hello: () => ({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: agentVersion(), hardware: machine.hardware }),
     withHeartbeat: () => {
       const stacks = inference.metrics();
       return stacks.length ? { type: "metrics", stacks } : undefined;
@@ -178,12 +136,11 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
     log: log.child({ component: "link" }),
     onOnline: () => {
       inventory.linkOnline();
-      sendUsage();
+      loads.send();
     },
     onDisconnect: () => relayMessages.linkLost("the link to the relay was lost"),
     onMessage: (message) => relayMessages.handle(message),
   });
-  const runtimeVersion = (kind: string) => (kind === "gguf" ? `node-llama-cpp ${dependencyVersion("node-llama-cpp")}` : kind === "openai" ? "external" : "see the runtime's venv");
   const inventory = new InventoryReporter(
     async () => {
       const runtimes = host.list();
@@ -195,50 +152,18 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
     (inventory) => link.send({ type: "inventory", inventory }),
     log,
   );
-  const status = async (): Promise<AgentStatus> => {
-    const disk = await statfs(config.dataDir).catch(() => undefined);
-    return {
-      agentVersion: agentVersion(),
-      pid: process.pid,
-      startedAt,
-      machineId: config.machineId,
-      server: grpc && grpc.addresses > 1 ? `${grpc.current} (of ${config.server})` : config.server,
-      dataDir: config.dataDir,
-      link: { state: link.state, lastError: link.lastError, credentialsRejected: link.credentialsRejected, onlineSince: link.onlineSince },
-      hardware,
-      hardwareProblems,
-      accelerators: hardware.accelerators,
-      disk: disk ? { path: config.dataDir, freeBytes: disk.bavail * disk.bsize, sizeBytes: disk.blocks * disk.bsize } : null,
-      runtimes: host.list().map((r) => ({ ...r, version: runtimeVersion(r.runtime) })),
-      models: await models.list(),
-    };
-  };
+  const status = () => agentStatus({ config, startedAt, link, grpc, host, models, machine });
   await parts.start({ name: `the control socket (${config.controlSocket})`, setting: agentSettingOf("controlSocket"), start: () => startControlServer(config.controlSocket, status, log.child({ component: "control" })), stop: (c) => c.close() });
   await parts.start({ name: "the link", start: () => link.start(), stop: () => link.stop() });
 
-  // Hardware is detected again now and then; the relay hears of changes.
-  await parts.start({
-    name: "the hardware watch",
-    start: () =>
-      setInterval(() => {
-        void detectHardware({ log, source: options.hardwareSource }).then((next) => {
-          hardwareProblems = next.problems;
-          if (!hardwareChanged(hardware, next.report)) return;
-          hardware = next.report;
-          log.info("hardware changed");
-          link.send({ type: "hardware", hardware });
-        });
-      }, config.hardwareIntervalMs).unref(),
-    stop: (timer) => clearInterval(timer),
-  });
+  await parts.start(hardwareWatch(config, options, machine, link, log));
 
-  // The machine's load goes to the relay every few seconds while the link is up (sendUsage, above).
   await parts.start({
     name: "the load reports",
-    start: () => setInterval(sendUsage, config.usageIntervalMs).unref(),
+    start: () => setInterval(loads.send, config.usageIntervalMs).unref(),
     stop: (timer) => {
       clearInterval(timer);
-      usageAbort.abort();
+      loads.stop();
     },
   });
 
@@ -249,7 +174,7 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
     host,
     inference,
     get hardware() {
-      return hardware;
+      return machine.hardware;
     },
     status,
     parts: () => parts.list(),
@@ -267,5 +192,125 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
       })();
       return stopping;
     },
+  };
+}
+
+/** Where the stacks' runtimes live: one adapter per kind (the options' stand-ins replacing built-in ones). */
+function stackHost(config: AgentConfig, options: StartAgentOptions, models: ModelStore, hardware: () => HardwareReport, onRuntimeState: ConstructorParameters<typeof StackHost>[0]["onRuntimeState"], log: Logger): StackHost {
+  return new StackHost({
+    runtimeSetup: {
+      runtimesDir: join(config.dataDir, "runtimes"),
+      runDir: join(config.dataDir, "run"),
+      python: config.python,
+      env: config.runtimeEnv,
+      packages: { vllm: config.vllmPackage, mlx: config.mlxPackage },
+      hub: { endpoint: config.hfEndpoint, token: config.hfToken },
+      health: { healthIntervalMs: config.healthIntervalMs, healthTimeoutMs: config.healthTimeoutMs },
+      allowedMediaDomains: config.allowedMediaDomains,
+    },
+    models,
+    adapters: {
+      gguf: ggufAdapter({ maxContextSize: config.maxContextSize, sequences: config.parallelSequences, threads: config.threads, gpu: config.gpu, streamIntervalMs: config.streamIntervalMs }),
+      vllm: vllmAdapter,
+      mlx: mlxAdapter,
+      openai: openaiServerAdapter,
+      ...options.adapters,
+    },
+    hardware,
+    onRuntimeState,
+    log: log.child({ component: "stacks" }),
+  });
+}
+
+/**
+ * One dialer per relay address (each `--server`, or each address of a name); with several, each new link goes to
+ * the next (one CA pinned for all of them).
+ */
+function relaysDialer(config: AgentConfig, options: StartAgentOptions): FailoverDialer {
+  return new FailoverDialer({
+    servers: config.servers,
+    dialer: (address, server) =>
+      new GrpcDialer(
+        address,
+        { machineId: config.machineId, token: config.token },
+        { caSha256: config.caSha256, caCacheFile: join(config.dataDir, "relay-ca.pem"), caFile: config.caFile, tls: config.tls },
+        server,
+      ),
+    resolve: options.resolveHost,
+  });
+}
+
+/**
+ * The machine's load, sent to the relay while the link is up: one sample at a time (a GPU tool slower than the
+ * interval is not asked twice at once); `stop` ends the sample under way.
+ */
+function loadReports(source: UsageSource | undefined, link: () => LinkClient, log: Logger): { send: () => void; stop: () => void } {
+  const sampler = new UsageSampler(source);
+  const abort = new AbortController();
+  let sampling = false;
+  return {
+    send: () => {
+      if (sampling || link().state !== "online" || abort.signal.aborted) return;
+      sampling = true;
+      void sampler
+        .sample(abort.signal)
+        .then((sample) => link().state === "online" && link().send({ type: "usage", usage: sample }))
+        .catch((err: unknown) => log.debug("usage sample failed", { error: String(err) }))
+        .finally(() => (sampling = false));
+    },
+    stop: () => abort.abort(),
+  };
+}
+
+/** What the agent's runtime of a kind is, for its inventory and status. */
+function runtimeVersion(kind: string): string {
+  return kind === "gguf" ? `node-llama-cpp ${dependencyVersion("node-llama-cpp")}` : kind === "openai" ? "external" : "see the runtime's venv";
+}
+
+/** What the control socket reports (`makina info`, `makina doctor`). */
+async function agentStatus(a: {
+  config: AgentConfig;
+  startedAt: number;
+  link: LinkClient;
+  grpc: FailoverDialer | undefined;
+  host: StackHost;
+  models: ModelStore;
+  machine: { hardware: HardwareReport; problems: string[] };
+}): Promise<AgentStatus> {
+  const { config, link, grpc } = a;
+  const { hardware, problems } = a.machine;
+  const disk = await statfs(config.dataDir).catch(() => undefined);
+  return {
+    agentVersion: agentVersion(),
+    pid: process.pid,
+    startedAt: a.startedAt,
+    machineId: config.machineId,
+    server: grpc && grpc.addresses > 1 ? `${grpc.current} (of ${config.server})` : config.server,
+    dataDir: config.dataDir,
+    link: { state: link.state, lastError: link.lastError, credentialsRejected: link.credentialsRejected, onlineSince: link.onlineSince },
+    hardware,
+    hardwareProblems: problems,
+    accelerators: hardware.accelerators,
+    disk: disk ? { path: config.dataDir, freeBytes: disk.bavail * disk.bsize, sizeBytes: disk.blocks * disk.bsize } : null,
+    runtimes: a.host.list().map((r) => ({ ...r, version: runtimeVersion(r.runtime) })),
+    models: await a.models.list(),
+  };
+}
+
+/** Hardware detected again now and then (`hardwareIntervalMs`): `machine` follows it, and the relay hears of changes. */
+function hardwareWatch(config: AgentConfig, options: StartAgentOptions, machine: { hardware: HardwareReport; problems: string[] }, link: LinkClient, log: Logger): Part<NodeJS.Timeout> {
+  return {
+    name: "the hardware watch",
+    start: () =>
+      setInterval(() => {
+        void detectHardware({ log, source: options.hardwareSource }).then((next) => {
+          machine.problems = next.problems;
+          if (!hardwareChanged(machine.hardware, next.report)) return;
+          machine.hardware = next.report;
+          log.info("hardware changed");
+          link.send({ type: "hardware", hardware: machine.hardware });
+        });
+      }, config.hardwareIntervalMs).unref(),
+    stop: (timer) => clearInterval(timer),
   };
 }

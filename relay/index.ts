@@ -7,5 +7,11 @@ export { resolveRelayConfig, relayPaths, ConfigError, type RelayConfig, type Rel
 export { BOOTSTRAP, type Actor } from "./auth/index.js";
 export type { StackView } from "./control/index.js";
 
-/** Starts a relay (see `relay/start/start-relay.ts`): its parts, in order; what it serves is reached through its control plane, never its database. */
-export const startRelay: (config: RelayConfig, options?: { log?: Logger }) => Promise<Relay> = start;
+/**
+ * Starts a relay (see `relay/start/start-relay.ts`): its parts, in order. What it serves is reached through its
+ * control plane, never its database: the relay given here carries no store, at run time as in its type.
+ */
+export async function startRelay(config: RelayConfig, options?: { log?: Logger }): Promise<Relay> {
+  const { store: _store, ...relay } = await start(config, options);
+  return relay;
+}

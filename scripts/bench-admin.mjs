@@ -11,7 +11,9 @@ import { fileURLToPath } from "node:url";
 import { LARGE_FLEET, seedOrganization } from "./bench/seed-organization.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const { resolveRelayConfig, startRelay } = await import(join(root, "dist/relay/index.js"));
+const { resolveRelayConfig } = await import(join(root, "dist/relay/index.js"));
+// With its store at hand: the seeding writes what no command makes (a thousand machines and their history).
+const { startRelay } = await import(join(root, "dist/relay/start/start-relay.js"));
 const { silentLogger } = await import(join(root, "dist/proto/index.js"));
 
 const dir = mkdtempSync(join(tmpdir(), "makina-bench-admin-"));

@@ -28,7 +28,9 @@ for (const file of readdirSync(assets)) {
   } else if (file.endsWith(".css")) sizes.css += gzipSync(bytes, { level: 9 }).length;
 }
 
-const { resolveRelayConfig, startRelay } = await import(join(root, "dist/relay/index.js"));
+const { resolveRelayConfig } = await import(join(root, "dist/relay/index.js"));
+// With its store at hand: the seeding writes what no command makes (a thousand machines and their history).
+const { startRelay } = await import(join(root, "dist/relay/start/start-relay.js"));
 const { silentLogger } = await import(join(root, "dist/proto/index.js"));
 const dir = mkdtempSync(join(tmpdir(), "makina-bench-web-"));
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });

@@ -86,6 +86,13 @@ export class Parts {
       await this.stop();
       throw new PartStartError(this.process, part.name, setting, err);
     }
+    if (this.stopping) {
+      // The process began to stop while this part started: it is stopped at once, not left behind.
+      this.states.set(part.name, "stopping");
+      await Promise.resolve(part.stop?.(value)).catch((err: unknown) => this.log.error("a part failed to stop", { part: part.name, error: err instanceof Error ? err.message : String(err) }));
+      this.states.set(part.name, "stopped");
+      throw new PartStartError(this.process, part.name, undefined, new Error("the process is stopping"));
+    }
     this.started.push({ part: part as Part<unknown>, value });
     this.states.set(part.name, "started");
     return value;

@@ -37,12 +37,12 @@ export function resolveLogFormat(format: LogFormat | "auto" | undefined, toTermi
 
 /**
  * Field names that hold secrets, compared whole (case, `_` and `-` ignored): `authorization`, `token`,
- * `apiKey`, `cookie`, `setCookie`, and any name ending in `token`, `secret` or `password`
+ * `apiKey`, `cookie`, `setCookie`, `sessionHash` (a web session's key), and any name ending in `token`, `secret` or `password`
  * (`machineToken`, `hf_token`, `newPassword`). Counting fields such as `completionTokens` are not secrets.
  */
 function isSecretKey(name: string): boolean {
   const n = name.toLowerCase().replace(/[_-]/g, "");
-  return n === "authorization" || n === "apikey" || n === "cookie" || n === "setcookie" || n === "key" || /(token|secret|password)$/.test(n);
+  return n === "authorization" || n === "apikey" || n === "cookie" || n === "setcookie" || n === "key" || n === "sessionhash" || /(token|secret|password)$/.test(n);
 }
 /** Makina's own credentials, and Hugging Face access tokens (hf_ and 30 or more letters and digits). */
 const SECRET_VALUE = /\b(mk_live_|mk_mach_|mk_admin_)[A-Za-z0-9]+|\b(hf_)[A-Za-z0-9]{30,}/g;

@@ -18,8 +18,8 @@ export function operatorActor(address: string | null = null): Actor {
 
 /** A signed-in user, calling from `address`. */
 export function userActor(session: SessionUser, address: string | null = null): Actor {
-  return { kind: "user", ...session, address };
+  return { ...session, kind: "user", address };
 }
 
-/** `makina up`'s first start. */
+/** `makina up`: what it makes or remakes on a start. */
 export const BOOTSTRAP: Actor = Object.freeze({ kind: "bootstrap", address: null });

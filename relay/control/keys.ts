@@ -123,11 +123,6 @@ export class Keys {
     return onWire(publicKey(revoked), Date.now());
   }
 
-  /** The names of keys by id (an unnamed key's prefix and `…`); a key that is gone is not named. */
-  names(ids: readonly string[]): Promise<Map<string, string>> {
-    return this.c.store.keys.namesOf(ids);
-  }
-
   private async find(id: string): Promise<PublicApiKey> {
     const key = await this.c.store.keys.get(id);
     if (!key) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });

@@ -74,7 +74,7 @@ export class Stacks {
     return machine === undefined ? stacks : stacks.filter((s) => s.machineId === machine);
   }
 
-  /** Stacks the actor listed ({@link records}), with their compatibility and latest deployment. */
+  /** Stacks already listed for a caller ({@link records}: its check was there), with their compatibility and latest deployment. */
   viewsOf(stacks: readonly Stack[]): Promise<StackView[]> {
     return this.views.viewsOf(stacks);
   }

@@ -50,7 +50,8 @@ const SYSTEM_CLOCK: LedgerClock = { mono: () => performance.now(), wall: () => D
  *   (if it ran) came;
  * - the refusal budget: a refused request of a known key.
  *
- * It never throws and never awaits: a book that refuses is the book's own matter.
+ * It never awaits, and its books take what they are told at once (their writes to the database come later, on
+ * their own timers): a book's failure to write is the book's own matter.
  */
 export class RequestLedger {
   private key: ApiKeyRecord | undefined;
@@ -164,11 +165,12 @@ export class RequestLedger {
 
   /**
    * It will not be served (an error before its answer began): its admission is refunded, unless it got its turn
-   * and then was canceled or timed out (the machine may have worked on it: a client that went away keeps
-   * paying for the tokens generated until then).
+   * and then was canceled, timed out or ended by the relay's stop (the machine may have worked on it: a client
+   * that went away keeps paying for the tokens generated until then, and so does one whose request outlived the
+   * relay's drain period).
    */
-  notServed(code: string, answerBegan: boolean, hadTurn: boolean): void {
-    if (!answerBegan && (!hadTurn || (code !== "canceled" && code !== "timeout"))) this.admission?.refund();
+  notServed(code: string, answerBegan: boolean, hadTurn: boolean, endedByRelay = false): void {
+    if (!answerBegan && (!hadTurn || (code !== "canceled" && code !== "timeout" && !endedByRelay))) this.admission?.refund();
   }
 
   /** The response closed: the metrics count it, and the request log gets it (now, or once the runtime's count comes). */

@@ -13,12 +13,15 @@ import { listenSetting } from "./start-listeners.js";
 /** Joins the relays on the same database over NATS, with its direct connections when they are on. */
 export async function startFleet(s: Shared, store: Store, gate: AdmissionGate): Promise<Fleet> {
   const { config, log, parts, registry, loads, events } = s;
-  const peer = config.peerAddress !== "off" ? { ...peerListenAddress(config), secret: await peerSecret(store), maxMessageChars: 2 * config.bodyLimitBytes + 1024 * 1024 } : undefined;
   return parts.start({
     name: "the other relays (NATS)",
     // The listener for the other relays' direct connections says so when it cannot listen; anything else is NATS.
     setting: (err) => settingOf(err instanceof PeerListenError ? "peerAddress" : "nats"),
-    start: () => joinFleet({ url: config.nats!, relayId: s.relayId, registry, loads, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, peer }),
+    start: async () => {
+      // The secret of the relays' direct connections is the database's (made by the first relay).
+      const peer = config.peerAddress !== "off" ? { ...peerListenAddress(config), secret: await peerSecret(store), maxMessageChars: 2 * config.bodyLimitBytes + 1024 * 1024 } : undefined;
+      return joinFleet({ url: config.nats!, relayId: s.relayId, registry, loads, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, peer });
+    },
     stop: (f) => f.close(),
   });
 }

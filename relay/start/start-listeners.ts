@@ -2,14 +2,14 @@ import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { relayPaths, settingOf, type RelayConfig } from "../config.js";
-import { loadLinkTls, publicKeyPin } from "../link/index.js";
-import { createRelayApp } from "../http/create-relay-app.js";
+import { publicKeyPin, type LinkTls } from "../link/index.js";
+import type { RelayApps } from "../http/create-relay-app.js";
 import { listenHttp, type HttpListener } from "./http-listener.js";
 
 import type { Shared } from "./relay-parts.js";
 
 /** The gateway's listener, the admin API's (unless shared) and the install listener (with TLS on the link). */
-export async function startListeners(s: Shared, apps: ReturnType<typeof createRelayApp>, tls: ReturnType<typeof loadLinkTls> | undefined) {
+export async function startListeners(s: Shared, apps: RelayApps, tls: LinkTls | undefined) {
   const { config, log, parts, here } = s;
   const https = config.tlsCert !== null && config.tlsKey !== null;
   const tlsFiles = https ? await parts.start({ name: "the HTTPS certificate", setting: `${settingOf("tlsCert")}, ${settingOf("tlsKey")}`, start: () => ({ cert: readFileSync(config.tlsCert!), key: readFileSync(config.tlsKey!) }) }) : undefined;

@@ -13,7 +13,8 @@ import { REPO_ROOT } from "./models.js";
  *   read from /proc: they are counted whether or not they keep the event loop alive (an `unref`'d server is
  *   still a leak).
  * - Timers are every `setTimeout` and `setInterval` made through the globals by our code (its stack has a file
- *   of this repository outside node_modules) that neither fired nor was cleared.
+ *   of this repository outside node_modules) that neither fired nor was cleared. Not seen: `node:timers/promises`,
+ *   `setImmediate` and `AbortSignal.timeout` (they are promises or signals, which an abort ends).
  * - Child processes are this process's children, read from /proc.
  *
  * What closes asynchronously is given a moment: the check waits up to `SETTLE_MS` for the leaks to go before it

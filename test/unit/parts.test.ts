@@ -50,6 +50,23 @@ describe("Parts: a process as an ordered list of parts", () => {
     expect(events.at(-1)).toBe("stop store (STORE)");
   });
 
+  it("a part that finishes starting after the stop began is stopped at once, not left behind", async () => {
+    const events: string[] = [];
+    const parts = new Parts("relay", silentLogger());
+    await parts.start(part(events, "store"));
+    let finish!: () => void;
+    const slow = parts.start({ name: "listener", start: () => new Promise<string>((resolve) => (finish = () => resolve("LISTENER"))), stop: (v: string) => void events.push(`stop listener (${v})`) });
+    const stopped = parts.stop();
+    finish();
+    await expect(slow).rejects.toThrow("the process is stopping");
+    await stopped;
+    expect(events).toEqual(["start store", "stop store (STORE)", "stop listener (LISTENER)"]);
+    expect(parts.list()).toEqual([
+      { name: "store", state: "stopped" },
+      { name: "listener", state: "stopped" },
+    ]);
+  });
+
   it("a part whose stop throws does not keep the parts below it from stopping", async () => {
     const events: string[] = [];
     const parts = new Parts("agent", silentLogger());

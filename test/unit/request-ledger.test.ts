@@ -126,6 +126,19 @@ describe("RequestLedger: what a gateway request is billed and logged as", () => 
     }
   });
 
+  it("a request ended by the relay's stop after its turn is not refunded: the machine worked on it, and its count settles", () => {
+    for (const [hadTurn, expected] of [[true, ["settle 7"]], [false, ["refund", "settle 7"]]] as const) {
+      const { told, b, admission, clock } = books();
+      const ledger = new RequestLedger(b, "req_9", clock);
+      ledger.keyKnown(KEY);
+      ledger.admitted(admission);
+      if (hadTurn) ledger.started();
+      ledger.notServed("runtime_unavailable", false, hadTurn, true);
+      ledger.counted({ promptTokens: 3, completionTokens: 4 });
+      expect(told.admission).toEqual(expected);
+    }
+  });
+
   it("an answer already begun is never refunded, whatever broke it", () => {
     const { told, b, admission, clock } = books();
     const ledger = new RequestLedger(b, "req_5", clock);

@@ -4,7 +4,7 @@ import { adminCall } from "../../admin-client.js";
 import { print, table } from "../../output.js";
 import { adminOptions, target, when, type AdminArgs } from "./common.js";
 
-const actor = (e: AuditEvent) => (e.actor.kind === "operator" ? "operator (admin token)" : e.actor.kind === "bootstrap" ? "makina up (first start)" : e.actor.kind === "anonymous" ? `not signed in (${e.actor.login ?? "-"})` : (e.actor.login ?? e.actor.id ?? "-"));
+const actor = (e: AuditEvent) => (e.actor.kind === "operator" ? "operator (admin token)" : e.actor.kind === "bootstrap" ? "makina up" : e.actor.kind === "anonymous" ? `not signed in (${e.actor.login ?? "-"})` : (e.actor.login ?? e.actor.id ?? "-"));
 const targetOf = (e: AuditEvent) => (e.target ? `${e.target.kind} ${e.target.name ?? e.target.id}` : "-");
 const detailOf = (e: AuditEvent) => (e.detail ? Object.entries(e.detail).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ") : "");
 

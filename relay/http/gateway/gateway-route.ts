@@ -131,7 +131,7 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   } catch (err) {
     // Not served (refused by the runtime, machine gone before the first byte, or never its turn): the ledger
     // gives the quota back, unless the machine may have worked on it.
-    ledger.notServed(MakinaError.from(err).code, res.headersSent, place !== undefined);
+    ledger.notServed(MakinaError.from(err).code, res.headersSent, place !== undefined, deps.inFlight.endedByRelay(controller));
     throw err;
   } finally {
     place?.release();

@@ -15,6 +15,11 @@ export class RequestsInFlight {
     else this.controllers.add(controller);
   }
 
+  /** Whether this request was ended by the relay's stop (its drain period over), not by its client or its time. */
+  endedByRelay(controller: AbortController): boolean {
+    return this.ended !== undefined && controller.signal.reason === this.ended;
+  }
+
   delete(controller: AbortController): void {
     this.controllers.delete(controller);
   }

@@ -44,7 +44,7 @@ const ACTIONS: Record<AuditAction, string> = {
   "org.limits_changed": "Changed default key limits",
 };
 
-const who = (e: AuditEvent) => (e.actor.kind === "operator" ? "Operator (admin token)" : e.actor.kind === "bootstrap" ? "makina up (first start)" : e.actor.kind === "anonymous" ? `Not signed in${e.actor.login ? ` as ${e.actor.login}` : ""}` : (e.actor.login ?? e.actor.id ?? "—"));
+const who = (e: AuditEvent) => (e.actor.kind === "operator" ? "Operator (admin token)" : e.actor.kind === "bootstrap" ? "makina up" : e.actor.kind === "anonymous" ? `Not signed in${e.actor.login ? ` as ${e.actor.login}` : ""}` : (e.actor.login ?? e.actor.id ?? "—"));
 /** A detail's value in words: none, a list, a time (the fields named `…_at`), or as it is. */
 const detailValue = (k: string, v: unknown) => (v === null ? "none" : Array.isArray(v) ? v.join(", ") : k.endsWith("_at") && typeof v === "number" ? new Date(v).toLocaleString() : String(v));
 const detail = (e: AuditEvent) => (e.detail ? Object.entries(e.detail).map(([k, v]) => `${k.replaceAll("_", " ")}: ${detailValue(k, v)}`).join(" · ") : "");
