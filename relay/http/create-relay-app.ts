@@ -84,21 +84,7 @@ const INSTALL_PATHS = ["/install.sh", "/install/:file", "/agent/v1/check"];
  * one knows nothing of them (404 like any unknown URL).
  */
 export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: boolean; separateInstall?: boolean } = {}): RelayApps {
-  const inFlight = new RequestsInFlight();
-  deps.ending?.addEventListener("abort", () => inFlight.endAll(), { once: true });
-  const gateway: GatewayDeps = {
-    directory: deps.directory,
-    registry: deps.targets ?? deps.registry,
-    log: deps.log,
-    limiter: deps.limiter,
-    refusals: new RefusalBudget(),
-    usage: deps.usage,
-    requests: deps.requests,
-    metrics: deps.metrics,
-    gate: deps.gate,
-    inFlight,
-    ...deps.limits,
-  };
+  const gateway = gatewayDeps(deps);
   const chat = gatewayRoute(gateway, chatCompletionsCodec);
   const messages = gatewayRoute(gateway, messagesCodec);
   const responses = gatewayRoute(gateway, responsesCodec);
@@ -203,5 +189,24 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
       else publicApp(req, res);
     },
     admin: adminApp,
+  };
+}
+
+/** What the gateway's routes are built on; its requests in flight are ended together when `deps.ending` aborts. */
+function gatewayDeps(deps: RelayAppDeps): GatewayDeps {
+  const inFlight = new RequestsInFlight();
+  deps.ending?.addEventListener("abort", () => inFlight.endAll(), { once: true });
+  return {
+    directory: deps.directory,
+    registry: deps.targets ?? deps.registry,
+    log: deps.log,
+    limiter: deps.limiter,
+    refusals: new RefusalBudget(),
+    usage: deps.usage,
+    requests: deps.requests,
+    metrics: deps.metrics,
+    gate: deps.gate,
+    inFlight,
+    ...deps.limits,
   };
 }
