@@ -3,7 +3,7 @@ import { mkdir, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { agentSettingOf, type AgentConfig } from "./config.js";
-import { InventoryReporter, modelsOnDisk, startControlServer, type AgentStatus, type ControlServer } from "./control/index.js";
+import { InventoryReporter, modelsOnDisk, startControlServer, type AgentStatus } from "./control/index.js";
 import { detectHardware, hardwareChanged, type HardwareSource } from "./hardware/detect-hardware.js";
 import { Backoff } from "./flow/index.js";
 import { InferenceDispatcher } from "./link/inference-dispatcher.js";

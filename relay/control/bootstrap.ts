@@ -53,7 +53,7 @@ const ADMIN_LOGIN = "admin";
  */
 export async function bootstrap(c: ControlContext, commands: { orgs: Orgs; users: Users; machines: Machines; stacks: Stacks; keys: Keys }, input: BootstrapInput): Promise<Bootstrapped> {
   const { kept } = input;
-  const org = (await c.store.orgs.find("default")) ?? (await commands.orgs.create(BOOTSTRAP, "default"));
+  const org = (await c.store.orgs.find("default")) ?? (await commands.orgs.create(BOOTSTRAP, { name: "default" }));
   let password = kept.adminPassword ?? "";
   const admin = await c.store.users.findByLogin(ADMIN_LOGIN);
   if (!admin) {

@@ -3,7 +3,8 @@ import { actorOf, type AuditEntry, type AuditLog } from "../audit/index.js";
 import type { Deployer } from "../deploy/index.js";
 import type { EventBus } from "../events/index.js";
 import type { MachineLoad } from "../link/index.js";
-import type { Store } from "../store/index.js";
+import { MakinaError } from "../../proto/index.js";
+import type { Machine, Stack, Store } from "../store/index.js";
 import type { RequestLog, UsageRecorder } from "../usage/index.js";
 import type { ModelFiles } from "./model-files.js";
 import type { ModelInspector } from "./model-inspector.js";
@@ -75,6 +76,20 @@ export class ControlContext {
   /** What `actor` may see and do. */
   policy(actor: Actor): Policy {
     return new Policy(actor, this.deps.findOrg);
+  }
+
+  /** The machine `id` of organization `orgId` (of any, with null): not found when it is another's. */
+  async machine(orgId: string | null, id: string): Promise<Machine> {
+    const m = await this.store.machines.get(id);
+    if (!m || (orgId !== null && m.orgId !== orgId)) throw new MakinaError("not_found", `No machine '${id}'.`, { param: "machine" });
+    return m;
+  }
+
+  /** The stack `id` as stored, of organization `orgId` (of any, with null): not found when it is another's. */
+  async stack(orgId: string | null, id: string): Promise<Stack> {
+    const s = await this.store.stacks.get(id);
+    if (!s || (orgId !== null && s.orgId !== orgId)) throw new MakinaError("not_found", `No stack '${id}'.`, { param: "stack" });
+    return s;
   }
 
   /** Records what `actor` did, from its address, in the audit log. */

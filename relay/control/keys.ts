@@ -1,22 +1,14 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
-import { createApiKey, publicKey, type PublicApiKey } from "../keys/index.js";
+import { createApiKey, publicKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
 import type { ApiKeyChanges, KeyPageAsk, Organization } from "../store/index.js";
 import { given, type ControlContext, type Given } from "./control-context.js";
 
 /** A key as the admin API shows it: `expired` once past its expiry (still `active` in the store). */
 export type KeyView = Omit<PublicApiKey, "state"> & { state: "active" | "revoked" | "expired" };
 
-/** What a key is made with: its name, the stacks and machines it is limited to (null: any), its own limits, its expiry. */
-export interface KeyInput {
-  name?: string | null;
-  stackIds?: string[] | null;
-  machineIds?: string[] | null;
-  rpm?: number | null;
-  tpm?: number | null;
-  /** ms since the epoch; null: never. */
-  expiresAt?: number | null;
-}
+/** What a key is made with, or changed by: a new key's options but its organization and maker (the caller's). */
+export type KeyInput = Omit<NewApiKey, "orgId" | "createdBy">;
 
 /** What a page of keys asks: searched, filtered and sorted by the database. */
 export type KeyPageQuery = Omit<KeyPageAsk, "now" | "usageSince">;
@@ -135,10 +127,7 @@ export class Keys {
       const stack = await this.c.store.stacks.get(s);
       if (!stack || stack.orgId !== orgId) throw new MakinaError("not_found", `No stack '${s}' in this organization.`, { param: "stacks" });
     }
-    for (const m of restricted.machineIds ?? []) {
-      const machine = await this.c.store.machines.get(m);
-      if (!machine || machine.orgId !== orgId) throw new MakinaError("not_found", `No machine '${m}'.`, { param: "machine" });
-    }
+    for (const m of restricted.machineIds ?? []) await this.c.machine(orgId, m);
   }
 }
 

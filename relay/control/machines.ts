@@ -26,7 +26,7 @@ export class Machines {
 
   /** The machine `id`, if the actor sees it (not found when it is another organization's). */
   async get(actor: Actor, id: string): Promise<Machine> {
-    return this.find(this.c.policy(actor).orgScope, id);
+    return this.c.machine(this.c.policy(actor).orgScope, id);
   }
 
   /** Registers a machine of the organization: its token is in the answer only. */
@@ -58,11 +58,11 @@ export class Machines {
   async rename(actor: Actor, id: string, input: Given<{ name: string }>): Promise<Machine> {
     const policy = this.c.policy(actor);
     policy.requireAdmin("rename machines");
-    const before = await this.find(policy.orgScope, id);
+    const before = await this.c.machine(policy.orgScope, id);
     const { name } = given(input);
     await this.c.store.machines.rename(before.id, name);
     this.c.events.emit({ type: "machine", orgId: before.orgId, machineId: before.id });
-    const machine = await this.find(policy.orgScope, id);
+    const machine = await this.c.machine(policy.orgScope, id);
     await this.c.record(actor, { orgId: machine.orgId, action: "machine.renamed", target: target(machine), detail: { from: before.name } });
     return machine;
   }
@@ -75,7 +75,7 @@ export class Machines {
   async delete(actor: Actor, id: string): Promise<Machine> {
     const policy = this.c.policy(actor);
     policy.requireAdmin("delete machines");
-    const machine = await this.find(policy.orgScope, id);
+    const machine = await this.c.machine(policy.orgScope, id);
     if (!machine.revokedAt && machine.state !== "pending") {
       throw new MakinaError("conflict", `The machine '${machine.name}' has joined: revoke it first, then delete it.`, { param: "machine" });
     }
@@ -98,13 +98,13 @@ export class Machines {
   async rotateToken(actor: Actor, id: string): Promise<{ machine: Machine } & Joining> {
     const policy = this.c.policy(actor);
     policy.requireAdmin("rotate machine tokens");
-    const found = await this.find(policy.orgScope, id);
+    const found = await this.c.machine(policy.orgScope, id);
     if (found.revokedAt) throw new MakinaError("conflict", `The machine '${id}' is revoked; add it again instead.`, { param: "machine" });
     const token = newSecret("mk_mach_");
     await this.c.store.machines.setTokenHash(found.id, hashSecret(token));
     this.c.deps.dropLink(found.id);
     this.c.events.emit({ type: "machine", orgId: found.orgId, machineId: found.id });
-    const machine = await this.find(policy.orgScope, id);
+    const machine = await this.c.machine(policy.orgScope, id);
     await this.c.record(actor, { orgId: machine.orgId, action: "machine.token_rotated", target: target(machine) });
     return { machine, ...(await this.joining(machine.id, token)) };
   }
@@ -114,19 +114,12 @@ export class Machines {
     return checkMachineCredentials(this.c.store, machineId, token);
   }
 
-  /** The machine `id`; not found when `orgId` is given and it is another organization's. */
-  async find(orgId: string | null, id: string): Promise<Machine> {
-    const m = await this.c.store.machines.get(id);
-    if (!m || (orgId !== null && m.orgId !== orgId)) throw new MakinaError("not_found", `No machine '${id}'.`, { param: "machine" });
-    return m;
-  }
-
   private async revokeUnrecorded(orgId: string | null, id: string): Promise<Machine> {
-    const machine = await this.find(orgId, id);
+    const machine = await this.c.machine(orgId, id);
     await this.c.store.machines.revoke(machine.id, hashSecret(newSecret("mk_mach_")));
     this.c.deps.dropLink(machine.id);
     this.c.events.emit({ type: "machine", orgId: machine.orgId, machineId: machine.id });
-    return this.find(orgId, id);
+    return this.c.machine(orgId, id);
   }
 
   /** What a machine needs to join: the address agents dial, the CA they pin, and the install command with its token. */

@@ -29,9 +29,9 @@ export class Orgs {
   }
 
   /** Makes an organization (the operator only); its slug comes from its name and must be free. */
-  async create(actor: Actor, asked: Given<{ name: string }> | string): Promise<Organization> {
+  async create(actor: Actor, asked: Given<{ name: string }>): Promise<Organization> {
     this.c.policy(actor).requireOperator("create organizations");
-    const name = typeof asked === "string" ? asked : given(asked).name;
+    const { name } = given(asked);
     const org = await this.c.store.orgs.create(name, slugify(name));
     if (!org) throw new MakinaError("conflict", `An organization with the slug '${slugify(name)}' already exists.`, { param: "name" });
     await this.c.record(actor, { orgId: org.id, action: "org.created", target: { kind: "org", id: org.id, name: org.name } });

@@ -1,4 +1,3 @@
-import { MakinaError } from "../../proto/index.js";
 import type { MachineLoad as WireLoad, Overview, RequestFigures as WireFigures, StackState } from "../admin-contract/index.js";
 import type { Actor } from "../auth/index.js";
 import type { MachineLoad } from "../link/index.js";
@@ -52,10 +51,8 @@ const wireLoad = (m: Machine, { usage, receivedAt }: MachineLoad): WireLoad => (
  */
 export async function overviewOf(c: ControlContext, actor: Actor, ask: { org?: string | null; machine?: string; stack?: string }, now: () => number = Date.now): Promise<Overview> {
   const orgId = c.policy(actor).org(ask.org).id;
-  const scopedStack = ask.stack !== undefined ? await c.store.stacks.get(ask.stack) : undefined;
-  if (ask.stack !== undefined && (!scopedStack || scopedStack.orgId !== orgId)) throw new MakinaError("not_found", `No stack '${ask.stack}'.`, { param: "stack" });
-  const scopedMachine = ask.machine !== undefined ? await c.store.machines.get(ask.machine) : undefined;
-  if (ask.machine !== undefined && (!scopedMachine || scopedMachine.orgId !== orgId)) throw new MakinaError("not_found", `No machine '${ask.machine}'.`, { param: "machine" });
+  const scopedStack = ask.stack !== undefined ? await c.stack(orgId, ask.stack) : undefined;
+  const scopedMachine = ask.machine !== undefined ? await c.machine(orgId, ask.machine) : undefined;
   const [allMachines, allStacks] = await Promise.all([c.store.machines.listByOrg(orgId), c.store.stacks.listByOrg(orgId)]);
   const machines = scopedStack ? allMachines.filter((m) => m.id === scopedStack.machineId) : scopedMachine ? [scopedMachine] : allMachines;
   const stacks = scopedStack ? allStacks.filter((s) => s.id === scopedStack.id) : scopedMachine ? allStacks.filter((s) => s.machineId === scopedMachine.id) : allStacks;

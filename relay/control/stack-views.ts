@@ -32,9 +32,7 @@ export class StackViews {
 
   /** The stack `id`; not found when `orgId` is given and it is another organization's. */
   async find(id: string, orgId: string | null): Promise<StackView> {
-    const s = await this.c.store.stacks.get(id);
-    if (!s || (orgId !== null && s.orgId !== orgId)) throw new MakinaError("not_found", `No stack '${id}'.`, { param: "stack" });
-    return this.view(s);
+    return this.view(await this.c.stack(orgId, id));
   }
 
   /** Stacks of one organization with their compatibility and latest deployment. */

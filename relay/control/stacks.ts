@@ -91,7 +91,7 @@ export class Stacks {
   async check(actor: Actor, orgRef: string | null | undefined, plan: PlanInput): Promise<Compatibility> {
     const policy = this.c.policy(actor);
     const org = policy.org(orgRef);
-    const machine = plan.machine ? await this.machine(org.id, plan.machine) : undefined;
+    const machine = plan.machine ? await this.c.machine(org.id, plan.machine) : undefined;
     return this.views.check(plan, machine, policy.isAdmin);
   }
 
@@ -101,7 +101,7 @@ export class Stacks {
     policy.requireAdmin("create stacks");
     const input = given(asked);
     const org = policy.org(input.org);
-    const machine = await this.machine(org.id, input.machine);
+    const machine = await this.c.machine(org.id, input.machine);
     checkModelRefLength(input.model);
     if (input.model.startsWith("hf:")) parseHfRef(input.model);
     const harnessOptions = layerOptions(input.harness, input.harnessOptions, "harness");
@@ -183,7 +183,7 @@ export class Stacks {
         throw new MakinaError("conflict", `The stack '${stack.name}' is deployed on its machine: undeploy it first, then move it to another.`, { param: "machine" });
       }
       checkMaxContext(next.runtime, next.maxContext);
-      const machine = await this.machine(stack.orgId, next.machineId);
+      const machine = await this.c.machine(stack.orgId, next.machineId);
       await this.views.refuseIfIncompatible(machine, next.runtime, next.modelRef, { harness: next.harness, orchestrator: next.orchestrator, endpoint: next.hasEndpoint, maxContext: next.maxContext });
     }
     // Redeployed with the changes, in the same write: the machine builds what changed (its runtime keeps serving
@@ -239,7 +239,7 @@ export class Stacks {
       layerOptions(kind, given !== undefined ? given : kind === was ? current : null, layer);
     return {
       name: edit.name ?? stack.name,
-      machineId: edit.machine !== undefined ? (await this.machine(stack.orgId, edit.machine)).id : stack.machineId,
+      machineId: edit.machine !== undefined ? (await this.c.machine(stack.orgId, edit.machine)).id : stack.machineId,
       runtime: edit.runtime ?? stack.runtime,
       modelRef,
       modelSha256: edit.modelSha256 !== undefined ? edit.modelSha256 : stack.modelSha256,
@@ -254,12 +254,6 @@ export class Stacks {
     };
   }
 
-  /** A machine of the organization (not found otherwise). */
-  private async machine(orgId: string, id: string) {
-    const m = await this.c.store.machines.get(id);
-    if (!m || m.orgId !== orgId) throw new MakinaError("not_found", `No machine '${id}'.`, { param: "machine" });
-    return m;
-  }
 }
 
 /** What each changed field was and is, in the admin API's words (options as the names of those set, never their texts). */

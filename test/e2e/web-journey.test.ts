@@ -73,7 +73,7 @@ describe("a newcomer's journey through the web application", () => {
     mkdirSync(SHOTS, { recursive: true });
     dataDir = mkdtempSync(join(tmpdir(), "makina-web-"));
     relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } }), { log: silentLogger() });
-    const org = await relay.control.orgs.create(OP, "Acme");
+    const org = await relay.control.orgs.create(OP, { name: "Acme" });
     await relay.store.users.create({ orgId: org.id, login: "admin", passwordHash: await hashPassword("first-admin-password"), role: "admin" });
     browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
     // A context of its own, so a second tab shares the first one's storage as a person's browser does.
@@ -541,7 +541,7 @@ describe("a newcomer's journey through the web application", () => {
   });
 
   it("shows a user of another organization nothing of this one", async () => {
-    const rivals = await relay.control.orgs.create(OP, "Rivals");
+    const rivals = await relay.control.orgs.create(OP, { name: "Rivals" });
     await relay.store.users.create({ orgId: rivals.id, login: "rival", passwordHash: await hashPassword("rival-password-1"), role: "admin" });
     const { context, page: rival, signIn } = await otherBrowser();
     await signIn("rival", "rival-password-1");

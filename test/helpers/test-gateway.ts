@@ -72,7 +72,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500, drainTimeoutMs: 1000, ...options.relayFlags } }),
     { log },
   );
-  const org = await relay.control.orgs.create(OP, "Test Org");
+  const org = await relay.control.orgs.create(OP, { name: "Test Org" });
   const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "test-machine" });
   const agentFlags = (machineId: string, machineToken: string, extra: Record<string, unknown> = {}) => ({
     server: relay.linkAddress,

@@ -19,7 +19,7 @@ describe("live event streams", () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "makina-events-"));
     relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", eventsKeepaliveMs: 200 } }), { log: silentLogger() });
-    orgId = (await relay.control.orgs.create(OP, "Streams")).id;
+    orgId = (await relay.control.orgs.create(OP, { name: "Streams" })).id;
     await relay.store.users.create({ orgId, login: "viewer", passwordHash: await hashPassword("a long enough password"), role: "member" });
   });
   afterAll(async () => {
@@ -45,7 +45,7 @@ describe("live event streams", () => {
   };
 
   it("answers 404 to a user naming another organization, as every admin route does", async () => {
-    const other = await relay.control.orgs.create(OP, "Someone Else");
+    const other = await relay.control.orgs.create(OP, { name: "Someone Else" });
     const c = await signedIn();
     const theirs = await fetch(`${relay.url}/admin/v1/events?org=${other.slug}`, { headers: { cookie: c.cookie } });
     expect([theirs.status, ((await theirs.json()) as { error: { code: string } }).error.code]).toEqual([404, "not_found"]);

@@ -105,7 +105,7 @@ describe("paged admin lists", () => {
     // Light: no compatibility, deployment or hardware in it.
     expect(Object.keys(choices.stacks[0]!).sort()).toEqual(["id", "machine_id", "model_id", "name", "runtime", "state"]);
     // A member of the organization sees them; another organization's, nobody but the operator.
-    const other = await gw.relay.control.orgs.create(OP, "Elsewhere");
+    const other = await gw.relay.control.orgs.create(OP, { name: "Elsewhere" });
     const member = await gw.relay.control.users.create(OP, { org: gw.orgId,  login: "picker@acme.test", password: "correct horse battery", role: "member" });
     const web = new WebClient(gw.relay.url);
     await web.signIn(member.login, "correct horse battery");

@@ -128,7 +128,7 @@ describe("the overview", () => {
     const both = await operator(`/admin/v1/overview?org=${gw.orgId}&machine=${gw.machineId}&stack=${gw.stackId}`);
     expect(both.status).toBe(400);
     expect(await both.json()).toEqual({ error: { type: "invalid_request_error", code: "invalid_value", param: "stack", message: "Give 'machine' or 'stack', not both." } });
-    const other = await gw.relay.control.orgs.create(OP, "Other Org");
+    const other = await gw.relay.control.orgs.create(OP, { name: "Other Org" });
     const foreign = await operator(`/admin/v1/overview?org=${other.id}&machine=${gw.machineId}`);
     expect(foreign.status).toBe(404);
     expect(((await foreign.json()) as { error: { param: string } }).error.param).toBe("machine");

@@ -34,7 +34,7 @@ describe("a relay restart", () => {
     dir = mkdtempSync(join(tmpdir(), "makina-restart-"));
     const config = resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: await freePort(), grpcPort: await freePort(), grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } });
     relay = await startRelay(config, { log: silentLogger() });
-    const org = await relay.control.orgs.create(OP, "Restart Co");
+    const org = await relay.control.orgs.create(OP, { name: "Restart Co" });
     const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "box" });
     agent = await startAgent(
       resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), threads: 1, gpu: false, maxContextSize: 512, reconnectMinMs: 50, reconnectMaxMs: 500 } }),

@@ -34,7 +34,7 @@ async function twoRelaysAndAnAgent(options: { grpc: { host: string; port: number
     relays.push(await startRelay(resolveRelayConfig({ flags }), { log: silentLogger() }));
   }
   const a = relays[0]!;
-  const org = await a.control.orgs.create(OP, "Failover");
+  const org = await a.control.orgs.create(OP, { name: "Failover" });
   const made = await a.control.machines.create(OP, { org: org.id, name: "roaming" });
   const machineId = made.machine.id;
   const agent: Agent = await startAgent(

@@ -169,7 +169,7 @@ describe("the request log", () => {
     expect(await member.json<RequestDetail>("GET", `/admin/v1/requests/${p!.id}`)).toMatchObject({ id: p!.id, captured: true, capture: null });
     expect((await member.json<Page<LoggedRequest>>("GET", `/admin/v1/requests?key=${k.id}`)).total).toBe(2);
     // Another organization's user does not see it at all.
-    const other = await gw.relay.control.orgs.create(OP, "Other Org");
+    const other = await gw.relay.control.orgs.create(OP, { name: "Other Org" });
     await gw.relay.control.users.create(OP, { org: other.id,  login: "stranger", password: "stranger-password-1", role: "admin" });
     const stranger = new WebClient(gw.relay.url);
     await stranger.signIn("stranger", "stranger-password-1");
@@ -194,7 +194,7 @@ describe("the request log", () => {
 
   it("stays bounded: each organization keeps its newest requests, and none older than the retention", async () => {
     const { store } = gw.relay;
-    const org = await gw.relay.control.orgs.create(OP, "Busy Org");
+    const org = await gw.relay.control.orgs.create(OP, { name: "Busy Org" });
     const row = (at: number, i: number) => ({ orgId: org.id, at, requestId: `r${i}`, keyId: null, model: "m", stackId: null, machineId: null, stream: false, status: 200, errorCode: null, promptTokens: 1, completionTokens: 1, latencyMs: 1, firstTokenMs: 1, captureJson: null, captureUntil: null });
     const now = Date.now();
     // More than one pruning statement deletes (2,000 each).

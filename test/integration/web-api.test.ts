@@ -482,7 +482,7 @@ describe("a relay stopping with web pages open", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "makina-stop-"));
     const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
     try {
-      const org = await relay.control.orgs.create(OP, "Stopping");
+      const org = await relay.control.orgs.create(OP, { name: "Stopping" });
       await relay.store.users.create({ orgId: org.id, login: "op", passwordHash: await hashPassword("a long enough password"), role: "admin" });
       const c = new WebClient(relay.url);
       expect((await c.signIn("op", "a long enough password")).status).toBe(200);
@@ -505,7 +505,7 @@ describe("web sessions over time", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "makina-sessions-"));
     const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
     try {
-      const org = await relay.control.orgs.create(OP, "Clocks");
+      const org = await relay.control.orgs.create(OP, { name: "Clocks" });
       await relay.store.users.create({ orgId: org.id, login: "tz", passwordHash: await hashPassword("a long enough password"), role: "admin" });
       let now = Date.now();
       const sessions = new WebSessions(relay.store, { ttlMs: 60_000, now: () => now });

@@ -1,4 +1,4 @@
-import { MAX_EMBED_INPUTS, MakinaError, type EmbedInput } from "../../../proto/index.js";
+import { MAX_EMBED_INPUTS, type EmbedInput } from "../../../proto/index.js";
 import type { PlannableRequest } from "../../routing/index.js";
 import { describeValue, isPlainObject, refuse } from "../json-values.js";
 
