@@ -1,21 +1,19 @@
-import { MakinaError, type DeployStep, type Logger, type StepResult } from "../../proto/index.js";
-import type { AgentRegistry, MachineLoad, MachineLoads } from "../link/index.js";
+import type { Logger } from "../../proto/index.js";
+import type { AgentRegistry } from "../link/index.js";
+import type { MachineCarrier } from "../machines/index.js";
 import type { EventBus, RelayEvent } from "../events/index.js";
-import type { AdmissionGate, InferenceTarget } from "../routing/index.js";
+import type { AdmissionGate } from "../routing/index.js";
+import { BusCarrier, serveMachineOperations, type StackOnRecord } from "./bus-carrier.js";
 import { FleetBus } from "./fleet-bus.js";
 import { HopServer } from "./hop-server.js";
 import { RemoteMachines } from "./remote-machines.js";
-import { readEvent, readLoadsReply, readLoadsRequest, readModelFileAsk, readModelFileReply, readPeerMessage, readStackMessage, SUBJECTS, type LoadsReply, type ModelFileReply } from "./hop-messages.js";
+import { readEvent, readPeerMessage, SUBJECTS } from "./hop-messages.js";
 import { PeerLinks, type PeerConnection } from "./peer-links.js";
-import type { DeploymentsElsewhere } from "../deploy/index.js";
-
-/** A look at a model file on a machine. */
-type ModelCheck = Extract<DeployStep, { kind: "checkModel" }>;
 
 /** The relays' fleet as one relay sees it over NATS (`--nats`): requests for any machine, wherever it is linked. */
 export interface Fleet {
-  /** Where a machine's requests go: its link here when this relay holds it, else the relay that does. */
-  readonly targets: { get(machineId: string): InferenceTarget | undefined };
+  /** The machines linked to the other relays, reached through them: the machine seam's second carrier. */
+  readonly carrier: MachineCarrier;
   /** Whether NATS is reachable now (for /health). */
   readonly connected: boolean;
   /** Requests crossing relays in flight here: sent to others, and served for others. */
@@ -26,21 +24,6 @@ export interface Fleet {
   relays(): { relay: string; via: "direct" | "nats" }[];
   /** The relay is stopping: the others stop routing to its machines; requests in flight go on. */
   drain(): void;
-  /**
-   * The latest load of each of these machines linked to another relay, asked of those relays (a relay that does
-   * not answer within a second leaves its machines' loads unknown).
-   */
-  loadsElsewhere(machineIds: readonly string[]): Promise<Map<string, MachineLoad>>;
-  /**
-   * Runs, on this relay, the deployments other relays are asked for when this relay holds the machine's link,
-   * and returns where this relay's deployer sends those of machines linked elsewhere.
-   */
-  serveDeployments(deployer: { deployHere(stackId: string): Promise<void>; stopHere(stackId: string): Promise<boolean> }): DeploymentsElsewhere;
-  /**
-   * Answers the other relays' looks at model files on the machines linked here (with `checkHere`), and returns how
-   * this relay asks for one on a machine linked elsewhere: undefined when no relay is known to hold it.
-   */
-  serveModelFiles(checkHere: (machineId: string, step: ModelCheck) => Promise<StepResult>): (machineId: string, step: ModelCheck) => Promise<StepResult> | undefined;
   close(): Promise<void>;
 }
 
@@ -59,8 +42,10 @@ export async function joinFleet(options: {
   url: string;
   relayId: string;
   registry: AgentRegistry;
-  /** The loads of the machines linked here, which other relays ask for. */
-  loads: MachineLoads;
+  /** The machines linked here, as the other relays' operations on them are served. */
+  here: MachineCarrier;
+  /** A stack as the database has it, when another relay names one. */
+  stackOf: StackOnRecord;
   gate: AdmissionGate;
   events: EventBus;
   log: Logger;
@@ -134,23 +119,9 @@ export async function joinFleet(options: {
     relayed.add(event);
     events.emit(event);
   });
-  bus.respond(SUBJECTS.loads(relayId), async (m) => {
-    const reply: LoadsReply = { loads: [] };
-    const now = Date.now();
-    for (const id of readLoadsRequest(m) ?? []) {
-      const load = options.loads.get(id);
-      if (load) reply.loads.push([id, load.usage, Math.max(0, now - load.receivedAt)]);
-    }
-    return reply;
-  });
+  serveMachineOperations(bus, relayId, options.here, options.stackOf, log);
   return {
-    targets: {
-      get(machineId) {
-        const local = registry.get(machineId);
-        if (local && local.state === "open") return local;
-        return r.get(machineId) ?? local;
-      },
-    },
+    carrier: new BusCarrier(bus, r, log),
     get connected() {
       return bus.connected;
     },
@@ -160,76 +131,6 @@ export async function joinFleet(options: {
     peerAddress: peers?.address ?? null,
     relays: () => r.relayIds().map((id) => ({ relay: id, via: peers?.open(id) ? "direct" : "nats" })),
     drain: () => s.drain(),
-    async loadsElsewhere(machineIds) {
-      const byRelay = new Map<string, string[]>();
-      for (const id of machineIds) {
-        const relay = r.get(id)?.relayId;
-        if (relay !== undefined) byRelay.set(relay, [...(byRelay.get(relay) ?? []), id]);
-      }
-      const loads = new Map<string, MachineLoad>();
-      await Promise.all(
-        [...byRelay].map(async ([relay, machines]) => {
-          const reply = await bus.request(SUBJECTS.loads(relay), { machines }, 1000).catch(() => undefined);
-          const now = Date.now();
-          const asked = new Set(machines);
-          for (const [id, usage, ageMs] of readLoadsReply(reply)) if (asked.has(id)) loads.set(id, { usage, receivedAt: now - ageMs });
-        }),
-      );
-      return loads;
-    },
-    serveDeployments(deployer) {
-      // Every relay hears every deployment asked elsewhere; the one holding the machine's link runs it. (Sent to
-      // all rather than to the holder this relay knows of: a machine that linked a moment ago is not missed.)
-      bus.subscribe(SUBJECTS.deploy, (m) => {
-        const stackId = readStackMessage(m);
-        if (stackId) void deployer.deployHere(stackId).catch((err: unknown) => log.warn("a deployment asked by another relay could not start", { stackId, error: String(err) }));
-      });
-      bus.respond(SUBJECTS.stop, async (m) => {
-        const stackId = readStackMessage(m);
-        return stackId && (await deployer.stopHere(stackId)) ? { done: true } : undefined;
-      });
-      return {
-        deploy(stack) {
-          return bus.publish(SUBJECTS.deploy, { stack: stack.id });
-        },
-        async stop(stack) {
-          // The relay holding the link answers once the stop is done (it takes as long as the deployment step it
-          // ends); none answering soon when none is known to hold it means no relay does.
-          const known = r.get(stack.machineId) !== undefined;
-          try {
-            await bus.request(SUBJECTS.stop, { stack: stack.id }, known ? 120_000 : 2000);
-            return true;
-          } catch (err) {
-            if (known) log.warn("the relay holding the machine did not confirm the stop", { stackId: stack.id, error: String(err) });
-            return known;
-          }
-        },
-      };
-    },
-    serveModelFiles(checkHere) {
-      bus.respond(SUBJECTS.modelFiles(relayId), async (m) => {
-        const asked = readModelFileAsk(m);
-        if (!asked) return undefined;
-        try {
-          return { result: await checkHere(asked.machine, { kind: "checkModel", ref: asked.ref, runtime: asked.runtime }) } satisfies ModelFileReply;
-        } catch (err) {
-          const e = MakinaError.from(err);
-          // The machine's answer travels; anything else (offline now, no answer) leaves the file unknown there too.
-          if (e.code === "not_found" || e.code === "invalid_value") return { refused: { code: e.code, message: e.message } } satisfies ModelFileReply;
-          // Not linked here now, or silent: said at once, so the asking relay does not wait out its time.
-          return { unknown: true } satisfies ModelFileReply;
-        }
-      });
-      return (machineId, step) => {
-        const relay = r.get(machineId)?.relayId;
-        if (relay === undefined) return undefined;
-        return bus.request(SUBJECTS.modelFiles(relay), { machine: machineId, ref: step.ref, runtime: step.runtime }, 5000).then((reply) => {
-          const result = readModelFileReply(reply);
-          if (!result) throw new MakinaError("machine_offline", "The relay holding the machine said nothing usable of the model file.");
-          return result;
-        });
-      };
-    },
     async close() {
       unsubscribe();
       s.close();

@@ -5,8 +5,8 @@ import type { RuntimeKind } from "../store/index.js";
 /** What a machine says of a model at a local path: what is there (its facts), or why it cannot be used. */
 export type ModelFileVerdict = { usable: true; facts: ModelFacts } | { usable: false; reason: string };
 
-/** Sends a check to the machine, wherever it is linked; undefined when no relay holds its link now. */
-export type AskMachine = (machineId: string, step: Extract<DeployStep, { kind: "checkModel" }>, signal: AbortSignal) => Promise<StepResult> | undefined;
+/** Sends a check to the machine, wherever it is linked; `machine_offline` when no relay holds its link now. */
+export type AskMachine = (machineId: string, step: Extract<DeployStep, { kind: "checkModel" }>, signal: AbortSignal) => Promise<StepResult>;
 
 /** Options of {@link ModelFiles}. */
 export interface ModelFilesOptions {
@@ -83,9 +83,7 @@ export class ModelFiles {
   private async askMachine(machineId: string, runtime: RuntimeKind, ref: string): Promise<{ verdict: ModelFileVerdict | null; keep: boolean }> {
     const signal = AbortSignal.timeout(this.o.timeoutMs);
     try {
-      const asked = this.ask(machineId, { kind: "checkModel", ref, runtime }, signal);
-      if (!asked) return { verdict: null, keep: false };
-      const r = await asked;
+      const r = await this.ask(machineId, { kind: "checkModel", ref, runtime }, signal);
       const weights = r.modelSizeBytes > 0 ? r.modelSizeBytes : null;
       return {
         verdict: {

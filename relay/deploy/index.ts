@@ -1,1 +1,2 @@
-export { Deployer, DEPLOY_STEPS, type DeploymentsElsewhere } from "./deployer.js";
+export { Deployer } from "./deployer.js";
+export { DeploymentRunner, DEPLOY_STEPS } from "./deployment-runner.js";

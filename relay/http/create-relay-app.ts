@@ -3,7 +3,6 @@ import type { RequestListener } from "node:http";
 import express, { type Express } from "express";
 import { MakinaError, type Logger } from "../../proto/index.js";
 import type { ControlPlane } from "../control/index.js";
-import type { AgentRegistry } from "../link/index.js";
 import type { AdmissionGate, GatewayDirectory, InferenceTarget } from "../routing/index.js";
 import { RefusalBudget, type Limiter } from "../limits/index.js";
 import type { StorageHealth } from "../health/index.js";
@@ -25,9 +24,8 @@ import { requestId } from "./request-id.js";
 
 /** Everything the relay's HTTP side needs, passed in by the composition root. */
 export interface RelayAppDeps {
-  registry: AgentRegistry;
-  /** Where the gateway sends a machine's requests, when not only to this relay's links (machines linked to other relays too). */
-  targets?: { get(machineId: string): InferenceTarget | undefined };
+  /** Where the gateway sends a machine's requests: its link here, or the relay holding it (the machine seam). */
+  targets: { get(machineId: string): InferenceTarget | undefined };
   /** The relays' bus, when this relay is joined to others (`--nats`): `/health` says whether it is reachable. */
   fleet?: { readonly connected: boolean };
   /** The gateway's keys and routes, kept in memory and refreshed for every request. */
@@ -198,7 +196,7 @@ function gatewayDeps(deps: RelayAppDeps): GatewayDeps {
   deps.ending?.addEventListener("abort", () => inFlight.endAll(), { once: true });
   return {
     directory: deps.directory,
-    registry: deps.targets ?? deps.registry,
+    registry: deps.targets,
     log: deps.log,
     limiter: deps.limiter,
     refusals: new RefusalBudget(),

@@ -1,16 +1,15 @@
 import { settingOf } from "../config.js";
 import { WebSessions } from "../auth/index.js";
-import { ControlPlane, ModelInspector } from "../control/index.js";
+import { ControlPlane, ModelFiles, ModelInspector } from "../control/index.js";
 import { RequestLog, UsageRecorder } from "../usage/index.js";
 import { Deployer } from "../deploy/index.js";
-import type { MachineLoad } from "../link/index.js";
+import type { MachineReach } from "../machines/index.js";
 import { RateLimiter, RedisRateLimiter, type Limiter } from "../limits/index.js";
 import type { Store } from "../store/index.js";
 import { AuditLog } from "../audit/index.js";
 import type { Shared } from "./relay-parts.js";
-import type { ChangeFeed, Fleet } from "../cluster/index.js";
+import type { ChangeFeed } from "../cluster/index.js";
 import type { GatewayDirectory } from "../routing/index.js";
-import { modelFiles } from "./start-link.js";
 
 
 /**
@@ -60,10 +59,10 @@ export async function startBooks(s: Shared, store: Store) {
 /** The control plane, on what the relay has started. */
 export function controlPlane(
   s: Shared,
-  d: { store: Store; directory: GatewayDirectory; deployer: Deployer; feed: ChangeFeed | undefined; fleet: Fleet | undefined; linkCaSha256: string | null; tlsOn: boolean; audit: AuditLog; sessions: WebSessions; usage: UsageRecorder; requests: RequestLog },
+  d: { store: Store; directory: GatewayDirectory; deployer: Deployer; feed: ChangeFeed | undefined; machines: MachineReach; linkCaSha256: string | null; tlsOn: boolean; audit: AuditLog; sessions: WebSessions; usage: UsageRecorder; requests: RequestLog },
 ): ControlPlane {
-  const { config, registry, loads, events, here } = s;
-  const { store, directory, deployer, feed, fleet, linkCaSha256, tlsOn, audit, sessions, usage, requests } = d;
+  const { config, registry, events, here } = s;
+  const { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests } = d;
   return new ControlPlane({
     store,
     deployer,
@@ -71,22 +70,13 @@ export function controlPlane(
     events,
     inspector: new ModelInspector({ hubEndpoint: config.hfEndpoint }),
     dropLink: (machineId) => registry.get(machineId)?.end(),
-    files: modelFiles(registry, fleet),
+    // A model file named by a local path is looked for on its machine, wherever it is linked.
+    files: new ModelFiles((machineId, check, signal) => machines.at(machineId).checkModel(check, signal)),
     audit,
     sessions,
     usage,
     requests,
     findOrg: (ref) => directory.findOrg(ref),
-    // A machine linked here has its load here; one linked to another relay, there.
-    loadsOf: async (ids) => {
-      const found = new Map<string, MachineLoad>();
-      const elsewhere = ids.filter((id) => {
-        const load = loads.get(id);
-        if (load) found.set(id, load);
-        return !load;
-      });
-      if (fleet && elsewhere.length > 0) for (const [id, load] of await fleet.loadsElsewhere(elsewhere)) found.set(id, load);
-      return found;
-    },
+    loadsOf: (ids) => machines.loads(ids),
   });
 }

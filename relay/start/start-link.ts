@@ -1,7 +1,6 @@
-import { MakinaError, type DeployStep } from "../../proto/index.js";
 import { settingOf } from "../config.js";
-import { ModelFiles } from "../control/index.js";
-import { AgentRegistry, linkAcceptor, loadLinkTls, shareLinkCertificates, startLinkServer } from "../link/index.js";
+import type { MachineCarrier } from "../machines/index.js";
+import { linkAcceptor, loadLinkTls, shareLinkCertificates, startLinkServer } from "../link/index.js";
 import { AdmissionGate } from "../routing/index.js";
 import type { Store } from "../store/index.js";
 import { joinFleet, PeerListenError, type Fleet } from "../cluster/index.js";
@@ -11,8 +10,13 @@ import type { Shared } from "./relay-parts.js";
 import { listenSetting } from "./start-listeners.js";
 
 /** Joins the relays on the same database over NATS, with its direct connections when they are on. */
-export async function startFleet(s: Shared, store: Store, gate: AdmissionGate): Promise<Fleet> {
-  const { config, log, parts, registry, loads, events } = s;
+export async function startFleet(s: Shared, store: Store, gate: AdmissionGate, here: MachineCarrier): Promise<Fleet> {
+  const { config, log, parts, registry, events } = s;
+  // A stack another relay names is read from the database: its machine, and whether the operation fits its state.
+  const stackOf = async (id: string) => {
+    const stack = await store.stacks.get(id);
+    return stack && { machineId: stack.machineId, state: stack.state };
+  };
   return parts.start({
     name: "the other relays (NATS)",
     // The listener for the other relays' direct connections says so when it cannot listen; anything else is NATS.
@@ -20,7 +24,7 @@ export async function startFleet(s: Shared, store: Store, gate: AdmissionGate): 
     start: async () => {
       // The secret of the relays' direct connections is the database's (made by the first relay).
       const peer = config.peerAddress !== "off" ? { ...peerListenAddress(config), secret: await peerSecret(store), maxMessageChars: 2 * config.bodyLimitBytes + 1024 * 1024 } : undefined;
-      return joinFleet({ url: config.nats!, relayId: s.relayId, registry, loads, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, peer });
+      return joinFleet({ url: config.nats!, relayId: s.relayId, registry, here, stackOf, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, peer });
     },
     stop: (f) => f.close(),
   });
@@ -53,15 +57,3 @@ export async function startLink(s: Shared, store: Store, accept: ReturnType<type
   here.linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
   return { link, tls, tlsOn };
 }
-
-/** A model file named by a local path is looked for on its machine: over this relay's link, or the relay's holding it. */
-export function modelFiles(registry: AgentRegistry, fleet: Fleet | undefined): ModelFiles {
-  const checkHere = (machineId: string, step: Extract<DeployStep, { kind: "checkModel" }>, signal?: AbortSignal) => {
-    const session = registry.get(machineId);
-    if (!session || session.state !== "open") return Promise.reject(new MakinaError("machine_offline", "The machine is not linked to this relay."));
-    return session.runCommand("", step, { signal, idleTimeoutMs: 5000 });
-  };
-  const checkElsewhere = fleet?.serveModelFiles((machineId, step) => checkHere(machineId, step));
-  return new ModelFiles((machineId, step, signal) => (registry.get(machineId)?.state === "open" ? checkHere(machineId, step, signal) : checkElsewhere?.(machineId, step)));
-}
-

@@ -5,7 +5,8 @@ import { ControlPlane } from "../control/index.js";
 import { EventBus } from "../events/index.js";
 import { UsageRecorder } from "../usage/index.js";
 import { RelayMetrics } from "../metrics/index.js";
-import { Deployer } from "../deploy/index.js";
+import { Deployer, DeploymentRunner } from "../deploy/index.js";
+import { LinkCarrier, MachineReach } from "../machines/index.js";
 import { AgentRegistry, linkAcceptor, MachineLoads } from "../link/index.js";
 import { AdmissionGate } from "../routing/index.js";
 import { createRelayApp } from "../http/create-relay-app.js";
@@ -124,12 +125,16 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
   });
   // Relays on one database reach each other's machines over NATS: a relay that cannot reach it does not start
   // (saying so), before it takes any link.
-  const fleet = config.nats ? await startFleet(s, store, gate) : undefined;
+  // The deployments run next to the links: this relay's runner, for its own and the other relays' asks.
+  const runner = new DeploymentRunner(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs, storage);
+  const linked = new LinkCarrier(registry, loads, runner);
+  const fleet = config.nats ? await startFleet(s, store, gate, linked) : undefined;
+  // Every machine, wherever it is linked: here, or on another relay (the fleet's carrier).
+  const machines = new MachineReach(linked, fleet?.carrier);
   const { limiter, usage, requests, audit } = await startBooks(s, store);
   // Several relays share a PostgreSQL database: each one's series carry its id.
   const metrics = new RelayMetrics({ machinesOnline: () => registry.size, relayId: store.dialect === "postgres" ? s.relayId : undefined, otherRelays: fleet?.relays });
-  const deployer = new Deployer(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs, storage);
-  if (fleet) deployer.reachOthers(fleet.serveDeployments(deployer));
+  const deployer = new Deployer(store, machines, runner, events);
   const accept = linkAcceptor({
     store,
     registry,
@@ -145,11 +150,10 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
   const linkCaSha256 = tls?.caSha256 ?? null;
   const sessions = new WebSessions(store);
   here.userChanged = (userId) => sessions.userChanged(userId);
-  const control = controlPlane(s, { store, directory, deployer, feed, fleet, linkCaSha256, tlsOn, audit, sessions, usage, requests });
+  const control = controlPlane(s, { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests });
   const apps = createRelayApp(
     {
       storage,
-      registry,
       directory,
       control,
       events,
@@ -159,7 +163,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
       sessions,
       log: log.child({ component: "http" }),
       limiter,
-      targets: fleet?.targets,
+      targets: { get: (machineId) => machines.target(machineId) },
       fleet,
       adminTokenHash: () => directory.adminTokenHash,
       trustProxy: config.trustProxy,

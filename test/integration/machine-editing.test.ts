@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditEvent, Machine } from "../../relay/admin-contract/index.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { WebClient } from "../helpers/web-client.js";
-import { OP } from "../helpers/operator.js";
 
 // Machines are renamed, and deleted once they never joined or were revoked (issue 21, point 3).
 describe("renaming and deleting machines", () => {

@@ -203,6 +203,22 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     expect(gw.agent.host.list().map((r) => r.stackId)).not.toContain(stack.id);
   });
 
+  it("does not stop a deployed stack because a client on the bus asks: the database's state decides", async () => {
+    const { connect } = await import("@nats-io/transport-node");
+    const rogue = await connect({ servers: nats.url });
+    try {
+      // The relay holding the link answers a stop only for a stack being undeployed: no answer comes.
+      const stop = rogue.request("makina.stop", new TextEncoder().encode(JSON.stringify({ stack: gw.stackId })), { timeout: 1500 });
+      await expect(stop).rejects.toThrow();
+      // Still on the machine, and served through either relay.
+      expect(gw.agent.host.list().map((r) => r.stackId)).toContain(gw.stackId);
+      expect((await chat(gw.relay, "still here?")).status).toBe(200);
+      expect((await chat(b, "still here?")).status).toBe(200);
+    } finally {
+      await rogue.close();
+    }
+  });
+
   it("labels every series of each relay's /metrics with the relay's id, and says how it reaches the other", async () => {
     const [ofA, ofB] = [await scrape(gw.relay), await scrape(b)];
     const relayOf = (lines: string[]) => new Set(lines.map((l) => /[{,]relay="(rly_[A-Za-z0-9]+)"/.exec(l)?.[1]));

@@ -21,8 +21,12 @@ describe("looking for model files on machines", () => {
 
   it("leaves the file unknown when the machine cannot be asked, fails otherwise, or does not answer in time", async () => {
     const never: AskMachine = (_m, _s, signal) => new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new MakinaError("timeout", "no answer"))));
-    expect(await new ModelFiles(() => undefined).check("mach_1", "gguf", "/m.gguf")).toBeNull();
-    expect(await new ModelFiles(() => Promise.reject(new MakinaError("machine_offline", "gone"))).check("mach_1", "gguf", "/m.gguf")).toBeNull();
+    // Not linked anywhere: unknown, and not kept (the machine linking a moment later is asked).
+    let linked = false;
+    const offlineFirst = new ModelFiles(() => (linked ? Promise.resolve(found) : Promise.reject(new MakinaError("machine_offline", "gone"))));
+    expect(await offlineFirst.check("mach_1", "gguf", "/m.gguf")).toBeNull();
+    linked = true;
+    expect(await offlineFirst.check("mach_1", "gguf", "/m.gguf")).toMatchObject({ usable: true });
     expect(await new ModelFiles(never, { timeoutMs: 20 }).check("mach_1", "gguf", "/m.gguf")).toBeNull();
   });
 

@@ -1,0 +1,123 @@
+import { MakinaError, type Logger, type StepResult } from "../../proto/index.js";
+import type { MachineLoad } from "../link/index.js";
+import type { MachineCarrier, ModelCheck } from "../machines/index.js";
+import type { InferenceTarget } from "../routing/index.js";
+import type { FleetBus } from "./fleet-bus.js";
+import { readLoadsReply, readLoadsRequest, readModelFileAsk, readModelFileReply, readStackMessage, SUBJECTS, type LoadsReply, type ModelFileReply } from "./hop-messages.js";
+import type { RemoteMachines } from "./remote-machines.js";
+
+/** What the relay holding a machine's link reads of a stack named on the bus (the bus's word is not taken for it). */
+export type StackOnRecord = (stackId: string) => Promise<{ machineId: string; state: string } | undefined>;
+
+/** How long a relay waits for the others to say which loads they know. */
+const LOADS_WAIT_MS = 1000;
+/** How long a look at a model file through another relay may take. */
+const CHECK_WAIT_MS = 5000;
+/** How long the relay holding the link may take to stop a stack (as long as the deployment step it ends), and how long to wait when none is known to hold it. */
+const STOP_WAIT_MS = 120_000;
+const STOP_WAIT_UNKNOWN_MS = 2000;
+
+/**
+ * The machines linked to the other relays, reached through them over NATS: the second carrier of the machine
+ * seam. Each operation has its two halves here, side by side: the asking one (a method of the carrier) and the
+ * serving one (in {@link serveMachineOperations}, which answers with the serving relay's own link carrier).
+ * Inference goes through `RemoteMachines` (credit, direct connections); this is everything else.
+ */
+export class BusCarrier implements MachineCarrier {
+  constructor(
+    private readonly bus: FleetBus,
+    private readonly remote: RemoteMachines,
+    private readonly log: Logger,
+  ) {}
+
+  target(machineId: string): InferenceTarget | undefined {
+    return this.remote.get(machineId);
+  }
+
+  deploy(machineId: string, stackId: string): boolean {
+    // Every relay hears it and the one holding the machine's link runs it. Sent to all rather than to the holder
+    // this relay knows of: a machine that linked a moment ago is not missed.
+    this.bus.publish(SUBJECTS.deploy, { stack: stackId });
+    return this.remote.get(machineId) !== undefined;
+  }
+
+  async stop(machineId: string, stackId: string): Promise<boolean> {
+    // The relay holding the link answers once the stop is done; none answering soon when none is known to hold it
+    // means no relay does.
+    const known = this.remote.get(machineId) !== undefined;
+    try {
+      await this.bus.request(SUBJECTS.stop, { stack: stackId }, known ? STOP_WAIT_MS : STOP_WAIT_UNKNOWN_MS);
+      return true;
+    } catch (err) {
+      if (known) this.log.warn("the relay holding the machine did not confirm the stop", { stackId, error: String(err) });
+      return known;
+    }
+  }
+
+  async checkModel(machineId: string, check: ModelCheck): Promise<StepResult> {
+    const relay = this.remote.get(machineId)?.relayId;
+    if (relay === undefined) throw new MakinaError("machine_offline", "No relay holds this machine's link now.");
+    const reply = await this.bus.request(SUBJECTS.modelFiles(relay), { machine: machineId, ref: check.ref, runtime: check.runtime }, CHECK_WAIT_MS);
+    const result = readModelFileReply(reply);
+    if (!result) throw new MakinaError("machine_offline", "The relay holding the machine said nothing usable of the model file.");
+    return result;
+  }
+
+  async loads(machineIds: readonly string[]): Promise<Map<string, MachineLoad>> {
+    const byRelay = new Map<string, string[]>();
+    for (const id of machineIds) {
+      const relay = this.remote.get(id)?.relayId;
+      if (relay !== undefined) byRelay.set(relay, [...(byRelay.get(relay) ?? []), id]);
+    }
+    const loads = new Map<string, MachineLoad>();
+    // A relay that does not answer in time leaves its machines' loads unknown.
+    await Promise.all(
+      [...byRelay].map(async ([relay, machines]) => {
+        const reply = await this.bus.request(SUBJECTS.loads(relay), { machines }, LOADS_WAIT_MS).catch(() => undefined);
+        const now = Date.now();
+        const asked = new Set(machines);
+        for (const [id, usage, ageMs] of readLoadsReply(reply)) if (asked.has(id)) loads.set(id, { usage, receivedAt: now - ageMs });
+      }),
+    );
+    return loads;
+  }
+}
+
+/**
+ * The serving halves: this relay answers the others' operations on the machines linked here, with `here` (its
+ * link carrier). A stack named on the bus is read from the database, which says its machine and whether the
+ * operation fits its state (a deployment for a stack being deployed, a stop for one being undeployed).
+ */
+export function serveMachineOperations(bus: FleetBus, relayId: string, here: MachineCarrier, stackOf: StackOnRecord, log: Logger): void {
+  bus.subscribe(SUBJECTS.deploy, (m) => {
+    const stackId = readStackMessage(m);
+    if (!stackId) return;
+    void stackOf(stackId)
+      .then((stack) => stack && (stack.state === "deploying" || stack.state === "deployed") && here.deploy(stack.machineId, stackId))
+      .catch((err: unknown) => log.warn("a deployment asked by another relay could not start", { stackId, error: String(err) }));
+  });
+  bus.respond(SUBJECTS.stop, async (m) => {
+    const stackId = readStackMessage(m);
+    const stack = stackId ? await stackOf(stackId) : undefined;
+    if (!stackId || !stack || stack.state !== "undeploying") return undefined;
+    return (await here.stop(stack.machineId, stackId)) ? { done: true } : undefined;
+  });
+  bus.respond(SUBJECTS.modelFiles(relayId), async (m) => {
+    const asked = readModelFileAsk(m);
+    if (!asked) return undefined;
+    try {
+      return { result: await here.checkModel(asked.machine, { kind: "checkModel", ref: asked.ref, runtime: asked.runtime }) } satisfies ModelFileReply;
+    } catch (err) {
+      const e = MakinaError.from(err);
+      // The machine's answer travels; anything else (offline now, no answer) leaves the file unknown there too.
+      if (e.code === "not_found" || e.code === "invalid_value") return { refused: { code: e.code, message: e.message } } satisfies ModelFileReply;
+      // Not linked here now, or silent: said at once, so the asking relay does not wait out its time.
+      return { unknown: true } satisfies ModelFileReply;
+    }
+  });
+  bus.respond(SUBJECTS.loads(relayId), async (m) => {
+    const now = Date.now();
+    const loads = await here.loads(readLoadsRequest(m) ?? []);
+    return { loads: [...loads].map(([id, load]) => [id, load.usage, Math.max(0, now - load.receivedAt)]) } satisfies LoadsReply;
+  });
+}

@@ -1,0 +1,3 @@
+export { LinkCarrier, type LocalDeployments } from "./link-carrier.js";
+export { MachineReach, type MachineHandle } from "./machine-reach.js";
+export type { MachineCarrier, ModelCheck } from "./machine-carrier.js";

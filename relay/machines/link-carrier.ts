@@ -1,0 +1,58 @@
+import { MakinaError, type StepResult } from "../../proto/index.js";
+import type { AgentRegistry, AgentSession, MachineLoad, MachineLoads } from "../link/index.js";
+import type { InferenceTarget } from "../routing/index.js";
+import type { MachineCarrier, ModelCheck } from "./machine-carrier.js";
+
+/** The deployments run on this relay's links (relay/deploy's runner). */
+export interface LocalDeployments {
+  /** Runs a stack's deployment on this link (after the one running, if any). */
+  run(session: AgentSession, stackId: string): void;
+  /** Stops a stack's deployment here and removes its runtime over this link; false when the machine is not linked here. */
+  stop(machineId: string, stackId: string): Promise<boolean>;
+}
+
+/** How long a machine has to answer a look at a model file once asked. */
+const CHECK_IDLE_MS = 5000;
+
+/** The machines linked to this relay, reached over their links. */
+export class LinkCarrier implements MachineCarrier {
+  constructor(
+    private readonly registry: AgentRegistry,
+    private readonly machineLoads: MachineLoads,
+    private readonly deployments: LocalDeployments,
+  ) {}
+
+  /** Whether the machine's link is open on this relay now. */
+  holds(machineId: string): boolean {
+    return this.registry.get(machineId)?.state === "open";
+  }
+
+  target(machineId: string): InferenceTarget | undefined {
+    return this.registry.get(machineId);
+  }
+
+  deploy(machineId: string, stackId: string): boolean {
+    const session = this.registry.get(machineId);
+    if (session) this.deployments.run(session, stackId);
+    return session !== undefined;
+  }
+
+  stop(machineId: string, stackId: string): Promise<boolean> {
+    return this.deployments.stop(machineId, stackId);
+  }
+
+  checkModel(machineId: string, check: ModelCheck, signal?: AbortSignal): Promise<StepResult> {
+    const session = this.registry.get(machineId);
+    if (!session || session.state !== "open") return Promise.reject(new MakinaError("machine_offline", "The machine is not linked to this relay."));
+    return session.runCommand("", check, { signal, idleTimeoutMs: CHECK_IDLE_MS });
+  }
+
+  async loads(machineIds: readonly string[]): Promise<Map<string, MachineLoad>> {
+    const found = new Map<string, MachineLoad>();
+    for (const id of machineIds) {
+      const load = this.machineLoads.get(id);
+      if (load) found.set(id, load);
+    }
+    return found;
+  }
+}

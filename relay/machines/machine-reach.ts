@@ -1,0 +1,72 @@
+import type { StepResult } from "../../proto/index.js";
+import type { MachineLoad } from "../link/index.js";
+import type { InferenceTarget } from "../routing/index.js";
+import type { LinkCarrier } from "./link-carrier.js";
+import type { MachineCarrier, ModelCheck } from "./machine-carrier.js";
+
+/** One machine, as the relay asks things of it, wherever its link is. */
+export interface MachineHandle {
+  readonly machineId: string;
+  /** Whether its link is on this relay now (else another relay's, or none). */
+  readonly here: boolean;
+  /** Where its inference requests go, or undefined when no relay holds its link. */
+  readonly target: InferenceTarget | undefined;
+  /** Runs a stack's deployment next to its link; false when no relay holds it (it runs when the machine links). */
+  deploy(stackId: string): boolean;
+  /** Stops a stack on it (its deployment, then its runtime); false when no link of it answered. */
+  stop(stackId: string): Promise<boolean>;
+  /** What it says of a model file; `machine_offline` when it cannot be asked now. */
+  checkModel(check: ModelCheck, signal?: AbortSignal): Promise<StepResult>;
+  /** Its latest load, or undefined when unknown. */
+  load(): Promise<MachineLoad | undefined>;
+}
+
+/**
+ * The one seam between the relay and its machines: `at(id)` is a machine wherever it is linked, on this relay
+ * (its link) or on another (through that relay, over NATS, with `--nats`). The deployer, the Forge's file looks,
+ * the overview's loads and the gateway's routing all go through it; none asks where a machine is linked.
+ */
+export class MachineReach {
+  constructor(
+    private readonly here: LinkCarrier,
+    /** The other relays' machines (`--nats`); none without. */
+    private readonly elsewhere?: MachineCarrier,
+  ) {}
+
+  /** The carrier for a machine now: its link here when open, else the other relays' when there are some. */
+  private carrier(machineId: string): MachineCarrier {
+    return this.here.holds(machineId) || !this.elsewhere ? this.here : this.elsewhere;
+  }
+
+  at(machineId: string): MachineHandle {
+    const here = this.here.holds(machineId);
+    const carrier = this.carrier(machineId);
+    return {
+      machineId,
+      here,
+      target: this.target(machineId),
+      deploy: (stackId) => carrier.deploy(machineId, stackId),
+      stop: (stackId) => carrier.stop(machineId, stackId),
+      checkModel: (check, signal) => carrier.checkModel(machineId, check, signal),
+      load: async () => (await carrier.loads([machineId])).get(machineId),
+    };
+  }
+
+  /**
+   * Where a machine's requests go (the gateway's routing asks for each candidate of each request): its link here
+   * when open, else the relay holding it, else the link here that is closing (routing skips it, saying why).
+   */
+  target(machineId: string): InferenceTarget | undefined {
+    const local = this.here.target(machineId);
+    if (local?.state === "open" || !this.elsewhere) return local;
+    return this.elsewhere.target(machineId) ?? local;
+  }
+
+  /** The latest load of each of these machines, wherever each is linked (unknown ones left out). */
+  async loads(machineIds: readonly string[]): Promise<Map<string, MachineLoad>> {
+    const found = await this.here.loads(machineIds);
+    const rest = machineIds.filter((id) => !found.has(id));
+    if (this.elsewhere && rest.length > 0) for (const [id, load] of await this.elsewhere.loads(rest)) found.set(id, load);
+    return found;
+  }
+}
