@@ -60,7 +60,7 @@ export interface AgentConfig {
   /** How often hardware is detected again, ms (changes are sent to the relay). @default 60000 */
   readonly hardwareIntervalMs: number;
   /** How often the machine's load (CPU, memory, each GPU's utilization and memory) is sampled and sent, ms. @default 5000 */
-  readonly usageIntervalMs: number;
+  readonly loadIntervalMs: number;
   /** How often a ready runtime's process is probed, ms; 3 missed probes in a row restart it. @default 5000 */
   readonly healthIntervalMs: number;
   /** How long one probe may take, ms. @default 10000 */
@@ -113,7 +113,7 @@ const ENV: Record<Setting, string> = {
   vllmPackage: "MAKINA_AGENT_VLLM_PACKAGE",
   mlxPackage: "MAKINA_AGENT_MLX_PACKAGE",
   hardwareIntervalMs: "MAKINA_AGENT_HARDWARE_INTERVAL_MS",
-  usageIntervalMs: "MAKINA_AGENT_USAGE_INTERVAL_MS",
+  loadIntervalMs: "MAKINA_AGENT_LOAD_INTERVAL_MS",
   healthIntervalMs: "MAKINA_AGENT_HEALTH_INTERVAL_MS",
   healthTimeoutMs: "MAKINA_AGENT_HEALTH_TIMEOUT_MS",
   drainTimeoutMs: "MAKINA_AGENT_DRAIN_TIMEOUT_MS",
@@ -129,8 +129,8 @@ export function agentSettingOf(key: Setting): string {
   return key === "controlSocket" ? `${ENV.controlSocket} (or another --data-dir)` : `--${kebab(key)} or ${ENV[key]}`;
 }
 
-/** The variables Hugging Face's own tools read, honoured after Makina's. */
-const ENV_ALIASES: Partial<Record<Setting, string>> = { hfEndpoint: "HF_ENDPOINT", hfToken: "HF_TOKEN" };
+/** Other names honoured after Makina's: the variables Hugging Face's own tools read, and the load interval's name before it was one. */
+const ENV_ALIASES: Partial<Record<Setting, string>> = { hfEndpoint: "HF_ENDPOINT", hfToken: "HF_TOKEN", loadIntervalMs: "MAKINA_AGENT_USAGE_INTERVAL_MS" };
 
 /**
  * Inference threads that never oversubscribe the machine: one core is left for
@@ -173,7 +173,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     vllmPackage: VLLM_PACKAGE,
     mlxPackage: MLX_PACKAGE,
     hardwareIntervalMs: 60_000,
-    usageIntervalMs: 5000,
+    loadIntervalMs: 5000,
     healthIntervalMs: 5000,
     healthTimeoutMs: 10_000,
     drainTimeoutMs: 30_000,
@@ -273,7 +273,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     mlxPackage: requirement("mlxPackage", "mlx-lm"),
     controlSocket: resolve(typeof socket === "string" ? socket : join(dataDir, "agent.sock")),
     hardwareIntervalMs: int("hardwareIntervalMs", 1000, 86_400_000),
-    usageIntervalMs: int("usageIntervalMs", 1000, 3_600_000),
+    loadIntervalMs: int("loadIntervalMs", 1000, 3_600_000),
     healthIntervalMs: int("healthIntervalMs", 50, 3_600_000),
     healthTimeoutMs: int("healthTimeoutMs", 50, 600_000),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),

@@ -19,7 +19,7 @@ import { openaiServerAdapter } from "./runtimes/adapters/openai-adapter.js";
 import { vllmAdapter } from "./runtimes/adapters/vllm-adapter.js";
 import type { RuntimeAdapter, RuntimeKind } from "./runtimes/runtime-adapter.js";
 import { StackHost } from "./stacks/stack-host.js";
-import { UsageSampler, type UsageSource } from "./hardware/machine-usage.js";
+import { LoadSampler, type LoadSource } from "./hardware/machine-load.js";
 import { agentVersion, dependencyVersion } from "./version.js";
 
 /** A running agent. */
@@ -47,7 +47,7 @@ export interface StartAgentOptions {
   log?: Logger;
   hardwareSource?: HardwareSource;
   /** Where the machine's load is read (tests give stand-ins). @default the real machine */
-  usageSource?: UsageSource;
+  loadSource?: LoadSource;
   /** How to reach the relay; absent to dial `config.server` over gRPC. `makina up` passes its relay's in-process dialer. */
   dial?: LinkDialer;
   /** Adapters that replace the built-in ones of their kind (tests use a stand-in model this way). */
@@ -118,7 +118,7 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
         stop: (d) => d.close(),
       });
   // The machine's load goes to the relay every few seconds while the link is up.
-  const loads = loadReports(options.usageSource, () => link, log);
+  const loads = loadReports(options.loadSource, () => link, log);
   const link: LinkClient = new LinkClient({
     dial: options.dial ?? grpc!.dial,
     hello: () => ({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: agentVersion(), hardware: machine.hardware }),
@@ -160,7 +160,7 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
 
   await parts.start({
     name: "the load reports",
-    start: () => setInterval(loads.send, config.usageIntervalMs).unref(),
+    start: () => setInterval(loads.send, config.loadIntervalMs).unref(),
     stop: (timer) => {
       clearInterval(timer);
       loads.stop();
@@ -244,8 +244,8 @@ function relaysDialer(config: AgentConfig, options: StartAgentOptions): Failover
  * The machine's load, sent to the relay while the link is up: one sample at a time (a GPU tool slower than the
  * interval is not asked twice at once); `stop` ends the sample under way.
  */
-function loadReports(source: UsageSource | undefined, link: () => LinkClient, log: Logger): { send: () => void; stop: () => void } {
-  const sampler = new UsageSampler(source);
+function loadReports(source: LoadSource | undefined, link: () => LinkClient, log: Logger): { send: () => void; stop: () => void } {
+  const sampler = new LoadSampler(source);
   const abort = new AbortController();
   let sampling = false;
   return {
@@ -254,8 +254,8 @@ function loadReports(source: UsageSource | undefined, link: () => LinkClient, lo
       sampling = true;
       void sampler
         .sample(abort.signal)
-        .then((sample) => link().state === "online" && link().send({ type: "usage", usage: sample }))
-        .catch((err: unknown) => log.debug("usage sample failed", { error: String(err) }))
+        .then((sample) => link().state === "online" && link().send({ type: "load", load: sample }))
+        .catch((err: unknown) => log.debug("load sample failed", { error: String(err) }))
         .finally(() => (sampling = false));
     },
     stop: () => abort.abort(),

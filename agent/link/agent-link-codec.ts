@@ -90,7 +90,7 @@ export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
       return { body: { $case: "inventory", value: message.inventory } };
     case "metrics":
       return { body: { $case: "runtimeMetrics", value: { stacks: message.stacks } } };
-    case "usage":
-      return { body: { $case: "machineUsage", value: message.usage } };
+    case "load":
+      return { body: { $case: "machineLoad", value: message.load } };
   }
 }

@@ -67,12 +67,12 @@ export interface AgentMessage {
      * How hard the machine works now: CPU, memory, each GPU's utilization and memory in use. Sampled every few
      * seconds; a relay keeps the latest.
      */
-    { $case: "machineUsage"; value: MachineUsage }
+    { $case: "machineLoad"; value: MachineLoad }
     | undefined;
 }
 
 /** One sample of how hard a machine works. */
-export interface MachineUsage {
+export interface MachineLoad {
   /** The agent's wall clock when sampled, Unix milliseconds. */
   sampledAtMs: number;
   /** CPU busy since the last sample, percent of all logical CPUs (0-100). */
@@ -82,11 +82,11 @@ export interface MachineUsage {
   /** System memory, bytes. */
   memoryTotalBytes: number;
   /** Each GPU the platform's tool reports, in its order; empty when none answers (no GPU, no driver). */
-  gpus: GpuUsage[];
+  gpus: GpuLoad[];
 }
 
 /** One GPU's load, as `nvidia-smi` (or the platform's equivalent) reports it. */
-export interface GpuUsage {
+export interface GpuLoad {
   /** Its index in the tool's list. */
   index: number;
   /** Model name. */
@@ -632,8 +632,8 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       case "runtimeMetrics":
         RuntimeMetrics.encode(message.body.value, writer.uint32(82).fork()).join();
         break;
-      case "machineUsage":
-        MachineUsage.encode(message.body.value, writer.uint32(90).fork()).join();
+      case "machineLoad":
+        MachineLoad.encode(message.body.value, writer.uint32(90).fork()).join();
         break;
     }
     return writer;
@@ -737,7 +737,7 @@ export const AgentMessage: MessageFns<AgentMessage> = {
               break;
             }
 
-            message.body = { $case: "machineUsage", value: MachineUsage.decode(reader, reader.uint32()) };
+            message.body = { $case: "machineLoad", value: MachineLoad.decode(reader, reader.uint32()) };
             continue;
           }
         }
@@ -788,10 +788,10 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         ? { $case: "runtimeMetrics", value: RuntimeMetrics.fromJSON(object.runtimeMetrics) }
         : isSet(object.runtime_metrics)
         ? { $case: "runtimeMetrics", value: RuntimeMetrics.fromJSON(object.runtime_metrics) }
-        : isSet(object.machineUsage)
-        ? { $case: "machineUsage", value: MachineUsage.fromJSON(object.machineUsage) }
-        : isSet(object.machine_usage)
-        ? { $case: "machineUsage", value: MachineUsage.fromJSON(object.machine_usage) }
+        : isSet(object.machineLoad)
+        ? { $case: "machineLoad", value: MachineLoad.fromJSON(object.machineLoad) }
+        : isSet(object.machine_load)
+        ? { $case: "machineLoad", value: MachineLoad.fromJSON(object.machine_load) }
         : undefined,
     };
   },
@@ -818,8 +818,8 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       obj.inventory = Inventory.toJSON(message.body.value);
     } else if (message.body?.$case === "runtimeMetrics") {
       obj.runtimeMetrics = RuntimeMetrics.toJSON(message.body.value);
-    } else if (message.body?.$case === "machineUsage") {
-      obj.machineUsage = MachineUsage.toJSON(message.body.value);
+    } else if (message.body?.$case === "machineLoad") {
+      obj.machineLoad = MachineLoad.toJSON(message.body.value);
     }
     return obj;
   },
@@ -890,9 +890,9 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         }
         break;
       }
-      case "machineUsage": {
+      case "machineLoad": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "machineUsage", value: MachineUsage.fromPartial(object.body.value) };
+          message.body = { $case: "machineLoad", value: MachineLoad.fromPartial(object.body.value) };
         }
         break;
       }
@@ -901,12 +901,12 @@ export const AgentMessage: MessageFns<AgentMessage> = {
   },
 };
 
-function createBaseMachineUsage(): MachineUsage {
+function createBaseMachineLoad(): MachineLoad {
   return { sampledAtMs: 0, cpuPercent: 0, memoryUsedBytes: 0, memoryTotalBytes: 0, gpus: [] };
 }
 
-export const MachineUsage: MessageFns<MachineUsage> = {
-  encode(message: MachineUsage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+export const MachineLoad: MessageFns<MachineLoad> = {
+  encode(message: MachineLoad, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.sampledAtMs !== 0) {
       writer.uint32(8).uint64(message.sampledAtMs);
     }
@@ -920,12 +920,12 @@ export const MachineUsage: MessageFns<MachineUsage> = {
       writer.uint32(32).uint64(message.memoryTotalBytes);
     }
     for (const v of message.gpus) {
-      GpuUsage.encode(v!, writer.uint32(42).fork()).join();
+      GpuLoad.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
 
-  decode(input: BinaryReader | Uint8Array, length?: number): MachineUsage {
+  decode(input: BinaryReader | Uint8Array, length?: number): MachineLoad {
     const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
     const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
     if (previousRecursionDepth >= 100) {
@@ -934,7 +934,7 @@ export const MachineUsage: MessageFns<MachineUsage> = {
     (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
     try {
       const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseMachineUsage();
+      const message = createBaseMachineLoad();
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
@@ -975,7 +975,7 @@ export const MachineUsage: MessageFns<MachineUsage> = {
               break;
             }
 
-            message.gpus.push(GpuUsage.decode(reader, reader.uint32()));
+            message.gpus.push(GpuLoad.decode(reader, reader.uint32()));
             continue;
           }
         }
@@ -990,7 +990,7 @@ export const MachineUsage: MessageFns<MachineUsage> = {
     }
   },
 
-  fromJSON(object: any): MachineUsage {
+  fromJSON(object: any): MachineLoad {
     return {
       sampledAtMs: isSet(object.sampledAtMs)
         ? globalThis.Number(object.sampledAtMs)
@@ -1013,12 +1013,12 @@ export const MachineUsage: MessageFns<MachineUsage> = {
         ? globalThis.Number(object.memory_total_bytes)
         : 0,
       gpus: globalThis.Array.isArray(object?.gpus)
-        ? object.gpus.map((e: any) => GpuUsage.fromJSON(e))
+        ? object.gpus.map((e: any) => GpuLoad.fromJSON(e))
         : [],
     };
   },
 
-  toJSON(message: MachineUsage): unknown {
+  toJSON(message: MachineLoad): unknown {
     const obj: any = {};
     if (message.sampledAtMs !== 0) {
       obj.sampledAtMs = Math.round(message.sampledAtMs);
@@ -1033,31 +1033,31 @@ export const MachineUsage: MessageFns<MachineUsage> = {
       obj.memoryTotalBytes = Math.round(message.memoryTotalBytes);
     }
     if (message.gpus?.length) {
-      obj.gpus = message.gpus.map((e) => GpuUsage.toJSON(e));
+      obj.gpus = message.gpus.map((e) => GpuLoad.toJSON(e));
     }
     return obj;
   },
 
-  create<I extends Exact<DeepPartial<MachineUsage>, I>>(base?: I): MachineUsage {
-    return MachineUsage.fromPartial(base ?? ({} as any));
+  create<I extends Exact<DeepPartial<MachineLoad>, I>>(base?: I): MachineLoad {
+    return MachineLoad.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<MachineUsage>, I>>(object: I): MachineUsage {
-    const message = createBaseMachineUsage();
+  fromPartial<I extends Exact<DeepPartial<MachineLoad>, I>>(object: I): MachineLoad {
+    const message = createBaseMachineLoad();
     message.sampledAtMs = object.sampledAtMs ?? 0;
     message.cpuPercent = object.cpuPercent ?? 0;
     message.memoryUsedBytes = object.memoryUsedBytes ?? 0;
     message.memoryTotalBytes = object.memoryTotalBytes ?? 0;
-    message.gpus = object.gpus?.map((e) => GpuUsage.fromPartial(e)) || [];
+    message.gpus = object.gpus?.map((e) => GpuLoad.fromPartial(e)) || [];
     return message;
   },
 };
 
-function createBaseGpuUsage(): GpuUsage {
+function createBaseGpuLoad(): GpuLoad {
   return { index: 0, name: "", utilizationPercent: 0, memoryUsedBytes: 0, memoryTotalBytes: 0 };
 }
 
-export const GpuUsage: MessageFns<GpuUsage> = {
-  encode(message: GpuUsage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+export const GpuLoad: MessageFns<GpuLoad> = {
+  encode(message: GpuLoad, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.index !== 0) {
       writer.uint32(8).uint32(message.index);
     }
@@ -1076,7 +1076,7 @@ export const GpuUsage: MessageFns<GpuUsage> = {
     return writer;
   },
 
-  decode(input: BinaryReader | Uint8Array, length?: number): GpuUsage {
+  decode(input: BinaryReader | Uint8Array, length?: number): GpuLoad {
     const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
     const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
     if (previousRecursionDepth >= 100) {
@@ -1085,7 +1085,7 @@ export const GpuUsage: MessageFns<GpuUsage> = {
     (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
     try {
       const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseGpuUsage();
+      const message = createBaseGpuLoad();
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
@@ -1141,7 +1141,7 @@ export const GpuUsage: MessageFns<GpuUsage> = {
     }
   },
 
-  fromJSON(object: any): GpuUsage {
+  fromJSON(object: any): GpuLoad {
     return {
       index: isSet(object.index) ? globalThis.Number(object.index) : 0,
       name: isSet(object.name) ? globalThis.String(object.name) : "",
@@ -1163,7 +1163,7 @@ export const GpuUsage: MessageFns<GpuUsage> = {
     };
   },
 
-  toJSON(message: GpuUsage): unknown {
+  toJSON(message: GpuLoad): unknown {
     const obj: any = {};
     if (message.index !== 0) {
       obj.index = Math.round(message.index);
@@ -1183,11 +1183,11 @@ export const GpuUsage: MessageFns<GpuUsage> = {
     return obj;
   },
 
-  create<I extends Exact<DeepPartial<GpuUsage>, I>>(base?: I): GpuUsage {
-    return GpuUsage.fromPartial(base ?? ({} as any));
+  create<I extends Exact<DeepPartial<GpuLoad>, I>>(base?: I): GpuLoad {
+    return GpuLoad.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<GpuUsage>, I>>(object: I): GpuUsage {
-    const message = createBaseGpuUsage();
+  fromPartial<I extends Exact<DeepPartial<GpuLoad>, I>>(object: I): GpuLoad {
+    const message = createBaseGpuLoad();
     message.index = object.index ?? 0;
     message.name = object.name ?? "";
     message.utilizationPercent = object.utilizationPercent ?? 0;

@@ -214,7 +214,7 @@ export interface StackMetrics {
 }
 
 /** One GPU's load at a sample. */
-export interface GpuUsage {
+export interface GpuLoad {
   /** Its index in the platform tool's list. */
   index: number;
   name: string;
@@ -226,14 +226,14 @@ export interface GpuUsage {
 }
 
 /** How hard a machine works at one sample. */
-export interface MachineUsage {
+export interface MachineLoad {
   /** The agent's clock at the sample, Unix ms. */
   sampledAtMs: number;
   /** CPU busy since the previous sample, percent of all logical CPUs. */
   cpuPercent: number;
   memoryUsedBytes: number;
   memoryTotalBytes: number;
-  gpus: GpuUsage[];
+  gpus: GpuLoad[];
 }
 
 /** One step of a deployment, or (`checkModel`, with no stack) a look at a model file before a stack names it. */
@@ -308,7 +308,7 @@ export type AgentToRelay =
   | { type: "runtimeState"; stackId: string; state: RuntimeState; error: string }
   | { type: "inventory"; inventory: Inventory }
   | { type: "metrics"; stacks: StackMetrics[] }
-  | { type: "usage"; usage: MachineUsage };
+  | { type: "load"; load: MachineLoad };
 
 /** What proves a machine's identity when it opens a link. */
 export interface LinkCredentials {

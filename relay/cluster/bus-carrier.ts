@@ -1,5 +1,5 @@
 import { MakinaError, type Logger, type StepResult } from "../../proto/index.js";
-import type { MachineLoad } from "../link/index.js";
+import type { ReceivedLoad } from "../link/index.js";
 import type { MachineCarrier, ModelCheck } from "../machines/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
@@ -63,20 +63,20 @@ export class BusCarrier implements MachineCarrier {
     return result;
   }
 
-  async loads(machineIds: readonly string[]): Promise<Map<string, MachineLoad>> {
+  async loads(machineIds: readonly string[]): Promise<Map<string, ReceivedLoad>> {
     const byRelay = new Map<string, string[]>();
     for (const id of machineIds) {
       const relay = this.remote.get(id)?.relayId;
       if (relay !== undefined) byRelay.set(relay, [...(byRelay.get(relay) ?? []), id]);
     }
-    const loads = new Map<string, MachineLoad>();
+    const loads = new Map<string, ReceivedLoad>();
     // A relay that does not answer in time leaves its machines' loads unknown.
     await Promise.all(
       [...byRelay].map(async ([relay, machines]) => {
         const reply = await this.bus.request(SUBJECTS.loads(relay), { machines }, LOADS_WAIT_MS).catch(() => undefined);
         const now = Date.now();
         const asked = new Set(machines);
-        for (const [id, usage, ageMs] of readLoadsReply(reply)) if (asked.has(id)) loads.set(id, { usage, receivedAt: now - ageMs });
+        for (const [id, load, ageMs] of readLoadsReply(reply)) if (asked.has(id)) loads.set(id, { load, receivedAt: now - ageMs });
       }),
     );
     return loads;
@@ -118,6 +118,6 @@ export function serveMachineOperations(bus: FleetBus, relayId: string, here: Mac
   bus.respond(SUBJECTS.loads(relayId), async (m) => {
     const now = Date.now();
     const loads = await here.loads(readLoadsRequest(m) ?? []);
-    return { loads: [...loads].map(([id, load]) => [id, load.usage, Math.max(0, now - load.receivedAt)]) } satisfies LoadsReply;
+    return { loads: [...loads].map(([id, load]) => [id, load.load, Math.max(0, now - load.receivedAt)]) } satisfies LoadsReply;
   });
 }

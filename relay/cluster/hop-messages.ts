@@ -1,6 +1,6 @@
-import { EMPTY_STEP_RESULT, MakinaError, type ChatInput, type ErrorReport, type MachineUsage, type StepResult, type TokenEvent, type Usage } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, MakinaError, type ChatInput, type ErrorReport, type MachineLoad, type StepResult, type TokenEvent, type Usage } from "../../proto/index.js";
 import type { RelayEvent } from "../events/index.js";
-import { cleanUsage } from "../link/index.js";
+import { cleanLoad } from "../link/index.js";
 
 /**
  * The messages relays exchange over NATS (JSON). Subjects:
@@ -35,7 +35,7 @@ export const SUBJECTS = {
 
 /** What a relay answers on `makina.loads.<relay>` (`{machines: [ids]}`): the latest load of each it holds, and its age. */
 export interface LoadsReply {
-  loads: [machineId: string, usage: MachineUsage, ageMs: number][];
+  loads: [machineId: string, load: MachineLoad, ageMs: number][];
 }
 
 /** The machines a loads request asks for (at most 10,000), or undefined. */
@@ -46,7 +46,7 @@ export function readLoadsRequest(m: unknown): string[] | undefined {
 /** The loads of a reply, each made safe to show; the malformed ones left out. */
 export function readLoadsReply(m: unknown): LoadsReply["loads"] {
   if (!isObject(m) || !Array.isArray(m.loads)) return [];
-  return m.loads.filter((l): l is LoadsReply["loads"][number] => Array.isArray(l) && isId(l[0]) && isObject(l[1]) && isCount(l[2])).map(([id, usage, age]) => [id, cleanUsage(usage), age]);
+  return m.loads.filter((l): l is LoadsReply["loads"][number] => Array.isArray(l) && isId(l[0]) && isObject(l[1]) && isCount(l[2])).map(([id, load, age]) => [id, cleanLoad(load), age]);
 }
 
 /** One machine a relay holds the link of: its id, requests in flight, whether its link is congested, its ready stacks. */

@@ -2,7 +2,7 @@ import type { Actor, WebSessions } from "../auth/index.js";
 import { actorOf, type AuditEntry, type AuditLog } from "../audit/index.js";
 import type { Deployer } from "../deploy/index.js";
 import type { EventBus } from "../events/index.js";
-import type { MachineLoad } from "../link/index.js";
+import type { ReceivedLoad } from "../link/index.js";
 import { MakinaError } from "../../proto/index.js";
 import type { Machine, Stack, Store } from "../store/index.js";
 import type { RequestLog, UsageRecorder } from "../usage/index.js";
@@ -43,7 +43,7 @@ export interface ControlDeps {
   /** Organizations by id or slug, from memory (the gateway's directory). */
   findOrg: OrgFinder;
   /** The machines' latest loads, wherever they are linked. */
-  loadsOf: (machineIds: string[]) => Promise<Map<string, MachineLoad>>;
+  loadsOf: (machineIds: string[]) => Promise<Map<string, ReceivedLoad>>;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { MachineLoad as WireLoad, Overview, RequestFigures as WireFigures, StackState } from "../admin-contract/index.js";
 import type { Actor } from "../auth/index.js";
-import type { MachineLoad } from "../link/index.js";
+import type { ReceivedLoad } from "../link/index.js";
 import type { Machine, RequestFigures } from "../store/index.js";
 import type { ControlContext } from "./control-context.js";
 
@@ -34,13 +34,13 @@ export function requestFigures(f: RequestFigures, now: number): WireFigures {
   };
 }
 
-const wireLoad = (m: Machine, { usage, receivedAt }: MachineLoad): WireLoad => ({
+const wireLoad = (m: Machine, { load, receivedAt }: ReceivedLoad): WireLoad => ({
   machine_id: m.id,
   name: m.name,
-  cpu_percent: usage.cpuPercent,
-  memory_used_bytes: usage.memoryUsedBytes,
-  memory_total_bytes: usage.memoryTotalBytes,
-  gpus: usage.gpus.map((g) => ({ index: g.index, name: g.name, utilization_percent: g.utilizationPercent < 0 ? null : g.utilizationPercent, memory_used_bytes: g.memoryUsedBytes, memory_total_bytes: g.memoryTotalBytes })),
+  cpu_percent: load.cpuPercent,
+  memory_used_bytes: load.memoryUsedBytes,
+  memory_total_bytes: load.memoryTotalBytes,
+  gpus: load.gpus.map((g) => ({ index: g.index, name: g.name, utilization_percent: g.utilizationPercent < 0 ? null : g.utilizationPercent, memory_used_bytes: g.memoryUsedBytes, memory_total_bytes: g.memoryTotalBytes })),
   received_at: receivedAt,
 });
 

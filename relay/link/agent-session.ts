@@ -13,7 +13,7 @@ import {
   type RuntimeState,
   type StepProgress,
   type StackMetrics,
-  type MachineUsage,
+  type MachineLoad,
   type StepResult,
   type TokenEvent,
   type Usage,
@@ -86,7 +86,7 @@ export interface SessionReports {
   onInventory?: (inventory: Inventory) => void;
   onMetrics?: (stacks: StackMetrics[]) => void;
   /** The machine's load now (CPU, memory, GPUs). */
-  onUsage?: (usage: MachineUsage) => void;
+  onLoad?: (load: MachineLoad) => void;
   /** Whether the relay gave this machine the stack: a runtime state for any other is ignored. */
   ownsStack?: (stackId: string) => boolean;
   /** Whether the machine's credentials still hold in the database (not revoked, the same token). */
@@ -234,8 +234,8 @@ export class AgentSession {
       case "metrics":
         this.reports.onMetrics?.(message.stacks);
         return;
-      case "usage":
-        this.reports.onUsage?.(message.usage);
+      case "load":
+        this.reports.onLoad?.(message.load);
         return;
       case "heartbeat":
       case "hello":

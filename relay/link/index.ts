@@ -6,4 +6,4 @@ export { checkMachineCredentials } from "./machine-credentials.js";
 export { loadLinkTls, certificateSha256, publicKeyPin, type LinkTls } from "./link-tls.js";
 export { PendingInference } from "./pending-inference.js";
 export { shareLinkCertificates } from "./shared-link-certificates.js";
-export { MachineLoads, cleanUsage, type MachineLoad } from "./machine-loads.js";
+export { MachineLoads, cleanLoad, type ReceivedLoad } from "./machine-loads.js";

@@ -211,7 +211,7 @@ function acceptMachine(
         // Only the stacks this relay gave the machine count, and no more of them than it could have.
         deps.runtimeMetrics.reported(machine.id, stacks.filter((st) => s.owns(st.stackId)));
       },
-      onUsage: (usage) => deps.loads.reported(machine.id, usage),
+      onLoad: (load) => deps.loads.reported(machine.id, load),
       onRuntimeStatus: (stackId, state, error) => {
         // Routing follows the state at once (the session's ready stacks); what is stored, logged and announced
         // follows it at most every 250 ms per link, the latest state of each stack, and only when the agent's

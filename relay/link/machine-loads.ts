@@ -1,8 +1,8 @@
-import type { MachineUsage } from "../../proto/index.js";
+import type { MachineLoad } from "../../proto/index.js";
 
 /** A machine's latest load, as this relay received it. */
-export interface MachineLoad {
-  usage: MachineUsage;
+export interface ReceivedLoad {
+  load: MachineLoad;
   /** This relay's clock when it came, Unix ms (the agent's own clock may be off). */
   receivedAt: number;
 }
@@ -22,13 +22,13 @@ const percent = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && 
  * names, counts whole and not negative, percents from 0 to 100 (-1: unknown). Anything not of the right type
  * counts as unknown.
  */
-export function cleanUsage(usage: MachineUsage): MachineUsage {
-  const gpus = Array.isArray(usage.gpus) ? usage.gpus : [];
+export function cleanLoad(load: MachineLoad): MachineLoad {
+  const gpus = Array.isArray(load.gpus) ? load.gpus : [];
   return {
-    sampledAtMs: count(usage.sampledAtMs),
-    cpuPercent: Math.max(0, percent(usage.cpuPercent)),
-    memoryUsedBytes: count(usage.memoryUsedBytes),
-    memoryTotalBytes: count(usage.memoryTotalBytes),
+    sampledAtMs: count(load.sampledAtMs),
+    cpuPercent: Math.max(0, percent(load.cpuPercent)),
+    memoryUsedBytes: count(load.memoryUsedBytes),
+    memoryTotalBytes: count(load.memoryTotalBytes),
     gpus: gpus.slice(0, MAX_GPUS).map((g, i) => ({
       index: Number.isInteger(g?.index) && g.index >= 0 ? g.index : i,
       name: typeof g?.name === "string" ? g.name.slice(0, MAX_NAME_CHARS) : "",
@@ -44,16 +44,16 @@ export function cleanUsage(usage: MachineUsage): MachineUsage {
  * memory only: a machine's load is what it says every few seconds, and it goes when its link does.
  */
 export class MachineLoads {
-  private readonly loads = new Map<string, MachineLoad>();
+  private readonly loads = new Map<string, ReceivedLoad>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
   /** A machine's report (at most one a second is kept). */
-  reported(machineId: string, usage: MachineUsage): void {
+  reported(machineId: string, load: MachineLoad): void {
     const at = this.now();
     const last = this.loads.get(machineId);
     if (last && at - last.receivedAt < MIN_INTERVAL_MS) return;
-    this.loads.set(machineId, { usage: cleanUsage(usage), receivedAt: at });
+    this.loads.set(machineId, { load: cleanLoad(load), receivedAt: at });
   }
 
   /** The machine's link is gone: its load is unknown. */
@@ -61,7 +61,7 @@ export class MachineLoads {
     this.loads.delete(machineId);
   }
 
-  get(machineId: string): MachineLoad | undefined {
+  get(machineId: string): ReceivedLoad | undefined {
     return this.loads.get(machineId);
   }
 }

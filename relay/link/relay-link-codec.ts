@@ -50,8 +50,8 @@ export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefi
       return { type: "inventory", inventory: body.value };
     case "runtimeMetrics":
       return { type: "metrics", stacks: body.value.stacks };
-    case "machineUsage":
-      return { type: "usage", usage: body.value };
+    case "machineLoad":
+      return { type: "load", load: body.value };
     case undefined:
       return undefined;
   }

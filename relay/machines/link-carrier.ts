@@ -1,5 +1,5 @@
 import { MakinaError, type StepResult } from "../../proto/index.js";
-import type { AgentRegistry, AgentSession, MachineLoad, MachineLoads } from "../link/index.js";
+import type { AgentRegistry, AgentSession, ReceivedLoad, MachineLoads } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { MachineCarrier, ModelCheck } from "./machine-carrier.js";
 
@@ -47,8 +47,8 @@ export class LinkCarrier implements MachineCarrier {
     return session.runCommand("", check, { signal, idleTimeoutMs: CHECK_IDLE_MS });
   }
 
-  async loads(machineIds: readonly string[]): Promise<Map<string, MachineLoad>> {
-    const found = new Map<string, MachineLoad>();
+  async loads(machineIds: readonly string[]): Promise<Map<string, ReceivedLoad>> {
+    const found = new Map<string, ReceivedLoad>();
     for (const id of machineIds) {
       const load = this.machineLoads.get(id);
       if (load) found.set(id, load);

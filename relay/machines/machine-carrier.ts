@@ -1,5 +1,5 @@
 import type { DeployStep, StepResult } from "../../proto/index.js";
-import type { MachineLoad } from "../link/index.js";
+import type { ReceivedLoad } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 
 /** A look at a model file on a machine. */
@@ -24,5 +24,5 @@ export interface MachineCarrier {
   /** What the machine says of a model file; `machine_offline` when it cannot be asked now. */
   checkModel(machineId: string, check: ModelCheck, signal?: AbortSignal): Promise<StepResult>;
   /** The latest load of each of these machines this carrier reaches (the others left out). */
-  loads(machineIds: readonly string[]): Promise<Map<string, MachineLoad>>;
+  loads(machineIds: readonly string[]): Promise<Map<string, ReceivedLoad>>;
 }

@@ -1,5 +1,5 @@
 import type { StepResult } from "../../proto/index.js";
-import type { MachineLoad } from "../link/index.js";
+import type { ReceivedLoad } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { LinkCarrier } from "./link-carrier.js";
 import type { MachineCarrier, ModelCheck } from "./machine-carrier.js";
@@ -18,7 +18,7 @@ export interface MachineHandle {
   /** What it says of a model file; `machine_offline` when it cannot be asked now. */
   checkModel(check: ModelCheck, signal?: AbortSignal): Promise<StepResult>;
   /** Its latest load, or undefined when unknown. */
-  load(): Promise<MachineLoad | undefined>;
+  load(): Promise<ReceivedLoad | undefined>;
 }
 
 /**
@@ -63,7 +63,7 @@ export class MachineReach {
   }
 
   /** The latest load of each of these machines, wherever each is linked (unknown ones left out). */
-  async loads(machineIds: readonly string[]): Promise<Map<string, MachineLoad>> {
+  async loads(machineIds: readonly string[]): Promise<Map<string, ReceivedLoad>> {
     const found = await this.here.loads(machineIds);
     const rest = machineIds.filter((id) => !found.has(id));
     if (this.elsewhere && rest.length > 0) for (const [id, load] of await this.elsewhere.loads(rest)) found.set(id, load);

@@ -10,7 +10,7 @@ import { silentLogger } from "../../proto/index.js";
 import { resolveRelayConfig } from "../../relay/index.js";
 import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
 import { hashPassword, hashSecret } from "../../relay/keys/index.js";
-import { queryNvidiaGpus, systemUsageSource } from "../../agent/hardware/machine-usage.js";
+import { queryNvidiaGpus, systemLoadSource } from "../../agent/hardware/machine-load.js";
 import { fixtureSource, SHARED_HARDWARE, standinNvidiaSmiEnv } from "../helpers/hardware-fixtures.js";
 import { REPO_ROOT, testModelPath } from "../helpers/models.js";
 import { OP } from "../helpers/operator.js";
@@ -668,8 +668,8 @@ describe("a newcomer's journey through the web application", () => {
     smiSays(61_440, 73);
     const smiEnv = standinNvidiaSmiEnv(smiFile);
     const h100 = await startAgent(
-      resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dataDir, "agent-h100"), threads: 1, gpu: false, usageIntervalMs: 1000 } }),
-      { log: silentLogger(), hardwareSource: fixtureSource("nvidia-h100"), usageSource: { ...systemUsageSource(), gpus: (signal) => queryNvidiaGpus(signal, smiEnv) } },
+      resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dataDir, "agent-h100"), threads: 1, gpu: false, loadIntervalMs: 1000 } }),
+      { log: silentLogger(), hardwareSource: fixtureSource("nvidia-h100"), loadSource: { ...systemLoadSource(), gpus: (signal) => queryNvidiaGpus(signal, smiEnv) } },
     );
     try {
       await nav("Overview");

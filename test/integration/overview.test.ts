@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { queryNvidiaGpus, systemUsageSource } from "../../agent/hardware/machine-usage.js";
+import { queryNvidiaGpus, systemLoadSource } from "../../agent/hardware/machine-load.js";
 import type { Overview } from "../../relay/admin-contract/index.js";
 import { SHARED_HARDWARE, standinNvidiaSmiEnv } from "../helpers/hardware-fixtures.js";
 import { testModelPath } from "../helpers/models.js";
@@ -45,8 +45,8 @@ describe("the overview", () => {
     writeFileSync(smiFile, `${h100Line(40_000, "73")}\n${h100Line(1024, "[N/A]")}\n`);
     const smiEnv = standinNvidiaSmiEnv(smiFile);
     gw = await startTestGateway({
-      agentFlags: { usageIntervalMs: 1000 },
-      agentOptions: { usageSource: { ...systemUsageSource(), gpus: (signal) => queryNvidiaGpus(signal, smiEnv) } },
+      agentFlags: { loadIntervalMs: 1000 },
+      agentOptions: { loadSource: { ...systemLoadSource(), gpus: (signal) => queryNvidiaGpus(signal, smiEnv) } },
     });
   });
   afterAll(async () => {

@@ -130,6 +130,12 @@ describe("configuration", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("takes the load interval by its name, and by its former one (MAKINA_AGENT_USAGE_INTERVAL_MS) after it", () => {
+    expect(resolveAgentConfig({ flags: creds }).loadIntervalMs).toBe(5000);
+    expect(resolveAgentConfig({ flags: creds, env: { MAKINA_AGENT_USAGE_INTERVAL_MS: "2000" } }).loadIntervalMs).toBe(2000);
+    expect(resolveAgentConfig({ flags: creds, env: { MAKINA_AGENT_LOAD_INTERVAL_MS: "3000", MAKINA_AGENT_USAGE_INTERVAL_MS: "2000" } }).loadIntervalMs).toBe(3000);
+  });
+
   it("takes a Hugging Face endpoint and token from Makina's variables, Hugging Face's own, or the config file", () => {
     expect(resolveAgentConfig({ flags: creds })).toMatchObject({ hfEndpoint: "https://huggingface.co", hfToken: undefined });
     expect(resolveAgentConfig({ flags: creds, env: { HF_ENDPOINT: "https://hf-mirror.example/", HF_TOKEN: "hf_a" } })).toMatchObject({ hfEndpoint: "https://hf-mirror.example", hfToken: "hf_a" });

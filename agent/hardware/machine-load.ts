@@ -1,21 +1,21 @@
 import { execFile } from "node:child_process";
 import { cpus, freemem, platform, totalmem } from "node:os";
-import type { GpuUsage, MachineUsage } from "../../proto/index.js";
+import type { GpuLoad, MachineLoad } from "../../proto/index.js";
 import { queryNvidiaSmi } from "./nvidia-smi.js";
 
 const MIB = 1024 * 1024;
 
-/** Where a usage sample's figures come from: the real machine in production, stand-ins in tests. */
-export interface UsageSource {
+/** Where a load sample's figures come from: the real machine in production, stand-ins in tests. */
+export interface LoadSource {
   /** CPU time so far, summed over every logical CPU, ms: idle and in all. */
   cpuTimes(): { idle: number; total: number };
   memory(): { totalBytes: number; freeBytes: number };
   /** Each GPU's load now; null when no tool answers (no GPU, no driver, no tool). */
-  gpus(signal: AbortSignal): Promise<GpuUsage[] | null>;
+  gpus(signal: AbortSignal): Promise<GpuLoad[] | null>;
 }
 
 /** The real machine: Node for CPU and memory, `nvidia-smi` for GPUs (on macOS, `ioreg` for the Apple GPU). */
-export function systemUsageSource(): UsageSource {
+export function systemLoadSource(): LoadSource {
   return {
     cpuTimes: () => {
       let idle = 0;
@@ -33,7 +33,7 @@ export function systemUsageSource(): UsageSource {
 }
 
 /** NVIDIA GPUs' load from `nvidia-smi` (the same query as the hardware probe, so recorded answers replay). */
-export async function queryNvidiaGpus(signal: AbortSignal, env?: NodeJS.ProcessEnv): Promise<GpuUsage[] | null> {
+export async function queryNvidiaGpus(signal: AbortSignal, env?: NodeJS.ProcessEnv): Promise<GpuLoad[] | null> {
   const gpus = await queryNvidiaSmi({ env, signal, timeoutMs: 4000 });
   return gpus?.map((g, index) => ({ index, name: g.name, utilizationPercent: g.utilization, memoryUsedBytes: g.memoryUsed * MIB, memoryTotalBytes: g.memoryTotal * MIB })) ?? null;
 }
@@ -42,8 +42,8 @@ export async function queryNvidiaGpus(signal: AbortSignal, env?: NodeJS.ProcessE
  * The Apple GPU's load from `ioreg -r -d 1 -w 0 -c IOAccelerator`: each accelerator's `PerformanceStatistics`
  * gives `Device Utilization %` and `In use system memory` (bytes; the memory is the system's, so its total is 0).
  */
-export function parseIoregAccelerators(text: string): GpuUsage[] {
-  const gpus: GpuUsage[] = [];
+export function parseIoregAccelerators(text: string): GpuLoad[] {
+  const gpus: GpuLoad[] = [];
   // One accelerator per `+-o` entry.
   for (const entry of text.split(/^\+-o /m).slice(1)) {
     const stats = /"PerformanceStatistics"\s*=\s*\{([^}]*)\}/.exec(entry)?.[1];
@@ -64,7 +64,7 @@ export function parseIoregAccelerators(text: string): GpuUsage[] {
   return gpus;
 }
 
-function queryAppleGpu(signal: AbortSignal): Promise<GpuUsage[] | null> {
+function queryAppleGpu(signal: AbortSignal): Promise<GpuLoad[] | null> {
   return new Promise((resolve) => {
     execFile("ioreg", ["-r", "-d", "1", "-w", "0", "-c", "IOAccelerator"], { timeout: 4000, signal, maxBuffer: 4 * MIB }, (err, stdout) => {
       const gpus = err ? [] : parseIoregAccelerators(String(stdout));
@@ -80,19 +80,19 @@ const GPU_RETRY_MS = 60_000;
  * Samples how hard the machine works: CPU busy since the previous sample, memory in use, and each GPU's
  * utilization and memory. A GPU tool that did not answer is asked again a minute later, not at every sample.
  */
-export class UsageSampler {
+export class LoadSampler {
   private last: { idle: number; total: number };
   private gpusAgainAt = 0;
 
   constructor(
-    private readonly source: UsageSource = systemUsageSource(),
+    private readonly source: LoadSource = systemLoadSource(),
     private readonly now: () => number = Date.now,
   ) {
     this.last = source.cpuTimes();
   }
 
-  async sample(signal: AbortSignal): Promise<MachineUsage> {
-    let gpus: GpuUsage[] = [];
+  async sample(signal: AbortSignal): Promise<MachineLoad> {
+    let gpus: GpuLoad[] = [];
     if (this.now() >= this.gpusAgainAt) {
       const answer = await this.source.gpus(signal);
       if (answer) gpus = answer;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { parseIoregAccelerators, queryNvidiaGpus, UsageSampler, type UsageSource } from "../../agent/hardware/machine-usage.js";
+import { parseIoregAccelerators, queryNvidiaGpus, LoadSampler, type LoadSource } from "../../agent/hardware/machine-load.js";
 import { parseNvidiaSmi } from "../../agent/hardware/nvidia-smi.js";
-import { cleanUsage, MachineLoads } from "../../relay/link/index.js";
+import { cleanLoad, MachineLoads } from "../../relay/link/index.js";
 import { readLoadsReply, readLoadsRequest } from "../../relay/cluster/hop-messages.js";
-import type { GpuUsage, MachineUsage } from "../../proto/index.js";
+import type { GpuLoad, MachineLoad } from "../../proto/index.js";
 import { join } from "node:path";
 import { SHARED_HARDWARE, standinNvidiaSmiEnv } from "../helpers/hardware-fixtures.js";
 
@@ -53,8 +53,8 @@ describe("a machine's load", () => {
       { idle: 1300, total: 3000 },
     ];
     let gpuCalls = 0;
-    let gpus: GpuUsage[] | null = null;
-    const source: UsageSource = {
+    let gpus: GpuLoad[] | null = null;
+    const source: LoadSource = {
       cpuTimes: () => times.shift() ?? { idle: 2300, total: 4000 },
       memory: () => ({ totalBytes: 16 * 1024 * MIB, freeBytes: 4 * 1024 * MIB }),
       gpus: async () => {
@@ -62,7 +62,7 @@ describe("a machine's load", () => {
         return gpus;
       },
     };
-    const sampler = new UsageSampler(source, () => now);
+    const sampler = new LoadSampler(source, () => now);
     const signal = new AbortController().signal;
     const first = await sampler.sample(signal);
     // 1000 ms of CPU time, 300 of it idle.
@@ -86,22 +86,22 @@ describe("a machine's load", () => {
       memoryUsedBytes: Number.NaN,
       memoryTotalBytes: 1.5,
       gpus: Array.from({ length: 100 }, () => ({ index: -1, name: "x".repeat(500), utilizationPercent: -3, memoryUsedBytes: 7, memoryTotalBytes: Infinity })),
-    } as MachineUsage;
-    const clean = cleanUsage(wild);
+    } as MachineLoad;
+    const clean = cleanLoad(wild);
     expect(clean).toMatchObject({ sampledAtMs: 0, cpuPercent: 100, memoryUsedBytes: 0, memoryTotalBytes: 1 });
     expect(clean.gpus).toHaveLength(64);
     expect(clean.gpus[3]).toEqual({ index: 3, name: "x".repeat(200), utilizationPercent: -1, memoryUsedBytes: 7, memoryTotalBytes: 0 });
-    expect(cleanUsage({ gpus: "no" } as unknown as MachineUsage)).toEqual({ sampledAtMs: 0, cpuPercent: 0, memoryUsedBytes: 0, memoryTotalBytes: 0, gpus: [] });
+    expect(cleanLoad({ gpus: "no" } as unknown as MachineLoad)).toEqual({ sampledAtMs: 0, cpuPercent: 0, memoryUsedBytes: 0, memoryTotalBytes: 0, gpus: [] });
 
     let now = 0;
     const loads = new MachineLoads(() => now);
     loads.reported("mach_1", { ...clean, cpuPercent: 10 });
     now = 500;
     loads.reported("mach_1", { ...clean, cpuPercent: 20 });
-    expect(loads.get("mach_1")!.usage.cpuPercent).toBe(10);
+    expect(loads.get("mach_1")!.load.cpuPercent).toBe(10);
     now = 1000;
     loads.reported("mach_1", { ...clean, cpuPercent: 30 });
-    expect(loads.get("mach_1")).toMatchObject({ receivedAt: 1000, usage: { cpuPercent: 30 } });
+    expect(loads.get("mach_1")).toMatchObject({ receivedAt: 1000, load: { cpuPercent: 30 } });
     loads.gone("mach_1");
     expect(loads.get("mach_1")).toBeUndefined();
   });
@@ -110,7 +110,7 @@ describe("a machine's load", () => {
     expect(readLoadsRequest({ machines: ["mach_a", "mach_b"] })).toEqual(["mach_a", "mach_b"]);
     expect(readLoadsRequest({ machines: ["../etc"] })).toBeUndefined();
     expect(readLoadsRequest({ machines: Array.from({ length: 10_001 }, (_, i) => `m${i}`) })).toBeUndefined();
-    const usage: MachineUsage = { sampledAtMs: 1, cpuPercent: 5, memoryUsedBytes: 1, memoryTotalBytes: 2, gpus: [] };
+    const usage: MachineLoad = { sampledAtMs: 1, cpuPercent: 5, memoryUsedBytes: 1, memoryTotalBytes: 2, gpus: [] };
     expect(readLoadsReply({ loads: [["mach_a", usage, 40], ["bad id!", usage, 1], ["mach_b", usage, -1], ["mach_c", "no", 1]] })).toEqual([["mach_a", usage, 40]]);
     expect(readLoadsReply({ error: "x" })).toEqual([]);
     expect(readLoadsReply(undefined)).toEqual([]);
