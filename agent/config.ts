@@ -148,6 +148,52 @@ export class AgentConfigError extends Error {
   }
 }
 
+/** A pip requirement for `name`: the name alone, or pinned (`==`, `>=`, …); nothing pip could take as an option or a URL. */
+function isRequirement(v: string, name: string): boolean {
+  return new RegExp(`^${name.replace("-", "[-_]")}(\\[[\\w,]+\\])?((==|>=|<=|~=|!=|<|>)[\\w.*+!-]+(,(==|>=|<=|~=|!=|<|>)[\\w.*+!-]+)*)?$`, "i").test(v);
+}
+
+/** The CA's fingerprint as 64 lower-case hex digits (colons dropped), or null when not given; a problem when it is not one. */
+function fingerprintOf(raw: unknown, problems: string[]): string | null {
+  const fingerprint = typeof raw === "string" ? raw.replaceAll(":", "").toLowerCase() : null;
+  if (fingerprint !== null && !/^[0-9a-f]{64}$/.test(fingerprint)) problems.push(`caSha256 (--ca-sha256 or ${ENV.caSha256}) must be a SHA-256 fingerprint: 64 hex digits`);
+  return fingerprint;
+}
+
+/** The machine token a token file holds; undefined, with the problem, when it cannot be read. */
+function tokenIn(tokenFile: string, problems: string[]): string | undefined {
+  try {
+    return readFileSync(tokenFile, "utf8").trim();
+  } catch (err) {
+    problems.push(`tokenFile (--token-file or ${ENV.tokenFile}) cannot be read: ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
+/** The relays' addresses (repeated, or separated by commas), each once; a problem when none, or one is not host:port. */
+function serversOf(raw: unknown, problems: string[]): string[] {
+  const servers = (Array.isArray(raw) ? raw : typeof raw === "string" ? [raw] : [])
+    .flatMap((v) => (typeof v === "string" ? v.split(",") : [""]))
+    .map((v) => v.trim())
+    .filter((v, i, all) => v !== "" && all.indexOf(v) === i);
+  if (servers.length === 0 || !servers.every((v) => /^[^\s:,]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(v))) {
+    problems.push(`server (--server or ${ENV.server}) is required: the relay's gRPC address as host:port (repeat --server, or separate addresses with commas, for several relays)`);
+  }
+  return servers;
+}
+
+/** The hosts image URLs may name (a list, or separated by commas), lower case; a problem for each that is no host name. */
+function mediaDomainsOf(raw: unknown, problems: string[]): readonly string[] {
+  const domains = Object.freeze((Array.isArray(raw) ? raw.map(String) : String(raw ?? "").split(",")).map((d) => d.trim().toLowerCase()).filter(Boolean));
+  for (const d of domains) if (!/^(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(d)) problems.push(`allowedMediaDomains (${ENV.allowedMediaDomains}): ${JSON.stringify(d)} is not a host name (such as images.example.com or *.example.com)`);
+  return domains;
+}
+
+/** Why a link in the clear to these relays is refused, and what to pass instead. */
+const plaintextRefusal = (to: string[]) =>
+  `refusing a plaintext link to ${to.join(", ")}: anyone on the path could read prompts, answers and this machine's token. ` +
+  "Pass --ca-sha256 from the install command (or --tls, or --ca-file), or --insecure to allow plaintext anyway";
+
 /** Resolves flags > env > file > defaults into a frozen, validated config; reports every problem at once. */
 export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = availableParallelism()): AgentConfig {
   const problems: string[] = [];
@@ -198,8 +244,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     if (!Number.isInteger(v) || v < min || v > max) problems.push(`${k} (${ENV[k]}) must be an integer from ${min} to ${max}`);
     return v;
   };
-  const gpuRaw = pick("gpu");
-  const gpu = gpuRaw === false || gpuRaw === "false" || gpuRaw === "off" ? false : "auto";
+  const gpu = [false, "false", "off"].includes(pick("gpu") as string | boolean) ? false : "auto";
   const logLevel = String(pick("logLevel"));
   if (!["debug", "info", "warn", "error"].includes(logLevel)) problems.push("logLevel must be debug, info, warn or error");
   const logFormat = String(pick("logFormat"));
@@ -207,9 +252,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   const dataDir = resolve(String(pick("dataDir")));
   const socket = pick("controlSocket");
   const hfEndpoint = String(pick("hfEndpoint")).replace(/\/+$/, "");
-  const rawDomains = pick("allowedMediaDomains");
-  const mediaDomains = Object.freeze((Array.isArray(rawDomains) ? rawDomains.map(String) : String(rawDomains ?? "").split(",")).map((d) => d.trim().toLowerCase()).filter(Boolean));
-  for (const d of mediaDomains) if (!/^(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(d)) problems.push(`allowedMediaDomains (${ENV.allowedMediaDomains}): ${JSON.stringify(d)} is not a host name (such as images.example.com or *.example.com)`);
+  const mediaDomains = mediaDomainsOf(pick("allowedMediaDomains"), problems);
   if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(hfEndpoint) || !URL.canParse(hfEndpoint)) problems.push(`hfEndpoint (${ENV.hfEndpoint} or HF_ENDPOINT) must be an http(s) URL such as https://huggingface.co`);
   const bool = (k: Setting): boolean => {
     const v = pick(k);
@@ -219,37 +262,18 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     const v = pick(k);
     return typeof v === "string" ? resolve(v) : null;
   };
-  /** A pip requirement for `name`: the name alone, or pinned (`==`, `>=`, …); nothing pip could take as an option or a URL. */
   const requirement = (k: Setting, name: string): string => {
     const v = String(pick(k));
-    if (!new RegExp(`^${name.replace("-", "[-_]")}(\\[[\\w,]+\\])?((==|>=|<=|~=|!=|<|>)[\\w.*+!-]+(,(==|>=|<=|~=|!=|<|>)[\\w.*+!-]+)*)?$`, "i").test(v)) {
-      problems.push(`${k} (${ENV[k]}) must be a pip requirement for ${name}, such as ${name}==1.2.3`);
-    }
+    if (!isRequirement(v, name)) problems.push(`${k} (${ENV[k]}) must be a pip requirement for ${name}, such as ${name}==1.2.3`);
     return v;
   };
   const tokenFile = optionalPath("tokenFile");
-  let fileToken: string | undefined;
-  if (tokenFile && pick("token") === undefined) {
-    try {
-      fileToken = readFileSync(tokenFile, "utf8").trim();
-    } catch (err) {
-      problems.push(`tokenFile (--token-file or ${ENV.tokenFile}) cannot be read: ${(err as Error).message}`);
-    }
-  }
-  const caSha256Raw = pick("caSha256");
-  const caSha256 = typeof caSha256Raw === "string" ? caSha256Raw.replaceAll(":", "").toLowerCase() : null;
-  if (caSha256 !== null && !/^[0-9a-f]{64}$/.test(caSha256)) problems.push(`caSha256 (--ca-sha256 or ${ENV.caSha256}) must be a SHA-256 fingerprint: 64 hex digits`);
+  const fileToken = tokenFile && pick("token") === undefined ? tokenIn(tokenFile, problems) : undefined;
+  const caSha256 = fingerprintOf(pick("caSha256"), problems);
   const caFile = optionalPath("caFile");
   const hfToken = pick("hfToken");
   if (hfToken !== undefined && (typeof hfToken !== "string" || !/^\S+$/.test(hfToken))) problems.push(`hfToken (${ENV.hfToken} or HF_TOKEN) must be a token without spaces`);
-  const serverRaw = pick("server");
-  const servers = (Array.isArray(serverRaw) ? serverRaw : typeof serverRaw === "string" ? [serverRaw] : [])
-    .flatMap((v) => (typeof v === "string" ? v.split(",") : [""]))
-    .map((v) => v.trim())
-    .filter((v, i, all) => v !== "" && all.indexOf(v) === i);
-  if (servers.length === 0 || !servers.every((v) => /^[^\s:,]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(v))) {
-    problems.push(`server (--server or ${ENV.server}) is required: the relay's gRPC address as host:port (repeat --server, or separate addresses with commas, for several relays)`);
-  }
+  const servers = serversOf(pick("server"), problems);
   const config: AgentConfig = {
     server: servers.join(","),
     servers,
@@ -287,12 +311,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   if (config.reconnectMaxMs < config.reconnectMinMs) problems.push("reconnectMaxMs must not be below reconnectMinMs");
   if (fileToken !== undefined && !/^mk_mach_[A-Za-z0-9]+$/.test(fileToken)) problems.push(`tokenFile (${tokenFile}) must hold a machine token such as mk_mach_…`);
   const plaintextTo = config.servers.filter((v) => !isLoopback(v));
-  if (plaintextTo.length > 0 && !linkUsesTls(config) && !config.insecure) {
-    problems.push(
-      `refusing a plaintext link to ${plaintextTo.join(", ")}: anyone on the path could read prompts, answers and this machine's token. ` +
-        "Pass --ca-sha256 from the install command (or --tls, or --ca-file), or --insecure to allow plaintext anyway",
-    );
-  }
+  if (plaintextTo.length > 0 && !linkUsesTls(config) && !config.insecure) problems.push(plaintextRefusal(plaintextTo));
   if (problems.length) throw new AgentConfigError(problems);
   return Object.freeze(config);
 }

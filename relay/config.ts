@@ -244,6 +244,31 @@ export class ConfigError extends Error {
   }
 }
 
+/** What is wrong with the settings that join a relay to others: the database's, Redis's and NATS's URLs, the peer address. */
+function clusterProblems(database: string | null, redis: string | null, nats: string | null, peerAddress: string | null): string[] {
+  const problems: string[] = [];
+  if (database !== null && !/^postgres(ql)?:\/\/[^\s]+$/i.test(database)) {
+    problems.push(`database (${ENV.database}) must be a PostgreSQL URL such as postgres://makina:secret@db.example.com:5432/makina (leave it out for SQLite in the data directory)`);
+  }
+  if (redis !== null && !/^rediss?:\/\/[^\s/]+(\/\d*)?$/i.test(redis)) {
+    problems.push(`redis (${ENV.redis}) must be a Redis URL such as redis://:secret@cache.example.com:6379 (leave it out for rate limits in this relay's memory)`);
+  }
+  if (nats !== null && !/^(nats|tls):\/\/[^\s/]+\/?$/i.test(nats)) {
+    problems.push(`nats (${ENV.nats}) must be a NATS URL such as nats://user:secret@bus.example.com:4222 (leave it out for requests on this relay's own links only)`);
+  } else if (nats !== null && database === null) {
+    problems.push(`nats (${ENV.nats}) joins relays that share a PostgreSQL database: give database (${ENV.database}) too`);
+  }
+  if (peerAddress !== null && peerAddress !== "off" && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(peerAddress)) {
+    problems.push(`peerAddress (${ENV.peerAddress}) must be HOST:PORT (port 0 for any free one), such as 10.0.0.5:8083, or off for requests between relays over NATS only`);
+  } else if (peerAddress !== null && peerAddress !== "off" && Number(peerAddress.slice(peerAddress.lastIndexOf(":") + 1)) > 65535) {
+    problems.push(`peerAddress (${ENV.peerAddress}) has a port above 65535`);
+  } else if (peerAddress !== null && /^(0\.0\.0\.0|\[::\]|\[0*(:0*)*\]):/.test(peerAddress)) {
+    // It is announced to the other relays as given: they must be able to dial it.
+    problems.push(`peerAddress (${ENV.peerAddress}) is announced to the other relays as given: name one address of this machine they reach (not ${peerAddress.slice(0, peerAddress.lastIndexOf(":"))})`);
+  }
+  return problems;
+}
+
 /** Resolves flags > env > file > defaults into a frozen, validated config. */
 export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfig {
   const problems: string[] = [];
@@ -280,29 +305,9 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const tlsKey = optionalPath("tlsKey");
   if (pick("publicUrl") !== null && !/^https?:\/\/[^/\s]+$/.test(str("publicUrl").replace(/\/+$/, ""))) problems.push(`publicUrl (${ENV.publicUrl}) must be an http(s) URL without a path, such as https://makina.example.com`);
   if ((tlsCert === null) !== (tlsKey === null)) problems.push("tlsCert and tlsKey go together: give both, or neither");
-  const database = pick("database") === null ? null : str("database");
-  if (database !== null && !/^postgres(ql)?:\/\/[^\s]+$/i.test(database)) {
-    problems.push(`database (${ENV.database}) must be a PostgreSQL URL such as postgres://makina:secret@db.example.com:5432/makina (leave it out for SQLite in the data directory)`);
-  }
-  const redis = pick("redis") === null ? null : str("redis");
-  if (redis !== null && !/^rediss?:\/\/[^\s/]+(\/\d*)?$/i.test(redis)) {
-    problems.push(`redis (${ENV.redis}) must be a Redis URL such as redis://:secret@cache.example.com:6379 (leave it out for rate limits in this relay's memory)`);
-  }
-  const nats = pick("nats") === null ? null : str("nats");
-  if (nats !== null && !/^(nats|tls):\/\/[^\s/]+\/?$/i.test(nats)) {
-    problems.push(`nats (${ENV.nats}) must be a NATS URL such as nats://user:secret@bus.example.com:4222 (leave it out for requests on this relay's own links only)`);
-  } else if (nats !== null && database === null) {
-    problems.push(`nats (${ENV.nats}) joins relays that share a PostgreSQL database: give database (${ENV.database}) too`);
-  }
-  const peerAddress = pick("peerAddress") === null ? null : str("peerAddress");
-  if (peerAddress !== null && peerAddress !== "off" && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(peerAddress)) {
-    problems.push(`peerAddress (${ENV.peerAddress}) must be HOST:PORT (port 0 for any free one), such as 10.0.0.5:8083, or off for requests between relays over NATS only`);
-  } else if (peerAddress !== null && peerAddress !== "off" && Number(peerAddress.slice(peerAddress.lastIndexOf(":") + 1)) > 65535) {
-    problems.push(`peerAddress (${ENV.peerAddress}) has a port above 65535`);
-  } else if (peerAddress !== null && /^(0\.0\.0\.0|\[::\]|\[0*(:0*)*\]):/.test(peerAddress)) {
-    // It is announced to the other relays as given: they must be able to dial it.
-    problems.push(`peerAddress (${ENV.peerAddress}) is announced to the other relays as given: name one address of this machine they reach (not ${peerAddress.slice(0, peerAddress.lastIndexOf(":"))})`);
-  }
+  const orNull = (k: keyof RelayConfig): string | null => (pick(k) === null ? null : str(k));
+  const [database, redis, nats, peerAddress] = [orNull("database"), orNull("redis"), orNull("nats"), orNull("peerAddress")];
+  problems.push(...clusterProblems(database, redis, nats, peerAddress));
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
   const adminPort = (): number | "shared" => {

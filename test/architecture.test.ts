@@ -142,9 +142,8 @@ describe("repository rules", () => {
 
   it("keeps files to 400 lines and functions to 120: the ones still over may only shrink off this list", () => {
     // Issue 40's leftovers, each to be split; one split below its limit must leave the list (the test says so).
-    const filesOver = new Set(["relay/web/src/pages/forge/forge-page.tsx", "relay/link/agent-session.ts", "agent/runtimes/gguf/gguf-runtime.ts"]);
+    const filesOver = new Set(["relay/web/src/pages/forge/forge-page.tsx"]);
     const functionsOver = new Set([
-      "relay/config.ts resolveRelayConfig",
       "relay/link/grpc-link-server.ts startLinkServer",
       "relay/link/link-acceptor.ts acceptMachine",
       "relay/web/src/pages/account/users-page.tsx UsersPage",
@@ -153,8 +152,6 @@ describe("repository rules", () => {
       "relay/web/src/pages/machines/machine-page.tsx MachinePage",
       "relay/web/src/pages/stacks/playground.tsx Playground",
       "relay/web/src/pages/stacks/stack-page.tsx StackPage",
-      "agent/config.ts resolveAgentConfig",
-      "agent/runtimes/gguf/gguf-runtime.ts chat",
       "cli/commands/admin/stack-command.ts (anonymous)",
     ]);
     const code = ["relay", "agent", "proto", "cli"].flatMap((area) => sources(join(REPO_ROOT, area))).filter((f) => !f.includes("/generated/"));

@@ -5,20 +5,18 @@ import {
   type AgentToRelay,
   type ChatInput,
   type DeployStep,
-  type HardwareReport,
-  type Inventory,
   type LinkEnd,
   type Logger,
   type RelayToAgent,
-  type RuntimeState,
   type StepProgress,
-  type StackMetrics,
-  type MachineLoad,
   type StepResult,
   type TokenEvent,
   type Usage,
 } from "../../proto/index.js";
 import { fromAgentError } from "./agent-errors.js";
+import type { SessionReports } from "./session-reports.js";
+import { clampUsage, type SeenAnswer } from "./clamp-usage.js";
+import { assertEncodable } from "./encodable-input.js";
 import { PendingInference } from "./pending-inference.js";
 
 /** Options of {@link AgentSession.infer}. */
@@ -39,9 +37,6 @@ export interface InferOptions {
   steps?: number;
 }
 
-/** Tokens a runtime may decode beyond what reached the relay before a cancel stops it (its read-ahead windows). */
-const DECODED_AHEAD = 64;
-
 /** Longest answer one request may bring, in characters (what the relay may have to hold of it). */
 const MAX_ANSWER_CHARS = 8 * 1024 * 1024;
 /** Longest runtime error a machine's report keeps. */
@@ -50,7 +45,7 @@ const MAX_REASON_CHARS = 2000;
 /** A request the relay is tracking on this link. */
 interface Tracked {
   /** What the relay itself saw, to check the usage the agent reports against. */
-  seen: { chunks: number; chars: number; bytes: number; promptChars: number; messages: number; maxTokens: number; steps: number };
+  seen: SeenAnswer;
   pending: PendingInference;
   onUsage: ((usage: Usage | null) => void) | undefined;
   /** The consumer left; only the final usage is still awaited. */
@@ -65,34 +60,6 @@ interface PendingCommand {
   resolve(result: StepResult): void;
   reject(err: MakinaError): void;
   onProgress?: (p: StepProgress) => void;
-}
-
-/**
- * A message whose numbers do not fit the link's types cannot be encoded, and grpc-js ends the whole
- * link when a write fails to encode: such a request is refused alone, before it is sent.
- */
-export function assertEncodable(call: ChatInput): void {
-  const uint32 = (v: number, param: string) => {
-    if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new MakinaError("invalid_value", `'${param}' is out of range: ${v}.`, { param });
-  };
-  uint32(call.maxTokens, "max_tokens");
-  if (call.seed !== undefined) uint32(call.seed, "seed");
-}
-
-/** What an agent reports on its own over the link. */
-export interface SessionReports {
-  onHardware?: (hardware: HardwareReport) => void;
-  onRuntimeStatus?: (stackId: string, state: RuntimeState, error: string | null) => void;
-  onInventory?: (inventory: Inventory) => void;
-  onMetrics?: (stacks: StackMetrics[]) => void;
-  /** The machine's load now (CPU, memory, GPUs). */
-  onLoad?: (load: MachineLoad) => void;
-  /** Whether the relay gave this machine the stack: a runtime state for any other is ignored. */
-  ownsStack?: (stackId: string) => boolean;
-  /** Whether the machine's credentials still hold in the database (not revoked, the same token). */
-  credentialsHold?: () => Promise<boolean>;
-  /** The relay is about to store a stack's runtime state itself: the agent's earlier word is not to be stored after it. */
-  forgetRuntimeState?: (stackId: string) => void;
 }
 
 /** Link states: `open` while the agent is connected, then `closed` (final). */
@@ -402,24 +369,6 @@ export class AgentSession {
     this.close();
     this.agent.close(reason);
   }
-}
-
-/**
- * The usage an agent reports, held to what the relay saw: no more completion tokens than `max_tokens` or
- * than the bytes of text and the chunks that arrived (each token brings a chunk or a byte; a chunk may carry
- * many tokens) plus the few a runtime may have decoded ahead of its credit when the request was canceled, no more prompt tokens than the
- * prompt's characters plus room for the chat template; for an orchestrated request, as much for each of its
- * steps. The same object when it holds.
- */
-export function clampUsage(reported: Usage, seen: Tracked["seen"]): Usage {
-  const whole = (n: number) => (Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);
-  let completion = whole(reported.completionTokens);
-  // The steps before an orchestrator's last are not seen here: only max_tokens holds each of them.
-  if (seen.steps === 1) completion = Math.min(completion, seen.bytes + seen.chunks + DECODED_AHEAD);
-  if (seen.maxTokens > 0) completion = Math.min(completion, seen.maxTokens * seen.steps);
-  // A later step's prompt holds what the earlier steps wrote.
-  const prompt = Math.min(whole(reported.promptTokens), seen.steps * (seen.promptChars + 32 * seen.messages + 1024) + (seen.steps > 1 ? completion : 0));
-  return completion === reported.completionTokens && prompt === reported.promptTokens ? reported : { promptTokens: prompt, completionTokens: completion };
 }
 
 /** Delivers a request's usage once; later calls do nothing. */

@@ -1,5 +1,6 @@
 export { AgentRegistry } from "./agent-registry.js";
-export { AgentSession, assertEncodable, type InferOptions, type SessionState } from "./agent-session.js";
+export { AgentSession, type InferOptions, type SessionState } from "./agent-session.js";
+export { assertEncodable } from "./encodable-input.js";
 export { linkAcceptor, type LinkAcceptorDeps } from "./link-acceptor.js";
 export { startLinkServer, type LinkServer, type LinkServerOptions } from "./grpc-link-server.js";
 export { checkMachineCredentials } from "./machine-credentials.js";

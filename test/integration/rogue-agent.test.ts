@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { GrpcDialer } from "../../agent/link/grpc-dialer.js";
-import { clampUsage } from "../../relay/link/agent-session.js";
+import { clampUsage } from "../../relay/link/clamp-usage.js";
 import { EMPTY_STEP_RESULT, PROTOCOL_VERSION, silentLogger, type AgentToRelay, type LinkEnd, type RelayToAgent } from "../../proto/index.js";
 import { fakeAdapter } from "../fakes/fake-runtime.js";
 import { runCli, startCli, stopCli } from "../helpers/cli.js";

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { isEmbeddingModel, MAX_EMBED_NUMBERS, MakinaError, type ChatMessage } from "../../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
@@ -7,6 +6,7 @@ import { forcedCallWrapper } from "./forced-call-wrapper.js";
 import { mergePieces } from "./merge-pieces.js";
 import { ResponseGrammars } from "./json-schema-grammar.js";
 import { paceEvaluation } from "./pace-evaluation.js";
+import { ToolCallPieces } from "./tool-call-pieces.js";
 import { ToolFunctions } from "./tool-functions.js";
 
 /** Options of {@link loadGgufModel}. */
@@ -88,11 +88,6 @@ interface Slot {
   paused: boolean;
 }
 
-/** An OpenAI-style tool call id. */
-function newCallId(): string {
-  return `call_${randomBytes(18).toString("base64url").replace(/[-_]/g, "0")}`;
-}
-
 /** Errors node-llama-cpp throws when a function call it generated does not hold to its schema. */
 const CALL_VALIDATION_ERRORS = new Set(["LlamaFunctionCallValidationError", "LlamaJsonSchemaValidationError"]);
 
@@ -161,10 +156,7 @@ export class GgufRuntime implements ModelRuntime {
     }
     if (this.embeddingModel) throw new MakinaError("unsupported_parameter", "This stack's model is an embedding model: it answers embeddings (/v1/embeddings), not chats.", { param: "model" });
     if (input.countOnly) {
-      // Counted as a chat would be: the model's template over the messages and the functions it may call.
-      const promptTokens = this.promptTokens(this.all[0]!.chat, toChatHistory(input.messages), await this.functionsFor(input));
-      if (options.usage) options.usage.promptTokens = promptTokens;
-      yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
+      yield* this.count(input, options);
       return;
     }
     // Checked before a sequence is taken: a refused request waits for nothing.
@@ -173,21 +165,7 @@ export class GgufRuntime implements ModelRuntime {
     const forced = functions !== undefined && (input.toolChoice === "required" || input.toolChoice === "function");
     const chat = forced ? slot.forcedCallChat : slot.chat;
     const stop = new AbortController();
-    // Events decoded but not yet taken by the reader. Decoding pauses while READ_AHEAD of them wait,
-    // so a reader that stops reading (a slow client, no credit) stops the decoder too.
-    const pending: RuntimeEvent[] = [];
-    let wakeDecoder: (() => void) | undefined;
-    const resumeDecoder = () => {
-      const wake = wakeDecoder;
-      wakeDecoder = undefined;
-      slot.paused = false;
-      wake?.();
-    };
-    slot.beforeNextToken = () => {
-      if (pending.length < READ_AHEAD || stop.signal.aborted) return undefined;
-      slot.paused = true;
-      return new Promise<void>((resolve) => (wakeDecoder = resolve));
-    };
+    const { pending, resumeDecoder } = readAhead(slot, stop.signal);
     const onAbort = () => {
       stop.abort();
       resumeDecoder();
@@ -198,14 +176,7 @@ export class GgufRuntime implements ModelRuntime {
       const history = toChatHistory(input.messages);
       const promptTokens = this.promptTokens(chat, history, functions);
       if (options.usage) options.usage.promptTokens = promptTokens;
-      const room = this.contextSize - promptTokens;
-      if (room < 1 || input.maxTokens > room) {
-        throw new MakinaError(
-          "context_length_exceeded",
-          `This model's maximum context length is ${this.contextSize} tokens. However, you requested ${promptTokens + (input.maxTokens || 1)} tokens (${promptTokens} in the messages, ${input.maxTokens || 1} in the completion). Please reduce the length of the messages or completion.`,
-          { param: "messages" },
-        );
-      }
+      const room = roomFor(this.contextSize, promptTokens, input.maxTokens);
       // A response format holds the model to JSON (or a schema) token by token: the answer cannot be anything else.
       const grammar = input.responseFormat ? await this.grammars.for(input.responseFormat) : undefined;
       const calls = new ToolCallPieces((ev) => pending.push(ev));
@@ -269,12 +240,7 @@ export class GgufRuntime implements ModelRuntime {
           yield* events;
           continue;
         }
-        if (failure !== undefined) {
-          if (failure instanceof Error && CALL_VALIDATION_ERRORS.has(failure.constructor.name)) {
-            throw new MakinaError("internal_error", `The model's tool call did not hold to the function's schema: ${failure.message.slice(0, 300)}`, { cause: failure });
-          }
-          throw MakinaError.from(failure);
-        }
+        if (failure !== undefined) throw generationError(failure);
         if (outcome) break;
         await new Promise<void>((resolve) => (wakeReader = resolve));
         wakeReader = undefined;
@@ -292,6 +258,13 @@ export class GgufRuntime implements ModelRuntime {
       slot.generated = undefined;
       this.slots.release(slot);
     }
+  }
+
+  /** A request that only counts its prompt's tokens: as a chat would, the model's template over the messages and the functions it may call. */
+  private async *count(input: ChatInput, options: ChatOptions): AsyncGenerator<RuntimeEvent> {
+    const promptTokens = this.promptTokens(this.all[0]!.chat, toChatHistory(input.messages), await this.functionsFor(input));
+    if (options.usage) options.usage.promptTokens = promptTokens;
+    yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
   }
 
   /** The tokens of a conversation as the model's chat template renders it, with the functions it may call. */
@@ -360,42 +333,50 @@ export class GgufRuntime implements ModelRuntime {
   }
 }
 
+/**
+ * The events decoded but not yet taken by the reader, and how the decoder resumes. Decoding pauses while
+ * READ_AHEAD of them wait, so a reader that stops reading (a slow client, no credit) stops the decoder too.
+ */
+function readAhead(slot: Slot, stopped: AbortSignal): { pending: RuntimeEvent[]; resumeDecoder: () => void } {
+  const pending: RuntimeEvent[] = [];
+  let wakeDecoder: (() => void) | undefined;
+  const resumeDecoder = () => {
+    const wake = wakeDecoder;
+    wakeDecoder = undefined;
+    slot.paused = false;
+    wake?.();
+  };
+  slot.beforeNextToken = () => {
+    if (pending.length < READ_AHEAD || stopped.aborted) return undefined;
+    slot.paused = true;
+    return new Promise<void>((resolve) => (wakeDecoder = resolve));
+  };
+  return { pending, resumeDecoder };
+}
+
+/** The tokens left for the answer after the prompt; refused when the prompt and `maxTokens` do not fit. */
+function roomFor(contextSize: number, promptTokens: number, maxTokens: number): number {
+  const room = contextSize - promptTokens;
+  if (room < 1 || maxTokens > room) {
+    throw new MakinaError(
+      "context_length_exceeded",
+      `This model's maximum context length is ${contextSize} tokens. However, you requested ${promptTokens + (maxTokens || 1)} tokens (${promptTokens} in the messages, ${maxTokens || 1} in the completion). Please reduce the length of the messages or completion.`,
+      { param: "messages" },
+    );
+  }
+  return room;
+}
+
+/** A generation's failure as the request's error: a tool call that broke its function's schema says so. */
+function generationError(failure: unknown): MakinaError {
+  if (failure instanceof Error && CALL_VALIDATION_ERRORS.has(failure.constructor.name)) {
+    return new MakinaError("internal_error", `The model's tool call did not hold to the function's schema: ${failure.message.slice(0, 300)}`, { cause: failure });
+  }
+  return MakinaError.from(failure);
+}
+
 /** How many tokens the model's vocabulary has (token ids are below it), from its file's metadata. */
 function vocabularySize(model: LlamaModel): number {
   const tokens = (model.fileInfo.metadata as unknown as { tokenizer?: { ggml?: { tokens?: unknown[] } } }).tokenizer?.ggml?.tokens;
   return Array.isArray(tokens) ? tokens.length : 2 ** 32;
-}
-
-/**
- * Turns node-llama-cpp's function calls into the link's tool-call pieces: the first piece of each call
- * carries a new `call_` id and the function's name, the next ones the arguments' JSON text as the model
- * writes it. Whitespace the grammar lets the model write after the JSON is held back until something
- * follows it, so the arguments never end in it; a function without parameters gets "{}".
- */
-class ToolCallPieces {
-  /** Per call: whitespace held back. */
-  private readonly calls: { held: string }[] = [];
-  private completed = 0;
-
-  constructor(private readonly emit: (ev: RuntimeEvent) => void) {}
-
-  piece(index: number, name: string, chunk: string): void {
-    let call = this.calls[index];
-    const first = call === undefined;
-    call ??= this.calls[index] = { held: "" };
-    let text = call.held + chunk;
-    if (first) text = text.trimStart();
-    const kept = text.trimEnd();
-    call.held = text.slice(kept.length);
-    if (first) this.emit({ type: "toolCall", index, id: newCallId(), name, arguments: kept });
-    else if (kept) this.emit({ type: "toolCall", index, id: "", name: "", arguments: kept });
-  }
-
-  /** A call is complete; one whose arguments came in no piece (a function without parameters) is sent whole. */
-  called(name: string, params: unknown): void {
-    const index = this.completed++;
-    if (this.calls[index]) return;
-    this.calls[index] = { held: "" };
-    this.emit({ type: "toolCall", index, id: newCallId(), name, arguments: params === undefined ? "{}" : JSON.stringify(params) });
-  }
 }

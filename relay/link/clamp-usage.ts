@@ -1,0 +1,33 @@
+import type { Usage } from "../../proto/index.js";
+
+/** Tokens a runtime may decode beyond what reached the relay before a cancel stops it (its read-ahead windows). */
+const DECODED_AHEAD = 64;
+
+/** What the relay itself saw of a request and its answer, to check the usage the agent reports against. */
+export interface SeenAnswer {
+  chunks: number;
+  chars: number;
+  bytes: number;
+  promptChars: number;
+  messages: number;
+  maxTokens: number;
+  steps: number;
+}
+
+/**
+ * The usage an agent reports, held to what the relay saw: no more completion tokens than `max_tokens` or
+ * than the bytes of text and the chunks that arrived (each token brings a chunk or a byte; a chunk may carry
+ * many tokens) plus the few a runtime may have decoded ahead of its credit when the request was canceled, no more prompt tokens than the
+ * prompt's characters plus room for the chat template; for an orchestrated request, as much for each of its
+ * steps. The same object when it holds.
+ */
+export function clampUsage(reported: Usage, seen: SeenAnswer): Usage {
+  const whole = (n: number) => (Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);
+  let completion = whole(reported.completionTokens);
+  // The steps before an orchestrator's last are not seen here: only max_tokens holds each of them.
+  if (seen.steps === 1) completion = Math.min(completion, seen.bytes + seen.chunks + DECODED_AHEAD);
+  if (seen.maxTokens > 0) completion = Math.min(completion, seen.maxTokens * seen.steps);
+  // A later step's prompt holds what the earlier steps wrote.
+  const prompt = Math.min(whole(reported.promptTokens), seen.steps * (seen.promptChars + 32 * seen.messages + 1024) + (seen.steps > 1 ? completion : 0));
+  return completion === reported.completionTokens && prompt === reported.promptTokens ? reported : { promptTokens: prompt, completionTokens: completion };
+}

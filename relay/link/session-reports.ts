@@ -1,0 +1,17 @@
+import type { HardwareReport, Inventory, MachineLoad, RuntimeState, StackMetrics } from "../../proto/index.js";
+
+/** What an agent reports on its own over the link. */
+export interface SessionReports {
+  onHardware?: (hardware: HardwareReport) => void;
+  onRuntimeStatus?: (stackId: string, state: RuntimeState, error: string | null) => void;
+  onInventory?: (inventory: Inventory) => void;
+  onMetrics?: (stacks: StackMetrics[]) => void;
+  /** The machine's load now (CPU, memory, GPUs). */
+  onLoad?: (load: MachineLoad) => void;
+  /** Whether the relay gave this machine the stack: a runtime state for any other is ignored. */
+  ownsStack?: (stackId: string) => boolean;
+  /** Whether the machine's credentials still hold in the database (not revoked, the same token). */
+  credentialsHold?: () => Promise<boolean>;
+  /** The relay is about to store a stack's runtime state itself: the agent's earlier word is not to be stored after it. */
+  forgetRuntimeState?: (stackId: string) => void;
+}
