@@ -55,6 +55,63 @@ function refusalStatus(refused: LinkRefusal, reason: string): status {
   return reason.startsWith("Protocol version") ? status.FAILED_PRECONDITION : status.INVALID_ARGUMENT;
 }
 
+/** One agent's link call: its credentials to the acceptor, its messages both ways, its end. */
+function serveLink(call: ServerDuplexStream<AgentMessage, Buffer>, accept: LinkServerOptions["accept"]): void {
+  const machineId = String(call.metadata.get(MACHINE_ID_METADATA)[0] ?? "");
+  const auth = String(call.metadata.get(AUTHORIZATION_METADATA)[0] ?? "");
+  const token = bearerToken(auth) ?? "";
+  let closed = false;
+  // Bytes handed to grpc-js and not yet written out to the agent's connection.
+  let waitingBytes = 0;
+  // The headers go at once: the agent knows this relay took its call, and waits for the welcome (which
+  // needs the database) longer than for a relay that does not answer at all.
+  call.sendMetadata(new Metadata());
+  const relay = accept(
+    { machineId, token },
+    {
+      send: (message) => {
+        if (closed) return;
+        const bytes = Buffer.from(RelayMessage.encode(encodeRelayMessage(message)).finish());
+        // Large messages (prompts) are counted out as they are written; the small ones (credit, cancels, most
+        // prompts) only by their number, without a callback each on the streaming path.
+        if (bytes.length < COUNTED_BYTES) return void call.write(bytes);
+        waitingBytes += bytes.length;
+        call.write(bytes, () => (waitingBytes -= bytes.length));
+      },
+      congested: () => waitingBytes > CONGESTED_BYTES || call.writableLength > CONGESTED_BACKLOG,
+      close: (reason, refused) => {
+        if (closed) return;
+        closed = true;
+        if (refused) {
+          call.emit("error", { code: refusalStatus(refused, reason), details: reason });
+          return;
+        }
+        try {
+          call.end();
+        } catch {
+          // The call may already be finished; ending it again is harmless.
+        }
+      },
+    },
+  );
+  call.on("data", (message: AgentMessage) => {
+    const decoded = decodeAgentMessage(message);
+    if (decoded) relay.send(decoded);
+  });
+  const gone = () => relay.close("the agent closed the link");
+  call.on("end", () => {
+    gone();
+    try {
+      call.end();
+    } catch {
+      // Already ended.
+    }
+  });
+  call.on("error", gone);
+  call.on("cancelled", gone);
+  call.on("close", gone);
+}
+
 /** Starts the gRPC server that agents on other machines connect to: one `Connect` stream per agent. */
 export async function startLinkServer(options: LinkServerOptions): Promise<LinkServer> {
   const server = new Server({
@@ -69,61 +126,7 @@ export async function startLinkServer(options: LinkServerOptions): Promise<LinkS
   });
 
   server.addService(LINK_SERVICE, {
-    connect: (call: ServerDuplexStream<AgentMessage, Buffer>) => {
-      const machineId = String(call.metadata.get(MACHINE_ID_METADATA)[0] ?? "");
-      const auth = String(call.metadata.get(AUTHORIZATION_METADATA)[0] ?? "");
-      const token = bearerToken(auth) ?? "";
-      let closed = false;
-      // Bytes handed to grpc-js and not yet written out to the agent's connection.
-      let waitingBytes = 0;
-      // The headers go at once: the agent knows this relay took its call, and waits for the welcome (which
-      // needs the database) longer than for a relay that does not answer at all.
-      call.sendMetadata(new Metadata());
-      const relay = options.accept(
-        { machineId, token },
-        {
-          send: (message) => {
-            if (closed) return;
-            const bytes = Buffer.from(RelayMessage.encode(encodeRelayMessage(message)).finish());
-            // Large messages (prompts) are counted out as they are written; the small ones (credit, cancels, most
-            // prompts) only by their number, without a callback each on the streaming path.
-            if (bytes.length < COUNTED_BYTES) return void call.write(bytes);
-            waitingBytes += bytes.length;
-            call.write(bytes, () => (waitingBytes -= bytes.length));
-          },
-          congested: () => waitingBytes > CONGESTED_BYTES || call.writableLength > CONGESTED_BACKLOG,
-          close: (reason, refused) => {
-            if (closed) return;
-            closed = true;
-            if (refused) {
-              call.emit("error", { code: refusalStatus(refused, reason), details: reason });
-              return;
-            }
-            try {
-              call.end();
-            } catch {
-              // The call may already be finished; ending it again is harmless.
-            }
-          },
-        },
-      );
-      call.on("data", (message: AgentMessage) => {
-        const decoded = decodeAgentMessage(message);
-        if (decoded) relay.send(decoded);
-      });
-      const gone = () => relay.close("the agent closed the link");
-      call.on("end", () => {
-        gone();
-        try {
-          call.end();
-        } catch {
-          // Already ended.
-        }
-      });
-      call.on("error", gone);
-      call.on("cancelled", gone);
-      call.on("close", gone);
-    },
+    connect: (call: ServerDuplexStream<AgentMessage, Buffer>) => serveLink(call, options.accept),
   });
 
   // Our own listener, its connections handed to grpc-js: grpc-js listens with Node's default backlog (511),

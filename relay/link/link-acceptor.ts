@@ -6,7 +6,6 @@ import {
   type LinkAcceptor,
   type LinkEnd,
   type Logger,
-  type RuntimeState,
   type StackMetrics,
 } from "../../proto/index.js";
 import type { EventBus } from "../events/index.js";
@@ -15,6 +14,7 @@ import type { HardwareSummary, Machine, MachineInventory, Store } from "../store
 import type { AgentRegistry } from "./agent-registry.js";
 import { AgentSession } from "./agent-session.js";
 import type { MachineLoads } from "./machine-loads.js";
+import { RuntimeStateBatch } from "./runtime-state-batch.js";
 import { checkMachineCredentials } from "./machine-credentials.js";
 
 /** What {@link linkAcceptor} needs. */
@@ -123,35 +123,15 @@ function acceptMachine(
   let session: AgentSession | undefined;
   let watchdog: NodeJS.Timeout | undefined;
   let hardwareAt = 0;
-  let inventoryAt = 0;
-  let inventoryTimer: NodeJS.Timeout | undefined;
-  let latestInventory: Inventory | undefined;
-  const storeInventory = () => {
-    inventoryTimer = undefined;
-    if (!latestInventory || finished) return;
-    inventoryAt = Date.now();
-    const inventory = boundedInventory(latestInventory);
-    latestInventory = undefined;
+  const inventories = latestEvery<Inventory>(INVENTORY_MIN_INTERVAL_MS, (latest) => {
+    const inventory = boundedInventory(latest);
     void deps.storage.attempt("machine inventory", () => store.machines.setInventory(machine.id, inventory)).then(machineChanged);
-  };
-  // Runtime states to store (the latest of each stack), and the last state the agent sent of each.
-  const runtimeStates = new Map<string, { state: RuntimeState; error: string | null }>();
-  const lastReceived = new Map<string, string>();
-  let runtimeTimer: NodeJS.Timeout | undefined;
-  let runtimeStatesAt = 0;
-  const writeRuntimeStates = () => {
-    runtimeStatesAt = Date.now();
-    for (const [stackId, { state, error }] of runtimeStates) {
-      linkLog.info("runtime state", { stackId, state, error });
-      // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
-      void deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error)).then(() => deps.events.emit({ type: "stack", orgId: machine.orgId, stackId }));
-    }
-    runtimeStates.clear();
-  };
-  const storeRuntimeStates = () => {
-    runtimeTimer = undefined;
-    if (!finished) writeRuntimeStates();
-  };
+  });
+  const runtimeStates = new RuntimeStateBatch((stackId, state, error) => {
+    linkLog.info("runtime state", { stackId, state, error });
+    // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
+    void deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error)).then(() => deps.events.emit({ type: "stack", orgId: machine.orgId, stackId }));
+  });
   let metricsAt = 0;
   let finished = false;
   const finish = () => {
@@ -159,10 +139,8 @@ function acceptMachine(
     finished = true;
     clearTimeout(helloTimer);
     clearInterval(watchdog);
-    clearTimeout(inventoryTimer);
-    clearTimeout(runtimeTimer);
-    // The last word of the agent is stored even when its link closes before the next write was due.
-    writeRuntimeStates();
+    inventories.stop();
+    runtimeStates.close();
     if (!session) return;
     session.close();
     if (registry.remove(session)) {
@@ -189,20 +167,11 @@ function acceptMachine(
         void deps.storage.attempt("machine hardware", () => store.machines.updateHardware(machine.id, toHardwareSummary(hardware))).then(machineChanged);
         linkLog.info("hardware changed");
       },
-      onInventory: (inventory) => {
-        latestInventory = inventory;
-        if (inventoryTimer) return;
-        const wait = inventoryAt + INVENTORY_MIN_INTERVAL_MS - Date.now();
-        if (wait <= 0) storeInventory();
-        else inventoryTimer = setTimeout(storeInventory, wait);
-      },
+      onInventory: (inventory) => inventories.push(inventory),
       ownsStack: (stackId) => owned.has(stackId),
       credentialsHold: stillValid,
       // The relay wrote a runtime state itself (a deployment's end): what the agent said before it is not stored after it.
-      forgetRuntimeState: (stackId) => {
-        runtimeStates.delete(stackId);
-        lastReceived.delete(stackId);
-      },
+      forgetRuntimeState: (stackId) => runtimeStates.forget(stackId),
       onMetrics: (stacks) => {
         // Totals since the agent started: one report a second is all a scrape can use; the others are dropped.
         const now = Date.now();
@@ -212,37 +181,13 @@ function acceptMachine(
         deps.runtimeMetrics.reported(machine.id, stacks.filter((st) => s.owns(st.stackId)));
       },
       onLoad: (load) => deps.loads.reported(machine.id, load),
-      onRuntimeStatus: (stackId, state, error) => {
-        // Routing follows the state at once (the session's ready stacks); what is stored, logged and announced
-        // follows it at most every 250 ms per link, the latest state of each stack, and only when the agent's
-        // word changed (a state sent again is dropped).
-        const key = `${state}\u0000${error ?? ""}`;
-        if (lastReceived.get(stackId) === key) return;
-        lastReceived.set(stackId, key);
-        runtimeStates.set(stackId, { state, error });
-        if (!runtimeTimer) runtimeTimer = setTimeout(storeRuntimeStates, Math.max(0, runtimeStatesAt + RUNTIME_STATE_MIN_INTERVAL_MS - Date.now()));
-      },
+      onRuntimeStatus: (stackId, state, error) => runtimeStates.received(stackId, state, error),
     });
-    // One timer per link checks how long the agent has been silent (every message counts), rather than
-    // a timer re-armed for every message, which cost the relay a timer per streamed chunk.
-    const silenceMs = deps.heartbeatIntervalMs * 3.5;
-    const tickMs = Math.max(50, Math.floor(deps.heartbeatIntervalMs / 2));
-    let lastTick = Date.now();
-    let graceUntil = 0;
-    watchdog = setInterval(() => {
-      const now = Date.now();
-      const stalled = now - lastTick - tickMs > deps.heartbeatIntervalMs;
-      lastTick = now;
-      // A tick that comes late means this process was stalled, not that the agent was silent:
-      // give the agent's queued messages a full silence period to arrive before judging it.
-      if (stalled) graceUntil = now + silenceMs;
-      if (now < graceUntil) return;
-      s.failStalled(deps.streamIdleTimeoutMs, now);
-      if (now - s.lastSeenAt <= silenceMs) return;
-      linkLog.warn("link silent, dropping it", { silentMs: now - s.lastSeenAt });
+    watchdog = watchSilence(s, deps, (silentMs) => {
+      linkLog.warn("link silent, dropping it", { silentMs });
       finish();
       agent.close("the agent was silent for too long");
-    }, tickMs);
+    });
     const agentVersion = hello.agentVersion.slice(0, AGENT_VERSION_CHARS);
     void deps.storage.attempt("machine state", () => store.machines.markOnline(machine.id, { hardware: toHardwareSummary(hello.hardware), agentVersion })).then(machineChanged);
     s.send({ type: "welcome", machineId: machine.id, heartbeatIntervalMs: deps.heartbeatIntervalMs, protocolVersion: PROTOCOL_VERSION });
@@ -277,8 +222,58 @@ function acceptMachine(
   };
 }
 
-/** Runtime states are stored and announced at most this often per link (the latest of each stack). */
-const RUNTIME_STATE_MIN_INTERVAL_MS = 250;
+/** Takes values as they come and hands on at most one every `intervalMs`: the latest, once its time comes. */
+function latestEvery<T>(intervalMs: number, take: (value: T) => void): { push(value: T): void; stop(): void } {
+  let at = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let latest: T | undefined;
+  let stopped = false;
+  const due = () => {
+    timer = undefined;
+    if (latest === undefined || stopped) return;
+    at = Date.now();
+    const value = latest;
+    latest = undefined;
+    take(value);
+  };
+  return {
+    push(value) {
+      latest = value;
+      if (timer) return;
+      const wait = at + intervalMs - Date.now();
+      if (wait <= 0) due();
+      else timer = setTimeout(due, wait);
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * One timer per link checks how long the agent has been silent (every message counts), rather than a timer
+ * re-armed for every message, which cost the relay a timer per streamed chunk; it also fails the link's requests
+ * whose runtime went quiet. `silent` is told once the agent said nothing for 3.5 heartbeats.
+ */
+function watchSilence(s: AgentSession, deps: Pick<LinkAcceptorDeps, "heartbeatIntervalMs" | "streamIdleTimeoutMs">, silent: (silentMs: number) => void): NodeJS.Timeout {
+  const silenceMs = deps.heartbeatIntervalMs * 3.5;
+  const tickMs = Math.max(50, Math.floor(deps.heartbeatIntervalMs / 2));
+  let lastTick = Date.now();
+  let graceUntil = 0;
+  return setInterval(() => {
+    const now = Date.now();
+    const stalled = now - lastTick - tickMs > deps.heartbeatIntervalMs;
+    lastTick = now;
+    // A tick that comes late means this process was stalled, not that the agent was silent:
+    // give the agent's queued messages a full silence period to arrive before judging it.
+    if (stalled) graceUntil = now + silenceMs;
+    if (now < graceUntil) return;
+    s.failStalled(deps.streamIdleTimeoutMs, now);
+    if (now - s.lastSeenAt > silenceMs) silent(now - s.lastSeenAt);
+  }, tickMs);
+}
+
 /** Runtime metrics are taken at most this often per link (about once a second, with room for a heartbeat a second). */
 const METRICS_MIN_INTERVAL_MS = 900;
 /** Longest agent version kept (stored, shown, logged). */

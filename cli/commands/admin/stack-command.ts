@@ -117,122 +117,128 @@ async function follow(t: AdminTarget, id: string, quiet: boolean): Promise<Stack
   }
 }
 
+/** `makina admin stack create`. */
+const createCommand: CommandModule = {
+  command: "create",
+  describe: "Create a stack (machine + runtime + model [+ harness, orchestrator, endpoint])",
+  builder: (b) =>
+    adminOptions(
+      b
+        .option("org", { type: "string", demandOption: true })
+        .option("name", { type: "string", demandOption: true })
+        .option("machine", { type: "string", demandOption: true })
+        .option("runtime", { choices: Object.keys(RUNTIME_CAPABILITIES) as RuntimeKind[], demandOption: true })
+        .option("model", { type: "string", demandOption: true, describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
+        .option("model-sha256", { type: "string", describe: "Pin the model file's SHA-256: the machine refuses any other file" })
+        .option("model-id", { type: "string", describe: "The id clients pass as `model` (default: the model file's name)" })
+        .option("harness", { type: "string", describe: "Harness layer: system-prompt, tools or router (see docs/layers.md)" })
+        .option("harness-option", { type: "string", array: true, describe: "An option of the harness, key=value (repeat it), e.g. prompt='You are terse.'" })
+        .option("orchestrator", { type: "string", describe: "Orchestrator layer: refine or vote (see docs/layers.md)" })
+        .option("orchestrator-option", { type: "string", array: true, describe: "An option of the orchestrator, key=value (repeat it), e.g. rounds=2" })
+        .option("endpoint", { type: "boolean", default: true, describe: "Expose through the API (--no-endpoint to omit the layer)" })
+        .option("capture-hours", { type: "string", describe: "Keep its requests' prompts and answers in the request log for so many hours (1 to 720); default none" })
+        .option("max-context", { type: "string", describe: "Tokens of context per request its runtime serves (GGUF, vLLM; 128 to 1048576); default: the machine's" }),
+    ),
+  handler: async (argv) => {
+    const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: RuntimeKind; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; orchestratorOption?: string[]; endpoint: boolean; captureHours?: string; maxContext?: string };
+    const s = await adminCall(target(a), "POST /admin/v1/stacks", {
+      body: {
+        org: a.org,
+        name: a.name,
+        machine: a.machine,
+        runtime: a.runtime,
+        model: normalizeModelRef(a.model),
+        model_sha256: a.modelSha256,
+        model_id: a.modelId,
+        harness: a.harness,
+        harness_options: keyValueOptions(a.harnessOption ?? [], "--harness-option"),
+        orchestrator: a.orchestrator,
+        orchestrator_options: keyValueOptions(a.orchestratorOption ?? [], "--orchestrator-option"),
+        endpoint: a.endpoint,
+        capture_hours: wholeNumber(a.captureHours),
+        max_context: wholeNumber(a.maxContext),
+      },
+    });
+    print(a, s, () => describeStack(s));
+  },
+};
+
+/** `makina admin stack update <id>`. */
+const updateCommand: CommandModule = {
+  command: "update <id>",
+  describe: "Change a stack: its name and endpoint at once; what its machine builds on is redeployed when the stack is deployed",
+  builder: (b) =>
+    adminOptions(
+      b
+        .positional("id", { type: "string", demandOption: true })
+        .option("name", { type: "string" })
+        .option("machine", { type: "string", describe: "Another machine (a deployed stack must be undeployed first)" })
+        .option("runtime", { choices: Object.keys(RUNTIME_CAPABILITIES) as RuntimeKind[] })
+        .option("model", { type: "string", describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
+        .option("model-sha256", { type: "string", describe: "Pin the model file's SHA-256, or none" })
+        .option("model-id", { type: "string", describe: "The id clients pass as `model`, or default (the model file's name)" })
+        .option("harness", { type: "string", describe: "Harness layer (system-prompt, tools, router), or none" })
+        .option("harness-option", { type: "string", array: true, describe: "An option of the harness, key=value (repeat it; they replace the harness's options)" })
+        .option("orchestrator", { type: "string", describe: "Orchestrator layer (refine, vote), or none" })
+        .option("orchestrator-option", { type: "string", array: true, describe: "An option of the orchestrator, key=value (repeat it; they replace its options)" })
+        .option("endpoint", { type: "boolean", describe: "Expose through the API (--no-endpoint: not reachable through the API)" })
+        .option("capture-hours", { type: "string", describe: "Keep its requests' prompts and answers for so many hours (1 to 720), or none" })
+        .option("max-context", { type: "string", describe: "Tokens of context per request its runtime serves (GGUF, vLLM), or default (the machine's)" })
+        .option("wait", { type: "boolean", default: false, describe: "When it is redeployed, follow progress until deployed or failed" }),
+    ),
+  handler: async (argv) => {
+    const a = argv as unknown as AdminArgs & {
+      id: string;
+      name?: string;
+      machine?: string;
+      runtime?: RuntimeKind;
+      model?: string;
+      modelSha256?: string;
+      modelId?: string;
+      harness?: string;
+      harnessOption?: string[];
+      orchestrator?: string;
+      orchestratorOption?: string[];
+      endpoint?: boolean;
+      captureHours?: string;
+      maxContext?: string;
+      wait: boolean;
+    };
+    /** `none` (or `default`) clears a field; absent keeps it. */
+    const orNull = (v: string | undefined, word: string) => (v === undefined ? undefined : v === word ? null : v);
+    const t = target(a);
+    const changed = await adminCall(t, "PATCH /admin/v1/stacks/:id", {
+      params: { id: a.id },
+      body: {
+        name: a.name,
+        machine: a.machine,
+        runtime: a.runtime,
+        model: a.model === undefined ? undefined : normalizeModelRef(a.model),
+        model_sha256: orNull(a.modelSha256, "none"),
+        model_id: orNull(a.modelId, "default"),
+        harness: orNull(a.harness, "none"),
+        harness_options: keyValueOptions(a.harnessOption ?? [], "--harness-option"),
+        orchestrator: orNull(a.orchestrator, "none"),
+        orchestrator_options: keyValueOptions(a.orchestratorOption ?? [], "--orchestrator-option"),
+        endpoint: a.endpoint,
+        capture_hours: a.captureHours === "none" ? null : wholeNumber(a.captureHours),
+        max_context: a.maxContext === "default" ? null : wholeNumber(a.maxContext),
+      },
+    });
+    const s = a.wait && changed.redeployed ? await follow(t, a.id, a.json) : changed;
+    const what = changed.changed.length ? `Changed ${changed.changed.join(", ")}${changed.redeployed ? "; redeploying" : ""}.` : "Nothing changed.";
+    print(a, { ...s, changed: changed.changed, redeployed: changed.redeployed }, () => `${what}\n${describeStack(s)}`);
+    if (a.wait && changed.redeployed && s.state !== "deployed") throw new CliError(`Redeploy of ${a.id} ended ${s.state}${s.state_error ? `: ${s.state_error}` : ""}.`);
+  },
+};
+
 export const stackCommand: CommandModule = {
   command: "stack <command>",
   describe: "Manage stacks",
   builder: (y) =>
     y
-      .command({
-        command: "create",
-        describe: "Create a stack (machine + runtime + model [+ harness, orchestrator, endpoint])",
-        builder: (b) =>
-          adminOptions(
-            b
-              .option("org", { type: "string", demandOption: true })
-              .option("name", { type: "string", demandOption: true })
-              .option("machine", { type: "string", demandOption: true })
-              .option("runtime", { choices: Object.keys(RUNTIME_CAPABILITIES) as RuntimeKind[], demandOption: true })
-              .option("model", { type: "string", demandOption: true, describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
-              .option("model-sha256", { type: "string", describe: "Pin the model file's SHA-256: the machine refuses any other file" })
-              .option("model-id", { type: "string", describe: "The id clients pass as `model` (default: the model file's name)" })
-              .option("harness", { type: "string", describe: "Harness layer: system-prompt, tools or router (see docs/layers.md)" })
-              .option("harness-option", { type: "string", array: true, describe: "An option of the harness, key=value (repeat it), e.g. prompt='You are terse.'" })
-              .option("orchestrator", { type: "string", describe: "Orchestrator layer: refine or vote (see docs/layers.md)" })
-              .option("orchestrator-option", { type: "string", array: true, describe: "An option of the orchestrator, key=value (repeat it), e.g. rounds=2" })
-              .option("endpoint", { type: "boolean", default: true, describe: "Expose through the API (--no-endpoint to omit the layer)" })
-              .option("capture-hours", { type: "string", describe: "Keep its requests' prompts and answers in the request log for so many hours (1 to 720); default none" })
-              .option("max-context", { type: "string", describe: "Tokens of context per request its runtime serves (GGUF, vLLM; 128 to 1048576); default: the machine's" }),
-          ),
-        handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: RuntimeKind; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; orchestratorOption?: string[]; endpoint: boolean; captureHours?: string; maxContext?: string };
-          const s = await adminCall(target(a), "POST /admin/v1/stacks", {
-            body: {
-              org: a.org,
-              name: a.name,
-              machine: a.machine,
-              runtime: a.runtime,
-              model: normalizeModelRef(a.model),
-              model_sha256: a.modelSha256,
-              model_id: a.modelId,
-              harness: a.harness,
-              harness_options: keyValueOptions(a.harnessOption ?? [], "--harness-option"),
-              orchestrator: a.orchestrator,
-              orchestrator_options: keyValueOptions(a.orchestratorOption ?? [], "--orchestrator-option"),
-              endpoint: a.endpoint,
-              capture_hours: wholeNumber(a.captureHours),
-              max_context: wholeNumber(a.maxContext),
-            },
-          });
-          print(a, s, () => describeStack(s));
-        },
-      })
-      .command({
-        command: "update <id>",
-        describe: "Change a stack: its name and endpoint at once; what its machine builds on is redeployed when the stack is deployed",
-        builder: (b) =>
-          adminOptions(
-            b
-              .positional("id", { type: "string", demandOption: true })
-              .option("name", { type: "string" })
-              .option("machine", { type: "string", describe: "Another machine (a deployed stack must be undeployed first)" })
-              .option("runtime", { choices: Object.keys(RUNTIME_CAPABILITIES) as RuntimeKind[] })
-              .option("model", { type: "string", describe: "GGUF path, https:// URL or hf:owner/repo/file.gguf" })
-              .option("model-sha256", { type: "string", describe: "Pin the model file's SHA-256, or none" })
-              .option("model-id", { type: "string", describe: "The id clients pass as `model`, or default (the model file's name)" })
-              .option("harness", { type: "string", describe: "Harness layer (system-prompt, tools, router), or none" })
-              .option("harness-option", { type: "string", array: true, describe: "An option of the harness, key=value (repeat it; they replace the harness's options)" })
-              .option("orchestrator", { type: "string", describe: "Orchestrator layer (refine, vote), or none" })
-              .option("orchestrator-option", { type: "string", array: true, describe: "An option of the orchestrator, key=value (repeat it; they replace its options)" })
-              .option("endpoint", { type: "boolean", describe: "Expose through the API (--no-endpoint: not reachable through the API)" })
-              .option("capture-hours", { type: "string", describe: "Keep its requests' prompts and answers for so many hours (1 to 720), or none" })
-              .option("max-context", { type: "string", describe: "Tokens of context per request its runtime serves (GGUF, vLLM), or default (the machine's)" })
-              .option("wait", { type: "boolean", default: false, describe: "When it is redeployed, follow progress until deployed or failed" }),
-          ),
-        handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & {
-            id: string;
-            name?: string;
-            machine?: string;
-            runtime?: RuntimeKind;
-            model?: string;
-            modelSha256?: string;
-            modelId?: string;
-            harness?: string;
-            harnessOption?: string[];
-            orchestrator?: string;
-            orchestratorOption?: string[];
-            endpoint?: boolean;
-            captureHours?: string;
-            maxContext?: string;
-            wait: boolean;
-          };
-          /** `none` (or `default`) clears a field; absent keeps it. */
-          const orNull = (v: string | undefined, word: string) => (v === undefined ? undefined : v === word ? null : v);
-          const t = target(a);
-          const changed = await adminCall(t, "PATCH /admin/v1/stacks/:id", {
-            params: { id: a.id },
-            body: {
-              name: a.name,
-              machine: a.machine,
-              runtime: a.runtime,
-              model: a.model === undefined ? undefined : normalizeModelRef(a.model),
-              model_sha256: orNull(a.modelSha256, "none"),
-              model_id: orNull(a.modelId, "default"),
-              harness: orNull(a.harness, "none"),
-              harness_options: keyValueOptions(a.harnessOption ?? [], "--harness-option"),
-              orchestrator: orNull(a.orchestrator, "none"),
-              orchestrator_options: keyValueOptions(a.orchestratorOption ?? [], "--orchestrator-option"),
-              endpoint: a.endpoint,
-              capture_hours: a.captureHours === "none" ? null : wholeNumber(a.captureHours),
-              max_context: a.maxContext === "default" ? null : wholeNumber(a.maxContext),
-            },
-          });
-          const s = a.wait && changed.redeployed ? await follow(t, a.id, a.json) : changed;
-          const what = changed.changed.length ? `Changed ${changed.changed.join(", ")}${changed.redeployed ? "; redeploying" : ""}.` : "Nothing changed.";
-          print(a, { ...s, changed: changed.changed, redeployed: changed.redeployed }, () => `${what}\n${describeStack(s)}`);
-          if (a.wait && changed.redeployed && s.state !== "deployed") throw new CliError(`Redeploy of ${a.id} ended ${s.state}${s.state_error ? `: ${s.state_error}` : ""}.`);
-        },
-      })
+      .command(createCommand)
+      .command(updateCommand)
       .command({
         command: "delete <id>",
         describe: "Delete a draft or failed stack (undeploy a deployed one first)",
