@@ -776,9 +776,11 @@ describe("a newcomer's journey through the web application", () => {
       await expect.poll(() => range.textContent()).toBe("1–1 of 1");
       expect(await page.getByRole("table", { name: "Stacks" }).textContent()).toContain("batch-42");
       await page.getByRole("searchbox", { name: "Search stacks" }).fill("");
+      // The whole list again first: the search's own "1–1 of 1" would read as the filter's answer.
+      await expect.poll(() => range.textContent()).toMatch(/^1–50 of 6\d$/);
       await page.getByLabel("Show stacks by state").selectOption({ label: "Deployed" });
       await expect.poll(() => range.textContent()).toMatch(/^1–\d of \d$/);
-      expect(await page.getByRole("table", { name: "Stacks" }).textContent()).not.toContain("batch-");
+      await expect.poll(() => page.getByRole("table", { name: "Stacks" }).textContent()).not.toContain("batch-");
       await shot("stacks-filtered");
 
       // People: paged and searched, each row's actions as before.
