@@ -90,7 +90,7 @@ const modelPath = resolve(process.env.MAKINA_BENCH_MODEL ?? join(root, "..", "sh
 const contextSize = 2048;
 const log = silentLogger();
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "gguf"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
-const org = await relay.control.orgs.create(OP, "bench");
+const org = await relay.control.orgs.create(OP, { name: "bench" });
 const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "bench" });
 const agent = await startAgent(resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), gpu: false, threads: 1, maxContextSize: contextSize } }), {
   log,

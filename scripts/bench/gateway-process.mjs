@@ -36,7 +36,7 @@ if (mode === "agent") {
 } else {
   const [upstream] = rest;
   const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
-  const org = await relay.control.orgs.create(OP, "bench");
+  const org = await relay.control.orgs.create(OP, { name: "bench" });
   const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "bench" });
   const info = { url: relay.url, server: relay.linkAddress, machineId: machine.id, token };
   if (mode === "relay") {

@@ -25,7 +25,7 @@ const stages = process.env.MAKINA_BENCH_STAGES === "1" ? stageClock() : undefine
 const interval = process.env.MAKINA_BENCH_STREAM_INTERVAL_MS ? { streamIntervalMs: Number(process.env.MAKINA_BENCH_STREAM_INTERVAL_MS) } : {};
 const log = silentLogger();
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: join(dir, "relay"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log });
-const org = await relay.control.orgs.create(OP, "bench");
+const org = await relay.control.orgs.create(OP, { name: "bench" });
 const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "bench" });
 const agent = await startAgent(
   resolveAgentConfig({ flags: { server: relay.linkAddress, machineId: machine.id, token, dataDir: join(dir, "agent"), gpu: false, maxContextSize: 2048, parallelSequences: 8, ...interval }, env: process.env }),

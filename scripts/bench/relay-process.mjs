@@ -29,7 +29,7 @@ const logFile = process.env.MAKINA_BENCH_LOG_FILE;
 const log = logFile ? createLogger({ level: "info", write: ((s) => (line) => s.write(line + "\n"))(createWriteStream(`${logFile}.${process.pid}`, { flags: "a" })) }) : silentLogger();
 const relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" }, env: process.env }), { log });
 if (role === "first") {
-  const org = await relay.control.orgs.create(OP, "bench");
+  const org = await relay.control.orgs.create(OP, { name: "bench" });
   const { machine, token } = await relay.control.machines.create(OP, { org: org.id, name: "bench" });
   process.stdout.write(`${JSON.stringify({ joining: { server: relay.linkAddress, machineId: machine.id, token } })}\n`);
   await new Promise((resolve) => {
@@ -42,7 +42,7 @@ if (role === "first") {
   process.stdout.write(`${JSON.stringify({ url: relay.url, key })}\n`);
 } else if (role === "fleet") {
   const [count, every] = [Number(process.argv[4]), Number(process.argv[5])];
-  const org = await relay.control.orgs.create(OP, "fleet");
+  const org = await relay.control.orgs.create(OP, { name: "fleet" });
   const machines = new Array(count);
   const models = [];
   // 32 at a time: the database's round trips overlap, as many admins' requests would.

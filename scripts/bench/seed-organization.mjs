@@ -30,7 +30,7 @@ export async function seedOrganization(root, relay, sizes = LARGE_FLEET, log = (
   const { hashPassword, hashSecret, createApiKey } = await import(join(root, "dist/relay/keys/index.js"));
   const OP = (await import(join(root, "dist/relay/auth/index.js"))).operatorActor();
   const { store } = relay;
-  const org = await relay.control.orgs.create(OP, "bench");
+  const org = await relay.control.orgs.create(OP, { name: "bench" });
   await store.users.create({ orgId: org.id, login: "admin", passwordHash: await hashPassword("bench-password"), role: "admin" });
   const memberHash = await hashPassword("a-member-password");
   for (let i = 0; i < 20; i++) await store.users.create({ orgId: org.id, login: `person-${i}@bench.test`, passwordHash: memberHash, role: "member" });
