@@ -22,6 +22,11 @@ export class LinkCarrier implements MachineCarrier {
     private readonly deployments: LocalDeployments,
   ) {}
 
+  /** This relay's links, as routing reads them (the registry itself: nothing in between on the request path). */
+  get targets(): { get(machineId: string): InferenceTarget | undefined } {
+    return this.registry;
+  }
+
   /** Whether the machine's link is open on this relay now. */
   holds(machineId: string): boolean {
     return this.registry.get(machineId)?.state === "open";

@@ -27,11 +27,19 @@ export interface MachineHandle {
  * the overview's loads and the gateway's routing all go through it; none asks where a machine is linked.
  */
 export class MachineReach {
+  /**
+   * Where the gateway's routing finds each machine ({@link target}); with one carrier (no `--nats`), this relay's
+   * links themselves, so a request pays for no seam it does not use.
+   */
+  readonly targets: { get(machineId: string): InferenceTarget | undefined };
+
   constructor(
     private readonly here: LinkCarrier,
     /** The other relays' machines (`--nats`); none without. */
     private readonly elsewhere?: MachineCarrier,
-  ) {}
+  ) {
+    this.targets = elsewhere ? { get: (machineId) => this.target(machineId) } : here.targets;
+  }
 
   /** The carrier for a machine now: its link here when open, else the other relays' when there are some. */
   private carrier(machineId: string): MachineCarrier {

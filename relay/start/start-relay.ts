@@ -163,7 +163,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
       sessions,
       log: log.child({ component: "http" }),
       limiter,
-      targets: { get: (machineId) => machines.target(machineId) },
+      targets: machines.targets,
       fleet,
       adminTokenHash: () => directory.adminTokenHash,
       trustProxy: config.trustProxy,
