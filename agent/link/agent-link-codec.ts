@@ -1,7 +1,7 @@
 import { EMPTY_STEP_RESULT, type AgentToRelay, type ChatInput, type ChatMessage, type DeployStep, type RelayToAgent, type ResponseFormat, type ToolChoice } from "../../proto/index.js";
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
-type WireChatMessage = Extract<RelayMessage["body"], { $case: "inferenceRequest" }>["value"]["messages"][number];
+type WireChatMessage = Extract<RelayMessage["body"], { $case: "infer" }>["value"]["messages"][number];
 
 /** A wire message as the link's: the fields the wire always has (empty lists, empty ids) only when set. */
 function chatMessage(m: WireChatMessage): ChatMessage {
@@ -16,7 +16,7 @@ function chatMessage(m: WireChatMessage): ChatMessage {
 export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefined {
   const body = message.body;
   switch (body?.$case) {
-    case "inferenceRequest": {
+    case "infer": {
       const { requestId, stackId, initialCredit, responseFormat, toolChoice, parallelToolCalls, messages, ...rest } = body.value;
       // A response format or tool choice this agent does not know is refused by the runtime, never dropped.
       const input: ChatInput = { ...rest, messages: messages.map(chatMessage), ...(responseFormat ? { responseFormat: responseFormat as ResponseFormat } : {}) };
@@ -24,11 +24,11 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
       if (parallelToolCalls !== undefined) input.parallelToolCalls = parallelToolCalls;
       return { type: "infer", requestId, stackId, credit: initialCredit, input };
     }
-    case "inferenceCredit":
+    case "credit":
       return { type: "credit", requestId: body.value.requestId, credits: body.value.credits };
-    case "inferenceCancel":
+    case "cancel":
       return { type: "cancel", requestId: body.value.requestId, reason: body.value.reason };
-    case "commandCancel":
+    case "cancelCommand":
       return { type: "cancelCommand", commandId: body.value.commandId, reason: body.value.reason };
     case "welcome":
       return { type: "welcome", ...body.value };
@@ -77,20 +77,20 @@ export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
     case "heartbeat":
       return { body: { $case: "heartbeat", value: { sentAtMs: message.sentAtMs } } };
     case "progress":
-      return { body: { $case: "commandProgress", value: { commandId: message.commandId, ...message.progress } } };
+      return { body: { $case: "progress", value: { commandId: message.commandId, ...message.progress } } };
     case "result":
       return { body: { $case: "commandResult", value: { commandId: message.commandId, error: undefined, ...message.result } } };
     case "stepFailed":
       return { body: { $case: "commandResult", value: { commandId: message.commandId, error: message.error, ...EMPTY_STEP_RESULT } } };
     case "hardware":
-      return { body: { $case: "hardwareUpdate", value: message.hardware } };
+      return { body: { $case: "hardware", value: message.hardware } };
     case "runtimeState":
-      return { body: { $case: "runtimeStatus", value: { stackId: message.stackId, state: message.state, error: message.error } } };
+      return { body: { $case: "runtimeState", value: { stackId: message.stackId, state: message.state, error: message.error } } };
     case "inventory":
       return { body: { $case: "inventory", value: message.inventory } };
     case "metrics":
-      return { body: { $case: "runtimeMetrics", value: { stacks: message.stacks } } };
+      return { body: { $case: "metrics", value: { stacks: message.stacks } } };
     case "load":
-      return { body: { $case: "machineLoad", value: message.load } };
+      return { body: { $case: "load", value: message.load } };
   }
 }

@@ -37,6 +37,11 @@ export const protobufFileName = "agent_link.proto";
  * chunks per request and the link itself is always drained (no head-of-line
  * blocking between requests).
  *
+ * Names: a oneof field that carries one message of the link's vocabulary (proto/link/link-messages.ts) is
+ * named after it (`hardware`, `runtime_state`, `metrics`, `load`, `progress`, `infer`, `cancel`, `credit`,
+ * `cancel_command`), so both sides and the wire say one word. Renames keep their field numbers: the bytes on
+ * the wire do not change, and agents and relays of either naming talk.
+ *
  * Authentication: the Connect call carries the metadata `x-makina-machine-id`
  * (the machine ID) and `authorization: Bearer <machine token>`.
  */
@@ -48,26 +53,26 @@ export interface AgentMessage {
     | { $case: "heartbeat"; value: Heartbeat }
     | { $case: "inferenceChunk"; value: InferenceChunk }
     | { $case: "inferenceEnd"; value: InferenceEnd }
-    | { $case: "commandProgress"; value: CommandProgress }
+    | { $case: "progress"; value: CommandProgress }
     | { $case: "commandResult"; value: CommandResult }
     | //
     /** The hardware changed since the hello (a GPU appeared, a disk filled up…). */
-    { $case: "hardwareUpdate"; value: HardwareReport }
+    { $case: "hardware"; value: HardwareReport }
     | //
     /** A configured stack's runtime changed state on its own (restarting after a crash, failed in a crash loop, ready again). */
-    { $case: "runtimeStatus"; value: RuntimeStatus }
+    { $case: "runtimeState"; value: RuntimeStatus }
     | //
     /** What the machine hosts, sent when the link comes online and whenever it changes. */
     { $case: "inventory"; value: Inventory }
     | //
     /** What each stack's runtime has served, sent with every heartbeat. */
-    { $case: "runtimeMetrics"; value: RuntimeMetrics }
+    { $case: "metrics"; value: RuntimeMetrics }
     | //
     /**
      * How hard the machine works now: CPU, memory, each GPU's utilization and memory in use. Sampled every few
      * seconds; a relay keeps the latest.
      */
-    { $case: "machineLoad"; value: MachineLoad }
+    { $case: "load"; value: MachineLoad }
     | undefined;
 }
 
@@ -173,11 +178,11 @@ export interface RuntimeStatus {
 export interface RelayMessage {
   body:
     | { $case: "welcome"; value: Welcome }
-    | { $case: "inferenceRequest"; value: InferenceRequest }
-    | { $case: "inferenceCancel"; value: InferenceCancel }
-    | { $case: "inferenceCredit"; value: InferenceCredit }
+    | { $case: "infer"; value: InferenceRequest }
+    | { $case: "cancel"; value: InferenceCancel }
+    | { $case: "credit"; value: InferenceCredit }
     | { $case: "command"; value: Command }
-    | { $case: "commandCancel"; value: CommandCancel }
+    | { $case: "cancelCommand"; value: CommandCancel }
     | undefined;
 }
 
@@ -614,25 +619,25 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       case "inferenceEnd":
         InferenceEnd.encode(message.body.value, writer.uint32(34).fork()).join();
         break;
-      case "commandProgress":
+      case "progress":
         CommandProgress.encode(message.body.value, writer.uint32(42).fork()).join();
         break;
       case "commandResult":
         CommandResult.encode(message.body.value, writer.uint32(50).fork()).join();
         break;
-      case "hardwareUpdate":
+      case "hardware":
         HardwareReport.encode(message.body.value, writer.uint32(58).fork()).join();
         break;
-      case "runtimeStatus":
+      case "runtimeState":
         RuntimeStatus.encode(message.body.value, writer.uint32(66).fork()).join();
         break;
       case "inventory":
         Inventory.encode(message.body.value, writer.uint32(74).fork()).join();
         break;
-      case "runtimeMetrics":
+      case "metrics":
         RuntimeMetrics.encode(message.body.value, writer.uint32(82).fork()).join();
         break;
-      case "machineLoad":
+      case "load":
         MachineLoad.encode(message.body.value, writer.uint32(90).fork()).join();
         break;
     }
@@ -689,7 +694,7 @@ export const AgentMessage: MessageFns<AgentMessage> = {
               break;
             }
 
-            message.body = { $case: "commandProgress", value: CommandProgress.decode(reader, reader.uint32()) };
+            message.body = { $case: "progress", value: CommandProgress.decode(reader, reader.uint32()) };
             continue;
           }
           case 6: {
@@ -705,7 +710,7 @@ export const AgentMessage: MessageFns<AgentMessage> = {
               break;
             }
 
-            message.body = { $case: "hardwareUpdate", value: HardwareReport.decode(reader, reader.uint32()) };
+            message.body = { $case: "hardware", value: HardwareReport.decode(reader, reader.uint32()) };
             continue;
           }
           case 8: {
@@ -713,7 +718,7 @@ export const AgentMessage: MessageFns<AgentMessage> = {
               break;
             }
 
-            message.body = { $case: "runtimeStatus", value: RuntimeStatus.decode(reader, reader.uint32()) };
+            message.body = { $case: "runtimeState", value: RuntimeStatus.decode(reader, reader.uint32()) };
             continue;
           }
           case 9: {
@@ -729,7 +734,7 @@ export const AgentMessage: MessageFns<AgentMessage> = {
               break;
             }
 
-            message.body = { $case: "runtimeMetrics", value: RuntimeMetrics.decode(reader, reader.uint32()) };
+            message.body = { $case: "metrics", value: RuntimeMetrics.decode(reader, reader.uint32()) };
             continue;
           }
           case 11: {
@@ -737,7 +742,7 @@ export const AgentMessage: MessageFns<AgentMessage> = {
               break;
             }
 
-            message.body = { $case: "machineLoad", value: MachineLoad.decode(reader, reader.uint32()) };
+            message.body = { $case: "load", value: MachineLoad.decode(reader, reader.uint32()) };
             continue;
           }
         }
@@ -766,32 +771,24 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         ? { $case: "inferenceEnd", value: InferenceEnd.fromJSON(object.inferenceEnd) }
         : isSet(object.inference_end)
         ? { $case: "inferenceEnd", value: InferenceEnd.fromJSON(object.inference_end) }
-        : isSet(object.commandProgress)
-        ? { $case: "commandProgress", value: CommandProgress.fromJSON(object.commandProgress) }
-        : isSet(object.command_progress)
-        ? { $case: "commandProgress", value: CommandProgress.fromJSON(object.command_progress) }
+        : isSet(object.progress)
+        ? { $case: "progress", value: CommandProgress.fromJSON(object.progress) }
         : isSet(object.commandResult)
         ? { $case: "commandResult", value: CommandResult.fromJSON(object.commandResult) }
         : isSet(object.command_result)
         ? { $case: "commandResult", value: CommandResult.fromJSON(object.command_result) }
-        : isSet(object.hardwareUpdate)
-        ? { $case: "hardwareUpdate", value: HardwareReport.fromJSON(object.hardwareUpdate) }
-        : isSet(object.hardware_update)
-        ? { $case: "hardwareUpdate", value: HardwareReport.fromJSON(object.hardware_update) }
-        : isSet(object.runtimeStatus)
-        ? { $case: "runtimeStatus", value: RuntimeStatus.fromJSON(object.runtimeStatus) }
-        : isSet(object.runtime_status)
-        ? { $case: "runtimeStatus", value: RuntimeStatus.fromJSON(object.runtime_status) }
+        : isSet(object.hardware)
+        ? { $case: "hardware", value: HardwareReport.fromJSON(object.hardware) }
+        : isSet(object.runtimeState)
+        ? { $case: "runtimeState", value: RuntimeStatus.fromJSON(object.runtimeState) }
+        : isSet(object.runtime_state)
+        ? { $case: "runtimeState", value: RuntimeStatus.fromJSON(object.runtime_state) }
         : isSet(object.inventory)
         ? { $case: "inventory", value: Inventory.fromJSON(object.inventory) }
-        : isSet(object.runtimeMetrics)
-        ? { $case: "runtimeMetrics", value: RuntimeMetrics.fromJSON(object.runtimeMetrics) }
-        : isSet(object.runtime_metrics)
-        ? { $case: "runtimeMetrics", value: RuntimeMetrics.fromJSON(object.runtime_metrics) }
-        : isSet(object.machineLoad)
-        ? { $case: "machineLoad", value: MachineLoad.fromJSON(object.machineLoad) }
-        : isSet(object.machine_load)
-        ? { $case: "machineLoad", value: MachineLoad.fromJSON(object.machine_load) }
+        : isSet(object.metrics)
+        ? { $case: "metrics", value: RuntimeMetrics.fromJSON(object.metrics) }
+        : isSet(object.load)
+        ? { $case: "load", value: MachineLoad.fromJSON(object.load) }
         : undefined,
     };
   },
@@ -806,20 +803,20 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       obj.inferenceChunk = InferenceChunk.toJSON(message.body.value);
     } else if (message.body?.$case === "inferenceEnd") {
       obj.inferenceEnd = InferenceEnd.toJSON(message.body.value);
-    } else if (message.body?.$case === "commandProgress") {
-      obj.commandProgress = CommandProgress.toJSON(message.body.value);
+    } else if (message.body?.$case === "progress") {
+      obj.progress = CommandProgress.toJSON(message.body.value);
     } else if (message.body?.$case === "commandResult") {
       obj.commandResult = CommandResult.toJSON(message.body.value);
-    } else if (message.body?.$case === "hardwareUpdate") {
-      obj.hardwareUpdate = HardwareReport.toJSON(message.body.value);
-    } else if (message.body?.$case === "runtimeStatus") {
-      obj.runtimeStatus = RuntimeStatus.toJSON(message.body.value);
+    } else if (message.body?.$case === "hardware") {
+      obj.hardware = HardwareReport.toJSON(message.body.value);
+    } else if (message.body?.$case === "runtimeState") {
+      obj.runtimeState = RuntimeStatus.toJSON(message.body.value);
     } else if (message.body?.$case === "inventory") {
       obj.inventory = Inventory.toJSON(message.body.value);
-    } else if (message.body?.$case === "runtimeMetrics") {
-      obj.runtimeMetrics = RuntimeMetrics.toJSON(message.body.value);
-    } else if (message.body?.$case === "machineLoad") {
-      obj.machineLoad = MachineLoad.toJSON(message.body.value);
+    } else if (message.body?.$case === "metrics") {
+      obj.metrics = RuntimeMetrics.toJSON(message.body.value);
+    } else if (message.body?.$case === "load") {
+      obj.load = MachineLoad.toJSON(message.body.value);
     }
     return obj;
   },
@@ -854,9 +851,9 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         }
         break;
       }
-      case "commandProgress": {
+      case "progress": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "commandProgress", value: CommandProgress.fromPartial(object.body.value) };
+          message.body = { $case: "progress", value: CommandProgress.fromPartial(object.body.value) };
         }
         break;
       }
@@ -866,15 +863,15 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         }
         break;
       }
-      case "hardwareUpdate": {
+      case "hardware": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "hardwareUpdate", value: HardwareReport.fromPartial(object.body.value) };
+          message.body = { $case: "hardware", value: HardwareReport.fromPartial(object.body.value) };
         }
         break;
       }
-      case "runtimeStatus": {
+      case "runtimeState": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "runtimeStatus", value: RuntimeStatus.fromPartial(object.body.value) };
+          message.body = { $case: "runtimeState", value: RuntimeStatus.fromPartial(object.body.value) };
         }
         break;
       }
@@ -884,15 +881,15 @@ export const AgentMessage: MessageFns<AgentMessage> = {
         }
         break;
       }
-      case "runtimeMetrics": {
+      case "metrics": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "runtimeMetrics", value: RuntimeMetrics.fromPartial(object.body.value) };
+          message.body = { $case: "metrics", value: RuntimeMetrics.fromPartial(object.body.value) };
         }
         break;
       }
-      case "machineLoad": {
+      case "load": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "machineLoad", value: MachineLoad.fromPartial(object.body.value) };
+          message.body = { $case: "load", value: MachineLoad.fromPartial(object.body.value) };
         }
         break;
       }
@@ -1991,19 +1988,19 @@ export const RelayMessage: MessageFns<RelayMessage> = {
       case "welcome":
         Welcome.encode(message.body.value, writer.uint32(10).fork()).join();
         break;
-      case "inferenceRequest":
+      case "infer":
         InferenceRequest.encode(message.body.value, writer.uint32(26).fork()).join();
         break;
-      case "inferenceCancel":
+      case "cancel":
         InferenceCancel.encode(message.body.value, writer.uint32(34).fork()).join();
         break;
-      case "inferenceCredit":
+      case "credit":
         InferenceCredit.encode(message.body.value, writer.uint32(42).fork()).join();
         break;
       case "command":
         Command.encode(message.body.value, writer.uint32(50).fork()).join();
         break;
-      case "commandCancel":
+      case "cancelCommand":
         CommandCancel.encode(message.body.value, writer.uint32(58).fork()).join();
         break;
     }
@@ -2036,7 +2033,7 @@ export const RelayMessage: MessageFns<RelayMessage> = {
               break;
             }
 
-            message.body = { $case: "inferenceRequest", value: InferenceRequest.decode(reader, reader.uint32()) };
+            message.body = { $case: "infer", value: InferenceRequest.decode(reader, reader.uint32()) };
             continue;
           }
           case 4: {
@@ -2044,7 +2041,7 @@ export const RelayMessage: MessageFns<RelayMessage> = {
               break;
             }
 
-            message.body = { $case: "inferenceCancel", value: InferenceCancel.decode(reader, reader.uint32()) };
+            message.body = { $case: "cancel", value: InferenceCancel.decode(reader, reader.uint32()) };
             continue;
           }
           case 5: {
@@ -2052,7 +2049,7 @@ export const RelayMessage: MessageFns<RelayMessage> = {
               break;
             }
 
-            message.body = { $case: "inferenceCredit", value: InferenceCredit.decode(reader, reader.uint32()) };
+            message.body = { $case: "credit", value: InferenceCredit.decode(reader, reader.uint32()) };
             continue;
           }
           case 6: {
@@ -2068,7 +2065,7 @@ export const RelayMessage: MessageFns<RelayMessage> = {
               break;
             }
 
-            message.body = { $case: "commandCancel", value: CommandCancel.decode(reader, reader.uint32()) };
+            message.body = { $case: "cancelCommand", value: CommandCancel.decode(reader, reader.uint32()) };
             continue;
           }
         }
@@ -2087,24 +2084,18 @@ export const RelayMessage: MessageFns<RelayMessage> = {
     return {
       body: isSet(object.welcome)
         ? { $case: "welcome", value: Welcome.fromJSON(object.welcome) }
-        : isSet(object.inferenceRequest)
-        ? { $case: "inferenceRequest", value: InferenceRequest.fromJSON(object.inferenceRequest) }
-        : isSet(object.inference_request)
-        ? { $case: "inferenceRequest", value: InferenceRequest.fromJSON(object.inference_request) }
-        : isSet(object.inferenceCancel)
-        ? { $case: "inferenceCancel", value: InferenceCancel.fromJSON(object.inferenceCancel) }
-        : isSet(object.inference_cancel)
-        ? { $case: "inferenceCancel", value: InferenceCancel.fromJSON(object.inference_cancel) }
-        : isSet(object.inferenceCredit)
-        ? { $case: "inferenceCredit", value: InferenceCredit.fromJSON(object.inferenceCredit) }
-        : isSet(object.inference_credit)
-        ? { $case: "inferenceCredit", value: InferenceCredit.fromJSON(object.inference_credit) }
+        : isSet(object.infer)
+        ? { $case: "infer", value: InferenceRequest.fromJSON(object.infer) }
+        : isSet(object.cancel)
+        ? { $case: "cancel", value: InferenceCancel.fromJSON(object.cancel) }
+        : isSet(object.credit)
+        ? { $case: "credit", value: InferenceCredit.fromJSON(object.credit) }
         : isSet(object.command)
         ? { $case: "command", value: Command.fromJSON(object.command) }
-        : isSet(object.commandCancel)
-        ? { $case: "commandCancel", value: CommandCancel.fromJSON(object.commandCancel) }
-        : isSet(object.command_cancel)
-        ? { $case: "commandCancel", value: CommandCancel.fromJSON(object.command_cancel) }
+        : isSet(object.cancelCommand)
+        ? { $case: "cancelCommand", value: CommandCancel.fromJSON(object.cancelCommand) }
+        : isSet(object.cancel_command)
+        ? { $case: "cancelCommand", value: CommandCancel.fromJSON(object.cancel_command) }
         : undefined,
     };
   },
@@ -2113,16 +2104,16 @@ export const RelayMessage: MessageFns<RelayMessage> = {
     const obj: any = {};
     if (message.body?.$case === "welcome") {
       obj.welcome = Welcome.toJSON(message.body.value);
-    } else if (message.body?.$case === "inferenceRequest") {
-      obj.inferenceRequest = InferenceRequest.toJSON(message.body.value);
-    } else if (message.body?.$case === "inferenceCancel") {
-      obj.inferenceCancel = InferenceCancel.toJSON(message.body.value);
-    } else if (message.body?.$case === "inferenceCredit") {
-      obj.inferenceCredit = InferenceCredit.toJSON(message.body.value);
+    } else if (message.body?.$case === "infer") {
+      obj.infer = InferenceRequest.toJSON(message.body.value);
+    } else if (message.body?.$case === "cancel") {
+      obj.cancel = InferenceCancel.toJSON(message.body.value);
+    } else if (message.body?.$case === "credit") {
+      obj.credit = InferenceCredit.toJSON(message.body.value);
     } else if (message.body?.$case === "command") {
       obj.command = Command.toJSON(message.body.value);
-    } else if (message.body?.$case === "commandCancel") {
-      obj.commandCancel = CommandCancel.toJSON(message.body.value);
+    } else if (message.body?.$case === "cancelCommand") {
+      obj.cancelCommand = CommandCancel.toJSON(message.body.value);
     }
     return obj;
   },
@@ -2139,21 +2130,21 @@ export const RelayMessage: MessageFns<RelayMessage> = {
         }
         break;
       }
-      case "inferenceRequest": {
+      case "infer": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "inferenceRequest", value: InferenceRequest.fromPartial(object.body.value) };
+          message.body = { $case: "infer", value: InferenceRequest.fromPartial(object.body.value) };
         }
         break;
       }
-      case "inferenceCancel": {
+      case "cancel": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "inferenceCancel", value: InferenceCancel.fromPartial(object.body.value) };
+          message.body = { $case: "cancel", value: InferenceCancel.fromPartial(object.body.value) };
         }
         break;
       }
-      case "inferenceCredit": {
+      case "credit": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "inferenceCredit", value: InferenceCredit.fromPartial(object.body.value) };
+          message.body = { $case: "credit", value: InferenceCredit.fromPartial(object.body.value) };
         }
         break;
       }
@@ -2163,9 +2154,9 @@ export const RelayMessage: MessageFns<RelayMessage> = {
         }
         break;
       }
-      case "commandCancel": {
+      case "cancelCommand": {
         if (object.body?.value !== undefined && object.body?.value !== null) {
-          message.body = { $case: "commandCancel", value: CommandCancel.fromPartial(object.body.value) };
+          message.body = { $case: "cancelCommand", value: CommandCancel.fromPartial(object.body.value) };
         }
         break;
       }

@@ -192,7 +192,7 @@ export class AgentSession {
         if (state === "ready") this.readyStacks.add(stackId);
         else this.readyStacks.delete(stackId);
         // The reason is shown in lists and stored: cut to a size a person reads.
-        this.reports.onRuntimeStatus?.(stackId, state, error ? error.slice(0, MAX_REASON_CHARS) : null);
+        this.reports.onRuntimeState?.(stackId, state, error ? error.slice(0, MAX_REASON_CHARS) : null);
         return;
       }
       case "inventory":

@@ -181,7 +181,7 @@ function acceptMachine(
         deps.runtimeMetrics.reported(machine.id, stacks.filter((st) => s.owns(st.stackId)));
       },
       onLoad: (load) => deps.loads.reported(machine.id, load),
-      onRuntimeStatus: (stackId, state, error) => runtimeStates.received(stackId, state, error),
+      onRuntimeState: (stackId, state, error) => runtimeStates.received(stackId, state, error),
     });
     watchdog = watchSilence(s, deps, (silentMs) => {
       linkLog.warn("link silent, dropping it", { silentMs });

@@ -32,7 +32,7 @@ export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefi
       };
     case "heartbeat":
       return { type: "heartbeat", ...body.value };
-    case "commandProgress": {
+    case "progress": {
       const { commandId, ...progress } = body.value;
       return { type: "progress", commandId, progress };
     }
@@ -40,17 +40,17 @@ export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefi
       const { commandId, error, ...result } = body.value;
       return error ? { type: "stepFailed", commandId, error } : { type: "result", commandId, result };
     }
-    case "hardwareUpdate":
+    case "hardware":
       return { type: "hardware", hardware: body.value };
-    case "runtimeStatus": {
+    case "runtimeState": {
       const { stackId, state, error } = body.value;
       return RUNTIME_STATES.has(state) ? { type: "runtimeState", stackId, state: state as RuntimeState, error } : undefined;
     }
     case "inventory":
       return { type: "inventory", inventory: body.value };
-    case "runtimeMetrics":
+    case "metrics":
       return { type: "metrics", stacks: body.value.stacks };
-    case "machineLoad":
+    case "load":
       return { type: "load", load: body.value };
     case undefined:
       return undefined;
@@ -64,7 +64,7 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
       const { input } = message;
       return {
         body: {
-          $case: "inferenceRequest",
+          $case: "infer",
           value: {
             requestId: message.requestId,
             stackId: message.stackId,
@@ -93,11 +93,11 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
       };
     }
     case "credit":
-      return { body: { $case: "inferenceCredit", value: { requestId: message.requestId, credits: message.credits } } };
+      return { body: { $case: "credit", value: { requestId: message.requestId, credits: message.credits } } };
     case "cancelCommand":
-      return { body: { $case: "commandCancel", value: { commandId: message.commandId, reason: message.reason } } };
+      return { body: { $case: "cancelCommand", value: { commandId: message.commandId, reason: message.reason } } };
     case "cancel":
-      return { body: { $case: "inferenceCancel", value: { requestId: message.requestId, reason: message.reason } } };
+      return { body: { $case: "cancel", value: { requestId: message.requestId, reason: message.reason } } };
     case "welcome":
       return { body: { $case: "welcome", value: { machineId: message.machineId, heartbeatIntervalMs: message.heartbeatIntervalMs, protocolVersion: message.protocolVersion } } };
     case "command": {

@@ -3,7 +3,7 @@ import type { HardwareReport, Inventory, MachineLoad, RuntimeState, StackMetrics
 /** What an agent reports on its own over the link. */
 export interface SessionReports {
   onHardware?: (hardware: HardwareReport) => void;
-  onRuntimeStatus?: (stackId: string, state: RuntimeState, error: string | null) => void;
+  onRuntimeState?: (stackId: string, state: RuntimeState, error: string | null) => void;
   onInventory?: (inventory: Inventory) => void;
   onMetrics?: (stacks: StackMetrics[]) => void;
   /** The machine's load now (CPU, memory, GPUs). */
