@@ -53,29 +53,11 @@ export function UsersPage() {
   const [table, setTable] = useTableState(USER_SORTS, USER_STATES.map(([state]) => state));
   const users = useLive(() => client.call("GET /admin/v1/users", { query: queryOf(table) }), [], [toSearch(table)]);
   const [adding, setAdding] = useState(false);
-  const [login, setLogin] = useState("");
-  const [role, setRole] = useState<"member" | "admin">("member");
-  const [error, setError] = useState<ApiError | null>(null);
   const [rowError, setRowError] = useState<string | null>(null);
   const [confirming, setConfirming] = useState<{ id: string; action: Action } | null>(null);
   const [busy, setBusy] = useState(false);
   const [shown, setShown] = useState<{ title: string; password: string } | null>(null);
   const [done, setDone] = useState<string | null>(null);
-
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(null);
-    const password = newPassword();
-    try {
-      await client.call("POST /admin/v1/users", { body: { org: session.org.id, login: login.trim(), role, password } });
-      setShown({ title: `${login.trim()} can sign in now`, password });
-      setLogin("");
-      setAdding(false);
-      users.reload();
-    } catch (err) {
-      setError(err as ApiError);
-    }
-  };
 
   const act = async (u: User, action: Action | "enable") => {
     setRowError(null);
@@ -106,49 +88,19 @@ export function UsersPage() {
     }
   };
 
-  const actions = (u: User) => {
-    if (!isAdmin || u.id === session.user.id) return null;
-    if (confirming?.id === u.id) {
-      const q = question(confirming.action, u);
-      return (
-        <span class="confirm" role="group" aria-label={q.confirm}>
-          <span>{q.ask}</span>
-          <button type="button" class={`button small ${confirming.action === "role" || confirming.action === "reset" ? "primary" : "danger"}`} disabled={busy} onClick={() => act(u, confirming.action)}>
-            {q.confirm}
-          </button>
-          <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
-            Cancel
-          </button>
-        </span>
-      );
-    }
-    const ask = (action: Action) => () => {
-      setRowError(null);
-      setConfirming({ id: u.id, action });
-    };
-    return (
-      <span class="row-buttons">
-        {u.disabled_at ? (
-          <button type="button" class="button small secondary" disabled={busy} onClick={() => act(u, "enable")}>
-            Enable
-          </button>
-        ) : (
-          <button type="button" class="button small secondary" onClick={ask("disable")}>
-            Disable…
-          </button>
-        )}
-        <button type="button" class="button small secondary" onClick={ask("role")}>
-          {u.role === "admin" ? "Make member…" : "Make admin…"}
-        </button>
-        <button type="button" class="button small secondary" onClick={ask("reset")}>
-          Reset password…
-        </button>
-        <button type="button" class="button small secondary danger-text" onClick={ask("delete")}>
-          Delete…
-        </button>
-      </span>
-    );
-  };
+  const actions = (u: User) =>
+    isAdmin && u.id !== session.user.id ? (
+      <PersonActions
+        u={u}
+        confirming={confirming?.id === u.id ? confirming.action : null}
+        busy={busy}
+        onAct={(action) => act(u, action)}
+        onConfirm={(action) => {
+          setRowError(null);
+          setConfirming(action ? { id: u.id, action } : null);
+        }}
+      />
+    ) : null;
 
   return (
     <>
@@ -162,33 +114,16 @@ export function UsersPage() {
           </button>
         )}
       </PageHeader>
-      {shown && (
-        <section class="card panel">
-          <h2>{shown.title}</h2>
-          <p>Give them this password; they can change it on their Account page. It is shown this once.</p>
-          <CopyBlock text={shown.password} label="Copy password" />
-          <button type="button" class="button secondary" onClick={() => setShown(null)}>
-            Done
-          </button>
-        </section>
-      )}
+      {shown && <PasswordShown {...shown} onDone={() => setShown(null)} />}
       {adding && (
-        <section class="card panel" aria-labelledby="add-user-title">
-          <h2 id="add-user-title">Add a person</h2>
-          <form onSubmit={submit} class="inline-form" noValidate>
-            <Field id="user-login" label="Login or email" error={error?.param === "login" ? error.message : null}>
-              <input id="user-login" value={login} onInput={(e) => setLogin(e.currentTarget.value)} aria-describedby={describedBy("user-login", error?.message)} autoFocus />
-            </Field>
-            <Field id="user-role" label="Role">
-              <select id="user-role" value={role} onChange={(e) => setRole(e.currentTarget.value as "member" | "admin")}>
-                <option value="member">Member</option>
-                <option value="admin">Admin</option>
-              </select>
-            </Field>
-            <FormActions label="Add" onCancel={() => setAdding(false)} />
-          </form>
-          {error && error.param !== "login" && <Notice tone="error">{error.message}</Notice>}
-        </section>
+        <AddPersonForm
+          onAdded={(added) => {
+            setShown(added);
+            setAdding(false);
+            users.reload();
+          }}
+          onCancel={() => setAdding(false)}
+        />
       )}
       {done && <Notice tone="ok">{done}</Notice>}
       {(rowError || users.error) && <Notice tone="error">{rowError ?? users.error?.message}</Notice>}
@@ -223,5 +158,97 @@ export function UsersPage() {
         ]}
       />
     </>
+  );
+}
+
+/** A password made here, shown once with a way to copy it. */
+function PasswordShown({ title, password, onDone }: { title: string; password: string; onDone: () => void }) {
+  return (
+    <section class="card panel">
+      <h2>{title}</h2>
+      <p>Give them this password; they can change it on their Account page. It is shown this once.</p>
+      <CopyBlock text={password} label="Copy password" />
+      <button type="button" class="button secondary" onClick={onDone}>
+        Done
+      </button>
+    </section>
+  );
+}
+
+/** Adds a person to the organization with a password made here (shown once by the page). */
+function AddPersonForm({ onAdded, onCancel }: { onAdded: (shown: { title: string; password: string }) => void; onCancel: () => void }) {
+  const { client, session } = useApp();
+  const [login, setLogin] = useState("");
+  const [role, setRole] = useState<"member" | "admin">("member");
+  const [error, setError] = useState<ApiError | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    const password = newPassword();
+    try {
+      await client.call("POST /admin/v1/users", { body: { org: session.org.id, login: login.trim(), role, password } });
+      onAdded({ title: `${login.trim()} can sign in now`, password });
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
+  return (
+    <section class="card panel" aria-labelledby="add-user-title">
+      <h2 id="add-user-title">Add a person</h2>
+      <form onSubmit={submit} class="inline-form" noValidate>
+        <Field id="user-login" label="Login or email" error={error?.param === "login" ? error.message : null}>
+          <input id="user-login" value={login} onInput={(e) => setLogin(e.currentTarget.value)} aria-describedby={describedBy("user-login", error?.message)} autoFocus />
+        </Field>
+        <Field id="user-role" label="Role">
+          <select id="user-role" value={role} onChange={(e) => setRole(e.currentTarget.value as "member" | "admin")}>
+            <option value="member">Member</option>
+            <option value="admin">Admin</option>
+          </select>
+        </Field>
+        <FormActions label="Add" onCancel={onCancel} />
+      </form>
+      {error && error.param !== "login" && <Notice tone="error">{error.message}</Notice>}
+    </section>
+  );
+}
+
+/** A person's actions: enable at once; disable, change role, reset the password and delete once asked again. */
+function PersonActions({ u, confirming, busy, onAct, onConfirm }: { u: User; confirming: Action | null; busy: boolean; onAct: (action: Action | "enable") => void; onConfirm: (action: Action | null) => void }) {
+  if (confirming) {
+    const q = question(confirming, u);
+    return (
+      <span class="confirm" role="group" aria-label={q.confirm}>
+        <span>{q.ask}</span>
+        <button type="button" class={`button small ${confirming === "role" || confirming === "reset" ? "primary" : "danger"}`} disabled={busy} onClick={() => onAct(confirming)}>
+          {q.confirm}
+        </button>
+        <button type="button" class="button small secondary" onClick={() => onConfirm(null)}>
+          Cancel
+        </button>
+      </span>
+    );
+  }
+  const ask = (action: Action) => () => onConfirm(action);
+  return (
+    <span class="row-buttons">
+      {u.disabled_at ? (
+        <button type="button" class="button small secondary" disabled={busy} onClick={() => onAct("enable")}>
+          Enable
+        </button>
+      ) : (
+        <button type="button" class="button small secondary" onClick={ask("disable")}>
+          Disable…
+        </button>
+      )}
+      <button type="button" class="button small secondary" onClick={ask("role")}>
+        {u.role === "admin" ? "Make member…" : "Make admin…"}
+      </button>
+      <button type="button" class="button small secondary" onClick={ask("reset")}>
+        Reset password…
+      </button>
+      <button type="button" class="button small secondary danger-text" onClick={ask("delete")}>
+        Delete…
+      </button>
+    </span>
   );
 }

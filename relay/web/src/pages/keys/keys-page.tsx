@@ -4,12 +4,12 @@ import { useLive } from "../../api/use-live.js";
 import { useChoices } from "../../api/use-choices.js";
 import { useRefresh } from "../../api/use-refresh.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
-import { NameCell } from "../../components/data-table.js";
+import { NameCell, type Column } from "../../components/data-table.js";
 import { PagedTable } from "../../components/paged-table.js";
 import { Link } from "../../components/link.js";
 import { queryOf, toSearch } from "../../components/table-state.js";
 import { useTableState } from "../../api/use-table-state.js";
-import type { AdminCheckedQuery } from "../../api/types.js";
+import type { AdminCheckedQuery, ApiKeyWithUsage } from "../../api/types.js";
 import { formatAgo, plural } from "../../components/format.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
@@ -95,105 +95,138 @@ export function KeysPage() {
         rowKey={(k) => k.id}
         rowTestId={(k) => `key-row-${k.id}`}
         rowClass={(k) => (k.state === "active" ? "" : "dim")}
-        columns={[
-          { header: "Name", sort: "name", cell: (k) => <NameCell name={k.name ?? <span class="muted">unnamed</span>} id={`${k.prefix}…`} /> },
-          { header: "State", sort: "state", cell: (k) => <StateBadge state={k.state} /> },
-          {
-            header: "Restrictions",
-            class: "small",
-            cell: (k) => (
-              <>
-                {k.stack_ids ? `stacks: ${k.stack_ids.map(stackName).join(", ")}` : "all stacks"}
-                <br />
-                {k.machine_ids ? `machines: ${k.machine_ids.map(machineName).join(", ")}` : "any machine"}
-              </>
-            ),
+        columns={keyColumns({
+          stackName,
+          machineName,
+          org: org.data,
+          mayChange,
+          confirming,
+          confirm: setConfirming,
+          revoke,
+          edit: (id) => {
+            setCreating(false);
+            setEditing(id);
           },
-          {
-            header: "Limits",
-            class: "small",
-            cell: (k) => (
-              <>
-                {limitsText(k.rpm, k.tpm)}
-                {((!k.rpm && org.data?.default_key_rpm) || (!k.tpm && org.data?.default_key_tpm)) && (
-                  <div class="muted">with the defaults: {limitsText(k.rpm ?? org.data?.default_key_rpm, k.tpm ?? org.data?.default_key_tpm)}</div>
-                )}
-              </>
-            ),
-          },
-          {
-            header: "Last 24 h",
-            sort: "requests_24h",
-            class: "small nowrap",
-            testId: (k) => `key-usage-${k.id}`,
-            cell: (k) => (
-              <>
-                <Link href={`/requests?key=${k.id}`}>
-                  {plural(k.requests_24h, "request")}
-                </Link>
-                <br />
-                {plural(k.tokens_24h, "token")}
-              </>
-            ),
-          },
-          {
-            header: "Created · last used",
-            sort: "created_at",
-            class: "small muted",
-            cell: (k) => (
-              <>
-                {formatAgo(k.created_at)}
-                <br />
-                {k.state === "revoked" ? `revoked ${formatAgo(k.revoked_at)}` : `used ${formatAgo(k.last_used_at)}`}
-                {k.state !== "revoked" && k.expires_at !== null && (
-                  <>
-                    <br />
-                    <span data-testid={`key-expiry-${k.id}`}>
-                      {k.state === "expired" ? "expired" : "expires"} {new Date(k.expires_at).toLocaleDateString()}
-                    </span>
-                  </>
-                )}
-              </>
-            ),
-          },
-          {
-            header: "Actions",
-            hideHeader: true,
-            class: "row-actions",
-            cell: (k) =>
-              mayChange(k) &&
-              (confirming === k.id ? (
-                <span class="confirm" role="group" aria-label={`Revoke ${k.name ?? k.prefix}?`}>
-                  <span>Revoke? Apps using it stop working.</span>
-                  <button type="button" class="button small danger" onClick={() => revoke(k.id)}>
-                    Revoke key
-                  </button>
-                  <button type="button" class="button small secondary" onClick={() => setConfirming(null)}>
-                    Keep
-                  </button>
-                </span>
-              ) : (
-                <span class="row-buttons">
-                  <button
-                    type="button"
-                    class="button small secondary"
-                    aria-label={`Edit ${k.name ?? k.prefix}`}
-                    onClick={() => {
-                      setCreating(false);
-                      setEditing(k.id);
-                    }}
-                  >
-                    Edit
-                  </button>
-                  <button type="button" class="button small secondary" onClick={() => setConfirming(k.id)}>
-                    Revoke…
-                  </button>
-                </span>
-              )),
-          },
-        ]}
+        })}
       />
       <DefaultLimits org={org.data} onSaved={() => org.reload()} />
     </>
   );
+}
+
+/** What the keys' table's columns read, and what their buttons do. */
+interface KeyColumns {
+  stackName: (id: string) => string;
+  machineName: (id: string) => string;
+  /** The organization, for its default limits. */
+  org: { default_key_rpm: number | null; default_key_tpm: number | null } | undefined;
+  mayChange: (k: ApiKeyWithUsage) => boolean;
+  /** The key whose revoke is being confirmed. */
+  confirming: string | null;
+  confirm: (id: string | null) => void;
+  revoke: (id: string) => void;
+  edit: (id: string) => void;
+}
+
+/** The keys' table: what each key is, its limits and use, and the actions on it. */
+function keyColumns(c: KeyColumns): Column<ApiKeyWithUsage>[] {
+  return [
+    { header: "Name", sort: "name", cell: (k) => <NameCell name={k.name ?? <span class="muted">unnamed</span>} id={`${k.prefix}…`} /> },
+    { header: "State", sort: "state", cell: (k) => <StateBadge state={k.state} /> },
+    {
+      header: "Restrictions",
+      class: "small",
+      cell: (k) => (
+        <>
+          {k.stack_ids ? `stacks: ${k.stack_ids.map(c.stackName).join(", ")}` : "all stacks"}
+          <br />
+          {k.machine_ids ? `machines: ${k.machine_ids.map(c.machineName).join(", ")}` : "any machine"}
+        </>
+      ),
+    },
+    {
+      header: "Limits",
+      class: "small",
+      cell: (k) => (
+        <>
+          {limitsText(k.rpm, k.tpm)}
+          {((!k.rpm && c.org?.default_key_rpm) || (!k.tpm && c.org?.default_key_tpm)) && (
+            <div class="muted">with the defaults: {limitsText(k.rpm ?? c.org?.default_key_rpm, k.tpm ?? c.org?.default_key_tpm)}</div>
+          )}
+        </>
+      ),
+    },
+    {
+      header: "Last 24 h",
+      sort: "requests_24h",
+      class: "small nowrap",
+      testId: (k) => `key-usage-${k.id}`,
+      cell: (k) => (
+        <>
+          <Link href={`/requests?key=${k.id}`}>
+            {plural(k.requests_24h, "request")}
+          </Link>
+          <br />
+          {plural(k.tokens_24h, "token")}
+        </>
+      ),
+    },
+    {
+      header: "Created · last used",
+      sort: "created_at",
+      class: "small muted",
+      cell: (k) => (
+        <>
+          {formatAgo(k.created_at)}
+          <br />
+          {k.state === "revoked" ? `revoked ${formatAgo(k.revoked_at)}` : `used ${formatAgo(k.last_used_at)}`}
+          {k.state !== "revoked" && k.expires_at !== null && (
+            <>
+              <br />
+              <span data-testid={`key-expiry-${k.id}`}>
+                {k.state === "expired" ? "expired" : "expires"} {new Date(k.expires_at).toLocaleDateString()}
+              </span>
+            </>
+          )}
+        </>
+      ),
+    },
+    actionsColumn(c),
+  ];
+}
+
+/** Edit and revoke (the revoke asked first), for a key the user may change. */
+function actionsColumn(c: KeyColumns): Column<ApiKeyWithUsage> {
+  return {
+    header: "Actions",
+    hideHeader: true,
+    class: "row-actions",
+    cell: (k) =>
+      c.mayChange(k) &&
+      (c.confirming === k.id ? (
+        <span class="confirm" role="group" aria-label={`Revoke ${k.name ?? k.prefix}?`}>
+          <span>Revoke? Apps using it stop working.</span>
+          <button type="button" class="button small danger" onClick={() => c.revoke(k.id)}>
+            Revoke key
+          </button>
+          <button type="button" class="button small secondary" onClick={() => c.confirm(null)}>
+            Keep
+          </button>
+        </span>
+      ) : (
+        <span class="row-buttons">
+          <button
+            type="button"
+            class="button small secondary"
+            aria-label={`Edit ${k.name ?? k.prefix}`}
+            onClick={() => c.edit(k.id)}
+          >
+            Edit
+          </button>
+          <button type="button" class="button small secondary" onClick={() => c.confirm(k.id)}>
+            Revoke…
+          </button>
+        </span>
+      )),
+  };
 }

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
-import type { MachineJoining } from "../../api/types.js";
+import type { Machine, MachineJoining, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { CopyBlock } from "../../components/copy-button.js";
@@ -119,153 +119,186 @@ export function MachinePage({ id }: { id: string }) {
       )}
       {actionError && <Notice tone="error">{actionError}</Notice>}
       {m.revoked_at && <Notice tone="warn">This machine is revoked: its token no longer works and its stacks get 503. Add the machine again to use it.</Notice>}
-      {rotated && (
-        <section class="card panel" data-testid="rotated-token">
-          <h2>New token for {rotated.name}</h2>
-          <p>
-            The old token stopped working and the machine's link dropped. Run this on the machine (it keeps the agent's other settings), or put the new token in its config. It is shown <strong>this once</strong>.
-          </p>
-          <CopyBlock text={rotated.install_command} label="Copy command" />
-          <button type="button" class="button secondary" onClick={() => setRotated(null)}>
-            Done
-          </button>
-        </section>
-      )}
+      {rotated && <NewToken rotated={rotated} onDone={() => setRotated(null)} />}
       {m.state === "pending" && <Notice tone="info">This machine has never connected. Run the install command shown when it was added; it appears online within seconds.</Notice>}
       {!m.revoked_at && m.state !== "pending" && <LiveFigures machine={m.id} />}
       <div class="grid two">
-        <section class="card" aria-labelledby="hw-title">
-          <h2 id="hw-title">Hardware</h2>
-          {!h ? (
-            <p class="muted">Reported when the machine first connects.</p>
-          ) : (
-            <dl class="values">
-              <dt>System</dt>
-              <dd>
-                {h.os} ({h.platform}/{h.arch})
-              </dd>
-              <dt>CPU</dt>
-              <dd>
-                {h.cpu_model} · {h.cpu_physical_cores} cores, {h.cpu_logical_cores} threads
-              </dd>
-              <dt>Memory</dt>
-              <dd>{formatBytes(h.memory_bytes)}</dd>
-              <dt>GPUs</dt>
-              <dd>
-                {h.gpus.length === 0
-                  ? "none"
-                  : h.gpus.map((g, i) => (
-                      <div key={i}>
-                        {g.model} · {g.vram_bytes ? formatBytes(g.vram_bytes) : "VRAM unknown (driver not answering)"}
-                        {g.driver_version ? ` · driver ${g.driver_version}` : ""}
-                      </div>
-                    ))}
-              </dd>
-              <dt>Accelerators</dt>
-              <dd>{h.accelerators.length ? h.accelerators.join(", ") : "none (CPU inference)"}</dd>
-              <dt>Disks</dt>
-              <dd>
-                {h.disks.map((d) => (
-                  <div key={d.mount}>
-                    <span class="mono">{d.mount}</span> · {formatBytes(d.free_bytes)} free of {formatBytes(d.size_bytes)}
+        <HardwareCard hardware={h} />
+        <MachineStacks stacks={onMachine} />
+      </div>
+      <RuntimesCard inventory={m.inventory} onMachine={onMachine} />
+      <ModelsCard inventory={m.inventory} onMachine={onMachine} />
+    </>
+  );
+}
+
+/** What the machine reported of its hardware. */
+function HardwareCard({ hardware: h }: { hardware: Machine["hardware"] }) {
+  return (
+    <section class="card" aria-labelledby="hw-title">
+      <h2 id="hw-title">Hardware</h2>
+      {!h ? (
+        <p class="muted">Reported when the machine first connects.</p>
+      ) : (
+        <dl class="values">
+          <dt>System</dt>
+          <dd>
+            {h.os} ({h.platform}/{h.arch})
+          </dd>
+          <dt>CPU</dt>
+          <dd>
+            {h.cpu_model} · {h.cpu_physical_cores} cores, {h.cpu_logical_cores} threads
+          </dd>
+          <dt>Memory</dt>
+          <dd>{formatBytes(h.memory_bytes)}</dd>
+          <dt>GPUs</dt>
+          <dd>
+            {h.gpus.length === 0
+              ? "none"
+              : h.gpus.map((g, i) => (
+                  <div key={i}>
+                    {g.model} · {g.vram_bytes ? formatBytes(g.vram_bytes) : "VRAM unknown (driver not answering)"}
+                    {g.driver_version ? ` · driver ${g.driver_version}` : ""}
                   </div>
                 ))}
-              </dd>
-            </dl>
-          )}
-        </section>
-        <section class="card" aria-labelledby="machine-stacks-title">
-          <h2 id="machine-stacks-title">Stacks on this machine</h2>
-          {onMachine.length === 0 ? (
-            <p class="muted">
-              None yet. <Link href="/forge">Build one in the Forge.</Link>
-            </p>
-          ) : (
-            <ul class="stack-list">
-              {onMachine.map((s) => (
-                <li key={s.id}>
-                  <div class="stack-line">
-                    <Link href={`/stacks/${s.id}`}>{s.name}</Link> <StateBadge state={s.state} />
-                    <span class="muted">
-                      {s.runtime}
-                      {s.runtime_state ? ` · runtime ${s.runtime_state}` : ""} · <span class="mono">{s.model_id}</span>
-                    </span>
-                  </div>
-                  {s.runtime_error && <p class="field-error">{s.runtime_error}</p>}
-                  {s.deployment && <DeploymentProgress deployment={s.deployment} />}
-                </li>
-              ))}
-            </ul>
-          )}
-        </section>
-      </div>
-      <section class="card" aria-labelledby="runtimes-title">
-        <h2 id="runtimes-title">Runtimes</h2>
-        {!m.inventory ? (
-          <p class="muted">Reported by the machine once it connects.</p>
-        ) : m.inventory.runtimes.length === 0 ? (
-          <p class="muted">No runtime runs here yet: deploy a stack to this machine.</p>
-        ) : (
-          <DataTable
-            flat
-            label="Runtimes"
-            testId="machine-runtimes"
-            rows={m.inventory.runtimes}
-            rowKey={(r) => r.stack_id}
-            columns={[
-              {
-                header: "Runtime",
-                cell: (r) => (
-                  <>
-                    {r.runtime}
-                    <div class="muted small">{r.version}</div>
-                  </>
-                ),
-              },
-              {
-                header: "State",
-                cell: (r) => (
-                  <>
-                    <StateBadge state={r.state} />
-                    {r.error && <p class="field-error">{r.error}</p>}
-                  </>
-                ),
-              },
-              { header: "Model id", class: "mono", cell: (r) => r.model_id },
-              { header: "Endpoint on the machine", class: "mono small wrap", cell: (r) => r.endpoint || "—" },
-              { header: "Stack", cell: (r) => <Link href={`/stacks/${r.stack_id}`}>{onMachine.find((s) => s.id === r.stack_id)?.name ?? r.stack_id}</Link> },
-            ]}
-          />
-        )}
-      </section>
-      <section class="card" aria-labelledby="models-title">
-        <h2 id="models-title">Models on disk</h2>
-        {!m.inventory || m.inventory.models.length === 0 ? (
-          <p class="muted">{m.inventory ? "None yet: a deploy pulls its model here." : "Reported by the machine once it connects."}</p>
-        ) : (
-          <DataTable
-            flat
-            label="Models on disk"
-            testId="machine-models"
-            rows={m.inventory.models}
-            rowKey={(f) => f.path}
-            columns={[
-              {
-                header: "Name",
-                cell: (f) => (
-                  <>
-                    {f.name} <span class="muted small">{f.format}</span>
-                  </>
-                ),
-              },
-              { header: "Size", class: "nowrap", cell: (f) => formatBytes(f.size_bytes) },
-              { header: "SHA-256", class: "mono small", cell: (f) => <span title={f.sha256}>{f.sha256 ? `${f.sha256.slice(0, 12)}…` : "—"}</span> },
-              { header: "Used by", cell: (f) => f.stack_ids.map((sid) => onMachine.find((s) => s.id === sid)?.name ?? sid).join(", ") || "—" },
-              { header: "Path", class: "mono small wrap", cell: (f) => f.path },
-            ]}
-          />
-        )}
-      </section>
-    </>
+          </dd>
+          <dt>Accelerators</dt>
+          <dd>{h.accelerators.length ? h.accelerators.join(", ") : "none (CPU inference)"}</dd>
+          <dt>Disks</dt>
+          <dd>
+            {h.disks.map((d) => (
+              <div key={d.mount}>
+                <span class="mono">{d.mount}</span> · {formatBytes(d.free_bytes)} free of {formatBytes(d.size_bytes)}
+              </div>
+            ))}
+          </dd>
+        </dl>
+      )}
+    </section>
+  );
+}
+
+/** The stacks on the machine, each with its state and its deployment's progress. */
+function MachineStacks({ stacks: onMachine }: { stacks: Stack[] }) {
+  return (
+    <section class="card" aria-labelledby="machine-stacks-title">
+      <h2 id="machine-stacks-title">Stacks on this machine</h2>
+      {onMachine.length === 0 ? (
+        <p class="muted">
+          None yet. <Link href="/forge">Build one in the Forge.</Link>
+        </p>
+      ) : (
+        <ul class="stack-list">
+          {onMachine.map((s) => (
+            <li key={s.id}>
+              <div class="stack-line">
+                <Link href={`/stacks/${s.id}`}>{s.name}</Link> <StateBadge state={s.state} />
+                <span class="muted">
+                  {s.runtime}
+                  {s.runtime_state ? ` · runtime ${s.runtime_state}` : ""} · <span class="mono">{s.model_id}</span>
+                </span>
+              </div>
+              {s.runtime_error && <p class="field-error">{s.runtime_error}</p>}
+              {s.deployment && <DeploymentProgress deployment={s.deployment} />}
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+/** The runtimes the machine runs, as it reports them. */
+function RuntimesCard({ inventory, onMachine }: { inventory: Machine["inventory"]; onMachine: Stack[] }) {
+  return (
+    <section class="card" aria-labelledby="runtimes-title">
+      <h2 id="runtimes-title">Runtimes</h2>
+      {!inventory ? (
+        <p class="muted">Reported by the machine once it connects.</p>
+      ) : inventory.runtimes.length === 0 ? (
+        <p class="muted">No runtime runs here yet: deploy a stack to this machine.</p>
+      ) : (
+        <DataTable
+          flat
+          label="Runtimes"
+          testId="machine-runtimes"
+          rows={inventory.runtimes}
+          rowKey={(r) => r.stack_id}
+          columns={[
+            {
+              header: "Runtime",
+              cell: (r) => (
+                <>
+                  {r.runtime}
+                  <div class="muted small">{r.version}</div>
+                </>
+              ),
+            },
+            {
+              header: "State",
+              cell: (r) => (
+                <>
+                  <StateBadge state={r.state} />
+                  {r.error && <p class="field-error">{r.error}</p>}
+                </>
+              ),
+            },
+            { header: "Model id", class: "mono", cell: (r) => r.model_id },
+            { header: "Endpoint on the machine", class: "mono small wrap", cell: (r) => r.endpoint || "—" },
+            { header: "Stack", cell: (r) => <Link href={`/stacks/${r.stack_id}`}>{onMachine.find((s) => s.id === r.stack_id)?.name ?? r.stack_id}</Link> },
+          ]}
+        />
+      )}
+    </section>
+  );
+}
+
+/** The model files on the machine's disk, and which stacks use them. */
+function ModelsCard({ inventory, onMachine }: { inventory: Machine["inventory"]; onMachine: Stack[] }) {
+  return (
+    <section class="card" aria-labelledby="models-title">
+      <h2 id="models-title">Models on disk</h2>
+      {!inventory || inventory.models.length === 0 ? (
+        <p class="muted">{inventory ? "None yet: a deploy pulls its model here." : "Reported by the machine once it connects."}</p>
+      ) : (
+        <DataTable
+          flat
+          label="Models on disk"
+          testId="machine-models"
+          rows={inventory.models}
+          rowKey={(f) => f.path}
+          columns={[
+            {
+              header: "Name",
+              cell: (f) => (
+                <>
+                  {f.name} <span class="muted small">{f.format}</span>
+                </>
+              ),
+            },
+            { header: "Size", class: "nowrap", cell: (f) => formatBytes(f.size_bytes) },
+            { header: "SHA-256", class: "mono small", cell: (f) => <span title={f.sha256}>{f.sha256 ? `${f.sha256.slice(0, 12)}…` : "—"}</span> },
+            { header: "Used by", cell: (f) => f.stack_ids.map((sid) => onMachine.find((s) => s.id === sid)?.name ?? sid).join(", ") || "—" },
+            { header: "Path", class: "mono small wrap", cell: (f) => f.path },
+          ]}
+        />
+      )}
+    </section>
+  );
+}
+
+/** A rotated token's install command, shown once. */
+function NewToken({ rotated, onDone }: { rotated: MachineJoining; onDone: () => void }) {
+  return (
+    <section class="card panel" data-testid="rotated-token">
+      <h2>New token for {rotated.name}</h2>
+      <p>
+        The old token stopped working and the machine's link dropped. Run this on the machine (it keeps the agent's other settings), or put the new token in its config. It is shown <strong>this once</strong>.
+      </p>
+      <CopyBlock text={rotated.install_command} label="Copy command" />
+      <button type="button" class="button secondary" onClick={onDone}>
+        Done
+      </button>
+    </section>
   );
 }

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
+import type { Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { ConfirmBar } from "../../components/confirm-bar.js";
@@ -124,67 +125,81 @@ export function StackPage({ id }: { id: string }) {
         </Notice>
       )}
       <div class="grid two">
-        <section class="card" aria-labelledby="stack-layers">
-          <h2 id="stack-layers">Layers</h2>
-          <dl class="values">
-            <dt>Model id</dt>
-            <dd class="mono" data-testid="stack-model-id">
-              {s.has_endpoint ? s.model_id : "— (no Endpoint layer: not reachable through the API)"}
-            </dd>
-            <dt>Model</dt>
-            <dd class="mono wrap" data-testid="stack-model">
-              {s.model_ref}
-              {s.model_unverified && <UnverifiedBadge />}
-              {s.model_sha256 && <div class="muted small">sha256 {s.model_sha256} (pinned: the machine refuses any other file)</div>}
-            </dd>
-            <dt>Runtime</dt>
-            <dd>
-              {s.runtime}
-              {s.runtime_state && ` · ${s.runtime_state}`}
-            </dd>
-            <dt>Harness</dt>
-            <dd data-testid="stack-harness">
-              {s.harness ?? "none"}
-              {s.harness_options?.prompt !== undefined && <div class="muted small wrap">“{String(s.harness_options.prompt)}”</div>}
-              {s.harness_options?.parallel_tool_calls !== undefined && <div class="muted small">{s.harness_options.parallel_tool_calls ? "several calls in one answer" : "one call per answer"}</div>}
-            </dd>
-            <dt>Orchestrator</dt>
-            <dd data-testid="stack-orchestrator">
-              {s.orchestrator ?? "none"}
-              {s.orchestrator && Object.keys(s.orchestrator_options ?? {}).length > 0 && (
-                <div class="muted small">
-                  {Object.entries(s.orchestrator_options)
-                    .map(([k, v]) => `${k.replace(/_/g, " ")} ${String(v)}`)
-                    .join(" · ")}
-                </div>
-              )}
-            </dd>
-            <dt>Context</dt>
-            <dd data-testid="stack-context">
-              {s.context_size ? `${s.context_size.toLocaleString("en-US")} tokens per request` : "known once deployed"}
-              {s.max_context !== null && s.context_size !== s.max_context && (
-                <span class="muted"> ({s.max_context.toLocaleString("en-US")} asked{s.context_size && s.context_size < s.max_context ? ": the model was trained for less" : ""})</span>
-              )}
-            </dd>
-          </dl>
-          <CompatibilityPanel result={s.compatibility} />
-        </section>
-        <section class="card" aria-labelledby="stack-deploy">
-          <h2 id="stack-deploy">Deployment</h2>
-          {s.deployment ? (
-            <>
-              <DeploymentProgress deployment={s.deployment} />
-              {s.deployment.error && !s.deployment.steps.some((step) => step.error) && <p class="field-error">{s.deployment.error}</p>}
-            </>
-          ) : (
-            <p class="muted">Not deployed yet. Deploy installs the runtime, pulls the model and configures the endpoint on the machine.</p>
-          )}
-        </section>
+        <LayersCard stack={s} />
+        <DeploymentCard deployment={s.deployment} />
       </div>
       {s.has_endpoint && <Snippets stack={s} />}
       {s.has_endpoint && s.state === "deployed" && <Playground stack={s} />}
       {s.state !== "draft" && <LiveFigures stack={s.id} />}
       <RecentRequests stack={s} onChanged={stack.reload} />
     </>
+  );
+}
+
+/** What the stack is made of: its model, runtime, layers and context, and whether its machine can run it. */
+function LayersCard({ stack: s }: { stack: Stack }) {
+  return (
+    <section class="card" aria-labelledby="stack-layers">
+      <h2 id="stack-layers">Layers</h2>
+      <dl class="values">
+        <dt>Model id</dt>
+        <dd class="mono" data-testid="stack-model-id">
+          {s.has_endpoint ? s.model_id : "— (no Endpoint layer: not reachable through the API)"}
+        </dd>
+        <dt>Model</dt>
+        <dd class="mono wrap" data-testid="stack-model">
+          {s.model_ref}
+          {s.model_unverified && <UnverifiedBadge />}
+          {s.model_sha256 && <div class="muted small">sha256 {s.model_sha256} (pinned: the machine refuses any other file)</div>}
+        </dd>
+        <dt>Runtime</dt>
+        <dd>
+          {s.runtime}
+          {s.runtime_state && ` · ${s.runtime_state}`}
+        </dd>
+        <dt>Harness</dt>
+        <dd data-testid="stack-harness">
+          {s.harness ?? "none"}
+          {s.harness_options?.prompt !== undefined && <div class="muted small wrap">“{String(s.harness_options.prompt)}”</div>}
+          {s.harness_options?.parallel_tool_calls !== undefined && <div class="muted small">{s.harness_options.parallel_tool_calls ? "several calls in one answer" : "one call per answer"}</div>}
+        </dd>
+        <dt>Orchestrator</dt>
+        <dd data-testid="stack-orchestrator">
+          {s.orchestrator ?? "none"}
+          {s.orchestrator && Object.keys(s.orchestrator_options ?? {}).length > 0 && (
+            <div class="muted small">
+              {Object.entries(s.orchestrator_options)
+                .map(([k, v]) => `${k.replace(/_/g, " ")} ${String(v)}`)
+                .join(" · ")}
+            </div>
+          )}
+        </dd>
+        <dt>Context</dt>
+        <dd data-testid="stack-context">
+          {s.context_size ? `${s.context_size.toLocaleString("en-US")} tokens per request` : "known once deployed"}
+          {s.max_context !== null && s.context_size !== s.max_context && (
+            <span class="muted"> ({s.max_context.toLocaleString("en-US")} asked{s.context_size && s.context_size < s.max_context ? ": the model was trained for less" : ""})</span>
+          )}
+        </dd>
+      </dl>
+      <CompatibilityPanel result={s.compatibility} />
+    </section>
+  );
+}
+
+/** The stack's latest deployment, step by step, or what a deploy will do. */
+function DeploymentCard({ deployment }: { deployment: Stack["deployment"] }) {
+  return (
+    <section class="card" aria-labelledby="stack-deploy">
+      <h2 id="stack-deploy">Deployment</h2>
+      {deployment ? (
+        <>
+          <DeploymentProgress deployment={deployment} />
+          {deployment.error && !deployment.steps.some((step) => step.error) && <p class="field-error">{deployment.error}</p>}
+        </>
+      ) : (
+        <p class="muted">Not deployed yet. Deploy installs the runtime, pulls the model and configures the endpoint on the machine.</p>
+      )}
+    </section>
   );
 }
