@@ -131,6 +131,12 @@ export function agentSettingOf(key: Setting): string {
 
 /** Other names honoured after Makina's: the variables Hugging Face's own tools read, and the load interval's name before it was one. */
 const ENV_ALIASES: Partial<Record<Setting, string>> = { hfEndpoint: "HF_ENDPOINT", hfToken: "HF_TOKEN", loadIntervalMs: "MAKINA_AGENT_USAGE_INTERVAL_MS" };
+/** A config file's keys by their former names, still read. */
+const FILE_ALIASES: Partial<Record<Setting, string>> = { loadIntervalMs: "usageIntervalMs" };
+const formerFileValue = (file: Record<string, unknown> | undefined, k: Setting): unknown => {
+  const former = FILE_ALIASES[k];
+  return former === undefined ? undefined : file?.[former];
+};
 
 /**
  * Inference threads that never oversubscribe the machine: one core is left for
@@ -231,7 +237,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
   };
   const pick = (k: Setting): unknown => {
     const alias = ENV_ALIASES[k];
-    for (const v of [sources.flags?.[k], sources.env?.[ENV[k]], alias && sources.env?.[alias], sources.file?.[k]]) if (v !== undefined && v !== "") return v;
+    for (const v of [sources.flags?.[k], sources.env?.[ENV[k]], alias && sources.env?.[alias], sources.file?.[k], formerFileValue(sources.file, k)]) if (v !== undefined && v !== "") return v;
     return defaults[k];
   };
   const required = (k: Setting, pattern: RegExp, what: string): string => {

@@ -46,8 +46,11 @@ export class BusCarrier implements MachineCarrier {
     // means no relay does.
     const known = this.remote.get(machineId) !== undefined;
     try {
-      await this.bus.request(SUBJECTS.stop, { stack: stackId }, known ? STOP_WAIT_MS : STOP_WAIT_UNKNOWN_MS);
-      return true;
+      const reply = await this.bus.request(SUBJECTS.stop, { stack: stackId }, known ? STOP_WAIT_MS : STOP_WAIT_UNKNOWN_MS);
+      // Only the holder's `done` confirms it (a relay whose database failed answers an error instead).
+      if (typeof reply === "object" && reply !== null && (reply as { done?: unknown }).done === true) return true;
+      this.log.warn("the relay holding the machine could not stop the stack", { stackId });
+      return false;
     } catch (err) {
       if (known) this.log.warn("the relay holding the machine did not confirm the stop", { stackId, error: String(err) });
       return known;
@@ -86,7 +89,7 @@ export class BusCarrier implements MachineCarrier {
 /**
  * The serving halves: this relay answers the others' operations on the machines linked here, with `here` (its
  * link carrier). A stack named on the bus is read from the database, which says its machine and whether the
- * operation fits its state (a deployment for a stack being deployed, a stop for one being undeployed).
+ * operation fits its state (a deployment for a stack deploying or deployed, a stop for one that is neither).
  */
 export function serveMachineOperations(bus: FleetBus, relayId: string, here: MachineCarrier, stackOf: StackOnRecord, log: Logger): void {
   bus.subscribe(SUBJECTS.deploy, (m) => {
@@ -99,7 +102,9 @@ export function serveMachineOperations(bus: FleetBus, relayId: string, here: Mac
   bus.respond(SUBJECTS.stop, async (m) => {
     const stackId = readStackMessage(m);
     const stack = stackId ? await stackOf(stackId) : undefined;
-    if (!stackId || !stack || stack.state !== "undeploying") return undefined;
+    // A stack being deployed or serving is no one's to stop: an undeploy has written `undeploying` before it asks
+    // (and `draft` after, when no relay answered in time: a stop read that late still goes ahead).
+    if (!stackId || !stack || stack.state === "deploying" || stack.state === "deployed") return undefined;
     return (await here.stop(stack.machineId, stackId)) ? { done: true } : undefined;
   });
   bus.respond(SUBJECTS.modelFiles(relayId), async (m) => {

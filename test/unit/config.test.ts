@@ -134,6 +134,8 @@ describe("configuration", () => {
     expect(resolveAgentConfig({ flags: creds }).loadIntervalMs).toBe(5000);
     expect(resolveAgentConfig({ flags: creds, env: { MAKINA_AGENT_USAGE_INTERVAL_MS: "2000" } }).loadIntervalMs).toBe(2000);
     expect(resolveAgentConfig({ flags: creds, env: { MAKINA_AGENT_LOAD_INTERVAL_MS: "3000", MAKINA_AGENT_USAGE_INTERVAL_MS: "2000" } }).loadIntervalMs).toBe(3000);
+    // A config file written before (usage_interval_ms, read as usageIntervalMs) keeps its setting.
+    expect(resolveAgentConfig({ flags: creds, file: { usageIntervalMs: 4000 } as never }).loadIntervalMs).toBe(4000);
   });
 
   it("takes a Hugging Face endpoint and token from Makina's variables, Hugging Face's own, or the config file", () => {
