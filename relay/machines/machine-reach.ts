@@ -7,8 +7,6 @@ import type { MachineCarrier, ModelCheck } from "./machine-carrier.js";
 /** One machine, as the relay asks things of it, wherever its link is. */
 export interface MachineHandle {
   readonly machineId: string;
-  /** Whether its link is on this relay now (else another relay's, or none). */
-  readonly here: boolean;
   /** Where its inference requests go, or undefined when no relay holds its link. */
   readonly target: InferenceTarget | undefined;
   /** Runs a stack's deployment next to its link; false when no relay holds it (it runs when the machine links). */
@@ -47,12 +45,13 @@ export class MachineReach {
   }
 
   at(machineId: string): MachineHandle {
-    const here = this.here.holds(machineId);
     const carrier = this.carrier(machineId);
+    const target = () => this.target(machineId);
     return {
       machineId,
-      here,
-      target: this.target(machineId),
+      get target() {
+        return target();
+      },
       deploy: (stackId) => carrier.deploy(machineId, stackId),
       stop: (stackId) => carrier.stop(machineId, stackId),
       checkModel: (check, signal) => carrier.checkModel(machineId, check, signal),

@@ -59,14 +59,14 @@ describe("the machine seam", () => {
     const check: ModelCheck = { kind: "checkModel", ref: "/models/x.gguf", runtime: "gguf" };
 
     const here = reach.at("mach_here");
-    expect([here.here, here.target]).toEqual([true, session]);
+    expect(here.target).toBe(session);
     expect(await here.checkModel(check)).toEqual(found);
     expect(here.deploy("stk_1")).toBe(true);
     expect(await here.stop("stk_1")).toBe(true);
     expect([ran, stopped]).toEqual([["mach_here/stk_1"], ["mach_here/stk_1"]]);
 
     const there = reach.at("mach_far");
-    expect([there.here, there.target]).toEqual([false, far]);
+    expect(there.target).toBe(far);
     expect((await there.checkModel(check)).modelPath).toBe("/models/x.gguf");
     expect(there.deploy("stk_2")).toBe(true);
     expect(await there.stop("stk_2")).toBe(true);
