@@ -35,7 +35,8 @@ describe("stopping drains what is in flight", () => {
 
   it("an agent told to stop finishes its requests while the relay turns new ones away with 503", async () => {
     const g = (gw = await startTestGateway({ runtime: "fake", agentFlags: { drainTimeoutMs: 10_000 } }));
-    const slow = chat(g, "slow 100 every word of it");
+    // Slow enough (1.6 s) that the refusals are seen while it still runs, even on a loaded machine.
+    const slow = chat(g, "slow 400 every word of it");
     await vi.waitFor(() => expect(g.agent.inference.inFlight).toBe(1), { timeout: 5_000, interval: 5 });
     const stopped = g.agent.stop();
     await vi.waitFor(async () => {
