@@ -140,6 +140,23 @@ describe("repository rules", () => {
     expect(intoStore).toEqual([]);
   });
 
+  it("has each API decode its own body into the domain: no API's folder imports another's, and only relay/http/chat checks a chat request", () => {
+    const apis = ["openai", "anthropic"].map((api) => join(REPO_ROOT, "relay", "http", api) + "/");
+    const crossing = serverFiles.flatMap(({ file }) => {
+      const own = apis.find((dir) => file.startsWith(dir));
+      if (!own) return [];
+      return importsOf(file)
+        .filter((spec) => spec.startsWith("."))
+        .map((spec) => resolve(dirname(file), spec))
+        .filter((target) => apis.some((dir) => dir !== own && target.startsWith(dir)))
+        .map((target) => `${relative(REPO_ROOT, file)} imports ${relative(REPO_ROOT, target)}`);
+    });
+    expect(crossing).toEqual([]);
+    // The schema limits and the domain's check are called through the chat folder's front door, by decoders only.
+    const checking = serverFiles.filter(({ file }) => /\bcheckChatRequest\(/.test(readFileSync(file, "utf8"))).map(({ file }) => relative(REPO_ROOT, file));
+    expect(checking.sort()).toEqual(["relay/http/anthropic/decode-messages-request.ts", "relay/http/chat/check-chat-request.ts", "relay/http/openai/decode-chat-request.ts", "relay/http/openai/decode-responses-request.ts"]);
+  });
+
   it("keeps every file to 400 lines and every function to 120", () => {
     const code = ["relay", "agent", "proto", "cli"].flatMap((area) => sources(join(REPO_ROOT, area))).filter((f) => !f.includes("/generated/"));
     const longFiles: string[] = [];

@@ -15,6 +15,11 @@ export interface PlannableRequest {
   imagePart: string | undefined;
   /** The request as the runtime gets it. */
   input: ChatInput;
+  /**
+   * The client's name of a parameter of the domain (`max_tokens`, `messages`, a need such as `response_format`):
+   * the API's own (`max_output_tokens`, `input`, `text.format` in the Responses API), for a refusal that names it.
+   */
+  paramName(param: string): string;
 }
 
 /** Where a request runs and what it may cost. */
@@ -70,7 +75,8 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   const { stack, session } = pickTarget(deps.registry, capable);
   const maxTokens = request.input.maxTokens;
   if (maxTokens > 0 && stack.contextSize !== null && maxTokens > stack.contextSize) {
-    throw new MakinaError("context_length_exceeded", `This model's maximum context length is ${stack.contextSize} tokens, but max_tokens is ${maxTokens}.`, { param: "max_tokens" });
+    const param = request.paramName("max_tokens");
+    throw new MakinaError("context_length_exceeded", `This model's maximum context length is ${stack.contextSize} tokens, but ${param} is ${maxTokens}.`, { param });
   }
   // An orchestrator runs the model several times for one answer: every run counts.
   const steps = stack.orchestrator ? orchestratorSteps(stack.orchestrator, stack.orchestratorOptions) : 1;
@@ -80,17 +86,18 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
 
 /** The refusal when no stack serving `model` honours a parameter the request needs: the first such parameter, named. */
 function unsupported(first: Stack, request: PlannableRequest, model: string): MakinaError {
-  const param = request.needs.find((p) => !honouredParameters(first.runtime, first.harness, first.orchestrator).includes(p))!;
-  if (param === "embeddings") {
+  const need = request.needs.find((p) => !honouredParameters(first.runtime, first.harness, first.orchestrator).includes(p))!;
+  const param = request.paramName(need);
+  if (need === "embeddings") {
     return new MakinaError("unsupported_parameter", first.orchestrator ? `\`${model}\` is served by a stack with the '${first.orchestrator}' orchestrator, which answers chats only: it has no embeddings.` : `The ${first.runtime} runtime serving \`${model}\` has no embeddings.`, { param: "model" });
   }
-  if (param === "count_tokens") {
+  if (need === "count_tokens") {
     return new MakinaError("unsupported_parameter", first.orchestrator ? `\`${model}\` is served by a stack with the '${first.orchestrator}' orchestrator, which runs several prompts for one answer: its tokens cannot be counted.` : `The ${first.runtime} runtime serving \`${model}\` cannot count tokens: only a GGUF stack holds its model's tokenizer on the machine.`, { param: "model" });
   }
-  if (param === "image_url") {
-    return new MakinaError("unsupported_parameter", `Image parts are not supported by the ${first.runtime} runtime serving \`${model}\`.`, { param: request.imagePart! });
+  if (need === "image_url") {
+    return new MakinaError("unsupported_parameter", `Image parts are not supported by the ${first.runtime} runtime serving \`${model}\`.`, { param });
   }
-  const harness = first.orchestrator ? undefined : harnessHonouring(first.runtime, param);
+  const harness = first.orchestrator ? undefined : harnessHonouring(first.runtime, need);
   const hint = harness && harness !== first.harness ? ` (a ${first.runtime} stack takes it with the '${harness}' harness)` : "";
   return new MakinaError("unsupported_parameter", `The parameter '${param}' with this value is not supported by the ${first.runtime} runtime serving \`${model}\`${hint}.`, { param });
 }

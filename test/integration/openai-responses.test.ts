@@ -97,6 +97,15 @@ describe("the Responses API with the official client, on GGUF stacks", () => {
     expect(response.text).toMatchObject({ format: { type: "json_schema", name: "feeling" } });
   });
 
+  it("names its own fields in what the runtime refuses: text.format, where the runtime said response_format", async () => {
+    const weather: FunctionTool = { type: "function", name: "get_weather", parameters: WEATHER, strict: true };
+    // The GGUF runtime cannot hold an answer to a schema while the model may call tools (a refusal of the machine's).
+    const err = await client.responses.create({ model: tools, input: "Weather?", tools: [weather], text: { format: { type: "json_schema", name: "w", schema: WEATHER } }, max_output_tokens: 5 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ code: "unsupported_parameter", param: "text.format" });
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).not.toContain("response_format");
+  });
+
   it("refuses to continue a stored response, saying to send the conversation, and keeps none to fetch", async () => {
     const err = await client.responses.create({ model: "stories", input: "Go on", previous_response_id: "resp_abc" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);

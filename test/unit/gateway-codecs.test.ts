@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { anthropicError, ERROR_TABLE, MakinaError } from "../../proto/index.js";
-import { decodeMessagesRequest, messagesCodec, renameMessagesParam } from "../../relay/http/anthropic/index.js";
-import { chatCompletionsCodec, decodeResponsesRequest, renameResponsesParam, responsesCodec } from "../../relay/http/openai/index.js";
+import { decodeMessagesRequest, messagesCodec } from "../../relay/http/anthropic/index.js";
+import { chatCompletionsCodec, decodeResponsesRequest, responsesCodec } from "../../relay/http/openai/index.js";
 import type { StreamEncoder } from "../../relay/http/gateway/index.js";
 
 const meta = { id: "resp_0123456789abcdefghij0123456789abcdefghij", created: 1_795_000_000, model: "m" };
@@ -174,7 +174,14 @@ describe("refusals said in the terms of the body sent", () => {
     const stops = refusal({ ...base, stop_sequences: ["a", "b", "c", "d", "e"] });
     expect(stops).toMatchObject({ param: "stop_sequences", message: expect.stringContaining("'stop_sequences'") });
     expect(stops.message).not.toContain("stop_sequences sequences");
-    expect(refusal({ ...base, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "x" }] }] }).param).toBe("messages[0]");
+    expect(refusal({ ...base, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "x" }] }] })).toMatchObject({ param: "messages[0].content[0].tool_use_id", message: expect.stringContaining("'messages[0].content[0].tool_use_id'") });
+    // A call left unanswered is named where the conversation went on without its result.
+    const unanswered = [{ role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "f", input: {} }] }, { role: "user", content: "and?" }];
+    expect(refusal({ ...base, messages: unanswered }).param).toBe("messages[1]");
+    expect(refusal({ ...base, messages: [{ role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "has space", input: {} }] }] }).param).toBe("messages[0].content[0].name");
+    expect(refusal({ ...base, messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "not base64!" } }] }] }).param).toBe("messages[0].content[0].source.data");
+    expect(refusal({ ...base, tools: [{ name: "f", input_schema: {} }], tool_choice: { type: "tool", name: "g" } }).param).toBe("tool_choice.name");
+    expect(refusal({ ...base, tool_choice: { type: "auto", disable_parallel_tool_use: "yes" } }).param).toBe("tool_choice.disable_parallel_tool_use");
     expect(refusal({ ...base, max_tokens: 0 }).param).toBe("max_tokens");
     expect(refusal({ ...base, top_k: 5 })).toMatchObject({ code: "unsupported_parameter", param: "top_k" });
   });
@@ -191,21 +198,38 @@ describe("refusals said in the terms of the body sent", () => {
     };
     expect(refusal({ ...base, max_output_tokens: 0 })).toMatchObject({ param: "max_output_tokens", message: expect.stringContaining("'max_output_tokens'") });
     expect(refusal({ ...base, text: { format: { type: "json_schema", name: "o", schema: { type: "object", properties: { a: { type: "nonsense" } } } } } }).param).toBe("text.format.schema.properties.a.type");
-    expect(refusal({ ...base, input: [{ role: "user", content: "hi" }, { type: "function_call_output", call_id: "call_1", output: "x" }] }).param).toBe("input[1]");
+    expect(refusal({ ...base, input: [{ role: "user", content: "hi" }, { type: "function_call_output", call_id: "call_1", output: "x" }] }).param).toBe("input[1].call_id");
+    expect(refusal({ ...base, input: [{ type: "function_call", call_id: "call_1", name: "f", arguments: "{oops" }] }).param).toBe("input[0].arguments");
+    expect(refusal({ ...base, input: [{ type: "reasoning" }] })).toMatchObject({ param: "input", message: expect.stringContaining("'input'") });
+    expect(refusal({ ...base, text: { format: { type: "json_schema", schema: {} } } }).param).toBe("text.format.name");
     expect(refusal({ ...base, tools: [{ type: "function", name: "f", parameters: { type: "string" } }] }).param).toBe("tools[0].parameters");
   });
 });
 
 describe("refusals that come after the body was checked", () => {
-  it("are renamed into each API's parameters: the plan's and the runtime's name the chat form's", () => {
-    expect(renameMessagesParam("response_format")).toBe("output_config.format");
-    expect(renameMessagesParam("messages[3].content[0].type")).toBe("messages");
-    expect(renameMessagesParam("parallel_tool_calls")).toBe("tool_choice.disable_parallel_tool_use");
-    expect(renameResponsesParam("max_tokens")).toBe("max_output_tokens");
-    expect(renameResponsesParam("messages")).toBe("input");
-    expect(renameResponsesParam("messages[2].content[1].type")).toBe("input");
-    expect(renameResponsesParam("response_format")).toBe("text.format");
-    expect(renameResponsesParam("model")).toBe("model");
+  it("name the client's field: each request knows its API's name of what the plan and the runtime refuse", () => {
+    const image = { type: "image", source: { type: "url", url: "https://x.test/a.png" } };
+    const messages = decodeMessagesRequest({
+      model: "m",
+      max_tokens: 5,
+      messages: [{ role: "user", content: [{ type: "text", text: "look" }, image] }],
+      output_config: { format: { type: "json_schema", schema: { type: "object" } } },
+      tools: [{ name: "f", input_schema: {} }],
+      tool_choice: { type: "any" },
+    });
+    expect(["response_format", "response_format.type", "messages", "max_tokens", "tools", "tool_choice", "image_url", "model"].map(messages.paramName)).toEqual([
+      "output_config.format",
+      "output_config.format.type",
+      "messages",
+      "max_tokens",
+      "tools",
+      "tool_choice",
+      "messages[0].content[1].type",
+      "model",
+    ]);
+    const responses = decodeResponsesRequest({ model: "m", input: "hi", max_output_tokens: 9, text: { format: { type: "json_object" }, verbosity: "low" } });
+    expect(["max_tokens", "messages", "response_format", "verbosity", "model"].map(responses.paramName)).toEqual(["max_output_tokens", "input", "text.format", "text.verbosity", "model"]);
+    expect(responses.needs).toEqual(["response_format", "verbosity"]);
   });
 });
 

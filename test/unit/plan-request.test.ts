@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { validateChatRequest } from "../../relay/http/openai/index.js";
+import { decodeChatRequest } from "../../relay/http/openai/index.js";
 import type { ApiKeyRecord } from "../../relay/keys/index.js";
 import { planRequest, RoutePatterns, type RoutableSession } from "../../relay/routing/index.js";
 import type { Stack } from "../../relay/store/index.js";
@@ -17,7 +17,7 @@ function deps(stacks: Stack[], inFlight: Record<string, number> = {}) {
     defaultCompletionEstimate: 100,
   };
 }
-const chat = (body: Record<string, unknown>) => validateChatRequest({ model: "small", messages: [{ role: "user", content: "12345678" }], ...body });
+const chat = (body: Record<string, unknown>) => decodeChatRequest({ model: "small", messages: [{ role: "user", content: "12345678" }], ...body });
 
 describe("planning where a request runs", () => {
   it("picks the least busy stack serving the model, with one step and the estimate of its prompt and completion", () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { MakinaError } from "../../proto/index.js";
-import { validateChatRequest } from "../../relay/http/openai/index.js";
+import { decodeChatRequest } from "../../relay/http/openai/index.js";
 import { toGrammarSchema } from "../../agent/runtimes/gguf/json-schema-grammar.js";
-import { SCHEMA_LIMITS } from "../../relay/http/openai/validate-json-schema.js";
+import { SCHEMA_LIMITS } from "../../relay/http/chat/validate-json-schema.js";
 
 const ok = { model: "m", messages: [{ role: "user", content: "hi" }] };
 const withTool = (parameters: unknown, strict = true) => ({ ...ok, tools: [{ type: "function", function: { name: "f", parameters, strict } }] });
@@ -10,7 +10,7 @@ const withFormat = (schema: unknown) => ({ ...ok, response_format: { type: "json
 
 function refusal(body: unknown): { status: number; code: string; param: string | null; message: string } {
   try {
-    validateChatRequest(body);
+    decodeChatRequest(body);
   } catch (err) {
     expect(err).toBeInstanceOf(MakinaError);
     const e = err as MakinaError;
@@ -68,12 +68,12 @@ describe("JSON schemas in requests", () => {
   });
 
   it("holds the vendor's limits: 10 levels of nesting, 5,000 properties, 1,000 enum values, 15,000 characters in a long enum", () => {
-    expect(() => validateChatRequest(withFormat(nested(SCHEMA_LIMITS.depth - 1)))).not.toThrow();
+    expect(() => decodeChatRequest(withFormat(nested(SCHEMA_LIMITS.depth - 1)))).not.toThrow();
     expect(refusal(withFormat(nested(SCHEMA_LIMITS.depth))).message).toContain("nested more than 10 levels deep");
 
     // Each property as `"p123":{}`, to fit the 64 KiB a schema may take as JSON.
     const properties = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, {}]));
-    expect(() => validateChatRequest(withFormat({ type: "object", properties: properties(1000) }))).not.toThrow();
+    expect(() => decodeChatRequest(withFormat({ type: "object", properties: properties(1000) }))).not.toThrow();
     const many = { type: "object", properties: Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`o${i}`, { type: "object", properties: properties(900) }])) };
     expect(refusal(withFormat(many)).message).toContain("more than 5000 properties");
 
@@ -84,13 +84,13 @@ describe("JSON schemas in requests", () => {
   });
 
   it("holds a tool that is not strict to the standard only: deep nesting, long enums and Python-flavoured patterns pass, as tool generators write them", () => {
-    const loose = (schema: unknown) => () => validateChatRequest(withTool(schema, false));
+    const loose = (schema: unknown) => () => decodeChatRequest(withTool(schema, false));
     expect(loose(nested(SCHEMA_LIMITS.depth + 5))).not.toThrow();
     expect(loose({ type: "object", properties: { tz: { enum: Array.from({ length: 1200 }, (_, i) => `Zone/${i}`) } } })).not.toThrow();
     expect(loose({ type: "object", properties: { id: { type: "string", pattern: "(?P<year>\\d{4})" } } })).not.toThrow();
     // What no runtime can take is refused all the same.
-    expect(() => validateChatRequest(withTool({ type: "object", properties: { a: { type: "nonsense" } } }, false))).toThrow(MakinaError);
-    expect(() => validateChatRequest(withTool(nested(40), false))).toThrow("schemas nested more than 32 deep");
+    expect(() => decodeChatRequest(withTool({ type: "object", properties: { a: { type: "nonsense" } } }, false))).toThrow(MakinaError);
+    expect(() => decodeChatRequest(withTool(nested(40), false))).toThrow("schemas nested more than 32 deep");
   });
 
   it("takes the schemas real tools send: refs to definitions, recursion, tuples, draft-4 bounds, annotations, unknown keywords", () => {
@@ -100,8 +100,8 @@ describe("JSON schemas in requests", () => {
       properties: { root: { $ref: "#/$defs/node" }, again: { $ref: "#/properties/root" }, self: { $ref: "#" } },
       additionalProperties: false,
     };
-    expect(() => validateChatRequest(withTool(tree))).not.toThrow();
-    expect(() => validateChatRequest(withFormat(tree))).not.toThrow();
+    expect(() => decodeChatRequest(withTool(tree))).not.toThrow();
+    expect(() => decodeChatRequest(withFormat(tree))).not.toThrow();
     const mixed = {
       $schema: "http://json-schema.org/draft-07/schema#",
       type: "object",
@@ -118,9 +118,9 @@ describe("JSON schemas in requests", () => {
       patternProperties: { "^meta_": { type: "string" } },
       required: ["tag"],
     };
-    expect(() => validateChatRequest(withTool(mixed))).not.toThrow();
-    expect(() => validateChatRequest(withTool(true))).toThrow(); // parameters describe an object, not a boolean
-    expect(() => validateChatRequest(withFormat({}))).not.toThrow();
+    expect(() => decodeChatRequest(withTool(mixed))).not.toThrow();
+    expect(() => decodeChatRequest(withTool(true))).toThrow(); // parameters describe an object, not a boolean
+    expect(() => decodeChatRequest(withFormat({}))).not.toThrow();
   });
 });
 

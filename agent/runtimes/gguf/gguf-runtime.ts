@@ -143,7 +143,7 @@ export class GgufRuntime implements ModelRuntime {
   private async functionsFor(input: ChatInput): Promise<ChatModelFunctions | undefined> {
     if (!input.tools?.length || input.toolChoice === "none") return undefined;
     if (input.responseFormat) {
-      throw new MakinaError("unsupported_parameter", "The GGUF runtime cannot hold an answer to 'response_format' while it may call tools: send one of them, or 'tool_choice': 'none'.", { param: "response_format" });
+      throw new MakinaError("unsupported_parameter", "The GGUF runtime cannot hold an answer to a response format while it may call tools: send one of them, or a tool choice of none.", { param: "response_format" });
     }
     return this.toolFunctions.for(input.tools, input.toolChoice === "function" ? input.toolChoiceFunction : undefined);
   }

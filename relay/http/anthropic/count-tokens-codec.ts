@@ -1,7 +1,7 @@
 import { MakinaError } from "../../../proto/index.js";
 import type { GatewayCodec } from "../gateway/gateway-codec.js";
 import { isPlainObject, refuse } from "../json-values.js";
-import type { ChatRequest } from "../openai/validate-chat-request.js";
+import type { ChatRequest } from "../chat/index.js";
 import { decodeMessagesRequest } from "./decode-messages-request.js";
 import { messagesCodec } from "./messages-codec.js";
 

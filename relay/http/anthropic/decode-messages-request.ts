@@ -1,7 +1,6 @@
-import { MakinaError } from "../../../proto/index.js";
-import { renameBy, renameParams } from "../gateway/rename-params.js";
+import { MakinaError, type ChatMessage, type ContentPart, type ToolCall } from "../../../proto/index.js";
+import { boolean, checkChatRequest, imagePart, modelOf, toolCallOf, type ChatRequest, type Conversation, type DraftResponseFormat, type DraftTool, type DraftToolChoice, type MessagePlace, type Named } from "../chat/index.js";
 import { describeValue, isPlainObject, refuse } from "../json-values.js";
-import { validateChatRequest, type ChatRequest } from "../openai/validate-chat-request.js";
 
 /**
  * Parameters of the Messages API taken and left without effect: hints for Anthropic's own service (caching,
@@ -34,19 +33,19 @@ function textOf(block: Record<string, unknown>, path: string): string {
   return block.text;
 }
 
-/** An image block as the chat interface's image part: base64 data becomes a `data:` URI, a URL stays one. */
-function imageOf(block: Record<string, unknown>, path: string): Record<string, unknown> {
+/** An image block as an image part: base64 data as a `data:` URI, or a URL. */
+function imageOf(block: Record<string, unknown>, path: string): ContentPart {
   checkKeys(block, path, ["type", "source"]);
   const source = block.source;
   if (!isPlainObject(source)) throw missing(`${path}.source`);
   if (source.type === "base64") {
     if (typeof source.media_type !== "string" || !/^image\/[a-z0-9.+-]+$/i.test(source.media_type)) throw invalid(`${path}.source.media_type`, `Invalid '${path}.source.media_type': expected an image type such as 'image/png'.`);
     if (typeof source.data !== "string") throw invalid(`${path}.source.data`, `Invalid type for '${path}.source.data': expected base64 text.`);
-    return { type: "image_url", image_url: { url: `data:${source.media_type};base64,${source.data}` } };
+    return imagePart(`data:${source.media_type};base64,${source.data}`, undefined, { url: `${path}.source.data`, detail: path });
   }
   if (source.type === "url") {
     if (typeof source.url !== "string") throw invalid(`${path}.source.url`, `Invalid type for '${path}.source.url': expected a string.`);
-    return { type: "image_url", image_url: { url: source.url } };
+    return imagePart(source.url, undefined, { url: `${path}.source.url`, detail: path });
   }
   throw new MakinaError("unsupported_parameter", `Image sources of type '${String(source.type).slice(0, 40)}' are not supported: send 'base64' or 'url'.`, { param: `${path}.source.type` });
 }
@@ -78,39 +77,38 @@ function systemText(system: unknown): string {
     .join("\n");
 }
 
-/** One Messages-API message as chat messages: tool results become `tool` messages (before the user's own words), tool uses become tool calls. */
-function translateMessage(m: unknown, i: number, out: Record<string, unknown>[], paths: string[]): void {
-  const path = `messages[${i}]`;
-  if (!isPlainObject(m)) throw invalid(path, `Invalid type for '${path}': expected an object, but got ${describeValue(m)}.`);
-  for (const k of Object.keys(m)) if (k !== "role" && k !== "content") throw unknown(`${path}.${k}`);
-  if (m.role !== "user" && m.role !== "assistant") throw invalid(`${path}.role`, `Invalid value for '${path}.role': expected 'user' or 'assistant'.`);
-  const push = (message: Record<string, unknown>) => {
-    out.push(message);
-    paths.push(path);
+/** One Messages-API message as the conversation's: tool results become tool messages (before the user's own words), tool uses become tool calls. */
+function decodeMessage(m: unknown, i: number, into: Conversation): void {
+  const at = `messages[${i}]`;
+  if (!isPlainObject(m)) throw invalid(at, `Invalid type for '${at}': expected an object, but got ${describeValue(m)}.`);
+  for (const k of Object.keys(m)) if (k !== "role" && k !== "content") throw unknown(`${at}.${k}`);
+  if (m.role !== "user" && m.role !== "assistant") throw invalid(`${at}.role`, `Invalid value for '${at}.role': expected 'user' or 'assistant'.`);
+  const push = (message: ChatMessage, place: MessagePlace = { at }) => {
+    into.messages.push(message);
+    into.places.push(place);
   };
   if (typeof m.content === "string") return push({ role: m.role, content: m.content });
-  if (m.content === undefined || m.content === null) throw missing(`${path}.content`);
-  if (!Array.isArray(m.content)) throw invalid(`${path}.content`, `Invalid type for '${path}.content': expected a string or an array of content blocks, but got ${describeValue(m.content)}.`);
-  const parts: Record<string, unknown>[] = [];
-  const calls: Record<string, unknown>[] = [];
+  if (m.content === undefined || m.content === null) throw missing(`${at}.content`);
+  if (!Array.isArray(m.content)) throw invalid(`${at}.content`, `Invalid type for '${at}.content': expected a string or an array of content blocks, but got ${describeValue(m.content)}.`);
+  const parts: ContentPart[] = [];
+  const calls: ToolCall[] = [];
   m.content.forEach((b: unknown, j) => {
-    const p = `${path}.content[${j}]`;
+    const p = `${at}.content[${j}]`;
     if (!isPlainObject(b)) throw invalid(p, `Invalid type for '${p}': expected an object, but got ${describeValue(b)}.`);
     switch (b.type) {
       case "text":
-        parts.push({ type: "text", text: textOf(b, p) });
+        parts.push({ type: "text", text: textOf(b, p), imageUrl: "", detail: "" });
         return;
       case "image":
         if (m.role !== "user") throw invalid(`${p}.type`, `Invalid value for '${p}.type': images are only allowed in user messages.`);
+        into.images.push(`${p}.type`);
         parts.push(imageOf(b, p));
         return;
       case "tool_use": {
         if (m.role !== "assistant") throw invalid(`${p}.type`, `Invalid value for '${p}.type': 'tool_use' blocks belong to assistant messages.`);
         checkKeys(b, p, ["type", "id", "name", "input", "caller"]);
-        if (typeof b.id !== "string" || b.id === "") throw missing(`${p}.id`);
-        if (typeof b.name !== "string" || b.name === "") throw missing(`${p}.name`);
         if (!isPlainObject(b.input)) throw invalid(`${p}.input`, `Invalid type for '${p}.input': expected an object, but got ${describeValue(b.input)}.`);
-        calls.push({ id: b.id, type: "function", function: { name: b.name, arguments: JSON.stringify(b.input) } });
+        calls.push(toolCallOf({ id: b.id, name: b.name, arguments: JSON.stringify(b.input) }, { id: `${p}.id`, name: `${p}.name`, arguments: `${p}.input` }));
         return;
       }
       case "tool_result": {
@@ -119,7 +117,7 @@ function translateMessage(m: unknown, i: number, out: Record<string, unknown>[],
         if (typeof b.tool_use_id !== "string" || b.tool_use_id === "") throw missing(`${p}.tool_use_id`);
         if (b.is_error !== undefined && typeof b.is_error !== "boolean") throw invalid(`${p}.is_error`, `Invalid type for '${p}.is_error': expected a boolean.`);
         const text = toolResultText(b.content, `${p}.content`);
-        push({ role: "tool", tool_call_id: b.tool_use_id, content: b.is_error === true ? `Error: ${text}` : text });
+        push({ role: "tool", toolCallId: b.tool_use_id, content: b.is_error === true ? `Error: ${text}` : text }, { at: p, callId: `${p}.tool_use_id` });
         return;
       }
       case "thinking":
@@ -131,84 +129,66 @@ function translateMessage(m: unknown, i: number, out: Record<string, unknown>[],
         throw invalid(`${p}.type`, `Invalid value for '${p}.type': expected one of 'text', 'image', 'tool_use', 'tool_result'.`);
     }
   });
-  if (m.role === "assistant") {
-    const text = parts.map((part) => part.text).join("");
-    if (calls.length > 0) push({ role: "assistant", content: text || null, tool_calls: calls });
-    else push({ role: "assistant", content: text });
-    return;
-  }
-  if (parts.length > 0) push({ role: "user", content: parts.some((part) => part.type === "image_url") ? parts : parts.map((part) => part.text).join("") });
+  const content = parts.map((part) => part.text).join("");
+  if (m.role === "assistant") return push(calls.length > 0 ? { role: "assistant", content, toolCalls: calls } : { role: "assistant", content });
+  if (parts.length > 0) push(parts.some((part) => part.type === "image_url") ? { role: "user", content, parts } : { role: "user", content });
 }
 
-function translateTools(tools: unknown): unknown {
-  if (!Array.isArray(tools)) return tools;
+/** `tools`: `[{name, description?, input_schema, strict?}]` (Anthropic's own tool types refused), their values left to the domain's check. */
+function decodeTools(tools: unknown): DraftTool[] {
+  if (!Array.isArray(tools)) throw invalid("tools", `Invalid type for 'tools': expected an array, but got ${describeValue(tools)}.`);
   return tools.map((t: unknown, i) => {
     const p = `tools[${i}]`;
-    if (!isPlainObject(t)) return t;
+    if (!isPlainObject(t)) throw invalid(p, `Invalid type for '${p}': expected an object.`);
     if (t.type !== undefined && t.type !== null && t.type !== "custom") {
       throw new MakinaError("unsupported_parameter", `Tools of type '${String(t.type).slice(0, 64)}' (Anthropic's own) are not supported: describe your function with 'name' and 'input_schema'.`, { param: `${p}.type` });
     }
     for (const k of Object.keys(t)) if (!["name", "description", "input_schema", "strict"].includes(k) && !TOOL_NEUTRAL.has(k)) throw unknown(`${p}.${k}`);
     if (t.input_schema === undefined || t.input_schema === null) throw missing(`${p}.input_schema`);
-    const fn: Record<string, unknown> = { name: t.name, parameters: t.input_schema };
-    if (t.description !== undefined) fn.description = t.description;
-    if (t.strict !== undefined) fn.strict = t.strict;
-    return { type: "function", function: fn };
+    const part = (k: string) => ({ value: t[k], name: `${p}.${k}` });
+    return { name: part("name"), description: part("description"), parameters: part("input_schema"), strict: part("strict") };
   });
 }
 
-/** `tool_choice` as the chat interface says it, with `parallel_tool_calls` when parallel use is disabled. */
-function translateToolChoice(choice: unknown, chat: Record<string, unknown>): void {
-  if (choice === undefined || choice === null) return;
+/** `tool_choice`: `{type: auto | any | none | tool, name?, disable_parallel_tool_use?}`, with the parallel use it allows. */
+function decodeToolChoice(choice: unknown): { choice: DraftToolChoice | undefined; parallel: unknown } {
+  if (choice === undefined || choice === null) return { choice: undefined, parallel: undefined };
   if (!isPlainObject(choice)) throw invalid("tool_choice", `Invalid type for 'tool_choice': expected an object, but got ${describeValue(choice)}.`);
   for (const k of Object.keys(choice)) if (!["type", "name", "disable_parallel_tool_use"].includes(k)) throw unknown(`tool_choice.${k}`);
-  if (choice.disable_parallel_tool_use !== undefined) chat.parallel_tool_calls = choice.disable_parallel_tool_use === true ? false : choice.disable_parallel_tool_use === false ? true : choice.disable_parallel_tool_use;
-  if (choice.type === "auto") chat.tool_choice = "auto";
-  else if (choice.type === "any") chat.tool_choice = "required";
-  else if (choice.type === "none") chat.tool_choice = "none";
-  else if (choice.type === "tool") {
+  const off = choice.disable_parallel_tool_use;
+  // Parallel use allowed is its opposite; a value that is no boolean is left for the check to name.
+  const parallel = typeof off === "boolean" ? !off : off;
+  if (choice.type === "auto") return { choice: { mode: "auto" }, parallel };
+  if (choice.type === "any") return { choice: { mode: "required" }, parallel };
+  if (choice.type === "none") return { choice: { mode: "none" }, parallel };
+  if (choice.type === "tool") {
     if (typeof choice.name !== "string") throw missing("tool_choice.name");
-    chat.tool_choice = { type: "function", function: { name: choice.name } };
-  } else throw invalid("tool_choice.type", "Invalid value for 'tool_choice.type': expected one of 'auto', 'any', 'tool', 'none'.");
+    return { choice: { mode: "function", function: choice.name, functionName: "tool_choice.name" }, parallel };
+  }
+  throw invalid("tool_choice.type", "Invalid value for 'tool_choice.type': expected one of 'auto', 'any', 'tool', 'none'.");
 }
 
 /** `output_config`: an effort (taken, without effect) and a JSON schema the answer must follow. */
-function translateOutputConfig(config: unknown, chat: Record<string, unknown>): void {
-  if (config === undefined || config === null) return;
+function decodeOutputConfig(config: unknown): DraftResponseFormat | undefined {
+  if (config === undefined || config === null) return undefined;
   if (!isPlainObject(config)) throw invalid("output_config", `Invalid type for 'output_config': expected an object, but got ${describeValue(config)}.`);
   for (const k of Object.keys(config)) if (k !== "effort" && k !== "format") throw unknown(`output_config.${k}`);
   const format = config.format;
-  if (format === undefined || format === null) return;
-  if (!isPlainObject(format)) throw invalid("output_config.format", `Invalid type for 'output_config.format': expected an object, but got ${describeValue(format)}.`);
-  for (const k of Object.keys(format)) if (k !== "type" && k !== "schema") throw unknown(`output_config.format.${k}`);
-  if (format.type !== "json_schema") throw invalid("output_config.format.type", "Invalid value for 'output_config.format.type': expected 'json_schema'.");
-  chat.response_format = { type: "json_schema", json_schema: { name: "output", schema: format.schema ?? {}, strict: true } };
+  if (format === undefined || format === null) return undefined;
+  const name = "output_config.format";
+  if (!isPlainObject(format)) throw invalid(name, `Invalid type for '${name}': expected an object, but got ${describeValue(format)}.`);
+  for (const k of Object.keys(format)) if (k !== "type" && k !== "schema") throw unknown(`${name}.${k}`);
+  if (format.type !== "json_schema") throw invalid(`${name}.type`, `Invalid value for '${name}.type': expected 'json_schema'.`);
+  // The API names no schema and always holds the answer to it.
+  return { name, type: { value: "json_schema", name: `${name}.type` }, schemaName: { value: "output", name }, description: { value: undefined, name }, schema: { value: format.schema, name: `${name}.schema` }, strict: { value: true, name } };
 }
 
 /**
- * Where the chat form's parameters came from in the Messages API's body, for the text of a refusal: of the body
- * checked, and of a refusal that comes later (the plan, the runtime), where a message's place is no longer known.
- */
-export const renameMessagesParam = renameBy([
-  [/^tools\[(\d+)\]\.function\.parameters/, "tools[$1].input_schema"],
-  [/^tools\[(\d+)\]\.function/, "tools[$1]"],
-  [/^tool_choice\.function\.name/, "tool_choice.name"],
-  [/^tool_choice\.function/, "tool_choice"],
-  [/^parallel_tool_calls$/, "tool_choice.disable_parallel_tool_use"],
-  [/^stop$/, "stop_sequences"],
-  [/^response_format\.json_schema\.schema/, "output_config.format.schema"],
-  [/^response_format(\.json_schema)?/, "output_config.format"],
-  [/^messages\[\d+\].*$/, "messages"],
-]);
-
-/**
- * Checks a Messages API body and makes it the gateway's domain request: it is said again in the chat
- * interface's terms and checked by the one validator of chat requests, whose refusals are told in the
- * Messages API's own parameter names.
+ * Reads a Messages API body and makes it the gateway's domain request through the one check of chat requests,
+ * every refusal naming the field of the body sent.
  */
 export function decodeMessagesRequest(body: unknown): ChatRequest {
   if (!isPlainObject(body)) throw refuse.notObject(body);
-  const chat: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(body)) {
     if (TOP.has(k) || NEUTRAL.has(k)) continue;
     if (UNSERVED.has(k)) {
@@ -217,30 +197,37 @@ export function decodeMessagesRequest(body: unknown): ChatRequest {
     }
     throw unknown(k);
   }
+  const model = modelOf(body.model, "model");
   if (body.max_tokens === undefined || body.max_tokens === null) throw missing("max_tokens");
   if (body.messages === undefined || body.messages === null) throw missing("messages");
   if (!Array.isArray(body.messages)) throw invalid("messages", `Invalid type for 'messages': expected an array, but got ${describeValue(body.messages)}.`);
   if (body.messages.length === 0) throw invalid("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.");
-  const messages: Record<string, unknown>[] = [];
-  const paths: string[] = [];
+  const conversation: Conversation = { messages: [], places: [], images: [] };
   if (body.system !== undefined && body.system !== null) {
-    messages.push({ role: "system", content: systemText(body.system) });
-    paths.push("system");
+    conversation.messages.push({ role: "system", content: systemText(body.system) });
+    conversation.places.push({ at: "system" });
   }
-  body.messages.forEach((m, i) => translateMessage(m, i, messages, paths));
-  chat.model = body.model;
-  chat.messages = messages;
-  chat.max_tokens = body.max_tokens;
-  for (const [from, to] of [["stop_sequences", "stop"], ["stream", "stream"], ["temperature", "temperature"], ["top_p", "top_p"]] as const) if (body[from] !== undefined) chat[to] = body[from];
-  if (body.tools !== undefined) chat.tools = translateTools(body.tools);
-  translateToolChoice(body.tool_choice, chat);
-  translateOutputConfig(body.output_config, chat);
-  try {
-    return validateChatRequest(chat);
-  } catch (err) {
-    throw renameParams(err, (param) => {
-      const at = /^messages\[(\d+)\]/.exec(param);
-      return at ? (paths[Number(at[1])] ?? "messages") : renameMessagesParam(param);
-    });
-  }
+  body.messages.forEach((m, i) => decodeMessage(m, i, conversation));
+  if (body.stream !== undefined && body.stream !== null) boolean(body.stream, "stream");
+  const { choice, parallel } = decodeToolChoice(body.tool_choice);
+  const format = decodeOutputConfig(body.output_config);
+  const named = (name: string): Named => ({ value: body[name], name });
+  return checkChatRequest({
+    model,
+    modelName: "model",
+    ...conversation,
+    messagesName: "messages",
+    stream: body.stream === true,
+    // Its streams always end with their usage.
+    includeUsage: true,
+    temperature: named("temperature"),
+    topP: named("top_p"),
+    maxTokens: named("max_tokens"),
+    stop: named("stop_sequences"),
+    ...(body.tools === undefined || body.tools === null ? {} : { tools: { value: decodeTools(body.tools), name: "tools" } }),
+    toolChoice: { value: choice, name: "tool_choice" },
+    parallelToolCalls: { value: parallel, name: "tool_choice.disable_parallel_tool_use" },
+    ...(format ? { responseFormat: format } : {}),
+    needs: [],
+  });
 }

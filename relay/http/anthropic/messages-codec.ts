@@ -1,11 +1,10 @@
 import { anthropicError, type FinishReason, type MakinaError, type Usage } from "../../../proto/index.js";
 import { anthropicShape } from "./anthropic-shape.js";
 import type { GatewayCodec } from "../gateway/gateway-codec.js";
-import type { ChatRequest } from "../openai/validate-chat-request.js";
+import type { ChatRequest } from "../chat/index.js";
 import { apiKeyAuthorization } from "../api-key-header.js";
 import { sendError } from "../send-json.js";
-import { renameParams } from "../gateway/rename-params.js";
-import { decodeMessagesRequest, renameMessagesParam } from "./decode-messages-request.js";
+import { decodeMessagesRequest } from "./decode-messages-request.js";
 
 /**
  * Why an answer ended, as the Messages API says it. A stop sequence and the model's own end are one reason on
@@ -82,6 +81,5 @@ export const messagesCodec: GatewayCodec<ChatRequest> = {
       failure: (e: MakinaError) => frame("error", `"error":${JSON.stringify({ type: anthropicError(e.mapping).type, message: e.message })}`),
     };
   },
-  // A refusal after the body was checked (the plan's, the runtime's) names the chat form's parameters: told in this API's.
-  sendError: (res, err, log, requestId) => sendError(res, renameParams(err, renameMessagesParam), log, requestId, anthropicShape),
+  sendError: (res, err, log, requestId) => sendError(res, err, log, requestId, anthropicShape),
 };

@@ -132,12 +132,23 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
     // Not served (refused by the runtime, machine gone before the first byte, or never its turn): the ledger
     // gives the quota back, unless the machine may have worked on it.
     ledger.notServed(MakinaError.from(err).code, res.headersSent, place !== undefined, deps.inFlight.endedByRelay(controller));
-    throw err;
+    throw inClientTerms(err, request);
   } finally {
     place?.release();
     res.off("close", onClose);
     deps.inFlight.delete(controller);
   }
+}
+
+/**
+ * A refusal of the machine's (its runtime's, its layers'), which names the parameter at fault in the domain's
+ * terms (`messages`, `response_format`), naming the client's field instead (`input`, `text.format`): the name
+ * the request's decoder gave it. Its text is the machine's, and says no parameter's name of one API only.
+ */
+function inClientTerms(err: unknown, request: PlannableRequest): unknown {
+  if (!(err instanceof MakinaError) || err.param === null) return err;
+  const param = request.paramName(err.param);
+  return param === err.param ? err : new MakinaError(err.code, err.message, { param, retryAfterMs: err.retryAfterMs, cause: err.cause });
 }
 
 /**

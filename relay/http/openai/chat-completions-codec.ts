@@ -1,7 +1,8 @@
 import type { ToolCallDelta } from "../../../proto/index.js";
 import type { GatewayCodec } from "../gateway/gateway-codec.js";
 import { sendError } from "../send-json.js";
-import { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
+import type { ChatRequest } from "../chat/index.js";
+import { decodeChatRequest } from "./decode-chat-request.js";
 
 /** A streamed tool-call piece as the vendor's delta: its first piece says the call's id, type and function name. */
 function toolCallDelta(d: ToolCallDelta): string {
@@ -14,7 +15,7 @@ function toolCallDelta(d: ToolCallDelta): string {
 export const chatCompletionsCodec: GatewayCodec<ChatRequest> = {
   label: "chat completion",
   authorization: (req) => req.headers.authorization,
-  decode: validateChatRequest,
+  decode: decodeChatRequest,
   answerId: (ids) => `chatcmpl-${ids.next(29)}`,
   answer(_request, meta, { text, calls, finishReason, usage }) {
     const toolCalls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));

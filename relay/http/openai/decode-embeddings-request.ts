@@ -62,6 +62,8 @@ export function decodeEmbeddingsRequest(body: unknown): EmbeddingsRequest {
     model: body.model,
     needs,
     imagePart: undefined,
+    // This API's names are the domain's.
+    paramName: (param) => param,
     encoding,
     // `maxTokens` 1: an agent older than embeddings, which would take this for a chat, generates one token at most.
     input: { messages: [], temperature: 1, topP: 1, maxTokens: 1, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: false, embed, ...(dimensions ? { dimensions } : {}) },

@@ -10,8 +10,8 @@ export { chatCompletionsCodec } from "./chat-completions-codec.js";
 export { responsesCodec } from "./responses-codec.js";
 export { embeddingsCodec } from "./embeddings-codec.js";
 export { decodeEmbeddingsRequest, type EmbeddingsRequest } from "./decode-embeddings-request.js";
-export { decodeResponsesRequest, renameResponsesParam, type ResponsesRequest } from "./decode-responses-request.js";
-export { validateChatRequest, type ChatRequest } from "./validate-chat-request.js";
+export { decodeResponsesRequest, type ResponsesRequest } from "./decode-responses-request.js";
+export { decodeChatRequest } from "./decode-chat-request.js";
 
 /** Options of the Express side of the gateway. */
 export interface OpenAiRouterDeps {

@@ -1,8 +1,7 @@
 import type { FinishReason, ToolCall, Usage } from "../../../proto/index.js";
 import type { AnswerMeta, GatewayCodec } from "../gateway/gateway-codec.js";
 import { sendError } from "../send-json.js";
-import { renameParams } from "../gateway/rename-params.js";
-import { decodeResponsesRequest, renameResponsesParam, type ResponsesRequest } from "./decode-responses-request.js";
+import { decodeResponsesRequest, type ResponsesRequest } from "./decode-responses-request.js";
 
 type OutputItem = Record<string, unknown>;
 
@@ -144,5 +143,5 @@ export const responsesCodec: GatewayCodec<ResponsesRequest> = {
     };
   },
   // A refusal after the body was checked (the plan's, the runtime's) names the chat form's parameters: told in this API's.
-  sendError: (res, err, log, requestId) => sendError(res, renameParams(err, renameResponsesParam), log, requestId),
+  sendError,
 };

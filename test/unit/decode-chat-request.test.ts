@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { MakinaError } from "../../proto/index.js";
-import { validateChatRequest } from "../../relay/http/openai/index.js";
+import { decodeChatRequest } from "../../relay/http/openai/index.js";
 
 const ok = { model: "m", messages: [{ role: "user", content: "hi" }] };
 
 function rejects(body: unknown): { code: string; param: string | null; message: string } {
   try {
-    validateChatRequest(body);
+    decodeChatRequest(body);
   } catch (err) {
     expect(err).toBeInstanceOf(MakinaError);
     const e = err as MakinaError;
@@ -17,7 +17,10 @@ function rejects(body: unknown): { code: string; param: string | null; message: 
 
 describe("chat request validation", () => {
   it("applies the vendor defaults", () => {
-    expect(validateChatRequest(ok)).toEqual({
+    const { paramName, ...request } = decodeChatRequest(ok);
+    // This API's names are the domain's.
+    expect(["max_tokens", "messages", "response_format"].map(paramName)).toEqual(["max_tokens", "messages", "response_format"]);
+    expect(request).toEqual({
       model: "m",
       includeUsage: false,
       imagePart: undefined,
@@ -35,11 +38,11 @@ describe("chat request validation", () => {
         unset: ["temperature", "top_p"],
       },
     });
-    expect(validateChatRequest({ ...ok, temperature: 0.5 }).input.unset).toEqual(["top_p"]);
+    expect(decodeChatRequest({ ...ok, temperature: 0.5 }).input.unset).toEqual(["top_p"]);
   });
 
   it("accepts text content parts, every role, a stop string and max_completion_tokens", () => {
-    const r = validateChatRequest({
+    const r = decodeChatRequest({
       model: "m",
       messages: [
         { role: "developer", content: "be brief" },
@@ -96,7 +99,7 @@ describe("chat request validation", () => {
   });
 
   it("accepts every documented parameter in its neutral form without needing anything of the runtime", () => {
-    const r = validateChatRequest({
+    const r = decodeChatRequest({
       ...ok,
       n: 1,
       presence_penalty: 0,
@@ -119,14 +122,14 @@ describe("chat request validation", () => {
   });
 
   it("lists the parameters whose values the runtime must honour", () => {
-    const r = validateChatRequest({ ...ok, n: 2, presence_penalty: 0.5, tools: [{ type: "function", function: { name: "f" } }], logprobs: true, top_logprobs: 2 });
+    const r = decodeChatRequest({ ...ok, n: 2, presence_penalty: 0.5, tools: [{ type: "function", function: { name: "f" } }], logprobs: true, top_logprobs: 2 });
     expect(r.needs.sort()).toEqual(["logprobs", "n", "presence_penalty", "tools", "top_logprobs"]);
     expect(r.input.presencePenalty).toBe(0.5);
   });
 
   it("reads tools, tool_choice and parallel_tool_calls, and the calls and results of a conversation", () => {
     const weather = { type: "function", function: { name: "get_weather", description: "Weather", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: true } };
-    const r = validateChatRequest({
+    const r = decodeChatRequest({
       ...ok,
       messages: [
         { role: "user", content: "Paris?" },
@@ -152,11 +155,11 @@ describe("chat request validation", () => {
       { role: "tool", content: "sunny", toolCallId: "call_a" },
     ]);
     expect(r.needs.sort()).toEqual(["tool_choice", "tools"]);
-    expect(validateChatRequest({ ...ok, tools: [weather], tool_choice: "required" }).input).toMatchObject({ toolChoice: "required", toolChoiceFunction: "", parallelToolCalls: undefined });
+    expect(decodeChatRequest({ ...ok, tools: [weather], tool_choice: "required" }).input).toMatchObject({ toolChoice: "required", toolChoiceFunction: "", parallelToolCalls: undefined });
   });
 
   it("keeps a user message's image parts in order, with its text, and needs a runtime that takes images", () => {
-    const r = validateChatRequest({
+    const r = decodeChatRequest({
       ...ok,
       messages: [
         { role: "user", content: "hi" },
