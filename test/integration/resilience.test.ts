@@ -15,10 +15,15 @@ const post = (gw: TestGateway, body: Record<string, unknown>, signal?: AbortSign
     signal,
   });
 
-/** Holds one request on a machine: its consumer reads one chunk and stops, so the agent waits for credit. */
-async function holdRequest(gw: TestGateway, machineId: string, stackId: string, agent: Agent) {
+/**
+ * Holds one request on a machine: its consumer reads one chunk and stops, so the agent waits for credit, and the
+ * model process decodes no further once what the link and the process buffer is full (GGUF_WINDOW's bytes and
+ * the link's credit: a few hundred of the test model's tokens). It asks for far more tokens than that, so that
+ * it is still decoding, holding its sequence, until it is released (a context of 2,048 takes the 1,900 asked by default).
+ */
+async function holdRequest(gw: TestGateway, machineId: string, stackId: string, agent: Agent, maxTokens = 1900) {
   const session = gw.relay.registry.get(machineId)!;
-  const events = session.infer(stackId, { messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true });
+  const events = session.infer(stackId, { messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true });
   await events.next();
   await vi.waitFor(() => expect(agent.inference.stalled).toBeGreaterThan(0), { timeout: 10_000, interval: 10 });
   return () => events.return(undefined);
@@ -183,7 +188,8 @@ describe("routing across machines serving one model id", () => {
   });
 
   it("sends a request to the machine with the fewest requests in flight", async () => {
-    const release = await holdRequest(gw, gw.machineId, gw.stackId, gw.agent);
+    // Held in flight: its tokens are what the machine's context of 512 leaves.
+    const release = await holdRequest(gw, gw.machineId, gw.stackId, gw.agent, 480);
     try {
       const before = { first: gw.agent.inference.chunksSent, second: second.agent.inference.chunksSent };
       for (let i = 0; i < 3; i++) expect((await post(gw, { model: gw.modelId, max_tokens: 3 })).status).toBe(200);
