@@ -97,13 +97,17 @@ describe("the Responses API with the official client, on GGUF stacks", () => {
     expect(response.text).toMatchObject({ format: { type: "json_schema", name: "feeling" } });
   });
 
-  it("names its own fields in what the runtime refuses: text.format, where the runtime said response_format", async () => {
+  it("names its own fields in what the runtime refuses: text.format for response_format, a tool's parameters for its schema", async () => {
     const weather: FunctionTool = { type: "function", name: "get_weather", parameters: WEATHER, strict: true };
     // The GGUF runtime cannot hold an answer to a schema while the model may call tools (a refusal of the machine's).
     const err = await client.responses.create({ model: tools, input: "Weather?", tools: [weather], text: { format: { type: "json_schema", name: "w", schema: WEATHER } }, max_output_tokens: 5 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ code: "unsupported_parameter", param: "text.format" });
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).not.toContain("response_format");
+    // A keyword of a tool's schema the runtime cannot enforce: named inside this API's field, and in the text by its place in the schema.
+    const counted: FunctionTool = { type: "function", name: "count", parameters: { type: "object", properties: { n: { type: "integer", minimum: 1 } }, required: ["n"], additionalProperties: false }, strict: true };
+    const keyword = await client.responses.create({ model: tools, input: "Count", tools: [counted], max_output_tokens: 5 }).catch((e: unknown) => e);
+    expect((keyword as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ code: "invalid_value", param: "tools[0].parameters.properties.n.minimum", message: "Invalid schema at 'properties.n.minimum': the keyword 'minimum' cannot be enforced by this model's runtime." });
   });
 
   it("refuses to continue a stored response, saying to send the conversation, and keeps none to fetch", async () => {

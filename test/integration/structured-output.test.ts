@@ -105,7 +105,7 @@ describe("structured output on the GGUF runtime: response_format held by a gramm
       status: 400,
       code: "invalid_value",
       param: "response_format.json_schema.schema.properties.code.pattern",
-      error: { message: "Invalid schema at 'response_format.json_schema.schema.properties.code.pattern': the keyword 'pattern' cannot be enforced by this model's runtime." },
+      error: { message: "Invalid schema at 'properties.code.pattern': the keyword 'pattern' cannot be enforced by this model's runtime." },
     });
     const bad = async (response_format: unknown) => {
       const res = await fetch(`${gw.baseURL}/chat/completions`, {

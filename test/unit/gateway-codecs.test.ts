@@ -217,6 +217,11 @@ describe("refusals that come after the body was checked", () => {
       tools: [{ name: "f", input_schema: {} }],
       tool_choice: { type: "any" },
     });
+    // A place inside a schema, where a runtime cannot enforce a keyword, is named inside the client's field.
+    expect(messages.paramName("tools[0].function.parameters.properties.a.minimum")).toBe("tools[0].input_schema.properties.a.minimum");
+    expect(messages.paramName("response_format.json_schema.schema.properties.code.pattern")).toBe("output_config.format.schema.properties.code.pattern");
+    expect(messages.paramName("tools[0].function.parameters")).toBe("tools[0].input_schema");
+    expect(messages.paramName("tools[0].function.parametersX")).toBe("tools[0].function.parametersX");
     expect(["response_format", "response_format.type", "messages", "max_tokens", "tools", "tool_choice", "image_url", "model"].map(messages.paramName)).toEqual([
       "output_config.format",
       "output_config.format.type",

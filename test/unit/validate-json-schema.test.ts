@@ -129,7 +129,7 @@ describe("JSON schemas on the GGUF runtime", () => {
     const schema = { type: "object", properties: { a: { type: "string", deprecated: true, readOnly: false, "x-order": 1 } }, "x-generator": "zod" };
     expect(toGrammarSchema(schema, "tools[0].function.parameters")).toEqual({ type: "object", properties: { a: { type: "string" } }, additionalProperties: false });
     expect(() => toGrammarSchema({ type: "object", properties: { a: { type: "number", minimum: 0 } } }, "p")).toThrow(
-      expect.objectContaining({ param: "p.properties.a.minimum", message: "Invalid schema at 'p.properties.a.minimum': the keyword 'minimum' cannot be enforced by this model's runtime." }),
+      expect.objectContaining({ param: "p.properties.a.minimum", message: "Invalid schema at 'properties.a.minimum': the keyword 'minimum' cannot be enforced by this model's runtime." }),
     );
   });
 });

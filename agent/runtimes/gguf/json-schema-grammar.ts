@@ -14,8 +14,15 @@ const isExtension = (k: string) => k.startsWith("x-");
 
 const RESPONSE_SCHEMA = "response_format.json_schema.schema";
 
-/** Refuses what a grammar cannot take, naming the request's path to it (`response_format.json_schema.schema.properties.code.pattern`) as `param`. */
-export const refuse = (path: string, message: string) => new MakinaError("invalid_value", `Invalid schema at '${path}': ${message}`, { param: path });
+/**
+ * Refuses what a grammar cannot take: `param` is the request's path to it in the domain's terms
+ * (`response_format.json_schema.schema.properties.code.pattern`), which the relay names in the client's API; the
+ * text names the place inside the schema (`properties.code.pattern`), the same in every API.
+ */
+export function refuse(path: string, message: string, root = path): MakinaError {
+  const inside = path.startsWith(root) ? path.slice(root.length).replace(/^\./, "") : path;
+  return new MakinaError("invalid_value", inside ? `Invalid schema at '${inside}': ${message}` : `Invalid schema: ${message}`, { param: path });
+}
 
 /**
  * OpenAI's JSON schema in the dialect node-llama-cpp turns into a grammar: `anyOf` becomes `oneOf`,
@@ -24,29 +31,29 @@ export const refuse = (path: string, message: string) => new MakinaError("invali
  * `minimum`, `allOf`…) is refused with 400 `invalid_value` whose `param` is its path in the request, never silently
  * dropped. `path` is the schema's own path (`tools[0].function.parameters`).
  */
-export function toGrammarSchema(schema: unknown, path: string): GbnfJsonSchema {
+export function toGrammarSchema(schema: unknown, path: string, root = path): GbnfJsonSchema {
   if (typeof schema === "boolean") {
     if (schema) return { type: ["string", "number", "boolean", "null"] } as GbnfJsonSchema;
-    throw refuse(path, "`false` matches nothing.");
+    throw refuse(path, "`false` matches nothing.", root);
   }
-  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) throw refuse(path, "expected an object.");
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) throw refuse(path, "expected an object.", root);
   const split = splitByType(schema as Record<string, unknown>);
-  if (split) return toGrammarSchema(split, path);
+  if (split) return toGrammarSchema(split, path, root);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(schema)) {
     if (isExtension(k)) continue;
-    if (!SUPPORTED.has(k)) throw refuse(`${path}.${k}`, `the keyword '${k}' cannot be enforced by this model's runtime.`);
+    if (!SUPPORTED.has(k)) throw refuse(`${path}.${k}`, `the keyword '${k}' cannot be enforced by this model's runtime.`, root);
     if (ANNOTATIONS.has(k)) continue;
     if (k === "properties" || k === "$defs" || k === "definitions") {
-      if (typeof v !== "object" || v === null || Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an object.");
-      out[k === "definitions" ? "$defs" : k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, toGrammarSchema(sub, `${path}.${k}.${name}`)]));
+      if (typeof v !== "object" || v === null || Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an object.", root);
+      out[k === "definitions" ? "$defs" : k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, toGrammarSchema(sub, `${path}.${k}.${name}`, root)]));
     } else if (k === "items" || (k === "additionalProperties" && typeof v === "object")) {
-      out[k] = toGrammarSchema(v, `${path}.${k}`);
+      out[k] = toGrammarSchema(v, `${path}.${k}`, root);
     } else if (k === "prefixItems" || k === "oneOf" || k === "anyOf") {
-      if (!Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an array.");
-      out[k === "anyOf" ? "oneOf" : k] = v.map((sub, i) => toGrammarSchema(sub, `${path}.${k}[${i}]`));
+      if (!Array.isArray(v)) throw refuse(`${path}.${k}`, "expected an array.", root);
+      out[k === "anyOf" ? "oneOf" : k] = v.map((sub, i) => toGrammarSchema(sub, `${path}.${k}[${i}]`, root));
     } else if (k === "$ref") {
-      if (typeof v !== "string" || !/^#\/(\$defs|definitions)\/[^/]+$/.test(v)) throw refuse(`${path}.$ref`, "only references to #/$defs/NAME are supported.");
+      if (typeof v !== "string" || !/^#\/(\$defs|definitions)\/[^/]+$/.test(v)) throw refuse(`${path}.$ref`, "only references to #/$defs/NAME are supported.", root);
       out.$ref = v.replace("#/definitions/", "#/$defs/");
     } else {
       out[k] = v;

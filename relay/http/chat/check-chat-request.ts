@@ -42,6 +42,8 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
     ["model", d.modelName],
     ["messages", d.messagesName],
   ]);
+  // Where each schema is: what a runtime refuses inside one is named by its path inside it.
+  const schemas = new Map<string, string>();
   const needs: string[] = [];
   const need = (id: string, name: string) => {
     needs.push(id);
@@ -63,12 +65,17 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
 
   const tools = d.tools && Array.isArray(d.tools.value) && d.tools.value.length > 0 ? toolDefinitions(d.tools as Named<DraftTool[]>) : undefined;
   if (tools) need("tools", d.tools!.name);
+  // A runtime that cannot enforce a keyword of a schema names its path inside the schema's domain path.
+  if (tools) d.tools!.value.forEach((t, i) => schemas.set(`tools[${i}].function.parameters`, t.parameters.name));
   const choice = toolChoice(d, tools);
   if (choice.toolChoice === "required" || choice.toolChoice === "function") need("tool_choice", d.toolChoice!.name);
   const parallelToolCalls = optional<boolean | undefined>(d.parallelToolCalls, boolean, undefined);
   const format = d.responseFormat ? responseFormat(d.responseFormat) : undefined;
   if (format) need("response_format", d.responseFormat!.name);
-  if (d.responseFormat) names.set("response_format", d.responseFormat.name).set("response_format.type", d.responseFormat.type.name);
+  if (d.responseFormat) {
+    names.set("response_format", d.responseFormat.name).set("response_format.type", d.responseFormat.type.name);
+    schemas.set("response_format.json_schema.schema", d.responseFormat.schema.name);
+  }
   // Images are a need like any parameter: the stack's runtime must take them.
   if (d.images.length) need("image_url", d.images[0]!);
   for (const extra of d.needs) need(extra.value, extra.name);
@@ -78,7 +85,7 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
     includeUsage: d.includeUsage,
     imagePart: d.images[0],
     needs,
-    paramName: (param) => names.get(param) ?? param,
+    paramName: (param) => names.get(param) ?? nameInside(schemas, param),
     input: {
       messages: d.messages,
       temperature,
@@ -94,6 +101,21 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
       ...(tools ? { tools, ...choice, parallelToolCalls } : {}),
     },
   };
+}
+
+/**
+ * The client's name of a place inside one of the request's schemas (`tools[0].function.parameters.properties.a`
+ * inside `tools[0].function.parameters`, which the Messages API names `tools[0].input_schema`); anything else stays
+ * as it is.
+ */
+function nameInside(schemas: ReadonlyMap<string, string>, param: string): string {
+  const root = schemas.get(param);
+  if (root !== undefined) return root;
+  let best = "";
+  for (const domain of schemas.keys()) {
+    if (domain.length > best.length && param.startsWith(domain) && (param[domain.length] === "." || param[domain.length] === "[")) best = domain;
+  }
+  return best ? schemas.get(best)! + param.slice(best.length) : param;
 }
 
 /** `stop`: a string or up to four, each of 1 to 1,024 characters. */
