@@ -42,8 +42,6 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
     ["model", d.modelName],
     ["messages", d.messagesName],
   ]);
-  // Where each schema is: what a runtime refuses inside one is named by its path inside it.
-  const schemas = new Map<string, string>();
   const needs: string[] = [];
   const need = (id: string, name: string) => {
     needs.push(id);
@@ -65,8 +63,6 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
 
   const tools = d.tools && Array.isArray(d.tools.value) && d.tools.value.length > 0 ? toolDefinitions(d.tools as Named<DraftTool[]>) : undefined;
   if (tools) need("tools", d.tools!.name);
-  // A runtime that cannot enforce a keyword of a schema names its path inside the schema's domain path.
-  if (tools) d.tools!.value.forEach((t, i) => schemas.set(`tools[${i}].function.parameters`, t.parameters.name));
   const choice = toolChoice(d, tools);
   if (choice.toolChoice === "required" || choice.toolChoice === "function") need("tool_choice", d.toolChoice!.name);
   const parallelToolCalls = optional<boolean | undefined>(d.parallelToolCalls, boolean, undefined);
@@ -74,7 +70,6 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
   if (format) need("response_format", d.responseFormat!.name);
   if (d.responseFormat) {
     names.set("response_format", d.responseFormat.name).set("response_format.type", d.responseFormat.type.name);
-    schemas.set("response_format.json_schema.schema", d.responseFormat.schema.name);
   }
   // Images are a need like any parameter: the stack's runtime must take them.
   if (d.images.length) need("image_url", d.images[0]!);
@@ -85,7 +80,7 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
     includeUsage: d.includeUsage,
     imagePart: d.images[0],
     needs,
-    paramName: (param) => names.get(param) ?? nameInside(schemas, param),
+    paramName: (param) => names.get(param) ?? nameInside(schemasOf(d, tools !== undefined), param),
     input: {
       messages: d.messages,
       temperature,
@@ -101,6 +96,17 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
       ...(tools ? { tools, ...choice, parallelToolCalls } : {}),
     },
   };
+}
+
+/**
+ * Where each of the request's schemas is, by its domain path (`tools[0].function.parameters`,
+ * `response_format.json_schema.schema`) and the client's; made only when a refusal asks.
+ */
+function schemasOf(d: ChatDraft, withTools: boolean): Map<string, string> {
+  const schemas = new Map<string, string>();
+  if (withTools) d.tools!.value.forEach((t, i) => schemas.set(`tools[${i}].function.parameters`, t.parameters.name));
+  if (d.responseFormat) schemas.set("response_format.json_schema.schema", d.responseFormat.schema.name);
+  return schemas;
 }
 
 /**
