@@ -29,7 +29,8 @@ export function refuse(path: string, message: string, root = path): MakinaError 
  * `definitions` becomes `$defs`, annotations go, and an object's `additionalProperties` is false unless the
  * schema says otherwise (as OpenAI's strict mode requires). A keyword the grammar cannot enforce (`pattern`,
  * `minimum`, `allOf`…) is refused with 400 `invalid_value` whose `param` is its path in the request, never silently
- * dropped. `path` is the schema's own path (`tools[0].function.parameters`).
+ * dropped. `path` is the schema's own path (`tools[0].function.parameters`), `root` the whole schema's (a refusal's
+ * text names the place inside it).
  */
 export function toGrammarSchema(schema: unknown, path: string, root = path): GbnfJsonSchema {
   if (typeof schema === "boolean") {
