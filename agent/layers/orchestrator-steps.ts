@@ -1,5 +1,5 @@
-import { MakinaError, type FinishReason } from "../../proto/index.js";
-import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent, TokenUsage } from "../runtimes/model-runtime.js";
+import { MakinaError, type FinishReason, type Usage } from "../../proto/index.js";
+import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../runtimes/model-runtime.js";
 
 /** What one step of an orchestrator produced: its text (and the pieces it came in), why it ended, what it used. */
 export interface StepResult {
@@ -9,12 +9,12 @@ export interface StepResult {
 }
 
 /**
- * The steps of one orchestrated request, and their usage: each step's tokens are counted as the runtime
- * reports them, and the request's usage (`options.usage`, read when it is canceled or fails midway) is
- * always the sum of every step so far, so each is charged.
+ * The steps of one orchestrated request, and their usage: each step's tokens are what its runtime's last event
+ * (`end`, or `stopped` when it was canceled or failed) said, and the request's usage is the sum of every step
+ * so far, so each is charged.
  */
 export class OrchestratedSteps {
-  private readonly usages: TokenUsage[] = [];
+  private readonly usages: Usage[] = [];
 
   constructor(
     private readonly runtime: ModelRuntime,
@@ -22,7 +22,7 @@ export class OrchestratedSteps {
   ) {}
 
   /** Every step's tokens so far, summed. */
-  get usage(): TokenUsage {
+  get usage(): Usage {
     let promptTokens = 0;
     let completionTokens = 0;
     for (const u of this.usages) {
@@ -32,7 +32,7 @@ export class OrchestratedSteps {
     return { promptTokens, completionTokens };
   }
 
-  /** Runs a step to its end, collecting its text. */
+  /** Runs a step to its end, collecting its text; a step canceled or failed throws its error (its usage counted). */
   async collect(input: ChatInput, signal = this.options.signal): Promise<StepResult> {
     const result: StepResult = { text: "", pieces: [], finishReason: "stop" };
     for await (const ev of this.stream(input, signal)) {
@@ -40,36 +40,29 @@ export class OrchestratedSteps {
         result.pieces.push(ev.text);
         result.text += ev.text;
       } else if (ev.type === "end") result.finishReason = ev.finishReason;
+      else if (ev.type === "stopped") throw ev.error;
     }
     return result;
   }
 
-  /** Runs a step, yielding its text as it comes (the final step of a streamed request); its `end` carries every step's usage. */
+  /** Runs a step, yielding its text as it comes (the final step of a streamed request); its last event carries every step's usage. */
   async *stream(input: ChatInput, signal = this.options.signal): AsyncGenerator<RuntimeEvent> {
-    const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+    const usage: Usage = { promptTokens: 0, completionTokens: 0 };
     this.usages.push(usage);
-    try {
-      for await (const ev of this.runtime.chat(input, { signal, usage })) {
-        if (ev.type === "end") {
-          Object.assign(usage, ev.usage);
-          yield { ...ev, usage: this.usage };
-        } else {
-          this.report();
-          yield ev;
-        }
+    for await (const ev of this.runtime.chat(input, { signal })) {
+      if (ev.type === "end") {
+        Object.assign(usage, ev.usage);
+        yield { ...ev, usage: this.usage };
+        return;
       }
-    } catch (err) {
-      // However the runtime reports it, a step stopped by the request's end is a canceled request.
-      if (signal?.aborted) throw MakinaError.from(signal.reason);
-      throw err;
-    } finally {
-      this.report();
+      if (ev.type === "stopped") {
+        Object.assign(usage, ev.usage);
+        // However the runtime reports it, a step stopped by the request's end is a canceled request.
+        yield stoppedBy(ev.error, this.usage, signal);
+        return;
+      }
+      yield ev;
     }
-  }
-
-  /** Keeps the request's usage the sum of its steps. */
-  private report(): void {
-    if (this.options.usage) Object.assign(this.options.usage, this.usage);
   }
 }
 

@@ -1,5 +1,5 @@
 import { DEFAULT_REFINE_ROUNDS, type LayerOptionValue } from "../../proto/index.js";
-import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../runtimes/model-runtime.js";
+import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../runtimes/model-runtime.js";
 import { OrchestratedSteps, refuseTools } from "./orchestrator-steps.js";
 import { RuntimeLayer } from "./runtime-layer.js";
 
@@ -29,20 +29,25 @@ export class RefineOrchestrator extends RuntimeLayer {
     const steps = new OrchestratedSteps(this.runtime, options);
     // Steps before the last are read whole, not streamed: the runtime is asked for the whole answer.
     const inner = { ...input, stream: false };
-    let draft = (await steps.collect(inner)).text;
-    for (let round = 1; ; round++) {
-      const critique = await steps.collect({
-        ...inner,
-        // The critique is prose about the draft, whatever shape the answer must have.
-        responseFormat: undefined,
-        messages: [...input.messages, { role: "assistant", content: draft }, { role: "user", content: this.critiquePrompt }],
-      });
-      const revise = { ...input, messages: [...input.messages, { role: "assistant", content: draft }, { role: "user", content: `${this.revisePrompt}\n\nCritique:\n${critique.text}` }] };
-      if (round >= this.rounds) {
-        yield* steps.stream(revise);
-        return;
+    try {
+      let draft = (await steps.collect(inner)).text;
+      for (let round = 1; ; round++) {
+        const critique = await steps.collect({
+          ...inner,
+          // The critique is prose about the draft, whatever shape the answer must have.
+          responseFormat: undefined,
+          messages: [...input.messages, { role: "assistant", content: draft }, { role: "user", content: this.critiquePrompt }],
+        });
+        const revise = { ...input, messages: [...input.messages, { role: "assistant", content: draft }, { role: "user", content: `${this.revisePrompt}\n\nCritique:\n${critique.text}` }] };
+        if (round >= this.rounds) {
+          yield* steps.stream(revise);
+          return;
+        }
+        draft = (await steps.collect({ ...revise, stream: false })).text;
       }
-      draft = (await steps.collect({ ...revise, stream: false })).text;
+    } catch (err) {
+      // A step canceled or failed: the request ends with every step's tokens.
+      yield stoppedBy(err, steps.usage, options.signal);
     }
   }
 }

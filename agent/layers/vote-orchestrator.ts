@@ -1,5 +1,5 @@
 import { DEFAULT_VOTE_SAMPLES, MakinaError, type LayerOptionValue } from "../../proto/index.js";
-import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../runtimes/model-runtime.js";
+import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../runtimes/model-runtime.js";
 import { OrchestratedSteps, refuseTools, type StepResult } from "./orchestrator-steps.js";
 import { RuntimeLayer } from "./runtime-layer.js";
 
@@ -38,7 +38,8 @@ export class VoteOrchestrator extends RuntimeLayer {
     });
     let results: StepResult[];
     try {
-      results = await Promise.all(
+      // One sample failing stops the others; each is waited for, so that what every one used is counted.
+      const settled = await Promise.allSettled(
         Array.from({ length: this.samples }, (_, i) =>
           steps.collect(sample(i), all.signal).catch((err: unknown) => {
             all.abort(err);
@@ -46,9 +47,12 @@ export class VoteOrchestrator extends RuntimeLayer {
           }),
         ),
       );
+      const failed = settled.find((r) => r.status === "rejected");
+      if (failed) throw failed.reason;
+      results = settled.map((r) => (r as PromiseFulfilledResult<StepResult>).value);
     } catch (err) {
-      if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
-      throw MakinaError.from(all.signal.reason ?? err);
+      yield stoppedBy(all.signal.reason ?? err, steps.usage, options.signal);
+      return;
     } finally {
       options.signal?.removeEventListener("abort", stop);
     }

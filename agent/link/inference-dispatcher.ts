@@ -90,41 +90,44 @@ export class InferenceDispatcher {
   private async serve(request: Extract<RelayToAgent, { type: "infer" }>, active: Active): Promise<void> {
     const { requestId, stackId } = request;
     const signal = active.controller.signal;
-    // What the runtime has used so far: sent when the request is canceled or fails midway, so its tokens count.
-    const usage = { promptTokens: 0, completionTokens: 0 };
     try {
       const runtime = this.host.runtime(stackId);
       if (!runtime) throw new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
       // No runtime fetches a URL a client chose: images named by URL are fetched here, under the agent's rules,
       // for two requests at a time at most (each holds up to 32 MB of images while they are put inline).
       const input = hasImageUrls(request.input) ? await this.inlining.run(() => inlineImages(request.input, this.images, signal)) : request.input;
-      for await (const ev of runtime.chat(input, { signal, usage })) {
-        if (ev.type === "text") {
-          await active.gate.take(signal);
-          this.send({ type: "text", requestId, text: ev.text });
-          this.chunksSent++;
-        } else if (ev.type === "toolCall" || ev.type === "embedding") {
-          await active.gate.take(signal);
-          this.send({ ...ev, requestId });
-          this.chunksSent++;
-        } else {
+      // Read to its last event, canceled or not: a canceled or failed stream ends with what it used (`stopped`).
+      for await (const ev of runtime.chat(input, { signal })) {
+        if (ev.type === "stopped") return this.stopped(request, ev.error, ev.usage);
+        if (ev.type === "end") {
           this.count(stackId, ev.usage, false);
           this.send({ type: "end", requestId, finishReason: ev.finishReason, usage: ev.usage });
+          return;
         }
+        // Canceled: what still comes has no reader (nor credit).
+        if (signal.aborted || !(await active.gate.take(signal).then(() => true, () => false))) continue;
+        this.send(ev.type === "text" ? { type: "text", requestId, text: ev.text } : { ...ev, requestId });
+        this.chunksSent++;
       }
+      throw new MakinaError("internal_error", "The runtime ended the request without its end.");
     } catch (err) {
-      if (signal.aborted) {
-        // The relay still wants the usage of a canceled request: its tokens count toward the key's limits.
-        this.log.info("request canceled", { requestId, stackId, reason: (signal.reason as Error | undefined)?.message, completionTokens: usage.completionTokens });
-        this.canceled++;
-        this.count(stackId, usage, false);
-        this.send({ type: "end", requestId, finishReason: "canceled", usage });
-        return;
-      }
-      const e = MakinaError.from(err);
-      if (e.code === "internal_error") this.log.error("inference failed", { requestId, stackId, err, cause: e.cause });
-      this.count(stackId, usage, true);
-      this.send({ type: "failed", requestId, error: toErrorReport(e), usage });
+      // Refused before the runtime began it: nothing was used.
+      this.stopped(request, MakinaError.from(signal.aborted ? signal.reason : err), { promptTokens: 0, completionTokens: 0 });
     }
+  }
+
+  /** Tells the relay a request ended without its answer: canceled (its tokens still count toward the key's limits) or failed. */
+  private stopped(request: Extract<RelayToAgent, { type: "infer" }>, error: MakinaError, usage: { promptTokens: number; completionTokens: number }): void {
+    const { requestId, stackId } = request;
+    if (error.code === "canceled") {
+      this.log.info("request canceled", { requestId, stackId, reason: error.message, completionTokens: usage.completionTokens });
+      this.canceled++;
+      this.count(stackId, usage, false);
+      this.send({ type: "end", requestId, finishReason: "canceled", usage });
+      return;
+    }
+    if (error.code === "internal_error") this.log.error("inference failed", { requestId, stackId, err: error, cause: error.cause });
+    this.count(stackId, usage, true);
+    this.send({ type: "failed", requestId, error: toErrorReport(error), usage });
   }
 }

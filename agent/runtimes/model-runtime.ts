@@ -1,21 +1,25 @@
-import type { ChatInput, TokenEvent, Usage } from "../../proto/index.js";
+import { MakinaError, type ChatInput, type TokenEvent, type Usage } from "../../proto/index.js";
 
 export type { ChatInput };
 
 /**
- * What a runtime yields: the link's one token vocabulary, text as it is produced, then one `end` whose
- * usage covers the whole request. A runtime never yields `canceled`: a canceled request throws.
+ * What a runtime yields: the link's one token vocabulary, text as it is produced, then one `end` whose usage
+ * covers the whole request; or, when the request is canceled or fails after the runtime began it, one
+ * `stopped` with the error and the usage until then (so a canceled request is still charged). Nothing
+ * follows either. A runtime refusing a request before it began (nothing used) may throw instead.
  */
-export type RuntimeEvent = TokenEvent;
+export type RuntimeEvent = TokenEvent | StoppedEvent;
 
-/** Tokens a request has used so far; a runtime updates it as it goes, so a canceled request can still be charged. */
-export type TokenUsage = Usage;
+/** The last event of a request canceled (`error.code` "canceled") or failed midway: what it used until then. */
+export interface StoppedEvent {
+  type: "stopped";
+  error: MakinaError;
+  usage: Usage;
+}
 
 /** Options of {@link ModelRuntime.chat}. */
 export interface ChatOptions {
   signal?: AbortSignal;
-  /** Filled in while generating (prompt tokens once counted, completion tokens per token): read when a request is canceled or fails midway. */
-  usage?: TokenUsage;
 }
 
 /** A model loaded in a runtime, ready to serve chat requests. */
@@ -29,11 +33,15 @@ export interface ModelRuntime {
   /** An embedding model (by its file's header): it answers embeddings and refuses chats. Absent: not known to be one. */
   readonly embeddingModel?: boolean;
   /**
-   * Generates a reply as a token stream. Aborting `signal`, or leaving the loop
-   * early, stops generation. Throws MakinaError `context_length_exceeded` when the
-   * prompt plus `maxTokens` does not fit.
+   * Generates a reply as a token stream. Aborting `signal` ends it with `stopped` (canceled); leaving the loop
+   * early stops generation. Throws MakinaError `context_length_exceeded` when the prompt plus `maxTokens` does not fit.
    */
   chat(input: ChatInput, options?: ChatOptions): AsyncIterable<RuntimeEvent>;
   /** Unloads the model. Idempotent. */
   close(): Promise<void>;
+}
+
+/** The `stopped` event of a request that `err` ended (the signal's reason when it was canceled). */
+export function stoppedBy(err: unknown, usage: Usage, signal?: AbortSignal): StoppedEvent {
+  return { type: "stopped", error: MakinaError.from(signal?.aborted ? signal.reason : err), usage: { ...usage } };
 }

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RuntimeAdapter } from "../../agent/runtimes/runtime-adapter.js";
-import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
+import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
 import { isErrorCode, MakinaError } from "../../proto/index.js";
 
 /**
@@ -26,10 +26,13 @@ export class FakeRuntime implements ModelRuntime {
   constructor(readonly contextSize = 0) {}
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
-    const usage = options.usage ?? { promptTokens: 0, completionTokens: 0 };
+    const usage = { promptTokens: 0, completionTokens: 0 };
     this.active++;
     try {
       yield* this.answer(input, usage, options.signal);
+    } catch (err) {
+      // Canceled or failed midway: the stream ends with what it used, as a runtime's does.
+      yield stoppedBy(err, usage, options.signal);
     } finally {
       this.active--;
       this.usages.push({ ...usage });

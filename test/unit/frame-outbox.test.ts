@@ -9,15 +9,13 @@ function outbox(window: number, frameMs = 32) {
   const writes: ProcessFrame[][] = [];
   const gate = new CreditGate(window);
   const controller = new AbortController();
-  const usage = { promptTokens: 5, completionTokens: 0 };
   const box = new FrameOutbox({
     write: (lines) => writes.push(lines.trimEnd().split("\n").map((l) => JSON.parse(l) as ProcessFrame)),
     gate,
     signal: controller.signal,
-    usage,
     frameMs: () => frameMs,
   });
-  return { box, writes, gate, controller, usage };
+  return { box, writes, gate, controller };
 }
 
 const text = (t: string) => ({ type: "text" as const, text: t });
@@ -31,18 +29,14 @@ describe("a GGUF model process's frames of one request", () => {
     vi.useRealTimers();
   });
 
-  it("sends the first token at once, then what the interval gathered as one frame with the usage so far", async () => {
-    const { box, writes, usage } = outbox(256);
-    usage.completionTokens = 1;
+  it("sends the first token at once, then what the interval gathered as one frame (the tokens are said once, by the end)", async () => {
+    const { box, writes } = outbox(256);
     await box.add(text("Once"));
-    expect(writes).toEqual([[{ type: "text", text: "Once", promptTokens: 5, completionTokens: 1 }]]);
-    for (const [i, t] of [" upon", " a", " time"].entries()) {
-      usage.completionTokens = 2 + i;
-      expect(box.add(text(t))).toBeUndefined();
-    }
+    expect(writes).toEqual([[{ type: "text", text: "Once" }]]);
+    for (const t of [" upon", " a", " time"]) expect(box.add(text(t))).toBeUndefined();
     expect(writes).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(32);
-    expect(writes[1]).toEqual([{ type: "text", text: " upon a time", promptTokens: 5, completionTokens: 4 }]);
+    expect(writes[1]).toEqual([{ type: "text", text: " upon a time" }]);
   });
 
   it("sends a token that comes an interval or more after the last frame at once", async () => {
@@ -77,7 +71,7 @@ describe("a GGUF model process's frames of one request", () => {
     box.add(text("c"));
     await box.finish(end);
     expect(writes).toHaveLength(2);
-    expect(writes[1]).toEqual([{ type: "text", text: "bc", promptTokens: 5, completionTokens: 0 }, end]);
+    expect(writes[1]).toEqual([{ type: "text", text: "bc" }, end]);
     // The timer of the held frame is gone with it: nothing more is written.
     await vi.advanceTimersByTimeAsync(100);
     expect(writes).toHaveLength(2);
@@ -104,10 +98,10 @@ describe("a GGUF model process's frames of one request", () => {
     const { box, writes } = outbox(256);
     await box.add(text("a"));
     box.add(text("b"));
-    box.fail({ type: "error", code: "internal_error", message: "broke", param: null, retryAfterMs: null });
+    box.fail({ type: "error", code: "internal_error", message: "broke", param: null, retryAfterMs: null, promptTokens: 5, completionTokens: 2 });
     expect(writes[1]).toEqual([
-      { type: "text", text: "b", promptTokens: 5, completionTokens: 0 },
-      { type: "error", code: "internal_error", message: "broke", param: null, retryAfterMs: null },
+      { type: "text", text: "b" },
+      { type: "error", code: "internal_error", message: "broke", param: null, retryAfterMs: null, promptTokens: 5, completionTokens: 2 },
     ]);
     await vi.advanceTimersByTimeAsync(100);
     expect(writes).toHaveLength(2);

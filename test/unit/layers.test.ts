@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { layersFor } from "../../agent/layers/layers-for.js";
 import { mostConsistent } from "../../agent/layers/vote-orchestrator.js";
-import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
+import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent, StoppedEvent } from "../../agent/runtimes/model-runtime.js";
 import { MakinaError, orchestratorSteps, type TokenEvent } from "../../proto/index.js";
 import { FakeRuntime } from "../fakes/fake-runtime.js";
 
@@ -20,11 +20,30 @@ const ask = (content: string, extra: Partial<ChatInput> = {}): ChatInput => ({
 const orchestrated = (orchestrator: string, options: Record<string, unknown>, runtime: ModelRuntime) =>
   layersFor({ harness: "", harnessOptionsJson: "", orchestrator, orchestratorOptionsJson: JSON.stringify(options) })(runtime);
 
-async function run(runtime: ModelRuntime, input: ChatInput, options?: ChatOptions): Promise<{ events: TokenEvent[]; text: string; end: Extract<TokenEvent, { type: "end" }> }> {
-  const events: TokenEvent[] = [];
+async function run(runtime: ModelRuntime, input: ChatInput, options?: ChatOptions): Promise<{ events: RuntimeEvent[]; text: string; end: Extract<TokenEvent, { type: "end" }>; stopped: StoppedEvent | undefined }> {
+  const events: RuntimeEvent[] = [];
   for await (const ev of runtime.chat(input, options)) events.push(ev);
-  const end = events.at(-1) as Extract<TokenEvent, { type: "end" }>;
-  return { events, text: events.map((e) => (e.type === "text" ? e.text : "")).join(""), end };
+  const last = events.at(-1);
+  return { events, text: events.map((e) => (e.type === "text" ? e.text : "")).join(""), end: last as Extract<TokenEvent, { type: "end" }>, stopped: last?.type === "stopped" ? last : undefined };
+}
+
+/** `runtime`, with the text pieces it yielded counted as they come (what a step produced before it was stopped). */
+function counting(runtime: ModelRuntime): { runtime: ModelRuntime; pieces: () => number } {
+  let pieces = 0;
+  return {
+    pieces: () => pieces,
+    runtime: {
+      contextSize: runtime.contextSize,
+      endpoint: runtime.endpoint,
+      async *chat(input, options) {
+        for await (const ev of runtime.chat(input, options)) {
+          if (ev.type === "text") pieces++;
+          yield ev;
+        }
+      },
+      close: () => runtime.close(),
+    },
+  };
 }
 
 const sum = (usages: { promptTokens: number; completionTokens: number }[]) =>
@@ -40,9 +59,7 @@ class ScriptedRuntime implements ModelRuntime {
     const answer = this.answers[this.inputs.length] ?? "";
     this.inputs.push(input);
     const words = answer.split(" ");
-    if (options.usage) options.usage.promptTokens = 10;
     for (const [i, w] of words.entries()) {
-      if (options.usage) options.usage.completionTokens = i + 1;
       yield { type: "text", text: i ? ` ${w}` : w };
     }
     yield { type: "end", finishReason: "stop", usage: { promptTokens: 10, completionTokens: words.length } };
@@ -91,15 +108,18 @@ describe("the refine orchestrator", () => {
   it("stops at once when canceled: the step running ends, no other starts, and what ran is charged", async () => {
     const model = new FakeRuntime();
     const controller = new AbortController();
-    const usage = { promptTokens: 0, completionTokens: 0 };
-    const running = run(orchestrated("refine", { rounds: 3 }, model), ask("slow 20 a b c d e f g h i j k l m n o p q r s t"), { signal: controller.signal, usage });
-    await vi.waitFor(() => expect(model.seen[0] && usage.completionTokens).toBeGreaterThan(2));
+    const watched = counting(model);
+    const running = run(orchestrated("refine", { rounds: 3 }, watched.runtime), ask("slow 20 a b c d e f g h i j k l m n o p q r s t"), { signal: controller.signal });
+    await vi.waitFor(() => expect(watched.pieces()).toBeGreaterThan(2));
     controller.abort(new MakinaError("canceled", "The client closed the connection."));
-    await expect(running).rejects.toMatchObject({ code: "canceled" });
+    // The stream ends with `stopped`: canceled, with what the step that ran used.
+    const { stopped } = await running;
+    expect(stopped?.error.code).toBe("canceled");
     expect(model.active).toBe(0);
     expect(model.seen).toHaveLength(1);
-    expect(usage).toEqual(sum(model.usages));
-    expect(usage.completionTokens).toBeLessThan(20);
+    expect(stopped!.usage).toEqual(sum(model.usages));
+    expect(stopped!.usage.completionTokens).toBeGreaterThan(2);
+    expect(stopped!.usage.completionTokens).toBeLessThan(20);
   });
 });
 
@@ -131,14 +151,14 @@ describe("the vote orchestrator", () => {
   it("cancels every sample at once, and charges what they used", async () => {
     const model = new FakeRuntime();
     const controller = new AbortController();
-    const usage = { promptTokens: 0, completionTokens: 0 };
-    const running = run(orchestrated("vote", { samples: 4 }, model), ask("hang"), { signal: controller.signal, usage });
+    const running = run(orchestrated("vote", { samples: 4 }, model), ask("hang"), { signal: controller.signal });
     await vi.waitFor(() => expect(model.active).toBe(4));
     controller.abort(new MakinaError("canceled", "The client closed the connection."));
-    await expect(running).rejects.toMatchObject({ code: "canceled" });
+    const { stopped } = await running;
+    expect(stopped?.error.code).toBe("canceled");
     expect(model.active).toBe(0);
-    expect(usage).toEqual(sum(model.usages));
-    expect(usage.promptTokens).toBe(4);
+    expect(stopped!.usage).toEqual(sum(model.usages));
+    expect(stopped!.usage.promptTokens).toBe(4);
   });
 
   it("fails with the error of a sample that fails, and stops the others", async () => {
@@ -153,7 +173,8 @@ describe("the vote orchestrator", () => {
       },
       close: async () => {},
     };
-    await expect(run(orchestrated("vote", { samples: 3 }, model), ask("x"))).rejects.toMatchObject({ code: "context_length_exceeded", param: "messages" });
+    const { stopped } = await run(orchestrated("vote", { samples: 3 }, model), ask("x"));
+    expect(stopped?.error).toMatchObject({ code: "context_length_exceeded", param: "messages" });
   });
 
   it("picks the answer sharing most words with the others when all differ", () => {

@@ -1,10 +1,10 @@
 import type { CreditGate } from "../../flow/index.js";
-import type { RuntimeEvent, TokenUsage } from "../model-runtime.js";
+import type { TokenEvent } from "../../../proto/index.js";
 import { frameCost, type ProcessFrame } from "./gguf-wire.js";
 import { mergePieces } from "./merge-pieces.js";
 
 /** What a frame carries: a piece of the answer (the end goes by `finish`, an error by `fail`). */
-type Piece = Exclude<RuntimeEvent, { type: "end" }>;
+type Piece = Exclude<TokenEvent, { type: "end" }>;
 
 /** Options of {@link FrameOutbox}. */
 export interface FrameOutboxOptions {
@@ -14,8 +14,6 @@ export interface FrameOutboxOptions {
   gate: CreditGate;
   /** The request's: aborted, a frame waiting for credit is given up. */
   signal: AbortSignal;
-  /** The request's usage so far: every frame carries it, so a canceled request is charged exactly. */
-  usage: TokenUsage;
   /** After the first frame, at most one frame per this many ms (asked each time a frame is held: it may change with the load). */
   frameMs: () => number;
 }
@@ -69,10 +67,10 @@ export class FrameOutbox {
     await this.sendHeld(end);
   }
 
-  /** Sends what is held and then `error`, at once: the request failed, and the text before the failure is not lost. */
-  fail(error: ProcessFrame): void {
+  /** Sends what is held and then `last` (an error, or the stopped request's usage), at once: the text before it is not lost. */
+  fail(last: ProcessFrame): void {
     this.close();
-    this.o.write(this.lines(this.take()) + `${JSON.stringify(error)}\n`);
+    this.o.write(this.lines(this.take()) + `${JSON.stringify(last)}\n`);
   }
 
   /** Stops the timer of a request that ended otherwise (canceled). */
@@ -101,13 +99,12 @@ export class FrameOutbox {
     return this.held.splice(0);
   }
 
-  /** The frames of `events` (merged), each with the usage so far, their cost spent of the credit. */
+  /** The frames of `events` (merged), their cost spent of the credit. */
   private lines(events: Piece[]): string {
-    const { usage } = this.o;
     let lines = "";
     for (const ev of mergePieces(events) as Piece[]) {
       this.o.gate.spend(frameCost(ev));
-      lines += `${JSON.stringify({ ...ev, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens })}\n`;
+      lines += `${JSON.stringify(ev)}\n`;
     }
     return lines;
   }

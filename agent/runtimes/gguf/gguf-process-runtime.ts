@@ -1,11 +1,13 @@
 import { MakinaError } from "../../../proto/index.js";
 import type { ProcessSupervisor } from "../../supervisor/index.js";
-import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
+import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../model-runtime.js";
 import { frameCost, fromErrorFrame, GGUF_WINDOW } from "./gguf-wire.js";
 import { ProcessConnection } from "./process-connection.js";
 
 /** Connections to the model process kept open for the next requests, at most (more at once are opened and closed as they end). */
 const MAX_IDLE_CONNECTIONS = 16;
+/** How long a canceled request's process has to say what it used, before its connection is closed. */
+const CANCEL_WAIT_MS = 2000;
 
 /** Options of {@link GgufProcessRuntime}. */
 export interface GgufProcessRuntimeOptions {
@@ -55,28 +57,35 @@ export class GgufProcessRuntime implements ModelRuntime {
     }
     const { signal } = options;
     const connection = await this.connection(signal);
-    const onAbort = () => connection.destroy();
+    // Canceled: the process is asked to stop and say what the request used (its `stopped` frame), for a moment;
+    // a process that does not answer by then has its connection closed.
+    let unanswered: NodeJS.Timeout | undefined;
+    const onAbort = () => {
+      connection.send({ type: "cancel" });
+      unanswered = setTimeout(() => connection.destroy(), CANCEL_WAIT_MS);
+    };
     signal?.addEventListener("abort", onAbort, { once: true });
-    // Given back once the request is over on the process's side too (its end or error came); closed otherwise.
+    // Given back once the request is over on the process's side too (its end, error or stopped came); closed otherwise.
     let over = false;
-    let givenBack = false;
+    // The pieces that came: what a request whose process went away is charged, at least (one token each).
+    let pieces = 0;
     try {
       connection.send({ type: "chat", input, window: GGUF_WINDOW });
       // Bytes taken and not yet credited back: returned a quarter of the window at a time, not a message per frame.
       let owed = 0;
       for (let frame = await connection.next(); frame; frame = await connection.next()) {
-        if (frame.type === "error") {
-          over = true;
-          throw fromErrorFrame(frame);
-        }
         if (frame.type === "health") continue;
-        if (options.usage) Object.assign(options.usage, { promptTokens: frame.promptTokens, completionTokens: frame.completionTokens });
-        if (frame.type === "end") {
-          over = givenBack = true;
+        if (frame.type === "end" || frame.type === "error" || frame.type === "stopped") {
+          over = true;
           this.giveBack(connection, signal, onAbort);
-          yield { type: "end", finishReason: frame.finishReason, usage: { promptTokens: frame.promptTokens, completionTokens: frame.completionTokens } };
+          const usage = { promptTokens: frame.promptTokens, completionTokens: frame.completionTokens };
+          if (frame.type === "end") yield { type: "end", finishReason: frame.finishReason, usage };
+          else yield stoppedBy(frame.type === "error" ? fromErrorFrame(frame) : new MakinaError("canceled", "The request was canceled."), usage, signal);
           return;
         }
+        pieces++;
+        // Canceled: what still comes before the `stopped` frame has no reader.
+        if (signal?.aborted) continue;
         if (frame.type === "text") yield { type: "text", text: frame.text };
         else if (frame.type === "embedding") yield { type: "embedding", index: frame.index, values: frame.values };
         else yield { type: "toolCall", index: frame.index, id: frame.id, name: frame.name, arguments: frame.arguments };
@@ -88,11 +97,11 @@ export class GgufProcessRuntime implements ModelRuntime {
       }
       throw new MakinaError("runtime_unavailable", "The GGUF model process ended the request before its answer was complete.", { retryAfterMs: 1000 });
     } catch (err) {
-      if (signal?.aborted) throw MakinaError.from(signal.reason);
-      throw MakinaError.from(err);
+      // The process went away mid-request (or did not answer a cancel): charged the pieces that came, its prompt unknown.
+      yield stoppedBy(err, { promptTokens: 0, completionTokens: pieces }, signal);
     } finally {
-      if (over && !givenBack) this.giveBack(connection, signal, onAbort);
-      else if (!over) {
+      clearTimeout(unanswered);
+      if (!over) {
         signal?.removeEventListener("abort", onAbort);
         connection.destroy();
       }

@@ -1,6 +1,6 @@
 import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { isEmbeddingModel, MAX_EMBED_NUMBERS, MakinaError, type ChatMessage } from "../../../proto/index.js";
-import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
+import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
 import { forcedCallWrapper } from "./forced-call-wrapper.js";
 import { mergePieces } from "./merge-pieces.js";
@@ -156,7 +156,7 @@ export class GgufRuntime implements ModelRuntime {
     }
     if (this.embeddingModel) throw new MakinaError("unsupported_parameter", "This stack's model is an embedding model: it answers embeddings (/v1/embeddings), not chats.", { param: "model" });
     if (input.countOnly) {
-      yield* this.count(input, options);
+      yield* this.count(input);
       return;
     }
     // Checked before a sequence is taken: a refused request waits for nothing.
@@ -172,21 +172,21 @@ export class GgufRuntime implements ModelRuntime {
     };
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let generation: Promise<unknown> | undefined;
+    // What the request used so far: its `end` says it, or its `stopped` when it is canceled or fails midway.
+    const usage = { promptTokens: 0, completionTokens: 0 };
     try {
       const history = toChatHistory(input.messages);
       const promptTokens = this.promptTokens(chat, history, functions);
-      if (options.usage) options.usage.promptTokens = promptTokens;
+      usage.promptTokens = promptTokens;
       const room = roomFor(this.contextSize, promptTokens, input.maxTokens);
       // A response format holds the model to JSON (or a schema) token by token: the answer cannot be anything else.
       const grammar = input.responseFormat ? await this.grammars.for(input.responseFormat) : undefined;
       const calls = new ToolCallPieces((ev) => pending.push(ev));
-      let completionTokens = 0;
       let outcome: { stopReason: string } | undefined;
       let failure: unknown;
       let wakeReader: (() => void) | undefined;
       const countTokens = (n: number) => {
-        completionTokens += n;
-        if (options.usage) options.usage.completionTokens = completionTokens;
+        usage.completionTokens += n;
       };
       // The tokens of the answer's text, or, when the model may call functions, every token it decodes (the
       // calls' words are no text of the answer).
@@ -247,7 +247,9 @@ export class GgufRuntime implements ModelRuntime {
       }
       if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
       const finishReason = outcome.stopReason === "functionCalls" ? "tool_calls" : outcome.stopReason === "maxTokens" ? "length" : "stop";
-      yield { type: "end", finishReason, usage: { promptTokens, completionTokens } };
+      yield { type: "end", finishReason, usage: { ...usage } };
+    } catch (err) {
+      yield stoppedBy(err, usage, options.signal);
     } finally {
       options.signal?.removeEventListener("abort", onAbort);
       stop.abort();
@@ -261,9 +263,8 @@ export class GgufRuntime implements ModelRuntime {
   }
 
   /** A request that only counts its prompt's tokens: as a chat would, the model's template over the messages and the functions it may call. */
-  private async *count(input: ChatInput, options: ChatOptions): AsyncGenerator<RuntimeEvent> {
+  private async *count(input: ChatInput): AsyncGenerator<RuntimeEvent> {
     const promptTokens = this.promptTokens(this.all[0]!.chat, toChatHistory(input.messages), await this.functionsFor(input));
-    if (options.usage) options.usage.promptTokens = promptTokens;
     yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
   }
 
@@ -305,7 +306,6 @@ export class GgufRuntime implements ModelRuntime {
       if (n >= contextSize) throw new MakinaError("context_length_exceeded", `This model's embeddings take at most ${contextSize - 1} tokens an input, but 'input[${i}]' has ${n}. Please shorten it.`, { param: `input[${i}]` });
     });
     const promptTokens = lengths.reduce((a, b) => a + b, 0);
-    if (options.usage) options.usage.promptTokens = promptTokens;
     const previous = this.embedTurn;
     let done!: () => void;
     this.embedTurn = new Promise((resolve) => (done = resolve));
@@ -317,6 +317,10 @@ export class GgufRuntime implements ModelRuntime {
         const norm = Math.hypot(...vector) || 1;
         yield { type: "embedding", index, values: vector.map((v) => v / norm) };
       }
+    } catch (err) {
+      // Every input counts once the model began them.
+      yield stoppedBy(err, { promptTokens, completionTokens: 0 }, options.signal);
+      return;
     } finally {
       done();
     }

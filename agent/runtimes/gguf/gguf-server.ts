@@ -53,7 +53,12 @@ const runtime = await loadGgufModel(llama, values.model, { maxContextSize: Numbe
 /** A request running on a connection: its credit, and what cancels it. */
 interface Running {
   gate: CreditGate;
+  /** The request's: aborted by the agent's cancel frame, or by its connection's close. */
   controller: AbortController;
+  /** Whether the agent asked for a `stopped` frame (its cancel frame), rather than went away. */
+  cancelled: boolean;
+  /** The connection's: aborted when it closes (a frame waiting for credit is given up then, never before). */
+  closed: AbortSignal;
 }
 
 /**
@@ -62,11 +67,23 @@ interface Running {
  */
 function serve(socket: Socket): void {
   let running: Running | undefined;
+  const closed = new AbortController();
   socket.on("error", () => {});
-  socket.on("close", () => running?.controller.abort(new MakinaError("canceled", "The agent closed the request.")));
+  socket.on("close", () => {
+    closed.abort(new MakinaError("canceled", "The agent closed the connection."));
+    running?.controller.abort(new MakinaError("canceled", "The agent closed the request."));
+  });
   onFrames<AgentFrame>(socket, (frame) => {
     // Credit for a request that ended meanwhile is nobody's.
     if (frame.type === "credit") return void running?.gate.add(frame.n);
+    if (frame.type === "cancel") {
+      if (!running) return;
+      // What is held goes at once, then the request's `stopped` frame with what it used.
+      running.cancelled = true;
+      running.gate.add(Number.MAX_SAFE_INTEGER);
+      running.controller.abort(new MakinaError("canceled", "The agent canceled the request."));
+      return;
+    }
     if (running) {
       // One request at a time: an agent that sends another before the end is not one of ours.
       writeFrame(socket, errorFrame(new MakinaError("invalid_value", "A request came before the last one on this connection ended.")));
@@ -82,7 +99,7 @@ function serve(socket: Socket): void {
       socket.end();
       return;
     }
-    const request: Running = { gate: new CreditGate(frame.window), controller: new AbortController() };
+    const request: Running = { gate: new CreditGate(frame.window), controller: new AbortController(), cancelled: false, closed: closed.signal };
     running = request;
     // The connection is free for the next request once this one's last frame is written.
     void chat(socket, frame.input, request, () => {
@@ -92,14 +109,14 @@ function serve(socket: Socket): void {
 }
 
 /** Runs one chat request, its frames written to `socket` (FrameOutbox); `over` is called as its last frame is written. */
-async function chat(socket: Socket, input: ChatInput, { gate, controller }: Running, over: () => void): Promise<void> {
-  const usage = { promptTokens: 0, completionTokens: 0 };
-  const outbox = new FrameOutbox({ write: (lines) => socket.write(lines), gate, signal: controller.signal, usage, frameMs: () => frameInterval(frameMs, decoding.count) });
+async function chat(socket: Socket, input: ChatInput, request: Running, over: () => void): Promise<void> {
+  const { gate, controller } = request;
+  const outbox = new FrameOutbox({ write: (lines) => socket.write(lines), gate, signal: request.closed, frameMs: () => frameInterval(frameMs, decoding.count) });
   // Counted once it decodes (not while it waits for a sequence), until it ends.
   let counted = false;
   let ended = false;
   try {
-    for await (const ev of runtime.chat(input, { signal: controller.signal, usage })) {
+    for await (const ev of runtime.chat(input, { signal: controller.signal })) {
       if (!counted) {
         counted = true;
         decoding.count++;
@@ -108,6 +125,16 @@ async function chat(socket: Socket, input: ChatInput, { gate, controller }: Runn
         await outbox.finish({ type: "end", finishReason: ev.finishReason === "canceled" ? "stop" : ev.finishReason, ...ev.usage });
         ended = true;
         over();
+      } else if (ev.type === "stopped") {
+        // Canceled: its usage, if the agent asked (a closed connection hears nothing); failed: the error and its usage.
+        if (request.closed.aborted) return;
+        if (ev.error.code !== "canceled" || !request.cancelled) {
+          if (ev.error.code === "internal_error") log.error("generation failed", { err: ev.error, cause: ev.error.cause });
+          outbox.fail(errorFrame(ev.error, ev.usage));
+        } else outbox.fail({ type: "stopped", ...ev.usage });
+        ended = true;
+        over();
+        return;
       } else {
         const sent = outbox.add(ev);
         if (sent) await sent;
@@ -116,8 +143,15 @@ async function chat(socket: Socket, input: ChatInput, { gate, controller }: Runn
     if (!ended) throw new MakinaError("internal_error", "The model stopped without ending its answer.");
   } catch (err) {
     // Once its end is sent, the connection may carry the agent's next request: nothing more of this one goes on it.
-    if (controller.signal.aborted || ended) {
-      if (ended) log.error("generation failed after its end", { err });
+    if (ended) {
+      log.error("generation failed after its end", { err });
+      return;
+    }
+    if (request.closed.aborted) return;
+    if (request.cancelled) {
+      // Refused before it began: it used nothing.
+      outbox.fail({ type: "stopped", promptTokens: 0, completionTokens: 0 });
+      over();
       return;
     }
     const e = MakinaError.from(err);

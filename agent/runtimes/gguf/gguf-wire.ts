@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { MakinaError, isErrorCode } from "../../../proto/index.js";
-import type { EmbeddingVector, ToolCallDelta } from "../../../proto/index.js";
+import type { EmbeddingVector, ToolCallDelta, Usage } from "../../../proto/index.js";
 import type { ChatInput } from "../model-runtime.js";
 
 /**
@@ -10,14 +10,17 @@ import type { ChatInput } from "../model-runtime.js";
  *
  *   agent → process  {type:"chat", input, window}   first frame: the request, and how many bytes of frames may come unasked
  *                    {type:"credit", n}             the agent took frames of n bytes: n more may come (sent per GGUF_WINDOW / 4 or more)
- *                    (closing the connection cancels its request; once a request's end or error frame
- *                    came, its connection may carry the next chat frame, and credit for the request that
- *                    ended is ignored)
- *   process → agent  {type:"text", text, promptTokens, completionTokens}   only against credit
- *                    {type:"toolCall", index, id, name, arguments, promptTokens, completionTokens}   a piece of a tool call, against credit too
- *                    {type:"embedding", index, values, promptTokens, completionTokens}   an input's vector (embeddings request), against credit too
+ *                    {type:"cancel"}                stop the request: answered by its `stopped` frame, with what it used
+ *                    (closing the connection cancels its request too, its usage unsaid; once a request's end, error
+ *                    or stopped frame came, its connection may carry the next chat frame, and credit for the
+ *                    request that ended is ignored)
+ *   process → agent  {type:"text", text}            only against credit
+ *                    {type:"toolCall", index, id, name, arguments}   a piece of a tool call, against credit too
+ *                    {type:"embedding", index, values}   an input's vector (embeddings request), against credit too
  *                    {type:"end", finishReason, promptTokens, completionTokens}
- *                    {type:"error", code, message, param, retryAfterMs}
+ *                    {type:"error", code, message, param, retryAfterMs, promptTokens, completionTokens}
+ *                    {type:"stopped", promptTokens, completionTokens}   the request canceled, what it used
+ *   A request's tokens are said once, by the frame that ends it.
  *
  * Credit counts the bytes of what frames carry ({@link frameCost}); the process sends while any is left, so a
  * frame larger than the window still goes. The process sends the first token at once and then at most one
@@ -32,14 +35,15 @@ import type { ChatInput } from "../model-runtime.js";
  * decoding that request (see `paceEvaluation`), so a slow client holds its slot
  * instead of having its answer generated into a buffer.
  */
-export type AgentFrame = { type: "chat"; input: ChatInput; window: number } | { type: "credit"; n: number } | { type: "health" };
+export type AgentFrame = { type: "chat"; input: ChatInput; window: number } | { type: "credit"; n: number } | { type: "cancel" } | { type: "health" };
 
 export type ProcessFrame =
-  | { type: "text"; text: string; promptTokens: number; completionTokens: number }
-  | ({ type: "toolCall"; promptTokens: number; completionTokens: number } & ToolCallDelta)
-  | ({ type: "embedding"; promptTokens: number; completionTokens: number } & EmbeddingVector)
-  | { type: "end"; finishReason: "stop" | "length" | "tool_calls"; promptTokens: number; completionTokens: number }
-  | { type: "error"; code: string; message: string; param: string | null; retryAfterMs: number | null }
+  | { type: "text"; text: string }
+  | ({ type: "toolCall" } & ToolCallDelta)
+  | ({ type: "embedding" } & EmbeddingVector)
+  | ({ type: "end"; finishReason: "stop" | "length" | "tool_calls" } & Usage)
+  | ({ type: "error"; code: string; message: string; param: string | null; retryAfterMs: number | null } & Usage)
+  | ({ type: "stopped" } & Usage)
   | { type: "health"; contextSize: number; pausedRequests: number };
 
 /**
@@ -108,10 +112,10 @@ export function onFrames<T>(socket: Socket, onFrame: (frame: T) => void): void {
   });
 }
 
-/** The error frame of anything thrown. */
-export function errorFrame(err: unknown): ProcessFrame {
+/** The error frame of anything thrown, with what the request used until then. */
+export function errorFrame(err: unknown, usage: Usage = { promptTokens: 0, completionTokens: 0 }): ProcessFrame {
   const e = MakinaError.from(err);
-  return { type: "error", code: e.code, message: e.message, param: e.param, retryAfterMs: e.retryAfterMs ?? null };
+  return { type: "error", code: e.code, message: e.message, param: e.param, retryAfterMs: e.retryAfterMs ?? null, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens };
 }
 
 /** The MakinaError an error frame stands for. */

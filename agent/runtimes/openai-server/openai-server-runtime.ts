@@ -1,6 +1,6 @@
 import { MakinaError, type ResponseFormat } from "../../../proto/index.js";
 import type { ProcessSupervisor } from "../../supervisor/index.js";
-import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../model-runtime.js";
+import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../model-runtime.js";
 import type { IncomingMessage } from "node:http";
 import { readText, sseData, UpstreamClient } from "./upstream-client.js";
 
@@ -101,7 +101,6 @@ export class OpenAiServerRuntime implements ModelRuntime {
         promptTokens = reply.usage?.prompt_tokens ?? 0;
         completionTokens = reply.usage?.completion_tokens ?? (text || calls.length ? 1 : 0);
         finish = choice?.finish_reason ?? "stop";
-        if (options.usage) Object.assign(options.usage, { promptTokens, completionTokens });
         if (text) yield { type: "text", text };
         for (const [i, c] of calls.entries()) yield toolCallEvent(c, i);
       } else {
@@ -120,7 +119,6 @@ export class OpenAiServerRuntime implements ModelRuntime {
           const text = choice?.delta?.content;
           if (text) {
             if (!chunk.usage && !reported) completionTokens++;
-            if (options.usage) Object.assign(options.usage, { promptTokens, completionTokens });
             yield { type: "text", text };
           }
           for (const c of choice?.delta?.tool_calls ?? []) {
@@ -131,13 +129,13 @@ export class OpenAiServerRuntime implements ModelRuntime {
         }
       }
     } catch (err) {
-      if (signal?.aborted) throw MakinaError.from(signal.reason);
-      throw err instanceof MakinaError ? err : MakinaError.from(err);
+      // Canceled or failed midway: what the server said it used, or the pieces that came.
+      yield stoppedBy(err, { promptTokens, completionTokens }, signal);
+      return;
     } finally {
       // A body read to its end gives its connection back to the pool; one left midway closes it.
       if (!res.complete) res.destroy();
     }
-    if (options.usage) Object.assign(options.usage, { promptTokens, completionTokens });
     yield { type: "end", finishReason: finish === "length" || finish === "tool_calls" ? finish : "stop", usage: { promptTokens, completionTokens } };
   }
 
@@ -159,7 +157,6 @@ export class OpenAiServerRuntime implements ModelRuntime {
     }
     // A server that says no usage is charged as the relay estimates: about 4 characters a token.
     const promptTokens = reply.usage?.prompt_tokens ?? input.embed!.reduce((n, e) => n + (e.tokens.length || Math.ceil(e.text.length / 4)), 0);
-    if (options.usage) options.usage.promptTokens = promptTokens;
     const count = input.embed!.length;
     const vectors = new Array<number[] | undefined>(count);
     for (const [i, item] of (reply.data ?? []).entries()) {
@@ -168,7 +165,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
     }
     for (let index = 0; index < count; index++) {
       const values = vectors[index];
-      if (!values) throw new MakinaError("runtime_unavailable", `The runtime's server answered no embedding for input ${index}.`, { retryAfterMs: 5000 });
+      if (!values) return yield stoppedBy(new MakinaError("runtime_unavailable", `The runtime's server answered no embedding for input ${index}.`, { retryAfterMs: 5000 }), { promptTokens, completionTokens: 0 });
       yield { type: "embedding", index, values };
     }
     yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
