@@ -100,6 +100,8 @@ export class InferenceDispatcher {
       for await (const ev of runtime.chat(input, { signal })) {
         if (ev.type === "stopped") return this.stopped(request, ev.error, ev.usage);
         if (ev.type === "end") {
+          // An answer that ended as it was canceled is a canceled request all the same (the relay asked to stop).
+          if (signal.aborted) return this.stopped(request, MakinaError.from(signal.reason), ev.usage);
           this.count(stackId, ev.usage, false);
           this.send({ type: "end", requestId, finishReason: ev.finishReason, usage: ev.usage });
           return;
