@@ -106,8 +106,13 @@ export class InferenceDispatcher {
           this.send({ type: "end", requestId, finishReason: ev.finishReason, usage: ev.usage });
           return;
         }
-        // Canceled: what still comes has no reader (nor credit).
-        if (signal.aborted || !(await active.gate.take(signal).then(() => true, () => false))) continue;
+        // Canceled: what still comes has no reader (nor credit), up to the stream's last event.
+        if (signal.aborted) continue;
+        try {
+          await active.gate.take(signal);
+        } catch {
+          continue;
+        }
         this.send(ev.type === "text" ? { type: "text", requestId, text: ev.text } : { ...ev, requestId });
         this.chunksSent++;
       }

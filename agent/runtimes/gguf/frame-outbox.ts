@@ -12,7 +12,7 @@ export interface FrameOutboxOptions {
   write: (lines: string) => void;
   /** The agent's credit, in bytes of frames. */
   gate: CreditGate;
-  /** The request's: aborted, a frame waiting for credit is given up. */
+  /** The connection's: aborted when it closes, a frame waiting for credit is given up (a cancel opens the gate instead). */
   signal: AbortSignal;
   /** After the first frame, at most one frame per this many ms (asked each time a frame is held: it may change with the load). */
   frameMs: () => number;

@@ -126,12 +126,10 @@ async function chat(socket: Socket, input: ChatInput, request: Running, over: ()
         ended = true;
         over();
       } else if (ev.type === "stopped") {
-        // Canceled: its usage, if the agent asked (a closed connection hears nothing); failed: the error and its usage.
+        // Canceled by the agent's frame: its usage; failed: the error and its usage (a closed connection hears nothing).
         if (request.closed.aborted) return;
-        if (ev.error.code !== "canceled" || !request.cancelled) {
-          if (ev.error.code === "internal_error") log.error("generation failed", { err: ev.error, cause: ev.error.cause });
-          outbox.fail(errorFrame(ev.error, ev.usage));
-        } else outbox.fail({ type: "stopped", ...ev.usage });
+        if (!request.cancelled && ev.error.code === "internal_error") log.error("generation failed", { err: ev.error, cause: ev.error.cause });
+        outbox.fail(request.cancelled ? { type: "stopped", ...ev.usage } : errorFrame(ev.error, ev.usage));
         ended = true;
         over();
         return;

@@ -37,15 +37,12 @@ function optional<T>(n: Named | undefined, check: ValueCheck, fallback: T): T {
  * plan and the runtime refuse later is named the same way, through the request's `paramName`.
  */
 export function checkChatRequest(d: ChatDraft): ChatRequest {
-  // What the plan and the runtime may name later (a parameter of the domain), by the client's name.
-  const names = new Map<string, string>([
-    ["model", d.modelName],
-    ["messages", d.messagesName],
-  ]);
+  // What the runtime must honour, and each one's name in the client's API (for the plan's refusal).
   const needs: string[] = [];
+  const needNames: string[] = [];
   const need = (id: string, name: string) => {
     needs.push(id);
-    names.set(id, name);
+    needNames.push(name);
   };
 
   if (d.messages.length === 0) throw invalid(d.messagesName, `Invalid '${d.messagesName}': empty array. Expected an array with minimum length 1.`);
@@ -53,7 +50,6 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
   const temperature = optional(d.temperature, number(0, 2), 1);
   const topP = optional(d.topP, number(0, 1), 1);
   const maxTokens = optional(d.maxTokens, integer(1, MAX_COMPLETION_TOKENS), 0);
-  if (d.maxTokens) names.set("max_tokens", d.maxTokens.name);
   const seed = optional<number | undefined>(d.seed, integer(0, 0xffffffff), undefined);
   const presencePenalty = optional(d.presencePenalty, number(-2, 2), 0);
   if (presencePenalty !== 0) need("presence_penalty", d.presencePenalty!.name);
@@ -68,9 +64,6 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
   const parallelToolCalls = optional<boolean | undefined>(d.parallelToolCalls, boolean, undefined);
   const format = d.responseFormat ? responseFormat(d.responseFormat) : undefined;
   if (format) need("response_format", d.responseFormat!.name);
-  if (d.responseFormat) {
-    names.set("response_format", d.responseFormat.name).set("response_format.type", d.responseFormat.type.name);
-  }
   // Images are a need like any parameter: the stack's runtime must take them.
   if (d.images.length) need("image_url", d.images[0]!);
   for (const extra of d.needs) need(extra.value, extra.name);
@@ -80,7 +73,8 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
     includeUsage: d.includeUsage,
     imagePart: d.images[0],
     needs,
-    paramName: (param) => names.get(param) ?? nameInside(schemasOf(d, tools !== undefined), param),
+    // Worked out only when a refusal asks: nothing of it is made for a request that is served.
+    paramName: (param) => clientName(d, needs, needNames, tools !== undefined, param),
     input: {
       messages: d.messages,
       temperature,
@@ -96,6 +90,18 @@ export function checkChatRequest(d: ChatDraft): ChatRequest {
       ...(tools ? { tools, ...choice, parallelToolCalls } : {}),
     },
   };
+}
+
+/** The client's name of a parameter of the domain the plan or the runtime refused; one it did not name stays as it is. */
+function clientName(d: ChatDraft, needs: readonly string[], needNames: readonly string[], withTools: boolean, param: string): string {
+  const i = needs.indexOf(param);
+  if (i >= 0) return needNames[i]!;
+  if (param === "model") return d.modelName;
+  if (param === "messages") return d.messagesName;
+  if (param === "max_tokens" && d.maxTokens) return d.maxTokens.name;
+  if (param === "response_format" && d.responseFormat) return d.responseFormat.name;
+  if (param === "response_format.type" && d.responseFormat) return d.responseFormat.type.name;
+  return nameInside(schemasOf(d, withTools), param);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { MAX_EMBED_INPUTS, type EmbedInput } from "../../../proto/index.js";
 import type { PlannableRequest } from "../../routing/index.js";
+import { modelOf } from "../chat/index.js";
 import { describeValue, isPlainObject, refuse } from "../json-values.js";
 
 /** An embeddings request: the domain request (its `input.embed` the inputs), and how the vectors are written back. */
@@ -45,8 +46,7 @@ function inputs(v: unknown): EmbedInput[] {
 export function decodeEmbeddingsRequest(body: unknown): EmbeddingsRequest {
   if (!isPlainObject(body)) throw refuse.notObject(body);
   for (const k of Object.keys(body)) if (!["model", "input", "encoding_format", "dimensions", "user"].includes(k)) throw refuse.unknown(k);
-  if (body.model === undefined || body.model === null) throw missing("model");
-  if (typeof body.model !== "string" || body.model === "" || body.model.length > 256) throw invalid("model", `Invalid type for 'model': expected a non-empty string of at most 256 characters, but got ${describeValue(body.model)}.`);
+  const model = modelOf(body.model, "model");
   const embed = inputs(body.input);
   const encoding = body.encoding_format ?? "float";
   if (encoding !== "float" && encoding !== "base64") throw invalid("encoding_format", "Invalid value for 'encoding_format': expected one of 'float', 'base64'.");
@@ -59,7 +59,7 @@ export function decodeEmbeddingsRequest(body: unknown): EmbeddingsRequest {
   }
   if (body.user !== undefined && body.user !== null && (typeof body.user !== "string" || body.user.length > 1024)) throw invalid("user", "Invalid 'user': a string of at most 1024 characters.");
   return {
-    model: body.model,
+    model,
     needs,
     imagePart: undefined,
     // This API's names are the domain's.
