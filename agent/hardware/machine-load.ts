@@ -1,7 +1,7 @@
-import { execFile } from "node:child_process";
 import { cpus, freemem, platform, totalmem } from "node:os";
 import type { GpuLoad, MachineLoad } from "../../proto/index.js";
 import { queryNvidiaSmi } from "./nvidia-smi.js";
+import { runProbe } from "./run-probe.js";
 
 const MIB = 1024 * 1024;
 
@@ -64,13 +64,10 @@ export function parseIoregAccelerators(text: string): GpuLoad[] {
   return gpus;
 }
 
-function queryAppleGpu(signal: AbortSignal): Promise<GpuLoad[] | null> {
-  return new Promise((resolve) => {
-    execFile("ioreg", ["-r", "-d", "1", "-w", "0", "-c", "IOAccelerator"], { timeout: 4000, signal, maxBuffer: 4 * MIB }, (err, stdout) => {
-      const gpus = err ? [] : parseIoregAccelerators(String(stdout));
-      resolve(gpus.length ? gpus : null);
-    });
-  });
+async function queryAppleGpu(signal: AbortSignal): Promise<GpuLoad[] | null> {
+  const stdout = await runProbe("ioreg", ["-r", "-d", "1", "-w", "0", "-c", "IOAccelerator"], { timeoutMs: 4000, signal, maxBuffer: 4 * MIB });
+  const gpus = stdout === null ? [] : parseIoregAccelerators(stdout);
+  return gpus.length ? gpus : null;
 }
 
 /** After a GPU tool did not answer, how long before it is asked again (a machine without one is not asked every few seconds). */

@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { runProbe } from "./run-probe.js";
 
 /** One NVIDIA GPU as `nvidia-smi` reports it. */
 export interface NvidiaSmiGpu {
@@ -37,12 +37,8 @@ function percent(field: string | undefined): number {
  * from it. systeminformation asks it only after finding the GPU with `lspci`, so
  * on a machine without `lspci` (many minimal server images) it never does.
  */
-export function queryNvidiaSmi(options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<NvidiaSmiGpu[] | null> {
-  return new Promise((resolve) => {
-    execFile("nvidia-smi", [`--query-gpu=${FIELDS}`, "--format=csv,noheader,nounits"], { env: options.env, timeout: options.timeoutMs ?? 5000, windowsHide: true, signal: options.signal }, (err, stdout) => {
-      if (err) return resolve(null);
-      const gpus = parseNvidiaSmi(String(stdout));
-      resolve(gpus.length ? gpus : null);
-    });
-  });
+export async function queryNvidiaSmi(options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<NvidiaSmiGpu[] | null> {
+  const stdout = await runProbe("nvidia-smi", [`--query-gpu=${FIELDS}`, "--format=csv,noheader,nounits"], { env: options.env, timeoutMs: options.timeoutMs ?? 5000, signal: options.signal });
+  const gpus = stdout === null ? [] : parseNvidiaSmi(stdout);
+  return gpus.length ? gpus : null;
 }

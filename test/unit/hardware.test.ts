@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { detectHardware, hardwareChanged } from "../../agent/hardware/detect-hardware.js";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -128,5 +128,24 @@ describe("hardware detection", () => {
         rmSync(dir, { recursive: true, force: true });
       }
     });
+  });
+  // Node 20's execFile, given a signal, kills its child on abort; for a tool that is not installed, before Node has
+  // said so, that kill is kill(0, SIGTERM): the agent's whole process group. An agent stopped while it looked for
+  // nvidia-smi killed the test run this way. The probe runs in a process group of its own here, so that the old
+  // behaviour kills only it.
+  it("stops looking for nvidia-smi on a machine without it, when the agent stops, without signalling anything else", async () => {
+    const script = [
+      `const { queryNvidiaSmi } = await import(${JSON.stringify(join(REPO_ROOT, "dist", "agent", "hardware", "nvidia-smi.js"))});`,
+      `const stopping = new AbortController();`,
+      `const found = queryNvidiaSmi({ env: { PATH: "/nonexistent" }, signal: stopping.signal });`,
+      `stopping.abort();`,
+      `console.log(JSON.stringify(await found));`,
+    ].join("\n");
+    const probe = spawn(process.execPath, ["--input-type=module", "-e", script], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    probe.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    probe.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => probe.once("exit", (c, s) => resolve([c, s])));
+    expect({ code, signal, out: out.trim() }).toEqual({ code: 0, signal: null, out: "null" });
   });
 });
