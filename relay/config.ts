@@ -1,4 +1,5 @@
 import { join, resolve } from "node:path";
+import { clusterProblems, openBusProblem } from "./cluster-config.js";
 
 /** The relay's resolved, validated configuration. */
 export interface RelayConfig {
@@ -26,6 +27,17 @@ export interface RelayConfig {
    * for this relay's own links only. Needs `database`. @default null
    */
   readonly nats: string | null;
+  /**
+   * With `nats`: a NATS credentials file (a user JWT and its NKey seed, as `nsc` writes it) this relay
+   * authenticates to NATS with, instead of or besides credentials in the URL. @default null
+   */
+  readonly natsCreds: string | null;
+  /**
+   * With `nats`: join a NATS server beyond loopback that is given neither credentials (in the URL or
+   * `natsCreds`) nor TLS (`tls://`). Refused without this: anyone who reaches such a server sees which machines
+   * the relays hold and can flood it. The relays' messages are sealed either way. @default false
+   */
+  readonly natsInsecure: boolean;
   /**
    * With `nats`: where this relay takes the other relays' direct connections (`host:port`, port 0 for any free
    * one), announced to them over NATS, so a request crossing relays takes one TCP hop each way instead of two
@@ -142,6 +154,8 @@ const ENV: Record<keyof RelayConfig, string> = {
   database: "MAKINA_DATABASE_URL",
   redis: "MAKINA_REDIS_URL",
   nats: "MAKINA_NATS_URL",
+  natsCreds: "MAKINA_NATS_CREDS",
+  natsInsecure: "MAKINA_NATS_INSECURE",
   peerAddress: "MAKINA_PEER_ADDRESS",
   changeLeaseMs: "MAKINA_CHANGE_LEASE_MS",
   host: "MAKINA_HOST",
@@ -189,6 +203,8 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   database: null,
   redis: null,
   nats: null,
+  natsCreds: null,
+  natsInsecure: false,
   peerAddress: null,
   changeLeaseMs: 10_000,
   host: "127.0.0.1",
@@ -244,31 +260,6 @@ export class ConfigError extends Error {
   }
 }
 
-/** What is wrong with the settings that join a relay to others: the database's, Redis's and NATS's URLs, the peer address. */
-function clusterProblems(database: string | null, redis: string | null, nats: string | null, peerAddress: string | null): string[] {
-  const problems: string[] = [];
-  if (database !== null && !/^postgres(ql)?:\/\/[^\s]+$/i.test(database)) {
-    problems.push(`database (${ENV.database}) must be a PostgreSQL URL such as postgres://makina:secret@db.example.com:5432/makina (leave it out for SQLite in the data directory)`);
-  }
-  if (redis !== null && !/^rediss?:\/\/[^\s/]+(\/\d*)?$/i.test(redis)) {
-    problems.push(`redis (${ENV.redis}) must be a Redis URL such as redis://:secret@cache.example.com:6379 (leave it out for rate limits in this relay's memory)`);
-  }
-  if (nats !== null && !/^(nats|tls):\/\/[^\s/]+\/?$/i.test(nats)) {
-    problems.push(`nats (${ENV.nats}) must be a NATS URL such as nats://user:secret@bus.example.com:4222 (leave it out for requests on this relay's own links only)`);
-  } else if (nats !== null && database === null) {
-    problems.push(`nats (${ENV.nats}) joins relays that share a PostgreSQL database: give database (${ENV.database}) too`);
-  }
-  if (peerAddress !== null && peerAddress !== "off" && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(peerAddress)) {
-    problems.push(`peerAddress (${ENV.peerAddress}) must be HOST:PORT (port 0 for any free one), such as 10.0.0.5:8083, or off for requests between relays over NATS only`);
-  } else if (peerAddress !== null && peerAddress !== "off" && Number(peerAddress.slice(peerAddress.lastIndexOf(":") + 1)) > 65535) {
-    problems.push(`peerAddress (${ENV.peerAddress}) has a port above 65535`);
-  } else if (peerAddress !== null && /^(0\.0\.0\.0|\[::\]|\[0*(:0*)*\]):/.test(peerAddress)) {
-    // It is announced to the other relays as given: they must be able to dial it.
-    problems.push(`peerAddress (${ENV.peerAddress}) is announced to the other relays as given: name one address of this machine they reach (not ${peerAddress.slice(0, peerAddress.lastIndexOf(":"))})`);
-  }
-  return problems;
-}
-
 /** Resolves flags > env > file > defaults into a frozen, validated config. */
 export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfig {
   const problems: string[] = [];
@@ -307,7 +298,12 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   if ((tlsCert === null) !== (tlsKey === null)) problems.push("tlsCert and tlsKey go together: give both, or neither");
   const orNull = (k: keyof RelayConfig): string | null => (pick(k) === null ? null : str(k));
   const [database, redis, nats, peerAddress] = [orNull("database"), orNull("redis"), orNull("nats"), orNull("peerAddress")];
-  problems.push(...clusterProblems(database, redis, nats, peerAddress));
+  problems.push(...clusterProblems(database, redis, nats, peerAddress, ENV));
+  const natsCreds = optionalPath("natsCreds");
+  const natsInsecure = [true, "true", "1"].includes(pick("natsInsecure") as string | boolean);
+  if (natsCreds !== null && nats === null) problems.push(`natsCreds (${ENV.natsCreds}) is given without nats (${ENV.nats})`);
+  const openBus = nats !== null ? openBusProblem(nats, natsCreds !== null, ENV) : null;
+  if (openBus && !natsInsecure) problems.push(openBus);
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
   const adminPort = (): number | "shared" => {
@@ -326,6 +322,8 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     database,
     redis,
     nats,
+    natsCreds,
+    natsInsecure: natsInsecure && openBus !== null,
     peerAddress,
     changeLeaseMs: int("changeLeaseMs", 200, 600_000),
     host: str("host"),

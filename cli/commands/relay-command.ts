@@ -7,6 +7,8 @@ interface RelayArgs {
   database?: string;
   redis?: string;
   nats?: string;
+  natsCreds?: string;
+  natsInsecure?: boolean;
   peerAddress?: string;
   host?: string;
   port?: number;
@@ -34,6 +36,8 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("data-dir", { type: "string", describe: "Data directory (SQLite, admin token) [default: ./.makina]" })
       .option("database", { type: "string", describe: "PostgreSQL URL for the relay's state (env MAKINA_DATABASE_URL) [default: SQLite in the data directory]" })
       .option("nats", { type: "string", describe: "NATS URL joining the relays on one PostgreSQL database: any relay serves any machine's stacks (env MAKINA_NATS_URL)" })
+      .option("nats-creds", { type: "string", describe: "With --nats: a NATS credentials file (user JWT and NKey seed) to authenticate with (env MAKINA_NATS_CREDS)" })
+      .option("nats-insecure", { type: "boolean", describe: "With --nats: join a NATS server beyond loopback that has neither credentials nor TLS (refused without it; env MAKINA_NATS_INSECURE)" })
       .option("peer-address", { type: "string", describe: "With --nats: HOST:PORT where the other relays connect directly to this one for requests crossing relays, or 'off' for NATS only (env MAKINA_PEER_ADDRESS) [default: the HTTP host, any free port]" })
       .option("redis", { type: "string", describe: "Redis URL for the keys' rate limits, shared by every relay given it (env MAKINA_REDIS_URL) [default: in the relay's memory]" })
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
@@ -60,6 +64,8 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
         database: argv.database,
         redis: argv.redis,
         nats: argv.nats,
+        natsCreds: argv.natsCreds,
+        natsInsecure: argv.natsInsecure,
         peerAddress: argv.peerAddress,
         host: argv.host,
         port: argv.port,

@@ -60,7 +60,7 @@ export class BusCarrier implements MachineCarrier {
   async checkModel(machineId: string, check: ModelCheck): Promise<StepResult> {
     const relay = this.remote.get(machineId)?.relayId;
     if (relay === undefined) throw new MakinaError("machine_offline", "No relay holds this machine's link now.");
-    const reply = await this.bus.request(SUBJECTS.modelFiles(relay), { machine: machineId, ref: check.ref, runtime: check.runtime }, CHECK_WAIT_MS);
+    const reply = await this.bus.request(SUBJECTS.modelFiles(relay), { machine: machineId, ref: check.ref, runtime: check.runtime }, CHECK_WAIT_MS, relay);
     const result = readModelFileReply(reply);
     if (!result) throw new MakinaError("machine_offline", "The relay holding the machine said nothing usable of the model file.");
     return result;
@@ -76,7 +76,7 @@ export class BusCarrier implements MachineCarrier {
     // A relay that does not answer in time leaves its machines' loads unknown.
     await Promise.all(
       [...byRelay].map(async ([relay, machines]) => {
-        const reply = await this.bus.request(SUBJECTS.loads(relay), { machines }, LOADS_WAIT_MS).catch(() => undefined);
+        const reply = await this.bus.request(SUBJECTS.loads(relay), { machines }, LOADS_WAIT_MS, relay).catch(() => undefined);
         const now = Date.now();
         const asked = new Set(machines);
         for (const [id, load, ageMs] of readLoadsReply(reply)) if (asked.has(id)) loads.set(id, { load, receivedAt: now - ageMs });

@@ -1,8 +1,10 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { readFile } from "node:fs/promises";
 import type { Logger } from "../../proto/index.js";
+import { BUS_DROPS, BusSeal, type BusDrop } from "./bus-seal.js";
 
-/** What a subscriber gets: the message decoded, and the subject it came on. */
-export type BusHandler = (message: unknown, subject: string) => void;
+/** What a subscriber gets: the message decoded, the subject it came on, and the relay that sent it (authenticated). */
+export type BusHandler = (message: unknown, subject: string, sender: string) => void;
 
 /** How the bus's state changes reach the relay. */
 export interface BusEvents {
@@ -18,24 +20,35 @@ export interface BusEvents {
  * holds, requests crossing relays and their streamed answers). Core NATS, no persistence: a message published
  * while a relay is not connected is lost, and the parts on top are written for that (announcements repeat,
  * requests in flight fail). The client reconnects forever, every 0.5 s with jitter.
+ *
+ * Every message is sealed ({@link BusSeal}): only the relays, which share a secret, can send one another
+ * anything, and each knows which relay sent what it reads. What does not open is dropped, counted by why
+ * ({@link dropped}), and said in the log once a minute at most per reason.
  */
 export class FleetBus {
   private up = true;
   private readonly subscriptions: Subscription[] = [];
-  private readonly encoder = new TextEncoder();
-  private readonly decoder = new TextDecoder();
+  private readonly drops = Object.fromEntries(BUS_DROPS.map((d) => [d, 0])) as Record<BusDrop, number>;
+  private readonly warnedAt = new Map<BusDrop, { at: number; since: number }>();
 
   private constructor(
     private readonly nc: NatsConnection,
+    private readonly seal: BusSeal,
     private readonly log: Logger,
   ) {}
 
-  /** Connects (waiting up to 5 s for the first connection) and follows the connection's state. */
-  static async connect(url: string, options: { name: string; log: Logger; events: BusEvents }): Promise<FleetBus> {
+  /**
+   * Connects (waiting up to 5 s for the first connection) and follows the connection's state. `secret`: the
+   * relays' shared secret, which seals their messages; `relayId`: this relay, as its messages say.
+   */
+  static async connect(url: string, options: { name: string; relayId: string; secret: string; credsFile?: string | null; log: Logger; events: BusEvents }): Promise<FleetBus> {
     // Loaded here, not at the top: only a relay given --nats needs the client.
-    const { connect } = await import("@nats-io/transport-node");
+    const { connect, credsAuthenticator } = await import("@nats-io/transport-node");
     const parsed = new URL(url);
+    // NATS's own credentials: a user and password, or a token, in the URL; a credentials file (JWT and NKey seed).
+    const creds = options.credsFile ? await readFile(options.credsFile) : undefined;
     const nc = await connect({
+      ...(creds ? { authenticator: credsAuthenticator(new Uint8Array(creds)) } : {}),
       servers: `${parsed.protocol === "tls:" ? "tls" : "nats"}://${parsed.host}`,
       ...(parsed.username ? (parsed.password ? { user: decodeURIComponent(parsed.username), pass: decodeURIComponent(parsed.password) } : { token: decodeURIComponent(parsed.username) }) : {}),
       ...(parsed.protocol === "tls:" ? { tls: {} } : {}),
@@ -48,7 +61,7 @@ export class FleetBus {
       pingInterval: 2000,
       maxPingOut: 2,
     });
-    const bus = new FleetBus(nc, options.log);
+    const bus = new FleetBus(nc, new BusSeal(options.secret, options.relayId), options.log);
     void bus.follow(options.events);
     return bus;
   }
@@ -63,11 +76,32 @@ export class FleetBus {
     return this.nc.info?.max_payload ?? 1024 * 1024;
   }
 
+  /** Messages dropped so far, by why. */
+  dropped(): Readonly<Record<BusDrop, number>> {
+    return this.drops;
+  }
+
+  /**
+   * Counts a message dropped (by the bus, or by a handler: one authenticated but speaking for another relay),
+   * and says so in the log at most once a minute per reason, with how many since.
+   */
+  drop(why: BusDrop, subject: string): void {
+    this.drops[why]++;
+    const now = Date.now();
+    const last = this.warnedAt.get(why);
+    if (last && now - last.at < 60_000) {
+      last.since++;
+      return;
+    }
+    this.warnedAt.set(why, { at: now, since: 0 });
+    this.log.warn("dropped a message on the relays' bus", { why, subject, ...(last?.since ? { alsoDroppedSinceLastSaid: last.since } : {}) });
+  }
+
   /** Sends a message; false when it could not be (not connected, or larger than the server takes). */
   publish(subject: string, message: unknown): boolean {
     if (!this.connected) return false;
     try {
-      this.nc.publish(subject, this.encoder.encode(JSON.stringify(message)));
+      this.nc.publish(subject, this.seal.seal(subject, message));
       return true;
     } catch (err) {
       this.log.warn("a message for another relay could not be sent", { subject, error: String(err) });
@@ -76,22 +110,18 @@ export class FleetBus {
   }
 
   /**
-   * Calls `handler` with every message on `subject` (wildcards allowed), decoded, with its subject and a way to
-   * answer it; a message that is not JSON is dropped, and a handler that throws does not end the client's
-   * reading of the connection.
+   * Calls `handler` with every message on `subject` (wildcards allowed) that opens, with its subject, its sender
+   * and a way to answer it; one that does not open is dropped, and a handler that throws does not end the
+   * client's reading of the connection.
    */
-  private listen(subject: string, handler: (message: unknown, subject: string, answer: (reply: unknown) => void) => void): void {
+  private listen(subject: string, handler: (message: unknown, subject: string, sender: string, answer: (reply: unknown) => void) => void): void {
     const sub = this.nc.subscribe(subject, {
       callback: (err, msg) => {
         if (err) return;
-        let message: unknown;
+        const opened = this.seal.open(msg.subject, msg.data);
+        if (typeof opened === "string") return this.drop(opened, msg.subject);
         try {
-          message = JSON.parse(this.decoder.decode(msg.data));
-        } catch {
-          return;
-        }
-        try {
-          handler(message, msg.subject, (reply) => msg.respond(this.encoder.encode(JSON.stringify(reply))));
+          handler(opened.body, msg.subject, opened.sender, (reply) => msg.reply && msg.respond(this.seal.seal(msg.reply, reply)));
         } catch (e) {
           this.log.warn("a message from another relay could not be handled", { subject: msg.subject, error: String(e) });
         }
@@ -102,22 +132,34 @@ export class FleetBus {
 
   /** Calls `handler` with every message on `subject` (wildcards allowed). */
   subscribe(subject: string, handler: BusHandler): void {
-    this.listen(subject, (message, on) => handler(message, on));
+    this.listen(subject, (message, on, sender) => handler(message, on, sender));
   }
 
-  /** Sends a message and waits for its one answer (decoded), up to `timeoutMs`; rejects without one. */
-  async request(subject: string, message: unknown, timeoutMs: number): Promise<unknown> {
-    const reply = await this.nc.request(subject, this.encoder.encode(JSON.stringify(message)), { timeout: timeoutMs });
-    return JSON.parse(this.decoder.decode(reply.data)) as unknown;
+  /**
+   * Sends a message and waits for its one answer (decoded), up to `timeoutMs`; rejects without one, or when the
+   * answer does not open or comes from another relay than `from` (when given).
+   */
+  async request(subject: string, message: unknown, timeoutMs: number, from?: string): Promise<unknown> {
+    const reply = await this.nc.request(subject, this.seal.seal(subject, message), { timeout: timeoutMs });
+    const opened = this.seal.open(reply.subject, reply.data);
+    if (typeof opened === "string") {
+      this.drop(opened, reply.subject);
+      throw new Error(`the answer on the relays' bus was dropped (${opened})`);
+    }
+    if (from !== undefined && opened.sender !== from) {
+      this.drop("impersonating", reply.subject);
+      throw new Error("the answer on the relays' bus came from another relay than the one asked");
+    }
+    return opened.body;
   }
 
   /**
    * Answers every request on `subject` with what `handler` resolves to (an error becomes `{error}`); one it
-   * resolves to undefined is left for another relay to answer.
+   * resolves to undefined is left for another relay to answer. The handler is told which relay asks.
    */
-  respond(subject: string, handler: (message: unknown) => Promise<unknown>): void {
-    this.listen(subject, (message, _on, answer) => {
-      handler(message).then(
+  respond(subject: string, handler: (message: unknown, sender: string) => Promise<unknown>): void {
+    this.listen(subject, (message, _on, sender, answer) => {
+      handler(message, sender).then(
         (reply) => void (reply !== undefined && answer(reply)),
         (e: unknown) => answer({ error: String(e) }),
       );

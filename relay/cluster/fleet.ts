@@ -5,6 +5,7 @@ import type { EventBus, RelayEvent } from "../events/index.js";
 import type { AdmissionGate } from "../routing/index.js";
 import { BusCarrier, serveMachineOperations, type StackOnRecord } from "./bus-carrier.js";
 import { FleetBus } from "./fleet-bus.js";
+import type { BusDrop } from "./bus-seal.js";
 import { HopServer } from "./hop-server.js";
 import { RemoteMachines } from "./remote-machines.js";
 import { readEvent, readPeerMessage, SUBJECTS } from "./hop-messages.js";
@@ -22,6 +23,8 @@ export interface Fleet {
   readonly peerAddress: string | null;
   /** The other relays this relay knows of, and whether its requests reach each directly or over NATS. */
   relays(): { relay: string; via: "direct" | "nats" }[];
+  /** Messages on the bus dropped so far (not sealed by a relay, stale, replayed…), by why. */
+  dropped(): Readonly<Record<BusDrop, number>>;
   /** The relay is stopping: the others stop routing to its machines; requests in flight go on. */
   drain(): void;
   close(): Promise<void>;
@@ -51,17 +54,24 @@ export async function joinFleet(options: {
   log: Logger;
   /** The longest a request waits in an admission queue (a request crossing relays may wait in the other's). */
   queueTimeoutMs?: number;
+  /** The secret the relays on one database share: it seals their messages on NATS and their direct connections. */
+  secret: string;
+  /** A NATS credentials file (JWT and NKey seed) to authenticate to NATS with. */
+  credsFile?: string | null;
   /**
-   * Where to take the other relays' direct connections (port 0: any free one), and the secret the relays on
-   * one database share; without it, every request crossing relays goes over NATS.
+   * Where to take the other relays' direct connections (port 0: any free one); without it, every request
+   * crossing relays goes over NATS.
    */
-  peer?: { host: string; port: number; secret: string; maxMessageChars: number };
+  peer?: { host: string; port: number; maxMessageChars: number };
 }): Promise<Fleet> {
   const { url, relayId, registry, gate, events, log } = options;
   // The bus reports its state to the two parts made on it just below.
   const parts: { r?: RemoteMachines; s?: HopServer } = {};
   const bus = await FleetBus.connect(url, {
     name: `makina relay ${relayId}`,
+    relayId,
+    secret: options.secret,
+    credsFile: options.credsFile,
     log,
     events: {
       disconnected: () => {
@@ -80,6 +90,7 @@ export async function joinFleet(options: {
     try {
       peers = await PeerLinks.listen({
         ...options.peer,
+        secret: options.secret,
         relayId,
         log,
         handlers: {
@@ -113,9 +124,10 @@ export async function joinFleet(options: {
   const unsubscribe = events.subscribe((event) => {
     if (!relayed.has(event)) bus.publish(SUBJECTS.events, { from: relayId, event });
   });
-  bus.subscribe(SUBJECTS.events, (m) => {
+  bus.subscribe(SUBJECTS.events, (m, subject, sender) => {
     const event = readEvent(m, relayId);
     if (!event) return;
+    if ((m as { from: string }).from !== sender) return bus.drop("impersonating", subject);
     relayed.add(event);
     events.emit(event);
   });
@@ -129,6 +141,7 @@ export async function joinFleet(options: {
       return r.inFlight + s.inFlight;
     },
     peerAddress: peers?.address ?? null,
+    dropped: () => bus.dropped(),
     relays: () => r.relayIds().map((id) => ({ relay: id, via: peers?.open(id) ? "direct" : "nats" })),
     drain: () => s.drain(),
     async close() {

@@ -8,7 +8,8 @@ import { cleanLoad } from "../link/index.js";
  * - `makina.machines`: each relay's {@link MachinesSnapshot}, every second and whenever it changes.
  * - `makina.hop.<relay>`: a {@link HopRequest} for a machine linked to that relay.
  * - `makina.hop.<relay>.ctl`: {@link HopControl}: credit for a request's answer, or its cancellation.
- * - `makina.reply.<relay>.<n>`: the {@link HopReply} messages of request `n` sent by that relay.
+ * - `makina.reply.<relay>.<n>`: the {@link HopReply} messages of request `n` sent by that relay (those made in
+ *   one turn of the serving relay's event loop as one message, `{batch: [replies]}`).
  * - `makina.events`: each relay's control-plane events (`{from, event}`), for live pages on every relay.
  * - `makina.deploy` (`{stack}`): the relay holding that stack's machine's link runs its deployment.
  * - `makina.loads.<relay>` (`{machines}`, answered with a {@link LoadsReply}): the latest load of those machines
@@ -137,6 +138,20 @@ export function readControl(m: unknown): HopControl | undefined {
   if (!isObject(m) || !isId(m.from) || !isCount(m.n)) return undefined;
   if (m.cancel === true) return { from: m.from, n: m.n, cancel: true };
   return isCount(m.credit) ? { from: m.from, n: m.n, credit: m.credit } : undefined;
+}
+
+/**
+ * The replies of one message over NATS: one reply, or `{batch: [replies]}` (those the serving relay made in one
+ * turn of its event loop); undefined when any is malformed.
+ */
+export function readReplies(m: unknown): HopReply[] | undefined {
+  if (isObject(m) && Array.isArray(m.batch)) {
+    if (m.batch.length > 1000) return undefined;
+    const replies = m.batch.map(readReply);
+    return replies.every((r) => r !== undefined) ? (replies as HopReply[]) : undefined;
+  }
+  const reply = readReply(m);
+  return reply && [reply];
 }
 
 export function readReply(m: unknown): HopReply | undefined {

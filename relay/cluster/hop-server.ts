@@ -35,6 +35,28 @@ const SENDER_GRACE_MS = 3500;
 const senderGone = () => new MakinaError("canceled", "The relay that sent the request is gone.");
 
 /**
+ * The replies of one request over NATS, those made in one turn of the event loop sent as one message
+ * (`{batch}`): a short answer's tokens, end and usage cross in one message, a stream's in one per frame of the
+ * machine's link, each sealed once.
+ */
+function repliesOnBus(bus: FleetBus, subject: string): (reply: HopReply) => boolean {
+  let pending: HopReply[] | undefined;
+  return (reply) => {
+    if (pending) {
+      pending.push(reply);
+      return true;
+    }
+    pending = [reply];
+    setImmediate(() => {
+      const batch = pending!;
+      pending = undefined;
+      bus.publish(subject, batch.length === 1 ? batch[0] : { batch });
+    });
+    return true;
+  };
+}
+
+/**
  * The serving side of requests crossing relays: this relay announces the machines whose links it holds (with
  * their ready stacks and requests in flight, so every relay routes to the least loaded machine of the fleet),
  * and serves the requests other relays send for them as its own gateway would: the machine's admission
@@ -65,13 +87,18 @@ export class HopServer {
     },
   ) {
     const { bus, relayId } = deps;
-    bus.subscribe(SUBJECTS.hop(relayId), (m) => {
+    // A relay sends its own requests, and credit or cancels its own requests only.
+    bus.subscribe(SUBJECTS.hop(relayId), (m, subject, sender) => {
       const request = readRequest(m);
-      if (request) void this.serve(request, (reply) => bus.publish(SUBJECTS.reply(request.from, request.n), reply), undefined);
+      if (!request) return;
+      if (request.from !== sender) return bus.drop("impersonating", subject);
+      void this.serve(request, repliesOnBus(bus, SUBJECTS.reply(request.from, request.n)), undefined);
     });
-    bus.subscribe(SUBJECTS.control(relayId), (m) => {
+    bus.subscribe(SUBJECTS.control(relayId), (m, subject, sender) => {
       const control = readControl(m);
-      if (control) this.control(control, undefined);
+      if (!control) return;
+      if (control.from !== sender) return bus.drop("impersonating", subject);
+      this.control(control, undefined);
     });
     this.timer = setInterval(() => {
       this.announce();

@@ -2,7 +2,7 @@ import { fromErrorReport, MakinaError, type ChatInput, type Logger, type TokenEv
 import { assertEncodable, PendingInference, type InferOptions } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
-import { readPeerAnswer, readReply, readSnapshot, SUBJECTS, type AnnouncedMachine, type HopReply, type HopRequest, type MachinesSnapshot } from "./hop-messages.js";
+import { readPeerAnswer, readReplies, readSnapshot, SUBJECTS, type AnnouncedMachine, type HopReply, type HopRequest, type MachinesSnapshot } from "./hop-messages.js";
 import type { PeerConnection } from "./peer-links.js";
 
 /** The relays' direct connections, as the sending side uses them. */
@@ -82,7 +82,7 @@ export class RemoteMachines {
   private readonly byMachine = new Map<string, RemoteMachine>();
   private readonly relays = new Map<string, { seenAt: number; machines: Map<string, RemoteMachine> }>();
   /** Announcements in parts, per relay, until all parts of one came. */
-  private readonly assembling = new Map<string, { seq: number; parts: (AnnouncedMachine[] | undefined)[]; got: number }>();
+  private readonly assembling = new Map<string, { seq: number; parts: (AnnouncedMachine[] | undefined)[]; got: number; since: number }>();
   private readonly calls = new Map<number, Call>();
   private seq = 0;
   private readonly sweep: NodeJS.Timeout;
@@ -98,14 +98,19 @@ export class RemoteMachines {
     /** The longest a request may wait in the serving relay's admission queue. */
     private readonly queueTimeoutMs = 30_000,
   ) {
-    bus.subscribe(SUBJECTS.machines, (m) => {
+    bus.subscribe(SUBJECTS.machines, (m, subject, sender) => {
       const snapshot = readSnapshot(m);
-      if (snapshot && snapshot.relay !== relayId) this.received(snapshot);
+      if (!snapshot || sender === relayId) return;
+      // A relay announces the machines it holds, never another relay's.
+      if (snapshot.relay !== sender) return bus.drop("impersonating", subject);
+      this.received(snapshot);
     });
-    bus.subscribe(SUBJECTS.replies(relayId), (m, subject) => this.replied(Number(subject.slice(subject.lastIndexOf(".") + 1)), m));
+    bus.subscribe(SUBJECTS.replies(relayId), (m, subject, sender) => this.replied(Number(subject.slice(subject.lastIndexOf(".") + 1)), m, sender, subject));
     this.sweep = setInterval(() => {
       const now = performance.now();
       for (const [id, relay] of this.relays) if (now - relay.seenAt > SILENT_MS) this.dropRelay(id, "stopped answering");
+      // An announcement whose parts stopped coming is not kept waiting for them.
+      for (const [id, pending] of this.assembling) if (now - pending.since > SILENT_MS) this.assembling.delete(id);
     }, 500);
     this.sweep.unref();
   }
@@ -252,10 +257,13 @@ export class RemoteMachines {
     if (this.calls.get(n) === call) this.calls.delete(n);
   }
 
-  private replied(n: number, m: unknown): void {
-    const reply = readReply(m);
-    // Over NATS only for the requests that went over NATS.
-    if (reply && this.calls.get(n)?.via === undefined) this.reply(n, reply);
+  private replied(n: number, m: unknown, sender: string, subject: string): void {
+    const replies = readReplies(m);
+    const call = this.calls.get(n);
+    // Over NATS only for the requests that went over NATS, and from the relay they went to.
+    if (!replies || !call || call.via !== undefined) return;
+    if (call.relayId !== sender) return this.bus.drop("impersonating", subject);
+    for (const reply of replies) this.reply(n, reply);
   }
 
   private reply(n: number, reply: HopReply): void {
@@ -284,7 +292,7 @@ export class RemoteMachines {
     if (snapshot.parts === undefined || snapshot.parts === 1) return this.apply(snapshot);
     let pending = this.assembling.get(snapshot.relay);
     if (!pending || pending.seq !== snapshot.seq || pending.parts.length !== snapshot.parts) {
-      pending = { seq: snapshot.seq!, parts: Array.from({ length: snapshot.parts }, () => undefined), got: 0 };
+      pending = { seq: snapshot.seq!, parts: Array.from({ length: snapshot.parts }, () => undefined), got: 0, since: performance.now() };
       this.assembling.set(snapshot.relay, pending);
     }
     if (pending.parts[snapshot.part!] === undefined) pending.got++;

@@ -26,8 +26,11 @@ import { requestId } from "./request-id.js";
 export interface RelayAppDeps {
   /** Where the gateway sends a machine's requests: its link here, or the relay holding it (the machine seam). */
   targets: { get(machineId: string): InferenceTarget | undefined };
-  /** The relays' bus, when this relay is joined to others (`--nats`): `/health` says whether it is reachable. */
-  fleet?: { readonly connected: boolean };
+  /**
+   * The relays' bus, when this relay is joined to others (`--nats`): `/health` says whether it is reachable, and
+   * when it was joined beyond loopback with neither credentials nor TLS (`--nats-insecure`).
+   */
+  fleet?: { readonly connected: boolean; readonly insecure: boolean };
   /** The gateway's keys and routes, kept in memory and refreshed for every request. */
   directory: GatewayDirectory;
   control: ControlPlane;
@@ -114,7 +117,13 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
       // Limits applied per relay because Redis is away: still 200, saying so.
       const problem = deps.storage?.problem;
       const limits = deps.limiter.problem ?? null;
-      const nats = deps.fleet && !deps.fleet.connected ? "NATS cannot be reached: requests for machines linked to other relays are refused until it is back" : null;
+      const nats = !deps.fleet
+        ? null
+        : !deps.fleet.connected
+          ? "NATS cannot be reached: requests for machines linked to other relays are refused until it is back"
+          : deps.fleet.insecure
+            ? "NATS is joined beyond loopback with neither credentials nor TLS (--nats-insecure): anyone who reaches it sees which machines the relays hold and can flood it (the relays' messages are sealed still)"
+            : null;
       const details = { ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}), ...(nats ? { nats } : {}) };
       // A relay that may have missed other relays' changes refuses the gateway's requests: 503 here too, so a
       // load balancer sends them to another relay meanwhile.

@@ -36,7 +36,13 @@ export class RelayMetrics {
   private readonly runtimes = new Map<string, StackMetrics[]>();
 
   /** `relayId`: labels every series `relay` (relays sharing a database, each scraped on its own). */
-  constructor(options: { machinesOnline: () => number; relayId?: string; otherRelays?: () => { relay: string; via: "direct" | "nats" }[] }) {
+  constructor(options: {
+    machinesOnline: () => number;
+    relayId?: string;
+    otherRelays?: () => { relay: string; via: "direct" | "nats" }[];
+    /** Messages on the relays' bus dropped so far, by why (`--nats`). */
+    busDropped?: () => Readonly<Record<string, number>>;
+  }) {
     if (options.relayId) this.registry.setDefaultLabels({ relay: options.relayId });
     const runtimes = this.runtimes;
     /** A series per stack of every connected machine, set from what the agents last reported. */
@@ -79,6 +85,19 @@ export class RelayMetrics {
         collect() {
           this.reset();
           for (const { relay, via } of others()) this.set({ other_relay: relay, via }, 1);
+        },
+      });
+    }
+    if (options.busDropped) {
+      const dropped = options.busDropped;
+      new Counter({
+        name: "makina_bus_messages_dropped_total",
+        help: "Messages on the relays' NATS bus dropped, by why: unauthenticated (not sealed with the relays' key), misaddressed, stale, replayed, impersonating (a relay speaking for another).",
+        labelNames: ["reason"],
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const [reason, n] of Object.entries(dropped())) this.inc({ reason }, n);
         },
       });
     }

@@ -20,11 +20,12 @@ export async function startFleet(s: Shared, store: Store, gate: AdmissionGate, h
   return parts.start({
     name: "the other relays (NATS)",
     // The listener for the other relays' direct connections says so when it cannot listen; anything else is NATS.
-    setting: (err) => settingOf(err instanceof PeerListenError ? "peerAddress" : "nats"),
+    setting: (err) => (err instanceof PeerListenError ? settingOf("peerAddress") : config.natsCreds ? `${settingOf("nats")}, ${settingOf("natsCreds")}` : settingOf("nats")),
     start: async () => {
-      // The secret of the relays' direct connections is the database's (made by the first relay).
-      const peer = config.peerAddress !== "off" ? { ...peerListenAddress(config), secret: await peerSecret(store), maxMessageChars: 2 * config.bodyLimitBytes + 1024 * 1024 } : undefined;
-      return joinFleet({ url: config.nats!, relayId: s.relayId, registry, here, stackOf, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, peer });
+      // The secret that seals the relays' messages and direct connections is the database's (made by the first relay).
+      const secret = await peerSecret(store);
+      const peer = config.peerAddress !== "off" ? { ...peerListenAddress(config), maxMessageChars: 2 * config.bodyLimitBytes + 1024 * 1024 } : undefined;
+      return joinFleet({ url: config.nats!, relayId: s.relayId, registry, here, stackOf, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, secret, credsFile: config.natsCreds, peer });
     },
     stop: (f) => f.close(),
   });

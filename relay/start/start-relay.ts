@@ -133,7 +133,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
   const machines = new MachineReach(linked, fleet?.carrier);
   const { limiter, usage, requests, audit } = await startBooks(s, store);
   // Several relays share a PostgreSQL database: each one's series carry its id.
-  const metrics = new RelayMetrics({ machinesOnline: () => registry.size, relayId: store.dialect === "postgres" ? s.relayId : undefined, otherRelays: fleet?.relays });
+  const metrics = new RelayMetrics({ machinesOnline: () => registry.size, relayId: store.dialect === "postgres" ? s.relayId : undefined, otherRelays: fleet?.relays, busDropped: fleet?.dropped });
   const deployer = new Deployer(store, machines, runner, events);
   const accept = linkAcceptor({
     store,
@@ -164,7 +164,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
       log: log.child({ component: "http" }),
       limiter,
       targets: machines.targets,
-      fleet,
+      fleet: fleet && { get connected() { return fleet.connected; }, insecure: config.natsInsecure },
       adminTokenHash: () => directory.adminTokenHash,
       trustProxy: config.trustProxy,
       eventsKeepaliveMs: config.eventsKeepaliveMs,

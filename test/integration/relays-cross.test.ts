@@ -10,9 +10,10 @@ import { createLogger, silentLogger } from "../../proto/index.js";
 import type { Compatibility, Overview } from "../../relay/admin-contract/index.js";
 import { testModelPath } from "../helpers/models.js";
 import { emptyDatabase } from "../helpers/databases.js";
-import { startNats, type NatsServer } from "../helpers/nats-server.js";
+import { startNats, startNatsRequiringCredentials, type NatsServer } from "../helpers/nats-server.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { OP } from "../helpers/operator.js";
+import { BusSeal } from "../../relay/cluster/bus-seal.js";
 
 /**
  * Any relay serves any stack: relay A holds the agent's link (the stand-in model of test/fakes), relay B
@@ -160,6 +161,24 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     }
   });
 
+  it.runIf(via === "nats")("joins a NATS server that lets in only holders of a credentials file (--nats-creds), and does not start without it, saying so", async () => {
+    const locked = await startNatsRequiringCredentials();
+    const dir = mkdtempSync(join(tmpdir(), "makina-relay-c-"));
+    try {
+      const flags = { dataDir: dir, database: gw.relay.config.database, nats: locked.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", peerAddress: "off" };
+      await expect(startRelay(resolveRelayConfig({ flags }), { log: silentLogger() })).rejects.toThrow(/^The relay could not start: the other relays \(NATS\): .*; change it with --nats or MAKINA_NATS_URL\.$/);
+      const c = await startRelay(resolveRelayConfig({ flags: { ...flags, natsCreds: locked.credsFile } }), { log: silentLogger() });
+      try {
+        expect(await (await fetch(`${c.url}/health`)).json()).toEqual({ status: "ok" });
+      } finally {
+        await c.stop();
+      }
+    } finally {
+      await locked.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("cancels the generation on the machine when the client goes away", async () => {
     const fake = gw.fake(gw.machineId, "stories");
     const res = await chat(b, "stall one two three", { stream: true });
@@ -203,16 +222,84 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     expect(gw.agent.host.list().map((r) => r.stackId)).not.toContain(stack.id);
   });
 
-  it("does not stop a deployed stack because a client on the bus asks: the database's state decides", async () => {
+  // The relays' ids, as each labels its /metrics.
+  const relayIds = async () => {
+    const relayOf = async (relay: Relay) => /[{,]relay="(rly_[A-Za-z0-9]+)"/.exec((await scrape(relay)).join("\n"))![1]!;
+    return [await relayOf(gw.relay), await relayOf(b)] as const;
+  };
+  const dropped = async (relay: Relay) =>
+    Object.fromEntries((await scrape(relay)).filter((l) => l.startsWith("makina_bus_messages_dropped_total")).map((l) => [/reason="(\w+)"/.exec(l)![1], Number(l.slice(l.lastIndexOf(" ") + 1))]));
+  // A relay of this deployment, as far as the bus can tell: it holds the relays' shared secret.
+  const insider = async (as: string) => new BusSeal((await gw.relay.store.settings.get("peer_secret"))!, as);
+  const encode = (m: unknown) => new TextEncoder().encode(JSON.stringify(m));
+
+  it("does not stop a deployed stack because a relay asks on the bus: the database's state decides", async () => {
     const { connect } = await import("@nats-io/transport-node");
-    const rogue = await connect({ servers: nats.url });
+    const bus = await connect({ servers: nats.url });
     try {
-      // The relay holding the link answers a stop only for a stack being undeployed: no answer comes.
-      const stop = rogue.request("makina.stop", new TextEncoder().encode(JSON.stringify({ stack: gw.stackId })), { timeout: 1500 });
+      // Sealed as a relay would: the relay holding the link answers a stop only for a stack being undeployed.
+      const seal = await insider("rly_insider");
+      const stop = bus.request("makina.stop", seal.seal("makina.stop", { stack: gw.stackId }), { timeout: 1500 });
       await expect(stop).rejects.toThrow();
       // Still on the machine, and served through either relay.
       expect(gw.agent.host.list().map((r) => r.stackId)).toContain(gw.stackId);
       expect((await chat(gw.relay, "still here?")).status).toBe(200);
+      expect((await chat(b, "still here?")).status).toBe(200);
+    } finally {
+      await bus.close();
+    }
+  });
+
+  it.runIf(via === "nats")("drops, counts and never acts on what a client on the bus without the relays' key sends, nor on a relay's message sent again or elsewhere; a prompt crossing is never in clear", async () => {
+    const { connect } = await import("@nats-io/transport-node");
+    const rogue = await connect({ servers: nats.url });
+    const [idA, idB] = await relayIds();
+    const [beforeA, beforeB] = [await dropped(gw.relay), await dropped(b)];
+    const seen: { subject: string; data: Uint8Array }[] = [];
+    rogue.subscribe("makina.>", { callback: (_e, m) => void seen.push({ subject: m.subject, data: m.data }) });
+    await rogue.flush();
+    try {
+      // What crosses the bus is sealed: the prompt and its answer are nowhere in clear.
+      const secretPrompt = "the launch code is swordfish";
+      expect(await (await chat(b, secretPrompt)).json()).toMatchObject({ choices: [{ message: { content: secretPrompt } }] });
+      await vi.waitFor(() => expect(seen.some((m) => m.subject === `makina.hop.${idA}`)).toBe(true));
+      const text = seen.map((m) => Buffer.from(m.data).toString("latin1")).join("\n");
+      expect(text).not.toContain("swordfish");
+      expect(text).not.toContain(gw.machineId);
+
+      // Without the key: a request for A's machine as if from B, an announcement of A's machine by a relay that
+      // is none, a reply to one of B's requests, a cancel, a stop, a look at a file.
+      const answers: string[] = [];
+      // The answers to the two requests below, if any came.
+      for (const n of [900_001, 900_002]) rogue.subscribe(`makina.reply.${idB}.${n}`, { callback: (_e, m) => void answers.push(m.subject) });
+      rogue.publish(`makina.hop.${idA}`, encode({ from: idB, n: 900_001, machine: gw.machineId, stack: gw.stackId, input: { messages: [{ role: "user", content: "free tokens" }] }, firstTokenTimeoutMs: 1000, steps: 1, credit: 32 }));
+      rogue.publish("makina.machines", encode({ relay: "rly_rogue", machines: [[gw.machineId, 0, 0, [gw.stackId]]] }));
+      rogue.publish(`makina.reply.${idB}.1`, encode({ s: 0, e: { type: "token", text: "forged" } }));
+      rogue.publish(`makina.hop.${idA}.ctl`, encode({ from: idB, n: 1, cancel: true }));
+      await expect(rogue.request("makina.stop", encode({ stack: gw.stackId }), { timeout: 500 })).rejects.toThrow();
+      await expect(rogue.request(`makina.model-files.${idA}`, encode({ machine: gw.machineId, ref: "/etc/shadow", runtime: "gguf" }), { timeout: 500 })).rejects.toThrow();
+
+      // A relay's genuine message sent again (the request B sent A above), and sent to B instead of A.
+      const genuine = seen.find((m) => m.subject === `makina.hop.${idA}`)!;
+      rogue.publish(genuine.subject, genuine.data);
+      rogue.publish(`makina.hop.${idB}`, genuine.data);
+
+      // A relay (it has the key) speaking for another: an announcement of A's machines, a request as if from B.
+      const seal = await insider("rly_insider");
+      rogue.publish("makina.machines", seal.seal("makina.machines", { relay: idA, machines: [] }));
+      rogue.publish(`makina.hop.${idA}`, seal.seal(`makina.hop.${idA}`, { from: idB, n: 900_002, machine: gw.machineId, stack: gw.stackId, input: { messages: [{ role: "user", content: "hi" }] }, firstTokenTimeoutMs: 1000, steps: 1, credit: 32 }));
+
+      // A: the request, the announcement, the cancel, the stop and the file look unauthenticated; the request
+      // sent again replayed; the insider's two impersonating. B: the announcement, the reply and the stop; the
+      // request misaddressed; the insider's announcement impersonating.
+      const delta = (after: Record<string, number>, before: Record<string, number>) => Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
+      await vi.waitFor(async () => expect(delta(await dropped(gw.relay), beforeA)).toEqual({ unauthenticated: 5, misaddressed: 0, stale: 0, replayed: 1, impersonating: 2 }), { timeout: 5000, interval: 100 });
+      await vi.waitFor(async () => expect(delta(await dropped(b), beforeB)).toEqual({ unauthenticated: 3, misaddressed: 1, stale: 0, replayed: 0, impersonating: 1 }), { timeout: 5000, interval: 100 });
+      // Nothing was served for them: no answer to either request, no relay but A known to B,
+      // and A's machine still served through B.
+      expect(answers).toEqual([]);
+      expect(await otherRelays(b)).toEqual([expect.stringContaining(`other_relay="${idA}"`)]);
+      expect(gw.agent.host.list().map((r) => r.stackId)).toContain(gw.stackId);
       expect((await chat(b, "still here?")).status).toBe(200);
     } finally {
       await rogue.close();

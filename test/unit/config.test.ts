@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { AgentConfigError, defaultThreads, resolveAgentConfig } from "../../agent/index.js";
 import { ConfigError, resolveRelayConfig } from "../../relay/index.js";
@@ -91,6 +91,20 @@ describe("configuration", () => {
       expect(() => resolveRelayConfig({ env: { MAKINA_NATS_URL: bad, MAKINA_DATABASE_URL: database } })).toThrow(/nats \(MAKINA_NATS_URL\) must be a NATS URL/);
     }
     expect(() => resolveRelayConfig({ flags: { nats: "nats://bus" } })).toThrow(/nats \(MAKINA_NATS_URL\) joins relays that share a PostgreSQL database: give database/);
+    // A bus beyond loopback with neither credentials nor TLS is refused, unless the operator says to join it so.
+    const open = /nats \(MAKINA_NATS_URL\) is beyond loopback with neither credentials nor TLS: .*natsInsecure \(MAKINA_NATS_INSECURE\)/;
+    expect(() => resolveRelayConfig({ flags: { nats: "nats://10.0.0.7:4222", database } })).toThrow(open);
+    expect(() => resolveRelayConfig({ flags: { nats: "nats://bus.example.com", database } })).toThrow(open);
+    expect(resolveRelayConfig({ flags: { nats: "nats://bus.example.com", database, natsInsecure: true } }).natsInsecure).toBe(true);
+    expect(resolveRelayConfig({ env: { MAKINA_NATS_URL: "nats://10.0.0.7:4222", MAKINA_DATABASE_URL: database, MAKINA_NATS_INSECURE: "true" } }).natsInsecure).toBe(true);
+    for (const fine of ["nats://127.0.0.1:4222", "nats://localhost:4222", "nats://[::1]:4222", "nats://u:pw@10.0.0.7:4222", "nats://s3cr3tt0ken@10.0.0.7:4222", "tls://10.0.0.7:4222"]) {
+      const config = resolveRelayConfig({ flags: { nats: fine, database, natsInsecure: true } });
+      // Said insecure (in /health) only when it is.
+      expect([fine, config.natsInsecure]).toEqual([fine, false]);
+    }
+    const creds = resolveRelayConfig({ flags: { nats: "nats://10.0.0.7:4222", database, natsCreds: "relay.creds" } });
+    expect([creds.natsCreds, creds.natsInsecure]).toEqual([resolve("relay.creds"), false]);
+    expect(() => resolveRelayConfig({ flags: { natsCreds: "relay.creds" } })).toThrow(/natsCreds \(MAKINA_NATS_CREDS\) is given without nats/);
     // Where the other relays connect directly: a host and port, or off.
     expect(resolveRelayConfig({}).peerAddress).toBeNull();
     expect(resolveRelayConfig({ env: { MAKINA_PEER_ADDRESS: "10.0.0.5:8083" } }).peerAddress).toBe("10.0.0.5:8083");
