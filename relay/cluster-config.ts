@@ -1,3 +1,5 @@
+import { isIPv4 } from "node:net";
+
 /** The environment variable of each setting these read, as their problems name them. */
 type EnvNames = Readonly<Record<"database" | "redis" | "nats" | "natsCreds" | "natsInsecure" | "peerAddress", string>>;
 
@@ -38,7 +40,7 @@ export function openBusProblem(nats: string, credsFile: boolean, ENV: EnvNames):
     return null;
   }
   const host = url.hostname.replace(/^\[|\]$/g, "");
-  const loopback = host === "localhost" || host === "::1" || /^127\./.test(host);
+  const loopback = host === "localhost" || host === "::1" || (isIPv4(host) && host.startsWith("127."));
   if (loopback || url.protocol === "tls:" || url.username !== "" || credsFile) return null;
   return `nats (${ENV.nats}) is beyond loopback with neither credentials nor TLS: anyone who reaches ${url.host} would see which machines the relays hold and could flood it. Give credentials (nats://user:password@host:4222, a token as nats://token@host:4222, or natsCreds (${ENV.natsCreds}) for an NKey credentials file), TLS (tls://host:4222), or natsInsecure (${ENV.natsInsecure}) to join it as it is`;
 }

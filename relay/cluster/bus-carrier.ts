@@ -44,9 +44,11 @@ export class BusCarrier implements MachineCarrier {
   async stop(machineId: string, stackId: string): Promise<boolean> {
     // The relay holding the link answers once the stop is done; none answering soon when none is known to hold it
     // means no relay does.
-    const known = this.remote.get(machineId) !== undefined;
+    const holder = this.remote.get(machineId)?.relayId;
+    const known = holder !== undefined;
     try {
-      const reply = await this.bus.request(SUBJECTS.stop, { stack: stackId }, known ? STOP_WAIT_MS : STOP_WAIT_UNKNOWN_MS);
+      // When the holder is known, only its answer counts.
+      const reply = await this.bus.request(SUBJECTS.stop, { stack: stackId }, known ? STOP_WAIT_MS : STOP_WAIT_UNKNOWN_MS, holder);
       // Only the holder's `done` confirms it (a relay whose database failed answers an error instead).
       if (typeof reply === "object" && reply !== null && (reply as { done?: unknown }).done === true) return true;
       this.log.warn("the relay holding the machine could not stop the stack", { stackId });

@@ -23,6 +23,8 @@ export interface Opened {
 
 /** How far a message's time may be from the receiver's clock. */
 export const MAX_AGE_MS = 30_000;
+/** Bytes a seal adds to a message, at most (its header, tag, and sender, subject and time inside), for subjects of up to 100 characters. */
+export const SEAL_BYTES = 25 + 16 + 200;
 /** How many of a sender's latest message numbers a receiver remembers (a later one than these, or one of these, is a replay or too late to tell). */
 const WINDOW = 4096;
 /** Senders (relay processes) remembered; the least recently heard goes first past this. */
@@ -111,6 +113,8 @@ export class BusSeal {
     } catch {
       return "unauthenticated";
     }
+    // Sealed by a relay, so well formed; checked all the same, as anything read from outside.
+    if (typeof m !== "object" || m === null || typeof m.r !== "string" || typeof m.s !== "string" || !Number.isFinite(m.t)) return "unauthenticated";
     if (m.s !== subject) return "misaddressed";
     const now = this.now();
     if (Math.abs(now - m.t) > MAX_AGE_MS) return "stale";

@@ -1,6 +1,7 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import type { Logger } from "../../proto/index.js";
+import { WarningThrottle, type Logger } from "../../proto/index.js";
 import { BUS_DROPS, BusSeal, type BusDrop } from "./bus-seal.js";
 
 /** What a subscriber gets: the message decoded, the subject it came on, and the relay that sent it (authenticated). */
@@ -29,7 +30,7 @@ export class FleetBus {
   private up = true;
   private readonly subscriptions: Subscription[] = [];
   private readonly drops = Object.fromEntries(BUS_DROPS.map((d) => [d, 0])) as Record<BusDrop, number>;
-  private readonly warnedAt = new Map<BusDrop, { at: number; since: number }>();
+  private readonly warnings = new WarningThrottle();
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -52,6 +53,9 @@ export class FleetBus {
       servers: `${parsed.protocol === "tls:" ? "tls" : "nats"}://${parsed.host}`,
       ...(parsed.username ? (parsed.password ? { user: decodeURIComponent(parsed.username), pass: decodeURIComponent(parsed.password) } : { token: decodeURIComponent(parsed.username) }) : {}),
       ...(parsed.protocol === "tls:" ? { tls: {} } : {}),
+      // A server joined without TLS or credentials (on loopback, or with --nats-insecure) is the only one used:
+      // the cluster's other servers it names are not dialed (plaintext, beyond what was checked).
+      ...(parsed.protocol !== "tls:" && !parsed.username && !creds ? { ignoreClusterUpdates: true } : {}),
       name: options.name,
       timeout: 5000,
       reconnect: true,
@@ -87,14 +91,7 @@ export class FleetBus {
    */
   drop(why: BusDrop, subject: string): void {
     this.drops[why]++;
-    const now = Date.now();
-    const last = this.warnedAt.get(why);
-    if (last && now - last.at < 60_000) {
-      last.since++;
-      return;
-    }
-    this.warnedAt.set(why, { at: now, since: 0 });
-    this.log.warn("dropped a message on the relays' bus", { why, subject, ...(last?.since ? { alsoDroppedSinceLastSaid: last.since } : {}) });
+    this.warnings.warn(why, this.log, "dropped a message on the relays' bus", { why, subject: subject.slice(0, 128) });
   }
 
   /** Sends a message; false when it could not be (not connected, or larger than the server takes). */
@@ -136,21 +133,37 @@ export class FleetBus {
   }
 
   /**
-   * Sends a message and waits for its one answer (decoded), up to `timeoutMs`; rejects without one, or when the
-   * answer does not open or comes from another relay than `from` (when given).
+   * Sends a message and waits for its answer (decoded), up to `timeoutMs`; rejects without one. The answer comes
+   * to an inbox of this call's own: what does not open there, or comes from another relay than `from` (when
+   * given), is dropped and the wait goes on (a client on the bus sees the inbox's name, and could otherwise
+   * answer first).
    */
-  async request(subject: string, message: unknown, timeoutMs: number, from?: string): Promise<unknown> {
-    const reply = await this.nc.request(subject, this.seal.seal(subject, message), { timeout: timeoutMs });
-    const opened = this.seal.open(reply.subject, reply.data);
-    if (typeof opened === "string") {
-      this.drop(opened, reply.subject);
-      throw new Error(`the answer on the relays' bus was dropped (${opened})`);
-    }
-    if (from !== undefined && opened.sender !== from) {
-      this.drop("impersonating", reply.subject);
-      throw new Error("the answer on the relays' bus came from another relay than the one asked");
-    }
-    return opened.body;
+  request(subject: string, message: unknown, timeoutMs: number, from?: string): Promise<unknown> {
+    const inbox = `_INBOX.${randomBytes(16).toString("hex")}`;
+    return new Promise((resolve, reject) => {
+      const sub = this.nc.subscribe(inbox, {
+        callback: (err, msg) => {
+          if (err) return;
+          const opened = this.seal.open(msg.subject, msg.data);
+          if (typeof opened === "string") return this.drop(opened, msg.subject);
+          if (from !== undefined && opened.sender !== from) return this.drop("impersonating", msg.subject);
+          clearTimeout(timer);
+          sub.unsubscribe();
+          resolve(opened.body);
+        },
+      });
+      const timer = setTimeout(() => {
+        sub.unsubscribe();
+        reject(new Error(`no answer on the relays' bus within ${timeoutMs} ms`));
+      }, timeoutMs);
+      try {
+        this.nc.publish(subject, this.seal.seal(subject, message), { reply: inbox });
+      } catch (err) {
+        clearTimeout(timer);
+        sub.unsubscribe();
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
   }
 
   /**

@@ -50,7 +50,8 @@ function repliesOnBus(bus: FleetBus, subject: string): (reply: HopReply) => bool
     setImmediate(() => {
       const batch = pending!;
       pending = undefined;
-      bus.publish(subject, batch.length === 1 ? batch[0] : { batch });
+      // A batch larger than NATS takes goes a reply a message (each fits: the link held each to its size).
+      if (batch.length === 1 || !bus.publish(subject, { batch })) for (const r of batch) bus.publish(subject, r);
     });
     return true;
   };

@@ -2,6 +2,7 @@ import { fromErrorReport, MakinaError, type ChatInput, type Logger, type TokenEv
 import { assertEncodable, PendingInference, type InferOptions } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
+import { SEAL_BYTES } from "./bus-seal.js";
 import { readPeerAnswer, readReplies, readSnapshot, SUBJECTS, type AnnouncedMachine, type HopReply, type HopRequest, type MachinesSnapshot } from "./hop-messages.js";
 import type { PeerConnection } from "./peer-links.js";
 
@@ -190,7 +191,7 @@ export class RemoteMachines {
         // Larger than NATS takes (its max_payload), or NATS gone this very moment: it never left, so no usage
         // will come (and none is counted, as for a request refused here).
         call.settled = true;
-        throw JSON.stringify(request).length > this.bus.maxPayload
+        throw Buffer.byteLength(JSON.stringify(request)) + SEAL_BYTES > this.bus.maxPayload
           ? new MakinaError("request_too_large", `This request is too large to reach the relay holding its machine's link (NATS takes at most ${this.bus.maxPayload} bytes).`)
           : unreachable("cannot be reached: this relay lost its connection to NATS");
       }

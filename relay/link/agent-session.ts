@@ -185,7 +185,7 @@ export class AgentSession {
       case "runtimeState": {
         const { stackId, state, error } = message;
         if (!this.owns(stackId)) {
-          this.log.warn("runtime state for a stack this machine was not given, ignored", { stackId: stackId.slice(0, 64) });
+          this.reports.onForeignStack?.(stackId);
           return;
         }
         // A runtime that is restarting or failed takes no requests: they get 503 runtime_unavailable.

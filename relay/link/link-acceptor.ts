@@ -7,6 +7,7 @@ import {
   type LinkEnd,
   type Logger,
   type StackMetrics,
+  WarningThrottle,
 } from "../../proto/index.js";
 import type { EventBus } from "../events/index.js";
 import type { StorageHealth } from "../health/index.js";
@@ -52,6 +53,8 @@ const NOTHING: LinkEnd<AgentToRelay> = { send: () => {}, close: () => {} };
  */
 export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
   const { store, log } = deps;
+  // What a stranger or an agent can cause as often as it likes is said once a minute at most, per cause.
+  const warnings = new WarningThrottle();
   return ({ machineId, token }, agent) => {
     // The credentials are checked in the database; what the agent sends meanwhile (its hello) waits its turn.
     let accepted: LinkEnd<AgentToRelay> | undefined;
@@ -68,13 +71,14 @@ export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
       (checked) => {
         if (closed) return;
         if ("refusal" in checked) {
-          log.warn(checked.revoked ? "link refused: the machine is revoked" : "link refused: bad machine credentials", { machineId });
+          const why = checked.revoked ? "link refused: the machine is revoked" : "link refused: bad machine credentials";
+          warnings.warn(why, log, why, { machineId: machineId.slice(0, 64) });
           agent.close(checked.refusal, "credentials");
           accepted = NOTHING;
           return;
         }
         const stillValid = async () => !("refusal" in (await checkMachineCredentials(store, machineId, token)));
-        accepted = acceptMachine(deps, checked.machine, checked.owned, agent, stillValid);
+        accepted = acceptMachine(deps, warnings, checked.machine, checked.owned, agent, stillValid);
         for (const message of waiting) accepted.send(message);
         waiting = [];
       },
@@ -111,6 +115,7 @@ const MAX_WAITING = 64;
 /** The relay's end of a link whose credentials were accepted. */
 function acceptMachine(
   deps: LinkAcceptorDeps,
+  warnings: WarningThrottle,
   machine: Machine,
   owned: Set<string>,
   agent: Parameters<LinkAcceptor>[1],
@@ -160,7 +165,7 @@ function acceptMachine(
       onHardware: (hardware) => {
         const now = Date.now();
         if (now - hardwareAt < HARDWARE_MIN_INTERVAL_MS) {
-          linkLog.warn("hardware report dropped: the last one was less than 10 s ago");
+          warnings.warn("hardware too often", linkLog, "hardware report dropped: the last one was less than 10 s ago");
           return;
         }
         hardwareAt = now;
@@ -169,6 +174,7 @@ function acceptMachine(
       },
       onInventory: (inventory) => inventories.push(inventory),
       ownsStack: (stackId) => owned.has(stackId),
+      onForeignStack: (stackId) => warnings.warn("foreign stack", linkLog, "runtime state for a stack this machine was not given, ignored", { stackId: stackId.slice(0, 64) }),
       credentialsHold: stillValid,
       // The relay wrote a runtime state itself (a deployment's end): what the agent said before it is not stored after it.
       forgetRuntimeState: (stackId) => runtimeStates.forget(stackId),

@@ -10,6 +10,8 @@ export interface SessionReports {
   onLoad?: (load: MachineLoad) => void;
   /** Whether the relay gave this machine the stack: a runtime state for any other is ignored. */
   ownsStack?: (stackId: string) => boolean;
+  /** A runtime state came for a stack the machine was not given (ignored). */
+  onForeignStack?: (stackId: string) => void;
   /** Whether the machine's credentials still hold in the database (not revoked, the same token). */
   credentialsHold?: () => Promise<boolean>;
   /** The relay is about to store a stack's runtime state itself: the agent's earlier word is not to be stored after it. */

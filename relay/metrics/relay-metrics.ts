@@ -15,6 +15,13 @@ export interface RequestOutcome {
   firstTokenSeconds: number | null;
 }
 
+/**
+ * Keys given a `key_id` series of their own: the first this many to send a request since the relay started;
+ * the requests of any other are counted under `key_id="other"`. Anyone who may make keys could otherwise grow
+ * /metrics (and every scraper's storage) by a series per key.
+ */
+export const MAX_KEY_SERIES = 100;
+
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 /**
@@ -25,7 +32,14 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  */
 export class RelayMetrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({ name: "makina_requests_total", help: "Gateway chat requests answered, by model, HTTP status and API key id.", labelNames: ["model", "status", "key_id"], registers: [this.registry] });
+  private readonly requests = new Counter({
+    name: "makina_requests_total",
+    help: `Gateway chat requests answered, by model, HTTP status and API key id (the first ${MAX_KEY_SERIES} keys to send one since the relay started; the others' under key_id="other").`,
+    labelNames: ["model", "status", "key_id"],
+    registers: [this.registry],
+  });
+  /** The keys with a series of their own. */
+  private readonly keySeries = new Set<string>();
   private readonly duration = new Histogram({ name: "makina_request_duration_seconds", help: "Time from a chat request's arrival to its answer's end.", labelNames: ["model"], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   private readonly firstToken = new Histogram({ name: "makina_time_to_first_token_seconds", help: "Time from a streamed chat request's arrival to its first token.", labelNames: ["model"], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   private readonly tokens = new Counter({ name: "makina_tokens_total", help: "Tokens processed, by model and direction (prompt or completion).", labelNames: ["model", "direction"], registers: [this.registry] });
@@ -115,12 +129,20 @@ export class RelayMetrics {
       done = true;
       this.inFlight.dec();
       const model = o.model.slice(0, 256);
-      this.requests.inc({ model, status: String(o.status), key_id: o.keyId });
+      this.requests.inc({ model, status: String(o.status), key_id: this.keyLabel(o.keyId) });
       this.duration.observe({ model }, o.durationSeconds);
       if (o.firstTokenSeconds !== null) this.firstToken.observe({ model }, o.firstTokenSeconds);
       if (o.errorCode === "rate_limit_requests") this.rateLimited.inc({ kind: "requests" });
       if (o.errorCode === "rate_limit_tokens") this.rateLimited.inc({ kind: "tokens" });
     };
+  }
+
+  /** A key's `key_id` label: its id while there is room for its series, else `other` (no key: empty). */
+  private keyLabel(keyId: string): string {
+    if (keyId === "" || this.keySeries.has(keyId)) return keyId;
+    if (this.keySeries.size >= MAX_KEY_SERIES) return "other";
+    this.keySeries.add(keyId);
+    return keyId;
   }
 
   /** What a machine's agent reported of its stacks' runtimes (at most the stacks it was given). */

@@ -284,17 +284,29 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
       rogue.publish(genuine.subject, genuine.data);
       rogue.publish(`makina.hop.${idB}`, genuine.data);
 
-      // A relay (it has the key) speaking for another: an announcement of A's machines, a request as if from B.
+      // A holder of the key whose messages say they come from another relay than their seal does: an announcement
+      // of A's machines, a request as if from B. (Sealed in B's name, they would be taken: the key is shared.)
       const seal = await insider("rly_insider");
       rogue.publish("makina.machines", seal.seal("makina.machines", { relay: idA, machines: [] }));
       rogue.publish(`makina.hop.${idA}`, seal.seal(`makina.hop.${idA}`, { from: idB, n: 900_002, machine: gw.machineId, stack: gw.stackId, input: { messages: [{ role: "user", content: "hi" }] }, firstTokenTimeoutMs: 1000, steps: 1, credit: 32 }));
 
+      // Junk answered first to B's question of A (the inbox's name crosses in clear): dropped, A's answer taken.
+      rogue.subscribe(`makina.model-files.${idA}`, { callback: (_e, m) => void m.respond(encode({ refused: { code: "not_found", message: "forged" } })) });
+      await rogue.flush();
+      const missing = join(bDir, "gone-rogue.gguf");
+      const panel = await fetch(`${b.adminUrl}/admin/v1/compatibility`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" },
+        body: JSON.stringify({ org: gw.orgId, machine: gw.machineId, runtime: "gguf", model: missing }),
+      });
+      expect(((await panel.json()) as Compatibility).checks.filter((c) => c.level === "fail").map((c) => c.message)).toEqual([`There is no file at ${missing} on this machine.`]);
+
       // A: the request, the announcement, the cancel, the stop and the file look unauthenticated; the request
-      // sent again replayed; the insider's two impersonating. B: the announcement, the reply and the stop; the
+      // sent again replayed; the insider's two impersonating. B: the announcement, the reply, the stop and the junk answer; the
       // request misaddressed; the insider's announcement impersonating.
       const delta = (after: Record<string, number>, before: Record<string, number>) => Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
       await vi.waitFor(async () => expect(delta(await dropped(gw.relay), beforeA)).toEqual({ unauthenticated: 5, misaddressed: 0, stale: 0, replayed: 1, impersonating: 2 }), { timeout: 5000, interval: 100 });
-      await vi.waitFor(async () => expect(delta(await dropped(b), beforeB)).toEqual({ unauthenticated: 3, misaddressed: 1, stale: 0, replayed: 0, impersonating: 1 }), { timeout: 5000, interval: 100 });
+      await vi.waitFor(async () => expect(delta(await dropped(b), beforeB)).toEqual({ unauthenticated: 4, misaddressed: 1, stale: 0, replayed: 0, impersonating: 1 }), { timeout: 5000, interval: 100 });
       // Nothing was served for them: no answer to either request, no relay but A known to B,
       // and A's machine still served through B.
       expect(answers).toEqual([]);

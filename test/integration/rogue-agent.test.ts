@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { GrpcDialer } from "../../agent/link/grpc-dialer.js";
 import { clampUsage } from "../../relay/link/clamp-usage.js";
-import { EMPTY_STEP_RESULT, PROTOCOL_VERSION, silentLogger, type AgentToRelay, type LinkEnd, type RelayToAgent } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, PROTOCOL_VERSION, createLogger, silentLogger, type AgentToRelay, type LinkEnd, type RelayToAgent } from "../../proto/index.js";
 import { fakeAdapter } from "../fakes/fake-runtime.js";
 import { runCli, startCli, stopCli } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
@@ -23,13 +23,17 @@ async function rogueAgent(gw: TestGateway, name: string, options: { ignore?: (st
   let onInfer: (m: Extract<RelayToAgent, { type: "infer" }>) => void = () => {};
   let relay: LinkEnd<AgentToRelay> | undefined;
   const send = (m: AgentToRelay) => relay!.send(m);
+  // It heartbeats as an agent does (the relay drops a link silent for 3.5 heartbeats, 1.75 s here): whatever
+  // else it does, its link stays up for as long as the test needs it, however slow the machine.
+  let heartbeats: NodeJS.Timeout | undefined;
   relay = gw.relay.inProcessDialer({ machineId: machine.id, token })({
     send: (m) => {
       received.push(m);
+      if (m.type === "welcome") heartbeats = setInterval(() => send({ type: "heartbeat", sentAtMs: Date.now() }), m.heartbeatIntervalMs);
       if (m.type === "command" && !options.ignore?.(m.step.kind)) send({ type: "result", commandId: m.commandId, result: EMPTY_STEP_RESULT });
       if (m.type === "infer") onInfer(m);
     },
-    close: () => {},
+    close: () => clearInterval(heartbeats),
   });
   const hardware = { platform: "linux", os: "Rogue OS", arch: "x64", cpuModel: "cpu", cpuPhysicalCores: 1, cpuLogicalCores: 1, memoryBytes: 1, gpus: [], disks: [], accelerators: [] };
   send({ type: "hello", protocolVersion: PROTOCOL_VERSION, agentVersion: "6.6.6", hardware });
@@ -56,8 +60,11 @@ function chatThrough(gw: TestGateway, model: string, extra: Record<string, unkno
 describe("a machine that misbehaves cannot hurt the relay or mislead its clients", () => {
   let gw: TestGateway;
   const chat = (model: string, extra: Record<string, unknown> = {}) => chatThrough(gw, model, extra);
+  // The relay's warnings (and the agents'), as its log writes them.
+  const warnings: string[] = [];
+  const written = (msg: string) => warnings.filter((line) => line.includes(`"msg":"${msg}"`)).length;
   beforeAll(async () => {
-    gw = await startTestGateway({ runtime: "fake" });
+    gw = await startTestGateway({ runtime: "fake", log: createLogger({ level: "warn", write: (line) => void warnings.push(line) }) });
   });
   afterAll(async () => {
     await gw?.close();
@@ -66,11 +73,15 @@ describe("a machine that misbehaves cannot hurt the relay or mislead its clients
   it("ignores a runtime state for a stack the relay gave another machine", async () => {
     const rogue = await rogueAgent(gw, "claimer");
     const session = gw.relay.registry.get(rogue.machineId)!;
-    rogue.send({ type: "runtimeState", stackId: gw.stackId, state: "ready", error: "" });
+    // Fifty times: the log says so once (a minute), not fifty times.
+    for (let i = 0; i < 50; i++) rogue.send({ type: "runtimeState", stackId: gw.stackId, state: "ready", error: "" });
     rogue.send({ type: "runtimeState", stackId: rogue.stackId, state: "loading", error: "" });
     await vi.waitFor(() => expect(session.readyStacks.has(rogue.stackId)).toBe(false), { timeout: 2_000, interval: 10 });
     expect(session.readyStacks.has(gw.stackId)).toBe(false);
     expect((await gw.relay.store.stacks.get(gw.stackId))!.runtimeState).not.toBe("loading");
+    // The in-process link delivers the 51 reports in one run of microtasks: once one is handled, all were.
+    await vi.waitFor(() => expect(written("runtime state for a stack this machine was not given, ignored")).toBeGreaterThan(0), { timeout: 2_000, interval: 10 });
+    expect(written("runtime state for a stack this machine was not given, ignored")).toBe(1);
   });
 
   it("turns an error code no runtime sends into a plain 500, and holds usage to what it saw", async () => {
@@ -119,6 +130,8 @@ describe("a machine that misbehaves cannot hurt the relay or mislead its clients
     const stored = (await gw.relay.store.machines.get(rogue.machineId))!.hardware!;
     expect(stored.os).toBe("A".repeat(256));
     expect(stored.gpus).toHaveLength(64);
+    // The 20 reports dropped are said once in the log.
+    expect(written("hardware report dropped: the last one was less than 10 s ago")).toBe(1);
   });
 });
 

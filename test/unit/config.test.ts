@@ -95,6 +95,8 @@ describe("configuration", () => {
     const open = /nats \(MAKINA_NATS_URL\) is beyond loopback with neither credentials nor TLS: .*natsInsecure \(MAKINA_NATS_INSECURE\)/;
     expect(() => resolveRelayConfig({ flags: { nats: "nats://10.0.0.7:4222", database } })).toThrow(open);
     expect(() => resolveRelayConfig({ flags: { nats: "nats://bus.example.com", database } })).toThrow(open);
+    // A name that starts like a loopback address is no loopback address.
+    expect(() => resolveRelayConfig({ flags: { nats: "nats://127.bus.example.com:4222", database } })).toThrow(open);
     expect(resolveRelayConfig({ flags: { nats: "nats://bus.example.com", database, natsInsecure: true } }).natsInsecure).toBe(true);
     expect(resolveRelayConfig({ env: { MAKINA_NATS_URL: "nats://10.0.0.7:4222", MAKINA_DATABASE_URL: database, MAKINA_NATS_INSECURE: "true" } }).natsInsecure).toBe(true);
     for (const fine of ["nats://127.0.0.1:4222", "nats://localhost:4222", "nats://[::1]:4222", "nats://u:pw@10.0.0.7:4222", "nats://s3cr3tt0ken@10.0.0.7:4222", "tls://10.0.0.7:4222"]) {
