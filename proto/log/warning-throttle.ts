@@ -3,7 +3,8 @@ import type { Logger } from "./logger.js";
 /**
  * Warnings a peer can cause as often as it likes (an agent's reports, a stranger's link attempts, messages on the
  * relays' bus), written at most once per interval for each cause, with how many were left unwritten since the
- * last. Causes are a fixed set of names given by the code (never a peer's words), so the memory stays small.
+ * last. Causes are names given by the code, at most with an id the relay vouches for (a machine's, once its
+ * credentials held; never a peer's own words), so the memory stays bounded.
  * The line goes to the logger given with it (with its bindings: the machine or link that caused it).
  */
 export class WarningThrottle {

@@ -44,11 +44,10 @@ export class BusCarrier implements MachineCarrier {
   async stop(machineId: string, stackId: string): Promise<boolean> {
     // The relay holding the link answers once the stop is done; none answering soon when none is known to hold it
     // means no relay does.
-    const holder = this.remote.get(machineId)?.relayId;
-    const known = holder !== undefined;
+    const known = this.remote.get(machineId) !== undefined;
     try {
-      // When the holder is known, only its answer counts.
-      const reply = await this.bus.request(SUBJECTS.stop, { stack: stackId }, known ? STOP_WAIT_MS : STOP_WAIT_UNKNOWN_MS, holder);
+      // Any relay's answer: the machine may have linked to another relay than the one this relay knows of.
+      const reply = await this.bus.request(SUBJECTS.stop, { stack: stackId }, known ? STOP_WAIT_MS : STOP_WAIT_UNKNOWN_MS);
       // Only the holder's `done` confirms it (a relay whose database failed answers an error instead).
       if (typeof reply === "object" && reply !== null && (reply as { done?: unknown }).done === true) return true;
       this.log.warn("the relay holding the machine could not stop the stack", { stackId });

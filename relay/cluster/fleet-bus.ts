@@ -31,6 +31,8 @@ export class FleetBus {
   private readonly subscriptions: Subscription[] = [];
   private readonly drops = Object.fromEntries(BUS_DROPS.map((d) => [d, 0])) as Record<BusDrop, number>;
   private readonly warnings = new WarningThrottle();
+  /** Requests waiting for their answer: closing the bus ends them. */
+  private readonly waiting = new Set<(err: Error) => void>();
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -101,7 +103,7 @@ export class FleetBus {
       this.nc.publish(subject, this.seal.seal(subject, message));
       return true;
     } catch (err) {
-      this.log.warn("a message for another relay could not be sent", { subject, error: String(err) });
+      this.warnings.warn("not sent", this.log, "a message for another relay could not be sent", { subject: subject.slice(0, 128), error: String(err) });
       return false;
     }
   }
@@ -141,27 +143,32 @@ export class FleetBus {
   request(subject: string, message: unknown, timeoutMs: number, from?: string): Promise<unknown> {
     const inbox = `_INBOX.${randomBytes(16).toString("hex")}`;
     return new Promise((resolve, reject) => {
+      const end = (err: Error | undefined, body?: unknown) => {
+        clearTimeout(timer);
+        this.waiting.delete(fail);
+        sub.unsubscribe();
+        if (err) reject(err);
+        else resolve(body);
+      };
+      const fail = (err: Error) => end(err);
       const sub = this.nc.subscribe(inbox, {
         callback: (err, msg) => {
           if (err) return;
+          // The server's "no responders" (an empty 503): not taken as an answer (anyone could send one), nor as an
+          // attack; the wait goes on.
+          if (msg.data.length === 0 && msg.headers?.code === 503) return;
           const opened = this.seal.open(msg.subject, msg.data);
           if (typeof opened === "string") return this.drop(opened, msg.subject);
           if (from !== undefined && opened.sender !== from) return this.drop("impersonating", msg.subject);
-          clearTimeout(timer);
-          sub.unsubscribe();
-          resolve(opened.body);
+          end(undefined, opened.body);
         },
       });
-      const timer = setTimeout(() => {
-        sub.unsubscribe();
-        reject(new Error(`no answer on the relays' bus within ${timeoutMs} ms`));
-      }, timeoutMs);
+      const timer = setTimeout(() => end(new Error(`no answer on the relays' bus within ${timeoutMs} ms`)), timeoutMs);
+      this.waiting.add(fail);
       try {
         this.nc.publish(subject, this.seal.seal(subject, message), { reply: inbox });
       } catch (err) {
-        clearTimeout(timer);
-        sub.unsubscribe();
-        reject(err instanceof Error ? err : new Error(String(err)));
+        end(err instanceof Error ? err : new Error(String(err)));
       }
     });
   }
@@ -186,6 +193,7 @@ export class FleetBus {
 
   async close(): Promise<void> {
     this.up = false;
+    for (const fail of [...this.waiting]) fail(new Error("the relay is stopping: its connection to NATS closed"));
     await this.nc.drain().catch(() => this.nc.close());
   }
 

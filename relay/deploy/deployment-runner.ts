@@ -23,6 +23,8 @@ export class DeploymentRunner implements LocalDeployments {
   private readonly cancels = new Map<string, AbortController>();
   /** Machines' stacks being looked up to resume, from the moment the machine came online. */
   private readonly resuming = new Set<Promise<unknown>>();
+  /** The stacks whose deployment was asked on each link: resuming the link does not run them again. */
+  private readonly askedOn = new WeakMap<AgentSession, Set<string>>();
 
   constructor(
     private readonly store: Store,
@@ -75,7 +77,9 @@ export class DeploymentRunner implements LocalDeployments {
   private resume(session: AgentSession): void {
     const lookup = () => this.store.stacks.listByMachine(session.machineId);
     const runAll = (stacks: Stack[]) => {
-      for (const stack of stacks) if (stack.state === "deploying" || stack.state === "deployed") this.run(session, stack.id);
+      // A stack deployed on this link while its stacks were being looked up is already running, or ran.
+      const asked = this.askedOn.get(session);
+      for (const stack of stacks) if ((stack.state === "deploying" || stack.state === "deployed") && !asked?.has(stack.id)) this.run(session, stack.id);
     };
     const first: Promise<unknown> = this.storage
       .attempt("deployments to resume", lookup)
@@ -89,6 +93,8 @@ export class DeploymentRunner implements LocalDeployments {
 
   /** Runs a stack's deployment on this link, after the one running (if any). */
   run(session: AgentSession, stackId: string): void {
+    const asked = this.askedOn.get(session) ?? new Set<string>();
+    this.askedOn.set(session, asked.add(stackId));
     const previous = this.running.get(stackId) ?? Promise.resolve();
     let cancel = this.cancels.get(stackId);
     if (!cancel) {

@@ -53,7 +53,8 @@ const NOTHING: LinkEnd<AgentToRelay> = { send: () => {}, close: () => {} };
  */
 export function linkAcceptor(deps: LinkAcceptorDeps): LinkAcceptor {
   const { store, log } = deps;
-  // What a stranger or an agent can cause as often as it likes is said once a minute at most, per cause.
+  // What a stranger or an agent can cause as often as it likes is said once a minute at most, per cause (and per
+  // machine, for a machine whose credentials held: one machine's flood does not hide another's).
   const warnings = new WarningThrottle();
   return ({ machineId, token }, agent) => {
     // The credentials are checked in the database; what the agent sends meanwhile (its hello) waits its turn.
@@ -165,7 +166,7 @@ function acceptMachine(
       onHardware: (hardware) => {
         const now = Date.now();
         if (now - hardwareAt < HARDWARE_MIN_INTERVAL_MS) {
-          warnings.warn("hardware too often", linkLog, "hardware report dropped: the last one was less than 10 s ago");
+          warnings.warn(`hardware too often ${machine.id}`, linkLog, "hardware report dropped: the last one was less than 10 s ago");
           return;
         }
         hardwareAt = now;
@@ -174,7 +175,7 @@ function acceptMachine(
       },
       onInventory: (inventory) => inventories.push(inventory),
       ownsStack: (stackId) => owned.has(stackId),
-      onForeignStack: (stackId) => warnings.warn("foreign stack", linkLog, "runtime state for a stack this machine was not given, ignored", { stackId: stackId.slice(0, 64) }),
+      onForeignStack: (stackId) => warnings.warn(`foreign stack ${machine.id}`, linkLog, "runtime state for a stack this machine was not given, ignored", { stackId: stackId.slice(0, 64) }),
       credentialsHold: stillValid,
       // The relay wrote a runtime state itself (a deployment's end): what the agent said before it is not stored after it.
       forgetRuntimeState: (stackId) => runtimeStates.forget(stackId),

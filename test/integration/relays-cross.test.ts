@@ -302,11 +302,14 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
       expect(((await panel.json()) as Compatibility).checks.filter((c) => c.level === "fail").map((c) => c.message)).toEqual([`There is no file at ${missing} on this machine.`]);
 
       // A: the request, the announcement, the cancel, the stop and the file look unauthenticated; the request
-      // sent again replayed; the insider's two impersonating. B: the announcement, the reply, the stop and the junk answer; the
+      // sent again replayed; the insider's two impersonating. B: the announcement, the reply, the stop (and the junk answer); the
       // request misaddressed; the insider's announcement impersonating.
       const delta = (after: Record<string, number>, before: Record<string, number>) => Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
       await vi.waitFor(async () => expect(delta(await dropped(gw.relay), beforeA)).toEqual({ unauthenticated: 5, misaddressed: 0, stale: 0, replayed: 1, impersonating: 2 }), { timeout: 5000, interval: 100 });
-      await vi.waitFor(async () => expect(delta(await dropped(b), beforeB)).toEqual({ unauthenticated: 4, misaddressed: 1, stale: 0, replayed: 0, impersonating: 1 }), { timeout: 5000, interval: 100 });
+      await vi.waitFor(async () => expect(delta(await dropped(b), beforeB)).toMatchObject({ misaddressed: 1, stale: 0, replayed: 0, impersonating: 1 }), { timeout: 5000, interval: 100 });
+      // The junk answer is counted when it came before A's (almost always: A asks its machine first); after it,
+      // nobody waits on the inbox any more.
+      expect([3, 4]).toContain(delta(await dropped(b), beforeB).unauthenticated);
       // Nothing was served for them: no answer to either request, no relay but A known to B,
       // and A's machine still served through B.
       expect(answers).toEqual([]);

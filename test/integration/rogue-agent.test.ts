@@ -120,6 +120,33 @@ describe("a machine that misbehaves cannot hurt the relay or mislead its clients
     expect((await chat(gw.modelId)).status).toBe(200);
   });
 
+  it("runs a stack's deployment once when it is deployed while its machine's stacks are being looked up to resume", async () => {
+    // The lookup of the stacks to resume, made as the machine links (after its credentials' own), held until the
+    // stack was deployed on the link: it then finds the stack deployed, and must not deploy it again.
+    const stacks = gw.relay.store.stacks;
+    const listByMachine = stacks.listByMachine.bind(stacks);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const calls = new Map<string, number>();
+    stacks.listByMachine = async (id) => {
+      calls.set(id, (calls.get(id) ?? 0) + 1);
+      if (id !== gw.machineId && calls.get(id) === 2) await held;
+      return listByMachine(id);
+    };
+    try {
+      const rogue = await rogueAgent(gw, "resumed", { deploy: false });
+      await gw.relay.control.stacks.deploy(OP, rogue.stackId);
+      await vi.waitFor(async () => expect((await stacks.get(rogue.stackId))!.state).toBe("deployed"), { timeout: 10_000, interval: 10 });
+      release();
+      await gw.relay.deployer.settled(rogue.stackId);
+      expect(calls.get(rogue.machineId)).toBe(2);
+      expect(rogue.received.filter((m) => m.type === "command" && m.step.kind === "pullModel")).toHaveLength(1);
+    } finally {
+      stacks.listByMachine = listByMachine;
+      release();
+    }
+  });
+
   it("takes a machine's hardware at most every 10 s, cut to size", async () => {
     const rogue = await rogueAgent(gw, "chatty");
     const huge = { ...rogue.hardware, os: "A".repeat(100_000), gpus: Array.from({ length: 1000 }, () => ({ vendor: "V", model: "M", vramBytes: 1, driverVersion: "1" })) };
