@@ -2,11 +2,18 @@ import type { RuntimeState } from "../../proto/index.js";
 
 /** Runtime states are stored and announced at most this often per link (the latest of each stack). */
 const RUNTIME_STATE_MIN_INTERVAL_MS = 250;
+/**
+ * At most this many stacks' states are written per link each time: a machine flipping the states of many stacks
+ * costs the database 16 writes per 250 ms at most, whatever their number (the others wait their turn, each
+ * stack's latest state kept).
+ */
+export const MAX_STATES_PER_WRITE = 16;
 
 /**
  * The runtime states one link's agent reports, on their way to the database: routing follows a state at once
  * (the session's ready stacks), while what is stored, logged and announced follows it at most every 250 ms per
- * link, the latest state of each stack, and only when the agent's word changed (a state sent again is dropped).
+ * link, the latest state of each stack, at most 16 stacks each time (the rest at the next), and only when the
+ * agent's word changed (a state sent again is dropped).
  */
 export class RuntimeStateBatch {
   private readonly states = new Map<string, { state: RuntimeState; error: string | null }>();
@@ -24,7 +31,11 @@ export class RuntimeStateBatch {
     if (this.lastReceived.get(stackId) === key) return;
     this.lastReceived.set(stackId, key);
     this.states.set(stackId, { state, error });
-    if (!this.timer) this.timer = setTimeout(() => this.due(), Math.max(0, this.writtenAt + RUNTIME_STATE_MIN_INTERVAL_MS - Date.now()));
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (!this.timer && !this.closed) this.timer = setTimeout(() => this.due(), Math.max(0, this.writtenAt + RUNTIME_STATE_MIN_INTERVAL_MS - Date.now()));
   }
 
   /** The relay wrote a stack's runtime state itself (a deployment's end): what the agent said before it is not written after it. */
@@ -42,12 +53,19 @@ export class RuntimeStateBatch {
 
   private due(): void {
     this.timer = undefined;
-    if (!this.closed) this.flush();
+    if (this.closed) return;
+    this.flush(MAX_STATES_PER_WRITE);
+    if (this.states.size > 0) this.schedule();
   }
 
-  private flush(): void {
+  /** Writes the states waiting, the first `most` of them (those waiting longest). */
+  private flush(most = Infinity): void {
     this.writtenAt = Date.now();
-    for (const [stackId, { state, error }] of this.states) this.write(stackId, state, error);
-    this.states.clear();
+    let n = 0;
+    for (const [stackId, { state, error }] of this.states) {
+      if (n++ >= most) break;
+      this.states.delete(stackId);
+      this.write(stackId, state, error);
+    }
   }
 }
