@@ -10,6 +10,7 @@ import { infoCommand } from "./commands/info-command.js";
 import { modelCommand } from "./commands/model-command.js";
 import { runtimeCommand } from "./commands/runtime-command.js";
 import { relayCommand } from "./commands/relay-command.js";
+import { secretsKeyCommand } from "./commands/secrets-key-command.js";
 import { upCommand } from "./commands/up-command.js";
 
 /** Runs `makina` with `argv`; resolves to the exit status. */
@@ -26,6 +27,7 @@ export async function main(argv: string[]): Promise<number> {
       .command(runtimeCommand)
       .command(modelCommand)
       .command(adminCommand)
+      .command(secretsKeyCommand)
       .demandCommand(1, "Name a command; see --help.")
       .strict()
       .help()

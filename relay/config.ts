@@ -1,5 +1,7 @@
 import { join, resolve } from "node:path";
 import { clusterProblems, openBusProblem } from "./cluster-config.js";
+import { isLinkAddress } from "./link/index.js";
+import { SECRETS_KEY_FORMAT, SECRETS_KEY_SHAPE } from "./vault/index.js";
 
 /** The relay's resolved, validated configuration. */
 export interface RelayConfig {
@@ -38,6 +40,14 @@ export interface RelayConfig {
    * the relays hold and can flood it. The relays' messages are sealed either way. @default false
    */
   readonly natsInsecure: boolean;
+  /**
+   * A file holding the secrets key: the key the relay's secrets (the relays' shared secret, the link's CA and
+   * install keys) are sealed with in the database, which never holds it. By default the data directory's
+   * `secrets.key`, made on the first start on a database that names no key (docs/security.md). @default null
+   */
+  readonly secretsKeyFile: string | null;
+  /** The secrets key itself, from the environment only (`MAKINA_SECRETS_KEY`): a flag would show in `ps`. @default null */
+  readonly secretsKey: string | null;
   /**
    * With `nats`: where this relay takes the other relays' direct connections (`host:port`, port 0 for any free
    * one), announced to them over NATS, so a request crossing relays takes one TCP hop each way instead of two
@@ -156,6 +166,8 @@ const ENV: Record<keyof RelayConfig, string> = {
   nats: "MAKINA_NATS_URL",
   natsCreds: "MAKINA_NATS_CREDS",
   natsInsecure: "MAKINA_NATS_INSECURE",
+  secretsKeyFile: "MAKINA_SECRETS_KEY_FILE",
+  secretsKey: "MAKINA_SECRETS_KEY",
   peerAddress: "MAKINA_PEER_ADDRESS",
   changeLeaseMs: "MAKINA_CHANGE_LEASE_MS",
   host: "MAKINA_HOST",
@@ -205,6 +217,8 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   nats: null,
   natsCreds: null,
   natsInsecure: false,
+  secretsKeyFile: null,
+  secretsKey: null,
   peerAddress: null,
   changeLeaseMs: 10_000,
   host: "127.0.0.1",
@@ -294,7 +308,10 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   if (grpcTlsCert && grpcTls === "off") problems.push("grpcTlsCert is given but grpcTls is off");
   const tlsCert = optionalPath("tlsCert");
   const tlsKey = optionalPath("tlsKey");
-  if (pick("publicUrl") !== null && !/^https?:\/\/[^/\s]+$/.test(str("publicUrl").replace(/\/+$/, ""))) problems.push(`publicUrl (${ENV.publicUrl}) must be an http(s) URL without a path, such as https://makina.example.com`);
+  // Both go into the install command a person runs as root: a host (and port), nothing else.
+  const publicHost = /^https?:\/\/(.+)$/.exec(str("publicUrl").replace(/\/+$/, ""))?.[1];
+  if (pick("publicUrl") !== null && !(publicHost && (isLinkAddress(publicHost) || isLinkAddress(`${publicHost}:443`)))) problems.push(`publicUrl (${ENV.publicUrl}) must be an http(s) URL without a path, such as https://makina.example.com`);
+  if (pick("publicGrpcAddress") !== null && !isLinkAddress(str("publicGrpcAddress"))) problems.push(`publicGrpcAddress (${ENV.publicGrpcAddress}) must be host:port, such as relay.example.com:8081`);
   if ((tlsCert === null) !== (tlsKey === null)) problems.push("tlsCert and tlsKey go together: give both, or neither");
   const orNull = (k: keyof RelayConfig): string | null => (pick(k) === null ? null : str(k));
   const [database, redis, nats, peerAddress] = [orNull("database"), orNull("redis"), orNull("nats"), orNull("peerAddress")];
@@ -304,6 +321,11 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   if (natsCreds !== null && nats === null) problems.push(`natsCreds (${ENV.natsCreds}) is given without nats (${ENV.nats})`);
   const openBus = nats !== null ? openBusProblem(nats, natsCreds !== null, ENV) : null;
   if (openBus && !natsInsecure) problems.push(openBus);
+  const secretsKeyFile = optionalPath("secretsKeyFile");
+  // The key only from the environment; never echoed in an error.
+  const secretsKey = sources.env?.[ENV.secretsKey]?.trim() || null;
+  if (secretsKey !== null && secretsKeyFile !== null) problems.push(`give the secrets key one way: secretsKeyFile (${ENV.secretsKeyFile}) or ${ENV.secretsKey}, not both`);
+  if (secretsKey !== null && !SECRETS_KEY_SHAPE.test(secretsKey)) problems.push(`${ENV.secretsKey} is not a secrets key: it must be ${SECRETS_KEY_FORMAT}`);
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
   const adminPort = (): number | "shared" => {
@@ -324,6 +346,8 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     nats,
     natsCreds,
     natsInsecure: natsInsecure && openBus !== null,
+    secretsKeyFile,
+    secretsKey,
     peerAddress,
     changeLeaseMs: int("changeLeaseMs", 200, 600_000),
     host: str("host"),

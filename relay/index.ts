@@ -15,3 +15,4 @@ export async function startRelay(config: RelayConfig, options?: { log?: Logger }
   const { store: _store, ...relay } = await start(config, options);
   return relay;
 }
+export { rotateSecretsKey, type RotatedSecretsKey } from "./start/rotate-secrets-key.js";

@@ -9,6 +9,7 @@ interface RelayArgs {
   nats?: string;
   natsCreds?: string;
   natsInsecure?: boolean;
+  secretsKeyFile?: string;
   peerAddress?: string;
   host?: string;
   port?: number;
@@ -38,6 +39,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("nats", { type: "string", describe: "NATS URL joining the relays on one PostgreSQL database: any relay serves any machine's stacks (env MAKINA_NATS_URL)" })
       .option("nats-creds", { type: "string", describe: "With --nats: a NATS credentials file (user JWT and NKey seed) to authenticate with (env MAKINA_NATS_CREDS)" })
       .option("nats-insecure", { type: "boolean", describe: "With --nats: join a NATS server beyond loopback that has neither credentials nor TLS (refused without it; env MAKINA_NATS_INSECURE)" })
+      .option("secrets-key-file", { type: "string", describe: "The key the relay's secrets are sealed with in the database (the key itself may come in MAKINA_SECRETS_KEY; env MAKINA_SECRETS_KEY_FILE) [default: the data directory's secrets.key, made on first start]" })
       .option("peer-address", { type: "string", describe: "With --nats: HOST:PORT where the other relays connect directly to this one for requests crossing relays, or 'off' for NATS only (env MAKINA_PEER_ADDRESS) [default: the HTTP host, any free port]" })
       .option("redis", { type: "string", describe: "Redis URL for the keys' rate limits, shared by every relay given it (env MAKINA_REDIS_URL) [default: in the relay's memory]" })
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
@@ -66,6 +68,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
         nats: argv.nats,
         natsCreds: argv.natsCreds,
         natsInsecure: argv.natsInsecure,
+        secretsKeyFile: argv.secretsKeyFile,
         peerAddress: argv.peerAddress,
         host: argv.host,
         port: argv.port,

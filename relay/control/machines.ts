@@ -1,7 +1,7 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import { hashSecret, newSecret } from "../keys/index.js";
-import { checkMachineCredentials } from "../link/index.js";
+import { checkMachineCredentials, isLinkAddress } from "../link/index.js";
 import type { Machine } from "../store/index.js";
 import { given, type ControlContext, type Given } from "./control-context.js";
 
@@ -131,7 +131,9 @@ export class Machines {
     // Every relay on the database, this one first: the agent fails over between them.
     // Another relay's loopback address reaches nothing from a worker machine (unless this one is on loopback too).
     const loopback = (a: string) => /^(127\.|localhost:|\[::1\]:)/.test(a);
-    const reachable = others.filter((a) => a !== server && (loopback(server) || !loopback(a)));
+    // What another relay wrote in the database is printed only when it is a plain host:port (a database writer
+    // could otherwise put a command into the line a person runs as root).
+    const reachable = others.filter((a) => a !== server && isLinkAddress(a) && (loopback(server) || !loopback(a)));
     const servers = [server, ...reachable].map((a) => ` --server ${a}`).join("");
     // One line for a bare machine with Node: the relay serves the script and the agent package of its own version,
     // and the script checks with the relay, before it installs anything, that it answers and takes the token.

@@ -4,6 +4,7 @@ export { assertEncodable } from "./encodable-input.js";
 export { linkAcceptor, type LinkAcceptorDeps } from "./link-acceptor.js";
 export { startLinkServer, type LinkServer, type LinkServerOptions } from "./grpc-link-server.js";
 export { checkMachineCredentials } from "./machine-credentials.js";
+export { isLinkAddress } from "./link-address.js";
 export { loadLinkTls, certificateSha256, publicKeyPin, type LinkTls } from "./link-tls.js";
 export { PendingInference } from "./pending-inference.js";
 export { shareLinkCertificates } from "./shared-link-certificates.js";

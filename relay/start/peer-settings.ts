@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { networkInterfaces } from "node:os";
 import type { RelayConfig } from "../config.js";
-import type { Store } from "../store/index.js";
+import type { Vault } from "../vault/index.js";
 
 /** Where the relay takes the other relays' direct connections: `--peer-address`, or its HTTP host and any free port. */
 export function peerListenAddress(config: RelayConfig): { host: string; port: number } {
@@ -21,10 +21,7 @@ export function peerListenAddress(config: RelayConfig): { host: string; port: nu
 /** The setting holding the secret the relays on one database share. */
 const PEER_SECRET = "peer_secret";
 
-/** The secret the relays on one database share, for their direct connections (made by the first relay). */
-export async function peerSecret(store: Store): Promise<string> {
-  await store.settings.setIfAbsent(PEER_SECRET, randomBytes(32).toString("base64url"));
-  const secret = await store.settings.get(PEER_SECRET);
-  if (!secret) throw new Error("the relays' shared secret could not be read from the database");
-  return secret;
+/** The secret the relays on one database share, sealing their messages and direct connections (made by the first relay). */
+export function peerSecret(vault: Vault): Promise<string> {
+  return vault.getOrMake(PEER_SECRET, () => randomBytes(32).toString("base64url"));
 }

@@ -6,6 +6,7 @@ import { GatewayDirectory } from "../routing/index.js";
 import { StorageHealth } from "../health/index.js";
 import type { Store } from "../store/index.js";
 import { ChangeFeed } from "../cluster/index.js";
+import type { Vault } from "../vault/index.js";
 
 /** What this relay says of itself to others and in install commands, known as its listeners come up. */
 export interface Whereabouts {
@@ -22,6 +23,8 @@ export interface Data {
   directory: GatewayDirectory;
   adminToken: string | null;
   feed: ChangeFeed | undefined;
+  /** The relay's secrets in the database, sealed with the secrets key. */
+  vault: Vault;
 }
 
 /** What every part after the first shares, made before any starts. */

@@ -4,11 +4,15 @@ import { neverReachedDatabase } from "../health/index.js";
 import { openStore, type DatabaseLocation } from "../store/index.js";
 import { ChangeFeed } from "../cluster/index.js";
 import { lockDataDir } from "../data-dir-lock.js";
+import { openVault } from "../vault/index.js";
 import { ensureAdminToken } from "./admin-token.js";
 
 import type { Data, Shared } from "./relay-parts.js";
 
-/** The data directory, the database, the admin token, the gateway's directory and (on PostgreSQL) the change feed. */
+/** How the secrets key is given, as a failed start names it. */
+export const secretsKeySetting = `${settingOf("secretsKeyFile")}, or MAKINA_SECRETS_KEY`;
+
+/** The data directory, the database, the secrets key, the admin token, the gateway's directory and (on PostgreSQL) the change feed. */
 export async function startData(s: Shared): Promise<Data> {
   const { config, log, parts, registry, events, storage, here } = s;
   await parts.start({ name: "the data directory", setting: settingOf("dataDir"), start: () => lockDataDir(config.dataDir), stop: (lock) => lock.release() });
@@ -22,6 +26,19 @@ export async function startData(s: Shared): Promise<Data> {
   if (store.migrated > 0) log.info("database schema brought up to date", { database: store.dialect, migrations: store.migrated });
   // Writes retried in the background (a deployment to resume) give up before the database closes.
   await parts.start({ name: "the database's retries", start: () => storage, stop: (st) => st.close() });
+  const vault = await parts.start({
+    name: "the secrets key",
+    setting: secretsKeySetting,
+    start: () =>
+      openVault({
+        settings: store.settings,
+        dataDir: config.dataDir,
+        source: config.secretsKey ? { kind: "value", text: config.secretsKey, name: "MAKINA_SECRETS_KEY" } : config.secretsKeyFile ? { kind: "file", path: config.secretsKeyFile } : { kind: "data-dir" },
+        shared: location.kind === "postgres",
+        setting: secretsKeySetting,
+        log,
+      }),
+  });
   const adminToken = await parts.start({
     name: "the admin token",
     start: async () => {
@@ -32,7 +49,7 @@ export async function startData(s: Shared): Promise<Data> {
     },
   });
   const directory = await parts.start({ name: "the gateway directory", start: () => GatewayDirectory.open(store, log.child({ component: "directory" })), stop: (d) => d.close() });
-  if (location.kind === "sqlite") return { store, directory, adminToken, feed: undefined };
+  if (location.kind === "sqlite") return { store, directory, adminToken, feed: undefined, vault };
   const feed = await parts.start({
     name: "the change feed",
     setting: settingOf("database"),
@@ -67,6 +84,6 @@ export async function startData(s: Shared): Promise<Data> {
   // Every write answers once every other relay has it (or has stopped serving from memory); a write that never
   // reached PostgreSQL changed nothing to wait for.
   store.notices.listen((_change, failure) => (failure !== undefined && neverReachedDatabase(failure) ? undefined : feed.barrier()));
-  return { store, directory, adminToken, feed };
+  return { store, directory, adminToken, feed, vault };
 }
 

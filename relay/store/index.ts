@@ -22,6 +22,7 @@ export type { SessionRecord } from "./sessions.js";
 export type { AuditActor, AuditEvent } from "./audit-events.js";
 export type { RequestLogEntry, NewRequestLogEntry, RequestFilter, CapturedExchange, FiguresScope, RequestFigures, MinuteFigures } from "./request-log.js";
 export type { StoreChange, ChangeListener } from "./change-notices.js";
+export type { SettingsStore, SettingSwap } from "./settings.js";
 export { type DatabaseLocation, type Db, databaseNowMs } from "./open-database.js";
 export { transaction } from "./transaction.js";
 

@@ -1,5 +1,13 @@
 import type { Db } from "./open-database.js";
 import type { ChangeNotices } from "./change-notices.js";
+import { transaction } from "./transaction.js";
+
+/** A setting's value replaced by another, provided it still holds the one read. */
+export interface SettingSwap {
+  key: string;
+  from: string;
+  to: string;
+}
 
 /** Small key-value settings of the relay (for example the admin token's hash). */
 export class SettingsStore {
@@ -10,6 +18,12 @@ export class SettingsStore {
 
   async get(key: string): Promise<string | undefined> {
     return (await this.db.selectFrom("settings").select("value").where("key", "=", key).executeTakeFirst())?.value;
+  }
+
+  /** Every setting, by key. */
+  async all(): Promise<Map<string, string>> {
+    const rows = await this.db.selectFrom("settings").select(["key", "value"]).orderBy("key").execute();
+    return new Map(rows.map((r) => [r.key, r.value]));
   }
 
   async set(key: string, value: string): Promise<void> {
@@ -32,4 +46,25 @@ export class SettingsStore {
     if (set) await this.notices.changed({ kind: "setting", key });
     return set;
   }
+
+  /**
+   * Replaces each setting's value, all or none: when any of them no longer holds the value it was read with
+   * (another relay or command changed it meanwhile), nothing is written and this returns false.
+   */
+  async swap(swaps: readonly SettingSwap[]): Promise<boolean> {
+    const done = await transaction(this.db, async (trx) => {
+      for (const { key, from, to } of swaps) {
+        const res = await trx.updateTable("settings").set({ value: to }).where("key", "=", key).where("value", "=", from).executeTakeFirst();
+        if (Number(res.numUpdatedRows) !== 1) throw new StaleSwap();
+      }
+      return true;
+    }).catch((err: unknown) => {
+      if (err instanceof StaleSwap) return false;
+      throw err;
+    });
+    if (done) for (const { key } of swaps) await this.notices.changed({ kind: "setting", key });
+    return done;
+  }
 }
+
+class StaleSwap extends Error {}

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -187,7 +188,8 @@ function machineJiffies(): { busy: number; total: number } {
 async function measure(postgres: PostgresServer, nats: string, redis: string, n: number): Promise<Row | Failed> {
   const here = join(dir, String(n));
   mkdirSync(here);
-  const env = { MAKINA_DATABASE_URL: await createTestDatabase(postgres.url), MAKINA_NATS_URL: nats, MAKINA_REDIS_URL: redis, MAKINA_GRPC_TLS: tls ? "on" : "off" };
+  // Every relay is given the one secrets key its database's secrets are sealed with.
+  const env = { MAKINA_DATABASE_URL: await createTestDatabase(postgres.url), MAKINA_NATS_URL: nats, MAKINA_REDIS_URL: redis, MAKINA_GRPC_TLS: tls ? "on" : "off", MAKINA_SECRETS_KEY: randomBytes(32).toString("base64") };
   const first = await processes.start("scripts/bench/relay-process.mjs", [join(here, "a"), "fleet", String(n), String(every)], "models", env);
   const { key, caSha256, caFile, models } = first.msg as { key: string; caSha256: string; caFile: string; models: string[] };
   const relays: Relay[] = [{ proc: first, url: first.msg.url as string, server: first.msg.server as string }];

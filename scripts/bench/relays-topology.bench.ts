@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, tmpdir } from "node:os";
@@ -76,7 +77,8 @@ async function sequential(targets: { url: string; key: string }[]): Promise<numb
 it("measures two relays on PostgreSQL, NATS and Redis against one on SQLite", async () => {
   const [postgres, nats, redis] = await Promise.all([startPostgres(), startNats(), startRedis()]);
   cleanups.push(() => postgres.stop(), () => nats.close(), () => redis.close());
-  const scaled = { MAKINA_DATABASE_URL: await createTestDatabase(postgres.url), MAKINA_NATS_URL: nats.url, MAKINA_REDIS_URL: redis.url };
+  // Every relay is given the one secrets key its database's secrets are sealed with.
+  const scaled = { MAKINA_DATABASE_URL: await createTestDatabase(postgres.url), MAKINA_NATS_URL: nats.url, MAKINA_REDIS_URL: redis.url, MAKINA_SECRETS_KEY: randomBytes(32).toString("base64") };
   const { msg: standin } = await start("scripts/bench/instant-openai-server.mjs", ["0", String(chunks)], "port");
   const upstream = `http://127.0.0.1:${String(standin.port)}/v1`;
 

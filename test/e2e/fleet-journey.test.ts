@@ -38,9 +38,11 @@ describe("three relays behind a load balancer, one killed and one restarted", ()
     dirs.push(d);
     return d;
   };
+  // The first relay makes the secrets key into its data directory; the others are given it, as an operator copies it.
+  const secretsKey = (slot: { dir: string }) => (slot === relays[0] ? [] : ["--secrets-key-file", join(relays[0]!.dir, "secrets.key")]);
   const startRelayProcess = async (slot: { dir: string; child: ChildProcess | undefined; url: string; link: string }) => {
     slot.child = (
-      await startCli(["relay", "--data-dir", slot.dir, "--database", database, "--nats", nats.url, "--redis", redis.url, "--port", "0", "--grpc-port", "0", "--grpc-host", "127.0.0.1"], /agents dial/)
+      await startCli(["relay", "--data-dir", slot.dir, "--database", database, "--nats", nats.url, "--redis", redis.url, "--port", "0", "--grpc-port", "0", "--grpc-host", "127.0.0.1", ...secretsKey(slot)], /agents dial/)
     ).child;
     const info = JSON.parse(readFileSync(join(slot.dir, "relay.json"), "utf8")) as { url: string; link_address: string };
     slot.url = info.url;

@@ -52,7 +52,7 @@ describe("a relay killed with streams in flight", () => {
     const info = JSON.parse(readFileSync(join(aDir, "relay.json"), "utf8")) as { url: string; link_address: string };
     aUrl = info.url;
     aToken = readFileSync(join(aDir, "admin-token"), "utf8").trim();
-    b = await startRelay(resolveRelayConfig({ flags: { dataDir: dir("makina-relay-b-"), database, nats: nats.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
+    b = await startRelay(resolveRelayConfig({ flags: { dataDir: dir("makina-relay-b-"), database, nats: nats.url, secretsKeyFile: join(aDir, "secrets.key"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
 
     const org = (await adminA("POST", "/orgs", { name: "Killed" })) as { id: string };
     const machine = (await adminA("POST", "/machines", { org: org.id, name: "survivor" })) as { id: string; token: string };

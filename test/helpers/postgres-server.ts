@@ -126,3 +126,8 @@ export async function createTestDatabase(serverUrl: string, name = `makina_${Mat
   }
   return serverUrl.replace(/\/[^/]*$/, `/${name}`);
 }
+
+/** `pg_dump` of a database (schema and rows, as SQL text): what a backup, or anyone able to read the database, holds. */
+export function pgDump(url: string): string {
+  return execFileSync(join(binDir(), "pg_dump"), ["--no-owner", url], { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
+}

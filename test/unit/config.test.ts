@@ -119,6 +119,39 @@ describe("configuration", () => {
     expect(() => resolveRelayConfig({ env: { MAKINA_CHANGE_LEASE_MS: "50" } })).toThrow(/changeLeaseMs/);
   });
 
+  it("takes the secrets key from a file or MAKINA_SECRETS_KEY (never a flag), one way only, and never echoes a malformed one", () => {
+    expect([resolveRelayConfig({}).secretsKeyFile, resolveRelayConfig({}).secretsKey]).toEqual([null, null]);
+    expect(resolveRelayConfig({ flags: { secretsKeyFile: "secrets.key" } }).secretsKeyFile).toBe(resolve("secrets.key"));
+    expect(resolveRelayConfig({ env: { MAKINA_SECRETS_KEY_FILE: "/etc/makina/key" } }).secretsKeyFile).toBe("/etc/makina/key");
+    const key = "q".repeat(43) + "=";
+    expect(resolveRelayConfig({ env: { MAKINA_SECRETS_KEY: ` ${key}\n` } }).secretsKey).toBe(key);
+    expect(resolveRelayConfig({ env: { MAKINA_SECRETS_KEY: "ab".repeat(32) } }).secretsKey).toBe("ab".repeat(32));
+    // Only from the environment: a flag would show in ps.
+    expect(resolveRelayConfig({ flags: { secretsKey: key } }).secretsKey).toBeNull();
+    expect(() => resolveRelayConfig({ env: { MAKINA_SECRETS_KEY: key }, flags: { secretsKeyFile: "k" } })).toThrow(/give the secrets key one way: secretsKeyFile \(MAKINA_SECRETS_KEY_FILE\) or MAKINA_SECRETS_KEY, not both/);
+    let message = "";
+    try {
+      resolveRelayConfig({ env: { MAKINA_SECRETS_KEY: "hunter2-is-my-password" } });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain("MAKINA_SECRETS_KEY is not a secrets key: it must be 32 random bytes in base64 or hex (openssl rand -base64 32)");
+    expect(message).not.toContain("hunter2");
+  });
+
+  it("takes for the install command only a public URL and link address that are a host and port, nothing a shell would run", () => {
+    expect(resolveRelayConfig({ flags: { publicUrl: "https://relay.example.com/" } }).publicUrl).toBe("https://relay.example.com");
+    expect(resolveRelayConfig({ flags: { publicUrl: "http://10.0.0.5:8080" } }).publicUrl).toBe("http://10.0.0.5:8080");
+    expect(resolveRelayConfig({ flags: { publicUrl: "https://[fd00::5]:8443" } }).publicUrl).toBe("https://[fd00::5]:8443");
+    expect(resolveRelayConfig({ flags: { publicGrpcAddress: "relay.example.com:8081" } }).publicGrpcAddress).toBe("relay.example.com:8081");
+    for (const bad of ["https://relay.example.com;id", "https://$(id).example.com", "https://relay example.com", "https://relay.example.com/x", "ftp://relay.example.com"]) {
+      expect(() => resolveRelayConfig({ flags: { publicUrl: bad } })).toThrow(/publicUrl \(MAKINA_PUBLIC_URL\) must be an http\(s\) URL without a path/);
+    }
+    for (const bad of ["relay.example.com", "relay.example.com:8081;id", "`id`:8081", "relay.example.com:0", "relay.example.com:70000"]) {
+      expect(() => resolveRelayConfig({ flags: { publicGrpcAddress: bad } })).toThrow(/publicGrpcAddress \(MAKINA_PUBLIC_GRPC_ADDRESS\) must be host:port/);
+    }
+  });
+
   it("reads the agent's credentials from the environment", () => {
     const c = resolveAgentConfig({ env: { MAKINA_AGENT_SERVER: "h:1", MAKINA_AGENT_MACHINE_ID: "mach_1", MAKINA_AGENT_TOKEN: "mk_mach_1", MAKINA_AGENT_GPU: "false", MAKINA_AGENT_CA_SHA256: PIN } });
     expect([c.server, c.machineId, c.gpu, c.caSha256]).toEqual(["h:1", "mach_1", false, PIN]);
