@@ -1,156 +1,10 @@
 import { join, resolve } from "node:path";
 import { clusterProblems, openBusProblem } from "./cluster-config.js";
-import { isLinkAddress } from "./link/index.js";
-import { SECRETS_KEY_FORMAT, SECRETS_KEY_SHAPE } from "./vault/index.js";
+import { printedAddressProblems, secretsKeyProblems } from "./config-checks.js";
 
-/** The relay's resolved, validated configuration. */
-export interface RelayConfig {
-  /** Where the SQLite file (without `database`), the admin token and the link's CA live. @default "./.makina" */
-  readonly dataDir: string;
-  /**
-   * A PostgreSQL database (`postgres://user:pass@host:5432/makina`) for the relay's state, shared by every
-   * relay given it (docs/scale-out.md); null for SQLite in the data directory. @default null
-   */
-  readonly database: string | null;
-  /**
-   * On PostgreSQL: how long the relay serves from memory without hearing from the database's change feed (a
-   * PostgreSQL restart shorter than this is not seen by clients), and the longest an admin write waits for a
-   * relay that does not confirm it (relay/cluster/change-feed.ts). @default 10000
-   */
-  readonly changeLeaseMs: number;
-  /**
-   * A Redis server (`redis://[:pass@]host:6379[/db]`, `rediss://` for TLS) that keeps the keys' rate-limit
-   * windows, so limits hold across relays; null for limits in this relay's memory. @default null
-   */
-  readonly redis: string | null;
-  /**
-   * A NATS server (`nats://[user:pass@]host:4222`, `tls://` for TLS) the relays on one PostgreSQL database
-   * reach each other through, so a request for a machine linked to another relay is served through it; null
-   * for this relay's own links only. Needs `database`. @default null
-   */
-  readonly nats: string | null;
-  /**
-   * With `nats`: a NATS credentials file (a user JWT and its NKey seed, as `nsc` writes it) this relay
-   * authenticates to NATS with, instead of or besides credentials in the URL. @default null
-   */
-  readonly natsCreds: string | null;
-  /**
-   * With `nats`: join a NATS server beyond loopback that is given neither credentials (in the URL or
-   * `natsCreds`) nor TLS (`tls://`). Refused without this: anyone who reaches such a server sees which machines
-   * the relays hold and can flood it. The relays' messages are sealed either way. @default false
-   */
-  readonly natsInsecure: boolean;
-  /**
-   * A file holding the secrets key: the key the relay's secrets (the relays' shared secret, the link's CA and
-   * install keys) are sealed with in the database, which never holds it. By default the data directory's
-   * `secrets.key`, made on the first start on a database that names no key (docs/security.md). @default null
-   */
-  readonly secretsKeyFile: string | null;
-  /** The secrets key itself, from the environment only (`MAKINA_SECRETS_KEY`): a flag would show in `ps`. @default null */
-  readonly secretsKey: string | null;
-  /**
-   * With `nats`: where this relay takes the other relays' direct connections (`host:port`, port 0 for any free
-   * one), announced to them over NATS, so a request crossing relays takes one TCP hop each way instead of two
-   * through NATS; `off` for NATS only. By default the HTTP host (the first non-loopback IPv4 address of this
-   * machine when it listens on every address) and any free port. @default null
-   */
-  readonly peerAddress: string | null;
-  /** HTTP listen host. @default "127.0.0.1" */
-  readonly host: string;
-  /** HTTP port; 0 picks a free one. @default 8080 */
-  readonly port: number;
-  /** The URL machines reach the gateway at, as install commands print it. @default this relay's URL (its host name when it listens on every address) */
-  readonly publicUrl: string | null;
-  /** Where the admin API and the web application listen when they have their own listener. @default "127.0.0.1" */
-  readonly adminHost: string;
-  /**
-   * The admin listener's port, or `shared` to serve the admin API and web application on the gateway's own
-   * listener. By default they share it while the gateway listens on loopback only, and move to 8082 on
-   * loopback when the gateway listens publicly. 0 picks a free port.
-   */
-  readonly adminPort: number | "shared";
-  /**
-   * Behind a reverse proxy on this host: take the client's address and scheme from the proxy's
-   * `X-Forwarded-For`/`X-Forwarded-Proto` when the request comes from loopback. @default false
-   */
-  readonly trustProxy: boolean;
-  /**
-   * A file holding a token (16 characters or more) that reads `/metrics` and nothing else, for a scraper that
-   * should not hold the admin token. @default null (the admin token only)
-   */
-  readonly metricsTokenFile: string | null;
-  /** A certificate chain (PEM) and key: the gateway, admin API and web application serve HTTPS. */
-  readonly tlsCert: string | null;
-  readonly tlsKey: string | null;
-  /** gRPC listen host for agents. @default "0.0.0.0" */
-  readonly grpcHost: string;
-  /** gRPC port for agents; 0 picks a free one. @default 8081 */
-  readonly grpcPort: number;
-  /**
-   * TLS on the agents' link: `on`, `off`, or `auto` (on unless the link listens on loopback only). With no
-   * certificate given, the relay makes a private CA and a server certificate on first start. @default "auto"
-   */
-  readonly grpcTls: "auto" | "on" | "off";
-  /** A certificate (chain, PEM) and key for the link instead of the relay's own CA. */
-  readonly grpcTlsCert: string | null;
-  readonly grpcTlsKey: string | null;
-  /**
-   * With TLS on the link: the port of the install listener, where joining machines fetch the install script and
-   * the agent package and check their token over HTTPS with the link's certificate, whose key the install command
-   * pins (on the link's host). @default 8083 (0, any free port, when `grpcPort` is 0)
-   */
-  readonly installPort: number;
-  /** Address agents should dial, as printed in install commands. @default "<host>:<grpcPort>" */
-  readonly publicGrpcAddress: string | null;
-  /**
-   * Heartbeat interval asked of agents, ms; a link silent for 3.5 of them is dropped. Every 5 s rather than
-   * every second: 10,000 machines cost the relays a fifth of the messages, and a relay or machine busy for a
-   * few seconds (thousands relinking at once) does not see live links as silent and drop them, which would
-   * only bring them all back. @default 5000
-   */
-  readonly heartbeatIntervalMs: number;
-  /** Largest request body, bytes. @default 4 MiB */
-  readonly bodyLimitBytes: number;
-  /** Time to first token before 503 `runtime_unavailable`, ms. @default 120000 */
-  readonly firstTokenTimeoutMs: number;
-  /** Time a client has to send a request's headers, ms (slowloris). @default 20000 */
-  readonly headerTimeoutMs: number;
-  /** Time a client has to send a whole request, body included, ms. @default 60000 */
-  readonly bodyTimeoutMs: number;
-  /** Most HTTP connections open at once per listener; more are refused. @default 10000 */
-  readonly maxConnections: number;
-  /** A deployment step the machine reports nothing of (no progress, no result) for this long fails, ms. @default 1800000 */
-  readonly deployStepTimeoutMs: number;
-  /** On stop, how long requests in flight may take to finish before links and connections are cut, ms. @default 30000 */
-  readonly drainTimeoutMs: number;
-  /** A request whose runtime produces nothing for this long after its first token ends with `stream_incomplete`, ms. @default 60000 */
-  readonly streamIdleTimeoutMs: number;
-  /** Longest non-streamed request, ms. @default 600000 */
-  readonly requestTimeoutMs: number;
-  /** How often the web application's live event stream sends a keepalive and checks its session again, ms. @default 15000 */
-  readonly eventsKeepaliveMs: number;
-  /** How long the audit log keeps an event, days. @default 365 */
-  readonly auditRetentionDays: number;
-  /** How long the request log keeps a request, days. @default 30 */
-  readonly requestLogDays: number;
-  /** The most requests the request log keeps per organization (the newest). @default 100000 */
-  readonly requestLogRows: number;
-  /** Requests one stack runs at once; more wait in its queue. @default 64 */
-  readonly maxInFlightPerStack: number;
-  /** Requests one machine runs at once, all its stacks together. @default 256 */
-  readonly maxInFlightPerMachine: number;
-  /** Requests that may wait for a stack; more get 503 at once. @default 256 */
-  readonly maxQueuePerStack: number;
-  /** Longest wait in a stack's queue before 503, ms. @default 30000 */
-  readonly queueTimeoutMs: number;
-  /** Completion tokens assumed when admitting a request without `max_tokens` against a token limit. @default 512 */
-  readonly defaultCompletionEstimate: number;
-  readonly logLevel: "debug" | "info" | "warn" | "error";
-  /** Log lines as JSON, or readable (`text`); `auto`: readable in a terminal, JSON otherwise. @default "auto" */
-  readonly logFormat: "auto" | "json" | "text";
-  /** Where the Forge reads GGUF headers of `hf:` references (a mirror, like the agents'). @default "https://huggingface.co" */
-  readonly hfEndpoint: string;
-}
+import type { RelayConfig } from "./relay-config.js";
+
+export type { RelayConfig };
 
 /** Raw inputs: command-line flags, environment (`MAKINA_*`), config file; in that precedence. */
 export interface RelayConfigSources {
@@ -163,6 +17,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   dataDir: "MAKINA_DATA_DIR",
   database: "MAKINA_DATABASE_URL",
   redis: "MAKINA_REDIS_URL",
+  redisFail: "MAKINA_REDIS_FAIL",
   nats: "MAKINA_NATS_URL",
   natsCreds: "MAKINA_NATS_CREDS",
   natsInsecure: "MAKINA_NATS_INSECURE",
@@ -205,6 +60,8 @@ const ENV: Record<keyof RelayConfig, string> = {
   bodyTimeoutMs: "MAKINA_BODY_TIMEOUT_MS",
   maxConnections: "MAKINA_MAX_CONNECTIONS",
   defaultCompletionEstimate: "MAKINA_DEFAULT_COMPLETION_ESTIMATE",
+  maxStacksPerOrg: "MAKINA_MAX_STACKS_PER_ORG",
+  maxKeysPerPerson: "MAKINA_MAX_KEYS_PER_PERSON",
   logLevel: "MAKINA_LOG_LEVEL",
   logFormat: "MAKINA_LOG_FORMAT",
   hfEndpoint: "HF_ENDPOINT",
@@ -214,6 +71,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   dataDir: ".makina",
   database: null,
   redis: null,
+  redisFail: "open",
   nats: null,
   natsCreds: null,
   natsInsecure: false,
@@ -256,6 +114,8 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   bodyTimeoutMs: 60_000,
   maxConnections: 10_000,
   defaultCompletionEstimate: 512,
+  maxStacksPerOrg: 10_000,
+  maxKeysPerPerson: 1000,
   logLevel: "info",
   logFormat: "auto",
   hfEndpoint: "https://huggingface.co",
@@ -299,6 +159,8 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   if (!["debug", "info", "warn", "error"].includes(logLevel)) problems.push(`logLevel (${ENV.logLevel}) must be debug, info, warn or error`);
   const logFormat = str("logFormat");
   if (!["auto", "json", "text"].includes(logFormat)) problems.push(`logFormat (${ENV.logFormat}) must be auto, json or text`);
+  const redisFail = str("redisFail");
+  if (!["open", "closed"].includes(redisFail)) problems.push(`redisFail (${ENV.redisFail}) must be open or closed`);
   const grpcTls = str("grpcTls");
   if (!["auto", "on", "off"].includes(grpcTls)) problems.push(`grpcTls (${ENV.grpcTls}) must be auto, on or off`);
   const optionalPath = (k: keyof RelayConfig): string | null => (pick(k) === null ? null : resolve(str(k)));
@@ -308,10 +170,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   if (grpcTlsCert && grpcTls === "off") problems.push("grpcTlsCert is given but grpcTls is off");
   const tlsCert = optionalPath("tlsCert");
   const tlsKey = optionalPath("tlsKey");
-  // Both go into the install command a person runs as root: a host (and port), nothing else.
-  const publicHost = /^https?:\/\/(.+)$/.exec(str("publicUrl").replace(/\/+$/, ""))?.[1];
-  if (pick("publicUrl") !== null && !(publicHost && (isLinkAddress(publicHost) || isLinkAddress(`${publicHost}:443`)))) problems.push(`publicUrl (${ENV.publicUrl}) must be an http(s) URL without a path, such as https://makina.example.com`);
-  if (pick("publicGrpcAddress") !== null && !isLinkAddress(str("publicGrpcAddress"))) problems.push(`publicGrpcAddress (${ENV.publicGrpcAddress}) must be host:port, such as relay.example.com:8081`);
+  problems.push(...printedAddressProblems(pick("publicUrl") === null ? null : str("publicUrl"), pick("publicGrpcAddress") === null ? null : str("publicGrpcAddress"), ENV));
   if ((tlsCert === null) !== (tlsKey === null)) problems.push("tlsCert and tlsKey go together: give both, or neither");
   const orNull = (k: keyof RelayConfig): string | null => (pick(k) === null ? null : str(k));
   const [database, redis, nats, peerAddress] = [orNull("database"), orNull("redis"), orNull("nats"), orNull("peerAddress")];
@@ -324,8 +183,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const secretsKeyFile = optionalPath("secretsKeyFile");
   // The key only from the environment; never echoed in an error.
   const secretsKey = sources.env?.[ENV.secretsKey]?.trim() || null;
-  if (secretsKey !== null && secretsKeyFile !== null) problems.push(`give the secrets key one way: secretsKeyFile (${ENV.secretsKeyFile}) or ${ENV.secretsKey}, not both`);
-  if (secretsKey !== null && !SECRETS_KEY_SHAPE.test(secretsKey)) problems.push(`${ENV.secretsKey} is not a secrets key: it must be ${SECRETS_KEY_FORMAT}`);
+  problems.push(...secretsKeyProblems(secretsKey, secretsKeyFile, ENV));
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
   const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
   const adminPort = (): number | "shared" => {
@@ -343,6 +201,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     dataDir: resolve(str("dataDir")),
     database,
     redis,
+    redisFail: redisFail as RelayConfig["redisFail"],
     nats,
     natsCreds,
     natsInsecure: natsInsecure && openBus !== null,
@@ -385,6 +244,8 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     bodyTimeoutMs: int("bodyTimeoutMs", 100, 3_600_000),
     maxConnections: int("maxConnections", 1, 1_000_000),
     defaultCompletionEstimate: int("defaultCompletionEstimate", 1, 1 << 20),
+    maxStacksPerOrg: int("maxStacksPerOrg", 1, 1_000_000),
+    maxKeysPerPerson: int("maxKeysPerPerson", 1, 1_000_000),
     logLevel: logLevel as RelayConfig["logLevel"],
     logFormat: logFormat as RelayConfig["logFormat"],
     hfEndpoint: str("hfEndpoint"),

@@ -6,6 +6,7 @@ interface RelayArgs {
   dataDir?: string;
   database?: string;
   redis?: string;
+  redisFail?: string;
   nats?: string;
   natsCreds?: string;
   natsInsecure?: boolean;
@@ -42,6 +43,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("secrets-key-file", { type: "string", describe: "The key the relay's secrets are sealed with in the database (the key itself may come in MAKINA_SECRETS_KEY; env MAKINA_SECRETS_KEY_FILE) [default: the data directory's secrets.key, made on first start]" })
       .option("peer-address", { type: "string", describe: "With --nats: HOST:PORT where the other relays connect directly to this one for requests crossing relays, or 'off' for NATS only (env MAKINA_PEER_ADDRESS) [default: the HTTP host, any free port]" })
       .option("redis", { type: "string", describe: "Redis URL for the keys' rate limits, shared by every relay given it (env MAKINA_REDIS_URL) [default: in the relay's memory]" })
+      .option("redis-fail", { type: "string", choices: ["open", "closed"], describe: "With --redis: while Redis cannot be reached, each relay applies the keys' limits on its own (open), or keys with limits get 503 limits_unavailable (closed) (env MAKINA_REDIS_FAIL) [default: open]" })
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
       .option("tls-cert", { type: "string", describe: "Certificate chain (PEM): serve the gateway, admin API and web application over HTTPS" })
@@ -65,6 +67,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
         dataDir: argv.dataDir,
         database: argv.database,
         redis: argv.redis,
+        redisFail: argv.redisFail,
         nats: argv.nats,
         natsCreds: argv.natsCreds,
         natsInsecure: argv.natsInsecure,

@@ -42,6 +42,7 @@ export type ErrorCode =
   | "incompatible_stack"
   | "conflict"
   | "storage_unavailable"
+  | "limits_unavailable"
   | "internal_error";
 
 /** How one error code appears to each kind of peer. */
@@ -96,6 +97,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = Object.fre
   incompatible_stack: { grpc: S.FAILED_PRECONDITION, http: 400, type: "invalid_request_error", openaiCode: "incompatible_stack" },
   conflict: { grpc: S.FAILED_PRECONDITION, http: 409, type: "invalid_request_error", openaiCode: "conflict" },
   storage_unavailable: { grpc: S.UNAVAILABLE, http: 503, type: "service_unavailable_error", openaiCode: "storage_unavailable" },
+  limits_unavailable: { grpc: S.UNAVAILABLE, http: 503, type: "service_unavailable_error", openaiCode: "limits_unavailable" },
   internal_error: { grpc: S.INTERNAL, http: 500, type: "server_error", openaiCode: "internal_error" },
 });
 

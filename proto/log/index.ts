@@ -1,3 +1,3 @@
-export { createLogger, silentLogger, redact, resolveLogFormat, type Logger, type LoggerOptions, type LogLevel } from "./logger.js";
+export { createLogger, silentLogger, redact, redactText, resolveLogFormat, type Logger, type LoggerOptions, type LogLevel } from "./logger.js";
 export { textLine, type LogFormat } from "./text-line.js";
 export { WarningThrottle } from "./warning-throttle.js";

@@ -56,13 +56,23 @@ const URL_QUERY = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s?#"'<>]+)\?[^\s#"'<>]+/gi;
 /** The password in a URL's user part (`postgres://makina:SECRET@db/makina`). */
 const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi;
 
+/** A URL's user part that is one word, often a token (`https://ghp_…@github.com/…`). */
+const URL_USER = /(\b[a-z][a-z0-9+.-]*:\/\/)[^\s:/@]+@/gi;
+
+/**
+ * A text with the credentials it may carry replaced: Makina's and Hugging Face's tokens, and in URLs the user
+ * part's password (or the whole user part when it is one word, often a token) and the query string. Where a URL
+ * leads is kept. What logs, the admin API and the audit log show of a model reference.
+ */
+export function redactText(text: string): string {
+  const redacted = text.replace(SECRET_VALUE, (_m, makina: string | undefined, hf: string | undefined) => `${makina ?? hf}[redacted]`);
+  // Most strings of a line hold no URL: the URL patterns run only on those that do (a log line per request).
+  return redacted.includes("://") ? redacted.replace(URL_PASSWORD, "$1[redacted]@").replace(URL_USER, "$1[redacted]@").replace(URL_QUERY, "$1?[redacted]") : redacted;
+}
+
 /** Replaces secrets (by key name or by value shape) so no log line carries a credential. */
 export function redact(value: unknown, depth = 0): unknown {
-  if (typeof value === "string") {
-    const redacted = value.replace(SECRET_VALUE, (_m, makina: string | undefined, hf: string | undefined) => `${makina ?? hf}[redacted]`);
-    // Most strings of a line hold no URL: the URL patterns run only on those that do (a log line per request).
-    return redacted.includes("://") ? redacted.replace(URL_PASSWORD, "$1[redacted]@").replace(URL_QUERY, "$1?[redacted]") : redacted;
-  }
+  if (typeof value === "string") return redactText(value);
   if (value instanceof Error) {
     return { name: value.name, message: redact(value.message), ...(value.cause ? { cause: redact(value.cause, depth + 1) } : {}) };
   }

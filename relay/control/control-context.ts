@@ -44,6 +44,8 @@ export interface ControlDeps {
   findOrg: OrgFinder;
   /** The machines' latest loads, wherever they are linked. */
   loadsOf: (machineIds: string[]) => Promise<Map<string, ReceivedLoad>>;
+  /** The most stacks an organization may have, and keys (not revoked) a person may have made: the operator's caps. */
+  caps: { stacksPerOrg: number; keysPerPerson: number };
 }
 
 /**

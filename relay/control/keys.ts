@@ -60,6 +60,10 @@ export class Keys {
       expiresAt: inFuture(input.expiresAt),
     };
     await this.checkTargets(org.id, options);
+    const cap = this.c.deps.caps.keysPerPerson;
+    if (policy.userId !== null && (await this.c.store.keys.countActiveBy(policy.userId)) >= cap) {
+      throw new MakinaError("conflict", `You have ${cap} keys, the most one person may have on this relay (MAKINA_MAX_KEYS_PER_PERSON): revoke one you no longer use first.`);
+    }
     const created = await createApiKey(this.c.store, { ...options, orgId: org.id });
     this.c.events.emit({ type: "key", orgId: org.id, keyId: created.record.id });
     const r = created.record;

@@ -1,4 +1,4 @@
-import { MakinaError, parseHfRef } from "../../proto/index.js";
+import { MakinaError, parseHfRef, redactText } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import type { Compatibility } from "../compatibility/index.js";
 import type { RuntimeKind, Stack, StackChanges } from "../store/index.js";
@@ -107,6 +107,10 @@ export class Stacks {
     const harnessOptions = layerOptions(input.harness, input.harnessOptions, "harness");
     const orchestratorOptions = layerOptions(input.orchestrator, input.orchestratorOptions, "orchestrator");
     checkMaxContext(input.runtime, input.maxContext);
+    const cap = this.c.deps.caps.stacksPerOrg;
+    if ((await this.c.store.stacks.countByOrg(org.id)) >= cap) {
+      throw new MakinaError("conflict", `This organization has ${cap} stacks, the most this relay allows (MAKINA_MAX_STACKS_PER_ORG): delete one first, or ask the relay's operator for more.`);
+    }
     await this.views.refuseIfIncompatible(machine, input.runtime, input.model, input);
     const stack = await this.c.store.stacks.create({
       orgId: org.id,
@@ -125,7 +129,7 @@ export class Stacks {
       maxContext: input.maxContext ?? null,
     });
     this.c.events.emit({ type: "stack", orgId: org.id, stackId: stack.id });
-    await this.c.record(actor, { orgId: stack.orgId, action: "stack.created", target: target(stack), detail: { machine: stack.machineId, runtime: stack.runtime, model: stack.modelRef, ...(stack.captureHours !== null && { capture_hours: stack.captureHours }) } });
+    await this.c.record(actor, { orgId: stack.orgId, action: "stack.created", target: target(stack), detail: { machine: stack.machineId, runtime: stack.runtime, model: redactText(stack.modelRef), ...(stack.captureHours !== null && { capture_hours: stack.captureHours }) } });
     return this.views.view(stack);
   }
 
@@ -228,8 +232,9 @@ export class Stacks {
   private async edited(stack: StackView, edit: StackEdit): Promise<Required<StackChanges>> {
     const harness = edit.harness !== undefined ? edit.harness || null : stack.harness;
     const orchestrator = edit.orchestrator !== undefined ? edit.orchestrator || null : stack.orchestrator;
-    const modelRef = edit.model ?? stack.modelRef;
-    if (edit.model !== undefined) {
+    // A reference given back as the admin API shows it (its credentials redacted) is the one kept.
+    const modelRef = edit.model === undefined || edit.model === redactText(stack.modelRef) ? stack.modelRef : edit.model;
+    if (modelRef !== stack.modelRef) {
       checkModelRefLength(modelRef);
       if (modelRef.startsWith("hf:")) parseHfRef(modelRef);
     }
@@ -262,7 +267,7 @@ function changeDetail(before: StackView, after: StackView, changed: string[]): R
     name: s.name,
     machine: s.machineId,
     runtime: s.runtime,
-    model: s.modelRef,
+    model: redactText(s.modelRef),
     model_sha256: s.modelSha256,
     model_id: s.modelId,
     harness: s.harness,

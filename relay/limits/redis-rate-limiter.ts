@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { Logger } from "../../proto/index.js";
+import { MakinaError, type Logger } from "../../proto/index.js";
 import { RateLimiter, rateLimitHeaders, requestsRefused, tokensRefused, tooLargeRefused, type Admission, type KeyLimits, type Limiter } from "./rate-limiter.js";
 
 /**
@@ -125,9 +125,10 @@ const COMMAND_TIMEOUT_MS = 1000;
  * reserved atomically, so 20 requests at once on a key with `rpm 5`, spread over any number of relays, give
  * exactly 5 admissions.
  *
- * When Redis cannot be reached, requests are not refused for it: each relay admits by its own in-process
- * limits (so a key may get up to its limit on each relay), says so in its log and in `/health`, and goes back
- * to Redis by itself once it answers. Settles and refunds of admissions made through Redis that Redis misses
+ * When Redis cannot be reached, by default (`fail: "open"`) requests are not refused for it: each relay admits
+ * by its own in-process limits (so a key may get up to its limit on each relay), says so in its log and in
+ * `/health`, and goes back to Redis by itself once it answers. With `fail: "closed"`, a key with limits gets 503
+ * `limits_unavailable` meanwhile instead (a key without limits is served either way). Settles and refunds of admissions made through Redis that Redis misses
  * while away are lost (the window forgets them within a minute anyway).
  */
 export class RedisRateLimiter implements Limiter {
@@ -139,9 +140,9 @@ export class RedisRateLimiter implements Limiter {
    * Connects to Redis at `url` (without waiting for it: see {@link ready}). The Redis client is loaded here, so
    * a relay without `--redis` never loads it.
    */
-  static async connect(url: string, log: Logger, windowMs = 60_000): Promise<RedisRateLimiter> {
+  static async connect(url: string, log: Logger, options: { fail?: "open" | "closed"; windowMs?: number } = {}): Promise<RedisRateLimiter> {
     const { Redis: RedisClient } = await import("ioredis");
-    return new RedisRateLimiter(RedisClient, url, log, windowMs);
+    return new RedisRateLimiter(RedisClient, url, log, options.windowMs ?? 60_000, options.fail ?? "open");
   }
 
   private constructor(
@@ -149,6 +150,7 @@ export class RedisRateLimiter implements Limiter {
     url: string,
     private readonly log: Logger,
     private readonly windowMs: number,
+    private readonly fail: "open" | "closed",
   ) {
     this.local = new RateLimiter(Date.now, windowMs);
     this.redis = new RedisClient(url, {
@@ -201,6 +203,7 @@ export class RedisRateLimiter implements Limiter {
       answer = await this.redis.makinaAdmit(...keysOf(key.id), this.windowMs, key.rpm ?? -1, key.tpm ?? -1, estimatedTokens, id);
     } catch (err) {
       this.unreachable(err);
+      if (this.fail === "closed") throw limitsUnavailable();
       return this.local.admit(key, estimatedTokens);
     }
     const [admitted, refusal, waitMs, count, used, resetMs] = answer;
@@ -244,9 +247,17 @@ export class RedisRateLimiter implements Limiter {
 
   private unreachable(err: unknown): void {
     if (this.down !== null) return;
-    this.down = `Redis cannot be reached (${err instanceof Error ? err.message : String(err)}): each relay applies rate limits on its own until it answers`;
-    this.log.warn("Redis cannot be reached: rate limits are applied per relay until it answers", { error: String(err) });
+    const meanwhile = this.fail === "closed" ? "keys with limits are refused (503 limits_unavailable)" : "each relay applies rate limits on its own";
+    this.down = `Redis cannot be reached (${err instanceof Error ? err.message : String(err)}): ${meanwhile} until it answers`;
+    this.log.warn(`Redis cannot be reached: ${meanwhile} until it answers`, { error: String(err) });
   }
+}
+
+/** 503: the key has limits, the relays' shared window cannot be read, and the operator chose to refuse rather than count per relay. */
+function limitsUnavailable(): MakinaError {
+  return new MakinaError("limits_unavailable", "This key's rate limits cannot be checked just now (the relays' shared limits are unreachable), so the request was not served. Try again in a moment.", {
+    retryAfterMs: 2000,
+  });
 }
 
 function keysOf(keyId: string): [string, string, string, string] {

@@ -23,9 +23,10 @@ export async function startBooks(s: Shared, store: Store) {
     setting: settingOf("redis"),
     start: async () => {
       if (!config.redis) return new RateLimiter();
-      const redis = await RedisRateLimiter.connect(config.redis, log.child({ component: "limits" }));
+      const redis = await RedisRateLimiter.connect(config.redis, log.child({ component: "limits" }), { fail: config.redisFail });
       // Limits shared by every relay from the first request on; a Redis that does not answer yet is not a reason
-      // to stay down: this relay applies limits on its own meanwhile, logged and in /health.
+      // to stay down: this relay applies limits on its own meanwhile (or refuses keys with limits, with
+      // --redis-fail closed), logged and in /health.
       await redis.ready(5000).catch((err: unknown) => log.warn("starting with rate limits per relay: Redis does not answer yet", { error: String(err) }));
       return redis;
     },
@@ -78,5 +79,6 @@ export function controlPlane(
     requests,
     findOrg: (ref) => directory.findOrg(ref),
     loadsOf: (ids) => machines.loads(ids),
+    caps: { stacksPerOrg: config.maxStacksPerOrg, keysPerPerson: config.maxKeysPerPerson },
   });
 }

@@ -144,6 +144,17 @@ export class ApiKeyStore {
     return { keys: rows.map((r) => ({ ...toKey(r), requests: r.requests, tokens: r.tokens })), total };
   }
 
+  /** How many keys a person made that are not revoked (expired ones included: they can be given a new expiry). */
+  async countActiveBy(userId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom("api_keys")
+      .select((eb) => eb.fn.countAll<number | string>().as("n"))
+      .where("created_by", "=", userId)
+      .where("state", "=", "active")
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   /** Every active key (of one organization, or of all) whose maker is still a user (or was the operator): what the gateway's directory holds. */
   async listActive(orgId?: string): Promise<ApiKeyRecord[]> {
     let query = this.db

@@ -166,6 +166,12 @@ export class StackStore {
     return row && toStack(row);
   }
 
+  /** How many stacks an organization has. */
+  async countByOrg(orgId: string): Promise<number> {
+    const row = await this.db.selectFrom("stacks").select((eb) => eb.fn.countAll<number | string>().as("n")).where("org_id", "=", orgId).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   async listByOrg(orgId: string): Promise<Stack[]> {
     return (await this.db.selectFrom("stacks").selectAll().where("org_id", "=", orgId).orderBy("created_at").orderBy("id").execute()).map(toStack);
   }

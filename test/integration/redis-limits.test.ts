@@ -13,7 +13,7 @@ describe("rate limits kept in Redis", () => {
   let redis: RedisServer;
   const limiters: RedisRateLimiter[] = [];
   const relayLimiter = async (windowMs?: number) => {
-    const limiter = await RedisRateLimiter.connect(redis.url, silentLogger(), windowMs);
+    const limiter = await RedisRateLimiter.connect(redis.url, silentLogger(), { windowMs });
     limiters.push(limiter);
     await limiter.ready();
     return limiter;
@@ -139,6 +139,43 @@ describe("rate limits kept in Redis", () => {
       expect((await chat(after)).status).toBe(200);
       const other = await relayLimiter();
       expect(await other.headers({ id, rpm: 1, tpm: null })).toMatchObject({ "x-ratelimit-remaining-requests": "0" });
+    });
+
+    it("with --redis-fail closed, refuses keys with limits while Redis is down (503 limits_unavailable), serves keys without, and limits again once it is back", async () => {
+      const closed = await startTestGateway({ runtime: "fake", relayFlags: { redis: redis.url, redisFail: "closed" } });
+      try {
+        const call = async (method: string, path: string, body: unknown) =>
+          (await (
+            await fetch(`${closed.relay.adminUrl}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${closed.relay.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) })
+          ).json()) as { key: string };
+        const limited = (await call("POST", "/keys", { org: closed.orgId, name: "limited", rpm: 100 })).key;
+        const unlimited = (await call("POST", "/keys", { org: closed.orgId, name: "unlimited" })).key;
+        const ask = (apiKey: string) =>
+          fetch(`${closed.baseURL}/chat/completions`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+            body: JSON.stringify({ model: "stories", messages: [{ role: "user", content: "Once" }], max_tokens: 2 }),
+          });
+        expect((await ask(limited)).status).toBe(200);
+        await redis.stop();
+        const refused = await ask(limited);
+        expect([refused.status, refused.headers.get("retry-after")]).toEqual([503, "2"]);
+        expect(await refused.json()).toEqual({
+          error: {
+            message: "This key's rate limits cannot be checked just now (the relays' shared limits are unreachable), so the request was not served. Try again in a moment.",
+            type: "service_unavailable_error",
+            param: null,
+            code: "limits_unavailable",
+          },
+        });
+        expect((await ask(unlimited)).status).toBe(200);
+        const said = (await (await fetch(`${closed.relay.url}/health`)).json()) as Record<string, string>;
+        expect(said).toMatchObject({ status: "degraded", limits: expect.stringMatching(/keys with limits are refused \(503 limits_unavailable\) until it answers$/) });
+        await redis.start();
+        await vi.waitFor(async () => expect((await ask(limited)).status).toBe(200), { timeout: 10_000, interval: 200 });
+      } finally {
+        await closed.close();
+      }
     });
   });
 });

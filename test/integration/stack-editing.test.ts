@@ -189,4 +189,29 @@ describe("editing and deleting stacks", () => {
     expect((await member.call("DELETE", `/admin/v1/stacks/${draft}`)).status).toBe(403);
     expect((await stack(draft)).name).toBe("kept");
   });
+
+  it("shows a model reference with its credentials redacted, in the API, its search and the audit log, and keeps the whole one through an edit", async () => {
+    const signed = "http://deploy:s3cret-pw@fake.invalid/v1?sig=t0psecret#fake";
+    const created = await operator("POST", "/admin/v1/stacks", { org: gw.orgId, name: "signed", machine: gw.machineId, runtime: "openai", model: signed, model_id: "signed" });
+    expect(created.status).toBe(201);
+    const view = (await created.json()) as { id: string; model_ref: string };
+    expect(view.model_ref).toBe("http://deploy:[redacted]@fake.invalid/v1?[redacted]#fake");
+    expect(((await (await operator("GET", `/admin/v1/stacks/${view.id}`)).json()) as { model_ref: string }).model_ref).toBe(view.model_ref);
+    // A search cannot spell out what the page hides.
+    const search = async (q: string) => ((await (await operator("GET", `/admin/v1/stacks?org=${gw.orgId}&q=${encodeURIComponent(q)}`)).json()) as { data: { id: string }[] }).data.map((s) => s.id);
+    expect(await search("t0psecret")).toEqual([]);
+    expect(await search("s3cret")).toEqual([]);
+    expect(await search("fake.invalid/v1")).toContain(view.id);
+    // An edit form sends the reference back as shown: the whole one is kept, and only the name changed.
+    const edited = await operator("PATCH", `/admin/v1/stacks/${view.id}`, { name: "signed-2", model: view.model_ref });
+    expect([edited.status, ((await edited.json()) as { changed: string[] }).changed]).toEqual([200, ["name"]]);
+    expect((await gw.relay.store.stacks.get(view.id))!.modelRef).toBe(signed);
+    // A new reference replaces it, and the audit log never held the credentials.
+    const replaced = await operator("PATCH", `/admin/v1/stacks/${view.id}`, { model: "http://fake.invalid/v1#fake" });
+    expect(((await replaced.json()) as { changed: string[] }).changed).toContain("model");
+    const audit = JSON.stringify(await (await operator("GET", `/admin/v1/audit?org=${gw.orgId}&action=stack`)).json());
+    expect(audit).toContain("http://deploy:[redacted]@fake.invalid/v1?[redacted]#fake");
+    expect(audit).not.toContain("s3cret");
+    expect(audit).not.toContain("t0psecret");
+  });
 });

@@ -59,7 +59,7 @@ describe("a relay or an agent that cannot start says which part failed and which
       // The same data directory and port, now free: the failed start held neither.
       const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, ...base, ...l.flags(taken.port) } }), { log: silentLogger() });
       const parts = relay.parts().map((p) => p.name);
-      expect(parts.slice(0, 5)).toEqual(["the data directory", "the database", "the database's retries", "the admin token", "the gateway directory"]);
+      expect(parts.slice(0, 6)).toEqual(["the data directory", "the database", "the database's retries", "the secrets key", "the admin token", "the gateway directory"]);
       expect(parts.some((p) => p.startsWith(`the ${l.what} listener`))).toBe(true);
       await relay.stop();
       expect(relay.parts().filter((p) => p.state !== "stopped")).toEqual([]);

@@ -530,3 +530,51 @@ describe("web sessions over time", () => {
     }
   });
 });
+
+// The operator's caps: a tenant cannot grow the relays' stacks, nor one person the keys, without end.
+describe("the caps on stacks per organization and keys per person", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake", relayFlags: { maxStacksPerOrg: 2, maxKeysPerPerson: 2 } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+  const operator = (method: string, path: string, body?: unknown) =>
+    fetch(`${gw.relay.url}${path}`, { method, headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const refusal = async (res: Response) => [res.status, ((await res.json()) as { error: { code: string; message: string } }).error] as const;
+
+  it("refuses an organization's stack past MAKINA_MAX_STACKS_PER_ORG, saying so, and takes one again once one is deleted", async () => {
+    const stack = (name: string) => operator("POST", "/admin/v1/stacks", { org: gw.orgId, name, machine: gw.machineId, runtime: "openai", model: `http://fake.invalid/v1#${name}` });
+    // The gateway's own stack is the first.
+    const second = await stack("second");
+    expect(second.status).toBe(201);
+    expect(await refusal(await stack("third"))).toEqual([
+      409,
+      expect.objectContaining({ code: "conflict", message: "This organization has 2 stacks, the most this relay allows (MAKINA_MAX_STACKS_PER_ORG): delete one first, or ask the relay's operator for more." }),
+    ]);
+    // Another organization has its own count.
+    const other = (await (await operator("POST", "/admin/v1/orgs", { name: "Other" })).json()) as { id: string };
+    const machine = (await (await operator("POST", "/admin/v1/machines", { org: other.id, name: "m" })).json()) as { id: string };
+    expect((await operator("POST", "/admin/v1/stacks", { org: other.id, name: "theirs", machine: machine.id, runtime: "openai", model: "http://fake.invalid/v1#theirs" })).status).toBe(201);
+    expect((await operator("DELETE", `/admin/v1/stacks/${((await second.json()) as { id: string }).id}`)).status).toBe(200);
+    expect((await stack("third")).status).toBe(201);
+  });
+
+  it("refuses a person's key past MAKINA_MAX_KEYS_PER_PERSON, counts only keys not revoked, and never the operator's", async () => {
+    expect((await operator("POST", "/admin/v1/users", { org: gw.orgId, login: "kim", role: "member", password: "correct horse battery" })).status).toBe(201);
+    const kim = new WebClient(gw.relay.url);
+    expect((await kim.signIn("kim", "correct horse battery")).status).toBe(200);
+    const make = () => kim.call("POST", "/admin/v1/keys", { org: gw.orgId, name: "mine" });
+    const first = (await (await make()).json()) as { id: string };
+    expect((await make()).status).toBe(201);
+    expect(await refusal(await make())).toEqual([
+      409,
+      expect.objectContaining({ code: "conflict", message: "You have 2 keys, the most one person may have on this relay (MAKINA_MAX_KEYS_PER_PERSON): revoke one you no longer use first." }),
+    ]);
+    expect((await kim.call("POST", `/admin/v1/keys/${first.id}/revoke`)).status).toBe(200);
+    expect((await make()).status).toBe(201);
+    // The operator (the admin token) is no person: its keys are not capped.
+    for (let i = 0; i < 3; i++) expect((await operator("POST", "/admin/v1/keys", { org: gw.orgId, name: `ops-${i}` })).status).toBe(201);
+  });
+});

@@ -80,6 +80,10 @@ describe("configuration", () => {
     for (const bad of ["cache:6379", "http://cache", "redis://cache/db/x"]) {
       expect(() => resolveRelayConfig({ env: { MAKINA_REDIS_URL: bad } })).toThrow(/redis \(MAKINA_REDIS_URL\) must be a Redis URL/);
     }
+    // What a key with limits gets while Redis is away: the relay's own window (open), or 503 (closed).
+    expect(resolveRelayConfig({}).redisFail).toBe("open");
+    expect(resolveRelayConfig({ env: { MAKINA_REDIS_FAIL: "closed" } }).redisFail).toBe("closed");
+    expect(() => resolveRelayConfig({ flags: { redisFail: "shut" } })).toThrow(/redisFail \(MAKINA_REDIS_FAIL\) must be open or closed/);
   });
 
   it("joins other relays over NATS only when given a NATS URL and a PostgreSQL database, and refuses anything else", () => {

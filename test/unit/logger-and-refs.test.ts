@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseModelRef } from "../../agent/models/model-ref.js";
-import { createLogger, resolveLogFormat } from "../../proto/index.js";
+import { createLogger, redactText, resolveLogFormat } from "../../proto/index.js";
 
 describe("structured logs", () => {
   it("redact secrets by key and by shape, and carry child bindings", () => {
@@ -56,6 +56,12 @@ describe("structured logs", () => {
     expect(lines[0]).not.toContain("s3cr");
     expect(lines[0]).toContain("postgres://makina:[redacted]@db.example.com:5432/makina failed");
     expect(lines[0]).toContain("https://example.com:8443/a:b@c");
+  });
+
+  it("redact a URL's user part when it is one word (often a token), keeping where it leads", () => {
+    expect(redactText("git clone https://ghp_abc123@github.com/org/repo.git")).toBe("git clone https://[redacted]@github.com/org/repo.git");
+    expect(redactText("https://user:pw@host/m.gguf?X-Amz-Signature=abc")).toBe("https://user:[redacted]@host/m.gguf?[redacted]");
+    expect(redactText("/models/a@b.gguf and hf:org/repo:Q4")).toBe("/models/a@b.gguf and hf:org/repo:Q4");
   });
 
   it("write readable lines for a terminal: time, level, component, message, fields, errors with their causes", () => {

@@ -1,7 +1,8 @@
 import type { StackRoute } from "../../admin-contract/index.js";
 import type { Actor } from "../../auth/index.js";
 import { MODEL_CATALOG } from "../../compatibility/index.js";
-import type { ControlPlane } from "../../control/index.js";
+import { redactText } from "../../../proto/index.js";
+import type { ControlPlane, StackView } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
 import { pageOf, wholePage } from "./page-of.js";
@@ -13,16 +14,17 @@ export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Ac
       const { org, machine, ...ask } = input.query();
       // Searched, filtered and sorted as light rows; only the page's stacks get their compatibility and deployment.
       const rows = (await control.stacks.records(actor, org, machine)).map((s) => ({ stack: s, name: s.name, state: s.state, model_id: s.modelId, runtime: s.runtime, created_at: s.createdAt, deployed_at: s.deployedAt }));
-      const page = pageOf(rows, ask, { searched: (r) => [r.name, r.model_id, r.stack.modelRef, r.stack.id], state: (r) => r.state });
-      return wholePage(page, async (found) => toWire(await control.stacks.viewsOf(found.map((r) => r.stack))));
+      // Searched by the model reference as shown: a search cannot spell out a credential the page hides.
+      const page = pageOf(rows, ask, { searched: (r) => [r.name, r.model_id, redactText(r.stack.modelRef), r.stack.id], state: (r) => r.state });
+      return wholePage(page, async (found) => (await control.stacks.viewsOf(found.map((r) => r.stack))).map(shown));
     },
-    "GET /admin/v1/stacks/:id": async ({ params }, actor) => toWire(await control.stacks.get(actor, params.id)),
+    "GET /admin/v1/stacks/:id": async ({ params }, actor) => shown(await control.stacks.get(actor, params.id)),
     "POST /admin/v1/stacks": async (input, actor) => {
       const stack = () => {
         const b = input.body();
         return { ...stackFields(b), org: b.org, name: b.name, machine: b.machine, runtime: b.runtime, model: b.model };
       };
-      return toWire(await control.stacks.create(actor, stack));
+      return shown(await control.stacks.create(actor, stack));
     },
     "POST /admin/v1/compatibility": async (input, actor) => {
       const b = input.body();
@@ -35,14 +37,28 @@ export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Ac
         return { ...stackFields(b), name: b.name, machine: b.machine, runtime: b.runtime, model: b.model };
       };
       const { stack, changed, redeployed } = await control.stacks.update(actor, input.params.id, edit);
-      return toWire({ ...stack, changed, redeployed });
+      return { ...shown(stack), changed, redeployed };
     },
     "DELETE /admin/v1/stacks/:id": async ({ params }, actor) => {
       const stack = await control.stacks.delete(actor, params.id);
       return { id: stack.id, deleted: true as const };
     },
-    "POST /admin/v1/stacks/:id/deploy": async ({ params }, actor) => toWire(await control.stacks.deploy(actor, params.id)),
-    "POST /admin/v1/stacks/:id/undeploy": async ({ params }, actor) => toWire(await control.stacks.undeploy(actor, params.id)),
+    "POST /admin/v1/stacks/:id/deploy": async ({ params }, actor) => shown(await control.stacks.deploy(actor, params.id)),
+    "POST /admin/v1/stacks/:id/undeploy": async ({ params }, actor) => shown(await control.stacks.undeploy(actor, params.id)),
+  };
+}
+
+/**
+ * A stack as the admin API shows it: its model reference with any credential in it redacted (a URL's password
+ * or token, a signed link's query), as are its deployment's step errors; the relay keeps the whole reference,
+ * and an edit that gives it back as shown leaves it as it is.
+ */
+function shown(stack: StackView) {
+  const wire = toWire(stack);
+  return {
+    ...wire,
+    model_ref: redactText(wire.model_ref),
+    deployment: wire.deployment && { ...wire.deployment, steps: wire.deployment.steps.map((step) => ({ ...step, error: step.error === null ? null : redactText(step.error) })) },
   };
 }
 

@@ -75,6 +75,7 @@ export const ERROR_TEXTS: Readonly<Record<string, string | null>> = {
   rate_limit_tokens: null,
   machine_offline: null,
   runtime_unavailable: null,
+  limits_unavailable: null,
   unsupported_endpoint: null,
   missing_required_parameter: null,
   invalid_value: null,

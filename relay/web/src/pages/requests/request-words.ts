@@ -25,6 +25,7 @@ const ENDINGS: Record<string, string> = {
   timeout: "Took too long",
   too_many_streams: "Too many at once",
   storage_unavailable: "Database unavailable",
+  limits_unavailable: "Shared limits unavailable",
   internal_error: "Relay error",
 };
 
