@@ -2,12 +2,13 @@
 # Makina install script: joins this machine to a Makina relay. The relay serves it, and its Machines page (or
 # `makina admin machine create`) prints the one line to paste:
 #
-#   curl -fsSLk --pinnedpubkey sha256//PIN https://RELAY:8083/install.sh | MAKINA_MACHINE_TOKEN=mk_mach_… sh -s -- \
+#   curl -fsSLk --pinnedpubkey sha256//PIN https://RELAY:8083/install.sh | sh -s -- \
 #     --relay-url https://RELAY:8083 --pinned-pubkey sha256//PIN --server HOST:PORT --machine-id mach_… --ca-sha256 HEX
 #
-# Everything this script fetches from the relay, and the token it sends, goes over TLS to the key pinned in
-# the command (curl refuses any other before sending a byte); the token comes in the environment, or from a
-# file, never in the arguments that `ps` shows. A plain-HTTP relay URL beyond loopback is refused: the token
+# and it asks for the machine's token on the terminal, without echoing it: the token is in neither the shell's
+# history nor the arguments that `ps` shows. Without a terminal (automation), it comes from MAKINA_MACHINE_TOKEN
+# or --token-file FILE. Everything this script fetches from the relay, and the token it sends, goes over TLS to
+# the key pinned in the command (curl refuses any other before sending a byte). A plain-HTTP relay URL beyond loopback is refused: the token
 # would cross the network in the clear.
 #
 # Before it installs anything it checks the OS and CPU, Node.js 20.19 or newer with npm, free disk, and that the
@@ -22,8 +23,9 @@
 #   --pinned-pubkey PIN   sha256//BASE64: the key the relay's install listener must present (from the command)
 #   --server HOST:PORT    the relay's link address, which the agent dials (repeated: every relay on one
 #                         database, which the agent fails over between)
-#   --machine-id ID       this machine's id; its token comes from MAKINA_MACHINE_TOKEN, or --token-file FILE
-#                         (or --token TOKEN, which other users can read in `ps` while this runs)
+#   --machine-id ID       this machine's id; its token is asked for on the terminal, or comes from
+#                         MAKINA_MACHINE_TOKEN, or --token-file FILE (or --token TOKEN, which other users can
+#                         read in `ps` while this runs)
 #   --ca-sha256 HEX       trust only the relay's own link CA, with this fingerprint (from the install command)
 #   --tls                 the link has a publicly trusted certificate instead
 #   --hf-token hf_…       a Hugging Face token for gated models
@@ -36,6 +38,22 @@
 #   --uninstall           stop the agent and remove it; downloaded models stay unless --purge
 #   --purge               with --uninstall: remove the models and the service user too
 set -eu
+
+# Asks for the machine token on the terminal (this script's stdin is the script itself, piped from curl), not
+# echoed, so it lands in no shell history; nothing when there is no terminal.
+ask_token() {
+  (: < /dev/tty) 2>/dev/null || return 0
+  # Echo off before the question: a token pasted the moment it shows is not echoed either.
+  tty_was="$(stty -g < /dev/tty 2>/dev/null || true)"
+  trap 'if [ -n "$tty_was" ]; then stty "$tty_was" < /dev/tty 2>/dev/null; fi; printf "\n" > /dev/tty; exit 130' INT TERM
+  stty -echo < /dev/tty 2>/dev/null || true
+  printf 'Machine token for %s (shown once when it was added; not echoed): ' "$machine_id" > /dev/tty
+  IFS= read -r token < /dev/tty || token=""
+  if [ -n "$tty_was" ]; then stty "$tty_was" < /dev/tty 2>/dev/null || true; fi
+  trap - INT TERM
+  printf '\n' > /dev/tty
+  token="$(printf '%s' "$token" | tr -d '\r\n ')"
+}
 
 # Everything runs from main, called on the last line: a download cut short runs nothing.
 main() {
@@ -132,7 +150,8 @@ main() {
     [ -r "$token_file" ] || usage_error "cannot read the token file $token_file"
     token="$(head -n 1 "$token_file" | tr -d '\r\n ')"
   fi
-  if [ -z "$server" ] || [ -z "$machine_id" ] || [ -z "$token" ]; then usage_error "--server and --machine-id are required, and the machine token in MAKINA_MACHINE_TOKEN (or --token-file FILE)"; fi
+  if [ -z "$token" ] && [ -n "$machine_id" ]; then ask_token; fi
+  if [ -z "$server" ] || [ -z "$machine_id" ] || [ -z "$token" ]; then usage_error "--server and --machine-id are required, and the machine token: typed when asked on a terminal, or in MAKINA_MACHINE_TOKEN (or --token-file FILE)"; fi
   if [ "$token_arg" = 1 ]; then echo "install.sh: --token shows the machine token to every user of this machine in ps; pass it in MAKINA_MACHINE_TOKEN or --token-file next time" >&2; fi
   case "$machine_id" in mach_*) ;; *) usage_error "the machine ID starts with mach_" ;; esac
   case "$token" in mk_mach_*) ;; *) usage_error "the machine token starts with mk_mach_" ;; esac

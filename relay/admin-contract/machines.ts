@@ -60,8 +60,13 @@ export interface DeletedMachine {
 /** A machine just added, or given a new token: what it takes to join it, shown this once. */
 export interface MachineJoining extends Machine {
   token: string;
-  /** The one-line install command, token included. */
-  install_command: string;
+  /**
+   * The one-line install command; it asks for `token` on the machine's terminal (or takes it from
+   * MAKINA_MACHINE_TOKEN or --token-file). Null when the relay cannot offer one safely: `install_refused` says why.
+   */
+  install_command: string | null;
+  /** Why there is no install command, and how to have one; null when there is one. */
+  install_refused: string | null;
   /** The address agents dial (`host:port`). */
   server: string;
   /** SHA-256 of the relay's own link CA, which the agent pins; null when the relay has another certificate or no TLS. */

@@ -8,7 +8,10 @@ import { given, type ControlContext, type Given } from "./control-context.js";
 /** What it takes to join a machine: its token (shown once), the install command, the address agents dial and the CA they pin. */
 export interface Joining {
   token: string;
-  installCommand: string;
+  /** The one line that joins the machine (it asks for the token on the machine's terminal), or null when none is safe. */
+  installCommand: string | null;
+  /** Why there is no install command, and how to have one; null when there is one. */
+  installRefused: string | null;
   server: string;
   caSha256: string | null;
 }
@@ -138,11 +141,18 @@ export class Machines {
     // One line for a bare machine with Node: the relay serves the script and the agent package of its own version,
     // and the script checks with the relay, before it installs anything, that it answers and takes the token.
     // With TLS on the link, all of it comes over TLS from the install listener, whose key the line pins (curl
-    // checks it before sending anything: `-k` only lets a certificate of the relay's own CA through). The token
-    // goes in the environment of `sh`, which other users cannot read, rather than in its arguments, which `ps` shows.
+    // checks it before sending anything: `-k` only lets a certificate of the relay's own CA through). The line
+    // holds no token: the script asks for it on the machine's terminal, so it is in no shell history and no
+    // process's arguments. A plain-HTTP URL beyond loopback would carry the script and the token in the clear:
+    // no line is printed then, saying why and how to have one.
+    const plainBeyondLoopback = !install && !relayUrl.startsWith("https://") && !/^http:\/\/(127\.|localhost(:|$)|\[::1\])/.test(relayUrl);
+    if (plainBeyondLoopback) {
+      const installRefused = `No install command: this relay serves the install script over plain HTTP (${relayUrl}), so the script and this machine's token would cross the network in the clear. Turn TLS on for the agents' link (--grpc-tls on, the default when it listens beyond loopback), or serve the relay over HTTPS (--tls-cert and --tls-key, or a proxy with --public-url https://…), then rotate this machine's token for a command.`;
+      return { token, installCommand: null, installRefused, server, caSha256 };
+    }
     const installCommand = install
-      ? `curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | MAKINA_MACHINE_TOKEN=${token} sh -s -- --relay-url ${install.url} --pinned-pubkey ${install.pin}${servers} --machine-id ${machineId}${trust}`
-      : `curl -fsSL ${relayUrl}/install.sh | MAKINA_MACHINE_TOKEN=${token} sh -s -- --relay-url ${relayUrl}${servers} --machine-id ${machineId}${trust}`;
-    return { token, installCommand, server, caSha256 };
+      ? `curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | sh -s -- --relay-url ${install.url} --pinned-pubkey ${install.pin}${servers} --machine-id ${machineId}${trust}`
+      : `curl -fsSL ${relayUrl}/install.sh | sh -s -- --relay-url ${relayUrl}${servers} --machine-id ${machineId}${trust}`;
+    return { token, installCommand, installRefused: null, server, caSha256 };
   }
 }

@@ -1,4 +1,4 @@
-import { execFile, execFileSync, type ChildProcess } from "node:child_process";
+import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,11 +15,42 @@ interface Lockfile {
   packages: Record<string, { version?: string; integrity?: string; optional?: boolean }>;
 }
 
-/** Runs a shell command line, as a machine owner pastes it. */
+/**
+ * Runs a shell command line as automation does: no terminal (a session of its own, so even a test run from a
+ * terminal gives it none, and the install script takes its token from the environment rather than ask).
+ */
 function sh(line: string, env: NodeJS.ProcessEnv, timeout = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile("/bin/sh", ["-c", line], { cwd: REPO_ROOT, env, timeout }, (err, stdout, stderr) => {
+    execFile("setsid", ["-w", "/bin/sh", "-c", line], { cwd: REPO_ROOT, env, timeout }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * Runs a command line in a terminal (util-linux `script` gives it a pseudo-terminal), as a person pastes it: when
+ * the terminal shows `prompt`, types `answer` and Enter. Resolves with what the terminal showed (stdout and stderr
+ * together, as a terminal has them).
+ */
+function atTerminal(line: string, env: NodeJS.ProcessEnv, prompt: string, answer: string, timeout = 300_000): Promise<{ code: number; shown: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("script", ["-qec", line, "/dev/null"], { cwd: REPO_ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
+    let shown = "";
+    let typed = false;
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeout);
+    const take = (chunk: Buffer) => {
+      shown += chunk.toString();
+      if (!typed && shown.includes(prompt)) {
+        typed = true;
+        child.stdin.write(`${answer}\n`);
+      }
+    };
+    child.stdout.on("data", take);
+    child.stderr.on("data", take);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      child.stdin.end();
+      resolve({ code: code ?? 1, shown });
     });
   });
 }
@@ -128,18 +159,19 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
   });
 
   it("installs into the prefix, starts the agent, and ends with makina doctor passing: the machine is online", async () => {
+    // The line holds no token: the script asks for it on the terminal, so it is in no shell history and no
+    // process's arguments.
     expect(machine.install_command).toBe(
-      `curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | MAKINA_MACHINE_TOKEN=${machine.token} sh -s -- --relay-url ${install.url} --pinned-pubkey ${install.pin} --server ${machine.install_command.match(/--server (\S+)/)![1]} --machine-id ${machine.id} --ca-sha256 ${machine.ca_sha256}`,
+      `curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | sh -s -- --relay-url ${install.url} --pinned-pubkey ${install.pin} --server ${machine.install_command.match(/--server (\S+)/)![1]} --machine-id ${machine.id} --ca-sha256 ${machine.ca_sha256}`,
     );
-    // The token is in the environment of sh (its user's only), never in any process's arguments.
-    expect(machine.install_command.split("| MAKINA_MACHINE_TOKEN=")[1]!.split(" ").slice(1).join(" ")).not.toContain(machine.token);
-    // A second relay address (one that does not answer, standing for a relay that is down): the agent is given
-    // both and links to the one that answers.
-    const r = await sh(`${machine.install_command} --server 127.0.0.1:9 --prefix ${prefix} --service detached`, env, 300_000);
-    expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/ok\s+daemon running/);
-    expect(r.stdout).toMatch(/ok\s+machine token accepted/);
-    expect(r.stdout).toContain("This machine is online");
+    // Pasted into a terminal, and the token typed when asked (never echoed). A second relay address (one that
+    // does not answer, standing for a relay that is down): the agent is given both and links to the one that answers.
+    const r = await atTerminal(`${machine.install_command} --server 127.0.0.1:9 --prefix ${prefix} --service detached`, env, `Machine token for ${machine.id}`, machine.token);
+    expect(r.code, r.shown).toBe(0);
+    expect(r.shown).not.toContain(machine.token);
+    expect(r.shown).toMatch(/ok\s+daemon running/);
+    expect(r.shown).toMatch(/ok\s+machine token accepted/);
+    expect(r.shown).toContain("This machine is online");
     // The script ended with the agent linked: the relay has it online now, with no wait.
     expect(await machineState(machine.id)).toBe("online");
 
@@ -193,7 +225,7 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     writeFileSync(config, JSON.stringify({ ...JSON.parse(readFileSync(config, "utf8")), max_context_size: 2048 }));
     const before = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
     // The same command as the first install, the relay that does not answer included.
-    const r = await sh(`${machine.install_command} --server 127.0.0.1:9 --prefix ${prefix} --service detached`, env, 300_000);
+    const r = await sh(`${machine.install_command} --server 127.0.0.1:9 --prefix ${prefix} --service detached`, { ...env, MAKINA_MACHINE_TOKEN: machine.token }, 300_000);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toContain("is installed already");
     expect(JSON.parse(readFileSync(config, "utf8"))).toMatchObject({ token: machine.token, max_context_size: 2048 });
@@ -235,7 +267,7 @@ esac`),
     // The package again (as an upgrade would), so npm runs under the service's user.
     rmSync(join(prefix, "lib", "installed.sha256"));
 
-    const r = await sh(`${machine.install_command} --prefix ${prefix} --service systemd`, rootEnv, 300_000);
+    const r = await sh(`${machine.install_command} --prefix ${prefix} --service systemd`, { ...rootEnv, MAKINA_MACHINE_TOKEN: machine.token }, 300_000);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toContain("The agent runs as the systemd service makina-agent");
     expect(r.stdout).toContain("This machine is online");
@@ -266,7 +298,7 @@ esac`),
     expect(asked).toMatch(/systemctl daemon-reload\nsystemctl enable makina-agent.service\nsystemctl restart makina-agent.service/);
 
     // Back to a detached agent: the unit is stopped, disabled and removed first.
-    const back = await sh(`${machine.install_command} --prefix ${prefix} --service detached`, rootEnv, 300_000);
+    const back = await sh(`${machine.install_command} --prefix ${prefix} --service detached`, { ...rootEnv, MAKINA_MACHINE_TOKEN: machine.token }, 300_000);
     expect(back.code, back.stdout + back.stderr).toBe(0);
     expect(readFileSync(calls, "utf8")).toContain("systemctl disable --now makina-agent.service");
     expect(existsSync(join(units, "makina-agent.service"))).toBe(false);
@@ -296,8 +328,9 @@ esac`),
   it("checks with the relay before installing anything: a wrong or revoked token, or a relay that does not answer, stops it with the relay's words", async () => {
     const other = (await admin("machine", "create", "--org", org, "--name", "checked-box")) as typeof machine;
     const fresh = join(dir, "never-installed");
-    const run = (command: string) => sh(`${command} --prefix ${fresh} --service detached`, env);
-    const wrong = await run(other.install_command.replace(other.token, "mk_mach_notTheRightOne000000000000"));
+    // Without a terminal (automation), the token comes from the environment.
+    const run = (command: string, token = other.token) => sh(`${command} --prefix ${fresh} --service detached`, { ...env, MAKINA_MACHINE_TOKEN: token });
+    const wrong = await run(other.install_command, "mk_mach_notTheRightOne000000000000");
     expect([wrong.code, wrong.stderr.trim()]).toEqual([1, "install.sh: the relay refused this machine: Unknown machine ID or machine token rejected. Nothing was installed."]);
 
     await admin("machine", "revoke", other.id);
@@ -312,7 +345,7 @@ esac`),
   it("refuses bad input with a clear message and exit status 2, writing nothing", async () => {
     const fresh = join(dir, "refused");
     const cases: [string, RegExp][] = [
-      ["--server relay:8081 --machine-id mach_1", /the machine token in MAKINA_MACHINE_TOKEN \(or --token-file FILE\)/],
+      ["--server relay:8081 --machine-id mach_1", /the machine token: typed when asked on a terminal, or in MAKINA_MACHINE_TOKEN \(or --token-file FILE\)/],
       ["--server relay:8081 --machine-id mach_1 --token-file /nonexistent/token", /cannot read the token file/],
       ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url https://relay --pinned-pubkey sha256//short", /44 base64 characters/],
       ["--server relay:8081 --machine-id mach_1 --token mk_mach_1 --relay-url http://127.0.0.1 --pinned-pubkey sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", /goes with an https/],

@@ -113,7 +113,11 @@ describe("a newcomer's journey through the web application", () => {
     const machineId = (await page.getByTestId("new-machine-id").textContent())!;
     const token = (await page.getByTestId("new-machine-token").textContent())!;
     const server = (await page.getByTestId("new-machine-server").textContent())!;
-    expect(await page.getByTestId("install-command").textContent()).toMatch(new RegExp(`MAKINA_MACHINE_TOKEN=${token} sh -s -- .*--machine-id ${machineId}`));
+    // The command holds no token (the script asks for it): the page shows the token beside it.
+    const command = (await page.getByTestId("install-command").textContent())!;
+    expect(command).toMatch(new RegExp(`/install.sh \\| sh -s -- .*--machine-id ${machineId}`));
+    expect(command).not.toContain(token);
+    expect(await page.locator("[data-testid=new-machine]").textContent()).toContain("it asks for the machine token below");
     await expect.poll(() => page.getByTestId("new-machine-status").textContent()).toContain("Waiting for gpu-box to connect");
     // This relay listens on loopback: the page says the command cannot work from another machine, and what to change.
     const loopback = (await page.getByTestId("loopback-warning").textContent()) ?? "";
@@ -877,8 +881,9 @@ describe("a newcomer's journey through the web application", () => {
     expect(await relay.store.machines.tokenHash((await relay.store.machines.listByOrg((await relay.store.orgs.find("acme"))!.id))[0]!.id)).toBe(before);
     await page.getByRole("button", { name: "Rotate token…" }).click();
     await page.getByRole("button", { name: "Rotate token", exact: true }).click();
-    const command = (await page.getByTestId("rotated-token").locator("code").textContent())!;
-    const token = /MAKINA_MACHINE_TOKEN=(mk_mach_\w+)/.exec(command)![1]!;
+    const token = (await page.getByTestId("rotated-token-value").textContent())!;
+    expect(token).toMatch(/^mk_mach_\w+$/);
+    expect(await page.getByTestId("rotated-install-command").textContent()).not.toContain(token);
     expect(await relay.store.machines.tokenHash((await relay.store.machines.listByOrg((await relay.store.orgs.find("acme"))!.id))[0]!.id)).toBe(hashSecret(token));
     await expect.poll(() => page.locator(".page-header").textContent()).toContain("offline");
     await shot("machine-rotated");

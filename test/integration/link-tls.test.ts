@@ -8,6 +8,8 @@ import { certificateSha256, loadLinkTls } from "../../relay/link/index.js";
 import { operatorCertificates, type OperatorCertificates } from "../helpers/certificates.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { OP } from "../helpers/operator.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { startRelay } from "../../relay/start/start-relay.js";
 
 describe("the agents' link over TLS, trusting only the relay's own CA", () => {
   let gw: TestGateway;
@@ -98,6 +100,7 @@ describe("the agents' link over TLS with a certificate the relay was given", () 
   it("serves it, tells new machines to use TLS, and an agent trusting that CA is served over it", async () => {
     expect([gw.relay.linkTls, gw.relay.linkCaSha256]).toEqual([true, null]);
     expect((await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "told" })).installCommand).toMatch(/ --tls$/);
+    expect((await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "told-again" })).installRefused).toBeNull();
     expect(gw.relay.registry.get(gw.machineId)).toBeDefined();
     const res = await fetch(`${gw.baseURL}/chat/completions`, {
       method: "POST",
@@ -105,5 +108,24 @@ describe("the agents' link over TLS with a certificate the relay was given", () 
       body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content: "given cert" }] }),
     });
     expect(res.status).toBe(200);
+  });
+});
+
+describe("a relay that would serve the install script over plain HTTP beyond loopback", () => {
+  it("prints no install command, saying why and how to have one; the machine's token and address are still given", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "makina-plain-"));
+    const relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", grpcTls: "off", publicUrl: "http://relay.example.com:8080" } }), { log: silentLogger() });
+    try {
+      const org = await relay.control.orgs.create(OP, { name: "Plain" });
+      const made = await relay.control.machines.create(OP, { org: org.id, name: "box" });
+      expect(made.installCommand).toBeNull();
+      expect(made.installRefused).toBe(
+        "No install command: this relay serves the install script over plain HTTP (http://relay.example.com:8080), so the script and this machine's token would cross the network in the clear. Turn TLS on for the agents' link (--grpc-tls on, the default when it listens beyond loopback), or serve the relay over HTTPS (--tls-cert and --tls-key, or a proxy with --public-url https://…), then rotate this machine's token for a command.",
+      );
+      expect([made.token, made.server]).toEqual([expect.stringMatching(/^mk_mach_/), relay.linkAddress]);
+    } finally {
+      await relay.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -174,7 +174,9 @@ describe("the link between a machine and the relay", () => {
     expect(res.status).toBe(200);
     const { token, install_command } = (await res.json()) as { token: string; install_command: string };
     expect(token).toMatch(/^mk_mach_/);
-    expect(install_command).toContain(`MAKINA_MACHINE_TOKEN=${token} sh -s --`);
+    // The line asks for the token on the machine: it holds no token, so none lands in a shell's history.
+    expect(install_command).toContain(`/install.sh | sh -s -- --relay-url`);
+    expect(install_command).not.toContain(token);
     await vi.waitFor(() => expect(agent.link.credentialsRejected).toBe(true), { timeout: 10_000, interval: 20 });
     await agent.stop();
     const renewed = await startAgent(

@@ -21,8 +21,8 @@ export const machineCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string; name: string };
           const m = await adminCall(target(a), "POST /admin/v1/machines", { body: { org: a.org, name: a.name } });
-          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, ca_sha256: m.ca_sha256 }, () =>
-            keyValues([["id", m.id], ["name", m.name], ["token", `${m.token}  (shown this once)`], ["install", m.install_command], ["link CA sha256", m.ca_sha256 ?? "(none)"]]),
+          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, install_refused: m.install_refused, ca_sha256: m.ca_sha256 }, () =>
+            keyValues([["id", m.id], ["name", m.name], ["token", `${m.token}  (shown this once)`], ...installLines(m), ["link CA sha256", m.ca_sha256 ?? "(none)"]]),
           );
         },
       })
@@ -53,8 +53,8 @@ export const machineCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { id: string };
           const m = await adminCall(target(a), "POST /admin/v1/machines/:id/rotate-token", { params: { id: a.id } });
-          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, ca_sha256: m.ca_sha256 }, () =>
-            keyValues([["id", m.id], ["token", `${m.token}  (shown this once)`], ["install", m.install_command], ["link CA sha256", m.ca_sha256 ?? "(none)"]]),
+          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, install_refused: m.install_refused, ca_sha256: m.ca_sha256 }, () =>
+            keyValues([["id", m.id], ["token", `${m.token}  (shown this once)`], ...installLines(m), ["link CA sha256", m.ca_sha256 ?? "(none)"]]),
           );
         },
       })
@@ -82,3 +82,12 @@ export const machineCommand: CommandModule = {
       .strict(),
   handler: () => {},
 };
+
+/** The install command with what it asks for, or why there is none. */
+function installLines(m: { install_command: string | null; install_refused: string | null }): [string, string][] {
+  if (m.install_command === null) return [["install", m.install_refused ?? "(none)"]];
+  return [
+    ["install", m.install_command],
+    ["", "(run it on the machine; it asks for the token above, which then lands in no shell history)"],
+  ];
+}

@@ -16,7 +16,7 @@ const isLoopback = (address: string) => /^(?:[a-z]+:\/\/)?(?:127\.|localhost(?::
 
 /** What in a machine's joining values only this computer can reach, in words, with what to do instead. */
 export function loopbackWarnings(joining: Pick<MachineJoining, "install_command" | "server">): string[] {
-  const relayUrl = /--relay-url (\S+)/.exec(joining.install_command)?.[1] ?? "";
+  const relayUrl = /--relay-url (\S+)/.exec(joining.install_command ?? "")?.[1] ?? "";
   const out: string[] = [];
   if (isLoopback(relayUrl)) out.push(`The install script comes from ${relayUrl}, which only this computer can reach: start the relay with --host 0.0.0.0 (or behind a reverse proxy).`);
   if (isLoopback(joining.server)) out.push(`The agents' link listens on ${joining.server}, which only this computer can reach: start the relay with --grpc-host 0.0.0.0.`);
@@ -73,16 +73,7 @@ export function AddMachine({ onClose }: { onClose: () => void }) {
   return (
     <section class="card panel" aria-labelledby="add-machine-title" data-testid="new-machine">
       <h2 id="add-machine-title">Install the agent on {created.name}</h2>
-      <p>
-        Paste this on the machine (it needs Node.js 20.19 or newer and curl): it installs the agent from this relay, starts it as a
-        service and waits until the machine is online. The token is shown <strong>this once</strong>: copy it now.
-      </p>
-      {loopbackWarnings(created).length > 0 && (
-        <Notice tone="warn" testId="loopback-warning">
-          <strong>This command works on this computer only.</strong> {loopbackWarnings(created).join(" ")}
-        </Notice>
-      )}
-      <CopyBlock text={created.install_command} label="Copy command" testId="install-command" />
+      <InstallCommand joining={created} />
       <dl class="values">
         <dt>Machine ID</dt>
         <dd>
@@ -130,5 +121,32 @@ export function AddMachine({ onClose }: { onClose: () => void }) {
         </button>
       </div>
     </section>
+  );
+}
+
+/** The install command and what it asks for, or why there is none; with the warnings of a relay on loopback. */
+export function InstallCommand({ joining, testId = "install-command" }: { joining: MachineJoining; testId?: string }) {
+  if (joining.install_command === null) {
+    return (
+      <Notice tone="warn" testId="install-refused">
+        <strong>No install command.</strong> {joining.install_refused}
+      </Notice>
+    );
+  }
+  const warnings = loopbackWarnings(joining);
+  return (
+    <>
+      <p>
+        Paste this on the machine (it needs Node.js 20.19 or newer and curl): it asks for the machine token below (so the token lands in no
+        shell history), installs the agent from this relay, starts it as a service and waits until the machine is online. The token is shown{" "}
+        <strong>this once</strong>: copy it now.
+      </p>
+      {warnings.length > 0 && (
+        <Notice tone="warn" testId="loopback-warning">
+          <strong>This command works on this computer only.</strong> {warnings.join(" ")}
+        </Notice>
+      )}
+      <CopyBlock text={joining.install_command} label="Copy command" testId={testId} />
+    </>
   );
 }

@@ -3,7 +3,7 @@ import type { ApiError } from "../../api/admin-client.js";
 import type { Machine, MachineJoining, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
-import { CopyBlock } from "../../components/copy-button.js";
+import { CopyButton } from "../../components/copy-button.js";
 import { DataTable } from "../../components/data-table.js";
 import { formatAgo, formatBytes } from "../../components/format.js";
 import { ConfirmBar } from "../../components/confirm-bar.js";
@@ -12,6 +12,7 @@ import { NotLoaded, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { DeploymentProgress } from "../stacks/deployment-progress.js";
 import { LiveFigures } from "../overview/live-figures.js";
+import { InstallCommand } from "./add-machine.js";
 
 /** One machine: its hardware, the stacks on it, and the live progress of what the relay asked of it. */
 export function MachinePage({ id }: { id: string }) {
@@ -293,9 +294,16 @@ function NewToken({ rotated, onDone }: { rotated: MachineJoining; onDone: () => 
     <section class="card panel" data-testid="rotated-token">
       <h2>New token for {rotated.name}</h2>
       <p>
-        The old token stopped working and the machine's link dropped. Run this on the machine (it keeps the agent's other settings), or put the new token in its config. It is shown <strong>this once</strong>.
+        The old token stopped working and the machine's link dropped. Run the command below on the machine (it keeps the agent's other settings), or put
+        the new token in its config.
       </p>
-      <CopyBlock text={rotated.install_command} label="Copy command" />
+      <dl class="values">
+        <dt>New machine token</dt>
+        <dd>
+          <code data-testid="rotated-token-value">{rotated.token}</code> <CopyButton text={rotated.token} />
+        </dd>
+      </dl>
+      <InstallCommand joining={rotated} testId="rotated-install-command" />
       <button type="button" class="button secondary" onClick={onDone}>
         Done
       </button>
