@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "pg";
 import { sql } from "kysely";
-import type { Logger } from "../../proto/index.js";
+import { WarningThrottle, type Logger } from "../../proto/index.js";
 import type { GatewayDirectory } from "../routing/index.js";
 import { databaseNowMs, type Store, type StoreChange } from "../store/index.js";
+import { FeedMac } from "./feed-mac.js";
 
 /** The channel every committed change and every barrier goes out on, in commit order. */
 const CHANGES = "makina_changes";
@@ -56,6 +57,8 @@ export interface ChangeFeedOptions {
   directory: GatewayDirectory;
   /** How long this relay serves from memory without hearing from the feed (and how long a writer waits at most). */
   leaseMs: number;
+  /** The secret the relays on the database share: it tags the feed's barriers, acknowledgements and pings. */
+  secret: string;
   hooks: ChangeFeedHooks;
   log: Logger;
 }
@@ -109,9 +112,14 @@ export class ChangeFeed {
   /** The ping being sent, so a stop waits for it before taking this relay off the table. */
   private pinging: Promise<unknown> = Promise.resolve();
 
+  private readonly mac: FeedMac;
+  /** Notifications dropped for a tag that does not hold (another client of the database), said once a minute. */
+  private readonly forged = new WarningThrottle(60_000);
+
   private constructor(private readonly options: ChangeFeedOptions) {
     this.ownChannel = `makina_relay_${options.relayId}`;
     this.longestLeaseMs = options.leaseMs;
+    this.mac = new FeedMac(options.secret);
   }
 
   /** Connects, registers this relay and holds its first lease before it resolves. */
@@ -169,7 +177,7 @@ export class ChangeFeed {
       if (live.length === 0) return;
       waiting = new Set(live.map((r) => r.id));
       const answered = new Promise<void>((resolve) => this.barriers.set(n, { waiting: waiting!, resolve }));
-      await sql`SELECT pg_notify(${CHANGES}, ${`barrier:${relayId}:${n}`})`.execute(store.db);
+      await sql`SELECT pg_notify(${CHANGES}, ${`barrier:${relayId}:${n}:${this.mac.tag("barrier", relayId, String(n))}`})`.execute(store.db);
       const until = deadline(Math.max(...live.map((r) => r.lease_ms)));
       await Promise.race([answered, sleep(Math.max(0, until - performance.now()), undefined, { signal: waited.signal }).catch(() => undefined)]);
     } catch {
@@ -297,7 +305,7 @@ export class ChangeFeed {
            ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at, url = EXCLUDED.url, link_address = EXCLUDED.link_address, lease_ms = EXCLUDED.lease_ms
            RETURNING 1
          ) SELECT pg_notify($5, $6) FROM seen`,
-        [relayId, url, linkAddress, this.startedAt, this.ownChannel, `ping:${n}`, leaseMs],
+        [relayId, url, linkAddress, this.startedAt, this.ownChannel, `ping:${n}:${this.mac.tag("ping", relayId, String(n))}`, leaseMs],
       )
       // A connection that no longer answers is ended: its "end" connects again.
       .catch(() => void client.end().catch(() => undefined));
@@ -315,7 +323,8 @@ export class ChangeFeed {
         else void directory.follow(change);
         if (change.kind === "user") void directory.afterQueued(() => hooks.userChanged(change.userId));
       } else if (kind === "barrier") {
-        const [writer, n] = splitLast(rest);
+        const [writer = "", n = "", tag] = rest.split(":");
+        if (!this.mac.holds(tag, "barrier", writer, n)) return this.drop("barrier");
         // Answered once every change before it is applied; not when one could not be read (the writer then
         // waits until this relay's lease has run out).
         if (writer !== relayId) void directory.afterQueued((current) => (current && generation === this.loadedGeneration && generation === this.generation ? this.ack(writer, n) : undefined));
@@ -323,7 +332,9 @@ export class ChangeFeed {
       return;
     }
     if (kind === "ping") {
-      const n = Number(rest);
+      const [seq = "", tag] = rest.split(":");
+      if (!this.mac.holds(tag, "ping", relayId, seq)) return this.drop("ping");
+      const n = Number(seq);
       const sentAt = this.pingsSent.get(n);
       this.pingsSent.delete(n);
       if (sentAt === undefined) return;
@@ -334,7 +345,8 @@ export class ChangeFeed {
         this.leaseResolve = undefined;
       });
     } else if (kind === "ack") {
-      const [from, n] = splitLast(rest);
+      const [from = "", n = "", tag] = rest.split(":");
+      if (!this.mac.holds(tag, "ack", from, relayId, n)) return this.drop("acknowledgement");
       const barrier = this.barriers.get(Number(n));
       if (!barrier) return;
       barrier.waiting.delete(from);
@@ -343,7 +355,13 @@ export class ChangeFeed {
   }
 
   private async ack(writer: string, n: string): Promise<void> {
-    await this.client?.query("SELECT pg_notify($1, $2)", [`makina_relay_${writer}`, `ack:${this.options.relayId}:${n}`]).catch(() => undefined);
+    const { relayId } = this.options;
+    await this.client?.query("SELECT pg_notify($1, $2)", [`makina_relay_${writer}`, `ack:${relayId}:${n}:${this.mac.tag("ack", relayId, writer, n)}`]).catch(() => undefined);
+  }
+
+  /** A barrier, acknowledgement or ping whose tag does not hold: not a relay's; dropped, and said once a minute. */
+  private drop(what: string): void {
+    this.forged.warn(what, this.options.log, `dropped a change-feed ${what} not tagged by a relay of this database (another client of the database sent it)`);
   }
 
   /** Machines online through relays gone are marked offline; relays gone for an hour are forgotten. */
@@ -376,10 +394,4 @@ function toChange(kind: string, id: string): StoreChange | undefined {
     default:
       return undefined;
   }
-}
-
-/** `a:b:c` → [`a:b`, `c`]: relay ids have no colon, but split at the last one all the same. */
-function splitLast(s: string): [string, string] {
-  const i = s.lastIndexOf(":");
-  return [s.slice(0, i), s.slice(i + 1)];
 }

@@ -4,7 +4,8 @@ import { neverReachedDatabase } from "../health/index.js";
 import { openStore, type DatabaseLocation } from "../store/index.js";
 import { ChangeFeed } from "../cluster/index.js";
 import { lockDataDir } from "../data-dir-lock.js";
-import { openVault } from "../vault/index.js";
+import { openVault, SecretsKeyError } from "../vault/index.js";
+import { peerSecret } from "./peer-settings.js";
 import { ensureAdminToken } from "./admin-token.js";
 
 import type { Data, Shared } from "./relay-parts.js";
@@ -52,8 +53,8 @@ export async function startData(s: Shared): Promise<Data> {
   if (location.kind === "sqlite") return { store, directory, adminToken, feed: undefined, vault };
   const feed = await parts.start({
     name: "the change feed",
-    setting: settingOf("database"),
-    start: () =>
+    setting: (err) => (err instanceof SecretsKeyError ? secretsKeySetting : settingOf("database")),
+    start: async () =>
       ChangeFeed.start({
         url: location.url,
         relayId: s.relayId,
@@ -61,6 +62,8 @@ export async function startData(s: Shared): Promise<Data> {
         store,
         directory,
         leaseMs: config.changeLeaseMs,
+        // Its own notifications are tagged with the relays' shared secret: another client of the database cannot forge them.
+        secret: await peerSecret(vault),
         hooks: {
           machineChanged: (machineId) => registry.get(machineId)?.end(),
           userChanged: (userId) => here.userChanged(userId),

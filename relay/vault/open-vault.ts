@@ -50,8 +50,8 @@ export interface OpenVaultOptions {
  * key its secrets are sealed with (`secrets_key_id`): a relay given another refuses to start rather than make
  * secrets the others cannot read. The first relay on a database given none makes one, into its data directory
  * (readable by its user only); on PostgreSQL it says once where the key is and that every other relay needs it.
- * A relay given none on a database that names one starts, and refuses, saying how to give it, the first time it
- * needs a secret (with NATS, or TLS on its link).
+ * A relay given none on a database that names one gets a vault that refuses, saying how to give the key, the
+ * first time a secret is read (on PostgreSQL, at once: the change feed's notifications are tagged with a secret).
  */
 export async function openVault(o: OpenVaultOptions): Promise<Vault> {
   const file = secretsKeyFile(o.dataDir);

@@ -12,8 +12,8 @@ export const SECRETS_KEY_ID = "secrets_key_id";
  */
 export class Vault {
   /**
-   * @param key the secrets key, or why this relay has none (a relay on PostgreSQL given no key starts all the
-   * same when it needs no secret: no NATS, no TLS on its link); reading a secret then throws that.
+   * @param key the secrets key, or why this relay has none (given none, on a database that names one); reading
+   * a secret then throws that.
    */
   constructor(
     private readonly settings: SettingsStore,

@@ -5,7 +5,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveRelayConfig } from "../../relay/index.js";
 import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
-import { silentLogger } from "../../proto/index.js";
+import { createLogger, silentLogger } from "../../proto/index.js";
 import { emptyDatabase } from "../helpers/databases.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
@@ -27,6 +27,8 @@ describe("relays on one database", () => {
   let bDir: string;
   let proxy: TcpProxy;
   let database: string;
+  /** What relay B warned of, as its log's lines. */
+  const bWarnings: Record<string, unknown>[] = [];
   const admin = async (relay: Relay, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${relay.adminUrl}/admin/v1${path}`, {
       method,
@@ -51,9 +53,10 @@ describe("relays on one database", () => {
     proxy = await startTcpProxy(url.hostname, Number(url.port));
     url.host = `127.0.0.1:${proxy.port}`;
     bDir = mkdtempSync(join(tmpdir(), "makina-relay-b-"));
+    // Relay B is given the secrets key relay A made (its data directory's), as an operator copies it.
     b = await startRelay(
-      resolveRelayConfig({ flags: { dataDir: bDir, database: url.toString(), changeLeaseMs: LEASE_MS, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", drainTimeoutMs: 500 } }),
-      { log: silentLogger() },
+      resolveRelayConfig({ flags: { dataDir: bDir, database: url.toString(), secretsKeyFile: join(gw.dataDir, "secrets.key"), changeLeaseMs: LEASE_MS, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", drainTimeoutMs: 500 } }),
+      { log: createLogger({ level: "warn", write: (line) => void bWarnings.push(JSON.parse(line) as Record<string, unknown>) }) },
     );
   });
   afterAll(async () => {
@@ -148,7 +151,7 @@ describe("relays on one database", () => {
       await sql.query("UPDATE machines SET state = 'online', relay_id = 'rly_dead' WHERE id = $1", [orphan]);
       const dir = mkdtempSync(join(tmpdir(), "makina-relay-c-"));
       try {
-        const c = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, database, changeLeaseMs: LEASE_MS, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
+        const c = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, database, secretsKeyFile: join(gw.dataDir, "secrets.key"), changeLeaseMs: LEASE_MS, port: 0, grpcPort: 0, grpcHost: "127.0.0.1" } }), { log: silentLogger() });
         expect((await sql.query("SELECT 1 FROM relays WHERE url = $1", [c.url])).rowCount).toBe(1);
         // Looked for by every relay, at its start too: shown offline, and the relay forgotten after an hour.
         expect((await admin(c, "GET", `/machines/${orphan}`)).body).toMatchObject({ state: "offline" });
@@ -204,6 +207,38 @@ describe("relays on one database", () => {
     await vi.waitFor(() => expect(b.registry.get(made.id)).toBeUndefined(), { timeout: 5000, interval: 50 });
     await agent.stop();
     rmSync(agentDir, { recursive: true, force: true });
+  });
+
+  it("takes a change's confirmation from relays only: acknowledgements forged by another client of the database are dropped, and the writer waits on", async () => {
+    // A relay that never answers, seen a moment ago: relay B's next write waits for it until its lease runs out.
+    const seenAt = Date.now();
+    await b.store.db.insertInto("relays").values({ id: "rly_ghost", url: null, link_address: null, started_at: seenAt, seen_at: seenAt, lease_ms: 300 }).execute();
+    // Another client of the database: it hears B's barrier and answers it at once, in the ghost's name.
+    const rogue = new pg.Client({ connectionString: database });
+    await rogue.connect();
+    const bId = (await rogue.query<{ id: string }>("SELECT id FROM relays WHERE url = $1", [b.url])).rows[0]!.id;
+    const forged: string[] = [];
+    rogue.on("notification", (m) => {
+      const [kind, writer, n] = (m.payload ?? "").split(":");
+      if (kind !== "barrier" || writer !== bId) return;
+      for (const payload of [`ack:rly_ghost:${n}`, `ack:rly_ghost:${n}:AAAAAAAAAAAAAAAAAAAAAA`]) {
+        forged.push(payload);
+        void rogue.query("SELECT pg_notify($1, $2)", [`makina_relay_${writer}`, payload]);
+      }
+    });
+    await rogue.query("LISTEN makina_changes");
+    bWarnings.length = 0;
+    try {
+      await newKey(b, "forged-ack");
+      expect(forged.length).toBe(2);
+      // The ghost's confirmation never came: the writer waited for it, and says so.
+      const said = bWarnings.map((w) => [w.msg, w.relays]);
+      expect(said).toContainEqual(["relays did not confirm a change in time; they have stopped serving from memory by now", ["rly_ghost"]]);
+      expect(said).toContainEqual(["dropped a change-feed acknowledgement not tagged by a relay of this database (another client of the database sent it)", undefined]);
+    } finally {
+      await rogue.end();
+      await b.store.db.deleteFrom("relays").where("id", "=", "rly_ghost").execute();
+    }
   });
 
   it("refuses to start while a relay of the release before (one relay per database) still runs on it", async () => {
