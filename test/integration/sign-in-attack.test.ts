@@ -53,3 +53,32 @@ it("keeps the gateway answering and the right user signing in while 300 guesses 
   expect((await signIn("the right password", "192.0.2.99")).status).toBe(429);
   expect((await signIn("the right password", home)).status).toBe(200);
 });
+
+it("signs the right user in from where it did before while sign-ins for many logins from fresh addresses fill the line of password checks", async () => {
+  // Where the first test signed in from: known for the login.
+  const home = "198.51.100.23";
+  const signInAs = (login: string, password: string, from: string) =>
+    fetch(`${gw.relay.url}/auth/v1/sign-in`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": from },
+      body: JSON.stringify({ login, password }),
+    });
+  expect((await signInAs("admin-ada", "the right password", home)).status).toBe(200);
+  // 200 sign-ins at once, each a login and an address of its own: past the 2 running and 64 waiting, refused.
+  let refused!: () => void;
+  const full = new Promise<void>((resolve) => (refused = resolve));
+  const flood = Array.from({ length: 200 }, (_, n) =>
+    signInAs(`nobody-${n}`, "guess", `2001:db8:f${n.toString(16)}::1`).then((r) => {
+      if (r.status === 429) refused();
+      return r.status;
+    }),
+  );
+  // Once the line is full (a stranger was refused), the right user, from home.
+  await full;
+  const ada = await signInAs("admin-ada", "the right password", home);
+  const statuses = await Promise.all(flood);
+  expect(ada.status).toBe(200);
+  expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(50);
+  expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+});
+

@@ -101,4 +101,28 @@ describe("password hashes at once", () => {
     expect(await Promise.all(runs)).toHaveLength(66);
     expect(most).toBe(2);
   });
+
+  it("keeps a line of 16 for sign-ins from known addresses, served first: a full line of strangers cannot keep them out", async () => {
+    const slots = new HashSlots();
+    const order: string[] = [];
+    const releases: (() => void)[] = [];
+    const hash = (name: string) => () =>
+      new Promise<string>((resolve) => {
+        order.push(name);
+        releases.push(() => resolve(name));
+      });
+    const strangers = Array.from({ length: 66 }, (_, i) => slots.run(hash(`stranger-${i}`)));
+    await expect(slots.run(hash("one more stranger"))).rejects.toMatchObject({ code: "sign_in_throttled" });
+    const known = Array.from({ length: 16 }, (_, i) => slots.run(hash(`known-${i}`), "known"));
+    await expect(slots.run(hash("a 17th known"), "known")).rejects.toMatchObject({ code: "sign_in_throttled" });
+    while (releases.length) {
+      releases.shift()!();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(await Promise.all([...strangers, ...known])).toHaveLength(82);
+    // The two running first, then every known one before the strangers waiting.
+    expect(order.slice(0, 2)).toEqual(["stranger-0", "stranger-1"]);
+    expect(order.slice(2, 18)).toEqual(Array.from({ length: 16 }, (_, i) => `known-${i}`));
+    expect(order.slice(18, 20)).toEqual(["stranger-2", "stranger-3"]);
+  });
 });
