@@ -1,4 +1,5 @@
 import { isIPv4 } from "node:net";
+import { isLinkAddress } from "./link/index.js";
 
 /** The environment variable of each setting these read, as their problems name them. */
 type EnvNames = Readonly<Record<"database" | "redis" | "nats" | "natsCreds" | "natsInsecure" | "peerAddress", string>>;
@@ -17,10 +18,8 @@ export function clusterProblems(database: string | null, redis: string | null, n
   } else if (nats !== null && database === null) {
     problems.push(`nats (${ENV.nats}) joins relays that share a PostgreSQL database: give database (${ENV.database}) too`);
   }
-  if (peerAddress !== null && peerAddress !== "off" && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(peerAddress)) {
-    problems.push(`peerAddress (${ENV.peerAddress}) must be HOST:PORT (port 0 for any free one), such as 10.0.0.5:8083, or off for requests between relays over NATS only`);
-  } else if (peerAddress !== null && peerAddress !== "off" && Number(peerAddress.slice(peerAddress.lastIndexOf(":") + 1)) > 65535) {
-    problems.push(`peerAddress (${ENV.peerAddress}) has a port above 65535`);
+  if (peerAddress !== null && peerAddress !== "off" && !isLinkAddress(peerAddress, { anyPort: true })) {
+    problems.push(`peerAddress (${ENV.peerAddress}) must be HOST:PORT (port 0 for any free one, 65535 at most), such as 10.0.0.5:8083, or off for requests between relays over NATS only`);
   } else if (peerAddress !== null && /^(0\.0\.0\.0|\[::\]|\[0*(:0*)*\]):/.test(peerAddress)) {
     // It is announced to the other relays as given: they must be able to dial it.
     problems.push(`peerAddress (${ENV.peerAddress}) is announced to the other relays as given: name one address of this machine they reach (not ${peerAddress.slice(0, peerAddress.lastIndexOf(":"))})`);

@@ -70,7 +70,7 @@ export class WebSessions {
       found = await this.store.users.findByLogin(login);
       const stored = found?.passwordHash ?? (await (this.decoyHash ??= hashPassword(token())));
       // From an address this login signed in from: the known line, which a flood from fresh addresses cannot fill.
-      ok = (await this.hashSlots.run(() => verifyPassword(password, stored), ticket.known ? "known" : "other")) && found !== undefined;
+      ok = (await this.hashSlots.run(() => verifyPassword(password, stored), ticket.known)) && found !== undefined;
     } finally {
       this.guard.finish(ticket, ok);
     }
@@ -169,12 +169,12 @@ export class WebSessions {
     let ok: boolean | null = null;
     try {
       found = await this.store.users.findByLogin(session.user.login);
-      ok = found !== undefined && (await this.hashSlots.run(() => verifyPassword(current, found!.passwordHash), "known"));
+      ok = found !== undefined && (await this.hashSlots.run(() => verifyPassword(current, found!.passwordHash), true));
     } finally {
       this.guard.finish(ticket, ok);
     }
     if (!ok || !found) throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
-    await this.store.users.setPasswordHash(found.id, await this.hashSlots.run(() => hashPassword(next), "known"));
+    await this.store.users.setPasswordHash(found.id, await this.hashSlots.run(() => hashPassword(next), true));
     this.ended(await this.store.sessions.deleteForUser(found.id, session.sessionHash));
   }
 }

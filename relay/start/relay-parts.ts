@@ -25,6 +25,8 @@ export interface Data {
   feed: ChangeFeed | undefined;
   /** The relay's secrets in the database, sealed with the secrets key. */
   vault: Vault;
+  /** On PostgreSQL, the secret the relays on the database share (read once, from the vault). */
+  peerSecret: string | undefined;
 }
 
 /** What every part after the first shares, made before any starts. */

@@ -4,7 +4,7 @@ import { neverReachedDatabase } from "../health/index.js";
 import { openStore, type DatabaseLocation } from "../store/index.js";
 import { ChangeFeed } from "../cluster/index.js";
 import { lockDataDir } from "../data-dir-lock.js";
-import { openVault, SecretsKeyError } from "../vault/index.js";
+import { openVault } from "../vault/index.js";
 import { peerSecret } from "./peer-settings.js";
 import { ensureAdminToken } from "./admin-token.js";
 
@@ -50,11 +50,14 @@ export async function startData(s: Shared): Promise<Data> {
     },
   });
   const directory = await parts.start({ name: "the gateway directory", start: () => GatewayDirectory.open(store, log.child({ component: "directory" })), stop: (d) => d.close() });
-  if (location.kind === "sqlite") return { store, directory, adminToken, feed: undefined, vault };
+  if (location.kind === "sqlite") return { store, directory, adminToken, feed: undefined, vault, peerSecret: undefined };
+  // The secret the relays on this database share: it tags the change feed's own notifications, seals the bus and
+  // the direct connections between relays.
+  const secret = await parts.start({ name: "the relays' shared secret", setting: secretsKeySetting, start: () => peerSecret(vault) });
   const feed = await parts.start({
     name: "the change feed",
-    setting: (err) => (err instanceof SecretsKeyError ? secretsKeySetting : settingOf("database")),
-    start: async () =>
+    setting: settingOf("database"),
+    start: () =>
       ChangeFeed.start({
         url: location.url,
         relayId: s.relayId,
@@ -63,7 +66,7 @@ export async function startData(s: Shared): Promise<Data> {
         directory,
         leaseMs: config.changeLeaseMs,
         // Its own notifications are tagged with the relays' shared secret: another client of the database cannot forge them.
-        secret: await peerSecret(vault),
+        secret,
         hooks: {
           machineChanged: (machineId) => registry.get(machineId)?.end(),
           userChanged: (userId) => here.userChanged(userId),
@@ -87,6 +90,6 @@ export async function startData(s: Shared): Promise<Data> {
   // Every write answers once every other relay has it (or has stopped serving from memory); a write that never
   // reached PostgreSQL changed nothing to wait for.
   store.notices.listen((_change, failure) => (failure !== undefined && neverReachedDatabase(failure) ? undefined : feed.barrier()));
-  return { store, directory, adminToken, feed, vault };
+  return { store, directory, adminToken, feed, vault, peerSecret: secret };
 }
 

@@ -6,13 +6,13 @@ import type { Store } from "../store/index.js";
 import { SecretsKeyError, type Vault } from "../vault/index.js";
 import { secretsKeySetting } from "./start-data.js";
 import { joinFleet, PeerListenError, type Fleet } from "../cluster/index.js";
-import { peerListenAddress, peerSecret } from "./peer-settings.js";
+import { peerListenAddress } from "./peer-settings.js";
 
 import type { Shared } from "./relay-parts.js";
 import { listenSetting } from "./start-listeners.js";
 
 /** Joins the relays on the same database over NATS, with its direct connections when they are on. */
-export async function startFleet(s: Shared, store: Store, vault: Vault, gate: AdmissionGate, here: MachineCarrier): Promise<Fleet> {
+export async function startFleet(s: Shared, store: Store, secret: string, gate: AdmissionGate, here: MachineCarrier): Promise<Fleet> {
   const { config, log, parts, registry, events } = s;
   // A stack another relay names is read from the database: its machine, and whether the operation fits its state.
   const stackOf = async (id: string) => {
@@ -22,10 +22,9 @@ export async function startFleet(s: Shared, store: Store, vault: Vault, gate: Ad
   return parts.start({
     name: "the other relays (NATS)",
     // The listener for the other relays' direct connections says so when it cannot listen; anything else is NATS.
-    setting: (err) => (err instanceof SecretsKeyError ? secretsKeySetting : err instanceof PeerListenError ? settingOf("peerAddress") : config.natsCreds ? `${settingOf("nats")}, ${settingOf("natsCreds")}` : settingOf("nats")),
+    setting: (err) => (err instanceof PeerListenError ? settingOf("peerAddress") : config.natsCreds ? `${settingOf("nats")}, ${settingOf("natsCreds")}` : settingOf("nats")),
     start: async () => {
       // The secret that seals the relays' messages and direct connections is the database's (made by the first relay).
-      const secret = await peerSecret(vault);
       const peer = config.peerAddress !== "off" ? { ...peerListenAddress(config), maxMessageChars: 2 * config.bodyLimitBytes + 1024 * 1024 } : undefined;
       return joinFleet({ url: config.nats!, relayId: s.relayId, registry, here, stackOf, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, secret, credsFile: config.natsCreds, peer });
     },

@@ -116,7 +116,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
 /** The fleet, the limiter, the logs, the link, the control plane and the listeners; then the relay itself. */
 async function startServing(s: Shared, data: Data, metricsTokenHash: string | undefined): Promise<RelayInternals> {
   const { config, log, parts, registry, loads, events, storage, here } = s;
-  const { store, directory, feed, vault } = data;
+  const { store, directory, feed, vault, peerSecret } = data;
   const gate = new AdmissionGate({
     maxInFlightPerStack: config.maxInFlightPerStack,
     maxInFlightPerMachine: config.maxInFlightPerMachine,
@@ -128,7 +128,8 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
   // The deployments run next to the links: this relay's runner, for its own and the other relays' asks.
   const runner = new DeploymentRunner(store, registry, log.child({ component: "deployer" }), events, config.deployStepTimeoutMs, storage);
   const linked = new LinkCarrier(registry, loads, runner);
-  const fleet = config.nats ? await startFleet(s, store, vault, gate, linked) : undefined;
+  // NATS needs PostgreSQL (the config says so), where the shared secret was read.
+  const fleet = config.nats && peerSecret !== undefined ? await startFleet(s, store, peerSecret, gate, linked) : undefined;
   // Every machine, wherever it is linked: here, or on another relay (the fleet's carrier).
   const machines = new MachineReach(linked, fleet?.carrier);
   const { limiter, usage, requests, audit } = await startBooks(s, store);

@@ -160,7 +160,7 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     try {
       const flags = { dataDir: join(dir, "data"), database: gw.relay.config.database, nats: nats.url, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", peerAddress: "off" };
       await expect(startRelay(resolveRelayConfig({ flags }), { log: silentLogger() })).rejects.toThrow(
-        `The relay could not start: the change feed: the secrets in this database are sealed with the secrets key ${id}, which this relay was not given: copy the key file of the relay that made it (its data directory's secrets.key) and give it with --secrets-key-file or MAKINA_SECRETS_KEY_FILE, or MAKINA_SECRETS_KEY.`,
+        `The relay could not start: the relays' shared secret: the secrets in this database are sealed with the secrets key ${id}, which this relay was not given: copy the key file of the relay that made it (its data directory's secrets.key) and give it with --secrets-key-file or MAKINA_SECRETS_KEY_FILE, or MAKINA_SECRETS_KEY.`,
       );
       await expect(startRelay(resolveRelayConfig({ flags: { ...flags, secretsKeyFile: wrong } }), { log: silentLogger() })).rejects.toThrow(
         new RegExp(`^The relay could not start: the secrets key: the secrets in this database are sealed with the secrets key ${id}, and this relay was given another \\([0-9a-f]{12}, ${wrong}\\)`),
