@@ -1,5 +1,7 @@
+import { createHash } from "node:crypto";
 import { isIP } from "node:net";
-import { SignInThrottle } from "./sign-in-throttle.js";
+import type { SignInStore } from "../store/index.js";
+import { FORGET_FAILURES_AFTER_MS, SignInThrottle } from "./sign-in-throttle.js";
 
 /** Options of {@link SignInGuard}. */
 export interface SignInGuardOptions {
@@ -9,7 +11,7 @@ export interface SignInGuardOptions {
   addressFailures?: number;
   /** Failed sign-ins of one login from addresses it never signed in from, before those wait. @default 20 */
   loginFailures?: number;
-  /** Failed sign-ins a minute, every login and address together, past which only known addresses may try. @default 300 */
+  /** Failed sign-ins a minute, every login and address together, past which new addresses are spaced. @default 300 */
   failuresPerMinute?: number;
   now?: () => number;
 }
@@ -39,6 +41,10 @@ export interface SignInTicket {
 
 /** Past the failure budget, the least time between tries of one login from addresses it never signed in from. */
 const SPACED_MS = 5_000;
+/** Logins whose last try from a new address this relay remembers (for the spacing above). */
+const SPACED_LOGINS = 10_000;
+/** How often a relay that counts failures deletes the counts nobody added to for 15 minutes. */
+const SWEEP_EVERY_MS = 60_000;
 
 function decrement(counts: Map<string, number>, key: string): void {
   const n = (counts.get(key) ?? 1) - 1;
@@ -46,10 +52,8 @@ function decrement(counts: Map<string, number>, key: string): void {
   else counts.delete(key);
 }
 
-/** Logins remembered with the addresses they signed in from (the least recently used forgotten first). */
-const KNOWN_LOGINS = 10_000;
-/** Addresses remembered per login. */
-const KNOWN_ADDRESSES_PER_LOGIN = 16;
+/** The key a count is kept under in the database: its kind and a hash (a login typed in the wrong field is not kept readable). */
+const countKey = (kind: string, value: string) => `${kind}:${createHash("sha256").update(value).digest("base64url").slice(0, 27)}`;
 
 /**
  * Decides whether a sign-in may be tried, so that guessing passwords is slow and yet an attacker cannot lock
@@ -59,17 +63,18 @@ const KNOWN_ADDRESSES_PER_LOGIN = 16;
  * - one login waits after 20 failures from addresses it never signed in from (guessing from many addresses),
  *   while the addresses it did sign in from keep trying under their own count;
  * - past 300 failures a minute in all, a login is tried from addresses it never signed in from once every 5 s
- *   at most, until the next minute;
+ *   at most (on each relay), until the next minute;
  * - one attempt per login and address is checked at a time, 8 per address, and 4 per login from addresses it
- *   never signed in from.
- * Memory stays bounded: idle counts are forgotten, and at most 10,000 logins' known addresses are kept.
+ *   never signed in from (on each relay).
+ * The counts and the addresses each user signed in from are kept in the database ({@link SignInStore}): every
+ * relay on it counts the same failures and knows the same addresses, and a restart forgets neither. Idle counts
+ * are forgotten after 15 minutes; 16 addresses are kept per user.
  */
 export class SignInGuard {
   private readonly pairs: SignInThrottle;
   private readonly addresses: SignInThrottle;
   private readonly logins: SignInThrottle;
-  private readonly known = new Map<string, string[]>();
-  /** Attempts under way, by login and address, and their count by address. */
+  /** Attempts under way on this relay, by login and address, and their count by address. */
   private readonly underWay = new Set<string>();
   private readonly underWayByAddress = new Map<string, number>();
   /** Attempts under way by login, from addresses it never signed in from. */
@@ -78,14 +83,16 @@ export class SignInGuard {
   private readonly lastUnknownTry = new Map<string, number>();
   private readonly failuresPerMinute: number;
   private readonly now: () => number;
-  private minute = 0;
-  private failuresThisMinute = 0;
+  private sweptAt = 0;
 
-  constructor(options: SignInGuardOptions = {}) {
+  constructor(
+    private readonly memory: SignInStore,
+    options: SignInGuardOptions = {},
+  ) {
     this.now = options.now ?? Date.now;
-    this.pairs = new SignInThrottle({ freeFailures: options.pairFailures ?? 5, now: this.now });
-    this.addresses = new SignInThrottle({ freeFailures: options.addressFailures ?? 30, now: this.now });
-    this.logins = new SignInThrottle({ freeFailures: options.loginFailures ?? 20, now: this.now });
+    this.pairs = new SignInThrottle({ freeFailures: options.pairFailures ?? 5 });
+    this.addresses = new SignInThrottle({ freeFailures: options.addressFailures ?? 30 });
+    this.logins = new SignInThrottle({ freeFailures: options.loginFailures ?? 20 });
     this.failuresPerMinute = options.failuresPerMinute ?? 300;
   }
 
@@ -95,62 +102,75 @@ export class SignInGuard {
    * under way at a time, 8 per address and 4 per login from new addresses: parallel guesses cannot all pass
    * before the first has failed.
    */
-  begin(login: string, address: string): { waitMs: number } | SignInTicket {
+  async begin(login: string, address: string): Promise<{ waitMs: number } | SignInTicket> {
     const { loginKey, addressKey, pairKey } = this.keys(login, address);
     if (this.underWay.has(pairKey) || (this.underWayByAddress.get(addressKey) ?? 0) >= 8) return { waitMs: 1000 };
-    const known = this.known.get(loginKey)?.includes(addressKey) ?? false;
-    let wait = Math.max(this.pairs.retryAfterMs([pairKey]), this.addresses.retryAfterMs([addressKey]));
-    if (!known) {
-      wait = Math.max(wait, this.logins.retryAfterMs([loginKey]));
-      // Past the budget, a login is tried from new addresses once every 5 s at most: guessing slows to a crawl,
-      // and the right user on an address the relay does not know (a restart, another relay, a new network)
-      // still gets in after a few seconds.
-      this.rollMinute();
-      if (this.failuresThisMinute >= this.failuresPerMinute) wait = Math.max(wait, (this.lastUnknownTry.get(loginKey) ?? -Infinity) + SPACED_MS - this.now());
-      // Guesses of one login from new addresses, checked at once, could all pass before the first failed.
-      if ((this.unknownUnderWay.get(loginKey) ?? 0) >= 4) wait = Math.max(wait, 1000);
-    }
-    if (wait > 0) return { waitMs: wait };
-    if (!known) {
-      this.unknownUnderWay.set(loginKey, (this.unknownUnderWay.get(loginKey) ?? 0) + 1);
-      this.lastUnknownTry.delete(loginKey);
-      this.lastUnknownTry.set(loginKey, this.now());
-      while (this.lastUnknownTry.size > KNOWN_LOGINS) this.lastUnknownTry.delete(this.lastUnknownTry.keys().next().value!);
-    }
+    // Under way from now: a second try of the pair, while this one reads the counts, waits for it.
     this.underWay.add(pairKey);
     this.underWayByAddress.set(addressKey, (this.underWayByAddress.get(addressKey) ?? 0) + 1);
-    return { login, address, known, finished: false };
+    let passed = false;
+    try {
+      const minute = this.minuteKey();
+      const [counts, known] = await Promise.all([
+        this.memory.counts([countKey("pair", pairKey), countKey("address", addressKey), countKey("login", loginKey), minute], this.now() - FORGET_FAILURES_AFTER_MS),
+        this.memory.isKnown(login, addressKey),
+      ]);
+      const now = this.now();
+      let wait = Math.max(this.pairs.retryAfterMs(counts.get(countKey("pair", pairKey)), now), this.addresses.retryAfterMs(counts.get(countKey("address", addressKey)), now));
+      if (!known) {
+        wait = Math.max(wait, this.logins.retryAfterMs(counts.get(countKey("login", loginKey)), now));
+        // Past the budget, a login is tried from new addresses once every 5 s at most: guessing slows to a crawl,
+        // and the right user on an address it never signed in from (a new network) still gets in after a few seconds.
+        if ((counts.get(minute)?.failures ?? 0) >= this.failuresPerMinute) wait = Math.max(wait, (this.lastUnknownTry.get(loginKey) ?? -Infinity) + SPACED_MS - now);
+        // Guesses of one login from new addresses, checked at once, could all pass before the first failed.
+        if ((this.unknownUnderWay.get(loginKey) ?? 0) >= 4) wait = Math.max(wait, 1000);
+      }
+      if (wait > 0) return { waitMs: wait };
+      if (!known) {
+        this.unknownUnderWay.set(loginKey, (this.unknownUnderWay.get(loginKey) ?? 0) + 1);
+        this.lastUnknownTry.delete(loginKey);
+        this.lastUnknownTry.set(loginKey, now);
+        while (this.lastUnknownTry.size > SPACED_LOGINS) this.lastUnknownTry.delete(this.lastUnknownTry.keys().next().value!);
+      }
+      passed = true;
+      return { login, address, known, finished: false };
+    } finally {
+      if (!passed) this.release(pairKey, addressKey);
+    }
   }
 
   /**
    * Ends a sign-in {@link begin} let through. A wrong password counts against the pair, the address, and (from an
    * address the login never signed in from) the login. A right one clears the pair's count, and the address is
-   * known for the login from then on. `null`: the password could not be checked (the database, a full line of
-   * hashes), which counts for nothing.
+   * known for the user (`userId`) from then on. `null`: the password could not be checked (the database, a full
+   * line of hashes), which counts for nothing.
    */
-  finish(ticket: SignInTicket, ok: boolean | null): void {
+  async finish(ticket: SignInTicket, ok: boolean | null, userId?: string): Promise<void> {
     if (ticket.finished) return;
     ticket.finished = true;
     const { loginKey, addressKey, pairKey } = this.keys(ticket.login, ticket.address);
-    this.underWay.delete(pairKey);
-    decrement(this.underWayByAddress, addressKey);
+    this.release(pairKey, addressKey);
     // What begin counted, whatever the relay learnt since.
     if (!ticket.known) decrement(this.unknownUnderWay, loginKey);
     if (ok === null) return;
+    const now = this.now();
     if (!ok) {
-      this.rollMinute();
-      this.failuresThisMinute++;
-      this.pairs.failed([pairKey]);
-      this.addresses.failed([addressKey]);
-      if (!ticket.known) this.logins.failed([loginKey]);
+      const keys = [countKey("pair", pairKey), countKey("address", addressKey), this.minuteKey()];
+      if (!ticket.known) keys.push(countKey("login", loginKey));
+      await this.memory.fail(keys, now, FORGET_FAILURES_AFTER_MS);
+      if (now - this.sweptAt >= SWEEP_EVERY_MS) {
+        this.sweptAt = now;
+        await this.memory.sweep(now - FORGET_FAILURES_AFTER_MS);
+      }
       return;
     }
-    this.pairs.succeeded(pairKey);
-    const addresses = (this.known.get(loginKey) ?? []).filter((a) => a !== addressKey);
-    addresses.push(addressKey);
-    this.known.delete(loginKey);
-    this.known.set(loginKey, addresses.slice(-KNOWN_ADDRESSES_PER_LOGIN));
-    while (this.known.size > KNOWN_LOGINS) this.known.delete(this.known.keys().next().value!);
+    await this.memory.clear(countKey("pair", pairKey));
+    if (userId !== undefined) await this.memory.remember(userId, addressKey, now);
+  }
+
+  private release(pairKey: string, addressKey: string): void {
+    this.underWay.delete(pairKey);
+    decrement(this.underWayByAddress, addressKey);
   }
 
   private keys(login: string, address: string) {
@@ -159,11 +179,8 @@ export class SignInGuard {
     return { loginKey, addressKey, pairKey: `${loginKey}\u0000${addressKey}` };
   }
 
-  private rollMinute(): void {
-    const minute = Math.floor(this.now() / 60_000);
-    if (minute !== this.minute) {
-      this.minute = minute;
-      this.failuresThisMinute = 0;
-    }
+  /** The key of this minute's failures, every login and address together. */
+  private minuteKey(): string {
+    return `minute:${Math.floor(this.now() / 60_000)}`;
   }
 }

@@ -1,66 +1,34 @@
+import type { FailureCount } from "../store/index.js";
+
 /** Options of {@link SignInThrottle}. */
 export interface SignInThrottleOptions {
-  /** Failed sign-ins of one login (or one address) allowed before it waits. @default 5 */
+  /** Failed sign-ins under one key allowed before it waits. @default 5 */
   freeFailures?: number;
-  /** The first wait, doubled with each further failure. @default 30000 */
-  baseDelayMs?: number;
-  /** The longest wait. @default 900000 (15 minutes) */
-  maxDelayMs?: number;
-  /** A record with no failure for this long is forgotten. @default 900000 */
-  forgetAfterMs?: number;
-  now?: () => number;
 }
 
-interface Record {
-  failures: number;
-  lastFailureAt: number;
-  blockedUntil: number;
-}
+/** A count with no failure for this long is forgotten (it starts again from one): the longest wait. */
+export const FORGET_FAILURES_AFTER_MS = 900_000;
+
+/** The first wait, doubled with each further failure, and the longest. */
+const FIRST_DELAY_MS = 30_000;
+const MAX_DELAY_MS = FORGET_FAILURES_AFTER_MS;
 
 /**
- * Slows down password guessing: after a few failed sign-ins for a login (or
- * from an address), each further try must wait, doubling up to a cap. A success
- * clears the login's record. Memory stays bounded: idle records are forgotten.
+ * Slows down password guessing: after a few failed sign-ins under a key (a login, an address), each further try
+ * must wait from the last failure: 30 s, doubling up to 15 minutes. The rule only: the counts are kept by the caller.
  */
 export class SignInThrottle {
-  private readonly records = new Map<string, Record>();
-  private readonly o: Required<SignInThrottleOptions>;
+  private readonly freeFailures: number;
 
   constructor(options: SignInThrottleOptions = {}) {
-    this.o = { freeFailures: 5, baseDelayMs: 30_000, maxDelayMs: 900_000, forgetAfterMs: 900_000, now: Date.now, ...options };
+    this.freeFailures = options.freeFailures ?? 5;
   }
 
-  /** Milliseconds until any of `keys` may try again; 0 when none is held back. */
-  retryAfterMs(keys: string[]): number {
-    const now = this.o.now();
-    let wait = 0;
-    for (const key of keys) {
-      const r = this.records.get(key);
-      if (r) wait = Math.max(wait, r.blockedUntil - now);
-    }
-    return Math.max(0, wait);
-  }
-
-  failed(keys: string[]): void {
-    const now = this.o.now();
-    this.forgetIdle(now);
-    for (const key of keys) {
-      const r = this.records.get(key) ?? { failures: 0, lastFailureAt: now, blockedUntil: 0 };
-      r.failures++;
-      r.lastFailureAt = now;
-      const over = r.failures - this.o.freeFailures;
-      if (over >= 0) r.blockedUntil = now + Math.min(this.o.maxDelayMs, this.o.baseDelayMs * 2 ** Math.min(over, 20));
-      this.records.set(key, r);
-    }
-  }
-
-  succeeded(key: string): void {
-    this.records.delete(key);
-  }
-
-  private forgetIdle(now: number): void {
-    for (const [key, r] of this.records) {
-      if (now - r.lastFailureAt > this.o.forgetAfterMs && now >= r.blockedUntil) this.records.delete(key);
-    }
+  /** Milliseconds from `now` until a key with this count may try again; 0 when it is not held back. */
+  retryAfterMs(count: FailureCount | undefined, now: number): number {
+    if (count === undefined || now - count.lastAt > FORGET_FAILURES_AFTER_MS) return 0;
+    const over = count.failures - this.freeFailures;
+    if (over < 0) return 0;
+    return Math.max(0, count.lastAt + Math.min(MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** Math.min(over, 20)) - now);
   }
 }

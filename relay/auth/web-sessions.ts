@@ -50,7 +50,7 @@ export class WebSessions {
     private readonly store: Store,
     options: WebSessionsOptions = {},
   ) {
-    this.guard = options.guard ?? new SignInGuard();
+    this.guard = options.guard ?? new SignInGuard(store.signIns);
     this.hashSlots = options.hashSlots ?? new HashSlots();
     this.ttlMs = options.ttlMs ?? 7 * 24 * 3600_000;
     this.now = options.now ?? Date.now;
@@ -63,7 +63,7 @@ export class WebSessions {
    * account is disabled).
    */
   async signIn(login: string, password: string, address: string): Promise<SignInResult> {
-    const ticket = this.begin(login, address);
+    const ticket = await this.begin(login, address);
     let found: Awaited<ReturnType<Store["users"]["findByLogin"]>>;
     let ok: boolean | null = null;
     try {
@@ -72,7 +72,7 @@ export class WebSessions {
       // From an address this login signed in from: the known line, which a flood from fresh addresses cannot fill.
       ok = (await this.hashSlots.run(() => verifyPassword(password, stored), ticket.known)) && found !== undefined;
     } finally {
-      this.guard.finish(ticket, ok);
+      await this.guard.finish(ticket, ok, found?.id);
     }
     const withoutHash = (u: NonNullable<typeof found>): User => {
       const { passwordHash: _hash, ...user } = u;
@@ -113,8 +113,8 @@ export class WebSessions {
   }
 
   /** A ticket to check a password for `login` from `address`, or 429 `sign_in_throttled` saying how long to wait. */
-  private begin(login: string, address: string): SignInTicket {
-    const started = this.guard.begin(login, address);
+  private async begin(login: string, address: string): Promise<SignInTicket> {
+    const started = await this.guard.begin(login, address);
     if ("waitMs" in started) {
       throw new MakinaError("sign_in_throttled", `Too many failed sign-ins. Try again in ${Math.ceil(started.waitMs / 1000)} seconds.`, { retryAfterMs: started.waitMs });
     }
@@ -164,14 +164,14 @@ export class WebSessions {
    * session cannot guess it quickly.
    */
   async changePassword(session: SessionUser, current: string, next: string, address: string): Promise<void> {
-    const ticket = this.begin(session.user.login, address);
+    const ticket = await this.begin(session.user.login, address);
     let found: Awaited<ReturnType<Store["users"]["findByLogin"]>>;
     let ok: boolean | null = null;
     try {
       found = await this.store.users.findByLogin(session.user.login);
       ok = found !== undefined && (await this.hashSlots.run(() => verifyPassword(current, found!.passwordHash), true));
     } finally {
-      this.guard.finish(ticket, ok);
+      await this.guard.finish(ticket, ok, found?.id);
     }
     if (!ok || !found) throw new MakinaError("invalid_credentials", "The current password is not right.", { param: "current_password" });
     await this.store.users.setPasswordHash(found.id, await this.hashSlots.run(() => hashPassword(next), true));

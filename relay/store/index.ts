@@ -10,6 +10,7 @@ import { SettingsStore } from "./settings.js";
 import { SessionStore } from "./sessions.js";
 import { AuditEventStore } from "./audit-events.js";
 import { RequestLogStore } from "./request-log.js";
+import { SignInStore } from "./sign-ins.js";
 
 export { slugify, type Organization } from "./organizations.js";
 export type { User } from "./users.js";
@@ -19,6 +20,7 @@ export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord, ApiKeyChanges } from "./api-keys.js";
 export type { KeyPageAsk, KeySort } from "./key-page.js";
 export type { SessionRecord } from "./sessions.js";
+export type { SignInStore, FailureCount } from "./sign-ins.js";
 export type { AuditActor, AuditEvent } from "./audit-events.js";
 export type { RequestLogEntry, NewRequestLogEntry, RequestFilter, CapturedExchange, FiguresScope, RequestFigures, MinuteFigures } from "./request-log.js";
 export type { StoreChange, ChangeListener } from "./change-notices.js";
@@ -44,6 +46,7 @@ export interface Store {
   readonly keys: ApiKeyStore;
   readonly settings: SettingsStore;
   readonly sessions: SessionStore;
+  readonly signIns: SignInStore;
   readonly audit: AuditEventStore;
   readonly requests: RequestLogStore;
   close(): Promise<void>;
@@ -77,6 +80,7 @@ export async function openStore(
     keys,
     settings: new SettingsStore(db, notices),
     sessions: new SessionStore(db),
+    signIns: new SignInStore(db, database.dialect),
     audit: new AuditEventStore(db),
     requests: new RequestLogStore(db, database.dialect, database.appendRows),
     close: () =>

@@ -303,6 +303,24 @@ export const MIGRATIONS: readonly string[] = [
   $f$;
   {{/POSTGRES}}
   `,
+  `
+  -- What sign-in throttling remembers, shared by every relay on the database and kept across restarts: failed
+  -- sign-ins counted by key (a login from an address, an address, a login from addresses it never signed in from,
+  -- a minute of all failures; each key a hash, so a login typed in the wrong field is not kept readable), and the
+  -- addresses (an IPv6 one by its /64) each user signed in from, the 16 most recent.
+  CREATE TABLE sign_in_failures (
+    key TEXT PRIMARY KEY,
+    failures INTEGER NOT NULL,
+    last_at BIGINT NOT NULL
+  ){{WITHOUT_ROWID}};
+  CREATE INDEX sign_in_failures_last ON sign_in_failures(last_at);
+  CREATE TABLE sign_in_addresses (
+    user_id TEXT NOT NULL REFERENCES users(id),
+    address TEXT NOT NULL,
+    last_at BIGINT NOT NULL,
+    PRIMARY KEY (user_id, address)
+  ){{WITHOUT_ROWID}};
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

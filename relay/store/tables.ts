@@ -151,6 +151,16 @@ export interface Tables {
     capture_json: string | null;
     capture_until: number | null;
   };
+  sign_in_failures: {
+    key: string;
+    failures: number;
+    last_at: number;
+  };
+  sign_in_addresses: {
+    user_id: string;
+    address: string;
+    last_at: number;
+  };
   usage_minutes: {
     org_id: string;
     key_id: string;

@@ -80,7 +80,7 @@ export class UserStore {
     );
   }
 
-  /** Deletes a user with its sessions: true when there was one; with `keepAnAdmin`, as {@link update}. */
+  /** Deletes a user with its sessions (and the addresses it signed in from): true when there was one; with `keepAnAdmin`, as {@link update}. */
   async delete(id: string, options: { keepAnAdmin: boolean } = { keepAnAdmin: false }): Promise<boolean | "last_admin"> {
     return this.notices.after({ kind: "user", userId: id }, () =>
       transaction(this.db, async (trx) => {
@@ -88,6 +88,7 @@ export class UserStore {
         if (user === undefined) return false;
         if (user === "last_admin") return user;
         await trx.deleteFrom("sessions").where("user_id", "=", id).execute();
+        await trx.deleteFrom("sign_in_addresses").where("user_id", "=", id).execute();
         const res = await trx.deleteFrom("users").where("id", "=", id).executeTakeFirst();
         return Number(res.numDeletedRows) === 1;
       }),

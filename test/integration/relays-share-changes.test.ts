@@ -114,6 +114,18 @@ describe("relays on one database", () => {
     expect((await models(b, key)).status).toBe(200);
   });
 
+  it("counts failed sign-ins on both relays together: guesses spread over them are held back as on one", async () => {
+    const login = `guessed-${Date.now()}@example.com`;
+    expect((await admin(b, "POST", "/users", { org: gw.orgId, login, role: "member", password: "the right password" })).status).toBe(201);
+    const signIn = (relay: Relay, password: string) =>
+      fetch(`${relay.url}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login, password }) }).then((r) => r.status);
+    // Five guesses from this address, alternating between the relays: each relay saw fewer than five.
+    for (let i = 0; i < 5; i++) expect(await signIn(i % 2 ? b : gw.relay, `guess ${i}`)).toBe(401);
+    // Either relay now holds the login back from this address, the right password included.
+    expect(await signIn(gw.relay, "the right password")).toBe(429);
+    expect(await signIn(b, "the right password")).toBe(429);
+  });
+
   it("ends a machine's link on the relay holding it when the machine is revoked through another", async () => {
     const { machineId } = await gw.addMachine(gw.orgId);
     expect(gw.relay.registry.get(machineId)).toBeDefined();
