@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { WarningThrottle, type Logger } from "../../proto/index.js";
 import { BUS_DROPS, BusSeal, type BusDrop } from "./bus-seal.js";
+import { addresseeOf } from "./hop-messages.js";
 
 /** What a subscriber gets: the message decoded, the subject it came on, and the relay that sent it (authenticated). */
 export type BusHandler = (message: unknown, subject: string, sender: string) => void;
@@ -100,7 +101,7 @@ export class FleetBus {
   publish(subject: string, message: unknown): boolean {
     if (!this.connected) return false;
     try {
-      this.nc.publish(subject, this.seal.seal(subject, message));
+      this.nc.publish(subject, this.seal.seal(subject, message, addresseeOf(subject)));
       return true;
     } catch (err) {
       this.warnings.warn("not sent", this.log, "a message for another relay could not be sent", { subject: subject.slice(0, 128), error: String(err) });
@@ -120,7 +121,7 @@ export class FleetBus {
         const opened = this.seal.open(msg.subject, msg.data);
         if (typeof opened === "string") return this.drop(opened, msg.subject);
         try {
-          handler(opened.body, msg.subject, opened.sender, (reply) => msg.reply && msg.respond(this.seal.seal(msg.reply, reply)));
+          handler(opened.body, msg.subject, opened.sender, (reply) => msg.reply && msg.respond(this.seal.seal(msg.reply, reply, opened.sender)));
         } catch (e) {
           this.log.warn("a message from another relay could not be handled", { subject: msg.subject, error: String(e) });
         }
@@ -166,7 +167,7 @@ export class FleetBus {
       const timer = setTimeout(() => end(new Error(`no answer on the relays' bus within ${timeoutMs} ms`)), timeoutMs);
       this.waiting.add(fail);
       try {
-        this.nc.publish(subject, this.seal.seal(subject, message), { reply: inbox });
+        this.nc.publish(subject, this.seal.seal(subject, message, addresseeOf(subject)), { reply: inbox });
       } catch (err) {
         end(err instanceof Error ? err : new Error(String(err)));
       }

@@ -34,6 +34,11 @@ export const SUBJECTS = {
   modelFiles: (relayId: string) => `makina.model-files.${relayId}`,
 } as const;
 
+/** The one relay a message on `subject` is for (its seal's lane), or "" for a subject every relay hears. */
+export function addresseeOf(subject: string): string {
+  return /^makina\.(?:hop|reply|loads|model-files)\.([A-Za-z0-9_-]+)/.exec(subject)?.[1] ?? "";
+}
+
 /** What a relay answers on `makina.loads.<relay>` (`{machines: [ids]}`): the latest load of each it holds, and its age. */
 export interface LoadsReply {
   loads: [machineId: string, load: MachineLoad, ageMs: number][];

@@ -1,7 +1,9 @@
 /**
  * What the seal on the relays' bus costs per message (relay/cluster/bus-seal.ts): a token reply and a request
  * with a 256-character prompt, sealed by one relay and opened by another, against the JSON encoding and
- * decoding the bus did without it. 100,000 of each, three rounds; needs dist/ (npm run build).
+ * decoding the bus did without it. 100,000 of each, three rounds, one after another with no turn of the event loop
+ * between, so no cipher is made ahead: the cost of a seal made on demand (scripts/bench/bus-hop.mjs measures the
+ * hop as it crosses). Needs dist/ (npm run build).
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -60,6 +60,41 @@ describe("the seal on the relays' bus", () => {
     expect(a.open(subject, first)).toBe("replayed");
   });
 
+  /** Lets the event loop turn once: what the seal makes ahead is made. */
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it("keeps each relay's lanes apart: messages for two relays and for all, numbered alike, each open once, ready or not", async () => {
+    const [a, c] = [new BusSeal(secret, "rly_A"), new BusSeal(secret, "rly_C")];
+    const b = new BusSeal(secret, "rly_B");
+    // B's first messages in three lanes carry the same numbers (1, 2, 3): each lane's own.
+    const toA = [1, 2, 3].map((n) => b.seal("makina.hop.rly_A", { n }, "rly_A"));
+    const toC = [1, 2, 3].map((n) => b.seal("makina.hop.rly_C", { n }, "rly_C"));
+    const toAll = [1, 2, 3].map((n) => b.seal("makina.machines", { n }));
+    // The nonces (the header's lane and number, its last 12 of 29 bytes) never repeat under B's key.
+    expect(new Set([...toA, ...toC, ...toAll].map((m) => Buffer.from(m).subarray(17, 29).toString("hex"))).size).toBe(9);
+    // Opened in order with the event loop turning between (the next decipher made ahead), or at once, or out of order.
+    for (const [i, m] of toA.entries()) {
+      expect(a.open("makina.hop.rly_A", m)).toEqual({ sender: "rly_B", body: { n: i + 1 } });
+      await turn();
+    }
+    for (const i of [2, 0, 1]) expect(c.open("makina.hop.rly_C", toC[i]!)).toEqual({ sender: "rly_B", body: { n: i + 1 } });
+    for (const m of toAll) expect(a.open("makina.machines", m)).toMatchObject({ sender: "rly_B" });
+    // Each once: sent again, in any lane, dropped; one lane's message on another relay's subject too.
+    await turn();
+    for (const m of [...toA, ...toAll]) expect(a.open(m === toA[0] || m === toA[1] || m === toA[2] ? "makina.hop.rly_A" : "makina.machines", m)).toBe("replayed");
+    expect(a.open("makina.hop.rly_A", toC[0]!)).toBe("misaddressed");
+    // Made ahead, then the next message is sealed later, after the event loop turned many times: still opens.
+    for (let i = 0; i < 3; i++) await turn();
+    expect(a.open("makina.hop.rly_A", b.seal("makina.hop.rly_A", { n: 4 }, "rly_A"))).toEqual({ sender: "rly_B", body: { n: 4 } });
+    // A forged message taking the place of the one made ahead for: dropped, and the real one still opens.
+    await turn();
+    const next = Buffer.from(b.seal("makina.hop.rly_A", { n: 5 }, "rly_A"));
+    const forged = Buffer.from(next);
+    forged[forged.length - 20]! ^= 1;
+    expect(a.open("makina.hop.rly_A", forged)).toBe("unauthenticated");
+    expect(a.open("makina.hop.rly_A", next)).toEqual({ sender: "rly_B", body: { n: 5 } });
+  });
+
   it("keeps each relay's messages apart: the same numbers from two relays, or from one relay restarted, all open", () => {
     const a = new BusSeal(secret, "rly_A");
     const [b, c, bAgain] = [new BusSeal(secret, "rly_B"), new BusSeal(secret, "rly_C"), new BusSeal(secret, "rly_B")];
