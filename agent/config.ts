@@ -65,6 +65,10 @@ export interface AgentConfig {
   readonly healthIntervalMs: number;
   /** How long one probe may take, ms. @default 10000 */
   readonly healthTimeoutMs: number;
+  /** Runtimes loaded at once on this machine, `always` stacks' included; 0: no limit. On-demand ones are unloaded to keep within it. @default 0 */
+  readonly maxLoaded: number;
+  /** How long a request may wait for an on-demand stack's load (room made for it included), ms. @default 300000 */
+  readonly loadTimeoutMs: number;
   /** The environment the agent's runtimes start from: the agent's own (`sources.env`) without its secrets. */
   readonly runtimeEnv: Readonly<Record<string, string>>;
   /** Where `hf:` model references resolve: Hugging Face or a mirror. @default "https://huggingface.co" */
@@ -116,6 +120,8 @@ const ENV: Record<Setting, string> = {
   loadIntervalMs: "MAKINA_AGENT_LOAD_INTERVAL_MS",
   healthIntervalMs: "MAKINA_AGENT_HEALTH_INTERVAL_MS",
   healthTimeoutMs: "MAKINA_AGENT_HEALTH_TIMEOUT_MS",
+  maxLoaded: "MAKINA_AGENT_MAX_LOADED",
+  loadTimeoutMs: "MAKINA_LOAD_TIMEOUT_MS",
   drainTimeoutMs: "MAKINA_AGENT_DRAIN_TIMEOUT_MS",
   hfEndpoint: "MAKINA_AGENT_HF_ENDPOINT",
   hfToken: "MAKINA_AGENT_HF_TOKEN",
@@ -200,10 +206,9 @@ const plaintextRefusal = (to: string[]) =>
   `refusing a plaintext link to ${to.join(", ")}: anyone on the path could read prompts, answers and this machine's token. ` +
   "Pass --ca-sha256 from the install command (or --tls, or --ca-file), or --insecure to allow plaintext anyway";
 
-/** Resolves flags > env > file > defaults into a frozen, validated config; reports every problem at once. */
-export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = availableParallelism()): AgentConfig {
-  const problems: string[] = [];
-  const defaults: Record<Setting, unknown> = {
+/** Every setting's default, on a machine with `cores` logical CPUs. */
+function defaultSettings(cores: number): Record<Setting, unknown> {
+  return {
     server: undefined,
     machineId: undefined,
     token: undefined,
@@ -228,6 +233,8 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     loadIntervalMs: 5000,
     healthIntervalMs: 5000,
     healthTimeoutMs: 10_000,
+    maxLoaded: 0,
+    loadTimeoutMs: 300_000,
     drainTimeoutMs: 30_000,
     hfEndpoint: DEFAULT_HF_ENDPOINT,
     hfToken: undefined,
@@ -235,6 +242,12 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     logLevel: "info",
     logFormat: "auto",
   };
+}
+
+/** Resolves flags > env > file > defaults into a frozen, validated config; reports every problem at once. */
+export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = availableParallelism()): AgentConfig {
+  const problems: string[] = [];
+  const defaults = defaultSettings(cores);
   const pick = (k: Setting): unknown => {
     const alias = ENV_ALIASES[k];
     for (const v of [sources.flags?.[k], sources.env?.[ENV[k]], alias && sources.env?.[alias], sources.file?.[k], formerFileValue(sources.file, k)]) if (v !== undefined && v !== "") return v;
@@ -306,6 +319,8 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     loadIntervalMs: int("loadIntervalMs", 1000, 3_600_000),
     healthIntervalMs: int("healthIntervalMs", 50, 3_600_000),
     healthTimeoutMs: int("healthTimeoutMs", 50, 600_000),
+    maxLoaded: int("maxLoaded", 0, 1024),
+    loadTimeoutMs: int("loadTimeoutMs", 1000, 3_600_000),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     hfEndpoint,
     hfToken: typeof hfToken === "string" ? hfToken : undefined,

@@ -18,6 +18,7 @@ import { mlxAdapter } from "./runtimes/adapters/mlx-adapter.js";
 import { openaiServerAdapter } from "./runtimes/adapters/openai-adapter.js";
 import { vllmAdapter } from "./runtimes/adapters/vllm-adapter.js";
 import type { RuntimeAdapter, RuntimeKind } from "./runtimes/runtime-adapter.js";
+import { ResidencyBook } from "./stacks/residency-book.js";
 import { StackHost } from "./stacks/stack-host.js";
 import { LoadSampler, type LoadSource } from "./hardware/machine-load.js";
 import { agentVersion, dependencyVersion } from "./version.js";
@@ -218,6 +219,8 @@ function stackHost(config: AgentConfig, options: StartAgentOptions, models: Mode
     },
     hardware,
     onRuntimeState,
+    book: new ResidencyBook(config.maxLoaded),
+    loadTimeoutMs: config.loadTimeoutMs,
     log: log.child({ component: "stacks" }),
   });
 }

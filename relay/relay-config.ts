@@ -113,6 +113,11 @@ export interface RelayConfig {
   readonly bodyLimitBytes: number;
   /** Time to first token before 503 `runtime_unavailable`, ms. @default 120000 */
   readonly firstTokenTimeoutMs: number;
+  /**
+   * How long a request to an on-demand stack may wait for its model to load on the machine, ms, on top of the
+   * time to its first token (the agent's own limit on a load is its MAKINA_LOAD_TIMEOUT_MS). @default 300000
+   */
+  readonly loadTimeoutMs: number;
   /** Time a client has to send a request's headers, ms (slowloris). @default 20000 */
   readonly headerTimeoutMs: number;
   /** Time a client has to send a whole request, body included, ms. @default 60000 */

@@ -4,6 +4,8 @@ import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { layersFor } from "../layers/layers-for.js";
 import { checkModelFile } from "../models/check-model-file.js";
 import { unmetRequirements, type RuntimeAdapter, type RuntimeContext, type RuntimeKind, type RuntimeSetup } from "../runtimes/runtime-adapter.js";
+import { DemandRuntime } from "./demand-runtime.js";
+import type { ResidencyBook, Resident } from "./residency-book.js";
 
 export type { RuntimeState };
 
@@ -22,6 +24,8 @@ export interface HostedStack {
   contextSize: number | null;
   /** The context the stack asked for; null: the machine's default. */
   maxContext: number | null;
+  /** `on_demand`: loaded by the first request, unloaded when idle or for room; `always`: loaded until removed. */
+  residency: "always" | "on_demand";
   error: string | null;
   since: number;
   /** The runtime's process, when the agent runs one. */
@@ -35,10 +39,17 @@ export interface StackHostDeps {
   models: ModelStore;
   adapters: Readonly<Record<RuntimeKind, RuntimeAdapter>>;
   hardware: () => HardwareReport;
-  /** A runtime changed state on its own (a restart, a crash loop): the relay must hear of it. */
+  /** A runtime changed state on its own (a restart, a crash loop, an on-demand load or unload): the relay must hear of it. */
   onRuntimeState: (stackId: string, state: RuntimeState, error: string | null) => void;
+  /** The runtimes loaded on this machine, kept within its limit. */
+  book: ResidencyBook;
+  /** The longest an on-demand load may take (room made for it included), ms. */
+  loadTimeoutMs: number;
   log: Logger;
 }
+
+/** An `always` stack's runtime as the residency book counts it: never unloaded for room. */
+const pinned = (stackId: string): Resident => ({ stackId, evictable: () => false, lastUsedAt: () => 0, evict: async () => undefined });
 
 /** A model reference that a runtime resolves itself (a hub repository id for vLLM or MLX), or a running server's address. */
 function pulledByRuntime(runtime: string, ref: string): boolean {
@@ -81,6 +92,7 @@ export class StackHost {
       modelSizeBytes: null,
       contextSize: null,
       maxContext: null,
+      residency: "always",
       error: null,
       pid: null,
       ...previous,
@@ -135,50 +147,8 @@ export class StackHost {
         log.info("model ready on disk", { path: model.path, sha256: model.sha256 });
         return { ...empty, modelPath: model.path, modelSha256: model.sha256, modelSizeBytes: model.sizeBytes };
       }
-      case "configureEndpoint": {
-        const { runtime: kind, modelRef, modelId } = step;
-        const maxContext = step.maxContext || null;
-        const adapter = this.adapter(kind);
-        const withLayers = layersFor(step);
-        const model = pulledByRuntime(kind, modelRef) ? null : await this.deps.models.pull(modelRef, { signal });
-        const current = this.runtimes.get(stackId);
-        const existing = this.hosted.get(stackId);
-        if (current && existing?.state !== "failed" && existing?.modelRef === modelRef && existing.runtime === kind && existing.modelId === modelId && existing.modelPath === (model?.path ?? null) && existing.maxContext === maxContext) {
-          // A reconnect (or an edit of the stack's layers) re-sends the deploy sequence: the runtime already serving
-          // keeps serving, its layers as sent now. (A new model id restarts it: vLLM and MLX serve under that name; so
-          // does another file for the same reference, a new SHA-256 pinned, and another context asked.)
-          this.served.set(stackId, withLayers(current));
-          return { ...empty, contextSize: current.contextSize, embeddingModel: current.embeddingModel ?? false };
-        }
-        this.runtimes.delete(stackId);
-        this.served.delete(stackId);
-        await current?.close();
-        this.record(stackId, {
-          state: "loading",
-          modelId,
-          runtime: kind,
-          modelRef,
-          modelPath: model?.path ?? null,
-          modelSha256: model?.sha256 ?? null,
-          modelSizeBytes: model?.sizeBytes ?? null,
-          maxContext,
-          error: null,
-        });
-        onProgress({ stage: "starting the runtime", doneBytes: 0, totalBytes: model?.sizeBytes ?? 0, bytesPerSecond: 0, etaSeconds: 0 });
-        let runtime: ModelRuntime;
-        try {
-          runtime = await adapter.start({ modelId, ref: modelRef, path: model?.path ?? null, maxContext }, this.context(onProgress, signal, stackId));
-        } catch (err) {
-          // The machine's owner sees the runtime's own words in `runtime list`.
-          this.record(stackId, { state: "failed", error: err instanceof Error ? err.message : String(err) });
-          throw err;
-        }
-        this.runtimes.set(stackId, runtime);
-        this.served.set(stackId, withLayers(runtime));
-        this.record(stackId, { state: "ready", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
-        log.info("endpoint configured", { modelId, runtime: kind, contextSize: runtime.contextSize });
-        return { ...empty, contextSize: runtime.contextSize, embeddingModel: runtime.embeddingModel ?? false };
-      }
+      case "configureEndpoint":
+        return this.configure(stackId, step, onProgress, log, signal);
       case "checkModel":
         return checkModelFile(step.ref, step.runtime, log, signal);
       case "removeStack": {
@@ -187,9 +157,134 @@ export class StackHost {
         this.served.delete(stackId);
         this.hosted.delete(stackId);
         await runtime?.close();
+        this.deps.book.leave(stackId);
         return empty;
       }
     }
+  }
+
+  /**
+   * Makes a stack's endpoint: its runtime loaded now (`always`), or ready to load on its first request
+   * (`on_demand`). A stack sent again unchanged (a reconnect, an edit of its layers or residency) keeps the
+   * runtime it has, loaded or not: a new residency or idle time applies without a restart.
+   */
+  private async configure(stackId: string, step: Extract<DeployStep, { kind: "configureEndpoint" }>, onProgress: (p: StepProgress) => void, log: Logger, signal?: AbortSignal): Promise<StepResult> {
+    const empty: StepResult = EMPTY_STEP_RESULT;
+    const { runtime: kind, modelRef, modelId } = step;
+    const maxContext = step.maxContext || null;
+    // An existing server is not started or stopped by Makina: always on, whatever was asked.
+    const onDemand = step.residency === "on_demand" && kind !== "openai";
+    const idleUnloadMs = step.idleUnloadS * 1000;
+    const adapter = this.adapter(kind);
+    const withLayers = layersFor(step);
+    const model = pulledByRuntime(kind, modelRef) ? null : await this.deps.models.pull(modelRef, { signal });
+    const current = this.runtimes.get(stackId);
+    const existing = this.hosted.get(stackId);
+    if (current && existing?.state !== "failed" && existing?.modelRef === modelRef && existing.runtime === kind && existing.modelId === modelId && existing.modelPath === (model?.path ?? null) && existing.maxContext === maxContext) {
+      // A reconnect (or an edit of the stack's layers or residency) re-sends the deploy sequence: the runtime
+      // keeps serving, its layers and residency as sent now. (A new model id restarts it: vLLM and MLX serve under
+      // that name; so does another file for the same reference, a new SHA-256 pinned, and another context asked.)
+      const kept = await this.keep(stackId, current, onDemand, idleUnloadMs, signal);
+      this.served.set(stackId, withLayers(kept));
+      return { ...empty, contextSize: kept.contextSize, embeddingModel: kept.embeddingModel ?? false };
+    }
+    this.runtimes.delete(stackId);
+    this.served.delete(stackId);
+    await current?.close();
+    this.deps.book.leave(stackId);
+    const spec = { modelId, ref: modelRef, path: model?.path ?? null, maxContext };
+    this.record(stackId, {
+      state: onDemand ? "unloaded" : "loading",
+      modelId,
+      runtime: kind,
+      modelRef,
+      modelPath: spec.path,
+      modelSha256: model?.sha256 ?? null,
+      modelSizeBytes: model?.sizeBytes ?? null,
+      maxContext,
+      residency: onDemand ? "on_demand" : "always",
+      error: null,
+    });
+    if (onDemand) {
+      // What the file's header says (an embedding model serves no chat) is known before it loads.
+      const embeddingModel = kind === "gguf" ? (await checkModelFile(modelRef, kind, log, signal)).embeddingModel : undefined;
+      const demand: DemandRuntime = new DemandRuntime({
+        stackId,
+        start: (loadSignal) => adapter.start(spec, { ...this.context(() => undefined, loadSignal), onState: (state, error) => void (demand.isLoaded && this.stateChanged(stackId, state, error)) }),
+        book: this.deps.book,
+        idleUnloadMs,
+        loadTimeoutMs: this.deps.loadTimeoutMs,
+        onState: (state, error) => this.stateChanged(stackId, state, error),
+        embeddingModel,
+        log: this.deps.log,
+      });
+      this.runtimes.set(stackId, demand);
+      this.served.set(stackId, withLayers(demand));
+      // Told before the step's result: the relay sends requests to an unloaded stack, and waits for its load.
+      this.deps.onRuntimeState(stackId, "unloaded", null);
+      log.info("endpoint configured, loaded on demand", { modelId, runtime: kind, idleUnloadS: step.idleUnloadS });
+      return { ...empty, contextSize: 0, embeddingModel: embeddingModel ?? false };
+    }
+    onProgress({ stage: "starting the runtime", doneBytes: 0, totalBytes: model?.sizeBytes ?? 0, bytesPerSecond: 0, etaSeconds: 0 });
+    let runtime: ModelRuntime;
+    try {
+      // Room is made by unloading idle on-demand runtimes; an always stack does not wait for more.
+      await this.deps.book.admit(pinned(stackId), signal ?? new AbortController().signal, false);
+      runtime = await adapter.start(spec, this.context(onProgress, signal, stackId));
+    } catch (err) {
+      this.deps.book.leave(stackId);
+      // The machine's owner sees the runtime's own words in `runtime list`.
+      this.record(stackId, { state: "failed", error: err instanceof Error ? err.message : String(err) });
+      throw err;
+    }
+    this.runtimes.set(stackId, runtime);
+    this.served.set(stackId, withLayers(runtime));
+    this.record(stackId, { state: "ready", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
+    log.info("endpoint configured", { modelId, runtime: kind, contextSize: runtime.contextSize });
+    return { ...empty, contextSize: runtime.contextSize, embeddingModel: runtime.embeddingModel ?? false };
+  }
+
+  /** The runtime a stack sent again unchanged keeps, under the residency sent now (never restarted for it). */
+  private async keep(stackId: string, current: ModelRuntime, onDemand: boolean, idleUnloadMs: number, signal?: AbortSignal): Promise<ModelRuntime> {
+    if (current instanceof DemandRuntime) {
+      if (onDemand) {
+        current.setIdleUnload(idleUnloadMs);
+        // Said again for this link (a reconnect): where it stands, a load under way as one from unloaded.
+        const state = this.hosted.get(stackId)?.state ?? "unloaded";
+        this.deps.onRuntimeState(stackId, state === "loading" || state === "unloaded" ? "unloaded" : state, null);
+        if (state === "loading") this.deps.onRuntimeState(stackId, "loading", null);
+        return current;
+      }
+      // Always from now on: loaded now if it was not, and counted as never unloaded.
+      const runtime = await current.detach(signal);
+      await this.deps.book.admit(pinned(stackId), signal ?? new AbortController().signal, false);
+      this.runtimes.set(stackId, runtime);
+      this.record(stackId, { state: "ready", residency: "always", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
+      this.deps.onRuntimeState(stackId, "ready", null);
+      return runtime;
+    }
+    if (!onDemand) return current;
+    // On demand from now on: the loaded runtime is adopted as it is, and unloads when idle.
+    const demand: DemandRuntime = new DemandRuntime({
+      stackId,
+      start: () => Promise.reject(new MakinaError("runtime_unavailable", "This stack's runtime was started before it became on demand; deploy it again to load it on demand.")),
+      book: this.deps.book,
+      idleUnloadMs,
+      loadTimeoutMs: this.deps.loadTimeoutMs,
+      onState: (state, error) => this.stateChanged(stackId, state, error),
+      adopt: current,
+      log: this.deps.log,
+    });
+    this.runtimes.set(stackId, demand);
+    this.record(stackId, { residency: "on_demand", state: "ready" });
+    return demand;
+  }
+
+  /** A runtime's state changed on its own: recorded, and told to the relay. */
+  private stateChanged(stackId: string, state: RuntimeState, error: string | null): void {
+    if (!this.hosted.has(stackId)) return;
+    this.record(stackId, { state, error });
+    this.deps.onRuntimeState(stackId, state, error);
   }
 
   /** Stops every runtime. */

@@ -33,6 +33,7 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
       .option("insecure", { type: "boolean", describe: "Allow a plaintext link to an address that is not loopback" })
       .option("data-dir", { type: "string", describe: "Model cache directory [default: ~/.makina/agent]" })
       .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" })
+      .option("max-loaded", { type: "number", describe: "Runtimes loaded at once on this machine, always stacks' included; on-demand ones are unloaded (least recently used first) to keep within it; 0: no limit (env MAKINA_AGENT_MAX_LOADED) [default: 0]" })
       .option("log-format", { type: "string", choices: ["auto", "text", "json"], describe: "Log lines: readable (text) or JSON; auto: readable in a terminal, JSON otherwise (env MAKINA_LOG_FORMAT) [default: auto]" }),
   handler: async (argv) => {
     const { resolveAgentConfig, startAgent } = await import("../../agent/index.js");
@@ -49,6 +50,7 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
         insecure: argv.insecure,
         dataDir: argv.dataDir,
         threads: argv.threads,
+        maxLoaded: argv.maxLoaded,
         logFormat: argv.logFormat,
       },
       env: process.env,

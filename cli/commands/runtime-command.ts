@@ -18,6 +18,7 @@ export const runtimeCommand: CommandModule = {
             name: r.runtime,
             version: r.version,
             state: r.state,
+            residency: r.residency,
             endpoint: r.endpoint,
             model: r.modelId,
             stack_id: r.stackId,
@@ -27,7 +28,7 @@ export const runtimeCommand: CommandModule = {
             pid: r.pid,
           }));
           print(argv, rows, () =>
-            rows.length ? table(["NAME", "VERSION", "STATE", "ENDPOINT", "MODEL", "STACK"], rows.map((r) => [r.name, r.version, r.error ? `${r.state}: ${r.error}` : r.state, r.endpoint, r.model, r.stack_id])) : "No runtimes yet: deploy a stack to this machine.",
+            rows.length ? table(["NAME", "VERSION", "STATE", "ENDPOINT", "MODEL", "STACK"], rows.map((r) => [r.name, r.version, `${r.state}${r.residency === "on_demand" ? " (on demand)" : ""}${r.error ? `: ${r.error}` : ""}`, r.endpoint, r.model, r.stack_id])) : "No runtimes yet: deploy a stack to this machine.",
           );
         },
       })

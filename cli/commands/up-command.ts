@@ -7,7 +7,7 @@ import { DEFAULT_MODEL } from "../up/default-model.js";
 import type { QuickstartOptions } from "../up/quickstart.js";
 
 /** The flags: the quickstart's own options, plus --json. */
-type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "installPort" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads"> & { json: boolean; logFormat?: "auto" | "text" | "json" };
+type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "installPort" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads" | "maxLoaded"> & { json: boolean; logFormat?: "auto" | "text" | "json" };
 
 export const upCommand: CommandModule = {
   command: "up",
@@ -24,6 +24,7 @@ export const upCommand: CommandModule = {
       .option("model", { type: "string", describe: `GGUF path, https:// URL or hf: reference [default: ${DEFAULT_MODEL}]` })
       .option("model-id", { type: "string", describe: "The id clients pass as `model`" })
       .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" })
+      .option("max-loaded", { type: "number", describe: "Runtimes loaded at once on this machine; on-demand stacks are unloaded (least recently used first) to keep within it; 0: no limit [default: 0]" })
       .option("json", { type: "boolean", default: false, describe: "Print the quickstart details as one JSON document" })
       .option("log-format", { type: "string", choices: ["auto", "text", "json"], describe: "Log lines: readable (text) or JSON; auto: readable in a terminal, JSON otherwise (env MAKINA_LOG_FORMAT) [default: auto]" }),
   handler: async (raw) => {
@@ -44,6 +45,7 @@ export const upCommand: CommandModule = {
       model: argv.model,
       modelId: argv.modelId,
       threads: argv.threads,
+      maxLoaded: argv.maxLoaded,
       log,
       progress: (line) => process.stderr.write(line + "\n"),
     });

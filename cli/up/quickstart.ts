@@ -40,6 +40,8 @@ export interface QuickstartOptions {
   modelId?: string;
   /** Agent inference threads (default: cores − 1). */
   threads?: number;
+  /** Runtimes the machine keeps loaded at once (on-demand ones unloaded to keep within it); 0: no limit. */
+  maxLoaded?: number;
   log: Logger;
   env?: NodeJS.ProcessEnv;
   /** Progress lines for the human (stderr). */
@@ -86,7 +88,7 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
 
     agent = await startAgent(
       resolveAgentConfig({
-        flags: { server: relay.linkAddress, machineId: machineCreds.machine_id, token: machineCreds.token, dataDir: join(dataDir, "agent"), threads: options.threads },
+        flags: { server: relay.linkAddress, machineId: machineCreds.machine_id, token: machineCreds.token, dataDir: join(dataDir, "agent"), threads: options.threads, maxLoaded: options.maxLoaded },
         env,
       }),
       // Relay and agent share this process: the link is a direct call, with no gRPC or socket between them.

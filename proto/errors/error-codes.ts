@@ -14,6 +14,7 @@ export type ErrorCode =
   | "rate_limit_tokens"
   | "machine_offline"
   | "runtime_unavailable"
+  | "insufficient_memory"
   | "unsupported_endpoint"
   | "unknown_url"
   | "invalid_json"
@@ -69,6 +70,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = Object.fre
   rate_limit_tokens: { grpc: S.RESOURCE_EXHAUSTED, http: 429, type: "tokens", openaiCode: "rate_limit_exceeded" },
   machine_offline: { grpc: S.UNAVAILABLE, http: 503, type: "service_unavailable_error", openaiCode: "machine_offline" },
   runtime_unavailable: { grpc: S.UNAVAILABLE, http: 503, type: "service_unavailable_error", openaiCode: "runtime_unavailable" },
+  insufficient_memory: { grpc: S.RESOURCE_EXHAUSTED, http: 503, type: "service_unavailable_error", openaiCode: "insufficient_memory" },
   unsupported_endpoint: { grpc: S.UNIMPLEMENTED, http: 404, type: "invalid_request_error", openaiCode: "unsupported_endpoint" },
   unknown_url: { grpc: S.UNIMPLEMENTED, http: 404, type: "invalid_request_error", openaiCode: "unknown_url" },
   invalid_json: { grpc: S.INVALID_ARGUMENT, http: 400, type: "invalid_request_error", openaiCode: "invalid_json" },

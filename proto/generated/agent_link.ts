@@ -168,7 +168,11 @@ export interface ModelOnDisk {
 /** The state of one stack's runtime on the machine. */
 export interface RuntimeStatus {
   stackId: string;
-  /** `loading` (starting or restarting: requests get 503), `ready`, or `failed` (crash loop; final until redeployed). */
+  /**
+   * `loading` (starting or restarting: requests get 503; an on-demand stack's load: requests wait for it),
+   * `ready`, `failed` (crash loop; final until redeployed), and for an on-demand stack `unloaded` (the next
+   * request loads it) and `unloading`.
+   */
   state: string;
   /** Why it is not ready; empty when ready. */
   error: string;
@@ -553,6 +557,13 @@ export interface ConfigureEndpoint {
    * machine's default (the agent's MAKINA_AGENT_MAX_CONTEXT).
    */
   maxContext: number;
+  /**
+   * `on_demand`: the model is made ready on disk and checked, but loaded only by the first request for it, and
+   * unloaded after `idle_unload_s` seconds without one (0: only when the machine needs the memory) or to make
+   * room for another; `always` (or empty, an older relay): loaded now and kept until the stack is removed.
+   */
+  residency: string;
+  idleUnloadS: number;
 }
 
 /** Stop serving a stack and unload its model. */
@@ -5630,6 +5641,8 @@ function createBaseConfigureEndpoint(): ConfigureEndpoint {
     orchestrator: "",
     orchestratorOptionsJson: "",
     maxContext: 0,
+    residency: "",
+    idleUnloadS: 0,
   };
 }
 
@@ -5658,6 +5671,12 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     }
     if (message.maxContext !== 0) {
       writer.uint32(64).uint32(message.maxContext);
+    }
+    if (message.residency !== "") {
+      writer.uint32(74).string(message.residency);
+    }
+    if (message.idleUnloadS !== 0) {
+      writer.uint32(80).uint32(message.idleUnloadS);
     }
     return writer;
   },
@@ -5739,6 +5758,22 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
             message.maxContext = reader.uint32();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.residency = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.idleUnloadS = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5781,6 +5816,12 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
         : isSet(object.max_context)
         ? globalThis.Number(object.max_context)
         : 0,
+      residency: isSet(object.residency) ? globalThis.String(object.residency) : "",
+      idleUnloadS: isSet(object.idleUnloadS)
+        ? globalThis.Number(object.idleUnloadS)
+        : isSet(object.idle_unload_s)
+        ? globalThis.Number(object.idle_unload_s)
+        : 0,
     };
   },
 
@@ -5810,6 +5851,12 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     if (message.maxContext !== 0) {
       obj.maxContext = Math.round(message.maxContext);
     }
+    if (message.residency !== "") {
+      obj.residency = message.residency;
+    }
+    if (message.idleUnloadS !== 0) {
+      obj.idleUnloadS = Math.round(message.idleUnloadS);
+    }
     return obj;
   },
 
@@ -5826,6 +5873,8 @@ export const ConfigureEndpoint: MessageFns<ConfigureEndpoint> = {
     message.orchestrator = object.orchestrator ?? "";
     message.orchestratorOptionsJson = object.orchestratorOptionsJson ?? "";
     message.maxContext = object.maxContext ?? 0;
+    message.residency = object.residency ?? "";
+    message.idleUnloadS = object.idleUnloadS ?? 0;
     return message;
   },
 };

@@ -251,6 +251,10 @@ export type DeployStep =
       orchestratorOptionsJson: string;
       /** Tokens of context per request the stack asks for; 0: the machine's default. */
       maxContext: number;
+      /** `on_demand`: loaded by the first request and unloaded when idle; `always` or "": loaded now, kept. */
+      residency: string;
+      /** An on-demand stack's seconds without a request before it unloads; 0: only when the memory is needed. */
+      idleUnloadS: number;
     }
   | { kind: "removeStack" }
   | { kind: "checkModel"; ref: string; runtime: string };
@@ -280,8 +284,12 @@ export interface StepResult {
 /** What a step that produced nothing returns. */
 export const EMPTY_STEP_RESULT: Readonly<StepResult> = Object.freeze({ modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0, kvBytesPerToken: 0, trainContextSize: 0, embeddingModel: false });
 
-/** Runtime states: `loading` (requests get 503), `ready`, `failed` (final until redeployed). */
-export type RuntimeState = "loading" | "ready" | "failed";
+/**
+ * Runtime states: `loading` (requests get 503, unless it is an on-demand stack's load, which they wait for),
+ * `ready`, `failed` (final until redeployed); an on-demand stack's `unloaded` (the next request loads it) and
+ * `unloading`.
+ */
+export type RuntimeState = "loading" | "ready" | "failed" | "unloaded" | "unloading";
 
 /** Everything the relay sends an agent. */
 export type RelayToAgent =

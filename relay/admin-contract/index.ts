@@ -65,7 +65,7 @@ export type { List, Page } from "./list.js";
 export { MAX_PER_PAGE } from "./list.js";
 export type { Org } from "./orgs.js";
 export type { Gpu, Hardware, Machine, MachineInventory, MachineJoining, MachineState } from "./machines.js";
-export type { CatalogModel, Check, Compatibility, DeletedStack, Deployment, DeploymentStep, LayerOptionValue, RuntimeKind, Stack, StackChange, StackState } from "./stacks.js";
+export type { CatalogModel, Check, Compatibility, DeletedStack, Deployment, DeploymentStep, LayerOptionValue, RuntimeKind, Stack, StackChange, StackResidency, StackState } from "./stacks.js";
 export { KEY_SORTS, type ApiKey, type ApiKeyWithUsage, type NewApiKey } from "./keys.js";
 export type { DeletedUser, Role, User } from "./users.js";
 export { AUDIT_ACTIONS, type AuditAction, type AuditEvent, type AuditPage } from "./audit.js";

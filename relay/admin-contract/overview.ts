@@ -76,9 +76,10 @@ export interface Overview {
   loads: MachineLoad[];
   /**
    * Stacks by state, and the deployed ones' runtimes by what their machine last reported (`ready`, `loading`,
-   * `failed`, `unknown` before a report), or `offline` when their machine is not online (they answer 503).
+   * `failed`, `unloaded`: an on-demand stack's model unloaded or unloading, which its next request loads; `unknown`
+   * before a report), or `offline` when their machine is not online (they answer 503).
    */
-  stacks: { total: number; by_state: Record<StackState, number>; runtimes: { ready: number; loading: number; failed: number; unknown: number; offline: number } };
+  stacks: { total: number; by_state: Record<StackState, number>; runtimes: { ready: number; loading: number; failed: number; unloaded: number; unknown: number; offline: number } };
   requests: RequestFigures;
 }
 

@@ -53,6 +53,10 @@ export type LayerOptionValue = string | number | boolean | Record<string, unknow
 /** Stack states: `draft` → `deploying` → `deployed` or `failed`; `deployed` → `undeploying` → `draft`. */
 export type StackState = "draft" | "deploying" | "deployed" | "failed" | "undeploying";
 
+/** When a stack's model is loaded: `always` (while deployed), or `on_demand` (by its first request, unloaded when idle). */
+export const STACK_RESIDENCIES = ["always", "on_demand"] as const;
+export type StackResidency = (typeof STACK_RESIDENCIES)[number];
+
 /** A stack: machine + runtime + model (+ harness, orchestrator, endpoint), with its compatibility and latest deployment. */
 export interface Stack {
   id: string;
@@ -82,7 +86,15 @@ export interface Stack {
   max_context: number | null;
   /** Hours the request log keeps this stack's prompts and answers (1 to 720); null: it keeps none. */
   capture_hours: number | null;
-  /** The runtime's state as its machine last reported it (`loading`, `ready`, `failed`); null before any report. */
+  /** `always`: its model is loaded while it is deployed; `on_demand`: loaded by its first request, unloaded when idle. */
+  residency: StackResidency;
+  /** An on-demand stack's seconds without a request before its model unloads (0 to 604,800; 0: only when the machine needs the memory). Kept, and unused, by an `always` stack. */
+  idle_unload_s: number;
+  /**
+   * The runtime's state as its machine last reported it: `loading` (requests get 503, except an on-demand stack's,
+   * which wait for its load), `ready`, `failed` (until redeployed), and an on-demand stack's `unloaded` (its next
+   * request loads it) and `unloading`; null before any report.
+   */
   runtime_state: string | null;
   runtime_error: string | null;
   deployed_at: number | null;
@@ -155,6 +167,14 @@ const CONTEXT = must(`a whole number of tokens from ${MIN_CONTEXT} to ${MAX_CONT
 /** The most tokens of context per request a stack's runtime serves (GGUF and vLLM), or null: the machine's default. */
 const maxContext = () => z.number(CONTEXT).int(CONTEXT).min(MIN_CONTEXT, CONTEXT).max(MAX_CONTEXT, CONTEXT).nullable().optional();
 
+/** The longest idle time before an on-demand stack unloads: a week. */
+export const MAX_IDLE_UNLOAD_S = 604_800;
+const IDLE = must(`a whole number of seconds from 0 to ${MAX_IDLE_UNLOAD_S.toLocaleString("en-US")} (0: unloaded only when the memory is needed)`);
+/** Seconds without a request before an on-demand stack unloads (absent when a stack is made: 600, 10 minutes). */
+const idleUnloadS = () => z.number(IDLE).int(IDLE).min(0, IDLE).max(MAX_IDLE_UNLOAD_S, IDLE).optional();
+/** `always` or `on_demand`. */
+const residency = () => z.enum(STACK_RESIDENCIES, must(`'always' or 'on_demand'`)).optional();
+
 /** What the stacks' list sorts by. */
 export const STACK_SORTS = ["name", "state", "model_id", "runtime", "created_at", "deployed_at"] as const;
 
@@ -181,21 +201,26 @@ export const STACK_ROUTES = {
       name: nameText(),
       capture_hours: captureHours(),
       max_context: maxContext(),
+      /** Absent: `always`. `on_demand` is refused for the `openai` runtime (an existing server is always on). */
+      residency: residency(),
+      /** Absent: 600. */
+      idle_unload_s: idleUnloadS(),
     }),
     response: answer<Stack>(),
   }),
   /** The compatibility of a stack being built (the Forge's panel), by the rules stack create and deploy apply. */
   "POST /admin/v1/compatibility": route({
-    body: z.strictObject({ org: orgRef(), machine: optionalText(), runtime: runtime(), model: optionalText(), ...layers, max_context: maxContext() }),
+    body: z.strictObject({ org: orgRef(), machine: optionalText(), runtime: runtime(), model: optionalText(), ...layers, max_context: maxContext(), residency: residency() }),
     response: answer<Compatibility>(),
   }),
   "GET /admin/v1/catalog": route({ response: answer<List<CatalogModel>>() }),
   /**
    * Changes a stack (admins); a field left out is kept. `name`, `endpoint` and `capture_hours` change at once, in any state.
-   * The rest (machine, runtime, model, model_sha256, model_id, max_context, the layers and their options) is what the
-   * machine builds: a draft or failed stack just keeps it (deploy it to use it), a deployed one is redeployed
-   * on its machine with it (it answers again once deployed), and a stack deploying or undeploying refuses it
-   * (409 `conflict`) until it has settled. A deployed stack cannot move to another machine: undeploy it first.
+   * The rest (machine, runtime, model, model_sha256, model_id, max_context, the layers and their options,
+   * residency, idle_unload_s) is what the machine is sent: a draft or failed stack just keeps it (deploy it to use it), a
+   * deployed one is redeployed on its machine with it (it answers again once deployed; a new residency or idle
+   * time alone keeps its runtime, loaded or not), and a stack deploying or undeploying refuses it (409 `conflict`)
+   * until it has settled. A deployed stack cannot move to another machine: undeploy it first.
    * Checked by the rules stack create applies. `model_id` null: the model file's name.
    */
   "PATCH /admin/v1/stacks/:id": route({
@@ -213,6 +238,8 @@ export const STACK_ROUTES = {
       endpoint: flag().optional(),
       capture_hours: captureHours(),
       max_context: maxContext(),
+      residency: residency(),
+      idle_unload_s: idleUnloadS(),
     }),
     response: answer<StackChange>(),
   }),

@@ -63,12 +63,13 @@ export async function overviewOf(c: ControlContext, actor: Actor, ask: { org?: s
   const byState = Object.fromEntries(STACK_STATES.map((st) => [st, stacks.filter((s) => s.state === st).length])) as Record<StackState, number>;
   // A runtime serves only while its machine is online: the state it last reported says nothing otherwise.
   const onlineIds = new Set(online.map((m) => m.id));
-  const runtimes = { ready: 0, loading: 0, failed: 0, unknown: 0, offline: 0 };
+  const runtimes = { ready: 0, loading: 0, failed: 0, unloaded: 0, unknown: 0, offline: 0 };
   for (const s of stacks) {
     if (s.state !== "deployed") continue;
     const state = s.runtimeState;
     if (!onlineIds.has(s.machineId)) runtimes.offline++;
     else if (state === "ready" || state === "loading" || state === "failed") runtimes[state]++;
+    else if (state === "unloaded" || state === "unloading") runtimes.unloaded++;
     else runtimes.unknown++;
   }
   return {

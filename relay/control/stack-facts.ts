@@ -1,6 +1,6 @@
 import { MakinaError, validateLayerOptions, type LayerOptionValue } from "../../proto/index.js";
 import type { ModelFacts, StackPlan } from "../compatibility/index.js";
-import type { HardwareSummary, Machine, RuntimeKind } from "../store/index.js";
+import type { HardwareSummary, Machine, RuntimeKind, StackResidency } from "../store/index.js";
 
 /** The agent's defaults (MAKINA_AGENT_MAX_CONTEXT, MAKINA_AGENT_PARALLEL): what memory estimates assume. */
 const AGENT_DEFAULT_CONTEXT = 4096;
@@ -24,6 +24,21 @@ export function checkMaxContext(runtime: RuntimeKind, maxContext: number | null 
   if (maxContext !== null && maxContext !== undefined && !SIZED_CONTEXT.includes(runtime)) {
     throw new MakinaError("invalid_value", `'max_context' applies to the ${SIZED_CONTEXT.join(" and ")} runtimes; ${runtime === "mlx" ? "MLX" : "an existing server"} sizes its own context.`, {
       param: "max_context",
+    });
+  }
+}
+
+/**
+ * The runtimes whose model Makina loads and unloads (`residency: on_demand`); an existing server (`openai`) is
+ * not started or stopped by Makina.
+ */
+export const LOADED_BY_MAKINA: readonly RuntimeKind[] = ["gguf", "vllm", "mlx"];
+
+/** Refuses an on-demand residency for a runtime Makina does not start or stop. */
+export function checkResidency(runtime: RuntimeKind, residency: StackResidency | undefined): void {
+  if (residency === "on_demand" && !LOADED_BY_MAKINA.includes(runtime)) {
+    throw new MakinaError("invalid_value", `An existing server is not started or stopped by Makina: it is always on ('residency' on_demand is for the ${LOADED_BY_MAKINA.join(", ")} runtimes).`, {
+      param: "residency",
     });
   }
 }

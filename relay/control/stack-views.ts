@@ -1,10 +1,10 @@
 import { MakinaError } from "../../proto/index.js";
 import { checkStack, refusalReasons, type Compatibility, type ModelFacts } from "../compatibility/index.js";
-import type { Deployment, Machine, RuntimeKind, Stack } from "../store/index.js";
+import type { Deployment, Machine, RuntimeKind, Stack, StackResidency } from "../store/index.js";
 import type { ControlContext } from "./control-context.js";
 import { isLocalModel } from "./model-files.js";
 import { MAX_MODEL_REF_CHARS } from "./model-inspector.js";
-import { checkMaxContext, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
+import { checkMaxContext, checkResidency, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
 
 /** A stack with its compatibility and latest deployment, as the admin API returns it. */
 export type StackView = Stack & {
@@ -20,6 +20,8 @@ export type PlanInput = PlanLayers & {
   runtime: RuntimeKind;
   model?: string | null;
   maxContext?: number | null;
+  /** Refused for a runtime Makina does not start or stop when `on_demand`. */
+  residency?: StackResidency;
 };
 
 /**
@@ -51,6 +53,7 @@ export class StackViews {
     const modelRef = plan.model ?? "";
     checkModelRefLength(modelRef);
     checkMaxContext(plan.runtime, plan.maxContext);
+    checkResidency(plan.runtime, plan.residency);
     if (!machine) return checkStack(stackPlan(plan.runtime, modelRef, this.c.deps.inspector.known(modelRef), null, plan));
     const { model, problem } = await this.modelOn(machine, plan.runtime, modelRef, { ask: askMachine, fresh: false });
     return checkStack(stackPlan(plan.runtime, modelRef, model, machine.hardware, plan, problem));

@@ -1,9 +1,9 @@
 import { MakinaError, parseHfRef, redactText } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import type { Compatibility } from "../compatibility/index.js";
-import type { RuntimeKind, Stack, StackChanges } from "../store/index.js";
+import type { RuntimeKind, Stack, StackChanges, StackResidency } from "../store/index.js";
 import { given, type ControlContext, type Given } from "./control-context.js";
-import { checkMaxContext, defaultModelId, layerOptions } from "./stack-facts.js";
+import { checkMaxContext, checkResidency, defaultModelId, layerOptions } from "./stack-facts.js";
 import { checkModelRefLength, StackViews, type PlanInput, type StackView } from "./stack-views.js";
 
 /** What it takes to create a stack. Shapes are checked at the edge (the admin contract); existence and rules here. */
@@ -30,6 +30,10 @@ export interface StackInput {
   captureHours?: number | null;
   /** The most tokens of context per request its runtime serves (GGUF and vLLM); null: the machine's default. */
   maxContext?: number | null;
+  /** When its model is loaded: `on_demand` (not for the `openai` runtime) by its first request. @default "always" */
+  residency?: StackResidency;
+  /** An on-demand stack's seconds without a request before its model unloads; 0: only when the memory is needed. @default 600 */
+  idleUnloadS?: number;
 }
 
 /** An edit of a stack: a field left out is kept, null clears (`modelSha256`: none pinned; `modelId`: the model file's name). */
@@ -55,6 +59,11 @@ const BUILT_FIELDS = {
   orchestratorOptions: "orchestrator_options",
   maxContext: "max_context",
 } as const satisfies Partial<Record<keyof StackChanges, string>>;
+/**
+ * The fields its machine is sent with the stack but builds nothing on: a change needs a deployment, and the
+ * machine keeps the runtime it has, loaded or not.
+ */
+const RESIDENCY_FIELDS = { residency: "residency", idleUnloadS: "idle_unload_s" } as const satisfies Partial<Record<keyof StackChanges, string>>;
 /** The fields that change at once, in any state. */
 const LIVE_FIELDS = { name: "name", hasEndpoint: "endpoint", captureHours: "capture_hours" } as const satisfies Partial<Record<keyof StackChanges, string>>;
 
@@ -107,6 +116,7 @@ export class Stacks {
     const harnessOptions = layerOptions(input.harness, input.harnessOptions, "harness");
     const orchestratorOptions = layerOptions(input.orchestrator, input.orchestratorOptions, "orchestrator");
     checkMaxContext(input.runtime, input.maxContext);
+    checkResidency(input.runtime, input.residency);
     const cap = this.c.deps.caps.stacksPerOrg;
     if ((await this.c.store.stacks.countByOrg(org.id)) >= cap) {
       throw new MakinaError("conflict", `This organization has ${cap} stacks, the most this relay allows (MAKINA_MAX_STACKS_PER_ORG): delete one first, or ask the relay's operator for more.`);
@@ -127,9 +137,11 @@ export class Stacks {
       hasEndpoint: input.endpoint ?? true,
       captureHours: input.captureHours ?? null,
       maxContext: input.maxContext ?? null,
+      residency: input.residency,
+      idleUnloadS: input.idleUnloadS,
     });
     this.c.events.emit({ type: "stack", orgId: org.id, stackId: stack.id });
-    await this.c.record(actor, { orgId: stack.orgId, action: "stack.created", target: target(stack), detail: { machine: stack.machineId, runtime: stack.runtime, model: redactText(stack.modelRef), ...(stack.captureHours !== null && { capture_hours: stack.captureHours }) } });
+    await this.c.record(actor, { orgId: stack.orgId, action: "stack.created", target: target(stack), detail: { machine: stack.machineId, runtime: stack.runtime, model: redactText(stack.modelRef), ...(stack.captureHours !== null && { capture_hours: stack.captureHours }), ...(stack.residency === "on_demand" && { residency: stack.residency, idle_unload_s: stack.idleUnloadS }) } });
     return this.views.view(stack);
   }
 
@@ -158,7 +170,8 @@ export class Stacks {
   /**
    * Changes a stack. Its name and endpoint change at once in any state. What its machine builds on (machine,
    * runtime, model, model id, layers) is checked by the rules stack create applies, then kept by a draft or
-   * failed stack, or redeployed on its machine by a deployed one; a stack deploying or undeploying refuses it
+   * failed stack, or redeployed on its machine by a deployed one; so is its residency, whose change alone the
+   * machine applies to the runtime it has, without a restart. A stack deploying or undeploying refuses these
    * until it has settled, and a deployed one cannot move to another machine (`conflict`). A model changed
    * without a model id given takes its file's name when the old id was the old file's. What changed is recorded
    * (options as the names of those set, never their texts).
@@ -172,27 +185,32 @@ export class Stacks {
     const differs = (field: keyof StackChanges) => canonical(next[field]) !== canonical(stack[field]);
     const changes: StackChanges = {};
     const changed: string[] = [];
-    for (const [field, wire] of Object.entries({ ...LIVE_FIELDS, ...BUILT_FIELDS }) as [keyof StackChanges, string][]) {
+    for (const [field, wire] of Object.entries({ ...LIVE_FIELDS, ...BUILT_FIELDS, ...RESIDENCY_FIELDS }) as [keyof StackChanges, string][]) {
       if (!differs(field)) continue;
       (changes as Record<string, unknown>)[field] = next[field];
       changed.push(wire);
     }
     if (changed.length === 0) return { stack, changed, redeployed: false };
     const built = Object.keys(changes).some((field) => field in BUILT_FIELDS);
-    if (built) {
+    // What the machine is sent: built on, or its residency.
+    const sent = built || Object.keys(changes).some((field) => field in RESIDENCY_FIELDS);
+    if (sent) {
       if (stack.state === "deploying" || stack.state === "undeploying") {
         throw new MakinaError("conflict", `The stack '${stack.name}' is ${stack.state}: wait until it has settled, then change its ${changed.filter((f) => !Object.values(LIVE_FIELDS).includes(f as never)).join(", ")}.`, { param: "stack" });
       }
       if (stack.state === "deployed" && changes.machineId !== undefined) {
         throw new MakinaError("conflict", `The stack '${stack.name}' is deployed on its machine: undeploy it first, then move it to another.`, { param: "machine" });
       }
+      checkResidency(next.runtime, next.residency);
+    }
+    if (built) {
       checkMaxContext(next.runtime, next.maxContext);
       const machine = await this.c.machine(stack.orgId, next.machineId);
       await this.views.refuseIfIncompatible(machine, next.runtime, next.modelRef, { harness: next.harness, orchestrator: next.orchestrator, endpoint: next.hasEndpoint, maxContext: next.maxContext });
     }
     // Redeployed with the changes, in the same write: the machine builds what changed (its runtime keeps serving
-    // when only the layers did), and the gateway routes to the stack again once it is deployed.
-    const redeployed = built && stack.state === "deployed";
+    // when only the layers or the residency did), and the gateway routes to the stack again once it is deployed.
+    const redeployed = sent && stack.state === "deployed";
     if (!(await this.c.store.stacks.update(stack.id, changes, stack.state, { redeploy: redeployed }))) {
       throw new MakinaError("conflict", `The stack '${stack.name}' changed meanwhile; look at it again and retry.`, { param: "stack" });
     }
@@ -256,6 +274,8 @@ export class Stacks {
       hasEndpoint: edit.endpoint ?? stack.hasEndpoint,
       captureHours: edit.captureHours !== undefined ? edit.captureHours : stack.captureHours,
       maxContext: edit.maxContext !== undefined ? edit.maxContext : stack.maxContext,
+      residency: edit.residency ?? stack.residency,
+      idleUnloadS: edit.idleUnloadS ?? stack.idleUnloadS,
     };
   }
 
@@ -277,6 +297,8 @@ function changeDetail(before: StackView, after: StackView, changed: string[]): R
     max_context: s.maxContext,
     endpoint: s.hasEndpoint,
     capture_hours: s.captureHours,
+    residency: s.residency,
+    idle_unload_s: s.idleUnloadS,
   });
   const [was, now] = [wire(before), wire(after)];
   const shown = (v: unknown) => (v !== null && typeof v === "object" && !Array.isArray(v) ? Object.keys(v).join(", ") || null : v);

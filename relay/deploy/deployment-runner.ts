@@ -132,6 +132,8 @@ export class DeploymentRunner implements LocalDeployments {
         orchestrator: stack.orchestrator ?? "",
         orchestratorOptionsJson: stack.orchestrator ? JSON.stringify(stack.orchestratorOptions) : "",
         maxContext: stack.maxContext ?? 0,
+        residency: stack.residency,
+        idleUnloadS: stack.idleUnloadS,
       },
     ];
     let contextSize: number | null = null;
@@ -177,10 +179,12 @@ export class DeploymentRunner implements LocalDeployments {
       await this.store.deployments.finish(deploymentId, null);
       const current = await this.store.stacks.get(stack.id);
       if (current?.state === "deploying" || current?.state === "deployed") {
-        // Ready before the stack turns deployed: the gateway routes to it from the moment it is.
+        // Ready before the stack turns deployed: the gateway routes to it from the moment it is (an on-demand
+        // stack's model is loaded by its first request).
         session.readyStacks.add(stack.id);
         session.forgetRuntimeState(stack.id);
-        await this.store.stacks.setRuntimeState(stack.id, "ready", null);
+        // An on-demand stack the machine kept loaded (an edit, a reconnect) says what it serves; one unloaded, nothing.
+        await this.store.stacks.setRuntimeState(stack.id, stack.residency === "on_demand" && contextSize === null ? "unloaded" : "ready", null);
         if (current.state === "deploying") await this.store.stacks.transition(stack.id, "deployed", { contextSize });
       }
       changed();

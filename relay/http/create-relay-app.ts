@@ -55,7 +55,7 @@ export interface RelayAppDeps {
   eventsKeepaliveMs?: number;
   /** The hash of the token that reads `/metrics` and nothing else, if one is set. */
   metricsTokenHash?: string;
-  limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
+  limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; loadTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
   /** Requests in flight per stack and machine, and their queues. */
   gate: AdmissionGate;
   /** Aborted when the relay's drain period is over: the gateway ends what is still in flight, each with its answer. */

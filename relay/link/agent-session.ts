@@ -74,8 +74,10 @@ export class AgentSession {
   /** Request and command ids are this link's own: a counter is enough (and cheaper than a UUID per request). */
   private nextId = 0;
   private readonly commands = new Map<string, PendingCommand>();
-  /** Stacks whose endpoint the agent has configured on this link. */
+  /** Stacks whose runtimes this machine serves now: ready, or on demand (loaded by the next request). */
   readonly readyStacks = new Set<string>();
+  /** On-demand stacks last said unloaded (or unloading) on this machine: a load from there is theirs, not a restart. */
+  private readonly unloaded = new Set<string>();
   /** Stacks the relay sent deploy steps for on this link: the machine's, whatever the store said when it linked. */
   private readonly givenStacks = new Set<string>();
   state: SessionState = "open";
@@ -188,8 +190,13 @@ export class AgentSession {
           this.reports.onForeignStack?.(stackId);
           return;
         }
-        // A runtime that is restarting or failed takes no requests: they get 503 runtime_unavailable.
-        if (state === "ready") this.readyStacks.add(stackId);
+        // A runtime that is restarting or failed takes no requests: they get 503 runtime_unavailable. An on-demand
+        // stack's unloaded (or unloading) runtime takes them, and so does its load from there: the machine loads
+        // it and the requests wait.
+        const onDemandLoad = state === "loading" && this.unloaded.has(stackId);
+        if (state === "unloaded" || state === "unloading") this.unloaded.add(stackId);
+        else if (!onDemandLoad) this.unloaded.delete(stackId);
+        if (state === "ready" || state === "unloaded" || state === "unloading" || onDemandLoad) this.readyStacks.add(stackId);
         else this.readyStacks.delete(stackId);
         // The reason is shown in lists and stored: cut to a size a person reads.
         this.reports.onRuntimeState?.(stackId, state, error ? error.slice(0, MAX_REASON_CHARS) : null);
@@ -361,6 +368,7 @@ export class AgentSession {
     for (const c of this.commands.values()) c.reject(err);
     this.commands.clear();
     this.readyStacks.clear();
+    this.unloaded.clear();
     this.log.info("link closed", { inFlight: this.inferences.size });
   }
 

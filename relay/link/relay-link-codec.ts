@@ -2,7 +2,7 @@ import type { AgentToRelay, FinishReason, RelayToAgent, RuntimeState } from "../
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
 const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(["stop", "length", "tool_calls", "canceled"]);
-const RUNTIME_STATES: ReadonlySet<string> = new Set<RuntimeState>(["loading", "ready", "failed"]);
+const RUNTIME_STATES: ReadonlySet<string> = new Set<RuntimeState>(["loading", "ready", "failed", "unloaded", "unloading"]);
 
 /** The relay's reading of a wire message from an agent; `undefined` for one it does not know (ignored). */
 export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefined {
@@ -109,7 +109,7 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
           case "pullModel":
             return { $case: "pullModel", value: { ref: step.ref, sha256: step.sha256, runtime: step.runtime } };
           case "configureEndpoint":
-            return { $case: "configureEndpoint", value: { runtime: step.runtime, modelRef: step.modelRef, modelId: step.modelId, harness: step.harness, harnessOptionsJson: step.harnessOptionsJson, orchestrator: step.orchestrator, orchestratorOptionsJson: step.orchestratorOptionsJson, maxContext: step.maxContext } };
+            return { $case: "configureEndpoint", value: { runtime: step.runtime, modelRef: step.modelRef, modelId: step.modelId, harness: step.harness, harnessOptionsJson: step.harnessOptionsJson, orchestrator: step.orchestrator, orchestratorOptionsJson: step.orchestratorOptionsJson, maxContext: step.maxContext, residency: step.residency, idleUnloadS: step.idleUnloadS } };
           case "removeStack":
             return { $case: "removeStack", value: {} };
           case "checkModel":

@@ -173,6 +173,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
       limits: {
         bodyLimitBytes: config.bodyLimitBytes,
         firstTokenTimeoutMs: config.firstTokenTimeoutMs,
+        loadTimeoutMs: config.loadTimeoutMs,
         requestTimeoutMs: config.requestTimeoutMs,
         defaultCompletionEstimate: config.defaultCompletionEstimate,
       },

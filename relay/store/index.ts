@@ -15,7 +15,7 @@ import { SignInStore } from "./sign-ins.js";
 export { slugify, type Organization } from "./organizations.js";
 export type { User } from "./users.js";
 export type { Machine, MachineState, HardwareSummary, MachineInventory } from "./machines.js";
-export { type Stack, type StackState, type StackChanges, type RuntimeKind, type NewStack } from "./stacks.js";
+export { type Stack, type StackState, type StackResidency, type StackChanges, type RuntimeKind, type NewStack } from "./stacks.js";
 export type { Deployment, DeploymentStep } from "./deployments.js";
 export type { ApiKeyRecord, ApiKeyChanges } from "./api-keys.js";
 export type { KeyPageAsk, KeySort } from "./key-page.js";

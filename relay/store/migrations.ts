@@ -321,6 +321,21 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (user_id, address)
   ){{WITHOUT_ROWID}};
   `,
+  `
+  -- A stack's residency: 'always' (loaded when deployed, until undeployed) or 'on_demand' (loaded by its first
+  -- request, unloaded after idle_unload_s seconds without one; 0: only when the machine needs the memory). The
+  -- gateway gives an on-demand stack's first token the time of its load.
+  ALTER TABLE stacks ADD COLUMN residency TEXT NOT NULL DEFAULT 'always';
+  ALTER TABLE stacks ADD COLUMN idle_unload_s INTEGER NOT NULL DEFAULT 600;
+  {{POSTGRES}}
+  DROP TRIGGER stacks_changed ON stacks;
+  CREATE TRIGGER stacks_changed AFTER UPDATE OF org_id, name, machine_id, runtime, model_ref, model_sha256, model_id,
+    harness, harness_options_json, orchestrator, orchestrator_options_json, has_endpoint, state, context_size, capture_hours,
+    residency, idle_unload_s
+    ON stacks FOR EACH ROW WHEN (OLD.state = 'deployed' OR NEW.state = 'deployed')
+    EXECUTE FUNCTION makina_changed('stacks', 'org_id');
+  {{/POSTGRES}}
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

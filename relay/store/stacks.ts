@@ -15,6 +15,12 @@ export type { RuntimeKind };
  */
 export type StackState = "draft" | "deploying" | "deployed" | "failed" | "undeploying";
 
+/**
+ * When a deployed stack's model is loaded on its machine: `always` (from its deployment to its undeployment), or
+ * `on_demand` (by its first request, unloaded when idle or when the machine needs the memory).
+ */
+export type StackResidency = "always" | "on_demand";
+
 const TRANSITIONS: Record<StackState, readonly StackState[]> = {
   draft: ["deploying"],
   deploying: ["deployed", "failed", "undeploying"],
@@ -50,7 +56,14 @@ export interface Stack {
   maxContext: number | null;
   /** Hours the request log keeps this stack's prompts and answers; null: it keeps none (the default). */
   captureHours: number | null;
-  /** The runtime's state as its machine last reported it: `loading`, `ready` or `failed`; null before any report. */
+  /** When its model is loaded on its machine. */
+  residency: StackResidency;
+  /** An on-demand stack's seconds without a request before its model unloads; 0: only when the memory is needed. Kept, unused, by an `always` stack. */
+  idleUnloadS: number;
+  /**
+   * The runtime's state as its machine last reported it: `loading`, `ready` or `failed`, and an on-demand stack's
+   * `unloaded` and `unloading`; null before any report.
+   */
   runtimeState: string | null;
   /** Why the runtime is not ready, as the machine reported it. */
   runtimeError: string | null;
@@ -75,11 +88,15 @@ export interface NewStack {
   hasEndpoint: boolean;
   captureHours?: number | null;
   maxContext?: number | null;
+  /** @default "always" */
+  residency?: StackResidency;
+  /** Seconds. @default 600 */
+  idleUnloadS?: number;
 }
 
 /** What an edit of a stack changes: a field left out is kept. */
 export type StackChanges = Partial<
-  Pick<NewStack, "name" | "machineId" | "runtime" | "modelRef" | "modelSha256" | "modelId" | "harness" | "harnessOptions" | "orchestrator" | "orchestratorOptions" | "hasEndpoint" | "captureHours" | "maxContext">
+  Pick<NewStack, "name" | "machineId" | "runtime" | "modelRef" | "modelSha256" | "modelId" | "harness" | "harnessOptions" | "orchestrator" | "orchestratorOptions" | "hasEndpoint" | "captureHours" | "maxContext" | "residency" | "idleUnloadS">
 >;
 
 const toStack = (r: Row<"stacks">): Stack => ({
@@ -101,6 +118,8 @@ const toStack = (r: Row<"stacks">): Stack => ({
   contextSize: r.context_size,
   maxContext: r.max_context,
   captureHours: r.capture_hours,
+  residency: r.residency,
+  idleUnloadS: r.idle_unload_s,
   runtimeState: r.runtime_state,
   runtimeError: r.runtime_error,
   deployedAt: r.deployed_at,
@@ -154,6 +173,8 @@ export class StackStore {
         has_endpoint: input.hasEndpoint ? 1 : 0,
         capture_hours: input.captureHours ?? null,
         max_context: input.maxContext ?? null,
+        ...(input.residency !== undefined && { residency: input.residency }),
+        ...(input.idleUnloadS !== undefined && { idle_unload_s: input.idleUnloadS }),
         created_at: now,
         updated_at: now,
       })
@@ -248,6 +269,8 @@ export class StackStore {
     if (changes.hasEndpoint !== undefined) set.has_endpoint = changes.hasEndpoint ? 1 : 0;
     if (changes.captureHours !== undefined) set.capture_hours = changes.captureHours;
     if (changes.maxContext !== undefined) set.max_context = changes.maxContext;
+    if (changes.residency !== undefined) set.residency = changes.residency;
+    if (changes.idleUnloadS !== undefined) set.idle_unload_s = changes.idleUnloadS;
     const stack = await this.get(id);
     if (!stack) return false;
     const write = () => this.db.updateTable("stacks").set(set).where("id", "=", id).where("state", "=", whileState).executeTakeFirst();

@@ -57,6 +57,10 @@ export interface Tables {
     capture_hours: Generated<number | null>;
     /** Tokens of context per request the stack asks its runtime for; null: the machine's default. */
     max_context: Generated<number | null>;
+    /** `always` (loaded while deployed) or `on_demand` (loaded by a request, unloaded when idle). */
+    residency: Generated<"always" | "on_demand">;
+    /** An on-demand stack's seconds without a request before it unloads; 0: only when the memory is needed. */
+    idle_unload_s: Generated<number>;
     runtime_state: string | null;
     runtime_error: string | null;
     deployed_at: number | null;

@@ -82,7 +82,7 @@ describe("the overview", () => {
     const draft = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "not-yet", machine: gw.machineId, runtime: "gguf", model: testModelPath(), modelId: "later" });
     try {
       const o = await overview();
-      expect(o.stacks).toEqual({ total: 2, by_state: { draft: 1, deploying: 0, deployed: 1, failed: 0, undeploying: 0 }, runtimes: { ready: 1, loading: 0, failed: 0, unknown: 0, offline: 0 } });
+      expect(o.stacks).toEqual({ total: 2, by_state: { draft: 1, deploying: 0, deployed: 1, failed: 0, undeploying: 0 }, runtimes: { ready: 1, loading: 0, failed: 0, unloaded: 0, unknown: 0, offline: 0 } });
       const one = await overview(`&stack=${gw.stackId}`);
       expect(one.scope).toEqual({ machine: null, stack: gw.stackId });
       expect(one.stacks.total).toBe(1);
@@ -142,7 +142,7 @@ describe("the overview", () => {
     const offline = await overview();
     expect(offline.loads).toEqual([]);
     // Its stack's runtime said "ready" last, but nothing serves it while its machine is away.
-    expect(offline.stacks.runtimes).toEqual({ ready: 0, loading: 0, failed: 0, unknown: 0, offline: 1 });
+    expect(offline.stacks.runtimes).toEqual({ ready: 0, loading: 0, failed: 0, unloaded: 0, unknown: 0, offline: 1 });
     await gw.restartAgent();
     await vi.waitFor(async () => expect((await overview()).loads).toHaveLength(1), { timeout: 10_000, interval: 200 });
   });

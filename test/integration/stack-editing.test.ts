@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditEvent, Compatibility, Stack, StackChange } from "../../relay/admin-contract/index.js";
+import { runCli } from "../helpers/cli.js";
+import { testModelPath } from "../helpers/models.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { WebClient } from "../helpers/web-client.js";
 
@@ -131,6 +133,63 @@ describe("editing and deleting stacks", () => {
     // The Forge's panel counts the memory of the context asked.
     const panel = (await (await operator("POST", "/admin/v1/compatibility", { org: gw.orgId, machine: gw.machineId, runtime: "gguf", model: "hf:bartowski/Meta-Llama-3.1-8B-Instruct-GGUF/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf", max_context: 16384 })).json()) as Compatibility;
     expect(panel.checks.find((c) => c.topic === "memory")?.message).toContain("2 × 16,384 tokens");
+  });
+
+  it("makes a stack on demand with its idle time, lists it so, and takes it back to always; a wrong value, or an existing server on demand, is refused at the field", async () => {
+    const made = await operator("POST", "/admin/v1/stacks", { org: gw.orgId, name: "sleeper", machine: gw.machineId, runtime: "gguf", model: testModelPath(), model_id: "sleeper", residency: "on_demand", idle_unload_s: 120 });
+    const sleeper = (await made.json()) as Stack;
+    expect([made.status, sleeper.residency, sleeper.idle_unload_s]).toEqual([201, "on_demand", 120]);
+    const listed = ((await (await operator("GET", `/admin/v1/stacks?org=${gw.orgId}&q=sleeper`)).json()) as { data: Stack[] }).data;
+    expect(listed.map((s) => [s.id, s.residency, s.idle_unload_s])).toEqual([[sleeper.id, "on_demand", 120]]);
+    // A stack made without them is always loaded, and keeps the default idle time.
+    expect(await stack(gw.stackId)).toMatchObject({ residency: "always", idle_unload_s: 600 });
+
+    // An existing server is never started or stopped by Makina: made so, or made so by an edit.
+    const server = await operator("POST", "/admin/v1/stacks", { org: gw.orgId, name: "server", machine: gw.machineId, runtime: "openai", model: "http://fake.invalid/v1#fake", residency: "on_demand" });
+    const serverError = ((await server.json()) as { error: { code: string; param: string; message: string } }).error;
+    expect([server.status, serverError.code, serverError.param, serverError.message]).toEqual([400, "invalid_value", "residency", expect.stringContaining("always on")]);
+    const toServer = await patch(sleeper.id, { runtime: "openai", model: "http://fake.invalid/v1#fake" });
+    expect([toServer.status, toServer.body.error.param]).toEqual([400, "residency"]);
+
+    for (const body of [{ residency: "sometimes" }, { idle_unload_s: -1 }]) {
+      const created = await operator("POST", "/admin/v1/stacks", { org: gw.orgId, name: "bad", machine: gw.machineId, runtime: "gguf", model: testModelPath(), ...body });
+      const edited = await patch(sleeper.id, body);
+      const field = Object.keys(body)[0];
+      expect([created.status, ((await created.json()) as { error: { param: string } }).error.param]).toEqual([400, field]);
+      expect([edited.status, edited.body.error.code, edited.body.error.param]).toEqual([400, "invalid_value", field]);
+    }
+    expect((await patch(sleeper.id, { residency: "always" })).body).toMatchObject({ residency: "always", idle_unload_s: 120, changed: ["residency"], redeployed: false });
+  });
+
+  it("redeploys a deployed stack with a new residency without restarting its runtime, and records the change", async () => {
+    const pid = () => gw.agent.host.list().find((s) => s.stackId === gw.stackId)?.pid;
+    const running = pid();
+    expect(running).toEqual(expect.any(Number));
+    const onDemand = await patch(gw.stackId, { residency: "on_demand", idle_unload_s: 120 });
+    expect(onDemand.body).toMatchObject({ residency: "on_demand", idle_unload_s: 120, changed: ["residency", "idle_unload_s"], redeployed: true });
+    await gw.relay.deployer.settled(gw.stackId);
+    expect(await stack(gw.stackId)).toMatchObject({ state: "deployed", residency: "on_demand", idle_unload_s: 120 });
+    expect(pid()).toBe(running);
+    expect((await chat(gw.modelId)).status).toBe(200);
+    expect((await audit("stack.changed"))[0]!.detail).toEqual({ residency_was: "always", residency: "on_demand", idle_unload_s_was: 600, idle_unload_s: 120, redeployed: true });
+
+    expect((await patch(gw.stackId, { residency: "always", idle_unload_s: 600 })).body).toMatchObject({ changed: ["residency", "idle_unload_s"], redeployed: true });
+    await gw.relay.deployer.settled(gw.stackId);
+    expect(await stack(gw.stackId)).toMatchObject({ state: "deployed", residency: "always" });
+    expect(pid()).toBe(running);
+  });
+
+  it("sets a stack on demand from the command line, shown by the stack and the list, and back to always", async () => {
+    const cli = (...args: string[]) => runCli(["admin", "stack", ...args, "--data-dir", gw.dataDir]);
+    const made = await cli("create", "--org", gw.orgId, "--name", "napper", "--machine", gw.machineId, "--runtime", "gguf", "--model", testModelPath(), "--model-id", "napper", "--residency", "on-demand", "--idle-unload", "120");
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stdout).toMatch(/residency:\s+on demand, unloads after 120 s idle\n/);
+    const id = /^id:\s+(\S+)/m.exec(made.stdout)![1]!;
+    expect((await cli("list", "--org", gw.orgId)).stdout).toMatch(/napper\s+draft\s+gguf\s+napper\s+local file\s+on demand \(120 s idle\)/);
+    const back = await cli("update", id, "--residency", "always", "--json");
+    expect(JSON.parse(back.stdout)).toMatchObject({ id, residency: "always", idle_unload_s: 120, changed: ["residency"] });
+    const soon = await cli("update", id, "--idle-unload", "soon");
+    expect([soon.code, soon.stderr]).toEqual([1, expect.stringContaining("'idle_unload_s' must be a whole number of seconds from 0 to 604,800")]);
   });
 
   it("refuses what the machine cannot run, a deployed stack moved to another machine, and a change while deploying", async () => {

@@ -62,7 +62,7 @@ describe("makina doctor", () => {
   });
 
   it("fails when a runtime has failed", async () => {
-    const runtime = { stackId: "stk_1", modelId: "chat", runtime: "gguf", state: "failed" as const, endpoint: "in-process", modelRef: "m.gguf", modelPath: null, modelSha256: null, modelSizeBytes: null, contextSize: null, maxContext: null, error: "crashed 5 times in 60 s", since: 0, pid: null, version: "x" };
+    const runtime = { stackId: "stk_1", modelId: "chat", runtime: "gguf", state: "failed" as const, endpoint: "in-process", modelRef: "m.gguf", modelPath: null, modelSha256: null, modelSizeBytes: null, contextSize: null, maxContext: null, residency: "always" as const, error: "crashed 5 times in 60 s", since: 0, pid: null, version: "x" };
     const checks = doctorChecks(await status("cpu-vm", { runtimes: [runtime] }), { socketPaths: [] });
     expect(byName(checks, "runtimes healthy")).toMatchObject({ level: "fail", detail: "chat (gguf): crashed 5 times in 60 s" });
   });

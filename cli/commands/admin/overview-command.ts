@@ -15,7 +15,7 @@ export function overviewText(o: Overview): string {
   const r = o.requests;
   const lines = [
     `Machines: ${m.online} online, ${m.offline} offline, ${m.pending} pending${m.revoked ? `, ${m.revoked} revoked` : ""}`,
-    `Stacks:   ${s.by_state.deployed} deployed (${s.runtimes.ready} ready, ${s.runtimes.loading} loading, ${s.runtimes.failed} failed, ${s.runtimes.offline} on offline machines), ${s.by_state.deploying} deploying, ${s.by_state.failed} failed, ${s.by_state.draft} drafts`,
+    `Stacks:   ${s.by_state.deployed} deployed (${s.runtimes.ready} ready, ${s.runtimes.loading} loading, ${s.runtimes.failed} failed, ${s.runtimes.unloaded ? `${s.runtimes.unloaded} unloaded until a request, ` : ""}${s.runtimes.offline} on offline machines), ${s.by_state.deploying} deploying, ${s.by_state.failed} failed, ${s.by_state.draft} drafts`,
     `Requests: ${r.requests_per_minute}/min, ${r.tokens_per_second} tokens/s now; last hour ${r.requests} (${r.errors} errors${r.error_rate === null ? "" : `, ${(r.error_rate * 100).toFixed(1)}%`}), p50 ${ms(r.p50_ms)}, p95 ${ms(r.p95_ms)}${r.decode_tokens_per_second === null ? "" : `, runtimes ${r.decode_tokens_per_second} tokens/s`}`,
   ];
   if (o.loads.length > 0) {

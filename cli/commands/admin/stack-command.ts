@@ -40,6 +40,20 @@ function keyValueOptions(pairs: string[], flag: string): Record<string, string> 
 const modelCheck = (s: Stack) =>
   s.model_sha256 ? "pinned sha256" : s.model_unverified ? "unverified" : s.model_ref.startsWith("hf:") ? "hub digest" : "local file";
 
+/** When the stack's model is loaded, as a person reads it. */
+const residencyText = (s: Stack) =>
+  s.residency === "always"
+    ? "always loaded"
+    : s.idle_unload_s > 0
+      ? `on demand, unloads after ${s.idle_unload_s} s idle`
+      : "on demand, unloads only when the machine needs the memory";
+
+/** The same, short, for a list. */
+const residencyColumn = (s: Stack) => (s.residency === "always" ? "always" : s.idle_unload_s > 0 ? `on demand (${s.idle_unload_s} s idle)` : "on demand (until memory is needed)");
+
+/** `--residency` as the API takes it: the CLI's `on-demand` is the API's `on_demand`. */
+const residencyOf = (v: "always" | "on-demand" | undefined) => (v === "on-demand" ? ("on_demand" as const) : v);
+
 const describeStack = (s: Stack) =>
   keyValues([
     ["id", s.id],
@@ -57,10 +71,11 @@ const describeStack = (s: Stack) =>
     ["orchestrator", layerLine(s.orchestrator, s.orchestrator_options)],
     ["context", `${s.max_context === null ? "the machine's default" : `${s.max_context.toLocaleString("en-US")} tokens asked`}${s.context_size ? `; serves ${s.context_size.toLocaleString("en-US")}` : ""}`],
     ["capture", s.capture_hours === null ? "none (the request log keeps no prompt or answer)" : `prompts and answers kept ${s.capture_hours} h in the request log`],
+    ["residency", residencyText(s)],
     ["compatible", s.compatibility.checks.map((c) => `${c.level}: ${c.message}`).join("; ")],
   ]);
 
-/** `--capture-hours` or `--max-context` as the API takes it: a whole number; anything else is sent as given, for the relay to say what it wants. */
+/** `--capture-hours`, `--max-context` or `--idle-unload` as the API takes it: a whole number; anything else is sent as given, for the relay to say what it wants. */
 const wholeNumber = (v: string | undefined): number | undefined => (v === undefined ? undefined : /^\d+$/.test(v) ? Number(v) : (v as unknown as number));
 
 /** A layer and its options, as `kind (key=value, …)`, or `none`. */
@@ -137,10 +152,12 @@ const createCommand: CommandModule = {
         .option("orchestrator-option", { type: "string", array: true, describe: "An option of the orchestrator, key=value (repeat it), e.g. rounds=2" })
         .option("endpoint", { type: "boolean", default: true, describe: "Expose through the API (--no-endpoint to omit the layer)" })
         .option("capture-hours", { type: "string", describe: "Keep its requests' prompts and answers in the request log for so many hours (1 to 720); default none" })
-        .option("max-context", { type: "string", describe: "Tokens of context per request its runtime serves (GGUF, vLLM; 128 to 1048576); default: the machine's" }),
+        .option("max-context", { type: "string", describe: "Tokens of context per request its runtime serves (GGUF, vLLM; 128 to 1048576); default: the machine's" })
+        .option("residency", { choices: ["always", "on-demand"] as const, describe: "When its model is loaded: always (while deployed; the default) or on-demand (by its first request, unloaded when idle; not for the openai runtime)" })
+        .option("idle-unload", { type: "string", describe: "An on-demand stack's seconds without a request before its model unloads (0 to 604800; 0: only when the machine needs the memory); default 600" }),
     ),
   handler: async (argv) => {
-    const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: RuntimeKind; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; orchestratorOption?: string[]; endpoint: boolean; captureHours?: string; maxContext?: string };
+    const a = argv as unknown as AdminArgs & { org: string; name: string; machine: string; runtime: RuntimeKind; model: string; modelSha256?: string; modelId?: string; harness?: string; harnessOption?: string[]; orchestrator?: string; orchestratorOption?: string[]; endpoint: boolean; captureHours?: string; maxContext?: string; residency?: "always" | "on-demand"; idleUnload?: string };
     const s = await adminCall(target(a), "POST /admin/v1/stacks", {
       body: {
         org: a.org,
@@ -157,6 +174,8 @@ const createCommand: CommandModule = {
         endpoint: a.endpoint,
         capture_hours: wholeNumber(a.captureHours),
         max_context: wholeNumber(a.maxContext),
+        residency: residencyOf(a.residency),
+        idle_unload_s: wholeNumber(a.idleUnload),
       },
     });
     print(a, s, () => describeStack(s));
@@ -166,7 +185,7 @@ const createCommand: CommandModule = {
 /** `makina admin stack update <id>`. */
 const updateCommand: CommandModule = {
   command: "update <id>",
-  describe: "Change a stack: its name and endpoint at once; what its machine builds on is redeployed when the stack is deployed",
+  describe: "Change a stack: its name and endpoint at once; what its machine builds on, and its residency, is redeployed when the stack is deployed",
   builder: (b) =>
     adminOptions(
       b
@@ -184,6 +203,8 @@ const updateCommand: CommandModule = {
         .option("endpoint", { type: "boolean", describe: "Expose through the API (--no-endpoint: not reachable through the API)" })
         .option("capture-hours", { type: "string", describe: "Keep its requests' prompts and answers for so many hours (1 to 720), or none" })
         .option("max-context", { type: "string", describe: "Tokens of context per request its runtime serves (GGUF, vLLM), or default (the machine's)" })
+        .option("residency", { choices: ["always", "on-demand"] as const, describe: "When its model is loaded: always, or on-demand (by its first request, unloaded when idle); a deployed stack keeps its runtime" })
+        .option("idle-unload", { type: "string", describe: "An on-demand stack's seconds without a request before its model unloads (0 to 604800; 0: only when the machine needs the memory)" })
         .option("wait", { type: "boolean", default: false, describe: "When it is redeployed, follow progress until deployed or failed" }),
     ),
   handler: async (argv) => {
@@ -202,6 +223,8 @@ const updateCommand: CommandModule = {
       endpoint?: boolean;
       captureHours?: string;
       maxContext?: string;
+      residency?: "always" | "on-demand";
+      idleUnload?: string;
       wait: boolean;
     };
     /** `none` (or `default`) clears a field; absent keeps it. */
@@ -223,6 +246,8 @@ const updateCommand: CommandModule = {
         endpoint: a.endpoint,
         capture_hours: a.captureHours === "none" ? null : wholeNumber(a.captureHours),
         max_context: a.maxContext === "default" ? null : wholeNumber(a.maxContext),
+        residency: residencyOf(a.residency),
+        idle_unload_s: wholeNumber(a.idleUnload),
       },
     });
     const s = a.wait && changed.redeployed ? await follow(t, a.id, a.json) : changed;
@@ -279,7 +304,7 @@ export const stackCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string };
           const data = await allPages((page, perPage) => adminCall(target(a), "GET /admin/v1/stacks", { query: { org: a.org, page, per_page: perPage } }));
-          print(a, data, () => table(["ID", "NAME", "STATE", "RUNTIME", "MODEL ID", "MODEL CHECK", "MACHINE"], data.map((s) => [s.id, s.name, stateText(s), s.runtime, s.model_id, modelCheck(s), s.machine_id])));
+          print(a, data, () => table(["ID", "NAME", "STATE", "RUNTIME", "MODEL ID", "MODEL CHECK", "RESIDENCY", "MACHINE"], data.map((s) => [s.id, s.name, stateText(s), s.runtime, s.model_id, modelCheck(s), residencyColumn(s), s.machine_id])));
         },
       })
       .demandCommand(1)

@@ -1,4 +1,4 @@
-import type { StackRoute } from "../../admin-contract/index.js";
+import type { StackResidency, StackRoute } from "../../admin-contract/index.js";
 import type { Actor } from "../../auth/index.js";
 import { MODEL_CATALOG } from "../../compatibility/index.js";
 import { redactText } from "../../../proto/index.js";
@@ -28,7 +28,7 @@ export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Ac
     },
     "POST /admin/v1/compatibility": async (input, actor) => {
       const b = input.body();
-      return toWire(await control.stacks.check(actor, b.org, { machine: b.machine, runtime: b.runtime, model: b.model, harness: b.harness, orchestrator: b.orchestrator, endpoint: b.endpoint, maxContext: b.max_context }));
+      return toWire(await control.stacks.check(actor, b.org, { machine: b.machine, runtime: b.runtime, model: b.model, harness: b.harness, orchestrator: b.orchestrator, endpoint: b.endpoint, maxContext: b.max_context, residency: b.residency }));
     },
     "GET /admin/v1/catalog": () => toWire({ object: "list", data: MODEL_CATALOG.map(({ facts, ...m }) => ({ ...m, sizeBytes: facts.weightsBytes })) }),
     "PATCH /admin/v1/stacks/:id": async (input, actor) => {
@@ -63,7 +63,7 @@ function shown(stack: StackView) {
 }
 
 /** A stack's fields as create and edit both take them, from the admin API's names to the control plane's. */
-function stackFields<B extends { model_sha256?: string | null; model_id?: string | null; harness?: string | null; harness_options?: Record<string, unknown> | null; orchestrator?: string | null; orchestrator_options?: Record<string, unknown> | null; endpoint?: boolean; capture_hours?: number | null; max_context?: number | null }>(b: B) {
+function stackFields<B extends { model_sha256?: string | null; model_id?: string | null; harness?: string | null; harness_options?: Record<string, unknown> | null; orchestrator?: string | null; orchestrator_options?: Record<string, unknown> | null; endpoint?: boolean; capture_hours?: number | null; max_context?: number | null; residency?: StackResidency; idle_unload_s?: number }>(b: B) {
   return {
     modelSha256: b.model_sha256,
     modelId: b.model_id,
@@ -74,5 +74,7 @@ function stackFields<B extends { model_sha256?: string | null; model_id?: string
     endpoint: b.endpoint,
     captureHours: b.capture_hours,
     maxContext: b.max_context,
+    residency: b.residency,
+    idleUnloadS: b.idle_unload_s,
   };
 }

@@ -26,6 +26,8 @@ export interface GatewayDeps {
   bodyLimitBytes: number;
   /** No first token within this many ms → 503 `runtime_unavailable`. */
   firstTokenTimeoutMs: number;
+  /** An on-demand stack's first token may come this much later: its model loads first. */
+  loadTimeoutMs: number;
   /** A non-streamed request is abandoned after this many ms. */
   requestTimeoutMs: number;
   limiter: Limiter;
@@ -108,8 +110,8 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
       request.input,
       {
         signal: controller.signal,
-        // The answer's first token comes after the steps before the last.
-        firstTokenTimeoutMs: deps.firstTokenTimeoutMs * steps,
+        // The answer's first token comes after the steps before the last (and an on-demand stack's load).
+        firstTokenTimeoutMs: deps.firstTokenTimeoutMs * steps + (stack.residency === "on_demand" ? deps.loadTimeoutMs : 0),
         steps,
         onUsage: (counted) => ledger.counted(counted),
       },

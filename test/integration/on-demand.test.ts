@@ -1,0 +1,140 @@
+import { copyFileSync, mkdtempSync, renameSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createLogger } from "../../proto/index.js";
+import { operatorActor } from "../../relay/auth/index.js";
+import type { Agent } from "../../agent/index.js";
+import { testModelPath } from "../helpers/models.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+const OP = operatorActor("test");
+
+/**
+ * Stacks loaded on demand (issue 42), on real GGUF models: a second machine that keeps at most two runtimes
+ * loaded (`--max-loaded 2`), its stacks on demand unless said otherwise (a load given 30 s, ample on a busy CI machine). Requests go through the gateway as a
+ * client's would; what is loaded is read from the machine's own list (`makina runtime list`).
+ */
+describe("stacks loaded on demand", () => {
+  let gw: TestGateway;
+  let machineId: string;
+  let agent: Agent;
+  const lines: Record<string, unknown>[] = [];
+  const dir = mkdtempSync(join(tmpdir(), "makina-on-demand-"));
+  /** A model file of its own for each stack (one can be taken away to make its load fail). */
+  const modelFile = (name: string, source = "stories260K.gguf") => {
+    const path = join(dir, `${name}.gguf`);
+    copyFileSync(testModelPath(source), path);
+    return path;
+  };
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ log: createLogger({ level: "info", write: (line) => void lines.push(JSON.parse(line) as Record<string, unknown>) }) });
+    ({ machineId, agent } = await gw.addMachine(gw.orgId, { maxLoaded: 2, loadTimeoutMs: 30_000 }));
+  });
+  afterAll(async () => {
+    await gw?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const stack = async (modelId: string, options: { residency?: "always" | "on_demand"; idleUnloadS?: number; model?: string } = {}) => {
+    const made = await gw.relay.control.stacks.create(OP, {
+      org: gw.orgId,
+      name: modelId,
+      machine: machineId,
+      runtime: "gguf",
+      model: options.model ?? modelFile(modelId),
+      modelId,
+      residency: options.residency ?? "on_demand",
+      idleUnloadS: options.idleUnloadS ?? 0,
+    });
+    await gw.relay.control.stacks.deploy(OP, made.id);
+    await gw.relay.deployer.settled(made.id);
+    return made.id;
+  };
+  const chat = (model: string, init: { maxTokens?: number; stream?: boolean; signal?: AbortSignal } = {}) =>
+    fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model, messages: [{ role: "user", content: "Once upon a time" }], max_tokens: init.maxTokens ?? 4, stream: init.stream ?? false }),
+      signal: init.signal,
+    });
+  /** What the machine holds: each stack's runtime state, by model id. */
+  const states = () => Object.fromEntries(agent.host.list().map((h) => [h.modelId, h.state]));
+  const loadsOf = (stackId: string) => lines.filter((l) => l.msg === "model loaded on demand" && l.stackId === stackId).length;
+
+  it("deploys a stack unloaded, lists it, and loads it on its first request", async () => {
+    const id = await stack("tale-a");
+    expect(states()["tale-a"]).toBe("unloaded");
+    expect((await gw.relay.control.stacks.get(OP, id)).state).toBe("deployed");
+    const models = (await (await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${gw.apiKey}` } })).json()) as { data: { id: string }[] };
+    expect(models.data.map((m) => m.id)).toContain("tale-a");
+    const res = await chat("tale-a");
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content.length).toBeGreaterThan(0);
+    expect(states()["tale-a"]).toBe("ready");
+    // The relay hears it too.
+    await vi.waitFor(async () => expect((await gw.relay.control.stacks.get(OP, id)).runtimeState).toBe("ready"), { timeout: 3000, interval: 50 });
+  });
+
+  it("keeps at most two loaded: a third model unloads the least recently used, and twenty first requests share one load", async () => {
+    const b = await stack("tale-b", { model: modelFile("tale-b", "stories260K-chat-template.gguf") });
+    const c = await stack("tale-c", { model: modelFile("tale-c", "llama-2-tiny-random.gguf") });
+    expect((await chat("tale-b")).status).toBe(200);
+    expect(states()).toMatchObject({ "tale-a": "ready", "tale-b": "ready" });
+    const loadsBefore = loadsOf(c);
+    // Twenty at once to tale-c, unloaded: one load, every one answered; tale-a (used least lately) makes room.
+    const answers = await Promise.all(Array.from({ length: 20 }, () => chat("tale-c").then((r) => r.status)));
+    expect(answers).toEqual(new Array(20).fill(200));
+    expect(loadsOf(c) - loadsBefore).toBe(1);
+    expect(states()).toMatchObject({ "tale-a": "unloaded", "tale-b": "ready", "tale-c": "ready" });
+    expect(b).toBeDefined();
+  });
+
+  it("never unloads an always stack, and unloads an idle one after its idle time", async () => {
+    const fixed = await stack("tale-fixed", { residency: "always" });
+    expect(states()["tale-fixed"]).toBe("ready");
+    await stack("tale-idle", { idleUnloadS: 1 });
+    // One place beside the always stack: the on-demand ones take turns in it.
+    for (const model of ["tale-a", "tale-b", "tale-idle", "tale-c"]) expect((await chat(model)).status).toBe(200);
+    expect(agent.host.list().filter((h) => h.state === "ready").map((h) => h.modelId).sort()).toEqual(["tale-c", "tale-fixed"]);
+    // Used again, then left alone for its second: unloaded, and the relay says so.
+    const idle = agent.host.list().find((h) => h.modelId === "tale-idle")!.stackId;
+    expect((await chat("tale-idle")).status).toBe(200);
+    expect(states()["tale-idle"]).toBe("ready");
+    await vi.waitFor(() => expect(states()["tale-idle"]).toBe("unloaded"), { timeout: 5000, interval: 100 });
+    await vi.waitFor(async () => expect((await gw.relay.control.stacks.get(OP, idle)).runtimeState).toBe("unloaded"), { timeout: 3000, interval: 50 });
+    expect(states()["tale-fixed"]).toBe("ready");
+    expect(fixed).toBeDefined();
+  });
+
+  it("answers every waiter 503 with the reason when the load fails, and loads on the next request once it can", async () => {
+    const path = modelFile("tale-gone");
+    await stack("tale-gone", { model: path });
+    renameSync(path, `${path}.away`);
+    const failed = await Promise.all([chat("tale-gone"), chat("tale-gone")]);
+    for (const res of failed) {
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error).toMatchObject({ code: "runtime_unavailable" });
+      expect(body.error.message).toMatch(/could not be loaded/);
+    }
+    expect(states()["tale-gone"]).toBe("unloaded");
+    renameSync(`${path}.away`, path);
+    expect((await chat("tale-gone")).status).toBe(200);
+  });
+
+  it("goes on loading when the only client waiting leaves", async () => {
+    const id = await stack("tale-left");
+    const loadsBefore = loadsOf(id);
+    const leaving = new AbortController();
+    const asked = chat("tale-left", { signal: leaving.signal }).catch((e: unknown) => e);
+    // The load has begun (or, on a fast machine, is done already) when the client leaves.
+    await vi.waitFor(() => expect(["loading", "ready"]).toContain(states()["tale-left"]), { timeout: 3000, interval: 2 });
+    leaving.abort();
+    await asked;
+    await vi.waitFor(() => expect(states()["tale-left"]).toBe("ready"), { timeout: 5000, interval: 20 });
+    expect((await chat("tale-left")).status).toBe(200);
+    expect(loadsOf(id) - loadsBefore).toBe(1);
+  });
+});
