@@ -75,6 +75,8 @@ export const ERROR_TEXTS: Readonly<Record<string, string | null>> = {
   rate_limit_tokens: null,
   machine_offline: null,
   runtime_unavailable: null,
+  // Names the stacks holding the machine: the relay's sentence says more than any of ours.
+  insufficient_memory: null,
   limits_unavailable: null,
   unsupported_endpoint: null,
   missing_required_parameter: null,
