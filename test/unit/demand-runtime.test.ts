@@ -76,7 +76,9 @@ describe("on-demand runtimes on one machine", () => {
       cServed = true;
       return events;
     });
-    await new Promise((r) => setTimeout(r, 50));
+    // c's load has begun and waits for room (a turn of the event loop is all it takes to get there).
+    await new Promise((r) => setImmediate(r));
+    expect(m.states.c).toEqual(["loading"]);
     expect(cServed).toBe(false);
     expect(m.made.a![0]!.closed || m.made.b![0]!.closed).toBe(false);
     // b's request ends: b is idle, and unloaded for c; a, still serving, stays.
