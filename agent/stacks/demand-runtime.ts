@@ -1,6 +1,7 @@
 import { MakinaError, type Logger, type RuntimeState } from "../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../runtimes/model-runtime.js";
 import type { ResidencyBook, Resident } from "./residency-book.js";
+import { waitFor } from "./wait-for.js";
 
 /** Options of {@link DemandRuntime}. */
 export interface DemandRuntimeOptions {
@@ -36,6 +37,7 @@ export class DemandRuntime implements ModelRuntime {
   private unloading: Promise<void> | undefined;
   /** Requests in flight or waiting for the load. */
   private inFlight = 0;
+  private readonly drainers = new Set<() => void>();
   private lastUsed: number;
   private idleTimer: NodeJS.Timeout | undefined;
   private idleUnloadMs: number;
@@ -97,9 +99,24 @@ export class DemandRuntime implements ModelRuntime {
       this.lastUsed = this.now();
       if (this.inFlight === 0) {
         this.o.book.notify();
+        for (const wake of [...this.drainers]) wake();
         this.armIdle();
       }
     }
+  }
+
+  /** Resolves once no request is in flight or waiting, or when `signal` aborts. */
+  drained(signal: AbortSignal): Promise<void> {
+    if (this.inFlight === 0 || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        this.drainers.delete(wake);
+        signal.removeEventListener("abort", wake);
+        resolve();
+      };
+      this.drainers.add(wake);
+      signal.addEventListener("abort", wake, { once: true });
+    });
   }
 
   /**
@@ -196,24 +213,4 @@ export class DemandRuntime implements ModelRuntime {
     }, this.idleUnloadMs);
     this.idleTimer.unref();
   }
-}
-
-/** `promise`, or the signal's reason once it aborts first (the promise goes on). */
-function waitFor<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const abort = () => reject(signal.reason);
-    signal.addEventListener("abort", abort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", abort);
-        resolve(v);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", abort);
-        reject(err);
-      },
-    );
-  });
 }

@@ -3,8 +3,9 @@ import type { ModelStore } from "../models/model-store.js";
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { layersFor } from "../layers/layers-for.js";
 import { checkModelFile } from "../models/check-model-file.js";
-import { unmetRequirements, type RuntimeAdapter, type RuntimeContext, type RuntimeKind, type RuntimeSetup } from "../runtimes/runtime-adapter.js";
+import { unmetRequirements, type ModelToServe, type RuntimeAdapter, type RuntimeContext, type RuntimeKind, type RuntimeSetup } from "../runtimes/runtime-adapter.js";
 import { DemandRuntime } from "./demand-runtime.js";
+import { CountedRuntime, PendingRuntime } from "./runtime-swap.js";
 import type { ResidencyBook, Resident } from "./residency-book.js";
 
 export type { RuntimeState };
@@ -109,7 +110,8 @@ export class StackHost {
     return adapter;
   }
 
-  private context(onProgress: (p: StepProgress) => void, signal?: AbortSignal, stackId?: string): RuntimeContext {
+  /** `quiet.on`: the stack serves (or its requests wait) while this runtime starts: its start is not news. */
+  private context(onProgress: (p: StepProgress) => void, signal?: AbortSignal, stackId?: string, quiet?: { on: boolean }): RuntimeContext {
     return {
       ...this.deps.runtimeSetup,
       log: this.deps.log,
@@ -120,6 +122,7 @@ export class StackHost {
             if (!this.hosted.has(stackId)) return;
             // While a configure starts the runtime, it says "ready" itself once it has the endpoint.
             if (state === "ready" && !this.runtimes.has(stackId)) return;
+            if (state === "loading" && quiet?.on) return;
             this.record(stackId, { state, error });
             this.deps.onRuntimeState(stackId, state, error);
           }
@@ -188,60 +191,118 @@ export class StackHost {
       this.served.set(stackId, withLayers(kept));
       return { ...empty, contextSize: kept.contextSize, embeddingModel: kept.embeddingModel ?? false };
     }
+    const spec = { modelId, ref: modelRef, path: model?.path ?? null, maxContext };
+    const facts = { modelId, runtime: kind, modelRef, modelPath: spec.path, modelSha256: model?.sha256 ?? null, modelSizeBytes: model?.sizeBytes ?? null, maxContext };
+    const serving = current && existing?.state !== "failed" ? current : undefined;
+    if (serving instanceof CountedRuntime && !onDemand && existing?.modelId === modelId && existing.runtime === kind) {
+      const handed = await this.handOver(stackId, serving, (quiet) => adapter.start(spec, this.context(onProgress, signal, stackId, quiet)), withLayers, signal);
+      if (handed) {
+        this.record(stackId, { ...facts, state: "ready", residency: "always", endpoint: handed.endpoint, contextSize: handed.contextSize || null, error: null });
+        log.info("endpoint configured, handed over from the runtime it replaces", { modelId, runtime: kind, contextSize: handed.contextSize });
+        return { ...empty, contextSize: handed.contextSize, embeddingModel: handed.embeddingModel ?? false };
+      }
+    }
+    // A stack serving now is restarted: its requests wait for the new runtime meanwhile, as for a load.
+    const pending = serving ? new PendingRuntime(this.deps.loadTimeoutMs, serving.embeddingModel) : undefined;
     this.runtimes.delete(stackId);
-    this.served.delete(stackId);
+    if (pending) this.served.set(stackId, withLayers(pending));
+    else this.served.delete(stackId);
+    this.record(stackId, { ...facts, state: onDemand ? "unloaded" : "loading", residency: onDemand ? "on_demand" : "always", error: null });
+    // The requests the old runtime took end first (within the load timeout); those after wait for the new one.
+    if (serving instanceof CountedRuntime || serving instanceof DemandRuntime) await serving.drained(AbortSignal.timeout(this.deps.loadTimeoutMs));
     await current?.close();
     this.deps.book.leave(stackId);
-    const spec = { modelId, ref: modelRef, path: model?.path ?? null, maxContext };
-    this.record(stackId, {
-      state: onDemand ? "unloaded" : "loading",
-      modelId,
-      runtime: kind,
-      modelRef,
-      modelPath: spec.path,
-      modelSha256: model?.sha256 ?? null,
-      modelSizeBytes: model?.sizeBytes ?? null,
-      maxContext,
-      residency: onDemand ? "on_demand" : "always",
-      error: null,
-    });
-    if (onDemand) {
-      // What the file's header says (an embedding model serves no chat) is known before it loads.
-      const embeddingModel = kind === "gguf" ? (await checkModelFile(modelRef, kind, log, signal)).embeddingModel : undefined;
-      const demand: DemandRuntime = new DemandRuntime({
-        stackId,
-        start: (loadSignal) => adapter.start(spec, { ...this.context(() => undefined, loadSignal), onState: (state, error) => void (demand.isLoaded && this.stateChanged(stackId, state, error)) }),
-        book: this.deps.book,
-        idleUnloadMs,
-        loadTimeoutMs: this.deps.loadTimeoutMs,
-        onState: (state, error) => this.stateChanged(stackId, state, error),
-        embeddingModel,
-        log: this.deps.log,
-      });
-      this.runtimes.set(stackId, demand);
-      this.served.set(stackId, withLayers(demand));
-      // Told before the step's result: the relay sends requests to an unloaded stack, and waits for its load.
-      this.deps.onRuntimeState(stackId, "unloaded", null);
-      log.info("endpoint configured, loaded on demand", { modelId, runtime: kind, idleUnloadS: step.idleUnloadS });
-      return { ...empty, contextSize: 0, embeddingModel: embeddingModel ?? false };
-    }
-    onProgress({ stage: "starting the runtime", doneBytes: 0, totalBytes: model?.sizeBytes ?? 0, bytesPerSecond: 0, etaSeconds: 0 });
-    let runtime: ModelRuntime;
     try {
-      // Room is made by unloading idle on-demand runtimes; an always stack does not wait for more.
+      const runtime = onDemand ? await this.demand(stackId, spec, adapter, step.idleUnloadS, log, signal) : await this.startAlways(stackId, spec, adapter, onProgress, model?.sizeBytes ?? 0, signal, pending !== undefined);
+      this.served.set(stackId, withLayers(runtime));
+      pending?.ready(runtime);
+      if (onDemand) {
+        log.info("endpoint configured, loaded on demand", { modelId, runtime: kind, idleUnloadS: step.idleUnloadS });
+        return { ...empty, contextSize: 0, embeddingModel: runtime.embeddingModel ?? false };
+      }
+      this.record(stackId, { state: "ready", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
+      log.info("endpoint configured", { modelId, runtime: kind, contextSize: runtime.contextSize });
+      return { ...empty, contextSize: runtime.contextSize, embeddingModel: runtime.embeddingModel ?? false };
+    } catch (err) {
+      const e = MakinaError.from(err);
+      pending?.fail(new MakinaError("runtime_unavailable", `This stack's runtime could not be restarted: ${e.message}`, { retryAfterMs: 5000 }));
+      throw err;
+    }
+  }
+
+  /** An on-demand stack's runtime, unloaded: its first request loads it. */
+  private async demand(stackId: string, spec: ModelToServe, adapter: RuntimeAdapter, idleUnloadS: number, log: Logger, signal?: AbortSignal): Promise<DemandRuntime> {
+    // What the file's header says (an embedding model serves no chat) is known before it loads.
+    const embeddingModel = adapter.kind === "gguf" ? (await checkModelFile(spec.ref, adapter.kind, log, signal)).embeddingModel : undefined;
+    const demand: DemandRuntime = new DemandRuntime({
+      stackId,
+      start: (loadSignal) => adapter.start(spec, { ...this.context(() => undefined, loadSignal), onState: (state, error) => void (demand.isLoaded && this.stateChanged(stackId, state, error)) }),
+      book: this.deps.book,
+      idleUnloadMs: idleUnloadS * 1000,
+      loadTimeoutMs: this.deps.loadTimeoutMs,
+      onState: (state, error) => this.stateChanged(stackId, state, error),
+      embeddingModel,
+      log: this.deps.log,
+    });
+    this.runtimes.set(stackId, demand);
+    // Told before the step's result: the relay sends requests to an unloaded stack, and waits for its load.
+    this.deps.onRuntimeState(stackId, "unloaded", null);
+    return demand;
+  }
+
+  /** An `always` stack's runtime, started now (room made by unloading idle on-demand runtimes; it does not wait for more). */
+  private async startAlways(stackId: string, spec: ModelToServe, adapter: RuntimeAdapter, onProgress: (p: StepProgress) => void, sizeBytes: number, signal: AbortSignal | undefined, restart: boolean): Promise<ModelRuntime> {
+    onProgress({ stage: "starting the runtime", doneBytes: 0, totalBytes: sizeBytes, bytesPerSecond: 0, etaSeconds: 0 });
+    try {
       await this.deps.book.admit(pinned(stackId), signal ?? new AbortController().signal, false);
-      runtime = await adapter.start(spec, this.context(onProgress, signal, stackId));
+      const quiet = { on: restart };
+      const runtime = new CountedRuntime(await adapter.start(spec, this.context(onProgress, signal, stackId, quiet)));
+      quiet.on = false;
+      this.runtimes.set(stackId, runtime);
+      return runtime;
     } catch (err) {
       this.deps.book.leave(stackId);
       // The machine's owner sees the runtime's own words in `runtime list`.
       this.record(stackId, { state: "failed", error: err instanceof Error ? err.message : String(err) });
       throw err;
     }
+  }
+
+  /**
+   * Starts the runtime replacing `old` beside it, where the machine has room for both: `old` serves until the new
+   * one is ready, which then takes every request; `old` is closed once the requests it took have ended (within the
+   * load timeout). Undefined, having changed nothing, when there is no room for both.
+   */
+  private async handOver(stackId: string, old: CountedRuntime, start: (quiet: { on: boolean }) => Promise<ModelRuntime>, withLayers: (r: ModelRuntime) => ModelRuntime, signal?: AbortSignal): Promise<ModelRuntime | undefined> {
+    const next = pinned(`${stackId}\u0000next`);
+    try {
+      await this.deps.book.admit(next, signal ?? new AbortController().signal, false);
+    } catch {
+      return undefined;
+    }
+    let runtime: CountedRuntime;
+    const quiet = { on: true };
+    try {
+      runtime = new CountedRuntime(await start(quiet));
+      quiet.on = false;
+    } catch (err) {
+      this.deps.book.leave(next.stackId);
+      // The stack fails as a restart's would: the old runtime does not go on serving what was replaced.
+      this.runtimes.delete(stackId);
+      this.served.delete(stackId);
+      await old.close();
+      this.deps.book.leave(stackId);
+      this.record(stackId, { state: "failed", error: err instanceof Error ? err.message : String(err) });
+      throw err;
+    }
     this.runtimes.set(stackId, runtime);
     this.served.set(stackId, withLayers(runtime));
-    this.record(stackId, { state: "ready", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
-    log.info("endpoint configured", { modelId, runtime: kind, contextSize: runtime.contextSize });
-    return { ...empty, contextSize: runtime.contextSize, embeddingModel: runtime.embeddingModel ?? false };
+    void old
+      .drained(AbortSignal.timeout(this.deps.loadTimeoutMs))
+      .then(() => old.close())
+      .catch((err: unknown) => this.deps.log.warn("a replaced runtime did not close cleanly", { stackId, err }))
+      .finally(() => this.deps.book.leave(next.stackId));
+    return runtime;
   }
 
   /** The runtime a stack sent again unchanged keeps, under the residency sent now (never restarted for it). */
@@ -256,7 +317,7 @@ export class StackHost {
         return current;
       }
       // Always from now on: loaded now if it was not, and counted as never unloaded.
-      const runtime = await current.detach(signal);
+      const runtime = new CountedRuntime(await current.detach(signal));
       await this.deps.book.admit(pinned(stackId), signal ?? new AbortController().signal, false);
       this.runtimes.set(stackId, runtime);
       this.record(stackId, { state: "ready", residency: "always", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });

@@ -1,7 +1,7 @@
 import { fromErrorReport, MakinaError, type ErrorCode, type ErrorReport } from "../../proto/index.js";
 
 /** Errors a runtime may answer an inference request with; anything else an agent sends becomes a plain 500. */
-const INFERENCE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["runtime_unavailable", "context_length_exceeded", "invalid_value", "unsupported_parameter", "canceled", "timeout", "internal_error"]);
+const INFERENCE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["runtime_unavailable", "insufficient_memory", "context_length_exceeded", "invalid_value", "unsupported_parameter", "canceled", "timeout", "internal_error"]);
 
 /** Longest error message kept from an agent. */
 const MAX_MESSAGE_CHARS = 2000;

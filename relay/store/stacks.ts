@@ -202,9 +202,16 @@ export class StackStore {
     return [...(await this.byMachine.load(machineId))];
   }
 
-  /** Deployed stacks with an Endpoint layer (what the gateway may route to): in one organization, or in all. */
+  /**
+   * Stacks with an Endpoint layer the gateway routes to, in one organization or in all: those deployed, and those
+   * deployed before and being deployed again (an edit restarting the runtime: requests wait for it, never "not found").
+   */
   async serving(orgId?: string): Promise<Stack[]> {
-    let query = this.db.selectFrom("stacks").selectAll().where("state", "=", "deployed").where("has_endpoint", "=", 1);
+    let query = this.db
+      .selectFrom("stacks")
+      .selectAll()
+      .where((eb) => eb.or([eb("state", "=", "deployed"), eb.and([eb("state", "=", "deploying"), eb("deployed_at", "is not", null)])]))
+      .where("has_endpoint", "=", 1);
     if (orgId !== undefined) query = query.where("org_id", "=", orgId);
     return (await query.orderBy("deployed_at").orderBy("id").execute()).map(toStack);
   }

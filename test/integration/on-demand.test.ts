@@ -108,6 +108,31 @@ describe("stacks loaded on demand", () => {
     expect(fixed).toBeDefined();
   });
 
+  it("holds requests through a restart without room for two runtimes: they wait for the new one, none gets 404", async () => {
+    // Two always stacks fill the machine's two places: a redeploy cannot start the new runtime beside the old one.
+    const fixed = agent.host.list().find((h) => h.modelId === "tale-fixed")!.stackId;
+    await stack("tale-fixed-2", { residency: "always" });
+    const seen: { status: number; restarting: boolean }[] = [];
+    let going = true;
+    const loop = async () => {
+      while (going) {
+        const restarting = (await gw.relay.control.stacks.get(OP, fixed)).state === "deploying";
+        const res = await chat("tale-fixed");
+        await res.arrayBuffer();
+        seen.push({ status: res.status, restarting });
+      }
+    };
+    const loops = [loop(), loop()];
+    await gw.relay.control.stacks.update(OP, fixed, { maxContext: 256 });
+    await gw.relay.deployer.settled(fixed);
+    going = false;
+    await Promise.all(loops);
+    expect(agent.host.list().find((h) => h.stackId === fixed)).toMatchObject({ state: "ready", contextSize: 256 });
+    expect(seen.filter((s) => s.restarting).length).toBeGreaterThan(0);
+    expect(seen.filter((s) => s.status !== 200)).toEqual([]);
+    await gw.relay.control.stacks.undeploy(OP, agent.host.list().find((h) => h.modelId === "tale-fixed-2")!.stackId);
+  });
+
   it("answers every waiter 503 with the reason when the load fails, and loads on the next request once it can", async () => {
     const path = modelFile("tale-gone");
     await stack("tale-gone", { model: path });

@@ -99,6 +99,11 @@ describe("a machine that misbehaves cannot hurt the relay or mislead its clients
     expect(wordy.status).toBe(503);
     expect(((await wordy.json()) as { error: { message: string } }).error.message).toHaveLength(2000);
 
+    // A machine out of room for a model (an on-demand load) says so, with when to try again.
+    rogue.answer((m) => rogue.send({ type: "failed", requestId: m.requestId, error: { code: "insufficient_memory", message: "This machine holds 2 loaded runtimes, its limit.", retryAfterMs: 5000, param: "" }, usage: { promptTokens: 0, completionTokens: 0 } }));
+    const full = await chat(rogue.modelId);
+    expect([full.status, full.headers.get("retry-after"), ((await full.json()) as { error: { code: string } }).error.code]).toEqual([503, "5", "insufficient_memory"]);
+
     rogue.answer((m) => {
       rogue.send({ type: "text", requestId: m.requestId, text: "hi" });
       rogue.send({ type: "end", requestId: m.requestId, finishReason: "stop", usage: { promptTokens: 4_000_000_000, completionTokens: 4_000_000_000 } });

@@ -135,6 +135,32 @@ describe("editing and deleting stacks", () => {
     expect(panel.checks.find((c) => c.topic === "memory")?.message).toContain("2 × 16,384 tokens");
   });
 
+  it("keeps serving through a redeploy that restarts the runtime: the old one serves until the new one is ready, no request gets 404", async () => {
+    const pid = () => gw.agent.host.list().find((s) => s.stackId === gw.stackId)?.pid;
+    const firstPid = pid();
+    const seen: { status: number; deploying: boolean }[] = [];
+    let going = true;
+    const loop = async () => {
+      while (going) {
+        const deploying = (await stack(gw.stackId)).state === "deploying";
+        const res = await chat(gw.modelId);
+        await res.arrayBuffer();
+        seen.push({ status: res.status, deploying });
+      }
+    };
+    const loops = [loop(), loop()];
+    expect((await patch(gw.stackId, { max_context: 768 })).body).toMatchObject({ redeployed: true });
+    await gw.relay.deployer.settled(gw.stackId);
+    going = false;
+    await Promise.all(loops);
+    expect(pid()).not.toBe(firstPid);
+    expect(await stack(gw.stackId)).toMatchObject({ state: "deployed", context_size: 768 });
+    expect(seen.filter((s) => s.deploying).length).toBeGreaterThan(0);
+    expect(seen.filter((s) => s.status !== 200)).toEqual([]);
+    await patch(gw.stackId, { max_context: null });
+    await gw.relay.deployer.settled(gw.stackId);
+  });
+
   it("makes a stack on demand with its idle time, lists it so, and takes it back to always; a wrong value, or an existing server on demand, is refused at the field", async () => {
     const made = await operator("POST", "/admin/v1/stacks", { org: gw.orgId, name: "sleeper", machine: gw.machineId, runtime: "gguf", model: testModelPath(), model_id: "sleeper", residency: "on_demand", idle_unload_s: 120 });
     const sleeper = (await made.json()) as Stack;

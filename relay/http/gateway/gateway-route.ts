@@ -110,8 +110,9 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
       request.input,
       {
         signal: controller.signal,
-        // The answer's first token comes after the steps before the last (and an on-demand stack's load).
-        firstTokenTimeoutMs: deps.firstTokenTimeoutMs * steps + (stack.residency === "on_demand" ? deps.loadTimeoutMs : 0),
+        // The answer's first token comes after the steps before the last (and an on-demand stack's load, or the
+        // restart of a stack deployed again).
+        firstTokenTimeoutMs: deps.firstTokenTimeoutMs * steps + (stack.residency === "on_demand" || stack.state === "deploying" ? deps.loadTimeoutMs : 0),
         steps,
         onUsage: (counted) => ledger.counted(counted),
       },
