@@ -5,6 +5,7 @@ import { DEFAULT_HF_ENDPOINT } from "./models/model-ref.js";
 import { GGUF_FRAME_MS } from "./runtimes/gguf/gguf-wire.js";
 import { MLX_PACKAGE, VLLM_PACKAGE } from "./runtimes/python-pins.js";
 import { withoutSecrets } from "./runtimes/runtime-env.js";
+import { parseMemoryBudget, type MemoryBudget } from "./stacks/memory-budget.js";
 
 /** The agent's resolved, validated configuration. */
 export interface AgentConfig {
@@ -67,6 +68,8 @@ export interface AgentConfig {
   readonly healthTimeoutMs: number;
   /** Runtimes loaded at once on this machine, `always` stacks' included; 0: no limit. On-demand ones are unloaded to keep within it. @default 0 */
   readonly maxLoaded: number;
+  /** The memory loaded runtimes may use together: a share of the GPUs' memory (else of RAM), or bytes; on-demand ones are unloaded to keep within it. @default { percent: 90 } */
+  readonly memoryBudget: MemoryBudget;
   /** How long a request may wait for an on-demand stack's load (room made for it included), ms. @default 300000 */
   readonly loadTimeoutMs: number;
   /** The environment the agent's runtimes start from: the agent's own (`sources.env`) without its secrets. */
@@ -121,6 +124,7 @@ const ENV: Record<Setting, string> = {
   healthIntervalMs: "MAKINA_AGENT_HEALTH_INTERVAL_MS",
   healthTimeoutMs: "MAKINA_AGENT_HEALTH_TIMEOUT_MS",
   maxLoaded: "MAKINA_AGENT_MAX_LOADED",
+  memoryBudget: "MAKINA_AGENT_MEMORY_BUDGET",
   loadTimeoutMs: "MAKINA_LOAD_TIMEOUT_MS",
   drainTimeoutMs: "MAKINA_AGENT_DRAIN_TIMEOUT_MS",
   hfEndpoint: "MAKINA_AGENT_HF_ENDPOINT",
@@ -234,6 +238,7 @@ function defaultSettings(cores: number): Record<Setting, unknown> {
     healthIntervalMs: 5000,
     healthTimeoutMs: 10_000,
     maxLoaded: 0,
+    memoryBudget: "90%",
     loadTimeoutMs: 300_000,
     drainTimeoutMs: 30_000,
     hfEndpoint: DEFAULT_HF_ENDPOINT,
@@ -320,6 +325,7 @@ export function resolveAgentConfig(sources: AgentConfigSources = {}, cores = ava
     healthIntervalMs: int("healthIntervalMs", 50, 3_600_000),
     healthTimeoutMs: int("healthTimeoutMs", 50, 600_000),
     maxLoaded: int("maxLoaded", 0, 1024),
+    memoryBudget: budgetOf(pick("memoryBudget"), problems),
     loadTimeoutMs: int("loadTimeoutMs", 1000, 3_600_000),
     drainTimeoutMs: int("drainTimeoutMs", 0, 3_600_000),
     hfEndpoint,
@@ -350,4 +356,11 @@ export function isLoopback(server: string): boolean {
 
 function kebab(s: string): string {
   return s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/** `--memory-budget`, read: `N%` of the model memory, or bytes (`12GiB`, `512MiB`, `12884901888`). */
+function budgetOf(value: unknown, problems: string[]): MemoryBudget {
+  const budget = parseMemoryBudget(String(value));
+  if (!budget) problems.push(`memoryBudget (--memory-budget or ${ENV.memoryBudget}) must be a share such as 90% or a size such as 12GiB or 512MiB, not ${JSON.stringify(String(value))}`);
+  return budget ?? { percent: 90 };
 }

@@ -18,6 +18,7 @@ import { mlxAdapter } from "./runtimes/adapters/mlx-adapter.js";
 import { openaiServerAdapter } from "./runtimes/adapters/openai-adapter.js";
 import { vllmAdapter } from "./runtimes/adapters/vllm-adapter.js";
 import type { RuntimeAdapter, RuntimeKind } from "./runtimes/runtime-adapter.js";
+import { budgetBytes } from "./stacks/memory-budget.js";
 import { ResidencyBook } from "./stacks/residency-book.js";
 import { StackHost } from "./stacks/stack-host.js";
 import { LoadSampler, type LoadSource } from "./hardware/machine-load.js";
@@ -219,8 +220,9 @@ function stackHost(config: AgentConfig, options: StartAgentOptions, models: Mode
     },
     hardware,
     onRuntimeState,
-    book: new ResidencyBook(config.maxLoaded),
+    book: new ResidencyBook({ maxLoaded: config.maxLoaded, budgetBytes: budgetBytes(config.memoryBudget, hardware()) }),
     loadTimeoutMs: config.loadTimeoutMs,
+    ggufContext: { contextSize: config.maxContextSize, sequences: config.parallelSequences },
     log: log.child({ component: "stacks" }),
   });
 }
@@ -296,6 +298,7 @@ async function agentStatus(a: {
     accelerators: hardware.accelerators,
     disk: disk ? { path: config.dataDir, freeBytes: disk.bavail * disk.bsize, sizeBytes: disk.blocks * disk.bsize } : null,
     runtimes: a.host.list().map((r) => ({ ...r, version: runtimeVersion(r.runtime) })),
+    memory: a.host.memoryCounts(),
     models: await a.models.list(),
   };
 }

@@ -23,5 +23,7 @@ export interface AgentStatus {
   accelerators: string[];
   disk: { path: string; freeBytes: number; sizeBytes: number } | null;
   runtimes: (HostedStack & { version: string })[];
+  /** The limits loaded runtimes keep within, and what they count now (0: no limit). */
+  memory: { budgetBytes: number; usedBytes: number; maxLoaded: number; loaded: number };
   models: CachedModel[];
 }

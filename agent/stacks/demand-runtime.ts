@@ -6,6 +6,10 @@ import { waitFor } from "./wait-for.js";
 /** Options of {@link DemandRuntime}. */
 export interface DemandRuntimeOptions {
   stackId: string;
+  /** The stack's model id: what messages name it by. */
+  modelId: string;
+  /** The memory its model needs loaded (given the runtime once loaded: its actual context), as the budget counts it. */
+  memoryBytes: (loaded: ModelRuntime | undefined) => number;
   /** Loads the model (the runtime adapter's start); `signal` aborts on the load timeout or when the stack goes. */
   start: (signal: AbortSignal) => Promise<ModelRuntime>;
   book: ResidencyBook;
@@ -53,6 +57,8 @@ export class DemandRuntime implements ModelRuntime {
     this.embeddingModel = o.adopt?.embeddingModel ?? o.embeddingModel;
     this.resident = {
       stackId: o.stackId,
+      name: o.modelId,
+      bytes: () => o.memoryBytes(this.loaded),
       evictable: () => this.loaded !== undefined && this.loading === undefined && this.unloading === undefined && this.inFlight === 0,
       lastUsedAt: () => this.lastUsed,
       evict: () => this.unload("to make room for another"),
@@ -75,6 +81,11 @@ export class DemandRuntime implements ModelRuntime {
 
   get pid(): number | undefined {
     return this.loaded?.pid;
+  }
+
+  /** The stack's model id. */
+  get modelId(): string {
+    return this.o.modelId;
   }
 
   /** Whether the model is in memory now. */

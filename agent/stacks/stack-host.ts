@@ -1,4 +1,4 @@
-import { EMPTY_STEP_RESULT, MakinaError, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, MakinaError, memoryNeed, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
 import type { ModelStore } from "../models/model-store.js";
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { layersFor } from "../layers/layers-for.js";
@@ -31,6 +31,8 @@ export interface HostedStack {
   since: number;
   /** The runtime's process, when the agent runs one. */
   pid: number | null;
+  /** The memory it counts against the machine's budget when loaded (an estimate), bytes; 0: not known. */
+  memoryBytes: number;
 }
 
 /** What the host needs from its surroundings, passed in by `startAgent`. */
@@ -46,11 +48,16 @@ export interface StackHostDeps {
   book: ResidencyBook;
   /** The longest an on-demand load may take (room made for it included), ms. */
   loadTimeoutMs: number;
+  /** The context (tokens per sequence) and sequences a GGUF model gets when its stack asks for none: what its memory is counted at. */
+  ggufContext: { contextSize: number; sequences: number };
   log: Logger;
 }
 
+/** A stack's memory, as the residency book counts it: given its runtime's context once loaded (0: not known yet). */
+type MemoryOf = (contextSize: number) => number;
+
 /** An `always` stack's runtime as the residency book counts it: never unloaded for room. */
-const pinned = (stackId: string): Resident => ({ stackId, evictable: () => false, lastUsedAt: () => 0, evict: async () => undefined });
+const pinned = (stackId: string, name: string, bytes: () => number): Resident => ({ stackId, name, bytes, evictable: () => false, lastUsedAt: () => 0, evict: async () => undefined });
 
 /** A model reference that a runtime resolves itself (a hub repository id for vLLM or MLX), or a running server's address. */
 function pulledByRuntime(runtime: string, ref: string): boolean {
@@ -67,12 +74,23 @@ export class StackHost {
   /** The same runtimes with their layers (a harness) in front: what requests go to. */
   private readonly served = new Map<string, ModelRuntime>();
   private readonly hosted = new Map<string, HostedStack>();
+  /** Each stack's memory as the budget counts it. */
+  private readonly memoryOf = new Map<string, MemoryOf>();
 
   constructor(private readonly deps: StackHostDeps) {}
 
   /** What this machine serves, for `runtime list` and `model list`. */
   list(): HostedStack[] {
-    return [...this.hosted.values()].map((h) => ({ ...h, pid: this.runtimes.get(h.stackId)?.pid ?? null }));
+    return [...this.hosted.values()].map((h) => {
+      const runtime = this.runtimes.get(h.stackId);
+      return { ...h, pid: runtime?.pid ?? null, memoryBytes: this.memoryOf.get(h.stackId)?.(runtime?.contextSize ?? 0) ?? 0 };
+    });
+  }
+
+  /** The machine's limits on loaded runtimes, and what they count now. */
+  memoryCounts(): { budgetBytes: number; usedBytes: number; maxLoaded: number; loaded: number } {
+    const { book } = this.deps;
+    return { budgetBytes: book.limits.budgetBytes, usedBytes: book.usedBytes(), maxLoaded: book.limits.maxLoaded, loaded: book.loaded().length };
   }
 
   /** The runtime serving a stack, with its layers in front, if it is configured and not failed. */
@@ -96,6 +114,7 @@ export class StackHost {
       residency: "always",
       error: null,
       pid: null,
+      memoryBytes: 0,
       ...previous,
       ...patch,
       since: previous?.state === patch.state ? previous.since : Date.now(),
@@ -159,6 +178,7 @@ export class StackHost {
         this.runtimes.delete(stackId);
         this.served.delete(stackId);
         this.hosted.delete(stackId);
+        this.memoryOf.delete(stackId);
         await runtime?.close();
         this.deps.book.leave(stackId);
         return empty;
@@ -183,19 +203,21 @@ export class StackHost {
     const model = pulledByRuntime(kind, modelRef) ? null : await this.deps.models.pull(modelRef, { signal });
     const current = this.runtimes.get(stackId);
     const existing = this.hosted.get(stackId);
+    const spec = { modelId, ref: modelRef, path: model?.path ?? null, maxContext };
     if (current && existing?.state !== "failed" && existing?.modelRef === modelRef && existing.runtime === kind && existing.modelId === modelId && existing.modelPath === (model?.path ?? null) && existing.maxContext === maxContext) {
       // A reconnect (or an edit of the stack's layers or residency) re-sends the deploy sequence: the runtime
       // keeps serving, its layers and residency as sent now. (A new model id restarts it: vLLM and MLX serve under
       // that name; so does another file for the same reference, a new SHA-256 pinned, and another context asked.)
-      const kept = await this.keep(stackId, current, onDemand, idleUnloadMs, signal);
+      const kept = await this.keep(stackId, current, onDemand, idleUnloadMs, (adopt) => this.demand(stackId, spec, adapter, step.idleUnloadS, adopt.embeddingModel, adopt), signal);
       this.served.set(stackId, withLayers(kept));
       return { ...empty, contextSize: kept.contextSize, embeddingModel: kept.embeddingModel ?? false };
     }
-    const spec = { modelId, ref: modelRef, path: model?.path ?? null, maxContext };
     const facts = { modelId, runtime: kind, modelRef, modelPath: spec.path, modelSha256: model?.sha256 ?? null, modelSizeBytes: model?.sizeBytes ?? null, maxContext };
+    const { memoryOf, embeddingModel } = await this.estimate(adapter.kind, spec, model?.sizeBytes ?? null, log, signal);
+    this.memoryOf.set(stackId, memoryOf);
     const serving = current && existing?.state !== "failed" ? current : undefined;
     if (serving instanceof CountedRuntime && !onDemand && existing?.modelId === modelId && existing.runtime === kind) {
-      const handed = await this.handOver(stackId, serving, (quiet) => adapter.start(spec, this.context(onProgress, signal, stackId, quiet)), withLayers, signal);
+      const handed = await this.handOver(stackId, modelId, serving, (quiet) => adapter.start(spec, this.context(onProgress, signal, stackId, quiet)), withLayers, signal);
       if (handed) {
         this.record(stackId, { ...facts, state: "ready", residency: "always", endpoint: handed.endpoint, contextSize: handed.contextSize || null, error: null });
         log.info("endpoint configured, handed over from the runtime it replaces", { modelId, runtime: kind, contextSize: handed.contextSize });
@@ -213,7 +235,7 @@ export class StackHost {
     await current?.close();
     this.deps.book.leave(stackId);
     try {
-      const runtime = onDemand ? await this.demand(stackId, spec, adapter, step.idleUnloadS, log, signal) : await this.startAlways(stackId, spec, adapter, onProgress, model?.sizeBytes ?? 0, signal, pending !== undefined);
+      const runtime = onDemand ? this.demand(stackId, spec, adapter, step.idleUnloadS, embeddingModel) : await this.startAlways(stackId, spec, adapter, onProgress, model?.sizeBytes ?? 0, signal, pending !== undefined);
       this.served.set(stackId, withLayers(runtime));
       pending?.ready(runtime);
       if (onDemand) {
@@ -230,23 +252,45 @@ export class StackHost {
     }
   }
 
+  /**
+   * What the budget counts for a model (its weights, its KV cache at the context it gets, and the runtime's own), and
+   * whether it is an embedding model, from its file's header (GGUF); vLLM takes 90% of a GPU's memory whatever it
+   * serves; a model whose size is not known here (a hub repository a runtime downloads itself, an existing server)
+   * counts 0.
+   */
+  private async estimate(kind: RuntimeKind, spec: ModelToServe, sizeBytes: number | null, log: Logger, signal?: AbortSignal): Promise<{ memoryOf: MemoryOf; embeddingModel?: boolean }> {
+    const { contextSize, sequences } = this.deps.ggufContext;
+    if (kind === "gguf" && spec.path) {
+      const facts = await checkModelFile(spec.path, kind, log, signal);
+      const size = facts.modelSizeBytes ?? sizeBytes ?? 0;
+      const train = facts.trainContextSize || null;
+      return { memoryOf: (loaded) => memoryNeed(size, facts.kvBytesPerToken ?? null, loaded || (spec.maxContext ?? contextSize), train, sequences).totalBytes, embeddingModel: facts.embeddingModel };
+    }
+    const gpu = Math.max(0, ...this.deps.hardware().gpus.map((g) => g.vramBytes));
+    if (kind === "vllm" && gpu > 0) return { memoryOf: () => Math.floor(0.9 * gpu) };
+    if (kind === "openai" || !sizeBytes) return { memoryOf: () => 0 };
+    return { memoryOf: () => memoryNeed(sizeBytes, null, 0, null, 0).totalBytes };
+  }
+
   /** An on-demand stack's runtime, unloaded: its first request loads it. */
-  private async demand(stackId: string, spec: ModelToServe, adapter: RuntimeAdapter, idleUnloadS: number, log: Logger, signal?: AbortSignal): Promise<DemandRuntime> {
-    // What the file's header says (an embedding model serves no chat) is known before it loads.
-    const embeddingModel = adapter.kind === "gguf" ? (await checkModelFile(spec.ref, adapter.kind, log, signal)).embeddingModel : undefined;
+  private demand(stackId: string, spec: ModelToServe, adapter: RuntimeAdapter, idleUnloadS: number, embeddingModel: boolean | undefined, adopt?: ModelRuntime): DemandRuntime {
+    const memoryOf = this.memoryOf.get(stackId) ?? (() => 0);
     const demand: DemandRuntime = new DemandRuntime({
       stackId,
+      modelId: spec.modelId,
+      memoryBytes: (loaded) => memoryOf(loaded?.contextSize ?? 0),
       start: (loadSignal) => adapter.start(spec, { ...this.context(() => undefined, loadSignal), onState: (state, error) => void (demand.isLoaded && this.stateChanged(stackId, state, error)) }),
       book: this.deps.book,
       idleUnloadMs: idleUnloadS * 1000,
       loadTimeoutMs: this.deps.loadTimeoutMs,
       onState: (state, error) => this.stateChanged(stackId, state, error),
       embeddingModel,
+      adopt,
       log: this.deps.log,
     });
     this.runtimes.set(stackId, demand);
     // Told before the step's result: the relay sends requests to an unloaded stack, and waits for its load.
-    this.deps.onRuntimeState(stackId, "unloaded", null);
+    if (!adopt) this.deps.onRuntimeState(stackId, "unloaded", null);
     return demand;
   }
 
@@ -254,9 +298,11 @@ export class StackHost {
   private async startAlways(stackId: string, spec: ModelToServe, adapter: RuntimeAdapter, onProgress: (p: StepProgress) => void, sizeBytes: number, signal: AbortSignal | undefined, restart: boolean): Promise<ModelRuntime> {
     onProgress({ stage: "starting the runtime", doneBytes: 0, totalBytes: sizeBytes, bytesPerSecond: 0, etaSeconds: 0 });
     try {
-      await this.deps.book.admit(pinned(stackId), signal ?? new AbortController().signal, false);
+      const memoryOf = this.memoryOf.get(stackId) ?? (() => 0);
+      let runtime: ModelRuntime | undefined;
+      await this.deps.book.admit(pinned(stackId, spec.modelId, () => memoryOf(runtime?.contextSize ?? 0)), signal ?? new AbortController().signal, false);
       const quiet = { on: restart };
-      const runtime = new CountedRuntime(await adapter.start(spec, this.context(onProgress, signal, stackId, quiet)));
+      runtime = new CountedRuntime(await adapter.start(spec, this.context(onProgress, signal, stackId, quiet)));
       quiet.on = false;
       this.runtimes.set(stackId, runtime);
       return runtime;
@@ -273,8 +319,9 @@ export class StackHost {
    * one is ready, which then takes every request; `old` is closed once the requests it took have ended (within the
    * load timeout). Undefined, having changed nothing, when there is no room for both.
    */
-  private async handOver(stackId: string, old: CountedRuntime, start: (quiet: { on: boolean }) => Promise<ModelRuntime>, withLayers: (r: ModelRuntime) => ModelRuntime, signal?: AbortSignal): Promise<ModelRuntime | undefined> {
-    const next = pinned(`${stackId}\u0000next`);
+  private async handOver(stackId: string, modelId: string, old: CountedRuntime, start: (quiet: { on: boolean }) => Promise<ModelRuntime>, withLayers: (r: ModelRuntime) => ModelRuntime, signal?: AbortSignal): Promise<ModelRuntime | undefined> {
+    const memoryOf = this.memoryOf.get(stackId) ?? (() => 0);
+    const next = pinned(`${stackId}\u0000next`, `${modelId} (its new runtime)`, () => memoryOf(0));
     try {
       await this.deps.book.admit(next, signal ?? new AbortController().signal, false);
     } catch {
@@ -306,7 +353,7 @@ export class StackHost {
   }
 
   /** The runtime a stack sent again unchanged keeps, under the residency sent now (never restarted for it). */
-  private async keep(stackId: string, current: ModelRuntime, onDemand: boolean, idleUnloadMs: number, signal?: AbortSignal): Promise<ModelRuntime> {
+  private async keep(stackId: string, current: ModelRuntime, onDemand: boolean, idleUnloadMs: number, adopting: (adopt: ModelRuntime) => DemandRuntime, signal?: AbortSignal): Promise<ModelRuntime> {
     if (current instanceof DemandRuntime) {
       if (onDemand) {
         current.setIdleUnload(idleUnloadMs);
@@ -318,7 +365,8 @@ export class StackHost {
       }
       // Always from now on: loaded now if it was not, and counted as never unloaded.
       const runtime = new CountedRuntime(await current.detach(signal));
-      await this.deps.book.admit(pinned(stackId), signal ?? new AbortController().signal, false);
+      const memoryOf = this.memoryOf.get(stackId) ?? (() => 0);
+      await this.deps.book.admit(pinned(stackId, current.modelId, () => memoryOf(runtime.contextSize)), signal ?? new AbortController().signal, false);
       this.runtimes.set(stackId, runtime);
       this.record(stackId, { state: "ready", residency: "always", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
       this.deps.onRuntimeState(stackId, "ready", null);
@@ -326,17 +374,8 @@ export class StackHost {
     }
     if (!onDemand) return current;
     // On demand from now on: the loaded runtime is adopted as it is, and unloads when idle.
-    const demand: DemandRuntime = new DemandRuntime({
-      stackId,
-      start: () => Promise.reject(new MakinaError("runtime_unavailable", "This stack's runtime was started before it became on demand; deploy it again to load it on demand.")),
-      book: this.deps.book,
-      idleUnloadMs,
-      loadTimeoutMs: this.deps.loadTimeoutMs,
-      onState: (state, error) => this.stateChanged(stackId, state, error),
-      adopt: current,
-      log: this.deps.log,
-    });
-    this.runtimes.set(stackId, demand);
+    // (Loaded again by a request after it unloads, as any on-demand stack's.)
+    const demand = adopting(current);
     this.record(stackId, { residency: "on_demand", state: "ready" });
     return demand;
   }

@@ -34,6 +34,7 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
       .option("data-dir", { type: "string", describe: "Model cache directory [default: ~/.makina/agent]" })
       .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" })
       .option("max-loaded", { type: "number", describe: "Runtimes loaded at once on this machine, always stacks' included; on-demand ones are unloaded (least recently used first) to keep within it; 0: no limit (env MAKINA_AGENT_MAX_LOADED) [default: 0]" })
+      .option("memory-budget", { type: "string", describe: "Memory the loaded runtimes may use together, always stacks' included: a share of the GPUs' memory (else of RAM, a Mac's unified memory), or a size such as 12GiB; on-demand ones are unloaded (least recently used first) to keep within it (env MAKINA_AGENT_MEMORY_BUDGET) [default: 90%]" })
       .option("log-format", { type: "string", choices: ["auto", "text", "json"], describe: "Log lines: readable (text) or JSON; auto: readable in a terminal, JSON otherwise (env MAKINA_LOG_FORMAT) [default: auto]" }),
   handler: async (argv) => {
     const { resolveAgentConfig, startAgent } = await import("../../agent/index.js");
@@ -51,6 +52,7 @@ export const agentCommand: CommandModule<object, AgentArgs> = {
         dataDir: argv.dataDir,
         threads: argv.threads,
         maxLoaded: argv.maxLoaded,
+        memoryBudget: argv.memoryBudget,
         logFormat: argv.logFormat,
       },
       env: process.env,

@@ -1,4 +1,5 @@
 import type { CommandModule } from "yargs";
+import { sizeInWords } from "../../proto/index.js";
 import { print, table } from "../output.js";
 import { localOptions, requireStatus, type LocalArgs } from "./local-agent.js";
 
@@ -26,9 +27,17 @@ export const runtimeCommand: CommandModule = {
             error: r.error,
             since: r.since,
             pid: r.pid,
+            memory_bytes: r.memoryBytes,
           }));
+          const m = s.memory;
+          const limits = [
+            m.budgetBytes ? `memory ${sizeInWords(m.usedBytes)} of ${sizeInWords(m.budgetBytes)} (--memory-budget)` : `memory ${sizeInWords(m.usedBytes)}, no budget`,
+            `${m.loaded} loaded${m.maxLoaded ? ` of ${m.maxLoaded} (--max-loaded)` : ""}`,
+          ].join("; ");
           print(argv, rows, () =>
-            rows.length ? table(["NAME", "VERSION", "STATE", "ENDPOINT", "MODEL", "STACK"], rows.map((r) => [r.name, r.version, `${r.state}${r.residency === "on_demand" ? " (on demand)" : ""}${r.error ? `: ${r.error}` : ""}`, r.endpoint, r.model, r.stack_id])) : "No runtimes yet: deploy a stack to this machine.",
+            rows.length
+              ? `${table(["NAME", "VERSION", "STATE", "MEMORY", "ENDPOINT", "MODEL", "STACK"], rows.map((r) => [r.name, r.version, `${r.state}${r.residency === "on_demand" ? " (on demand)" : ""}${r.error ? `: ${r.error}` : ""}`, r.memory_bytes ? `~${sizeInWords(r.memory_bytes)}` : "-", r.endpoint, r.model, r.stack_id]))}\nLoaded runtimes: ${limits}.`
+              : "No runtimes yet: deploy a stack to this machine.",
           );
         },
       })

@@ -7,7 +7,7 @@ import { DEFAULT_MODEL } from "../up/default-model.js";
 import type { QuickstartOptions } from "../up/quickstart.js";
 
 /** The flags: the quickstart's own options, plus --json. */
-type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "installPort" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads" | "maxLoaded"> & { json: boolean; logFormat?: "auto" | "text" | "json" };
+type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "installPort" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads" | "maxLoaded" | "memoryBudget"> & { json: boolean; logFormat?: "auto" | "text" | "json" };
 
 export const upCommand: CommandModule = {
   command: "up",
@@ -25,6 +25,7 @@ export const upCommand: CommandModule = {
       .option("model-id", { type: "string", describe: "The id clients pass as `model`" })
       .option("threads", { type: "number", describe: "Inference threads [default: cores - 1]" })
       .option("max-loaded", { type: "number", describe: "Runtimes loaded at once on this machine; on-demand stacks are unloaded (least recently used first) to keep within it; 0: no limit [default: 0]" })
+      .option("memory-budget", { type: "string", describe: "Memory the loaded runtimes may use together: a share of the GPUs' memory (else of RAM), or a size (12GiB); on-demand stacks are unloaded to keep within it [default: 90%]" })
       .option("json", { type: "boolean", default: false, describe: "Print the quickstart details as one JSON document" })
       .option("log-format", { type: "string", choices: ["auto", "text", "json"], describe: "Log lines: readable (text) or JSON; auto: readable in a terminal, JSON otherwise (env MAKINA_LOG_FORMAT) [default: auto]" }),
   handler: async (raw) => {
@@ -46,6 +47,7 @@ export const upCommand: CommandModule = {
       modelId: argv.modelId,
       threads: argv.threads,
       maxLoaded: argv.maxLoaded,
+      memoryBudget: argv.memoryBudget,
       log,
       progress: (line) => process.stderr.write(line + "\n"),
     });

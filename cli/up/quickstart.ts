@@ -42,6 +42,8 @@ export interface QuickstartOptions {
   threads?: number;
   /** Runtimes the machine keeps loaded at once (on-demand ones unloaded to keep within it); 0: no limit. */
   maxLoaded?: number;
+  /** The memory loaded runtimes may use together (`90%`, `12GiB`): the agent's `--memory-budget`. */
+  memoryBudget?: string;
   log: Logger;
   env?: NodeJS.ProcessEnv;
   /** Progress lines for the human (stderr). */
@@ -88,7 +90,7 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
 
     agent = await startAgent(
       resolveAgentConfig({
-        flags: { server: relay.linkAddress, machineId: machineCreds.machine_id, token: machineCreds.token, dataDir: join(dataDir, "agent"), threads: options.threads, maxLoaded: options.maxLoaded },
+        flags: { server: relay.linkAddress, machineId: machineCreds.machine_id, token: machineCreds.token, dataDir: join(dataDir, "agent"), threads: options.threads, maxLoaded: options.maxLoaded, memoryBudget: options.memoryBudget },
         env,
       }),
       // Relay and agent share this process: the link is a direct call, with no gRPC or socket between them.

@@ -1,4 +1,4 @@
-import { HARNESS_KINDS, honouredParameters, ORCHESTRATOR_KINDS, RUNTIME_LAYERS, type RuntimeKind } from "../../proto/index.js";
+import { HARNESS_KINDS, honouredParameters, memoryNeed, ORCHESTRATOR_KINDS, RUNTIME_LAYERS, sizeInWords, type RuntimeKind } from "../../proto/index.js";
 import type { HardwareSummary } from "../store/index.js";
 import type { ModelFacts } from "./model-facts.js";
 
@@ -59,12 +59,8 @@ export interface StackPlan {
 }
 
 const GiB = 1024 ** 3;
-const MiB = 1024 ** 2;
-/** A size in words: GiB with one decimal (none from 100 GiB), MiB under 1 GiB. */
-const gib = (n: number) =>
-  n < GiB ? `${(n / MiB).toFixed(n < 10 * MiB ? 1 : 0).replace(/\.0$/, "")} MiB` : `${(n / GiB).toFixed(n < 100 * GiB ? 1 : 0).replace(/\.0$/, "")} GiB`;
-/** Memory beyond weights and KV cache: compute buffers and the runtime itself. */
-const overhead = (weights: number) => 0.05 * weights + 0.25 * GiB;
+/** A size in words. */
+const gib = sizeInWords;
 
 function runtimeCheck(plan: StackPlan, hw: HardwareSummary): Said[] {
   const nvidia = hw.gpus.some((g) => /nvidia/i.test(g.vendor));
@@ -115,9 +111,7 @@ function memoryCheck(plan: StackPlan, hw: HardwareSummary): Said | null {
   if (weightsBytes === null) {
     return { topic: "memory", level: "warn", message: "The model's size is unknown before it is pulled, so memory cannot be checked yet." };
   }
-  const context = Math.min(plan.contextSize, trainContextSize ?? plan.contextSize);
-  const kv = (kvBytesPerToken ?? 0) * context * plan.sequences;
-  const need = weightsBytes + kv + overhead(weightsBytes);
+  const { totalBytes: need, kvBytes: kv, context } = memoryNeed(weightsBytes, kvBytesPerToken, plan.contextSize, trainContextSize, plan.sequences);
   const what = `about ${gib(need)} (${gib(weightsBytes)} weights${kvBytesPerToken ? ` + ${gib(kv)} KV cache for ${plan.sequences} × ${context.toLocaleString("en-US")} tokens` : ""})`;
   const vram = hw.gpus.reduce((sum, g) => sum + g.vramBytes, 0);
   const vramUnknown = hw.gpus.some((g) => g.vramBytes === 0);

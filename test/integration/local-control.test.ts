@@ -39,6 +39,11 @@ describe("the agent's local control socket and the commands that read it", () =>
   it("makina runtime list and model list show the deployed stack's runtime and model", async () => {
     const runtimes = await cli("runtime", "list");
     expect(runtimes.json).toEqual([expect.objectContaining({ name: "gguf", state: "ready", endpoint: expect.stringMatching(/^unix:\/.*\/gguf-[0-9a-f]+\.sock$/), pid: expect.any(Number), model: gw.modelId, stack_id: gw.stackId, version: expect.stringContaining("node-llama-cpp") })]);
+    // What it counts against the machine's memory budget (90% of this machine's RAM by default), in JSON and in words.
+    expect((runtimes.json as { memory_bytes: number }[])[0]!.memory_bytes).toBeGreaterThan(256 * 1024 ** 2);
+    const text = await runCli(["runtime", "list", "--socket", gw.agent.config.controlSocket]);
+    expect(text.stdout).toMatch(/ready\s+~\d+ MiB\s+unix:/);
+    expect(text.stdout).toMatch(/Loaded runtimes: memory \d+ MiB of [\d.]+ GiB \(--memory-budget\); 1 loaded\./);
     // The model process's socket is in a directory only the agent's user can enter.
     const socket = (runtimes.json as { endpoint: string }[])[0]!.endpoint.slice("unix:".length);
     expect(statSync(dirname(socket)).mode & 0o777).toBe(0o700);

@@ -162,4 +162,29 @@ describe("stacks loaded on demand", () => {
     expect((await chat("tale-left")).status).toBe(200);
     expect(loadsOf(id) - loadsBefore).toBe(1);
   });
+
+  it("keeps within a memory budget in bytes: loads unload the least recently used, always stacks take room and are refused once none is left", async () => {
+    // Each test model counts under 300 MiB (its weights, its KV cache at 512 tokens, and the 256 MiB every runtime is given): two fit in 600 MiB.
+    const small = await gw.addMachine(gw.orgId, { memoryBudget: "600MiB", loadTimeoutMs: 30_000 });
+    const on = async (modelId: string, residency: "always" | "on_demand" = "on_demand") => {
+      const made = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: modelId, machine: small.machineId, runtime: "gguf", model: modelFile(modelId), modelId, residency, idleUnloadS: 0 });
+      await gw.relay.control.stacks.deploy(OP, made.id);
+      await gw.relay.deployer.settled(made.id);
+      return gw.relay.control.stacks.get(OP, made.id);
+    };
+    const held = () => Object.fromEntries(small.agent.host.list().map((h) => [h.modelId, h.state]));
+    for (const id of ["byte-a", "byte-b", "byte-c"]) expect((await on(id)).state).toBe("deployed");
+    for (const id of ["byte-a", "byte-b"]) expect((await chat(id)).status).toBe(200);
+    expect(held()).toMatchObject({ "byte-a": "ready", "byte-b": "ready" });
+    expect((await chat("byte-c")).status).toBe(200);
+    expect(held()).toMatchObject({ "byte-a": "unloaded", "byte-b": "ready", "byte-c": "ready" });
+    // An always stack makes room by unloading idle on-demand ones; a second fills the budget; a third finds none.
+    expect((await on("byte-fixed-1", "always")).state).toBe("deployed");
+    expect((await on("byte-fixed-2", "always")).state).toBe("deployed");
+    expect(held()).toMatchObject({ "byte-b": "unloaded", "byte-c": "unloaded", "byte-fixed-1": "ready", "byte-fixed-2": "ready" });
+    const failed = await on("byte-fixed-3", "always");
+    expect(failed.state).toBe("failed");
+    const [, need, used] = /^byte-fixed-3 needs about (\d+) MiB, and this machine's loaded runtimes use (\d+) MiB of its 600 MiB budget \(--memory-budget\), and none can be unloaded now: byte-fixed-1 \(\d+ MiB\), byte-fixed-2 \(\d+ MiB\)/.exec(failed.stateError ?? "") ?? [];
+    expect(Number(used)).toBe(2 * Number(need));
+  });
 });

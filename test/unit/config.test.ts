@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { AgentConfigError, defaultThreads, resolveAgentConfig } from "../../agent/index.js";
+import { budgetBytes } from "../../agent/stacks/memory-budget.js";
 import { ConfigError, resolveRelayConfig } from "../../relay/index.js";
 
 const PIN = "ab".repeat(32);
@@ -54,6 +55,25 @@ describe("configuration", () => {
     expect(defaultThreads(16)).toBe(15);
     expect(resolveAgentConfig({ flags: creds }, 2).threads).toBe(1);
     expect(resolveAgentConfig({ flags: { ...creds, threads: 3 } }, 2).threads).toBe(3);
+  });
+
+  it("takes a memory budget as a share or a size, and counts a share of the GPUs' memory (a Mac's and a CPU machine's: RAM)", () => {
+    const GiB = 1024 ** 3;
+    expect(resolveAgentConfig({ flags: creds }).memoryBudget).toEqual({ percent: 90 });
+    expect(resolveAgentConfig({ flags: { ...creds, memoryBudget: "12GiB" } }).memoryBudget).toEqual({ bytes: 12 * GiB });
+    expect(resolveAgentConfig({ env: { MAKINA_AGENT_MEMORY_BUDGET: "75%" }, flags: creds }).memoryBudget).toEqual({ percent: 75 });
+    expect(resolveAgentConfig({ flags: { ...creds, memoryBudget: "512 MiB" } }).memoryBudget).toEqual({ bytes: 512 * 1024 ** 2 });
+    for (const wrong of ["lots", "0", "150%", "12 parsecs", "-1GiB"]) {
+      expect(() => resolveAgentConfig({ flags: { ...creds, memoryBudget: wrong } })).toThrow(/memoryBudget \(--memory-budget or MAKINA_AGENT_MEMORY_BUDGET\) must be a share such as 90% or a size such as 12GiB/);
+    }
+    const base = { platform: "linux", os: "", arch: "x64", cpuModel: "", cpuPhysicalCores: 8, cpuLogicalCores: 16, memoryBytes: 64 * GiB, disks: [] };
+    const gpu = (vramBytes: number) => ({ vendor: "NVIDIA", model: "L4", vramBytes, driverVersion: "" });
+    expect(budgetBytes({ percent: 90 }, { ...base, gpus: [gpu(24 * GiB), gpu(24 * GiB)], accelerators: ["cuda"] })).toBe(Math.floor(0.9 * 48 * GiB));
+    // A GPU without a usable backend, or whose memory is unknown: the runtimes load into RAM.
+    expect(budgetBytes({ percent: 50 }, { ...base, gpus: [gpu(24 * GiB)], accelerators: [] })).toBe(32 * GiB);
+    expect(budgetBytes({ percent: 50 }, { ...base, gpus: [gpu(0)], accelerators: ["cuda"] })).toBe(32 * GiB);
+    expect(budgetBytes({ percent: 50 }, { ...base, platform: "darwin", arch: "arm64", gpus: [{ ...gpu(0), vendor: "Apple" }], accelerators: ["metal"] })).toBe(32 * GiB);
+    expect(budgetBytes({ bytes: 5 * GiB }, { ...base, gpus: [], accelerators: [] })).toBe(5 * GiB);
   });
 
   it("moves the admin API off the gateway's listener when the gateway listens publicly", () => {

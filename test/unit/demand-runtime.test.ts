@@ -34,13 +34,15 @@ describe("on-demand runtimes on one machine", () => {
     };
     return runtime;
   };
-  const machine = (maxLoaded: number, loadTimeoutMs = 2000) => {
-    const book = new ResidencyBook(maxLoaded);
+  const machine = (maxLoaded: number, loadTimeoutMs = 2000, budgetBytes = 0) => {
+    const book = new ResidencyBook({ maxLoaded, budgetBytes });
     const made: Record<string, ReturnType<typeof scripted>[]> = {};
     const states: Record<string, RuntimeState[]> = {};
-    const stack = (name: string, idleUnloadMs = 0) =>
+    const stack = (name: string, idleUnloadMs = 0, bytes = 0) =>
       new DemandRuntime({
         stackId: name,
+        modelId: name,
+        memoryBytes: () => bytes,
         book,
         idleUnloadMs,
         loadTimeoutMs,
@@ -109,6 +111,33 @@ describe("on-demand runtimes on one machine", () => {
     expect(m.made.alpha![0]!.closed).toBe(true);
     m.made.beta![0]!.finish();
     await drain(inBeta);
+  });
+
+  it("keeps within a memory budget: a load unloads the least recently used until it fits, and a model larger than the whole budget is refused at once", async () => {
+    const MiB = 1024 ** 2;
+    const m = machine(0, 300, 1000 * MiB);
+    const [a, b, c] = [m.stack("a", 0, 400 * MiB), m.stack("b", 0, 400 * MiB), m.stack("c", 0, 500 * MiB)];
+    for (const runtime of [a, b]) {
+      const events = await begin(runtime);
+      m.made[runtime.modelId]!.at(-1)!.finish();
+      await drain(events);
+    }
+    expect(m.book.usedBytes()).toBe(800 * MiB);
+    // c (500 MiB) fits beside one of them only: a, used least lately, is unloaded.
+    const inC = await begin(c);
+    expect(m.book.loaded().sort()).toEqual(["b", "c"]);
+    expect(m.made.a![0]!.closed).toBe(true);
+    // With c serving and b idle, a comes back in b's place; then nothing fits beside c serving and a serving.
+    const inA = await begin(a);
+    expect(m.book.loaded().sort()).toEqual(["a", "c"]);
+    await expect(begin(b)).rejects.toMatchObject({ code: "insufficient_memory", message: expect.stringMatching(/b needs about 400 MiB, and this machine's loaded runtimes use 900 MiB of its 1000 MiB budget \(--memory-budget\), and none can be unloaded now: (a \(400 MiB\), c \(500 MiB\)|c \(500 MiB\), a \(400 MiB\))/) });
+    const huge = m.stack("huge", 0, 1200 * MiB);
+    await expect(begin(huge)).rejects.toMatchObject({ code: "insufficient_memory", message: "huge needs about 1.2 GiB, more than this machine's whole memory budget (--memory-budget, 1000 MiB)." });
+    expect(m.made.huge).toBeUndefined();
+    for (const [name, events] of [["a", inA], ["c", inC]] as const) {
+      m.made[name]!.at(-1)!.finish();
+      await drain(events);
+    }
   });
 
   it("unloads after its idle time only, never while a request (even a long one) is in flight", async () => {

@@ -20,6 +20,7 @@ async function status(kind: MachineKind, patch: Partial<AgentStatus> = {}): Prom
     disk: { path: "/var/lib/makina", freeBytes: 500 * 2 ** 30, sizeBytes: 1000 * 2 ** 30 },
     runtimes: [],
     models: [],
+    memory: { budgetBytes: 0, usedBytes: 0, maxLoaded: 0, loaded: 0 },
     ...patch,
   };
 }
@@ -62,7 +63,7 @@ describe("makina doctor", () => {
   });
 
   it("fails when a runtime has failed", async () => {
-    const runtime = { stackId: "stk_1", modelId: "chat", runtime: "gguf", state: "failed" as const, endpoint: "in-process", modelRef: "m.gguf", modelPath: null, modelSha256: null, modelSizeBytes: null, contextSize: null, maxContext: null, residency: "always" as const, error: "crashed 5 times in 60 s", since: 0, pid: null, version: "x" };
+    const runtime = { stackId: "stk_1", modelId: "chat", runtime: "gguf", state: "failed" as const, endpoint: "in-process", modelRef: "m.gguf", modelPath: null, modelSha256: null, modelSizeBytes: null, contextSize: null, maxContext: null, residency: "always" as const, error: "crashed 5 times in 60 s", since: 0, pid: null, memoryBytes: 0, version: "x" };
     const checks = doctorChecks(await status("cpu-vm", { runtimes: [runtime] }), { socketPaths: [] });
     expect(byName(checks, "runtimes healthy")).toMatchObject({ level: "fail", detail: "chat (gguf): crashed 5 times in 60 s" });
   });
