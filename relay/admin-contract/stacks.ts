@@ -102,6 +102,11 @@ export interface Stack {
   updated_at: number;
   compatibility: Compatibility;
   deployment: Deployment | null;
+  /**
+   * The organization's other stacks with an endpoint for the same `model_id` (replicas): while deployed, requests
+   * for the model id are shared among them (a loaded one first, then the least busy machine, equals in turn).
+   */
+  replicas: { id: string; name: string; machine_id: string; state: StackState }[];
 }
 
 /** A stack as an edit left it: `changed` names the fields that differed; `redeployed` when it is being redeployed with them. */

@@ -12,7 +12,24 @@ export type StackView = Stack & {
   deployment: Deployment | null;
   /** An `http(s)://` model with no SHA-256 pinned: whatever the server sends is served. (`hf:` files are checked against the hub's digest.) */
   modelUnverified: boolean;
+  /** The organization's other stacks with an endpoint for the same model id: deployed, they share its requests. */
+  replicas: Replica[];
 };
+
+/** Another stack serving a stack's model id. */
+export interface Replica {
+  id: string;
+  name: string;
+  machineId: string;
+  state: Stack["state"];
+}
+
+/** Each stack's replicas among `all` (one organization's stacks). */
+function replicasIn(all: readonly Stack[]): (stack: Stack) => Replica[] {
+  const byModel = new Map<string, Stack[]>();
+  for (const s of all) if (s.hasEndpoint) byModel.set(s.modelId, [...(byModel.get(s.modelId) ?? []), s]);
+  return (stack) => (byModel.get(stack.modelId) ?? []).filter((s) => s.id !== stack.id).map((s) => ({ id: s.id, name: s.name, machineId: s.machineId, state: s.state }));
+}
 
 /** A stack being built (the Forge): no name yet, and the machine and model may be missing. */
 export type PlanInput = PlanLayers & {
@@ -40,9 +57,11 @@ export class StackViews {
   /** Stacks of one organization with their compatibility and latest deployment. */
   async viewsOf(stacks: readonly Stack[]): Promise<StackView[]> {
     if (stacks.length === 0) return [];
-    const machines = new Map((await this.c.store.machines.listByOrg(stacks[0]!.orgId)).map((m) => [m.id, m]));
-    const deployments = await this.c.store.deployments.latestOf(stacks.map((s) => s.id));
-    return stacks.map((s) => this.viewWith(s, machines.get(s.machineId) ?? null, deployments.get(s.id) ?? null));
+    const orgId = stacks[0]!.orgId;
+    const [machines, deployments, all] = await Promise.all([this.c.store.machines.listByOrg(orgId), this.c.store.deployments.latestOf(stacks.map((s) => s.id)), this.c.store.stacks.listByOrg(orgId)]);
+    const byId = new Map(machines.map((m) => [m.id, m]));
+    const replicas = replicasIn(all);
+    return stacks.map((s) => this.viewWith(s, byId.get(s.machineId) ?? null, deployments.get(s.id) ?? null, replicas(s)));
   }
 
   /**
@@ -71,8 +90,8 @@ export class StackViews {
   }
 
   async view(stack: Stack): Promise<StackView> {
-    const [machine, deployment] = await Promise.all([this.c.store.machines.get(stack.machineId), this.c.store.deployments.latest(stack.id)]);
-    return this.viewWith(stack, machine ?? null, deployment ?? null);
+    const [machine, deployment, all] = await Promise.all([this.c.store.machines.get(stack.machineId), this.c.store.deployments.latest(stack.id), this.c.store.stacks.listByOrg(stack.orgId)]);
+    return this.viewWith(stack, machine ?? null, deployment ?? null, replicasIn(all)(stack));
   }
 
   /**
@@ -92,7 +111,7 @@ export class StackViews {
     return { model: facts.kvBytesPerToken !== null || known.weightsBytes === null ? { ...facts, weightsBytes: facts.weightsBytes ?? known.weightsBytes } : known, problem: null };
   }
 
-  private viewWith(stack: Stack, machine: Machine | null, deployment: Deployment | null): StackView {
+  private viewWith(stack: Stack, machine: Machine | null, deployment: Deployment | null, replicas: Replica[]): StackView {
     let model = onDisk(this.c.deps.inspector.known(stack.modelRef), stack.modelRef, machine);
     // Once pulled, the model's size on the machine is known even when nothing else is.
     const pulled = deployment?.steps.find((s) => s.kind === "pull_model" && s.state === "succeeded")?.detail?.sizeBytes;
@@ -100,7 +119,7 @@ export class StackViews {
     // Once served, the runtime said whether the model is an embedding model (its header, read on the machine).
     if (deployment?.steps.some((s) => s.kind === "configure_endpoint" && s.state === "succeeded" && s.detail?.embeddingModel === true)) model = { ...model, embeddingModel: true };
     const compatibility = checkStack(stackPlan(stack.runtime, stack.modelRef, model, machine?.hardware ?? null, { ...stack, endpoint: stack.hasEndpoint }));
-    return { ...stack, compatibility, deployment, modelUnverified: /^https?:\/\//i.test(stack.modelRef) && !stack.modelSha256 };
+    return { ...stack, compatibility, deployment, modelUnverified: /^https?:\/\//i.test(stack.modelRef) && !stack.modelSha256, replicas };
   }
 }
 

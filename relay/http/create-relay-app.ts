@@ -203,7 +203,9 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
 function gatewayDeps(deps: RelayAppDeps): GatewayDeps {
   const inFlight = new RequestsInFlight();
   deps.ending?.addEventListener("abort", () => inFlight.endAll(), { once: true });
+  let turns = 0;
   return {
+    turn: () => (turns = (turns + 1) % 0x40000000),
     directory: deps.directory,
     registry: deps.targets,
     log: deps.log,

@@ -113,6 +113,11 @@ export class AgentSession {
     this.reports.forgetRuntimeState?.(stackId);
   }
 
+  /** Whether a stack's model is loaded here now (not an on-demand stack unloaded, unloading, or loading from there). */
+  loaded(stackId: string): boolean {
+    return this.readyStacks.has(stackId) && !this.unloaded.has(stackId);
+  }
+
   /** Inference requests in flight on this machine (for least-loaded routing). */
   get inFlight(): number {
     let n = 0;

@@ -48,6 +48,8 @@ export interface PlannerDeps<S extends RoutableSession = AgentSession> {
   registry: { get(machineId: string): S | undefined };
   /** Completion tokens assumed for the estimate when the request sets no `max_tokens`. */
   defaultCompletionEstimate: number;
+  /** A number that changes with each request: which of equally good replicas takes it. */
+  turn?: () => number;
 }
 
 /**
@@ -72,7 +74,7 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   }
   const capable = allowed.filter((st) => request.needs.every((p) => honouredParameters(st.runtime, st.harness, st.orchestrator).includes(p)));
   if (capable.length === 0) throw unsupported(allowed[0]!, request, model);
-  const { stack, session } = pickTarget(deps.registry, capable);
+  const { stack, session } = pickTarget(deps.registry, capable, deps.turn?.() ?? 0);
   const maxTokens = request.input.maxTokens;
   if (maxTokens > 0 && stack.contextSize !== null && maxTokens > stack.contextSize) {
     const param = request.paramName("max_tokens");

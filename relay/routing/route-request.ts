@@ -22,8 +22,8 @@ export function keyAllowsStack(key: ApiKeyRecord, stack: Stack): boolean {
   return true;
 }
 
-/** What routing needs to know of a machine's link. */
-export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested">;
+/** What routing needs to know of a machine's link (`loaded` absent: every stack it serves counts as loaded). */
+export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested"> & Partial<Pick<AgentSession, "loaded">>;
 
 /**
  * Where the gateway sends a request: a machine's link on this relay (an `AgentSession`), or a machine linked to
@@ -35,13 +35,19 @@ export type InferenceTarget = RoutableSession &
     readonly admittedWhereLinked?: boolean;
   };
 
+/** Ranks an unloaded replica after every loaded one: a request loads a model only when no replica has it loaded. */
+const UNLOADED = 2 ** 40;
+
 /**
- * Picks where a request runs: among the allowed stacks, those whose machine is online, whose runtime is
- * ready and whose link is draining, the one with the fewest requests in flight. Machines whose link is not
- * draining (the agent does not read what the relay writes) get no new requests: 503 when only they are left.
+ * Picks where a request runs: among the allowed stacks (the replicas serving its model), those whose machine is
+ * online, whose runtime is ready (or on demand) and whose link is draining; a loaded one before one that must load
+ * first; then the one whose machine has the fewest requests in flight; and among equals, each in turn (`turn`, a
+ * number counting requests, picks which), so two replicas on one machine share its requests. Machines whose link
+ * is not draining (the agent does not read what the relay writes) get no new requests: 503 when only they are left.
  */
-export function pickTarget<S extends RoutableSession = AgentSession>(registry: { get(machineId: string): S | undefined }, stacks: Stack[]): { stack: Stack; session: S } {
-  let best: { stack: Stack; session: S } | undefined;
+export function pickTarget<S extends RoutableSession = AgentSession>(registry: { get(machineId: string): S | undefined }, stacks: Stack[], turn = 0): { stack: Stack; session: S } {
+  let bestRank = Infinity;
+  let ties: { stack: Stack; session: S }[] = [];
   let anyOnline = false;
   let anyCongested = false;
   for (const stack of stacks) {
@@ -53,9 +59,13 @@ export function pickTarget<S extends RoutableSession = AgentSession>(registry: {
       anyCongested = true;
       continue;
     }
-    if (!best || session.inFlight < best.session.inFlight) best = { stack, session };
+    const rank = (session.loaded?.(stack.id) === false ? UNLOADED : 0) + session.inFlight;
+    if (rank < bestRank) {
+      bestRank = rank;
+      ties = [{ stack, session }];
+    } else if (rank === bestRank) ties.push({ stack, session });
   }
-  if (best) return best;
+  if (ties.length) return ties[turn % ties.length]!;
   if (anyCongested) {
     throw new MakinaError("runtime_unavailable", "The machine serving this model is not keeping up with its link. Retry shortly.", { retryAfterMs: 1000 });
   }

@@ -218,6 +218,26 @@ describe("editing and deleting stacks", () => {
     expect([soon.code, soon.stderr]).toEqual([1, expect.stringContaining("'idle_unload_s' must be a whole number of seconds from 0 to 604,800")]);
   });
 
+  it("shares a model id's requests between two replicas on one machine, says so, and says the other goes on serving when one is undeployed", async () => {
+    const cli = (...args: string[]) => runCli(["admin", "stack", ...args, "--data-dir", gw.dataDir]);
+    const made = await operator("POST", "/admin/v1/stacks", { org: gw.orgId, name: "second teller", machine: gw.machineId, runtime: "gguf", model: testModelPath(), model_id: gw.modelId });
+    const replica = (await made.json()) as Stack;
+    expect(replica.replicas).toEqual([{ id: gw.stackId, name: "story teller", machine_id: gw.machineId, state: "deployed" }]);
+    expect((await operator("POST", `/admin/v1/stacks/${replica.id}/deploy`)).status).toBe(200);
+    await gw.relay.deployer.settled(replica.id);
+    expect((await stack(gw.stackId)).replicas).toEqual([{ id: replica.id, name: "second teller", machine_id: gw.machineId, state: "deployed" }]);
+    // Said where a stack is described, as by an update that changed nothing.
+    expect((await cli("update", gw.stackId, "--name", "story teller")).stdout).toMatch(/replicas:\s+also served by second teller on \S+ \(deployed\): requests are shared\n/);
+    for (let i = 0; i < 6; i++) expect((await chat(gw.modelId)).status).toBe(200);
+    const served = ((await (await operator("GET", `/admin/v1/requests?org=${gw.orgId}&per_page=6`)).json()) as { data: { stack_id: string }[] }).data.map((r) => r.stack_id);
+    expect(served.filter((id) => id === replica.id)).toHaveLength(3);
+    expect(served.filter((id) => id === gw.stackId)).toHaveLength(3);
+    const undeployed = await cli("undeploy", replica.id);
+    expect(undeployed.stdout).toMatch(/replicas:\s+also served by story teller on \S+ \(deployed\): they go on serving /);
+    expect((await chat(gw.modelId)).status).toBe(200);
+    await gw.relay.deployer.settled(replica.id);
+  });
+
   it("refuses what the machine cannot run, a deployed stack moved to another machine, and a change while deploying", async () => {
     const mlx = await patch(gw.stackId, { runtime: "mlx" });
     expect([mlx.status, mlx.body.error.code]).toEqual([400, "incompatible_stack"]);

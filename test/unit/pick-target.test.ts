@@ -3,11 +3,12 @@ import { pickTarget, type RoutableSession } from "../../relay/routing/route-requ
 import type { Stack } from "../../relay/store/index.js";
 
 const stack = (id: string, machineId: string) => ({ id, machineId }) as Stack;
-const session = (o: Partial<RoutableSession> & { ready: string[] }): RoutableSession => ({
+const session = (o: Partial<RoutableSession> & { ready: string[]; unloaded?: string[] }): RoutableSession => ({
   state: "open",
   readyStacks: new Set(o.ready),
   inFlight: o.inFlight ?? 0,
   congested: o.congested ?? false,
+  loaded: (id) => o.ready.includes(id) && !o.unloaded?.includes(id),
 });
 const registryOf = (sessions: Record<string, RoutableSession>) => ({ get: (id: string) => sessions[id] });
 
@@ -32,5 +33,20 @@ describe("picking the machine that serves a request", () => {
   it("tells a runtime still loading from every machine being offline", () => {
     expect(() => pickTarget(registryOf({ m1: session({ ready: [] }) }), stacks)).toThrow(expect.objectContaining({ code: "runtime_unavailable" }));
     expect(() => pickTarget(registryOf({}), stacks)).toThrow(expect.objectContaining({ code: "machine_offline" }));
+  });
+
+  it("shares requests between equal replicas in turn, two on one machine included", () => {
+    const replicas = [stack("s1", "m1"), stack("s2", "m1"), stack("s3", "m2")];
+    const registry = registryOf({ m1: session({ ready: ["s1", "s2"], inFlight: 0 }), m2: session({ ready: ["s3"], inFlight: 1 }) });
+    expect([0, 1, 2, 3].map((turn) => pickTarget(registry, replicas, turn).stack.id)).toEqual(["s1", "s2", "s1", "s2"]);
+  });
+
+  it("prefers a replica whose model is loaded, however busy, to one that must load it first", () => {
+    const replicas = [stack("s1", "m1"), stack("s2", "m2")];
+    const registry = registryOf({ m1: session({ ready: ["s1"], unloaded: ["s1"], inFlight: 0 }), m2: session({ ready: ["s2"], inFlight: 7 }) });
+    expect(pickTarget(registry, replicas).stack.id).toBe("s2");
+    // None loaded: the idlest machine loads it.
+    const cold = registryOf({ m1: session({ ready: ["s1"], unloaded: ["s1"], inFlight: 3 }), m2: session({ ready: ["s2"], unloaded: ["s2"], inFlight: 1 }) });
+    expect(pickTarget(cold, replicas).stack.id).toBe("s2");
   });
 });

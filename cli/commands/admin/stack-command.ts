@@ -66,6 +66,7 @@ const describeStack = (s: Stack) =>
       `${s.model_ref}${s.model_sha256 ? ` (sha256 ${s.model_sha256} pinned)` : s.model_unverified ? " (unverified: no SHA-256 pinned, whatever the server sends is served; pin one with --model-sha256)" : ""}`,
     ],
     ["model id", s.has_endpoint ? s.model_id : `${s.model_id} (no endpoint: not reachable through the API)`],
+    ...(s.has_endpoint && s.replicas.length ? [["replicas", replicasText(s)] as [string, string]] : []),
     ["serves", s.compatibility.serves.includes("embeddings") ? "chat and embeddings" : "chat only"],
     ["harness", layerLine(s.harness, s.harness_options)],
     ["orchestrator", layerLine(s.orchestrator, s.orchestrator_options)],
@@ -74,6 +75,14 @@ const describeStack = (s: Stack) =>
     ["residency", residencyText(s)],
     ["compatible", s.compatibility.checks.map((c) => `${c.level}: ${c.message}`).join("; ")],
   ]);
+
+/** The other stacks serving a stack's model id, and what that means for its requests now. */
+function replicasText(s: Stack): string {
+  const serving = s.replicas.filter((r) => r.state === "deployed" || r.state === "deploying");
+  const names = s.replicas.map((r) => `${r.name} on ${r.machine_id} (${r.state})`).join(", ");
+  if (s.state !== "deployed" && s.state !== "deploying") return `also served by ${names}${serving.length ? `: they go on serving ${s.model_id}` : ""}`;
+  return `also served by ${names}${serving.length ? ": requests are shared" : ""}`;
+}
 
 /** `--capture-hours`, `--max-context` or `--idle-unload` as the API takes it: a whole number; anything else is sent as given, for the relay to say what it wants. */
 const wholeNumber = (v: string | undefined): number | undefined => (v === undefined ? undefined : /^\d+$/.test(v) ? Number(v) : (v as unknown as number));

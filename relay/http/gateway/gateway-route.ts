@@ -35,6 +35,8 @@ export interface GatewayDeps {
   refusals: RefusalBudget;
   /** Completion tokens assumed for the token-limit estimate when `max_tokens` is absent. */
   defaultCompletionEstimate: number;
+  /** Counts requests: which of equally good replicas takes the next one. */
+  turn: () => number;
   /** Counts requests and tokens per key and model for the usage page. */
   usage: UsageRecorder;
   /** Every request of a known key, answered or refused, for the request log. */
