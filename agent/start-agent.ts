@@ -91,8 +91,8 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
   const host = await parts.start({
     name: "the runtimes",
     start: () =>
-      stackHost(config, options, models, () => machine.hardware, (stackId, state, error) => {
-        send({ type: "runtimeState", stackId, state, error: error ?? "" });
+      stackHost(config, options, models, () => machine.hardware, (stackId, state, error, detail) => {
+        send({ type: "runtimeState", stackId, state, error: error ?? "", ...detail });
         void inventory.report();
       }, log),
     // The models unloaded, their processes ended.

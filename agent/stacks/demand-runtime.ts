@@ -1,4 +1,4 @@
-import { MakinaError, type Logger, type RuntimeState } from "../../proto/index.js";
+import { MakinaError, type Logger, type RuntimeState, type StateDetail, type UnloadReason } from "../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../runtimes/model-runtime.js";
 import type { ResidencyBook, Resident } from "./residency-book.js";
 import { waitFor } from "./wait-for.js";
@@ -17,8 +17,8 @@ export interface DemandRuntimeOptions {
   idleUnloadMs: number;
   /** The longest a load may take, room made for it included. */
   loadTimeoutMs: number;
-  /** The runtime's state changed: `loading`, `ready`, `unloading`, `unloaded` (with why, when a load failed). */
-  onState: (state: RuntimeState, error: string | null) => void;
+  /** The runtime's state changed: `loading`, `ready`, `unloading`, `unloaded` (with why, when a load failed), with why it unloads or how long a load took. */
+  onState: (state: RuntimeState, error: string | null, detail?: StateDetail) => void;
   /** A runtime already loaded for this stack (its residency changed from always): adopted as it is, not reloaded. */
   adopt?: ModelRuntime;
   /** An embedding model, as its file's header says (known before it loads). */
@@ -61,7 +61,7 @@ export class DemandRuntime implements ModelRuntime {
       bytes: () => o.memoryBytes(this.loaded),
       evictable: () => this.loaded !== undefined && this.loading === undefined && this.unloading === undefined && this.inFlight === 0,
       lastUsedAt: () => this.lastUsed,
-      evict: () => this.unload("to make room for another"),
+      evict: () => this.unload("memory"),
     };
     if (o.adopt) {
       this.loaded = o.adopt;
@@ -179,8 +179,9 @@ export class DemandRuntime implements ModelRuntime {
         throw this.gone.signal.reason;
       }
       this.loaded = runtime;
-      this.o.onState("ready", null);
-      this.o.log.info("model loaded on demand", { stackId: this.o.stackId, loadMs: this.now() - started });
+      const loadMs = Math.max(1, Math.round(this.now() - started));
+      this.o.onState("ready", null, { loadMs });
+      this.o.log.info("model loaded on demand", { stackId: this.o.stackId, loadMs });
       return runtime;
     } catch (err) {
       this.o.book.leave(this.o.stackId);
@@ -188,7 +189,7 @@ export class DemandRuntime implements ModelRuntime {
       const timedOut = signal.aborted && !this.gone.signal.aborted;
       const error =
         e.code === "insufficient_memory" ? e : new MakinaError("runtime_unavailable", `The model could not be loaded: ${timedOut ? `it took longer than ${Math.round(this.o.loadTimeoutMs / 1000)} s (MAKINA_LOAD_TIMEOUT_MS)` : e.message}`, { retryAfterMs: 5000 });
-      if (!this.gone.signal.aborted) this.o.onState("unloaded", error.message);
+      if (!this.gone.signal.aborted) this.o.onState("unloaded", error.message, { loadMs: Math.max(1, Math.round(this.now() - started)) });
       this.o.log.warn("a model loaded on demand failed to load", { stackId: this.o.stackId, error: error.message });
       throw error;
     } finally {
@@ -196,12 +197,13 @@ export class DemandRuntime implements ModelRuntime {
     }
   }
 
-  private unload(why: string | null): Promise<void> {
+  /** Unloads the model: for `why` (its idle time passed, or another needs the room), or for good (null: the stack goes). */
+  private unload(why: UnloadReason | null): Promise<void> {
     const runtime = this.loaded;
     if (!runtime) return this.unloading ?? Promise.resolve();
     this.unloading ??= (async () => {
       const live = !this.gone.signal.aborted;
-      if (live) this.o.onState("unloading", null);
+      if (live) this.o.onState("unloading", null, why ? { reason: why } : undefined);
       try {
         await runtime.close();
       } finally {
@@ -209,7 +211,7 @@ export class DemandRuntime implements ModelRuntime {
         this.unloading = undefined;
         this.o.book.leave(this.o.stackId);
         if (live) this.o.onState("unloaded", null);
-        if (why) this.o.log.info("model unloaded", { stackId: this.o.stackId, why });
+        if (why) this.o.log.info("model unloaded", { stackId: this.o.stackId, why: why === "idle" ? `idle for ${Math.round(this.idleUnloadMs / 1000)} s` : "to make room for another" });
       }
     })();
     return this.unloading;
@@ -220,7 +222,7 @@ export class DemandRuntime implements ModelRuntime {
     clearTimeout(this.idleTimer);
     if (this.idleUnloadMs <= 0 || this.inFlight > 0 || !this.loaded || this.gone.signal.aborted) return;
     this.idleTimer = setTimeout(() => {
-      if (this.resident.evictable()) void this.unload(`idle for ${Math.round(this.idleUnloadMs / 1000)} s`);
+      if (this.resident.evictable()) void this.unload("idle");
     }, this.idleUnloadMs);
     this.idleTimer.unref();
   }

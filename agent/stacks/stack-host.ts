@@ -1,4 +1,4 @@
-import { EMPTY_STEP_RESULT, MakinaError, memoryNeed, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, MakinaError, memoryNeed, type StateDetail, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
 import type { ModelStore } from "../models/model-store.js";
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { layersFor } from "../layers/layers-for.js";
@@ -43,7 +43,7 @@ export interface StackHostDeps {
   adapters: Readonly<Record<RuntimeKind, RuntimeAdapter>>;
   hardware: () => HardwareReport;
   /** A runtime changed state on its own (a restart, a crash loop, an on-demand load or unload): the relay must hear of it. */
-  onRuntimeState: (stackId: string, state: RuntimeState, error: string | null) => void;
+  onRuntimeState: (stackId: string, state: RuntimeState, error: string | null, detail?: StateDetail) => void;
   /** The runtimes loaded on this machine, kept within its limit. */
   book: ResidencyBook;
   /** The longest an on-demand load may take (room made for it included), ms. */
@@ -283,7 +283,7 @@ export class StackHost {
       book: this.deps.book,
       idleUnloadMs: idleUnloadS * 1000,
       loadTimeoutMs: this.deps.loadTimeoutMs,
-      onState: (state, error) => this.stateChanged(stackId, state, error),
+      onState: (state, error, detail) => this.stateChanged(stackId, state, error, detail),
       embeddingModel,
       adopt,
       log: this.deps.log,
@@ -381,10 +381,10 @@ export class StackHost {
   }
 
   /** A runtime's state changed on its own: recorded, and told to the relay. */
-  private stateChanged(stackId: string, state: RuntimeState, error: string | null): void {
+  private stateChanged(stackId: string, state: RuntimeState, error: string | null, detail?: StateDetail): void {
     if (!this.hosted.has(stackId)) return;
     this.record(stackId, { state, error });
-    this.deps.onRuntimeState(stackId, state, error);
+    this.deps.onRuntimeState(stackId, state, error, detail);
   }
 
   /** Stops every runtime. */

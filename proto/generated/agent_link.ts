@@ -176,6 +176,10 @@ export interface RuntimeStatus {
   state: string;
   /** Why it is not ready; empty when ready. */
   error: string;
+  /** With `unloading`: why (`idle`: its idle time passed; `memory`: unloaded to make room for another). */
+  reason: string;
+  /** With `ready` or `unloaded` ending an on-demand load: how long the load took (room made included), ms. */
+  loadMs: number;
 }
 
 /** Everything the relay sends on the link. */
@@ -1885,7 +1889,7 @@ export const ModelOnDisk: MessageFns<ModelOnDisk> = {
 };
 
 function createBaseRuntimeStatus(): RuntimeStatus {
-  return { stackId: "", state: "", error: "" };
+  return { stackId: "", state: "", error: "", reason: "", loadMs: 0 };
 }
 
 export const RuntimeStatus: MessageFns<RuntimeStatus> = {
@@ -1898,6 +1902,12 @@ export const RuntimeStatus: MessageFns<RuntimeStatus> = {
     }
     if (message.error !== "") {
       writer.uint32(26).string(message.error);
+    }
+    if (message.reason !== "") {
+      writer.uint32(34).string(message.reason);
+    }
+    if (message.loadMs !== 0) {
+      writer.uint32(40).uint32(message.loadMs);
     }
     return writer;
   },
@@ -1939,6 +1949,22 @@ export const RuntimeStatus: MessageFns<RuntimeStatus> = {
             message.error = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.loadMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1960,6 +1986,12 @@ export const RuntimeStatus: MessageFns<RuntimeStatus> = {
         : "",
       state: isSet(object.state) ? globalThis.String(object.state) : "",
       error: isSet(object.error) ? globalThis.String(object.error) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      loadMs: isSet(object.loadMs)
+        ? globalThis.Number(object.loadMs)
+        : isSet(object.load_ms)
+        ? globalThis.Number(object.load_ms)
+        : 0,
     };
   },
 
@@ -1974,6 +2006,12 @@ export const RuntimeStatus: MessageFns<RuntimeStatus> = {
     if (message.error !== "") {
       obj.error = message.error;
     }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.loadMs !== 0) {
+      obj.loadMs = Math.round(message.loadMs);
+    }
     return obj;
   },
 
@@ -1985,6 +2023,8 @@ export const RuntimeStatus: MessageFns<RuntimeStatus> = {
     message.stackId = object.stackId ?? "";
     message.state = object.state ?? "";
     message.error = object.error ?? "";
+    message.reason = object.reason ?? "";
+    message.loadMs = object.loadMs ?? 0;
     return message;
   },
 };

@@ -291,6 +291,15 @@ export const EMPTY_STEP_RESULT: Readonly<StepResult> = Object.freeze({ modelPath
  */
 export type RuntimeState = "loading" | "ready" | "failed" | "unloaded" | "unloading";
 
+/** Why an on-demand stack's model unloads: its idle time passed, or another needed the room. */
+export type UnloadReason = "idle" | "memory";
+
+/** What comes with a runtime state: why it unloads, or how long the load that ended took. */
+export interface StateDetail {
+  reason?: UnloadReason;
+  loadMs?: number;
+}
+
 /** Everything the relay sends an agent. */
 export type RelayToAgent =
   | { type: "welcome"; machineId: string; heartbeatIntervalMs: number; protocolVersion: number }
@@ -313,7 +322,7 @@ export type AgentToRelay =
   | { type: "result"; commandId: string; result: StepResult }
   | { type: "stepFailed"; commandId: string; error: ErrorReport }
   | { type: "hardware"; hardware: HardwareReport }
-  | { type: "runtimeState"; stackId: string; state: RuntimeState; error: string }
+  | { type: "runtimeState"; stackId: string; state: RuntimeState; error: string; reason?: UnloadReason; loadMs?: number }
   | { type: "inventory"; inventory: Inventory }
   | { type: "metrics"; stacks: StackMetrics[] }
   | { type: "load"; load: MachineLoad };

@@ -31,6 +31,8 @@ export interface LoggedRequest {
   latency_ms: number;
   /** From its arrival to the first token (not streamed: to the whole answer), ms; null when none came. */
   first_token_ms: number | null;
+  /** How long it waited for its model to load (an on-demand stack's, on a machine linked to the relay that answered), ms; null: it did not wait. */
+  load_ms: number | null;
   /** Its stack kept its prompt and answer, until `capture_until`. */
   captured: boolean;
   capture_until: number | null;

@@ -65,6 +65,7 @@ export class RequestLedger {
   private capture: Capture | undefined;
   private ran = false;
   private firstTokenAt: number | undefined;
+  private loadMs: number | null = null;
   /** The runtime's count: undefined until it came, null when the runtime failed. */
   private count: TokenCount | null | undefined;
   private errorCode: string | null = null;
@@ -132,6 +133,11 @@ export class RequestLedger {
   }
 
   /** The first token (streamed) or the whole answer (not streamed) came from the machine. */
+  /** The request waited `ms` for its model to load (an on-demand stack's), before the machine began it. */
+  waitedForLoad(ms: number): void {
+    this.loadMs = ms;
+  }
+
   firstToken(): void {
     this.firstTokenAt ??= this.clock.mono();
   }
@@ -214,6 +220,7 @@ export class RequestLedger {
         completionTokens: this.count?.completionTokens ?? 0,
         latencyMs: Math.round(durationMs),
         firstTokenMs,
+        loadMs: this.loadMs,
         captureJson: capture ? JSON.stringify({ messages: capture.messages, answer: capture.answer, toolCalls: capture.toolCalls.filter(Boolean), truncated: capture.truncated }) : null,
         captureUntil: capture?.until ?? null,
       });

@@ -78,6 +78,8 @@ export class AgentSession {
   readonly readyStacks = new Set<string>();
   /** On-demand stacks last said unloaded (or unloading) on this machine: a load from there is theirs, not a restart. */
   private readonly unloaded = new Set<string>();
+  /** When each stack's runtime was last said ready (`performance.now()`). */
+  private readonly readyAt = new Map<string, number>();
   /** Stacks the relay sent deploy steps for on this link: the machine's, whatever the store said when it linked. */
   private readonly givenStacks = new Set<string>();
   state: SessionState = "open";
@@ -111,6 +113,11 @@ export class AgentSession {
   /** The relay stores a stack's runtime state itself now (a deployment's end): what the agent said before is dropped. */
   forgetRuntimeState(stackId: string): void {
     this.reports.forgetRuntimeState?.(stackId);
+  }
+
+  /** When (`performance.now()`) the machine last said a stack's runtime is ready: the end of its last load. */
+  readySince(stackId: string): number | undefined {
+    return this.readyAt.get(stackId);
   }
 
   /** Whether a stack's model is loaded here now (not an on-demand stack unloaded, unloading, or loading from there). */
@@ -190,7 +197,7 @@ export class AgentSession {
         this.reports.onHardware?.(message.hardware);
         return;
       case "runtimeState": {
-        const { stackId, state, error } = message;
+        const { stackId, state, error, reason, loadMs } = message;
         if (!this.owns(stackId)) {
           this.reports.onForeignStack?.(stackId);
           return;
@@ -203,6 +210,10 @@ export class AgentSession {
         else if (!onDemandLoad) this.unloaded.delete(stackId);
         if (state === "ready" || state === "unloaded" || state === "unloading" || onDemandLoad) this.readyStacks.add(stackId);
         else this.readyStacks.delete(stackId);
+        if (state === "ready") this.readyAt.set(stackId, performance.now());
+        // A load's time is at most a day, whatever a machine says.
+        if (loadMs !== undefined && (state === "ready" || state === "unloaded")) this.reports.onResidency?.(stackId, { kind: "load", loaded: state === "ready", seconds: Math.min(loadMs, 86_400_000) / 1000 });
+        if (reason !== undefined && state === "unloading") this.reports.onResidency?.(stackId, { kind: "unload", reason });
         // The reason is shown in lists and stored: cut to a size a person reads.
         this.reports.onRuntimeState?.(stackId, state, error ? error.slice(0, MAX_REASON_CHARS) : null);
         return;
@@ -374,6 +385,7 @@ export class AgentSession {
     this.commands.clear();
     this.readyStacks.clear();
     this.unloaded.clear();
+    this.readyAt.clear();
     this.log.info("link closed", { inFlight: this.inferences.size });
   }
 

@@ -10,6 +10,7 @@ import {
   WarningThrottle,
 } from "../../proto/index.js";
 import type { EventBus } from "../events/index.js";
+import type { ResidencyEvent } from "../metrics/index.js";
 import type { StorageHealth } from "../health/index.js";
 import type { HardwareSummary, Machine, MachineInventory, Store } from "../store/index.js";
 import type { AgentRegistry } from "./agent-registry.js";
@@ -30,7 +31,7 @@ export interface LinkAcceptorDeps {
   /** Where machine changes (online, offline, hardware) and runtime states are announced. */
   events: EventBus;
   /** Where the runtime metrics agents report go (the relay's Prometheus metrics). */
-  runtimeMetrics: { reported(machineId: string, stacks: StackMetrics[]): void; machineGone(machineId: string): void };
+  runtimeMetrics: { reported(machineId: string, stacks: StackMetrics[]): void; machineGone(machineId: string): void; residency(machineId: string, stackId: string, event: ResidencyEvent): void };
   /** Where the machines' loads go (the overview reads them). */
   loads: MachineLoads;
   /** Writes of machine and runtime states that the database refuses are reported there; the link goes on. */
@@ -189,6 +190,7 @@ function acceptMachine(
       },
       onLoad: (load) => deps.loads.reported(machine.id, load),
       onRuntimeState: (stackId, state, error) => runtimeStates.received(stackId, state, error),
+      onResidency: (stackId, event) => deps.runtimeMetrics.residency(machine.id, stackId, event),
     });
     watchdog = watchSilence(s, deps, (silentMs) => {
       linkLog.warn("link silent, dropping it", { silentMs });

@@ -1,8 +1,9 @@
-import type { AgentToRelay, FinishReason, RelayToAgent, RuntimeState } from "../../proto/index.js";
+import type { AgentToRelay, FinishReason, RelayToAgent, RuntimeState, UnloadReason } from "../../proto/index.js";
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
 const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(["stop", "length", "tool_calls", "canceled"]);
 const RUNTIME_STATES: ReadonlySet<string> = new Set<RuntimeState>(["loading", "ready", "failed", "unloaded", "unloading"]);
+const UNLOAD_REASONS: ReadonlySet<string> = new Set<UnloadReason>(["idle", "memory"]);
 
 /** The relay's reading of a wire message from an agent; `undefined` for one it does not know (ignored). */
 export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefined {
@@ -43,8 +44,9 @@ export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefi
     case "hardware":
       return { type: "hardware", hardware: body.value };
     case "runtimeState": {
-      const { stackId, state, error } = body.value;
-      return RUNTIME_STATES.has(state) ? { type: "runtimeState", stackId, state: state as RuntimeState, error } : undefined;
+      const { stackId, state, error, reason, loadMs } = body.value;
+      if (!RUNTIME_STATES.has(state)) return undefined;
+      return { type: "runtimeState", stackId, state: state as RuntimeState, error, ...(UNLOAD_REASONS.has(reason) && { reason: reason as UnloadReason }), ...(loadMs > 0 && { loadMs }) };
     }
     case "inventory":
       return { type: "inventory", inventory: body.value };

@@ -1,9 +1,12 @@
 import type { HardwareReport, Inventory, MachineLoad, RuntimeState, StackMetrics } from "../../proto/index.js";
+import type { ResidencyEvent } from "../metrics/index.js";
 
 /** What an agent reports on its own over the link. */
 export interface SessionReports {
   onHardware?: (hardware: HardwareReport) => void;
   onRuntimeState?: (stackId: string, state: RuntimeState, error: string | null) => void;
+  /** An on-demand stack's model loaded (or failed to, `loaded` false) in `seconds`, or unloaded for `reason`. */
+  onResidency?: (stackId: string, event: ResidencyEvent) => void;
   onInventory?: (inventory: Inventory) => void;
   onMetrics?: (stacks: StackMetrics[]) => void;
   /** The machine's load now (CPU, memory, GPUs). */

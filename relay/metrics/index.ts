@@ -1,1 +1,1 @@
-export { RelayMetrics, type RequestOutcome } from "./relay-metrics.js";
+export { RelayMetrics, type RequestOutcome, type ResidencyEvent } from "./relay-metrics.js";

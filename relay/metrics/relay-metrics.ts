@@ -1,5 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { StackMetrics } from "../../proto/index.js";
+import type { StackMetrics, UnloadReason } from "../../proto/index.js";
+
+/** A load or an unload of an on-demand stack's model, as its machine reported it. */
+export type ResidencyEvent = { kind: "load"; loaded: boolean; seconds: number } | { kind: "unload"; reason: UnloadReason };
 
 /** What one answered gateway request adds to the metrics. */
 export interface RequestOutcome {
@@ -23,6 +26,8 @@ export interface RequestOutcome {
 export const MAX_KEY_SERIES = 100;
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** A model's load: a small GGUF file in a fraction of a second, a large model on a GPU in minutes. */
+const LOAD_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
 /**
  * The relay's Prometheus metrics, in a registry of its own (no global state):
@@ -45,6 +50,9 @@ export class RelayMetrics {
   private readonly tokens = new Counter({ name: "makina_tokens_total", help: "Tokens processed, by model and direction (prompt or completion).", labelNames: ["model", "direction"], registers: [this.registry] });
   private readonly rateLimited = new Counter({ name: "makina_rate_limited_total", help: "Requests refused by a key's limit, by kind (requests or tokens).", labelNames: ["kind"], registers: [this.registry] });
   private readonly inFlight = new Gauge({ name: "makina_requests_in_flight", help: "Gateway chat requests being answered now.", registers: [this.registry] });
+  private readonly loads = new Counter({ name: "makina_model_loads_total", help: "On-demand models loaded on a request, by machine, stack and outcome (loaded, failed), as the machines reported.", labelNames: ["machine_id", "stack_id", "outcome"], registers: [this.registry] });
+  private readonly loadTime = new Histogram({ name: "makina_model_load_seconds", help: "Time an on-demand model took to load (room made for it included), as its machine measured it.", labelNames: ["machine_id", "stack_id"], buckets: LOAD_BUCKETS, registers: [this.registry] });
+  private readonly unloads = new Counter({ name: "makina_model_unloads_total", help: "On-demand models unloaded, by machine, stack and reason: idle (its idle time passed) or memory (evicted to make room for another).", labelNames: ["machine_id", "stack_id", "reason"], registers: [this.registry] });
 
   /** The runtime metrics each connected machine last reported, by machine id. */
   private readonly runtimes = new Map<string, StackMetrics[]>();
@@ -148,6 +156,14 @@ export class RelayMetrics {
   /** What a machine's agent reported of its stacks' runtimes (at most the stacks it was given). */
   runtimeReported(machineId: string, stacks: StackMetrics[]): void {
     this.runtimes.set(machineId, stacks);
+  }
+
+  /** An on-demand stack's model loaded (or failed to), or unloaded, on a machine linked here. */
+  residency(machineId: string, stackId: string, event: ResidencyEvent): void {
+    const labels = { machine_id: machineId, stack_id: stackId };
+    if (event.kind === "unload") return void this.unloads.inc({ ...labels, reason: event.reason });
+    this.loads.inc({ ...labels, outcome: event.loaded ? "loaded" : "failed" });
+    if (event.loaded) this.loadTime.observe(labels, event.seconds);
   }
 
   /** A machine went offline: its runtimes' series go. */

@@ -23,7 +23,7 @@ export function keyAllowsStack(key: ApiKeyRecord, stack: Stack): boolean {
 }
 
 /** What routing needs to know of a machine's link (`loaded` absent: every stack it serves counts as loaded). */
-export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested"> & Partial<Pick<AgentSession, "loaded">>;
+export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested"> & Partial<Pick<AgentSession, "loaded" | "readySince">>;
 
 /**
  * Where the gateway sends a request: a machine's link on this relay (an `AgentSession`), or a machine linked to

@@ -144,7 +144,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     streamIdleTimeoutMs: config.streamIdleTimeoutMs,
     loads,
-    runtimeMetrics: { reported: (machineId, stacks) => metrics.runtimeReported(machineId, stacks), machineGone: (machineId) => metrics.machineGone(machineId) },
+    runtimeMetrics: { reported: (machineId, stacks) => metrics.runtimeReported(machineId, stacks), machineGone: (machineId) => metrics.machineGone(machineId), residency: (machineId, stackId, event) => metrics.residency(machineId, stackId, event) },
     storage,
   });
   const { link, tls, tlsOn } = await startLink(s, store, vault, accept);

@@ -336,6 +336,10 @@ export const MIGRATIONS: readonly string[] = [
     EXECUTE FUNCTION makina_changed('stacks', 'org_id');
   {{/POSTGRES}}
   `,
+  `
+  -- How long a request waited for its model to load (an on-demand stack's), ms; null: it did not wait.
+  ALTER TABLE request_log ADD COLUMN load_ms INTEGER;
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

@@ -39,6 +39,8 @@ export interface RequestLogEntry {
   latencyMs: number;
   /** Time to the first token (or the whole answer, not streamed); null when none came. */
   firstTokenMs: number | null;
+  /** How long it waited for its model to load (an on-demand stack's, on a machine linked to the relay that answered), ms; null: it did not wait. */
+  loadMs: number | null;
   /** Prompt and answer, only while the stack's capture keeps them. */
   capture: CapturedExchange | null;
   /** Until when the capture is kept. */
@@ -95,7 +97,7 @@ const ROWS_PER_STATEMENT = 500;
 /** Requests one pruning statement deletes at most. */
 const PRUNE_CHUNK = 2000;
 /** The columns an insert writes, in the order of its parameters. */
-const COLUMNS = ["id", "org_id", "at", "request_id", "key_id", "model", "stack_id", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "capture_json", "capture_until"] as const satisfies readonly (keyof Row<"request_log">)[];
+const COLUMNS = ["id", "org_id", "at", "request_id", "key_id", "model", "stack_id", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "load_ms", "capture_json", "capture_until"] as const satisfies readonly (keyof Row<"request_log">)[];
 
 /**
  * The insert of `rows` rows, its text written once per size: the request log takes thousands of rows a second,
@@ -123,6 +125,7 @@ const toRequest = (r: Row<"request_log">, withCapture: boolean): RequestLogEntry
   completionTokens: r.completion_tokens,
   latencyMs: r.latency_ms,
   firstTokenMs: r.first_token_ms,
+  loadMs: r.load_ms,
   capture: withCapture && r.capture_json ? (JSON.parse(r.capture_json) as CapturedExchange) : null,
   captureUntil: r.capture_json !== null && r.capture_until !== null ? Number(r.capture_until) : null,
 });
@@ -148,7 +151,7 @@ export class RequestLogStore {
     // In COLUMNS' order.
     const rows = requests.map((r) => [
       this.ids.next(r.at), r.orgId, r.at, r.requestId, r.keyId, r.model, r.stackId, r.machineId, r.stream ? 1 : 0, r.status, r.errorCode,
-      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.captureJson, r.captureJson === null ? null : r.captureUntil,
+      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.captureJson, r.captureJson === null ? null : r.captureUntil,
     ]);
     if (this.appendRows?.(this.textFor(1), rows)) return;
     await transaction(this.db, async (trx) => {
@@ -191,7 +194,7 @@ export class RequestLogStore {
       query
         .leftJoin("api_keys as k", "k.id", "r.key_id")
         .leftJoin("stacks as s", "s.id", "r.stack_id")
-        .select(["r.id", "r.org_id", "r.at", "r.request_id", "r.key_id", "r.model", "r.stack_id", "r.machine_id", "r.stream", "r.status", "r.error_code", "r.prompt_tokens", "r.completion_tokens", "r.latency_ms", "r.first_token_ms", "r.capture_until", "k.name as key_name", "s.name as stack_name"])
+        .select(["r.id", "r.org_id", "r.at", "r.request_id", "r.key_id", "r.model", "r.stack_id", "r.machine_id", "r.stream", "r.status", "r.error_code", "r.prompt_tokens", "r.completion_tokens", "r.latency_ms", "r.first_token_ms", "r.load_ms", "r.capture_until", "k.name as key_name", "s.name as stack_name"])
         .select(sql<string | null>`case when r.capture_json is null then null else '' end`.as("capture_json"))
         .orderBy("r.id", "desc")
         .limit(page.limit)

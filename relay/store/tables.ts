@@ -152,6 +152,7 @@ export interface Tables {
     completion_tokens: number;
     latency_ms: number;
     first_token_ms: number | null;
+    load_ms: number | null;
     capture_json: string | null;
     capture_until: number | null;
   };

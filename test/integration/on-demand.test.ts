@@ -59,6 +59,11 @@ describe("stacks loaded on demand", () => {
       body: JSON.stringify({ model, messages: [{ role: "user", content: "Once upon a time" }], max_tokens: init.maxTokens ?? 4, stream: init.stream ?? false }),
       signal: init.signal,
     });
+  /** The newest entries of the request log. */
+  const logged = async (n: number) =>
+    ((await (await fetch(`${gw.relay.url}/admin/v1/requests?org=${gw.orgId}&per_page=${n}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).json()) as { data: { stack_id: string; load_ms: number | null }[] }).data;
+  /** The relay's Prometheus series, as text. */
+  const metrics = async () => (await fetch(`${gw.relay.url}/metrics`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).text();
   /** What the machine holds: each stack's runtime state, by model id. */
   const states = () => Object.fromEntries(agent.host.list().map((h) => [h.modelId, h.state]));
   const loadsOf = (stackId: string) => lines.filter((l) => l.msg === "model loaded on demand" && l.stackId === stackId).length;
@@ -75,6 +80,15 @@ describe("stacks loaded on demand", () => {
     expect(states()["tale-a"]).toBe("ready");
     // The relay hears it too.
     await vi.waitFor(async () => expect((await gw.relay.control.stacks.get(OP, id)).runtimeState).toBe("ready"), { timeout: 3000, interval: 50 });
+    // The request log says how long the first request waited for the load; the next one did not wait.
+    expect((await chat("tale-a")).status).toBe(200);
+    await vi.waitFor(async () => expect(await logged(2)).toHaveLength(2), { timeout: 3000, interval: 50 });
+    const [second, first] = await logged(2);
+    expect(first).toMatchObject({ stack_id: id, load_ms: expect.any(Number) });
+    expect(first!.load_ms).toBeGreaterThan(0);
+    expect(second).toMatchObject({ stack_id: id, load_ms: null });
+    expect(await metrics()).toMatch(new RegExp(`makina_model_loads_total\\{[^}]*stack_id="${id}",outcome="loaded"[^}]*\\} 1\\n`));
+    expect(await metrics()).toMatch(new RegExp(`makina_model_load_seconds_count\\{[^}]*stack_id="${id}"[^}]*\\} 1\\n`));
   });
 
   it("keeps at most two loaded: a third model unloads the least recently used, and twenty first requests share one load", async () => {
@@ -89,6 +103,8 @@ describe("stacks loaded on demand", () => {
     expect(loadsOf(c) - loadsBefore).toBe(1);
     expect(states()).toMatchObject({ "tale-a": "unloaded", "tale-b": "ready", "tale-c": "ready" });
     expect(b).toBeDefined();
+    const a = agent.host.list().find((h) => h.modelId === "tale-a")!.stackId;
+    expect(await metrics()).toMatch(new RegExp(`makina_model_unloads_total\\{[^}]*stack_id="${a}",reason="memory"[^}]*\\} 1\\n`));
   });
 
   it("never unloads an always stack, and unloads an idle one after its idle time", async () => {
@@ -104,6 +120,7 @@ describe("stacks loaded on demand", () => {
     expect(states()["tale-idle"]).toBe("ready");
     await vi.waitFor(() => expect(states()["tale-idle"]).toBe("unloaded"), { timeout: 5000, interval: 100 });
     await vi.waitFor(async () => expect((await gw.relay.control.stacks.get(OP, idle)).runtimeState).toBe("unloaded"), { timeout: 3000, interval: 50 });
+    expect(await metrics()).toMatch(new RegExp(`makina_model_unloads_total\\{[^}]*stack_id="${idle}",reason="idle"[^}]*\\} 1\\n`));
     expect(states()["tale-fixed"]).toBe("ready");
     expect(fixed).toBeDefined();
   });

@@ -195,7 +195,7 @@ describe("the request log", () => {
   it("stays bounded: each organization keeps its newest requests, and none older than the retention", async () => {
     const { store } = gw.relay;
     const org = await gw.relay.control.orgs.create(OP, { name: "Busy Org" });
-    const row = (at: number, i: number) => ({ orgId: org.id, at, requestId: `r${i}`, keyId: null, model: "m", stackId: null, machineId: null, stream: false, status: 200, errorCode: null, promptTokens: 1, completionTokens: 1, latencyMs: 1, firstTokenMs: 1, captureJson: null, captureUntil: null });
+    const row = (at: number, i: number) => ({ orgId: org.id, at, requestId: `r${i}`, keyId: null, model: "m", stackId: null, machineId: null, stream: false, status: 200, errorCode: null, promptTokens: 1, completionTokens: 1, latencyMs: 1, firstTokenMs: 1, loadMs: null, captureJson: null, captureUntil: null });
     const now = Date.now();
     // More than one pruning statement deletes (2,000 each).
     await store.requests.insert(Array.from({ length: 4500 }, (_, i) => row(now - 4500 + i, i)));

@@ -366,7 +366,7 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     const key = await store.keys.insert({ orgId: org.id, name: "bot", prefix: "mk_live_abc", keyHash: "hash-bot", stackIds: null, machineIds: null, rpm: null, tpm: null, createdBy: null });
     const row = (i: number, extra: Partial<Parameters<Store["requests"]["insert"]>[0][number]> = {}) => ({
       orgId: org.id, at: 10_000 + i, requestId: `rq${i}`, keyId: key.id, model: "Qwen_2%", stackId: null, machineId: null, stream: false,
-      status: 200, errorCode: null, promptTokens: i, completionTokens: 1, latencyMs: 5, firstTokenMs: 2, captureJson: null as string | null, captureUntil: null as number | null, ...extra,
+      status: 200, errorCode: null, promptTokens: i, completionTokens: 1, latencyMs: 5, firstTokenMs: 2, loadMs: null as number | null, captureJson: null as string | null, captureUntil: null as number | null, ...extra,
     });
     await store.requests.insert([
       row(0),

@@ -23,7 +23,7 @@ describe("writes the relay makes in the background, when the database refuses th
 
   const entry = (requestId: string): NewRequestLogEntry => ({
     at: Date.now(), orgId: "org_1", requestId, keyId: "key_1", model: "m", stackId: null, machineId: null, stream: false, status: 200, errorCode: null,
-    promptTokens: 1, completionTokens: 1, latencyMs: 1, firstTokenMs: null, captureJson: null, captureUntil: null,
+    promptTokens: 1, completionTokens: 1, latencyMs: 1, firstTokenMs: null, loadMs: null, captureJson: null, captureUntil: null,
   });
 
   it("takes a broken pooled PostgreSQL client for the database being unavailable", () => {

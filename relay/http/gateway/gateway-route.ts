@@ -124,10 +124,18 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
     // (embeddings and token counts have no conversation to keep, and are logged without their inputs).
     if (captureHours !== null && !request.input.embed?.length && !request.input.countOnly) ledger.capturing(request.input.messages, Date.now() + captureHours * 3_600_000);
     const encoder = streamed ? codec.streamEncoder(request, meta) : undefined;
+    // A request sent to a model not loaded waits for its load: for how long, from the machine's word that it is ready.
+    const cold = session.loaded?.(stack.id) === false ? performance.now() : undefined;
     // The request leaves for its machine with the first pull; its log line is written while the machine works.
     const first = events.next();
     // Awaited by `stream` or `complete` below; a rejection before then is theirs to handle, never unhandled.
     first.catch(() => undefined);
+    if (cold !== undefined) {
+      first.then(() => {
+        const readyAt = session.readySince?.(stack.id);
+        if (readyAt !== undefined && readyAt >= cold) ledger.waitedForLoad(Math.round(readyAt - cold));
+      }, () => undefined);
+    }
     // From its first pull the token stream is the runtime's: it reports the usage, whatever happens next.
     ledger.started();
     deps.log.info(codec.label, { requestId: ledger.requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });

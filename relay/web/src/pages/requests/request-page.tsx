@@ -50,6 +50,12 @@ export function RequestPage({ id }: { id: string }) {
           <dd>{msText(r.latency_ms)}</dd>
           <dt>{r.stream ? "First token" : "Answer ready"}</dt>
           <dd>{msText(r.first_token_ms)}</dd>
+          {r.load_ms !== null && (
+            <>
+              <dt>Waited for the model to load</dt>
+              <dd>{msText(r.load_ms)}</dd>
+            </>
+          )}
           <dt>Request id</dt>
           <dd class="mono">{r.request_id}</dd>
         </dl>
