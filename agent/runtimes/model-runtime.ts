@@ -39,6 +39,14 @@ export interface ModelRuntime {
   chat(input: ChatInput, options?: ChatOptions): AsyncIterable<RuntimeEvent>;
   /** Unloads the model. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Frees the accelerator's memory and keeps the process (vLLM's sleep mode, level 1: its weights go to the CPU's
+   * memory, its KV cache is dropped); present only on a runtime that can. {@link wake} takes it back, many times
+   * faster than a cold start.
+   */
+  sleep?(): Promise<void>;
+  /** Loads a sleeping runtime's weights back into the accelerator's memory. */
+  wake?(): Promise<void>;
 }
 
 /** The `stopped` event of a request that `err` ended (the signal's reason when it was canceled). */

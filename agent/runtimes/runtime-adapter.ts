@@ -53,6 +53,8 @@ export interface ModelToServe {
   path: string | null;
   /** The most tokens of context per request the stack asks for; null: the machine's default (MAKINA_AGENT_MAX_CONTEXT). Runtimes that size their own ignore it. */
   maxContext?: number | null;
+  /** Loaded by requests and unloaded when idle: a runtime that can sleep instead of stopping (vLLM) is started so it can. */
+  onDemand?: boolean;
 }
 
 /**

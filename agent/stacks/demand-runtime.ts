@@ -37,6 +37,8 @@ export interface DemandRuntimeOptions {
  */
 export class DemandRuntime implements ModelRuntime {
   private loaded: ModelRuntime | undefined;
+  /** A runtime that can sleep (vLLM), asleep: its process kept, its accelerator memory freed; the next load wakes it. */
+  private asleep: ModelRuntime | undefined;
   private loading: Promise<ModelRuntime> | undefined;
   private unloading: Promise<void> | undefined;
   /** Requests in flight or waiting for the load. */
@@ -80,7 +82,7 @@ export class DemandRuntime implements ModelRuntime {
   }
 
   get pid(): number | undefined {
-    return this.loaded?.pid;
+    return (this.loaded ?? this.asleep)?.pid;
   }
 
   /** The stack's model id. */
@@ -149,6 +151,8 @@ export class DemandRuntime implements ModelRuntime {
     clearTimeout(this.idleTimer);
     await this.loading?.catch(() => undefined);
     await this.unload(null);
+    await this.asleep?.close();
+    this.asleep = undefined;
     this.o.book.leave(this.o.stackId);
   }
 
@@ -173,7 +177,7 @@ export class DemandRuntime implements ModelRuntime {
     try {
       await this.o.book.admit(this.resident, signal);
       signal.throwIfAborted();
-      const runtime = await this.o.start(signal);
+      const runtime = (await this.woken()) ?? (await this.o.start(signal));
       if (this.gone.signal.aborted) {
         await runtime.close();
         throw this.gone.signal.reason;
@@ -205,7 +209,16 @@ export class DemandRuntime implements ModelRuntime {
       const live = !this.gone.signal.aborted;
       if (live) this.o.onState("unloading", null, why ? { reason: why } : undefined);
       try {
-        await runtime.close();
+        // A runtime that can sleeps (its process kept, its accelerator memory freed); one that cannot, or fails to, stops.
+        if (why && runtime.sleep) {
+          try {
+            await runtime.sleep();
+            this.asleep = runtime;
+          } catch (err) {
+            this.o.log.warn("a runtime failed to sleep: stopped instead", { stackId: this.o.stackId, err });
+            await runtime.close();
+          }
+        } else await runtime.close();
       } finally {
         this.loaded = undefined;
         this.unloading = undefined;
@@ -215,6 +228,21 @@ export class DemandRuntime implements ModelRuntime {
       }
     })();
     return this.unloading;
+  }
+
+  /** The runtime asleep, woken; undefined when none sleeps, or it failed to wake (it is stopped: a fresh start follows). */
+  private async woken(): Promise<ModelRuntime | undefined> {
+    const runtime = this.asleep;
+    if (!runtime?.wake) return undefined;
+    this.asleep = undefined;
+    try {
+      await runtime.wake();
+      return runtime;
+    } catch (err) {
+      this.o.log.warn("a sleeping runtime failed to wake: started again", { stackId: this.o.stackId, err });
+      await runtime.close();
+      return undefined;
+    }
   }
 
   /** With nothing in flight, unloads after the idle time (none: only when the room is needed). */

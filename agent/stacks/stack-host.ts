@@ -279,7 +279,7 @@ export class StackHost {
       stackId,
       modelId: spec.modelId,
       memoryBytes: (loaded) => memoryOf(loaded?.contextSize ?? 0),
-      start: (loadSignal) => adapter.start(spec, { ...this.context(() => undefined, loadSignal), onState: (state, error) => void (demand.isLoaded && this.stateChanged(stackId, state, error)) }),
+      start: (loadSignal) => adapter.start({ ...spec, onDemand: true }, { ...this.context(() => undefined, loadSignal), onState: (state, error) => void (demand.isLoaded && this.stateChanged(stackId, state, error)) }),
       book: this.deps.book,
       idleUnloadMs: idleUnloadS * 1000,
       loadTimeoutMs: this.deps.loadTimeoutMs,

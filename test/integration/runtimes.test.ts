@@ -186,6 +186,59 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     });
   });
 
+  /** Deploys an on-demand stack idle-unloaded after a second; the machine's states by model id come with it. */
+  async function onDemand(machineId: string, runtime: "vllm" | "mlx", model: string, modelId: string) {
+    const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: modelId, machine: machineId, runtime, model, modelId, residency: "on_demand", idleUnloadS: 1 });
+    await gw.relay.control.stacks.deploy(OP, stack.id);
+    await gw.relay.deployer.settled(stack.id);
+    return await gw.relay.control.stacks.get(OP, stack.id);
+  }
+  const servers = (pattern: RegExp) => readFileSync(log, "utf8").split("\n").filter((l) => pattern.test(l));
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it("puts an idle on-demand vLLM stack to sleep (level 1) and wakes it for the next request: one process all along (vLLM stood in for)", async () => {
+    const { machineId, agent } = await machine("nvidia-linux", "gpu-sleeper");
+    const stack = await onDemand(machineId, "vllm", "hf:Qwen/Qwen2.5-0.5B-Instruct", "qwen-sleepy");
+    expect(stack).toMatchObject({ state: "deployed", runtimeState: "unloaded" });
+    const started = () => servers(/--served-model-name qwen-sleepy/);
+    expect(started()).toEqual([]);
+    expect((await client.chat.completions.create({ model: "qwen-sleepy", messages: [{ role: "user", content: "Hi" }] })).choices[0]!.message.content).toBe("You said: Hi");
+    // Started so it can sleep: with sleep mode, in the development mode that has its sleep routes.
+    expect(started()).toEqual([expect.stringMatching(/ --enable-sleep-mode$/)]);
+    const state = () => agent.host.list().find((h) => h.modelId === "qwen-sleepy")!;
+    const pid = state().pid!;
+    await vi.waitFor(() => expect(state().state).toBe("unloaded"), { timeout: 5000, interval: 50 });
+    expect(servers(/^sleep /)).toEqual(["sleep level=1"]);
+    expect(alive(pid)).toBe(true);
+    expect((await client.chat.completions.create({ model: "qwen-sleepy", messages: [{ role: "user", content: "Again" }] })).choices[0]!.message.content).toBe("You said: Again");
+    expect(servers(/^wake_up$/)).toHaveLength(1);
+    expect(started()).toHaveLength(1);
+    expect(state()).toMatchObject({ state: "ready", pid });
+  });
+
+  it("stops an idle on-demand MLX server and starts it again for the next request (MLX stood in for)", async () => {
+    const mac = await machine("apple-silicon", "mac-on-demand");
+    expect((await onDemand(mac.machineId, "mlx", "hf:mlx-community/SmolLM-135M-Instruct-4bit", "smol-mlx")).runtimeState).toBe("unloaded");
+    const started = () => servers(/mlx_lm\.server --model mlx-community\/SmolLM-135M-Instruct-4bit/);
+    expect(started()).toEqual([]);
+    expect((await client.chat.completions.create({ model: "smol-mlx", messages: [{ role: "user", content: "Hi" }] })).choices[0]!.message.content).toBe("You said: Hi");
+    const state = () => mac.agent.host.list().find((h) => h.modelId === "smol-mlx")!;
+    const pid = state().pid!;
+    expect(started()).toHaveLength(1);
+    await vi.waitFor(() => expect(state().state).toBe("unloaded"), { timeout: 5000, interval: 50 });
+    await vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 5000, interval: 50 });
+    expect((await client.chat.completions.create({ model: "smol-mlx", messages: [{ role: "user", content: "Again" }] })).choices[0]!.message.content).toBe("You said: Again");
+    expect(started()).toHaveLength(2);
+    expect(state().pid).not.toBe(pid);
+  });
+
   it("serves through an OpenAI-compatible server that already runs on the machine", async () => {
     const port = await freePort();
     existing = spawn(process.execPath, [join(STANDINS, "openai-server.mjs"), "--host", "127.0.0.1", "--port", String(port), "--model", "llama3.2"], { stdio: "ignore" });

@@ -50,6 +50,8 @@ export async function startSupervisedServer(options: {
    * by the agent and checked by the readiness probe, so no other user of the machine can use the server.
    */
   apiKeyEnv?: string;
+  /** Start it with vLLM's sleep routes (its development mode, `VLLM_SERVER_DEV_MODE=1`): it sleeps when idle instead of stopping. */
+  sleepMode?: boolean;
 }): Promise<OpenAiServerRuntime> {
   const port = await freePort();
   const apiKey = options.apiKeyEnv ? randomBytes(24).toString("base64url") : undefined;
@@ -58,7 +60,7 @@ export async function startSupervisedServer(options: {
     name: options.name,
     command: options.command,
     args: options.args(port),
-    env: runtimeEnv(options.ctx.env, { ...hubEnv(options), ...(apiKey && options.apiKeyEnv ? { [options.apiKeyEnv]: apiKey } : {}) }),
+    env: runtimeEnv(options.ctx.env, { ...hubEnv(options), ...(apiKey && options.apiKeyEnv ? { [options.apiKeyEnv]: apiKey } : {}), ...(options.sleepMode ? { VLLM_SERVER_DEV_MODE: "1" } : {}) }),
     // vLLM and MLX do not watch their stdin: the lifeline stops them when the agent dies, even by SIGKILL.
     lifeline: true,
     ready: (signal) => httpReady(`http://127.0.0.1:${port}${options.readyPath}`, signal, auth),
@@ -72,5 +74,5 @@ export async function startSupervisedServer(options: {
     options.onClose?.();
     throw err;
   }
-  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize: 0, supervisor, continuousUsage: options.continuousUsage, onClose: options.onClose, apiKey });
+  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize: 0, supervisor, continuousUsage: options.continuousUsage, onClose: options.onClose, apiKey, sleepMode: options.sleepMode });
 }

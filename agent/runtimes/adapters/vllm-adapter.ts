@@ -37,6 +37,8 @@ export const vllmAdapter: RuntimeAdapter = {
         model.modelId,
         // The stack's context; without it vLLM takes the model's own length.
         ...(model.maxContext ? ["--max-model-len", String(model.maxContext)] : []),
+        // On demand: it sleeps when idle (level 1, its GPU memory freed) and wakes for the next request.
+        ...(model.onDemand ? ["--enable-sleep-mode"] : []),
         ...(ctx.allowedMediaDomains?.length ? ["--allowed-media-domains", ...ctx.allowedMediaDomains] : []),
       ],
       // Ready when it answers a route that takes its key: it is up, and it is the server started with that key.
@@ -46,6 +48,7 @@ export const vllmAdapter: RuntimeAdapter = {
       // The hub's token only when the runtime downloads a repository from it itself.
       hubDownload: !model.path && model.ref.startsWith("hf:"),
       continuousUsage: true,
+      sleepMode: model.onDemand,
       ctx,
     });
   },

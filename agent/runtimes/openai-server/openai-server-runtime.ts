@@ -20,7 +20,12 @@ export interface OpenAiServerOptions {
   onClose?: () => void;
   /** The key the server was started with, sent with every request. */
   apiKey?: string;
+  /** The server has vLLM's sleep routes (`--enable-sleep-mode` in its development mode): it sleeps instead of stopping. */
+  sleepMode?: boolean;
 }
+
+/** The longest vLLM may take to sleep or to wake (moving a large model's weights between GPU and CPU memory). */
+const SLEEP_TIMEOUT_MS = 300_000;
 
 /** A tool call as OpenAI-compatible servers write it: whole in an answer, in pieces in a stream. */
 interface UpstreamToolCall {
@@ -50,10 +55,25 @@ export class OpenAiServerRuntime implements ModelRuntime {
     return this.o.supervisor?.pid;
   }
 
+  readonly sleep?: () => Promise<void>;
+  readonly wake?: () => Promise<void>;
+
   constructor(private readonly o: OpenAiServerOptions) {
     this.contextSize = o.contextSize;
     this.endpoint = o.baseUrl;
     this.upstream = new UpstreamClient(o.baseUrl, o.apiKey);
+    if (o.sleepMode) {
+      this.sleep = () => this.control("/sleep?level=1");
+      this.wake = () => this.control("/wake_up");
+    }
+  }
+
+  /** One of vLLM's sleep routes, beside its OpenAI routes (not under `/v1`). */
+  private async control(path: string): Promise<void> {
+    const root = this.o.baseUrl.replace(/\/v1\/?$/, "");
+    const res = await fetch(`${root}${path}`, { method: "POST", headers: this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}, signal: AbortSignal.timeout(SLEEP_TIMEOUT_MS) });
+    await res.arrayBuffer();
+    if (!res.ok) throw new MakinaError("runtime_unavailable", `The runtime's server answered ${res.status} to ${path.split("?")[0]}.`, { retryAfterMs: 5000 });
   }
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
