@@ -244,6 +244,24 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     expect(gw.agent.host.list().map((r) => r.stackId)).not.toContain(stack.id);
   });
 
+  it("loads an on-demand model on the machine linked to the other relay, for a request on this one", async () => {
+    const stack = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: `tale-${via}`, machine: gw.machineId, runtime: "gguf", model: testModelPath(), modelId: `tale-${via}`, residency: "on_demand" });
+    await gw.relay.control.stacks.deploy(OP, stack.id);
+    await gw.relay.deployer.settled(stack.id);
+    const state = () => gw.agent.host.list().find((h) => h.stackId === stack.id)?.state;
+    expect(state()).toBe("unloaded");
+    const tale = () =>
+      fetch(`${b.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: `tale-${via}`, messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 3 }),
+      });
+    // B routes to it once A has announced it (unloaded, so B sends the request, and the machine loads the model for it).
+    await vi.waitFor(async () => expect((await tale()).status).toBe(200), { timeout: 10_000, interval: 100 });
+    expect(state()).toBe("ready");
+    await gw.relay.control.stacks.undeploy(OP, stack.id);
+  });
+
   // The relays' ids, as each labels its /metrics.
   const relayIds = async () => {
     const relayOf = async (relay: Relay) => /[{,]relay="(rly_[A-Za-z0-9]+)"/.exec((await scrape(relay)).join("\n"))![1]!;
