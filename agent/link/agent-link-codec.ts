@@ -46,6 +46,8 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
             return { kind: "removeStack" };
           case "checkModel":
             return { kind: "checkModel", ref: step.value.ref, runtime: step.value.runtime };
+          case "loadModel":
+            return { kind: "loadModel", load: step.value.load };
           case undefined:
             return undefined;
         }

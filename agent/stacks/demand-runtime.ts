@@ -118,6 +118,25 @@ export class DemandRuntime implements ModelRuntime {
     }
   }
 
+  /** Loads the model now, without a request (an admin warming it); its idle time runs from now. */
+  async loadNow(signal?: AbortSignal): Promise<void> {
+    await this.acquire(signal);
+    this.lastUsed = this.now();
+    this.armIdle();
+  }
+
+  /**
+   * Unloads the model now (an admin giving its memory back), once the requests it serves have ended (within the
+   * load timeout; 503 if some still run then).
+   */
+  async unloadNow(): Promise<void> {
+    await this.loading?.catch(() => undefined);
+    await this.drained(AbortSignal.timeout(this.o.loadTimeoutMs));
+    if (this.inFlight > 0) throw new MakinaError("runtime_unavailable", `This stack's model is serving ${this.inFlight} requests: it unloads once they end, or when idle.`, { retryAfterMs: 5000 });
+    clearTimeout(this.idleTimer);
+    await this.unload("asked");
+  }
+
   /** Resolves once no request is in flight or waiting, or when `signal` aborts. */
   drained(signal: AbortSignal): Promise<void> {
     if (this.inFlight === 0 || signal.aborted) return Promise.resolve();
@@ -224,7 +243,7 @@ export class DemandRuntime implements ModelRuntime {
         this.unloading = undefined;
         this.o.book.leave(this.o.stackId);
         if (live) this.o.onState("unloaded", null);
-        if (why) this.o.log.info("model unloaded", { stackId: this.o.stackId, why: why === "idle" ? `idle for ${Math.round(this.idleUnloadMs / 1000)} s` : "to make room for another" });
+        if (why) this.o.log.info("model unloaded", { stackId: this.o.stackId, why: why === "idle" ? `idle for ${Math.round(this.idleUnloadMs / 1000)} s` : why === "memory" ? "to make room for another" : "as asked" });
       }
     })();
     return this.unloading;

@@ -1,4 +1,4 @@
-import { EMPTY_STEP_RESULT, MakinaError, memoryNeed, type StateDetail, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, MakinaError, type StateDetail, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
 import type { ModelStore } from "../models/model-store.js";
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { layersFor } from "../layers/layers-for.js";
@@ -6,6 +6,7 @@ import { checkModelFile } from "../models/check-model-file.js";
 import { unmetRequirements, type ModelToServe, type RuntimeAdapter, type RuntimeContext, type RuntimeKind, type RuntimeSetup } from "../runtimes/runtime-adapter.js";
 import { DemandRuntime } from "./demand-runtime.js";
 import { CountedRuntime, PendingRuntime } from "./runtime-swap.js";
+import { estimateMemory, type MemoryOf } from "./memory-estimate.js";
 import type { ResidencyBook, Resident } from "./residency-book.js";
 
 export type { RuntimeState };
@@ -52,9 +53,6 @@ export interface StackHostDeps {
   ggufContext: { contextSize: number; sequences: number };
   log: Logger;
 }
-
-/** A stack's memory, as the residency book counts it: given its runtime's context once loaded (0: not known yet). */
-type MemoryOf = (contextSize: number) => number;
 
 /** An `always` stack's runtime as the residency book counts it: never unloaded for room. */
 const pinned = (stackId: string, name: string, bytes: () => number): Resident => ({ stackId, name, bytes, evictable: () => false, lastUsedAt: () => 0, evict: async () => undefined });
@@ -173,6 +171,14 @@ export class StackHost {
         return this.configure(stackId, step, onProgress, log, signal);
       case "checkModel":
         return checkModelFile(step.ref, step.runtime, log, signal);
+      case "loadModel": {
+        const runtime = this.hosted.get(stackId)?.state === "failed" ? undefined : this.runtimes.get(stackId);
+        if (!(runtime instanceof DemandRuntime)) throw new MakinaError("runtime_unavailable", runtime ? "This stack's model is loaded while it is deployed: only an on-demand stack's is loaded or unloaded by hand." : "This stack is not served on this machine now.");
+        if (step.load) await runtime.loadNow(signal);
+        else await runtime.unloadNow();
+        log.info(step.load ? "model loaded, as asked" : "model unloaded, as asked");
+        return empty;
+      }
       case "removeStack": {
         const runtime = this.runtimes.get(stackId);
         this.runtimes.delete(stackId);
@@ -213,7 +219,7 @@ export class StackHost {
       return { ...empty, contextSize: kept.contextSize, embeddingModel: kept.embeddingModel ?? false };
     }
     const facts = { modelId, runtime: kind, modelRef, modelPath: spec.path, modelSha256: model?.sha256 ?? null, modelSizeBytes: model?.sizeBytes ?? null, maxContext };
-    const { memoryOf, embeddingModel } = await this.estimate(adapter.kind, spec, model?.sizeBytes ?? null, log, signal);
+    const { memoryOf, embeddingModel } = await estimateMemory(adapter.kind, spec, model?.sizeBytes ?? null, { hardware: this.deps.hardware(), ...this.deps.ggufContext }, log, signal);
     this.memoryOf.set(stackId, memoryOf);
     const serving = current && existing?.state !== "failed" ? current : undefined;
     if (serving instanceof CountedRuntime && !onDemand && existing?.modelId === modelId && existing.runtime === kind) {
@@ -250,26 +256,6 @@ export class StackHost {
       pending?.fail(new MakinaError("runtime_unavailable", `This stack's runtime could not be restarted: ${e.message}`, { retryAfterMs: 5000 }));
       throw err;
     }
-  }
-
-  /**
-   * What the budget counts for a model (its weights, its KV cache at the context it gets, and the runtime's own), and
-   * whether it is an embedding model, from its file's header (GGUF); vLLM takes 90% of a GPU's memory whatever it
-   * serves; a model whose size is not known here (a hub repository a runtime downloads itself, an existing server)
-   * counts 0.
-   */
-  private async estimate(kind: RuntimeKind, spec: ModelToServe, sizeBytes: number | null, log: Logger, signal?: AbortSignal): Promise<{ memoryOf: MemoryOf; embeddingModel?: boolean }> {
-    const { contextSize, sequences } = this.deps.ggufContext;
-    if (kind === "gguf" && spec.path) {
-      const facts = await checkModelFile(spec.path, kind, log, signal);
-      const size = facts.modelSizeBytes ?? sizeBytes ?? 0;
-      const train = facts.trainContextSize || null;
-      return { memoryOf: (loaded) => memoryNeed(size, facts.kvBytesPerToken ?? null, loaded || (spec.maxContext ?? contextSize), train, sequences).totalBytes, embeddingModel: facts.embeddingModel };
-    }
-    const gpu = Math.max(0, ...this.deps.hardware().gpus.map((g) => g.vramBytes));
-    if (kind === "vllm" && gpu > 0) return { memoryOf: () => Math.floor(0.9 * gpu) };
-    if (kind === "openai" || !sizeBytes) return { memoryOf: () => 0 };
-    return { memoryOf: () => memoryNeed(sizeBytes, null, 0, null, 0).totalBytes };
   }
 
   /** An on-demand stack's runtime, unloaded: its first request loads it. */

@@ -176,7 +176,7 @@ export interface RuntimeStatus {
   state: string;
   /** Why it is not ready; empty when ready. */
   error: string;
-  /** With `unloading`: why (`idle`: its idle time passed; `memory`: unloaded to make room for another). */
+  /** With `unloading`: why (`idle`: its idle time passed; `memory`: unloaded to make room for another; `asked`: an admin asked). */
   reason: string;
   /** With `ready` or `unloaded` ending an on-demand load: how long the load took (room made included), ms. */
   loadMs: number;
@@ -513,7 +513,18 @@ export interface Command {
      * `stack_id` is empty. An agent that does not know it sends nothing back; the relay gives up after a few seconds.
      */
     { $case: "checkModel"; value: CheckModel }
+    | //
+    /**
+     * Not a deployment step: an admin asked for an on-demand stack's model to be loaded now (ahead of its first
+     * request) or unloaded now (its memory given back). The result comes once it is done, or the error why not.
+     */
+    { $case: "loadModel"; value: LoadModel }
     | undefined;
+}
+
+/** Load (`load` true) or unload an on-demand stack's model now. */
+export interface LoadModel {
+  load: boolean;
 }
 
 /** Whether the machine has a model file at a local path, and what its header says: nothing is pulled or hashed. */
@@ -5232,6 +5243,9 @@ export const Command: MessageFns<Command> = {
       case "checkModel":
         CheckModel.encode(message.step.value, writer.uint32(58).fork()).join();
         break;
+      case "loadModel":
+        LoadModel.encode(message.step.value, writer.uint32(66).fork()).join();
+        break;
     }
     return writer;
   },
@@ -5305,6 +5319,14 @@ export const Command: MessageFns<Command> = {
             message.step = { $case: "checkModel", value: CheckModel.decode(reader, reader.uint32()) };
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.step = { $case: "loadModel", value: LoadModel.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5349,6 +5371,10 @@ export const Command: MessageFns<Command> = {
         ? { $case: "checkModel", value: CheckModel.fromJSON(object.checkModel) }
         : isSet(object.check_model)
         ? { $case: "checkModel", value: CheckModel.fromJSON(object.check_model) }
+        : isSet(object.loadModel)
+        ? { $case: "loadModel", value: LoadModel.fromJSON(object.loadModel) }
+        : isSet(object.load_model)
+        ? { $case: "loadModel", value: LoadModel.fromJSON(object.load_model) }
         : undefined,
     };
   },
@@ -5371,6 +5397,8 @@ export const Command: MessageFns<Command> = {
       obj.removeStack = RemoveStack.toJSON(message.step.value);
     } else if (message.step?.$case === "checkModel") {
       obj.checkModel = CheckModel.toJSON(message.step.value);
+    } else if (message.step?.$case === "loadModel") {
+      obj.loadModel = LoadModel.toJSON(message.step.value);
     }
     return obj;
   },
@@ -5413,7 +5441,80 @@ export const Command: MessageFns<Command> = {
         }
         break;
       }
+      case "loadModel": {
+        if (object.step?.value !== undefined && object.step?.value !== null) {
+          message.step = { $case: "loadModel", value: LoadModel.fromPartial(object.step.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseLoadModel(): LoadModel {
+  return { load: false };
+}
+
+export const LoadModel: MessageFns<LoadModel> = {
+  encode(message: LoadModel, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.load !== false) {
+      writer.uint32(8).bool(message.load);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoadModel {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLoadModel();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.load = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LoadModel {
+    return { load: isSet(object.load) ? globalThis.Boolean(object.load) : false };
+  },
+
+  toJSON(message: LoadModel): unknown {
+    const obj: any = {};
+    if (message.load !== false) {
+      obj.load = message.load;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LoadModel>, I>>(base?: I): LoadModel {
+    return LoadModel.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LoadModel>, I>>(object: I): LoadModel {
+    const message = createBaseLoadModel();
+    message.load = object.load ?? false;
     return message;
   },
 };

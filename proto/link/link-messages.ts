@@ -238,6 +238,8 @@ export interface MachineLoad {
 
 /** One step of a deployment, or (`checkModel`, with no stack) a look at a model file before a stack names it. */
 export type DeployStep =
+  /** Not a deployment step: an on-demand stack's model loaded (`load`) or unloaded now, as an admin asked. */
+  | { kind: "loadModel"; load: boolean }
   | { kind: "installRuntime"; runtime: string }
   | { kind: "pullModel"; ref: string; sha256: string; runtime: string }
   | {
@@ -292,7 +294,7 @@ export const EMPTY_STEP_RESULT: Readonly<StepResult> = Object.freeze({ modelPath
 export type RuntimeState = "loading" | "ready" | "failed" | "unloaded" | "unloading";
 
 /** Why an on-demand stack's model unloads: its idle time passed, or another needed the room. */
-export type UnloadReason = "idle" | "memory";
+export type UnloadReason = "idle" | "memory" | "asked";
 
 /** What comes with a runtime state: why it unloads, or how long the load that ended took. */
 export interface StateDetail {

@@ -27,6 +27,8 @@ export const AUDIT_ACTIONS = [
   "stack.created",
   "stack.deployed",
   "stack.undeployed",
+  "stack.loaded",
+  "stack.unloaded",
   "stack.changed",
   "stack.deleted",
   "org.created",

@@ -258,4 +258,12 @@ export const STACK_ROUTES = {
   "POST /admin/v1/stacks/:id/deploy": route({ response: answer<Stack>() }),
   /** Stops serving (admins). */
   "POST /admin/v1/stacks/:id/undeploy": route({ response: answer<Stack>() }),
+  /**
+   * Loads a deployed on-demand stack's model on its machine now (admins), wherever the machine is linked, ahead of
+   * its first request; answers once loaded (its idle time runs from then). 503 `insufficient_memory` when the
+   * machine has no room (naming what holds it), 409 `conflict` for an `always` stack or one not deployed.
+   */
+  "POST /admin/v1/stacks/:id/load": route({ response: answer<Stack>() }),
+  /** Unloads a deployed on-demand stack's model now (admins), once the requests it serves have ended; its next request loads it again. */
+  "POST /admin/v1/stacks/:id/unload": route({ response: answer<Stack>() }),
 } as const;

@@ -3,7 +3,21 @@ import type { ReceivedLoad } from "../link/index.js";
 import type { MachineCarrier, ModelCheck } from "../machines/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
-import { readLoadsReply, readLoadsRequest, readModelFileAsk, readModelFileReply, readStackMessage, SUBJECTS, type LoadsReply, type ModelFileReply } from "./hop-messages.js";
+import {
+  modelLoadRefusal,
+  readLoadsReply,
+  readLoadsRequest,
+  readModelFileAsk,
+  readModelFileReply,
+  readModelLoadAsk,
+  readModelLoadReply,
+  readStackMessage,
+  SUBJECTS,
+  type LoadsReply,
+  type ModelFileReply,
+  type ModelLoadAsk,
+  type ModelLoadReply,
+} from "./hop-messages.js";
 import type { RemoteMachines } from "./remote-machines.js";
 
 /** What the relay holding a machine's link reads of a stack named on the bus (the bus's word is not taken for it). */
@@ -67,6 +81,12 @@ export class BusCarrier implements MachineCarrier {
     return result;
   }
 
+  async loadModel(machineId: string, stackId: string, load: boolean, timeoutMs: number): Promise<void> {
+    const relay = this.remote.get(machineId)?.relayId;
+    if (relay === undefined) throw new MakinaError("machine_offline", "No relay holds this machine's link now.", { retryAfterMs: 2000 });
+    readModelLoadReply(await this.bus.request(SUBJECTS.modelLoads(relay), { machine: machineId, stack: stackId, load, timeoutMs } satisfies ModelLoadAsk, timeoutMs + 5000, relay));
+  }
+
   async loads(machineIds: readonly string[]): Promise<Map<string, ReceivedLoad>> {
     const byRelay = new Map<string, string[]>();
     for (const id of machineIds) {
@@ -119,6 +139,19 @@ export function serveMachineOperations(bus: FleetBus, relayId: string, here: Mac
       if (e.code === "not_found" || e.code === "invalid_value") return { refused: { code: e.code, message: e.message } } satisfies ModelFileReply;
       // Not linked here now, or silent: said at once, so the asking relay does not wait out its time.
       return { unknown: true } satisfies ModelFileReply;
+    }
+  });
+  bus.respond(SUBJECTS.modelLoads(relayId), async (m) => {
+    const asked = readModelLoadAsk(m);
+    if (!asked) return undefined;
+    // The bus's word is not taken for where the stack is: the database says, and it must be deployed there.
+    const stack = await stackOf(asked.stack);
+    if (!stack || stack.machineId !== asked.machine || stack.state !== "deployed") return { refused: { code: "runtime_unavailable", message: "This stack is not deployed on that machine." } } satisfies ModelLoadReply;
+    try {
+      await here.loadModel(asked.machine, asked.stack, asked.load, asked.timeoutMs);
+      return { done: true } satisfies ModelLoadReply;
+    } catch (err) {
+      return modelLoadRefusal(MakinaError.from(err));
     }
   });
   bus.respond(SUBJECTS.loads(relayId), async (m) => {

@@ -32,11 +32,12 @@ export const SUBJECTS = {
   stop: "makina.stop",
   loads: (relayId: string) => `makina.loads.${relayId}`,
   modelFiles: (relayId: string) => `makina.model-files.${relayId}`,
+  modelLoads: (relayId: string) => `makina.model-loads.${relayId}`,
 } as const;
 
 /** The one relay a message on `subject` is for (its seal's lane), or "" for a subject every relay hears. */
 export function addresseeOf(subject: string): string {
-  return /^makina\.(?:hop|reply|loads|model-files)\.([A-Za-z0-9_-]+)/.exec(subject)?.[1] ?? "";
+  return /^makina\.(?:hop|reply|loads|model-files|model-loads)\.([A-Za-z0-9_-]+)/.exec(subject)?.[1] ?? "";
 }
 
 /** What a relay answers on `makina.loads.<relay>` (`{machines: [ids]}`): the latest load of each it holds, and its age. */
@@ -220,4 +221,38 @@ export function readModelFileReply(m: unknown): StepResult | undefined {
   const size = r.modelSizeBytes;
   if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0 || !isCount(r.kvBytesPerToken) || !isCount(r.trainContextSize)) return undefined;
   return { ...EMPTY_STEP_RESULT, modelPath: r.modelPath, modelSizeBytes: size, kvBytesPerToken: r.kvBytesPerToken, trainContextSize: r.trainContextSize, embeddingModel: r.embeddingModel === true };
+}
+
+/** An on-demand stack's model to load or unload on a machine linked to the relay asked (`makina.model-loads.<relay>`). */
+export interface ModelLoadAsk {
+  machine: string;
+  stack: string;
+  load: boolean;
+  timeoutMs: number;
+}
+
+export function readModelLoadAsk(m: unknown): ModelLoadAsk | undefined {
+  return isObject(m) && isId(m.machine) && isId(m.stack) && typeof m.load === "boolean" && isCount(m.timeoutMs) && m.timeoutMs <= 3_600_000 ? { machine: m.machine, stack: m.stack, load: m.load, timeoutMs: m.timeoutMs } : undefined;
+}
+
+/** Codes a load or unload may be refused with, as the machine said them (anything else: unknown). */
+const LOAD_REFUSALS = new Set(["runtime_unavailable", "insufficient_memory", "machine_offline"] as const);
+type LoadRefusal = typeof LOAD_REFUSALS extends Set<infer C> ? C : never;
+
+/** Done (`{done}`), or refused with the machine's reason (`{refused: {code, message}}`). */
+export type ModelLoadReply = { done: true } | { refused: { code: LoadRefusal; message: string } };
+
+/** The answer of the relay holding the machine: nothing when done; a refusal thrown; anything else unusable (thrown as `machine_offline`). */
+export function readModelLoadReply(m: unknown): void {
+  if (isObject(m) && m.done === true) return;
+  const refused = isObject(m) ? m.refused : undefined;
+  if (isObject(refused) && LOAD_REFUSALS.has(refused.code as LoadRefusal) && typeof refused.message === "string") {
+    throw new MakinaError(refused.code as LoadRefusal, refused.message.slice(0, 2000), { retryAfterMs: 5000 });
+  }
+  throw new MakinaError("machine_offline", "The relay holding the machine said nothing usable of the load.", { retryAfterMs: 2000 });
+}
+
+/** A refusal to send back: the machine's reason for the codes it may give, else the relay's own words. */
+export function modelLoadRefusal(err: MakinaError): ModelLoadReply {
+  return LOAD_REFUSALS.has(err.code as LoadRefusal) ? { refused: { code: err.code as LoadRefusal, message: err.message } } : { refused: { code: "runtime_unavailable", message: "The relay holding the machine could not do it." } };
 }

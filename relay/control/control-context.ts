@@ -44,6 +44,8 @@ export interface ControlDeps {
   findOrg: OrgFinder;
   /** The machines' latest loads, wherever they are linked. */
   loadsOf: (machineIds: string[]) => Promise<Map<string, ReceivedLoad>>;
+  /** Loads or unloads an on-demand stack's model on its machine now, wherever the machine is linked; resolves once done. */
+  loadModel: (machineId: string, stackId: string, load: boolean) => Promise<void>;
   /** The most stacks an organization may have, and keys (not revoked) a person may have made: the operator's caps. */
   caps: { stacksPerOrg: number; keysPerPerson: number };
 }

@@ -168,6 +168,25 @@ export class Stacks {
   }
 
   /**
+   * Loads (`load`) or unloads a deployed on-demand stack's model on its machine now, wherever the machine is linked:
+   * ahead of its first request (a demo, a morning's traffic), or to give its memory back. Answers once it is done
+   * (a load within MAKINA_LOAD_TIMEOUT_MS), with the machine's reason when it cannot (503 `insufficient_memory`
+   * naming what holds it). An `always` stack, or one not deployed, is refused (`conflict`).
+   */
+  async setLoaded(actor: Actor, id: string, load: boolean): Promise<StackView> {
+    const policy = this.c.policy(actor);
+    policy.requireAdmin(load ? "load models" : "unload models");
+    const stack = await this.views.find(id, policy.orgScope);
+    if (stack.state !== "deployed") throw new MakinaError("conflict", `The stack '${stack.name}' is ${stack.state}: only a deployed stack's model is ${load ? "loaded" : "unloaded"}.`, { param: "stack" });
+    if (stack.residency !== "on_demand") throw new MakinaError("conflict", `The stack '${stack.name}' is always loaded while deployed: make it on demand (residency on_demand) to load and unload it by hand.`, { param: "stack" });
+    await this.c.deps.loadModel(stack.machineId, stack.id, load);
+    // Done on the machine: said now (its own report, batched, says the same a moment later).
+    await this.c.store.stacks.setRuntimeState(stack.id, load ? "ready" : "unloaded", null);
+    await this.c.record(actor, { orgId: stack.orgId, action: load ? "stack.loaded" : "stack.unloaded", target: target(stack) });
+    return this.views.find(stack.id, null);
+  }
+
+  /**
    * Changes a stack. Its name and endpoint change at once in any state. What its machine builds on (machine,
    * runtime, model, model id, layers) is checked by the rules stack create applies, then kept by a draft or
    * failed stack, or redeployed on its machine by a deployed one; so is its residency, whose change alone the

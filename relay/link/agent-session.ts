@@ -17,6 +17,7 @@ import { fromAgentError } from "./agent-errors.js";
 import type { SessionReports } from "./session-reports.js";
 import { clampUsage, type SeenAnswer } from "./clamp-usage.js";
 import { assertEncodable } from "./encodable-input.js";
+import { StackReadiness } from "./stack-readiness.js";
 import { PendingInference } from "./pending-inference.js";
 
 /** Options of {@link AgentSession.infer}. */
@@ -74,12 +75,9 @@ export class AgentSession {
   /** Request and command ids are this link's own: a counter is enough (and cheaper than a UUID per request). */
   private nextId = 0;
   private readonly commands = new Map<string, PendingCommand>();
+  private readonly readiness = new StackReadiness();
   /** Stacks whose runtimes this machine serves now: ready, or on demand (loaded by the next request). */
-  readonly readyStacks = new Set<string>();
-  /** On-demand stacks last said unloaded (or unloading) on this machine: a load from there is theirs, not a restart. */
-  private readonly unloaded = new Set<string>();
-  /** When each stack's runtime was last said ready (`performance.now()`). */
-  private readonly readyAt = new Map<string, number>();
+  readonly readyStacks = this.readiness.ready;
   /** Stacks the relay sent deploy steps for on this link: the machine's, whatever the store said when it linked. */
   private readonly givenStacks = new Set<string>();
   state: SessionState = "open";
@@ -117,12 +115,12 @@ export class AgentSession {
 
   /** When (`performance.now()`) the machine last said a stack's runtime is ready: the end of its last load. */
   readySince(stackId: string): number | undefined {
-    return this.readyAt.get(stackId);
+    return this.readiness.readySince(stackId);
   }
 
   /** Whether a stack's model is loaded here now (not an on-demand stack unloaded, unloading, or loading from there). */
   loaded(stackId: string): boolean {
-    return this.readyStacks.has(stackId) && !this.unloaded.has(stackId);
+    return this.readiness.loaded(stackId);
   }
 
   /** Inference requests in flight on this machine (for least-loaded routing). */
@@ -202,15 +200,7 @@ export class AgentSession {
           this.reports.onForeignStack?.(stackId);
           return;
         }
-        // A runtime that is restarting or failed takes no requests: they get 503 runtime_unavailable. An on-demand
-        // stack's unloaded (or unloading) runtime takes them, and so does its load from there: the machine loads
-        // it and the requests wait.
-        const onDemandLoad = state === "loading" && this.unloaded.has(stackId);
-        if (state === "unloaded" || state === "unloading") this.unloaded.add(stackId);
-        else if (!onDemandLoad) this.unloaded.delete(stackId);
-        if (state === "ready" || state === "unloaded" || state === "unloading" || onDemandLoad) this.readyStacks.add(stackId);
-        else this.readyStacks.delete(stackId);
-        if (state === "ready") this.readyAt.set(stackId, performance.now());
+        this.readiness.said(stackId, state);
         // A load's time is at most a day, whatever a machine says.
         if (loadMs !== undefined && (state === "ready" || state === "unloaded")) this.reports.onResidency?.(stackId, { kind: "load", loaded: state === "ready", seconds: Math.min(loadMs, 86_400_000) / 1000 });
         if (reason !== undefined && state === "unloading") this.reports.onResidency?.(stackId, { kind: "unload", reason });
@@ -383,9 +373,7 @@ export class AgentSession {
     }
     for (const c of this.commands.values()) c.reject(err);
     this.commands.clear();
-    this.readyStacks.clear();
-    this.unloaded.clear();
-    this.readyAt.clear();
+    this.readiness.clear();
     this.log.info("link closed", { inFlight: this.inferences.size });
   }
 

@@ -3,7 +3,7 @@ import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
 const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(["stop", "length", "tool_calls", "canceled"]);
 const RUNTIME_STATES: ReadonlySet<string> = new Set<RuntimeState>(["loading", "ready", "failed", "unloaded", "unloading"]);
-const UNLOAD_REASONS: ReadonlySet<string> = new Set<UnloadReason>(["idle", "memory"]);
+const UNLOAD_REASONS: ReadonlySet<string> = new Set<UnloadReason>(["idle", "memory", "asked"]);
 
 /** The relay's reading of a wire message from an agent; `undefined` for one it does not know (ignored). */
 export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefined {
@@ -116,6 +116,8 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             return { $case: "removeStack", value: {} };
           case "checkModel":
             return { $case: "checkModel", value: { ref: step.ref, runtime: step.runtime } };
+          case "loadModel":
+            return { $case: "loadModel", value: { load: step.load } };
         }
       })();
       return { body: { $case: "command", value: { commandId, stackId, step: wireStep } } };

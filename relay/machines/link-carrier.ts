@@ -52,6 +52,12 @@ export class LinkCarrier implements MachineCarrier {
     return session.runCommand("", check, { signal, idleTimeoutMs: CHECK_IDLE_MS });
   }
 
+  async loadModel(machineId: string, stackId: string, load: boolean, timeoutMs: number): Promise<void> {
+    const session = this.registry.get(machineId);
+    if (!session || session.state !== "open") throw new MakinaError("machine_offline", "The machine is not linked to this relay.");
+    await session.runCommand(stackId, { kind: "loadModel", load }, { idleTimeoutMs: timeoutMs });
+  }
+
   async loads(machineIds: readonly string[]): Promise<Map<string, ReceivedLoad>> {
     const found = new Map<string, ReceivedLoad>();
     for (const id of machineIds) {

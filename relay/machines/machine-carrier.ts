@@ -23,6 +23,11 @@ export interface MachineCarrier {
   stop(machineId: string, stackId: string): Promise<boolean>;
   /** What the machine says of a model file; `machine_offline` when it cannot be asked now. */
   checkModel(machineId: string, check: ModelCheck, signal?: AbortSignal): Promise<StepResult>;
+  /**
+   * Loads (`load`) or unloads an on-demand stack's model on the machine now, resolving once it is done, within
+   * `timeoutMs`; `machine_offline` when it cannot be asked, else the machine's reason why not.
+   */
+  loadModel(machineId: string, stackId: string, load: boolean, timeoutMs: number): Promise<void>;
   /** The latest load of each of these machines this carrier reaches (the others left out). */
   loads(machineIds: readonly string[]): Promise<Map<string, ReceivedLoad>>;
 }

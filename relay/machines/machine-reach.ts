@@ -15,6 +15,8 @@ export interface MachineHandle {
   stop(stackId: string): Promise<boolean>;
   /** What it says of a model file; `machine_offline` when it cannot be asked now. */
   checkModel(check: ModelCheck, signal?: AbortSignal): Promise<StepResult>;
+  /** Loads (`load`) or unloads an on-demand stack's model now; resolves once done, within `timeoutMs`. */
+  loadModel(stackId: string, load: boolean, timeoutMs: number): Promise<void>;
   /** Its latest load, or undefined when unknown. */
   load(): Promise<ReceivedLoad | undefined>;
 }
@@ -55,6 +57,7 @@ export class MachineReach {
       deploy: (stackId) => carrier.deploy(machineId, stackId),
       stop: (stackId) => carrier.stop(machineId, stackId),
       checkModel: (check, signal) => carrier.checkModel(machineId, check, signal),
+      loadModel: (stackId, load, timeoutMs) => carrier.loadModel(machineId, stackId, load, timeoutMs),
       load: async () => (await carrier.loads([machineId])).get(machineId),
     };
   }

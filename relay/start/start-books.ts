@@ -79,6 +79,7 @@ export function controlPlane(
     requests,
     findOrg: (ref) => directory.findOrg(ref),
     loadsOf: (ids) => machines.loads(ids),
+    loadModel: (machineId, stackId, load) => machines.at(machineId).loadModel(stackId, load, config.loadTimeoutMs),
     caps: { stacksPerOrg: config.maxStacksPerOrg, keysPerPerson: config.maxKeysPerPerson },
   });
 }

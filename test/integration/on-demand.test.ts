@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../proto/index.js";
 import { operatorActor } from "../../relay/auth/index.js";
 import type { Agent } from "../../agent/index.js";
+import { runCli } from "../helpers/cli.js";
 import { testModelPath } from "../helpers/models.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
@@ -178,6 +179,27 @@ describe("stacks loaded on demand", () => {
     await vi.waitFor(() => expect(states()["tale-left"]).toBe("ready"), { timeout: 5000, interval: 20 });
     expect((await chat("tale-left")).status).toBe(200);
     expect(loadsOf(id) - loadsBefore).toBe(1);
+  });
+
+  it("loads and unloads an on-demand stack's model when an admin asks, from the API and the command line; an always stack is refused", async () => {
+    const admin = (path: string) => fetch(`${gw.relay.url}/admin/v1${path}`, { method: "POST", headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
+    const id = await stack("tale-warm");
+    expect(states()["tale-warm"]).toBe("unloaded");
+    const loaded = await admin(`/stacks/${id}/load`);
+    expect([loaded.status, ((await loaded.json()) as { runtime_state: string }).runtime_state]).toEqual([200, "ready"]);
+    // Loaded without a request: the machine holds it now.
+    expect(states()["tale-warm"]).toBe("ready");
+    const unloaded = await runCli(["admin", "stack", "unload", id, "--data-dir", gw.dataDir]);
+    expect(unloaded.stdout).toContain("Unloaded: tale-warm's memory");
+    expect(states()["tale-warm"]).toBe("unloaded");
+    expect(await metrics()).toMatch(new RegExp(`makina_model_unloads_total\\{[^}]*stack_id="${id}",reason="asked"[^}]*\\} 1\\n`));
+    expect((await runCli(["admin", "stack", "load", id, "--data-dir", gw.dataDir])).stdout).toContain("Loaded: tale-warm is ready");
+    expect(states()["tale-warm"]).toBe("ready");
+    const fixed = agent.host.list().find((h) => h.modelId === "tale-fixed")!.stackId;
+    const refused = await admin(`/stacks/${fixed}/load`);
+    expect([refused.status, ((await refused.json()) as { error: { code: string; message: string } }).error]).toEqual([409, expect.objectContaining({ code: "conflict", message: expect.stringContaining("always loaded while deployed") })]);
+    const audit = (await (await fetch(`${gw.relay.url}/admin/v1/audit?org=${gw.orgId}&action=stack`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).json()) as { data: { action: string }[] };
+    expect(audit.data.map((e) => e.action).slice(0, 3)).toEqual(["stack.loaded", "stack.unloaded", "stack.loaded"]);
   });
 
   it("keeps within a memory budget in bytes: loads unload the least recently used, always stacks take room and are refused once none is left", async () => {

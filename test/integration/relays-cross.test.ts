@@ -259,6 +259,12 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     // B routes to it once A has announced it (unloaded, so B sends the request, and the machine loads the model for it).
     await vi.waitFor(async () => expect((await tale()).status).toBe(200), { timeout: 10_000, interval: 100 });
     expect(state()).toBe("ready");
+    // An admin on B unloads it and loads it again, through A.
+    const admin = (action: string) => fetch(`${b.adminUrl}/admin/v1/stacks/${stack.id}/${action}`, { method: "POST", headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
+    expect((await admin("unload")).status).toBe(200);
+    expect(state()).toBe("unloaded");
+    expect((await admin("load")).status).toBe(200);
+    expect(state()).toBe("ready");
     await gw.relay.control.stacks.undeploy(OP, stack.id);
   });
 

@@ -47,6 +47,10 @@ describe("the machine seam", () => {
         if (id !== "mach_far") throw new MakinaError("machine_offline", "No relay holds this machine's link now.");
         return { ...found, modelPath: check.ref };
       },
+      loadModel: async (id, stackId, load) => {
+        asked.push(`${load ? "load" : "unload"} ${id}/${stackId}`);
+        if (id !== "mach_far") throw new MakinaError("machine_offline", "No relay holds this machine's link now.");
+      },
       loads: async (ids) => new Map<string, ReceivedLoad>(ids.filter((id) => id === "mach_far").map((id) => [id, { load: load(50), receivedAt: 2 }])),
     };
     const reach = new MachineReach(new LinkCarrier(registry, loads, runner), withOthers ? others : undefined);
@@ -70,9 +74,11 @@ describe("the machine seam", () => {
     expect((await there.checkModel(check)).modelPath).toBe("/models/x.gguf");
     expect(there.deploy("stk_2")).toBe(true);
     expect(await there.stop("stk_2")).toBe(true);
+    await there.loadModel("stk_2", true, 1000);
+    await there.loadModel("stk_2", false, 1000);
     // Nothing of the far machine ran on this relay's links, and nothing of the near one left this relay.
     expect(ran).toEqual(["mach_here/stk_1"]);
-    expect(asked).toEqual(["check mach_far /models/x.gguf", "deploy mach_far/stk_2", "stop mach_far/stk_2"]);
+    expect(asked).toEqual(["check mach_far /models/x.gguf", "deploy mach_far/stk_2", "stop mach_far/stk_2", "load mach_far/stk_2", "unload mach_far/stk_2"]);
   });
 
   it("routes to the link here while it is open, else through the relay holding the machine, else to the closing link (which routing skips)", () => {

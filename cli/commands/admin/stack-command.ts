@@ -307,6 +307,26 @@ export const stackCommand: CommandModule = {
         },
       })
       .command({
+        command: "load <id>",
+        describe: "Load an on-demand stack's model on its machine now, ahead of its first request",
+        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { id: string };
+          const s = await adminCall(target(a), "POST /admin/v1/stacks/:id/load", { params: { id: a.id } });
+          print(a, s, () => `Loaded: ${s.model_id} is ready on ${s.machine_id}${s.idle_unload_s > 0 ? `, until ${s.idle_unload_s} s without a request` : ""}.`);
+        },
+      })
+      .command({
+        command: "unload <id>",
+        describe: "Unload an on-demand stack's model now (its next request loads it again)",
+        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { id: string };
+          const s = await adminCall(target(a), "POST /admin/v1/stacks/:id/unload", { params: { id: a.id } });
+          print(a, s, () => `Unloaded: ${s.model_id}'s memory on ${s.machine_id} is free; its next request loads it again.`);
+        },
+      })
+      .command({
         command: "list",
         describe: "List stacks with their state",
         builder: (b) => adminOptions(b.option("org", { type: "string", demandOption: true })),

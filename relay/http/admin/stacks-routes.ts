@@ -45,6 +45,8 @@ export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Ac
     },
     "POST /admin/v1/stacks/:id/deploy": async ({ params }, actor) => shown(await control.stacks.deploy(actor, params.id)),
     "POST /admin/v1/stacks/:id/undeploy": async ({ params }, actor) => shown(await control.stacks.undeploy(actor, params.id)),
+    "POST /admin/v1/stacks/:id/load": async ({ params }, actor) => shown(await control.stacks.setLoaded(actor, params.id, true)),
+    "POST /admin/v1/stacks/:id/unload": async ({ params }, actor) => shown(await control.stacks.setLoaded(actor, params.id, false)),
   };
 }
 

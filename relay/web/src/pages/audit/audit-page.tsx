@@ -38,6 +38,8 @@ const ACTIONS: Record<AuditAction, string> = {
   "stack.created": "Created a stack",
   "stack.deployed": "Deployed a stack",
   "stack.undeployed": "Undeployed a stack",
+  "stack.loaded": "Loaded a stack's model",
+  "stack.unloaded": "Unloaded a stack's model",
   "stack.changed": "Changed a stack",
   "stack.deleted": "Deleted a stack",
   "org.created": "Created the organization",

@@ -1,0 +1,43 @@
+import type { RuntimeState } from "../../proto/index.js";
+
+/**
+ * What a machine's link says of each stack's runtime, as routing reads it: which stacks take requests (`ready`:
+ * ready, or on demand and unloaded, unloading or loading from there, the machine loading it for the requests that
+ * wait), which of those have their model loaded, and when each last became ready. A runtime restarting or failed
+ * takes no requests: they get 503 `runtime_unavailable`.
+ */
+export class StackReadiness {
+  /** Stacks whose runtimes this machine serves now: ready, or on demand (loaded by the next request). */
+  readonly ready = new Set<string>();
+  /** On-demand stacks last said unloaded (or unloading): a load from there is theirs, not a restart. */
+  private readonly unloaded = new Set<string>();
+  /** When each stack's runtime was last said ready (`performance.now()`). */
+  private readonly readyAt = new Map<string, number>();
+
+  /** The machine said a stack's runtime is now `state`. */
+  said(stackId: string, state: RuntimeState): void {
+    const onDemandLoad = state === "loading" && this.unloaded.has(stackId);
+    if (state === "unloaded" || state === "unloading") this.unloaded.add(stackId);
+    else if (!onDemandLoad) this.unloaded.delete(stackId);
+    if (state === "ready" || state === "unloaded" || state === "unloading" || onDemandLoad) this.ready.add(stackId);
+    else this.ready.delete(stackId);
+    if (state === "ready") this.readyAt.set(stackId, performance.now());
+  }
+
+  /** Whether a stack's model is loaded now (not an on-demand stack unloaded, unloading, or loading from there). */
+  loaded(stackId: string): boolean {
+    return this.ready.has(stackId) && !this.unloaded.has(stackId);
+  }
+
+  /** When the machine last said a stack's runtime is ready: the end of its last load. */
+  readySince(stackId: string): number | undefined {
+    return this.readyAt.get(stackId);
+  }
+
+  /** The link is gone: nothing is served through it. */
+  clear(): void {
+    this.ready.clear();
+    this.unloaded.clear();
+    this.readyAt.clear();
+  }
+}
