@@ -119,9 +119,13 @@ describe("stacks loaded on demand", () => {
     const idle = agent.host.list().find((h) => h.modelId === "tale-idle")!.stackId;
     expect((await chat("tale-idle")).status).toBe(200);
     expect(states()["tale-idle"]).toBe("ready");
+    const pid = agent.host.list().find((h) => h.modelId === "tale-idle")!.pid;
     await vi.waitFor(() => expect(states()["tale-idle"]).toBe("unloaded"), { timeout: 5000, interval: 100 });
     await vi.waitFor(async () => expect((await gw.relay.control.stacks.get(OP, idle)).runtimeState).toBe("unloaded"), { timeout: 3000, interval: 50 });
     expect(await metrics()).toMatch(new RegExp(`makina_model_unloads_total\\{[^}]*stack_id="${idle}",reason="idle"[^}]*\\} 1\\n`));
+    // A GGUF model unloads inside its process, which stays for its next load (a load costs node-llama-cpp's own, not a process's start).
+    expect((await chat("tale-idle")).status).toBe(200);
+    expect(agent.host.list().find((h) => h.modelId === "tale-idle")).toMatchObject({ state: "ready", pid });
     expect(states()["tale-fixed"]).toBe("ready");
     expect(fixed).toBeDefined();
   });

@@ -84,6 +84,8 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
           String(model.maxContext ?? options.maxContextSize),
           "--sequences",
           String(options.sequences),
+          "--thread-budget",
+          String(options.threads),
           "--frame-ms",
           String(options.streamIntervalMs ?? GGUF_FRAME_MS),
           ...(options.gpu === false ? ["--cpu"] : []),
@@ -94,9 +96,23 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         ...ctx.health,
         log: ctx.log,
       });
+      // The threads this process holds now: given back while its model sleeps, taken again when it wakes.
+      let held = threads;
       const release = () => {
-        threadsInUse -= threads;
+        threadsInUse -= held;
+        held = 0;
         rmSync(socketDir.temporary ? socketDir.path : socketPath, { recursive: true, force: true });
+      };
+      const sleeping = {
+        release: () => {
+          threadsInUse -= held;
+          held = 0;
+        },
+        take: () => {
+          held = Math.max(1, options.threads - threadsInUse);
+          threadsInUse += held;
+          return held;
+        },
       };
       try {
         await superviseUntilReady(supervisor, ctx);
@@ -104,7 +120,7 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         // What the model is for, from its header (the model process refuses chats of an embedding model itself).
         const { readGgufFileInfo } = await import("node-llama-cpp");
         const embeddingModel = await readGgufFileInfo(path, { sourceType: "filesystem", logWarnings: false }).then((info) => isEmbeddingModel(info.metadata), () => false);
-        return new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release, embeddingModel });
+        return new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release, embeddingModel, threads: sleeping });
       } catch (err) {
         await supervisor.stop();
         release();

@@ -6,6 +6,8 @@ import { ProcessConnection } from "./process-connection.js";
 
 /** Connections to the model process kept open for the next requests, at most (more at once are opened and closed as they end). */
 const MAX_IDLE_CONNECTIONS = 16;
+/** The longest a model process may take to unload or load its model again. */
+const RESIDENCY_TIMEOUT_MS = 300_000;
 /** How long a canceled request's process has to say what it used, before its connection is closed. */
 const CANCEL_WAIT_MS = 2000;
 
@@ -18,6 +20,8 @@ export interface GgufProcessRuntimeOptions {
   supervisor: ProcessSupervisor;
   /** Called once after the runtime closed (to give back what it held). */
   onClose?: () => void;
+  /** The threads of the machine's budget: given back while the model sleeps, taken again (as many as are free) when it wakes. */
+  threads?: { release(): void; take(): number };
   /** An embedding model, by the file's header. */
   embeddingModel?: boolean;
 }
@@ -74,7 +78,7 @@ export class GgufProcessRuntime implements ModelRuntime {
       // Bytes taken and not yet credited back: returned a quarter of the window at a time, not a message per frame.
       let owed = 0;
       for (let frame = await connection.next(); frame; frame = await connection.next()) {
-        if (frame.type === "health") continue;
+        if (frame.type === "health" || frame.type === "slept" || frame.type === "awake") continue;
         if (frame.type === "end" || frame.type === "error" || frame.type === "stopped") {
           over = true;
           this.giveBack(connection, signal, onAbort);
@@ -123,6 +127,45 @@ export class GgufProcessRuntime implements ModelRuntime {
     signal?.removeEventListener("abort", onAbort);
     if (this.closing || !connection.idle || this.idle.length >= MAX_IDLE_CONNECTIONS) connection.destroy();
     else this.idle.push(connection);
+  }
+
+  /**
+   * Unloads the model and its contexts inside the process, which stays (so that its next load costs
+   * node-llama-cpp's own, not a process's start); its threads go back to the machine's budget.
+   */
+  readonly sleep = async (): Promise<void> => {
+    await this.residency({ type: "sleep" }, "slept");
+    this.o.threads?.release();
+  };
+
+  /** Loads the model again in its process, with the threads of the budget free now. */
+  readonly wake = async (): Promise<void> => {
+    const threads = this.o.threads?.take() ?? 1;
+    try {
+      await this.residency({ type: "wake", threads }, "awake");
+    } catch (err) {
+      this.o.threads?.release();
+      throw err;
+    }
+  };
+
+  /** Sends a sleep or wake frame on a connection of its own and waits for its answer (within the supervisor's patience for a start). */
+  private async residency(frame: { type: "sleep" } | { type: "wake"; threads: number }, answer: "slept" | "awake"): Promise<void> {
+    const deadline = AbortSignal.timeout(RESIDENCY_TIMEOUT_MS);
+    const connection = await ProcessConnection.open(this.o.socketPath, deadline);
+    const onAbort = () => connection.destroy();
+    deadline.addEventListener("abort", onAbort, { once: true });
+    try {
+      connection.send(frame);
+      for (let f = await connection.next(); f; f = await connection.next()) {
+        if (f.type === answer) return;
+        if (f.type === "error") throw fromErrorFrame(f);
+      }
+      throw new MakinaError("runtime_unavailable", `The GGUF model process did not say it ${answer === "slept" ? "unloaded" : "loaded"} the model.`, { retryAfterMs: 5000 });
+    } finally {
+      deadline.removeEventListener("abort", onAbort);
+      connection.destroy();
+    }
   }
 
   async close(): Promise<void> {

@@ -28,6 +28,8 @@ const { values } = parseArgs({
     threads: { type: "string", default: "1" },
     context: { type: "string", default: "4096" },
     sequences: { type: "string", default: "2" },
+    // The machine's whole thread budget: the most a context of this process may be given when it wakes.
+    "thread-budget": { type: "string" },
     "frame-ms": { type: "string", default: String(GGUF_FRAME_MS) },
     cpu: { type: "boolean", default: false },
   },
@@ -47,8 +49,32 @@ if (!Number.isFinite(frameMs) || frameMs < 0) {
 }
 /** Requests decoding now (their first event came): their frames grow longer with their number (frameInterval). */
 const decoding = { count: 0 };
-const llama = await createLlama({ threads, gpu: values.cpu ? false : "auto", log });
-const runtime = await loadGgufModel(llama, values.model, { maxContextSize: Number(values.context), sequences: Number(values.sequences), threads });
+const llama = await createLlama({ threads: Math.max(threads, Number(values["thread-budget"] ?? threads)), gpu: values.cpu ? false : "auto", log });
+const load = (contextThreads: number) => loadGgufModel(llama, values.model!, { maxContextSize: Number(values.context), sequences: Number(values.sequences), threads: contextThreads });
+/** The model loaded, or undefined while it sleeps (an on-demand stack's, unloaded); `contextSize` stays what it was. */
+let runtime: Awaited<ReturnType<typeof load>> | undefined = await load(threads);
+const contextSize = runtime.contextSize;
+/** A sleep or wake under way: the next waits for it. */
+let changing: Promise<unknown> = Promise.resolve();
+
+/** Disposes the model and its contexts (`sleep`) or loads it again (`wake`), one change at a time; answers once done. */
+function residency(socket: Socket, frame: Extract<AgentFrame, { type: "sleep" | "wake" }>): void {
+  changing = changing.then(async () => {
+    try {
+      if (frame.type === "sleep") {
+        const loaded = runtime;
+        runtime = undefined;
+        await loaded?.close();
+        writeFrame(socket, { type: "slept" });
+      } else {
+        runtime ??= await load(Math.max(1, frame.threads));
+        writeFrame(socket, { type: "awake", contextSize: runtime.contextSize });
+      }
+    } catch (err) {
+      writeFrame(socket, errorFrame(MakinaError.from(err)));
+    }
+  });
+}
 
 /** A request running on a connection: its credit, and what cancels it. */
 interface Running {
@@ -91,9 +117,10 @@ function serve(socket: Socket): void {
       return;
     }
     if (frame.type === "health") {
-      writeFrame(socket, { type: "health", contextSize: runtime.contextSize, pausedRequests: runtime.pausedRequests });
+      writeFrame(socket, { type: "health", contextSize, pausedRequests: runtime?.pausedRequests ?? 0 });
       return;
     }
+    if (frame.type === "sleep" || frame.type === "wake") return residency(socket, frame);
     if (frame.type !== "chat") {
       writeFrame(socket, errorFrame(new MakinaError("invalid_value", "A frame must be a chat, credit or health frame.")));
       socket.end();
@@ -111,12 +138,17 @@ function serve(socket: Socket): void {
 /** Runs one chat request, its frames written to `socket` (FrameOutbox); `over` is called as its last frame is written. */
 async function chat(socket: Socket, input: ChatInput, request: Running, over: () => void): Promise<void> {
   const { gate, controller } = request;
+  const model = runtime;
+  if (!model) {
+    writeFrame(socket, errorFrame(new MakinaError("runtime_unavailable", "The model is unloaded.", { retryAfterMs: 1000 })));
+    return over();
+  }
   const outbox = new FrameOutbox({ write: (lines) => socket.write(lines), gate, signal: request.closed, frameMs: () => frameInterval(frameMs, decoding.count) });
   // Counted once it decodes (not while it waits for a sequence), until it ends.
   let counted = false;
   let ended = false;
   try {
-    for await (const ev of runtime.chat(input, { signal: controller.signal })) {
+    for await (const ev of model.chat(input, { signal: controller.signal })) {
       if (!counted) {
         counted = true;
         decoding.count++;
@@ -168,7 +200,7 @@ server.listen(socketPath);
 const shutdown = () => {
   server.close();
   rmSync(socketPath, { force: true });
-  void runtime.close().finally(() => process.exit(0));
+  void (runtime?.close() ?? Promise.resolve()).finally(() => process.exit(0));
 };
 process.on("SIGTERM", shutdown);
 process.on("SIGINT", shutdown);

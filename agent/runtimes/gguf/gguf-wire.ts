@@ -29,13 +29,19 @@ import type { ChatInput } from "../model-runtime.js";
  * per interval or less) has each token sent as it comes. A process whose credit is spent sends what it holds
  * as soon as credit comes, and decodes nothing more meanwhile, whatever the interval.
  *
+ * An on-demand stack's model is unloaded and loaded again in the same process ({type:"sleep"}, answered
+ * {type:"slept"} once the model and its contexts are disposed; {type:"wake", threads}, answered {type:"awake",
+ * contextSize} once loaded again, its contexts with that many threads), on a connection with no request running:
+ * a load then costs node-llama-cpp's own, not a process's start. Asleep, a chat is refused (503) and a health
+ * check answered.
+ *
  * A health check is {type:"health"} on a connection with no request running, answered
  * {type:"health", contextSize, pausedRequests}: requests whose decoding waits for credit.
  * Credit reaches all the way to the decoder: a process with no credit left stops
  * decoding that request (see `paceEvaluation`), so a slow client holds its slot
  * instead of having its answer generated into a buffer.
  */
-export type AgentFrame = { type: "chat"; input: ChatInput; window: number } | { type: "credit"; n: number } | { type: "cancel" } | { type: "health" };
+export type AgentFrame = { type: "chat"; input: ChatInput; window: number } | { type: "credit"; n: number } | { type: "cancel" } | { type: "health" } | { type: "sleep" } | { type: "wake"; threads: number };
 
 export type ProcessFrame =
   | { type: "text"; text: string }
@@ -44,7 +50,9 @@ export type ProcessFrame =
   | ({ type: "end"; finishReason: "stop" | "length" | "tool_calls" } & Usage)
   | ({ type: "error"; code: string; message: string; param: string | null; retryAfterMs: number | null } & Usage)
   | ({ type: "stopped" } & Usage)
-  | { type: "health"; contextSize: number; pausedRequests: number };
+  | { type: "health"; contextSize: number; pausedRequests: number }
+  | { type: "slept" }
+  | { type: "awake"; contextSize: number };
 
 /**
  * Bytes of frames a process may send before the agent returns credit: with the frame on its way and the few
