@@ -639,6 +639,30 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => page.locator(".page-header [data-state]").first().getAttribute("data-state"), { timeout: 30_000 }).toBe("deployed");
     expect((await relay.store.stacks.get(framed.id))!.harnessOptions).toEqual({ prompt: "You tell stories about cats.", max_tokens: 50 });
 
+    // Made on demand (no restart): its page says so, and its model is unloaded and loaded again from there.
+    await page.getByRole("link", { name: "Edit" }).click();
+    await page.getByLabel("Loaded").selectOption("on_demand");
+    await page.getByLabel("Unload after (seconds idle)").fill("900");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await expect.poll(() => page.getByTestId("stack-residency").textContent(), { timeout: 30_000 }).toContain("On demand: by its first request, unloaded after 900 s idle");
+    await expect.poll(() => page.locator(".page-header [data-state]").first().getAttribute("data-state"), { timeout: 30_000 }).toBe("deployed");
+    await page.getByRole("button", { name: "Unload now" }).click();
+    await page.getByText("Its model is unloaded: the next request loads it").waitFor();
+    await shot("stack-on-demand-unloaded");
+    await page.getByRole("button", { name: "Load now" }).click();
+    await page.getByRole("button", { name: "Unload now" }).waitFor();
+    // A change that restarts the runtime is asked first.
+    await page.getByRole("link", { name: "Edit" }).click();
+    await page.getByLabel("Context size (tokens)").fill("1024");
+    await page.getByRole("button", { name: "Save and restart…" }).click();
+    expect(await page.locator(".form-actions").textContent()).toContain("runtime restarts with these changes");
+    await shot("stack-edit-restart-confirm");
+    await page.getByRole("button", { name: "Save and restart", exact: true }).click();
+    await page.getByRole("heading", { name: "cat tales" }).waitFor();
+    // Deployed again unloaded (on demand): its context is known once a request has loaded it.
+    await expect.poll(() => page.getByTestId("stack-context").textContent(), { timeout: 30_000 }).toContain("known once its model has loaded after this deploy (1,024 asked)");
+    await page.getByText("Its model is unloaded: the next request loads it").waitFor();
+
     // Undeploy asks first, and Keep keeps it serving.
     await page.getByRole("button", { name: "Undeploy…" }).click();
     expect(await page.locator(".page-header").textContent()).toContain("Requests for framed get 404 from now on");

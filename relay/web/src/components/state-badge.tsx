@@ -19,6 +19,8 @@ const TONES: Record<string, string> = {
   failed: "bad",
   fail: "bad",
   unverified: "wait",
+  // An on-demand stack's model unloaded (or loading): it serves, its next request loads it.
+  idle: "off",
 };
 
 /** A machine's, stack's, key's or step's state as a coloured label. */

@@ -31,6 +31,9 @@ export function stackBody(v: ForgeFields, d: Derived, editing?: Stack) {
     orchestrator_options:
       v.orchestrator === "refine" ? { rounds: v.rounds } : v.orchestrator === "vote" ? { samples: v.samples, ...(v.sampleTemperature.trim() ? { temperature: v.sampleTemperature.trim() } : {}) } : undefined,
     endpoint: v.endpoint,
+    // An existing server is always on: Makina does not start or stop it.
+    residency: v.runtime === "openai" ? "always" : v.residency,
+    idle_unload_s: /^\d+$/.test(v.idleUnload.trim()) ? Number(v.idleUnload.trim()) : (v.idleUnload.trim() as unknown as number),
     max_context: !SIZED_CONTEXT.includes(v.runtime) || v.maxContext.trim() === "" ? null : /^\d+$/.test(v.maxContext.trim()) ? Number(v.maxContext.trim()) : (v.maxContext.trim() as unknown as number),
   };
 }

@@ -47,6 +47,10 @@ export const FIELDS = {
   endpoint: true,
   modelId: "",
   name: "",
+  /** `always` (loaded while deployed) or `on_demand` (loaded by its first request, unloaded when idle). */
+  residency: "always" as "always" | "on_demand",
+  /** Seconds without a request before an on-demand stack's model unloads (0: only when the memory is needed). */
+  idleUnload: "600",
 };
 
 export type FieldName = keyof typeof FIELDS;
@@ -64,6 +68,8 @@ export const FIELDS_OF_PARAM: Record<string, FieldName[]> = {
   "orchestrator_options.temperature": ["sampleTemperature"],
   model_id: ["modelId"],
   max_context: ["maxContext"],
+  residency: ["residency"],
+  idle_unload_s: ["idleUnload"],
   name: ["name", "modelId"],
 };
 
@@ -91,6 +97,8 @@ export function fieldsOf(s: Stack): typeof FIELDS {
     endpoint: s.has_endpoint,
     modelId: s.model_id,
     name: s.name,
+    residency: s.residency,
+    idleUnload: String(s.idle_unload_s),
   };
 }
 

@@ -216,6 +216,30 @@ export function EndpointFieldset({ form, fieldError, suggestedId }: Pick<Fieldse
       <label class="check-row">
         <input type="checkbox" {...form.check("endpoint")} /> Expose through the API
       </label>
+      {form.values.runtime !== "openai" && (
+        <div class="row">
+          <Field
+            id="forge-residency"
+            label="Loaded"
+            hint={
+              form.values.residency === "on_demand"
+                ? "By its first request, which waits for the load; unloaded when idle, or to make room for another on the machine."
+                : "While deployed: always in memory, never unloaded for another."
+            }
+            error={fieldError("residency")}
+          >
+            <select id="forge-residency" {...form.choice("residency")}>
+              <option value="always">Always (while deployed)</option>
+              <option value="on_demand">On demand</option>
+            </select>
+          </Field>
+          {form.values.residency === "on_demand" && (
+            <Field id="forge-idle-unload" label="Unload after (seconds idle)" hint="0: only when the machine needs the memory." error={fieldError("idle_unload_s")}>
+              <input id="forge-idle-unload" type="number" min={0} max={604800} step={60} inputMode="numeric" {...form.text("idleUnload")} />
+            </Field>
+          )}
+        </div>
+      )}
       <div class="row">
         <Field id="forge-model-id" label="Model id" hint="What clients pass as `model`." error={fieldError("model_id")}>
           <input id="forge-model-id" {...form.text("modelId")} placeholder={suggestedId} disabled={!form.values.endpoint} spellcheck={false} />

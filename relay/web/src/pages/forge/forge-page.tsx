@@ -3,6 +3,7 @@ import type { ApiError } from "../../api/admin-client.js";
 import type { CatalogModel, Check, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
+import { ConfirmBar } from "../../components/confirm-bar.js";
 import { Link } from "../../components/link.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { useForm } from "../../components/use-form.js";
@@ -30,6 +31,8 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
   /** The last submit: what the relay refused, and the fields as they were then. */
   const [submitted, setSubmitted] = useState<{ error: ApiError | null; busy: boolean; values: typeof FIELDS | null }>({ error: null, busy: false, values: null });
   const { error, busy } = submitted;
+  /** A save that restarts a deployed stack's runtime, waiting for its confirmation. */
+  const [confirmingRestart, setConfirmingRestart] = useState(false);
 
   useEffect(() => {
     client.call("GET /admin/v1/catalog").then((l) => setCatalog(l.data), () => setCatalog([]));
@@ -67,8 +70,15 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
           .map((c) => c.message)
           .join(" ") || null
       : null;
-  const submit = async (e: Event) => {
-    e.preventDefault();
+  /** Whether saving restarts the runtime of the stack edited (deployed): another runtime, model, model id or context. */
+  const restarts =
+    editing !== undefined &&
+    editing.state === "deployed" &&
+    (runtime !== editing.runtime || modelRef !== editing.model_ref || (form.values.modelId.trim() !== "" && form.values.modelId.trim() !== editing.model_id) || maxContext.trim() !== (editing.max_context === null ? "" : String(editing.max_context)));
+  const submit = async (e?: Event) => {
+    e?.preventDefault();
+    if (restarts && !confirmingRestart) return setConfirmingRestart(true);
+    setConfirmingRestart(false);
     setSubmitted({ error: null, busy: true, values: form.values });
     try {
       const derived = { modelRef, suggestedId, fromUrl };
@@ -112,9 +122,19 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
             {verdict.tone === "fail" ? `✕ ${verdict.verdict} ${firstFailure}` : verdict.verdict}
           </p>
           <div class="form-actions">
-            <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat.result?.ok === false}>
-              {editing ? (busy ? "Saving…" : "Save changes") : busy ? "Creating…" : "Create and deploy"}
-            </button>
+            {confirmingRestart ? (
+              <ConfirmBar
+                question={`Save and restart? ${editing!.name}'s runtime restarts with these changes: its requests wait for it (the old one serves meanwhile where the machine has room for both).`}
+                button="Save and restart"
+                busy={busy}
+                onConfirm={() => void submit()}
+                onKeep={() => setConfirmingRestart(false)}
+              />
+            ) : (
+              <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat.result?.ok === false}>
+                {editing ? (busy ? "Saving…" : restarts ? "Save and restart…" : "Save changes") : busy ? "Creating…" : "Create and deploy"}
+              </button>
+            )}
             {editing && (
               <Link href={`/stacks/${editing.id}`} class="button secondary">
                 Cancel
@@ -165,8 +185,8 @@ function ForgeHeader({ editing }: { editing: Stack | undefined }) {
       )}
       {editing && (editing.state === "deployed" || editing.state === "deploying") && (
         <Notice tone="info">
-          This stack is {editing.state}. Its name and endpoint change at once; a change to its runtime, model, model id or layers redeploys it on its machine, and it answers again once deployed.
-          To move it to another machine, undeploy it first.
+          This stack is {editing.state}. Its name, endpoint, residency and layers change without a restart; a change to its runtime, model, model id or context restarts its runtime
+          (asked before it is saved), and its requests wait for the new one meanwhile. To move it to another machine, undeploy it first.
         </Notice>
       )}
     </>

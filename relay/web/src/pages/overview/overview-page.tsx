@@ -90,10 +90,12 @@ export function OverviewPage() {
           <dt>Stacks serving</dt>
           <dd>
             <span class="stat-value">
-              {s.runtimes.ready} of {s.by_state.deployed}
+              {s.runtimes.ready + s.runtimes.unloaded} of {s.by_state.deployed}
             </span>
             <span class="stat-note">
               {[
+                // An on-demand stack whose model is unloaded serves: its next request loads it.
+                s.runtimes.unloaded && `${s.runtimes.unloaded} unloaded until asked`,
                 s.runtimes.loading && `${s.runtimes.loading} loading`,
                 s.runtimes.failed && `${s.runtimes.failed} failed`,
                 s.runtimes.offline && `${s.runtimes.offline} on offline machines`,

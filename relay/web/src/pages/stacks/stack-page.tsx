@@ -36,7 +36,7 @@ export function StackPage({ id }: { id: string }) {
   if (!s) return <div class="booting" aria-busy="true" />;
   const machine = machineOf.data?.id === s.machine_id ? machineOf.data : undefined;
 
-  const act = async (action: "deploy" | "undeploy" | "delete") => {
+  const act = async (action: "deploy" | "undeploy" | "delete" | "load" | "unload") => {
     setBusy(true);
     setActionError(null);
     try {
@@ -46,8 +46,14 @@ export function StackPage({ id }: { id: string }) {
         navigate("/stacks");
         return;
       }
+      if (action === "load" || action === "unload") {
+        await client.call(action === "load" ? "POST /admin/v1/stacks/:id/load" : "POST /admin/v1/stacks/:id/unload", { params: { id: s.id } });
+        notify(action === "load" ? `${s.name}'s model is loaded.` : `${s.name}'s model is unloaded: its next request loads it again.`);
+        stack.reload();
+        return;
+      }
       await client.call(action === "deploy" ? "POST /admin/v1/stacks/:id/deploy" : "POST /admin/v1/stacks/:id/undeploy", { params: { id: s.id } });
-      notify(action === "deploy" ? `Deploying ${s.name}: the steps follow below.` : `${s.name} is undeploying: ${s.model_id} gets 404 from now on.`);
+      notify(action === "deploy" ? `Deploying ${s.name}: the steps follow below.` : `${s.name} is undeploying: ${afterUndeploy}`);
       setConfirming(null);
       stack.reload();
     } catch (err) {
@@ -56,13 +62,26 @@ export function StackPage({ id }: { id: string }) {
       setBusy(false);
     }
   };
+  /** The replicas that go on serving the model id once this stack is undeployed. */
+  const servingReplicas = s.replicas.filter((r) => r.state === "deployed" || r.state === "deploying");
+  const afterUndeploy = servingReplicas.length
+    ? `${servingReplicas.map((r) => r.name).join(", ")} go${servingReplicas.length === 1 ? "es" : ""} on serving ${s.model_id}.`
+    : `${s.model_id} gets 404 from now on.`;
+  const onDemand = s.residency === "on_demand" && s.state === "deployed";
+  const canLoad = onDemand && (s.runtime_state === "unloaded" || s.runtime_state === null);
+  const canUnload = onDemand && s.runtime_state === "ready";
   const canDeploy = s.state === "draft" || s.state === "failed";
   const canUndeploy = s.state === "deployed" || s.state === "deploying" || s.state === "failed";
   const canDelete = s.state === "draft" || s.state === "failed";
   /** What each breaking action says before it is done, and the button that does it. */
   const CONFIRM = {
     undeploy: {
-      question: s.state === "failed" ? "Undeploy? The machine drops what the failed deploy left." : `Undeploy? Requests for ${s.model_id} get 404 from now on, until it is deployed again.`,
+      question:
+        s.state === "failed"
+          ? "Undeploy? The machine drops what the failed deploy left."
+          : servingReplicas.length
+            ? `Undeploy? ${afterUndeploy}`
+            : `Undeploy? Requests for ${s.model_id} get 404 from now on, until it is deployed again.`,
       button: "Undeploy",
     },
     delete: { question: "Delete this stack for good? Its deployments go with it; keys restricted to it reach nothing through it.", button: "Delete stack" },
@@ -86,6 +105,16 @@ export function StackPage({ id }: { id: string }) {
               {canDeploy && (
                 <button type="button" class="button primary" disabled={busy} onClick={() => act("deploy")}>
                   {s.state === "failed" ? "Retry deploy" : "Deploy"}
+                </button>
+              )}
+              {canLoad && (
+                <button type="button" class="button secondary" disabled={busy} onClick={() => act("load")}>
+                  {busy ? "Loading…" : "Load now"}
+                </button>
+              )}
+              {canUnload && (
+                <button type="button" class="button secondary" disabled={busy} onClick={() => act("unload")}>
+                  Unload now
                 </button>
               )}
               <Link href={`/stacks/${s.id}/edit`} class="button secondary">
@@ -118,12 +147,7 @@ export function StackPage({ id }: { id: string }) {
       {s.state === "deploying" && machine && machine.state !== "online" && (
         <Notice tone="warn">The machine is {machine.state}: the deploy starts as soon as it connects.</Notice>
       )}
-      {s.state === "deployed" && s.runtime_state && s.runtime_state !== "ready" && (
-        <Notice tone="warn">
-          The runtime is {s.runtime_state}
-          {s.runtime_error ? `: ${s.runtime_error}` : ""}. Requests get 503 until it is ready again.
-        </Notice>
-      )}
+      <RuntimeNotice stack={s} />
       <div class="grid two">
         <LayersCard stack={s} />
         <DeploymentCard deployment={s.deployment} />
@@ -157,6 +181,29 @@ function LayersCard({ stack: s }: { stack: Stack }) {
           {s.runtime}
           {s.runtime_state && ` · ${s.runtime_state}`}
         </dd>
+        <dt>Loaded</dt>
+        <dd data-testid="stack-residency">
+          {s.residency === "always"
+            ? "Always, while deployed"
+            : s.idle_unload_s > 0
+              ? `On demand: by its first request, unloaded after ${s.idle_unload_s.toLocaleString("en-US")} s idle or when the machine needs the memory`
+              : "On demand: by its first request, unloaded only when the machine needs the memory"}
+        </dd>
+        {s.has_endpoint && s.replicas.length > 0 && (
+          <>
+            <dt>Replicas</dt>
+            <dd data-testid="stack-replicas">
+              Also served by{" "}
+              {s.replicas.map((r, i) => (
+                <span key={r.id}>
+                  {i > 0 && ", "}
+                  <Link href={`/stacks/${r.id}`}>{r.name}</Link> ({r.state})
+                </span>
+              ))}
+              {s.replicas.some((r) => r.state === "deployed") && s.state === "deployed" && <div class="muted small">Requests for {s.model_id} are shared: a loaded replica first, then the least busy machine.</div>}
+            </dd>
+          </>
+        )}
         <dt>Harness</dt>
         <dd data-testid="stack-harness">
           {s.harness ?? "none"}
@@ -176,7 +223,7 @@ function LayersCard({ stack: s }: { stack: Stack }) {
         </dd>
         <dt>Context</dt>
         <dd data-testid="stack-context">
-          {s.context_size ? `${s.context_size.toLocaleString("en-US")} tokens per request` : "known once deployed"}
+          {s.context_size ? `${s.context_size.toLocaleString("en-US")} tokens per request` : s.residency === "on_demand" && s.state === "deployed" ? "known once its model has loaded after this deploy" : "known once deployed"}
           {s.max_context !== null && s.context_size !== s.max_context && (
             <span class="muted"> ({s.max_context.toLocaleString("en-US")} asked{s.context_size && s.context_size < s.max_context ? ": the model was trained for less" : ""})</span>
           )}
@@ -201,5 +248,27 @@ function DeploymentCard({ deployment }: { deployment: Stack["deployment"] }) {
         <p class="muted">Not deployed yet. Deploy installs the runtime, pulls the model and configures the endpoint on the machine.</p>
       )}
     </section>
+  );
+}
+
+/** What the stack's runtime is doing now, in what it means for its requests; nothing while it simply serves. */
+function RuntimeNotice({ stack: s }: { stack: Stack }) {
+  if (s.state === "deploying" && s.deployed_at !== null) {
+    return <Notice tone="info">Being deployed again: requests for {s.model_id} wait for its new runtime (where the machine has room for both, the old one serves until then).</Notice>;
+  }
+  if (s.state !== "deployed" || !s.runtime_state || s.runtime_state === "ready") return null;
+  if (s.residency === "on_demand" && (s.runtime_state === "unloaded" || s.runtime_state === "unloading")) {
+    return (
+      <Notice tone="info">
+        Its model is {s.runtime_state === "unloaded" ? "unloaded" : "unloading"}: the next request loads it, and waits for the load{s.runtime_error ? ` (the last load failed: ${s.runtime_error})` : ""}.
+      </Notice>
+    );
+  }
+  if (s.residency === "on_demand" && s.runtime_state === "loading") return <Notice tone="info">Its model is loading: requests wait for it.</Notice>;
+  return (
+    <Notice tone="warn">
+      The runtime is {s.runtime_state}
+      {s.runtime_error ? `: ${s.runtime_error}` : ""}. Requests get 503 until it is ready again.
+    </Notice>
   );
 }

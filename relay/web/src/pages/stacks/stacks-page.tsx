@@ -68,7 +68,9 @@ export function StacksPage() {
             cell: (s) => (
               <>
                 <StateBadge state={s.state} />
-                {s.state === "deployed" && s.runtime_state && s.runtime_state !== "ready" && <StateBadge state={s.runtime_state} label={`runtime ${s.runtime_state}`} />}
+                {s.state === "deployed" && s.runtime_state && s.runtime_state !== "ready" && (
+                  <StateBadge state={s.residency === "on_demand" && s.runtime_state !== "failed" ? "idle" : s.runtime_state} label={s.residency === "on_demand" ? `on demand · ${s.runtime_state}` : `runtime ${s.runtime_state}`} />
+                )}
               </>
             ),
           },
