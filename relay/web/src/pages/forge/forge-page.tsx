@@ -121,26 +121,15 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
           <p class={`verdict-line ${verdict.tone}`} data-testid="forge-verdict" aria-hidden="true">
             {verdict.tone === "fail" ? `✕ ${verdict.verdict} ${firstFailure}` : verdict.verdict}
           </p>
-          <div class="form-actions">
-            {confirmingRestart ? (
-              <ConfirmBar
-                question={`Save and restart? ${editing!.name}'s runtime restarts with these changes: its requests wait for it (the old one serves meanwhile where the machine has room for both).`}
-                button="Save and restart"
-                busy={busy}
-                onConfirm={() => void submit()}
-                onKeep={() => setConfirmingRestart(false)}
-              />
-            ) : (
-              <button type="submit" class="button primary" disabled={busy || !machine || !modelRef || compat.result?.ok === false}>
-                {editing ? (busy ? "Saving…" : restarts ? "Save and restart…" : "Save changes") : busy ? "Creating…" : "Create and deploy"}
-              </button>
-            )}
-            {editing && (
-              <Link href={`/stacks/${editing.id}`} class="button secondary">
-                Cancel
-              </Link>
-            )}
-          </div>
+          <FormActions
+            editing={editing}
+            busy={busy}
+            disabled={busy || !machine || !modelRef || compat.result?.ok === false}
+            restarts={restarts}
+            confirming={confirmingRestart}
+            onConfirm={() => void submit()}
+            onKeep={() => setConfirmingRestart(false)}
+          />
         </form>
         <aside class="forge-side">
           <CompatibilityPanel result={machine ? compat.result : null} pending={compat.pending} awaiting={awaiting} />
@@ -190,5 +179,32 @@ function ForgeHeader({ editing }: { editing: Stack | undefined }) {
         </Notice>
       )}
     </>
+  );
+}
+
+/** The Forge's buttons: create, or save (a save that restarts the runtime asked first), and cancel. */
+function FormActions(p: { editing: Stack | undefined; busy: boolean; disabled: boolean; restarts: boolean; confirming: boolean; onConfirm: () => void; onKeep: () => void }) {
+  const { editing, busy } = p;
+  return (
+    <div class="form-actions">
+      {p.confirming && editing ? (
+        <ConfirmBar
+          question={`Save and restart? ${editing.name}'s runtime restarts with these changes: its requests wait for it (the old one serves meanwhile where the machine has room for both).`}
+          button="Save and restart"
+          busy={busy}
+          onConfirm={p.onConfirm}
+          onKeep={p.onKeep}
+        />
+      ) : (
+        <button type="submit" class="button primary" disabled={p.disabled}>
+          {editing ? (busy ? "Saving…" : p.restarts ? "Save and restart…" : "Save changes") : busy ? "Creating…" : "Create and deploy"}
+        </button>
+      )}
+      {editing && (
+        <Link href={`/stacks/${editing.id}`} class="button secondary">
+          Cancel
+        </Link>
+      )}
+    </div>
   );
 }

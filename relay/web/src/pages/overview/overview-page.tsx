@@ -86,28 +86,7 @@ export function OverviewPage() {
             <span class="stat-note">{gpu.note}</span>
           </dd>
         </div>
-        <div class={`stat${s.runtimes.failed || s.runtimes.offline ? " bad" : s.by_state.failed || s.runtimes.loading ? " warn" : ""}`} data-testid="stat-stacks">
-          <dt>Stacks serving</dt>
-          <dd>
-            <span class="stat-value">
-              {s.runtimes.ready + s.runtimes.unloaded} of {s.by_state.deployed}
-            </span>
-            <span class="stat-note">
-              {[
-                // An on-demand stack whose model is unloaded serves: its next request loads it.
-                s.runtimes.unloaded && `${s.runtimes.unloaded} unloaded until asked`,
-                s.runtimes.loading && `${s.runtimes.loading} loading`,
-                s.runtimes.failed && `${s.runtimes.failed} failed`,
-                s.runtimes.offline && `${s.runtimes.offline} on offline machines`,
-                s.by_state.deploying && `${s.by_state.deploying} deploying`,
-                s.by_state.failed && `${s.by_state.failed} failed to deploy`,
-                s.by_state.draft && `${s.by_state.draft} not deployed`,
-              ]
-                .filter(Boolean)
-                .join(", ") || "deployed and ready"}
-            </span>
-          </dd>
-        </div>
+        <StacksStat stacks={s} />
       </dl>
       <RequestStats figures={o.requests} />
       <section class="card" aria-labelledby="overview-requests">
@@ -139,5 +118,33 @@ export function OverviewPage() {
         {silent > 0 && <p class="muted small">{plural(silent, "machine")} online not reporting {silent === 1 ? "its" : "their"} load yet (an agent older than this relay reports none).</p>}
       </section>
     </>
+  );
+}
+
+/** How many deployed stacks serve, and what the others are doing. */
+function StacksStat({ stacks: s }: { stacks: Overview["stacks"] }) {
+  return (
+    <div class={`stat${s.runtimes.failed || s.runtimes.offline ? " bad" : s.by_state.failed || s.runtimes.loading ? " warn" : ""}`} data-testid="stat-stacks">
+      <dt>Stacks serving</dt>
+      <dd>
+        <span class="stat-value">
+          {s.runtimes.ready + s.runtimes.unloaded} of {s.by_state.deployed}
+        </span>
+        <span class="stat-note">
+          {[
+            // An on-demand stack whose model is unloaded serves: its next request loads it.
+            s.runtimes.unloaded && `${s.runtimes.unloaded} unloaded until asked`,
+            s.runtimes.loading && `${s.runtimes.loading} loading`,
+            s.runtimes.failed && `${s.runtimes.failed} failed`,
+            s.runtimes.offline && `${s.runtimes.offline} on offline machines`,
+            s.by_state.deploying && `${s.by_state.deploying} deploying`,
+            s.by_state.failed && `${s.by_state.failed} failed to deploy`,
+            s.by_state.draft && `${s.by_state.draft} not deployed`,
+          ]
+            .filter(Boolean)
+            .join(", ") || "deployed and ready"}
+        </span>
+      </dd>
+    </div>
   );
 }

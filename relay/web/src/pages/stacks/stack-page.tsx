@@ -16,7 +16,7 @@ import { LiveFigures } from "../overview/live-figures.js";
 
 /** One stack: deploy and undeploy with live progress, how to call it, and a playground. */
 export function StackPage({ id }: { id: string }) {
-  const { client, navigate, notify } = useApp();
+  const { client } = useApp();
   const isAdmin = useIsAdmin();
   const stack = useLive(() => client.call("GET /admin/v1/stacks/:id", { params: { id } }), ["stack"], [id], (e) => e.event === "stack" && e.data.stack_id === id);
   const machineId = stack.data?.machine_id;
@@ -27,65 +27,12 @@ export function StackPage({ id }: { id: string }) {
     (e) => e.event === "machine" && e.data.machine_id === machineId,
   );
   const [actionError, setActionError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  /** The breaking action waiting for its confirmation, if any. */
-  const [confirming, setConfirming] = useState<"undeploy" | "delete" | null>(null);
 
   if (stack.error && !stack.data) return <NotLoaded thing="stack" error={stack.error} back="/stacks" />;
   const s = stack.data;
   if (!s) return <div class="booting" aria-busy="true" />;
   const machine = machineOf.data?.id === s.machine_id ? machineOf.data : undefined;
 
-  const act = async (action: "deploy" | "undeploy" | "delete" | "load" | "unload") => {
-    setBusy(true);
-    setActionError(null);
-    try {
-      if (action === "delete") {
-        await client.call("DELETE /admin/v1/stacks/:id", { params: { id: s.id } });
-        notify(`${s.name} is deleted.`);
-        navigate("/stacks");
-        return;
-      }
-      if (action === "load" || action === "unload") {
-        await client.call(action === "load" ? "POST /admin/v1/stacks/:id/load" : "POST /admin/v1/stacks/:id/unload", { params: { id: s.id } });
-        notify(action === "load" ? `${s.name}'s model is loaded.` : `${s.name}'s model is unloaded: its next request loads it again.`);
-        stack.reload();
-        return;
-      }
-      await client.call(action === "deploy" ? "POST /admin/v1/stacks/:id/deploy" : "POST /admin/v1/stacks/:id/undeploy", { params: { id: s.id } });
-      notify(action === "deploy" ? `Deploying ${s.name}: the steps follow below.` : `${s.name} is undeploying: ${afterUndeploy}`);
-      setConfirming(null);
-      stack.reload();
-    } catch (err) {
-      setActionError((err as ApiError).message);
-    } finally {
-      setBusy(false);
-    }
-  };
-  /** The replicas that go on serving the model id once this stack is undeployed. */
-  const servingReplicas = s.replicas.filter((r) => r.state === "deployed" || r.state === "deploying");
-  const afterUndeploy = servingReplicas.length
-    ? `${servingReplicas.map((r) => r.name).join(", ")} go${servingReplicas.length === 1 ? "es" : ""} on serving ${s.model_id}.`
-    : `${s.model_id} gets 404 from now on.`;
-  const onDemand = s.residency === "on_demand" && s.state === "deployed";
-  const canLoad = onDemand && (s.runtime_state === "unloaded" || s.runtime_state === null);
-  const canUnload = onDemand && s.runtime_state === "ready";
-  const canDeploy = s.state === "draft" || s.state === "failed";
-  const canUndeploy = s.state === "deployed" || s.state === "deploying" || s.state === "failed";
-  const canDelete = s.state === "draft" || s.state === "failed";
-  /** What each breaking action says before it is done, and the button that does it. */
-  const CONFIRM = {
-    undeploy: {
-      question:
-        s.state === "failed"
-          ? "Undeploy? The machine drops what the failed deploy left."
-          : servingReplicas.length
-            ? `Undeploy? ${afterUndeploy}`
-            : `Undeploy? Requests for ${s.model_id} get 404 from now on, until it is deployed again.`,
-      button: "Undeploy",
-    },
-    delete: { question: "Delete this stack for good? Its deployments go with it; keys restricted to it reach nothing through it.", button: "Delete stack" },
-  } as const;
   return (
     <>
       <PageHeader
@@ -97,41 +44,7 @@ export function StackPage({ id }: { id: string }) {
           </>
         }
       >
-        {isAdmin &&
-          (confirming ? (
-            <ConfirmBar {...CONFIRM[confirming]} busy={busy} onConfirm={() => act(confirming)} onKeep={() => setConfirming(null)} />
-          ) : (
-            <>
-              {canDeploy && (
-                <button type="button" class="button primary" disabled={busy} onClick={() => act("deploy")}>
-                  {s.state === "failed" ? "Retry deploy" : "Deploy"}
-                </button>
-              )}
-              {canLoad && (
-                <button type="button" class="button secondary" disabled={busy} onClick={() => act("load")}>
-                  {busy ? "Loading…" : "Load now"}
-                </button>
-              )}
-              {canUnload && (
-                <button type="button" class="button secondary" disabled={busy} onClick={() => act("unload")}>
-                  Unload now
-                </button>
-              )}
-              <Link href={`/stacks/${s.id}/edit`} class="button secondary">
-                Edit
-              </Link>
-              {canUndeploy && (
-                <button type="button" class="button secondary" disabled={busy} onClick={() => setConfirming("undeploy")}>
-                  Undeploy…
-                </button>
-              )}
-              {canDelete && (
-                <button type="button" class="button secondary danger-text" disabled={busy} onClick={() => setConfirming("delete")}>
-                  Delete…
-                </button>
-              )}
-            </>
-          ))}
+        {isAdmin && <StackActions stack={s} reload={stack.reload} onError={setActionError} />}
       </PageHeader>
       {actionError && <Notice tone="error">{actionError}</Notice>}
       {s.state === "failed" && (
@@ -271,4 +184,96 @@ function RuntimeNotice({ stack: s }: { stack: Stack }) {
       {s.runtime_error ? `: ${s.runtime_error}` : ""}. Requests get 503 until it is ready again.
     </Notice>
   );
+}
+
+/** An admin's actions on a stack: deploy, load and unload its model, edit, undeploy and delete (the breaking ones asked first). */
+function StackActions({ stack: s, reload, onError }: { stack: Stack; reload: () => void; onError: (message: string | null) => void }) {
+  const { client, navigate, notify } = useApp();
+  const [busy, setBusy] = useState(false);
+  /** The breaking action waiting for its confirmation, if any. */
+  const [confirming, setConfirming] = useState<"undeploy" | "delete" | null>(null);
+  const act = async (action: "deploy" | "undeploy" | "delete" | "load" | "unload") => {
+    setBusy(true);
+    onError(null);
+    try {
+      if (action === "delete") {
+        await client.call("DELETE /admin/v1/stacks/:id", { params: { id: s.id } });
+        notify(`${s.name} is deleted.`);
+        navigate("/stacks");
+        return;
+      }
+      if (action === "load" || action === "unload") {
+        await client.call(action === "load" ? "POST /admin/v1/stacks/:id/load" : "POST /admin/v1/stacks/:id/unload", { params: { id: s.id } });
+        notify(action === "load" ? `${s.name}'s model is loaded.` : `${s.name}'s model is unloaded: its next request loads it again.`);
+        reload();
+        return;
+      }
+      await client.call(action === "deploy" ? "POST /admin/v1/stacks/:id/deploy" : "POST /admin/v1/stacks/:id/undeploy", { params: { id: s.id } });
+      notify(action === "deploy" ? `Deploying ${s.name}: the steps follow below.` : `${s.name} is undeploying: ${afterUndeploy}`);
+      setConfirming(null);
+      reload();
+    } catch (err) {
+      onError((err as ApiError).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  /** The replicas that go on serving the model id once this stack is undeployed. */
+  const servingReplicas = s.replicas.filter((r) => r.state === "deployed" || r.state === "deploying");
+  const afterUndeploy = servingReplicas.length
+    ? `${servingReplicas.map((r) => r.name).join(", ")} go${servingReplicas.length === 1 ? "es" : ""} on serving ${s.model_id}.`
+    : `${s.model_id} gets 404 from now on.`;
+  const onDemand = s.residency === "on_demand" && s.state === "deployed";
+  const canLoad = onDemand && (s.runtime_state === "unloaded" || s.runtime_state === null);
+  const canUnload = onDemand && s.runtime_state === "ready";
+  const canDeploy = s.state === "draft" || s.state === "failed";
+  const canUndeploy = s.state === "deployed" || s.state === "deploying" || s.state === "failed";
+  const canDelete = s.state === "draft" || s.state === "failed";
+  /** What each breaking action says before it is done, and the button that does it. */
+  const CONFIRM = {
+    undeploy: {
+      question:
+        s.state === "failed"
+          ? "Undeploy? The machine drops what the failed deploy left."
+          : servingReplicas.length
+            ? `Undeploy? ${afterUndeploy}`
+            : `Undeploy? Requests for ${s.model_id} get 404 from now on, until it is deployed again.`,
+      button: "Undeploy",
+    },
+    delete: { question: "Delete this stack for good? Its deployments go with it; keys restricted to it reach nothing through it.", button: "Delete stack" },
+  } as const;
+  return confirming ? (
+      <ConfirmBar {...CONFIRM[confirming]} busy={busy} onConfirm={() => act(confirming)} onKeep={() => setConfirming(null)} />
+    ) : (
+      <>
+        {canDeploy && (
+          <button type="button" class="button primary" disabled={busy} onClick={() => act("deploy")}>
+            {s.state === "failed" ? "Retry deploy" : "Deploy"}
+          </button>
+        )}
+        {canLoad && (
+          <button type="button" class="button secondary" disabled={busy} onClick={() => act("load")}>
+            {busy ? "Loading…" : "Load now"}
+          </button>
+        )}
+        {canUnload && (
+          <button type="button" class="button secondary" disabled={busy} onClick={() => act("unload")}>
+            Unload now
+          </button>
+        )}
+        <Link href={`/stacks/${s.id}/edit`} class="button secondary">
+          Edit
+        </Link>
+        {canUndeploy && (
+          <button type="button" class="button secondary" disabled={busy} onClick={() => setConfirming("undeploy")}>
+            Undeploy…
+          </button>
+        )}
+        {canDelete && (
+          <button type="button" class="button secondary danger-text" disabled={busy} onClick={() => setConfirming("delete")}>
+            Delete…
+          </button>
+        )}
+      </>
+    );
 }
