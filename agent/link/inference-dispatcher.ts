@@ -91,11 +91,14 @@ export class InferenceDispatcher {
     const { requestId, stackId } = request;
     const signal = active.controller.signal;
     try {
-      const runtime = this.host.runtime(stackId);
-      if (!runtime) throw new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
+      const unserved = () => new MakinaError("runtime_unavailable", "The runtime for this stack is not running on the machine.", { retryAfterMs: 5000 });
+      if (!this.host.runtime(stackId)) throw unserved();
       // No runtime fetches a URL a client chose: images named by URL are fetched here, under the agent's rules,
       // for two requests at a time at most (each holds up to 32 MB of images while they are put inline).
       const input = hasImageUrls(request.input) ? await this.inlining.run(() => inlineImages(request.input, this.images, signal)) : request.input;
+      // Taken once the request is ready to run: a runtime replaced meanwhile (a redeploy) is not closed under it.
+      const runtime = this.host.runtime(stackId);
+      if (!runtime) throw unserved();
       // Read to its last event, canceled or not: a canceled or failed stream ends with what it used (`stopped`).
       for await (const ev of runtime.chat(input, { signal })) {
         if (ev.type === "stopped") return this.stopped(request, ev.error, ev.usage);

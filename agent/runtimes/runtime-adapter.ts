@@ -55,6 +55,8 @@ export interface ModelToServe {
   maxContext?: number | null;
   /** Loaded by requests and unloaded when idle: a runtime that can sleep instead of stopping (vLLM) is started so it can. */
   onDemand?: boolean;
+  /** The runtime this one replaces (a handover: it closes once this one is ready): what it holds of the machine (threads) is this one's to take. */
+  replaces?: ModelRuntime;
 }
 
 /**

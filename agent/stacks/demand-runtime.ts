@@ -43,6 +43,8 @@ export class DemandRuntime implements ModelRuntime {
   private unloading: Promise<void> | undefined;
   /** Requests in flight or waiting for the load. */
   private inFlight = 0;
+  /** Handed over to the caller of {@link detach} (the stack became always). */
+  private detached = false;
   private readonly drainers = new Set<() => void>();
   private lastUsed: number;
   private idleTimer: NodeJS.Timeout | undefined;
@@ -158,10 +160,16 @@ export class DemandRuntime implements ModelRuntime {
   async detach(signal?: AbortSignal): Promise<ModelRuntime> {
     const runtime = await this.acquire(signal);
     this.loaded = undefined;
+    this.detached = true;
     this.gone.abort();
     clearTimeout(this.idleTimer);
-    this.o.book.leave(this.o.stackId);
+    // Its place in the book is the caller's to take over (never left free for another load meanwhile).
     return runtime;
+  }
+
+  /** Whether the runtime's own state changes (a restart, a crash loop) are the stack's: while loaded, or once handed over. */
+  get reportsState(): boolean {
+    return this.isLoaded || this.detached;
   }
 
   /** Unloads the model for good (the stack is removed or redeployed). */

@@ -91,6 +91,11 @@ export class ResidencyBook {
     }
   }
 
+  /** Counts `resident` in place of the one of its stack (an on-demand runtime kept as an always one's): no room is made or asked. */
+  replace(resident: Resident): void {
+    this.residents.set(resident.stackId, resident);
+  }
+
   /** A runtime left the machine (unloaded, failed to load, removed). */
   leave(stackId: string): void {
     if (this.residents.delete(stackId)) this.notify();

@@ -72,6 +72,10 @@ export class StackHost {
   /** The same runtimes with their layers (a harness) in front: what requests go to. */
   private readonly served = new Map<string, ModelRuntime>();
   private readonly hosted = new Map<string, HostedStack>();
+  /** Each stack's latest runtime start (see `context`). */
+  private readonly generations = new Map<string, number>();
+  /** Requests waiting for a stack's runtime being restarted: failed if the stack goes meanwhile. */
+  private readonly pending = new Map<string, PendingRuntime>();
   /** Each stack's memory as the budget counts it. */
   private readonly memoryOf = new Map<string, MemoryOf>();
 
@@ -129,6 +133,9 @@ export class StackHost {
 
   /** `quiet.on`: the stack serves (or its requests wait) while this runtime starts: its start is not news. */
   private context(onProgress: (p: StepProgress) => void, signal?: AbortSignal, stackId?: string, quiet?: { on: boolean }): RuntimeContext {
+    // Only the stack's latest runtime speaks for it: one it replaces (draining, closing) says nothing more.
+    const generation = stackId ? (this.generations.get(stackId) ?? 0) + 1 : 0;
+    if (stackId) this.generations.set(stackId, generation);
     return {
       ...this.deps.runtimeSetup,
       log: this.deps.log,
@@ -136,7 +143,7 @@ export class StackHost {
       onProgress,
       onState: stackId
         ? (state, error) => {
-            if (!this.hosted.has(stackId)) return;
+            if (!this.hosted.has(stackId) || this.generations.get(stackId) !== generation) return;
             // While a configure starts the runtime, it says "ready" itself once it has the endpoint.
             if (state === "ready" && !this.runtimes.has(stackId)) return;
             if (state === "loading" && quiet?.on) return;
@@ -184,6 +191,8 @@ export class StackHost {
         this.runtimes.delete(stackId);
         this.served.delete(stackId);
         this.hosted.delete(stackId);
+        this.pending.get(stackId)?.fail(new MakinaError("runtime_unavailable", "This stack is no longer served on this machine.", { retryAfterMs: 5000 }));
+        this.pending.delete(stackId);
         this.memoryOf.delete(stackId);
         await runtime?.close();
         this.deps.book.leave(stackId);
@@ -223,7 +232,7 @@ export class StackHost {
     this.memoryOf.set(stackId, memoryOf);
     const serving = current && existing?.state !== "failed" ? current : undefined;
     if (serving instanceof CountedRuntime && !onDemand && existing?.modelId === modelId && existing.runtime === kind) {
-      const handed = await this.handOver(stackId, modelId, serving, (quiet) => adapter.start(spec, this.context(onProgress, signal, stackId, quiet)), withLayers, signal);
+      const handed = await this.handOver(stackId, modelId, serving, (quiet) => adapter.start({ ...spec, replaces: serving.inner }, this.context(onProgress, signal, stackId, quiet)), withLayers, signal);
       if (handed) {
         this.record(stackId, { ...facts, state: "ready", residency: "always", endpoint: handed.endpoint, contextSize: handed.contextSize || null, error: null });
         log.info("endpoint configured, handed over from the runtime it replaces", { modelId, runtime: kind, contextSize: handed.contextSize });
@@ -233,17 +242,22 @@ export class StackHost {
     // A stack serving now is restarted: its requests wait for the new runtime meanwhile, as for a load.
     const pending = serving ? new PendingRuntime(this.deps.loadTimeoutMs, serving.embeddingModel) : undefined;
     this.runtimes.delete(stackId);
+    if (pending) this.pending.set(stackId, pending);
     if (pending) this.served.set(stackId, withLayers(pending));
     else this.served.delete(stackId);
     this.record(stackId, { ...facts, state: onDemand ? "unloaded" : "loading", residency: onDemand ? "on_demand" : "always", error: null });
-    // The requests the old runtime took end first (within the load timeout); those after wait for the new one.
-    if (serving instanceof CountedRuntime || serving instanceof DemandRuntime) await serving.drained(AbortSignal.timeout(this.deps.loadTimeoutMs));
-    await current?.close();
-    this.deps.book.leave(stackId);
     try {
+      // The requests the old runtime took end first (within the load timeout); those after wait for the new one.
+      if (serving instanceof CountedRuntime || serving instanceof DemandRuntime) await serving.drained(AbortSignal.any([AbortSignal.timeout(this.deps.loadTimeoutMs), ...(signal ? [signal] : [])]));
+      await current?.close();
+      this.deps.book.leave(stackId);
+      // Removed (or the deploy given up) while the old runtime's requests ended: nothing is started for it.
+      if (!this.hosted.has(stackId)) throw new MakinaError("runtime_unavailable", "This stack was removed from this machine.");
+      signal?.throwIfAborted();
       const runtime = onDemand ? this.demand(stackId, spec, adapter, step.idleUnloadS, embeddingModel) : await this.startAlways(stackId, spec, adapter, onProgress, model?.sizeBytes ?? 0, signal, pending !== undefined);
       this.served.set(stackId, withLayers(runtime));
       pending?.ready(runtime);
+      this.pending.delete(stackId);
       if (onDemand) {
         log.info("endpoint configured, loaded on demand", { modelId, runtime: kind, idleUnloadS: step.idleUnloadS });
         return { ...empty, contextSize: 0, embeddingModel: runtime.embeddingModel ?? false };
@@ -254,6 +268,7 @@ export class StackHost {
     } catch (err) {
       const e = MakinaError.from(err);
       pending?.fail(new MakinaError("runtime_unavailable", `This stack's runtime could not be restarted: ${e.message}`, { retryAfterMs: 5000 }));
+      this.pending.delete(stackId);
       throw err;
     }
   }
@@ -265,7 +280,7 @@ export class StackHost {
       stackId,
       modelId: spec.modelId,
       memoryBytes: (loaded) => memoryOf(loaded?.contextSize ?? 0),
-      start: (loadSignal) => adapter.start({ ...spec, onDemand: true }, { ...this.context(() => undefined, loadSignal), onState: (state, error) => void (demand.isLoaded && this.stateChanged(stackId, state, error)) }),
+      start: (loadSignal) => adapter.start({ ...spec, onDemand: true }, { ...this.context(() => undefined, loadSignal), onState: (state, error) => void (demand.reportsState && this.stateChanged(stackId, state, error)) }),
       book: this.deps.book,
       idleUnloadMs: idleUnloadS * 1000,
       loadTimeoutMs: this.deps.loadTimeoutMs,
@@ -284,11 +299,9 @@ export class StackHost {
   private async startAlways(stackId: string, spec: ModelToServe, adapter: RuntimeAdapter, onProgress: (p: StepProgress) => void, sizeBytes: number, signal: AbortSignal | undefined, restart: boolean): Promise<ModelRuntime> {
     onProgress({ stage: "starting the runtime", doneBytes: 0, totalBytes: sizeBytes, bytesPerSecond: 0, etaSeconds: 0 });
     try {
-      const memoryOf = this.memoryOf.get(stackId) ?? (() => 0);
-      let runtime: ModelRuntime | undefined;
-      await this.deps.book.admit(pinned(stackId, spec.modelId, () => memoryOf(runtime?.contextSize ?? 0)), signal ?? new AbortController().signal, false);
+      await this.deps.book.admit(this.pinned(stackId, spec.modelId), signal ?? new AbortController().signal, false);
       const quiet = { on: restart };
-      runtime = new CountedRuntime(await adapter.start(spec, this.context(onProgress, signal, stackId, quiet)));
+      const runtime = new CountedRuntime(await adapter.start(spec, this.context(onProgress, signal, stackId, quiet)));
       quiet.on = false;
       this.runtimes.set(stackId, runtime);
       return runtime;
@@ -351,8 +364,7 @@ export class StackHost {
       }
       // Always from now on: loaded now if it was not, and counted as never unloaded.
       const runtime = new CountedRuntime(await current.detach(signal));
-      const memoryOf = this.memoryOf.get(stackId) ?? (() => 0);
-      await this.deps.book.admit(pinned(stackId, current.modelId, () => memoryOf(runtime.contextSize)), signal ?? new AbortController().signal, false);
+      this.deps.book.replace(this.pinned(stackId, current.modelId));
       this.runtimes.set(stackId, runtime);
       this.record(stackId, { state: "ready", residency: "always", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
       this.deps.onRuntimeState(stackId, "ready", null);
@@ -364,6 +376,11 @@ export class StackHost {
     const demand = adopting(current);
     this.record(stackId, { residency: "on_demand", state: "ready" });
     return demand;
+  }
+
+  /** An `always` stack's runtime as the book counts it: what its model needs at the context its runtime has now. */
+  private pinned(stackId: string, name: string): Resident {
+    return pinned(stackId, name, () => (this.memoryOf.get(stackId) ?? (() => 0))(this.runtimes.get(stackId)?.contextSize ?? 0));
   }
 
   /** A runtime's state changed on its own: recorded, and told to the relay. */

@@ -24,6 +24,8 @@ export interface RequestOutcome {
  * /metrics (and every scraper's storage) by a series per key.
  */
 export const MAX_KEY_SERIES = 100;
+/** Machines' stacks whose model loads and unloads get series of their own, at most (a tenant making and deleting stacks does not grow /metrics without bound). */
+const MAX_RESIDENCY_SERIES = 1000;
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 /** A model's load: a small GGUF file in a fraction of a second, a large model on a GPU in minutes. */
@@ -43,6 +45,8 @@ export class RelayMetrics {
     labelNames: ["model", "status", "key_id"],
     registers: [this.registry],
   });
+  /** The machines' stacks with load series of their own. */
+  private readonly residencySeries = new Set<string>();
   /** The keys with a series of their own. */
   private readonly keySeries = new Set<string>();
   private readonly duration = new Histogram({ name: "makina_request_duration_seconds", help: "Time from a chat request's arrival to its answer's end.", labelNames: ["model"], buckets: LATENCY_BUCKETS, registers: [this.registry] });
@@ -160,7 +164,10 @@ export class RelayMetrics {
 
   /** An on-demand stack's model loaded (or failed to), or unloaded, on a machine linked here. */
   residency(machineId: string, stackId: string, event: ResidencyEvent): void {
-    const labels = { machine_id: machineId, stack_id: stackId };
+    // A series per machine and stack, for the first stacks that load since the relay started; the others' under "other".
+    const key = `${machineId}/${stackId}`;
+    if (!this.residencySeries.has(key) && this.residencySeries.size < MAX_RESIDENCY_SERIES) this.residencySeries.add(key);
+    const labels = this.residencySeries.has(key) ? { machine_id: machineId, stack_id: stackId } : { machine_id: "other", stack_id: "other" };
     if (event.kind === "unload") return void this.unloads.inc({ ...labels, reason: event.reason });
     this.loads.inc({ ...labels, outcome: event.loaded ? "loaded" : "failed" });
     if (event.loaded) this.loadTime.observe(labels, event.seconds);

@@ -79,7 +79,8 @@ export function controlPlane(
     requests,
     findOrg: (ref) => directory.findOrg(ref),
     loadsOf: (ids) => machines.loads(ids),
-    loadModel: (machineId, stackId, load) => machines.at(machineId).loadModel(stackId, load, config.loadTimeoutMs),
+    // The machine waits its own load timeout for room, then says why: the relay waits longer, to hear it.
+    loadModel: (machineId, stackId, load) => machines.at(machineId).loadModel(stackId, load, 2 * config.loadTimeoutMs + 10_000),
     caps: { stacksPerOrg: config.maxStacksPerOrg, keysPerPerson: config.maxKeysPerPerson },
   });
 }

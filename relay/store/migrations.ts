@@ -339,6 +339,15 @@ export const MIGRATIONS: readonly string[] = [
   `
   -- How long a request waited for its model to load (an on-demand stack's), ms; null: it did not wait.
   ALTER TABLE request_log ADD COLUMN load_ms INTEGER;
+  -- A stack deployed again is routed while it redeploys: its changes while deploying are news too.
+  {{POSTGRES}}
+  DROP TRIGGER stacks_changed ON stacks;
+  CREATE TRIGGER stacks_changed AFTER UPDATE OF org_id, name, machine_id, runtime, model_ref, model_sha256, model_id,
+    harness, harness_options_json, orchestrator, orchestrator_options_json, has_endpoint, state, context_size, capture_hours,
+    residency, idle_unload_s, deployed_at
+    ON stacks FOR EACH ROW WHEN (OLD.state IN ('deployed', 'deploying') OR NEW.state IN ('deployed', 'deploying'))
+    EXECUTE FUNCTION makina_changed('stacks', 'org_id');
+  {{/POSTGRES}}
   `,
 ];
 

@@ -240,9 +240,9 @@ export class StackStore {
         .where("id", "=", id)
         .where("state", "=", stack.state)
         .executeTakeFirst();
-    // Into or out of `deployed`: what the gateway routes to changed (announced also when the answer was lost after
-    // the commit: the directory reads the organization's stacks back).
-    const res = to === "deployed" || stack.state === "deployed" ? await this.notices.after({ kind: "stacks", orgId: stack.orgId }, write) : await write();
+    // Into or out of what the gateway routes to (`deployed`, and `deploying` again): announced (also when the answer was
+    // lost after the commit: the directory reads the organization's stacks back).
+    const res = to === "deployed" || stack.state === "deployed" || stack.state === "deploying" ? await this.notices.after({ kind: "stacks", orgId: stack.orgId }, write) : await write();
     if (Number(res.numUpdatedRows) !== 1) {
       const current = await this.get(id);
       throw new MakinaError("conflict", `Stack ${id} became ${current?.state ?? "deleted"} meanwhile and cannot become ${to}.`);
@@ -269,6 +269,8 @@ export class StackStore {
     if (changes.modelRef !== undefined) set.model_ref = changes.modelRef;
     if (changes.modelSha256 !== undefined) set.model_sha256 = changes.modelSha256;
     if (changes.modelId !== undefined) set.model_id = changes.modelId;
+    // Deployed again under another model id: not routed until deployed (its old runtime serves the old id's model).
+    if (changes.modelId !== undefined && how.redeploy) set.deployed_at = null;
     if (changes.harness !== undefined) set.harness = changes.harness;
     if (changes.harnessOptions !== undefined) set.harness_options_json = options(changes.harnessOptions);
     if (changes.orchestrator !== undefined) set.orchestrator = changes.orchestrator;
@@ -281,7 +283,7 @@ export class StackStore {
     const stack = await this.get(id);
     if (!stack) return false;
     const write = () => this.db.updateTable("stacks").set(set).where("id", "=", id).where("state", "=", whileState).executeTakeFirst();
-    const res = whileState === "deployed" ? await this.notices.after({ kind: "stacks", orgId: stack.orgId }, write) : await write();
+    const res = whileState === "deployed" || whileState === "deploying" ? await this.notices.after({ kind: "stacks", orgId: stack.orgId }, write) : await write();
     return Number(res.numUpdatedRows) === 1;
   }
 

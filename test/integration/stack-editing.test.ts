@@ -218,6 +218,17 @@ describe("editing and deleting stacks", () => {
     expect([soon.code, soon.stderr]).toEqual([1, expect.stringContaining("'idle_unload_s' must be a whole number of seconds from 0 to 604,800")]);
   });
 
+  it("stops routing a stack whose redeploy failed, though its old runtime still runs", async () => {
+    const flaky = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "flaky" });
+    expect((await chat("flaky")).status).toBe(200);
+    expect((await patch(flaky, { model: "https://models.invalid/model.gguf" })).body).toMatchObject({ redeployed: true });
+    await gw.relay.deployer.settled(flaky);
+    expect((await stack(flaky)).state).toBe("failed");
+    expect((await chat("flaky")).status).toBe(404);
+    expect((await models()).includes("flaky")).toBe(false);
+    expect((await operator("POST", `/admin/v1/stacks/${flaky}/undeploy`)).status).toBe(200);
+  });
+
   it("shares a model id's requests between two replicas on one machine, says so, and says the other goes on serving when one is undeployed", async () => {
     const cli = (...args: string[]) => runCli(["admin", "stack", ...args, "--data-dir", gw.dataDir]);
     const made = await operator("POST", "/admin/v1/stacks", { org: gw.orgId, name: "second teller", machine: gw.machineId, runtime: "gguf", model: testModelPath(), model_id: gw.modelId });

@@ -48,6 +48,8 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
   // Threads in use by running GGUF processes: together they stay within the budget, so llama.cpp's
   // spinning threads never outnumber the cores (the first model gets the whole budget, later ones what is left).
   let threadsInUse = 0;
+  /** The threads each running process holds now, by its runtime (a handover's new process takes as many as the one it replaces). */
+  const heldBy = new WeakMap<object, () => number>();
   return {
     kind: "gguf",
     requirements: { description: "any machine" },
@@ -58,8 +60,9 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
     async start(model, ctx) {
       if (!model.path) throw new MakinaError("invalid_value", `The GGUF runtime needs a model file, got '${model.ref}'.`);
       const path = model.path;
-      const threads = Math.max(1, options.threads - threadsInUse);
-      if (threadsInUse + threads > options.threads) {
+      const replaced = model.replaces ? heldBy.get(model.replaces)?.() : undefined;
+      const threads = Math.max(1, replaced ?? options.threads - threadsInUse);
+      if (replaced === undefined && threadsInUse + threads > options.threads) {
         ctx.log.warn("the inference thread budget is used up: this model gets 1 thread, and the CPU is oversubscribed while models decode at once", {
           budget: options.threads,
           inUse: threadsInUse,
@@ -120,7 +123,9 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         // What the model is for, from its header (the model process refuses chats of an embedding model itself).
         const { readGgufFileInfo } = await import("node-llama-cpp");
         const embeddingModel = await readGgufFileInfo(path, { sourceType: "filesystem", logWarnings: false }).then((info) => isEmbeddingModel(info.metadata), () => false);
-        return new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release, embeddingModel, threads: sleeping });
+        const runtime = new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release, embeddingModel, threads: sleeping });
+        heldBy.set(runtime, () => held);
+        return runtime;
       } catch (err) {
         await supervisor.stop();
         release();
