@@ -619,6 +619,12 @@ describe("a newcomer's journey through the web application", () => {
     const framed = (await relay.store.stacks.listByOrg((await relay.store.orgs.find("acme"))!.id)).find((st) => st.modelId === "framed")!;
     await relay.control.stacks.update(OP, framed.id, { harnessOptions: { prompt: "You tell stories about dragons.", max_tokens: 50 } });
     await relay.deployer.settled(framed.id);
+    // A new stack given a model id another serves is told, at the field, that they would share its requests.
+    await nav("Forge");
+    await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
+    await page.getByLabel("Model reference").fill(testModelPath());
+    await page.getByLabel("Model id").fill("framed");
+    await expect.poll(() => page.locator("#forge-model-id-hint").textContent(), { timeout: 10_000 }).toMatch(/Also served by .+ \(deployed\): requests for it are shared\./);
     await nav("Stacks");
     await page.getByRole("link", { name: "framed" }).click();
     await page.getByRole("heading", { name: "Deployment" }).waitFor();

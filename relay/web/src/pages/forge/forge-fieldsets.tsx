@@ -1,4 +1,4 @@
-import type { CatalogModel, Check, Machine } from "../../api/types.js";
+import type { CatalogModel, Check, Machine, Stack } from "../../api/types.js";
 import { formatBytes } from "../../components/format.js";
 import { CONTEXT_RANGE, SIZED_CONTEXT } from "./context-bounds.js";
 import { describedBy, Field } from "../../components/field.js";
@@ -209,7 +209,11 @@ export function LayersFieldset({ form, fieldError, refused }: FieldsetProps) {
 }
 
 /** 5 · Whether the stack is reachable through the API, its model id and its name. */
-export function EndpointFieldset({ form, fieldError, suggestedId }: Pick<FieldsetProps, "form" | "fieldError"> & { suggestedId: string }) {
+export function EndpointFieldset({ form, fieldError, suggestedId, replicas }: Pick<FieldsetProps, "form" | "fieldError"> & { suggestedId: string; replicas: Stack[] }) {
+  const serving = replicas.filter((r) => r.state === "deployed" || r.state === "deploying");
+  const modelIdHint = replicas.length
+    ? `What clients pass as \`model\`. Also served by ${replicas.map((r) => `${r.name} (${r.state})`).join(", ")}${serving.length ? ": requests for it are shared" : ": they share its requests once deployed"}.`
+    : "What clients pass as `model`.";
   return (
     <fieldset>
       <legend>5 · Endpoint</legend>
@@ -241,7 +245,7 @@ export function EndpointFieldset({ form, fieldError, suggestedId }: Pick<Fieldse
         </div>
       )}
       <div class="row">
-        <Field id="forge-model-id" label="Model id" hint="What clients pass as `model`." error={fieldError("model_id")}>
+        <Field id="forge-model-id" label="Model id" hint={modelIdHint} error={fieldError("model_id")}>
           <input id="forge-model-id" {...form.text("modelId")} placeholder={suggestedId} disabled={!form.values.endpoint} spellcheck={false} />
         </Field>
         <Field id="forge-name" label="Stack name" error={fieldError("name")}>

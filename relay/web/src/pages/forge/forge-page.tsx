@@ -12,6 +12,7 @@ import { CONTEXT_RANGE, SIZED_CONTEXT } from "./context-bounds.js";
 import { editedBody, stackBody } from "./forge-body.js";
 import { EndpointFieldset, LayersFieldset, MachineFieldset, ModelFieldset, RuntimeFieldset } from "./forge-fieldsets.js";
 import { useCompatibility } from "./use-compatibility.js";
+import { useReplicas } from "./use-replicas.js";
 import { CUSTOM, FIELDS, FIELDS_OF_PARAM, fieldsOf, isPartOf, modelIdOf } from "./forge-fields.js";
 
 
@@ -45,6 +46,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
   const picked = models.find((m) => m.ref === choice);
   const modelRef = choice === CUSTOM || !picked ? custom.trim() : picked.ref;
   const suggestedId = picked?.model_id ?? modelIdOf(modelRef);
+  const replicas = useReplicas(form.values.endpoint ? form.values.modelId.trim() || suggestedId : "", editing?.id);
 
   // The context asked, for the panel's estimate: a whole number in the relay's range, or none (the machine's
   // default). What is not one is left to the submit, where the relay says what it wants at the field.
@@ -116,7 +118,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
           <RuntimeFieldset form={form} refused={refused} />
           <ModelFieldset form={form} fieldError={fieldError} refused={refused} models={models} customShown={customShown} fromUrl={fromUrl} />
           <LayersFieldset form={form} fieldError={fieldError} refused={refused} />
-          <EndpointFieldset form={form} fieldError={fieldError} suggestedId={suggestedId} />
+          <EndpointFieldset form={form} fieldError={fieldError} suggestedId={suggestedId} replicas={replicas} />
           {error?.param && !Object.keys(FIELDS_OF_PARAM).some((f) => isPartOf(error.param!, f)) && <Notice tone="error">{error.message}</Notice>}
           <p class={`verdict-line ${verdict.tone}`} data-testid="forge-verdict" aria-hidden="true">
             {verdict.tone === "fail" ? `✕ ${verdict.verdict} ${firstFailure}` : verdict.verdict}
