@@ -3,3 +3,4 @@
 // nothing of them.
 export { Backoff, type BackoffOptions } from "./backoff.js";
 export { CreditGate } from "./credit-gate.js";
+export { WakeList } from "./wake-list.js";

@@ -2,6 +2,7 @@ import { MakinaError, type Logger, type RuntimeState, type StateDetail, type Unl
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../runtimes/model-runtime.js";
 import type { ResidencyBook, Resident } from "./residency-book.js";
 import { waitFor } from "./wait-for.js";
+import { WakeList } from "../flow/index.js";
 
 /** Options of {@link DemandRuntime}. */
 export interface DemandRuntimeOptions {
@@ -45,7 +46,7 @@ export class DemandRuntime implements ModelRuntime {
   private inFlight = 0;
   /** Handed over to the caller of {@link detach} (the stack became always). */
   private detached = false;
-  private readonly drainers = new Set<() => void>();
+  private readonly drainers = new WakeList();
   private lastUsed: number;
   private idleTimer: NodeJS.Timeout | undefined;
   private idleUnloadMs: number;
@@ -114,7 +115,7 @@ export class DemandRuntime implements ModelRuntime {
       this.lastUsed = this.now();
       if (this.inFlight === 0) {
         this.o.book.notify();
-        for (const wake of [...this.drainers]) wake();
+        this.drainers.wake();
         this.armIdle();
       }
     }
@@ -141,16 +142,7 @@ export class DemandRuntime implements ModelRuntime {
 
   /** Resolves once no request is in flight or waiting, or when `signal` aborts. */
   drained(signal: AbortSignal): Promise<void> {
-    if (this.inFlight === 0 || signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const wake = () => {
-        this.drainers.delete(wake);
-        signal.removeEventListener("abort", wake);
-        resolve();
-      };
-      this.drainers.add(wake);
-      signal.addEventListener("abort", wake, { once: true });
-    });
+    return this.inFlight === 0 ? Promise.resolve() : this.drainers.next(signal);
   }
 
   /**

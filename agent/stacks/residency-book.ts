@@ -1,4 +1,5 @@
 import { MakinaError, sizeInWords } from "../../proto/index.js";
+import { WakeList } from "../flow/index.js";
 
 /** A runtime loaded (or loading) on this machine, as the book counts it. */
 export interface Resident {
@@ -37,7 +38,7 @@ function holders(residents: Resident[]): string {
  */
 export class ResidencyBook {
   private readonly residents = new Map<string, Resident>();
-  private readonly waiting = new Set<() => void>();
+  private readonly waiting = new WakeList();
 
   constructor(readonly limits: ResidencyLimits) {}
 
@@ -87,7 +88,7 @@ export class ResidencyBook {
           : `${resident.name} needs about ${sizeInWords(need)}, and this machine's loaded runtimes use ${sizeInWords(used)} of its ${sizeInWords(budgetBytes)} budget (--memory-budget)`;
         throw new MakinaError("insufficient_memory", `${why}, and none can be unloaded now: ${holders(others)} (serving requests, loading, or always loaded).`, { retryAfterMs: 5000 });
       }
-      await this.changed(signal);
+      await this.waiting.next(signal);
     }
   }
 
@@ -103,18 +104,6 @@ export class ResidencyBook {
 
   /** Something may have become evictable (a request ended): loads waiting for room look again. */
   notify(): void {
-    for (const wake of [...this.waiting]) wake();
-  }
-
-  private changed(signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        this.waiting.delete(wake);
-        signal.removeEventListener("abort", wake);
-        resolve();
-      };
-      this.waiting.add(wake);
-      signal.addEventListener("abort", wake, { once: true });
-    });
+    this.waiting.wake();
   }
 }

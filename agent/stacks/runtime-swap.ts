@@ -1,6 +1,7 @@
 import { MakinaError } from "../../proto/index.js";
 import type { ChatInput, ChatOptions, ModelRuntime, RuntimeEvent } from "../runtimes/model-runtime.js";
 import { waitFor } from "./wait-for.js";
+import { WakeList } from "../flow/index.js";
 
 /**
  * A stack's runtime while it restarts (a redeploy that changed what it is built on, without room to keep the old
@@ -64,7 +65,7 @@ export class PendingRuntime implements ModelRuntime {
  */
 export class CountedRuntime implements ModelRuntime {
   private active = 0;
-  private readonly waiters = new Set<() => void>();
+  private readonly drainers = new WakeList();
 
   constructor(readonly inner: ModelRuntime) {}
 
@@ -89,22 +90,13 @@ export class CountedRuntime implements ModelRuntime {
     try {
       yield* this.inner.chat(input, options);
     } finally {
-      if (--this.active === 0) for (const wake of [...this.waiters]) wake();
+      if (--this.active === 0) this.drainers.wake();
     }
   }
 
   /** Resolves once no request is in flight, or when `signal` aborts (those left are cut by the close). */
   drained(signal: AbortSignal): Promise<void> {
-    if (this.active === 0 || signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const wake = () => {
-        this.waiters.delete(wake);
-        signal.removeEventListener("abort", wake);
-        resolve();
-      };
-      this.waiters.add(wake);
-      signal.addEventListener("abort", wake, { once: true });
-    });
+    return this.active === 0 ? Promise.resolve() : this.drainers.next(signal);
   }
 
   close(): Promise<void> {

@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import { operatorCertificates } from "../helpers/certificates.js";
 import { runCli, startCli, stopCli } from "../helpers/cli.js";
 import { REPO_ROOT } from "../helpers/models.js";
+import { isAlive } from "../helpers/processes.js";
 
 /** An npm lockfile (package-lock.json, npm-shrinkwrap.json), as far as these tests read it. */
 interface Lockfile {
@@ -55,14 +56,6 @@ function atTerminal(line: string, env: NodeJS.ProcessEnv, prompt: string, answer
   });
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /**
  * The whole join of a bare machine, as the issue's users do it: the install command a relay prints, run as shown,
@@ -114,7 +107,7 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
   afterAll(async () => {
     if (existsSync(join(prefix, "run", "agent.pid"))) {
       const pid = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
-      if (alive(pid)) process.kill(pid, "SIGKILL");
+      if (isAlive(pid)) process.kill(pid, "SIGKILL");
     }
     if (relay) await stopCli(relay);
     rmSync(dir, { recursive: true, force: true });
@@ -186,7 +179,7 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
       data_dir: join(prefix, "data"),
     });
     const pid = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
-    expect(alive(pid)).toBe(true);
+    expect(isAlive(pid)).toBe(true);
 
     // The installed command finds its agent and config by itself.
     const doctor = await sh(`${join(prefix, "bin", "makina")} doctor`, env);
@@ -217,7 +210,7 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     expect([r.code, r.stderr.trim()]).toEqual([1, expect.stringContaining("carries no npm-shrinkwrap.json")]);
     expect(readFileSync(join(prefix, "lib", "dist", "cli", "main.js"))).toEqual(before);
     expect(readdirSync(prefix)).not.toContain("lib.new");
-    expect(alive(Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8")))).toBe(true);
+    expect(isAlive(Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8")))).toBe(true);
   });
 
   it("runs again as an upgrade in place: the config keeps its own settings, the agent restarts and is online again", async () => {
@@ -232,7 +225,7 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     expect(statSync(config).mode & 0o777).toBe(0o600);
     const after = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
     expect(after).not.toBe(before);
-    expect(alive(before)).toBe(false);
+    expect(isAlive(before)).toBe(false);
     expect(await machineState(machine.id)).toBe("online");
   });
 
@@ -271,7 +264,7 @@ esac`),
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toContain("The agent runs as the systemd service makina-agent");
     expect(r.stdout).toContain("This machine is online");
-    expect(alive(detachedPid)).toBe(false);
+    expect(isAlive(detachedPid)).toBe(false);
     expect(existsSync(join(prefix, "run", "agent.pid"))).toBe(false);
     expect(await machineState(machine.id)).toBe("online");
     const unit = readFileSync(join(units, "makina-agent.service"), "utf8");
@@ -303,7 +296,7 @@ esac`),
     expect(readFileSync(calls, "utf8")).toContain("systemctl disable --now makina-agent.service");
     expect(existsSync(join(units, "makina-agent.service"))).toBe(false);
     expect(existsSync(join(dir, "systemd-agent.pid"))).toBe(false);
-    expect(alive(Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8")))).toBe(true);
+    expect(isAlive(Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8")))).toBe(true);
     expect(await machineState(machine.id)).toBe("online");
   });
 
@@ -313,7 +306,7 @@ esac`),
     const pid = Number(readFileSync(join(prefix, "run", "agent.pid"), "utf8"));
     const r = await sh(`curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | sh -s -- --uninstall --prefix ${prefix}`, env);
     expect([r.code, r.stdout.trim()]).toEqual([0, `Makina is uninstalled from ${prefix}; downloaded models are kept in ${prefix}/data (--purge removes them).`]);
-    expect(alive(pid)).toBe(false);
+    expect(isAlive(pid)).toBe(false);
     expect(readdirSync(prefix)).toEqual(["data"]);
     expect(readFileSync(join(prefix, "data", "models", "kept.gguf"), "utf8")).toBe("weights");
     await vi.waitFor(async () => expect(await machineState(machine.id)).toBe("offline"), { timeout: 10_000, interval: 100 });

@@ -6,6 +6,7 @@ import { fetchAgentStatus } from "../../cli/agent-client.js";
 import { startCli, stopCli } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { OP } from "../helpers/operator.js";
+import { isAlive } from "../helpers/processes.js";
 
 const post = (gw: TestGateway, body: Record<string, unknown>, signal?: AbortSignal) =>
   fetch(`${gw.baseURL}/chat/completions`, {
@@ -228,14 +229,6 @@ describe("a machine killed in the middle of a stream", () => {
   let doomedSocket = "";
   let doomedRuntimePid = 0;
   const fetchStatusOf = async (socket: string) => (await fetchAgentStatus([socket]))?.runtimes;
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
 
   it("ends the stream with a stream_incomplete error event and no [DONE]", async () => {
     const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "doomed" });
@@ -267,6 +260,6 @@ describe("a machine killed in the middle of a stream", () => {
     // The killed agent's model process does not live on as an orphan.
     const [runtime] = (await fetchStatusOf(doomedSocket)) ?? [];
     expect(runtime).toBeUndefined();
-    await vi.waitFor(() => expect(alive(doomedRuntimePid)).toBe(false), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(() => expect(isAlive(doomedRuntimePid)).toBe(false), { timeout: 10_000, interval: 50 });
   });
 });

@@ -12,6 +12,7 @@ import { fixtureSource, type MachineKind } from "../helpers/hardware-fixtures.js
 import { REPO_ROOT } from "../helpers/models.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { OP } from "../helpers/operator.js";
+import { isAlive } from "../helpers/processes.js";
 
 // vLLM and MLX cannot run on the CI machine: these tests use stand-in executables (test/fixtures/standins)
 // that behave like `python3 -m venv`, `pip install`, `vllm serve` and `mlx_lm.server` (same flags, same
@@ -194,14 +195,6 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     return await gw.relay.control.stacks.get(OP, stack.id);
   }
   const servers = (pattern: RegExp) => readFileSync(log, "utf8").split("\n").filter((l) => pattern.test(l));
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
 
   it("puts an idle on-demand vLLM stack to sleep (level 1) and wakes it for the next request: one process all along (vLLM stood in for)", async () => {
     const { machineId, agent } = await machine("nvidia-linux", "gpu-sleeper");
@@ -216,7 +209,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     const pid = state().pid!;
     await vi.waitFor(() => expect(state().state).toBe("unloaded"), { timeout: 5000, interval: 50 });
     expect(servers(/^sleep /)).toEqual(["sleep level=1"]);
-    expect(alive(pid)).toBe(true);
+    expect(isAlive(pid)).toBe(true);
     expect((await client.chat.completions.create({ model: "qwen-sleepy", messages: [{ role: "user", content: "Again" }] })).choices[0]!.message.content).toBe("You said: Again");
     expect(servers(/^wake_up$/)).toHaveLength(1);
     expect(started()).toHaveLength(1);
@@ -233,7 +226,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     const pid = state().pid!;
     expect(started()).toHaveLength(1);
     await vi.waitFor(() => expect(state().state).toBe("unloaded"), { timeout: 5000, interval: 50 });
-    await vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 5000, interval: 50 });
+    await vi.waitFor(() => expect(isAlive(pid)).toBe(false), { timeout: 5000, interval: 50 });
     expect((await client.chat.completions.create({ model: "smol-mlx", messages: [{ role: "user", content: "Again" }] })).choices[0]!.message.content).toBe("You said: Again");
     expect(started()).toHaveLength(2);
     expect(state().pid).not.toBe(pid);
