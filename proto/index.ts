@@ -9,7 +9,7 @@ export { LAYER_OPTIONS, validateLayerOptions, orchestratorSteps, DEFAULT_REFINE_
 export { compileRoutePattern, routePatternFound, ROUTE_PATTERN_TEXT_CHARS, ROUTER_PATTERNS_MAX_PROGRAM, type RoutePattern } from "./runtimes/route-pattern.js";
 export { parseHfRef, hfResolveUrl, type HfRef } from "./models/hf-ref.js";
 export { ggufFacts, isEmbeddingModel, type GgufFacts } from "./models/gguf-facts.js";
-export { memoryNeed, sizeInWords, type MemoryNeed } from "./models/memory-need.js";
+export { memoryNeed, runtimeOverheadBytes, sizeInWords, type MemoryNeed } from "./models/memory-need.js";
 export { bodyText, serverSentEvents, ServerSentEventParser, type ServerSentEvent } from "./sse/index.js";
 export { addressClass, type AddressClass } from "./net/address-class.js";
 export { answerLookup, getPublicHttps, resolveHost, type PublicHttpsOptions, type ResolveHost } from "./net/public-https.js";

@@ -33,6 +33,11 @@ export interface ModelRuntime {
   /** An embedding model (by its file's header): it answers embeddings and refuses chats. Absent: not known to be one. */
   readonly embeddingModel?: boolean;
   /**
+   * The memory the runtime says its loaded model holds (GGUF: node-llama-cpp's model size and context state, plus
+   * the runtime's own as the estimate counts it), bytes; absent or 0: it does not say (the estimate is counted).
+   */
+  readonly memoryBytes?: number;
+  /**
    * Generates a reply as a token stream. Aborting `signal` ends it with `stopped` (canceled); leaving the loop
    * early stops generation. Throws MakinaError `context_length_exceeded` when the prompt plus `maxTokens` does not fit.
    */

@@ -80,6 +80,10 @@ export class DemandRuntime implements ModelRuntime {
     return this.loaded?.contextSize ?? 0;
   }
 
+  get memoryBytes(): number | undefined {
+    return this.loaded?.memoryBytes;
+  }
+
   get endpoint(): string {
     return this.loaded?.endpoint ?? "";
   }

@@ -85,6 +85,10 @@ export class CountedRuntime implements ModelRuntime {
     return this.inner.embeddingModel;
   }
 
+  get memoryBytes(): number | undefined {
+    return this.inner.memoryBytes;
+  }
+
   async *chat(input: ChatInput, options?: ChatOptions): AsyncGenerator<RuntimeEvent> {
     this.active++;
     try {

@@ -32,7 +32,7 @@ export interface HostedStack {
   since: number;
   /** The runtime's process, when the agent runs one. */
   pid: number | null;
-  /** The memory it counts against the machine's budget when loaded (an estimate), bytes; 0: not known. */
+  /** The memory it counts against the machine's budget when loaded (what it says it holds, else an estimate), bytes; 0: not known. */
   memoryBytes: number;
 }
 
@@ -85,14 +85,14 @@ export class StackHost {
   list(): HostedStack[] {
     return [...this.hosted.values()].map((h) => {
       const runtime = this.runtimes.get(h.stackId);
-      return { ...h, pid: runtime?.pid ?? null, memoryBytes: this.memoryOf.get(h.stackId)?.(runtime?.contextSize ?? 0) ?? 0 };
+      return { ...h, pid: runtime?.pid ?? null, memoryBytes: this.counted(h.stackId, runtime) };
     });
   }
 
   /** The machine's limits on loaded runtimes, and what they count now. */
-  memoryCounts(): { budgetBytes: number; usedBytes: number; maxLoaded: number; loaded: number } {
+  memoryCounts(): { budgetBytes: number; usedBytes: number; maxLoaded: number; loaded: number; loadedStacks: string[] } {
     const { book } = this.deps;
-    return { budgetBytes: book.limits.budgetBytes, usedBytes: book.usedBytes(), maxLoaded: book.limits.maxLoaded, loaded: book.loaded().length };
+    return { budgetBytes: book.limits.budgetBytes, usedBytes: book.usedBytes(), maxLoaded: book.limits.maxLoaded, loaded: book.loaded().length, loadedStacks: book.loaded() };
   }
 
   /** The runtime serving a stack, with its layers in front, if it is configured and not failed. */
@@ -103,20 +103,8 @@ export class StackHost {
   private record(stackId: string, patch: Partial<HostedStack> & Pick<HostedStack, "state">): void {
     const previous = this.hosted.get(stackId);
     this.hosted.set(stackId, {
-      stackId,
-      modelId: "",
-      runtime: "gguf",
-      endpoint: "",
-      modelRef: "",
-      modelPath: null,
-      modelSha256: null,
-      modelSizeBytes: null,
-      contextSize: null,
-      maxContext: null,
-      residency: "always",
-      error: null,
-      pid: null,
-      memoryBytes: 0,
+      ...{ stackId, modelId: "", runtime: "gguf", endpoint: "", modelRef: "", modelPath: null, modelSha256: null, modelSizeBytes: null },
+      ...{ contextSize: null, maxContext: null, residency: "always", error: null, pid: null, memoryBytes: 0 },
       ...previous,
       ...patch,
       since: previous?.state === patch.state ? previous.since : Date.now(),
@@ -279,7 +267,7 @@ export class StackHost {
     const demand: DemandRuntime = new DemandRuntime({
       stackId,
       modelId: spec.modelId,
-      memoryBytes: (loaded) => memoryOf(loaded?.contextSize ?? 0),
+      memoryBytes: (loaded) => loaded?.memoryBytes || memoryOf(loaded?.contextSize ?? 0),
       start: (loadSignal) => adapter.start({ ...spec, onDemand: true }, { ...this.context(() => undefined, loadSignal), onState: (state, error) => void (demand.reportsState && this.stateChanged(stackId, state, error)) }),
       book: this.deps.book,
       idleUnloadMs: idleUnloadS * 1000,
@@ -378,9 +366,14 @@ export class StackHost {
     return demand;
   }
 
-  /** An `always` stack's runtime as the book counts it: what its model needs at the context its runtime has now. */
+  /** An `always` stack's runtime as the book counts it: what it holds loaded now (see `counted`). */
   private pinned(stackId: string, name: string): Resident {
-    return pinned(stackId, name, () => (this.memoryOf.get(stackId) ?? (() => 0))(this.runtimes.get(stackId)?.contextSize ?? 0));
+    return pinned(stackId, name, () => this.counted(stackId));
+  }
+
+  /** What a stack's runtime counts against the budget: what it says it holds loaded, else the estimate at its context. */
+  private counted(stackId: string, runtime = this.runtimes.get(stackId)): number {
+    return runtime?.memoryBytes || (this.memoryOf.get(stackId)?.(runtime?.contextSize ?? 0) ?? 0);
   }
 
   /** A runtime's state changed on its own: recorded, and told to the relay. */

@@ -21,7 +21,8 @@ export interface SupervisorOptions {
   /** Name for logs and errors, e.g. `vllm stk_123`. */
   name: string;
   command: string;
-  args: string[];
+  /** Its arguments, or what gives them at each start (a restart may start it otherwise). */
+  args: string[] | (() => string[]);
   /**
    * Run the command under the lifeline (supervisor/lifeline.ts), so that it stops when the agent dies, even by
    * SIGKILL. For programs that do not watch their stdin themselves. @default false
@@ -156,7 +157,8 @@ export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }
   private async runOnce(): Promise<string> {
     // stdin is a lifeline: the agent never writes to it, and it closes when the agent dies, even by SIGKILL.
     // A child that watches it (the GGUF server does) exits instead of living on as an orphan.
-    const [command, args] = this.o.lifeline ? [process.execPath, [lifelineEntry(), this.o.command, ...this.o.args]] : [this.o.command, this.o.args];
+    const given = typeof this.o.args === "function" ? this.o.args() : this.o.args;
+    const [command, args] = this.o.lifeline ? [process.execPath, [lifelineEntry(), this.o.command, ...given]] : [this.o.command, given];
     const child = spawn(command, args, { env: this.o.env, cwd: this.o.cwd, detached: true, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin?.on("error", () => {});
     this.child = child;

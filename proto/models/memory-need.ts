@@ -15,10 +15,15 @@ export interface MemoryNeed {
  * The memory a model needs loaded: its weights, the KV cache of each sequence's context, and the runtime's own
  * (compute buffers, the runtime itself: 5% of the weights plus 256 MiB). An estimate, the same on both sides.
  */
+/** What a runtime needs beside its weights and KV cache (compute buffers, the runtime itself): 5% of the weights plus 256 MiB. */
+export function runtimeOverheadBytes(weightsBytes: number): number {
+  return Math.round(0.05 * weightsBytes + 0.25 * GiB);
+}
+
 export function memoryNeed(weightsBytes: number, kvBytesPerToken: number | null, contextSize: number, trainContextSize: number | null, sequences: number): MemoryNeed {
   const context = Math.min(contextSize, trainContextSize ?? contextSize);
   const kvBytes = (kvBytesPerToken ?? 0) * context * sequences;
-  return { totalBytes: Math.round(weightsBytes + kvBytes + 0.05 * weightsBytes + 0.25 * GiB), kvBytes, context };
+  return { totalBytes: Math.round(weightsBytes + kvBytes) + runtimeOverheadBytes(weightsBytes), kvBytes, context };
 }
 
 /** A size in words: GiB with one decimal (none from 100 GiB), MiB under 1 GiB. */

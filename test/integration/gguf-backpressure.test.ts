@@ -83,7 +83,7 @@ describe("a GGUF model process decodes only as far as the agent's credit reaches
     const runtime = await adapter.start({ modelId: "paced", ref: testModelPath(), path: testModelPath() }, { runtimesDir: "/nonexistent", python: "python3", log: silentLogger() });
     const socketPath = runtime.endpoint.replace(/^unix:/, "");
     try {
-      expect(await processHealth(socketPath)).toEqual({ contextSize: 1024, pausedRequests: 0 });
+      expect(await processHealth(socketPath)).toEqual({ contextSize: 1024, pausedRequests: 0, memoryBytes: expect.any(Number) });
       const held = runtime.chat(story(600))[Symbol.asyncIterator]();
       await held.next();
       await vi.waitFor(async () => expect((await processHealth(socketPath)).pausedRequests).toBe(1), { timeout: 10_000, interval: 20 });

@@ -71,17 +71,22 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
       threadsInUse += threads;
       const socketDir = privateSocketDir(ctx.runDir);
       const socketPath = join(socketDir.path, `gguf-${randomBytes(6).toString("hex")}.sock`);
+      // The threads this process holds now: given back while its model sleeps, taken again when it wakes.
+      let held = threads;
+      /** Whether the model sleeps now (an on-demand stack's, unloaded in its process). */
+      let asleep = false;
       const supervisor = new ProcessSupervisor({
         name: `gguf ${model.modelId}`,
         command: process.execPath,
-        args: [
+        // Restarted after a crash while its model sleeps, the process starts asleep: nothing loaded that the budget does not count.
+        args: () => [
           ggufServerEntry(),
           "--model",
           path,
           "--socket",
           socketPath,
           "--threads",
-          String(threads),
+          String(Math.max(1, held)),
           "--context",
           // The stack's own, or the machine's default; the model process caps it at what the model was trained for.
           String(model.maxContext ?? options.maxContextSize),
@@ -92,6 +97,7 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
           "--frame-ms",
           String(options.streamIntervalMs ?? GGUF_FRAME_MS),
           ...(options.gpu === false ? ["--cpu"] : []),
+          ...(asleep ? ["--asleep"] : []),
         ],
         // The model process gets the agent's environment without its secrets.
         env: runtimeEnv(ctx.env),
@@ -99,8 +105,6 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         ...ctx.health,
         log: ctx.log,
       });
-      // The threads this process holds now: given back while its model sleeps, taken again when it wakes.
-      let held = threads;
       const release = () => {
         threadsInUse -= held;
         held = 0;
@@ -110,20 +114,22 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         release: () => {
           threadsInUse -= held;
           held = 0;
+          asleep = true;
         },
         take: () => {
           held = Math.max(1, options.threads - threadsInUse);
           threadsInUse += held;
+          asleep = false;
           return held;
         },
       };
       try {
         await superviseUntilReady(supervisor, ctx);
-        const { contextSize } = await processHealth(socketPath, ctx.signal);
+        const { contextSize, memoryBytes } = await processHealth(socketPath, ctx.signal);
         // What the model is for, from its header (the model process refuses chats of an embedding model itself).
         const { readGgufFileInfo } = await import("node-llama-cpp");
         const embeddingModel = await readGgufFileInfo(path, { sourceType: "filesystem", logWarnings: false }).then((info) => isEmbeddingModel(info.metadata), () => false);
-        const runtime = new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release, embeddingModel, threads: sleeping });
+        const runtime = new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release, embeddingModel, threads: sleeping, memoryBytes });
         heldBy.set(runtime, () => held);
         return runtime;
       } catch (err) {

@@ -24,6 +24,8 @@ export interface GgufProcessRuntimeOptions {
   threads?: { release(): void; take(): number };
   /** An embedding model, by the file's header. */
   embeddingModel?: boolean;
+  /** What the process said its loaded model holds in memory, bytes (its first health answer). */
+  memoryBytes?: number;
 }
 
 /**
@@ -39,6 +41,8 @@ export class GgufProcessRuntime implements ModelRuntime {
   readonly contextSize: number;
   readonly endpoint: string;
   readonly embeddingModel: boolean;
+  /** What the process last said its model holds in memory (0 while it sleeps), bytes. */
+  memoryBytes: number;
   private closed = false;
   /** Set as `close` begins: no connection is kept from then on. */
   private closing = false;
@@ -53,6 +57,7 @@ export class GgufProcessRuntime implements ModelRuntime {
     this.contextSize = o.contextSize;
     this.endpoint = `unix:${o.socketPath}`;
     this.embeddingModel = o.embeddingModel ?? false;
+    this.memoryBytes = o.memoryBytes ?? 0;
   }
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
@@ -135,6 +140,7 @@ export class GgufProcessRuntime implements ModelRuntime {
    */
   readonly sleep = async (): Promise<void> => {
     await this.residency({ type: "sleep" }, "slept");
+    this.memoryBytes = 0;
     this.o.threads?.release();
   };
 
@@ -152,12 +158,14 @@ export class GgufProcessRuntime implements ModelRuntime {
   /** Sends a sleep or wake frame on a connection of its own and waits for its answer (within the supervisor's patience for a start). */
   private async residency(frame: { type: "sleep" } | { type: "wake"; threads: number }, answer: "slept" | "awake"): Promise<void> {
     const deadline = AbortSignal.timeout(RESIDENCY_TIMEOUT_MS);
+    await this.processReady(deadline);
     const connection = await ProcessConnection.open(this.o.socketPath, deadline);
     const onAbort = () => connection.destroy();
     deadline.addEventListener("abort", onAbort, { once: true });
     try {
       connection.send(frame);
       for (let f = await connection.next(); f; f = await connection.next()) {
+        if (f.type === "awake") this.memoryBytes = f.memoryBytes;
         if (f.type === answer) return;
         if (f.type === "error") throw fromErrorFrame(f);
       }
@@ -166,6 +174,19 @@ export class GgufProcessRuntime implements ModelRuntime {
       deadline.removeEventListener("abort", onAbort);
       connection.destroy();
     }
+  }
+
+  /** Waits until the model process serves (restarted after a crash, it may still be starting), within `deadline`. */
+  private async processReady(deadline: AbortSignal): Promise<void> {
+    if (this.o.supervisor.state === "ready") return;
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => reject(MakinaError.from(deadline.reason));
+      deadline.addEventListener("abort", onAbort, { once: true });
+      this.o.supervisor
+        .start()
+        .then(resolve, reject)
+        .finally(() => deadline.removeEventListener("abort", onAbort));
+    });
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,5 @@
 import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
-import { isEmbeddingModel, MAX_EMBED_NUMBERS, MakinaError, type ChatMessage } from "../../../proto/index.js";
+import { isEmbeddingModel, MAX_EMBED_NUMBERS, MakinaError, runtimeOverheadBytes, type ChatMessage } from "../../../proto/index.js";
 import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
 import { forcedCallWrapper } from "./forced-call-wrapper.js";
@@ -132,6 +132,11 @@ export class GgufRuntime implements ModelRuntime {
     }
     this.all = slots;
     this.slots = new SlotPool(slots);
+  }
+
+  /** What node-llama-cpp says the model and its context hold in memory, with the runtime's own (as estimated) beside them. */
+  get memoryBytes(): number {
+    return this.model.size + this.context.stateSize + runtimeOverheadBytes(this.model.size);
   }
 
   /** Requests whose decoding is paused because their reader has not taken the text decoded so far. */

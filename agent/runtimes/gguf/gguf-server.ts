@@ -32,10 +32,12 @@ const { values } = parseArgs({
     "thread-budget": { type: "string" },
     "frame-ms": { type: "string", default: String(GGUF_FRAME_MS) },
     cpu: { type: "boolean", default: false },
+    // Start with the model unloaded (restarted while it slept): the first `wake` frame loads it.
+    asleep: { type: "boolean", default: false },
   },
 });
 if (!values.model || !values.socket) {
-  process.stderr.write("usage: gguf-server --model FILE --socket PATH [--threads N] [--context N] [--sequences N] [--frame-ms N] [--cpu]\n");
+  process.stderr.write("usage: gguf-server --model FILE --socket PATH [--threads N] [--context N] [--sequences N] [--frame-ms N] [--cpu] [--asleep]\n");
   process.exit(2);
 }
 const socketPath = values.socket;
@@ -52,8 +54,8 @@ const decoding = { count: 0 };
 const llama = await createLlama({ threads: Math.max(threads, Number(values["thread-budget"] ?? threads)), gpu: values.cpu ? false : "auto", log });
 const load = (contextThreads: number) => loadGgufModel(llama, values.model!, { maxContextSize: Number(values.context), sequences: Number(values.sequences), threads: contextThreads });
 /** The model loaded, or undefined while it sleeps (an on-demand stack's, unloaded); `contextSize` stays what it was. */
-let runtime: Awaited<ReturnType<typeof load>> | undefined = await load(threads);
-const contextSize = runtime.contextSize;
+let runtime: Awaited<ReturnType<typeof load>> | undefined = values.asleep ? undefined : await load(threads);
+const contextSize = runtime?.contextSize ?? Number(values.context);
 /** A sleep or wake under way: the next waits for it. */
 let changing: Promise<unknown> = Promise.resolve();
 
@@ -68,7 +70,7 @@ function residency(socket: Socket, frame: Extract<AgentFrame, { type: "sleep" | 
         writeFrame(socket, { type: "slept" });
       } else {
         runtime ??= await load(Math.max(1, frame.threads));
-        writeFrame(socket, { type: "awake", contextSize: runtime.contextSize });
+        writeFrame(socket, { type: "awake", contextSize: runtime.contextSize, memoryBytes: runtime.memoryBytes });
       }
     } catch (err) {
       writeFrame(socket, errorFrame(MakinaError.from(err)));
@@ -117,7 +119,7 @@ function serve(socket: Socket): void {
       return;
     }
     if (frame.type === "health") {
-      writeFrame(socket, { type: "health", contextSize, pausedRequests: runtime?.pausedRequests ?? 0 });
+      writeFrame(socket, { type: "health", contextSize, pausedRequests: runtime?.pausedRequests ?? 0, memoryBytes: runtime?.memoryBytes ?? 0 });
       return;
     }
     if (frame.type === "sleep" || frame.type === "wake") return residency(socket, frame);

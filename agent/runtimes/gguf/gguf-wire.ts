@@ -31,12 +31,13 @@ import type { ChatInput } from "../model-runtime.js";
  *
  * An on-demand stack's model is unloaded and loaded again in the same process ({type:"sleep"}, answered
  * {type:"slept"} once the model and its contexts are disposed; {type:"wake", threads}, answered {type:"awake",
- * contextSize} once loaded again, its contexts with that many threads), on a connection with no request running:
+ * contextSize, memoryBytes} once loaded again, its contexts with that many threads), on a connection with no request running:
  * a load then costs node-llama-cpp's own, not a process's start. Asleep, a chat is refused (503) and a health
  * check answered.
  *
  * A health check is {type:"health"} on a connection with no request running, answered
- * {type:"health", contextSize, pausedRequests}: requests whose decoding waits for credit.
+ * {type:"health", contextSize, pausedRequests, memoryBytes}: requests whose decoding waits for credit, and what the
+ * loaded model holds in memory as node-llama-cpp says (0 while it sleeps).
  * Credit reaches all the way to the decoder: a process with no credit left stops
  * decoding that request (see `paceEvaluation`), so a slow client holds its slot
  * instead of having its answer generated into a buffer.
@@ -50,9 +51,9 @@ export type ProcessFrame =
   | ({ type: "end"; finishReason: "stop" | "length" | "tool_calls" } & Usage)
   | ({ type: "error"; code: string; message: string; param: string | null; retryAfterMs: number | null } & Usage)
   | ({ type: "stopped" } & Usage)
-  | { type: "health"; contextSize: number; pausedRequests: number }
+  | { type: "health"; contextSize: number; pausedRequests: number; memoryBytes: number }
   | { type: "slept" }
-  | { type: "awake"; contextSize: number };
+  | { type: "awake"; contextSize: number; memoryBytes: number };
 
 /**
  * Bytes of frames a process may send before the agent returns credit: with the frame on its way and the few
