@@ -1,4 +1,4 @@
-import { createLogger, Parts, PROTOCOL_VERSION, type Part, type HardwareReport, type LinkDialer, type Logger, type PartState } from "../proto/index.js";
+import { createLogger, Parts, PROTOCOL_VERSION, type Part, type HardwareReport, type Inventory, type LinkDialer, type Logger, type PartState } from "../proto/index.js";
 import { mkdir, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -143,17 +143,7 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
     onDisconnect: () => relayMessages.linkLost("the link to the relay was lost"),
     onMessage: (message) => relayMessages.handle(message),
   });
-  const inventory = new InventoryReporter(
-    async () => {
-      const runtimes = host.list();
-      return {
-        runtimes: runtimes.map((r) => ({ stackId: r.stackId, modelId: r.modelId, runtime: r.runtime, version: runtimeVersion(r.runtime), state: r.state, endpoint: r.endpoint, error: r.error ?? "" })),
-        models: modelsOnDisk(await models.list(), runtimes).map(({ source: _source, ...m }) => m),
-      };
-    },
-    (inventory) => link.send({ type: "inventory", inventory }),
-    log,
-  );
+  const inventory = new InventoryReporter(() => inventoryOf(host, models), (inventory) => link.send({ type: "inventory", inventory }), log);
   const status = () => agentStatus({ config, startedAt, link, grpc, host, models, machine });
   await parts.start({ name: `the control socket (${config.controlSocket})`, setting: agentSettingOf("controlSocket"), start: () => startControlServer(config.controlSocket, status, log.child({ component: "control" })), stop: (c) => c.close() });
   await parts.start({ name: "the link", start: () => link.start(), stop: () => link.stop() });
@@ -264,6 +254,20 @@ function loadReports(source: LoadSource | undefined, link: () => LinkClient, log
         .finally(() => (sampling = false));
     },
     stop: () => abort.abort(),
+  };
+}
+
+/** What the machine hosts, for the relay: each stack's runtime (loaded or not, and what it counts), the models on disk, the budget. */
+async function inventoryOf(host: StackHost, models: ModelStore): Promise<Inventory> {
+  const runtimes = host.list();
+  const { loadedStacks, ...memory } = host.memoryCounts();
+  return {
+    runtimes: runtimes.map((r) => ({
+      ...{ stackId: r.stackId, modelId: r.modelId, runtime: r.runtime, version: runtimeVersion(r.runtime), state: r.state, endpoint: r.endpoint, error: r.error ?? "" },
+      ...{ residency: r.residency, memoryBytes: r.memoryBytes, loaded: loadedStacks.includes(r.stackId) },
+    })),
+    models: modelsOnDisk(await models.list(), runtimes).map(({ source: _source, ...m }) => m),
+    memory,
   };
 }
 

@@ -24,6 +24,6 @@ export interface AgentStatus {
   disk: { path: string; freeBytes: number; sizeBytes: number } | null;
   runtimes: (HostedStack & { version: string })[];
   /** The limits loaded runtimes keep within, and what they count now (0: no limit). */
-  memory: { budgetBytes: number; usedBytes: number; maxLoaded: number; loaded: number };
+  memory: { budgetBytes: number; usedBytes: number; maxLoaded: number; loaded: number; loadedStacks: string[] };
   models: CachedModel[];
 }

@@ -129,6 +129,23 @@ export interface Inventory {
   runtimes: HostedRuntime[];
   /** Models on disk: the download cache and local files that stacks use in place. */
   models: ModelOnDisk[];
+  /**
+   * The machine's limits on loaded models (`--memory-budget`, `--max-loaded`) and what its runtimes count against
+   * them now; absent from agents that predate them.
+   */
+  memory: MachineMemory | undefined;
+}
+
+/** The memory a machine's runtimes load models into, as its agent keeps it. */
+export interface MachineMemory {
+  /** What loaded runtimes may use together, bytes; 0: no limit. */
+  budgetBytes: number;
+  /** What the loaded (or loading) runtimes count now, bytes. */
+  usedBytes: number;
+  /** Runtimes loaded at once at most; 0: no limit. */
+  maxLoaded: number;
+  /** Runtimes loaded (or loading) now. */
+  loaded: number;
 }
 
 /** A stack's runtime on the machine. */
@@ -141,12 +158,18 @@ export interface HostedRuntime {
   runtime: string;
   /** The runtime's version, for example `node-llama-cpp 3.21.1`. */
   version: string;
-  /** `loading`, `ready` or `failed`. */
+  /** `loading`, `ready`, `failed`, and for an on-demand stack `unloaded` or `unloading`. */
   state: string;
   /** Where it serves on the machine: `unix:/…` for GGUF, a local URL for server runtimes. */
   endpoint: string;
   /** Why it is not ready; empty when ready. */
   error: string;
+  /** `always` (loaded until removed) or `on_demand` (loaded by a request, unloaded when idle or for room). */
+  residency: string;
+  /** The memory it counts against the machine's budget when loaded (the compatibility estimate), bytes; 0: unknown. */
+  memoryBytes: number;
+  /** Whether its model is loaded (or loading) now, counted against the budget. */
+  loaded: boolean;
 }
 
 /** A model file on the machine's disk. */
@@ -1483,7 +1506,7 @@ export const StackMetrics: MessageFns<StackMetrics> = {
 };
 
 function createBaseInventory(): Inventory {
-  return { runtimes: [], models: [] };
+  return { runtimes: [], models: [], memory: undefined };
 }
 
 export const Inventory: MessageFns<Inventory> = {
@@ -1493,6 +1516,9 @@ export const Inventory: MessageFns<Inventory> = {
     }
     for (const v of message.models) {
       ModelOnDisk.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.memory !== undefined) {
+      MachineMemory.encode(message.memory, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -1526,6 +1552,14 @@ export const Inventory: MessageFns<Inventory> = {
             message.models.push(ModelOnDisk.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.memory = MachineMemory.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1544,6 +1578,7 @@ export const Inventory: MessageFns<Inventory> = {
         ? object.runtimes.map((e: any) => HostedRuntime.fromJSON(e))
         : [],
       models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => ModelOnDisk.fromJSON(e)) : [],
+      memory: isSet(object.memory) ? MachineMemory.fromJSON(object.memory) : undefined,
     };
   },
 
@@ -1555,6 +1590,9 @@ export const Inventory: MessageFns<Inventory> = {
     if (message.models?.length) {
       obj.models = message.models.map((e) => ModelOnDisk.toJSON(e));
     }
+    if (message.memory !== undefined) {
+      obj.memory = MachineMemory.toJSON(message.memory);
+    }
     return obj;
   },
 
@@ -1565,12 +1603,155 @@ export const Inventory: MessageFns<Inventory> = {
     const message = createBaseInventory();
     message.runtimes = object.runtimes?.map((e) => HostedRuntime.fromPartial(e)) || [];
     message.models = object.models?.map((e) => ModelOnDisk.fromPartial(e)) || [];
+    message.memory = (object.memory !== undefined && object.memory !== null)
+      ? MachineMemory.fromPartial(object.memory)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseMachineMemory(): MachineMemory {
+  return { budgetBytes: 0, usedBytes: 0, maxLoaded: 0, loaded: 0 };
+}
+
+export const MachineMemory: MessageFns<MachineMemory> = {
+  encode(message: MachineMemory, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.budgetBytes !== 0) {
+      writer.uint32(8).uint64(message.budgetBytes);
+    }
+    if (message.usedBytes !== 0) {
+      writer.uint32(16).uint64(message.usedBytes);
+    }
+    if (message.maxLoaded !== 0) {
+      writer.uint32(24).uint32(message.maxLoaded);
+    }
+    if (message.loaded !== 0) {
+      writer.uint32(32).uint32(message.loaded);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MachineMemory {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMachineMemory();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.budgetBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.usedBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.maxLoaded = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.loaded = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MachineMemory {
+    return {
+      budgetBytes: isSet(object.budgetBytes)
+        ? globalThis.Number(object.budgetBytes)
+        : isSet(object.budget_bytes)
+        ? globalThis.Number(object.budget_bytes)
+        : 0,
+      usedBytes: isSet(object.usedBytes)
+        ? globalThis.Number(object.usedBytes)
+        : isSet(object.used_bytes)
+        ? globalThis.Number(object.used_bytes)
+        : 0,
+      maxLoaded: isSet(object.maxLoaded)
+        ? globalThis.Number(object.maxLoaded)
+        : isSet(object.max_loaded)
+        ? globalThis.Number(object.max_loaded)
+        : 0,
+      loaded: isSet(object.loaded) ? globalThis.Number(object.loaded) : 0,
+    };
+  },
+
+  toJSON(message: MachineMemory): unknown {
+    const obj: any = {};
+    if (message.budgetBytes !== 0) {
+      obj.budgetBytes = Math.round(message.budgetBytes);
+    }
+    if (message.usedBytes !== 0) {
+      obj.usedBytes = Math.round(message.usedBytes);
+    }
+    if (message.maxLoaded !== 0) {
+      obj.maxLoaded = Math.round(message.maxLoaded);
+    }
+    if (message.loaded !== 0) {
+      obj.loaded = Math.round(message.loaded);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MachineMemory>, I>>(base?: I): MachineMemory {
+    return MachineMemory.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MachineMemory>, I>>(object: I): MachineMemory {
+    const message = createBaseMachineMemory();
+    message.budgetBytes = object.budgetBytes ?? 0;
+    message.usedBytes = object.usedBytes ?? 0;
+    message.maxLoaded = object.maxLoaded ?? 0;
+    message.loaded = object.loaded ?? 0;
     return message;
   },
 };
 
 function createBaseHostedRuntime(): HostedRuntime {
-  return { stackId: "", modelId: "", runtime: "", version: "", state: "", endpoint: "", error: "" };
+  return {
+    stackId: "",
+    modelId: "",
+    runtime: "",
+    version: "",
+    state: "",
+    endpoint: "",
+    error: "",
+    residency: "",
+    memoryBytes: 0,
+    loaded: false,
+  };
 }
 
 export const HostedRuntime: MessageFns<HostedRuntime> = {
@@ -1595,6 +1776,15 @@ export const HostedRuntime: MessageFns<HostedRuntime> = {
     }
     if (message.error !== "") {
       writer.uint32(58).string(message.error);
+    }
+    if (message.residency !== "") {
+      writer.uint32(66).string(message.residency);
+    }
+    if (message.memoryBytes !== 0) {
+      writer.uint32(72).uint64(message.memoryBytes);
+    }
+    if (message.loaded !== false) {
+      writer.uint32(80).bool(message.loaded);
     }
     return writer;
   },
@@ -1668,6 +1858,30 @@ export const HostedRuntime: MessageFns<HostedRuntime> = {
             message.error = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.residency = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.memoryBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.loaded = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1697,6 +1911,13 @@ export const HostedRuntime: MessageFns<HostedRuntime> = {
       state: isSet(object.state) ? globalThis.String(object.state) : "",
       endpoint: isSet(object.endpoint) ? globalThis.String(object.endpoint) : "",
       error: isSet(object.error) ? globalThis.String(object.error) : "",
+      residency: isSet(object.residency) ? globalThis.String(object.residency) : "",
+      memoryBytes: isSet(object.memoryBytes)
+        ? globalThis.Number(object.memoryBytes)
+        : isSet(object.memory_bytes)
+        ? globalThis.Number(object.memory_bytes)
+        : 0,
+      loaded: isSet(object.loaded) ? globalThis.Boolean(object.loaded) : false,
     };
   },
 
@@ -1723,6 +1944,15 @@ export const HostedRuntime: MessageFns<HostedRuntime> = {
     if (message.error !== "") {
       obj.error = message.error;
     }
+    if (message.residency !== "") {
+      obj.residency = message.residency;
+    }
+    if (message.memoryBytes !== 0) {
+      obj.memoryBytes = Math.round(message.memoryBytes);
+    }
+    if (message.loaded !== false) {
+      obj.loaded = message.loaded;
+    }
     return obj;
   },
 
@@ -1738,6 +1968,9 @@ export const HostedRuntime: MessageFns<HostedRuntime> = {
     message.state = object.state ?? "";
     message.endpoint = object.endpoint ?? "";
     message.error = object.error ?? "";
+    message.residency = object.residency ?? "";
+    message.memoryBytes = object.memoryBytes ?? 0;
+    message.loaded = object.loaded ?? false;
     return message;
   },
 };

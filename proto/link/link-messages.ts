@@ -181,6 +181,20 @@ export interface HostedRuntime {
   state: string;
   endpoint: string;
   error: string;
+  /** `always` or `on_demand`. */
+  residency: string;
+  /** The memory it counts against the machine's budget when loaded (an estimate), bytes; 0: unknown. */
+  memoryBytes: number;
+  /** Whether its model is loaded (or loading) now. */
+  loaded: boolean;
+}
+
+/** A machine's limits on loaded models and what its runtimes count against them (0: no limit). */
+export interface MachineMemory {
+  budgetBytes: number;
+  usedBytes: number;
+  maxLoaded: number;
+  loaded: number;
 }
 
 /** A model file on a machine's disk. */
@@ -197,6 +211,8 @@ export interface ModelOnDisk {
 export interface Inventory {
   runtimes: HostedRuntime[];
   models: ModelOnDisk[];
+  /** Absent from agents that predate memory budgets. */
+  memory: MachineMemory | undefined;
 }
 
 /** What one stack's runtime has served since the agent started (totals restart at 0 with the agent). */

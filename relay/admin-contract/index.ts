@@ -71,7 +71,7 @@ export type { DeletedUser, Role, User } from "./users.js";
 export { AUDIT_ACTIONS, type AuditAction, type AuditEvent, type AuditPage } from "./audit.js";
 export type { Usage, UsagePoint, UsageSeries } from "./usage.js";
 export { MODEL_ID } from "./fields.js";
-export type { GpuLoad, MachineLoad, MinutePoint, Overview, RequestFigures } from "./overview.js";
+export type { GpuLoad, MachineLoad, MinutePoint, ModelMemory, Overview, RequestFigures } from "./overview.js";
 export type { Choices, MachineChoice, StackChoice } from "./choices.js";
 export { REQUEST_STATUSES, type LoggedRequest, type RequestDetail } from "./requests.js";
 export type { AdminEvent, AdminEventData, AdminEventType } from "./events.js";

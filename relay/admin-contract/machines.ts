@@ -27,8 +27,17 @@ export interface Hardware {
 
 /** What a machine hosts, as it last reported it. */
 export interface MachineInventory {
-  runtimes: { stack_id: string; model_id: string; runtime: string; version: string; state: string; endpoint: string; error: string }[];
+  /**
+   * Each stack's runtime: its state, `residency` (`always` or `on_demand`), the memory it counts against the
+   * machine's budget when loaded (`memory_bytes`, the compatibility estimate; 0: unknown) and whether it is `loaded`.
+   */
+  runtimes: { stack_id: string; model_id: string; runtime: string; version: string; state: string; endpoint: string; error: string; residency: string; memory_bytes: number; loaded: boolean }[];
   models: { name: string; format: string; size_bytes: number; path: string; sha256: string; stack_ids: string[] }[];
+  /**
+   * The machine's limits on loaded models (`--memory-budget`, `--max-loaded`; 0: no limit) and what its loaded
+   * runtimes count against them now; null from an agent that predates them.
+   */
+  memory: { budget_bytes: number; used_bytes: number; max_loaded: number; loaded: number } | null;
 }
 
 /** Machine states: `pending` (created, never connected) → `online` ⇄ `offline`. */

@@ -26,6 +26,19 @@ export interface MachineLoad {
   gpus: GpuLoad[];
   /** When the relay received it, Unix ms. */
   received_at: number;
+  /** The memory its models may use (`--memory-budget`) and what each stack counts against it; null from an agent that predates budgets. */
+  models: ModelMemory | null;
+}
+
+/** A machine's memory budget for models, as its agent keeps it: what loaded runtimes count, stack by stack. */
+export interface ModelMemory {
+  /** 0: no limit. */
+  budget_bytes: number;
+  used_bytes: number;
+  /** Runtimes loaded at once at most (`--max-loaded`); 0: no limit. */
+  max_loaded: number;
+  /** Each stack on the machine: what it counts when loaded (the compatibility estimate; 0 unknown), and whether it is. */
+  stacks: { stack_id: string; name: string; bytes: number; loaded: boolean; residency: string }[];
 }
 
 /** One minute of requests. */

@@ -106,7 +106,9 @@ export interface Stack {
    * The organization's other stacks with an endpoint for the same `model_id` (replicas): while deployed, requests
    * for the model id are shared among them (a loaded one first, then the least busy machine, equals in turn).
    */
-  replicas: { id: string; name: string; machine_id: string; state: StackState }[];
+  replicas: { id: string; name: string; machine_id: string; state: StackState; requests_last_hour: number }[];
+  /** With replicas: the requests this stack served in the last hour, beside each replica's `requests_last_hour` (their shares); null without replicas. */
+  requests_last_hour: number | null;
 }
 
 /** A stack as an edit left it: `changed` names the fields that differed; `redeployed` when it is being redeployed with them. */
@@ -213,9 +215,12 @@ export const STACK_ROUTES = {
     }),
     response: answer<Stack>(),
   }),
-  /** The compatibility of a stack being built (the Forge's panel), by the rules stack create and deploy apply. */
+  /**
+   * The compatibility of a stack being built (the Forge's panel), by the rules stack create and deploy apply; `stack`:
+   * the stack being edited, whose own memory on its machine is not counted as another's.
+   */
   "POST /admin/v1/compatibility": route({
-    body: z.strictObject({ org: orgRef(), machine: optionalText(), runtime: runtime(), model: optionalText(), ...layers, max_context: maxContext(), residency: residency() }),
+    body: z.strictObject({ org: orgRef(), machine: optionalText(), runtime: runtime(), model: optionalText(), ...layers, max_context: maxContext(), residency: residency(), stack: optionalText() }),
     response: answer<Compatibility>(),
   }),
   "GET /admin/v1/catalog": route({ response: answer<List<CatalogModel>>() }),

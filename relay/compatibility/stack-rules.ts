@@ -56,6 +56,18 @@ export interface StackPlan {
   hasEndpoint: boolean;
   /** Why the machine cannot use the model at its local path (nothing there, not a GGUF file), as the machine said; null when it can, or cannot be asked. */
   modelFileProblem?: string | null;
+  /** `on_demand`: judged by whether it fits the machine's memory budget alone; absent: `always`. */
+  residency?: "always" | "on_demand";
+  /** The machine's memory budget and the stacks counted against it, as its agent last said; null or absent: not said. */
+  budget?: MachineBudget | null;
+  /** The stack judged, once it exists: its own count is not one of the others. */
+  stackId?: string;
+}
+
+/** A machine's memory budget (`--memory-budget`) and what each of its stacks counts against it when loaded. */
+export interface MachineBudget {
+  budgetBytes: number;
+  stacks: { stackId: string; name: string; bytes: number; residency: "always" | "on_demand" }[];
 }
 
 const GiB = 1024 ** 3;
@@ -105,6 +117,16 @@ function formatCheck(plan: StackPlan): Said {
   }
 }
 
+/** The memory the stack's model needs loaded (the estimate the agent counts against its budget); null while its size is unknown. */
+function neededBytes(plan: StackPlan): number | null {
+  const { weightsBytes, kvBytesPerToken, trainContextSize } = plan.model;
+  // vLLM takes 90% of its GPU's memory, whatever it serves: the agent counts it so.
+  const gpu = Math.max(0, ...(plan.hardware?.gpus.map((g) => g.vramBytes) ?? []));
+  if (plan.runtime === "vllm" && gpu > 0) return Math.floor(0.9 * gpu);
+  if (weightsBytes === null) return null;
+  return memoryNeed(weightsBytes, kvBytesPerToken, plan.contextSize, trainContextSize, plan.sequences).totalBytes;
+}
+
 function memoryCheck(plan: StackPlan, hw: HardwareSummary): Said | null {
   if (plan.runtime === "openai") return null;
   const { weightsBytes, kvBytesPerToken, trainContextSize } = plan.model;
@@ -138,6 +160,39 @@ function memoryCheck(plan: StackPlan, hw: HardwareSummary): Said | null {
   }
   if (need <= hw.memoryBytes) return { topic: "memory", level: "warn", message: `Needs ${what} of ${gib(hw.memoryBytes)} RAM: little is left for anything else.` };
   return { topic: "memory", level: "fail", message: `Needs ${what}, more than the machine's ${gib(hw.memoryBytes)} of RAM${vram ? ` and ${gib(vram)} of VRAM` : ""}.` };
+}
+
+/**
+ * The stack against the machine's memory budget, as its agent keeps it: an on-demand stack must fit the budget
+ * alone (idle on-demand models are unloaded for it), an always stack beside the other always ones (which are
+ * never unloaded). Says what it shares the machine with.
+ */
+function budgetCheck(plan: StackPlan, need: number): Said | null {
+  const budget = plan.budget;
+  if (!budget || budget.budgetBytes <= 0 || plan.runtime === "openai") return null;
+  const total = budget.budgetBytes;
+  const others = budget.stacks.filter((s) => s.stackId !== plan.stackId);
+  const named = (list: MachineBudget["stacks"]) => list.map((s) => (s.bytes ? `${s.name} (${gib(s.bytes)})` : s.name)).join(", ");
+  const budgetWords = `this machine's memory budget (${gib(total)}, its agent's --memory-budget)`;
+  if (plan.residency === "on_demand") {
+    if (need > total) return { topic: "memory", level: "fail", message: `Loaded on demand, it needs about ${gib(need)}, more than ${budgetWords}: it could never be loaded.` };
+    return {
+      topic: "memory",
+      level: "ok",
+      message: others.length
+        ? `Loaded on demand, it fits ${budgetWords} alone. It shares the machine with ${named(others)}: idle on-demand models are unloaded for it, least recently used first, never an always-loaded one or one serving a request.`
+        : `Loaded on demand, it fits ${budgetWords}; nothing else is deployed there.`,
+    };
+  }
+  const pinned = others.filter((s) => s.residency === "always");
+  const held = pinned.reduce((sum, s) => sum + s.bytes, 0);
+  if (need + held > total) {
+    return { topic: "memory", level: "warn", message: `Always loaded, it needs about ${gib(need)} beside the ${gib(held)} the machine's always-loaded stacks hold (${named(pinned)}), more than ${budgetWords}: its runtime will not start until one of them goes, or make it on demand.` };
+  }
+  const onDemand = others.filter((s) => s.residency === "on_demand");
+  return onDemand.length
+    ? { topic: "memory", level: "ok", message: `Always loaded, it fits ${budgetWords} beside the always-loaded stacks; idle on-demand ones (${named(onDemand)}) are unloaded to make room for it.` }
+    : null;
 }
 
 /** A context asked past what the model was trained for: GGUF serves the model's, vLLM refuses to start. */
@@ -201,6 +256,9 @@ export function checkStack(plan: StackPlan): Compatibility {
   if (hw && model && !fileProblem) {
     const memory = memoryCheck(plan, hw);
     if (memory) said.push(memory);
+    const need = neededBytes(plan);
+    const budget = need === null ? null : budgetCheck(plan, need);
+    if (budget) said.push(budget);
     const context = contextCheck(plan);
     if (context) said.push(context);
     const disk = diskCheck(plan, hw);

@@ -1,4 +1,4 @@
-import type { MachineLoad as WireLoad, Overview, RequestFigures as WireFigures, StackState } from "../admin-contract/index.js";
+import type { MachineLoad as WireLoad, ModelMemory, Overview, RequestFigures as WireFigures, StackState } from "../admin-contract/index.js";
 import type { Actor } from "../auth/index.js";
 import type { ReceivedLoad } from "../link/index.js";
 import type { Machine, RequestFigures } from "../store/index.js";
@@ -34,7 +34,19 @@ export function requestFigures(f: RequestFigures, now: number): WireFigures {
   };
 }
 
-const wireLoad = (m: Machine, { load, receivedAt }: ReceivedLoad): WireLoad => ({
+/** A machine's memory budget for models and each of its stacks' count, named as the organization's stacks are. */
+function modelMemory(m: Machine, names: ReadonlyMap<string, string>): ModelMemory | null {
+  const inv = m.inventory;
+  if (!inv?.memory) return null;
+  return {
+    budget_bytes: inv.memory.budgetBytes,
+    used_bytes: inv.memory.usedBytes,
+    max_loaded: inv.memory.maxLoaded,
+    stacks: inv.runtimes.map((r) => ({ stack_id: r.stackId, name: names.get(r.stackId) ?? r.modelId, bytes: r.memoryBytes, loaded: r.loaded, residency: r.residency })),
+  };
+}
+
+const wireLoad = (m: Machine, { load, receivedAt }: ReceivedLoad, names: ReadonlyMap<string, string>): WireLoad => ({
   machine_id: m.id,
   name: m.name,
   cpu_percent: load.cpuPercent,
@@ -42,6 +54,7 @@ const wireLoad = (m: Machine, { load, receivedAt }: ReceivedLoad): WireLoad => (
   memory_total_bytes: load.memoryTotalBytes,
   gpus: load.gpus.map((g) => ({ index: g.index, name: g.name, utilization_percent: g.utilizationPercent < 0 ? null : g.utilizationPercent, memory_used_bytes: g.memoryUsedBytes, memory_total_bytes: g.memoryTotalBytes })),
   received_at: receivedAt,
+  models: modelMemory(m, names),
 });
 
 /**
@@ -60,6 +73,7 @@ export async function overviewOf(c: ControlContext, actor: Actor, ask: { org?: s
   const online = machines.filter((m) => m.state === "online" && m.revokedAt === null);
   const [loads, figures] = await Promise.all([c.deps.loadsOf(online.map((m) => m.id)), c.deps.requests.figures(orgId, { stackId: scopedStack?.id, machineId: scopedMachine?.id }, at - HOUR, at - MINUTE)]);
   const live = machines.filter((m) => m.revokedAt === null);
+  const names = new Map(allStacks.map((st) => [st.id, st.name]));
   const byState = Object.fromEntries(STACK_STATES.map((st) => [st, stacks.filter((s) => s.state === st).length])) as Record<StackState, number>;
   // A runtime serves only while its machine is online: the state it last reported says nothing otherwise.
   const onlineIds = new Set(online.map((m) => m.id));
@@ -86,7 +100,7 @@ export async function overviewOf(c: ControlContext, actor: Actor, ask: { org?: s
     },
     loads: online.flatMap((m) => {
       const load = loads.get(m.id);
-      return load ? [wireLoad(m, load)] : [];
+      return load ? [wireLoad(m, load, names)] : [];
     }),
     stacks: { total: stacks.length, by_state: byState, runtimes },
     requests: requestFigures(figures, at),

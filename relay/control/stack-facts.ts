@@ -1,6 +1,6 @@
 import { MakinaError, validateLayerOptions, type LayerOptionValue } from "../../proto/index.js";
-import type { ModelFacts, StackPlan } from "../compatibility/index.js";
-import type { HardwareSummary, Machine, RuntimeKind, StackResidency } from "../store/index.js";
+import type { MachineBudget, ModelFacts, StackPlan } from "../compatibility/index.js";
+import type { Machine, RuntimeKind, StackResidency } from "../store/index.js";
 
 /** The agent's defaults (MAKINA_AGENT_MAX_CONTEXT, MAKINA_AGENT_PARALLEL): what memory estimates assume. */
 const AGENT_DEFAULT_CONTEXT = 4096;
@@ -14,6 +14,8 @@ export interface PlanLayers {
   endpoint?: boolean;
   /** Tokens of context per request the stack asks for; null or absent: the machine's default. */
   maxContext?: number | null;
+  /** @default "always" */
+  residency?: StackResidency;
 }
 
 /** The runtimes whose context a stack sets (GGUF's context, vLLM's `--max-model-len`); MLX and an existing server size their own. */
@@ -43,14 +45,38 @@ export function checkResidency(runtime: RuntimeKind, residency: StackResidency |
   }
 }
 
-/** What the compatibility rules get for a stack on a machine (or on no machine yet). */
-export function stackPlan(runtime: RuntimeKind, modelRef: string, model: ModelFacts, hardware: HardwareSummary | null, layers: PlanLayers, modelFileProblem: string | null = null): StackPlan {
+/** The machine's memory budget and each stack counted against it, as its last inventory said; null: not said. */
+function machineBudget(machine: Pick<Machine, "inventory"> | null): MachineBudget | null {
+  const inventory = machine?.inventory;
+  if (!inventory?.memory) return null;
+  return {
+    budgetBytes: inventory.memory.budgetBytes,
+    stacks: inventory.runtimes.map((r) => ({ stackId: r.stackId, name: r.modelId || r.stackId, bytes: r.memoryBytes, residency: r.residency === "on_demand" ? "on_demand" : "always" })),
+  };
+}
+
+/**
+ * What the compatibility rules get for a stack on a machine (or on no machine yet): `stackId` once the stack exists
+ * (its own count on the machine is not one of the others).
+ */
+export function stackPlan(
+  runtime: RuntimeKind,
+  modelRef: string,
+  model: ModelFacts,
+  machine: Pick<Machine, "hardware" | "inventory"> | null,
+  layers: PlanLayers,
+  modelFileProblem: string | null = null,
+  stackId?: string,
+): StackPlan {
   return {
     modelFileProblem,
     runtime,
     modelRef,
     model,
-    hardware,
+    hardware: machine?.hardware ?? null,
+    residency: layers.residency ?? "always",
+    budget: machineBudget(machine),
+    ...(stackId !== undefined && { stackId }),
     contextSize: layers.maxContext ?? AGENT_DEFAULT_CONTEXT,
     maxContext: layers.maxContext ?? null,
     sequences: AGENT_DEFAULT_SEQUENCES,

@@ -14,6 +14,8 @@ export type StackView = Stack & {
   modelUnverified: boolean;
   /** The organization's other stacks with an endpoint for the same model id: deployed, they share its requests. */
   replicas: Replica[];
+  /** With replicas: the requests it served in the last hour (its share beside theirs); null without replicas. */
+  requestsLastHour: number | null;
 };
 
 /** Another stack serving a stack's model id. */
@@ -22,13 +24,18 @@ export interface Replica {
   name: string;
   machineId: string;
   state: Stack["state"];
+  /** The requests it served in the last hour. */
+  requestsLastHour: number;
 }
 
-/** Each stack's replicas among `all` (one organization's stacks). */
-function replicasIn(all: readonly Stack[]): (stack: Stack) => Replica[] {
+/** The window replicas' shares are counted over. */
+const SHARE_WINDOW_MS = 3_600_000;
+
+/** Each stack's replicas among `all` (one organization's stacks): the others with an endpoint for its model id. */
+function replicasIn(all: readonly Stack[]): (stack: Stack) => Stack[] {
   const byModel = new Map<string, Stack[]>();
   for (const s of all) if (s.hasEndpoint) byModel.set(s.modelId, [...(byModel.get(s.modelId) ?? []), s]);
-  return (stack) => (byModel.get(stack.modelId) ?? []).filter((s) => s.id !== stack.id).map((s) => ({ id: s.id, name: s.name, machineId: s.machineId, state: s.state }));
+  return (stack) => (byModel.get(stack.modelId) ?? []).filter((s) => s.id !== stack.id);
 }
 
 /** A stack being built (the Forge): no name yet, and the machine and model may be missing. */
@@ -39,6 +46,8 @@ export type PlanInput = PlanLayers & {
   maxContext?: number | null;
   /** Refused for a runtime Makina does not start or stop when `on_demand`. */
   residency?: StackResidency;
+  /** The stack being edited, if one is: what it counts on its machine is not one of the others'. */
+  stackId?: string;
 };
 
 /**
@@ -60,8 +69,22 @@ export class StackViews {
     const orgId = stacks[0]!.orgId;
     const [machines, deployments, all] = await Promise.all([this.c.store.machines.listByOrg(orgId), this.c.store.deployments.latestOf(stacks.map((s) => s.id)), this.c.store.stacks.listByOrg(orgId)]);
     const byId = new Map(machines.map((m) => [m.id, m]));
-    const replicas = replicasIn(all);
-    return stacks.map((s) => this.viewWith(s, byId.get(s.machineId) ?? null, deployments.get(s.id) ?? null, replicas(s)));
+    const replicasOf = replicasIn(all);
+    const replicas = new Map(stacks.map((s) => [s.id, replicasOf(s)]));
+    const counts = await this.shares(orgId, stacks, replicas);
+    return stacks.map((s) => this.viewWith(s, byId.get(s.machineId) ?? null, deployments.get(s.id) ?? null, replicas.get(s.id)!, counts));
+  }
+
+  /** The requests of the last hour of each stack that has replicas, and of its replicas: their shares. */
+  private shares(orgId: string, stacks: readonly Stack[], replicas: ReadonlyMap<string, Stack[]>): Promise<Map<string, number>> {
+    const counted = new Set<string>();
+    for (const s of stacks) {
+      const others = replicas.get(s.id) ?? [];
+      if (others.length === 0) continue;
+      counted.add(s.id);
+      for (const r of others) counted.add(r.id);
+    }
+    return this.c.deps.requests.countsByStack(orgId, [...counted], Date.now() - SHARE_WINDOW_MS);
   }
 
   /**
@@ -75,23 +98,25 @@ export class StackViews {
     checkResidency(plan.runtime, plan.residency);
     if (!machine) return checkStack(stackPlan(plan.runtime, modelRef, this.c.deps.inspector.known(modelRef), null, plan));
     const { model, problem } = await this.modelOn(machine, plan.runtime, modelRef, { ask: askMachine, fresh: false });
-    return checkStack(stackPlan(plan.runtime, modelRef, model, machine.hardware, plan, problem));
+    return checkStack(stackPlan(plan.runtime, modelRef, model, machine, plan, problem, plan.stackId));
   }
 
   /**
    * Throws 400 `incompatible_stack` with the reasons when the rules fail a stack on this machine. A machine
    * that has reported its hardware gets the model's facts read if need be (a GGUF header over the network).
    */
-  async refuseIfIncompatible(machine: Machine, runtime: RuntimeKind, modelRef: string, layers: PlanLayers): Promise<void> {
+  async refuseIfIncompatible(machine: Machine, runtime: RuntimeKind, modelRef: string, layers: PlanLayers, stackId?: string): Promise<void> {
     // About to make or deploy it: the machine is asked afresh (a file put there since is found).
     const { model, problem } = await this.modelOn(machine, runtime, modelRef, { ask: true, fresh: true });
-    const verdict = checkStack(stackPlan(runtime, modelRef, model, machine.hardware, layers, problem));
+    const verdict = checkStack(stackPlan(runtime, modelRef, model, machine, layers, problem, stackId));
     if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
   }
 
   async view(stack: Stack): Promise<StackView> {
     const [machine, deployment, all] = await Promise.all([this.c.store.machines.get(stack.machineId), this.c.store.deployments.latest(stack.id), this.c.store.stacks.listByOrg(stack.orgId)]);
-    return this.viewWith(stack, machine ?? null, deployment ?? null, replicasIn(all)(stack));
+    const replicas = replicasIn(all)(stack);
+    const counts = await this.shares(stack.orgId, [stack], new Map([[stack.id, replicas]]));
+    return this.viewWith(stack, machine ?? null, deployment ?? null, replicas, counts);
   }
 
   /**
@@ -111,15 +136,17 @@ export class StackViews {
     return { model: facts.kvBytesPerToken !== null || known.weightsBytes === null ? { ...facts, weightsBytes: facts.weightsBytes ?? known.weightsBytes } : known, problem: null };
   }
 
-  private viewWith(stack: Stack, machine: Machine | null, deployment: Deployment | null, replicas: Replica[]): StackView {
+  private viewWith(stack: Stack, machine: Machine | null, deployment: Deployment | null, others: Stack[], counts: ReadonlyMap<string, number>): StackView {
+    const replicas = others.map((s): Replica => ({ id: s.id, name: s.name, machineId: s.machineId, state: s.state, requestsLastHour: counts.get(s.id) ?? 0 }));
+    const requestsLastHour = others.length ? (counts.get(stack.id) ?? 0) : null;
     let model = onDisk(this.c.deps.inspector.known(stack.modelRef), stack.modelRef, machine);
     // Once pulled, the model's size on the machine is known even when nothing else is.
     const pulled = deployment?.steps.find((s) => s.kind === "pull_model" && s.state === "succeeded")?.detail?.sizeBytes;
     if (model.weightsBytes === null && typeof pulled === "number" && pulled > 0) model = { ...model, weightsBytes: pulled, source: "pulled" };
     // Once served, the runtime said whether the model is an embedding model (its header, read on the machine).
     if (deployment?.steps.some((s) => s.kind === "configure_endpoint" && s.state === "succeeded" && s.detail?.embeddingModel === true)) model = { ...model, embeddingModel: true };
-    const compatibility = checkStack(stackPlan(stack.runtime, stack.modelRef, model, machine?.hardware ?? null, { ...stack, endpoint: stack.hasEndpoint }));
-    return { ...stack, compatibility, deployment, modelUnverified: /^https?:\/\//i.test(stack.modelRef) && !stack.modelSha256, replicas };
+    const compatibility = checkStack(stackPlan(stack.runtime, stack.modelRef, model, machine, { ...stack, endpoint: stack.hasEndpoint }, null, stack.id));
+    return { ...stack, compatibility, deployment, modelUnverified: /^https?:\/\//i.test(stack.modelRef) && !stack.modelSha256, replicas, requestsLastHour };
   }
 }
 

@@ -151,7 +151,7 @@ export class Stacks {
     policy.requireAdmin("deploy stacks");
     const stack = await this.views.find(id, policy.orgScope);
     const machine = await this.c.store.machines.get(stack.machineId);
-    if (machine) await this.views.refuseIfIncompatible(machine, stack.runtime, stack.modelRef, { ...stack, endpoint: stack.hasEndpoint });
+    if (machine) await this.views.refuseIfIncompatible(machine, stack.runtime, stack.modelRef, { ...stack, endpoint: stack.hasEndpoint }, stack.id);
     const deploying = await this.views.view(await this.c.deps.deployer.deploy(id));
     await this.c.record(actor, { orgId: deploying.orgId, action: "stack.deployed", target: target(deploying) });
     return deploying;
@@ -225,7 +225,7 @@ export class Stacks {
     if (built) {
       checkMaxContext(next.runtime, next.maxContext);
       const machine = await this.c.machine(stack.orgId, next.machineId);
-      await this.views.refuseIfIncompatible(machine, next.runtime, next.modelRef, { harness: next.harness, orchestrator: next.orchestrator, endpoint: next.hasEndpoint, maxContext: next.maxContext });
+      await this.views.refuseIfIncompatible(machine, next.runtime, next.modelRef, { harness: next.harness, orchestrator: next.orchestrator, endpoint: next.hasEndpoint, maxContext: next.maxContext, residency: next.residency }, stack.id);
     }
     // Redeployed with the changes, in the same write: the machine builds what changed (its runtime keeps serving
     // when only the layers or the residency did), and the gateway routes to the stack again once it is deployed.

@@ -6,11 +6,12 @@ import type { ControlPlane } from "../control/index.js";
 import type { AdmissionGate, GatewayDirectory, InferenceTarget } from "../routing/index.js";
 import { RefusalBudget, type Limiter } from "../limits/index.js";
 import type { StorageHealth } from "../health/index.js";
+import type { LinkedModels } from "../link/index.js";
 import type { WebSessions } from "../auth/index.js";
 import type { EventBus } from "../events/index.js";
 import type { RequestLog, UsageRecorder } from "../usage/index.js";
 import type { RelayMetrics } from "../metrics/index.js";
-import { metricsRoute } from "./metrics-route.js";
+import { metricsRoute, readsMetrics } from "./metrics-route.js";
 import { agentCheckRouter, findInstallDir, installRouter, loadInstallFiles, type InstallFiles } from "./install/index.js";
 import { adminRouter } from "./admin/admin-router.js";
 import { authRouter } from "./auth/auth-router.js";
@@ -55,6 +56,8 @@ export interface RelayAppDeps {
   eventsKeepaliveMs?: number;
   /** The hash of the token that reads `/metrics` and nothing else, if one is set. */
   metricsTokenHash?: string;
+  /** The machines linked to this relay and their models, loaded or not: `/health`'s detail for the admin or scrape token. */
+  linked?: () => LinkedModels;
   limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; loadTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
   /** Requests in flight per stack and machine, and their queues. */
   gate: AdmissionGate;
@@ -112,7 +115,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
       if (req.secure && req.hostname !== "localhost" && isIP(req.hostname.replace(/^\[|\]$/g, "")) === 0) res.setHeader("strict-transport-security", "max-age=31536000");
       next();
     });
-    app.get("/health", (_req, res) => {
+    app.get("/health", (req, res) => {
       // The gateway serves while its database refuses writes: still 200, with what is wrong.
       // Limits applied per relay because Redis is away: still 200, saying so.
       const problem = deps.storage?.problem;
@@ -131,7 +134,9 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
         res.status(503).json({ status: "unavailable", changes: "lost touch with the database's change feed; refusing requests until caught up", ...details });
         return;
       }
-      res.json(Object.keys(details).length > 0 ? { status: "degraded", ...details } : { status: "ok" });
+      const status = Object.keys(details).length > 0 ? { status: "degraded", ...details } : { status: "ok" };
+      // The machines and models linked here are the operator's to see (the admin or scrape token), not an anonymous caller's.
+      res.json(deps.linked && readsMetrics(req, deps.adminTokenHash, deps.metricsTokenHash) ? { ...status, linked: deps.linked() } : status);
     });
     return app;
   };

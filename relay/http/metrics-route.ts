@@ -1,4 +1,4 @@
-import type { RequestHandler } from "express";
+import type { Request, RequestHandler } from "express";
 import { MakinaError } from "../../proto/index.js";
 import type { RelayMetrics } from "../metrics/index.js";
 import { hashesEqual, hashSecret } from "../keys/index.js";
@@ -11,9 +11,7 @@ import { isAdminToken, requestBearer } from "./auth/request-auth.js";
  */
 export function metricsRoute(metrics: RelayMetrics, adminTokenHash: () => string | undefined, scrapeTokenHash?: string): RequestHandler {
   return (req, res, next) => {
-    const bearer = requestBearer(req);
-    const scrape = scrapeTokenHash !== undefined && bearer !== undefined && hashesEqual(hashSecret(bearer), scrapeTokenHash);
-    if (!scrape && !isAdminToken(bearer, adminTokenHash)) {
+    if (!readsMetrics(req, adminTokenHash, scrapeTokenHash)) {
       next(new MakinaError("invalid_admin_token", "The metrics need the scrape token or the admin token: `Authorization: Bearer <token>`."));
       return;
     }
@@ -22,4 +20,11 @@ export function metricsRoute(metrics: RelayMetrics, adminTokenHash: () => string
       (err: unknown) => next(err),
     );
   };
+}
+
+/** Whether a request carries the scrape token or the admin token: what reads `/metrics` and `/health`'s detail. */
+export function readsMetrics(req: Request, adminTokenHash: () => string | undefined, scrapeTokenHash?: string): boolean {
+  const bearer = requestBearer(req);
+  const scrape = scrapeTokenHash !== undefined && bearer !== undefined && hashesEqual(hashSecret(bearer), scrapeTokenHash);
+  return scrape || isAdminToken(bearer, adminTokenHash);
 }

@@ -6,6 +6,13 @@ export interface RegistryEvents {
   online: [AgentSession];
 }
 
+/** The machines linked to a relay, and their stacks' models: loaded, or on demand and unloaded (the next request loads them). */
+export interface LinkedModels {
+  machines: number;
+  loaded: number;
+  unloaded: number;
+}
+
 /** The agents connected right now, one session per machine. */
 export class AgentRegistry extends EventEmitter<RegistryEvents> {
   private readonly sessions = new Map<string, AgentSession>();
@@ -36,5 +43,18 @@ export class AgentRegistry extends EventEmitter<RegistryEvents> {
 
   all(): AgentSession[] {
     return [...this.sessions.values()];
+  }
+
+  /** The machines linked now, and their stacks' models that take requests: loaded, or unloaded on demand. */
+  models(): LinkedModels {
+    let loaded = 0;
+    let unloaded = 0;
+    for (const session of this.sessions.values()) {
+      for (const stackId of session.readyStacks) {
+        if (session.loaded(stackId)) loaded++;
+        else unloaded++;
+      }
+    }
+    return { machines: this.sessions.size, loaded, unloaded };
   }
 }

@@ -1,18 +1,5 @@
-import {
-  DEFAULT_INITIAL_CREDIT,
-  MAX_EMBED_NUMBERS,
-  MakinaError,
-  type AgentToRelay,
-  type ChatInput,
-  type DeployStep,
-  type LinkEnd,
-  type Logger,
-  type RelayToAgent,
-  type StepProgress,
-  type StepResult,
-  type TokenEvent,
-  type Usage,
-} from "../../proto/index.js";
+import { DEFAULT_INITIAL_CREDIT, MAX_EMBED_NUMBERS, MakinaError } from "../../proto/index.js";
+import type { AgentToRelay, ChatInput, DeployStep, LinkEnd, Logger, RelayToAgent, StepProgress, StepResult, TokenEvent, Usage } from "../../proto/index.js";
 import { fromAgentError } from "./agent-errors.js";
 import type { SessionReports } from "./session-reports.js";
 import { clampUsage, type SeenAnswer } from "./clamp-usage.js";
@@ -123,6 +110,11 @@ export class AgentSession {
     return this.readiness.loaded(stackId);
   }
 
+  /** What the machine's memory budget leaves for a load, as it last said (bytes; Infinity: no budget said). */
+  freeMemory(): number {
+    return this.readiness.freeMemory();
+  }
+
   /** Inference requests in flight on this machine (for least-loaded routing). */
   get inFlight(): number {
     let n = 0;
@@ -209,6 +201,7 @@ export class AgentSession {
         return;
       }
       case "inventory":
+        this.readiness.sawMemory(message.inventory.memory);
         this.reports.onInventory?.(message.inventory);
         return;
       case "metrics":

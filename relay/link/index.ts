@@ -1,4 +1,4 @@
-export { AgentRegistry } from "./agent-registry.js";
+export { AgentRegistry, type LinkedModels } from "./agent-registry.js";
 export { AgentSession, type InferOptions, type SessionState } from "./agent-session.js";
 export { assertEncodable } from "./encodable-input.js";
 export { linkAcceptor, type LinkAcceptorDeps } from "./link-acceptor.js";

@@ -295,6 +295,8 @@ const INVENTORY_ENTRIES = 256;
 /** An agent's inventory as stored: strings and lists cut to size. */
 function boundedInventory(inv: Inventory): MachineInventory {
   const str = (v: string) => v.slice(0, INVENTORY_STRING);
+  const size = (v: number) => (Number.isFinite(v) && v > 0 ? v : 0);
+  const memory = inv.memory;
   return {
     runtimes: inv.runtimes.slice(0, INVENTORY_ENTRIES).map((r) => ({
       stackId: str(r.stackId),
@@ -304,15 +306,19 @@ function boundedInventory(inv: Inventory): MachineInventory {
       state: str(r.state),
       endpoint: str(r.endpoint),
       error: str(r.error),
+      residency: r.residency === "on_demand" ? "on_demand" : "always",
+      memoryBytes: size(r.memoryBytes),
+      loaded: r.loaded === true,
     })),
     models: inv.models.slice(0, INVENTORY_ENTRIES).map((m) => ({
       name: str(m.name),
       format: str(m.format),
-      sizeBytes: Math.max(0, m.sizeBytes),
+      sizeBytes: size(m.sizeBytes),
       path: str(m.path),
       sha256: str(m.sha256),
       stackIds: m.stackIds.slice(0, INVENTORY_ENTRIES).map(str),
     })),
+    memory: memory ? { budgetBytes: size(memory.budgetBytes), usedBytes: size(memory.usedBytes), maxLoaded: size(memory.maxLoaded), loaded: size(memory.loaded) } : null,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { RuntimeState } from "../../proto/index.js";
+import type { MachineMemory, RuntimeState } from "../../proto/index.js";
 
 /**
  * What a machine's link says of each stack's runtime, as routing reads it: which stacks take requests (`ready`:
@@ -32,6 +32,19 @@ export class StackReadiness {
   /** When the machine last said a stack's runtime is ready: the end of its last load. */
   readySince(stackId: string): number | undefined {
     return this.readyAt.get(stackId);
+  }
+
+  /** The budget's bytes the machine's loaded runtimes leave free, as its last inventory said; Infinity: no budget. */
+  private free = Infinity;
+
+  /** The machine's inventory said what its runtimes count against its memory budget. */
+  sawMemory(memory: MachineMemory | undefined): void {
+    this.free = memory && memory.budgetBytes > 0 ? Math.max(0, memory.budgetBytes - memory.usedBytes) : Infinity;
+  }
+
+  /** What the machine's memory budget leaves for a load, bytes (Infinity: it said no budget). */
+  freeMemory(): number {
+    return this.free;
   }
 
   /** The link is gone: nothing is served through it. */

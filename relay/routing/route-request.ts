@@ -22,8 +22,11 @@ export function keyAllowsStack(key: ApiKeyRecord, stack: Stack): boolean {
   return true;
 }
 
-/** What routing needs to know of a machine's link (`loaded` absent: every stack it serves counts as loaded). */
-export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested"> & Partial<Pick<AgentSession, "loaded" | "readySince">>;
+/**
+ * What routing needs to know of a machine's link (`loaded` absent: every stack it serves counts as loaded;
+ * `freeMemory` absent: its budget is not known).
+ */
+export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested"> & Partial<Pick<AgentSession, "loaded" | "readySince" | "freeMemory">>;
 
 /**
  * Where the gateway sends a request: a machine's link on this relay (an `AgentSession`), or a machine linked to
@@ -35,18 +38,26 @@ export type InferenceTarget = RoutableSession &
     readonly admittedWhereLinked?: boolean;
   };
 
-/** Ranks an unloaded replica after every loaded one: a request loads a model only when no replica has it loaded. */
-const UNLOADED = 2 ** 40;
+/** A replica's place in the order (lower first): loaded or not, then (to load) the memory its machine has free, then its machine's requests in flight. */
+type Rank = [unloaded: number, lessFree: number, inFlight: number];
+
+/** Whether rank `a` comes before `b` (-1), after it (1) or ties (0). */
+function compareRanks(a: Rank, b: Rank): number {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
+  return 0;
+}
 
 /**
  * Picks where a request runs: among the allowed stacks (the replicas serving its model), those whose machine is
  * online, whose runtime is ready (or on demand) and whose link is draining; a loaded one before one that must load
- * first; then the one whose machine has the fewest requests in flight; and among equals, each in turn (`turn`, a
- * number counting requests, picks which), so two replicas on one machine share its requests. Machines whose link
- * is not draining (the agent does not read what the relay writes) get no new requests: 503 when only they are left.
+ * first, and of those that must load, the one whose machine's memory budget has the most left free (the fewest
+ * idle models unloaded to make room); then the one whose machine has the fewest requests in flight; and among
+ * equals, each in turn (`turn`, a number counting requests, picks which), so two replicas on one machine share its
+ * requests. Machines whose link is not draining (the agent does not read what the relay writes) get no new
+ * requests: 503 when only they are left.
  */
 export function pickTarget<S extends RoutableSession = AgentSession>(registry: { get(machineId: string): S | undefined }, stacks: Stack[], turn = 0): { stack: Stack; session: S } {
-  let bestRank = Infinity;
+  let best: Rank | undefined;
   let ties: { stack: Stack; session: S }[] = [];
   let anyOnline = false;
   let anyCongested = false;
@@ -59,11 +70,13 @@ export function pickTarget<S extends RoutableSession = AgentSession>(registry: {
       anyCongested = true;
       continue;
     }
-    const rank = (session.loaded?.(stack.id) === false ? UNLOADED : 0) + session.inFlight;
-    if (rank < bestRank) {
-      bestRank = rank;
+    const unloaded = session.loaded?.(stack.id) === false;
+    const rank: Rank = [unloaded ? 1 : 0, unloaded ? -(session.freeMemory?.() ?? Infinity) : 0, session.inFlight];
+    const order = best ? compareRanks(rank, best) : -1;
+    if (order < 0) {
+      best = rank;
       ties = [{ stack, session }];
-    } else if (rank === bestRank) ties.push({ stack, session });
+    } else if (order === 0) ties.push({ stack, session });
   }
   if (ties.length) return ties[turn % ties.length]!;
   if (anyCongested) {

@@ -165,6 +165,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
       log: log.child({ component: "http" }),
       limiter,
       targets: machines.targets,
+      linked: () => registry.models(),
       fleet: fleet && { get connected() { return fleet.connected; }, insecure: config.natsInsecure },
       adminTokenHash: () => directory.adminTokenHash,
       trustProxy: config.trustProxy,

@@ -1,4 +1,4 @@
-import type { HardwareReport, Inventory } from "../../proto/index.js";
+import type { HardwareReport, Inventory, MachineMemory } from "../../proto/index.js";
 import { sql } from "kysely";
 import { databaseNowMs, type Db } from "./open-database.js";
 import type { ChangeNotices } from "./change-notices.js";
@@ -29,8 +29,18 @@ export type MachineState = "pending" | "online" | "offline";
 /** The hardware a machine reported in its last hello or hardware update, as stored. */
 export type HardwareSummary = HardwareReport;
 
-/** What a machine hosts, as it last reported it (cut to size). */
-export type MachineInventory = Inventory;
+/** What a machine hosts, as it last reported it (cut to size); `memory` null from an agent that predates budgets. */
+export type MachineInventory = Omit<Inventory, "memory"> & { memory: MachineMemory | null };
+
+/** An inventory as stored, read back: what an older agent did not say is given its default. */
+function storedInventory(json: string): MachineInventory {
+  const inv = JSON.parse(json) as Partial<MachineInventory>;
+  return {
+    runtimes: (inv.runtimes ?? []).map((r) => ({ ...r, residency: r.residency || "always", memoryBytes: r.memoryBytes ?? 0, loaded: r.loaded ?? r.state === "ready" })),
+    models: inv.models ?? [],
+    memory: inv.memory ?? null,
+  };
+}
 
 /** A worker machine. */
 export interface Machine {
@@ -57,7 +67,7 @@ const toMachine = (r: Row<"machines">): Machine => ({
   agentVersion: r.agent_version,
   lastSeenAt: r.last_seen_at,
   createdAt: r.created_at,
-  inventory: r.inventory_json ? (JSON.parse(r.inventory_json) as MachineInventory) : null,
+  inventory: r.inventory_json ? storedInventory(r.inventory_json) : null,
   revokedAt: r.revoked_at,
 });
 

@@ -218,6 +218,22 @@ export class RequestLogStore {
     return row && { ...toRequest(row, true), keyName: row.key_name, stackName: row.stack_name };
   }
 
+  /** How many requests each of `stackIds` (one organization's) has in the log that ended at or after `since`. */
+  async countsByStack(orgId: string, stackIds: readonly string[], since: number): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    if (stackIds.length === 0) return counts;
+    const rows = await this.db
+      .selectFrom("request_log")
+      .select(["stack_id", (eb) => eb.fn.countAll<number | string>().as("n")])
+      .where("org_id", "=", orgId)
+      .where("id", ">=", this.ids.floor(since))
+      .where("stack_id", "in", [...stackIds])
+      .groupBy("stack_id")
+      .execute();
+    for (const r of rows) if (r.stack_id !== null) counts.set(r.stack_id, Number(r.n));
+    return counts;
+  }
+
   /**
    * An organization's requests (or one stack's, or one machine's) that ended at or after `since`: counts and
    * tokens per minute, those since `recent`, latency percentiles of those answered, and the runtimes' decoding speed.

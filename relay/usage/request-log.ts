@@ -138,6 +138,12 @@ export class RequestLog {
     return this.store.requests.list(orgId, filter, page);
   }
 
+  /** How many requests each of `stackIds` (one organization's) answered or failed since `since`. */
+  async countsByStack(orgId: string, stackIds: readonly string[], since: number): Promise<Map<string, number>> {
+    await this.flush().catch(() => undefined);
+    return this.store.requests.countsByStack(orgId, stackIds, since);
+  }
+
   /** Figures of an organization's requests (or one stack's or machine's) since `since`, with those since `recent` apart. */
   async figures(orgId: string, scope: FiguresScope, since: number, recent: number): Promise<RequestFigures> {
     await this.flush().catch(() => undefined);

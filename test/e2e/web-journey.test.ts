@@ -648,6 +648,10 @@ describe("a newcomer's journey through the web application", () => {
     // Made on demand (no restart): its page says so, and its model is unloaded and loaded again from there.
     await page.getByRole("link", { name: "Edit" }).click();
     await page.getByLabel("Loaded").selectOption("on_demand");
+    // Judged by the machine's memory budget alone, with what it shares the machine with (itself not among them).
+    await expect.poll(() => page.getByTestId("compatibility").textContent()).toMatch(/Loaded on demand, it fits this machine's memory budget \([\d.]+ GiB, its agent's --memory-budget\) alone\. It shares the machine with tiny \([\d.]+ MiB\)/);
+    expect(await page.getByTestId("compatibility").textContent()).not.toMatch(/shares the machine with[^:]*framed/);
+    await shot("forge-on-demand-budget");
     await page.getByLabel("Unload after (seconds idle)").fill("900");
     await page.getByRole("button", { name: "Save changes" }).click();
     await expect.poll(() => page.getByTestId("stack-residency").textContent(), { timeout: 30_000 }).toContain("On demand: by its first request, unloaded after 900 s idle");
@@ -713,6 +717,10 @@ describe("a newcomer's journey through the web application", () => {
       await expect.poll(() => busy.getAttribute("aria-valuenow")).toBe("73");
       expect(await card.getByRole("meter", { name: "GPU 0 memory" }).getAttribute("aria-valuetext")).toBe("60.0 GiB of 79.6 GiB");
       await expect.poll(() => page.getByTestId("stat-gpus").textContent()).toContain("73% busy");
+      // The first machine's memory budget for models, and what its loaded stacks count against it.
+      const models = page.locator('[data-testid^="models-"]').filter({ hasText: "tiny" });
+      expect(await models.getByRole("meter", { name: "Memory budget for models" }).getAttribute("aria-valuetext")).toMatch(/^[\d.]+ (MiB|GiB) of [\d.]+ GiB budget$/);
+      expect(await models.getByRole("list", { name: /^Models loaded on / }).textContent()).toMatch(/tiny · [\d.]+ MiB/);
       await shot("overview");
       // The GPU gets busier: the page follows within seconds, without a reload.
       smiSays(79_000, 97);
@@ -724,9 +732,20 @@ describe("a newcomer's journey through the web application", () => {
       const figures = page.getByTestId("live-figures");
       await expect.poll(() => figures.getByRole("meter", { name: "GPU 0 busy" }).getAttribute("aria-valuenow"), { timeout: 20_000 }).toBe("97");
       await shot("machine-load");
-      // A stack's page: its requests, latency and the runtime's speed.
+      // A stack's page: its requests, latency and the runtime's speed; and a replica's share of its model id's requests.
+      const tiny = (await relay.store.stacks.listByOrg(acme.id)).find((st) => st.name === "tiny")!;
+      const copy = await relay.control.stacks.create(OP, { org: acme.id, name: "tiny-copy", machine: tiny.machineId, runtime: "gguf", model: tiny.modelRef, modelId: "tiny" });
+      await relay.control.stacks.deploy(OP, copy.id);
+      await relay.deployer.settled(copy.id);
       await nav("Stacks");
       await page.getByRole("link", { name: "tiny", exact: true }).click();
+      const shares = page.getByTestId("replica-shares");
+      await expect.poll(() => shares.textContent()).toMatch(/^This stack: 100% \([\d,]+\)tiny-copy: 0% \(0\)$/);
+      expect(await page.getByTestId("stack-replicas").textContent()).toContain("Requests for tiny are shared: a loaded replica first (to load one, the machine with the most memory free)");
+      await shot("stack-replicas");
+      await relay.control.stacks.undeploy(OP, copy.id);
+      await relay.deployer.settled(copy.id);
+      await relay.control.stacks.delete(OP, copy.id);
       await expect.poll(() => page.getByTestId("live-figures").getByTestId("stat-runtime-speed").textContent()).toMatch(/Runtime speed[\d,.]+ tok\/s/);
       expect(await page.getByTestId("live-figures").getByTestId("stat-errors").textContent()).toMatch(/of \d+ in the last hour/);
       await page.getByTestId("live-figures").scrollIntoViewIfNeeded();

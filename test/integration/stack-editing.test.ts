@@ -233,16 +233,21 @@ describe("editing and deleting stacks", () => {
     const cli = (...args: string[]) => runCli(["admin", "stack", ...args, "--data-dir", gw.dataDir]);
     const made = await operator("POST", "/admin/v1/stacks", { org: gw.orgId, name: "second teller", machine: gw.machineId, runtime: "gguf", model: testModelPath(), model_id: gw.modelId });
     const replica = (await made.json()) as Stack;
-    expect(replica.replicas).toEqual([{ id: gw.stackId, name: "story teller", machine_id: gw.machineId, state: "deployed" }]);
+    expect(replica.replicas).toEqual([{ id: gw.stackId, name: "story teller", machine_id: gw.machineId, state: "deployed", requests_last_hour: expect.any(Number) }]);
+    expect(replica.requests_last_hour).toBe(0);
     expect((await operator("POST", `/admin/v1/stacks/${replica.id}/deploy`)).status).toBe(200);
     await gw.relay.deployer.settled(replica.id);
-    expect((await stack(gw.stackId)).replicas).toEqual([{ id: replica.id, name: "second teller", machine_id: gw.machineId, state: "deployed" }]);
+    expect((await stack(gw.stackId)).replicas).toEqual([{ id: replica.id, name: "second teller", machine_id: gw.machineId, state: "deployed", requests_last_hour: 0 }]);
     // Said where a stack is described, as by an update that changed nothing.
     expect((await cli("update", gw.stackId, "--name", "story teller")).stdout).toMatch(/replicas:\s+also served by second teller on \S+ \(deployed\): requests are shared\n/);
     for (let i = 0; i < 6; i++) expect((await chat(gw.modelId)).status).toBe(200);
     const served = ((await (await operator("GET", `/admin/v1/requests?org=${gw.orgId}&per_page=6`)).json()) as { data: { stack_id: string }[] }).data.map((r) => r.stack_id);
     expect(served.filter((id) => id === replica.id)).toHaveLength(3);
     expect(served.filter((id) => id === gw.stackId)).toHaveLength(3);
+    // Each replica's share of the last hour's requests, on the stack's view.
+    const shared = await stack(gw.stackId);
+    expect(shared.replicas[0]!.requests_last_hour).toBe(3);
+    expect(shared.requests_last_hour).toBeGreaterThanOrEqual(3);
     const undeployed = await cli("undeploy", replica.id);
     expect(undeployed.stdout).toMatch(/replicas:\s+also served by story teller on \S+ \(deployed\): they go on serving /);
     expect((await chat(gw.modelId)).status).toBe(200);

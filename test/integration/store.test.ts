@@ -88,7 +88,7 @@ describe.each(DIALECTS)("the relay's store on %s", (dialect) => {
     await Promise.all(
       machines.flatMap((m, i) => [
         store.machines.markOnline(m.id, { hardware: { ...HARDWARE, cpuModel: `cpu-${i}` }, agentVersion: `v${i}` }, now + i),
-        store.machines.setInventory(m.id, { runtimes: [], models: [{ name: `model-${i}`, format: "gguf", sizeBytes: i, path: `/m/${i}.gguf`, sha256: "", stackIds: [] }] }),
+        store.machines.setInventory(m.id, { runtimes: [], models: [{ name: `model-${i}`, format: "gguf", sizeBytes: i, path: `/m/${i}.gguf`, sha256: "", stackIds: [] }], memory: null }),
         // Every third machine's link closes again at once: offline, whatever was batched with it.
         ...(i % 3 === 0 ? [store.machines.markOffline(m.id, now + 10_000)] : []),
       ]),

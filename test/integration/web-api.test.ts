@@ -278,6 +278,10 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
             state: "ready",
             endpoint: expect.stringMatching(/^unix:\//),
             error: "",
+            residency: "always",
+            // Loaded: what the model process says the model and its context hold, with the runtime's own.
+            memory_bytes: expect.any(Number),
+            loaded: true,
           },
         ]),
       { timeout: 10_000, interval: 50 },

@@ -202,3 +202,49 @@ describe("what a stack serves", () => {
     expect(serves({ runtime: "gguf", harness: "tools" })[0]).toEqual(["chat", "embeddings"]);
   });
 });
+
+describe("a stack against its machine's memory budget", () => {
+  const ref = "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf";
+  const MiB = 1024 ** 2;
+  // The machine's agent said: a 1 GiB budget, an always stack of 300 MiB and an on-demand one of 500 MiB.
+  const budget = {
+    budgetBytes: GiB,
+    stacks: [
+      { stackId: "stk_fixed", name: "fixed", bytes: 300 * MiB, residency: "always" as const },
+      { stackId: "stk_chat", name: "chat", bytes: 500 * MiB, residency: "on_demand" as const },
+    ],
+  };
+  const budgetSaid = (p: Partial<StackPlan>) => checkStack(plan({ modelRef: ref, model: catalog(ref), budget, ...p })).checks.filter((c) => c.topic === "memory").map((c) => [c.level, c.message]);
+
+  it("judges an on-demand stack by the budget alone, and says what it shares the machine with", () => {
+    // 770 MiB: beside the others it would not fit, but idle on-demand models are unloaded for it.
+    expect(budgetSaid({ residency: "on_demand" })[1]).toEqual([
+      "ok",
+      "Loaded on demand, it fits this machine's memory budget (1 GiB, its agent's --memory-budget) alone. It shares the machine with fixed (300 MiB), chat (500 MiB): idle on-demand models are unloaded for it, least recently used first, never an always-loaded one or one serving a request.",
+    ]);
+    // Its own count is not one of the others.
+    expect(budgetSaid({ residency: "on_demand", stackId: "stk_chat" })[1]![1]).toContain("It shares the machine with fixed (300 MiB): idle");
+    const small = { ...budget, budgetBytes: 512 * MiB };
+    const refused = checkStack(plan({ modelRef: ref, model: catalog(ref), budget: small, residency: "on_demand" }));
+    expect(refused.ok).toBe(false);
+    expect(refusalReasons(refused)).toBe("Loaded on demand, it needs about 770 MiB, more than this machine's memory budget (512 MiB, its agent's --memory-budget): it could never be loaded.");
+  });
+
+  it("warns when an always stack does not fit beside the always-loaded ones, and says nothing without a budget", () => {
+    expect(budgetSaid({ residency: "always" })[1]).toEqual([
+      "warn",
+      "Always loaded, it needs about 770 MiB beside the 300 MiB the machine's always-loaded stacks hold (fixed (300 MiB)), more than this machine's memory budget (1 GiB, its agent's --memory-budget): its runtime will not start until one of them goes, or make it on demand.",
+    ]);
+    expect(budgetSaid({ residency: "always", budget: { budgetBytes: 2 * GiB, stacks: budget.stacks } })[1]).toEqual([
+      "ok",
+      "Always loaded, it fits this machine's memory budget (2 GiB, its agent's --memory-budget) beside the always-loaded stacks; idle on-demand ones (chat (500 MiB)) are unloaded to make room for it.",
+    ]);
+    expect(budgetSaid({ residency: "on_demand", budget: null })).toHaveLength(1);
+    expect(budgetSaid({ residency: "on_demand", budget: { budgetBytes: 0, stacks: [] } })).toHaveLength(1);
+  });
+
+  it("counts a vLLM stack as the 90% of its GPU vLLM takes, as the agent does", () => {
+    const vllm = checkStack(plan({ runtime: "vllm", modelRef: "Qwen/Qwen2.5-7B-Instruct", hardware: h100, residency: "on_demand", budget: { budgetBytes: 60 * GiB, stacks: [] } }));
+    expect(refusalReasons(vllm)).toBe("Loaded on demand, it needs about 72 GiB, more than this machine's memory budget (60 GiB, its agent's --memory-budget): it could never be loaded.");
+  });
+});

@@ -20,7 +20,7 @@ async function status(kind: MachineKind, patch: Partial<AgentStatus> = {}): Prom
     disk: { path: "/var/lib/makina", freeBytes: 500 * 2 ** 30, sizeBytes: 1000 * 2 ** 30 },
     runtimes: [],
     models: [],
-    memory: { budgetBytes: 0, usedBytes: 0, maxLoaded: 0, loaded: 0 },
+    memory: { budgetBytes: 0, usedBytes: 0, maxLoaded: 0, loaded: 0, loadedStacks: [] },
     ...patch,
   };
 }

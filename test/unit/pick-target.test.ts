@@ -3,8 +3,9 @@ import { pickTarget, type RoutableSession } from "../../relay/routing/route-requ
 import type { Stack } from "../../relay/store/index.js";
 
 const stack = (id: string, machineId: string) => ({ id, machineId }) as Stack;
-const session = (o: Partial<RoutableSession> & { ready: string[]; unloaded?: string[] }): RoutableSession => ({
+const session = (o: Partial<RoutableSession> & { ready: string[]; unloaded?: string[]; free?: number }): RoutableSession => ({
   state: "open",
+  freeMemory: () => o.free ?? Infinity,
   readyStacks: new Set(o.ready),
   inFlight: o.inFlight ?? 0,
   congested: o.congested ?? false,
@@ -48,5 +49,19 @@ describe("picking the machine that serves a request", () => {
     // None loaded: the idlest machine loads it.
     const cold = registryOf({ m1: session({ ready: ["s1"], unloaded: ["s1"], inFlight: 3 }), m2: session({ ready: ["s2"], unloaded: ["s2"], inFlight: 1 }) });
     expect(pickTarget(cold, replicas).stack.id).toBe("s2");
+  });
+
+  it("loads a model on the machine whose memory budget has the most left free, busy or not", () => {
+    const replicas = [stack("s1", "m1"), stack("s2", "m2"), stack("s3", "m3")];
+    const GiB = 1024 ** 3;
+    const registry = registryOf({
+      m1: session({ ready: ["s1"], unloaded: ["s1"], inFlight: 0, free: 2 * GiB }),
+      m2: session({ ready: ["s2"], unloaded: ["s2"], inFlight: 4, free: 9 * GiB }),
+      m3: session({ ready: ["s3"], unloaded: ["s3"], inFlight: 0, free: 5 * GiB }),
+    });
+    expect(pickTarget(registry, replicas).stack.id).toBe("s2");
+    // A loaded replica still comes first, whatever the others have free.
+    const warm = registryOf({ m1: session({ ready: ["s1"], free: 0 }), m2: session({ ready: ["s2"], unloaded: ["s2"], free: 9 * GiB }) });
+    expect(pickTarget(warm, replicas).stack.id).toBe("s1");
   });
 });

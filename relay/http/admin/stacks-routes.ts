@@ -28,7 +28,7 @@ export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Ac
     },
     "POST /admin/v1/compatibility": async (input, actor) => {
       const b = input.body();
-      return toWire(await control.stacks.check(actor, b.org, { machine: b.machine, runtime: b.runtime, model: b.model, harness: b.harness, orchestrator: b.orchestrator, endpoint: b.endpoint, maxContext: b.max_context, residency: b.residency }));
+      return toWire(await control.stacks.check(actor, b.org, { machine: b.machine, runtime: b.runtime, model: b.model, harness: b.harness, orchestrator: b.orchestrator, endpoint: b.endpoint, maxContext: b.max_context, residency: b.residency, stackId: b.stack ?? undefined }));
     },
     "GET /admin/v1/catalog": () => toWire({ object: "list", data: MODEL_CATALOG.map(({ facts, ...m }) => ({ ...m, sizeBytes: facts.weightsBytes })) }),
     "PATCH /admin/v1/stacks/:id": async (input, actor) => {

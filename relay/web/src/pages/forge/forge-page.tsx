@@ -28,7 +28,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
   const form = useForm(editing ? fieldsOf(editing) : FIELDS);
   /** A deployed (or deploying) stack stays on its machine: undeploy it to move it. */
   const pinnedMachine = editing !== undefined && editing.state !== "draft" && editing.state !== "failed";
-  const { machine, runtime, choice, custom, harness, orchestrator, maxContext, endpoint } = form.values;
+  const { machine, runtime, choice, custom, harness, orchestrator, maxContext, endpoint, residency } = form.values;
   /** The last submit: what the relay refused, and the fields as they were then. */
   const [submitted, setSubmitted] = useState<{ error: ApiError | null; busy: boolean; values: typeof FIELDS | null }>({ error: null, busy: false, values: null });
   const { error, busy } = submitted;
@@ -52,7 +52,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
   // default). What is not one is left to the submit, where the relay says what it wants at the field.
   const typedContext = Number(maxContext.trim());
   const contextAsked = SIZED_CONTEXT.includes(runtime) && /^\d+$/.test(maxContext.trim()) && typedContext >= CONTEXT_RANGE.min && typedContext <= CONTEXT_RANGE.max ? typedContext : null;
-  const compat = useCompatibility({ machine, runtime, model: modelRef, harness: harness || null, orchestrator: orchestrator || null, endpoint, max_context: contextAsked });
+  const compat = useCompatibility({ machine, runtime, model: modelRef, harness: harness || null, orchestrator: orchestrator || null, endpoint, max_context: contextAsked, residency: runtime === "openai" ? "always" : residency, stack: editing?.id ?? null });
 
   const machineList = useMemo(() => machines.data ?? [], [machines.data]);
   if (!isAdmin) return <OnlyAdmins orgName={session.org.name} />;

@@ -13,6 +13,10 @@ export interface CompatibilityAsk {
   endpoint: boolean;
   /** Tokens of context asked; null: the machine's default. */
   max_context: number | null;
+  /** An on-demand stack is judged by whether it fits the machine's memory budget alone. */
+  residency: "always" | "on_demand";
+  /** The stack being edited: what it counts on its machine is not one of the others'. */
+  stack: string | null;
 }
 
 /**
@@ -24,7 +28,7 @@ export function useCompatibility(ask: CompatibilityAsk): { result: Compatibility
   const { client, session } = useApp();
   const [compat, setCompat] = useState<{ result: Compatibility | null; pending: boolean }>({ result: null, pending: false });
   const seq = useRef(0);
-  const { machine, runtime, model, harness, orchestrator, endpoint, max_context } = ask;
+  const { machine, runtime, model, harness, orchestrator, endpoint, max_context, residency, stack } = ask;
   useEffect(() => {
     if (!machine) return;
     const pause = seq.current === 0 ? 0 : 150;
@@ -32,7 +36,7 @@ export function useCompatibility(ask: CompatibilityAsk): { result: Compatibility
     setCompat((c) => ({ ...c, pending: true }));
     const timer = setTimeout(() => {
       client
-        .call("POST /admin/v1/compatibility", { body: { org: session.org.id, machine, runtime, model, harness, orchestrator, endpoint, max_context } })
+        .call("POST /admin/v1/compatibility", { body: { org: session.org.id, machine, runtime, model, harness, orchestrator, endpoint, max_context, residency, ...(stack && { stack }) } })
         .then(
           (result) => mine === seq.current && setCompat({ result, pending: false }),
           (e: ApiError) =>
@@ -40,6 +44,6 @@ export function useCompatibility(ask: CompatibilityAsk): { result: Compatibility
         );
     }, pause);
     return () => clearTimeout(timer);
-  }, [client, session.org.id, machine, runtime, model, harness, orchestrator, endpoint, max_context]);
+  }, [client, session.org.id, machine, runtime, model, harness, orchestrator, endpoint, max_context, residency, stack]);
   return compat;
 }

@@ -1,5 +1,6 @@
 import type { MachineLoad, MinutePoint, RequestFigures } from "../../api/types.js";
 import { formatBytes } from "../../components/format.js";
+import { Link } from "../../components/link.js";
 
 const count = (n: number) => n.toLocaleString("en-US");
 /** A latency as people read it: milliseconds under a second, seconds above. */
@@ -128,6 +129,43 @@ export function LoadMeters({ load }: { load: MachineLoad }) {
           />
         </div>
       ))}
+      {load.models && <ModelMemoryMeter load={load} models={load.models} />}
+    </div>
+  );
+}
+
+/**
+ * The machine's memory budget for models: what its loaded models count against it, stack by stack (estimates, as
+ * the agent counts them), and those on demand that are not loaded now.
+ */
+function ModelMemoryMeter({ load, models }: { load: MachineLoad; models: NonNullable<MachineLoad["models"]> }) {
+  const loaded = models.stacks.filter((st) => st.loaded);
+  const idle = models.stacks.filter((st) => !st.loaded && st.residency === "on_demand");
+  const budget = models.budget_bytes;
+  const limit = models.max_loaded > 0 ? `, at most ${models.max_loaded} loaded` : "";
+  return (
+    <div class="model-memory" data-testid={`models-${load.machine_id}`}>
+      <Meter
+        label="Memory budget for models"
+        shown="Models"
+        percent={share(models.used_bytes, budget)}
+        words={budget > 0 ? `${formatBytes(models.used_bytes)} of ${formatBytes(budget)} budget${limit}` : `${formatBytes(models.used_bytes)} (no budget${limit})`}
+      />
+      {loaded.length > 0 && (
+        <ul class="shares small" aria-label={`Models loaded on ${load.name}`}>
+          {loaded.map((st) => (
+            <li key={st.stack_id}>
+              <Link href={`/stacks/${st.stack_id}`}>{st.name}</Link> · {st.bytes > 0 ? formatBytes(st.bytes) : "size unknown"}
+              {st.residency === "on_demand" ? " · on demand" : ""}
+            </li>
+          ))}
+        </ul>
+      )}
+      {idle.length > 0 && (
+        <div class="muted small">
+          Not loaded now (the next request loads {idle.length === 1 ? "it" : "them"}): {idle.map((st) => st.name).join(", ")}
+        </div>
+      )}
     </div>
   );
 }

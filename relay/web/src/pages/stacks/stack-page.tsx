@@ -10,6 +10,7 @@ import { StateBadge, UnverifiedBadge } from "../../components/state-badge.js";
 import { CompatibilityPanel } from "../forge/compatibility-panel.js";
 import { DeploymentProgress } from "./deployment-progress.js";
 import { Playground } from "./playground.js";
+import { ReplicasRow } from "./replicas-row.js";
 import { Snippets } from "./snippets.js";
 import { RecentRequests } from "../requests/recent-requests.js";
 import { LiveFigures } from "../overview/live-figures.js";
@@ -102,21 +103,7 @@ function LayersCard({ stack: s }: { stack: Stack }) {
               ? `On demand: by its first request, unloaded after ${s.idle_unload_s.toLocaleString("en-US")} s idle or when the machine needs the memory`
               : "On demand: by its first request, unloaded only when the machine needs the memory"}
         </dd>
-        {s.has_endpoint && s.replicas.length > 0 && (
-          <>
-            <dt>Replicas</dt>
-            <dd data-testid="stack-replicas">
-              Also served by{" "}
-              {s.replicas.map((r, i) => (
-                <span key={r.id}>
-                  {i > 0 && ", "}
-                  <Link href={`/stacks/${r.id}`}>{r.name}</Link> ({r.state})
-                </span>
-              ))}
-              {s.replicas.some((r) => r.state === "deployed") && s.state === "deployed" && <div class="muted small">Requests for {s.model_id} are shared: a loaded replica first, then the least busy machine.</div>}
-            </dd>
-          </>
-        )}
+        {s.has_endpoint && s.replicas.length > 0 && <ReplicasRow stack={s} />}
         <dt>Harness</dt>
         <dd data-testid="stack-harness">
           {s.harness ?? "none"}
