@@ -166,7 +166,10 @@ export interface HostedRuntime {
   error: string;
   /** `always` (loaded until removed) or `on_demand` (loaded by a request, unloaded when idle or for room). */
   residency: string;
-  /** The memory it counts against the machine's budget when loaded (the compatibility estimate), bytes; 0: unknown. */
+  /**
+   * The memory it counts against the machine's budget when loaded (a loaded GGUF model: what node-llama-cpp says it
+   * holds; otherwise the compatibility estimate), bytes; 0: unknown.
+   */
   memoryBytes: number;
   /** Whether its model is loaded (or loading) now, counted against the budget. */
   loaded: boolean;

@@ -183,7 +183,7 @@ export interface HostedRuntime {
   error: string;
   /** `always` or `on_demand`. */
   residency: string;
-  /** The memory it counts against the machine's budget when loaded (an estimate), bytes; 0: unknown. */
+  /** The memory it counts against the machine's budget when loaded (what a loaded GGUF model says it holds, else an estimate), bytes; 0: unknown. */
   memoryBytes: number;
   /** Whether its model is loaded (or loading) now. */
   loaded: boolean;

@@ -11,15 +11,16 @@ export interface MemoryNeed {
   context: number;
 }
 
-/**
- * The memory a model needs loaded: its weights, the KV cache of each sequence's context, and the runtime's own
- * (compute buffers, the runtime itself: 5% of the weights plus 256 MiB). An estimate, the same on both sides.
- */
 /** What a runtime needs beside its weights and KV cache (compute buffers, the runtime itself): 5% of the weights plus 256 MiB. */
 export function runtimeOverheadBytes(weightsBytes: number): number {
   return Math.round(0.05 * weightsBytes + 0.25 * GiB);
 }
 
+/**
+ * The memory a model needs loaded: its weights, the KV cache of each sequence's context, and the runtime's own
+ * (`runtimeOverheadBytes`). An estimate, the same in the relay's compatibility rules and the agent's budget before
+ * a model loads (a loaded GGUF model then counts what node-llama-cpp says it holds).
+ */
 export function memoryNeed(weightsBytes: number, kvBytesPerToken: number | null, contextSize: number, trainContextSize: number | null, sequences: number): MemoryNeed {
   const context = Math.min(contextSize, trainContextSize ?? contextSize);
   const kvBytes = (kvBytesPerToken ?? 0) * context * sequences;

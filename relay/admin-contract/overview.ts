@@ -37,8 +37,11 @@ export interface ModelMemory {
   used_bytes: number;
   /** Runtimes loaded at once at most (`--max-loaded`); 0: no limit. */
   max_loaded: number;
-  /** Each stack on the machine: what it counts when loaded (the compatibility estimate; 0 unknown), and whether it is. */
-  stacks: { stack_id: string; name: string; bytes: number; loaded: boolean; residency: string }[];
+  /**
+   * The organization's stacks on the machine: what each counts when loaded (a loaded GGUF model: what node-llama-cpp
+   * says it holds; otherwise the compatibility estimate; 0 unknown), whether it is loaded, and its runtime's state.
+   */
+  stacks: { stack_id: string; name: string; bytes: number; loaded: boolean; residency: string; state: string }[];
 }
 
 /** One minute of requests. */

@@ -107,7 +107,10 @@ export interface Stack {
    * for the model id are shared among them (a loaded one first, then the least busy machine, equals in turn).
    */
   replicas: { id: string; name: string; machine_id: string; state: StackState; requests_last_hour: number }[];
-  /** With replicas: the requests this stack served in the last hour, beside each replica's `requests_last_hour` (their shares); null without replicas. */
+  /**
+   * With replicas: the requests sent to this stack in the last hour (answered, failed or refused once it was chosen),
+   * beside each replica's `requests_last_hour` (their shares); null without replicas.
+   */
   requests_last_hour: number | null;
 }
 

@@ -64,10 +64,11 @@ export interface StackPlan {
   stackId?: string;
 }
 
-/** A machine's memory budget (`--memory-budget`) and what each of its stacks counts against it when loaded. */
+/** A machine's memory budget (`--memory-budget`, `--max-loaded`: 0 no limit) and what each of its stacks counts against it when loaded, and whether it is. */
 export interface MachineBudget {
   budgetBytes: number;
-  stacks: { stackId: string; name: string; bytes: number; residency: "always" | "on_demand" }[];
+  maxLoaded: number;
+  stacks: { stackId: string; name: string; bytes: number; residency: "always" | "on_demand"; loaded: boolean }[];
 }
 
 const GiB = 1024 ** 3;
@@ -163,36 +164,44 @@ function memoryCheck(plan: StackPlan, hw: HardwareSummary): Said | null {
 }
 
 /**
- * The stack against the machine's memory budget, as its agent keeps it: an on-demand stack must fit the budget
- * alone (idle on-demand models are unloaded for it), an always stack beside the other always ones (which are
- * never unloaded). Says what it shares the machine with.
+ * The stack against the machine's memory budget, as its agent keeps it: an on-demand stack larger than the whole
+ * budget is refused (it could never load); one that does not fit beside the machine's always-loaded stacks (which
+ * are never unloaded), in bytes or in `--max-loaded`, is warned of; the rest it shares with idle on-demand models,
+ * unloaded for it. Says what it shares the machine with.
  */
 function budgetCheck(plan: StackPlan, need: number): Said | null {
   const budget = plan.budget;
   if (!budget || budget.budgetBytes <= 0 || plan.runtime === "openai") return null;
   const total = budget.budgetBytes;
   const others = budget.stacks.filter((s) => s.stackId !== plan.stackId);
-  const named = (list: MachineBudget["stacks"]) => list.map((s) => (s.bytes ? `${s.name} (${gib(s.bytes)})` : s.name)).join(", ");
-  const budgetWords = `this machine's memory budget (${gib(total)}, its agent's --memory-budget)`;
-  if (plan.residency === "on_demand") {
-    if (need > total) return { topic: "memory", level: "fail", message: `Loaded on demand, it needs about ${gib(need)}, more than ${budgetWords}: it could never be loaded.` };
-    return {
-      topic: "memory",
-      level: "ok",
-      message: others.length
-        ? `Loaded on demand, it fits ${budgetWords} alone. It shares the machine with ${named(others)}: idle on-demand models are unloaded for it, least recently used first, never an always-loaded one or one serving a request.`
-        : `Loaded on demand, it fits ${budgetWords}; nothing else is deployed there.`,
-    };
-  }
-  const pinned = others.filter((s) => s.residency === "always");
+  const pinned = others.filter((s) => s.residency === "always" && s.loaded);
   const held = pinned.reduce((sum, s) => sum + s.bytes, 0);
-  if (need + held > total) {
-    return { topic: "memory", level: "warn", message: `Always loaded, it needs about ${gib(need)} beside the ${gib(held)} the machine's always-loaded stacks hold (${named(pinned)}), more than ${budgetWords}: its runtime will not start until one of them goes, or make it on demand.` };
+  const slotsFull = budget.maxLoaded > 0 && pinned.length >= budget.maxLoaded;
+  const budgetWords = `this machine's memory budget (${gib(total)}, its agent's --memory-budget)`;
+  const beside = pinned.length ? ` beside the ${gib(held)} its always-loaded stacks hold (${named(pinned)})` : "";
+  const onDemand = plan.residency === "on_demand";
+  const how = onDemand ? "Loaded on demand" : "Always loaded";
+  if (onDemand && need > total) return { topic: "memory", level: "fail", message: `${how}, it needs about ${gib(need)}, more than ${budgetWords}: it could never be loaded.` };
+  if (need + held > total || slotsFull) {
+    const why = slotsFull
+      ? `the machine keeps at most ${budget.maxLoaded} loaded (its agent's --max-loaded), and its always-loaded stacks (${named(pinned)}) take ${budget.maxLoaded === 1 ? "that place" : "every place"}`
+      : `it needs about ${gib(need)}${beside}, more than ${budgetWords}`;
+    // Said, not refused: the machine is the judge (what it last reported may be a moment old), and refuses the
+    // deploy of an always stack, or the load of an on-demand one, while they are loaded.
+    return onDemand
+      ? { topic: "memory", level: "warn", message: `${how}: ${why}, so the machine would refuse to load it while they are loaded.` }
+      : { topic: "memory", level: "warn", message: `${how}: ${why}, so the machine would refuse its deploy while they are loaded.` };
   }
-  const onDemand = others.filter((s) => s.residency === "on_demand");
-  return onDemand.length
-    ? { topic: "memory", level: "ok", message: `Always loaded, it fits ${budgetWords} beside the always-loaded stacks; idle on-demand ones (${named(onDemand)}) are unloaded to make room for it.` }
-    : null;
+  const idle = others.filter((s) => s.residency === "on_demand");
+  if (!onDemand && idle.length === 0) return null;
+  const shares = idle.length ? ` It shares the rest with ${named(idle)}: idle on-demand models are unloaded when it needs their room, least recently used first, never one serving a request.` : "";
+  return { topic: "memory", level: "ok", message: `${how}, it fits ${budgetWords}${beside}.${shares}` };
+}
+
+/** Stacks by name, five at most and how many more. */
+function named(list: MachineBudget["stacks"]): string {
+  const shown = list.slice(0, 5).map((s) => (s.bytes ? `${s.name} (${gib(s.bytes)})` : s.name));
+  return list.length > 5 ? `${shown.join(", ")} and ${list.length - 5} more` : shown.join(", ");
 }
 
 /** A context asked past what the model was trained for: GGUF serves the model's, vLLM refuses to start. */

@@ -3,6 +3,7 @@ import type { Actor } from "../auth/index.js";
 import type { ReceivedLoad } from "../link/index.js";
 import type { Machine, RequestFigures } from "../store/index.js";
 import type { ControlContext } from "./control-context.js";
+import { stacksCounted } from "./stack-facts.js";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -36,14 +37,10 @@ export function requestFigures(f: RequestFigures, now: number): WireFigures {
 
 /** A machine's memory budget for models and each of its stacks' count, named as the organization's stacks are. */
 function modelMemory(m: Machine, names: ReadonlyMap<string, string>): ModelMemory | null {
-  const inv = m.inventory;
-  if (!inv?.memory) return null;
-  return {
-    budget_bytes: inv.memory.budgetBytes,
-    used_bytes: inv.memory.usedBytes,
-    max_loaded: inv.memory.maxLoaded,
-    stacks: inv.runtimes.map((r) => ({ stack_id: r.stackId, name: names.get(r.stackId) ?? r.modelId, bytes: r.memoryBytes, loaded: r.loaded, residency: r.residency })),
-  };
+  const memory = m.inventory?.memory;
+  if (!memory) return null;
+  const stacks = stacksCounted(m, names).map((st) => ({ stack_id: st.stackId, name: st.name, bytes: st.bytes, loaded: st.loaded, residency: st.residency, state: st.state }));
+  return { budget_bytes: memory.budgetBytes, used_bytes: memory.usedBytes, max_loaded: memory.maxLoaded, stacks };
 }
 
 const wireLoad = (m: Machine, { load, receivedAt }: ReceivedLoad, names: ReadonlyMap<string, string>): WireLoad => ({

@@ -1,6 +1,6 @@
 import { MakinaError, validateLayerOptions, type LayerOptionValue } from "../../proto/index.js";
 import type { MachineBudget, ModelFacts, StackPlan } from "../compatibility/index.js";
-import type { Machine, RuntimeKind, StackResidency } from "../store/index.js";
+import type { HardwareSummary, Machine, RuntimeKind, StackResidency } from "../store/index.js";
 
 /** The agent's defaults (MAKINA_AGENT_MAX_CONTEXT, MAKINA_AGENT_PARALLEL): what memory estimates assume. */
 const AGENT_DEFAULT_CONTEXT = 4096;
@@ -45,25 +45,45 @@ export function checkResidency(runtime: RuntimeKind, residency: StackResidency |
   }
 }
 
-/** The machine's memory budget and each stack counted against it, as its last inventory said; null: not said. */
-function machineBudget(machine: Pick<Machine, "inventory"> | null): MachineBudget | null {
-  const inventory = machine?.inventory;
-  if (!inventory?.memory) return null;
-  return {
-    budgetBytes: inventory.memory.budgetBytes,
-    stacks: inventory.runtimes.map((r) => ({ stackId: r.stackId, name: r.modelId || r.stackId, bytes: r.memoryBytes, residency: r.residency === "on_demand" ? "on_demand" : "always" })),
-  };
+/** One of the organization's stacks on a machine, as the machine's last inventory counts it. */
+export interface CountedStack {
+  stackId: string;
+  /** The stack's name in the organization. */
+  name: string;
+  /** What it counts against the budget when loaded, bytes (0: not known). */
+  bytes: number;
+  residency: "always" | "on_demand";
+  loaded: boolean;
+  /** Its runtime's state on the machine. */
+  state: string;
 }
 
 /**
- * What the compatibility rules get for a stack on a machine (or on no machine yet): `stackId` once the stack exists
- * (its own count on the machine is not one of the others).
+ * The organization's stacks on a machine as its last inventory counts them, named as the organization names them
+ * (`names`: its stacks by id); what the machine says of anything else is left out.
+ */
+export function stacksCounted(machine: Pick<Machine, "inventory"> | null, names: ReadonlyMap<string, string>): CountedStack[] {
+  return (machine?.inventory?.runtimes ?? []).flatMap((r) => {
+    const name = names.get(r.stackId);
+    return name === undefined ? [] : [{ stackId: r.stackId, name, bytes: r.memoryBytes, residency: r.residency === "on_demand" ? ("on_demand" as const) : ("always" as const), loaded: r.loaded, state: r.state }];
+  });
+}
+
+/** The machine's memory budget and the organization's stacks counted against it, as its last inventory said; null: not said. */
+export function machineBudget(machine: Pick<Machine, "inventory"> | null, names: ReadonlyMap<string, string>): MachineBudget | null {
+  const memory = machine?.inventory?.memory;
+  return memory ? { budgetBytes: memory.budgetBytes, maxLoaded: memory.maxLoaded, stacks: stacksCounted(machine, names) } : null;
+}
+
+/**
+ * What the compatibility rules get for a stack on a machine (or on no machine yet): the machine's hardware and
+ * budget (see `machineBudget`); `stackId` once the stack exists (its own count on the machine is not one of the others).
  */
 export function stackPlan(
   runtime: RuntimeKind,
   modelRef: string,
   model: ModelFacts,
-  machine: Pick<Machine, "hardware" | "inventory"> | null,
+  machine: { hardware: HardwareSummary | null; budget: MachineBudget | null } | null,
   layers: PlanLayers,
   modelFileProblem: string | null = null,
   stackId?: string,
@@ -75,7 +95,7 @@ export function stackPlan(
     model,
     hardware: machine?.hardware ?? null,
     residency: layers.residency ?? "always",
-    budget: machineBudget(machine),
+    budget: machine?.budget ?? null,
     ...(stackId !== undefined && { stackId }),
     contextSize: layers.maxContext ?? AGENT_DEFAULT_CONTEXT,
     maxContext: layers.maxContext ?? null,

@@ -1,10 +1,10 @@
 import { MakinaError } from "../../proto/index.js";
-import { checkStack, refusalReasons, type Compatibility, type ModelFacts } from "../compatibility/index.js";
+import { checkStack, refusalReasons, type Compatibility, type MachineBudget, type ModelFacts } from "../compatibility/index.js";
 import type { Deployment, Machine, RuntimeKind, Stack, StackResidency } from "../store/index.js";
 import type { ControlContext } from "./control-context.js";
 import { isLocalModel } from "./model-files.js";
 import { MAX_MODEL_REF_CHARS } from "./model-inspector.js";
-import { checkMaxContext, checkResidency, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
+import { checkMaxContext, checkResidency, machineBudget, onDisk, stackPlan, type PlanLayers } from "./stack-facts.js";
 
 /** A stack with its compatibility and latest deployment, as the admin API returns it. */
 export type StackView = Stack & {
@@ -14,7 +14,7 @@ export type StackView = Stack & {
   modelUnverified: boolean;
   /** The organization's other stacks with an endpoint for the same model id: deployed, they share its requests. */
   replicas: Replica[];
-  /** With replicas: the requests it served in the last hour (its share beside theirs); null without replicas. */
+  /** With replicas: the requests sent to it in the last hour, refused ones included (its share beside theirs); null without replicas. */
   requestsLastHour: number | null;
 };
 
@@ -24,9 +24,12 @@ export interface Replica {
   name: string;
   machineId: string;
   state: Stack["state"];
-  /** The requests it served in the last hour. */
+  /** The requests sent to it in the last hour, refused ones included. */
   requestsLastHour: number;
 }
+
+/** An organization's stacks' names by id. */
+const namesOf = (stacks: readonly Stack[]): Map<string, string> => new Map(stacks.map((s) => [s.id, s.name]));
 
 /** The window replicas' shares are counted over. */
 const SHARE_WINDOW_MS = 3_600_000;
@@ -72,7 +75,8 @@ export class StackViews {
     const replicasOf = replicasIn(all);
     const replicas = new Map(stacks.map((s) => [s.id, replicasOf(s)]));
     const counts = await this.shares(orgId, stacks, replicas);
-    return stacks.map((s) => this.viewWith(s, byId.get(s.machineId) ?? null, deployments.get(s.id) ?? null, replicas.get(s.id)!, counts));
+    const names = namesOf(all);
+    return stacks.map((s) => this.viewWith(s, byId.get(s.machineId) ?? null, deployments.get(s.id) ?? null, replicas.get(s.id)!, counts, names));
   }
 
   /** The requests of the last hour of each stack that has replicas, and of its replicas: their shares. */
@@ -97,8 +101,8 @@ export class StackViews {
     checkMaxContext(plan.runtime, plan.maxContext);
     checkResidency(plan.runtime, plan.residency);
     if (!machine) return checkStack(stackPlan(plan.runtime, modelRef, this.c.deps.inspector.known(modelRef), null, plan));
-    const { model, problem } = await this.modelOn(machine, plan.runtime, modelRef, { ask: askMachine, fresh: false });
-    return checkStack(stackPlan(plan.runtime, modelRef, model, machine, plan, problem, plan.stackId));
+    const [{ model, problem }, onMachine] = await Promise.all([this.modelOn(machine, plan.runtime, modelRef, { ask: askMachine, fresh: false }), this.onMachine(machine)]);
+    return checkStack(stackPlan(plan.runtime, modelRef, model, onMachine, plan, problem, plan.stackId));
   }
 
   /**
@@ -107,8 +111,8 @@ export class StackViews {
    */
   async refuseIfIncompatible(machine: Machine, runtime: RuntimeKind, modelRef: string, layers: PlanLayers, stackId?: string): Promise<void> {
     // About to make or deploy it: the machine is asked afresh (a file put there since is found).
-    const { model, problem } = await this.modelOn(machine, runtime, modelRef, { ask: true, fresh: true });
-    const verdict = checkStack(stackPlan(runtime, modelRef, model, machine, layers, problem, stackId));
+    const [{ model, problem }, onMachine] = await Promise.all([this.modelOn(machine, runtime, modelRef, { ask: true, fresh: true }), this.onMachine(machine)]);
+    const verdict = checkStack(stackPlan(runtime, modelRef, model, onMachine, layers, problem, stackId));
     if (verdict.ok === false) throw new MakinaError("incompatible_stack", `This stack cannot run on ${machine.name}: ${refusalReasons(verdict)}`, { param: "runtime" });
   }
 
@@ -116,7 +120,13 @@ export class StackViews {
     const [machine, deployment, all] = await Promise.all([this.c.store.machines.get(stack.machineId), this.c.store.deployments.latest(stack.id), this.c.store.stacks.listByOrg(stack.orgId)]);
     const replicas = replicasIn(all)(stack);
     const counts = await this.shares(stack.orgId, [stack], new Map([[stack.id, replicas]]));
-    return this.viewWith(stack, machine ?? null, deployment ?? null, replicas, counts);
+    return this.viewWith(stack, machine ?? null, deployment ?? null, replicas, counts, namesOf(all));
+  }
+
+  /** A machine's hardware and memory budget, its organization's stacks on it named as it names them. */
+  private async onMachine(machine: Machine): Promise<{ hardware: Machine["hardware"]; budget: MachineBudget | null }> {
+    const budget = machine.inventory?.memory ? machineBudget(machine, namesOf(await this.c.store.stacks.listByOrg(machine.orgId))) : null;
+    return { hardware: machine.hardware, budget };
   }
 
   /**
@@ -136,7 +146,7 @@ export class StackViews {
     return { model: facts.kvBytesPerToken !== null || known.weightsBytes === null ? { ...facts, weightsBytes: facts.weightsBytes ?? known.weightsBytes } : known, problem: null };
   }
 
-  private viewWith(stack: Stack, machine: Machine | null, deployment: Deployment | null, others: Stack[], counts: ReadonlyMap<string, number>): StackView {
+  private viewWith(stack: Stack, machine: Machine | null, deployment: Deployment | null, others: Stack[], counts: ReadonlyMap<string, number>, names: ReadonlyMap<string, string>): StackView {
     const replicas = others.map((s): Replica => ({ id: s.id, name: s.name, machineId: s.machineId, state: s.state, requestsLastHour: counts.get(s.id) ?? 0 }));
     const requestsLastHour = others.length ? (counts.get(stack.id) ?? 0) : null;
     let model = onDisk(this.c.deps.inspector.known(stack.modelRef), stack.modelRef, machine);
@@ -145,7 +155,8 @@ export class StackViews {
     if (model.weightsBytes === null && typeof pulled === "number" && pulled > 0) model = { ...model, weightsBytes: pulled, source: "pulled" };
     // Once served, the runtime said whether the model is an embedding model (its header, read on the machine).
     if (deployment?.steps.some((s) => s.kind === "configure_endpoint" && s.state === "succeeded" && s.detail?.embeddingModel === true)) model = { ...model, embeddingModel: true };
-    const compatibility = checkStack(stackPlan(stack.runtime, stack.modelRef, model, machine, { ...stack, endpoint: stack.hasEndpoint }, null, stack.id));
+    const onMachine = machine && { hardware: machine.hardware, budget: machineBudget(machine, names) };
+    const compatibility = checkStack(stackPlan(stack.runtime, stack.modelRef, model, onMachine, { ...stack, endpoint: stack.hasEndpoint }, null, stack.id));
     return { ...stack, compatibility, deployment, modelUnverified: /^https?:\/\//i.test(stack.modelRef) && !stack.modelSha256, replicas, requestsLastHour };
   }
 }

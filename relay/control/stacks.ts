@@ -222,7 +222,8 @@ export class Stacks {
       }
       checkResidency(next.runtime, next.residency);
     }
-    if (built) {
+    // A new residency is judged too: made on demand, a stack must fit the machine's memory budget beside what stays loaded.
+    if (built || changes.residency !== undefined) {
       checkMaxContext(next.runtime, next.maxContext);
       const machine = await this.c.machine(stack.orgId, next.machineId);
       await this.views.refuseIfIncompatible(machine, next.runtime, next.modelRef, { harness: next.harness, orchestrator: next.orchestrator, endpoint: next.hasEndpoint, maxContext: next.maxContext, residency: next.residency }, stack.id);

@@ -4,7 +4,7 @@ import { fromAgentError } from "./agent-errors.js";
 import type { SessionReports } from "./session-reports.js";
 import { clampUsage, type SeenAnswer } from "./clamp-usage.js";
 import { assertEncodable } from "./encodable-input.js";
-import { StackReadiness } from "./stack-readiness.js";
+import { StackReadiness, type Room } from "./stack-readiness.js";
 import { PendingInference } from "./pending-inference.js";
 
 /** Options of {@link AgentSession.infer}. */
@@ -110,9 +110,9 @@ export class AgentSession {
     return this.readiness.loaded(stackId);
   }
 
-  /** What the machine's memory budget leaves for a load, as it last said (bytes; Infinity: no budget said). */
-  freeMemory(): number {
-    return this.readiness.freeMemory();
+  /** What the machine has free for one more model, as it last said: a place under `--max-loaded`, bytes of its budget. */
+  roomToLoad(): Room {
+    return this.readiness.roomToLoad();
   }
 
   /** Inference requests in flight on this machine (for least-loaded routing). */

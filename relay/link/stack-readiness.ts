@@ -1,5 +1,11 @@
 import type { MachineMemory, RuntimeState } from "../../proto/index.js";
 
+/** What a machine has free for one more model: a place under its `--max-loaded`, and bytes of its memory budget. */
+export interface Room {
+  slot: boolean;
+  bytes: number;
+}
+
 /**
  * What a machine's link says of each stack's runtime, as routing reads it: which stacks take requests (`ready`:
  * ready, or on demand and unloaded, unloading or loading from there, the machine loading it for the requests that
@@ -13,6 +19,8 @@ export class StackReadiness {
   private readonly unloaded = new Set<string>();
   /** When each stack's runtime was last said ready (`performance.now()`). */
   private readonly readyAt = new Map<string, number>();
+  /** What the machine has free for one more model (see `roomToLoad`). */
+  private room: Room = { slot: true, bytes: 0 };
 
   /** The machine said a stack's runtime is now `state`. */
   said(stackId: string, state: RuntimeState): void {
@@ -34,17 +42,19 @@ export class StackReadiness {
     return this.readyAt.get(stackId);
   }
 
-  /** The budget's bytes the machine's loaded runtimes leave free, as its last inventory said; Infinity: no budget. */
-  private free = Infinity;
-
   /** The machine's inventory said what its runtimes count against its memory budget. */
   sawMemory(memory: MachineMemory | undefined): void {
-    this.free = memory && memory.budgetBytes > 0 ? Math.max(0, memory.budgetBytes - memory.usedBytes) : Infinity;
+    this.room = !memory
+      ? { slot: true, bytes: 0 }
+      : { slot: memory.maxLoaded === 0 || memory.loaded < memory.maxLoaded, bytes: memory.budgetBytes > 0 ? Math.max(0, memory.budgetBytes - memory.usedBytes) : Infinity };
   }
 
-  /** What the machine's memory budget leaves for a load, bytes (Infinity: it said no budget). */
-  freeMemory(): number {
-    return this.free;
+  /**
+   * What the machine has free for one more model, as its last inventory said: a place under `--max-loaded`, and its
+   * memory budget's bytes left (Infinity: no budget; 0 while it has said nothing, as an agent older than budgets).
+   */
+  roomToLoad(): Room {
+    return this.room;
   }
 
   /** The link is gone: nothing is served through it. */
@@ -52,5 +62,6 @@ export class StackReadiness {
     this.ready.clear();
     this.unloaded.clear();
     this.readyAt.clear();
+    this.room = { slot: true, bytes: 0 };
   }
 }

@@ -24,9 +24,9 @@ export function keyAllowsStack(key: ApiKeyRecord, stack: Stack): boolean {
 
 /**
  * What routing needs to know of a machine's link (`loaded` absent: every stack it serves counts as loaded;
- * `freeMemory` absent: its budget is not known).
+ * `roomToLoad` absent: what it has free is not known, as none).
  */
-export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested"> & Partial<Pick<AgentSession, "loaded" | "readySince" | "freeMemory">>;
+export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested"> & Partial<Pick<AgentSession, "loaded" | "readySince" | "roomToLoad">>;
 
 /**
  * Where the gateway sends a request: a machine's link on this relay (an `AgentSession`), or a machine linked to
@@ -38,8 +38,11 @@ export type InferenceTarget = RoutableSession &
     readonly admittedWhereLinked?: boolean;
   };
 
-/** A replica's place in the order (lower first): loaded or not, then (to load) the memory its machine has free, then its machine's requests in flight. */
-type Rank = [unloaded: number, lessFree: number, inFlight: number];
+/**
+ * A replica's place in the order (lower first): loaded or not; then, to load it, whether its machine has a place free
+ * under `--max-loaded` and how much of its memory budget is free; then its machine's requests in flight.
+ */
+type Rank = [unloaded: number, noSlot: number, lessFree: number, inFlight: number];
 
 /** Whether rank `a` comes before `b` (-1), after it (1) or ties (0). */
 function compareRanks(a: Rank, b: Rank): number {
@@ -47,11 +50,15 @@ function compareRanks(a: Rank, b: Rank): number {
   return 0;
 }
 
+/** A machine that has said nothing of what it has free. */
+const NO_ROOM = { slot: true, bytes: 0 };
+
 /**
  * Picks where a request runs: among the allowed stacks (the replicas serving its model), those whose machine is
  * online, whose runtime is ready (or on demand) and whose link is draining; a loaded one before one that must load
- * first, and of those that must load, the one whose machine's memory budget has the most left free (the fewest
- * idle models unloaded to make room); then the one whose machine has the fewest requests in flight; and among
+ * first, and of those that must load, one whose machine has a place free under its `--max-loaded`, then the one
+ * whose memory budget has the most left free (as its machine last said: one that said nothing counts as none);
+ * then the one whose machine has the fewest requests in flight; and among
  * equals, each in turn (`turn`, a number counting requests, picks which), so two replicas on one machine share its
  * requests. Machines whose link is not draining (the agent does not read what the relay writes) get no new
  * requests: 503 when only they are left.
@@ -71,7 +78,8 @@ export function pickTarget<S extends RoutableSession = AgentSession>(registry: {
       continue;
     }
     const unloaded = session.loaded?.(stack.id) === false;
-    const rank: Rank = [unloaded ? 1 : 0, unloaded ? -(session.freeMemory?.() ?? Infinity) : 0, session.inFlight];
+    const room = unloaded ? (session.roomToLoad?.() ?? NO_ROOM) : NO_ROOM;
+    const rank: Rank = [unloaded ? 1 : 0, unloaded && !room.slot ? 1 : 0, unloaded ? -room.bytes : 0, session.inFlight];
     const order = best ? compareRanks(rank, best) : -1;
     if (order < 0) {
       best = rank;

@@ -140,6 +140,7 @@ export class RequestLog {
 
   /** How many requests each of `stackIds` (one organization's) answered or failed since `since`. */
   async countsByStack(orgId: string, stackIds: readonly string[], since: number): Promise<Map<string, number>> {
+    if (stackIds.length === 0) return new Map();
     await this.flush().catch(() => undefined);
     return this.store.requests.countsByStack(orgId, stackIds, since);
   }

@@ -206,45 +206,58 @@ describe("what a stack serves", () => {
 describe("a stack against its machine's memory budget", () => {
   const ref = "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf";
   const MiB = 1024 ** 2;
-  // The machine's agent said: a 1 GiB budget, an always stack of 300 MiB and an on-demand one of 500 MiB.
-  const budget = {
-    budgetBytes: GiB,
-    stacks: [
-      { stackId: "stk_fixed", name: "fixed", bytes: 300 * MiB, residency: "always" as const },
-      { stackId: "stk_chat", name: "chat", bytes: 500 * MiB, residency: "on_demand" as const },
-    ],
+  type Counted = NonNullable<StackPlan["budget"]>["stacks"][number];
+  const fixed: Counted = { stackId: "stk_fixed", name: "fixed", bytes: 300 * MiB, residency: "always", loaded: true };
+  const chat: Counted = { stackId: "stk_chat", name: "chat", bytes: 500 * MiB, residency: "on_demand", loaded: true };
+  // The machine's agent said: a budget, an always stack of 300 MiB loaded, and an on-demand one of 500 MiB.
+  const budgetOf = (budgetBytes: number, stacks: Counted[] = [fixed, chat], maxLoaded = 0) => ({ budgetBytes, maxLoaded, stacks });
+  const said = (p: Partial<StackPlan>) => {
+    const r = checkStack(plan({ modelRef: ref, model: catalog(ref), ...p }));
+    return { ok: r.ok, budget: r.checks.filter((c) => c.topic === "memory").slice(1).map((c) => [c.level, c.message]) };
   };
-  const budgetSaid = (p: Partial<StackPlan>) => checkStack(plan({ modelRef: ref, model: catalog(ref), budget, ...p })).checks.filter((c) => c.topic === "memory").map((c) => [c.level, c.message]);
+  const words = (n: string) => `this machine's memory budget (${n}, its agent's --memory-budget)`;
 
-  it("judges an on-demand stack by the budget alone, and says what it shares the machine with", () => {
-    // 770 MiB: beside the others it would not fit, but idle on-demand models are unloaded for it.
-    expect(budgetSaid({ residency: "on_demand" })[1]).toEqual([
-      "ok",
-      "Loaded on demand, it fits this machine's memory budget (1 GiB, its agent's --memory-budget) alone. It shares the machine with fixed (300 MiB), chat (500 MiB): idle on-demand models are unloaded for it, least recently used first, never an always-loaded one or one serving a request.",
+  it("refuses an on-demand stack larger than the whole budget, warns of one that cannot load beside the always-loaded stacks, and says what it shares the rest with", () => {
+    // 770 MiB: not beside the others, but idle on-demand models are unloaded for it.
+    expect(said({ residency: "on_demand", budget: budgetOf(2 * GiB) })).toEqual({
+      ok: true,
+      budget: [["ok", `Loaded on demand, it fits ${words("2 GiB")} beside the 300 MiB its always-loaded stacks hold (fixed (300 MiB)). It shares the rest with chat (500 MiB): idle on-demand models are unloaded when it needs their room, least recently used first, never one serving a request.`]],
+    });
+    // Its own count is not one of the others; an always stack that is not loaded (failed) holds nothing.
+    expect(said({ residency: "on_demand", stackId: "stk_chat", budget: budgetOf(2 * GiB, [{ ...fixed, loaded: false }, chat]) }).budget).toEqual([["ok", `Loaded on demand, it fits ${words("2 GiB")}.`]]);
+    // Beside 300 MiB always loaded, 1 GiB leaves too little: said (the machine judges, on what it holds then).
+    expect(said({ residency: "on_demand", budget: budgetOf(GiB) })).toEqual({
+      ok: true,
+      budget: [["warn", `Loaded on demand: it needs about 770 MiB beside the 300 MiB its always-loaded stacks hold (fixed (300 MiB)), more than ${words("1 GiB")}, so the machine would refuse to load it while they are loaded.`]],
+    });
+    expect(said({ residency: "on_demand", budget: budgetOf(512 * MiB) }).budget).toEqual([["fail", `Loaded on demand, it needs about 770 MiB, more than ${words("512 MiB")}: it could never be loaded.`]]);
+    // --max-loaded 1, held by the always stack.
+    expect(said({ residency: "on_demand", budget: budgetOf(8 * GiB, [fixed, chat], 1) }).budget).toEqual([
+      ["warn", "Loaded on demand: the machine keeps at most 1 loaded (its agent's --max-loaded), and its always-loaded stacks (fixed (300 MiB)) take that place, so the machine would refuse to load it while they are loaded."],
     ]);
-    // Its own count is not one of the others.
-    expect(budgetSaid({ residency: "on_demand", stackId: "stk_chat" })[1]![1]).toContain("It shares the machine with fixed (300 MiB): idle");
-    const small = { ...budget, budgetBytes: 512 * MiB };
-    const refused = checkStack(plan({ modelRef: ref, model: catalog(ref), budget: small, residency: "on_demand" }));
-    expect(refused.ok).toBe(false);
-    expect(refusalReasons(refused)).toBe("Loaded on demand, it needs about 770 MiB, more than this machine's memory budget (512 MiB, its agent's --memory-budget): it could never be loaded.");
   });
 
-  it("warns when an always stack does not fit beside the always-loaded ones, and says nothing without a budget", () => {
-    expect(budgetSaid({ residency: "always" })[1]).toEqual([
-      "warn",
-      "Always loaded, it needs about 770 MiB beside the 300 MiB the machine's always-loaded stacks hold (fixed (300 MiB)), more than this machine's memory budget (1 GiB, its agent's --memory-budget): its runtime will not start until one of them goes, or make it on demand.",
-    ]);
-    expect(budgetSaid({ residency: "always", budget: { budgetBytes: 2 * GiB, stacks: budget.stacks } })[1]).toEqual([
-      "ok",
-      "Always loaded, it fits this machine's memory budget (2 GiB, its agent's --memory-budget) beside the always-loaded stacks; idle on-demand ones (chat (500 MiB)) are unloaded to make room for it.",
-    ]);
-    expect(budgetSaid({ residency: "on_demand", budget: null })).toHaveLength(1);
-    expect(budgetSaid({ residency: "on_demand", budget: { budgetBytes: 0, stacks: [] } })).toHaveLength(1);
+  it("warns when an always stack does not fit beside the always-loaded ones (the machine judges it), and says nothing without a budget", () => {
+    expect(said({ residency: "always", budget: budgetOf(GiB) })).toEqual({
+      ok: true,
+      budget: [["warn", `Always loaded: it needs about 770 MiB beside the 300 MiB its always-loaded stacks hold (fixed (300 MiB)), more than ${words("1 GiB")}, so the machine would refuse its deploy while they are loaded.`]],
+    });
+    expect(said({ residency: "always", budget: budgetOf(2 * GiB) }).budget[0]![1]).toBe(
+      `Always loaded, it fits ${words("2 GiB")} beside the 300 MiB its always-loaded stacks hold (fixed (300 MiB)). It shares the rest with chat (500 MiB): idle on-demand models are unloaded when it needs their room, least recently used first, never one serving a request.`,
+    );
+    // Nothing on demand beside it: nothing more to say.
+    expect(said({ residency: "always", budget: budgetOf(2 * GiB, [fixed]) }).budget).toEqual([]);
+    expect(said({ residency: "on_demand", budget: null }).budget).toEqual([]);
+    expect(said({ residency: "on_demand", budget: budgetOf(0, []) }).budget).toEqual([]);
+  });
+
+  it("names five stacks at most", () => {
+    const many = Array.from({ length: 7 }, (_, i): Counted => ({ stackId: `stk_${i}`, name: `m${i}`, bytes: 0, residency: "on_demand", loaded: false }));
+    expect(said({ residency: "on_demand", budget: budgetOf(2 * GiB, many) }).budget[0]![1]).toContain("It shares the rest with m0, m1, m2, m3, m4 and 2 more: idle");
   });
 
   it("counts a vLLM stack as the 90% of its GPU vLLM takes, as the agent does", () => {
-    const vllm = checkStack(plan({ runtime: "vllm", modelRef: "Qwen/Qwen2.5-7B-Instruct", hardware: h100, residency: "on_demand", budget: { budgetBytes: 60 * GiB, stacks: [] } }));
-    expect(refusalReasons(vllm)).toBe("Loaded on demand, it needs about 72 GiB, more than this machine's memory budget (60 GiB, its agent's --memory-budget): it could never be loaded.");
+    const vllm = checkStack(plan({ runtime: "vllm", modelRef: "Qwen/Qwen2.5-7B-Instruct", hardware: h100, residency: "on_demand", budget: { budgetBytes: 60 * GiB, maxLoaded: 0, stacks: [] } }));
+    expect(refusalReasons(vllm)).toBe(`Loaded on demand, it needs about 72 GiB, more than ${words("60 GiB")}: it could never be loaded.`);
   });
 });

@@ -3,9 +3,9 @@ import { pickTarget, type RoutableSession } from "../../relay/routing/route-requ
 import type { Stack } from "../../relay/store/index.js";
 
 const stack = (id: string, machineId: string) => ({ id, machineId }) as Stack;
-const session = (o: Partial<RoutableSession> & { ready: string[]; unloaded?: string[]; free?: number }): RoutableSession => ({
+const session = (o: Partial<RoutableSession> & { ready: string[]; unloaded?: string[]; free?: number; slot?: boolean }): RoutableSession => ({
   state: "open",
-  freeMemory: () => o.free ?? Infinity,
+  roomToLoad: () => ({ slot: o.slot ?? true, bytes: o.free ?? Infinity }),
   readyStacks: new Set(o.ready),
   inFlight: o.inFlight ?? 0,
   congested: o.congested ?? false,
@@ -63,5 +63,11 @@ describe("picking the machine that serves a request", () => {
     // A loaded replica still comes first, whatever the others have free.
     const warm = registryOf({ m1: session({ ready: ["s1"], free: 0 }), m2: session({ ready: ["s2"], unloaded: ["s2"], free: 9 * GiB }) });
     expect(pickTarget(warm, replicas).stack.id).toBe("s1");
+    // A machine with a place free under its --max-loaded before one that must unload a model for it, however much memory.
+    const full = registryOf({ m1: session({ ready: ["s1"], unloaded: ["s1"], free: 20 * GiB, slot: false }), m2: session({ ready: ["s2"], unloaded: ["s2"], free: GiB }) });
+    expect(pickTarget(full, replicas).stack.id).toBe("s2");
+    // One that has said nothing of its memory (an older agent) comes after one that has some free.
+    const silent: RoutableSession = { ...session({ ready: ["s1"], unloaded: ["s1"] }), roomToLoad: undefined };
+    expect(pickTarget(registryOf({ m1: silent, m2: session({ ready: ["s2"], unloaded: ["s2"], free: GiB }) }), replicas).stack.id).toBe("s2");
   });
 });

@@ -75,6 +75,8 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
       let held = threads;
       /** Whether the model sleeps now (an on-demand stack's, unloaded in its process). */
       let asleep = false;
+      /** The runtime, once its process first answered. */
+      let runtime: GgufProcessRuntime | undefined;
       const supervisor = new ProcessSupervisor({
         name: `gguf ${model.modelId}`,
         command: process.execPath,
@@ -101,7 +103,12 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         ],
         // The model process gets the agent's environment without its secrets.
         env: runtimeEnv(ctx.env),
-        ready: async (signal) => (await processHealth(socketPath, signal), true),
+        // Every probe also says what the loaded model holds now (its count follows a restart, a sleep, a wake).
+        ready: async (signal) => {
+          const health = await processHealth(socketPath, signal);
+          runtime?.noteMemory(health.memoryBytes);
+          return true;
+        },
         ...ctx.health,
         log: ctx.log,
       });
@@ -129,7 +136,7 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         // What the model is for, from its header (the model process refuses chats of an embedding model itself).
         const { readGgufFileInfo } = await import("node-llama-cpp");
         const embeddingModel = await readGgufFileInfo(path, { sourceType: "filesystem", logWarnings: false }).then((info) => isEmbeddingModel(info.metadata), () => false);
-        const runtime = new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release, embeddingModel, threads: sleeping, memoryBytes });
+        runtime = new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release, embeddingModel, threads: sleeping, memoryBytes });
         heldBy.set(runtime, () => held);
         return runtime;
       } catch (err) {

@@ -42,7 +42,7 @@ export class GgufProcessRuntime implements ModelRuntime {
   readonly endpoint: string;
   readonly embeddingModel: boolean;
   /** What the process last said its model holds in memory (0 while it sleeps), bytes. */
-  memoryBytes: number;
+  private said: number;
   private closed = false;
   /** Set as `close` begins: no connection is kept from then on. */
   private closing = false;
@@ -53,11 +53,21 @@ export class GgufProcessRuntime implements ModelRuntime {
     return this.o.supervisor.pid;
   }
 
+  /** What the process last said its model holds in memory (0 while it sleeps), bytes: what the budget counts. */
+  get memoryBytes(): number {
+    return this.said;
+  }
+
+  /** The process said, answering a health probe, what its model holds now. */
+  noteMemory(bytes: number): void {
+    this.said = bytes;
+  }
+
   constructor(private readonly o: GgufProcessRuntimeOptions) {
     this.contextSize = o.contextSize;
     this.endpoint = `unix:${o.socketPath}`;
     this.embeddingModel = o.embeddingModel ?? false;
-    this.memoryBytes = o.memoryBytes ?? 0;
+    this.said = o.memoryBytes ?? 0;
   }
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
@@ -140,7 +150,7 @@ export class GgufProcessRuntime implements ModelRuntime {
    */
   readonly sleep = async (): Promise<void> => {
     await this.residency({ type: "sleep" }, "slept");
-    this.memoryBytes = 0;
+    this.said = 0;
     this.o.threads?.release();
   };
 
@@ -165,7 +175,7 @@ export class GgufProcessRuntime implements ModelRuntime {
     try {
       connection.send(frame);
       for (let f = await connection.next(); f; f = await connection.next()) {
-        if (f.type === "awake") this.memoryBytes = f.memoryBytes;
+        if (f.type === "awake") this.said = f.memoryBytes;
         if (f.type === answer) return;
         if (f.type === "error") throw fromErrorFrame(f);
       }

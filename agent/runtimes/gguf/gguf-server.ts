@@ -53,7 +53,8 @@ if (!Number.isFinite(frameMs) || frameMs < 0) {
 const decoding = { count: 0 };
 const llama = await createLlama({ threads: Math.max(threads, Number(values["thread-budget"] ?? threads)), gpu: values.cpu ? false : "auto", log });
 const load = (contextThreads: number) => loadGgufModel(llama, values.model!, { maxContextSize: Number(values.context), sequences: Number(values.sequences), threads: contextThreads });
-/** The model loaded, or undefined while it sleeps (an on-demand stack's, unloaded); `contextSize` stays what it was. */
+/** The model loaded, or undefined while it sleeps (an on-demand stack's, unloaded); `contextSize` stays what it was (started
+ * asleep: the context asked, which the first load caps at what the model was trained for; the agent keeps its first). */
 let runtime: Awaited<ReturnType<typeof load>> | undefined = values.asleep ? undefined : await load(threads);
 const contextSize = runtime?.contextSize ?? Number(values.context);
 /** A sleep or wake under way: the next waits for it. */

@@ -135,12 +135,13 @@ export function LoadMeters({ load }: { load: MachineLoad }) {
 }
 
 /**
- * The machine's memory budget for models: what its loaded models count against it, stack by stack (estimates, as
- * the agent counts them), and those on demand that are not loaded now.
+ * The machine's memory budget for models: what its loaded models count against it, stack by stack (a loaded GGUF
+ * model: what node-llama-cpp says it holds; otherwise the estimate), and the stacks not loaded now, with why.
  */
 function ModelMemoryMeter({ load, models }: { load: MachineLoad; models: NonNullable<MachineLoad["models"]> }) {
   const loaded = models.stacks.filter((st) => st.loaded);
-  const idle = models.stacks.filter((st) => !st.loaded && st.residency === "on_demand");
+  const idle = models.stacks.filter((st) => !st.loaded && (st.state === "unloaded" || st.state === "unloading"));
+  const others = models.stacks.filter((st) => !st.loaded && st.state !== "unloaded" && st.state !== "unloading");
   const budget = models.budget_bytes;
   const limit = models.max_loaded > 0 ? `, at most ${models.max_loaded} loaded` : "";
   return (
@@ -155,7 +156,7 @@ function ModelMemoryMeter({ load, models }: { load: MachineLoad; models: NonNull
         <ul class="shares small" aria-label={`Models loaded on ${load.name}`}>
           {loaded.map((st) => (
             <li key={st.stack_id}>
-              <Link href={`/stacks/${st.stack_id}`}>{st.name}</Link> · {st.bytes > 0 ? formatBytes(st.bytes) : "size unknown"}
+              <Link href={`/stacks/${encodeURIComponent(st.stack_id)}`}>{st.name}</Link> · {st.bytes > 0 ? formatBytes(st.bytes) : "size unknown"}
               {st.residency === "on_demand" ? " · on demand" : ""}
             </li>
           ))}
@@ -163,9 +164,10 @@ function ModelMemoryMeter({ load, models }: { load: MachineLoad; models: NonNull
       )}
       {idle.length > 0 && (
         <div class="muted small">
-          Not loaded now (the next request loads {idle.length === 1 ? "it" : "them"}): {idle.map((st) => st.name).join(", ")}
+          Unloaded (the next request loads {idle.length === 1 ? "it" : "them"}): {idle.map((st) => st.name).join(", ")}
         </div>
       )}
+      {others.length > 0 && <div class="muted small">Not loaded: {others.map((st) => `${st.name} (${st.state})`).join(", ")}</div>}
     </div>
   );
 }

@@ -1,9 +1,9 @@
 import type { Stack } from "../../api/types.js";
 import { Link } from "../../components/link.js";
 
-/** A share of the last hour's requests in words: `60% (120)`, or nothing to share yet. */
-function share(n: number, total: number): string {
-  return total > 0 ? `${Math.round((n / total) * 100)}% (${n.toLocaleString("en-US")})` : "0";
+/** A share of the last hour's requests in words: `60% (120)` (`total` is more than 0). */
+function shareWords(n: number, total: number): string {
+  return `${Math.round((n / total) * 100)}% (${n.toLocaleString("en-US")})`;
 }
 
 /**
@@ -24,15 +24,20 @@ export function ReplicasRow({ stack: s }: { stack: Stack }) {
             <Link href={`/stacks/${r.id}`}>{r.name}</Link> ({r.state})
           </span>
         ))}
-        {sharing && <div class="muted small">Requests for {s.model_id} are shared: a loaded replica first (to load one, the machine with the most memory free), then the least busy machine.</div>}
+        {sharing && (
+          <div class="muted small">
+            Requests for {s.model_id} are shared: a loaded replica first (to load one, a machine with a place free and the most of its memory budget left), then the
+            least busy machine.
+          </div>
+        )}
         {total > 0 ? (
-          <ul class="shares small" data-testid="replica-shares" aria-label="Shares of the last hour's requests">
+          <ul class="shares small" data-testid="replica-shares" aria-label="Shares of the requests sent to each in the last hour, refused ones included">
             <li>
-              This stack: {share(s.requests_last_hour ?? 0, total)}
+              This stack: {shareWords(s.requests_last_hour ?? 0, total)}
             </li>
             {s.replicas.map((r) => (
               <li key={r.id}>
-                {r.name}: {share(r.requests_last_hour, total)}
+                {r.name}: {shareWords(r.requests_last_hour, total)}
               </li>
             ))}
           </ul>
