@@ -38,6 +38,7 @@ const ENV: Record<keyof RelayConfig, string> = {
   grpcPort: "MAKINA_GRPC_PORT",
   installPort: "MAKINA_INSTALL_PORT",
   publicGrpcAddress: "MAKINA_PUBLIC_GRPC_ADDRESS",
+  publicAddress: "MAKINA_PUBLIC_ADDRESS",
   grpcTls: "MAKINA_GRPC_TLS",
   grpcTlsCert: "MAKINA_GRPC_TLS_CERT",
   grpcTlsKey: "MAKINA_GRPC_TLS_KEY",
@@ -93,6 +94,7 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   grpcPort: 8081,
   installPort: 8083,
   publicGrpcAddress: null,
+  publicAddress: null,
   grpcTls: "auto",
   grpcTlsCert: null,
   grpcTlsKey: null,
@@ -166,13 +168,11 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const grpcTls = str("grpcTls");
   if (!["auto", "on", "off"].includes(grpcTls)) problems.push(`grpcTls (${ENV.grpcTls}) must be auto, on or off`);
   const optionalPath = (k: keyof RelayConfig): string | null => (pick(k) === null ? null : resolve(str(k)));
-  const grpcTlsCert = optionalPath("grpcTlsCert");
-  const grpcTlsKey = optionalPath("grpcTlsKey");
+  const [grpcTlsCert, grpcTlsKey] = [optionalPath("grpcTlsCert"), optionalPath("grpcTlsKey")];
   if ((grpcTlsCert === null) !== (grpcTlsKey === null)) problems.push("grpcTlsCert and grpcTlsKey go together: give both, or neither");
   if (grpcTlsCert && grpcTls === "off") problems.push("grpcTlsCert is given but grpcTls is off");
-  const tlsCert = optionalPath("tlsCert");
-  const tlsKey = optionalPath("tlsKey");
-  problems.push(...printedAddressProblems(pick("publicUrl") === null ? null : str("publicUrl"), pick("publicGrpcAddress") === null ? null : str("publicGrpcAddress"), ENV));
+  const [tlsCert, tlsKey] = [optionalPath("tlsCert"), optionalPath("tlsKey")];
+  problems.push(...printedAddressProblems(pick("publicUrl") === null ? null : str("publicUrl"), pick("publicGrpcAddress") === null ? null : str("publicGrpcAddress"), pick("publicAddress") === null ? null : str("publicAddress"), ENV));
   if ((tlsCert === null) !== (tlsKey === null)) problems.push("tlsCert and tlsKey go together: give both, or neither");
   const orNull = (k: keyof RelayConfig): string | null => (pick(k) === null ? null : str(k));
   const [database, redis, nats, peerAddress] = [orNull("database"), orNull("redis"), orNull("nats"), orNull("peerAddress")];
@@ -187,10 +187,9 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   const secretsKey = sources.env?.[ENV.secretsKey]?.trim() || null;
   problems.push(...secretsKeyProblems(secretsKey, secretsKeyFile, ENV));
   if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
-  const loopback = (h: string) => ["127.0.0.1", "localhost", "::1"].includes(h);
   const adminPort = (): number | "shared" => {
     const given = sources.flags?.adminPort ?? sources.env?.[ENV.adminPort] ?? sources.file?.adminPort;
-    if (given === undefined || given === "") return loopback(str("host")) ? "shared" : 8082;
+    if (given === undefined || given === "") return ["127.0.0.1", "localhost", "::1"].includes(str("host")) ? "shared" : 8082;
     if (given === "shared") return "shared";
     return int("adminPort", 0, 65535);
   };
@@ -224,6 +223,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     grpcPort: int("grpcPort", 0, 65535),
     installPort: installPort(),
     publicGrpcAddress: pick("publicGrpcAddress") === null ? null : str("publicGrpcAddress"),
+    publicAddress: pick("publicAddress") === null ? null : str("publicAddress").replace(/^\[(.*)\]$/, "$1"),
     grpcTls: grpcTls as RelayConfig["grpcTls"],
     grpcTlsCert,
     grpcTlsKey,

@@ -100,8 +100,14 @@ export interface RelayConfig {
    * pins (on the link's host). @default 8083 (0, any free port, when `grpcPort` is 0)
    */
   readonly installPort: number;
-  /** Address agents should dial, as printed in install commands. @default "<host>:<grpcPort>" */
+  /** Address agents should dial, as printed in install commands. @default "<publicAddress or host>:<grpcPort>" */
   readonly publicGrpcAddress: string | null;
+  /**
+   * The host name or address other machines reach this one at: what install commands print for the agents' link
+   * and the install listener (and for the relay's URL when it listens on every address), unless `publicGrpcAddress`
+   * or `publicUrl` say otherwise. @default null: the link's own host, 127.0.0.1 when it listens on every address
+   */
+  readonly publicAddress: string | null;
   /**
    * Heartbeat interval asked of agents, ms; a link silent for 3.5 of them is dropped. Every 5 s rather than
    * every second: 10,000 machines cost the relays a fifth of the messages, and a relay or machine busy for a

@@ -4,6 +4,7 @@ import { build } from "esbuild";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { brotliCompressSync, constants as zlibConstants, gzipSync } from "node:zlib";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = join(root, "dist", "web");
@@ -31,3 +32,10 @@ const css = outputs.find((f) => f.endsWith(".css"));
 if (!js || !css) throw new Error(`web build produced ${outputs.join(", ")}`);
 const html = readFileSync(join(root, "relay", "web", "index.html"), "utf8").replace("%SCRIPT%", `/assets/${js}`).replace("%STYLE%", `/assets/${css}`);
 writeFileSync(join(out, "index.html"), html);
+// Each asset compressed beside it (brotli at its best, gzip at its best): the relay sends the one a browser takes,
+// and the bytes it serves are read once, at start (relay/http/web/web-app.ts).
+for (const file of [js, css]) {
+  const raw = readFileSync(join(out, "assets", file));
+  writeFileSync(join(out, "assets", `${file}.br`), brotliCompressSync(raw, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: raw.length } }));
+  writeFileSync(join(out, "assets", `${file}.gz`), gzipSync(raw, { level: 9 }));
+}

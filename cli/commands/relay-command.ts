@@ -27,6 +27,7 @@ interface RelayArgs {
   grpcTlsKey?: string;
   publicGrpcAddress?: string;
   publicUrl?: string;
+  publicAddress?: string;
   logFormat?: string;
 }
 
@@ -58,7 +59,8 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
       .option("grpc-tls-cert", { type: "string", describe: "Certificate chain (PEM) for the link, instead of the relay's own CA" })
       .option("grpc-tls-key", { type: "string", describe: "Its private key (PEM)" })
       .option("public-url", { type: "string", describe: "The URL machines reach this relay at, as install commands print it [default: this relay's URL]" })
-      .option("public-grpc-address", { type: "string", describe: "host:port agents dial, as install commands print it [default: this host's link address]" })
+      .option("public-grpc-address", { type: "string", describe: "host:port agents dial, as install commands print it [default: the public address's, else this host's link address]" })
+      .option("public-address", { type: "string", describe: "The name or address other machines reach this one at, as install commands print it for the link and the install script (env MAKINA_PUBLIC_ADDRESS) [default: 127.0.0.1 when the link listens on every address: install commands then work on this computer only]" })
       .option("log-format", { type: "string", choices: ["auto", "text", "json"], describe: "Log lines: readable (text) or JSON; auto: readable in a terminal, JSON otherwise (env MAKINA_LOG_FORMAT) [default: auto]" }),
   handler: async (argv) => {
     const { resolveRelayConfig, startRelay } = await loadRelayPart(() => import("../../relay/index.js"));
@@ -88,6 +90,7 @@ export const relayCommand: CommandModule<object, RelayArgs> = {
         grpcTlsKey: argv.grpcTlsKey,
         publicGrpcAddress: argv.publicGrpcAddress,
         publicUrl: argv.publicUrl,
+        publicAddress: argv.publicAddress,
         logFormat: argv.logFormat,
       },
       env: process.env,

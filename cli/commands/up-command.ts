@@ -7,7 +7,7 @@ import { DEFAULT_MODEL } from "../up/default-model.js";
 import type { QuickstartOptions } from "../up/quickstart.js";
 
 /** The flags: the quickstart's own options, plus --json. */
-type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "installPort" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads" | "maxLoaded" | "memoryBudget"> & { json: boolean; logFormat?: "auto" | "text" | "json" };
+type UpArgs = Pick<QuickstartOptions, "dataDir" | "host" | "port" | "grpcPort" | "installPort" | "publicAddress" | "tlsCert" | "tlsKey" | "model" | "modelId" | "threads" | "maxLoaded" | "memoryBudget"> & { json: boolean; logFormat?: "auto" | "text" | "json" };
 
 export const upCommand: CommandModule = {
   command: "up",
@@ -18,6 +18,7 @@ export const upCommand: CommandModule = {
       .option("host", { type: "string", describe: "HTTP listen host [default: 127.0.0.1]" })
       .option("port", { type: "number", describe: "HTTP port [default: 8080]" })
       .option("grpc-port", { type: "number", describe: "Port agents dial [default: 8081]" })
+      .option("public-address", { type: "string", describe: "The name or address other machines reach this one at: what the install commands of Add machine print (env MAKINA_PUBLIC_ADDRESS) [default: none: they work on this computer only]" })
       .option("install-port", { type: "number", describe: "Port where joining machines fetch the install script, over the link's TLS (env MAKINA_INSTALL_PORT) [default: 8083]" })
       .option("tls-cert", { type: "string", describe: "Certificate chain (PEM): serve the gateway and web application over HTTPS" })
       .option("tls-key", { type: "string", describe: "Its private key (PEM)" })
@@ -41,6 +42,7 @@ export const upCommand: CommandModule = {
       port: argv.port,
       grpcPort: argv.grpcPort,
       installPort: argv.installPort,
+      publicAddress: argv.publicAddress,
       tlsCert: argv.tlsCert,
       tlsKey: argv.tlsKey,
       model: argv.model,

@@ -33,6 +33,8 @@ export interface QuickstartOptions {
   grpcPort?: number;
   /** Where joining machines fetch the install script (with TLS on the link). */
   installPort?: number;
+  /** The name or address other machines reach this one at, as install commands print it (`--public-address`). */
+  publicAddress?: string;
   /** Serve HTTPS with this certificate chain and key (PEM files). */
   tlsCert?: string;
   tlsKey?: string;
@@ -66,7 +68,7 @@ export async function startQuickstart(options: QuickstartOptions): Promise<{ rel
   const env = options.env ?? process.env;
   const progress = options.progress ?? (() => {});
   const relay = await startRelay(
-    resolveRelayConfig({ flags: { dataDir: options.dataDir, host: options.host, port: options.port, grpcPort: options.grpcPort, installPort: options.installPort, tlsCert: options.tlsCert, tlsKey: options.tlsKey }, env }),
+    resolveRelayConfig({ flags: { dataDir: options.dataDir, host: options.host, port: options.port, grpcPort: options.grpcPort, installPort: options.installPort, publicAddress: options.publicAddress, tlsCert: options.tlsCert, tlsKey: options.tlsKey }, env }),
     { log: options.log },
   );
   let agent: Agent | undefined;

@@ -29,7 +29,8 @@ export interface Hardware {
 export interface MachineInventory {
   /**
    * Each stack's runtime: its state, `residency` (`always` or `on_demand`), the memory it counts against the
-   * machine's budget when loaded (`memory_bytes`, the compatibility estimate; 0: unknown) and whether it is `loaded`.
+   * machine's budget when loaded (`memory_bytes`: a loaded GGUF model's what node-llama-cpp says it holds, otherwise
+   * the compatibility estimate; 0: unknown) and whether it is `loaded`.
    */
   runtimes: { stack_id: string; model_id: string; runtime: string; version: string; state: string; endpoint: string; error: string; residency: string; memory_bytes: number; loaded: boolean }[];
   models: { name: string; format: string; size_bytes: number; path: string; sha256: string; stack_ids: string[] }[];
@@ -76,6 +77,11 @@ export interface MachineJoining extends Machine {
   install_command: string | null;
   /** Why there is no install command, and how to have one; null when there is one. */
   install_refused: string | null;
+  /**
+   * Why the install command works on this computer only (it names a loopback address), and exactly what to start
+   * the relay with instead (`--public-address HOST`); null when it reaches beyond this computer.
+   */
+  reach_warning: string | null;
   /** The address agents dial (`host:port`). */
   server: string;
   /** SHA-256 of the relay's own link CA, which the agent pins; null when the relay has another certificate or no TLS. */

@@ -22,6 +22,8 @@ export interface LinkWhereabouts {
   install?: { url: string; pin: string } | null;
   /** The link addresses of the other relays on the same database. */
   otherAddresses?: () => Promise<readonly string[]>;
+  /** Why the install commands printed work on this computer only, and what to change; null or absent when they reach beyond it. */
+  reach?: string | null;
 }
 
 /** What the control plane's commands are built on. */

@@ -14,6 +14,8 @@ export interface Joining {
   installRefused: string | null;
   server: string;
   caSha256: string | null;
+  /** Why the install command works on this computer only, and what to change; null when it reaches beyond it. */
+  reachWarning: string | null;
 }
 
 const target = (m: { id: string; name: string }) => ({ kind: "machine", id: m.id, name: m.name });
@@ -127,7 +129,7 @@ export class Machines {
 
   /** What a machine needs to join: the address agents dial, the CA they pin, and the install command with its token. */
   private async joining(machineId: string, token: string): Promise<Joining> {
-    const { address: server, tls, caSha256, relayUrl, install, otherAddresses } = this.c.deps.link();
+    const { address: server, tls, caSha256, relayUrl, install, otherAddresses, reach } = this.c.deps.link();
     // Read now, not from a cache: a relay started a moment ago is in the command.
     const others = otherAddresses ? await otherAddresses().catch(() => []) : [];
     const trust = caSha256 ? ` --ca-sha256 ${caSha256}` : tls ? " --tls" : "";
@@ -148,11 +150,11 @@ export class Machines {
     const plainBeyondLoopback = !install && !relayUrl.startsWith("https://") && !/^http:\/\/(127\.|localhost(:|$)|\[::1\])/.test(relayUrl);
     if (plainBeyondLoopback) {
       const installRefused = `No install command: this relay serves the install script over plain HTTP (${relayUrl}), so the script and this machine's token would cross the network in the clear. Turn TLS on for the agents' link (--grpc-tls on, the default when it listens beyond loopback), or serve the relay over HTTPS (--tls-cert and --tls-key, or a proxy with --public-url https://…), then rotate this machine's token for a command.`;
-      return { token, installCommand: null, installRefused, server, caSha256 };
+      return { token, installCommand: null, installRefused, server, caSha256, reachWarning: null };
     }
     const installCommand = install
       ? `curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | sh -s -- --relay-url ${install.url} --pinned-pubkey ${install.pin}${servers} --machine-id ${machineId}${trust}`
       : `curl -fsSL ${relayUrl}/install.sh | sh -s -- --relay-url ${relayUrl}${servers} --machine-id ${machineId}${trust}`;
-    return { token, installCommand, installRefused: null, server, caSha256 };
+    return { token, installCommand, installRefused: null, server, caSha256, reachWarning: reach ?? null };
   }
 }

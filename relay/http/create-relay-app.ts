@@ -103,7 +103,8 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     ["/v1/messages/count_tokens", countTokens],
   ]);
   const install = deps.install ?? loadInstallFiles(findInstallDir());
-  const base = () => {
+  /** An app with what every listener serves; `operator`: the one that also serves `/metrics` (and `/health`'s detail). */
+  const base = (operator: boolean) => {
     const app = express();
     app.disable("x-powered-by");
     if (deps.trustProxy) app.set("trust proxy", "loopback");
@@ -135,8 +136,10 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
         return;
       }
       const status = Object.keys(details).length > 0 ? { status: "degraded", ...details } : { status: "ok" };
-      // The machines and models linked here are the operator's to see (the admin or scrape token), not an anonymous caller's.
-      res.json(deps.linked && readsMetrics(req, deps.adminTokenHash, deps.metricsTokenHash) ? { ...status, linked: deps.linked() } : status);
+      // The machines and models linked here are the operator's to see (the admin or scrape token), where `/metrics` is
+      // served, not an anonymous caller's; never kept by a cache in between.
+      res.set({ "cache-control": "no-store", vary: "Authorization" });
+      res.json(operator && deps.linked && readsMetrics(req, deps.adminTokenHash, deps.metricsTokenHash) ? { ...status, linked: deps.linked() } : status);
     });
     return app;
   };
@@ -176,19 +179,19 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     app.use(errorHandler(deps.log, deps.storage));
     return app;
   };
-  const publicApp = base();
+  const publicApp = base(!options.separateAdmin);
   gatewayRoutes(publicApp);
   if (!options.separateAdmin) adminRoutes(publicApp);
   finish(publicApp);
   let adminApp: Express | null = null;
   if (options.separateAdmin) {
-    adminApp = base();
+    adminApp = base(true);
     adminRoutes(adminApp);
     finish(adminApp);
   }
   let installApp: Express | null = null;
   if (options.separateInstall) {
-    installApp = base();
+    installApp = base(false);
     installRoutes(installApp);
     finish(installApp);
   }

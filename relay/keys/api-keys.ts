@@ -45,9 +45,18 @@ export async function createApiKey(store: Store, input: NewApiKey): Promise<{ ke
   return { key, record: publicKey(record) };
 }
 
+/** A key that exists but is refused, and why: revoked, or made by a person an admin disabled. */
+export interface RefusedKey {
+  record: ApiKeyRecord;
+  why: "revoked" | "maker_disabled";
+}
+
 /** Where {@link identifyApiKey} finds keys and {@link admitApiKey} records their use: the gateway's directory. */
 export interface KeyLookup {
+  /** A key that may be served, by the hash of its secret. */
   findByHash(keyHash: string): ApiKeyRecord | undefined;
+  /** A key known but never served (revoked lately, its maker disabled): its requests are still its own. */
+  findRefused?(keyHash: string): RefusedKey | undefined;
   touch(id: string, now?: number): void;
 }
 
@@ -56,6 +65,8 @@ export interface NamedApiKey {
   record: ApiKeyRecord;
   /** The secret as the header gave it (masked in any refusal). */
   token: string;
+  /** Why it is refused whatever else holds (revoked, its maker disabled); absent for a key that may be served. */
+  refused?: RefusedKey["why"];
 }
 
 const invalidKey = (shown: string) => new MakinaError("invalid_api_key", `Incorrect API key provided: ${shown}. You can find your API keys in the Makina web application.`);
@@ -76,15 +87,25 @@ export function identifyApiKey(keys: KeyLookup, authorization: string | undefine
   const token = bearerToken(authorization);
   if (!token) throw invalidKey("(not a bearer token)");
   const hash = hashSecret(token);
-  const record = token.startsWith("mk_live_") ? keys.findByHash(hash) : undefined;
-  if (!record || !hashesEqual(record.keyHash, hash)) throw invalidKey(maskSecret(token));
-  return { record, token };
+  const live = token.startsWith("mk_live_");
+  const record = live ? keys.findByHash(hash) : undefined;
+  if (record && hashesEqual(record.keyHash, hash)) return { record, token };
+  const refused = live ? keys.findRefused?.(hash) : undefined;
+  if (refused && hashesEqual(refused.record.keyHash, hash)) return { record: refused.record, token, refused: refused.why };
+  throw invalidKey(maskSecret(token));
 }
 
 /** Lets a named key in, or refuses it as the gateway refuses any unknown key (revoked; expired, saying so); records its use. */
 export function admitApiKey(keys: KeyLookup, named: NamedApiKey, now = Date.now()): ApiKeyRecord {
   const { record, token } = named;
-  if (record.state !== "active") throw invalidKey(maskSecret(token));
+  // Its holder is told why: they had the key, and what to ask for.
+  if (named.refused === "revoked" || record.state !== "active") {
+    const when = record.revokedAt === null ? "" : ` at ${new Date(record.revokedAt).toISOString()}`;
+    throw new MakinaError("invalid_api_key", `Incorrect API key provided: ${maskSecret(token)}. This key was revoked${when}; ask an admin of the organization for a new one.`);
+  }
+  if (named.refused === "maker_disabled") {
+    throw new MakinaError("invalid_api_key", `Incorrect API key provided: ${maskSecret(token)}. The person who made this key is disabled, and so are their keys; ask an admin of the organization.`);
+  }
   // An expired key is refused as a revoked one is; its holder is told why.
   if (record.expiresAt !== null && now >= record.expiresAt) {
     throw new MakinaError("invalid_api_key", `Incorrect API key provided: ${maskSecret(token)}. This key expired at ${new Date(record.expiresAt).toISOString()}; ask an admin of the organization to extend it, or make a new one.`);

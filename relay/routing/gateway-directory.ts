@@ -1,5 +1,6 @@
 import { MakinaError, type Logger } from "../../proto/index.js";
 import { storageError } from "../health/index.js";
+import type { RefusedKey } from "../keys/index.js";
 import type { ApiKeyRecord, Organization, Stack, Store, StoreChange } from "../store/index.js";
 import { RoutePatterns } from "./routed-model.js";
 
@@ -38,7 +39,15 @@ interface State {
   adminTokenHash: string | undefined;
   /** Users an admin disabled: the keys they made are held (in `keys`) but not served (not in `byHash`). */
   disabledUsers: Set<string>;
+  /**
+   * Keys known but refused, by hash: revoked within REFUSED_KEEP_MS, or made by a disabled user. Never served: held so
+   * that their requests are logged and counted as theirs (who still uses a revoked key is what its admin needs to see).
+   */
+  refused: Map<string, RefusedKey>;
 }
+
+/** How long a revoked key's requests are still logged as its own (after that, as any unknown key's: not at all). */
+const REFUSED_KEEP_MS = 30 * 24 * 3_600_000;
 
 const routeOf = (orgId: string, modelId: string) => `${orgId}\u0000${modelId}`;
 
@@ -55,7 +64,7 @@ const routeOf = (orgId: string, modelId: string) => `${orgId}\u0000${modelId}`;
  * a key is never served after its revocation; the directory reloads whole once the database answers.
  */
 export class GatewayDirectory {
-  private state: State = { orgs: new Map(), keys: new Map(), byHash: new Map(), serving: new Map(), routes: new Map(), adminTokenHash: undefined, disabledUsers: new Set() };
+  private state: State = { orgs: new Map(), keys: new Map(), byHash: new Map(), serving: new Map(), routes: new Map(), adminTokenHash: undefined, disabledUsers: new Set(), refused: new Map() };
   private externalVersion = -1;
   /** The reload another process's commit started, until it is done: every request meanwhile waits for it. */
   private reloading: Promise<void> | undefined;
@@ -155,6 +164,11 @@ export class GatewayDirectory {
     return this.state.byHash.get(keyHash);
   }
 
+  /** A key that exists but is refused (revoked lately, or its maker disabled), by hash, with why. */
+  findRefused(keyHash: string): RefusedKey | undefined {
+    return this.state.refused.get(keyHash);
+  }
+
   /** Records a key's use (written with the others within a second). */
   touch(id: string, now?: number): void {
     this.store.keys.touch(id, now);
@@ -235,9 +249,10 @@ export class GatewayDirectory {
   }
 
   private async loadAll(): Promise<State> {
-    const [orgs, keys, serving, adminTokenHash, disabledUsers] = await Promise.all([
+    const [orgs, keys, revoked, serving, adminTokenHash, disabledUsers] = await Promise.all([
       this.store.orgs.list(),
       this.store.keys.listActive(),
+      this.store.keys.listRevokedSince(Date.now() - REFUSED_KEEP_MS),
       this.store.stacks.serving(),
       this.store.settings.get(ADMIN_TOKEN_HASH),
       this.store.users.disabledIds(),
@@ -250,6 +265,7 @@ export class GatewayDirectory {
       routes: new Map(),
       adminTokenHash,
       disabledUsers: new Set(disabledUsers),
+      refused: new Map(revoked.map((key) => [key.keyHash, { record: key, why: "revoked" as const }])),
     };
     for (const key of keys) this.putKey(state, key);
     for (const stack of serving) {
@@ -287,6 +303,7 @@ export class GatewayDirectory {
         this.dropKey(state, change.keyId);
         const key = await this.store.keys.findById(change.keyId);
         if (key?.state === "active") this.putKey(state, key);
+        else if (key?.state === "revoked") state.refused.set(key.keyHash, { record: key, why: "revoked" });
       } else if (change.kind === "org") {
         const org = await this.store.orgs.find(change.orgId);
         if (org) state.orgs.set(org.id, org);
@@ -329,8 +346,10 @@ export class GatewayDirectory {
     state.keys.set(key.id, key);
     if (key.createdBy !== null && state.disabledUsers.has(key.createdBy)) {
       state.byHash.delete(key.keyHash);
+      state.refused.set(key.keyHash, { record: key, why: "maker_disabled" });
       return;
     }
+    state.refused.delete(key.keyHash);
     let effective = key;
     if (key.rpm === null || key.tpm === null) {
       const org = state.orgs.get(key.orgId);
@@ -344,6 +363,7 @@ export class GatewayDirectory {
     if (!old) return;
     state.keys.delete(keyId);
     state.byHash.delete(old.keyHash);
+    state.refused.delete(old.keyHash);
   }
 
   private indexRoutes(state: State, orgId: string): void {

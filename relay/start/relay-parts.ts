@@ -13,6 +13,8 @@ export interface Whereabouts {
   relayUrl: string;
   linkAddress: string;
   install: { url: string; pin: string } | null;
+  /** Why the install commands printed work on this computer only, and what to change; null when they reach beyond it. */
+  reach: string | null;
   /** Told of users disabled, re-roled or deleted through other relays, once the web sessions exist. */
   userChanged: (userId: string) => void;
 }

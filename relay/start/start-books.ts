@@ -67,7 +67,7 @@ export function controlPlane(
   return new ControlPlane({
     store,
     deployer,
-    link: () => ({ address: here.linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl: here.relayUrl, install: here.install, otherAddresses: feed ? () => feed.linkAddresses() : undefined }),
+    link: () => ({ address: here.linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl: here.relayUrl, install: here.install, reach: here.reach, otherAddresses: feed ? () => feed.linkAddresses() : undefined }),
     events,
     inspector: new ModelInspector({ hubEndpoint: config.hfEndpoint }),
     dropLink: (machineId) => registry.get(machineId)?.end(),

@@ -55,7 +55,7 @@ export async function startLink(s: Shared, store: Store, vault: Vault, accept: R
     start: () => startLinkServer({ accept, registry, host: config.grpcHost, port: config.grpcPort, tls }),
     stop: (l) => l.stop(),
   });
-  const linkHost = config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost;
-  here.linkAddress = config.publicGrpcAddress ?? `${linkHost}:${link.port}`;
+  const linkHost = config.publicAddress ?? (config.grpcHost === "0.0.0.0" || config.grpcHost === "::" ? "127.0.0.1" : config.grpcHost);
+  here.linkAddress = config.publicGrpcAddress ?? `${linkHost.includes(":") ? `[${linkHost}]` : linkHost}:${link.port}`;
   return { link, tls, tlsOn };
 }

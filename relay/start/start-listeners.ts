@@ -5,6 +5,7 @@ import { relayPaths, settingOf, type RelayConfig } from "../config.js";
 import { publicKeyPin, type LinkTls } from "../link/index.js";
 import type { RelayApps } from "../http/create-relay-app.js";
 import { listenHttp, type HttpListener } from "./http-listener.js";
+import { reachWarning } from "./reach-warning.js";
 
 import type { Shared } from "./relay-parts.js";
 
@@ -43,7 +44,10 @@ export async function startListeners(s: Shared, apps: RelayApps, tls: LinkTls | 
     log.warn("the admin API, sign-in and the web application answer beyond loopback without TLS: passwords, session cookies and the admin token cross the network in the clear; give the relay a certificate (MAKINA_TLS_CERT, MAKINA_TLS_KEY) or put it behind a TLS proxy it trusts (MAKINA_TRUST_PROXY)", { host: adminHost });
   }
   const everyAddress = config.host === "0.0.0.0" || config.host === "::";
-  here.relayUrl = config.publicUrl ?? (everyAddress ? main.url.replace(`//${config.host.includes(":") ? `[${config.host}]` : config.host}:`, `//${hostname()}:`) : main.url);
+  const publicHost = config.publicAddress ?? hostname();
+  here.relayUrl = config.publicUrl ?? (everyAddress ? main.url.replace(`//${config.host.includes(":") ? `[${config.host}]` : config.host}:`, `//${publicHost.includes(":") ? `[${publicHost}]` : publicHost}:`) : main.url);
+  // An install command names the link and where its script comes from: said when either reaches this computer only.
+  here.reach = reachWarning(config, [here.linkAddress, here.install?.url ?? here.relayUrl]);
   return { main, adminUrl: admin?.url ?? main.url, all };
 }
 

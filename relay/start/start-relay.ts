@@ -99,7 +99,7 @@ export async function startRelay(config: RelayConfig, options: { log?: Logger } 
     storage: new StorageHealth(log.child({ component: "storage" })),
     ending: new AbortController(),
     // Known once the listeners are up (below); other relays read them from the relays table.
-    here: { relayUrl: "", linkAddress: "", install: null, userChanged: () => {} },
+    here: { relayUrl: "", linkAddress: "", install: null, reach: null, userChanged: () => {} },
   };
   // Read before anything opens: a missing or short token stops the start with the reason.
   const metricsTokenHash =

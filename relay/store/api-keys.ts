@@ -166,6 +166,21 @@ export class ApiKeyStore {
     return (await query.execute()).map(toKey);
   }
 
+  /**
+   * Keys revoked at or after `since` whose maker is still a user (or was the operator): what the gateway's directory
+   * holds to log a revoked key's requests as its own.
+   */
+  async listRevokedSince(since: number): Promise<ApiKeyRecord[]> {
+    const rows = await this.db
+      .selectFrom("api_keys")
+      .selectAll()
+      .where("state", "=", "revoked")
+      .where("revoked_at", ">=", since)
+      .where((eb) => eb.or([eb("created_by", "is", null), eb("created_by", "in", eb.selectFrom("users").select("id"))]))
+      .execute();
+    return rows.map(toKey);
+  }
+
   /** Revokes a key (final). Returns the key, or undefined when there is none. */
   async revoke(id: string, now = Date.now()): Promise<ApiKeyRecord | undefined> {
     // Announced also when the answer was lost (the connection cut after the commit): the directory reads the key

@@ -236,7 +236,8 @@ export class StackStore {
     const write = () =>
       this.db
         .updateTable("stacks")
-        .set({ state: to, state_error: extra.error ?? null, context_size: contextSize, deployed_at: deployedAt, updated_at: now })
+        // Undeployed, nothing of it runs on the machine: what its runtime last said goes too.
+        .set({ state: to, state_error: extra.error ?? null, context_size: contextSize, deployed_at: deployedAt, updated_at: now, ...(to === "draft" && { runtime_state: null, runtime_error: null }) })
         .where("id", "=", id)
         .where("state", "=", stack.state)
         .executeTakeFirst();

@@ -10,6 +10,7 @@ import { operatorCertificates } from "../helpers/certificates.js";
 import { runCli, startCli, stopCli } from "../helpers/cli.js";
 import { REPO_ROOT } from "../helpers/models.js";
 import { isAlive } from "../helpers/processes.js";
+import { onlyNetworkAddress } from "../../relay/start/reach-warning.js";
 
 /** An npm lockfile (package-lock.json, npm-shrinkwrap.json), as far as these tests read it. */
 interface Lockfile {
@@ -73,7 +74,9 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
   /** Fetches from the install listener as a machine does: curl, with the key pinned. */
   const pinnedCurl = (args: string[], pin = install.pin) => execFileSync("curl", ["-fsSk", "--pinnedpubkey", pin, ...args]);
   let org: string;
-  let machine: { id: string; token: string; install_command: string; ca_sha256: string };
+  let machine: { id: string; token: string; install_command: string; ca_sha256: string; reach_warning: string | null };
+  /** This computer's network address (loopback only where it has none). */
+  const publicAddress = onlyNetworkAddress() ?? "localhost";
   let prefix: string;
   const admin = async (...args: string[]) => {
     const r = await runCli(["admin", ...args, "--data-dir", join(dir, "relay"), "--json"]);
@@ -85,7 +88,8 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "makina-install-"));
     prefix = join(dir, "opt", "makina");
-    relay = (await startCli(["relay", "--data-dir", join(dir, "relay"), "--port", "0", "--grpc-port", "0"], /agents dial/)).child;
+    // Started as an operator would for other machines to join: the address they reach this one at is printed.
+    relay = (await startCli(["relay", "--data-dir", join(dir, "relay"), "--port", "0", "--grpc-port", "0", "--public-address", publicAddress], /agents dial/)).child;
     const info = JSON.parse(readFileSync(join(dir, "relay", "relay.json"), "utf8")) as { url: string; install_url: string; install_pin: string };
     relayUrl = info.url;
     install = { url: info.install_url, pin: info.install_pin };
@@ -114,7 +118,7 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
   });
 
   it("serves the install script and the agent package of its own version, which holds no relay, over TLS to its pinned key only", async () => {
-    expect(install.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    expect(install.url).toMatch(new RegExp(`^https://${publicAddress}:\\d+$`));
     expect(install.pin).toMatch(/^sha256\/\/[A-Za-z0-9+/]{43}=$/);
     expect(pinnedCurl(["-D", "-", "-o", "/dev/null", `${install.url}/install.sh`]).toString()).toMatch(/content-type: text\/x-shellscript; charset=utf-8/i);
     expect(pinnedCurl([`${install.url}/install.sh`]).toString()).toBe(readFileSync(join(REPO_ROOT, "scripts", "install.sh"), "utf8"));
@@ -157,6 +161,10 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     expect(machine.install_command).toBe(
       `curl -fsSLk --pinnedpubkey ${install.pin} ${install.url}/install.sh | sh -s -- --relay-url ${install.url} --pinned-pubkey ${install.pin} --server ${machine.install_command.match(/--server (\S+)/)![1]} --machine-id ${machine.id} --ca-sha256 ${machine.ca_sha256}`,
     );
+    // Both addresses it names are the public address given (this computer's on the network), and nothing warns.
+    expect(install.url).toMatch(new RegExp(`^https://${publicAddress}:\\d+$`));
+    expect(machine.install_command).toMatch(new RegExp(` --server ${publicAddress}:\\d+ `));
+    if (publicAddress !== "localhost") expect(machine.reach_warning).toBeNull();
     // Pasted into a terminal, and the token typed when asked (never echoed). A second relay address (one that
     // does not answer, standing for a relay that is down): the agent is given both and links to the one that answers.
     const r = await atTerminal(`${machine.install_command} --server 127.0.0.1:9 --prefix ${prefix} --service detached`, env, `Machine token for ${machine.id}`, machine.token);

@@ -119,11 +119,13 @@ describe("a newcomer's journey through the web application", () => {
     expect(command).not.toContain(token);
     expect(await page.locator("[data-testid=new-machine]").textContent()).toContain("it asks for the machine token below");
     await expect.poll(() => page.getByTestId("new-machine-status").textContent()).toContain("Waiting for gpu-box to connect");
-    // This relay listens on loopback: the page says the command cannot work from another machine, and what to change.
+    // This relay's link listens on loopback: the page says the command cannot work from another machine, and exactly
+    // what to change (the link's host, and the address to print), naming no flag that changes nothing.
     const loopback = (await page.getByTestId("loopback-warning").textContent()) ?? "";
     expect(loopback).toContain("works on this computer only");
-    expect(loopback).toContain("--host 0.0.0.0");
-    expect(loopback).toContain("--grpc-host 0.0.0.0");
+    expect(loopback).toContain("start the relay with MAKINA_GRPC_HOST=0.0.0.0 (makina relay --grpc-host 0.0.0.0)");
+    expect(loopback).toContain("--public-address HOST (MAKINA_PUBLIC_ADDRESS)");
+    expect(loopback).not.toContain("--host 0.0.0.0");
     await shot("add-machine");
     agent = await startAgent(resolveAgentConfig({ flags: { server, machineId, token, dataDir: join(dataDir, "agent"), threads: 1, gpu: false, maxContextSize: 1024 } }), {
       log: silentLogger(),
@@ -247,18 +249,28 @@ describe("a newcomer's journey through the web application", () => {
 
     // A key restricted to the stack, shown once; it works through the openai client until revoked in the UI.
     await nav("API keys");
+    // Escape closes the form, as Cancel does.
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByTestId("create-key").waitFor();
+    await page.keyboard.press("Escape");
+    await expect.poll(() => page.getByTestId("create-key").count()).toBe(0);
     await page.getByRole("button", { name: "Create key" }).click();
     await page.getByLabel("Name").fill("support-bot");
     await page.getByRole("checkbox", { name: /tiny/ }).check();
-    // A limit the relay refuses is said in words next to its field; fixing it goes through.
+    // Every limit that is wrong is said at once, in words next to its field; fixing them goes through.
     await page.getByLabel("Requests per minute").fill("0");
+    await page.getByLabel("Tokens per minute").fill("12.5");
     await page.getByRole("button", { name: "Create key" }).last().click();
-    await expect.poll(() => page.locator("#key-rpm-error").textContent()).toBe("Requests per minute must be a whole number of 1 or more.");
+    await expect.poll(() => page.locator("#key-rpm-error").textContent()).toBe("Requests per minute must be a whole number of 1 or more, or empty for none.");
+    expect(await page.locator("#key-tpm-error").textContent()).toBe("Tokens per minute must be a whole number of 1 or more, or empty for none.");
     await shot("key-form-error");
     await page.getByLabel("Requests per minute").fill("100");
+    await page.getByLabel("Tokens per minute").fill("");
     await page.getByRole("button", { name: "Create key" }).last().click();
     const secret = (await page.getByTestId("new-key-secret").textContent())!;
     expect(secret).toMatch(/^mk_live_/);
+    // The one-time secret's panel has the focus: a screen reader says it, and the keyboard is there.
+    await expect.poll(() => page.evaluate("document.activeElement && document.activeElement.id")).toBe("new-key-title");
     await shot("key-created");
     const client = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: secret, maxRetries: 0 });
     const reply = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 4 });
@@ -302,8 +314,8 @@ describe("a newcomer's journey through the web application", () => {
     // The usage page counts the calls, per key (the playground's embeddings too, under its model).
     await nav("Usage");
     const usageRow = page.locator("tr", { hasText: "support-bot" });
-    // Two calls with it: one before the edit, one after.
-    await expect.poll(() => usageRow.locator("td").nth(1).textContent()).toBe("2");
+    // Three calls with it: one before the edit, one after, and one refused once it was revoked (counted as its own).
+    await expect.poll(() => usageRow.locator("td").nth(1).textContent()).toBe("3");
     await page.getByRole("heading", { name: "Requests" }).waitFor();
     await shot("usage");
     await page.getByRole("button", { name: "Per model" }).click();
@@ -317,8 +329,8 @@ describe("a newcomer's journey through the web application", () => {
     await nav("Overview");
     await expect.poll(() => page.getByTestId("stat-machines").textContent()).toContain("1 of 1");
     await expect.poll(() => page.getByTestId("stat-stacks").textContent()).toContain("1 of 1");
-    // The playground's answer, and the key's three calls (one refused once revoked).
-    await expect.poll(() => page.getByTestId("stat-errors").textContent()).toMatch(/\d of [34] in the last hour/);
+    // The playground's answer, and the key's calls, the one refused once it was revoked among them (counted as its own).
+    await expect.poll(() => page.getByTestId("stat-errors").textContent()).toMatch(/\d of [45] in the last hour/);
     await page.getByRole("meter", { name: "CPU" }).waitFor();
     expect(await page.getByRole("img", { name: /requests in the last hour/ }).count()).toBe(1);
 
@@ -494,6 +506,8 @@ describe("a newcomer's journey through the web application", () => {
     await shot("people-disabled");
     await leaver.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Stacks" }).click();
     await leaver.getByRole("button", { name: "Sign in" }).waitFor();
+    // Not a bare sign-in page: it says the session ended, and who to ask.
+    expect(await leaver.getByTestId("session-ended").textContent()).toContain("You were signed out: your session ended");
     await signIn(password);
     await expect.poll(() => leaver.getByRole("alert").textContent()).toBe("This account is disabled; ask an admin of your organization.");
 
@@ -584,6 +598,10 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => page.getByTestId("list-range").textContent()).toBe("1–1 of 1");
     expect(page.url()).toContain("state=429");
     await shot("requests-filtered");
+    // The call made with a key just revoked is there, under that key: who still uses it is in sight.
+    await page.getByLabel("Show requests by status").selectOption({ label: "Key refused (401)" });
+    await expect.poll(() => rows.first().textContent()).toContain("support-bot");
+    expect(await page.getByTestId("list-range").textContent()).toBe("1–1 of 1");
     await page.getByLabel("Show requests by status").selectOption({ label: "Every status" });
 
     // A key's requests, from its row on the keys page: the refused ones count among its requests.
@@ -648,9 +666,9 @@ describe("a newcomer's journey through the web application", () => {
     // Made on demand (no restart): its page says so, and its model is unloaded and loaded again from there.
     await page.getByRole("link", { name: "Edit" }).click();
     await page.getByLabel("Loaded").selectOption("on_demand");
-    // Judged by the machine's memory budget alone, with what it shares the machine with (itself not among them).
-    await expect.poll(() => page.getByTestId("compatibility").textContent()).toMatch(/Loaded on demand, it fits this machine's memory budget \([\d.]+ GiB, its agent's --memory-budget\) alone\. It shares the machine with tiny \([\d.]+ MiB\)/);
-    expect(await page.getByTestId("compatibility").textContent()).not.toMatch(/shares the machine with[^:]*framed/);
+    // Judged by the machine's memory budget beside what stays loaded there (itself not among them).
+    await expect.poll(() => page.getByTestId("compatibility").textContent()).toMatch(/Loaded on demand, it fits this machine's memory budget \([\d.]+ GiB, its agent's --memory-budget\) beside the [\d.]+ (MiB|GiB) its always-loaded stacks hold \(tiny \([\d.]+ MiB\)/);
+    expect(await page.getByTestId("compatibility").textContent()).not.toMatch(/always-loaded stacks hold \([^)]*cat tales/);
     await shot("forge-on-demand-budget");
     await page.getByLabel("Unload after (seconds idle)").fill("900");
     await page.getByRole("button", { name: "Save changes" }).click();
@@ -673,7 +691,11 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => page.getByTestId("stack-context").textContent(), { timeout: 30_000 }).toContain("known once its model has loaded after this deploy (1,024 asked)");
     await page.getByText("Its model is unloaded: the next request loads it").waitFor();
 
-    // Undeploy asks first, and Keep keeps it serving.
+    // Undeploy asks first; Escape, as Keep, keeps it serving.
+    await page.getByRole("button", { name: "Undeploy…" }).click();
+    await page.getByRole("button", { name: "Undeploy", exact: true }).waitFor();
+    await page.keyboard.press("Escape");
+    await page.getByRole("button", { name: "Undeploy…" }).waitFor();
     await page.getByRole("button", { name: "Undeploy…" }).click();
     expect(await page.locator(".page-header").textContent()).toContain("Requests for framed get 404 from now on");
     await shot("stack-undeploy-confirm");
@@ -683,6 +705,10 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("button", { name: "Undeploy…" }).click();
     await page.getByRole("button", { name: "Undeploy", exact: true }).click();
     await expect.poll(() => page.locator(".page-header [data-state]").first().getAttribute("data-state")).toBe("draft");
+    // Undeployed, the page says so: no old deploy steps shown green, no runtime said ready.
+    await page.getByTestId("undeployed").waitFor();
+    expect(await page.locator(".steps").count()).toBe(0);
+    expect(await page.locator("dd", { hasText: /^gguf/ }).first().textContent()).toBe("gguf");
     await page.getByRole("button", { name: "Delete…" }).click();
     await page.getByRole("button", { name: "Delete stack" }).click();
     await page.getByRole("heading", { name: "Stacks", level: 1 }).waitFor();
@@ -741,7 +767,7 @@ describe("a newcomer's journey through the web application", () => {
       await page.getByRole("link", { name: "tiny", exact: true }).click();
       const shares = page.getByTestId("replica-shares");
       await expect.poll(() => shares.textContent()).toMatch(/^This stack: 100% \([\d,]+\)tiny-copy: 0% \(0\)$/);
-      expect(await page.getByTestId("stack-replicas").textContent()).toContain("Requests for tiny are shared: a loaded replica first (to load one, the machine with the most memory free)");
+      expect(await page.getByTestId("stack-replicas").textContent()).toContain("Requests for tiny are shared: a loaded replica first (to load one, a machine with a place free and the most of its memory budget left)");
       await shot("stack-replicas");
       await relay.control.stacks.undeploy(OP, copy.id);
       await relay.deployer.settled(copy.id);

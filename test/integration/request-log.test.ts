@@ -102,6 +102,41 @@ describe("the request log", () => {
     expect(byModel.totals.find((t) => t.group === gw.modelId)?.total.errors).toBeGreaterThanOrEqual(1);
   });
 
+  it("logs a revoked key's requests and a disabled person's key's as their own, saying why; a key nobody has stays unlogged", async () => {
+    const k = await newKey({ name: "gone" });
+    expect((await chat(k.key, { messages: hello })).status).toBe(200);
+    await json("POST", `/admin/v1/keys/${k.id}/revoke`);
+    const refused = await chat(k.key, { messages: hello });
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: "invalid_api_key",
+      message: expect.stringMatching(/^Incorrect API key provided: mk_live_\S+\. This key was revoked at \d{4}-\d\d-\d\dT[\d:.]+Z; ask an admin of the organization for a new one\.$/),
+    });
+    expect((await log(`&key=${k.id}`)).data.map((r) => [r.status, r.error_code, r.key_name])).toEqual([
+      [401, "invalid_api_key", "gone"],
+      [200, null, "gone"],
+    ]);
+    expect((await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=key`)).totals.find((t) => t.group === k.id)?.total).toMatchObject({ requests: 2, errors: 1 });
+
+    // A key whose maker an admin disabled: refused, logged under it, its holder told why.
+    const person = await json<{ id: string }>("POST", "/admin/v1/users", { org: gw.orgId, login: "leaver@example.com", role: "member", password: "leaver-password-1" });
+    const web = new WebClient(gw.relay.url);
+    expect((await web.signIn("leaver@example.com", "leaver-password-1")).status).toBe(200);
+    const theirs = await web.json<ApiKey & { key: string }>("POST", "/admin/v1/keys", { name: "leavers-key" });
+    expect((await chat(theirs.key, { messages: hello })).status).toBe(200);
+    await json("PATCH", `/admin/v1/users/${person.id}`, { disabled: true });
+    const off = await chat(theirs.key, { messages: hello });
+    expect([off.status, ((await off.json()) as { error: { message: string } }).error.message]).toEqual([401, expect.stringContaining("The person who made this key is disabled")]);
+    expect((await log(`&key=${theirs.id}`)).data.map((r) => r.status)).toEqual([401, 200]);
+    // Enabled again, the key serves again.
+    await json("PATCH", `/admin/v1/users/${person.id}`, { disabled: false });
+    expect((await chat(theirs.key, { messages: hello })).status).toBe(200);
+    // A key nobody has is no organization's: nothing logged.
+    const before = (await log()).total;
+    expect((await chat("mk_live_nobodyHasThisKey000000000000000000000", { messages: hello })).status).toBe(401);
+    expect((await log()).total).toBe(before);
+  });
+
   it("logs no more than 60 refusals of one key a minute, and keeps a model name only when it is one", async () => {
     const k = await newKey({ name: "noisy" });
     for (let i = 0; i < 70; i++) expect((await chat(k.key, { messages: "not a list" })).status).toBe(400);

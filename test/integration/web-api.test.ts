@@ -1,4 +1,6 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { get } from "node:http";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -450,6 +452,18 @@ describe("the web application's API: sign-in, sessions, roles and organizations"
     expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     // Every body is read: one left unread holds its connection open after the relay has gone.
     expect((await asset.text()).length).toBeGreaterThan(0);
+    // Sent compressed, as the browser takes it, within the bundle's budget (brotli 48 KiB, gzip 52 KiB, 160 KiB as built).
+    const raw = await fetched(`${origin}${script}`, "identity");
+    const br = await fetched(`${origin}${script}`, "gzip, deflate, br");
+    const gzip = await fetched(`${origin}${script}`, "gzip");
+    expect([raw.coding, br.coding, gzip.coding, br.vary]).toEqual([undefined, "br", "gzip", "Accept-Encoding"]);
+    expect(brotliDecompressSync(br.bytes).equals(raw.bytes)).toBe(true);
+    expect(gunzipSync(gzip.bytes).equals(raw.bytes)).toBe(true);
+    expect(br.bytes.length).toBeLessThanOrEqual(48 * 1024);
+    expect(gzip.bytes.length).toBeLessThanOrEqual(52 * 1024);
+    expect(raw.bytes.length).toBeLessThanOrEqual(160 * 1024);
+    const style = /href="(\/assets\/main-[\w]+\.css)"/.exec(html)![1]!;
+    expect((await fetched(`${origin}${style}`, "br")).type).toBe("text/css; charset=utf-8");
     // The app's own routes load the page; everything else keeps its answer.
     for (const path of ["/stacks/stk_anything", "/stacks/stk_anything/edit", "/audit", "/account"]) expect(await (await fetch(`${origin}${path}`)).text(), path).toBe(html);
     // A browser following a link to a page that does not exist gets the app (which says so) with a 404, never JSON;
@@ -582,3 +596,15 @@ describe("the caps on stacks per organization and keys per person", () => {
     for (let i = 0; i < 3; i++) expect((await operator("POST", "/admin/v1/keys", { org: gw.orgId, name: `ops-${i}` })).status).toBe(201);
   });
 });
+
+/** An HTTP GET as sent with `accept-encoding`, its body as it crossed the wire (not decoded). */
+function fetched(url: string, acceptEncoding: string): Promise<{ coding: string | undefined; vary: string | undefined; type: string | undefined; bytes: Buffer }> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers: { "accept-encoding": acceptEncoding } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ coding: res.headers["content-encoding"], vary: res.headers.vary, type: res.headers["content-type"], bytes: Buffer.concat(chunks) }));
+      res.on("error", reject);
+    }).on("error", reject);
+  });
+}

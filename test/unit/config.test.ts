@@ -174,6 +174,12 @@ describe("configuration", () => {
     for (const bad of ["relay.example.com", "relay.example.com:8081;id", "`id`:8081", "relay.example.com:0", "relay.example.com:70000"]) {
       expect(() => resolveRelayConfig({ flags: { publicGrpcAddress: bad } })).toThrow(/publicGrpcAddress \(MAKINA_PUBLIC_GRPC_ADDRESS\) must be host:port/);
     }
+    expect(resolveRelayConfig({ env: { MAKINA_PUBLIC_ADDRESS: "10.0.0.5" } }).publicAddress).toBe("10.0.0.5");
+    expect(resolveRelayConfig({ flags: { publicAddress: "relay.example.com" } }).publicAddress).toBe("relay.example.com");
+    expect(resolveRelayConfig({ flags: { publicAddress: "[fd00::5]" } }).publicAddress).toBe("fd00::5");
+    for (const bad of ["relay.example.com:8081", "https://relay.example.com", "$(id)", "relay example.com", "relay.example.com;id"]) {
+      expect(() => resolveRelayConfig({ flags: { publicAddress: bad } })).toThrow(/publicAddress \(MAKINA_PUBLIC_ADDRESS\) must be a host name or an IP address/);
+    }
   });
 
   it("reads the agent's credentials from the environment", () => {

@@ -21,7 +21,7 @@ export const machineCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string; name: string };
           const m = await adminCall(target(a), "POST /admin/v1/machines", { body: { org: a.org, name: a.name } });
-          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, install_refused: m.install_refused, ca_sha256: m.ca_sha256 }, () =>
+          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, install_refused: m.install_refused, reach_warning: m.reach_warning, ca_sha256: m.ca_sha256 }, () =>
             keyValues([["id", m.id], ["name", m.name], ["token", `${m.token}  (shown this once)`], ...installLines(m), ["link CA sha256", m.ca_sha256 ?? "(none)"]]),
           );
         },
@@ -53,7 +53,7 @@ export const machineCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { id: string };
           const m = await adminCall(target(a), "POST /admin/v1/machines/:id/rotate-token", { params: { id: a.id } });
-          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, install_refused: m.install_refused, ca_sha256: m.ca_sha256 }, () =>
+          print(a, { id: m.id, name: m.name, token: m.token, install_command: m.install_command, install_refused: m.install_refused, reach_warning: m.reach_warning, ca_sha256: m.ca_sha256 }, () =>
             keyValues([["id", m.id], ["token", `${m.token}  (shown this once)`], ...installLines(m), ["link CA sha256", m.ca_sha256 ?? "(none)"]]),
           );
         },
@@ -84,10 +84,11 @@ export const machineCommand: CommandModule = {
 };
 
 /** The install command with what it asks for, or why there is none. */
-function installLines(m: { install_command: string | null; install_refused: string | null }): [string, string][] {
+function installLines(m: { install_command: string | null; install_refused: string | null; reach_warning: string | null }): [string, string][] {
   if (m.install_command === null) return [["install", m.install_refused ?? "(none)"]];
   return [
     ["install", m.install_command],
     ["", "(run it on the machine; it asks for the token above, which then lands in no shell history)"],
+    ...(m.reach_warning ? [["warning", `This command works on this computer only. ${m.reach_warning}`] as [string, string]] : []),
   ];
 }

@@ -72,7 +72,8 @@ export function gatewayRoute<R extends PlannableRequest>(deps: GatewayDeps, code
 async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: GatewayCodec<R>, ids: PooledBase62, req: IncomingMessage, res: ServerResponse, ledger: RequestLedger): Promise<void> {
   const reload = deps.directory.refresh();
   if (reload) await reload;
-  // A key refused for what it is (expired, revoked) is known from here on: its refusals are logged as its own.
+  // A key refused for what it is (expired, revoked in the last 30 days, its maker disabled) is known from here on:
+  // its refusals are logged as its own, for its admin to see who still uses it (60 a minute at most, as any key's).
   const named = identifyApiKey(deps.directory, codec.authorization(req));
   ledger.keyKnown(named.record);
   const key = admitApiKey(deps.directory, named);

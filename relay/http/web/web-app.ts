@@ -1,5 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import express, { Router } from "express";
 
@@ -43,6 +43,15 @@ export function webApp(dir: string | null): Router {
     return r;
   }
   const index = readFileSync(join(dir, "index.html"));
+  const compressed = compressedAssets(join(dir, "assets"));
+  r.get("/assets/:file", (req, res, next) => {
+    const asset = compressed.get(req.params.file);
+    if (!asset) return next();
+    // The smallest the browser takes: brotli, else gzip, else the file as built.
+    const [body, coding] = req.acceptsEncodings("br") ? [asset.br, "br"] : req.acceptsEncodings("gzip") ? [asset.gzip, "gzip"] : [asset.raw, undefined];
+    res.set({ "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable", vary: "Accept-Encoding", ...(coding && { "content-encoding": coding }) });
+    res.send(body);
+  });
   r.use("/assets", express.static(join(dir, "assets"), { immutable: true, maxAge: "365d", index: false }));
   const page = (res: express.Response) => res.set({ ...SECURITY_HEADERS, "cache-control": "no-cache", "content-type": "text/html; charset=utf-8" });
   r.get(APP_PAGES, (_req, res) => {
@@ -55,4 +64,25 @@ export function webApp(dir: string | null): Router {
     page(res).status(404).send(index);
   });
   return r;
+}
+
+/** A built asset as the relay serves it: the file, and its brotli and gzip forms made by the build. */
+interface CompressedAsset {
+  type: string;
+  raw: Buffer;
+  br: Buffer;
+  gzip: Buffer;
+}
+
+const ASSET_TYPES: Record<string, string> = { ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8" };
+
+/** The assets the build compressed (each `.js` and `.css` with its `.br` and `.gz` beside it), read once. */
+function compressedAssets(assets: string): Map<string, CompressedAsset> {
+  const found = new Map<string, CompressedAsset>();
+  for (const file of readdirSync(assets)) {
+    const type = ASSET_TYPES[extname(file)];
+    if (!type || !existsSync(join(assets, `${file}.br`)) || !existsSync(join(assets, `${file}.gz`))) continue;
+    found.set(file, { type, raw: readFileSync(join(assets, file)), br: readFileSync(join(assets, `${file}.br`)), gzip: readFileSync(join(assets, `${file}.gz`)) });
+  }
+  return found;
 }

@@ -93,11 +93,16 @@ function App() {
   const events = useMemo(() => new RelayEvents(), []);
   const [session, setSession] = useState<SessionInfo | null | undefined>(undefined);
   const [bootError, setBootError] = useState<string | null>(null);
+  /** Why the sign-in page shows again, when the session ended without the button (an admin disabled the person, say). */
+  const [ended, setEnded] = useState(false);
   const [path, setPath] = useState(location.pathname);
   const { toasts, notify, dismiss } = useToasts();
 
   useEffect(() => {
-    client.onSignedOut = () => setSession(null);
+    client.onSignedOut = () => {
+      setEnded(true);
+      setSession(null);
+    };
     client.session().then(setSession, (err: Error) => setBootError(err.message));
     const onPop = () => setPath(location.pathname);
     addEventListener("popstate", onPop);
@@ -119,7 +124,13 @@ function App() {
 
   if (bootError) return <EmptyState title="The relay cannot be reached">{bootError}</EmptyState>;
   if (session === undefined) return <div class="booting" aria-busy="true" />;
-  if (session === null) return <SignInPage client={client} onSignedIn={setSession} />;
+  if (session === null) {
+    const signedIn = (s: SessionInfo) => {
+      setEnded(false);
+      setSession(s);
+    };
+    return <SignInPage client={client} onSignedIn={signedIn} sessionEnded={ended} />;
+  }
 
   const ctx: AppContextValue = {
     client,

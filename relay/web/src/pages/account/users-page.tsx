@@ -11,6 +11,7 @@ import { describedBy, Field } from "../../components/field.js";
 import { formatAgo } from "../../components/format.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { FormActions } from "../../components/form-actions.js";
+import { useEscape } from "../../components/use-escape.js";
 import { StateBadge } from "../../components/state-badge.js";
 
 /** A first or reset password: 18 random letters and digits, for the admin to pass on. */
@@ -177,6 +178,7 @@ function PasswordShown({ title, password, onDone }: { title: string; password: s
 
 /** Adds a person to the organization with a password made here (shown once by the page). */
 function AddPersonForm({ onAdded, onCancel }: { onAdded: (shown: { title: string; password: string }) => void; onCancel: () => void }) {
+  useEscape(onCancel);
   const { client, session } = useApp();
   const [login, setLogin] = useState("");
   const [role, setRole] = useState<"member" | "admin">("member");

@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import type { ApiKey, MachineChoice, NewApiKey, StackChoice } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
@@ -8,11 +8,18 @@ import { plural } from "../../components/format.js";
 import { MultiSelect } from "../../components/multi-select.js";
 import { Notice } from "../../components/notice.js";
 import { FormActions } from "../../components/form-actions.js";
+import { useEscape } from "../../components/use-escape.js";
 
 /** `YYYY-MM-DD` of a time, in the browser's time zone (what a date input shows). */
 function localDate(ms: number): string {
   const d = new Date(ms);
   return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
+}
+
+/** What is wrong with a limit as typed (a whole number of 1 or more, or empty for none); null when nothing is. */
+function wholeOrNone(typed: string, what: string): string | null {
+  const t = typed.trim();
+  return t === "" || (/^\d+$/.test(t) && Number(t) >= 1) ? null : `${what} must be a whole number of 1 or more, or empty for none.`;
 }
 
 /** The end of a `YYYY-MM-DD` day in the browser's time zone, as an ISO time; null when empty. */
@@ -37,9 +44,20 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
   const [busy, setBusy] = useState(false);
   const limit = (v: string) => (v.trim() === "" ? null : Number(v));
   const verb = editing ? "Save changes" : "Create key";
+  /** The limits as typed, each judged on its own before the relay is asked: every wrong one is said at once. */
+  const [typed, setTyped] = useState<{ rpm: string | null; tpm: string | null }>({ rpm: null, tpm: null });
+  // Escape closes the form (not while it is being sent); the new key's panel stays until Done, its secret copied.
+  useEscape(onClose, !busy && !created);
+  const newKeyTitle = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    if (created?.key) newKeyTitle.current?.focus();
+  }, [created]);
 
   const submit = async (e: Event) => {
     e.preventDefault();
+    const judged = { rpm: wholeOrNone(rpm, "Requests per minute"), tpm: wholeOrNone(tpm, "Tokens per minute") };
+    setTyped(judged);
+    if (judged.rpm || judged.tpm) return;
     setBusy(true);
     setError(null);
     // A day left as it was keeps the key's expiry as it is (set to the minute by the API, or already past).
@@ -63,7 +81,10 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
   if (created?.key) {
     return (
       <section class="card panel" aria-labelledby="new-key-title" data-testid="new-key">
-        <h2 id="new-key-title">Your new key{created.name ? `: ${created.name}` : ""}</h2>
+        {/* Focused when it appears: a screen reader says it, and the keyboard is where the secret is. */}
+        <h2 id="new-key-title" tabIndex={-1} ref={newKeyTitle}>
+          Your new key{created.name ? `: ${created.name}` : ""}
+        </h2>
         <Notice tone="warn">Copy it now. It is shown this once; Makina keeps only its hash.</Notice>
         <CopyBlock text={created.key} label="Copy key" testId="new-key-secret" />
         <div class="form-actions">
@@ -74,7 +95,7 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
       </section>
     );
   }
-  const err = (param: string) => (error?.param === param ? error.message : null);
+  const err = (param: string) => (param === "rpm" || param === "tpm" ? typed[param] : null) ?? (error?.param === param ? error.message : null);
   const title = editing ? `Edit key ${editing.name ?? `${editing.prefix}…`}` : "Create an API key";
   return (
     <section class="card panel" aria-labelledby="key-form-title" data-testid={editing ? "edit-key" : "create-key"}>

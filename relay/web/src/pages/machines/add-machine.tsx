@@ -10,18 +10,7 @@ import { StateBadge } from "../../components/state-badge.js";
 import { Link } from "../../components/link.js";
 import { FormActions } from "../../components/form-actions.js";
 import { Notice } from "../../components/notice.js";
-
-/** Whether an address (`host:port` or a URL) names this computer only: 127.x, localhost or [::1]. */
-const isLoopback = (address: string) => /^(?:[a-z]+:\/\/)?(?:127\.|localhost(?::|\/|$)|\[::1\])/i.test(address);
-
-/** What in a machine's joining values only this computer can reach, in words, with what to do instead. */
-export function loopbackWarnings(joining: Pick<MachineJoining, "install_command" | "server">): string[] {
-  const relayUrl = /--relay-url (\S+)/.exec(joining.install_command ?? "")?.[1] ?? "";
-  const out: string[] = [];
-  if (isLoopback(relayUrl)) out.push(`The install script comes from ${relayUrl}, which only this computer can reach: start the relay with --host 0.0.0.0 (or behind a reverse proxy).`);
-  if (isLoopback(joining.server)) out.push(`The agents' link listens on ${joining.server}, which only this computer can reach: start the relay with --grpc-host 0.0.0.0.`);
-  return out;
-}
+import { useEscape } from "../../components/use-escape.js";
 
 /**
  * Adds a machine: names it, shows its install command and token once, and
@@ -29,6 +18,8 @@ export function loopbackWarnings(joining: Pick<MachineJoining, "install_command"
  * relay announces its changes).
  */
 export function AddMachine({ onClose }: { onClose: () => void }) {
+  // Escape closes it, as Close does: a machine made can still connect later.
+  useEscape(onClose);
   const { client, session } = useApp();
   const [name, setName] = useState("");
   const [error, setError] = useState<ApiError | null>(null);
@@ -133,7 +124,6 @@ export function InstallCommand({ joining, testId = "install-command" }: { joinin
       </Notice>
     );
   }
-  const warnings = loopbackWarnings(joining);
   return (
     <>
       <p>
@@ -141,9 +131,9 @@ export function InstallCommand({ joining, testId = "install-command" }: { joinin
         shell history), installs the agent from this relay, starts it as a service and waits until the machine is online. The token is shown{" "}
         <strong>this once</strong>: copy it now.
       </p>
-      {warnings.length > 0 && (
+      {joining.reach_warning && (
         <Notice tone="warn" testId="loopback-warning">
-          <strong>This command works on this computer only.</strong> {warnings.join(" ")}
+          <strong>This command works on this computer only.</strong> {joining.reach_warning}
         </Notice>
       )}
       <CopyBlock text={joining.install_command} label="Copy command" testId={testId} />

@@ -128,7 +128,7 @@ function StacksStat({ stacks: s }: { stacks: Overview["stacks"] }) {
       <dt>Stacks serving</dt>
       <dd>
         <span class="stat-value">
-          {s.runtimes.ready + s.runtimes.unloaded} of {s.by_state.deployed}
+          {s.runtimes.ready + s.runtimes.unloaded} of {s.by_state.deployed} deployed
         </span>
         <span class="stat-note">
           {[
@@ -140,6 +140,7 @@ function StacksStat({ stacks: s }: { stacks: Overview["stacks"] }) {
             s.by_state.deploying && `${s.by_state.deploying} deploying`,
             s.by_state.failed && `${s.by_state.failed} failed to deploy`,
             s.by_state.draft && `${s.by_state.draft} not deployed`,
+            s.total > s.by_state.deployed && `${s.total.toLocaleString("en-US")} stacks in all`,
           ]
             .filter(Boolean)
             .join(", ") || "deployed and ready"}

@@ -5,7 +5,7 @@ import { describedBy, Field } from "../../components/field.js";
 import { Notice } from "../../components/notice.js";
 
 /** Sign in with a login and password. `makina up` prints the first admin's. */
-export function SignInPage({ client, onSignedIn }: { client: AdminClient; onSignedIn: (s: SessionInfo) => void }) {
+export function SignInPage({ client, onSignedIn, sessionEnded = false }: { client: AdminClient; onSignedIn: (s: SessionInfo) => void; sessionEnded?: boolean }) {
   const [login, setLogin] = useState("");
   const [password, setPassword] = useState("");
   const [error, setError] = useState<ApiError | null>(null);
@@ -35,6 +35,12 @@ export function SignInPage({ client, onSignedIn }: { client: AdminClient; onSign
         </div>
         <h1>Sign in</h1>
         <p class="subtitle">Serve models from your own machines through the API your code already speaks.</p>
+        {sessionEnded && !error && (
+          <Notice tone="info" testId="session-ended">
+            You were signed out: your session ended (it expired, you signed out elsewhere, or an admin changed your account: disabled it, changed its role or its password). Sign in again; if you
+            cannot, ask an admin of your organization.
+          </Notice>
+        )}
         {error && !loginError && !passwordError && <Notice tone="error">{error.message}</Notice>}
         <Field id="login" label="Login" error={loginError} hint="On a fresh install, `makina up` prints the admin login and password.">
           <input id="login" name="login" autoComplete="username" value={login} onInput={(e) => setLogin(e.currentTarget.value)} aria-describedby={describedBy("login", loginError)} autoFocus required />

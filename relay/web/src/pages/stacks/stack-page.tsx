@@ -64,7 +64,7 @@ export function StackPage({ id }: { id: string }) {
       <RuntimeNotice stack={s} />
       <div class="grid two">
         <LayersCard stack={s} />
-        <DeploymentCard deployment={s.deployment} />
+        <DeploymentCard stack={s} />
       </div>
       {s.has_endpoint && <Snippets stack={s} />}
       {s.has_endpoint && s.state === "deployed" && <Playground stack={s} />}
@@ -93,7 +93,7 @@ function LayersCard({ stack: s }: { stack: Stack }) {
         <dt>Runtime</dt>
         <dd>
           {s.runtime}
-          {s.runtime_state && ` · ${s.runtime_state}`}
+          {s.runtime_state && (s.state === "deployed" || s.state === "deploying") && ` · ${s.runtime_state}`}
         </dd>
         <dt>Loaded</dt>
         <dd data-testid="stack-residency">
@@ -135,11 +135,16 @@ function LayersCard({ stack: s }: { stack: Stack }) {
 }
 
 /** The stack's latest deployment, step by step, or what a deploy will do. */
-function DeploymentCard({ deployment }: { deployment: Stack["deployment"] }) {
+function DeploymentCard({ stack: s }: { stack: Stack }) {
+  const { deployment } = s;
   return (
     <section class="card" aria-labelledby="stack-deploy">
       <h2 id="stack-deploy">Deployment</h2>
-      {deployment ? (
+      {s.state === "draft" && deployment ? (
+        <p class="muted" data-testid="undeployed">
+          Undeployed: nothing of it runs on the machine now. Deploy installs the runtime, pulls the model and configures the endpoint again.
+        </p>
+      ) : deployment ? (
         <>
           <DeploymentProgress deployment={deployment} />
           {deployment.error && !deployment.steps.some((step) => step.error) && <p class="field-error">{deployment.error}</p>}
