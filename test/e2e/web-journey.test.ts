@@ -614,6 +614,8 @@ describe("a newcomer's journey through the web application", () => {
     await rows.last().getByRole("link").first().click();
     await page.getByRole("heading", { name: "Prompt and answer" }).waitFor();
     expect(await page.getByTestId("capture-none").textContent()).toContain("Not kept");
+    // The machine by its name, not its id.
+    await expect.poll(() => page.getByTestId("request-machine").textContent()).toBe("gpu-box");
 
     // On the stack's page: its last requests, and capture turned on for an hour.
     await nav("Stacks");
@@ -681,6 +683,10 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByRole("button", { name: "Unload now" }).waitFor();
     // A change that restarts the runtime is asked first.
     await page.getByRole("link", { name: "Edit" }).click();
+    // A context the relay would refuse is said once the field is left, before anything is sent.
+    await page.getByLabel("Context size (tokens)").fill("50");
+    await page.getByLabel("Context size (tokens)").press("Tab");
+    await expect.poll(() => page.locator("#forge-max-context-error").textContent()).toBe("A context is a whole number of tokens from 128 to 1,048,576, or empty for the machine's default.");
     await page.getByLabel("Context size (tokens)").fill("1024");
     await page.getByRole("button", { name: "Save and restart…" }).click();
     expect(await page.locator(".form-actions").textContent()).toContain("runtime restarts with these changes");

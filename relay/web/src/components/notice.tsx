@@ -42,3 +42,12 @@ export function NotLoaded({ thing, error, back }: { thing: string; error: { stat
     </EmptyState>
   );
 }
+
+/** A page whose thing is being read: its place, said in words (not a blank page), until it comes. */
+export function Loading({ thing }: { thing: string }) {
+  return (
+    <div class="loading-page" aria-busy="true" role="status" data-testid="loading">
+      <span class="spinner" aria-hidden="true" /> Loading the {thing}…
+    </div>
+  );
+}

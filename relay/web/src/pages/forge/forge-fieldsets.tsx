@@ -1,6 +1,7 @@
+import { useState } from "preact/hooks";
 import type { CatalogModel, Check, Machine, Stack } from "../../api/types.js";
 import { formatBytes } from "../../components/format.js";
-import { CONTEXT_RANGE, SIZED_CONTEXT } from "./context-bounds.js";
+import { CONTEXT_RANGE, contextProblem, SIZED_CONTEXT } from "./context-bounds.js";
 import { describedBy, Field } from "../../components/field.js";
 import type { Form } from "../../components/use-form.js";
 import { CUSTOM, HARNESS_WORDS, ORCHESTRATOR_WORDS, RUNTIMES, type ForgeFields } from "./forge-fields.js";
@@ -69,6 +70,9 @@ export function RuntimeFieldset({ form, refused }: Pick<FieldsetProps, "form" | 
 
 /** 3 · The model: from the catalog for the runtime, or named (a path, URL, hub reference, or the server's name), with its pin and context size. */
 export function ModelFieldset({ form, fieldError, refused, models, customShown, fromUrl }: FieldsetProps & { models: CatalogModel[]; customShown: boolean; fromUrl: boolean }) {
+  // A context typed wrong is said once the field is left (not at each keystroke on the way to a right one).
+  const [contextLeft, setContextLeft] = useState(false);
+  const contextError = fieldError("max_context") ?? refused("max_context") ?? (contextLeft ? contextProblem(form.values.maxContext) : null);
   const v = form.values;
   return (
     <fieldset>
@@ -109,7 +113,7 @@ export function ModelFieldset({ form, fieldError, refused, models, customShown, 
           id="forge-max-context"
           label="Context size (tokens)"
           hint="The most tokens of prompt and answer per request. More takes more memory: the compatibility panel follows it. Empty: the machine's default (4,096 unless its agent says otherwise); never more than the model was trained for."
-          error={fieldError("max_context") ?? refused("max_context")}
+          error={contextError}
         >
           <input
             id="forge-max-context"
@@ -120,7 +124,8 @@ export function ModelFieldset({ form, fieldError, refused, models, customShown, 
             inputMode="numeric"
             placeholder="4096"
             {...form.text("maxContext")}
-            aria-describedby={describedBy("forge-max-context", fieldError("max_context") ?? refused("max_context"))}
+            onBlur={() => setContextLeft(true)}
+            aria-describedby={describedBy("forge-max-context", contextError)}
           />
         </Field>
       )}

@@ -8,7 +8,7 @@ import { DataTable } from "../../components/data-table.js";
 import { formatAgo, formatBytes } from "../../components/format.js";
 import { ConfirmBar } from "../../components/confirm-bar.js";
 import { Link } from "../../components/link.js";
-import { NotLoaded, Notice, PageHeader } from "../../components/notice.js";
+import { Loading, NotLoaded, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { DeploymentProgress } from "../stacks/deployment-progress.js";
 import { LiveFigures } from "../overview/live-figures.js";
@@ -27,7 +27,7 @@ export function MachinePage({ id }: { id: string }) {
   const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { machine: id, per_page: 1000 } }).then((l) => l.data), ["stack"], [id]);
   if (machine.error && !machine.data) return <NotLoaded thing="machine" error={machine.error} back="/machines" />;
   const m = machine.data;
-  if (!m) return <div class="booting" aria-busy="true" />;
+  if (!m) return <Loading thing="machine" />;
   const h = m.hardware;
   const onMachine = stacks.data ?? [];
   const act = async (action: "revoke" | "rotate-token" | "delete") => {

@@ -1,7 +1,7 @@
 import { useLive } from "../../api/use-live.js";
 import { useApp } from "../../app-context.js";
 import { Link } from "../../components/link.js";
-import { NotLoaded, PageHeader } from "../../components/notice.js";
+import { Loading, NotLoaded, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { endingText, msText, OUTCOME_BADGE, outcomeOf } from "./request-words.js";
 
@@ -9,9 +9,12 @@ import { endingText, msText, OUTCOME_BADGE, outcomeOf } from "./request-words.js
 export function RequestPage({ id }: { id: string }) {
   const { client } = useApp();
   const request = useLive(() => client.call("GET /admin/v1/requests/:id", { params: { id } }), [], [id]);
+  // The machine by its name (one that is gone since keeps its id).
+  const machineId = request.data?.machine_id ?? null;
+  const machine = useLive(() => (machineId ? client.call("GET /admin/v1/machines/:id", { params: { id: machineId } }).catch(() => undefined) : Promise.resolve(undefined)), [], [machineId]);
   if (request.error && !request.data) return <NotLoaded thing="request" error={request.error} back="/requests" />;
   const r = request.data;
-  if (!r) return <div class="booting" aria-busy="true" />;
+  if (!r) return <Loading thing="request" />;
   return (
     <>
       <PageHeader
@@ -39,7 +42,7 @@ export function RequestPage({ id }: { id: string }) {
           <dt>Stack</dt>
           <dd>{r.stack_id ? <Link href={`/stacks/${r.stack_id}`}>{r.stack_name ?? r.stack_id}</Link> : "— (refused before one was chosen)"}</dd>
           <dt>Machine</dt>
-          <dd>{r.machine_id ? <Link href={`/machines/${r.machine_id}`}>{r.machine_id}</Link> : "—"}</dd>
+          <dd data-testid="request-machine">{r.machine_id ? <Link href={`/machines/${r.machine_id}`}>{machine.data?.id === r.machine_id ? machine.data.name : r.machine_id}</Link> : "—"}</dd>
           <dt>Error code</dt>
           <dd class="mono">{r.error_code ?? "—"}</dd>
           <dt>Tokens</dt>

@@ -5,7 +5,7 @@ import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { ConfirmBar } from "../../components/confirm-bar.js";
 import { Link } from "../../components/link.js";
-import { NotLoaded, Notice, PageHeader } from "../../components/notice.js";
+import { Loading, NotLoaded, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge, UnverifiedBadge } from "../../components/state-badge.js";
 import { CompatibilityPanel } from "../forge/compatibility-panel.js";
 import { DeploymentProgress } from "./deployment-progress.js";
@@ -31,7 +31,7 @@ export function StackPage({ id }: { id: string }) {
 
   if (stack.error && !stack.data) return <NotLoaded thing="stack" error={stack.error} back="/stacks" />;
   const s = stack.data;
-  if (!s) return <div class="booting" aria-busy="true" />;
+  if (!s) return <Loading thing="stack" />;
   const machine = machineOf.data?.id === s.machine_id ? machineOf.data : undefined;
 
   return (
