@@ -166,7 +166,10 @@ export class GatewayDirectory {
 
   /** A key that exists but is refused (revoked lately, or its maker disabled), by hash, with why. */
   findRefused(keyHash: string): RefusedKey | undefined {
-    return this.state.refused.get(keyHash);
+    const refused = this.state.refused.get(keyHash);
+    // Revoked longer ago than the directory keeps them (a relay up for weeks): as any unknown key.
+    if (refused?.why === "revoked" && (refused.record.revokedAt ?? 0) < Date.now() - REFUSED_KEEP_MS) return undefined;
+    return refused;
   }
 
   /** Records a key's use (written with the others within a second). */
