@@ -263,8 +263,16 @@ async function inventoryOf(host: StackHost, models: ModelStore): Promise<Invento
   const { loadedStacks, ...memory } = host.memoryCounts();
   return {
     runtimes: runtimes.map((r) => ({
-      ...{ stackId: r.stackId, modelId: r.modelId, runtime: r.runtime, version: runtimeVersion(r.runtime), state: r.state, endpoint: r.endpoint, error: r.error ?? "" },
-      ...{ residency: r.residency, memoryBytes: r.memoryBytes, loaded: loadedStacks.includes(r.stackId) },
+      stackId: r.stackId,
+      modelId: r.modelId,
+      runtime: r.runtime,
+      version: runtimeVersion(r.runtime),
+      state: r.state,
+      endpoint: r.endpoint,
+      error: r.error ?? "",
+      residency: r.residency,
+      memoryBytes: r.memoryBytes,
+      loaded: loadedStacks.includes(r.stackId),
     })),
     models: modelsOnDisk(await models.list(), runtimes).map(({ source: _source, ...m }) => m),
     memory,

@@ -5,7 +5,7 @@ import { relayPaths, settingOf, type RelayConfig } from "../config.js";
 import { publicKeyPin, type LinkTls } from "../link/index.js";
 import type { RelayApps } from "../http/create-relay-app.js";
 import { listenHttp, type HttpListener } from "./http-listener.js";
-import { reachWarning } from "./reach-warning.js";
+import { isLoopbackAddress, reachWarning } from "./reach-warning.js";
 
 import type { Shared } from "./relay-parts.js";
 
@@ -40,7 +40,7 @@ export async function startListeners(s: Shared, apps: RelayApps, tls: LinkTls | 
   // Passwords, session cookies and the admin token reach the admin listener: beyond loopback, in the clear,
   // unless a proxy this relay trusts terminates TLS in front of it.
   const adminHost = admin ? config.adminHost : config.host;
-  if (!https && !config.trustProxy && !isLoopbackHost(adminHost)) {
+  if (!https && !config.trustProxy && !isLoopbackAddress(adminHost)) {
     log.warn("the admin API, sign-in and the web application answer beyond loopback without TLS: passwords, session cookies and the admin token cross the network in the clear; give the relay a certificate (MAKINA_TLS_CERT, MAKINA_TLS_KEY) or put it behind a TLS proxy it trusts (MAKINA_TRUST_PROXY)", { host: adminHost });
   }
   const everyAddress = config.host === "0.0.0.0" || config.host === "::";
@@ -90,7 +90,3 @@ export function writeRelayInfo(config: RelayConfig, at: { url: string; adminUrl:
   chmodSync(info, 0o600);
 }
 
-/** Whether a listening host is reachable from this machine only. */
-function isLoopbackHost(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\./.test(host);
-}
