@@ -440,7 +440,11 @@ describe("what a PostgreSQL database announces to every relay", () => {
       const stack = await store.stacks.create({ orgId: org.id, name: "s", machineId: machine.id, runtime: "gguf", modelRef: "/m.gguf", modelId: "m", hasEndpoint: true });
       await store.stacks.transition(stack.id, "deploying");
       await store.stacks.transition(stack.id, "deployed", { contextSize: 2048 });
-      await vi.waitFor(() => expect(heard).toContain(`stacks:${org.id}`));
+      // Announcements come in commit order, whichever session sends them: once this marker is heard,
+      // every announcement of the writes above has been, and none of them can arrive late.
+      await listener.query("NOTIFY makina_changes, 'marker'");
+      await vi.waitFor(() => expect(heard).toContain("marker"));
+      expect(heard).toContain(`stacks:${org.id}`);
       heard.length = 0;
       // A machine relinking runs the stack's deployment again: its runtime's state is written, nothing routing reads.
       for (const state of ["loading", "ready", "ready"]) await store.stacks.setRuntimeState(stack.id, state, null);
