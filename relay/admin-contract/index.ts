@@ -69,7 +69,7 @@ export type { CatalogModel, Check, Compatibility, DeletedStack, Deployment, Depl
 export { KEY_SORTS, type ApiKey, type ApiKeyWithUsage, type NewApiKey } from "./keys.js";
 export type { DeletedUser, Role, User } from "./users.js";
 export { AUDIT_ACTIONS, type AuditAction, type AuditEvent, type AuditPage } from "./audit.js";
-export type { Usage, UsagePoint, UsageSeries } from "./usage.js";
+export { USAGE_SORTS, type Usage, type UsagePoint, type UsageSeries } from "./usage.js";
 export { MODEL_ID } from "./fields.js";
 export type { GpuLoad, MachineLoad, MinutePoint, ModelMemory, Overview, RequestFigures } from "./overview.js";
 export type { Choices, MachineChoice, StackChoice } from "./choices.js";

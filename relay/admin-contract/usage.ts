@@ -1,6 +1,10 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { orgRef, says } from "./fields.js";
+import { listQuery } from "./list.js";
+
+/** What the usage totals sort by: a group's name, or one of its counts (the busiest first when none is named). */
+export const USAGE_SORTS = ["name", "requests", "errors", "prompt_tokens", "completion_tokens"] as const;
 
 /** Requests and tokens in one bucket of time (or in all of them, without `start`). */
 export interface UsagePoint {
@@ -32,11 +36,22 @@ export interface Usage {
   start: number;
   /** The busiest groups, and `other` for the rest. */
   series: UsageSeries[];
-  /** The totals of the 100 busiest groups, and `other` for the rest. */
+  /**
+   * One page of every group's totals (the busiest first unless `sort` says otherwise): those whose name or id
+   * holds every word of `q`. Paged, searched and sorted on the relay, however many keys an organization has.
+   */
   totals: { group: string; name: string | null; total: Omit<UsagePoint, "start"> }[];
-  /** How many groups (keys or models) were used in the range, `other`'s included. */
+  /** How many groups (keys or models) were used in the range. */
   groups: number;
+  /** How many of them match `q` (all of them without one): the pages `totals` is one of. */
+  total: number;
+  page: number;
+  per_page: number;
+  /** The matching groups' totals added up. */
+  sum: Omit<UsagePoint, "start">;
 }
+
+const { q, sort, order, page, per_page } = listQuery(USAGE_SORTS, ["used"]);
 
 export const USAGE_ROUTES = {
   "GET /admin/v1/usage": route({
@@ -46,6 +61,11 @@ export const USAGE_ROUTES = {
       range: z.enum(["24h", "30d"], says("'range' must be 24h or 30d.")).default("24h"),
       /** @default "key" */
       by: z.enum(["key", "model"], says("'by' must be key or model.")).default("key"),
+      q,
+      sort,
+      order,
+      page,
+      per_page,
     }),
     response: answer<Usage>(),
   }),

@@ -15,10 +15,12 @@ export type ListedRequest = RequestLogEntry & { keyName: string | null; stackNam
 export class Activity {
   constructor(private readonly c: ControlContext) {}
 
-  /** Requests and tokens over time, per key or model, for anyone of the organization; a key's group carries its name. */
+  /**
+   * Requests and tokens over time, per key or model, for anyone of the organization: the busiest groups' series,
+   * and every group's totals (the busiest first), a key's with its name so a list can search them.
+   */
   async usage(actor: Actor, orgRef: string | null | undefined, range: "24h" | "30d", by: "key" | "model") {
-    const { series, totals, ...rest } = await this.c.deps.usage.series(this.c.policy(actor).org(orgRef).id, range, by);
-    // A key is shown by its name, however many keys the organization has (a browser never needs all of them).
+    const { series, totals, ...rest } = await this.c.deps.usage.series(this.c.policy(actor).org(orgRef).id, range, by, { listed: Infinity });
     const names = by === "key" ? await this.c.store.keys.namesOf(totals.map((t) => t.group)) : new Map<string, string>();
     const named = <T extends { group: string }>(g: T) => ({ ...g, name: names.get(g.group) ?? null });
     return { ...rest, series: series.map(named) as (UsageSeries & { name: string | null })[], totals: totals.map(named) };

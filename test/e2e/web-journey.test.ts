@@ -944,6 +944,92 @@ describe("a newcomer's journey through the web application", () => {
     await relay.control.keys.revoke(OP, record.id);
   });
 
+  it("reads the usage of 300 keys on a desktop and a phone: totals paged, searched and summed by the relay, a chart in colours told apart with its values on hover and from the keyboard", async () => {
+    const acme = (await relay.store.orgs.find("acme"))!;
+    // 120 keys of an earlier test and 180 more; each is counted as the gateway counts a request (one more per key than the last).
+    for (let i = 0; i < 180; i++) await relay.control.keys.create(OP, acme.id, { name: `usage-key-${String(i).padStart(3, "0")}` });
+    const keys = (await relay.control.keys.list(OP, acme.id)).filter((k) => k.name?.startsWith("ci-runner-") || k.name?.startsWith("usage-key-"));
+    expect(keys).toHaveLength(300);
+    keys.forEach((k, i) => {
+      for (let n = 0; n <= i % 40; n++) relay.usage.record({ orgId: acme.id, keyId: k.id, model: "tiny", promptTokens: 10, completionTokens: 5, failed: n === 0 && i % 10 === 0 });
+    });
+    await page.goto(`${relay.url}/usage`);
+    const range = page.getByTestId("list-range");
+    await expect.poll(() => range.textContent()).toMatch(/^1–50 of 30\d$/);
+    expect(await page.getByRole("table", { name: "Usage totals" }).locator("tbody tr").count()).toBe(50);
+    // The busiest first: at least the 40 requests the busiest of these keys made.
+    const cell = (row: number, column: number) => page.getByRole("table", { name: "Usage totals" }).locator("tbody tr").nth(row).locator("td").nth(column).textContent();
+    expect(Number((await cell(0, 1))!.replace(/,/g, ""))).toBeGreaterThanOrEqual(40);
+    // The chart: eight keys and "all others", nine colours none of which repeats, in a light page and a dark one.
+    const legend = page.getByRole("figure").first().getByTestId("legend-entry");
+    expect(await legend.count()).toBe(9);
+    expect(await legend.last().textContent()).toBe("all others");
+    const colours = () => legend.locator(".swatch").evaluateAll((els) => els.map((e) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor));
+    expect(new Set(await colours()).size).toBe(9);
+    // A y-axis of round values, from 0 up to at least the busiest hour.
+    const axis = await page.locator(".y-axis").first().locator("span").allTextContents();
+    expect(axis.at(-1)).toBe("0");
+    expect(axis).toHaveLength(5);
+    // Pointing at the last hour says its total and each key's part; the arrow keys move through the hours.
+    const requests = page.getByRole("group", { name: /^requests per hour/ });
+    const box = (await requests.boundingBox())!;
+    await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
+    const readout = requests.getByTestId("chart-readout");
+    await expect.poll(() => readout.textContent()).toMatch(/^\d\d:00–\d\d:00: [\d,]+ requests/);
+    // This hour holds every request seeded here, and the gateway's of earlier tests.
+    const lastHour = (await readout.locator("strong").textContent())!;
+    const seeded = keys.reduce((n, _k, i) => n + (i % 40) + 1, 0);
+    expect(Number(/: ([\d,]+) requests$/.exec(lastHour)![1]!.replace(/,/g, ""))).toBeGreaterThanOrEqual(seeded);
+    expect(await readout.textContent()).toContain("all others: ");
+    await shot("usage-scale");
+    await page.mouse.move(0, 0);
+    await requests.focus();
+    // The focus reads the last hour first; the left arrow the hour before it, End the last again.
+    await expect.poll(() => readout.locator("strong").textContent()).toBe(lastHour);
+    await page.keyboard.press("ArrowLeft");
+    const hourBefore = `${String((Number(lastHour.slice(0, 2)) + 23) % 24).padStart(2, "0")}:00–${lastHour.slice(0, 2)}:00`;
+    await expect.poll(() => readout.locator("strong").textContent()).toMatch(new RegExp(`^${hourBefore}: `));
+    await page.keyboard.press("End");
+    await expect.poll(() => readout.locator("strong").textContent()).toBe(lastHour);
+    // Tab goes on to the tokens' chart, which reads its own last hour.
+    await page.keyboard.press("Tab");
+    await expect.poll(() => readout.count()).toBe(0);
+    await expect.poll(() => page.getByRole("group", { name: /^tokens per hour/ }).getByTestId("chart-readout").textContent()).toMatch(/: [\d,]+ tokens/);
+    // A search finds a key among 300 on the relay, and the sum is of what it found.
+    await page.getByRole("searchbox", { name: "Search keys" }).fill("usage-key-007");
+    await expect.poll(() => range.textContent()).toBe("1–1 of 1");
+    expect(await page.getByTestId("usage-sum").textContent()).toMatch(/^The 1 matching key: \d+ requests/);
+    await page.getByRole("searchbox", { name: "Search keys" }).fill("");
+    await expect.poll(() => range.textContent()).toMatch(/^1–50 of 30\d$/);
+    // Sorted by errors, most first on a second click.
+    await page.getByRole("button", { name: /^Errors/ }).click();
+    await page.getByRole("button", { name: /^Errors/ }).click();
+    await expect.poll(() => page.locator("th[aria-sort]").getAttribute("aria-sort")).toBe("descending");
+    expect(Number(await cell(0, 2))).toBeGreaterThanOrEqual(Number(await cell(1, 2)));
+    expect(Number(await cell(0, 2))).toBeGreaterThanOrEqual(1);
+    await page.emulateMedia({ colorScheme: "dark" });
+    const dark = await colours();
+    expect(new Set(dark).size).toBe(9);
+    await shot("usage-scale-dark");
+    await page.emulateMedia({ colorScheme: "light" });
+    // A phone: ten rows to a page, nothing sideways, the whole page a few screens tall rather than a hundred.
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.goto(`${relay.url}/usage?by=key&range=24h`);
+      await expect.poll(() => range.textContent()).toMatch(/^1–10 of 30\d$/);
+      expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+      expect(await page.evaluate("document.documentElement.scrollHeight")).toBeLessThan(6000);
+      await shot("usage-phone");
+      // Per model: the chosen grouping is kept in the address.
+      await page.getByRole("button", { name: "Per model" }).click();
+      await expect.poll(() => page.url()).toContain("by=model");
+      await expect.poll(() => page.getByTestId("usage-row-tiny").count()).toBe(1);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 860 });
+    }
+    for (const k of keys) if (k.name!.startsWith("usage-key-")) await relay.control.keys.revoke(OP, k.id);
+  });
+
   it("renames a machine, rotates its token and revokes it from its page, each breaking step confirmed; deletes a machine that never joined", async () => {
     await nav("Machines");
     await page.getByRole("link", { name: "gpu-box" }).click();

@@ -100,6 +100,22 @@ describe("the request log", () => {
     expect(byModel.totals.find((t) => t.group === "no-such-model")).toBeUndefined();
     expect(byModel.totals.find((t) => t.group === "")?.total).toMatchObject({ requests: 4, errors: 4 });
     expect(byModel.totals.find((t) => t.group === gw.modelId)?.total.errors).toBeGreaterThanOrEqual(1);
+
+    // The totals are a page, searched by a key's name or id, sorted and summed on the relay.
+    const found = await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=key&q=${encodeURIComponent(k.name!.toUpperCase())}`);
+    expect(found).toMatchObject({ total: 1, page: 1, per_page: 100, sum: { requests: 6, errors: 5 } });
+    expect(found.totals.map((t) => t.name)).toEqual([k.name]);
+    expect((await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=key&q=${k.id}`)).totals.map((t) => t.group)).toEqual([k.id]);
+    const every = await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=key`);
+    expect(every.total).toBe(every.groups);
+    expect(every.sum.requests).toBe(every.totals.reduce((n, t) => n + t.total.requests, 0));
+    const second = await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=key&per_page=1&page=2&sort=errors&order=desc`);
+    const byErrors = [...every.totals].sort((a, b) => b.total.errors - a.total.errors);
+    expect([second.totals.length, second.totals[0]!.total.errors, second.sum]).toEqual([1, byErrors[1]!.total.errors, every.sum]);
+    expect((await json<Usage>("GET", `/admin/v1/usage?org=${gw.orgId}&by=model&q=${gw.modelId}`)).totals.map((t) => t.group)).toEqual([gw.modelId]);
+    const wrong = await operator("GET", `/admin/v1/usage?org=${gw.orgId}&sort=cost`);
+    expect(wrong.status).toBe(400);
+    expect(((await wrong.json()) as { error: { param: string; message: string } }).error).toMatchObject({ param: "sort", message: "'sort' must be one of name, requests, errors, prompt_tokens, completion_tokens." });
   });
 
   it("logs a revoked key's requests and a disabled person's key's as their own, saying why; a key nobody has stays unlogged", async () => {

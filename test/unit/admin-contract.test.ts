@@ -93,7 +93,7 @@ describe("the admin contract's request checks", () => {
     const body = checkInput(ADMIN_ROUTES["POST /admin/v1/stacks"].body, { name: "s", machine: "m", runtime: "gguf", model: "x", model_sha256: "AB:".repeat(31) + "AB" });
     expect(body).toMatchObject({ endpoint: true, model_sha256: "ab".repeat(32) });
     expect(checkInput(ADMIN_ROUTES["POST /admin/v1/users"].body, { login: " ada@example.org ", password: "a long password" })).toEqual({ login: "ada@example.org", password: "a long password", role: "member" });
-    expect(checkInput(ADMIN_ROUTES["GET /admin/v1/usage"].query, {})).toEqual({ range: "24h", by: "key" });
+    expect(checkInput(ADMIN_ROUTES["GET /admin/v1/usage"].query, {})).toEqual({ range: "24h", by: "key", page: 1, per_page: 100 });
     expect(checkInput(ADMIN_ROUTES["POST /admin/v1/users"].body, { login: "bo", password: "a long password", role: "" }).role).toBe("member");
     const stack = { name: "s", machine: "m", runtime: "gguf", model: "x" };
     expect([undefined, true, false, null].map((endpoint) => checkInput(ADMIN_ROUTES["POST /admin/v1/stacks"].body, { ...stack, endpoint }).endpoint)).toEqual([true, true, false, false]);

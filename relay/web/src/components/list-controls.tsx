@@ -18,7 +18,7 @@ export function ListControls<S extends string, St extends string>({
   onChange: (t: TableState<S, St>) => void;
   /** How many items match; undefined while the first page loads. */
   total: number | undefined;
-  /** The states to filter by, with their words. */
+  /** The states to filter by, with their words (none: no filter). */
   states: readonly (readonly [St, string])[];
   placeholder: string;
   /** The filter's words for no filter. */
@@ -37,14 +37,16 @@ export function ListControls<S extends string, St extends string>({
   return (
     <div class="list-controls" role="search" aria-label={`Find ${label}`}>
       <input type="search" aria-label={`Search ${label}`} placeholder={placeholder} value={typed} onInput={(e) => setTyped(e.currentTarget.value)} maxLength={200} />
-      <select aria-label={`Show ${label} by ${stateLabel}`} value={table.state ?? ""} onChange={(e) => onChange(withState(table, states.find(([v]) => v === e.currentTarget.value)?.[0] ?? null))}>
-        <option value="">{everyState}</option>
-        {states.map(([value, words]) => (
-          <option key={value} value={value}>
-            {words}
-          </option>
-        ))}
-      </select>
+      {states.length > 0 && (
+        <select aria-label={`Show ${label} by ${stateLabel}`} value={table.state ?? ""} onChange={(e) => onChange(withState(table, states.find(([v]) => v === e.currentTarget.value)?.[0] ?? null))}>
+          <option value="">{everyState}</option>
+          {states.map(([value, words]) => (
+            <option key={value} value={value}>
+              {words}
+            </option>
+          ))}
+        </select>
+      )}
       <span class="muted small" aria-live="polite" data-testid="list-range">
         {total === undefined ? "Loading…" : rangeText(total, table.page, table.perPage)}
       </span>

@@ -1,4 +1,4 @@
-import { useEffect, useRef } from "preact/hooks";
+import { useLayoutEffect, useRef } from "preact/hooks";
 
 /**
  * Escape closes what is open (a panel, a confirmation), as it does everywhere else: while `active`, a press of
@@ -7,7 +7,9 @@ import { useEffect, useRef } from "preact/hooks";
 export function useEscape(onEscape: () => void, active = true): void {
   const latest = useRef(onEscape);
   latest.current = onEscape;
-  useEffect(() => {
+  // Listening from the moment it shows (a layout effect runs as the page changes, an effect only after the next
+  // paint): an Escape pressed at once is not lost.
+  useLayoutEffect(() => {
     if (!active) return;
     const onKey = (e: KeyboardEvent) => {
       if (e.key !== "Escape" || e.defaultPrevented) return;
