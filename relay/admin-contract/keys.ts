@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
-import { futureTime, idList, nameText, orgRef, positiveInt } from "./fields.js";
+import { futureTime, idList, must, nameText, orgRef, positiveInt } from "./fields.js";
 import { listQuery, type Page } from "./list.js";
 
 /** An API key as admins see it: never its secret. */
@@ -17,8 +17,11 @@ export interface ApiKey {
   /** Its own limits; null: the organization's default, if any. */
   rpm: number | null;
   tpm: number | null;
-  /** `expired`: active, but past its `expires_at`, so refused as a revoked key is. */
-  state: "active" | "revoked" | "expired";
+  /**
+   * `blocked`: an admin blocked it (`blocked_at`), refused until unblocked; `expired`: active, but past its
+   * `expires_at`, so refused as a revoked key is.
+   */
+  state: "active" | "revoked" | "blocked" | "expired";
   created_at: number;
   revoked_at: number | null;
   last_used_at: number | null;
@@ -26,6 +29,12 @@ export interface ApiKey {
   created_by: string | null;
   /** When it stops working (ms since the epoch); null: never. */
   expires_at: number | null;
+  /** Since when it is blocked; null: it is not. */
+  blocked_at: number | null;
+  /** When its secret was last made again; null: never. */
+  regenerated_at: number | null;
+  /** Until when its old secret (the one before `regenerated_at`) still works; null: there is none. */
+  old_secret_until: number | null;
 }
 
 /** A key in the organization's list, with what it served in the last 24 hours. */
@@ -44,7 +53,7 @@ export const KEY_SORTS = ["name", "state", "created_at", "last_used_at", "expire
 
 export const KEY_ROUTES = {
   /** The organization's keys, a page at a time: searched in names, prefixes and ids. */
-  "GET /admin/v1/keys": route({ query: z.strictObject({ org: orgRef(), ...listQuery(KEY_SORTS, ["active", "revoked", "expired"] as const) }), response: answer<Page<ApiKeyWithUsage>>() }),
+  "GET /admin/v1/keys": route({ query: z.strictObject({ org: orgRef(), ...listQuery(KEY_SORTS, ["active", "revoked", "blocked", "expired"] as const) }), response: answer<Page<ApiKeyWithUsage>>() }),
   /** Makes a key, optionally limited to stacks and machines and with its own rates. */
   "POST /admin/v1/keys": route({
     status: 201,
@@ -62,4 +71,17 @@ export const KEY_ROUTES = {
   }),
   /** Revokes a key (admins, or the member who made it): refused from the next request on. */
   "POST /admin/v1/keys/:id/revoke": route({ response: answer<ApiKey>() }),
+  /** Blocks a key (admins): refused from the next request on, its requests logged as its own, until unblocked. */
+  "POST /admin/v1/keys/:id/block": route({ response: answer<ApiKey>() }),
+  /** Unblocks a key (admins): served again from the next request on. */
+  "POST /admin/v1/keys/:id/unblock": route({ response: answer<ApiKey>() }),
+  /**
+   * Gives a key a new secret (admins, or the member who made it), answered once, as a new key's is; its
+   * restrictions, limits and use stay. The old secret keeps working `grace_s` seconds more (0, the default: it
+   * stops now; at most 86,400, a day), then is refused, its holder told why.
+   */
+  "POST /admin/v1/keys/:id/regenerate": route({
+    body: z.strictObject({ grace_s: z.number(must("an integer from 0 to 86400")).int(must("an integer from 0 to 86400")).min(0, must("an integer from 0 to 86400")).max(86_400, must("an integer from 0 to 86400")).default(0) }),
+    response: answer<NewApiKey>(),
+  }),
 } as const;

@@ -1,11 +1,11 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
-import { createApiKey, publicKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
+import { createApiKey, publicKey, regenerateApiKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
 import type { ApiKeyChanges, KeyPageAsk, Organization } from "../store/index.js";
 import { given, type ControlContext, type Given } from "./control-context.js";
 
-/** A key as the admin API shows it: `expired` once past its expiry (still `active` in the store). */
-export type KeyView = Omit<PublicApiKey, "state"> & { state: "active" | "revoked" | "expired" };
+/** A key as the admin API shows it: `blocked` while blocked, `expired` once past its expiry (both still `active` in the store). */
+export type KeyView = Omit<PublicApiKey, "state"> & { state: "active" | "revoked" | "blocked" | "expired" };
 
 /** What a key is made with, or changed by: a new key's options but its organization and maker (the caller's). */
 export type KeyInput = Omit<NewApiKey, "orgId" | "createdBy">;
@@ -119,6 +119,43 @@ export class Keys {
     return onWire(publicKey(revoked), Date.now());
   }
 
+  /**
+   * Blocks a key, or unblocks it (admins): refused from its next request on, on every relay, its holder told
+   * why and its requests logged as its own, until unblocked. A revoked key cannot be either.
+   */
+  async setBlocked(actor: Actor, id: string, blocked: boolean): Promise<KeyView> {
+    const policy = this.c.policy(actor);
+    const key = await this.find(id);
+    policy.see(key.orgId, "API key", id, "key");
+    policy.requireAdmin(blocked ? "block a key" : "unblock a key");
+    if (key.state !== "active") throw new MakinaError("conflict", "This key is revoked: it cannot be blocked or unblocked.");
+    const changed = (key.blockedAt !== null) !== blocked;
+    const updated = await this.c.store.keys.setBlocked(id, blocked);
+    if (!updated) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
+    if (changed) {
+      this.c.events.emit({ type: "key", orgId: updated.orgId, keyId: updated.id });
+      await this.c.record(actor, { orgId: key.orgId, action: blocked ? "key.blocked" : "key.unblocked", target: target(updated) });
+    }
+    return onWire(publicKey(updated), Date.now());
+  }
+
+  /**
+   * Gives a key a new secret (admins any, members the keys they made), the old one working `graceS` seconds more
+   * (at most a day); audited with the grace. Its restrictions, limits and use stay.
+   */
+  async regenerate(actor: Actor, id: string, graceS: number): Promise<{ key: string; record: KeyView }> {
+    const policy = this.c.policy(actor);
+    const key = await this.find(id);
+    policy.see(key.orgId, "API key", id, "key");
+    if (!policy.isAdmin && key.createdBy !== policy.userId) throw new MakinaError("permission_denied", "Members can regenerate only the keys they created.");
+    if (key.state !== "active") throw new MakinaError("conflict", "This key is revoked: it cannot be given a new secret. Make a new key.");
+    const made = await regenerateApiKey(this.c.store, id, graceS * 1000);
+    if (!made) throw new MakinaError("conflict", "This key was revoked meanwhile: it cannot be given a new secret.");
+    this.c.events.emit({ type: "key", orgId: made.record.orgId, keyId: id });
+    await this.c.record(actor, { orgId: key.orgId, action: "key.regenerated", target: target(made.record), detail: { grace_s: graceS, old_secret_stops_at: made.record.oldSecretUntil } });
+    return { key: made.key, record: onWire(made.record, Date.now()) };
+  }
+
   private async find(id: string): Promise<PublicApiKey> {
     const key = await this.c.store.keys.get(id);
     if (!key) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
@@ -135,9 +172,10 @@ export class Keys {
   }
 }
 
-/** A key as shown: `expired` once past its expiry. */
-function onWire<K extends PublicApiKey>(key: K, now: number): Omit<K, "state"> & { state: "active" | "revoked" | "expired" } {
-  return { ...key, state: key.state === "active" && key.expiresAt !== null && now >= key.expiresAt ? "expired" : key.state };
+/** A key as shown: `blocked` while blocked, `expired` once past its expiry. */
+function onWire<K extends PublicApiKey>(key: K, now: number): Omit<K, "state"> & { state: "active" | "revoked" | "blocked" | "expired" } {
+  if (key.state !== "active") return key;
+  return { ...key, state: key.blockedAt !== null ? "blocked" : key.expiresAt !== null && now >= key.expiresAt ? "expired" : "active" };
 }
 
 /** An expiry must be to come: a key that should stop now is revoked instead. */

@@ -19,12 +19,25 @@ export interface NewApiKey {
   expiresAt?: number | null;
 }
 
-/** A key as shown to admins: never the secret or its hash. */
-export type PublicApiKey = Omit<ApiKeyRecord, "keyHash">;
+/** A key as shown to admins: never a secret or its hash. */
+export type PublicApiKey = Omit<ApiKeyRecord, "keyHash" | "oldKeyHash">;
 
 export function publicKey(record: ApiKeyRecord): PublicApiKey {
-  const { keyHash: _hash, ...rest } = record;
+  const { keyHash: _hash, oldKeyHash: _old, ...rest } = record;
   return rest;
+}
+
+/** The most a regenerated key's old secret keeps working: a day. */
+export const MAX_OLD_SECRET_MS = 24 * 3_600_000;
+
+/**
+ * Gives a key a new secret, the old one working `graceMs` more (0 to a day); the returned `key` is the only time
+ * the new secret exists outside the caller. Undefined when the key is gone or revoked.
+ */
+export async function regenerateApiKey(store: Store, id: string, graceMs: number, now = Date.now()): Promise<{ key: string; record: PublicApiKey } | undefined> {
+  const key = newSecret("mk_live_");
+  const record = await store.keys.regenerate(id, { prefix: key.slice(0, 12), keyHash: hashSecret(key) }, now + Math.min(MAX_OLD_SECRET_MS, Math.max(0, graceMs)), now);
+  return record && { key, record: publicKey(record) };
 }
 
 /** Creates a key; the returned `key` is the only time the secret exists outside the caller. */
@@ -67,6 +80,8 @@ export interface NamedApiKey {
   token: string;
   /** Why it is refused whatever else holds (revoked, its maker disabled); absent for a key that may be served. */
   refused?: RefusedKey["why"];
+  /** The header gave the key's old secret (it was regenerated), which works only until `oldSecretUntil`. */
+  old?: boolean;
 }
 
 const invalidKey = (shown: string) => new MakinaError("invalid_api_key", `Incorrect API key provided: ${shown}. You can find your API keys in the Makina web application.`);
@@ -90,8 +105,9 @@ export function identifyApiKey(keys: KeyLookup, authorization: string | undefine
   const live = token.startsWith("mk_live_");
   const record = live ? keys.findByHash(hash) : undefined;
   if (record && hashesEqual(record.keyHash, hash)) return { record, token };
+  if (record?.oldKeyHash && hashesEqual(record.oldKeyHash, hash)) return { record, token, old: true };
   const refused = live ? keys.findRefused?.(hash) : undefined;
-  if (refused && hashesEqual(refused.record.keyHash, hash)) return { record: refused.record, token, refused: refused.why };
+  if (refused && (hashesEqual(refused.record.keyHash, hash) || (refused.record.oldKeyHash !== null && hashesEqual(refused.record.oldKeyHash, hash)))) return { record: refused.record, token, refused: refused.why };
   throw invalidKey(maskSecret(token));
 }
 
@@ -105,6 +121,13 @@ export function admitApiKey(keys: KeyLookup, named: NamedApiKey, now = Date.now(
   }
   if (named.refused === "maker_disabled") {
     throw new MakinaError("invalid_api_key", `Incorrect API key provided: ${maskSecret(token)}. The person who made this key is disabled, and so are their keys; ask an admin of the organization.`);
+  }
+  if (record.blockedAt !== null) {
+    throw new MakinaError("invalid_api_key", `Incorrect API key provided: ${maskSecret(token)}. An admin of the organization blocked this key at ${new Date(record.blockedAt).toISOString()}; it works again once they unblock it.`);
+  }
+  if (named.old && now >= (record.oldSecretUntil ?? 0)) {
+    const made = record.regeneratedAt === null ? "" : ` at ${new Date(record.regeneratedAt).toISOString()}`;
+    throw new MakinaError("invalid_api_key", `Incorrect API key provided: ${maskSecret(token)}. This key was given a new secret${made}, and this one stopped working at ${new Date(record.oldSecretUntil ?? 0).toISOString()}; use the new secret.`);
   }
   // An expired key is refused as a revoked one is; its holder is told why.
   if (record.expiresAt !== null && now >= record.expiresAt) {

@@ -268,8 +268,9 @@ export class GatewayDirectory {
       routes: new Map(),
       adminTokenHash,
       disabledUsers: new Set(disabledUsers),
-      refused: new Map(revoked.map((key) => [key.keyHash, { record: key, why: "revoked" as const }])),
+      refused: new Map(),
     };
+    for (const key of revoked) this.refuse(state, key, "revoked");
     for (const key of keys) this.putKey(state, key);
     for (const stack of serving) {
       const list = state.serving.get(stack.orgId);
@@ -306,7 +307,7 @@ export class GatewayDirectory {
         this.dropKey(state, change.keyId);
         const key = await this.store.keys.findById(change.keyId);
         if (key?.state === "active") this.putKey(state, key);
-        else if (key?.state === "revoked") state.refused.set(key.keyHash, { record: key, why: "revoked" });
+        else if (key?.state === "revoked") this.refuse(state, key, "revoked");
       } else if (change.kind === "org") {
         const org = await this.store.orgs.find(change.orgId);
         if (org) state.orgs.set(org.id, org);
@@ -348,25 +349,39 @@ export class GatewayDirectory {
   private putKey(state: State, key: ApiKeyRecord): void {
     state.keys.set(key.id, key);
     if (key.createdBy !== null && state.disabledUsers.has(key.createdBy)) {
-      state.byHash.delete(key.keyHash);
-      state.refused.set(key.keyHash, { record: key, why: "maker_disabled" });
+      for (const hash of [key.keyHash, key.oldKeyHash]) if (hash) state.byHash.delete(hash);
+      this.refuse(state, key, "maker_disabled");
       return;
     }
-    state.refused.delete(key.keyHash);
+    for (const hash of [key.keyHash, key.oldKeyHash]) if (hash) state.refused.delete(hash);
     let effective = key;
     if (key.rpm === null || key.tpm === null) {
       const org = state.orgs.get(key.orgId);
       if (org) effective = { ...key, rpm: key.rpm ?? org.defaultKeyRpm, tpm: key.tpm ?? org.defaultKeyTpm };
     }
     state.byHash.set(key.keyHash, effective);
+    // A regenerated key's old secret names it too (the gateway refuses it once its time is up, saying why), for
+    // as long as a revoked key's is known.
+    if (key.oldKeyHash && (key.oldSecretUntil ?? 0) >= Date.now() - REFUSED_KEEP_MS) state.byHash.set(key.oldKeyHash, effective);
+  }
+
+  /** Holds a key that is never served, by its secret's hash and its old one's: its requests are its own. */
+  private refuse(state: State, key: ApiKeyRecord, why: RefusedKey["why"]): void {
+    state.refused.set(key.keyHash, { record: key, why });
+    if (key.oldKeyHash) state.refused.set(key.oldKeyHash, { record: key, why });
+  }
+
+  /** Forgets a hash a key no longer has. */
+  private forget(state: State, hash: string): void {
+    state.byHash.delete(hash);
+    state.refused.delete(hash);
   }
 
   private dropKey(state: State, keyId: string): void {
     const old = state.keys.get(keyId);
     if (!old) return;
     state.keys.delete(keyId);
-    state.byHash.delete(old.keyHash);
-    state.refused.delete(old.keyHash);
+    for (const hash of [old.keyHash, old.oldKeyHash]) if (hash) this.forget(state, hash);
   }
 
   private indexRoutes(state: State, orgId: string): void {

@@ -30,6 +30,14 @@ export interface ApiKeyRecord {
   createdBy: string | null;
   /** From this time on (ms since the epoch) the key answers 401 as a revoked one does; `null`: never. */
   expiresAt: number | null;
+  /** Since when an admin has blocked it (refused until unblocked); `null`: not blocked. */
+  blockedAt: number | null;
+  /** When its secret was last made again; `null`: never. */
+  regeneratedAt: number | null;
+  /** The hash of the secret it had before (never shown); `null`: none. */
+  oldKeyHash: string | null;
+  /** Until when the old secret still works (ms since the epoch); `null`: there is none. */
+  oldSecretUntil: number | null;
 }
 
 /** What can change of a key after it is made (its secret, organization and maker cannot); absent: unchanged. */
@@ -51,6 +59,10 @@ const toKey = (r: Row<"api_keys">): ApiKeyRecord => ({
   lastUsedAt: r.last_used_at,
   createdBy: r.created_by,
   expiresAt: r.expires_at,
+  blockedAt: r.blocked_at,
+  regeneratedAt: r.regenerated_at,
+  oldKeyHash: r.old_key_hash,
+  oldSecretUntil: r.old_secret_until,
 });
 
 /** How long a key's last use may wait in memory before it is written. */
@@ -193,6 +205,39 @@ export class ApiKeyStore {
         .execute(),
     );
     return this.get(id);
+  }
+
+  /**
+   * Blocks a key that is not revoked (`blocked`), or unblocks it, announced like a revocation. Returns the key as it
+   * is now, or undefined when there is none. Blocking a blocked key keeps when it was blocked.
+   */
+  async setBlocked(id: string, blocked: boolean, now = Date.now()): Promise<ApiKeyRecord | undefined> {
+    await this.notices.after({ kind: "key", keyId: id }, () =>
+      this.db
+        .updateTable("api_keys")
+        .set((eb) => ({ blocked_at: blocked ? eb.fn.coalesce("blocked_at", eb.val(now)) : null }))
+        .where("id", "=", id)
+        .where("state", "=", "active")
+        .execute(),
+    );
+    return this.get(id);
+  }
+
+  /**
+   * Gives a key that is not revoked a new secret (`keyHash`, shown by `prefix`): the secret it had works until
+   * `oldUntil` (at most a day, the caller's rule), then is refused; a secret older than that is forgotten.
+   * Announced like a revocation. Returns the key as it is now, or undefined when there is none (or it is revoked).
+   */
+  async regenerate(id: string, secret: { prefix: string; keyHash: string }, oldUntil: number, now = Date.now()): Promise<ApiKeyRecord | undefined> {
+    const result = await this.notices.after({ kind: "key", keyId: id }, () =>
+      this.db
+        .updateTable("api_keys")
+        .set((eb) => ({ old_key_hash: eb.ref("key_hash"), old_secret_until: oldUntil, key_hash: secret.keyHash, prefix: secret.prefix, regenerated_at: now }))
+        .where("id", "=", id)
+        .where("state", "=", "active")
+        .executeTakeFirst(),
+    );
+    return Number(result.numUpdatedRows) === 1 ? this.get(id) : undefined;
   }
 
   /**

@@ -11,7 +11,7 @@ export interface KeyPageAsk {
   /** Words each found, in any case, in the key's name, prefix or id. */
   q?: string;
   /** `expired`: active, but past its expiry at `now`. */
-  state?: "active" | "revoked" | "expired";
+  state?: "active" | "revoked" | "blocked" | "expired";
   /** Absent: the list's own order (oldest first; `desc` newest first). */
   sort?: KeySort;
   order: "asc" | "desc";
@@ -36,11 +36,13 @@ export type KeyOfPage = Row<"api_keys"> & { requests: number; tokens: number };
  */
 export async function keyPage(db: Db, dialect: "sqlite" | "postgres", orgId: string, ask: KeyPageAsk): Promise<{ rows: KeyOfPage[]; total: number }> {
   const expired = sql<SqlBool>`k.expires_at is not null and k.expires_at <= ${ask.now}`;
-  const state = sql<string>`case when k.state = 'revoked' then 'revoked' when ${expired} then 'expired' else 'active' end`;
+  // A key's state as the admin API says it: revoked, else blocked, else expired, else active.
+  const state = sql<string>`case when k.state = 'revoked' then 'revoked' when k.blocked_at is not null then 'blocked' when ${expired} then 'expired' else 'active' end`;
   let query = db.selectFrom("api_keys as k").where("k.org_id", "=", orgId);
   if (ask.state === "revoked") query = query.where("k.state", "=", "revoked");
-  else if (ask.state === "expired") query = query.where("k.state", "=", "active").where(expired);
-  else if (ask.state === "active") query = query.where("k.state", "=", "active").where(sql<SqlBool>`not (${expired})`);
+  else if (ask.state === "blocked") query = query.where("k.state", "=", "active").where("k.blocked_at", "is not", null);
+  else if (ask.state === "expired") query = query.where("k.state", "=", "active").where("k.blocked_at", "is", null).where(expired);
+  else if (ask.state === "active") query = query.where("k.state", "=", "active").where("k.blocked_at", "is", null).where(sql<SqlBool>`not (${expired})`);
   for (const word of foldText(ask.q ?? "").split(/\s+/).filter(Boolean)) {
     // LIKE's own characters in a word match themselves.
     const pattern = `%${word.replace(/[!%_]/g, (c) => `!${c}`)}%`;

@@ -349,6 +349,20 @@ export const MIGRATIONS: readonly string[] = [
     EXECUTE FUNCTION makina_changed('stacks', 'org_id');
   {{/POSTGRES}}
   `,
+  `
+  -- A key an admin blocked (when, ms; null: not blocked): refused, and its requests logged as its own, until unblocked.
+  ALTER TABLE api_keys ADD COLUMN blocked_at BIGINT;
+  -- A key whose secret was made again (when, ms): its old secret's hash, and until when (ms) the old secret still works.
+  ALTER TABLE api_keys ADD COLUMN regenerated_at BIGINT;
+  ALTER TABLE api_keys ADD COLUMN old_key_hash TEXT;
+  ALTER TABLE api_keys ADD COLUMN old_secret_until BIGINT;
+  {{POSTGRES}}
+  DROP TRIGGER api_keys_changed ON api_keys;
+  CREATE TRIGGER api_keys_changed AFTER INSERT OR DELETE OR UPDATE OF org_id, name, key_hash, stack_ids_json, machine_ids_json, rpm, tpm, state,
+    expires_at, blocked_at, old_key_hash, old_secret_until
+    ON api_keys FOR EACH ROW EXECUTE FUNCTION makina_changed('key', 'id');
+  {{/POSTGRES}}
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

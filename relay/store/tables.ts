@@ -101,6 +101,10 @@ export interface Tables {
     last_used_at: number | null;
     created_by: string | null;
     expires_at: Generated<number | null>;
+    blocked_at: Generated<number | null>;
+    regenerated_at: Generated<number | null>;
+    old_key_hash: Generated<string | null>;
+    old_secret_until: Generated<number | null>;
   };
   settings: {
     key: string;

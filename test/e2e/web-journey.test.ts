@@ -1030,6 +1030,46 @@ describe("a newcomer's journey through the web application", () => {
     for (const k of keys) if (k.name!.startsWith("usage-key-")) await relay.control.keys.revoke(OP, k.id);
   });
 
+  it("regenerates a key's secret with a grace for the old one, and blocks and unblocks a key, from the keys page", async () => {
+    const acme = (await relay.store.orgs.find("acme"))!;
+    const { key: oldSecret, record } = await relay.control.keys.create(OP, acme.id, { name: "rotate-me" });
+    const models = (secret: string) => fetch(`${relay.url}/v1/models`, { headers: { authorization: `Bearer ${secret}` } }).then((r) => r.status);
+    await nav("API keys");
+    await page.getByRole("searchbox", { name: "Search keys" }).fill("rotate-me");
+    const row = page.getByTestId(`key-row-${record.id}`);
+    // Less used actions are behind More, so a row keeps one line of buttons.
+    await row.getByRole("button", { name: "More actions for rotate-me" }).click();
+    await row.getByRole("button", { name: "Regenerate secret…" }).click();
+    const panel = page.getByTestId("regenerate-key");
+    await panel.getByLabel("The old secret keeps working").selectOption({ label: "15 minutes" });
+    await shot("key-regenerate");
+    await panel.getByRole("button", { name: "Regenerate" }).click();
+    // The new secret is shown once, focused; the old one works for the time chosen.
+    const secret = (await page.getByTestId("new-key-secret").textContent())!.trim();
+    expect(secret).toMatch(/^mk_live_/);
+    await expect.poll(() => page.evaluate("document.activeElement && document.activeElement.id")).toBe("regenerated-title");
+    expect(await page.getByTestId("old-secret-until").textContent()).toMatch(/^The old secret keeps working until .+, then stops/);
+    expect([await models(secret), await models(oldSecret)]).toEqual([200, 200]);
+    await page.getByRole("button", { name: "Done" }).click();
+    // Blocking is asked first; Escape keeps it serving.
+    await row.getByRole("button", { name: "More actions for rotate-me" }).click();
+    await row.getByRole("button", { name: "Block…" }).click();
+    await page.keyboard.press("Escape");
+    expect(await models(secret)).toBe(200);
+    await row.getByRole("button", { name: "More actions for rotate-me" }).click();
+    await row.getByRole("button", { name: "Block…" }).click();
+    await row.getByRole("button", { name: "Block key" }).click();
+    await expect.poll(() => row.locator("[data-state]").first().getAttribute("data-state")).toBe("blocked");
+    expect([await models(secret), await models(oldSecret)]).toEqual([401, 401]);
+    await shot("key-blocked");
+    await row.getByRole("button", { name: "More actions for rotate-me" }).click();
+    await row.getByRole("button", { name: "Unblock" }).click();
+    await expect.poll(() => row.locator("[data-state]").first().getAttribute("data-state")).toBe("active");
+    expect(await models(secret)).toBe(200);
+    await page.getByRole("searchbox", { name: "Search keys" }).fill("");
+    await relay.control.keys.revoke(OP, record.id);
+  });
+
   it("renames a machine, rotates its token and revokes it from its page, each breaking step confirmed; deletes a machine that never joined", async () => {
     await nav("Machines");
     await page.getByRole("link", { name: "gpu-box" }).click();

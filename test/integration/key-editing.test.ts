@@ -83,6 +83,69 @@ describe("editing API keys", () => {
     expect((await chat(k.key)).status).toBe(200);
   });
 
+  it("regenerates a key: the new secret works at once, the old one for its grace and then not, saying why; its requests stay its own, and it is audited", async () => {
+    const k = await create({ name: "rotating", rpm: 50 });
+    expect((await chat(k.key)).status).toBe(200);
+    const res = await operator("POST", `/admin/v1/keys/${k.id}/regenerate`, { grace_s: 1 });
+    expect(res.status).toBe(200);
+    const made = (await res.json()) as ApiKey & { key: string };
+    expect(made).toMatchObject({ id: k.id, name: "rotating", rpm: 50, state: "active", old_secret_until: expect.any(Number), regenerated_at: expect.any(Number) });
+    expect(made.key).not.toBe(k.key);
+    expect(made.prefix).toBe(made.key.slice(0, 12));
+    expect(made.old_secret_until! - made.regenerated_at!).toBe(1000);
+    // Both work within the grace, under the same key and its limit.
+    expect((await chat(made.key)).headers.get("x-ratelimit-limit-requests")).toBe("50");
+    expect((await chat(k.key)).status).toBe(200);
+    // Then the old one stops, its holder told why.
+    await expect.poll(async () => (await chat(k.key)).status, { timeout: 5000, interval: 200 }).toBe(401);
+    const refused = await chat(k.key);
+    expect(await errorOf(refused)).toMatchObject({
+      code: "invalid_api_key",
+      message: expect.stringMatching(/This key was given a new secret at \d{4}-.+, and this one stopped working at \d{4}-.+; use the new secret\.$/),
+    });
+    expect((await chat(made.key)).status).toBe(200);
+    const log = (await (await operator("GET", `/admin/v1/requests?org=${gw.orgId}&key=${k.id}&status=401`)).json()) as { total: number };
+    expect(log.total).toBeGreaterThanOrEqual(2);
+    // A grace of 0 stops the old secret now; more than a day is refused, naming the field.
+    const again = (await (await operator("POST", `/admin/v1/keys/${k.id}/regenerate`, {})).json()) as ApiKey & { key: string };
+    expect((await chat(made.key)).status).toBe(401);
+    expect((await chat(again.key)).status).toBe(200);
+    const tooLong = await operator("POST", `/admin/v1/keys/${k.id}/regenerate`, { grace_s: 86_401 });
+    expect([tooLong.status, (await errorOf(tooLong)).param]).toEqual([400, "grace_s"]);
+    const audit = (await (await operator("GET", `/admin/v1/audit?org=${gw.orgId}&action=key.regenerated`)).json()) as { data: AuditEvent[] };
+    expect(audit.data.map((e) => [e.target?.id, e.detail?.grace_s])).toEqual([
+      [k.id, 0],
+      [k.id, 1],
+    ]);
+    // A revoked key gets no new secret.
+    await operator("POST", `/admin/v1/keys/${k.id}/revoke`);
+    expect((await operator("POST", `/admin/v1/keys/${k.id}/regenerate`, {})).status).toBe(409);
+  });
+
+  it("blocks a key without revoking it: refused, said so and logged as its own until unblocked; admins only, audited", async () => {
+    const k = await create({ name: "paused" });
+    const blocked = await operator("POST", `/admin/v1/keys/${k.id}/block`);
+    expect(await blocked.json()).toMatchObject({ state: "blocked", blocked_at: expect.any(Number) });
+    const refused = await chat(k.key);
+    expect([refused.status, await errorOf(refused)]).toEqual([401, expect.objectContaining({ code: "invalid_api_key", message: expect.stringContaining("An admin of the organization blocked this key at") })]);
+    const listed = (await (await operator("GET", `/admin/v1/keys?org=${gw.orgId}&state=blocked`)).json()) as { data: ApiKey[] };
+    expect(listed.data.map((x) => x.id)).toEqual([k.id]);
+    const log = (await (await operator("GET", `/admin/v1/requests?org=${gw.orgId}&key=${k.id}`)).json()) as { data: { status: number; key_name: string }[] };
+    expect(log.data.map((r) => [r.status, r.key_name])).toEqual([[401, "paused"]]);
+    // A member may not unblock it, even their own.
+    await operator("POST", "/admin/v1/users", { org: gw.orgId, login: "blocked-member", password: "correct horse battery", role: "member" });
+    const member = new WebClient(gw.relay.url);
+    expect((await member.signIn("blocked-member", "correct horse battery")).status).toBe(200);
+    const denied = await member.call("POST", `/admin/v1/keys/${k.id}/unblock`);
+    expect(denied.status).toBe(403);
+    expect(await (await operator("POST", `/admin/v1/keys/${k.id}/unblock`)).json()).toMatchObject({ state: "active", blocked_at: null });
+    expect((await chat(k.key)).status).toBe(200);
+    // Unblocking an unblocked key changes nothing and records nothing.
+    await operator("POST", `/admin/v1/keys/${k.id}/unblock`);
+    const audit = (await (await operator("GET", `/admin/v1/audit?org=${gw.orgId}&action=key`)).json()) as { data: AuditEvent[] };
+    expect(audit.data.filter((e) => e.target?.id === k.id).map((e) => e.action)).toEqual(["key.unblocked", "key.blocked", "key.created"]);
+  });
+
   it("refuses bad changes with the parameter named, and changes nothing", async () => {
     const k = await create({ name: "steady", rpm: 3 });
     const cases: [unknown, number, string, string][] = [

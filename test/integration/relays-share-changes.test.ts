@@ -75,7 +75,14 @@ describe("relays on one database", () => {
       const refused = await models(reader, key);
       expect(refused.status).toBe(401);
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
-    }
+    }    // A block, an unblock and a new secret (the old one stopping at once) hold on the other relay's next request too.
+    const { id, key } = await newKey(gw.relay, "paused");
+    expect((await admin(gw.relay, "POST", `/keys/${id}/block`)).status).toBe(200);
+    expect((await models(b, key)).status).toBe(401);
+    expect((await admin(b, "POST", `/keys/${id}/unblock`)).status).toBe(200);
+    expect((await models(gw.relay, key)).status).toBe(200);
+    const made = (await admin(gw.relay, "POST", `/keys/${id}/regenerate`, {})).body as { key: string };
+    expect([(await models(b, key)).status, (await models(b, made.key)).status]).toEqual([401, 200]);
   });
 
   it("applies an organization's default limits and an undeploy made through the other relay to the next request", async () => {

@@ -26,5 +26,11 @@ export function keyRoutes(control: ControlPlane): RouteHandlers<KeyRoute, Actor>
       return toWire(await control.keys.update(actor, input.params.id, edit));
     },
     "POST /admin/v1/keys/:id/revoke": async ({ params }, actor) => toWire(await control.keys.revoke(actor, params.id)),
+    "POST /admin/v1/keys/:id/block": async ({ params }, actor) => toWire(await control.keys.setBlocked(actor, params.id, true)),
+    "POST /admin/v1/keys/:id/unblock": async ({ params }, actor) => toWire(await control.keys.setBlocked(actor, params.id, false)),
+    "POST /admin/v1/keys/:id/regenerate": async (input, actor) => {
+      const { key, record } = await control.keys.regenerate(actor, input.params.id, input.body().grace_s);
+      return toWire({ ...record, key });
+    },
   };
 }

@@ -16,6 +16,7 @@ const TONES: Record<string, string> = {
   revoked: "off",
   expired: "off",
   disabled: "off",
+  blocked: "bad",
   failed: "bad",
   fail: "bad",
   unverified: "wait",

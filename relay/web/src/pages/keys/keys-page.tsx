@@ -15,12 +15,16 @@ import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { DefaultLimits, limitsText } from "./default-limits.js";
 import { KeyForm } from "./key-form.js";
+import { RegeneratePanel } from "./regenerate-panel.js";
+import { ConfirmBar } from "../../components/confirm-bar.js";
+import { RowMenu } from "../../components/row-menu.js";
 
 /** What the keys' table sorts by (the relay's `KEY_SORTS`). */
 const KEY_SORTS = ["name", "state", "created_at", "last_used_at", "expires_at", "requests_24h", "tokens_24h"] as const satisfies readonly NonNullable<AdminCheckedQuery<"GET /admin/v1/keys">["sort"]>[];
 /** The states a key is filtered by, in words. */
 const KEY_STATES = [
   ["active", "Active"],
+  ["blocked", "Blocked"],
   ["expired", "Expired"],
   ["revoked", "Revoked"],
 ] as const satisfies readonly (readonly [NonNullable<AdminCheckedQuery<"GET /admin/v1/keys">["state"]>, string])[];
@@ -38,14 +42,23 @@ export function KeysPage() {
   const org = useLive(() => client.call("GET /admin/v1/orgs").then((l) => l.data.find((o) => o.id === session.org.id)), ["key"], []);
   const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<string | null>(null);
-  const [confirming, setConfirming] = useState<string | null>(null);
+  const [confirming, setConfirming] = useState<Confirming | null>(null);
+  const [regenerating, setRegenerating] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  const revoke = async (id: string) => {
+  /** Revokes, blocks or unblocks a key, and says what it means for its apps. */
+  const act = async (id: string, action: "revoke" | "block" | "unblock") => {
     setError(null);
     try {
-      const revoked = await client.call("POST /admin/v1/keys/:id/revoke", { params: { id } });
-      notify(`Key ${revoked.name ?? revoked.prefix} revoked: it is refused from its next request on.`);
+      const k = await client.call(`POST /admin/v1/keys/:id/${action}`, { params: { id } });
+      const name = k.name ?? k.prefix;
+      notify(
+        action === "revoke"
+          ? `Key ${name} revoked: it is refused from its next request on.`
+          : action === "block"
+            ? `Key ${name} blocked: refused from its next request on, until it is unblocked.`
+            : `Key ${name} unblocked: served again from its next request on.`,
+      );
       setConfirming(null);
       page.reload();
     } catch (err) {
@@ -76,6 +89,16 @@ export function KeysPage() {
           }}
         />
       )}
+      {regenerating && list.some((k) => k.id === regenerating) && (
+        <RegeneratePanel
+          key={regenerating}
+          apiKey={list.find((k) => k.id === regenerating)!}
+          onClose={() => {
+            setRegenerating(null);
+            page.reload();
+          }}
+        />
+      )}
       {(error || page.error) && <Notice tone="error">{error ?? page.error?.message}</Notice>}
       <PagedTable
         page={page}
@@ -100,12 +123,19 @@ export function KeysPage() {
           machineName,
           org: org.data,
           mayChange,
+          isAdmin,
           confirming,
           confirm: setConfirming,
-          revoke,
+          act,
           edit: (id) => {
             setCreating(false);
+            setRegenerating(null);
             setEditing(id);
+          },
+          regenerate: (id) => {
+            setCreating(false);
+            setEditing(null);
+            setRegenerating(id);
           },
         })}
       />
@@ -121,11 +151,20 @@ interface KeyColumns {
   /** The organization, for its default limits. */
   org: { default_key_rpm: number | null; default_key_tpm: number | null } | undefined;
   mayChange: (k: ApiKeyWithUsage) => boolean;
-  /** The key whose revoke is being confirmed. */
-  confirming: string | null;
-  confirm: (id: string | null) => void;
-  revoke: (id: string) => void;
+  /** Admins block and unblock keys. */
+  isAdmin: boolean;
+  /** The key whose revoke or block is being confirmed. */
+  confirming: Confirming | null;
+  confirm: (c: Confirming | null) => void;
+  act: (id: string, action: "revoke" | "block" | "unblock") => void;
   edit: (id: string) => void;
+  regenerate: (id: string) => void;
+}
+
+/** A breaking action on a key, asked first. */
+interface Confirming {
+  id: string;
+  action: "revoke" | "block";
 }
 
 /** The keys' table: what each key is, its limits and use, and the actions on it. */
@@ -195,38 +234,54 @@ function keyColumns(c: KeyColumns): Column<ApiKeyWithUsage>[] {
   ];
 }
 
-/** Edit and revoke (the revoke asked first), for a key the user may change. */
+/**
+ * Edit, regenerate and revoke, for a key the user may change; block and unblock for admins. Revoking and
+ * blocking stop its apps: each is asked first.
+ */
 function actionsColumn(c: KeyColumns): Column<ApiKeyWithUsage> {
   return {
     header: "Actions",
     hideHeader: true,
     class: "row-actions",
-    cell: (k) =>
-      c.mayChange(k) &&
-      (c.confirming === k.id ? (
-        <span class="confirm" role="group" aria-label={`Revoke ${k.name ?? k.prefix}?`}>
-          <span>Revoke? Apps using it stop working.</span>
-          <button type="button" class="button small danger" onClick={() => c.revoke(k.id)}>
-            Revoke key
-          </button>
-          <button type="button" class="button small secondary" onClick={() => c.confirm(null)}>
-            Keep
-          </button>
-        </span>
-      ) : (
+    cell: (k) => {
+      if (!c.mayChange(k)) return null;
+      const name = k.name ?? k.prefix;
+      const asked = c.confirming?.id === k.id ? c.confirming.action : null;
+      if (asked) {
+        return (
+          <ConfirmBar
+            question={asked === "revoke" ? "Revoke? Apps using it stop working, for good." : "Block? Apps using it are refused until it is unblocked."}
+            button={asked === "revoke" ? "Revoke key" : "Block key"}
+            onConfirm={() => c.act(k.id, asked)}
+            onKeep={() => c.confirm(null)}
+          />
+        );
+      }
+      return (
         <span class="row-buttons">
-          <button
-            type="button"
-            class="button small secondary"
-            aria-label={`Edit ${k.name ?? k.prefix}`}
-            onClick={() => c.edit(k.id)}
-          >
+          <button type="button" class="button small secondary" aria-label={`Edit ${name}`} onClick={() => c.edit(k.id)}>
             Edit
           </button>
-          <button type="button" class="button small secondary" onClick={() => c.confirm(k.id)}>
+          <RowMenu label={`More actions for ${name}`}>
+            <button type="button" class="button small secondary" onClick={() => c.regenerate(k.id)}>
+              Regenerate secret…
+            </button>
+            {c.isAdmin &&
+              (k.state === "blocked" ? (
+                <button type="button" class="button small secondary" onClick={() => c.act(k.id, "unblock")}>
+                  Unblock
+                </button>
+              ) : (
+                <button type="button" class="button small secondary" onClick={() => c.confirm({ id: k.id, action: "block" })}>
+                  Block…
+                </button>
+              ))}
+          </RowMenu>
+          <button type="button" class="button small secondary" onClick={() => c.confirm({ id: k.id, action: "revoke" })}>
             Revoke…
           </button>
         </span>
-      )),
+      );
+    },
   };
 }
