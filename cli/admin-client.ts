@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { AdminCallArgs, AdminResponse, AdminRoute, ErrorBody } from "../relay/admin-contract/index.js";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { AdminCallArgs, AdminQuery, AdminResponse, AdminRoute, ErrorBody, ExportRoute } from "../relay/admin-contract/index.js";
 import { CliError, EXIT } from "./cli-error.js";
 
 /** Where the admin API is and how to authenticate to it. */
@@ -103,4 +105,29 @@ export async function adminCall<K extends AdminRoute>(target: AdminTarget, route
     throw new CliError(`${message} (HTTP ${res.status})`);
   }
   return data as AdminResponse<K>;
+}
+
+/**
+ * Writes what an export route (CSV) answers to `out` as it arrives (an export of 100,000 rows is never held in
+ * memory); a refusal is a {@link CliError} with the relay's words, before anything is written.
+ */
+export async function adminExport<K extends ExportRoute>(target: AdminTarget, route: K, query: AdminQuery<K>, out: NodeJS.WritableStream): Promise<void> {
+  const { method, url } = routeUrl(target, route, { query } as Parts);
+  let res: Response;
+  try {
+    res = await fetch(url, { method, headers: { authorization: `Bearer ${target.token}` } });
+  } catch (err) {
+    throw new CliError(`Cannot reach the relay at ${target.url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
+  }
+  if (!res.ok || !res.body) {
+    const text = await res.text();
+    let message = `HTTP ${res.status}`;
+    try {
+      message = (JSON.parse(text) as Partial<ErrorBody>).error?.message ?? message;
+    } catch {
+      // Not the API's error shape: its status says enough.
+    }
+    throw new CliError(`${message} (HTTP ${res.status})`);
+  }
+  await pipeline(Readable.fromWeb(res.body as import("node:stream/web").ReadableStream), out, { end: false });
 }

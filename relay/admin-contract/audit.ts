@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
-import { must, orgRef } from "./fields.js";
+import { must, orgRef, timeParam } from "./fields.js";
 import type { List } from "./list.js";
 
 /**
@@ -65,18 +65,38 @@ export type AuditPage = List<AuditEvent> & { next: string | null };
 
 const LIMIT = must("an integer from 1 to 500");
 
+const text = () => z.string(must("a string")).max(200, must("at most 200 characters")).optional();
+
+/** What a read of the audit log filters by: an action or a family, who did it, to what, and when. */
+const AUDIT_FILTER = {
+  org: orgRef(),
+  action: z
+    .string(must("an action or a family of actions"))
+    .refine((a) => (AUDIT_ACTIONS as readonly string[]).some((known) => known === a || known.startsWith(`${a}.`)), must(`one of ${AUDIT_ACTIONS.join(", ")}, or a family (${AUDIT_FAMILIES.join(", ")})`))
+    .optional(),
+  /** Who: a user's id, or words of its login (any case). */
+  actor: text(),
+  /** To what: a target's id (a key's, a stack's…), or words of its name. */
+  target: text(),
+  /** From this time on (ms since the epoch, or ISO 8601). */
+  since: timeParam().optional(),
+  /** Before this time. */
+  until: timeParam().optional(),
+};
+
 export const AUDIT_ROUTES = {
-  /** An organization's audit log, newest first (admins): `limit` events (1 to 500, 100 by default) before `before`. */
+  /**
+   * An organization's audit log, newest first (admins): `limit` events (1 to 500, 100 by default) before
+   * `before`, filtered by `action`, `actor`, `target`, `since` and `until`.
+   */
   "GET /admin/v1/audit": route({
     query: z.strictObject({
-      org: orgRef(),
+      ...AUDIT_FILTER,
       limit: z.coerce.number(LIMIT).int(LIMIT).min(1, LIMIT).max(500, LIMIT).default(100),
       before: z.string(must("an event id")).regex(/^aud_[a-z0-9]{16}$/, must("an event id")).optional(),
-      action: z
-        .string(must("an action or a family of actions"))
-        .refine((a) => (AUDIT_ACTIONS as readonly string[]).some((known) => known === a || known.startsWith(`${a}.`)), must(`one of ${AUDIT_ACTIONS.join(", ")}, or a family (${AUDIT_FAMILIES.join(", ")})`))
-        .optional(),
     }),
     response: answer<AuditPage>(),
   }),
+  /** The audit log as CSV (admins), every event the same filter takes, newest first, streamed. */
+  "GET /admin/v1/audit.csv": route({ query: z.strictObject(AUDIT_FILTER), response: answer<string>() }),
 } as const;

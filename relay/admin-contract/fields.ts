@@ -87,6 +87,12 @@ export const futureTime = () => {
   return z.preprocess((v) => (typeof v === "string" && v !== "" && !Number.isNaN(Date.parse(v)) ? Date.parse(v) : v), z.number(rule).int(rule).min(1, rule).nullish());
 };
 
+/** A time: milliseconds since the epoch, or an ISO 8601 date-time (`2026-12-31`, `2026-12-31T18:00:00Z`), taken as milliseconds. */
+export const timeParam = () => {
+  const rule = must("a time: an ISO 8601 date-time such as 2026-12-31T18:00:00Z, or milliseconds since the epoch");
+  return z.preprocess((v) => (typeof v === "string" && v !== "" && !Number.isNaN(Date.parse(v)) && !/^\d+$/.test(v) ? Date.parse(v) : v), z.coerce.number(rule).int(rule).min(0, rule));
+};
+
 /** `true` or `false`. */
 export const flag = () => z.boolean(must("true or false"));
 

@@ -10,7 +10,7 @@ import { MACHINE_ROUTES } from "./machines.js";
 import { ORG_ROUTES } from "./orgs.js";
 import { OVERVIEW_ROUTES } from "./overview.js";
 import { REQUEST_ROUTES } from "./requests.js";
-import type { BodyOut, CallArgs, QueryOut, ResponseOf } from "./route.js";
+import type { BodyOut, CallArgs, QueryIn, QueryOut, ResponseOf } from "./route.js";
 import { SESSION_ROUTES } from "./session.js";
 import { STACK_ROUTES } from "./stacks.js";
 import { USAGE_ROUTES } from "./usage.js";
@@ -43,6 +43,8 @@ export type AdminCheckedBody<K extends AdminRoute> = BodyOut<AdminRoutes, K>;
 export type AdminCheckedQuery<K extends AdminRoute> = QueryOut<AdminRoutes, K>;
 /** The arguments of a call of route `K` after its key. */
 export type AdminCallArgs<K extends AdminRoute> = CallArgs<AdminRoutes, K>;
+/** What a client may put in the query of route `K`. */
+export type AdminQuery<K extends AdminRoute> = QueryIn<AdminRoutes, K>;
 
 /** The routes of each resource, for the relay's handlers of it. */
 export type OrgRoute = keyof typeof ORG_ROUTES;
@@ -57,6 +59,8 @@ export type OverviewRoute = keyof typeof OVERVIEW_ROUTES;
 export type ChoiceRoute = keyof typeof CHOICE_ROUTES;
 export type EventRoute = keyof typeof EVENT_ROUTES;
 export type SessionRoute = keyof typeof SESSION_ROUTES;
+/** The routes that answer CSV, streamed, rather than one JSON document. */
+export type ExportRoute = "GET /admin/v1/audit.csv" | "GET /admin/v1/requests.csv";
 
 export { paramOf } from "./fields.js";
 export type { Method, ParamsOf, RouteSpec } from "./route.js";

@@ -56,6 +56,20 @@ const STATUS = must(`one of ${REQUEST_STATUSES.join(", ")}, or an HTTP status (e
 const PAGE = must("an integer of at least 1");
 const PER_PAGE = must("an integer from 1 to 500");
 
+/** What a read of the request log filters by. */
+const REQUEST_FILTER = {
+  org: orgRef(),
+  stack: z.string(must("a stack id")).optional(),
+  key: z.string(must("a key id")).optional(),
+  model: z.string(must("a model id")).max(200, must("at most 200 characters")).optional(),
+  status: z
+    .string(STATUS)
+    .refine((s) => (REQUEST_STATUSES as readonly string[]).includes(s) || (/^[1-5]\d\d$/.test(s)), STATUS)
+    .transform((s) => ((REQUEST_STATUSES as readonly string[]).includes(s) ? (s as (typeof REQUEST_STATUSES)[number]) : Number(s)))
+    .optional(),
+  q: z.string(must("a string")).max(200, must("at most 200 characters")).optional(),
+};
+
 export const REQUEST_ROUTES = {
   /**
    * An organization's request log, newest first, a page at a time (anyone of it): the gateway's requests of
@@ -65,21 +79,14 @@ export const REQUEST_ROUTES = {
    */
   "GET /admin/v1/requests": route({
     query: z.strictObject({
-      org: orgRef(),
-      stack: z.string(must("a stack id")).optional(),
-      key: z.string(must("a key id")).optional(),
-      model: z.string(must("a model id")).max(200, must("at most 200 characters")).optional(),
-      status: z
-        .string(STATUS)
-        .refine((s) => (REQUEST_STATUSES as readonly string[]).includes(s) || (/^[1-5]\d\d$/.test(s)), STATUS)
-        .transform((s) => ((REQUEST_STATUSES as readonly string[]).includes(s) ? (s as (typeof REQUEST_STATUSES)[number]) : Number(s)))
-        .optional(),
-      q: z.string(must("a string")).max(200, must("at most 200 characters")).optional(),
+      ...REQUEST_FILTER,
       page: z.coerce.number(PAGE).int(PAGE).min(1, PAGE).default(1),
       per_page: z.coerce.number(PER_PAGE).int(PER_PAGE).min(1, PER_PAGE).max(500, PER_PAGE).default(50),
     }),
     response: answer<Page<LoggedRequest>>(),
   }),
+  /** The request log as CSV (anyone of the organization), every request the same filter takes, newest first, streamed. */
+  "GET /admin/v1/requests.csv": route({ query: z.strictObject(REQUEST_FILTER), response: answer<string>() }),
   /** One request of the log; its capture (prompt and answer, while kept) to admins only. */
   "GET /admin/v1/requests/:id": route({ response: answer<RequestDetail>() }),
 } as const;

@@ -1,6 +1,6 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
-import type { AuditEvent, Machine, Stack } from "../store/index.js";
+import type { AuditEvent, AuditFilter, Machine, Stack } from "../store/index.js";
 import type { RequestFilter, RequestLogEntry, UsageSeries } from "../usage/index.js";
 import type { ControlContext } from "./control-context.js";
 
@@ -27,7 +27,7 @@ export class Activity {
   }
 
   /** A page of the organization's gateway requests, newest first, with how many match. */
-  requests(actor: Actor, orgRef: string | null | undefined, filter: RequestFilter, page: { offset: number; limit: number }): Promise<{ rows: ListedRequest[]; total: number }> {
+  requests(actor: Actor, orgRef: string | null | undefined, filter: RequestFilter, page: { offset: number; limit: number; uncounted?: boolean }): Promise<{ rows: ListedRequest[]; total: number }> {
     return this.c.deps.requests.list(this.c.policy(actor).org(orgRef).id, filter, page);
   }
 
@@ -41,7 +41,7 @@ export class Activity {
   }
 
   /** The organization's audit log, to its admins (and the operator), newest first (see {@link AuditEventStore.list}). */
-  async audit(actor: Actor, orgRef: string | null | undefined, options: { limit: number; before?: string; actions?: readonly string[] }): Promise<AuditEvent[]> {
+  async audit(actor: Actor, orgRef: string | null | undefined, options: { limit: number; before?: string } & AuditFilter): Promise<AuditEvent[]> {
     const policy = this.c.policy(actor);
     const org = policy.org(orgRef);
     policy.requireAdmin("read the audit log");

@@ -1,4 +1,5 @@
-import type { Db } from "./open-database.js";
+import { sql } from "kysely";
+import { foldText, type Db } from "./open-database.js";
 import type { Row } from "./tables.js";
 import { SortableIds } from "../ids/index.js";
 
@@ -42,6 +43,18 @@ const toEvent = (r: Row<"audit_events">): AuditEvent => ({
   detail: r.detail_json ? (JSON.parse(r.detail_json) as Record<string, unknown>) : null,
 });
 
+/**
+ * Which events a read of the audit log takes: of `actions` only; from `since` and before `until` (ms); by an
+ * `actor` and to a `target`, each named by its id or by words of its login or name.
+ */
+export interface AuditFilter {
+  actions?: readonly string[];
+  since?: number;
+  until?: number;
+  actor?: string;
+  target?: string;
+}
+
 /** The audit log's table: appended to, read newest first, pruned by age. */
 export class AuditEventStore {
   constructor(private readonly db: Db) {}
@@ -74,9 +87,9 @@ export class AuditEventStore {
 
   /**
    * An organization's events, newest first: at most `limit`, those before the event `before` (its id, from the
-   * previous page) when given, and only those of `actions` when given.
+   * previous page) when given, and only those that match what the filter names (see {@link AuditFilter}).
    */
-  async list(orgId: string, options: { limit: number; before?: string; actions?: readonly string[] }): Promise<AuditEvent[]> {
+  async list(orgId: string, options: { limit: number; before?: string } & AuditFilter): Promise<AuditEvent[]> {
     let query = this.db.selectFrom("audit_events").selectAll().where("org_id", "=", orgId);
     if (options.before) {
       const cursor = await this.db.selectFrom("audit_events").select(["at", "id"]).where("id", "=", options.before).where("org_id", "=", orgId).executeTakeFirst();
@@ -84,6 +97,22 @@ export class AuditEventStore {
       query = query.where((eb) => eb.or([eb("at", "<", cursor.at), eb.and([eb("at", "=", cursor.at), eb("id", "<", cursor.id)])]));
     }
     if (options.actions) query = query.where("action", "in", options.actions);
+    if (options.since !== undefined) query = query.where("at", ">=", options.since);
+    if (options.until !== undefined) query = query.where("at", "<", options.until);
+    // Who and what by id, or by every word of their name (any case, in any script).
+    for (const [text, id, name] of [
+      [options.actor, "actor_id", "actor_login"],
+      [options.target, "target_id", "target_name"],
+    ] as const) {
+      if (!text?.trim()) continue;
+      const words = foldText(text).split(/\s+/).filter(Boolean);
+      query = query.where((eb) =>
+        eb.or([
+          eb(id, "=", text.trim()),
+          eb.and(words.map((w) => eb(sql`makina_fold(${sql.ref(name)})`, "like", sql<string>`${`%${w.replace(/[!%_]/g, (c) => `!${c}`)}%`} escape '!'`))),
+        ]),
+      );
+    }
     const rows = await query.orderBy("at", "desc").orderBy("id", "desc").limit(options.limit).execute();
     return rows.map(toEvent);
   }

@@ -21,7 +21,7 @@ export type { ApiKeyRecord, ApiKeyChanges } from "./api-keys.js";
 export type { KeyPageAsk, KeySort } from "./key-page.js";
 export type { SessionRecord } from "./sessions.js";
 export type { SignInStore, FailureCount } from "./sign-ins.js";
-export type { AuditActor, AuditEvent } from "./audit-events.js";
+export type { AuditActor, AuditEvent, AuditFilter } from "./audit-events.js";
 export type { RequestLogEntry, NewRequestLogEntry, RequestFilter, CapturedExchange, FiguresScope, RequestFigures, MinuteFigures } from "./request-log.js";
 export type { StoreChange, ChangeListener } from "./change-notices.js";
 export type { SettingsStore, SettingSwap } from "./settings.js";

@@ -58,6 +58,8 @@ export interface RequestFilter {
   model?: string;
   /** A request id, or part of a model's name. */
   q?: string;
+  /** Only those logged before this one (its id): the next batch of an export, however many come meanwhile. */
+  beforeId?: string;
 }
 
 /** Which requests a figure counts: an organization's, or only those of one stack or one machine. */
@@ -174,11 +176,16 @@ export class RequestLogStore {
    * An organization's requests matching `filter`, newest first: `limit` of them after the first `offset`, with
    * their key's and stack's names (null once deleted), and how many match in all. Captures are left out.
    */
-  async list(orgId: string, filter: RequestFilter, page: { offset: number; limit: number }): Promise<{ rows: (RequestLogEntry & { keyName: string | null; stackName: string | null })[]; total: number }> {
+  async list(
+    orgId: string,
+    filter: RequestFilter,
+    page: { offset: number; limit: number; uncounted?: boolean },
+  ): Promise<{ rows: (RequestLogEntry & { keyName: string | null; stackName: string | null })[]; total: number }> {
     let query = this.db.selectFrom("request_log as r").where("r.org_id", "=", orgId);
     if (filter.stackId !== undefined) query = query.where("r.stack_id", "=", filter.stackId);
     if (filter.keyId !== undefined) query = query.where("r.key_id", "=", filter.keyId);
     if (filter.model !== undefined) query = query.where("r.model", "=", filter.model);
+    if (filter.beforeId !== undefined) query = query.where("r.id", "<", filter.beforeId);
     const status = filter.status;
     if (status === "ok") query = query.where("r.status", "<", 400).where("r.error_code", "is", null);
     else if (status === "error") query = query.where((eb) => eb.or([eb("r.status", ">=", 400), eb("r.error_code", "is not", null)]));
@@ -200,7 +207,8 @@ export class RequestLogStore {
         .limit(page.limit)
         .offset(page.offset)
         .execute(),
-      query.select((eb) => eb.fn.countAll<number | string>().as("n")).executeTakeFirstOrThrow(),
+      // An export's batches need no count (-1 for them).
+      page.uncounted ? { n: -1 } : query.select((eb) => eb.fn.countAll<number | string>().as("n")).executeTakeFirstOrThrow(),
     ]);
     return { rows: rows.map((r) => ({ ...toRequest(r, false), keyName: r.key_name, stackName: r.stack_name })), total: Number(count.n) };
   }

@@ -132,7 +132,7 @@ export class RequestLog {
   }
 
   /** An organization's requests matching `filter`, newest first, a page at a time, with how many match. */
-  async list(orgId: string, filter: RequestFilter, page: { offset: number; limit: number }): ReturnType<Store["requests"]["list"]> {
+  async list(orgId: string, filter: RequestFilter, page: { offset: number; limit: number; uncounted?: boolean }): ReturnType<Store["requests"]["list"]> {
     // What the database has, even when the last requests cannot be written just now (reported by the timer).
     await this.flush().catch(() => undefined);
     return this.store.requests.list(orgId, filter, page);

@@ -3,6 +3,7 @@ import type { ApiKey, AuditEvent, LoggedRequest, Page, RequestDetail, Usage } fr
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { WebClient } from "../helpers/web-client.js";
 import { OP } from "../helpers/operator.js";
+import { csvRecords } from "../helpers/csv.js";
 
 // The request log (issue 21, point 5): the gateway's requests per organization, answered and refused, with
 // their key, model, status, error, tokens and times; refused ones count in usage; prompts and answers are kept
@@ -241,6 +242,79 @@ describe("the request log", () => {
     const bad = await operator("PATCH", `/admin/v1/stacks/${gw.stackId}`, { capture_hours: 721 });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { param: string } }).error.param).toBe("capture_hours");
+  });
+
+  it("exports the request log as CSV, the filter of its page applied, in batches however many rows, every field kept as text", async () => {
+    const k = await newKey({ name: '=HYPERLINK("evil"), "quoted"' });
+    expect((await chat(k.key, { messages: hello })).status).toBe(200);
+    expect((await chat(k.key, { messages: hello, model: "no-such-model" })).status).toBe(404);
+    const csv = async (query: string) => {
+      const res = await operator("GET", `/admin/v1/requests.csv?org=${gw.orgId}${query}`);
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect([res.headers.get("content-type"), res.headers.get("content-disposition")]).toEqual(["text/csv; charset=utf-8", expect.stringMatching(/^attachment; filename="requests-\d{4}-\d\d-\d\d\.csv"$/)]);
+      return csvRecords(await res.text());
+    };
+    const mine = await csv(`&key=${k.id}`);
+    const listed = await log(`&key=${k.id}`);
+    expect(mine.map((r) => [r.id, r.status, r.error_code, r.model, r.key_id])).toEqual(listed.data.map((r) => [r.id, String(r.status), r.error_code ?? "", r.model, k.id]));
+    // A name a spreadsheet would run as a formula stays text; quotes and commas survive.
+    expect(mine[0]!.key_name).toBe(`'=HYPERLINK("evil"), "quoted"`);
+    expect(new Date(mine[0]!.at!).getTime()).toBe(listed.data[0]!.at);
+    expect((await csv(`&key=${k.id}&status=404`)).map((r) => r.status)).toEqual(["404"]);
+    // 2,500 more rows: read and written a thousand at a time, each once, newest first.
+    const org = await gw.relay.control.orgs.create(OP, { name: "Exporting Org" });
+    const row = (i: number) => ({ orgId: org.id, at: Date.now() - 10_000 + i, requestId: `x${i}`, keyId: null, model: "m", stackId: null, machineId: null, stream: false, status: 200, errorCode: null, promptTokens: 1, completionTokens: 2, latencyMs: 3, firstTokenMs: null, loadMs: null, captureJson: null, captureUntil: null });
+    await gw.relay.store.requests.insert(Array.from({ length: 2500 }, (_, i) => row(i)));
+    const res = await operator("GET", `/admin/v1/requests.csv?org=${org.id}`);
+    const all = csvRecords(await res.text());
+    expect(all).toHaveLength(2500);
+    expect(new Set(all.map((r) => r.id)).size).toBe(2500);
+    expect([all[0]!.request_id, all[2499]!.request_id]).toEqual(["x2499", "x0"]);
+    // A filter it cannot read is refused in the API's shape, before any CSV.
+    const bad = await operator("GET", `/admin/v1/requests.csv?org=${gw.orgId}&status=teapot`);
+    expect([bad.status, bad.headers.get("content-type")]).toEqual([400, expect.stringContaining("application/json")]);
+  });
+
+  it("searches the audit log by who, what and when, and exports what it finds as CSV, to admins only", async () => {
+    await json("POST", "/admin/v1/users", { org: gw.orgId, login: "auditor@example.com", role: "admin", password: "auditor-password-1" });
+    const auditor = new WebClient(gw.relay.url);
+    expect((await auditor.signIn("auditor@example.com", "auditor-password-1")).status).toBe(200);
+    const before = Date.now();
+    const made = await auditor.json<ApiKey & { key: string }>("POST", "/admin/v1/keys", { name: "audited key" });
+    await auditor.json("POST", `/admin/v1/keys/${made.id}/block`);
+    await json("POST", `/admin/v1/keys/${made.id}/revoke`);
+    type Found = { data: AuditEvent[] };
+    const find = (query: string) => json<Found>("GET", `/admin/v1/audit?org=${gw.orgId}${query}`);
+    // By who: words of a login, any case, or an id.
+    const byAuditor = await find("&actor=AUDITOR");
+    expect(byAuditor.data.map((e) => e.action)).toEqual(["key.blocked", "key.created", "sign_in"]);
+    expect((await find(`&actor=${byAuditor.data[0]!.actor.id}`)).data).toHaveLength(3);
+    // To what: words of its name, or its id; with an action family and a time range.
+    expect((await find("&target=audited")).data.map((e) => [e.action, e.actor.kind])).toEqual([
+      ["key.revoked", "operator"],
+      ["key.blocked", "user"],
+      ["key.created", "user"],
+    ]);
+    expect((await find(`&target=${made.id}&action=key.revoked`)).data).toHaveLength(1);
+    expect((await find(`&target=${made.id}&since=${new Date(before).toISOString()}`)).data).toHaveLength(3);
+    expect((await find(`&target=${made.id}&until=${before}`)).data).toHaveLength(0);
+    expect((await find("&actor=nobody-at-all")).data).toEqual([]);
+    // The export is what the same filter finds.
+    const res = await operator("GET", `/admin/v1/audit.csv?org=${gw.orgId}&target=audited`);
+    expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8");
+    const rows = csvRecords(await res.text());
+    expect(rows.map((r) => [r.action, r.target_id, r.target_name, r.actor_login])).toEqual([
+      ["key.revoked", made.id, "audited key", ""],
+      ["key.blocked", made.id, "audited key", "auditor@example.com"],
+      ["key.created", made.id, "audited key", "auditor@example.com"],
+    ]);
+    // A member reads neither; a time it cannot read is refused, naming it.
+    await json("POST", "/admin/v1/users", { org: gw.orgId, login: "plain@example.com", role: "member", password: "plain-password-12" });
+    const member = new WebClient(gw.relay.url);
+    expect((await member.signIn("plain@example.com", "plain-password-12")).status).toBe(200);
+    expect((await member.call("GET", "/admin/v1/audit.csv")).status).toBe(403);
+    const bad = await operator("GET", `/admin/v1/audit?org=${gw.orgId}&since=last%20week`);
+    expect([bad.status, ((await bad.json()) as { error: { param: string } }).error.param]).toEqual([400, "since"]);
   });
 
   it("stays bounded: each organization keeps its newest requests, and none older than the retention", async () => {

@@ -1,6 +1,6 @@
 import type { CommandModule } from "yargs";
 import type { LoggedRequest, RequestDetail } from "../../../relay/admin-contract/index.js";
-import { adminCall } from "../../admin-client.js";
+import { adminCall, adminExport } from "../../admin-client.js";
 import { print, table } from "../../output.js";
 import { adminOptions, target, when, type AdminArgs } from "./common.js";
 
@@ -59,6 +59,24 @@ export const requestCommand: CommandModule = {
                 : [r.captured ? "(captured: only admins read it)" : "(no prompt or answer kept: the stack does not capture)"]),
             ].join("\n"),
           );
+        },
+      })
+      .command({
+        command: "export",
+        describe: "Write an organization's requests as CSV to stdout, newest first (the same filters as list)",
+        builder: (b) =>
+          adminOptions(
+            b
+              .option("org", { type: "string", demandOption: true })
+              .option("stack", { type: "string", describe: "Only this stack's (its id)" })
+              .option("key", { type: "string", describe: "Only this key's (its id)" })
+              .option("model", { type: "string", describe: "Only requests for this model id" })
+              .option("status", { type: "string", describe: "ok, error, 2xx, 4xx, 5xx, or one HTTP status (429)" })
+              .option("q", { type: "string", describe: "A request id, or part of a model's name" }),
+          ),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { org: string; stack?: string; key?: string; model?: string; status?: string; q?: string };
+          await adminExport(target(a), "GET /admin/v1/requests.csv", { org: a.org, stack: a.stack, key: a.key, model: a.model, status: a.status as never, q: a.q }, process.stdout);
         },
       })
       .demandCommand(1)

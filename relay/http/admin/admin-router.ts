@@ -1,5 +1,5 @@
 import { Router } from "express";
-import type { AdminRoute, EventRoute, SessionRoute } from "../../admin-contract/index.js";
+import type { AdminRoute, EventRoute, ExportRoute, SessionRoute } from "../../admin-contract/index.js";
 import type { Actor, WebSessions } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { EventBus } from "../../events/index.js";
@@ -8,6 +8,7 @@ import { actorOf, adminAuth } from "./admin-auth.js";
 import { isAdminToken, requestBearer } from "../auth/request-auth.js";
 import { auditRoutes } from "./audit-routes.js";
 import { EventStreams } from "./event-stream.js";
+import { exportRoutes } from "./export-routes.js";
 import { keyRoutes } from "./keys-routes.js";
 import { machineRoutes } from "./machines-routes.js";
 import { mountRoutes, mountStreams, type RouteHandlers, type StreamHandler } from "./mount-routes.js";
@@ -37,7 +38,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
   const { control } = deps;
   const r = Router();
   r.use("/admin/v1", adminAuth(deps), ...jsonBody(1024 * 1024));
-  const handlers: RouteHandlers<Exclude<AdminRoute, SessionRoute | EventRoute>, Actor> = {
+  const handlers: RouteHandlers<Exclude<AdminRoute, SessionRoute | EventRoute | ExportRoute>, Actor> = {
     ...orgRoutes(control),
     ...machineRoutes(control),
     ...stackRoutes(control),
@@ -68,5 +69,6 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     },
   };
   mountStreams(r, "/admin/v1/", streams, actorOf);
+  mountStreams(r, "/admin/v1/", exportRoutes(control), actorOf);
   return r;
 }

@@ -22,8 +22,12 @@ export type RouteHandler<K extends AdminRoute, C> = (input: RouteInput<K>, conte
 /** One handler for each of the routes `K`: a route of the contract left out, or one it does not have, fails the build. */
 export type RouteHandlers<K extends AdminRoute, C> = { [P in K]: RouteHandler<P, C> };
 
-/** A route that answers with a stream (server-sent events) it writes on `res` itself, rather than one JSON document. */
-export type StreamHandler<K extends AdminRoute, C> = (input: RouteInput<K>, context: C, res: Response) => void;
+/**
+ * A route that answers with a stream (server-sent events, CSV) it writes on `res` itself, rather than one JSON
+ * document. An error it throws or rejects with before it starts answering goes to the error handler; one after,
+ * ends the response short.
+ */
+export type StreamHandler<K extends AdminRoute, C> = (input: RouteInput<K>, context: C, res: Response) => void | Promise<void>;
 
 /** What mounting reads of a route's declaration. */
 interface MountedSpec {
@@ -101,7 +105,8 @@ export function mountStreams<K extends AdminRoute, C>(router: Router, prefix: "/
     router[method](path, (req, res, next) => {
       try {
         refuseUndeclared(spec, req);
-        handler(routeInput(spec, req), context(req, res), res);
+        const started = handler(routeInput(spec, req), context(req, res), res);
+        started?.catch((err: unknown) => (res.headersSent ? res.destroy(err instanceof Error ? err : new Error(String(err))) : next(err)));
       } catch (err) {
         next(err);
       }

@@ -1,4 +1,4 @@
-import type { LoggedRequest, RequestRoute } from "../../admin-contract/index.js";
+import type { ExportRoute, LoggedRequest, RequestRoute } from "../../admin-contract/index.js";
 import type { Actor } from "../../auth/index.js";
 import type { ControlPlane, ListedRequest } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
@@ -10,7 +10,7 @@ function listed({ orgId: _org, capture: _capture, captureUntil, ...entry }: List
 }
 
 /** The request log (the control plane's `activity`): a page of an organization's gateway requests, and one with what its capture kept. */
-export function requestRoutes(control: ControlPlane): RouteHandlers<RequestRoute, Actor> {
+export function requestRoutes(control: ControlPlane): RouteHandlers<Exclude<RequestRoute, ExportRoute>, Actor> {
   return {
     "GET /admin/v1/requests": async (input, actor) => {
       const { org, stack, key, model, status, q, page, per_page } = input.query();

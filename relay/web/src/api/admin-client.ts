@@ -1,4 +1,4 @@
-import type { AdminCallArgs, AdminResponse, AdminRoute } from "../../../admin-contract/index.js";
+import type { AdminCallArgs, AdminQuery, AdminResponse, AdminRoute, ExportRoute } from "../../../admin-contract/index.js";
 import type { ErrorBody, SessionInfo } from "./types.js";
 import { errorText } from "./error-text.js";
 
@@ -39,6 +39,13 @@ export class AdminClient {
     const path = template.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(params[name] ?? ""));
     const search = new URLSearchParams(Object.entries(query).flatMap(([k, v]): [string, string][] => (v === undefined || v === null ? [] : [[k, String(v)]]))).toString();
     return this.request(method, search ? `${path}?${search}` : path, body) as Promise<AdminResponse<K>>;
+  }
+
+  /** Where the browser downloads an export (CSV) of route `K` with `query`: a link, followed with the session cookie. */
+  exportUrl<K extends ExportRoute>(route: K, query: AdminQuery<K>): string {
+    const path = route.split(" ")[1]!;
+    const search = new URLSearchParams(Object.entries(query ?? {}).flatMap(([k, v]): [string, string][] => (v === undefined || v === null ? [] : [[k, String(v)]]))).toString();
+    return search ? `${path}?${search}` : path;
   }
 
   async session(): Promise<SessionInfo | null> {

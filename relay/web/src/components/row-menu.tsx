@@ -3,7 +3,7 @@ import { useRef, useState } from "preact/hooks";
 import { useEscape } from "./use-escape.js";
 
 /**
- * A row's less used actions behind one button ("More"), so a table row keeps one line of buttons: a disclosure
+ * A row's less used actions behind one button (⋯, named "More actions for …"), so a table row keeps one line of buttons: a disclosure
  * that closes once an action in it is chosen, when Escape is pressed (the focus back on its button), or when the
  * focus leaves it.
  */
@@ -18,8 +18,8 @@ export function RowMenu({ label, children }: { label: string; children: Componen
   }, open);
   return (
     <span class="row-menu" ref={box} onFocusOut={(e) => !box.current?.contains(e.relatedTarget as Node | null) && setOpen(false)}>
-      <button type="button" class="button small secondary" aria-label={label} aria-expanded={open} ref={button} onClick={() => setOpen(!open)}>
-        More ▾
+      <button type="button" class="button small secondary" aria-label={label} title={label} aria-expanded={open} ref={button} onClick={() => setOpen(!open)}>
+        ⋯
       </button>
       {open && (
         <span class="row-menu-items" onClick={(e) => (e.target as HTMLElement).closest("button") && setOpen(false)}>

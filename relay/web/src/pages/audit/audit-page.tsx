@@ -1,10 +1,11 @@
-import { useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import type { AuditAction, AuditEvent } from "../../api/types.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { DataTable } from "../../components/data-table.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
+import { AuditFilters, filterOf, keepInAddress, queryOf, type AuditFilter } from "./audit-filters.js";
 
 /** The filters offered: every event, or one family of actions. */
 const FAMILIES = [
@@ -58,7 +59,12 @@ const detail = (e: AuditEvent) => (e.detail ? Object.entries(e.detail).map(([k, 
 export function AuditPage() {
   const { client } = useApp();
   const isAdmin = useIsAdmin();
-  const [family, setFamily] = useState("");
+  const [filter, setFilterState] = useState(() => filterOf(location.search));
+  const setFilter = useCallback((f: AuditFilter) => {
+    setFilterState(f);
+    keepInAddress(f);
+  }, []);
+  const query = queryOf(filter, (family) => family || undefined);
   const [events, setEvents] = useState<AuditEvent[] | null>(null);
   const [next, setNext] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -68,7 +74,7 @@ export function AuditPage() {
     setLoading(true);
     setError(null);
     try {
-      const page = await client.call("GET /admin/v1/audit", { query: { limit: 50, action: family || undefined, before: before ?? undefined } });
+      const page = await client.call("GET /admin/v1/audit", { query: { ...query, action: query.action as never, limit: 50, before: before ?? undefined } });
       setEvents((old) => (append && old ? [...old, ...page.data] : page.data));
       setNext(page.next);
     } catch (err) {
@@ -79,7 +85,7 @@ export function AuditPage() {
   };
   useEffect(() => {
     if (isAdmin) void load(null, false);
-  }, [family, isAdmin]);
+  }, [JSON.stringify(filter), isAdmin]);
 
   if (!isAdmin) {
     return (
@@ -92,23 +98,17 @@ export function AuditPage() {
   return (
     <>
       <PageHeader title="Audit log" subtitle="Who did what, when and from where: sign-ins, people, keys, machines, stacks and limits, newest first.">
-        <label class="inline-label">
-          <span>Show</span>
-          <select aria-label="Show" value={family} onChange={(e) => setFamily(e.currentTarget.value)}>
-            {FAMILIES.map(([value, label]) => (
-              <option key={value} value={value}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </label>
         <button type="button" class="button secondary" disabled={loading} onClick={() => load(null, false)}>
           Refresh
         </button>
+        <a class="button secondary" href={client.exportUrl("GET /admin/v1/audit.csv", { ...query, action: query.action as never })} download data-testid="audit-export">
+          Export CSV
+        </a>
       </PageHeader>
+      <AuditFilters filter={filter} onChange={setFilter} families={FAMILIES} />
       {error && <Notice tone="error">{error}</Notice>}
       {events === null && !error && <p class="muted" aria-busy="true">Loading the audit log…</p>}
-      {events && events.length === 0 && <EmptyState title="Nothing recorded yet" />}
+      {events && events.length === 0 && (Object.values(filter).some(Boolean) ? <p class="muted">No event matches.</p> : <EmptyState title="Nothing recorded yet" />)}
       {events && events.length > 0 && (
         <DataTable
           label="Audit log"

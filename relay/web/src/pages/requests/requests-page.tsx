@@ -51,6 +51,9 @@ export function RequestsPage() {
           <input type="checkbox" checked={live} onChange={(e) => setLive(e.currentTarget.checked)} />
           <span>Live</span>
         </label>
+        <a class="button secondary" href={client.exportUrl("GET /admin/v1/requests.csv", { q: query.q, status: query.status as never, stack: query.stack, key: query.key })} download data-testid="requests-export">
+          Export CSV
+        </a>
       </PageHeader>
       {page.error && <Notice tone="error">{page.error.message}</Notice>}
       <div class="list-controls-row">
