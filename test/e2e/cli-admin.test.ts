@@ -150,6 +150,18 @@ describe("an operator runs the relay and an agent as separate processes and admi
     const past = await admin("key", "update", String(created.id), "--expires", "2001-01-01");
     expect([past.code, past.stderr]).toEqual([1, expect.stringContaining("'expires_at' must be in the future")]);
 
+    // A new secret, printed once, the old one stopping at once; blocked and unblocked.
+    const regenerated = await json("key", "regenerate", String(created.id));
+    expect(regenerated).toMatchObject({ id: created.id, key: expect.stringMatching(/^mk_live_/), state: "active" });
+    expect(await client.models.list().catch((e: unknown) => e)).toBeInstanceOf(OpenAI.AuthenticationError);
+    const renewed = new OpenAI({ baseURL, apiKey: String(regenerated.key), maxRetries: 0 });
+    expect((await renewed.models.list()).data.length).toBeGreaterThan(0);
+    expect((await json("key", "block", String(created.id))).state).toBe("blocked");
+    expect(await renewed.models.list().catch((e: unknown) => e)).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((await json("key", "unblock", String(created.id))).state).toBe("active");
+    const tooLong = await admin("key", "regenerate", String(created.id), "--grace", "90000");
+    expect([tooLong.code, tooLong.stderr]).toEqual([1, expect.stringContaining("'grace_s' must be an integer from 0 to 86400")]);
+
     const revoked = await json("key", "revoke", String(created.id));
     expect(revoked.state).toBe("revoked");
     const err = await client.models.list().catch((e: unknown) => e);
@@ -214,6 +226,13 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect(human.stdout).toMatch(/^WHEN\s+ACTION\s+OUTCOME\s+WHO\s+FROM\s+TARGET/);
     expect(human.stdout).toMatch(/user\.deleted\s+success\s+operator \(admin token\)\s+127\.0\.0\.1\s+user temp@acme\.test/);
     expect(human.stdout).toMatch(/More: --before aud_[a-z0-9]{16}/);
+    // Searched by target, exported as CSV with the same filter.
+    const about = (await json("audit", "list", "--org", "acme-labs", "--target", "temp@acme")) as unknown as { data: { action: string }[] };
+    expect(about.data.map((e) => e.action)).toContain("user.deleted");
+    const exported = await runCli(["admin", "audit", "export", "--org", "acme-labs", "--target", "temp@acme", "--data-dir", dataDir]);
+    const [header, ...rows] = exported.stdout.trim().split("\r\n");
+    expect(header).toBe("at,action,outcome,actor_kind,actor_id,actor_login,address,target_kind,target_id,target_name,detail,id");
+    expect(rows.map((r) => r.split(",")[1])).toEqual(about.data.map((e) => e.action));
   });
 
   it("keeps its data directory private and refuses a second relay on it, leaving the first one serving", async () => {
