@@ -15,6 +15,8 @@ export interface LoggedRequest {
   key_id: string | null;
   /** The key's name; null when it has none or was deleted. */
   key_name: string | null;
+  /** The API called: `chat/completions`, `embeddings`, `responses`, `messages` or `messages/count_tokens`; empty for requests logged before it was kept. */
+  api: string;
   /** The model asked for (a router's: the model it went to); empty when the body could not be read. */
   model: string;
   stack_id: string | null;
@@ -52,6 +54,8 @@ export interface RequestDetail extends LoggedRequest {
 
 /** What the log's `status` filter takes. */
 export const REQUEST_STATUSES = ["ok", "error", "2xx", "4xx", "5xx"] as const;
+/** The APIs whose requests the log keeps, as it names them. */
+export const REQUEST_APIS = ["chat/completions", "embeddings", "responses", "messages", "messages/count_tokens"] as const;
 const STATUS = must(`one of ${REQUEST_STATUSES.join(", ")}, or an HTTP status (e.g. 429)`);
 const PAGE = must("an integer of at least 1");
 const PER_PAGE = must("an integer from 1 to 500");
@@ -68,6 +72,8 @@ const REQUEST_FILTER = {
     .transform((s) => ((REQUEST_STATUSES as readonly string[]).includes(s) ? (s as (typeof REQUEST_STATUSES)[number]) : Number(s)))
     .optional(),
   q: z.string(must("a string")).max(200, must("at most 200 characters")).optional(),
+  /** The API called. */
+  api: z.enum(REQUEST_APIS, must(`one of ${REQUEST_APIS.join(", ")}`)).optional(),
 };
 
 export const REQUEST_ROUTES = {

@@ -80,6 +80,8 @@ export class RequestLedger {
     /** The request's id, as its answer and log carry it. */
     readonly requestId: string,
     private readonly clock: LedgerClock = SYSTEM_CLOCK,
+    /** The API it called (`chat/completions`, `embeddings`…), as the request log keeps it. */
+    private readonly api = "",
   ) {
     this.startedAt = clock.mono();
     this.metricsDone = books.metrics.started();
@@ -209,6 +211,7 @@ export class RequestLedger {
         at,
         orgId: key.orgId,
         requestId: this.requestId,
+        api: this.api,
         keyId: key.id,
         model: this.model || this.askedModel,
         stackId: this.stackId,

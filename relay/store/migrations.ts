@@ -363,6 +363,11 @@ export const MIGRATIONS: readonly string[] = [
     ON api_keys FOR EACH ROW EXECUTE FUNCTION makina_changed('key', 'id');
   {{/POSTGRES}}
   `,
+  `
+  -- Which API a request called ('chat/completions', 'embeddings', 'responses', 'messages', 'messages/count_tokens');
+  -- empty for the requests logged before it was kept.
+  ALTER TABLE request_log ADD COLUMN api TEXT NOT NULL DEFAULT '';
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

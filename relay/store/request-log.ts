@@ -26,6 +26,8 @@ export interface RequestLogEntry {
   requestId: string;
   keyId: string | null;
   /** The model asked for (or the one a router sent it to); empty when the body could not be read. */
+  /** The API it called (`chat/completions`, `embeddings`, `responses`, `messages`, `messages/count_tokens`); empty when not known (logged before it was kept). */
+  api: string;
   model: string;
   stackId: string | null;
   machineId: string | null;
@@ -48,7 +50,7 @@ export interface RequestLogEntry {
 }
 
 /** A request as the log appends it: its capture already JSON (what the log holds until it writes). */
-export type NewRequestLogEntry = Omit<RequestLogEntry, "id" | "capture"> & { captureJson: string | null };
+export type NewRequestLogEntry = Omit<RequestLogEntry, "id" | "capture" | "api"> & { captureJson: string | null; api?: string };
 
 /** Which requests a list shows: the HTTP status (`ok`, `error`, a class such as `4xx`, or one status), a stack, a key, a model, words. */
 export interface RequestFilter {
@@ -58,6 +60,8 @@ export interface RequestFilter {
   model?: string;
   /** A request id, or part of a model's name. */
   q?: string;
+  /** The API called. */
+  api?: string;
   /** Only those logged before this one (its id): the next batch of an export, however many come meanwhile. */
   beforeId?: string;
 }
@@ -94,12 +98,12 @@ export interface RequestFigures {
   decodeTokensPerSecond: number | null;
 }
 
-/** Rows of one insert: 17 parameters each, well under SQLite's and PostgreSQL's limits. */
+/** Rows of one insert: 19 parameters each, well under SQLite's and PostgreSQL's limits. */
 const ROWS_PER_STATEMENT = 500;
 /** Requests one pruning statement deletes at most. */
 const PRUNE_CHUNK = 2000;
 /** The columns an insert writes, in the order of its parameters. */
-const COLUMNS = ["id", "org_id", "at", "request_id", "key_id", "model", "stack_id", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "load_ms", "capture_json", "capture_until"] as const satisfies readonly (keyof Row<"request_log">)[];
+const COLUMNS = ["id", "org_id", "at", "request_id", "key_id", "model", "stack_id", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "load_ms", "capture_json", "capture_until", "api"] as const satisfies readonly (keyof Row<"request_log">)[];
 
 /**
  * The insert of `rows` rows, its text written once per size: the request log takes thousands of rows a second,
@@ -117,6 +121,7 @@ const toRequest = (r: Row<"request_log">, withCapture: boolean): RequestLogEntry
   at: Number(r.at),
   requestId: r.request_id,
   keyId: r.key_id,
+  api: r.api,
   model: r.model,
   stackId: r.stack_id,
   machineId: r.machine_id,
@@ -153,7 +158,7 @@ export class RequestLogStore {
     // In COLUMNS' order.
     const rows = requests.map((r) => [
       this.ids.next(r.at), r.orgId, r.at, r.requestId, r.keyId, r.model, r.stackId, r.machineId, r.stream ? 1 : 0, r.status, r.errorCode,
-      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.captureJson, r.captureJson === null ? null : r.captureUntil,
+      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.captureJson, r.captureJson === null ? null : r.captureUntil, r.api ?? "",
     ]);
     if (this.appendRows?.(this.textFor(1), rows)) return;
     await transaction(this.db, async (trx) => {
@@ -186,6 +191,7 @@ export class RequestLogStore {
     if (filter.keyId !== undefined) query = query.where("r.key_id", "=", filter.keyId);
     if (filter.model !== undefined) query = query.where("r.model", "=", filter.model);
     if (filter.beforeId !== undefined) query = query.where("r.id", "<", filter.beforeId);
+    if (filter.api !== undefined) query = query.where("r.api", "=", filter.api);
     const status = filter.status;
     if (status === "ok") query = query.where("r.status", "<", 400).where("r.error_code", "is", null);
     else if (status === "error") query = query.where((eb) => eb.or([eb("r.status", ">=", 400), eb("r.error_code", "is not", null)]));
@@ -201,7 +207,7 @@ export class RequestLogStore {
       query
         .leftJoin("api_keys as k", "k.id", "r.key_id")
         .leftJoin("stacks as s", "s.id", "r.stack_id")
-        .select(["r.id", "r.org_id", "r.at", "r.request_id", "r.key_id", "r.model", "r.stack_id", "r.machine_id", "r.stream", "r.status", "r.error_code", "r.prompt_tokens", "r.completion_tokens", "r.latency_ms", "r.first_token_ms", "r.load_ms", "r.capture_until", "k.name as key_name", "s.name as stack_name"])
+        .select(["r.id", "r.org_id", "r.at", "r.request_id", "r.key_id", "r.model", "r.stack_id", "r.machine_id", "r.stream", "r.status", "r.error_code", "r.prompt_tokens", "r.completion_tokens", "r.latency_ms", "r.first_token_ms", "r.load_ms", "r.capture_until", "r.api", "k.name as key_name", "s.name as stack_name"])
         .select(sql<string | null>`case when r.capture_json is null then null else '' end`.as("capture_json"))
         .orderBy("r.id", "desc")
         .limit(page.limit)
@@ -226,7 +232,10 @@ export class RequestLogStore {
     return row && { ...toRequest(row, true), keyName: row.key_name, stackName: row.stack_name };
   }
 
-  /** How many requests each of `stackIds` (one organization's) has in the log that ended at or after `since`. */
+  /**
+   * How many requests each of `stackIds` (one organization's) sent to its machine that ended at or after `since`:
+   * its share of the work. One refused before it reached a machine (a limit, a full queue) is not.
+   */
   async countsByStack(orgId: string, stackIds: readonly string[], since: number): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
     if (stackIds.length === 0) return counts;
@@ -236,6 +245,7 @@ export class RequestLogStore {
       .where("org_id", "=", orgId)
       .where("id", ">=", this.ids.floor(since))
       .where("stack_id", "in", [...stackIds])
+      .where("machine_id", "is not", null)
       .groupBy("stack_id")
       .execute();
     for (const r of rows) if (r.stack_id !== null) counts.set(r.stack_id, Number(r.n));

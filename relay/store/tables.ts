@@ -159,6 +159,7 @@ export interface Tables {
     load_ms: number | null;
     capture_json: string | null;
     capture_until: number | null;
+    api: Generated<string>;
   };
   sign_in_failures: {
     key: string;

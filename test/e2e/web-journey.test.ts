@@ -604,6 +604,12 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => rows.first().textContent()).toContain("support-bot");
     expect(await page.getByTestId("list-range").textContent()).toBe("1–1 of 1");
     await page.getByLabel("Show requests by status").selectOption({ label: "Every status" });
+    // Which API each request called, and only one API's when asked.
+    await expect.poll(() => rows.first().locator("td").nth(2).textContent()).toBe("Chat completions");
+    await page.getByLabel("Show requests of API").selectOption({ label: "Messages (Anthropic)" });
+    await expect.poll(() => page.getByText("No request matches.").count()).toBe(1);
+    expect(page.url()).toContain("api=messages");
+    await page.getByLabel("Show requests of API").selectOption({ label: "Every API" });
 
     // A key's requests, from its row on the keys page: the refused ones count among its requests.
     await nav("API keys");
@@ -625,13 +631,16 @@ describe("a newcomer's journey through the web application", () => {
     await page.getByLabel("Capture prompts and answers").selectOption({ label: "Keep 1 hour" });
     await expect.poll(async () => (await relay.control.stacks.get(OP, (await relay.store.stacks.listByOrg(acme.id)).find((s) => s.name === "tiny")!.id)).captureHours).toBe(1);
     const writer = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: (await relay.control.keys.create(OP, acme.id, { name: "story-writer" })).key, maxRetries: 0 });
-    const told = await writer.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Tell me a story" }], max_tokens: 6 });
+    const told = await writer.chat.completions.create({ model: "tiny", messages: [{ role: "system", content: "You tell short stories." }, { role: "user", content: "Tell me a story" }], max_tokens: 6 });
     const recent = page.getByRole("table", { name: "Recent requests" });
     await expect.poll(() => recent.locator("tbody tr").first().textContent(), { timeout: 15_000 }).toContain("story-writer");
     await shot("stack-requests");
     await recent.locator("tbody tr").first().getByRole("link").first().click();
     await expect.poll(() => page.getByTestId("capture-messages").textContent()).toContain("Tell me a story");
     expect(await page.getByTestId("capture-answer").textContent()).toContain(told.choices[0]!.message.content!.trim());
+    // The conversation as it was, turn by turn, and which API it came through.
+    expect(await page.getByTestId("capture-messages").locator(".turn-role").allTextContents()).toEqual(["System", "User", "Answer"]);
+    expect(await page.getByTestId("request-api").textContent()).toBe("Chat completions");
     await shot("request-captured");
   });
 
@@ -776,8 +785,15 @@ describe("a newcomer's journey through the web application", () => {
       await expect.poll(() => shares.textContent()).toMatch(/^This stack: 100% \([\d,]+\)tiny-copy: 0% \(0\)$/);
       expect(await page.getByTestId("stack-replicas").textContent()).toContain("Requests for tiny are shared: a loaded replica first (to load one, a machine with a place free and the most of its memory budget left)");
       await shot("stack-replicas");
-      await relay.control.stacks.undeploy(OP, copy.id);
+      // Undeploying a replica says the other goes on serving the model id, before and after; nothing says 404.
+      await page.goto(`${relay.url}/stacks/${copy.id}`);
+      await page.getByRole("button", { name: "Undeploy…" }).click();
+      expect(await page.locator(".page-header").textContent()).toContain("Undeploy? tiny goes on serving tiny.");
+      await page.getByRole("button", { name: "Undeploy", exact: true }).click();
+      await expect.poll(() => page.getByTestId("toast").last().textContent()).toContain("tiny goes on serving tiny.");
+      expect(await page.getByTestId("toast").last().textContent()).not.toContain("404");
       await relay.deployer.settled(copy.id);
+      await page.goto(`${relay.url}/stacks/${tiny.id}`);
       await relay.control.stacks.delete(OP, copy.id);
       await expect.poll(() => page.getByTestId("live-figures").getByTestId("stat-runtime-speed").textContent()).toMatch(/Runtime speed[\d,.]+ tok\/s/);
       expect(await page.getByTestId("live-figures").getByTestId("stat-errors").textContent()).toMatch(/of \d+ in the last hour/);

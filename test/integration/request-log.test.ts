@@ -54,7 +54,20 @@ describe("the request log", () => {
     // Newest first.
     expect(s!.id > p!.id).toBe(true);
     const detail = await json<RequestDetail>("GET", `/admin/v1/requests/${p!.id}`);
-    expect(detail).toMatchObject({ id: p!.id, key_name: "writer", captured: false, capture: null });
+    expect(detail).toMatchObject({ id: p!.id, key_name: "writer", captured: false, capture: null, api: "chat/completions" });
+    // Each request says which API it called, and the log is filtered by it.
+    const anthropic = await fetch(`${gw.relay.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": k.key, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+      body: JSON.stringify({ model: gw.modelId, max_tokens: 2, messages: hello }),
+    });
+    expect(anthropic.status).toBe(200);
+    const counted = await fetch(`${gw.relay.url}/v1/messages/count_tokens`, { method: "POST", headers: { "x-api-key": k.key, "content-type": "application/json" }, body: JSON.stringify({ model: gw.modelId, messages: hello }) });
+    expect(counted.status).toBe(200);
+    expect((await log(`&key=${k.id}`)).data.map((r) => r.api)).toEqual(["messages/count_tokens", "messages", "chat/completions", "chat/completions"]);
+    expect((await log(`&key=${k.id}&api=messages`)).data.map((r) => r.request_id)).toEqual([anthropic.headers.get("request-id") ?? anthropic.headers.get("x-request-id")]);
+    const wrong = await operator("GET", `/admin/v1/requests?org=${gw.orgId}&api=completions`);
+    expect(wrong.status).toBe(400);
   });
 
   it("logs refused requests with their status and error, counts them as errors in usage, and filters by them", async () => {

@@ -244,7 +244,10 @@ describe("editing and deleting stacks", () => {
     const served = ((await (await operator("GET", `/admin/v1/requests?org=${gw.orgId}&per_page=6`)).json()) as { data: { stack_id: string }[] }).data.map((r) => r.stack_id);
     expect(served.filter((id) => id === replica.id)).toHaveLength(3);
     expect(served.filter((id) => id === gw.stackId)).toHaveLength(3);
-    // Each replica's share of the last hour's requests, on the stack's view.
+    // Each replica's share of the last hour's requests, on the stack's view: those it served, not those refused
+    // once it was chosen (a limit, a full queue), before any machine had them.
+    const refused = { orgId: gw.orgId, at: Date.now(), requestId: "refused-after-routing", keyId: null, model: gw.modelId, stackId: replica.id, machineId: null, stream: false, status: 429, errorCode: "rate_limit_requests", promptTokens: 0, completionTokens: 0, latencyMs: 1, firstTokenMs: null, loadMs: null, captureJson: null, captureUntil: null };
+    await gw.relay.store.requests.insert([refused, refused]);
     const shared = await stack(gw.stackId);
     expect(shared.replicas[0]!.requests_last_hour).toBe(3);
     expect(shared.requests_last_hour).toBeGreaterThanOrEqual(3);

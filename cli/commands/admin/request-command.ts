@@ -24,18 +24,19 @@ export const requestCommand: CommandModule = {
               .option("model", { type: "string", describe: "Only requests for this model id" })
               .option("status", { type: "string", describe: "ok, error, 2xx, 4xx, 5xx, or one HTTP status (429)" })
               .option("q", { type: "string", describe: "A request id, or part of a model's name" })
+              .option("api", { type: "string", describe: "Only this API's: chat/completions, embeddings, responses, messages, messages/count_tokens" })
               .option("page", { type: "number", default: 1 })
               .option("per-page", { type: "number", default: 50, describe: "Requests per page (1 to 500)" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; stack?: string; key?: string; model?: string; status?: string; q?: string; page: number; perPage: number };
+          const a = argv as unknown as AdminArgs & { org: string; stack?: string; key?: string; model?: string; status?: string; q?: string; api?: string; page: number; perPage: number };
           const page = await adminCall(target(a), "GET /admin/v1/requests", {
-            query: { org: a.org, stack: a.stack, key: a.key, model: a.model, status: a.status as never, q: a.q, page: a.page, per_page: a.perPage },
+            query: { org: a.org, stack: a.stack, key: a.key, model: a.model, status: a.status as never, q: a.q, api: a.api as never, page: a.page, per_page: a.perPage },
           });
           print(a, page, () => {
             const rows = table(
-              ["WHEN", "STATUS", "ERROR", "KEY", "MODEL", "TOKENS IN/OUT", "LATENCY", "FIRST TOKEN", "ID"],
-              page.data.map((r) => [when(r.at), String(r.status), r.error_code ?? "-", keyOf(r), r.model || "-", `${r.prompt_tokens}/${r.completion_tokens}`, ms(r.latency_ms), ms(r.first_token_ms), r.id]),
+              ["WHEN", "API", "STATUS", "ERROR", "KEY", "MODEL", "TOKENS IN/OUT", "LATENCY", "FIRST TOKEN", "ID"],
+              page.data.map((r) => [when(r.at), r.api || "-", String(r.status), r.error_code ?? "-", keyOf(r), r.model || "-", `${r.prompt_tokens}/${r.completion_tokens}`, ms(r.latency_ms), ms(r.first_token_ms), r.id]),
             );
             const shown = (page.page - 1) * page.per_page + page.data.length;
             return shown < page.total ? `${rows}\n${shown} of ${page.total}. More: --page ${page.page + 1}` : rows;
@@ -72,11 +73,12 @@ export const requestCommand: CommandModule = {
               .option("key", { type: "string", describe: "Only this key's (its id)" })
               .option("model", { type: "string", describe: "Only requests for this model id" })
               .option("status", { type: "string", describe: "ok, error, 2xx, 4xx, 5xx, or one HTTP status (429)" })
-              .option("q", { type: "string", describe: "A request id, or part of a model's name" }),
+              .option("q", { type: "string", describe: "A request id, or part of a model's name" })
+              .option("api", { type: "string", describe: "Only this API's: chat/completions, embeddings, responses, messages, messages/count_tokens" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; stack?: string; key?: string; model?: string; status?: string; q?: string };
-          await adminExport(target(a), "GET /admin/v1/requests.csv", { org: a.org, stack: a.stack, key: a.key, model: a.model, status: a.status as never, q: a.q }, process.stdout);
+          const a = argv as unknown as AdminArgs & { org: string; stack?: string; key?: string; model?: string; status?: string; q?: string; api?: string };
+          await adminExport(target(a), "GET /admin/v1/requests.csv", { org: a.org, stack: a.stack, key: a.key, model: a.model, status: a.status as never, q: a.q, api: a.api as never }, process.stdout);
         },
       })
       .demandCommand(1)

@@ -27,6 +27,7 @@ export function decodeCountTokensRequest(body: unknown): ChatRequest {
 export const countTokensCodec: GatewayCodec<ChatRequest> = {
   ...messagesCodec,
   label: "token count",
+  api: "messages/count_tokens",
   metered: false,
   decode: decodeCountTokensRequest,
   answer(_request, _meta, { text, calls, usage }) {

@@ -34,6 +34,7 @@ const frame = (type: string, fields = "") => `event: ${type}\ndata: {"type":"${t
  */
 export const messagesCodec: GatewayCodec<ChatRequest> = {
   label: "message",
+  api: "messages",
   authorization: (req) => apiKeyAuthorization(req.headers),
   decode: decodeMessagesRequest,
   answerId: (ids) => `msg_${ids.next(24)}`,

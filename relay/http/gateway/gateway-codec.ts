@@ -46,6 +46,8 @@ export interface StreamEncoder {
 export interface GatewayCodec<R extends PlannableRequest> {
   /** What the log calls one request, e.g. "chat completion". */
   readonly label: string;
+  /** The API, as the request log keeps it: its path under `/v1` (`chat/completions`, `messages/count_tokens`). */
+  readonly api: string;
   /** False for requests that use no tokens of the key's limits and usage (they count the request, not its tokens). @default true */
   readonly metered?: boolean;
   /** The request's key as an `Authorization` header value (`Bearer mk_live_…`), from wherever the API carries it. */

@@ -63,7 +63,7 @@ const ADMITTED_ELSEWHERE: Admitted = { release: () => undefined };
 export function gatewayRoute<R extends PlannableRequest>(deps: GatewayDeps, codec: GatewayCodec<R>): (req: IncomingMessage, res: ServerResponse) => void {
   const ids = new PooledBase62();
   return (req, res) => {
-    const ledger = new RequestLedger(deps, requestIdFor(req, res));
+    const ledger = new RequestLedger(deps, requestIdFor(req, res), undefined, codec.api);
     res.once("close", () => ledger.closed(res));
     serve(deps, codec, ids, req, res, ledger).catch((err: unknown) => ledger.refused(codec.sendError(res, err, deps.log, ledger.requestId), res.statusCode));
   };

@@ -14,6 +14,7 @@ function toolCallDelta(d: ToolCallDelta): string {
 /** `POST /v1/chat/completions`: the vendor's chat-completions body, answer, chunks and error envelope. */
 export const chatCompletionsCodec: GatewayCodec<ChatRequest> = {
   label: "chat completion",
+  api: "chat/completions",
   authorization: (req) => req.headers.authorization,
   decode: decodeChatRequest,
   answerId: (ids) => `chatcmpl-${ids.next(29)}`,

@@ -14,6 +14,7 @@ function base64(values: number[]): string {
  */
 export const embeddingsCodec: GatewayCodec<EmbeddingsRequest> = {
   label: "embeddings",
+  api: "embeddings",
   authorization: (req) => req.headers.authorization,
   decode: decodeEmbeddingsRequest,
   answerId: () => "",

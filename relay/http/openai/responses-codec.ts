@@ -60,6 +60,7 @@ function responseObject(request: ResponsesRequest, meta: AnswerMeta, end: { fini
  */
 export const responsesCodec: GatewayCodec<ResponsesRequest> = {
   label: "response",
+  api: "responses",
   authorization: (req) => req.headers.authorization,
   decode: decodeResponsesRequest,
   answerId: (ids) => `resp_${ids.next(40)}`,

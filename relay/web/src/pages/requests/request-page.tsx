@@ -3,7 +3,8 @@ import { useApp } from "../../app-context.js";
 import { Link } from "../../components/link.js";
 import { Loading, NotLoaded, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
-import { endingText, msText, OUTCOME_BADGE, outcomeOf } from "./request-words.js";
+import { CapturedConversation } from "./captured-conversation.js";
+import { apiText, endingText, msText, OUTCOME_BADGE, outcomeOf } from "./request-words.js";
 
 /** One request of the log: who, what, how it ended and how long it took; its prompt and answer while its stack's capture keeps them (admins). */
 export function RequestPage({ id }: { id: string }) {
@@ -32,6 +33,8 @@ export function RequestPage({ id }: { id: string }) {
       <section class="card" aria-labelledby="request-facts">
         <h2 id="request-facts">Request</h2>
         <dl class="values">
+          <dt>API</dt>
+          <dd data-testid="request-api">{apiText(r.api)}</dd>
           <dt>Key</dt>
           <dd>{r.key_id ? <Link href={`/requests?key=${r.key_id}`}>{r.key_name ?? r.key_id}</Link> : "—"}</dd>
           <dt>Model</dt>
@@ -70,15 +73,7 @@ export function RequestPage({ id }: { id: string }) {
             <p class="muted small">
               Kept until {new Date(r.capture_until!).toLocaleString()} (the stack captures prompts and answers).{r.capture.truncated && " Cut to 64 KiB."}
             </p>
-            <h3>Messages</h3>
-            <pre class="capture" data-testid="capture-messages">
-              {typeof r.capture.messages === "string" ? r.capture.messages : JSON.stringify(r.capture.messages, null, 2)}
-            </pre>
-            <h3>Answer</h3>
-            <pre class="capture" data-testid="capture-answer">
-              {r.capture.answer || "(no text)"}
-              {r.capture.tool_calls.map((c) => `\n→ ${c.name}(${c.arguments})`).join("")}
-            </pre>
+            <CapturedConversation messages={r.capture.messages} answer={r.capture.answer} toolCalls={r.capture.tool_calls} />
           </>
         ) : (
           <p class="muted" data-testid="capture-none">

@@ -1,4 +1,4 @@
-import type { LoggedRequest } from "../../api/types.js";
+import type { AdminCheckedQuery, LoggedRequest } from "../../api/types.js";
 
 /** What ended a gateway request, in words, by its error code (the gateway's codes; another is shown as it is). */
 const ENDINGS: Record<string, string> = {
@@ -64,3 +64,17 @@ export const STATUS_FILTERS = [
   ["429", "Rate limited (429)"],
 ] as const;
 export type StatusFilter = (typeof STATUS_FILTERS)[number][0];
+
+/** Each API the log names, in words (the Anthropic ones said so). */
+export const API_WORDS = {
+  "chat/completions": "Chat completions",
+  embeddings: "Embeddings",
+  responses: "Responses",
+  messages: "Messages (Anthropic)",
+  "messages/count_tokens": "Token count (Anthropic)",
+} as const satisfies Record<NonNullable<AdminCheckedQuery<"GET /admin/v1/requests">["api"]>, string>;
+
+/** A request's API in words; a dash for one logged before the API was kept. */
+export function apiText(api: string): string {
+  return (API_WORDS as Record<string, string>)[api] ?? (api || "—");
+}
