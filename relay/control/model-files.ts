@@ -39,6 +39,8 @@ export function isLocalModel(runtime: RuntimeKind, ref: string): boolean {
  */
 export class ModelFiles {
   private readonly kept = new Map<string, { verdict: ModelFileVerdict | null; until: number }>();
+  /** The facts each machine last gave of a file, kept (the newest {@link ModelFilesOptions.maxKept}) for as long as the relay runs. */
+  private readonly seen = new Map<string, ModelFacts>();
   private readonly asking = new Map<string, Promise<{ verdict: ModelFileVerdict | null; keep: boolean }>>();
   private readonly busy = new Map<string, number>();
   private readonly o: Required<ModelFilesOptions>;
@@ -71,12 +73,25 @@ export class ModelFiles {
       this.asking.set(key, pending);
     }
     const answer = await pending;
+    if (answer.verdict?.usable) {
+      this.seen.delete(key);
+      this.seen.set(key, answer.verdict.facts);
+      if (this.seen.size > this.o.maxKept) this.seen.delete(this.seen.keys().next().value!);
+    }
     if (answer.keep) {
       this.kept.delete(key);
       this.kept.set(key, { verdict: answer.verdict, until: this.o.now() + this.o.keepMs });
       if (this.kept.size > this.o.maxKept) this.kept.delete(this.kept.keys().next().value!);
     }
     return answer.verdict;
+  }
+
+  /**
+   * What the machine said of `ref` when last asked (its size, its KV cache per token, its trained context), without
+   * asking it: what a stack's page estimates with, as the Forge did when it was made. Undefined when never asked.
+   */
+  lastFacts(machineId: string, runtime: RuntimeKind, ref: string): ModelFacts | undefined {
+    return this.seen.get(`${machineId}\n${runtime}\n${ref}`);
   }
 
   /** The machine's answer, and whether to keep it: its own answer, or its silence (not a link that is not there). */

@@ -58,6 +58,11 @@ export type PlanInput = PlanLayers & {
  * deployment), the compatibility of a plan, and the refusal of one that cannot run. The rules are the
  * compatibility room's; the facts come from the model's header, the machine's report and the machine itself.
  */
+/** What a machine said of its file, over what was known of it, when it says more (its KV cache) or nothing else is known. */
+function withMachineFacts(said: ModelFacts, known: ModelFacts): ModelFacts {
+  return said.kvBytesPerToken !== null || known.weightsBytes === null ? { ...said, weightsBytes: said.weightsBytes ?? known.weightsBytes } : known;
+}
+
 export class StackViews {
   constructor(private readonly c: ControlContext) {}
 
@@ -142,14 +147,24 @@ export class StackViews {
     const verdict = await this.c.deps.files.check(machine.id, runtime, modelRef, { fresh: how.fresh });
     if (!verdict) return { model: known, problem: null };
     if (!verdict.usable) return { model: known, problem: verdict.reason };
-    const facts = verdict.facts;
-    return { model: facts.kvBytesPerToken !== null || known.weightsBytes === null ? { ...facts, weightsBytes: facts.weightsBytes ?? known.weightsBytes } : known, problem: null };
+    return { model: withMachineFacts(verdict.facts, known), problem: null };
+  }
+
+  /**
+   * What is known of a stack's model without asking anyone: for a file named by its path, what its machine said
+   * of it last (the Forge's panel and the deploy asked), so the stack's page estimates as the Forge did; else
+   * the header read over the network, or the size the machine reported.
+   */
+  private knownOn(machine: Machine | null, runtime: RuntimeKind, modelRef: string): ModelFacts {
+    const known = onDisk(this.c.deps.inspector.known(modelRef), modelRef, machine);
+    const said = machine && isLocalModel(runtime, modelRef) ? this.c.deps.files.lastFacts(machine.id, runtime, modelRef) : undefined;
+    return said ? withMachineFacts(said, known) : known;
   }
 
   private viewWith(stack: Stack, machine: Machine | null, deployment: Deployment | null, others: Stack[], counts: ReadonlyMap<string, number>, names: ReadonlyMap<string, string>): StackView {
     const replicas = others.map((s): Replica => ({ id: s.id, name: s.name, machineId: s.machineId, state: s.state, requestsLastHour: counts.get(s.id) ?? 0 }));
     const requestsLastHour = others.length ? (counts.get(stack.id) ?? 0) : null;
-    let model = onDisk(this.c.deps.inspector.known(stack.modelRef), stack.modelRef, machine);
+    let model = this.knownOn(machine, stack.runtime, stack.modelRef);
     // Once pulled, the model's size on the machine is known even when nothing else is.
     const pulled = deployment?.steps.find((s) => s.kind === "pull_model" && s.state === "succeeded")?.detail?.sizeBytes;
     if (model.weightsBytes === null && typeof pulled === "number" && pulled > 0) model = { ...model, weightsBytes: pulled, source: "pulled" };

@@ -173,6 +173,13 @@ describe("a newcomer's journey through the web application", () => {
     await shot("forge-too-large");
     await page.getByLabel("Model", { exact: true }).selectOption({ label: "Custom: a path, URL or hf: reference…" });
     await page.getByLabel("Model reference").fill(testModelPath());
+    // Another runtime starts from its own choice (a GGUF path means nothing to vLLM), and the path typed comes
+    // back with GGUF.
+    await page.getByRole("radio", { name: /vLLM/ }).check();
+    await expect.poll(() => page.getByLabel("Model", { exact: true }).inputValue()).toBe("");
+    expect(await page.locator("#forge-custom").count()).toBe(0);
+    await page.getByRole("radio", { name: /GGUF/ }).check();
+    await expect.poll(() => page.getByLabel("Model reference").inputValue()).toBe(testModelPath());
     await page.getByLabel("Model id").fill("tiny");
     // The machine reads the file's header (its first look loads node-llama-cpp there: a second or so).
     await expect.poll(() => panel.getAttribute("data-verdict"), { timeout: 20_000 }).not.toBe("fail");
@@ -180,6 +187,8 @@ describe("a newcomer's journey through the web application", () => {
     // The panel says which APIs the stack will answer.
     expect(await panel.textContent()).toContain("for chat and embeddings");
     await shot("forge");
+    const forgeMemory = await panel.locator('[data-topic="memory"]').textContent();
+    expect(forgeMemory).toMatch(/MiB/);
     await page.getByRole("button", { name: "Create and deploy" }).click();
 
     // The stack's page follows the deploy live until it is deployed.
@@ -187,6 +196,8 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => page.getByTestId("deploy-steps").locator("li[data-state=succeeded]").count(), { timeout: 30_000 }).toBe(3);
     await page.getByRole("heading", { name: "Playground" }).waitFor();
     expect(await page.getByTestId("stack-model-id").textContent()).toBe("tiny");
+    // Its page counts the memory the Forge counted: the same facts of the same file.
+    expect(await page.getByTestId("compatibility").locator('[data-topic="memory"]').textContent()).toBe(forgeMemory);
     expect(await page.getByTestId("snippet-curl").textContent()).toContain(`${relay.url}/v1/chat/completions`);
     // The Python snippet runs as pasted: it imports what it uses, and quotes what it names.
     await page.getByRole("tab", { name: "Python" }).click();
@@ -1112,7 +1123,9 @@ describe("a newcomer's journey through the web application", () => {
     // The request log: the 401s, exported as the page filters them.
     await page.goto(`${relay.url}/requests?state=401`);
     await page.getByRole("table", { name: "Requests" }).waitFor();
-    const total = Number(/of ([\d,]+)$/.exec((await page.getByTestId("list-range").textContent())!)?.[1]?.replace(/,/g, "") ?? 0);
+    await expect.poll(() => page.getByTestId("list-range").textContent()).toMatch(/ of [\d,]+$/);
+    const total = Number(/of ([\d,]+)$/.exec((await page.getByTestId("list-range").textContent())!)![1]!.replace(/,/g, ""));
+    expect(total).toBeGreaterThan(0);
     const [requests] = await Promise.all([page.waitForEvent("download"), page.getByTestId("requests-export").click()]);
     const logged = csvRecords(readFileSync((await requests.path())!, "utf8"));
     expect(logged.length).toBe(total);

@@ -17,6 +17,30 @@ function expiresArg(v: string | undefined): string | null | undefined {
   return v;
 }
 
+/** `key regenerate`: a new secret, printed once; the old one works `--grace` seconds more. */
+const regenerateCommand: CommandModule = {
+  command: "regenerate <id>",
+  describe: "Give a key a new secret, printed once; its old secret works --grace seconds more (0 to 86400, default 0)",
+  builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true }).option("grace", { type: "number", default: 0, describe: "Seconds the old secret keeps working (at most 86400, a day)" })),
+  handler: async (argv) => {
+    const a = argv as unknown as AdminArgs & { id: string; grace: number };
+    const k = await adminCall(target(a), "POST /admin/v1/keys/:id/regenerate", { params: { id: a.id }, body: { grace_s: a.grace } });
+    print(a, k, () => keyValues([["id", k.id], ["key", `${k.key}  (shown this once)`], ["old secret works until", when(k.old_secret_until)]]));
+  },
+};
+
+/** `key block` and `key unblock`. */
+const blockCommand = (block: boolean): CommandModule => ({
+  command: `${block ? "block" : "unblock"} <id>`,
+  describe: block ? "Block a key: refused from the next request on, until unblocked" : "Unblock a key: served again from the next request on",
+  builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
+  handler: async (argv) => {
+    const a = argv as unknown as AdminArgs & { id: string };
+    const k = await adminCall(target(a), block ? "POST /admin/v1/keys/:id/block" : "POST /admin/v1/keys/:id/unblock", { params: { id: a.id } });
+    print(a, k, () => keyValues([["id", k.id], ["state", k.state]]));
+  },
+});
+
 export const keyCommand: CommandModule = {
   command: "key <command>",
   describe: "Manage API keys",
@@ -111,36 +135,9 @@ export const keyCommand: CommandModule = {
           print(a, k, () => keyValues([["id", k.id], ["state", k.state]]));
         },
       })
-      .command({
-        command: "regenerate <id>",
-        describe: "Give a key a new secret, printed once; its old secret works --grace seconds more (0 to 86400, default 0)",
-        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true }).option("grace", { type: "number", default: 0, describe: "Seconds the old secret keeps working (at most 86400, a day)" })),
-        handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { id: string; grace: number };
-          const k = await adminCall(target(a), "POST /admin/v1/keys/:id/regenerate", { params: { id: a.id }, body: { grace_s: a.grace } });
-          print(a, k, () => keyValues([["id", k.id], ["key", `${k.key}  (shown this once)`], ["old secret works until", when(k.old_secret_until)]]));
-        },
-      })
-      .command({
-        command: "block <id>",
-        describe: "Block a key: refused from the next request on, until unblocked",
-        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
-        handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { id: string };
-          const k = await adminCall(target(a), "POST /admin/v1/keys/:id/block", { params: { id: a.id } });
-          print(a, k, () => keyValues([["id", k.id], ["state", k.state]]));
-        },
-      })
-      .command({
-        command: "unblock <id>",
-        describe: "Unblock a key: served again from the next request on",
-        builder: (b) => adminOptions(b.positional("id", { type: "string", demandOption: true })),
-        handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { id: string };
-          const k = await adminCall(target(a), "POST /admin/v1/keys/:id/unblock", { params: { id: a.id } });
-          print(a, k, () => keyValues([["id", k.id], ["state", k.state]]));
-        },
-      })
+      .command(regenerateCommand)
+      .command(blockCommand(true))
+      .command(blockCommand(false))
       .demandCommand(1)
       .strict(),
   handler: () => {},

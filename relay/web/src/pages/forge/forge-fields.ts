@@ -117,3 +117,15 @@ export function modelIdOf(modelRef: string): string {
     .replace(/^[^A-Za-z0-9]+/, "")
     .slice(0, 128);
 }
+
+/**
+ * The model a Forge's fields choose for `runtime`: the catalog's entry picked, or what is typed when "Custom" is
+ * chosen (or when the runtime has no catalog); nothing before a choice, so a reference typed for another runtime
+ * is never judged for this one.
+ */
+export function modelChosen<M extends { runtime: string; ref: string }>(catalog: readonly M[], runtime: string, choice: string, custom: string) {
+  const models = catalog.filter((m) => m.runtime === runtime);
+  const picked = models.find((m) => m.ref === choice);
+  const customShown = choice === CUSTOM || (!models.length && choice === "");
+  return { models, picked, customShown, modelRef: picked ? picked.ref : customShown ? custom.trim() : "" };
+}

@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 import type { CatalogModel, Check, Machine, Stack } from "../../api/types.js";
 import { formatBytes } from "../../components/format.js";
 import { CONTEXT_RANGE, contextProblem, SIZED_CONTEXT } from "./context-bounds.js";
@@ -36,8 +36,23 @@ export function MachineFieldset({ form, fieldError, refused, machines, pinned }:
   );
 }
 
-/** 2 · The runtime, one of every kind the contract has; choosing one clears the model chosen. */
+/**
+ * 2 · The runtime, one of every kind the contract has. Each runtime keeps its own model choice: switching to
+ * another starts from its own (none, the first time: a GGUF path means nothing to vLLM), and switching back
+ * brings back what was chosen or typed for it.
+ */
 export function RuntimeFieldset({ form, refused }: Pick<FieldsetProps, "form" | "refused">) {
+  const kept = useRef(new Map<string, { choice: string; custom: string; sha256: string }>());
+  const switchTo = (kind: ForgeFields["runtime"]) => {
+    const v = form.values;
+    if (kind === v.runtime) return;
+    kept.current.set(v.runtime, { choice: v.choice, custom: v.custom, sha256: v.sha256 });
+    const back = kept.current.get(kind) ?? { choice: "", custom: "", sha256: "" };
+    form.set("runtime", kind);
+    form.set("choice", back.choice);
+    form.set("custom", back.custom);
+    form.set("sha256", back.sha256);
+  };
   return (
     <fieldset>
       <legend>2 · Runtime</legend>
@@ -49,10 +64,7 @@ export function RuntimeFieldset({ form, refused }: Pick<FieldsetProps, "form" | 
               name="runtime"
               value={r.kind}
               checked={form.values.runtime === r.kind}
-              onChange={() => {
-                form.set("runtime", r.kind);
-                form.set("choice", "");
-              }}
+              onChange={() => switchTo(r.kind)}
             />
             <span class="choice-title">{r.label}</span>
             <span class="choice-hint">{r.hint}</span>

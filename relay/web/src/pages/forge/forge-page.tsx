@@ -13,7 +13,7 @@ import { editedBody, stackBody } from "./forge-body.js";
 import { EndpointFieldset, LayersFieldset, MachineFieldset, ModelFieldset, RuntimeFieldset } from "./forge-fieldsets.js";
 import { useCompatibility } from "./use-compatibility.js";
 import { useReplicas } from "./use-replicas.js";
-import { CUSTOM, FIELDS, FIELDS_OF_PARAM, fieldsOf, isPartOf, modelIdOf } from "./forge-fields.js";
+import { FIELDS, FIELDS_OF_PARAM, fieldsOf, isPartOf, modelChosen, modelIdOf } from "./forge-fields.js";
 
 
 /**
@@ -42,9 +42,7 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
     if (!machine && machines.data?.length) form.set("machine", (machines.data.find((m) => m.state === "online") ?? machines.data[0]!).id);
   }, [machines.data, machine, form]);
 
-  const models = catalog.filter((m) => m.runtime === runtime);
-  const picked = models.find((m) => m.ref === choice);
-  const modelRef = choice === CUSTOM || !picked ? custom.trim() : picked.ref;
+  const { models, picked, customShown, modelRef } = modelChosen(catalog, runtime, choice, custom);
   const suggestedId = picked?.model_id ?? modelIdOf(modelRef);
   const replicas = useReplicas(form.values.endpoint ? form.values.modelId.trim() || suggestedId : "", editing?.id);
 
@@ -107,7 +105,6 @@ export function ForgePage({ editing }: { editing?: Stack } = {}) {
   const verdict = verdictOf(machine ? compat.result : null, awaiting);
   const firstFailure = compat.result?.checks.find((c) => c.level === "fail")?.message ?? "";
   const fromUrl = /^https?:\/\//i.test(modelRef);
-  const customShown = choice === CUSTOM || (!models.length && choice === "");
   return (
     <>
       <ForgeHeader editing={editing} />
