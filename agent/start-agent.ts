@@ -1,4 +1,4 @@
-import { createLogger, Parts, PROTOCOL_VERSION, type Part, type HardwareReport, type Inventory, type LinkDialer, type Logger, type PartState } from "../proto/index.js";
+import { bookedLogger, createLogger, LogBook, Parts, PROTOCOL_VERSION, type Part, type HardwareReport, type Inventory, type LinkDialer, type Logger, type PartState } from "../proto/index.js";
 import { mkdir, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -67,10 +67,12 @@ export interface StartAgentOptions {
  * naming the part and the setting that changes it: nothing is left open.
  */
 export async function startAgent(config: AgentConfig, options: StartAgentOptions = {}): Promise<Agent> {
-  const log = (options.log ?? createLogger({ level: config.logLevel, format: config.logFormat })).child({ component: "agent", machineId: config.machineId });
+  // What it logs is also kept (its last lines, and each stack's), for an admin to read over the link.
+  const logs = new LogBook();
+  const log = bookedLogger((options.log ?? createLogger({ level: config.logLevel, format: config.logFormat })).child({ component: "agent", machineId: config.machineId }), logs, { component: "agent" });
   const parts = new Parts("agent", log);
   try {
-    return await startParts(config, options, log, parts);
+    return await startParts(config, options, log, parts, logs);
   } catch (err) {
     // A failed part has stopped the others already; a step between parts has not.
     await parts.stop();
@@ -79,7 +81,7 @@ export async function startAgent(config: AgentConfig, options: StartAgentOptions
 }
 
 /** Starts the agent's parts in order; see {@link startAgent}. */
-async function startParts(config: AgentConfig, options: StartAgentOptions, log: Logger, parts: Parts): Promise<Agent> {
+async function startParts(config: AgentConfig, options: StartAgentOptions, log: Logger, parts: Parts, logs: LogBook): Promise<Agent> {
   const startedAt = Date.now();
   const detected = await parts.start({ name: "the hardware", start: () => detectHardware({ log, source: options.hardwareSource }) });
   // The hardware as last detected, and what could not be read of it (detected again by the hardware watch).
@@ -94,7 +96,7 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
       stackHost(config, options, models, () => machine.hardware, (stackId, state, error, detail) => {
         send({ type: "runtimeState", stackId, state, error: error ?? "", ...detail });
         void inventory.report();
-      }, log),
+      }, log, logs),
     // The models unloaded, their processes ended.
     stop: (h) => h.close(),
   });
@@ -188,7 +190,7 @@ async function startParts(config: AgentConfig, options: StartAgentOptions, log: 
 }
 
 /** Where the stacks' runtimes live: one adapter per kind (the options' stand-ins replacing built-in ones). */
-function stackHost(config: AgentConfig, options: StartAgentOptions, models: ModelStore, hardware: () => HardwareReport, onRuntimeState: ConstructorParameters<typeof StackHost>[0]["onRuntimeState"], log: Logger): StackHost {
+function stackHost(config: AgentConfig, options: StartAgentOptions, models: ModelStore, hardware: () => HardwareReport, onRuntimeState: ConstructorParameters<typeof StackHost>[0]["onRuntimeState"], log: Logger, logs: LogBook): StackHost {
   return new StackHost({
     runtimeSetup: {
       runtimesDir: join(config.dataDir, "runtimes"),
@@ -214,6 +216,7 @@ function stackHost(config: AgentConfig, options: StartAgentOptions, models: Mode
     loadTimeoutMs: config.loadTimeoutMs,
     ggufContext: { contextSize: config.maxContextSize, sequences: config.parallelSequences },
     log: log.child({ component: "stacks" }),
+    logs,
   });
 }
 

@@ -48,6 +48,8 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
             return { kind: "checkModel", ref: step.value.ref, runtime: step.value.runtime };
           case "loadModel":
             return { kind: "loadModel", load: step.value.load };
+          case "readLog":
+            return { kind: "readLog", after: step.value.after, limit: step.value.limit };
           case undefined:
             return undefined;
         }

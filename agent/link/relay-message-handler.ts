@@ -57,7 +57,7 @@ export class RelayMessageHandler {
         (err: unknown) => {
           const e = MakinaError.from(err);
           // A model file the relay looked for and did not find is an answer, not a failure of this machine.
-          if (step.kind === "checkModel") log.debug("model file checked: not usable", { ref: step.ref, err: e });
+          if (step.kind === "checkModel" || step.kind === "readLog") log.debug(`${step.kind}: not answered`, { err: e });
           else log.warn("command failed", { stackId, step: step.kind, err: e, cause: e.cause });
           send({ type: "stepFailed", commandId, error: toErrorReport(e) });
         },
@@ -65,7 +65,7 @@ export class RelayMessageHandler {
       .finally(() => {
         this.commands.delete(commandId);
         // A look at a file changes nothing this machine hosts: no new inventory for it.
-        if (step.kind !== "checkModel") this.deps.onStepDone();
+        if (step.kind !== "checkModel" && step.kind !== "readLog") this.deps.onStepDone();
       });
   }
 }

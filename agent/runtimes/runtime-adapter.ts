@@ -33,6 +33,8 @@ export interface RuntimeContext {
   /** The hub `hf:` repositories resolve against, and its token: handed to a runtime only when it downloads one itself. */
   hub?: { endpoint: string; token?: string };
   log: Logger;
+  /** Where each line the runtime's processes write goes (the stack's log an admin reads); absent: nowhere but the last lines kept for an error. */
+  output?: (line: string) => void;
   signal?: AbortSignal;
   onProgress?: (p: StepProgress) => void;
   /** How a ready runtime's process is probed: a wedged one is taken out of service and restarted. */

@@ -1,4 +1,4 @@
-import { EMPTY_STEP_RESULT, MakinaError, type StateDetail, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, MakinaError, redactText, type LogBook, type StateDetail, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
 import type { ModelStore } from "../models/model-store.js";
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { layersFor } from "../layers/layers-for.js";
@@ -52,6 +52,8 @@ export interface StackHostDeps {
   /** The context (tokens per sequence) and sequences a GGUF model gets when its stack asks for none: what its memory is counted at. */
   ggufContext: { contextSize: number; sequences: number };
   log: Logger;
+  /** The machine's log as an admin reads it: each stack's runtime output goes in under the stack. */
+  logs: LogBook;
 }
 
 /** An `always` stack's runtime as the residency book counts it: never unloaded for room. */
@@ -91,8 +93,7 @@ export class StackHost {
 
   /** The machine's limits on loaded runtimes, and what they count now. */
   memoryCounts(): { budgetBytes: number; usedBytes: number; maxLoaded: number; loaded: number; loadedStacks: string[] } {
-    const { book } = this.deps;
-    return { budgetBytes: book.limits.budgetBytes, usedBytes: book.usedBytes(), maxLoaded: book.limits.maxLoaded, loaded: book.loaded().length, loadedStacks: book.loaded() };
+    return { budgetBytes: this.deps.book.limits.budgetBytes, usedBytes: this.deps.book.usedBytes(), maxLoaded: this.deps.book.limits.maxLoaded, loaded: this.deps.book.loaded().length, loadedStacks: this.deps.book.loaded() };
   }
 
   /** The runtime serving a stack, with its layers in front, if it is configured and not failed. */
@@ -119,6 +120,11 @@ export class StackHost {
     return adapter;
   }
 
+  /** Where a stack's runtime logs: the agent's log with the stack named, and its process's output kept (redacted) as the stack's. */
+  private toStackLog(stackId: string): Pick<RuntimeContext, "log" | "output"> {
+    return { log: this.deps.log.child({ stackId }), output: (line) => this.deps.logs.add(stackId, "output", redactText(line)) };
+  }
+
   /** `quiet.on`: the stack serves (or its requests wait) while this runtime starts: its start is not news. */
   private context(onProgress: (p: StepProgress) => void, signal?: AbortSignal, stackId?: string, quiet?: { on: boolean }): RuntimeContext {
     // Only the stack's latest runtime speaks for it: one it replaces (draining, closing) says nothing more.
@@ -126,7 +132,7 @@ export class StackHost {
     if (stackId) this.generations.set(stackId, generation);
     return {
       ...this.deps.runtimeSetup,
-      log: this.deps.log,
+      ...(stackId ? this.toStackLog(stackId) : { log: this.deps.log }),
       signal,
       onProgress,
       onState: stackId
@@ -166,6 +172,8 @@ export class StackHost {
         return this.configure(stackId, step, onProgress, log, signal);
       case "checkModel":
         return checkModelFile(step.ref, step.runtime, log, signal);
+      case "readLog":
+        return { ...empty, ...this.deps.logs.read(stackId, step.after, step.limit) };
       case "loadModel": {
         const runtime = this.hosted.get(stackId)?.state === "failed" ? undefined : this.runtimes.get(stackId);
         if (!(runtime instanceof DemandRuntime)) throw new MakinaError("runtime_unavailable", runtime ? "This stack's model is loaded while it is deployed: only an on-demand stack's is loaded or unloaded by hand." : "This stack is not served on this machine now.");
@@ -268,7 +276,7 @@ export class StackHost {
       stackId,
       modelId: spec.modelId,
       memoryBytes: (loaded) => loaded?.memoryBytes || memoryOf(loaded?.contextSize ?? 0),
-      start: (loadSignal) => adapter.start({ ...spec, onDemand: true }, { ...this.context(() => undefined, loadSignal), onState: (state, error) => void (demand.reportsState && this.stateChanged(stackId, state, error)) }),
+      start: (loadSignal) => adapter.start({ ...spec, onDemand: true }, { ...this.context(() => undefined, loadSignal), ...this.toStackLog(stackId), onState: (state, error) => void (demand.reportsState && this.stateChanged(stackId, state, error)) }),
       book: this.deps.book,
       idleUnloadMs: idleUnloadS * 1000,
       loadTimeoutMs: this.deps.loadTimeoutMs,

@@ -52,6 +52,8 @@ export interface SupervisorOptions {
   /** Time between SIGTERM and SIGKILL of the process group on stop. @default 5000 */
   stopGraceMs?: number;
   log: Logger;
+  /** Each line the process writes (stdout and stderr), as it comes. */
+  onOutput?: (line: string) => void;
 }
 
 /** The compiled lifeline next to this module, or in dist/ when running from TypeScript sources (tests build first). */
@@ -65,11 +67,14 @@ function lifelineEntry(): string {
   throw new MakinaError("runtime_unavailable", "The runtime lifeline is not built: run `npm run build`.");
 }
 
-/** The last lines a process wrote, kept off enumerable error fields so logs stay small. */
+/** The last lines a process wrote, kept off enumerable error fields so logs stay small; each line also told to `onLine`. */
 class OutputTail {
   private lines: string[] = [];
+  constructor(private readonly onLine?: (line: string) => void) {}
   push(chunk: Buffer): void {
-    this.lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+    const lines = chunk.toString("utf8").split("\n").filter(Boolean);
+    for (const line of lines) this.onLine?.(line);
+    this.lines.push(...lines);
     if (this.lines.length > 20) this.lines = this.lines.slice(-20);
   }
   toString(): string {
@@ -90,13 +95,14 @@ export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }
   /** Why the process last failed. */
   lastError: string | null = null;
   private child: ChildProcess | undefined;
-  private readonly tail = new OutputTail();
+  private readonly tail: OutputTail;
   private readonly stopController = new AbortController();
   private loop: Promise<void> | undefined;
   private readonly backoff: Backoff;
 
   constructor(private readonly o: SupervisorOptions) {
     super();
+    this.tail = new OutputTail(o.onOutput);
     this.backoff = new Backoff({ minMs: o.backoffMinMs ?? 500, maxMs: o.backoffMaxMs ?? 30_000 });
   }
 

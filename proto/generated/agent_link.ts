@@ -545,7 +545,31 @@ export interface Command {
      * request) or unloaded now (its memory given back). The result comes once it is done, or the error why not.
      */
     { $case: "loadModel"; value: LoadModel }
+    | //
+    /**
+     * Not a deployment step: an admin reads the machine's log (`stack_id` empty: the agent's own lines) or a
+     * stack's (its runtime's lines, and the agent's about it): the lines after `after`, at most `limit`. An agent
+     * that does not know it sends nothing back; the relay gives up after a few seconds.
+     */
+    { $case: "readLog"; value: ReadLog }
     | undefined;
+}
+
+/** The log lines after the one numbered `after` (0: the oldest kept), at most `limit`. */
+export interface ReadLog {
+  after: number;
+  limit: number;
+}
+
+/** One line of a machine's log, as its agent keeps it: secrets already redacted. */
+export interface LogLine {
+  /** Numbered in the order the agent wrote them, one count for the whole machine. */
+  seq: number;
+  /** Milliseconds since the epoch. */
+  timeMs: number;
+  /** `info`, `warn`, `error`, or `output` (a line a runtime's process wrote). */
+  level: string;
+  text: string;
 }
 
 /** Load (`load` true) or unload an on-demand stack's model now. */
@@ -650,6 +674,12 @@ export interface CommandResult {
    * answers embeddings and no chat.
    */
   embeddingModel: boolean;
+  /**
+   * For `ReadLog`: the lines, oldest first, and whether older lines than the first were dropped (the agent keeps
+   * only the last few hundred of each).
+   */
+  logLines: LogLine[];
+  logTruncated: boolean;
 }
 
 function createBaseAgentMessage(): AgentMessage {
@@ -5482,6 +5512,9 @@ export const Command: MessageFns<Command> = {
       case "loadModel":
         LoadModel.encode(message.step.value, writer.uint32(66).fork()).join();
         break;
+      case "readLog":
+        ReadLog.encode(message.step.value, writer.uint32(74).fork()).join();
+        break;
     }
     return writer;
   },
@@ -5563,6 +5596,14 @@ export const Command: MessageFns<Command> = {
             message.step = { $case: "loadModel", value: LoadModel.decode(reader, reader.uint32()) };
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.step = { $case: "readLog", value: ReadLog.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5611,6 +5652,10 @@ export const Command: MessageFns<Command> = {
         ? { $case: "loadModel", value: LoadModel.fromJSON(object.loadModel) }
         : isSet(object.load_model)
         ? { $case: "loadModel", value: LoadModel.fromJSON(object.load_model) }
+        : isSet(object.readLog)
+        ? { $case: "readLog", value: ReadLog.fromJSON(object.readLog) }
+        : isSet(object.read_log)
+        ? { $case: "readLog", value: ReadLog.fromJSON(object.read_log) }
         : undefined,
     };
   },
@@ -5635,6 +5680,8 @@ export const Command: MessageFns<Command> = {
       obj.checkModel = CheckModel.toJSON(message.step.value);
     } else if (message.step?.$case === "loadModel") {
       obj.loadModel = LoadModel.toJSON(message.step.value);
+    } else if (message.step?.$case === "readLog") {
+      obj.readLog = ReadLog.toJSON(message.step.value);
     }
     return obj;
   },
@@ -5683,7 +5730,219 @@ export const Command: MessageFns<Command> = {
         }
         break;
       }
+      case "readLog": {
+        if (object.step?.value !== undefined && object.step?.value !== null) {
+          message.step = { $case: "readLog", value: ReadLog.fromPartial(object.step.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseReadLog(): ReadLog {
+  return { after: 0, limit: 0 };
+}
+
+export const ReadLog: MessageFns<ReadLog> = {
+  encode(message: ReadLog, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.after !== 0) {
+      writer.uint32(8).uint64(message.after);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).uint32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReadLog {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReadLog();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.after = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReadLog {
+    return {
+      after: isSet(object.after) ? globalThis.Number(object.after) : 0,
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+    };
+  },
+
+  toJSON(message: ReadLog): unknown {
+    const obj: any = {};
+    if (message.after !== 0) {
+      obj.after = Math.round(message.after);
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReadLog>, I>>(base?: I): ReadLog {
+    return ReadLog.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReadLog>, I>>(object: I): ReadLog {
+    const message = createBaseReadLog();
+    message.after = object.after ?? 0;
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseLogLine(): LogLine {
+  return { seq: 0, timeMs: 0, level: "", text: "" };
+}
+
+export const LogLine: MessageFns<LogLine> = {
+  encode(message: LogLine, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.seq !== 0) {
+      writer.uint32(8).uint64(message.seq);
+    }
+    if (message.timeMs !== 0) {
+      writer.uint32(16).uint64(message.timeMs);
+    }
+    if (message.level !== "") {
+      writer.uint32(26).string(message.level);
+    }
+    if (message.text !== "") {
+      writer.uint32(34).string(message.text);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogLine {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogLine();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.seq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.timeMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.level = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LogLine {
+    return {
+      seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0,
+      timeMs: isSet(object.timeMs)
+        ? globalThis.Number(object.timeMs)
+        : isSet(object.time_ms)
+        ? globalThis.Number(object.time_ms)
+        : 0,
+      level: isSet(object.level) ? globalThis.String(object.level) : "",
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+    };
+  },
+
+  toJSON(message: LogLine): unknown {
+    const obj: any = {};
+    if (message.seq !== 0) {
+      obj.seq = Math.round(message.seq);
+    }
+    if (message.timeMs !== 0) {
+      obj.timeMs = Math.round(message.timeMs);
+    }
+    if (message.level !== "") {
+      obj.level = message.level;
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LogLine>, I>>(base?: I): LogLine {
+    return LogLine.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LogLine>, I>>(object: I): LogLine {
+    const message = createBaseLogLine();
+    message.seq = object.seq ?? 0;
+    message.timeMs = object.timeMs ?? 0;
+    message.level = object.level ?? "";
+    message.text = object.text ?? "";
     return message;
   },
 };
@@ -6488,6 +6747,8 @@ function createBaseCommandResult(): CommandResult {
     kvBytesPerToken: 0,
     trainContextSize: 0,
     embeddingModel: false,
+    logLines: [],
+    logTruncated: false,
   };
 }
 
@@ -6519,6 +6780,12 @@ export const CommandResult: MessageFns<CommandResult> = {
     }
     if (message.embeddingModel !== false) {
       writer.uint32(72).bool(message.embeddingModel);
+    }
+    for (const v of message.logLines) {
+      LogLine.encode(v!, writer.uint32(82).fork()).join();
+    }
+    if (message.logTruncated !== false) {
+      writer.uint32(88).bool(message.logTruncated);
     }
     return writer;
   },
@@ -6608,6 +6875,22 @@ export const CommandResult: MessageFns<CommandResult> = {
             message.embeddingModel = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.logLines.push(LogLine.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.logTruncated = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6663,6 +6946,16 @@ export const CommandResult: MessageFns<CommandResult> = {
         : isSet(object.embedding_model)
         ? globalThis.Boolean(object.embedding_model)
         : false,
+      logLines: globalThis.Array.isArray(object?.logLines)
+        ? object.logLines.map((e: any) => LogLine.fromJSON(e))
+        : globalThis.Array.isArray(object?.log_lines)
+        ? object.log_lines.map((e: any) => LogLine.fromJSON(e))
+        : [],
+      logTruncated: isSet(object.logTruncated)
+        ? globalThis.Boolean(object.logTruncated)
+        : isSet(object.log_truncated)
+        ? globalThis.Boolean(object.log_truncated)
+        : false,
     };
   },
 
@@ -6695,6 +6988,12 @@ export const CommandResult: MessageFns<CommandResult> = {
     if (message.embeddingModel !== false) {
       obj.embeddingModel = message.embeddingModel;
     }
+    if (message.logLines?.length) {
+      obj.logLines = message.logLines.map((e) => LogLine.toJSON(e));
+    }
+    if (message.logTruncated !== false) {
+      obj.logTruncated = message.logTruncated;
+    }
     return obj;
   },
 
@@ -6714,6 +7013,8 @@ export const CommandResult: MessageFns<CommandResult> = {
     message.kvBytesPerToken = object.kvBytesPerToken ?? 0;
     message.trainContextSize = object.trainContextSize ?? 0;
     message.embeddingModel = object.embeddingModel ?? false;
+    message.logLines = object.logLines?.map((e) => LogLine.fromPartial(e)) || [];
+    message.logTruncated = object.logTruncated ?? false;
     return message;
   },
 };

@@ -275,7 +275,17 @@ export type DeployStep =
       idleUnloadS: number;
     }
   | { kind: "removeStack" }
-  | { kind: "checkModel"; ref: string; runtime: string };
+  | { kind: "checkModel"; ref: string; runtime: string }
+  /** Not a deployment step: the machine's log (no stack) or a stack's, the lines after `after`, at most `limit`. */
+  | { kind: "readLog"; after: number; limit: number };
+
+/** One line of a machine's log, secrets redacted; `level` `output` is a line a runtime's process wrote. */
+export interface LogLine {
+  seq: number;
+  timeMs: number;
+  level: string;
+  text: string;
+}
 
 /** Progress of a running step. */
 export interface StepProgress {
@@ -297,10 +307,16 @@ export interface StepResult {
   trainContextSize: number;
   /** `checkModel` of a GGUF file: an embedding model, which answers embeddings and no chat. */
   embeddingModel: boolean;
+  /** `readLog`: the lines, oldest first, and whether older ones than the first were dropped. */
+  logLines: LogLine[];
+  logTruncated: boolean;
 }
 
+/** Lines of a machine's log, oldest first, and whether older ones than the first were dropped there. */
+export type MachineLog = Pick<StepResult, "logLines" | "logTruncated">;
+
 /** What a step that produced nothing returns. */
-export const EMPTY_STEP_RESULT: Readonly<StepResult> = Object.freeze({ modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0, kvBytesPerToken: 0, trainContextSize: 0, embeddingModel: false });
+export const EMPTY_STEP_RESULT: Readonly<StepResult> = Object.freeze({ modelPath: "", modelSha256: "", modelSizeBytes: 0, contextSize: 0, kvBytesPerToken: 0, trainContextSize: 0, embeddingModel: false, logLines: [], logTruncated: false });
 
 /**
  * Runtime states: `loading` (requests get 503, unless it is an on-demand stack's load, which they wait for),

@@ -77,6 +77,7 @@ export { USAGE_SORTS, type Usage, type UsagePoint, type UsageSeries } from "./us
 export { MODEL_ID } from "./fields.js";
 export type { GpuLoad, MachineLoad, MinutePoint, ModelMemory, Overview, RequestFigures } from "./overview.js";
 export type { Choices, MachineChoice, StackChoice } from "./choices.js";
+export type { LogPage } from "./logs.js";
 export { REQUEST_APIS, REQUEST_STATUSES, type LoggedRequest, type RequestDetail } from "./requests.js";
 export type { AdminEvent, AdminEventData, AdminEventType } from "./events.js";
 export type { SessionInfo } from "./session.js";

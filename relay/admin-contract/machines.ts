@@ -1,3 +1,4 @@
+import { logQuery, type LogPage } from "./logs.js";
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { nameText, orgRef } from "./fields.js";
@@ -99,6 +100,8 @@ export const MACHINE_ROUTES = {
   "POST /admin/v1/machines": route({ status: 201, body: z.strictObject({ org: orgRef(), name: nameText() }), response: answer<MachineJoining>() }),
   /** Revokes a machine (admins): its link drops at once, its token never works again. Final. */
   "POST /admin/v1/machines/:id/revoke": route({ response: answer<Machine>() }),
+  /** The last lines of the machine's agent log (admins), read over its link: 503 `machine_offline` when it is not linked. */
+  "GET /admin/v1/machines/:id/log": route({ query: logQuery(), response: answer<LogPage>() }),
   /** Gives a machine a new token (admins); the old one stops working and the link drops. */
   "POST /admin/v1/machines/:id/rotate-token": route({ response: answer<MachineJoining>() }),
   /** Renames a machine (admins); nothing else changes. */

@@ -1,3 +1,4 @@
+import { logQuery, type LogPage } from "./logs.js";
 import { z } from "zod";
 import { RUNTIME_CAPABILITIES, type RuntimeKind } from "../../proto/runtimes/runtime-capabilities.js";
 import { answer, route } from "./route.js";
@@ -194,6 +195,8 @@ export const STACK_ROUTES = {
     query: z.strictObject({ org: orgRef(), machine: z.string(must("a machine id")).optional(), ...listQuery(STACK_SORTS, ["draft", "deploying", "deployed", "failed", "undeploying"]) }),
     response: answer<Page<Stack>>(),
   }),
+  /** The last lines of the stack's runtime log on its machine (admins), read over the machine's link. */
+  "GET /admin/v1/stacks/:id/log": route({ query: logQuery(), response: answer<LogPage>() }),
   "GET /admin/v1/stacks/:id": route({ response: answer<Stack>() }),
   /** Creates a stack (admins); refused with the reasons when the compatibility rules fail it on its machine. */
   "POST /admin/v1/stacks": route({

@@ -1,4 +1,4 @@
-import { MakinaError, type Logger, type StepResult } from "../../proto/index.js";
+import { MakinaError, type Logger, type MachineLog, type StepResult } from "../../proto/index.js";
 import type { ReceivedLoad } from "../link/index.js";
 import type { MachineCarrier, ModelCheck } from "../machines/index.js";
 import type { InferenceTarget } from "../routing/index.js";
@@ -11,7 +11,12 @@ import {
   readModelFileReply,
   readModelLoadAsk,
   readModelLoadReply,
+  readLogReadAsk,
+  readLogReadReply,
   readStackMessage,
+  MAX_LOG_LINES,
+  type LogReadAsk,
+  type LogReadReply,
   SUBJECTS,
   type LoadsReply,
   type ModelFileReply,
@@ -79,6 +84,15 @@ export class BusCarrier implements MachineCarrier {
     const result = readModelFileReply(reply);
     if (!result) throw new MakinaError("machine_offline", "The relay holding the machine said nothing usable of the model file.");
     return result;
+  }
+
+  async readLog(machineId: string, stackId: string, after: number, limit: number): Promise<MachineLog> {
+    const relay = this.remote.get(machineId)?.relayId;
+    if (relay === undefined) throw new MakinaError("machine_offline", "No relay holds this machine's link now.");
+    const reply = await this.bus.request(SUBJECTS.logReads(relay), { machine: machineId, stack: stackId, after, limit } satisfies LogReadAsk, CHECK_WAIT_MS, relay);
+    const read = readLogReadReply(reply);
+    if (!read) throw new MakinaError("machine_offline", "The relay holding the machine could not read its log.");
+    return read;
   }
 
   async loadModel(machineId: string, stackId: string, load: boolean, timeoutMs: number): Promise<void> {
@@ -152,6 +166,19 @@ export function serveMachineOperations(bus: FleetBus, relayId: string, here: Mac
       return { done: true } satisfies ModelLoadReply;
     } catch (err) {
       return modelLoadRefusal(MakinaError.from(err));
+    }
+  });
+  bus.respond(SUBJECTS.logReads(relayId), async (m) => {
+    const asked = readLogReadAsk(m);
+    if (!asked) return undefined;
+    // A stack's log is read from the machine the database says it is on, not the bus's word.
+    const stack = asked.stack ? await stackOf(asked.stack) : undefined;
+    if (asked.stack && stack?.machineId !== asked.machine) return { unknown: true } satisfies LogReadReply;
+    try {
+      const read = await here.readLog(asked.machine, asked.stack, asked.after, asked.limit);
+      return { lines: read.logLines.slice(0, MAX_LOG_LINES), truncated: read.logTruncated } satisfies LogReadReply;
+    } catch {
+      return { unknown: true } satisfies LogReadReply;
     }
   });
   bus.respond(SUBJECTS.loads(relayId), async (m) => {

@@ -1,4 +1,4 @@
-import { EMPTY_STEP_RESULT, MakinaError, type ChatInput, type ErrorReport, type MachineLoad, type StepResult, type TokenEvent, type Usage } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, MakinaError, type ChatInput, type ErrorReport, type LogLine, type MachineLoad, type StepResult, type TokenEvent, type Usage } from "../../proto/index.js";
 import type { RelayEvent } from "../events/index.js";
 import { cleanLoad } from "../link/index.js";
 
@@ -33,11 +33,12 @@ export const SUBJECTS = {
   loads: (relayId: string) => `makina.loads.${relayId}`,
   modelFiles: (relayId: string) => `makina.model-files.${relayId}`,
   modelLoads: (relayId: string) => `makina.model-loads.${relayId}`,
+  logReads: (relayId: string) => `makina.log-reads.${relayId}`,
 } as const;
 
 /** The one relay a message on `subject` is for (its seal's lane), or "" for a subject every relay hears. */
 export function addresseeOf(subject: string): string {
-  return /^makina\.(?:hop|reply|loads|model-files|model-loads)\.([A-Za-z0-9_-]+)/.exec(subject)?.[1] ?? "";
+  return /^makina\.(?:hop|reply|loads|model-files|model-loads|log-reads)\.([A-Za-z0-9_-]+)/.exec(subject)?.[1] ?? "";
 }
 
 /** What a relay answers on `makina.loads.<relay>` (`{machines: [ids]}`): the latest load of each it holds, and its age. */
@@ -255,4 +256,35 @@ export function readModelLoadReply(m: unknown): void {
 /** A refusal to send back: the machine's reason for the codes it may give, else the relay's own words. */
 export function modelLoadRefusal(err: MakinaError): ModelLoadReply {
   return LOAD_REFUSALS.has(err.code as LoadRefusal) ? { refused: { code: err.code as LoadRefusal, message: err.message } } : { refused: { code: "runtime_unavailable", message: "The relay holding the machine could not do it." } };
+}
+
+/** The most lines one read of a machine's log carries (a reply stays well under the bus's message size). */
+export const MAX_LOG_LINES = 200;
+const MAX_LOG_TEXT = 2000;
+
+/** A read of a machine's log (`stack` "": its own; else that stack's) through the relay holding its link. */
+export interface LogReadAsk {
+  machine: string;
+  stack: string;
+  after: number;
+  limit: number;
+}
+
+export function readLogReadAsk(m: unknown): LogReadAsk | undefined {
+  if (!isObject(m) || !isId(m.machine) || !(m.stack === "" || isId(m.stack)) || !Number.isSafeInteger(m.after) || (m.after as number) < 0 || !isCount(m.limit)) return undefined;
+  return { machine: m.machine, stack: m.stack as string, after: m.after as number, limit: Math.min(MAX_LOG_LINES, Math.max(1, m.limit)) };
+}
+
+/** The lines read (`{lines, truncated}`), or `{unknown: true}` when the machine could not be asked there. */
+export type LogReadReply = { lines: LogLine[]; truncated: boolean } | { unknown: true };
+
+/** The lines another relay read, each checked (a count, a time, a level word, a text within bounds); undefined when it could not read them. */
+export function readLogReadReply(m: unknown): { logLines: LogLine[]; logTruncated: boolean } | undefined {
+  if (!isObject(m) || !Array.isArray(m.lines) || m.lines.length > MAX_LOG_LINES) return undefined;
+  const lines: LogLine[] = [];
+  for (const l of m.lines as unknown[]) {
+    if (!isObject(l) || !Number.isSafeInteger(l.seq) || !Number.isSafeInteger(l.timeMs) || typeof l.level !== "string" || !/^[a-z]{1,10}$/.test(l.level) || typeof l.text !== "string") return undefined;
+    lines.push({ seq: l.seq as number, timeMs: l.timeMs as number, level: l.level, text: l.text.slice(0, MAX_LOG_TEXT) });
+  }
+  return { logLines: lines, logTruncated: m.truncated === true };
 }

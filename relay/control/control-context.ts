@@ -3,7 +3,7 @@ import { actorOf, type AuditEntry, type AuditLog } from "../audit/index.js";
 import type { Deployer } from "../deploy/index.js";
 import type { EventBus } from "../events/index.js";
 import type { ReceivedLoad } from "../link/index.js";
-import { MakinaError } from "../../proto/index.js";
+import { MakinaError, type MachineLog } from "../../proto/index.js";
 import type { Machine, Stack, Store } from "../store/index.js";
 import type { RequestLog, UsageRecorder } from "../usage/index.js";
 import type { ModelFiles } from "./model-files.js";
@@ -48,6 +48,8 @@ export interface ControlDeps {
   loadsOf: (machineIds: string[]) => Promise<Map<string, ReceivedLoad>>;
   /** Loads or unloads an on-demand stack's model on its machine now, wherever the machine is linked; resolves once done. */
   loadModel: (machineId: string, stackId: string, load: boolean) => Promise<void>;
+  /** A machine's log (`stackId` "": its agent's own; else that stack's), read over its link wherever it is linked. */
+  readLog: (machineId: string, stackId: string, after: number, limit: number) => Promise<MachineLog>;
   /** The most stacks an organization may have, and keys (not revoked) a person may have made: the operator's caps. */
   caps: { stacksPerOrg: number; keysPerPerson: number };
 }

@@ -1,4 +1,4 @@
-import { MakinaError } from "../../proto/index.js";
+import { MakinaError, type MachineLog } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import { hashSecret, newSecret } from "../keys/index.js";
 import { checkMachineCredentials, isLinkAddress } from "../link/index.js";
@@ -32,6 +32,18 @@ export class Machines {
   /** The machine `id`, if the actor sees it (not found when it is another organization's). */
   async get(actor: Actor, id: string): Promise<Machine> {
     return this.c.machine(this.c.policy(actor).orgScope, id);
+  }
+
+  /**
+   * The last lines of a machine's agent log (admins), after line `after`, read over its link wherever it is
+   * linked: `machine_offline` when it is not linked now (a revoked one never is).
+   */
+  async log(actor: Actor, id: string, after: number, limit: number): Promise<MachineLog> {
+    const policy = this.c.policy(actor);
+    policy.requireAdmin("read a machine's log");
+    const machine = await this.c.machine(policy.orgScope, id);
+    if (machine.revokedAt !== null) throw new MakinaError("machine_offline", "This machine is revoked: it never links again, and its log is not read.");
+    return this.c.deps.readLog(machine.id, "", after, limit);
   }
 
   /** Registers a machine of the organization: its token is in the answer only. */

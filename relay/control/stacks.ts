@@ -1,4 +1,4 @@
-import { MakinaError, parseHfRef, redactText } from "../../proto/index.js";
+import { MakinaError, parseHfRef, redactText, type MachineLog } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import type { Compatibility } from "../compatibility/index.js";
 import type { RuntimeKind, Stack, StackChanges, StackResidency } from "../store/index.js";
@@ -184,6 +184,14 @@ export class Stacks {
     await this.c.store.stacks.setRuntimeState(stack.id, load ? "ready" : "unloaded", null);
     await this.c.record(actor, { orgId: stack.orgId, action: load ? "stack.loaded" : "stack.unloaded", target: target(stack) });
     return this.views.find(stack.id, null);
+  }
+
+  /** The last lines of a stack's runtime log on its machine (admins), after line `after`, read over the machine's link. */
+  async log(actor: Actor, id: string, after: number, limit: number): Promise<MachineLog> {
+    const policy = this.c.policy(actor);
+    policy.requireAdmin("read a stack's log");
+    const stack = await this.c.stack(policy.orgScope, id);
+    return this.c.deps.readLog(stack.machineId, stack.id, after, limit);
   }
 
   /**

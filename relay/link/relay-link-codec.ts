@@ -118,6 +118,8 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             return { $case: "checkModel", value: { ref: step.ref, runtime: step.runtime } };
           case "loadModel":
             return { $case: "loadModel", value: { load: step.load } };
+          case "readLog":
+            return { $case: "readLog", value: { after: step.after, limit: step.limit } };
         }
       })();
       return { body: { $case: "command", value: { commandId, stackId, step: wireStep } } };

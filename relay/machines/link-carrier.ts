@@ -1,4 +1,4 @@
-import { MakinaError, type StepResult } from "../../proto/index.js";
+import { MakinaError, type MachineLog, type StepResult } from "../../proto/index.js";
 import type { AgentRegistry, AgentSession, ReceivedLoad, MachineLoads } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { MachineCarrier, ModelCheck } from "./machine-carrier.js";
@@ -50,6 +50,13 @@ export class LinkCarrier implements MachineCarrier {
     const session = this.registry.get(machineId);
     if (!session || session.state !== "open") return Promise.reject(new MakinaError("machine_offline", "The machine is not linked to this relay."));
     return session.runCommand("", check, { signal, idleTimeoutMs: CHECK_IDLE_MS });
+  }
+
+  async readLog(machineId: string, stackId: string, after: number, limit: number): Promise<MachineLog> {
+    const session = this.registry.get(machineId);
+    if (!session || session.state !== "open") throw new MakinaError("machine_offline", "The machine is not linked to this relay.");
+    const { logLines, logTruncated } = await session.runCommand(stackId, { kind: "readLog", after, limit }, { idleTimeoutMs: CHECK_IDLE_MS });
+    return { logLines, logTruncated };
   }
 
   async loadModel(machineId: string, stackId: string, load: boolean, timeoutMs: number): Promise<void> {

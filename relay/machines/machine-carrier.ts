@@ -1,4 +1,4 @@
-import type { DeployStep, StepResult } from "../../proto/index.js";
+import type { DeployStep, MachineLog, StepResult } from "../../proto/index.js";
 import type { ReceivedLoad } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 
@@ -28,6 +28,11 @@ export interface MachineCarrier {
    * `timeoutMs`; `machine_offline` when it cannot be asked, else the machine's reason why not.
    */
   loadModel(machineId: string, stackId: string, load: boolean, timeoutMs: number): Promise<void>;
+  /**
+   * The machine's log (`stackId` "": the agent's own lines; else that stack's), the lines after `after`, at most
+   * `limit`; `machine_offline` when it cannot be asked now.
+   */
+  readLog(machineId: string, stackId: string, after: number, limit: number): Promise<MachineLog>;
   /** The latest load of each of these machines this carrier reaches (the others left out). */
   loads(machineIds: readonly string[]): Promise<Map<string, ReceivedLoad>>;
 }

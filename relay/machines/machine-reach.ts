@@ -1,4 +1,4 @@
-import type { StepResult } from "../../proto/index.js";
+import type { MachineLog, StepResult } from "../../proto/index.js";
 import type { ReceivedLoad } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { LinkCarrier } from "./link-carrier.js";
@@ -17,6 +17,8 @@ export interface MachineHandle {
   checkModel(check: ModelCheck, signal?: AbortSignal): Promise<StepResult>;
   /** Loads (`load`) or unloads an on-demand stack's model now; resolves once done, within `timeoutMs`. */
   loadModel(stackId: string, load: boolean, timeoutMs: number): Promise<void>;
+  /** Its log (`stackId` "": the agent's own; else that stack's), the lines after `after`, at most `limit`. */
+  readLog(stackId: string, after: number, limit: number): Promise<MachineLog>;
   /** Its latest load, or undefined when unknown. */
   load(): Promise<ReceivedLoad | undefined>;
 }
@@ -58,6 +60,7 @@ export class MachineReach {
       stop: (stackId) => carrier.stop(machineId, stackId),
       checkModel: (check, signal) => carrier.checkModel(machineId, check, signal),
       loadModel: (stackId, load, timeoutMs) => carrier.loadModel(machineId, stackId, load, timeoutMs),
+      readLog: (stackId, after, limit) => carrier.readLog(machineId, stackId, after, limit),
       load: async () => (await carrier.loads([machineId])).get(machineId),
     };
   }

@@ -81,6 +81,7 @@ export function controlPlane(
     loadsOf: (ids) => machines.loads(ids),
     // The machine waits its own load timeout for room, then says why: the relay waits longer, to hear it.
     loadModel: (machineId, stackId, load) => machines.at(machineId).loadModel(stackId, load, 2 * config.loadTimeoutMs + 10_000),
+    readLog: (machineId, stackId, after, limit) => machines.at(machineId).readLog(stackId, after, limit),
     caps: { stacksPerOrg: config.maxStacksPerOrg, keysPerPerson: config.maxKeysPerPerson },
   });
 }

@@ -1185,6 +1185,12 @@ describe("a newcomer's journey through the web application", () => {
     await nav("Overview");
     await page.getByTestId("stat-machines").waitFor();
     expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    // Each figure keeps to one line in its half-width card.
+    for (const stat of await page.locator(".stat .stat-value").all()) {
+      // An inline box has one rectangle per line it takes.
+      const lines = await stat.evaluate((e) => (e as unknown as { getClientRects(): { length: number } }).getClientRects().length);
+      expect([await stat.textContent(), lines]).toEqual([await stat.textContent(), 1]);
+    }
     await shot("narrow-overview");
     await nav("Machines");
     await page.getByRole("heading", { name: "Machines" }).waitFor();

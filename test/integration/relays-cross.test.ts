@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveRelayConfig } from "../../relay/index.js";
 import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
 import { createLogger, silentLogger } from "../../proto/index.js";
-import type { Compatibility, Overview } from "../../relay/admin-contract/index.js";
+import type { Compatibility, LogPage, Overview } from "../../relay/admin-contract/index.js";
 import { testModelPath } from "../helpers/models.js";
 import { emptyDatabase } from "../helpers/databases.js";
 import { startNats, startNatsRequiringCredentials, type NatsServer } from "../helpers/nats-server.js";
@@ -107,6 +107,19 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
     const found = await panelOn(b, testModelPath());
     expect(found.ok).toBe(true);
     expect(found.checks.find((c) => c.topic === "memory")!.message).toContain("KV cache for 2 × 2,048 tokens");
+  });
+
+  it("reads the log of the machine linked to the other relay, and of its stack, through that relay", async () => {
+    const read = async (relay: Relay, path: string) => {
+      const res = await fetch(`${relay.adminUrl}/admin/v1${path}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
+      expect(res.status, await res.clone().text()).toBe(200);
+      return (await res.json()) as LogPage;
+    };
+    const there = await read(b, `/machines/${gw.machineId}/log?limit=5`);
+    const here = await read(gw.relay, `/machines/${gw.machineId}/log?limit=5`);
+    expect(there.lines.length).toBeGreaterThan(0);
+    expect(there.lines).toEqual(here.lines);
+    expect((await read(b, `/stacks/${gw.stackId}/log`)).lines.some((l) => l.text.includes("endpoint configured"))).toBe(true);
   });
 
   it("answers the machine's errors as a local link would", async () => {

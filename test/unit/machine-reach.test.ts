@@ -51,6 +51,11 @@ describe("the machine seam", () => {
         asked.push(`${load ? "load" : "unload"} ${id}/${stackId}`);
         if (id !== "mach_far") throw new MakinaError("machine_offline", "No relay holds this machine's link now.");
       },
+      readLog: async (id, stackId, after) => {
+        asked.push(`log ${id}/${stackId || "agent"} after ${after}`);
+        if (id !== "mach_far") throw new MakinaError("machine_offline", "No relay holds this machine's link now.");
+        return { logLines: [{ seq: after + 1, timeMs: 5, level: "info", text: "far" }], logTruncated: false };
+      },
       loads: async (ids) => new Map<string, ReceivedLoad>(ids.filter((id) => id === "mach_far").map((id) => [id, { load: load(50), receivedAt: 2 }])),
     };
     const reach = new MachineReach(new LinkCarrier(registry, loads, runner), withOthers ? others : undefined);
@@ -76,9 +81,10 @@ describe("the machine seam", () => {
     expect(await there.stop("stk_2")).toBe(true);
     await there.loadModel("stk_2", true, 1000);
     await there.loadModel("stk_2", false, 1000);
+    expect((await there.readLog("", 7, 50)).logLines.map((l) => l.text)).toEqual(["far"]);
     // Nothing of the far machine ran on this relay's links, and nothing of the near one left this relay.
     expect(ran).toEqual(["mach_here/stk_1"]);
-    expect(asked).toEqual(["check mach_far /models/x.gguf", "deploy mach_far/stk_2", "stop mach_far/stk_2", "load mach_far/stk_2", "unload mach_far/stk_2"]);
+    expect(asked).toEqual(["check mach_far /models/x.gguf", "deploy mach_far/stk_2", "stop mach_far/stk_2", "load mach_far/stk_2", "unload mach_far/stk_2", "log mach_far/agent after 7"]);
   });
 
   it("routes to the link here while it is open, else through the relay holding the machine, else to the closing link (which routing skips)", () => {

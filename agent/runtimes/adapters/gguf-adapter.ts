@@ -111,6 +111,7 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         },
         ...ctx.health,
         log: ctx.log,
+        onOutput: ctx.output,
       });
       const release = () => {
         threadsInUse -= held;

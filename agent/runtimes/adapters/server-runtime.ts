@@ -66,6 +66,7 @@ export async function startSupervisedServer(options: {
     ready: (signal) => httpReady(`http://127.0.0.1:${port}${options.readyPath}`, signal, auth),
     ...options.ctx.health,
     log: options.ctx.log,
+    onOutput: options.ctx.output,
   });
   try {
     await superviseUntilReady(supervisor, options.ctx);

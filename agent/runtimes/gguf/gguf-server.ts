@@ -1,4 +1,5 @@
 import { rmSync } from "node:fs";
+import { basename } from "node:path";
 import { createServer, type Socket } from "node:net";
 import { parseArgs } from "node:util";
 import { createLogger, MakinaError } from "../../../proto/index.js";
@@ -57,6 +58,9 @@ const load = (contextThreads: number) => loadGgufModel(llama, values.model!, { m
  * asleep: the context asked, which the first load caps at what the model was trained for; the agent keeps its first). */
 let runtime: Awaited<ReturnType<typeof load>> | undefined = values.asleep ? undefined : await load(threads);
 const contextSize = runtime?.contextSize ?? Number(values.context);
+/** A line of what the process does, on stderr: the agent keeps it as the stack's log an admin reads. */
+const say = (text: string) => process.stderr.write(`gguf-server: ${text}\n`);
+say(runtime ? `loaded ${basename(values.model!)}: ${contextSize} tokens of context × ${values.sequences} sequences, ${threads} threads` : `started asleep: ${basename(values.model!)} loads on the first request`);
 /** A sleep or wake under way: the next waits for it. */
 let changing: Promise<unknown> = Promise.resolve();
 
@@ -68,9 +72,13 @@ function residency(socket: Socket, frame: Extract<AgentFrame, { type: "sleep" | 
         const loaded = runtime;
         runtime = undefined;
         await loaded?.close();
+        say("asleep: the model is unloaded");
         writeFrame(socket, { type: "slept" });
       } else {
-        runtime ??= await load(Math.max(1, frame.threads));
+        if (!runtime) {
+          runtime = await load(Math.max(1, frame.threads));
+          say(`awake: the model is loaded, ${Math.max(1, frame.threads)} threads`);
+        }
         writeFrame(socket, { type: "awake", contextSize: runtime.contextSize, memoryBytes: runtime.memoryBytes });
       }
     } catch (err) {

@@ -3,7 +3,7 @@ import type { Actor } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
-import { pageOf } from "./page-of.js";
+import { logPage, pageOf } from "./page-of.js";
 
 /** Machines (the control plane's `machines`): a page of them, one, add, revoke, new token, rename, delete. */
 export function machineRoutes(control: ControlPlane): RouteHandlers<MachineRoute, Actor> {
@@ -19,6 +19,10 @@ export function machineRoutes(control: ControlPlane): RouteHandlers<MachineRoute
       return toWire({ ...machine, ...joining });
     },
     "POST /admin/v1/machines/:id/revoke": async ({ params }, actor) => toWire(await control.machines.revoke(actor, params.id)),
+    "GET /admin/v1/machines/:id/log": async (input, actor) => {
+      const { after, limit } = input.query();
+      return logPage(await control.machines.log(actor, input.params.id, after, limit), after);
+    },
     "POST /admin/v1/machines/:id/rotate-token": async ({ params }, actor) => {
       const { machine, ...joining } = await control.machines.rotateToken(actor, params.id);
       return toWire({ ...machine, ...joining });

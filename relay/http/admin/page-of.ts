@@ -1,4 +1,5 @@
-import type { Page } from "../../admin-contract/index.js";
+import type { MachineLog } from "../../../proto/index.js";
+import type { LogPage, Page } from "../../admin-contract/index.js";
 
 /** What a list's query asks: a search, a sort, a state, a page. */
 export interface ListAsk<S extends string, St extends string> {
@@ -69,4 +70,10 @@ export function pageOf<T extends object, S extends Extract<keyof T, string>, St 
  */
 export async function wholePage<R, T>(page: Page<R>, whole: (rows: R[]) => T[] | Promise<T[]>): Promise<Page<T>> {
   return { ...page, data: await whole(page.data) };
+}
+
+/** A machine's log lines as the admin API answers them, with the `after` of the next read. */
+export function logPage(read: MachineLog, after: number): LogPage {
+  const lines = read.logLines.map((l) => ({ seq: l.seq, at: l.timeMs, level: l.level, text: l.text }));
+  return { object: "log", lines, truncated: read.logTruncated, next: lines.at(-1)?.seq ?? after };
 }

@@ -5,7 +5,7 @@ import { redactText } from "../../../proto/index.js";
 import type { ControlPlane, StackView } from "../../control/index.js";
 import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
-import { pageOf, wholePage } from "./page-of.js";
+import { logPage, pageOf, wholePage } from "./page-of.js";
 
 /** Stacks (the control plane's `stacks`): a page of them, one, create, check a plan, change, delete, deploy, undeploy; and the model catalog. */
 export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Actor> {
@@ -17,6 +17,10 @@ export function stackRoutes(control: ControlPlane): RouteHandlers<StackRoute, Ac
       // Searched by the model reference as shown: a search cannot spell out a credential the page hides.
       const page = pageOf(rows, ask, { searched: (r) => [r.name, r.model_id, redactText(r.stack.modelRef), r.stack.id], state: (r) => r.state });
       return wholePage(page, async (found) => (await control.stacks.viewsOf(found.map((r) => r.stack))).map(shown));
+    },
+    "GET /admin/v1/stacks/:id/log": async (input, actor) => {
+      const { after, limit } = input.query();
+      return logPage(await control.stacks.log(actor, input.params.id, after, limit), after);
     },
     "GET /admin/v1/stacks/:id": async ({ params }, actor) => shown(await control.stacks.get(actor, params.id)),
     "POST /admin/v1/stacks": async (input, actor) => {
