@@ -140,6 +140,8 @@ describe("a newcomer's journey through the web application", () => {
     await shot("machines");
     await page.getByRole("link", { name: "gpu-box" }).click();
     await page.getByRole("heading", { name: "Hardware" }).waitFor();
+    // The agent's own log, read over its link and followed while the page is open.
+    await expect.poll(() => page.getByTestId("machine-log").locator(".log-line").count(), { timeout: 10_000 }).toBeGreaterThan(0);
     await shot("machine-detail");
 
     // The Forge: the compatibility panel answers every choice, and says why.
@@ -213,6 +215,9 @@ describe("a newcomer's journey through the web application", () => {
     await apiTabs.getByRole("tab", { name: "Anthropic Messages" }).click();
     expect(await page.getByTestId("snippet-curl").textContent()).toContain("x-api-key: $MAKINA_API_KEY");
     await apiTabs.getByRole("tab", { name: "Chat completions" }).click();
+    // The runtime's log: what the model process said as it loaded, and the agent's lines about the stack.
+    await expect.poll(() => page.getByTestId("stack-log").textContent(), { timeout: 10_000 }).toMatch(/gguf-server: loaded .+\.gguf/);
+    expect(await page.getByTestId("stack-log").textContent()).toContain("endpoint configured");
     await shot("stack-deployed");
 
     // The playground streams the answer through the gateway.
@@ -970,7 +975,8 @@ describe("a newcomer's journey through the web application", () => {
     await expect.poll(() => counter.textContent(), { timeout: 20_000 }).toContain("3 requests");
     await page.getByRole("searchbox", { name: "Search keys" }).fill("");
     await relay.control.keys.revoke(OP, record.id);
-  });
+    // Its waits (each up to 20 s on a loaded machine) add up to more than the default minute.
+  }, 120_000);
 
   it("reads the usage of 300 keys on a desktop and a phone: totals paged, searched and summed by the relay, a chart in colours told apart with its values on hover and from the keyboard", async () => {
     const acme = (await relay.store.orgs.find("acme"))!;

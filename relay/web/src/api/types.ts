@@ -9,6 +9,7 @@ export type {
   AuditAction,
   AuditEvent,
   AuditPage,
+  LogPage,
   ApiKeyWithUsage,
   CatalogModel,
   Check,

@@ -1,8 +1,9 @@
-import { useState } from "preact/hooks";
+import { useState, useCallback } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import type { Machine, MachineJoining, Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
+import { LogTail } from "../../components/log-tail.js";
 import { CopyButton } from "../../components/copy-button.js";
 import { DataTable } from "../../components/data-table.js";
 import { formatAgo, formatBytes } from "../../components/format.js";
@@ -25,6 +26,7 @@ export function MachinePage({ id }: { id: string }) {
   const [actionError, setActionError] = useState<string | null>(null);
   const machine = useLive(() => client.call("GET /admin/v1/machines/:id", { params: { id } }), ["machine"], [id], (e) => e.event === "machine" && e.data.machine_id === id);
   const stacks = useLive(() => client.call("GET /admin/v1/stacks", { query: { machine: id, per_page: 1000 } }).then((l) => l.data), ["stack"], [id]);
+  const readLog = useCallback((after: number) => client.call("GET /admin/v1/machines/:id/log", { params: { id }, query: { after } }), [client, id]);
   if (machine.error && !machine.data) return <NotLoaded thing="machine" error={machine.error} back="/machines" />;
   const m = machine.data;
   if (!m) return <Loading thing="machine" />;
@@ -129,6 +131,7 @@ export function MachinePage({ id }: { id: string }) {
       </div>
       <RuntimesCard inventory={m.inventory} onMachine={onMachine} />
       <ModelsCard inventory={m.inventory} onMachine={onMachine} />
+      {isAdmin && !m.revoked_at && m.state !== "pending" && <LogTail key={m.id} title="Agent log" testId="machine-log" read={readLog} />}
     </>
   );
 }

@@ -1,9 +1,10 @@
-import { useState } from "preact/hooks";
+import { useCallback, useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import type { Stack } from "../../api/types.js";
 import { useLive } from "../../api/use-live.js";
 import { useApp, useIsAdmin } from "../../app-context.js";
 import { ConfirmBar } from "../../components/confirm-bar.js";
+import { LogTail } from "../../components/log-tail.js";
 import { Link } from "../../components/link.js";
 import { Loading, NotLoaded, Notice, PageHeader } from "../../components/notice.js";
 import { StateBadge, UnverifiedBadge } from "../../components/state-badge.js";
@@ -28,6 +29,7 @@ export function StackPage({ id }: { id: string }) {
     (e) => e.event === "machine" && e.data.machine_id === machineId,
   );
   const [actionError, setActionError] = useState<string | null>(null);
+  const readLog = useCallback((after: number) => client.call("GET /admin/v1/stacks/:id/log", { params: { id }, query: { after } }), [client, id]);
 
   if (stack.error && !stack.data) return <NotLoaded thing="stack" error={stack.error} back="/stacks" />;
   const s = stack.data;
@@ -70,6 +72,7 @@ export function StackPage({ id }: { id: string }) {
       {s.has_endpoint && s.state === "deployed" && <Playground stack={s} />}
       {s.state !== "draft" && <LiveFigures stack={s.id} />}
       <RecentRequests stack={s} onChanged={stack.reload} />
+      {isAdmin && s.state !== "draft" && <LogTail key={s.id} title="Runtime log" testId="stack-log" read={readLog} />}
     </>
   );
 }
