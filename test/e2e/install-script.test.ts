@@ -11,6 +11,35 @@ import { runCli, startCli, stopCli } from "../helpers/cli.js";
 import { REPO_ROOT } from "../helpers/models.js";
 import { isAlive } from "../helpers/processes.js";
 import { onlyNetworkAddress } from "../../relay/start/reach-warning.js";
+import { chromium } from "playwright-core";
+import { chromiumPath } from "../helpers/chromium.js";
+
+/** Adds a machine on the web application's Machines page (in Chromium), and reads back what its panel shows once. */
+async function addMachineInBrowser(relayUrl: string, login: string, password: string, name: string) {
+  const browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+  try {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(30_000);
+    await page.goto(relayUrl);
+    await page.getByLabel("Login").fill(login);
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("button", { name: "Add your first machine" }).click();
+    await page.getByLabel("Name").fill(name);
+    await page.getByRole("button", { name: "Create machine" }).click();
+    const command = (await page.getByTestId("install-command").textContent())!;
+    const warning = page.getByTestId("loopback-warning");
+    return {
+      id: (await page.getByTestId("new-machine-id").textContent())!,
+      token: (await page.getByTestId("new-machine-token").textContent())!,
+      install_command: command,
+      ca_sha256: /--ca-sha256 (\S+)/.exec(command)![1]!,
+      reach_warning: (await warning.count()) > 0 ? await warning.textContent() : null,
+    };
+  } finally {
+    await browser.close();
+  }
+}
 
 /** An npm lockfile (package-lock.json, npm-shrinkwrap.json), as far as these tests read it. */
 interface Lockfile {
@@ -106,7 +135,9 @@ describe("the install command a relay prints joins a bare machine: curl … | sh
     };
     mkdirSync(env.HOME!);
     org = String(((await admin("org", "create", "Install Co")) as { slug: string }).slug);
-    machine = (await admin("machine", "create", "--org", org, "--name", "new-box")) as typeof machine;
+    // The machine is added as a newcomer adds their second one: in the web application, whose command it runs.
+    const { password } = (await admin("user", "create", "--org", org, "--login", "ops@install.test", "--role", "admin")) as { password: string };
+    machine = await addMachineInBrowser(relayUrl, "ops@install.test", password, "new-box");
   });
   afterAll(async () => {
     if (existsSync(join(prefix, "run", "agent.pid"))) {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +6,7 @@ import OpenAI from "openai";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { csvRecords } from "../helpers/csv.js";
+import { chromiumPath } from "../helpers/chromium.js";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { silentLogger } from "../../proto/index.js";
 import { resolveRelayConfig } from "../../relay/index.js";
@@ -17,11 +18,6 @@ import { REPO_ROOT, testModelPath } from "../helpers/models.js";
 import { OP } from "../helpers/operator.js";
 
 /** Debian's chromium (`apt-get install -y chromium`; .ci/run installs it), or MAKINA_CHROMIUM. */
-function chromiumPath(): string {
-  const path = process.env.MAKINA_CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
-  if (!path) throw new Error("The browser tests need Chromium: apt-get install -y chromium (or set MAKINA_CHROMIUM).");
-  return path;
-}
 
 /** Every page's screenshot lands here, for a person to look at. */
 const SHOTS = join(REPO_ROOT, "test-output", "screenshots");
