@@ -1,4 +1,4 @@
-import { EMPTY_STEP_RESULT, MakinaError, redactText, type LogBook, type StateDetail, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, MakinaError, redactOutputLine, type LogBook, type StateDetail, type DeployStep, type HardwareReport, type Logger, type RuntimeState, type StepProgress, type StepResult } from "../../proto/index.js";
 import type { ModelStore } from "../models/model-store.js";
 import type { ModelRuntime } from "../runtimes/model-runtime.js";
 import { layersFor } from "../layers/layers-for.js";
@@ -122,7 +122,7 @@ export class StackHost {
 
   /** Where a stack's runtime logs: the agent's log with the stack named, and its process's output kept (redacted) as the stack's. */
   private toStackLog(stackId: string): Pick<RuntimeContext, "log" | "output"> {
-    return { log: this.deps.log.child({ stackId }), output: (line) => this.deps.logs.add(stackId, "output", redactText(line)) };
+    return { log: this.deps.log.child({ stackId }), output: (line) => this.deps.logs.add(stackId, "output", redactOutputLine(line)) };
   }
 
   /** `quiet.on`: the stack serves (or its requests wait) while this runtime starts: its start is not news. */
@@ -184,14 +184,13 @@ export class StackHost {
       }
       case "removeStack": {
         const runtime = this.runtimes.get(stackId);
-        this.runtimes.delete(stackId);
-        this.served.delete(stackId);
-        this.hosted.delete(stackId);
+        for (const held of [this.runtimes, this.served, this.hosted]) held.delete(stackId);
         this.pending.get(stackId)?.fail(new MakinaError("runtime_unavailable", "This stack is no longer served on this machine.", { retryAfterMs: 5000 }));
         this.pending.delete(stackId);
         this.memoryOf.delete(stackId);
         await runtime?.close();
         this.deps.book.leave(stackId);
+        this.deps.logs.forget(stackId);
         return empty;
       }
     }

@@ -1,3 +1,4 @@
+import { StringDecoder } from "node:string_decoder";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -70,9 +71,31 @@ function lifelineEntry(): string {
 /** The last lines a process wrote, kept off enumerable error fields so logs stay small; each line also told to `onLine`. */
 class OutputTail {
   private lines: string[] = [];
+  /** What came after the last line break, by stream: a line (a token in it) is told whole, never in pieces. */
+  private readonly partial = new Map<string, { decoder: StringDecoder; text: string }>();
   constructor(private readonly onLine?: (line: string) => void) {}
-  push(chunk: Buffer): void {
-    const lines = chunk.toString("utf8").split("\n").filter(Boolean);
+  push(chunk: Buffer, stream = "stdout"): void {
+    let open = this.partial.get(stream);
+    if (!open) this.partial.set(stream, (open = { decoder: new StringDecoder("utf8"), text: "" }));
+    const parts = (open.text + open.decoder.write(chunk)).split("\n");
+    // A line longer than any kept is told as it is so far.
+    open.text = parts.pop() ?? "";
+    if (open.text.length > 8192) {
+      parts.push(open.text.slice(0, 8192));
+      open.text = "";
+    }
+    this.keep(parts.filter(Boolean));
+  }
+  /** A line of the supervisor's own (why it stopped the process), kept and told as the process's are. */
+  say(line: string): void {
+    this.keep(line.split("\n").filter(Boolean));
+  }
+  /** The process ended: what it wrote after its last line break is a line too. */
+  flush(): void {
+    for (const open of this.partial.values()) this.keep([open.text + open.decoder.end()].filter(Boolean));
+    this.partial.clear();
+  }
+  private keep(lines: string[]): void {
     for (const line of lines) this.onLine?.(line);
     this.lines.push(...lines);
     if (this.lines.length > 20) this.lines = this.lines.slice(-20);
@@ -146,6 +169,7 @@ export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }
       const ranMs = Date.now() - startedAt;
       earlyExits = ranMs < (this.o.minUptimeMs ?? 10_000) ? earlyExits + 1 : 0;
       if (ranMs >= (this.o.minUptimeMs ?? 10_000)) this.backoff.reset();
+      this.tail.flush();
       this.lastError = `${exit}${this.tail.toString() ? `; last output:\n${this.tail}` : ""}`;
       if (earlyExits >= (this.o.maxEarlyExits ?? 5)) {
         this.lastError = `crash loop: exited ${earlyExits} times in a row within ${this.o.minUptimeMs ?? 10_000} ms of starting (${exit})`;
@@ -168,8 +192,8 @@ export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }
     const child = spawn(command, args, { env: this.o.env, cwd: this.o.cwd, detached: true, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin?.on("error", () => {});
     this.child = child;
-    child.stdout?.on("data", (d: Buffer) => this.tail.push(d));
-    child.stderr?.on("data", (d: Buffer) => this.tail.push(d));
+    child.stdout?.on("data", (d: Buffer) => this.tail.push(d, "stdout"));
+    child.stderr?.on("data", (d: Buffer) => this.tail.push(d, "stderr"));
     const exited = new Promise<string>((resolve) => {
       child.once("error", (err) => resolve(`could not start ${this.o.command}: ${err.message}`));
       child.once("exit", (code, signal) => resolve(signal ? `killed by ${signal}` : `exited with code ${code}`));
@@ -184,7 +208,7 @@ export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }
           return this.watchHealth(probe.signal);
         }
         if (Date.now() > deadline) {
-          this.tail.push(Buffer.from(`not ready after ${this.o.startTimeoutMs ?? 600_000} ms`));
+          this.tail.say(`not ready after ${this.o.startTimeoutMs ?? 600_000} ms`);
           this.killGroup("SIGKILL");
           return;
         }
@@ -224,7 +248,7 @@ export class ProcessSupervisor extends EventEmitter<{ state: [SupervisedState] }
       }
       if (++missed < maxMissed) continue;
       this.lastError = `not answering its health probe (${missed} missed in a row, ${interval} ms apart): restarting it`;
-      this.tail.push(Buffer.from(this.lastError));
+      this.tail.say(this.lastError);
       this.set("unresponsive");
       this.killGroup("SIGKILL");
       return;

@@ -1,13 +1,13 @@
 import type { LogLine } from "../link/link-messages.js";
-import { redact, type Logger, type LogLevel } from "./logger.js";
+import { redact, redactText, type Logger, type LogLevel } from "./logger.js";
 import { textLine } from "./text-line.js";
 
 /** Lines kept of each source. */
 const LINES_PER_SOURCE = 500;
 /** Sources kept at once (the machine's own and its stacks'); a stack's goes once it is removed, or when more come. */
-const MAX_SOURCES = 256;
-/** The longest line kept, in characters. */
-const MAX_LINE_CHARS = 2000;
+const MAX_SOURCES = 64;
+/** The longest line kept, in characters: at most 64 × 500 lines of 1,000 characters in all. */
+const MAX_LINE_CHARS = 1000;
 
 /**
  * The last lines of a machine's log, kept in memory for an admin to read over the link: the agent's own (every
@@ -17,11 +17,17 @@ const MAX_LINE_CHARS = 2000;
  * goes in is already redacted as the agent's log is.
  */
 export class LogBook {
-  private seq = 0;
+  /**
+   * The last line's number. It starts at the agent's start time in microseconds, so a restarted agent numbers
+   * its lines above every line of the one before: a page that read up to line N gets the new agent's lines next.
+   */
+  private seq: number;
   /** Each source's lines, and the number of the last line it dropped (0: none). */
   private readonly sources = new Map<string, { lines: LogLine[]; dropped: number }>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = Date.now) {
+    this.seq = now() * 1000;
+  }
 
   /** Adds a line to `source` ("" the machine's own; a stack's id); a stack's lines go to the machine's too. */
   add(source: string, level: string, text: string): void {
@@ -75,4 +81,17 @@ export function bookedLogger(log: Logger, book: LogBook, bindings: Record<string
     book.add(stackId, level, text);
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), child: (more) => bookedLogger(log.child(more), book, { ...bindings, ...more }) };
+}
+
+/** A credential by its name in a runtime's output: `Authorization: Bearer …`, `api_key=…`, `"password": "…"`. */
+const NAMED_SECRET = /\b(bearer\s+|(?:api[_-]?key|access[_-]?token|auth[_-]?token|token|secret|password)["']?\s*[=:]\s*["']?)[^\s"',;]+/gi;
+
+/**
+ * A line a runtime's process wrote, as kept for an admin to read: what the agent's log redacts by shape
+ * (Makina's and Hugging Face's tokens, URL credentials and query strings), and a value that follows a
+ * credential's name (`Bearer`, `api_key=`, `token:`, `password=`). A process may print anything: a line is never
+ * known to be clean, only cleaner.
+ */
+export function redactOutputLine(line: string): string {
+  return redactText(line).replace(NAMED_SECRET, "$1[redacted]");
 }

@@ -1,6 +1,6 @@
 import { MakinaError, type Logger, type MachineLog, type StepResult } from "../../proto/index.js";
 import type { ReceivedLoad } from "../link/index.js";
-import type { MachineCarrier, ModelCheck } from "../machines/index.js";
+import { withinReplySize, type MachineCarrier, type ModelCheck } from "../machines/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
 import {
@@ -14,7 +14,6 @@ import {
   readLogReadAsk,
   readLogReadReply,
   readStackMessage,
-  MAX_LOG_LINES,
   type LogReadAsk,
   type LogReadReply,
   SUBJECTS,
@@ -90,7 +89,7 @@ export class BusCarrier implements MachineCarrier {
     const relay = this.remote.get(machineId)?.relayId;
     if (relay === undefined) throw new MakinaError("machine_offline", "No relay holds this machine's link now.");
     const reply = await this.bus.request(SUBJECTS.logReads(relay), { machine: machineId, stack: stackId, after, limit } satisfies LogReadAsk, CHECK_WAIT_MS, relay);
-    const read = readLogReadReply(reply);
+    const read = readLogReadReply(reply, limit);
     if (!read) throw new MakinaError("machine_offline", "The relay holding the machine could not read its log.");
     return read;
   }
@@ -176,7 +175,7 @@ export function serveMachineOperations(bus: FleetBus, relayId: string, here: Mac
     if (asked.stack && stack?.machineId !== asked.machine) return { unknown: true } satisfies LogReadReply;
     try {
       const read = await here.readLog(asked.machine, asked.stack, asked.after, asked.limit);
-      return { lines: read.logLines.slice(0, MAX_LOG_LINES), truncated: read.logTruncated } satisfies LogReadReply;
+      return { lines: withinReplySize(read.logLines.slice(0, asked.limit)), truncated: read.logTruncated } satisfies LogReadReply;
     } catch {
       return { unknown: true } satisfies LogReadReply;
     }

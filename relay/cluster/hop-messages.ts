@@ -1,6 +1,7 @@
 import { EMPTY_STEP_RESULT, MakinaError, type ChatInput, type ErrorReport, type LogLine, type MachineLoad, type StepResult, type TokenEvent, type Usage } from "../../proto/index.js";
 import type { RelayEvent } from "../events/index.js";
 import { cleanLoad } from "../link/index.js";
+import { cleanLog, MAX_LOG_LINES } from "../machines/index.js";
 
 /**
  * The messages relays exchange over NATS (JSON). Subjects:
@@ -258,10 +259,6 @@ export function modelLoadRefusal(err: MakinaError): ModelLoadReply {
   return LOAD_REFUSALS.has(err.code as LoadRefusal) ? { refused: { code: err.code as LoadRefusal, message: err.message } } : { refused: { code: "runtime_unavailable", message: "The relay holding the machine could not do it." } };
 }
 
-/** The most lines one read of a machine's log carries (a reply stays well under the bus's message size). */
-export const MAX_LOG_LINES = 200;
-const MAX_LOG_TEXT = 2000;
-
 /** A read of a machine's log (`stack` "": its own; else that stack's) through the relay holding its link. */
 export interface LogReadAsk {
   machine: string;
@@ -279,12 +276,6 @@ export function readLogReadAsk(m: unknown): LogReadAsk | undefined {
 export type LogReadReply = { lines: LogLine[]; truncated: boolean } | { unknown: true };
 
 /** The lines another relay read, each checked (a count, a time, a level word, a text within bounds); undefined when it could not read them. */
-export function readLogReadReply(m: unknown): { logLines: LogLine[]; logTruncated: boolean } | undefined {
-  if (!isObject(m) || !Array.isArray(m.lines) || m.lines.length > MAX_LOG_LINES) return undefined;
-  const lines: LogLine[] = [];
-  for (const l of m.lines as unknown[]) {
-    if (!isObject(l) || !Number.isSafeInteger(l.seq) || !Number.isSafeInteger(l.timeMs) || typeof l.level !== "string" || !/^[a-z]{1,10}$/.test(l.level) || typeof l.text !== "string") return undefined;
-    lines.push({ seq: l.seq as number, timeMs: l.timeMs as number, level: l.level, text: l.text.slice(0, MAX_LOG_TEXT) });
-  }
-  return { logLines: lines, logTruncated: m.truncated === true };
+export function readLogReadReply(m: unknown, limit: number): { logLines: LogLine[]; logTruncated: boolean } | undefined {
+  return isObject(m) ? cleanLog(m.lines, m.truncated, limit) : undefined;
 }

@@ -41,7 +41,7 @@ export class Activity {
   }
 
   /** The organization's audit log, to its admins (and the operator), newest first (see {@link AuditEventStore.list}). */
-  async audit(actor: Actor, orgRef: string | null | undefined, options: { limit: number; before?: string } & AuditFilter): Promise<AuditEvent[]> {
+  async audit(actor: Actor, orgRef: string | null | undefined, options: { limit: number; before?: string | { at: number; id: string } } & AuditFilter): Promise<AuditEvent[]> {
     const policy = this.c.policy(actor);
     const org = policy.org(orgRef);
     policy.requireAdmin("read the audit log");

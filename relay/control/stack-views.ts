@@ -53,16 +53,16 @@ export type PlanInput = PlanLayers & {
   stackId?: string;
 };
 
-/**
- * What is known of stacks and the machines they run on: a stack's view (its compatibility, its latest
- * deployment), the compatibility of a plan, and the refusal of one that cannot run. The rules are the
- * compatibility room's; the facts come from the model's header, the machine's report and the machine itself.
- */
 /** What a machine said of its file, over what was known of it, when it says more (its KV cache) or nothing else is known. */
 function withMachineFacts(said: ModelFacts, known: ModelFacts): ModelFacts {
   return said.kvBytesPerToken !== null || known.weightsBytes === null ? { ...said, weightsBytes: said.weightsBytes ?? known.weightsBytes } : known;
 }
 
+/**
+ * What is known of stacks and the machines they run on: a stack's view (its compatibility, its latest
+ * deployment), the compatibility of a plan, and the refusal of one that cannot run. The rules are the
+ * compatibility room's; the facts come from the model's header, the machine's report and the machine itself.
+ */
 export class StackViews {
   constructor(private readonly c: ControlContext) {}
 

@@ -2,6 +2,7 @@ import { MakinaError, type MachineLog, type StepResult } from "../../proto/index
 import type { AgentRegistry, AgentSession, ReceivedLoad, MachineLoads } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { MachineCarrier, ModelCheck } from "./machine-carrier.js";
+import { cleanLog } from "./machine-log.js";
 
 /** The deployments run on this relay's links (relay/deploy's runner). */
 export interface LocalDeployments {
@@ -56,7 +57,10 @@ export class LinkCarrier implements MachineCarrier {
     const session = this.registry.get(machineId);
     if (!session || session.state !== "open") throw new MakinaError("machine_offline", "The machine is not linked to this relay.");
     const { logLines, logTruncated } = await session.runCommand(stackId, { kind: "readLog", after, limit }, { idleTimeoutMs: CHECK_IDLE_MS });
-    return { logLines, logTruncated };
+    // What the agent sent is checked as any peer's: so many lines, each a line.
+    const clean = cleanLog(logLines, logTruncated, limit);
+    if (!clean) throw new MakinaError("machine_offline", "The machine answered with something that is not its log.");
+    return clean;
   }
 
   async loadModel(machineId: string, stackId: string, load: boolean, timeoutMs: number): Promise<void> {

@@ -87,12 +87,16 @@ export class AuditEventStore {
 
   /**
    * An organization's events, newest first: at most `limit`, those before the event `before` (its id, from the
-   * previous page) when given, and only those that match what the filter names (see {@link AuditFilter}).
+   * previous page; or its time and id, which hold even once it is pruned: an export's next batch) when given,
+   * and only those that match what the filter names (see {@link AuditFilter}).
    */
-  async list(orgId: string, options: { limit: number; before?: string } & AuditFilter): Promise<AuditEvent[]> {
+  async list(orgId: string, options: { limit: number; before?: string | { at: number; id: string } } & AuditFilter): Promise<AuditEvent[]> {
     let query = this.db.selectFrom("audit_events").selectAll().where("org_id", "=", orgId);
     if (options.before) {
-      const cursor = await this.db.selectFrom("audit_events").select(["at", "id"]).where("id", "=", options.before).where("org_id", "=", orgId).executeTakeFirst();
+      const cursor =
+        typeof options.before === "string"
+          ? await this.db.selectFrom("audit_events").select(["at", "id"]).where("id", "=", options.before).where("org_id", "=", orgId).executeTakeFirst()
+          : options.before;
       if (!cursor) return [];
       query = query.where((eb) => eb.or([eb("at", "<", cursor.at), eb.and([eb("at", "=", cursor.at), eb("id", "<", cursor.id)])]));
     }

@@ -25,9 +25,9 @@ export interface RequestLogEntry {
   /** The `x-request-id` the client got. */
   requestId: string;
   keyId: string | null;
-  /** The model asked for (or the one a router sent it to); empty when the body could not be read. */
   /** The API it called (`chat/completions`, `embeddings`, `responses`, `messages`, `messages/count_tokens`); empty when not known (logged before it was kept). */
   api: string;
+  /** The model asked for (or the one a router sent it to); empty when the body could not be read. */
   model: string;
   stackId: string | null;
   machineId: string | null;

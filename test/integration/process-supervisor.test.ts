@@ -46,6 +46,17 @@ describe("supervising a runtime process", () => {
     return { s, port, states };
   }
 
+  it("tells each line the process writes whole, however its output is cut, and the last one at its exit", async () => {
+    const told: string[] = [];
+    const script = "process.stdout.write('key: mk_li'); setTimeout(() => { process.stdout.write('ve_abc\\nlast words'); setTimeout(() => process.exit(3), 50); }, 100); setInterval(() => {}, 1000);";
+    const s = new ProcessSupervisor({ name: "talker", command: process.execPath, args: ["-e", script], ready: async () => false, probeIntervalMs: 20, maxEarlyExits: 1, backoffMinMs: 10, backoffMaxMs: 20, log: silentLogger(), onOutput: (line) => told.push(line) });
+    supervisors.push(s);
+    await s.start().catch(() => undefined);
+    await vi.waitFor(() => expect(told).toEqual(expect.arrayContaining(["key: mk_live_abc", "last words"])), { timeout: 5000, interval: 20 });
+    // Never in pieces: a token split across two writes is one line (which the stack's log then redacts whole).
+    expect(told.filter((l) => l.includes("mk_"))).toEqual(["key: mk_live_abc"]);
+  });
+
   it("is ready only once the readiness probe passes", async () => {
     const { s, port } = await supervise({ STANDIN_STARTUP_MS: "300" });
     await s.start();

@@ -70,13 +70,13 @@ export function exportRoutes(control: ControlPlane): { [K in ExportRoute]: Strea
       const query = input.query();
       const actions = query.action === undefined ? undefined : AUDIT_ACTIONS.filter((a) => a === query.action || a.startsWith(`${query.action}.`));
       const filter = { actions, actor: query.actor, target: query.target, since: query.since, until: query.until };
-      const read = (before?: string) => control.activity.audit(actor, query.org, { limit: BATCH, before, ...filter });
+      const read = (before?: { at: number; id: string }) => control.activity.audit(actor, query.org, { limit: BATCH, before, ...filter });
       await streamCsv(
         res,
         "audit",
         ["at", "action", "outcome", "actor_kind", "actor_id", "actor_login", "address", "target_kind", "target_id", "target_name", "detail", "id"],
         await read(),
-        (last) => read(last.id),
+        (last) => read({ at: last.at, id: last.id }),
         (e) => csvLine([iso(e.at), e.action, e.outcome, e.actor.kind, e.actor.id, e.actor.login, e.address, e.target?.kind, e.target?.id, e.target?.name, e.detail && JSON.stringify(e.detail), e.id]),
       );
     },

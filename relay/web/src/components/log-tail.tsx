@@ -8,6 +8,8 @@ const POLL_MS = 2000;
 const KEPT = 1000;
 
 type Line = LogPage["lines"][number];
+/** The levels a line is styled by (anything else a machine says is shown as plain). */
+const LEVELS = new Set(["info", "warn", "error", "output"]);
 
 /**
  * The last lines of a machine's log (its agent's, or a stack's runtime's), read over its link and followed while
@@ -27,20 +29,27 @@ export function LogTail({ title, read, testId }: { title: string; read: (after: 
   useEffect(() => {
     if (paused) return;
     let stopped = false;
+    /** One read at a time: a slow one (through another relay) is not asked again meanwhile. */
+    let reading = false;
     const next = async () => {
-      if (document.visibilityState !== "visible") return;
+      if (document.visibilityState !== "visible" || reading) return;
+      reading = true;
       try {
         const page = await read(after.current);
         if (stopped) return;
         setProblem(null);
         setLoaded(true);
-        if (page.truncated && after.current === 0) setTruncated(true);
-        if (page.lines.length > 0) {
+        // Lines were dropped on the machine before this reader got them (a first read, or one after a long pause).
+        if (page.truncated) setTruncated(true);
+        const fresh = page.lines.filter((l) => l.seq > after.current);
+        if (fresh.length > 0) {
           after.current = page.next;
-          setLines((old) => [...old, ...page.lines].slice(-KEPT));
+          setLines((old) => [...old, ...fresh].slice(-KEPT));
         }
       } catch (err) {
         if (!stopped) setProblem((err as ApiError).message);
+      } finally {
+        reading = false;
       }
     };
     void next();
@@ -63,7 +72,7 @@ export function LogTail({ title, read, testId }: { title: string; read: (after: 
         </button>
       </div>
       {problem && <p class="muted small" role="status">{problem}</p>}
-      {truncated && <p class="muted small">Older lines were dropped on the machine: it keeps the last 500.</p>}
+      {truncated && <p class="muted small">Some lines were dropped on the machine before they were read here: it keeps its last 500.</p>}
       {loaded && lines.length === 0 && !problem ? (
         <p class="muted">No lines yet.</p>
       ) : (
@@ -80,9 +89,9 @@ export function LogTail({ title, read, testId }: { title: string; read: (after: 
           }}
         >
           {lines.map((l) => (
-            <div key={l.seq} class={`log-line ${l.level}`}>
+            <span key={l.seq} class={`log-line ${LEVELS.has(l.level) ? l.level : "info"}`}>
               <span class="log-time">{time(l.at)}</span> <span class="log-level">{l.level === "output" ? "out" : l.level}</span> {l.text}
-            </div>
+            </span>
           ))}
         </pre>
       )}

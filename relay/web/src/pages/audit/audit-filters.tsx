@@ -26,6 +26,12 @@ export function keepInAddress(f: AuditFilter): void {
   history.replaceState(history.state, "", location.pathname + (search ? `?${search}` : ""));
 }
 
+/** The local midnight that ends the day `YYYY-MM-DD`. */
+function dayAfter(day: string): Date {
+  const [y, m, d] = day.split("-").map(Number) as [number, number, number];
+  return new Date(y, m - 1, d + 1);
+}
+
 /** The relay's query for a filter: the days as times (the start of `from`, the end of `to`, in the browser's time zone). */
 export function queryOf(f: AuditFilter, actions: (family: string) => string | undefined) {
   return {
@@ -33,7 +39,8 @@ export function queryOf(f: AuditFilter, actions: (family: string) => string | un
     actor: f.actor.trim() || undefined,
     target: f.target.trim() || undefined,
     since: f.from ? new Date(`${f.from}T00:00:00`).toISOString() : undefined,
-    until: f.to ? new Date(new Date(`${f.to}T00:00:00`).getTime() + 86_400_000).toISOString() : undefined,
+    // The start of the day after (a calendar day, 23 or 25 hours long on a clock change).
+    until: f.to ? dayAfter(f.to).toISOString() : undefined,
   };
 }
 

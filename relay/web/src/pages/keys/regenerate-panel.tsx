@@ -72,6 +72,9 @@ export function RegeneratePanel({ apiKey, onClose }: { apiKey: ApiKey; onClose: 
       <p class="muted small">The key gets a new secret; its name, restrictions, limits and use stay. The new secret is shown once.</p>
       <form onSubmit={regenerate}>
         {error && <Notice tone="error">{error}</Notice>}
+        {(apiKey.old_secret_until ?? 0) > Date.now() && (
+          <Notice tone="warn">Its previous secret still works until {new Date(apiKey.old_secret_until!).toLocaleString()}: regenerating now stops that one at once (only the last old secret is kept).</Notice>
+        )}
         <Field id="grace" label="The old secret keeps working" hint="Long enough to move the apps that use it; then it is refused, its holder told why.">
           <select id="grace" style={{ maxWidth: "320px" }} value={grace} onChange={(e) => setGrace(Number(e.currentTarget.value))} aria-describedby="grace-hint">
             {GRACES.map(([s, words]) => (

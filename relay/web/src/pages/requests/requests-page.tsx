@@ -22,7 +22,7 @@ export function RequestsPage() {
   const [fixed, setFixed] = useState(() => {
     const p = new URLSearchParams(location.search);
     const api = p.get("api");
-    return { stack: p.get("stack") ?? undefined, key: p.get("key") ?? undefined, api: api !== null && api in API_WORDS ? (api as keyof typeof API_WORDS) : undefined };
+    return { stack: p.get("stack") ?? undefined, key: p.get("key") ?? undefined, api: api !== null && Object.hasOwn(API_WORDS, api) ? (api as keyof typeof API_WORDS) : undefined };
   });
   const [live, setLive] = useState(true);
   const query = { q: table.q.trim() || undefined, status: table.state ?? undefined, page: table.page, per_page: table.perPage, ...fixed };
