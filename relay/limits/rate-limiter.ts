@@ -127,10 +127,10 @@ export class RateLimiter implements Limiter {
     const used = w?.tokens ?? 0;
     const now = this.now();
     if (key.rpm !== null && w && count >= key.rpm) {
-      throw requestsRefused(key.rpm, count, this.live(w).filter((e) => e.requests === 1)[count - key.rpm]!.at + this.windowMs - now);
+      throw new LimitRefusal(requestsRefused(key.rpm, count, this.live(w).filter((e) => e.requests === 1)[count - key.rpm]!.at + this.windowMs - now), this.headers(key));
     }
     if (key.tpm !== null) {
-      if (estimatedTokens > key.tpm) throw tooLargeRefused(key.tpm, estimatedTokens, this.windowMs);
+      if (estimatedTokens > key.tpm) throw new LimitRefusal(tooLargeRefused(key.tpm, estimatedTokens, this.windowMs), this.headers(key));
       if (w && used + estimatedTokens > key.tpm) {
         let freed = 0;
         let waitMs = this.windowMs;
@@ -141,7 +141,7 @@ export class RateLimiter implements Limiter {
             break;
           }
         }
-        throw tokensRefused(key.tpm, used, estimatedTokens, waitMs);
+        throw new LimitRefusal(tokensRefused(key.tpm, used, estimatedTokens, waitMs), this.headers(key));
       }
     }
     const entry: Entry = { at: now, tokens: estimatedTokens, requests: 1, live: true };
@@ -237,6 +237,19 @@ export function tokensRefused(tpm: number, used: number, estimate: number, waitM
   return new MakinaError("rate_limit_tokens", `Rate limit reached for tokens per minute: limit ${tpm}, used ${used}, requested about ${estimate}. Please try again in ${formatDuration(waitMs)}.`, {
     retryAfterMs: Math.max(1, waitMs),
   });
+}
+
+/**
+ * A 429 of a key's rate limits, with the `x-ratelimit-*` headers of the count that refused it (on several
+ * relays, the shared one): a client pacing itself by the headers reads 0 left, never a count taken before.
+ */
+export class LimitRefusal extends MakinaError {
+  constructor(
+    refused: MakinaError,
+    readonly headers: Record<string, string>,
+  ) {
+    super(refused.code, refused.message, { retryAfterMs: refused.retryAfterMs });
+  }
 }
 
 /** A duration the way the vendor writes reset headers: `17ms`, `1s`, `1.5s`, `6m0s`. */

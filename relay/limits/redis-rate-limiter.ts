@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { MakinaError, type Logger } from "../../proto/index.js";
-import { RateLimiter, rateLimitHeaders, requestsRefused, tokensRefused, tooLargeRefused, type Admission, type KeyLimits, type Limiter } from "./rate-limiter.js";
+import { LimitRefusal, RateLimiter, rateLimitHeaders, requestsRefused, tokensRefused, tooLargeRefused, type Admission, type KeyLimits, type Limiter } from "./rate-limiter.js";
 
 /**
  * The window's bookkeeping, shared by every script: a key's entries leave once older than the window. Per key
@@ -44,10 +44,10 @@ local count = redis.call('ZCARD', req)
 local used = tonumber(redis.call('GET', sum) or '0')
 if rpm >= 0 and count >= rpm then
   local at = redis.call('ZRANGE', req, count - rpm, count - rpm, 'WITHSCORES')
-  return {0, 'requests', tonumber(at[2]) + window - now, count, used, 0}
+  return {0, 'requests', tonumber(at[2]) + window - now, count, used, reset()}
 end
 if tpm >= 0 then
-  if estimate > tpm then return {0, 'too_large', window, count, used, 0} end
+  if estimate > tpm then return {0, 'too_large', window, count, used, reset()} end
   if used + estimate > tpm then
     local wait, freed = window, 0
     local entries = redis.call('ZRANGE', tok, 0, -1, 'WITHSCORES')
@@ -58,7 +58,7 @@ if tpm >= 0 then
         break
       end
     end
-    return {0, 'tokens', wait, count, used, 0}
+    return {0, 'tokens', wait, count, used, reset()}
   end
 end
 redis.call('ZADD', req, now, id)
@@ -208,9 +208,10 @@ export class RedisRateLimiter implements Limiter {
     }
     const [admitted, refusal, waitMs, count, used, resetMs] = answer;
     if (!admitted) {
-      // The same refusals, in the same words, as the in-process limiter.
-      if (refusal === "requests") throw requestsRefused(key.rpm!, count, waitMs);
-      throw refusal === "too_large" ? tooLargeRefused(key.tpm!, estimatedTokens, this.windowMs) : tokensRefused(key.tpm!, used, estimatedTokens, waitMs);
+      // The same refusals, in the same words, as the in-process limiter; its headers are the shared count that refused it.
+      const headers = rateLimitHeaders(key, count, used, resetMs);
+      if (refusal === "requests") throw new LimitRefusal(requestsRefused(key.rpm!, count, waitMs), headers);
+      throw new LimitRefusal(refusal === "too_large" ? tooLargeRefused(key.tpm!, estimatedTokens, this.windowMs) : tokensRefused(key.tpm!, used, estimatedTokens, waitMs), headers);
     }
     // Settles and refunds go out on the same connection as the admission, so Redis runs them in that order.
     let refunded = false;

@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MakinaError, silentLogger } from "../../proto/index.js";
 import { RedisRateLimiter, type KeyLimits } from "../../relay/limits/index.js";
@@ -43,6 +44,8 @@ describe("rate limits kept in Redis", () => {
       expect(err.retryAfterMs).toBeGreaterThan(0);
       expect(err.retryAfterMs).toBeLessThanOrEqual(60_000);
     }
+    // Each refusal's headers are the shared count that refused it: none left, on whichever relay.
+    for (const r of results) if (r.status === "rejected") expect((r.reason as { headers: Record<string, string> }).headers).toMatchObject({ "x-ratelimit-limit-requests": "5", "x-ratelimit-remaining-requests": "0" });
     // Each admission's headers count it: the five saw 4, 3, 2, 1 and 0 left, in some order.
     expect(admitted.map((a) => a.headers["x-ratelimit-remaining-requests"]).sort()).toEqual(["0", "1", "2", "3", "4"]);
     // Any relay reads the same window.
@@ -122,6 +125,28 @@ describe("rate limits kept in Redis", () => {
       expect(await other.headers({ id, rpm: 2, tpm: null })).toMatchObject({ "x-ratelimit-remaining-requests": "0" });
       await expect(other.admit({ id, rpm: 2, tpm: null }, 10)).rejects.toMatchObject({ code: "rate_limit_requests" });
       expect(await health()).toEqual({ status: "ok" });
+    });
+
+    it("answers a 429 with the headers of the count that refused it, not of one read before another relay admitted more", async () => {
+      const { id, key: apiKey } = await newKey(2);
+      // The request's headers arrive; its body waits while another relay admits the key's two requests.
+      const answer = new Promise<{ status: number; remaining: string | undefined }>((resolve, reject) => {
+        const url = new URL(`${gw.baseURL}/chat/completions`);
+        const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" } }, (res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, remaining: res.headers["x-ratelimit-remaining-requests"] as string | undefined });
+        });
+        req.on("error", reject);
+        req.write('{"model": "stories", ');
+        setTimeout(() => {
+          void (async () => {
+            const other = await relayLimiter();
+            for (let i = 0; i < 2; i++) await other.admit({ id, rpm: 2, tpm: null }, 10);
+            req.end('"messages": [{"role": "user", "content": "Once"}], "max_tokens": 2}');
+          })().catch(reject);
+        }, 300);
+      });
+      expect(await answer).toEqual({ status: 429, remaining: "0" });
     });
 
     it("applies limits on its own while Redis is down, says so in /health, and shares them again once it is back", async () => {

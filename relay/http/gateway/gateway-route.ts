@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { MAX_EMBED_INPUTS, MakinaError, type Logger, type TokenEvent, type ToolCall } from "../../../proto/index.js";
 import { admitApiKey, identifyApiKey } from "../../keys/index.js";
-import type { Limiter, RefusalBudget } from "../../limits/index.js";
+import { LimitRefusal, type Admission, type Limiter, type RefusalBudget } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
 import { PooledBase62 } from "../../ids/index.js";
 import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory, type InferenceTarget, type PlannableRequest } from "../../routing/index.js";
@@ -48,6 +48,23 @@ export interface GatewayDeps {
   inFlight: RequestsInFlight;
 }
 
+/**
+ * The key's admission, or its refusal with the `x-ratelimit-*` headers of the count that refused it (replacing
+ * those read before its body came: other requests, on this relay or another, may have been counted since).
+ */
+function admitWithHeaders(limiter: Limiter, key: Parameters<Limiter["admit"]>[0], estimate: number, res: ServerResponse): Admission | Promise<Admission> {
+  const refused = (err: unknown) => {
+    if (err instanceof LimitRefusal) setHeaders(res, err.headers);
+    throw err;
+  };
+  try {
+    const admitted = limiter.admit(key, estimate);
+    return admitted instanceof Promise ? admitted.catch(refused) : admitted;
+  } catch (err) {
+    return refused(err);
+  }
+}
+
 /** The place of a request whose machine's relay applies its admission. */
 const ADMITTED_ELSEWHERE: Admitted = { release: () => undefined };
 
@@ -91,8 +108,7 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   // Metrics name only models that exist: a model id the client made up is not a series of its own.
   ledger.planned({ model, stackId: stack.id, machineId: stack.machineId, metered: codec.metered !== false });
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
-  const admitted = deps.limiter.admit(key, codec.metered === false ? 0 : estimatedTokens);
-  const admission = admitted instanceof Promise ? await admitted : admitted;
+  const admission = await admitWithHeaders(deps.limiter, key, codec.metered === false ? 0 : estimatedTokens, res);
   ledger.admitted(admission);
   setHeaders(res, admission.headers);
   const { stream: streamed } = request.input;
