@@ -1,4 +1,4 @@
-import type { CommandModule } from "yargs";
+import type { Argv, CommandModule } from "yargs";
 import type { LoggedRequest, RequestDetail } from "../../../relay/admin-contract/index.js";
 import { adminCall, adminExport } from "../../admin-client.js";
 import { print, table } from "../../output.js";
@@ -6,6 +6,17 @@ import { adminOptions, target, when, type AdminArgs } from "./common.js";
 
 const ms = (n: number | null) => (n === null ? "-" : `${n} ms`);
 const keyOf = (r: LoggedRequest) => r.key_name ?? r.key_id ?? "-";
+
+/** The request log's filters, which `list` and `export` share. */
+const filters = <T>(b: Argv<T>) =>
+  b
+    .option("org", { type: "string", demandOption: true })
+    .option("stack", { type: "string", describe: "Only this stack's (its id)" })
+    .option("key", { type: "string", describe: "Only this key's (its id)" })
+    .option("model", { type: "string", describe: "Only requests for this model id" })
+    .option("status", { type: "string", describe: "ok, error, 2xx, 4xx, 5xx, or one HTTP status (429)" })
+    .option("q", { type: "string", describe: "A request id, or part of a model's name" })
+    .option("api", { type: "string", describe: "Only this API's: chat/completions, embeddings, responses, messages, messages/count_tokens" });
 
 export const requestCommand: CommandModule = {
   command: "request <command>",
@@ -17,14 +28,7 @@ export const requestCommand: CommandModule = {
         describe: "List an organization's requests, newest first",
         builder: (b) =>
           adminOptions(
-            b
-              .option("org", { type: "string", demandOption: true })
-              .option("stack", { type: "string", describe: "Only this stack's (its id)" })
-              .option("key", { type: "string", describe: "Only this key's (its id)" })
-              .option("model", { type: "string", describe: "Only requests for this model id" })
-              .option("status", { type: "string", describe: "ok, error, 2xx, 4xx, 5xx, or one HTTP status (429)" })
-              .option("q", { type: "string", describe: "A request id, or part of a model's name" })
-              .option("api", { type: "string", describe: "Only this API's: chat/completions, embeddings, responses, messages, messages/count_tokens" })
+            filters(b)
               .option("page", { type: "number", default: 1 })
               .option("per-page", { type: "number", default: 50, describe: "Requests per page (1 to 500)" }),
           ),
@@ -66,16 +70,7 @@ export const requestCommand: CommandModule = {
         command: "export",
         describe: "Write an organization's requests as CSV to stdout, newest first (the same filters as list)",
         builder: (b) =>
-          adminOptions(
-            b
-              .option("org", { type: "string", demandOption: true })
-              .option("stack", { type: "string", describe: "Only this stack's (its id)" })
-              .option("key", { type: "string", describe: "Only this key's (its id)" })
-              .option("model", { type: "string", describe: "Only requests for this model id" })
-              .option("status", { type: "string", describe: "ok, error, 2xx, 4xx, 5xx, or one HTTP status (429)" })
-              .option("q", { type: "string", describe: "A request id, or part of a model's name" })
-              .option("api", { type: "string", describe: "Only this API's: chat/completions, embeddings, responses, messages, messages/count_tokens" }),
-          ),
+          adminOptions(filters(b)),
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs & { org: string; stack?: string; key?: string; model?: string; status?: string; q?: string; api?: string };
           await adminExport(target(a), "GET /admin/v1/requests.csv", { org: a.org, stack: a.stack, key: a.key, model: a.model, status: a.status as never, q: a.q, api: a.api as never }, process.stdout);

@@ -53,16 +53,18 @@ export interface GatewayDeps {
  * those read before its body came: other requests, on this relay or another, may have been counted since).
  */
 function admitWithHeaders(limiter: Limiter, key: Parameters<Limiter["admit"]>[0], estimate: number, res: ServerResponse): Admission | Promise<Admission> {
-  const refused = (err: unknown) => {
-    if (err instanceof LimitRefusal) setHeaders(res, err.headers);
-    throw err;
-  };
   try {
     const admitted = limiter.admit(key, estimate);
-    return admitted instanceof Promise ? admitted.catch(refused) : admitted;
+    return admitted instanceof Promise ? admitted.catch((err: unknown) => refusedWith(res, err)) : admitted;
   } catch (err) {
-    return refused(err);
+    return refusedWith(res, err);
   }
+}
+
+/** Rethrows a refusal of the limits after setting the headers of the count that refused it. */
+function refusedWith(res: ServerResponse, err: unknown): never {
+  if (err instanceof LimitRefusal) setHeaders(res, err.headers);
+  throw err;
 }
 
 /** The place of a request whose machine's relay applies its admission. */

@@ -1,13 +1,13 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import type { ApiKey, MachineChoice, NewApiKey, StackChoice } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
-import { CopyBlock } from "../../components/copy-button.js";
 import { describedBy, Field } from "../../components/field.js";
 import { plural } from "../../components/format.js";
 import { MultiSelect } from "../../components/multi-select.js";
 import { Notice } from "../../components/notice.js";
 import { FormActions } from "../../components/form-actions.js";
+import { NewSecret } from "./new-secret.js";
 import { useEscape } from "../../components/use-escape.js";
 
 /** `YYYY-MM-DD` of a time, in the browser's time zone (what a date input shows). */
@@ -48,10 +48,6 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
   const [typed, setTyped] = useState<{ rpm: string | null; tpm: string | null }>({ rpm: null, tpm: null });
   // Escape closes the form (not while it is being sent); the new key's panel stays until Done, its secret copied.
   useEscape(onClose, !busy && !created);
-  const newKeyTitle = useRef<HTMLHeadingElement>(null);
-  useEffect(() => {
-    if (created?.key) newKeyTitle.current?.focus();
-  }, [created]);
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -79,21 +75,7 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
   };
 
   if (created?.key) {
-    return (
-      <section class="card panel" aria-labelledby="new-key-title" data-testid="new-key">
-        {/* Focused when it appears: a screen reader says it, and the keyboard is where the secret is. */}
-        <h2 id="new-key-title" tabIndex={-1} ref={newKeyTitle}>
-          Your new key{created.name ? `: ${created.name}` : ""}
-        </h2>
-        <Notice tone="warn">Copy it now. It is shown this once; Makina keeps only its hash.</Notice>
-        <CopyBlock text={created.key} label="Copy key" testId="new-key-secret" />
-        <div class="form-actions">
-          <button type="button" class="button primary" onClick={onClose}>
-            Done
-          </button>
-        </div>
-      </section>
-    );
+    return <NewSecret id="new-key-title" title={`Your new key${created.name ? `: ${created.name}` : ""}`} secret={created.key} testId="new-key" onDone={onClose} />;
   }
   const err = (param: string) => (param === "rpm" || param === "tpm" ? typed[param] : null) ?? (error?.param === param ? error.message : null);
   const title = editing ? `Edit key ${editing.name ?? `${editing.prefix}…`}` : "Create an API key";

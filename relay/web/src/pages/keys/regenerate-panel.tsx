@@ -1,9 +1,9 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import type { ApiKey, NewApiKey } from "../../api/types.js";
 import { useApp } from "../../app-context.js";
-import { CopyBlock } from "../../components/copy-button.js";
 import { Field } from "../../components/field.js";
+import { NewSecret } from "./new-secret.js";
 import { Notice } from "../../components/notice.js";
 import { useEscape } from "../../components/use-escape.js";
 
@@ -26,11 +26,7 @@ export function RegeneratePanel({ apiKey, onClose }: { apiKey: ApiKey; onClose: 
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [made, setMade] = useState<NewApiKey | null>(null);
-  const title = useRef<HTMLHeadingElement>(null);
   useEscape(onClose, !busy && !made);
-  useEffect(() => {
-    if (made) title.current?.focus();
-  }, [made]);
   const name = apiKey.name ?? `${apiKey.prefix}…`;
   const regenerate = async (e: Event) => {
     e.preventDefault();
@@ -47,23 +43,13 @@ export function RegeneratePanel({ apiKey, onClose }: { apiKey: ApiKey; onClose: 
   if (made) {
     const until = made.old_secret_until ?? 0;
     return (
-      <section class="card panel" aria-labelledby="regenerated-title" data-testid="regenerated-key">
-        <h2 id="regenerated-title" tabIndex={-1} ref={title}>
-          The new secret of {name}
-        </h2>
-        <Notice tone="warn">Copy it now. It is shown this once; Makina keeps only its hash.</Notice>
-        <CopyBlock text={made.key} label="Copy key" testId="new-key-secret" />
+      <NewSecret id="regenerated-title" title={`The new secret of ${name}`} secret={made.key} testId="regenerated-key" onDone={onClose}>
         <p class="small" data-testid="old-secret-until">
           {until > (made.regenerated_at ?? 0)
             ? `The old secret keeps working until ${new Date(until).toLocaleString()}, then stops: move its apps to the new one before then.`
             : "The old secret has stopped working."}
         </p>
-        <div class="form-actions">
-          <button type="button" class="button primary" onClick={onClose}>
-            Done
-          </button>
-        </div>
-      </section>
+      </NewSecret>
     );
   }
   return (
