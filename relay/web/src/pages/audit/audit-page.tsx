@@ -18,6 +18,9 @@ const FAMILIES = [
   ["org", "Organization"],
 ] as const;
 
+/** Events a page shows at once: a phone shows each as a card a screen tall, so fewer there. */
+const PAGE_SIZE = () => (matchMedia("(max-width: 860px)").matches ? 15 : 50);
+
 /** Every action in words (an action the relay records and this table misses fails the type check). */
 const ACTIONS: Record<AuditAction, string> = {
   sign_in: "Signed in",
@@ -74,7 +77,7 @@ export function AuditPage() {
     setLoading(true);
     setError(null);
     try {
-      const page = await client.call("GET /admin/v1/audit", { query: { ...query, action: query.action as never, limit: 50, before: before ?? undefined } });
+      const page = await client.call("GET /admin/v1/audit", { query: { ...query, action: query.action as never, limit: PAGE_SIZE(), before: before ?? undefined } });
       setEvents((old) => (append && old ? [...old, ...page.data] : page.data));
       setNext(page.next);
     } catch (err) {

@@ -33,7 +33,7 @@ export function RequestStats({ figures: f, runtimeSpeed = false }: { figures: Re
         tone={f.error_rate !== null && f.error_rate >= 0.05 ? "bad" : f.error_rate ? "warn" : undefined}
         testId="stat-errors"
       />
-      <Stat label="Latency, median" value={formatLatency(f.p50_ms)} note={`p95 ${formatLatency(f.p95_ms)} · answered, last hour`} testId="stat-latency" />
+      <Stat label="Latency, median" value={formatLatency(f.p50_ms)} note={f.p95_ms === null ? "answered, last hour" : `p95 ${formatLatency(f.p95_ms)} · answered, last hour`} testId="stat-latency" />
       {runtimeSpeed && (
         <Stat
           label="Runtime speed"
