@@ -2,6 +2,7 @@ import { join, resolve } from "node:path";
 import { clusterProblems, openBusProblem } from "./cluster-config.js";
 import { printedAddressProblems, secretsKeyProblems } from "./config-checks.js";
 
+import { TIER_AGING_MS } from "../proto/index.js";
 import type { RelayConfig } from "./relay-config.js";
 
 export type { RelayConfig };
@@ -51,6 +52,8 @@ const ENV: Record<keyof RelayConfig, string> = {
   maxInFlightPerMachine: "MAKINA_MAX_IN_FLIGHT_PER_MACHINE",
   maxQueuePerStack: "MAKINA_MAX_QUEUE_PER_STACK",
   queueTimeoutMs: "MAKINA_QUEUE_TIMEOUT_MS",
+  flexQueueTimeoutMs: "MAKINA_FLEX_QUEUE_TIMEOUT_MS",
+  queueAgingMs: "MAKINA_QUEUE_AGING_MS",
   streamIdleTimeoutMs: "MAKINA_STREAM_IDLE_TIMEOUT_MS",
   eventsKeepaliveMs: "MAKINA_EVENTS_KEEPALIVE_MS",
   auditRetentionDays: "MAKINA_AUDIT_RETENTION_DAYS",
@@ -107,6 +110,8 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   maxInFlightPerMachine: 256,
   maxQueuePerStack: 256,
   queueTimeoutMs: 30_000,
+  flexQueueTimeoutMs: 600_000,
+  queueAgingMs: TIER_AGING_MS,
   streamIdleTimeoutMs: 60_000,
   eventsKeepaliveMs: 15_000,
   auditRetentionDays: 365,
@@ -236,6 +241,8 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     maxInFlightPerMachine: int("maxInFlightPerMachine", 1, 1_000_000),
     maxQueuePerStack: int("maxQueuePerStack", 0, 1_000_000),
     queueTimeoutMs: int("queueTimeoutMs", 1, 3_600_000),
+    flexQueueTimeoutMs: int("flexQueueTimeoutMs", 1, 24 * 3_600_000),
+    queueAgingMs: int("queueAgingMs", 1, 3_600_000),
     streamIdleTimeoutMs: int("streamIdleTimeoutMs", 100, 24 * 3_600_000),
     eventsKeepaliveMs: int("eventsKeepaliveMs", 100, 3_600_000),
     auditRetentionDays: int("auditRetentionDays", 1, 36_500),

@@ -152,8 +152,12 @@ export interface RelayConfig {
   readonly maxInFlightPerMachine: number;
   /** Requests that may wait for a stack; more get 503 at once. @default 256 */
   readonly maxQueuePerStack: number;
-  /** Longest wait in a stack's queue before 503, ms. @default 30000 */
+  /** Longest wait in a stack's queue before 503, ms (`priority` and `default` requests). @default 30000 */
   readonly queueTimeoutMs: number;
+  /** Longest wait in a stack's queue of a `flex` request, ms. @default 600000 */
+  readonly flexQueueTimeoutMs: number;
+  /** A request waiting in a queue is ranked one service tier higher per this many ms waited (no tier starves). @default 30000 */
+  readonly queueAgingMs: number;
   /** The most stacks one organization may have (a tenant cannot grow the relays' memory and work without end). @default 10000 */
   readonly maxStacksPerOrg: number;
   /** The most keys (not revoked) one person may have made; the operator's admin token is not counted. @default 1000 */

@@ -1,4 +1,4 @@
-import { EMPTY_STEP_RESULT, type AgentToRelay, type ChatInput, type ChatMessage, type DeployStep, type RelayToAgent, type ResponseFormat, type ToolChoice } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, FAIR_SHARE_KEY_MAX, isServiceTier, type AgentToRelay, type ChatInput, type ChatMessage, type DeployStep, type RelayToAgent, type ResponseFormat, type ToolChoice } from "../../proto/index.js";
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
 type WireChatMessage = Extract<RelayMessage["body"], { $case: "infer" }>["value"]["messages"][number];
@@ -17,9 +17,12 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
   const body = message.body;
   switch (body?.$case) {
     case "infer": {
-      const { requestId, stackId, initialCredit, responseFormat, toolChoice, parallelToolCalls, messages, ...rest } = body.value;
+      const { requestId, stackId, initialCredit, responseFormat, toolChoice, parallelToolCalls, messages, serviceTier, fairShareKey, ...rest } = body.value;
       // A response format or tool choice this agent does not know is refused by the runtime, never dropped.
       const input: ChatInput = { ...rest, messages: messages.map(chatMessage), ...(responseFormat ? { responseFormat: responseFormat as ResponseFormat } : {}) };
+      // A tier this agent does not know is served as `default`; the turn's key is an id, cut to an id's length.
+      if (isServiceTier(serviceTier)) input.serviceTier = serviceTier;
+      if (fairShareKey) input.fairShareKey = fairShareKey.slice(0, FAIR_SHARE_KEY_MAX);
       if (toolChoice) input.toolChoice = toolChoice as ToolChoice;
       if (parallelToolCalls !== undefined) input.parallelToolCalls = parallelToolCalls;
       return { type: "infer", requestId, stackId, credit: initialCredit, input };

@@ -413,6 +413,16 @@ export interface InferenceRequest {
    * nothing: the answer is `InferenceEnd` alone, with the count as `prompt_tokens`.
    */
   countOnly: boolean;
+  /**
+   * The request's service tier ("priority", "default", "flex"): the order in which it takes a free context
+   * sequence, and vLLM's `priority`; empty means "default".
+   */
+  serviceTier: string;
+  /**
+   * Whose turn the request takes among requests of its tier (an API key's id; never its secret); empty: the
+   * turn shared by every request without one.
+   */
+  fairShareKey: string;
 }
 
 /** One input of an embeddings request: a text, or the model's token ids. */
@@ -3866,6 +3876,8 @@ function createBaseInferenceRequest(): InferenceRequest {
     embed: [],
     dimensions: 0,
     countOnly: false,
+    serviceTier: "",
+    fairShareKey: "",
   };
 }
 
@@ -3933,6 +3945,12 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     }
     if (message.countOnly !== false) {
       writer.uint32(168).bool(message.countOnly);
+    }
+    if (message.serviceTier !== "") {
+      writer.uint32(178).string(message.serviceTier);
+    }
+    if (message.fairShareKey !== "") {
+      writer.uint32(186).string(message.fairShareKey);
     }
     return writer;
   },
@@ -4118,6 +4136,22 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
             message.countOnly = reader.bool();
             continue;
           }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.serviceTier = reader.string();
+            continue;
+          }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.fairShareKey = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4211,6 +4245,16 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
         : isSet(object.count_only)
         ? globalThis.Boolean(object.count_only)
         : false,
+      serviceTier: isSet(object.serviceTier)
+        ? globalThis.String(object.serviceTier)
+        : isSet(object.service_tier)
+        ? globalThis.String(object.service_tier)
+        : "",
+      fairShareKey: isSet(object.fairShareKey)
+        ? globalThis.String(object.fairShareKey)
+        : isSet(object.fair_share_key)
+        ? globalThis.String(object.fair_share_key)
+        : "",
     };
   },
 
@@ -4279,6 +4323,12 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     if (message.countOnly !== false) {
       obj.countOnly = message.countOnly;
     }
+    if (message.serviceTier !== "") {
+      obj.serviceTier = message.serviceTier;
+    }
+    if (message.fairShareKey !== "") {
+      obj.fairShareKey = message.fairShareKey;
+    }
     return obj;
   },
 
@@ -4310,6 +4360,8 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     message.embed = object.embed?.map((e) => EmbedInput.fromPartial(e)) || [];
     message.dimensions = object.dimensions ?? 0;
     message.countOnly = object.countOnly ?? false;
+    message.serviceTier = object.serviceTier ?? "";
+    message.fairShareKey = object.fairShareKey ?? "";
     return message;
   },
 };

@@ -2,6 +2,7 @@
 // the edge: a codec on each side (agent/link/agent-link-codec.ts, relay/link/relay-link-codec.ts) turns
 // them into these, and an in-process link (relay and agent in one process, as `makina up` runs them)
 // passes these as they are, with nothing encoded. Fields mean what agent_link.proto documents.
+import type { ServiceTier } from "../flow/service-tier.js";
 
 /** Tokens a request used. */
 export interface Usage {
@@ -121,6 +122,10 @@ export interface ChatInput {
   dimensions?: number;
   /** Count the prompt's tokens and generate nothing: the runtime yields `end` alone, with the count as `promptTokens`. */
   countOnly?: boolean;
+  /** The tier the request is served at: the order in which it takes a free sequence (and vLLM's `priority`); absent: `default`. */
+  serviceTier?: ServiceTier;
+  /** Whose turn it takes among requests of its tier: its key's id (never the secret); absent: a turn shared by all such. */
+  fairShareKey?: string;
 }
 
 /** Any JSON object, or JSON valid against a schema (OpenAI's `json_schema`, whose schema travels as JSON text). */

@@ -2,6 +2,10 @@ import { z } from "zod";
 import { answer, route } from "./route.js";
 import { futureTime, idList, must, nameText, orgRef, positiveInt } from "./fields.js";
 import { listQuery, type Page } from "./list.js";
+import { SERVICE_TIERS, type ServiceTier } from "../../proto/flow/service-tier.js";
+
+/** A key's service tier: the most its requests may ask (`priority` before `default` before `flex`). */
+const serviceTier = () => z.enum(SERVICE_TIERS, must(`one of ${SERVICE_TIERS.join(", ")}`));
 
 /** An API key as admins see it: never its secret. */
 export interface ApiKey {
@@ -31,6 +35,11 @@ export interface ApiKey {
   expires_at: number | null;
   /** Since when it is blocked; null: it is not. */
   blocked_at: number | null;
+  /**
+   * The most its requests may ask of the service tiers (`priority`, `default`, `flex`): a request that asks none
+   * (or `auto`) is served at it, one that asks more is refused 403.
+   */
+  service_tier: ServiceTier;
   /** When its secret was last made again; null: never. */
   regenerated_at: number | null;
   /** Until when its old secret (the one before `regenerated_at`) still works; null: there is none. */
@@ -54,10 +63,10 @@ export const KEY_SORTS = ["name", "state", "created_at", "last_used_at", "expire
 export const KEY_ROUTES = {
   /** The organization's keys, a page at a time: searched in names, prefixes and ids. */
   "GET /admin/v1/keys": route({ query: z.strictObject({ org: orgRef(), ...listQuery(KEY_SORTS, ["active", "revoked", "blocked", "expired"] as const) }), response: answer<Page<ApiKeyWithUsage>>() }),
-  /** Makes a key, optionally limited to stacks and machines and with its own rates. */
+  /** Makes a key, optionally limited to stacks and machines, with its own rates and service tier (members: `default` or `flex`). */
   "POST /admin/v1/keys": route({
     status: 201,
-    body: z.strictObject({ org: orgRef(), name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime() }),
+    body: z.strictObject({ org: orgRef(), name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime(), service_tier: serviceTier().optional() }),
     response: answer<NewApiKey>(),
   }),
   /**
@@ -66,7 +75,7 @@ export const KEY_ROUTES = {
    * request, on every relay.
    */
   "PATCH /admin/v1/keys/:id": route({
-    body: z.strictObject({ name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime() }),
+    body: z.strictObject({ name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime(), service_tier: serviceTier().optional() }),
     response: answer<ApiKey>(),
   }),
   /** Revokes a key (admins, or the member who made it): refused from the next request on. */

@@ -54,6 +54,8 @@ export async function joinFleet(options: {
   log: Logger;
   /** The longest a request waits in an admission queue (a request crossing relays may wait in the other's). */
   queueTimeoutMs?: number;
+  /** The longest a `flex` request waits in one. */
+  flexQueueTimeoutMs?: number;
   /** The secret the relays on one database share: it seals their messages on NATS and their direct connections. */
   secret: string;
   /** A NATS credentials file (JWT and NKey seed) to authenticate to NATS with. */
@@ -83,7 +85,7 @@ export async function joinFleet(options: {
       reconnected: () => parts.s?.announce(true),
     },
   });
-  const r = (parts.r = new RemoteMachines(bus, relayId, log, options.queueTimeoutMs));
+  const r = (parts.r = new RemoteMachines(bus, relayId, log, options.queueTimeoutMs, options.flexQueueTimeoutMs));
   let peers: PeerLinks | undefined;
   if (options.peer) {
     const origins = new WeakSet<PeerConnection>();

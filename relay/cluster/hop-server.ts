@@ -1,4 +1,4 @@
-import { MakinaError, toErrorReport, type Logger, type Usage } from "../../proto/index.js";
+import { FAIR_SHARE_KEY_MAX, isServiceTier, MakinaError, toErrorReport, type Logger, type Usage } from "../../proto/index.js";
 import { assertEncodable, type AgentRegistry } from "../link/index.js";
 import type { AdmissionGate, Admitted } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
@@ -195,7 +195,10 @@ export class HopServer {
       if (!session || session.state !== "open") throw new MakinaError("machine_offline", "Every machine serving this model is offline.", { retryAfterMs: 5000 });
       // Checked by the relay that took it from its client; checked here too, as the link would end over it.
       assertEncodable(request.input);
-      place = gate.tryEnter(request.stack, request.machine) ?? (await gate.wait(request.stack, request.machine, signal));
+      // In the order of the tier and key the relay that took it from its client said (a tier not known: `default`).
+      const { serviceTier, fairShareKey } = request.input;
+      const ask = { tier: isServiceTier(serviceTier) ? serviceTier : ("default" as const), owner: typeof fairShareKey === "string" ? fairShareKey.slice(0, FAIR_SHARE_KEY_MAX) : "" };
+      place = gate.tryEnter(request.stack, request.machine) ?? (await gate.wait(request.stack, request.machine, signal, ask));
       // Checked again with nothing awaited before the request starts on the link: from here its usage always comes.
       if (session.state !== "open") throw new MakinaError("machine_offline", "Every machine serving this model is offline.", { retryAfterMs: 5000 });
       const events = session.infer(request.stack, request.input, {

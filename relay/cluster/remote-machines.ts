@@ -98,6 +98,8 @@ export class RemoteMachines {
     private readonly log: Logger,
     /** The longest a request may wait in the serving relay's admission queue. */
     private readonly queueTimeoutMs = 30_000,
+    /** The longest a `flex` request may wait there. */
+    private readonly flexQueueTimeoutMs = 600_000,
   ) {
     bus.subscribe(SUBJECTS.machines, (m, subject, sender) => {
       const snapshot = readSnapshot(m);
@@ -171,7 +173,7 @@ export class RemoteMachines {
     const firstTokenTimeoutMs = options.firstTokenTimeoutMs ?? 120_000;
     const silence = setTimeout(() => {
       if (!call.pending.started) call.pending.fail(new MakinaError("runtime_unavailable", "The relay holding this machine's link did not answer in time.", { retryAfterMs: 5000 }));
-    }, firstTokenTimeoutMs + this.queueTimeoutMs + 5000);
+    }, firstTokenTimeoutMs + (input.serviceTier === "flex" ? this.flexQueueTimeoutMs : this.queueTimeoutMs) + 5000);
     silence.unref();
     try {
       if (signal?.aborted) onAbort();

@@ -1,4 +1,4 @@
-import { MakinaError } from "../../proto/index.js";
+import { MakinaError, type ServiceTier } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import { createApiKey, publicKey, regenerateApiKey, type NewApiKey, type PublicApiKey } from "../keys/index.js";
 import type { ApiKeyChanges, KeyPageAsk, Organization } from "../store/index.js";
@@ -51,6 +51,7 @@ export class Keys {
     const org = policy.org(orgRef);
     if (!policy.isAdmin) withinOrgDefaults(input, org);
     const options = {
+      serviceTier: input.serviceTier ?? "default",
       name: input.name ?? null,
       stackIds: input.stackIds ?? null,
       machineIds: input.machineIds ?? null,
@@ -67,7 +68,7 @@ export class Keys {
     const created = await createApiKey(this.c.store, { ...options, orgId: org.id });
     this.c.events.emit({ type: "key", orgId: org.id, keyId: created.record.id });
     const r = created.record;
-    await this.c.record(actor, { orgId: org.id, action: "key.created", target: target(r), detail: { rpm: r.rpm, tpm: r.tpm, stacks: r.stackIds, machines: r.machineIds, expires_at: r.expiresAt } });
+    await this.c.record(actor, { orgId: org.id, action: "key.created", target: target(r), detail: { rpm: r.rpm, tpm: r.tpm, stacks: r.stackIds, machines: r.machineIds, expires_at: r.expiresAt, service_tier: r.serviceTier } });
     return { key: created.key, record: onWire(r, Date.now()) };
   }
 
@@ -83,13 +84,15 @@ export class Keys {
     const org = policy.org(key.orgId);
     if (!policy.isAdmin && key.createdBy !== policy.userId) throw new MakinaError("permission_denied", "Members can change only the keys they created.");
     const edit = given(input);
-    if (!policy.isAdmin) withinOrgDefaults(edit, org);
+    // A key an admin gave the priority tier keeps it when its member edits the rest.
+    if (!policy.isAdmin) withinOrgDefaults({ ...edit, serviceTier: edit.serviceTier === key.serviceTier ? undefined : edit.serviceTier }, org);
     const asked: ApiKeyChanges = {
       ...(edit.name !== undefined && { name: edit.name }),
       ...(edit.stackIds !== undefined && { stackIds: edit.stackIds?.length ? edit.stackIds : null }),
       ...(edit.machineIds !== undefined && { machineIds: edit.machineIds?.length ? edit.machineIds : null }),
       ...(edit.rpm !== undefined && { rpm: edit.rpm }),
       ...(edit.tpm !== undefined && { tpm: edit.tpm }),
+      ...(edit.serviceTier !== undefined && edit.serviceTier !== null && { serviceTier: edit.serviceTier }),
       // The expiry it has already may be past: sent back as it is, it is no change, not a refusal.
       ...(edit.expiresAt !== undefined && { expiresAt: edit.expiresAt === key.expiresAt ? key.expiresAt : inFuture(edit.expiresAt) }),
     };
@@ -187,15 +190,17 @@ function inFuture(at: number | null | undefined): number | null {
 
 /** A key's changes in the admin API's words, for the audit log. */
 function wireNames(changes: ApiKeyChanges): Record<string, unknown> {
-  const names: Record<string, string> = { name: "name", stackIds: "stack_ids", machineIds: "machine_ids", rpm: "rpm", tpm: "tpm", expiresAt: "expires_at" };
+  const names: Record<string, string> = { name: "name", stackIds: "stack_ids", machineIds: "machine_ids", rpm: "rpm", tpm: "tpm", expiresAt: "expires_at", serviceTier: "service_tier" };
   return Object.fromEntries(Object.entries(changes).map(([field, value]) => [names[field] ?? field, value]));
 }
 
 /**
- * A member's key allows no more than the organization's default limits (where it has them): a member cannot
- * give itself more than an admin set for everyone. Left unset, a limit is the default.
+ * A member's key allows no more than the organization's default limits (where it has them), and no more than the
+ * `default` service tier: a member cannot give itself more than an admin set for everyone. Left unset, a limit is
+ * the default.
  */
-function withinOrgDefaults(input: { rpm?: number | null; tpm?: number | null }, org: Organization): void {
+function withinOrgDefaults(input: { rpm?: number | null; tpm?: number | null; serviceTier?: ServiceTier | null }, org: Organization): void {
+  if (input.serviceTier === "priority") throw new MakinaError("permission_denied", "Only an admin can give a key the priority service tier.", { param: "service_tier" });
   for (const [param, asked, most, what] of [
     ["rpm", input.rpm, org.defaultKeyRpm, "requests a minute"],
     ["tpm", input.tpm, org.defaultKeyTpm, "tokens a minute"],

@@ -1,4 +1,4 @@
-import { MakinaError } from "../../proto/index.js";
+import { MakinaError, type ServiceTier } from "../../proto/index.js";
 import type { ApiKeyRecord, Store } from "../store/index.js";
 import { bearerToken } from "./bearer-token.js";
 import { hashSecret, hashesEqual, maskSecret, newSecret } from "./secrets.js";
@@ -17,6 +17,8 @@ export interface NewApiKey {
   createdBy?: string | null;
   /** When it stops working (ms since the epoch); absent or `null`: never. */
   expiresAt?: number | null;
+  /** The most its requests may ask of the service tiers; absent: `default`. */
+  serviceTier?: ServiceTier;
 }
 
 /** A key as shown to admins: never a secret or its hash. */
@@ -54,6 +56,7 @@ export async function createApiKey(store: Store, input: NewApiKey): Promise<{ ke
     tpm: input.tpm ?? null,
     createdBy: input.createdBy ?? null,
     expiresAt: input.expiresAt ?? null,
+    serviceTier: input.serviceTier ?? "default",
   });
   return { key, record: publicKey(record) };
 }

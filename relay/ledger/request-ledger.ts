@@ -72,6 +72,8 @@ export class RequestLedger {
   /** The request log's entry, waiting for the runtime's count (the response closed before it came). */
   private pendingLog: (() => void) | undefined;
   private isClosed = false;
+  /** The tier it is served at, once planned. */
+  private serviceTier = "";
   private readonly startedAt: number;
   private readonly metricsDone: ReturnType<RelayMetrics["started"]>;
 
@@ -102,7 +104,8 @@ export class RequestLedger {
    * Where it runs: the model that answers (a router may have sent it on), its stack and machine. A request that
    * is not `metered` (it only counts tokens) uses none of the key's.
    */
-  planned(route: { model: string; stackId: string; machineId: string; metered: boolean }): void {
+  planned(route: { model: string; stackId: string; machineId: string; metered: boolean; serviceTier?: string }): void {
+    this.serviceTier = route.serviceTier ?? "";
     this.model = route.model;
     this.stackId = route.stackId;
     this.machineId = route.machineId;
@@ -212,6 +215,7 @@ export class RequestLedger {
         orgId: key.orgId,
         requestId: this.requestId,
         api: this.api,
+        serviceTier: this.serviceTier,
         keyId: key.id,
         model: this.model || this.askedModel,
         stackId: this.stackId,

@@ -90,6 +90,8 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             embed: input.embed ?? [],
             dimensions: input.dimensions ?? 0,
             countOnly: input.countOnly ?? false,
+            serviceTier: input.serviceTier ?? "",
+            fairShareKey: input.fairShareKey ?? "",
           },
         },
       };

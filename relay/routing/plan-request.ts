@@ -1,9 +1,10 @@
-import { harnessHonouring, honouredParameters, MakinaError, orchestratorSteps, type ChatInput } from "../../proto/index.js";
+import { harnessHonouring, honouredParameters, MakinaError, orchestratorSteps, type ChatInput, type ServiceTier } from "../../proto/index.js";
 import type { AgentSession } from "../link/index.js";
 import { estimateTokens } from "../limits/index.js";
 import type { ApiKeyRecord, Stack } from "../store/index.js";
 import { pickTarget, stacksForKey, type RoutableSession } from "./route-request.js";
 import { routedModel, type RoutePatterns } from "./routed-model.js";
+import { servedTier, type AskedTier } from "./served-tier.js";
 
 /** What planning reads of a validated chat request (the gateway's `ChatRequest` is one). */
 export interface PlannableRequest {
@@ -20,6 +21,8 @@ export interface PlannableRequest {
    * the API's own (`max_output_tokens`, `input`, `text.format` in the Responses API), for a refusal that names it.
    */
   paramName(param: string): string;
+  /** The service tier it asks (`service_tier`); absent: `auto`, its key's. */
+  serviceTier?: AskedTier;
 }
 
 /** Where a request runs and what it may cost. */
@@ -36,6 +39,8 @@ export interface RequestPlan<S extends RoutableSession = AgentSession> {
   estimatedTokens: number;
   /** Hours the request log keeps this request's prompt and answer: the longest of its stack's and of the router's that sent it there; null: none. */
   captureHours: number | null;
+  /** The service tier it is served at: its place in the queues, and what its answer says. */
+  tier: ServiceTier;
 }
 
 /** What planning looks at: the keys' routes, the machines' links, and the completion assumed when `max_tokens` is absent. */
@@ -54,12 +59,14 @@ export interface PlannerDeps<S extends RoutableSession = AgentSession> {
 
 /**
  * The gateway's routing policy in one place: a validated request and its key become a plan, or a refusal
- * (a `MakinaError`, thrown). In order: the stacks serving the model that the key may use; a router stack's
+ * (a `MakinaError`, thrown). In order: the service tier it asks, within its key's; the stacks serving the model that the key may use; a router stack's
  * rules, which may send the request on to another model of the organization (once); the stacks whose runtime
  * and layers honour every parameter the request needs; among them, the ready one with the fewest requests in
  * flight; its context against `max_tokens`; and the token estimate for every step its orchestrator runs.
  */
 export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, request: PlannableRequest, key: ApiKeyRecord): RequestPlan<S> {
+  // A tier above the key's is refused before anything else is looked at.
+  const tier = servedTier(request.serviceTier, key.serviceTier);
   let model = request.model;
   let allowed = stacksForKey(deps.directory, key, model);
   const router = allowed[0]!;
@@ -83,7 +90,7 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   // An orchestrator runs the model several times for one answer: every run counts.
   const steps = stack.orchestrator ? orchestratorSteps(stack.orchestrator, stack.orchestratorOptions) : 1;
   const estimatedTokens = steps * estimateTokens(request.input.messages, maxTokens > 0 ? maxTokens : null, deps.defaultCompletionEstimate, request.input.embed);
-  return { model, stack, session, steps, estimatedTokens, captureHours: Math.max(stack.captureHours ?? 0, via?.captureHours ?? 0) || null };
+  return { model, stack, session, steps, estimatedTokens, captureHours: Math.max(stack.captureHours ?? 0, via?.captureHours ?? 0) || null, tier };
 }
 
 /** The refusal when no stack serving `model` honours a parameter the request needs: the first such parameter, named. */

@@ -26,7 +26,7 @@ export async function startFleet(s: Shared, store: Store, secret: string, gate: 
     start: async () => {
       // The secret that seals the relays' messages and direct connections is the database's (made by the first relay).
       const peer = config.peerAddress !== "off" ? { ...peerListenAddress(config), maxMessageChars: 2 * config.bodyLimitBytes + 1024 * 1024 } : undefined;
-      return joinFleet({ url: config.nats!, relayId: s.relayId, registry, here, stackOf, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, secret, credsFile: config.natsCreds, peer });
+      return joinFleet({ url: config.nats!, relayId: s.relayId, registry, here, stackOf, gate, events, log: log.child({ component: "fleet" }), queueTimeoutMs: config.queueTimeoutMs, flexQueueTimeoutMs: config.flexQueueTimeoutMs, secret, credsFile: config.natsCreds, peer });
     },
     stop: (f) => f.close(),
   });

@@ -122,6 +122,8 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
     maxInFlightPerMachine: config.maxInFlightPerMachine,
     maxQueuePerStack: config.maxQueuePerStack,
     queueTimeoutMs: config.queueTimeoutMs,
+    flexQueueTimeoutMs: config.flexQueueTimeoutMs,
+    agingMs: config.queueAgingMs,
   });
   // Relays on one database reach each other's machines over NATS: a relay that cannot reach it does not start
   // (saying so), before it takes any link.

@@ -1,3 +1,4 @@
+import type { ServiceTier } from "../../proto/index.js";
 import type { Db } from "./open-database.js";
 import { transaction } from "./transaction.js";
 import type { Updateable } from "kysely";
@@ -38,10 +39,12 @@ export interface ApiKeyRecord {
   oldKeyHash: string | null;
   /** Until when the old secret still works (ms since the epoch); `null`: there is none. */
   oldSecretUntil: number | null;
+  /** The most its requests may ask of the service tiers (they ask it when they ask none). */
+  serviceTier: ServiceTier;
 }
 
 /** What can change of a key after it is made (its secret, organization and maker cannot); absent: unchanged. */
-export type ApiKeyChanges = Partial<Pick<ApiKeyRecord, "name" | "stackIds" | "machineIds" | "rpm" | "tpm" | "expiresAt">>;
+export type ApiKeyChanges = Partial<Pick<ApiKeyRecord, "name" | "stackIds" | "machineIds" | "rpm" | "tpm" | "expiresAt" | "serviceTier">>;
 
 const toKey = (r: Row<"api_keys">): ApiKeyRecord => ({
   id: r.id,
@@ -63,6 +66,7 @@ const toKey = (r: Row<"api_keys">): ApiKeyRecord => ({
   regeneratedAt: r.regenerated_at,
   oldKeyHash: r.old_key_hash,
   oldSecretUntil: r.old_secret_until,
+  serviceTier: r.service_tier,
 });
 
 /** How long a key's last use may wait in memory before it is written. */
@@ -88,7 +92,7 @@ export class ApiKeyStore {
   ) {}
 
   async insert(
-    input: Pick<ApiKeyRecord, "orgId" | "name" | "prefix" | "keyHash" | "stackIds" | "machineIds" | "rpm" | "tpm" | "createdBy"> & { expiresAt?: number | null },
+    input: Pick<ApiKeyRecord, "orgId" | "name" | "prefix" | "keyHash" | "stackIds" | "machineIds" | "rpm" | "tpm" | "createdBy"> & { expiresAt?: number | null; serviceTier?: ServiceTier },
     now = Date.now(),
   ): Promise<ApiKeyRecord> {
     const id = newId("key");
@@ -107,6 +111,7 @@ export class ApiKeyStore {
         created_at: now,
         created_by: input.createdBy,
         expires_at: input.expiresAt ?? null,
+        service_tier: input.serviceTier ?? "default",
       })
       .execute();
     await this.notices.changed({ kind: "key", keyId: id });
@@ -253,6 +258,7 @@ export class ApiKeyStore {
     if (changes.rpm !== undefined) set.rpm = changes.rpm;
     if (changes.tpm !== undefined) set.tpm = changes.tpm;
     if (changes.expiresAt !== undefined) set.expires_at = changes.expiresAt;
+    if (changes.serviceTier !== undefined) set.service_tier = changes.serviceTier;
     if (Object.keys(set).length > 0) {
       await this.notices.after({ kind: "key", keyId: id }, () => this.db.updateTable("api_keys").set(set).where("id", "=", id).where("state", "=", "active").execute());
     }

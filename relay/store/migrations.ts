@@ -368,6 +368,18 @@ export const MIGRATIONS: readonly string[] = [
   -- empty for the requests logged before it was kept.
   ALTER TABLE request_log ADD COLUMN api TEXT NOT NULL DEFAULT '';
   `,
+  `
+  -- The most a key may ask of the service tiers ('priority', 'default', 'flex'): its requests ask it, or less.
+  ALTER TABLE api_keys ADD COLUMN service_tier TEXT NOT NULL DEFAULT 'default' CHECK (service_tier IN ('priority', 'default', 'flex'));
+  -- The tier a request was served at (or refused at); empty when it was refused before it had one.
+  ALTER TABLE request_log ADD COLUMN service_tier TEXT NOT NULL DEFAULT '';
+  {{POSTGRES}}
+  DROP TRIGGER api_keys_changed ON api_keys;
+  CREATE TRIGGER api_keys_changed AFTER INSERT OR DELETE OR UPDATE OF org_id, name, key_hash, stack_ids_json, machine_ids_json, rpm, tpm, state,
+    expires_at, blocked_at, old_key_hash, old_secret_until, service_tier
+    ON api_keys FOR EACH ROW EXECUTE FUNCTION makina_changed('key', 'id');
+  {{/POSTGRES}}
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

@@ -27,6 +27,8 @@ export interface RequestLogEntry {
   keyId: string | null;
   /** The API it called (`chat/completions`, `embeddings`, `responses`, `messages`, `messages/count_tokens`); empty when not known (logged before it was kept). */
   api: string;
+  /** The service tier it was served at (`priority`, `default`, `flex`); empty when refused before it had one. */
+  serviceTier: string;
   /** The model asked for (or the one a router sent it to); empty when the body could not be read. */
   model: string;
   stackId: string | null;
@@ -50,7 +52,7 @@ export interface RequestLogEntry {
 }
 
 /** A request as the log appends it: its capture already JSON (what the log holds until it writes). */
-export type NewRequestLogEntry = Omit<RequestLogEntry, "id" | "capture" | "api"> & { captureJson: string | null; api?: string };
+export type NewRequestLogEntry = Omit<RequestLogEntry, "id" | "capture" | "api" | "serviceTier"> & { captureJson: string | null; api?: string; serviceTier?: string };
 
 /** Which requests a list shows: the HTTP status (`ok`, `error`, a class such as `4xx`, or one status), a stack, a key, a model, words. */
 export interface RequestFilter {
@@ -62,6 +64,8 @@ export interface RequestFilter {
   q?: string;
   /** The API called. */
   api?: string;
+  /** The service tier it was served at. */
+  serviceTier?: string;
   /** Only those logged before this one (its id): the next batch of an export, however many come meanwhile. */
   beforeId?: string;
 }
@@ -98,12 +102,12 @@ export interface RequestFigures {
   decodeTokensPerSecond: number | null;
 }
 
-/** Rows of one insert: 19 parameters each, well under SQLite's and PostgreSQL's limits. */
+/** Rows of one insert: 20 parameters each, well under SQLite's and PostgreSQL's limits. */
 const ROWS_PER_STATEMENT = 500;
 /** Requests one pruning statement deletes at most. */
 const PRUNE_CHUNK = 2000;
 /** The columns an insert writes, in the order of its parameters. */
-const COLUMNS = ["id", "org_id", "at", "request_id", "key_id", "model", "stack_id", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "load_ms", "capture_json", "capture_until", "api"] as const satisfies readonly (keyof Row<"request_log">)[];
+const COLUMNS = ["id", "org_id", "at", "request_id", "key_id", "model", "stack_id", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "load_ms", "capture_json", "capture_until", "api", "service_tier"] as const satisfies readonly (keyof Row<"request_log">)[];
 
 /**
  * The insert of `rows` rows, its text written once per size: the request log takes thousands of rows a second,
@@ -122,6 +126,7 @@ const toRequest = (r: Row<"request_log">, withCapture: boolean): RequestLogEntry
   requestId: r.request_id,
   keyId: r.key_id,
   api: r.api,
+  serviceTier: r.service_tier,
   model: r.model,
   stackId: r.stack_id,
   machineId: r.machine_id,
@@ -158,7 +163,7 @@ export class RequestLogStore {
     // In COLUMNS' order.
     const rows = requests.map((r) => [
       this.ids.next(r.at), r.orgId, r.at, r.requestId, r.keyId, r.model, r.stackId, r.machineId, r.stream ? 1 : 0, r.status, r.errorCode,
-      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.captureJson, r.captureJson === null ? null : r.captureUntil, r.api ?? "",
+      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.captureJson, r.captureJson === null ? null : r.captureUntil, r.api ?? "", r.serviceTier ?? "",
     ]);
     if (this.appendRows?.(this.textFor(1), rows)) return;
     await transaction(this.db, async (trx) => {
@@ -192,6 +197,7 @@ export class RequestLogStore {
     if (filter.model !== undefined) query = query.where("r.model", "=", filter.model);
     if (filter.beforeId !== undefined) query = query.where("r.id", "<", filter.beforeId);
     if (filter.api !== undefined) query = query.where("r.api", "=", filter.api);
+    if (filter.serviceTier !== undefined) query = query.where("r.service_tier", "=", filter.serviceTier);
     const status = filter.status;
     if (status === "ok") query = query.where("r.status", "<", 400).where("r.error_code", "is", null);
     else if (status === "error") query = query.where((eb) => eb.or([eb("r.status", ">=", 400), eb("r.error_code", "is not", null)]));
@@ -207,7 +213,7 @@ export class RequestLogStore {
       query
         .leftJoin("api_keys as k", "k.id", "r.key_id")
         .leftJoin("stacks as s", "s.id", "r.stack_id")
-        .select(["r.id", "r.org_id", "r.at", "r.request_id", "r.key_id", "r.model", "r.stack_id", "r.machine_id", "r.stream", "r.status", "r.error_code", "r.prompt_tokens", "r.completion_tokens", "r.latency_ms", "r.first_token_ms", "r.load_ms", "r.capture_until", "r.api", "k.name as key_name", "s.name as stack_name"])
+        .select(["r.id", "r.org_id", "r.at", "r.request_id", "r.key_id", "r.model", "r.stack_id", "r.machine_id", "r.stream", "r.status", "r.error_code", "r.prompt_tokens", "r.completion_tokens", "r.latency_ms", "r.first_token_ms", "r.load_ms", "r.capture_until", "r.api", "r.service_tier", "k.name as key_name", "s.name as stack_name"])
         .select(sql<string | null>`case when r.capture_json is null then null else '' end`.as("capture_json"))
         .orderBy("r.id", "desc")
         .limit(page.limit)

@@ -105,6 +105,7 @@ export interface Tables {
     regenerated_at: Generated<number | null>;
     old_key_hash: Generated<string | null>;
     old_secret_until: Generated<number | null>;
+    service_tier: Generated<"priority" | "default" | "flex">;
   };
   settings: {
     key: string;
@@ -160,6 +161,7 @@ export interface Tables {
     capture_json: string | null;
     capture_until: number | null;
     api: Generated<string>;
+    service_tier: Generated<string>;
   };
   sign_in_failures: {
     key: string;

@@ -4,7 +4,7 @@ import { decodeMessagesRequest, messagesCodec } from "../../relay/http/anthropic
 import { chatCompletionsCodec, decodeResponsesRequest, responsesCodec } from "../../relay/http/openai/index.js";
 import type { StreamEncoder } from "../../relay/http/gateway/index.js";
 
-const meta = { id: "resp_0123456789abcdefghij0123456789abcdefghij", created: 1_795_000_000, model: "m" };
+const meta = { id: "resp_0123456789abcdefghij0123456789abcdefghij", created: 1_795_000_000, model: "m", serviceTier: "flex" as const };
 
 /** The events an encoder writes for a text, two tool calls (the second's pieces split) and the end, parsed. */
 function run(encoder: StreamEncoder): { event: string | undefined; data: Record<string, unknown> }[] {
@@ -53,6 +53,8 @@ describe("the Messages API's stream encoder", () => {
     expect(events[5]!.data.content_block).toEqual({ type: "tool_use", id: "call_a", name: "get_weather", input: {} });
     expect(events.slice(9, 11).map((e) => (e.data.delta as { partial_json: string }).partial_json).join("")).toBe('{"zone":"UTC"}');
     expect(events[12]!.data).toEqual({ type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { input_tokens: 7, output_tokens: 11 } });
+    // The tier that serves it, in the API's words: flex is its `batch`.
+    expect((events[0]!.data.message as { usage: unknown }).usage).toEqual({ input_tokens: 0, output_tokens: 0, service_tier: "batch" });
   });
 
   it("tells a broken stream as an error event in Anthropic's envelope", () => {
@@ -129,6 +131,8 @@ describe("the chat-completions stream encoder", () => {
     const request = chatCompletionsCodec.decode({ model: "m", messages: [{ role: "user", content: "hi" }], stream: true, stream_options: { include_usage: true } });
     const encoder = chatCompletionsCodec.streamEncoder(request, { ...meta, id: "chatcmpl-x" });
     const end = encoder.end("stop", { promptTokens: 1, completionTokens: 2 });
+    // Every chunk says the tier that serves it.
+    expect(JSON.parse(encoder.open().slice(6))).toMatchObject({ object: "chat.completion.chunk", service_tier: "flex" });
     expect(end.split("\n\n").filter(Boolean).map((f) => f.slice(6))).toEqual([
       expect.stringContaining('"finish_reason":"stop"'),
       expect.stringContaining('"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}'),

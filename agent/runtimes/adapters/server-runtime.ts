@@ -52,6 +52,8 @@ export async function startSupervisedServer(options: {
   apiKeyEnv?: string;
   /** Start it with vLLM's sleep routes (its development mode, `VLLM_SERVER_DEV_MODE=1`): it sleeps when idle instead of stopping. */
   sleepMode?: boolean;
+  /** Started to schedule by priority (vLLM's `--scheduling-policy priority`): requests carry their tier's. */
+  priorityScheduling?: boolean;
 }): Promise<OpenAiServerRuntime> {
   const port = await freePort();
   const apiKey = options.apiKeyEnv ? randomBytes(24).toString("base64url") : undefined;
@@ -75,5 +77,5 @@ export async function startSupervisedServer(options: {
     options.onClose?.();
     throw err;
   }
-  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize: 0, supervisor, continuousUsage: options.continuousUsage, onClose: options.onClose, apiKey, sleepMode: options.sleepMode });
+  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize: 0, supervisor, continuousUsage: options.continuousUsage, onClose: options.onClose, apiKey, sleepMode: options.sleepMode, priorityScheduling: options.priorityScheduling });
 }

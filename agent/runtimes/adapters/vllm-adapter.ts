@@ -40,6 +40,9 @@ export const vllmAdapter: RuntimeAdapter = {
         // On demand: it sleeps when idle (level 1, its GPU memory freed) and wakes for the next request.
         ...(model.onDemand ? ["--enable-sleep-mode"] : []),
         ...(ctx.allowedMediaDomains?.length ? ["--allowed-media-domains", ...ctx.allowedMediaDomains] : []),
+        // Requests run in the order of their service tier (each carries `priority`), not only as they come.
+        "--scheduling-policy",
+        "priority",
       ],
       // Ready when it answers a route that takes its key: it is up, and it is the server started with that key.
       readyPath: "/v1/models",
@@ -49,6 +52,7 @@ export const vllmAdapter: RuntimeAdapter = {
       hubDownload: !model.path && model.ref.startsWith("hf:"),
       continuousUsage: true,
       sleepMode: model.onDemand,
+      priorityScheduling: true,
       ctx,
     });
   },

@@ -166,7 +166,7 @@ export class GgufRuntime implements ModelRuntime {
     }
     // Checked before a sequence is taken: a refused request waits for nothing.
     const functions = await this.functionsFor(input);
-    const slot = await this.slots.acquire(options.signal);
+    const slot = await this.slots.acquire(options.signal, { tier: input.serviceTier, owner: input.fairShareKey });
     const forced = functions !== undefined && (input.toolChoice === "required" || input.toolChoice === "function");
     const chat = forced ? slot.forcedCallChat : slot.chat;
     const stop = new AbortController();

@@ -1,4 +1,4 @@
-import { MakinaError, type ResponseFormat } from "../../../proto/index.js";
+import { MakinaError, TIER_RANK, type ResponseFormat } from "../../../proto/index.js";
 import type { ProcessSupervisor } from "../../supervisor/index.js";
 import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../model-runtime.js";
 import type { IncomingMessage } from "node:http";
@@ -22,6 +22,11 @@ export interface OpenAiServerOptions {
   apiKey?: string;
   /** The server has vLLM's sleep routes (`--enable-sleep-mode` in its development mode): it sleeps instead of stopping. */
   sleepMode?: boolean;
+  /**
+   * The server was started with vLLM's `--scheduling-policy priority`: each request carries `priority` from its
+   * service tier (0 `priority`, 1 `default`, 2 `flex`; vLLM runs lower values first).
+   */
+  priorityScheduling?: boolean;
 }
 
 /** The longest vLLM may take to sleep or to wake (moving a large model's weights between GPU and CPU memory). */
@@ -76,6 +81,11 @@ export class OpenAiServerRuntime implements ModelRuntime {
     if (!res.ok) throw new MakinaError("runtime_unavailable", `The runtime's server answered ${res.status} to ${path.split("?")[0]}.`, { retryAfterMs: 5000 });
   }
 
+  /** vLLM's `priority` of a request, from its tier, when the server schedules by it. */
+  private priority(input: ChatInput): { priority?: number } {
+    return this.o.priorityScheduling ? { priority: TIER_RANK[input.serviceTier ?? "default"] } : {};
+  }
+
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
     if (this.o.supervisor && this.o.supervisor.state !== "ready") {
       throw new MakinaError("runtime_unavailable", `The runtime is ${this.o.supervisor.state}.`, { retryAfterMs: 5000 });
@@ -99,6 +109,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
       ...(input.frequencyPenalty ? { frequency_penalty: input.frequencyPenalty } : {}),
       ...(input.responseFormat ? { response_format: upstreamResponseFormat(input.responseFormat) } : {}),
       stream: input.stream,
+      ...this.priority(input),
       ...(input.stream ? { stream_options: { include_usage: true, ...(this.o.continuousUsage ? { continuous_usage_stats: true } : {}) } } : {}),
     };
     const { signal } = options;
@@ -162,7 +173,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
   /** An embeddings request, passed to the server's `/embeddings` as the client sent it (vLLM serves it with a pooling model). */
   private async *embed(input: ChatInput, options: ChatOptions): AsyncGenerator<RuntimeEvent> {
     const { signal } = options;
-    const body = { model: this.o.model, input: input.embed!.map((e) => (e.tokens.length ? e.tokens : e.text)), encoding_format: "float", ...(input.dimensions ? { dimensions: input.dimensions } : {}) };
+    const body = { model: this.o.model, input: input.embed!.map((e) => (e.tokens.length ? e.tokens : e.text)), encoding_format: "float", ...(input.dimensions ? { dimensions: input.dimensions } : {}), ...this.priority(input) };
     const res = await this.upstream.post("embeddings", JSON.stringify(body), signal).catch((err: unknown) => {
       if (signal?.aborted) throw MakinaError.from(signal.reason);
       throw err instanceof MakinaError ? err : new MakinaError("runtime_unavailable", "The runtime's server is not reachable.", { cause: err, retryAfterMs: 5000 });

@@ -1,18 +1,19 @@
 import { MakinaError, type ChatMessage, type ContentPart, type ToolCall } from "../../../proto/index.js";
-import { boolean, checkChatRequest, imagePart, modelOf, toolCallOf, type ChatRequest, type Conversation, type DraftResponseFormat, type DraftTool, type DraftToolChoice, type MessagePlace, type Named } from "../chat/index.js";
+import { boolean, checkChatRequest, imagePart, modelOf, oneOf, toolCallOf, type ChatRequest, type Conversation, type DraftResponseFormat, type DraftTool, type DraftToolChoice, type MessagePlace, type Named } from "../chat/index.js";
 import { describeValue, isPlainObject, refuse } from "../json-values.js";
+import type { AskedTier } from "../../routing/index.js";
 
 /**
  * Parameters of the Messages API taken and left without effect: hints for Anthropic's own service (caching,
- * tiers, regions, speed, effort) and `thinking` (the model does not think aloud here; the answer has no
+ * regions, speed, effort) and `thinking` (the model does not think aloud here; the answer has no
  * thinking blocks, which the API allows).
  */
-const NEUTRAL = new Set(["metadata", "service_tier", "cache_control", "inference_geo", "speed", "thinking"]);
+const NEUTRAL = new Set(["metadata", "cache_control", "inference_geo", "speed", "thinking"]);
 
 /** Parameters of the Messages API for Anthropic's own tools and services, which no stack serves. */
 const UNSERVED = new Set(["container", "mcp_servers", "context_management", "top_k"]);
 
-const TOP = new Set(["model", "messages", "max_tokens", "system", "stop_sequences", "stream", "temperature", "top_p", "tools", "tool_choice", "output_config"]);
+const TOP = new Set(["model", "messages", "max_tokens", "system", "stop_sequences", "stream", "temperature", "top_p", "tools", "tool_choice", "output_config", "service_tier"]);
 
 /** Keys of a tool that say nothing to a stack's runtime (hints for Anthropic's service). */
 const TOOL_NEUTRAL = new Set(["cache_control", "defer_loading", "eager_input_streaming", "input_examples", "allowed_callers", "type"]);
@@ -212,7 +213,9 @@ export function decodeMessagesRequest(body: unknown): ChatRequest {
   const { choice, parallel } = decodeToolChoice(body.tool_choice);
   const format = decodeOutputConfig(body.output_config);
   const named = (name: string): Named => ({ value: body[name], name });
-  return checkChatRequest({
+  // `auto`: the key's tier; `standard_only`: the key's, never priority.
+  const tier = body.service_tier === undefined || body.service_tier === null ? undefined : (oneOf("auto", "standard_only")(body.service_tier, "service_tier"), body.service_tier as AskedTier);
+  const request = checkChatRequest({
     model,
     modelName: "model",
     ...conversation,
@@ -230,4 +233,5 @@ export function decodeMessagesRequest(body: unknown): ChatRequest {
     ...(format ? { responseFormat: format } : {}),
     needs: [],
   });
+  return tier ? { ...request, serviceTier: tier } : request;
 }

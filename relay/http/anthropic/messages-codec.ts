@@ -1,4 +1,4 @@
-import { anthropicError, type FinishReason, type MakinaError, type Usage } from "../../../proto/index.js";
+import { anthropicError, type FinishReason, type MakinaError, type ServiceTier, type Usage } from "../../../proto/index.js";
 import { anthropicShape } from "./anthropic-shape.js";
 import type { GatewayCodec } from "../gateway/gateway-codec.js";
 import type { ChatRequest } from "../chat/index.js";
@@ -24,6 +24,9 @@ function inputOf(args: string): Record<string, unknown> {
 
 const usageOf = (u: Usage) => ({ input_tokens: u.promptTokens, output_tokens: u.completionTokens });
 
+/** The tier that served an answer, in the Messages API's words (`flex` is its lower tier, `batch`). */
+const ANTHROPIC_TIER: Record<ServiceTier, string> = { priority: "priority", default: "standard", flex: "batch" };
+
 /** One server-sent event as the Messages API frames it: its type named on an `event:` line and in its data. */
 const frame = (type: string, fields = "") => `event: ${type}\ndata: {"type":"${type}"${fields && `,${fields}`}}\n\n`;
 
@@ -42,7 +45,7 @@ export const messagesCodec: GatewayCodec<ChatRequest> = {
     const content: Record<string, unknown>[] = [];
     if (text !== "" || calls.length === 0) content.push({ type: "text", text });
     for (const c of calls) content.push({ type: "tool_use", id: c.id, name: c.name, input: inputOf(c.arguments) });
-    return { id: meta.id, type: "message", role: "assistant", model: meta.model, content, stop_reason: STOP_REASON[finishReason], stop_sequence: null, usage: usageOf(usage) };
+    return { id: meta.id, type: "message", role: "assistant", model: meta.model, content, stop_reason: STOP_REASON[finishReason], stop_sequence: null, usage: { ...usageOf(usage), service_tier: ANTHROPIC_TIER[meta.serviceTier] } };
   },
   streamEncoder(_request, meta) {
     // Content blocks in order: a text block while text comes, a tool_use block for each call; one is open at a time.
@@ -61,7 +64,7 @@ export const messagesCodec: GatewayCodec<ChatRequest> = {
       return `${closed}${frame("content_block_start", `"index":${index},"content_block":${block}`)}`;
     };
     return {
-      open: () => frame("message_start", `"message":${JSON.stringify({ id: meta.id, type: "message", role: "assistant", model: meta.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } })}`),
+      open: () => frame("message_start", `"message":${JSON.stringify({ id: meta.id, type: "message", role: "assistant", model: meta.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0, service_tier: ANTHROPIC_TIER[meta.serviceTier] } })}`),
       text(text) {
         if (text === "") return "";
         const opened = open === "text" ? "" : start("text", `{"type":"text","text":""}`);

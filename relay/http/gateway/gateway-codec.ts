@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { FinishReason, Logger, MakinaError, ToolCall, ToolCallDelta, Usage } from "../../../proto/index.js";
+import type { FinishReason, Logger, MakinaError, ServiceTier, ToolCall, ToolCallDelta, Usage } from "../../../proto/index.js";
 import type { PooledBase62 } from "../../ids/index.js";
 import type { PlannableRequest } from "../../routing/index.js";
 
@@ -9,6 +9,8 @@ export interface AnswerMeta {
   /** Unix seconds. */
   created: number;
   model: string;
+  /** The service tier that served it. */
+  serviceTier: ServiceTier;
 }
 
 /** A whole answer, gathered from the token stream of a request that was not streamed. */

@@ -106,9 +106,13 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   const request = codec.decode(body);
   // Where it runs, or why it cannot: a router stack may send it on to another model, which then answers, and
   // the response (and the usage) name that model.
-  const { model, stack, session, steps, estimatedTokens, captureHours } = planRequest(deps, request, key);
+  const { model, stack, session, steps, estimatedTokens, captureHours, tier } = planRequest(deps, request, key);
   // Metrics name only models that exist: a model id the client made up is not a series of its own.
-  ledger.planned({ model, stackId: stack.id, machineId: stack.machineId, metered: codec.metered !== false });
+  ledger.planned({ model, stackId: stack.id, machineId: stack.machineId, metered: codec.metered !== false, serviceTier: tier });
+  // Its tier and its key's turn go with it: the queues on the way (this relay's, the machine's relay's, the
+  // runtime's) take it in that order. The key's id, never its secret.
+  request.input.serviceTier = tier;
+  request.input.fairShareKey = key.id;
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
   const admission = await admitWithHeaders(deps.limiter, key, codec.metered === false ? 0 : estimatedTokens, res);
   ledger.admitted(admission);
@@ -125,7 +129,7 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   try {
     // The stack and its machine run so many requests at once; beyond that the request waits its turn, briefly.
     // (A machine linked to another relay waits its turn there, where its requests in flight are counted.)
-    place = session.admittedWhereLinked ? ADMITTED_ELSEWHERE : (deps.gate.tryEnter(stack.id, stack.machineId) ?? (await deps.gate.wait(stack.id, stack.machineId, controller.signal)));
+    place = session.admittedWhereLinked ? ADMITTED_ELSEWHERE : (deps.gate.tryEnter(stack.id, stack.machineId) ?? (await deps.gate.wait(stack.id, stack.machineId, controller.signal, { tier, owner: key.id })));
     const events = session.infer(
       stack.id,
       request.input,
@@ -138,7 +142,7 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
         onUsage: (counted) => ledger.counted(counted),
       },
     );
-    const meta: AnswerMeta = { id: codec.answerId(ids), created: Math.floor(Date.now() / 1000), model };
+    const meta: AnswerMeta = { id: codec.answerId(ids), created: Math.floor(Date.now() / 1000), model, serviceTier: tier };
     // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered: of a chat
     // (embeddings and token counts have no conversation to keep, and are logged without their inputs).
     if (captureHours !== null && !request.input.embed?.length && !request.input.countOnly) ledger.capturing(request.input.messages, Date.now() + captureHours * 3_600_000);

@@ -28,11 +28,12 @@ export const chatCompletionsCodec: GatewayCodec<ChatRequest> = {
       model: meta.model,
       choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
       usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens },
+      service_tier: meta.serviceTier,
     };
   },
   streamEncoder(request, meta) {
     // The fixed part of every chunk, serialised once: each event only adds its delta.
-    const head = `data: {"id":${JSON.stringify(meta.id)},"object":"chat.completion.chunk","created":${meta.created},"model":${JSON.stringify(meta.model)},"choices":`;
+    const head = `data: {"id":${JSON.stringify(meta.id)},"object":"chat.completion.chunk","created":${meta.created},"model":${JSON.stringify(meta.model)},"service_tier":"${meta.serviceTier}","choices":`;
     const chunk = (delta: string, finishReason: string | null) =>
       `${head}[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finishReason === null ? "null" : JSON.stringify(finishReason)}}]}\n\n`;
     return {

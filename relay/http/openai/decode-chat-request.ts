@@ -2,6 +2,10 @@ import { MakinaError, type ChatMessage, type ContentPart } from "../../../proto/
 import { checkChatRequest, integer, MAX_COMPLETION_TOKENS, type ChatDraft, type ChatRequest, type DraftResponseFormat, type DraftTool, type DraftToolChoice, type MessagePlace, type Named } from "../chat/index.js";
 import { array, boolean, either, imagePart, modelOf, number, object, oneOf, string, toolCallOf, type ValueCheck } from "../chat/index.js";
 import { describeValue, isPlainObject, onlyKeys, refuse } from "../json-values.js";
+import type { AskedTier } from "../../routing/index.js";
+
+/** The service tiers a request of OpenAI's APIs may ask: `auto` is its key's. */
+export const OPENAI_TIERS = ["auto", "default", "flex", "priority"];
 
 const { invalid, missing, unknown } = refuse;
 
@@ -44,7 +48,8 @@ const RULES: Record<string, Rule> = {
   function_call: { check: either(oneOf("none", "auto"), object), neutral: (v) => v === "none" || v === "auto" },
   store: { check: boolean, neutral: (v) => v === false },
   metadata: { check: object, neutral: always },
-  service_tier: { check: string(32), neutral: (v) => v === "auto" || v === "default" },
+  // Its order in the queues (the plan checks it against the key's): no runtime has to honour it.
+  service_tier: { check: oneOf(...OPENAI_TIERS), neutral: always },
   modalities: { check: array, neutral: (v) => JSON.stringify(v) === '["text"]' },
   audio: { check: object, neutral: () => false },
   prediction: { check: object, neutral: () => false },
@@ -247,5 +252,6 @@ export function decodeChatRequest(body: unknown): ChatRequest {
     needs,
   };
   const format = decodeResponseFormat(body.response_format);
-  return checkChatRequest(format ? { ...draft, responseFormat: format } : draft);
+  const request = checkChatRequest(format ? { ...draft, responseFormat: format } : draft);
+  return body.service_tier === undefined || body.service_tier === null ? request : { ...request, serviceTier: body.service_tier as AskedTier };
 }

@@ -1,6 +1,8 @@
 import type { ChatMessage, ContentPart } from "../../../proto/index.js";
 import { boolean, checkChatRequest, imagePart, modelOf, oneOf, toolCallOf, type ChatRequest, type Conversation, type DraftResponseFormat, type DraftTool, type DraftToolChoice, type MessagePlace, type Named } from "../chat/index.js";
 import { describeValue, isPlainObject, onlyKeys as only, refuse } from "../json-values.js";
+import type { AskedTier } from "../../routing/index.js";
+import { OPENAI_TIERS } from "./decode-chat-request.js";
 
 /** A Responses API request: the domain request, and what its answer says back of what was asked. */
 export interface ResponsesRequest extends ChatRequest {
@@ -18,16 +20,16 @@ export interface ResponsesRequest extends ChatRequest {
 }
 
 /**
- * Parameters taken and left without effect: hints for the vendor's service (caching, tiers, safety ids),
+ * Parameters taken and left without effect: hints for the vendor's service (caching, safety ids),
  * `store` (nothing is kept: see `previous_response_id`), `include` (nothing extra to include), `truncation`,
  * and `reasoning` (the model does not reason aloud here; the answer has no reasoning items).
  */
-const NEUTRAL = new Set(["metadata", "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "safety_identifier", "service_tier", "user", "store", "include", "truncation", "reasoning", "stream_options"]);
+const NEUTRAL = new Set(["metadata", "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "safety_identifier", "user", "store", "include", "truncation", "reasoning", "stream_options"]);
 
 /** Parameters that need what the gateway does not do: run in the background, keep conversations, stored prompts. */
 const UNSERVED = new Set(["background", "conversation", "context_management", "prompt", "moderation", "top_logprobs"]);
 
-const TOP = new Set(["model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice", "parallel_tool_calls", "text", "stream", "previous_response_id"]);
+const TOP = new Set(["model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice", "parallel_tool_calls", "text", "stream", "previous_response_id", "service_tier"]);
 
 const { invalid, missing, unknown, unsupported } = refuse;
 
@@ -218,8 +220,10 @@ export function decodeResponsesRequest(body: unknown): ResponsesRequest {
     needs,
   });
   const echoFormat = isPlainObject(body.text) && isPlainObject(body.text.format) ? body.text.format : { type: "text" };
+  const tier = body.service_tier === undefined || body.service_tier === null ? undefined : (oneOf(...OPENAI_TIERS)(body.service_tier, "service_tier"), body.service_tier as AskedTier);
   return {
     ...request,
+    ...(tier ? { serviceTier: tier } : {}),
     echo: {
       instructions: typeof body.instructions === "string" ? body.instructions : null,
       maxOutputTokens: typeof body.max_output_tokens === "number" ? body.max_output_tokens : null,

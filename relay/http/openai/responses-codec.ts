@@ -41,6 +41,7 @@ function responseObject(request: ResponsesRequest, meta: AnswerMeta, end: { fini
     parallel_tool_calls: echo.parallelToolCalls,
     previous_response_id: null,
     reasoning: { effort: null, summary: null },
+    service_tier: meta.serviceTier,
     // Nothing is kept: a response cannot be fetched or continued later.
     store: false,
     temperature: echo.temperature,
