@@ -2,6 +2,7 @@ import { z } from "zod";
 import { answer, route } from "./route.js";
 import { must, orgRef } from "./fields.js";
 import type { Page } from "./list.js";
+import { SERVICE_TIERS } from "../../proto/flow/service-tier.js";
 
 /** One request through the gateway, as the request log keeps it: never its prompt or answer (see {@link RequestDetail}). */
 export interface LoggedRequest {
@@ -17,6 +18,8 @@ export interface LoggedRequest {
   key_name: string | null;
   /** The API called: `chat/completions`, `embeddings`, `responses`, `messages` or `messages/count_tokens`; empty for requests logged before it was kept. */
   api: string;
+  /** The service tier it was served at (`priority`, `default`, `flex`); empty when refused before it had one (or logged before tiers were kept). */
+  service_tier: string;
   /** The model asked for (a router's: the model it went to); empty when the body could not be read. */
   model: string;
   stack_id: string | null;
@@ -74,6 +77,8 @@ const REQUEST_FILTER = {
   q: z.string(must("a string")).max(200, must("at most 200 characters")).optional(),
   /** The API called. */
   api: z.enum(REQUEST_APIS, must(`one of ${REQUEST_APIS.join(", ")}`)).optional(),
+  /** The service tier it was served at. */
+  service_tier: z.enum(SERVICE_TIERS, must(`one of ${SERVICE_TIERS.join(", ")}`)).optional(),
 };
 
 export const REQUEST_ROUTES = {

@@ -78,7 +78,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     // The server's environment holds none of the agent's secrets; the hub's address, as it downloads the repository itself.
     expect(calls).toContain("env secrets=none hf_token=- hf_endpoint=https://huggingface.co");
     // Held to the hosts this machine's operator allows images from.
-    expect(calls).toMatch(/serve Qwen\/Qwen2\.5-0\.5B-Instruct --host 127\.0\.0\.1 --port \d+ --served-model-name qwen-vllm --allowed-media-domains images\.example\.com/);
+    expect(calls).toMatch(/serve Qwen\/Qwen2\.5-0\.5B-Instruct --host 127\.0\.0\.1 --port \d+ --served-model-name qwen-vllm --allowed-media-domains images\.example\.com --scheduling-policy priority/);
 
     const res = await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "Hello there" }] });
     expect(res.choices[0]!.message.content).toBe("You said: Hello there");
@@ -86,6 +86,10 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     let streamed = "";
     for await (const c of await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "one two" }], stream: true })) streamed += c.choices[0]?.delta.content ?? "";
     expect(streamed).toBe("You said: one two");
+    // Scheduled by priority: each request carries its service tier's (0 priority, 1 default, 2 flex).
+    expect(readFileSync(log, "utf8").trim().split("\n").filter((l) => l.startsWith("request qwen-vllm")).slice(-2)).toEqual(["request qwen-vllm stream=false priority=1", "request qwen-vllm stream=true priority=1"]);
+    const flex = await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "later" }], service_tier: "flex" });
+    expect([flex.service_tier, readFileSync(log, "utf8").trim().split("\n").at(-1)]).toEqual(["flex", "request qwen-vllm stream=false priority=2"]);
     expect(agent.host.list()).toEqual([expect.objectContaining({ runtime: "vllm", state: "ready", endpoint: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/v1$/), modelId: "qwen-vllm" })]);
     // Only the agent can use it: a key made at its start, in its environment (not its arguments), which another
     // user of the machine calling its port does not have.

@@ -1,5 +1,6 @@
 import type { CommandModule } from "yargs";
 import type { ApiKey } from "../../../relay/admin-contract/index.js";
+import { SERVICE_TIERS, type ServiceTier } from "../../../proto/index.js";
 import { adminCall } from "../../admin-client.js";
 import { CliError, EXIT } from "../../cli-error.js";
 import { keyValues, print, table } from "../../output.js";
@@ -58,15 +59,16 @@ export const keyCommand: CommandModule = {
               .option("machine", { type: "string", array: true, describe: "Restrict to this machine (repeatable)" })
               .option("rpm", { type: "number", describe: "Requests per minute" })
               .option("tpm", { type: "number", describe: "Tokens per minute" })
-              .option("expires", { type: "string", describe: "When it stops working: a date-time (2026-12-31, 2026-12-31T18:00:00Z)" }),
+              .option("expires", { type: "string", describe: "When it stops working: a date-time (2026-12-31, 2026-12-31T18:00:00Z)" })
+              .option("service-tier", { type: "string", choices: SERVICE_TIERS, describe: "The most its requests may ask: priority, default (the default) or flex" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; name?: string; stack?: string[]; machine?: string[]; rpm?: number; tpm?: number; expires?: string };
+          const a = argv as unknown as AdminArgs & { org: string; name?: string; stack?: string[]; machine?: string[]; rpm?: number; tpm?: number; expires?: string; serviceTier?: ServiceTier };
           const k = await adminCall(target(a), "POST /admin/v1/keys", {
-            body: { org: a.org, name: a.name, stacks: a.stack, machines: a.machine, rpm: a.rpm, tpm: a.tpm, expires_at: expiresArg(a.expires) },
+            body: { org: a.org, name: a.name, stacks: a.stack, machines: a.machine, rpm: a.rpm, tpm: a.tpm, expires_at: expiresArg(a.expires), service_tier: a.serviceTier },
           });
           print(a, k, () =>
-            keyValues([["id", k.id], ["key", `${k.key}  (shown this once)`], ["restrictions", restrictions(k)], ["limits", limits(k)], ["expires", expiry(k)]]),
+            keyValues([["id", k.id], ["key", `${k.key}  (shown this once)`], ["restrictions", restrictions(k)], ["limits", limits(k)], ["service tier", k.service_tier], ["expires", expiry(k)]]),
           );
         },
       })
@@ -85,6 +87,7 @@ export const keyCommand: CommandModule = {
               .option("rpm", { type: "string", describe: "Requests per minute, or none (the organization's default)" })
               .option("tpm", { type: "string", describe: "Tokens per minute, or none (the organization's default)" })
               .option("expires", { type: "string", describe: "When it stops working (2026-12-31, 2026-12-31T18:00:00Z), or never" })
+              .option("service-tier", { type: "string", choices: SERVICE_TIERS, describe: "The most its requests may ask: priority, default or flex" })
               .conflicts("stack", "any-stack")
               .conflicts("machine", "any-machine"),
           ),
@@ -99,6 +102,7 @@ export const keyCommand: CommandModule = {
             rpm?: string;
             tpm?: string;
             expires?: string;
+            serviceTier?: ServiceTier;
           };
           const body = {
             name: a.name,
@@ -107,10 +111,11 @@ export const keyCommand: CommandModule = {
             rpm: limitArg("rpm", a.rpm),
             tpm: limitArg("tpm", a.tpm),
             expires_at: expiresArg(a.expires),
+            service_tier: a.serviceTier,
           };
-          if (Object.values(body).every((v) => v === undefined)) throw new CliError("Nothing to change: give --name, --stack, --any-stack, --machine, --any-machine, --rpm, --tpm or --expires.", EXIT.usage);
+          if (Object.values(body).every((v) => v === undefined)) throw new CliError("Nothing to change: give --name, --stack, --any-stack, --machine, --any-machine, --rpm, --tpm, --expires or --service-tier.", EXIT.usage);
           const k = await adminCall(target(a), "PATCH /admin/v1/keys/:id", { params: { id: a.id }, body });
-          print(a, k, () => keyValues([["id", k.id], ["name", k.name ?? "-"], ["state", k.state], ["restrictions", restrictions(k)], ["limits", limits(k)], ["expires", expiry(k)]]));
+          print(a, k, () => keyValues([["id", k.id], ["name", k.name ?? "-"], ["state", k.state], ["restrictions", restrictions(k)], ["limits", limits(k)], ["service tier", k.service_tier], ["expires", expiry(k)]]));
         },
       })
       .command({
@@ -121,7 +126,7 @@ export const keyCommand: CommandModule = {
           const a = argv as unknown as AdminArgs & { org: string };
           const data = await allPages((page, perPage) => adminCall(target(a), "GET /admin/v1/keys", { query: { org: a.org, page, per_page: perPage } }));
           print(a, data, () =>
-            table(["ID", "NAME", "PREFIX", "STATE", "RESTRICTIONS", "LIMITS", "EXPIRES", "LAST USED"], data.map((k) => [k.id, k.name, `${k.prefix}…`, k.state, restrictions(k), limits(k), expiry(k), when(k.last_used_at)])),
+            table(["ID", "NAME", "PREFIX", "STATE", "RESTRICTIONS", "LIMITS", "TIER", "EXPIRES", "LAST USED"], data.map((k) => [k.id, k.name, `${k.prefix}…`, k.state, restrictions(k), limits(k), k.service_tier, expiry(k), when(k.last_used_at)])),
           );
         },
       })

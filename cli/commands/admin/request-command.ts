@@ -16,7 +16,14 @@ const filters = <T>(b: Argv<T>) =>
     .option("model", { type: "string", describe: "Only requests for this model id" })
     .option("status", { type: "string", describe: "ok, error, 2xx, 4xx, 5xx, or one HTTP status (429)" })
     .option("q", { type: "string", describe: "A request id, or part of a model's name" })
-    .option("api", { type: "string", describe: "Only this API's: chat/completions, embeddings, responses, messages, messages/count_tokens" });
+    .option("api", { type: "string", describe: "Only this API's: chat/completions, embeddings, responses, messages, messages/count_tokens" })
+    .option("service-tier", { type: "string", describe: "Only those served at this service tier: priority, default, flex" });
+
+/** What the filters gave. */
+type FilterArgs = AdminArgs & { org: string; stack?: string; key?: string; model?: string; status?: string; q?: string; api?: string; serviceTier?: string };
+
+/** The filters as the admin API's query takes them (the relay checks their values). */
+const filterQuery = (a: FilterArgs) => ({ org: a.org, stack: a.stack, key: a.key, model: a.model, status: a.status as never, q: a.q, api: a.api as never, service_tier: a.serviceTier as never });
 
 export const requestCommand: CommandModule = {
   command: "request <command>",
@@ -33,14 +40,12 @@ export const requestCommand: CommandModule = {
               .option("per-page", { type: "number", default: 50, describe: "Requests per page (1 to 500)" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; stack?: string; key?: string; model?: string; status?: string; q?: string; api?: string; page: number; perPage: number };
-          const page = await adminCall(target(a), "GET /admin/v1/requests", {
-            query: { org: a.org, stack: a.stack, key: a.key, model: a.model, status: a.status as never, q: a.q, api: a.api as never, page: a.page, per_page: a.perPage },
-          });
+          const a = argv as unknown as FilterArgs & { page: number; perPage: number };
+          const page = await adminCall(target(a), "GET /admin/v1/requests", { query: { ...filterQuery(a), page: a.page, per_page: a.perPage } });
           print(a, page, () => {
             const rows = table(
-              ["WHEN", "API", "STATUS", "ERROR", "KEY", "MODEL", "TOKENS IN/OUT", "LATENCY", "FIRST TOKEN", "ID"],
-              page.data.map((r) => [when(r.at), r.api || "-", String(r.status), r.error_code ?? "-", keyOf(r), r.model || "-", `${r.prompt_tokens}/${r.completion_tokens}`, ms(r.latency_ms), ms(r.first_token_ms), r.id]),
+              ["WHEN", "API", "TIER", "STATUS", "ERROR", "KEY", "MODEL", "TOKENS IN/OUT", "LATENCY", "FIRST TOKEN", "ID"],
+              page.data.map((r) => [when(r.at), r.api || "-", r.service_tier || "-", String(r.status), r.error_code ?? "-", keyOf(r), r.model || "-", `${r.prompt_tokens}/${r.completion_tokens}`, ms(r.latency_ms), ms(r.first_token_ms), r.id]),
             );
             const shown = (page.page - 1) * page.per_page + page.data.length;
             return shown < page.total ? `${rows}\n${shown} of ${page.total}. More: --page ${page.page + 1}` : rows;
@@ -58,7 +63,7 @@ export const requestCommand: CommandModule = {
             [
               `${when(r.at)}  ${r.status}${r.error_code ? ` ${r.error_code}` : ""}  ${r.model || "-"}${r.stream ? " (streamed)" : ""}`,
               `key ${keyOf(r)}  stack ${r.stack_name ?? r.stack_id ?? "-"}  machine ${r.machine_id ?? "-"}  request id ${r.request_id}`,
-              `tokens ${r.prompt_tokens} in, ${r.completion_tokens} out  latency ${ms(r.latency_ms)}  first token ${ms(r.first_token_ms)}`,
+              `tier ${r.service_tier || "-"}  tokens ${r.prompt_tokens} in, ${r.completion_tokens} out  latency ${ms(r.latency_ms)}  first token ${ms(r.first_token_ms)}`,
               ...(r.capture
                 ? ["", "Prompt:", typeof r.capture.messages === "string" ? r.capture.messages : JSON.stringify(r.capture.messages, null, 2), "", "Answer:", r.capture.answer, ...r.capture.tool_calls.map((c) => `tool call ${c.name}(${c.arguments})`), ...(r.capture.truncated ? ["(cut to 64 KiB)"] : [])]
                 : [r.captured ? "(captured: only admins read it)" : "(no prompt or answer kept: the stack does not capture)"]),
@@ -72,8 +77,7 @@ export const requestCommand: CommandModule = {
         builder: (b) =>
           adminOptions(filters(b)),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; stack?: string; key?: string; model?: string; status?: string; q?: string; api?: string };
-          await adminExport(target(a), "GET /admin/v1/requests.csv", { org: a.org, stack: a.stack, key: a.key, model: a.model, status: a.status as never, q: a.q, api: a.api as never }, process.stdout);
+          await adminExport(target(argv as unknown as FilterArgs), "GET /admin/v1/requests.csv", filterQuery(argv as unknown as FilterArgs), process.stdout);
         },
       })
       .demandCommand(1)

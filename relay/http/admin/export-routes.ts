@@ -54,16 +54,16 @@ async function streamCsv<T>(res: Response, name: string, header: readonly string
 export function exportRoutes(control: ControlPlane): { [K in ExportRoute]: StreamHandler<K, Actor> } {
   return {
     "GET /admin/v1/requests.csv": async (input, actor, res) => {
-      const { org, stack, key, model, status, q, api } = input.query();
-      const filter = { stackId: stack, keyId: key, model, status, q, api };
+      const { org, stack, key, model, status, q, api, service_tier } = input.query();
+      const filter = { stackId: stack, keyId: key, model, status, q, api, serviceTier: service_tier };
       const read = async (beforeId?: string) => (await control.activity.requests(actor, org, { ...filter, beforeId }, { offset: 0, limit: BATCH, uncounted: true })).rows;
       await streamCsv(
         res,
         "requests",
-        ["at", "request_id", "api", "key_id", "key_name", "model", "stack_id", "stack_name", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "load_ms", "id"],
+        ["at", "request_id", "api", "service_tier", "key_id", "key_name", "model", "stack_id", "stack_name", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "load_ms", "id"],
         await read(),
         (last) => read(last.id),
-        (r) => csvLine([iso(r.at), r.requestId, r.api, r.keyId, r.keyName, r.model, r.stackId, r.stackName, r.machineId, r.stream, r.status, r.errorCode, r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.id]),
+        (r) => csvLine([iso(r.at), r.requestId, r.api, r.serviceTier, r.keyId, r.keyName, r.model, r.stackId, r.stackName, r.machineId, r.stream, r.status, r.errorCode, r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.id]),
       );
     },
     "GET /admin/v1/audit.csv": async (input, actor, res) => {

@@ -13,8 +13,8 @@ function listed({ orgId: _org, capture: _capture, captureUntil, ...entry }: List
 export function requestRoutes(control: ControlPlane): RouteHandlers<Exclude<RequestRoute, ExportRoute>, Actor> {
   return {
     "GET /admin/v1/requests": async (input, actor) => {
-      const { org, stack, key, model, status, q, api, page, per_page } = input.query();
-      const { rows, total } = await control.activity.requests(actor, org, { stackId: stack, keyId: key, model, status, q, api }, { offset: (page - 1) * per_page, limit: per_page });
+      const { org, stack, key, model, status, q, api, service_tier, page, per_page } = input.query();
+      const { rows, total } = await control.activity.requests(actor, org, { stackId: stack, keyId: key, model, status, q, api, serviceTier: service_tier }, { offset: (page - 1) * per_page, limit: per_page });
       return { object: "list" as const, data: rows.map(listed), total, page, per_page };
     },
     "GET /admin/v1/requests/:id": async ({ params }, actor) => {
