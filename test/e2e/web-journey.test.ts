@@ -279,6 +279,8 @@ describe("a newcomer's journey through the web application", () => {
     await shot("key-form-error");
     await page.getByLabel("Requests per minute").fill("100");
     await page.getByLabel("Tokens per minute").fill("");
+    // A batch job's key: its requests go after everyone else's.
+    await page.getByLabel("Service tier").selectOption("flex");
     await page.getByRole("button", { name: "Create key" }).last().click();
     const secret = (await page.getByTestId("new-key-secret").textContent())!;
     expect(secret).toMatch(/^mk_live_/);
@@ -287,9 +289,10 @@ describe("a newcomer's journey through the web application", () => {
     await shot("key-created");
     const client = new OpenAI({ baseURL: `${relay.url}/v1`, apiKey: secret, maxRetries: 0 });
     const reply = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 4 });
-    expect(reply.usage!.completion_tokens).toBe(4);
+    expect([reply.usage!.completion_tokens, reply.service_tier]).toEqual([4, "flex"]);
     await page.getByRole("button", { name: "Done" }).click();
     const keyRow = page.locator("tr", { hasText: "support-bot" });
+    await expect.poll(() => keyRow.getByTestId("key-tier").textContent()).toBe("Flex tier");
     await expect.poll(() => keyRow.textContent()).toContain("stacks: tiny");
     await expect.poll(() => keyRow.textContent()).toContain("100 RPM");
     // Edited in place: a new limit and an expiry date, holding from the key's next request.
@@ -652,7 +655,7 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.getByTestId("capture-answer").textContent()).toContain(told.choices[0]!.message.content!.trim());
     // The conversation as it was, turn by turn, and which API it came through.
     expect(await page.getByTestId("capture-messages").locator(".turn-role").allTextContents()).toEqual(["System", "User", "Answer"]);
-    expect(await page.getByTestId("request-api").textContent()).toBe("Chat completions");
+    expect([await page.getByTestId("request-api").textContent(), await page.getByTestId("request-tier").textContent()]).toEqual(["Chat completions", "Default"]);
     await shot("request-captured");
   });
 

@@ -208,7 +208,7 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(started()).toEqual([]);
     expect((await client.chat.completions.create({ model: "qwen-sleepy", messages: [{ role: "user", content: "Hi" }] })).choices[0]!.message.content).toBe("You said: Hi");
     // Started so it can sleep: with sleep mode, in the development mode that has its sleep routes.
-    expect(started()).toEqual([expect.stringMatching(/ --enable-sleep-mode$/)]);
+    expect(started()).toEqual([expect.stringMatching(/ --enable-sleep-mode --scheduling-policy priority$/)]);
     const state = () => agent.host.list().find((h) => h.modelId === "qwen-sleepy")!;
     const pid = state().pid!;
     await vi.waitFor(() => expect(state().state).toBe("unloaded"), { timeout: 5000, interval: 50 });

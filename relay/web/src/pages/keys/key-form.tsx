@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import type { ApiError } from "../../api/admin-client.js";
 import type { ApiKey, MachineChoice, NewApiKey, StackChoice } from "../../api/types.js";
-import { useApp } from "../../app-context.js";
+import { useApp, useIsAdmin } from "../../app-context.js";
 import { describedBy, Field } from "../../components/field.js";
 import { plural } from "../../components/format.js";
 import { MultiSelect } from "../../components/multi-select.js";
@@ -27,6 +27,13 @@ function endOfDay(date: string): string | null {
   return date === "" ? null : new Date(`${date}T23:59:59.999`).toISOString();
 }
 
+/** What each tier means for the key's requests, said under the choice. */
+const TIER_HINTS: Record<ApiKey["service_tier"], string> = {
+  priority: "Its requests go first in every queue; they may ask a lower tier.",
+  default: "Its requests go after priority ones; they may ask flex.",
+  flex: "Its requests go last, and may wait up to 10 minutes when the model is busy.",
+};
+
 /**
  * Creates a key (with optional stack and machine restrictions, limits and an expiry; the secret is shown once),
  * or, given `editing`, changes one: its name, restrictions, limits and expiry, from the next request on.
@@ -39,6 +46,8 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
   const [rpm, setRpm] = useState(editing?.rpm ? String(editing.rpm) : "");
   const [tpm, setTpm] = useState(editing?.tpm ? String(editing.tpm) : "");
   const [expires, setExpires] = useState(editing?.expires_at ? localDate(editing.expires_at) : "");
+  const [tier, setTier] = useState<ApiKey["service_tier"]>(editing?.service_tier ?? "default");
+  const isAdmin = useIsAdmin();
   const [error, setError] = useState<ApiError | null>(null);
   const [created, setCreated] = useState<NewApiKey | null>(null);
   const [busy, setBusy] = useState(false);
@@ -58,7 +67,7 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
     setError(null);
     // A day left as it was keeps the key's expiry as it is (set to the minute by the API, or already past).
     const sameDay = editing && expires === (editing.expires_at ? localDate(editing.expires_at) : "");
-    const fields = { name: name.trim() || null, stacks: stackIds.length ? stackIds : null, machines: machineIds.length ? machineIds : null, rpm: limit(rpm), tpm: limit(tpm), expires_at: sameDay ? undefined : endOfDay(expires) };
+    const fields = { name: name.trim() || null, stacks: stackIds.length ? stackIds : null, machines: machineIds.length ? machineIds : null, rpm: limit(rpm), tpm: limit(tpm), expires_at: sameDay ? undefined : endOfDay(expires), service_tier: tier };
     try {
       if (editing) {
         const saved = await client.call("PATCH /admin/v1/keys/:id", { params: { id: editing.id }, body: fields });
@@ -84,7 +93,7 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
       <h2 id="key-form-title">{title}</h2>
       {editing && <p class="muted small">Changes hold from the key's next request. Its secret stays the same.</p>}
       <form onSubmit={submit} noValidate>
-        {error && !["name", "rpm", "tpm", "stacks", "machines", "machine", "expires_at"].includes(error.param ?? "") && <Notice tone="error">{error.message}</Notice>}
+        {error && !["name", "rpm", "tpm", "stacks", "machines", "machine", "expires_at", "service_tier"].includes(error.param ?? "") && <Notice tone="error">{error.message}</Notice>}
         <Field id="key-name" label="Name" hint="What uses it, e.g. support-bot." error={err("name")}>
           <input id="key-name" value={name} onInput={(e) => setName(e.currentTarget.value)} aria-describedby={describedBy("key-name", err("name"))} />
         </Field>
@@ -118,6 +127,16 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
           </Field>
           <Field id="key-tpm" label="Tokens per minute" hint="Empty: no limit." error={err("tpm")}>
             <input id="key-tpm" type="number" min="1" step="1" inputMode="numeric" value={tpm} onInput={(e) => setTpm(e.currentTarget.value)} aria-describedby={describedBy("key-tpm", err("tpm"))} />
+          </Field>
+          <Field id="key-tier" label="Service tier" hint={TIER_HINTS[tier]} error={err("service_tier")}>
+            <select id="key-tier" value={tier} onChange={(e) => setTier(e.currentTarget.value as ApiKey["service_tier"])} aria-describedby={describedBy("key-tier", err("service_tier"))}>
+              {/* Only admins give a key priority; a member's key an admin gave it keeps it. */}
+              <option value="priority" disabled={!isAdmin && editing?.service_tier !== "priority"}>
+                Priority{!isAdmin && editing?.service_tier !== "priority" ? " (admins only)" : ""}
+              </option>
+              <option value="default">Default</option>
+              <option value="flex">Flex</option>
+            </select>
           </Field>
           <Field id="key-expires" label="Expires" hint="Works until the end of this day (your time). Empty: never." error={err("expires_at")}>
             <input id="key-expires" type="date" min={localDate(Date.now())} value={expires} onInput={(e) => setExpires(e.currentTarget.value)} aria-describedby={describedBy("key-expires", err("expires_at"))} />

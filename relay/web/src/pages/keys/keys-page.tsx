@@ -184,7 +184,7 @@ function keyColumns(c: KeyColumns): Column<ApiKeyWithUsage>[] {
       ),
     },
     {
-      header: "Limits",
+      header: "Limits and tier",
       class: "small",
       cell: (k) => (
         <>
@@ -192,6 +192,8 @@ function keyColumns(c: KeyColumns): Column<ApiKeyWithUsage>[] {
           {((!k.rpm && c.org?.default_key_rpm) || (!k.tpm && c.org?.default_key_tpm)) && (
             <div class="muted">with the defaults: {limitsText(k.rpm ?? c.org?.default_key_rpm, k.tpm ?? c.org?.default_key_tpm)}</div>
           )}
+          {/* The default tier goes unsaid; the others are news. */}
+          {k.service_tier !== "default" && <div data-testid="key-tier">{k.service_tier === "priority" ? "Priority tier" : "Flex tier"}</div>}
         </>
       ),
     },

@@ -4,7 +4,7 @@ import { Link } from "../../components/link.js";
 import { Loading, NotLoaded, PageHeader } from "../../components/notice.js";
 import { StateBadge } from "../../components/state-badge.js";
 import { CapturedConversation } from "./captured-conversation.js";
-import { apiText, endingText, msText, OUTCOME_BADGE, outcomeOf } from "./request-words.js";
+import { apiText, endingText, msText, OUTCOME_BADGE, outcomeOf, tierText } from "./request-words.js";
 
 /** One request of the log: who, what, how it ended and how long it took; its prompt and answer while its stack's capture keeps them (admins). */
 export function RequestPage({ id }: { id: string }) {
@@ -35,6 +35,8 @@ export function RequestPage({ id }: { id: string }) {
         <dl class="values">
           <dt>API</dt>
           <dd data-testid="request-api">{apiText(r.api)}</dd>
+          <dt>Service tier</dt>
+          <dd data-testid="request-tier">{r.service_tier ? tierText(r.service_tier) : "—"}</dd>
           <dt>Key</dt>
           <dd>{r.key_id ? <Link href={`/requests?key=${r.key_id}`}>{r.key_name ?? r.key_id}</Link> : "—"}</dd>
           <dt>Model</dt>

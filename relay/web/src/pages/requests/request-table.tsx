@@ -3,7 +3,7 @@ import { DataTable, type Column } from "../../components/data-table.js";
 import { formatAgo } from "../../components/format.js";
 import { Link } from "../../components/link.js";
 import { StateBadge } from "../../components/state-badge.js";
-import { apiText, endingText, msText, OUTCOME_BADGE, outcomeOf } from "./request-words.js";
+import { apiText, endingText, msText, OUTCOME_BADGE, outcomeOf, tierText } from "./request-words.js";
 
 /** Requests of the log as a table: when, how it ended, key, model (and stack), tokens, times; each links to its page. */
 export function RequestTable({ rows, loading, label = "Requests", hide = [] }: { rows: readonly LoggedRequest[]; loading?: boolean; label?: string; hide?: readonly ("key" | "stack")[] }) {
@@ -29,7 +29,21 @@ export function RequestTable({ rows, loading, label = "Requests", hide = [] }: {
         </>
       ),
     },
-    { header: "API", class: "small", testId: (r) => `request-api-${r.id}`, cell: (r) => apiText(r.api) },
+    {
+      header: "API and tier",
+      class: "small",
+      testId: (r) => `request-api-${r.id}`,
+      cell: (r) => (
+        <>
+          {apiText(r.api)}
+          {r.service_tier && (
+            <div class="muted" data-testid={`request-tier-${r.id}`}>
+              {tierText(r.service_tier)} tier
+            </div>
+          )}
+        </>
+      ),
+    },
     !hide.includes("key") && { header: "Key", class: "small", cell: (r) => r.key_name ?? (r.key_id ? <span class="mono">{r.key_id}</span> : "—") },
     {
       header: "Model",

@@ -24,6 +24,7 @@ const ENDINGS: Record<string, string> = {
   canceled: "Client went away",
   timeout: "Took too long",
   too_many_streams: "Too many at once",
+  permission_denied: "Tier above the key's",
   storage_unavailable: "Database unavailable",
   limits_unavailable: "Shared limits unavailable",
   internal_error: "Relay error",
@@ -77,4 +78,16 @@ export const API_WORDS = {
 /** A request's API in words; a dash for one logged before the API was kept. */
 export function apiText(api: string): string {
   return (API_WORDS as Record<string, string>)[api] ?? (api || "—");
+}
+
+/** The service tiers, in words (the relay's `service_tier` values). */
+export const TIER_WORDS = {
+  priority: "Priority",
+  default: "Default",
+  flex: "Flex",
+} as const satisfies Record<NonNullable<AdminCheckedQuery<"GET /admin/v1/requests">["service_tier"]>, string>;
+
+/** The tier a request was served at, in words; empty for one refused before it had one. */
+export function tierText(tier: string): string {
+  return (TIER_WORDS as Record<string, string>)[tier] ?? tier;
 }

@@ -9,7 +9,7 @@ import { ListControls } from "../../components/list-controls.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { toSearch } from "../../components/table-state.js";
 import { RequestTable } from "./request-table.js";
-import { API_WORDS, STATUS_FILTERS } from "./request-words.js";
+import { API_WORDS, STATUS_FILTERS, TIER_WORDS } from "./request-words.js";
 
 /**
  * The request log: the organization's gateway requests, newest first, refused ones too: searched (a request id,
@@ -18,22 +18,28 @@ import { API_WORDS, STATUS_FILTERS } from "./request-words.js";
  */
 export function RequestsPage() {
   const { client } = useApp();
-  const [table, setTable] = useTableState([] as const, STATUS_FILTERS.map(([s]) => s), ["stack", "key", "api"]);
+  const [table, setTable] = useTableState([] as const, STATUS_FILTERS.map(([s]) => s), ["stack", "key", "api", "service_tier"]);
   const [fixed, setFixed] = useState(() => {
     const p = new URLSearchParams(location.search);
     const api = p.get("api");
-    return { stack: p.get("stack") ?? undefined, key: p.get("key") ?? undefined, api: api !== null && Object.hasOwn(API_WORDS, api) ? (api as keyof typeof API_WORDS) : undefined };
+    const tier = p.get("service_tier");
+    return {
+      stack: p.get("stack") ?? undefined,
+      key: p.get("key") ?? undefined,
+      api: api !== null && Object.hasOwn(API_WORDS, api) ? (api as keyof typeof API_WORDS) : undefined,
+      service_tier: tier !== null && Object.hasOwn(TIER_WORDS, tier) ? (tier as keyof typeof TIER_WORDS) : undefined,
+    };
   });
   const [live, setLive] = useState(true);
   const query = { q: table.q.trim() || undefined, status: table.state ?? undefined, page: table.page, per_page: table.perPage, ...fixed };
-  const page = useLive(() => client.call("GET /admin/v1/requests", { query }), [], [toSearch(table), fixed.stack, fixed.key, fixed.api]);
+  const page = useLive(() => client.call("GET /admin/v1/requests", { query }), [], [toSearch(table), fixed.stack, fixed.key, fixed.api, fixed.service_tier]);
   const choices = useChoices();
   const stacks = { data: choices.data?.stacks };
   const keyName = page.data?.data.find((r) => r.key_id === fixed.key)?.key_name;
   const following = live && table.page === 1;
   useRefresh(page.reload, { on: following });
 
-  const filterBy = (name: "stack" | "key" | "api", value: string | undefined) => {
+  const filterBy = (name: "stack" | "key" | "api" | "service_tier", value: string | undefined) => {
     const next = { ...fixed, [name]: value };
     setFixed(next);
     const p = new URLSearchParams(location.search);
@@ -44,7 +50,7 @@ export function RequestsPage() {
     history.replaceState(history.state, "", location.pathname + (search ? `?${search}` : ""));
     setTable({ ...table, page: 1 });
   };
-  const unfiltered = !table.q && !table.state && !fixed.stack && !fixed.key && !fixed.api;
+  const unfiltered = !table.q && !table.state && !fixed.stack && !fixed.key && !fixed.api && !fixed.service_tier;
   return (
     <>
       <PageHeader title="Requests" subtitle="The gateway's requests, newest first, refused ones too: which key called which model, how it ended and how long it took. Prompts and answers are kept only for stacks that capture them.">
@@ -52,7 +58,7 @@ export function RequestsPage() {
           <input type="checkbox" checked={live} onChange={(e) => setLive(e.currentTarget.checked)} />
           <span>Live</span>
         </label>
-        <a class="button secondary" href={client.exportUrl("GET /admin/v1/requests.csv", { q: query.q, status: query.status as never, stack: query.stack, key: query.key, api: query.api })} download data-testid="requests-export">
+        <a class="button secondary" href={client.exportUrl("GET /admin/v1/requests.csv", { q: query.q, status: query.status as never, stack: query.stack, key: query.key, api: query.api, service_tier: query.service_tier })} download data-testid="requests-export">
           Export CSV
         </a>
       </PageHeader>
@@ -77,6 +83,17 @@ export function RequestsPage() {
             <option value="">Every API</option>
             {Object.entries(API_WORDS).map(([api, words]) => (
               <option key={api} value={api}>
+                {words}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="inline-label">
+          <span>Tier</span>
+          <select aria-label="Show requests of service tier" value={fixed.service_tier ?? ""} onChange={(e) => filterBy("service_tier", e.currentTarget.value || undefined)}>
+            <option value="">Every tier</option>
+            {Object.entries(TIER_WORDS).map(([tier, words]) => (
+              <option key={tier} value={tier}>
                 {words}
               </option>
             ))}
