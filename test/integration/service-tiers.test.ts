@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { LoggedRequest, Page } from "../../relay/admin-contract/index.js";
 import { OP } from "../helpers/operator.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+import { WebClient } from "../helpers/web-client.js";
 
 type Tier = "priority" | "default" | "flex";
 
@@ -92,6 +93,20 @@ describe("service tiers on a stack that runs one request at a time (stand-in mod
     expect((await admin<{ service_tier: string }>(gw, "PATCH", `/admin/v1/keys/${batch.id}`, { service_tier: "flex" })).service_tier).toBe("flex");
     expect((await openai.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "demoted" }] })).service_tier).toBe("flex");
     await admin(gw, "PATCH", `/admin/v1/keys/${batch.id}`, { service_tier: "default" });
+  });
+
+  it("lets a member make keys of the default and flex tiers, not priority; a key an admin made priority stays so through its member's edits", async () => {
+    await admin(gw, "POST", "/admin/v1/users", { org: gw.orgId, login: "member@example.com", role: "member", password: "member-password-1" });
+    const member = new WebClient(gw.relay.url);
+    expect((await member.signIn("member@example.com", "member-password-1")).status).toBe(200);
+    const refused = await member.call("POST", "/admin/v1/keys", { name: "greedy", service_tier: "priority" });
+    expect([refused.status, ((await refused.json()) as { error: { code: string; param: string } }).error]).toEqual([403, expect.objectContaining({ code: "permission_denied", param: "service_tier" })]);
+    const own = await member.json<{ id: string; service_tier: string }>("POST", "/admin/v1/keys", { name: "mine", service_tier: "flex" });
+    expect(own.service_tier).toBe("flex");
+    expect((await member.call("PATCH", `/admin/v1/keys/${own.id}`, { service_tier: "priority" })).status).toBe(403);
+    // An admin raises it; the member renames it, sending its tier back as it is: it keeps priority.
+    await admin(gw, "PATCH", `/admin/v1/keys/${own.id}`, { service_tier: "priority" });
+    expect(await member.json("PATCH", `/admin/v1/keys/${own.id}`, { name: "mine, renamed", service_tier: "priority" })).toMatchObject({ name: "mine, renamed", service_tier: "priority" });
   });
 
   it("runs 5 priority requests before a flood of 200 flex ones queued before them", async () => {
