@@ -1,4 +1,4 @@
-import { EMPTY_STEP_RESULT, FAIR_SHARE_KEY_MAX, isServiceTier, type AgentToRelay, type ChatInput, type ChatMessage, type DeployStep, type RelayToAgent, type ResponseFormat, type ToolChoice } from "../../proto/index.js";
+import { EMPTY_STEP_RESULT, type Usage, FAIR_SHARE_KEY_MAX, isServiceTier, type AgentToRelay, type ChatInput, type ChatMessage, type DeployStep, type RelayToAgent, type ResponseFormat, type ToolChoice } from "../../proto/index.js";
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
 type WireChatMessage = Extract<RelayMessage["body"], { $case: "infer" }>["value"]["messages"][number];
@@ -11,6 +11,9 @@ function chatMessage(m: WireChatMessage): ChatMessage {
   if (m.parts.length) message.parts = m.parts;
   return message;
 }
+
+/** What a request used, as the wire has it (every field; none cached when not said). */
+const wireUsage = (u: Usage) => ({ promptTokens: u.promptTokens, completionTokens: u.completionTokens, cachedTokens: u.cachedTokens ?? 0 });
 
 /** The agent's reading of a wire message from the relay; `undefined` for one it does not know (ignored). */
 export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefined {
@@ -76,9 +79,9 @@ export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
     case "embedding":
       return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: "", toolCall: undefined, embedding: { index: message.index, values: message.values } } } };
     case "end":
-      return { body: { $case: "inferenceEnd", value: { requestId: message.requestId, outcome: { $case: "done", value: { finishReason: message.finishReason } }, usage: message.usage } } };
+      return { body: { $case: "inferenceEnd", value: { requestId: message.requestId, outcome: { $case: "done", value: { finishReason: message.finishReason } }, usage: wireUsage(message.usage) } } };
     case "failed":
-      return { body: { $case: "inferenceEnd", value: { requestId: message.requestId, outcome: { $case: "error", value: message.error }, usage: message.usage } } };
+      return { body: { $case: "inferenceEnd", value: { requestId: message.requestId, outcome: { $case: "error", value: message.error }, usage: wireUsage(message.usage) } } };
     case "hello":
       return { body: { $case: "hello", value: { protocolVersion: message.protocolVersion, agentVersion: message.agentVersion, hardware: message.hardware } } };
     case "heartbeat":

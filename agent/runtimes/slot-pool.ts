@@ -29,11 +29,14 @@ export class SlotPool<T> {
     return this.waiters.size;
   }
 
-  /** Waits for a free slot; rejects with `canceled` when `signal` aborts first. */
-  acquire(signal?: AbortSignal, ask: SlotAsk = {}): Promise<T> {
+  /**
+   * Waits for a free slot; rejects with `canceled` when `signal` aborts first. Of several free slots: the one
+   * `score` ranks highest, the one freed longest ago among equals; without `score`, the one freed last. A request
+   * that waits gets the next slot freed.
+   */
+  acquire(signal?: AbortSignal, ask: SlotAsk = {}, score?: (slot: T) => number): Promise<T> {
     if (signal?.aborted) return Promise.reject(MakinaError.from(signal.reason));
-    const slot = this.free.pop();
-    if (slot !== undefined) return Promise.resolve(slot);
+    if (this.free.length > 0) return Promise.resolve(this.free.splice(this.best(score), 1)[0]!);
     return new Promise<T>((resolve, reject) => {
       const waiter: Waiter<T> = {
         resolve,
@@ -46,6 +49,18 @@ export class SlotPool<T> {
       const entry: QueueEntry<Waiter<T>> = this.waiters.push(waiter, ask.tier ?? "default", ask.owner ?? "");
       signal?.addEventListener("abort", waiter.onAbort, { once: true });
     });
+  }
+
+  /** The index of the free slot to hand out: the last freed, or the highest scored (the first freed among equals). */
+  private best(score: ((slot: T) => number) | undefined): number {
+    if (!score || this.free.length === 1) return this.free.length - 1;
+    let at = 0;
+    let top = score(this.free[0]!);
+    for (let i = 1; i < this.free.length; i++) {
+      const s = score(this.free[i]!);
+      if (s > top) [at, top] = [i, s];
+    }
+    return at;
   }
 
   release(slot: T): void {

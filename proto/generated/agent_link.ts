@@ -519,6 +519,8 @@ export interface Usage {
   promptTokens: number;
   /** Tokens generated. */
   completionTokens: number;
+  /** Of the prompt's tokens, those the runtime did not evaluate again (its context held them already). */
+  cachedTokens: number;
 }
 
 /** An error crossing the link. `code` is one of the error codes of `proto/errors`. */
@@ -5320,7 +5322,7 @@ export const InferenceDone: MessageFns<InferenceDone> = {
 };
 
 function createBaseUsage(): Usage {
-  return { promptTokens: 0, completionTokens: 0 };
+  return { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
 }
 
 export const Usage: MessageFns<Usage> = {
@@ -5330,6 +5332,9 @@ export const Usage: MessageFns<Usage> = {
     }
     if (message.completionTokens !== 0) {
       writer.uint32(16).uint32(message.completionTokens);
+    }
+    if (message.cachedTokens !== 0) {
+      writer.uint32(24).uint32(message.cachedTokens);
     }
     return writer;
   },
@@ -5363,6 +5368,14 @@ export const Usage: MessageFns<Usage> = {
             message.completionTokens = reader.uint32();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.cachedTokens = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5387,6 +5400,11 @@ export const Usage: MessageFns<Usage> = {
         : isSet(object.completion_tokens)
         ? globalThis.Number(object.completion_tokens)
         : 0,
+      cachedTokens: isSet(object.cachedTokens)
+        ? globalThis.Number(object.cachedTokens)
+        : isSet(object.cached_tokens)
+        ? globalThis.Number(object.cached_tokens)
+        : 0,
     };
   },
 
@@ -5398,6 +5416,9 @@ export const Usage: MessageFns<Usage> = {
     if (message.completionTokens !== 0) {
       obj.completionTokens = Math.round(message.completionTokens);
     }
+    if (message.cachedTokens !== 0) {
+      obj.cachedTokens = Math.round(message.cachedTokens);
+    }
     return obj;
   },
 
@@ -5408,6 +5429,7 @@ export const Usage: MessageFns<Usage> = {
     const message = createBaseUsage();
     message.promptTokens = object.promptTokens ?? 0;
     message.completionTokens = object.completionTokens ?? 0;
+    message.cachedTokens = object.cachedTokens ?? 0;
     return message;
   },
 };

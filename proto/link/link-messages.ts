@@ -8,6 +8,8 @@ import type { ServiceTier } from "../flow/service-tier.js";
 export interface Usage {
   promptTokens: number;
   completionTokens: number;
+  /** Of the prompt's tokens, those the runtime did not evaluate again (a context sequence held them); absent: none. */
+  cachedTokens?: number;
 }
 
 /** Why a token stream ended: `tool_calls` when the answer calls tools, `canceled` after the relay canceled the request. */

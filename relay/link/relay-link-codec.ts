@@ -1,4 +1,4 @@
-import type { AgentToRelay, FinishReason, RelayToAgent, RuntimeState, UnloadReason } from "../../proto/index.js";
+import type { AgentToRelay, FinishReason, RelayToAgent, RuntimeState, UnloadReason, Usage } from "../../proto/index.js";
 import type { AgentMessage, RelayMessage } from "../../proto/wire.js";
 
 const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(["stop", "length", "tool_calls", "canceled"]);
@@ -16,7 +16,10 @@ export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefi
     }
     case "inferenceEnd": {
       const { requestId, outcome } = body.value;
-      const usage = { promptTokens: body.value.usage?.promptTokens ?? 0, completionTokens: body.value.usage?.completionTokens ?? 0 };
+      const u = body.value.usage;
+      const usage: Usage = { promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0 };
+      // A machine's word for what it reused, never more than the prompt.
+      if (u?.cachedTokens) usage.cachedTokens = Math.min(u.cachedTokens, usage.promptTokens);
       if (outcome?.$case === "done") {
         const reason = outcome.value.finishReason;
         return { type: "end", requestId, finishReason: FINISH_REASONS.has(reason) ? (reason as FinishReason) : "stop", usage };

@@ -5,6 +5,7 @@ import type { ApiKeyRecord, Stack } from "../store/index.js";
 import { pickTarget, stacksForKey, type RoutableSession } from "./route-request.js";
 import { routedModel, type RoutePatterns } from "./routed-model.js";
 import { servedTier, type AskedTier } from "./served-tier.js";
+import { promptAffinity } from "./prompt-affinity.js";
 
 /** What planning reads of a validated chat request (the gateway's `ChatRequest` is one). */
 export interface PlannableRequest {
@@ -23,6 +24,8 @@ export interface PlannableRequest {
   paramName(param: string): string;
   /** The service tier it asks (`service_tier`); absent: `auto`, its key's. */
   serviceTier?: AskedTier;
+  /** The client's word for requests that share a prompt (`prompt_cache_key`, else `user` or `metadata.user_id`): they go to one replica. */
+  cacheKey?: string;
 }
 
 /** Where a request runs and what it may cost. */
@@ -81,7 +84,8 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   }
   const capable = allowed.filter((st) => request.needs.every((p) => honouredParameters(st.runtime, st.harness, st.orchestrator).includes(p)));
   if (capable.length === 0) throw unsupported(allowed[0]!, request, model);
-  const { stack, session } = pickTarget(deps.registry, capable, deps.turn?.() ?? 0);
+  // Requests that share a prompt's beginning go where it is held already, when several replicas could take them.
+  const { stack, session } = pickTarget(deps.registry, capable, deps.turn?.() ?? 0, () => promptAffinity(request.input, request.cacheKey));
   const maxTokens = request.input.maxTokens;
   if (maxTokens > 0 && stack.contextSize !== null && maxTokens > stack.contextSize) {
     const param = request.paramName("max_tokens");

@@ -1,6 +1,7 @@
 import { MakinaError } from "../../proto/index.js";
 import type { ApiKeyRecord, Stack } from "../store/index.js";
 import type { AgentSession } from "../link/index.js";
+import { rendezvousScore } from "./prompt-affinity.js";
 
 /** Stacks of the key's organization that serve `modelId` and that the key may use. */
 export function stacksForKey(directory: { servingModel(orgId: string, modelId: string): Stack[] }, key: ApiKeyRecord, modelId: string): Stack[] {
@@ -63,9 +64,10 @@ const NO_ROOM = { slot: true, bytes: 0 };
  * requests. Machines whose link is not draining (the agent does not read what the relay writes) get no new
  * requests: 503 when only they are left.
  */
-export function pickTarget<S extends RoutableSession = AgentSession>(registry: { get(machineId: string): S | undefined }, stacks: Stack[], turn = 0): { stack: Stack; session: S } {
+export function pickTarget<S extends RoutableSession = AgentSession>(registry: { get(machineId: string): S | undefined }, stacks: Stack[], turn = 0, affinity?: () => number | undefined): { stack: Stack; session: S } {
   let best: Rank | undefined;
   let ties: { stack: Stack; session: S }[] = [];
+  const loaded: { stack: Stack; session: S }[] = [];
   let anyOnline = false;
   let anyCongested = false;
   for (const stack of stacks) {
@@ -78,6 +80,7 @@ export function pickTarget<S extends RoutableSession = AgentSession>(registry: {
       continue;
     }
     const unloaded = session.loaded?.(stack.id) === false;
+    if (!unloaded) loaded.push({ stack, session });
     const room = unloaded ? (session.roomToLoad?.() ?? NO_ROOM) : NO_ROOM;
     const rank: Rank = [unloaded ? 1 : 0, unloaded && !room.slot ? 1 : 0, unloaded ? -room.bytes : 0, session.inFlight];
     const order = best ? compareRanks(rank, best) : -1;
@@ -85,6 +88,10 @@ export function pickTarget<S extends RoutableSession = AgentSession>(registry: {
       best = rank;
       ties = [{ stack, session }];
     } else if (order === 0) ties.push({ stack, session });
+  }
+  if (loaded.length > 1) {
+    const key = affinity?.();
+    if (key !== undefined) return byAffinity(loaded, key);
   }
   if (ties.length) return ties[turn % ties.length]!;
   if (anyCongested) {
@@ -94,4 +101,19 @@ export function pickTarget<S extends RoutableSession = AgentSession>(registry: {
     throw new MakinaError("runtime_unavailable", "The runtime serving this model is not ready yet. Retry shortly.", { retryAfterMs: 5000 });
   }
   throw new MakinaError("machine_offline", "Every machine serving this model is offline.", { retryAfterMs: 5000 });
+}
+
+/**
+ * Where a request goes among loaded replicas, by the prompt it shares with others (`affinity`, see
+ * {@link promptAffinity}): each replica's rendezvous score orders them (the same order on every relay, and a
+ * replica that leaves moves only its own requests), and the first whose machine is not overloaded takes it:
+ * overloaded is more than 25% above the replicas' average requests in flight, and at least one more than it.
+ */
+function byAffinity<T extends { stack: Stack; session: RoutableSession }>(replicas: T[], affinity: number): T {
+  let total = 0;
+  for (const r of replicas) total += r.session.inFlight;
+  const average = total / replicas.length;
+  const most = Math.max(average * 1.25, average + 1);
+  const ordered = replicas.map((r) => ({ r, score: rendezvousScore(affinity, r.stack.id) })).sort((a, b) => b.score - a.score);
+  return (ordered.find((o) => o.r.session.inFlight <= most) ?? ordered[0]!).r;
 }

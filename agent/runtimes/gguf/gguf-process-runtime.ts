@@ -97,7 +97,7 @@ export class GgufProcessRuntime implements ModelRuntime {
         if (frame.type === "end" || frame.type === "error" || frame.type === "stopped") {
           over = true;
           this.giveBack(connection, signal, onAbort);
-          const usage = { promptTokens: frame.promptTokens, completionTokens: frame.completionTokens };
+          const usage = { promptTokens: frame.promptTokens, completionTokens: frame.completionTokens, ...(frame.type === "end" && frame.cachedTokens ? { cachedTokens: frame.cachedTokens } : {}) };
           if (frame.type === "end") yield { type: "end", finishReason: frame.finishReason, usage };
           else yield stoppedBy(frame.type === "error" ? fromErrorFrame(frame) : new MakinaError("canceled", "The request was canceled."), usage, signal);
           return;

@@ -6,6 +6,7 @@ import { forcedCallWrapper } from "./forced-call-wrapper.js";
 import { mergePieces } from "./merge-pieces.js";
 import { ResponseGrammars } from "./json-schema-grammar.js";
 import { paceEvaluation } from "./pace-evaluation.js";
+import { promptCacheMeter, readAhead, sequenceFit, type Slot } from "./sequence-slot.js";
 import { ToolCallPieces } from "./tool-call-pieces.js";
 import { ToolFunctions } from "./tool-functions.js";
 
@@ -73,20 +74,8 @@ export async function loadGgufModel(llama: Llama, modelPath: string, options: Gg
 /** The most tokens of context the embedding context holds (a second context beside the chat one: kept small). */
 const EMBED_CONTEXT = 8192;
 
-/** Text chunks decoded ahead of the reader before a sequence pauses its decoding. */
-const READ_AHEAD = 4;
-
-/** A context sequence with its chats, and what its decoding waits for before each next token. */
-interface Slot {
-  chat: LlamaChat;
-  /** The same sequence, with a chat wrapper whose answer must begin with a function call. */
-  forcedCallChat: LlamaChat;
-  beforeNextToken: (() => Promise<void> | undefined) | undefined;
-  /** Counts a token decoded for the request being served. */
-  generated: (() => void) | undefined;
-  /** True while its decoding waits for the reader to take text. */
-  paused: boolean;
-}
+/** The batch priority of a request's tokens by its tier, when the context's batch is full (node-llama-cpp: 5 first). */
+const EVALUATION_PRIORITY = { priority: 5, default: 4, flex: 3 } as const;
 
 /** Errors node-llama-cpp throws when a function call it generated does not hold to its schema. */
 const CALL_VALIDATION_ERRORS = new Set(["LlamaFunctionCallValidationError", "LlamaJsonSchemaValidationError"]);
@@ -126,7 +115,7 @@ export class GgufRuntime implements ModelRuntime {
       const chat = new LlamaChat({ contextSequence: sequence, chatWrapper });
       chatWrapper ??= chat.chatWrapper;
       forcedWrapper ??= forcedCallWrapper(chatWrapper);
-      const slot: Slot = { chat, forcedCallChat: new LlamaChat({ contextSequence: sequence, chatWrapper: forcedWrapper }), beforeNextToken: undefined, generated: undefined, paused: false };
+      const slot: Slot = { sequence, chat, forcedCallChat: new LlamaChat({ contextSequence: sequence, chatWrapper: forcedWrapper }), beforeNextToken: undefined, generated: undefined, paused: false };
       paceEvaluation(sequence, { beforeNextToken: () => slot.beforeNextToken?.(), generated: () => slot.generated?.() });
       slots.push(slot);
     }
@@ -166,7 +155,11 @@ export class GgufRuntime implements ModelRuntime {
     }
     // Checked before a sequence is taken: a refused request waits for nothing.
     const functions = await this.functionsFor(input);
-    const slot = await this.slots.acquire(options.signal, { tier: input.serviceTier, owner: input.fairShareKey });
+    const history = toChatHistory(input.messages);
+    // The prompt as the model reads it: of the free sequences, the one that holds most of it evaluated serves it
+    // (node-llama-cpp evaluates only the rest). Waiting, a request takes the sequence the next one leaves.
+    const prompt = this.promptTokenList(this.all[0]!.chat, history, functions);
+    const slot = await this.slots.acquire(options.signal, { tier: input.serviceTier, owner: input.fairShareKey }, (s) => sequenceFit(s, prompt));
     const forced = functions !== undefined && (input.toolChoice === "required" || input.toolChoice === "function");
     const chat = forced ? slot.forcedCallChat : slot.chat;
     const stop = new AbortController();
@@ -178,10 +171,10 @@ export class GgufRuntime implements ModelRuntime {
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let generation: Promise<unknown> | undefined;
     // What the request used so far: its `end` says it, or its `stopped` when it is canceled or fails midway.
-    const usage = { promptTokens: 0, completionTokens: 0 };
+    const usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
+    const meter = promptCacheMeter(slot);
     try {
-      const history = toChatHistory(input.messages);
-      const promptTokens = this.promptTokens(chat, history, functions);
+      const promptTokens = forced ? this.promptTokenList(chat, history, functions).length : prompt.length;
       usage.promptTokens = promptTokens;
       const room = roomFor(this.contextSize, promptTokens, input.maxTokens);
       // A response format holds the model to JSON (or a schema) token by token: the answer cannot be anything else.
@@ -195,12 +188,16 @@ export class GgufRuntime implements ModelRuntime {
       };
       // The tokens of the answer's text, or, when the model may call functions, every token it decodes (the
       // calls' words are no text of the answer).
-      if (functions) slot.generated = () => countTokens(1);
+      slot.generated = () => {
+        meter.first();
+        if (functions) countTokens(1);
+      };
       const common = {
         maxTokens: input.maxTokens || room,
         temperature: input.temperature,
         topP: input.topP,
         seed: input.seed,
+        evaluationPriority: EVALUATION_PRIORITY[input.serviceTier ?? "default"],
         repeatPenalty: input.presencePenalty || input.frequencyPenalty ? { penalty: 1, presencePenalty: input.presencePenalty, frequencyPenalty: input.frequencyPenalty } : (false as const),
         customStopTriggers: input.stop.length ? input.stop : undefined,
         signal: stop.signal,
@@ -252,6 +249,7 @@ export class GgufRuntime implements ModelRuntime {
       }
       if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
       const finishReason = outcome.stopReason === "functionCalls" ? "tool_calls" : outcome.stopReason === "maxTokens" ? "length" : "stop";
+      usage.cachedTokens = meter.cached(promptTokens);
       yield { type: "end", finishReason, usage: { ...usage } };
     } catch (err) {
       yield stoppedBy(err, usage, options.signal);
@@ -269,13 +267,13 @@ export class GgufRuntime implements ModelRuntime {
 
   /** A request that only counts its prompt's tokens: as a chat would, the model's template over the messages and the functions it may call. */
   private async *count(input: ChatInput): AsyncGenerator<RuntimeEvent> {
-    const promptTokens = this.promptTokens(this.all[0]!.chat, toChatHistory(input.messages), await this.functionsFor(input));
+    const promptTokens = this.promptTokenList(this.all[0]!.chat, toChatHistory(input.messages), await this.functionsFor(input)).length;
     yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
   }
 
   /** The tokens of a conversation as the model's chat template renders it, with the functions it may call. */
-  private promptTokens(chat: LlamaChat, history: ChatHistoryItem[], functions: ChatModelFunctions | undefined): number {
-    return chat.chatWrapper.generateContextState({ chatHistory: history, ...(functions ? { availableFunctions: functions, documentFunctionParams: true } : {}) }).contextText.tokenize(this.model.tokenizer).length;
+  private promptTokenList(chat: LlamaChat, history: ChatHistoryItem[], functions: ChatModelFunctions | undefined): Token[] {
+    return chat.chatWrapper.generateContextState({ chatHistory: history, ...(functions ? { availableFunctions: functions, documentFunctionParams: true } : {}) }).contextText.tokenize(this.model.tokenizer);
   }
 
   /**
@@ -340,27 +338,6 @@ export class GgufRuntime implements ModelRuntime {
     await this.context.dispose();
     await this.model.dispose();
   }
-}
-
-/**
- * The events decoded but not yet taken by the reader, and how the decoder resumes. Decoding pauses while
- * READ_AHEAD of them wait, so a reader that stops reading (a slow client, no credit) stops the decoder too.
- */
-function readAhead(slot: Slot, stopped: AbortSignal): { pending: RuntimeEvent[]; resumeDecoder: () => void } {
-  const pending: RuntimeEvent[] = [];
-  let wakeDecoder: (() => void) | undefined;
-  const resumeDecoder = () => {
-    const wake = wakeDecoder;
-    wakeDecoder = undefined;
-    slot.paused = false;
-    wake?.();
-  };
-  slot.beforeNextToken = () => {
-    if (pending.length < READ_AHEAD || stopped.aborted) return undefined;
-    slot.paused = true;
-    return new Promise<void>((resolve) => (wakeDecoder = resolve));
-  };
-  return { pending, resumeDecoder };
 }
 
 /** The tokens left for the answer after the prompt; refused when the prompt and `maxTokens` do not fit. */

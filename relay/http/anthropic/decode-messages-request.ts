@@ -233,5 +233,9 @@ export function decodeMessagesRequest(body: unknown): ChatRequest {
     ...(format ? { responseFormat: format } : {}),
     needs: [],
   });
-  return tier ? { ...request, serviceTier: tier } : request;
+  if (tier) request.serviceTier = tier;
+  // Anthropic's word for who a conversation is with: its requests go to one replica.
+  const userId = isPlainObject(body.metadata) && typeof body.metadata.user_id === "string" && body.metadata.user_id !== "" ? body.metadata.user_id.slice(0, 1024) : undefined;
+  if (userId) request.cacheKey = userId;
+  return request;
 }

@@ -22,7 +22,11 @@ function inputOf(args: string): Record<string, unknown> {
   }
 }
 
-const usageOf = (u: Usage) => ({ input_tokens: u.promptTokens, output_tokens: u.completionTokens });
+/**
+ * What a message used, in the API's words: `input_tokens` are the prompt's tokens evaluated for it, and
+ * `cache_read_input_tokens` those its runtime held already (their sum is the prompt, as `count_tokens` counts it).
+ */
+const usageOf = (u: Usage) => ({ input_tokens: u.promptTokens - (u.cachedTokens ?? 0), output_tokens: u.completionTokens, cache_read_input_tokens: u.cachedTokens ?? 0, cache_creation_input_tokens: 0 });
 
 /** The tier that served an answer, in the Messages API's words (`flex` is its lower tier, `batch`). */
 const ANTHROPIC_TIER: Record<ServiceTier, string> = { priority: "priority", default: "standard", flex: "batch" };

@@ -27,7 +27,13 @@ export const chatCompletionsCodec: GatewayCodec<ChatRequest> = {
       created: meta.created,
       model: meta.model,
       choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
-      usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens },
+      usage: {
+        prompt_tokens: usage.promptTokens,
+        completion_tokens: usage.completionTokens,
+        total_tokens: usage.promptTokens + usage.completionTokens,
+        // Of the prompt's tokens, those its runtime did not evaluate again (a GGUF sequence held them).
+        prompt_tokens_details: { cached_tokens: usage.cachedTokens ?? 0 },
+      },
       service_tier: meta.serviceTier,
     };
   },
@@ -40,8 +46,10 @@ export const chatCompletionsCodec: GatewayCodec<ChatRequest> = {
       open: () => chunk(`{"role":"assistant","content":""}`, null),
       text: (text) => (text === "" ? "" : chunk(`{"content":${JSON.stringify(text)}}`, null)),
       toolCall: (delta) => chunk(toolCallDelta(delta), null),
-      end(finishReason, { promptTokens, completionTokens }) {
-        const usage = request.includeUsage ? `${head}[],"usage":{"prompt_tokens":${promptTokens},"completion_tokens":${completionTokens},"total_tokens":${promptTokens + completionTokens}}}\n\n` : "";
+      end(finishReason, { promptTokens, completionTokens, cachedTokens = 0 }) {
+        const usage = request.includeUsage
+          ? `${head}[],"usage":{"prompt_tokens":${promptTokens},"completion_tokens":${completionTokens},"total_tokens":${promptTokens + completionTokens},"prompt_tokens_details":{"cached_tokens":${cachedTokens}}}}\n\n`
+          : "";
         return `${chunk("{}", finishReason)}${usage}data: [DONE]\n\n`;
       },
       // An error event and no [DONE].

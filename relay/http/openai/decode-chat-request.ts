@@ -252,6 +252,15 @@ export function decodeChatRequest(body: unknown): ChatRequest {
     needs,
   };
   const format = decodeResponseFormat(body.response_format);
-  const request = checkChatRequest(format ? { ...draft, responseFormat: format } : draft);
-  return body.service_tier === undefined || body.service_tier === null ? request : { ...request, serviceTier: body.service_tier as AskedTier };
+  const request: ChatRequest = checkChatRequest(format ? { ...draft, responseFormat: format } : draft);
+  if (body.service_tier !== undefined && body.service_tier !== null) request.serviceTier = body.service_tier as AskedTier;
+  const cacheKey = cacheKeyOf(body.prompt_cache_key, body.user);
+  if (cacheKey) request.cacheKey = cacheKey;
+  return request;
+}
+
+/** The first of the client's words for requests that share a prompt that is a string (`prompt_cache_key`, then `user`), cut to 1,024 characters. */
+export function cacheKeyOf(...given: unknown[]): string | undefined {
+  const key = given.find((v): v is string => typeof v === "string" && v !== "");
+  return key?.slice(0, 1024);
 }

@@ -2,7 +2,7 @@ import type { ChatMessage, ContentPart } from "../../../proto/index.js";
 import { boolean, checkChatRequest, imagePart, modelOf, oneOf, toolCallOf, type ChatRequest, type Conversation, type DraftResponseFormat, type DraftTool, type DraftToolChoice, type MessagePlace, type Named } from "../chat/index.js";
 import { describeValue, isPlainObject, onlyKeys as only, refuse } from "../json-values.js";
 import type { AskedTier } from "../../routing/index.js";
-import { OPENAI_TIERS } from "./decode-chat-request.js";
+import { cacheKeyOf, OPENAI_TIERS } from "./decode-chat-request.js";
 
 /** A Responses API request: the domain request, and what its answer says back of what was asked. */
 export interface ResponsesRequest extends ChatRequest {
@@ -221,9 +221,11 @@ export function decodeResponsesRequest(body: unknown): ResponsesRequest {
   });
   const echoFormat = isPlainObject(body.text) && isPlainObject(body.text.format) ? body.text.format : { type: "text" };
   const tier = body.service_tier === undefined || body.service_tier === null ? undefined : (oneOf(...OPENAI_TIERS)(body.service_tier, "service_tier"), body.service_tier as AskedTier);
+  const cacheKey = cacheKeyOf(body.prompt_cache_key, body.user);
   return {
     ...request,
     ...(tier ? { serviceTier: tier } : {}),
+    ...(cacheKey ? { cacheKey } : {}),
     echo: {
       instructions: typeof body.instructions === "string" ? body.instructions : null,
       maxOutputTokens: typeof body.max_output_tokens === "number" ? body.max_output_tokens : null,

@@ -7,7 +7,7 @@ type OutputItem = Record<string, unknown>;
 
 const usageOf = (u: Usage) => ({
   input_tokens: u.promptTokens,
-  input_tokens_details: { cached_tokens: 0 },
+  input_tokens_details: { cached_tokens: u.cachedTokens ?? 0 },
   output_tokens: u.completionTokens,
   output_tokens_details: { reasoning_tokens: 0 },
   total_tokens: u.promptTokens + u.completionTokens,
