@@ -18,6 +18,8 @@ export interface LoggedRequest {
   key_name: string | null;
   /** The API called: `chat/completions`, `embeddings`, `responses`, `messages` or `messages/count_tokens`; empty for requests logged before it was kept. */
   api: string;
+  /** Of `prompt_tokens`, those its runtime did not evaluate again (a GGUF sequence held them): the answer's `cached_tokens`. */
+  cached_tokens: number;
   /** The service tier it was served at (`priority`, `default`, `flex`); empty when refused before it had one (or logged before tiers were kept). */
   service_tier: string;
   /** The model asked for (a router's: the model it went to); empty when the body could not be read. */

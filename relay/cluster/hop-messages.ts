@@ -175,7 +175,7 @@ export function readReply(m: unknown): HopReply | undefined {
 
 /** Token counts as a relay may report them: whole numbers, not past what any request could use. */
 function isUsage(u: unknown): boolean {
-  return isObject(u) && isCount(u.promptTokens) && isCount(u.completionTokens);
+  return isObject(u) && isCount(u.promptTokens) && isCount(u.completionTokens) && (u.cachedTokens === undefined || (isCount(u.cachedTokens) && u.cachedTokens <= u.promptTokens));
 }
 
 /** Another relay's control-plane event as received, or undefined (not one, or this relay's own). */

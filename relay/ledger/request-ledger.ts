@@ -8,6 +8,8 @@ import { captureCall, captureOf, captureText, type Capture } from "./exchange-ca
 export interface TokenCount {
   promptTokens: number;
   completionTokens: number;
+  /** Of the prompt's, those the runtime did not evaluate again. */
+  cachedTokens?: number;
 }
 
 /** Where a request's facts are settled: its key's rate limits (through its admission), the usage counts, the metrics, the request log and the key's refusal budget. */
@@ -225,6 +227,7 @@ export class RequestLedger {
         errorCode,
         promptTokens: this.count?.promptTokens ?? 0,
         completionTokens: this.count?.completionTokens ?? 0,
+        cachedTokens: this.count?.cachedTokens ?? 0,
         latencyMs: Math.round(durationMs),
         firstTokenMs,
         loadMs: this.loadMs,

@@ -373,6 +373,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE api_keys ADD COLUMN service_tier TEXT NOT NULL DEFAULT 'default' CHECK (service_tier IN ('priority', 'default', 'flex'));
   -- The tier a request was served at (or refused at); empty when it was refused before it had one.
   ALTER TABLE request_log ADD COLUMN service_tier TEXT NOT NULL DEFAULT '';
+  -- Of its prompt's tokens, those its runtime did not evaluate again (a context sequence held them).
+  ALTER TABLE request_log ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
   {{POSTGRES}}
   DROP TRIGGER api_keys_changed ON api_keys;
   CREATE TRIGGER api_keys_changed AFTER INSERT OR DELETE OR UPDATE OF org_id, name, key_hash, stack_ids_json, machine_ids_json, rpm, tpm, state,

@@ -40,6 +40,8 @@ export interface RequestLogEntry {
   errorCode: string | null;
   promptTokens: number;
   completionTokens: number;
+  /** Of the prompt's tokens, those its runtime did not evaluate again. */
+  cachedTokens: number;
   latencyMs: number;
   /** Time to the first token (or the whole answer, not streamed); null when none came. */
   firstTokenMs: number | null;
@@ -52,7 +54,7 @@ export interface RequestLogEntry {
 }
 
 /** A request as the log appends it: its capture already JSON (what the log holds until it writes). */
-export type NewRequestLogEntry = Omit<RequestLogEntry, "id" | "capture" | "api" | "serviceTier"> & { captureJson: string | null; api?: string; serviceTier?: string };
+export type NewRequestLogEntry = Omit<RequestLogEntry, "id" | "capture" | "api" | "serviceTier" | "cachedTokens"> & { captureJson: string | null; api?: string; serviceTier?: string; cachedTokens?: number };
 
 /** Which requests a list shows: the HTTP status (`ok`, `error`, a class such as `4xx`, or one status), a stack, a key, a model, words. */
 export interface RequestFilter {
@@ -102,12 +104,12 @@ export interface RequestFigures {
   decodeTokensPerSecond: number | null;
 }
 
-/** Rows of one insert: 20 parameters each, well under SQLite's and PostgreSQL's limits. */
+/** Rows of one insert: 21 parameters each, well under SQLite's and PostgreSQL's limits. */
 const ROWS_PER_STATEMENT = 500;
 /** Requests one pruning statement deletes at most. */
 const PRUNE_CHUNK = 2000;
 /** The columns an insert writes, in the order of its parameters. */
-const COLUMNS = ["id", "org_id", "at", "request_id", "key_id", "model", "stack_id", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "load_ms", "capture_json", "capture_until", "api", "service_tier"] as const satisfies readonly (keyof Row<"request_log">)[];
+const COLUMNS = ["id", "org_id", "at", "request_id", "key_id", "model", "stack_id", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "load_ms", "capture_json", "capture_until", "api", "service_tier", "cached_tokens"] as const satisfies readonly (keyof Row<"request_log">)[];
 
 /**
  * The insert of `rows` rows, its text written once per size: the request log takes thousands of rows a second,
@@ -135,6 +137,7 @@ const toRequest = (r: Row<"request_log">, withCapture: boolean): RequestLogEntry
   errorCode: r.error_code,
   promptTokens: r.prompt_tokens,
   completionTokens: r.completion_tokens,
+  cachedTokens: r.cached_tokens,
   latencyMs: r.latency_ms,
   firstTokenMs: r.first_token_ms,
   loadMs: r.load_ms,
@@ -163,7 +166,7 @@ export class RequestLogStore {
     // In COLUMNS' order.
     const rows = requests.map((r) => [
       this.ids.next(r.at), r.orgId, r.at, r.requestId, r.keyId, r.model, r.stackId, r.machineId, r.stream ? 1 : 0, r.status, r.errorCode,
-      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.captureJson, r.captureJson === null ? null : r.captureUntil, r.api ?? "", r.serviceTier ?? "",
+      r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.captureJson, r.captureJson === null ? null : r.captureUntil, r.api ?? "", r.serviceTier ?? "", r.cachedTokens ?? 0,
     ]);
     if (this.appendRows?.(this.textFor(1), rows)) return;
     await transaction(this.db, async (trx) => {
@@ -213,7 +216,7 @@ export class RequestLogStore {
       query
         .leftJoin("api_keys as k", "k.id", "r.key_id")
         .leftJoin("stacks as s", "s.id", "r.stack_id")
-        .select(["r.id", "r.org_id", "r.at", "r.request_id", "r.key_id", "r.model", "r.stack_id", "r.machine_id", "r.stream", "r.status", "r.error_code", "r.prompt_tokens", "r.completion_tokens", "r.latency_ms", "r.first_token_ms", "r.load_ms", "r.capture_until", "r.api", "r.service_tier", "k.name as key_name", "s.name as stack_name"])
+        .select(["r.id", "r.org_id", "r.at", "r.request_id", "r.key_id", "r.model", "r.stack_id", "r.machine_id", "r.stream", "r.status", "r.error_code", "r.prompt_tokens", "r.completion_tokens", "r.latency_ms", "r.first_token_ms", "r.load_ms", "r.capture_until", "r.api", "r.service_tier", "r.cached_tokens", "k.name as key_name", "s.name as stack_name"])
         .select(sql<string | null>`case when r.capture_json is null then null else '' end`.as("capture_json"))
         .orderBy("r.id", "desc")
         .limit(page.limit)

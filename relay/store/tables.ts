@@ -162,6 +162,7 @@ export interface Tables {
     capture_until: number | null;
     api: Generated<string>;
     service_tier: Generated<string>;
+    cached_tokens: Generated<number>;
   };
   sign_in_failures: {
     key: string;

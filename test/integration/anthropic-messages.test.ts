@@ -58,7 +58,9 @@ describe("the Anthropic Messages API with Anthropic's own client, on GGUF stacks
     expect(types.slice(-3)).toEqual(["content_block_stop", "message_delta", "message_stop"]);
     expect(final.content).toEqual(whole.content);
     expect(final.stop_reason).toBe("max_tokens");
-    expect(final.usage).toMatchObject({ input_tokens: whole.usage.input_tokens, output_tokens: 16 });
+    // The same prompt: what was evaluated and what was read from the sequence that held it add up alike.
+    const prompt = (u: Anthropic.Usage) => u.input_tokens + (u.cache_read_input_tokens ?? 0);
+    expect([prompt(final.usage), final.usage.output_tokens]).toEqual([prompt(whole.usage), 16]);
   });
 
   it("takes the key as a bearer token too, and ignores anthropic-version and anthropic-beta", async () => {
@@ -112,13 +114,14 @@ describe("the Anthropic Messages API with Anthropic's own client, on GGUF stacks
     const plain = { model: "stories", system: "You tell stories.", messages: [{ role: "user" as const, content: "Once upon a time" }] };
     const counted = await client.messages.countTokens(plain);
     const answered = await client.messages.create({ ...plain, max_tokens: 2 });
-    expect(counted).toEqual({ input_tokens: answered.usage.input_tokens });
+    // Its prompt: the tokens evaluated for it, and those read from a sequence that held them.
+    expect(counted).toEqual({ input_tokens: answered.usage.input_tokens + answered.usage.cache_read_input_tokens! });
 
     const weather = { name: "get_weather", description: "The weather in a city.", input_schema: WEATHER };
     const withTools = { model: tools, tools: [weather], messages: [{ role: "user" as const, content: "What is the weather in Paris?" }] };
     const toolCount = await client.messages.countTokens(withTools);
     const toolAnswer = await client.messages.create({ ...withTools, max_tokens: 40, ...greedy });
-    expect(toolCount.input_tokens).toBe(toolAnswer.usage.input_tokens);
+    expect(toolCount.input_tokens).toBe(toolAnswer.usage.input_tokens + toolAnswer.usage.cache_read_input_tokens!);
     // The functions' descriptions are part of the prompt the model reads.
     expect(toolCount.input_tokens).toBeGreaterThan((await client.messages.countTokens({ model: tools, messages: withTools.messages })).input_tokens);
     // Counting uses none of a key's tokens: a key of 40 tokens a minute counts a prompt longer than that ten times.

@@ -80,6 +80,9 @@ describe("a GGUF stack's sequences keep conversations (real model, two sequences
     // Everything of the first turn's prompt was held: only what came after it was evaluated.
     expect(second.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThanOrEqual(first.usage!.prompt_tokens);
     expect(second.usage!.prompt_tokens_details!.cached_tokens).toBeLessThan(second.usage!.prompt_tokens);
+    // The request log keeps it.
+    const logged = (await (await fetch(`${gw.relay.url}/admin/v1/requests?org=${gw.orgId}&per_page=1`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).json()) as { data: { cached_tokens: number; prompt_tokens: number }[] };
+    expect(logged.data[0]).toMatchObject({ prompt_tokens: second.usage!.prompt_tokens, cached_tokens: second.usage!.prompt_tokens_details!.cached_tokens });
 
     // Anthropic's client: the prompt's tokens read from the cache, apart from those evaluated.
     const anthropic = new Anthropic({ baseURL: gw.baseURL.replace(/\/v1$/, ""), apiKey: gw.apiKey, maxRetries: 0 });

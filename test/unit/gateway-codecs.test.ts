@@ -52,7 +52,7 @@ describe("the Messages API's stream encoder", () => {
     ]);
     expect(events[5]!.data.content_block).toEqual({ type: "tool_use", id: "call_a", name: "get_weather", input: {} });
     expect(events.slice(9, 11).map((e) => (e.data.delta as { partial_json: string }).partial_json).join("")).toBe('{"zone":"UTC"}');
-    expect(events[12]!.data).toEqual({ type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { input_tokens: 7, output_tokens: 11 } });
+    expect(events[12]!.data).toEqual({ type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { input_tokens: 7, output_tokens: 11, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } });
     // The tier that serves it, in the API's words: flex is its `batch`.
     expect((events[0]!.data.message as { usage: unknown }).usage).toEqual({ input_tokens: 0, output_tokens: 0, service_tier: "batch" });
   });
@@ -135,7 +135,7 @@ describe("the chat-completions stream encoder", () => {
     expect(JSON.parse(encoder.open().slice(6))).toMatchObject({ object: "chat.completion.chunk", service_tier: "flex" });
     expect(end.split("\n\n").filter(Boolean).map((f) => f.slice(6))).toEqual([
       expect.stringContaining('"finish_reason":"stop"'),
-      expect.stringContaining('"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}'),
+      expect.stringContaining('"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,"prompt_tokens_details":{"cached_tokens":0}}'),
       "[DONE]",
     ]);
     expect(encoder.failure(new MakinaError("stream_incomplete", "gone"))).not.toContain("[DONE]");
@@ -248,5 +248,18 @@ describe("the Anthropic column of the error table", () => {
     expect(anthropicError(ERROR_TABLE.machine_offline)).toEqual({ status: 529, type: "overloaded_error" });
     expect(anthropicError(ERROR_TABLE.model_not_found)).toEqual({ status: 404, type: "not_found_error" });
     expect(anthropicError(ERROR_TABLE.request_too_large)).toEqual({ status: 413, type: "request_too_large" });
+  });
+});
+
+describe("what a prompt reused, in each API's words", () => {
+  const usage = { promptTokens: 10, completionTokens: 2, cachedTokens: 6 };
+  const answer = { text: "hi", calls: [], vectors: [], finishReason: "stop" as const, usage };
+  it("says the cached tokens: chat's prompt_tokens_details, Responses' input_tokens_details, Messages' cache reads apart from input_tokens", () => {
+    const chat = chatCompletionsCodec.answer(chatCompletionsCodec.decode({ model: "m", messages: [{ role: "user", content: "hi" }] }), meta, answer) as { usage: unknown };
+    expect(chat.usage).toEqual({ prompt_tokens: 10, completion_tokens: 2, total_tokens: 12, prompt_tokens_details: { cached_tokens: 6 } });
+    const responses = responsesCodec.answer(decodeResponsesRequest({ model: "m", input: "hi" }), meta, answer) as { usage: { input_tokens: number; input_tokens_details: unknown } };
+    expect([responses.usage.input_tokens, responses.usage.input_tokens_details]).toEqual([10, { cached_tokens: 6 }]);
+    const message = messagesCodec.answer(decodeMessagesRequest({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }), meta, answer) as { usage: unknown };
+    expect(message.usage).toEqual({ input_tokens: 4, output_tokens: 2, cache_read_input_tokens: 6, cache_creation_input_tokens: 0, service_tier: "batch" });
   });
 });

@@ -63,7 +63,7 @@ export const requestCommand: CommandModule = {
             [
               `${when(r.at)}  ${r.status}${r.error_code ? ` ${r.error_code}` : ""}  ${r.model || "-"}${r.stream ? " (streamed)" : ""}`,
               `key ${keyOf(r)}  stack ${r.stack_name ?? r.stack_id ?? "-"}  machine ${r.machine_id ?? "-"}  request id ${r.request_id}`,
-              `tier ${r.service_tier || "-"}  tokens ${r.prompt_tokens} in, ${r.completion_tokens} out  latency ${ms(r.latency_ms)}  first token ${ms(r.first_token_ms)}`,
+              `tier ${r.service_tier || "-"}  tokens ${r.prompt_tokens} in${r.cached_tokens ? ` (${r.cached_tokens} cached)` : ""}, ${r.completion_tokens} out  latency ${ms(r.latency_ms)}  first token ${ms(r.first_token_ms)}`,
               ...(r.capture
                 ? ["", "Prompt:", typeof r.capture.messages === "string" ? r.capture.messages : JSON.stringify(r.capture.messages, null, 2), "", "Answer:", r.capture.answer, ...r.capture.tool_calls.map((c) => `tool call ${c.name}(${c.arguments})`), ...(r.capture.truncated ? ["(cut to 64 KiB)"] : [])]
                 : [r.captured ? "(captured: only admins read it)" : "(no prompt or answer kept: the stack does not capture)"]),

@@ -60,10 +60,10 @@ export function exportRoutes(control: ControlPlane): { [K in ExportRoute]: Strea
       await streamCsv(
         res,
         "requests",
-        ["at", "request_id", "api", "service_tier", "key_id", "key_name", "model", "stack_id", "stack_name", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "latency_ms", "first_token_ms", "load_ms", "id"],
+        ["at", "request_id", "api", "service_tier", "key_id", "key_name", "model", "stack_id", "stack_name", "machine_id", "stream", "status", "error_code", "prompt_tokens", "completion_tokens", "cached_tokens", "latency_ms", "first_token_ms", "load_ms", "id"],
         await read(),
         (last) => read(last.id),
-        (r) => csvLine([iso(r.at), r.requestId, r.api, r.serviceTier, r.keyId, r.keyName, r.model, r.stackId, r.stackName, r.machineId, r.stream, r.status, r.errorCode, r.promptTokens, r.completionTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.id]),
+        (r) => csvLine([iso(r.at), r.requestId, r.api, r.serviceTier, r.keyId, r.keyName, r.model, r.stackId, r.stackName, r.machineId, r.stream, r.status, r.errorCode, r.promptTokens, r.completionTokens, r.cachedTokens, r.latencyMs, r.firstTokenMs, r.loadMs, r.id]),
       );
     },
     "GET /admin/v1/audit.csv": async (input, actor, res) => {

@@ -51,8 +51,8 @@ export function RequestPage({ id }: { id: string }) {
           <dt>Error code</dt>
           <dd class="mono">{r.error_code ?? "—"}</dd>
           <dt>Tokens</dt>
-          <dd>
-            {r.prompt_tokens.toLocaleString("en-US")} in, {r.completion_tokens.toLocaleString("en-US")} out
+          <dd data-testid="request-tokens">
+            {r.prompt_tokens.toLocaleString("en-US")} in{r.cached_tokens > 0 ? ` (${r.cached_tokens.toLocaleString("en-US")} of them cached: not evaluated again)` : ""}, {r.completion_tokens.toLocaleString("en-US")} out
           </dd>
           <dt>Latency</dt>
           <dd>{msText(r.latency_ms)}</dd>

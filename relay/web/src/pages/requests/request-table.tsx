@@ -60,7 +60,24 @@ export function RequestTable({ rows, loading, label = "Requests", hide = [] }: {
         </>
       ),
     },
-    { header: "Tokens in → out", class: "small nowrap", cell: (r) => (r.prompt_tokens || r.completion_tokens ? `${r.prompt_tokens.toLocaleString("en-US")} → ${r.completion_tokens.toLocaleString("en-US")}` : "—") },
+    {
+      header: "Tokens in → out",
+      class: "small nowrap",
+      cell: (r) =>
+        r.prompt_tokens || r.completion_tokens ? (
+          <>
+            {`${r.prompt_tokens.toLocaleString("en-US")} → ${r.completion_tokens.toLocaleString("en-US")}`}
+            {/* What the runtime held already of the prompt, and did not evaluate again. */}
+            {r.cached_tokens > 0 && (
+              <div class="muted" data-testid={`request-cached-${r.id}`}>
+                {r.cached_tokens.toLocaleString("en-US")} cached
+              </div>
+            )}
+          </>
+        ) : (
+          "—"
+        ),
+    },
     { header: "Latency", class: "small nowrap", cell: (r) => msText(r.latency_ms) },
     // Time to first token is what a streamed request's client sees; a non-streamed one waits for the whole answer (its page says so).
     { header: "First token", class: "small nowrap", cell: (r) => (r.stream ? msText(r.first_token_ms) : "—") },
