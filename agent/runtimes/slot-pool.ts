@@ -1,4 +1,4 @@
-import { FairQueue, MakinaError, TIER_AGING_MS, type QueueEntry, type ServiceTier } from "../../proto/index.js";
+import { FairQueue, flexPlaces, MakinaError, TIER_AGING_MS, type QueueEntry, type ServiceTier } from "../../proto/index.js";
 
 interface Waiter<T> {
   resolve: (slot: T) => void;
@@ -19,9 +19,14 @@ export interface SlotAsk {
 export class SlotPool<T> {
   private readonly free: T[];
   private readonly waiters = new FairQueue<Waiter<T>>(TIER_AGING_MS);
+  /** Slots held by `flex` requests: at most {@link flexPlaces} of them, the rest kept for the other tiers. */
+  private readonly flexHeld = new Set<T>();
+  private readonly flexCap: number;
+  private readonly mayTake = (e: QueueEntry<Waiter<T>>) => e.tier !== "flex" || this.flexHeld.size < this.flexCap;
 
   constructor(slots: T[]) {
     this.free = [...slots];
+    this.flexCap = flexPlaces(slots.length);
   }
 
   /** Requests waiting for a slot. */
@@ -36,7 +41,12 @@ export class SlotPool<T> {
    */
   acquire(signal?: AbortSignal, ask: SlotAsk = {}, score?: (slot: T) => number): Promise<T> {
     if (signal?.aborted) return Promise.reject(MakinaError.from(signal.reason));
-    if (this.free.length > 0) return Promise.resolve(this.free.splice(this.best(score), 1)[0]!);
+    const flex = ask.tier === "flex";
+    if (this.free.length > 0 && (!flex || this.flexHeld.size < this.flexCap)) {
+      const slot = this.free.splice(this.best(score), 1)[0]!;
+      if (flex) this.flexHeld.add(slot);
+      return Promise.resolve(slot);
+    }
     return new Promise<T>((resolve, reject) => {
       const waiter: Waiter<T> = {
         resolve,
@@ -64,12 +74,14 @@ export class SlotPool<T> {
   }
 
   release(slot: T): void {
-    const next = this.waiters.shift()?.item;
+    this.flexHeld.delete(slot);
+    const next = this.waiters.shift(performance.now(), this.mayTake);
     if (!next) {
       this.free.push(slot);
       return;
     }
-    next.signal?.removeEventListener("abort", next.onAbort);
-    next.resolve(slot);
+    if (next.tier === "flex") this.flexHeld.add(slot);
+    next.item.signal?.removeEventListener("abort", next.item.onAbort);
+    next.item.resolve(slot);
   }
 }

@@ -54,23 +54,29 @@ export class FairQueue<T> {
     return true;
   }
 
-  /** The entry whose turn is next (ranked as of `now`), left in the queue; undefined when none waits. */
-  peek(now = performance.now()): QueueEntry<T> | undefined {
+  /**
+   * The entry whose turn is next (ranked as of `now`), left in the queue; undefined when none waits. With
+   * `eligible`, the first in that order that it allows (one that may not go now keeps its place).
+   */
+  peek(now = performance.now(), eligible?: (entry: QueueEntry<T>) => boolean): QueueEntry<T> | undefined {
     if (this.size === 0) return undefined;
     this.age(now);
     for (const ring of this.ranks) {
-      for (const line of ring.values()) return line[0];
+      for (const line of ring.values()) {
+        if (!eligible) return line[0];
+        for (const entry of line) if (eligible(entry)) return entry;
+      }
     }
     return undefined;
   }
 
   /** Takes the entry whose turn is next (the one {@link peek} names) and moves its owner to the end of the ring. */
-  shift(now = performance.now()): QueueEntry<T> | undefined {
-    const entry = this.peek(now);
+  shift(now = performance.now(), eligible?: (entry: QueueEntry<T>) => boolean): QueueEntry<T> | undefined {
+    const entry = this.peek(now, eligible);
     if (!entry) return undefined;
     const ring = this.ranks[entry.rank]!;
     const line = ring.get(entry.owner)!;
-    line.shift();
+    line.splice(line.indexOf(entry), 1);
     ring.delete(entry.owner);
     if (line.length) ring.set(entry.owner, line);
     entry.queued = false;

@@ -20,5 +20,14 @@ export function isServiceTier(value: unknown): value is ServiceTier {
  */
 export const TIER_AGING_MS = 30_000;
 
+/**
+ * The most of a pool's places (a stack's requests in flight, a model's context sequences) `flex` requests hold at
+ * once: three quarters, at least one. The rest is kept for `priority` and `default` requests, which then start at
+ * once however many `flex` ones wait, rather than after one of them ends.
+ */
+export function flexPlaces(places: number): number {
+  return Math.max(1, Math.floor((places * 3) / 4));
+}
+
 /** Longest id of the client a fair share is kept for (a key's id), in characters; longer ones are cut. */
 export const FAIR_SHARE_KEY_MAX = 64;

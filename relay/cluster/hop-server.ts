@@ -198,7 +198,7 @@ export class HopServer {
       // In the order of the tier and key the relay that took it from its client said (a tier not known: `default`).
       const { serviceTier, fairShareKey } = request.input;
       const ask = { tier: isServiceTier(serviceTier) ? serviceTier : ("default" as const), owner: typeof fairShareKey === "string" ? fairShareKey.slice(0, FAIR_SHARE_KEY_MAX) : "" };
-      place = gate.tryEnter(request.stack, request.machine) ?? (await gate.wait(request.stack, request.machine, signal, ask));
+      place = gate.tryEnter(request.stack, request.machine, ask.tier === "flex") ?? (await gate.wait(request.stack, request.machine, signal, ask));
       // Checked again with nothing awaited before the request starts on the link: from here its usage always comes.
       if (session.state !== "open") throw new MakinaError("machine_offline", "Every machine serving this model is offline.", { retryAfterMs: 5000 });
       const events = session.infer(request.stack, request.input, {

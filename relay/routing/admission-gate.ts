@@ -1,4 +1,4 @@
-import { FairQueue, MakinaError, TIER_AGING_MS, type QueueEntry, type ServiceTier } from "../../proto/index.js";
+import { FairQueue, flexPlaces, MakinaError, TIER_AGING_MS, type QueueEntry, type ServiceTier } from "../../proto/index.js";
 
 const seconds = (ms: number) => `${ms < 10_000 ? (ms / 1000).toFixed(1) : Math.round(ms / 1000)} s`;
 
@@ -39,6 +39,8 @@ interface Waiter {
 
 interface StackLoad {
   inFlight: number;
+  /** Of those, `flex` requests: at most {@link flexPlaces} of the stack's places. */
+  flexInFlight: number;
   queue: FairQueue<Waiter>;
 }
 
@@ -65,22 +67,25 @@ export class AdmissionGate {
   private readonly machines = new Map<string, MachineLoad>();
   private readonly agingMs: number;
   private readonly flexTimeoutMs: number;
+  /** The places of a stack `flex` requests may hold at once. */
+  private readonly flexCap: number;
   /** Requests waiting in every queue. */
   waiting = 0;
 
   constructor(private readonly limits: AdmissionLimits) {
     this.agingMs = limits.agingMs ?? TIER_AGING_MS;
     this.flexTimeoutMs = limits.flexQueueTimeoutMs ?? 600_000;
+    this.flexCap = flexPlaces(limits.maxInFlightPerStack);
   }
 
-  /** A place for a request to `stackId` on `machineId` now, or null when it has to wait. */
-  tryEnter(stackId: string, machineId: string): Admitted | null {
+  /** A place for a request to `stackId` on `machineId` now (`flex`: of the tier that holds at most {@link flexPlaces} of them), or null when it has to wait. */
+  tryEnter(stackId: string, machineId: string, flex = false): Admitted | null {
     const stack = this.stacks.get(stackId);
     const machine = this.machines.get(machineId);
     // Requests already waiting for this stack go first.
-    if (stack && (stack.queue.size > 0 || stack.inFlight >= this.limits.maxInFlightPerStack)) return null;
+    if (stack && (stack.queue.size > 0 || stack.inFlight >= this.limits.maxInFlightPerStack || (flex && stack.flexInFlight >= this.flexCap))) return null;
     if (machine && machine.inFlight >= this.limits.maxInFlightPerMachine) return null;
-    return this.enter(stackId, machineId);
+    return this.enter(stackId, machineId, flex);
   }
 
   /**
@@ -126,7 +131,10 @@ export class AdmissionGate {
       signal?.addEventListener("abort", onAbort, { once: true });
       const entry = stack.queue.push(waiter, ask.tier, ask.owner);
       this.waiting++;
-      this.machineLoad(machineId).waitingStacks.add(stackId);
+      const machine = this.machineLoad(machineId);
+      machine.waitingStacks.add(stackId);
+      // Waiting behind `flex` requests that may not take a place now, this one may: it goes in at once.
+      this.pump(machine);
     });
   }
 
@@ -136,23 +144,26 @@ export class AdmissionGate {
     return { inFlight: s?.inFlight ?? 0, waiting: s?.queue.size ?? 0 };
   }
 
-  private enter(stackId: string, machineId: string): Admitted {
-    this.stackLoad(stackId).inFlight++;
+  private enter(stackId: string, machineId: string, flex: boolean): Admitted {
+    const stack = this.stackLoad(stackId);
+    stack.inFlight++;
+    if (flex) stack.flexInFlight++;
     this.machineLoad(machineId).inFlight++;
     let released = false;
     return {
       release: () => {
         if (released) return;
         released = true;
-        this.leave(stackId, machineId);
+        this.leave(stackId, machineId, flex);
       },
     };
   }
 
-  private leave(stackId: string, machineId: string): void {
+  private leave(stackId: string, machineId: string, flex: boolean): void {
     const stack = this.stacks.get(stackId)!;
     const machine = this.machines.get(machineId)!;
     stack.inFlight--;
+    if (flex) stack.flexInFlight--;
     machine.inFlight--;
     this.pump(machine);
     this.forget(stackId, machineId);
@@ -160,25 +171,28 @@ export class AdmissionGate {
 
   /**
    * Lets waiting requests of a machine's stacks in while the limits allow: each time the best ranked next
-   * request of the stacks with room (by rank, then the longest waiting).
+   * request of the stacks with room (by rank, then the longest waiting); a `flex` one only while its stack's
+   * `flex` requests hold fewer than their share of its places.
    */
   private pump(machine: MachineLoad): void {
     const now = performance.now();
     while (machine.inFlight < this.limits.maxInFlightPerMachine) {
-      let best: { stack: StackLoad; entry: QueueEntry<Waiter> } | undefined;
+      let best: { stack: StackLoad; entry: QueueEntry<Waiter>; eligible: (e: QueueEntry<Waiter>) => boolean } | undefined;
       for (const stackId of machine.waitingStacks) {
         const stack = this.stacks.get(stackId)!;
         if (stack.inFlight >= this.limits.maxInFlightPerStack) continue;
-        const entry = stack.queue.peek(now);
+        const eligible = (e: QueueEntry<Waiter>) => e.tier !== "flex" || stack.flexInFlight < this.flexCap;
+        const entry = stack.queue.peek(now, eligible);
         if (!entry) continue;
-        if (!best || entry.rank < best.entry.rank || (entry.rank === best.entry.rank && entry.since < best.entry.since)) best = { stack, entry };
+        if (!best || entry.rank < best.entry.rank || (entry.rank === best.entry.rank && entry.since < best.entry.since)) best = { stack, entry, eligible };
       }
       if (!best) return;
-      const waiter = best.stack.queue.shift(now)!.item;
+      const taken = best.stack.queue.shift(now, best.eligible)!;
+      const waiter = taken.item;
       this.waiting--;
       if (best.stack.queue.size === 0) machine.waitingStacks.delete(waiter.stackId);
       waiter.cleanup();
-      waiter.resolve(this.enter(waiter.stackId, waiter.machineId));
+      waiter.resolve(this.enter(waiter.stackId, waiter.machineId, taken.tier === "flex"));
     }
   }
 
@@ -195,7 +209,7 @@ export class AdmissionGate {
 
   private stackLoad(id: string): StackLoad {
     let s = this.stacks.get(id);
-    if (!s) this.stacks.set(id, (s = { inFlight: 0, queue: new FairQueue(this.agingMs) }));
+    if (!s) this.stacks.set(id, (s = { inFlight: 0, flexInFlight: 0, queue: new FairQueue(this.agingMs) }));
     return s;
   }
 

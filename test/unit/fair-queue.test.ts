@@ -122,6 +122,39 @@ describe("admission by tier", () => {
   });
 });
 
+describe("places kept for the tiers above flex", () => {
+  it("lets flex requests hold three quarters of a stack's places, so a default request starts at once beside them", async () => {
+    const gate = new AdmissionGate({ maxInFlightPerStack: 4, maxInFlightPerMachine: 100, maxQueuePerStack: 10, queueTimeoutMs: 60_000 });
+    const flex = [gate.tryEnter("s", "m", true), gate.tryEnter("s", "m", true), gate.tryEnter("s", "m", true)];
+    expect(flex.every(Boolean)).toBe(true);
+    expect(gate.tryEnter("s", "m", true)).toBeNull();
+    const waiting = gate.wait("s", "m", undefined, { tier: "flex", owner: "batch" });
+    // The flex request waits for a flex place; a default one behind it goes in at once.
+    const urgent = await gate.wait("s", "m", undefined, { tier: "default", owner: "chat" });
+    expect(gate.load("s")).toEqual({ inFlight: 4, waiting: 1 });
+    urgent.release();
+    expect(gate.load("s")).toEqual({ inFlight: 3, waiting: 1 });
+    flex[0]!.release();
+    (await waiting).release();
+    for (const f of flex.slice(1)) f!.release();
+    expect(gate.load("s")).toEqual({ inFlight: 0, waiting: 0 });
+  });
+
+  it("keeps one of a GGUF model's two sequences from flex requests: a priority request takes it at once", async () => {
+    const pool = new SlotPool(["s1", "s2"]);
+    const first = await pool.acquire(undefined, { tier: "flex", owner: "batch" });
+    let second: string | undefined;
+    void pool.acquire(undefined, { tier: "flex", owner: "batch" }).then((s) => (second = s));
+    await new Promise((r) => setImmediate(r));
+    expect([second, pool.waiting]).toEqual([undefined, 1]);
+    const urgent = await pool.acquire(undefined, { tier: "priority", owner: "chat" });
+    expect(urgent).not.toBe(first);
+    // The flex sequence freed goes to the waiting flex request.
+    pool.release(first);
+    await vi.waitFor(() => expect(second).toBe(first));
+  });
+});
+
 describe("a runtime's slots by tier", () => {
   it("hands a freed slot to the best ranked waiting request, keys taking turns", async () => {
     const pool = new SlotPool(["seq"]);

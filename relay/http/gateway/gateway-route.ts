@@ -129,7 +129,7 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   try {
     // The stack and its machine run so many requests at once; beyond that the request waits its turn, briefly.
     // (A machine linked to another relay waits its turn there, where its requests in flight are counted.)
-    place = session.admittedWhereLinked ? ADMITTED_ELSEWHERE : (deps.gate.tryEnter(stack.id, stack.machineId) ?? (await deps.gate.wait(stack.id, stack.machineId, controller.signal, { tier, owner: key.id })));
+    place = session.admittedWhereLinked ? ADMITTED_ELSEWHERE : (deps.gate.tryEnter(stack.id, stack.machineId, tier === "flex") ?? (await deps.gate.wait(stack.id, stack.machineId, controller.signal, { tier, owner: key.id })));
     const events = session.infer(
       stack.id,
       request.input,
