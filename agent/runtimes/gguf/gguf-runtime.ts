@@ -19,6 +19,11 @@ export interface GgufLoadOptions {
   /** Inference threads. */
   threads: number;
   signal?: AbortSignal;
+  /**
+   * Which free sequence a request takes: the one that holds most of its prompt (the default), or the one freed last
+   * (before prompts were matched; kept for the benchmark that compares them, scripts/bench/service-tiers.mjs).
+   */
+  sequenceChoice?: "held-prefix" | "last-freed";
 }
 
 /**
@@ -68,7 +73,7 @@ export async function loadGgufModel(llama: Llama, modelPath: string, options: Gg
     await model.dispose();
     throw err;
   }
-  return new GgufRuntime(model, context, options.threads);
+  return new GgufRuntime(model, context, options.threads, options.sequenceChoice === "last-freed");
 }
 
 /** The most tokens of context the embedding context holds (a second context beside the chat one: kept small). */
@@ -100,6 +105,8 @@ export class GgufRuntime implements ModelRuntime {
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly threads = 1,
+    /** Hand the sequence freed last, whatever it holds (see {@link GgufLoadOptions.sequenceChoice}). */
+    private readonly lastFreed = false,
   ) {
     this.contextSize = context.contextSize;
     this.embeddingModel = isEmbeddingModel(model.fileInfo.metadata);
@@ -159,7 +166,7 @@ export class GgufRuntime implements ModelRuntime {
     // The prompt as the model reads it: of the free sequences, the one that holds most of it evaluated serves it
     // (node-llama-cpp evaluates only the rest). Waiting, a request takes the sequence the next one leaves.
     const prompt = this.promptTokenList(this.all[0]!.chat, history, functions);
-    const slot = await this.slots.acquire(options.signal, { tier: input.serviceTier, owner: input.fairShareKey }, (s) => sequenceFit(s, prompt));
+    const slot = await this.slots.acquire(options.signal, { tier: input.serviceTier, owner: input.fairShareKey }, this.lastFreed ? undefined : (s) => sequenceFit(s, prompt));
     const forced = functions !== undefined && (input.toolChoice === "required" || input.toolChoice === "function");
     const chat = forced ? slot.forcedCallChat : slot.chat;
     const stop = new AbortController();
