@@ -1,4 +1,4 @@
-import { FairQueue, flexPlaces, MakinaError, TIER_AGING_MS, type QueueEntry, type ServiceTier } from "../../proto/index.js";
+import { FairQueue, flexPlaces, isServiceTier, MakinaError, TIER_AGING_MS, type QueueEntry, type ServiceTier } from "../../proto/index.js";
 
 interface Waiter<T> {
   resolve: (slot: T) => void;
@@ -56,7 +56,8 @@ export class SlotPool<T> {
           reject(MakinaError.from(signal?.reason));
         },
       };
-      const entry: QueueEntry<Waiter<T>> = this.waiters.push(waiter, ask.tier ?? "default", ask.owner ?? "");
+      // A tier this agent does not know (an in-process link passes what the relay sent) waits as `default`.
+      const entry: QueueEntry<Waiter<T>> = this.waiters.push(waiter, isServiceTier(ask.tier) ? ask.tier : "default", ask.owner ?? "");
       signal?.addEventListener("abort", waiter.onAbort, { once: true });
     });
   }

@@ -101,20 +101,26 @@ export class FairQueue<T> {
     return found;
   }
 
-  /** Ranks each item that has waited long enough one better per `agingMs` waited: its owner's oldest first. */
+  /**
+   * Ranks each item that has waited long enough one better per `agingMs` waited. Every item of a line is looked
+   * at: a line at a rank may hold an owner's items of two tiers (its own, and older ones aged into it), which
+   * earn their next rank at different times.
+   */
   private age(now: number): void {
     for (let rank = this.ranks.length - 1; rank > 0; rank--) {
       const ring = this.ranks[rank]!;
       for (const [owner, line] of ring) {
-        while (line.length > 0) {
-          const head = line[0]!;
-          const earned = Math.max(0, TIER_RANK[head.tier] - Math.floor((now - head.since) / this.agingMs));
-          if (earned >= rank) break;
-          line.shift();
-          head.rank = earned;
-          this.insertByAge(this.ranks[earned]!, owner, head);
+        let kept = 0;
+        for (const entry of line) {
+          const earned = Math.max(0, TIER_RANK[entry.tier] - Math.floor((now - entry.since) / this.agingMs));
+          if (earned >= rank) line[kept++] = entry;
+          else {
+            entry.rank = earned;
+            this.insertByAge(this.ranks[earned]!, owner, entry);
+          }
         }
-        if (line.length === 0) ring.delete(owner);
+        line.length = kept;
+        if (kept === 0) ring.delete(owner);
       }
     }
   }

@@ -115,10 +115,7 @@ export interface ChatInput {
   toolChoiceFunction?: string;
   /** Whether one answer may call several tools; absent: yes. */
   parallelToolCalls?: boolean;
-  /**
-   * Present and not empty: an embeddings request, not a chat (`messages` is empty). The runtime yields one
-   * `embedding` event per input, in order, then `end` with the inputs' tokens as `promptTokens`.
-   */
+  /** Not empty: an embeddings request (no `messages`): one `embedding` event per input, in order, then `end` (their tokens as `promptTokens`). */
   embed?: EmbedInput[];
   /** Of an embeddings request: the size of each vector; absent or 0: the model's own. */
   dimensions?: number;

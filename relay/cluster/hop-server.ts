@@ -199,9 +199,11 @@ export class HopServer {
       const { serviceTier, fairShareKey } = request.input;
       const ask = { tier: isServiceTier(serviceTier) ? serviceTier : ("default" as const), owner: typeof fairShareKey === "string" ? fairShareKey.slice(0, FAIR_SHARE_KEY_MAX) : "" };
       place = gate.tryEnter(request.stack, request.machine, ask.tier === "flex") ?? (await gate.wait(request.stack, request.machine, signal, ask));
+      // The machine gets the tier and key as this relay took them, whatever the other relay sent.
+      const input = { ...request.input, serviceTier: ask.tier, fairShareKey: ask.owner };
       // Checked again with nothing awaited before the request starts on the link: from here its usage always comes.
       if (session.state !== "open") throw new MakinaError("machine_offline", "Every machine serving this model is offline.", { retryAfterMs: 5000 });
-      const events = session.infer(request.stack, request.input, {
+      const events = session.infer(request.stack, input, {
         signal,
         firstTokenTimeoutMs: request.firstTokenTimeoutMs,
         steps: request.steps,

@@ -58,7 +58,7 @@ export interface RelayAppDeps {
   metricsTokenHash?: string;
   /** The machines linked to this relay and their models, loaded or not: `/health`'s detail for the admin or scrape token. */
   linked?: () => LinkedModels;
-  limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; loadTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
+  limits: { bodyLimitBytes: number; firstTokenTimeoutMs: number; loadTimeoutMs: number; flexQueueTimeoutMs: number; requestTimeoutMs: number; defaultCompletionEstimate: number };
   /** Requests in flight per stack and machine, and their queues. */
   gate: AdmissionGate;
   /** Aborted when the relay's drain period is over: the gateway ends what is still in flight, each with its answer. */

@@ -93,7 +93,14 @@ export class AdmissionGate {
    * queue is full (of requests of its tier or better) or the wait is too long, or with `signal`'s reason.
    */
   wait(stackId: string, machineId: string, signal?: AbortSignal, ask: QueueAsk = DEFAULT_ASK): Promise<Admitted> {
+    // A request already canceled takes no place, and no other request's.
+    if (signal?.aborted) return Promise.reject(MakinaError.from(signal.reason));
     let stack = this.stackLoad(stackId);
+    const flex = ask.tier === "flex";
+    // Those waiting may all be `flex` requests held back by their share of places: one that may go in now does.
+    if (stack.inFlight < this.limits.maxInFlightPerStack && (this.machines.get(machineId)?.inFlight ?? 0) < this.limits.maxInFlightPerMachine && (!flex || stack.flexInFlight < this.flexCap)) {
+      return Promise.resolve(this.enter(stackId, machineId, flex));
+    }
     if (stack.queue.size >= this.limits.maxQueuePerStack) {
       const displaced = stack.queue.newestBelow(ask.tier);
       if (!displaced) {
@@ -107,8 +114,7 @@ export class AdmissionGate {
       // (The stack's load is made again if that was all it had.)
       stack = this.stackLoad(stackId);
     }
-    if (signal?.aborted) return Promise.reject(MakinaError.from(signal.reason));
-    const timeoutMs = ask.tier === "flex" ? this.flexTimeoutMs : this.limits.queueTimeoutMs;
+    const timeoutMs = flex ? this.flexTimeoutMs : this.limits.queueTimeoutMs;
     return new Promise<Admitted>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.drop(entry);
@@ -131,10 +137,7 @@ export class AdmissionGate {
       signal?.addEventListener("abort", onAbort, { once: true });
       const entry = stack.queue.push(waiter, ask.tier, ask.owner);
       this.waiting++;
-      const machine = this.machineLoad(machineId);
-      machine.waitingStacks.add(stackId);
-      // Waiting behind `flex` requests that may not take a place now, this one may: it goes in at once.
-      this.pump(machine);
+      this.machineLoad(machineId).waitingStacks.add(stackId);
     });
   }
 

@@ -107,13 +107,13 @@ export function pickTarget<S extends RoutableSession = AgentSession>(registry: {
  * Where a request goes among loaded replicas, by the prompt it shares with others (`affinity`, see
  * {@link promptAffinity}): each replica's rendezvous score orders them (the same order on every relay, and a
  * replica that leaves moves only its own requests), and the first whose machine is not overloaded takes it:
- * overloaded is more than 25% above the replicas' average requests in flight, and at least one more than it.
+ * overloaded is more than 25% above the replicas' average requests in flight.
  */
 function byAffinity<T extends { stack: Stack; session: RoutableSession }>(replicas: T[], affinity: number): T {
   let total = 0;
   for (const r of replicas) total += r.session.inFlight;
   const average = total / replicas.length;
-  const most = Math.max(average * 1.25, average + 1);
+  const most = average * 1.25;
   const ordered = replicas.map((r) => ({ r, score: rendezvousScore(affinity, r.stack.id) })).sort((a, b) => b.score - a.score);
   return (ordered.find((o) => o.r.session.inFlight <= most) ?? ordered[0]!).r;
 }

@@ -177,6 +177,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
         bodyLimitBytes: config.bodyLimitBytes,
         firstTokenTimeoutMs: config.firstTokenTimeoutMs,
         loadTimeoutMs: config.loadTimeoutMs,
+        flexQueueTimeoutMs: config.flexQueueTimeoutMs,
         requestTimeoutMs: config.requestTimeoutMs,
         defaultCompletionEstimate: config.defaultCompletionEstimate,
       },

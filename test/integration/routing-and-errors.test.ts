@@ -22,7 +22,7 @@ describe("routing and runtime errors, with a stand-in model", () => {
     const whole = await client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "alpha beta gamma" }] });
     expect(whole.choices[0]!.message.content).toBe("alpha beta gamma");
     expect(whole.choices[0]!.finish_reason).toBe("stop");
-    expect(whole.usage).toEqual({ prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 });
+    expect(whole.usage).toEqual({ prompt_tokens: 3, completion_tokens: 3, total_tokens: 6, prompt_tokens_details: { cached_tokens: 0 } });
 
     const stream = await client.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "alpha beta gamma delta" }], max_tokens: 3, stream: true, stream_options: { include_usage: true } });
     const deltas: string[] = [];
@@ -35,7 +35,7 @@ describe("routing and runtime errors, with a stand-in model", () => {
     }
     expect(deltas).toEqual(["alpha", " beta", " gamma"]);
     expect(finish).toBe("length");
-    expect(usage).toEqual({ prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 });
+    expect(usage).toEqual({ prompt_tokens: 4, completion_tokens: 3, total_tokens: 7, prompt_tokens_details: { cached_tokens: 0 } });
   });
 
   it.each([

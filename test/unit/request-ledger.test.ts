@@ -70,7 +70,7 @@ describe("RequestLedger: what a gateway request is billed and logged as", () => 
     expect(told.inFlight).toBe(0);
     expect(told.log).toEqual([
       {
-        at: 1_700_000_000_000, orgId: "org_1", requestId: "req_1", api: "chat/completions", serviceTier: "flex", keyId: "key_1", model: "stories", stackId: "stk_1", machineId: "mach_1", stream: true, status: 200,
+        at: 1_700_000_000_000, orgId: "org_1", requestId: "req_1", api: "chat/completions", serviceTier: "flex", cachedTokens: 0, keyId: "key_1", model: "stories", stackId: "stk_1", machineId: "mach_1", stream: true, status: 200,
         errorCode: null, promptTokens: 3, completionTokens: 2, latencyMs: 100, firstTokenMs: 30, loadMs: null,
         captureJson: JSON.stringify({ messages: [{ role: "user", content: "hi" }], answer: "Hello there", toolCalls: [], truncated: false }), captureUntil: 5_000,
       },

@@ -1,5 +1,5 @@
 import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
-import { isEmbeddingModel, MAX_EMBED_NUMBERS, MakinaError, runtimeOverheadBytes, type ChatMessage } from "../../../proto/index.js";
+import { isEmbeddingModel, isServiceTier, MAX_EMBED_NUMBERS, MakinaError, runtimeOverheadBytes, type ChatMessage } from "../../../proto/index.js";
 import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
 import { forcedCallWrapper } from "./forced-call-wrapper.js";
@@ -181,8 +181,7 @@ export class GgufRuntime implements ModelRuntime {
     const usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
     const meter = promptCacheMeter(slot);
     try {
-      const promptTokens = forced ? this.promptTokenList(chat, history, functions).length : prompt.length;
-      usage.promptTokens = promptTokens;
+      const promptTokens = (usage.promptTokens = forced ? this.promptTokenList(chat, history, functions).length : prompt.length);
       const room = roomFor(this.contextSize, promptTokens, input.maxTokens);
       // A response format holds the model to JSON (or a schema) token by token: the answer cannot be anything else.
       const grammar = input.responseFormat ? await this.grammars.for(input.responseFormat) : undefined;
@@ -190,9 +189,7 @@ export class GgufRuntime implements ModelRuntime {
       let outcome: { stopReason: string } | undefined;
       let failure: unknown;
       let wakeReader: (() => void) | undefined;
-      const countTokens = (n: number) => {
-        usage.completionTokens += n;
-      };
+      const countTokens = (n: number) => void (usage.completionTokens += n);
       // The tokens of the answer's text, or, when the model may call functions, every token it decodes (the
       // calls' words are no text of the answer).
       slot.generated = () => {
@@ -204,7 +201,7 @@ export class GgufRuntime implements ModelRuntime {
         temperature: input.temperature,
         topP: input.topP,
         seed: input.seed,
-        evaluationPriority: EVALUATION_PRIORITY[input.serviceTier ?? "default"],
+        evaluationPriority: EVALUATION_PRIORITY[isServiceTier(input.serviceTier) ? input.serviceTier : "default"],
         repeatPenalty: input.presencePenalty || input.frequencyPenalty ? { penalty: 1, presencePenalty: input.presencePenalty, frequencyPenalty: input.frequencyPenalty } : (false as const),
         customStopTriggers: input.stop.length ? input.stop : undefined,
         signal: stop.signal,

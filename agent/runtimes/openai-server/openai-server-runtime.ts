@@ -1,4 +1,4 @@
-import { MakinaError, TIER_RANK, type ResponseFormat } from "../../../proto/index.js";
+import { isServiceTier, MakinaError, TIER_RANK, type ResponseFormat } from "../../../proto/index.js";
 import type { ProcessSupervisor } from "../../supervisor/index.js";
 import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../model-runtime.js";
 import type { IncomingMessage } from "node:http";
@@ -83,7 +83,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
 
   /** vLLM's `priority` of a request, from its tier, when the server schedules by it. */
   private priority(input: ChatInput): { priority?: number } {
-    return this.o.priorityScheduling ? { priority: TIER_RANK[input.serviceTier ?? "default"] } : {};
+    return this.o.priorityScheduling ? { priority: TIER_RANK[isServiceTier(input.serviceTier) ? input.serviceTier : "default"] } : {};
   }
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {

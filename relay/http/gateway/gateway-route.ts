@@ -28,6 +28,8 @@ export interface GatewayDeps {
   firstTokenTimeoutMs: number;
   /** An on-demand stack's first token may come this much later: its model loads first. */
   loadTimeoutMs: number;
+  /** A `flex` request's first token may come this much later: it may wait that long for the machine's context sequence. */
+  flexQueueTimeoutMs: number;
   /** A non-streamed request is abandoned after this many ms. */
   requestTimeoutMs: number;
   limiter: Limiter;
@@ -137,7 +139,8 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
         signal: controller.signal,
         // The answer's first token comes after the steps before the last (and an on-demand stack's load, or the
         // restart of a stack deployed again).
-        firstTokenTimeoutMs: deps.firstTokenTimeoutMs * steps + (stack.residency === "on_demand" || stack.state === "deploying" ? deps.loadTimeoutMs : 0),
+        // (and a `flex` request's wait for a sequence on the machine, as long as its wait in a queue here may be).
+        firstTokenTimeoutMs: deps.firstTokenTimeoutMs * steps + (stack.residency === "on_demand" || stack.state === "deploying" ? deps.loadTimeoutMs : 0) + (tier === "flex" ? deps.flexQueueTimeoutMs : 0),
         steps,
         onUsage: (counted) => ledger.counted(counted),
       },

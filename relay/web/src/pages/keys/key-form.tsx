@@ -29,9 +29,9 @@ function endOfDay(date: string): string | null {
 
 /** What each tier means for the key's requests, said under the choice. */
 const TIER_HINTS: Record<ApiKey["service_tier"], string> = {
-  priority: "Its requests go first in every queue; they may ask a lower tier.",
-  default: "Its requests go after priority ones; they may ask flex.",
-  flex: "Its requests go last, and may wait up to 10 minutes when the model is busy.",
+  priority: "Its requests go first (admins give it).",
+  default: "After priority requests.",
+  flex: "Last; may wait up to 10 minutes.",
 };
 
 /**
@@ -132,7 +132,7 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
             <select id="key-tier" value={tier} onChange={(e) => setTier(e.currentTarget.value as ApiKey["service_tier"])} aria-describedby={describedBy("key-tier", err("service_tier"))}>
               {/* Only admins give a key priority; a member's key an admin gave it keeps it. */}
               <option value="priority" disabled={!isAdmin && editing?.service_tier !== "priority"}>
-                Priority{!isAdmin && editing?.service_tier !== "priority" ? " (admins only)" : ""}
+                Priority
               </option>
               <option value="default">Default</option>
               <option value="flex">Flex</option>

@@ -65,40 +65,17 @@ export function RequestsPage() {
       {page.error && <Notice tone="error">{page.error.message}</Notice>}
       <div class="list-controls-row">
         <ListControls label="requests" table={table} onChange={setTable} total={page.data?.total} states={STATUS_FILTERS} placeholder="Search by request id or model" everyState="Every status" stateLabel="status" />
-        <label class="inline-label">
-          <span>Stack</span>
-          <select aria-label="Show requests of stack" value={fixed.stack ?? ""} onChange={(e) => filterBy("stack", e.currentTarget.value || undefined)}>
-            <option value="">Every stack</option>
-            {fixed.stack && !stacks.data?.some((s) => s.id === fixed.stack) && <option value={fixed.stack}>{fixed.stack}</option>}
-            {(stacks.data ?? []).map((s) => (
-              <option key={s.id} value={s.id}>
-                {s.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="inline-label">
-          <span>API</span>
-          <select aria-label="Show requests of API" value={fixed.api ?? ""} onChange={(e) => filterBy("api", e.currentTarget.value || undefined)}>
-            <option value="">Every API</option>
-            {Object.entries(API_WORDS).map(([api, words]) => (
-              <option key={api} value={api}>
-                {words}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="inline-label">
-          <span>Tier</span>
-          <select aria-label="Show requests of service tier" value={fixed.service_tier ?? ""} onChange={(e) => filterBy("service_tier", e.currentTarget.value || undefined)}>
-            <option value="">Every tier</option>
-            {Object.entries(TIER_WORDS).map(([tier, words]) => (
-              <option key={tier} value={tier}>
-                {words}
-              </option>
-            ))}
-          </select>
-        </label>
+        <FilterSelect
+          label="Stack"
+          of="stack"
+          every="Every stack"
+          value={fixed.stack}
+          // A stack named by the address and no longer listed is still shown, by its id.
+          choices={[...(fixed.stack && !stacks.data?.some((s) => s.id === fixed.stack) ? [[fixed.stack, fixed.stack] as const] : []), ...(stacks.data ?? []).map((s) => [s.id, s.name] as const)]}
+          onChange={(v) => filterBy("stack", v)}
+        />
+        <FilterSelect label="API" of="API" every="Every API" value={fixed.api} choices={Object.entries(API_WORDS)} onChange={(v) => filterBy("api", v)} />
+        <FilterSelect label="Tier" of="service tier" every="Every tier" value={fixed.service_tier} choices={Object.entries(TIER_WORDS)} onChange={(v) => filterBy("service_tier", v)} />
         {fixed.key && (
           <span class="chip" data-testid="key-filter">
             Key: {keyName ?? fixed.key}
@@ -118,5 +95,22 @@ export function RequestsPage() {
       {page.data && page.data.total === 0 && !unfiltered && <p class="muted">No request matches.</p>}
       {!(page.data && page.data.total === 0) && <RequestTable rows={page.data?.data ?? []} loading={page.loading && !page.data} hide={fixed.key ? ["key"] : []} />}
     </>
+  );
+}
+
+/** One of the log's filters: a labelled choice of its values (value, words), "Every …" first. */
+function FilterSelect(p: { label: string; of: string; every: string; value: string | undefined; choices: readonly (readonly [string, string])[]; onChange: (value: string | undefined) => void }) {
+  return (
+    <label class="inline-label">
+      <span>{p.label}</span>
+      <select aria-label={`Show requests of ${p.of}`} value={p.value ?? ""} onChange={(e) => p.onChange(e.currentTarget.value || undefined)}>
+        <option value="">{p.every}</option>
+        {p.choices.map(([value, words]) => (
+          <option key={value} value={value}>
+            {words}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
