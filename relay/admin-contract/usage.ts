@@ -14,6 +14,9 @@ export interface UsagePoint {
   errors: number;
   prompt_tokens: number;
   completion_tokens: number;
+  /** Of the requests, those served at the `priority` and at the `flex` service tier (the rest: `default`, or refused before they had one). */
+  priority_requests: number;
+  flex_requests: number;
 }
 
 /** What one key or model served, bucket by bucket. */

@@ -158,7 +158,7 @@ export class RequestLedger {
     const used = !this.metered && tokens ? { promptTokens: 0, completionTokens: 0 } : tokens;
     this.count = used;
     this.admission?.settle(used ? used.promptTokens + used.completionTokens : null);
-    if (this.key) this.books.usage.record({ orgId: this.key.orgId, keyId: this.key.id, model: this.model, promptTokens: used?.promptTokens ?? 0, completionTokens: used?.completionTokens ?? 0, failed: used === null });
+    if (this.key) this.books.usage.record({ orgId: this.key.orgId, keyId: this.key.id, model: this.model, promptTokens: used?.promptTokens ?? 0, completionTokens: used?.completionTokens ?? 0, failed: used === null, tier: this.serviceTier });
     if (used) this.books.metrics.usage(this.model, used.promptTokens, used.completionTokens);
     const log = this.pendingLog;
     this.pendingLog = undefined;
@@ -204,7 +204,7 @@ export class RequestLedger {
     if (!key) return;
     // A refused request is counted under the model that answers, or none: the text a client sends as `model`
     // never becomes a usage group of its own (a key could make up any number).
-    if (!this.ran) this.books.usage.record({ orgId: key.orgId, keyId: key.id, model: this.model, promptTokens: 0, completionTokens: 0, failed: true });
+    if (!this.ran) this.books.usage.record({ orgId: key.orgId, keyId: key.id, model: this.model, promptTokens: 0, completionTokens: 0, failed: true, tier: this.serviceTier });
     const at = this.clock.wall();
     // The client went away before any answer: nginx's 499, as no status was sent.
     const status = res.headersSent ? res.statusCode : 499;

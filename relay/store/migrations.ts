@@ -375,6 +375,9 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE request_log ADD COLUMN service_tier TEXT NOT NULL DEFAULT '';
   -- Of its prompt's tokens, those its runtime did not evaluate again (a context sequence held them).
   ALTER TABLE request_log ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+  -- Of a minute's requests, those served at the priority and the flex tier (the rest: default, or none).
+  ALTER TABLE usage_minutes ADD COLUMN priority_requests BIGINT NOT NULL DEFAULT 0;
+  ALTER TABLE usage_minutes ADD COLUMN flex_requests BIGINT NOT NULL DEFAULT 0;
   {{POSTGRES}}
   DROP TRIGGER api_keys_changed ON api_keys;
   CREATE TRIGGER api_keys_changed AFTER INSERT OR DELETE OR UPDATE OF org_id, name, key_hash, stack_ids_json, machine_ids_json, rpm, tpm, state,

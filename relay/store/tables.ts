@@ -183,6 +183,8 @@ export interface Tables {
     errors: number;
     prompt_tokens: number;
     completion_tokens: number;
+    priority_requests: Generated<number>;
+    flex_requests: Generated<number>;
   };
 }
 

@@ -10,6 +10,8 @@ export interface UsageSample {
   completionTokens: number;
   /** The request failed or was refused (its tokens, if any, still count). */
   failed: boolean;
+  /** The service tier it was served at (`priority`, `default`, `flex`); absent or empty: none (refused before it had one). */
+  tier?: string;
 }
 
 /** Requests and tokens of one group in one time bucket. */
@@ -20,6 +22,9 @@ export interface UsagePoint {
   errors: number;
   promptTokens: number;
   completionTokens: number;
+  /** Of the requests, those served at the `priority` and the `flex` tier. */
+  priorityRequests: number;
+  flexRequests: number;
 }
 
 /** A series of buckets for one key or model. */
@@ -33,35 +38,38 @@ const MINUTE = 60_000;
 
 type Counts = UsageSeries["total"];
 
+/** The counts a bucket has, each a sum of its minutes. */
+const COUNTS = ["requests", "errors", "promptTokens", "completionTokens", "priorityRequests", "flexRequests"] as const;
+
+/** No requests, no tokens. */
+const zero = (): Counts => ({ requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, priorityRequests: 0, flexRequests: 0 });
+
 /** A row of sums as the database answers it (PostgreSQL's sums of bigints may come as text). */
-function totalOf(r: { requests: number; errors: number; promptTokens: number; completionTokens: number }): Counts {
-  return { requests: Number(r.requests), errors: Number(r.errors), promptTokens: Number(r.promptTokens), completionTokens: Number(r.completionTokens) };
+function totalOf(r: Record<(typeof COUNTS)[number], number | string>): Counts {
+  const t = zero();
+  for (const k of COUNTS) t[k] = Number(r[k]);
+  return t;
 }
 
 /** The counts added up. */
 function sumOf(all: readonly Counts[]): Counts {
-  return all.reduce((n, c) => ({ requests: n.requests + c.requests, errors: n.errors + c.errors, promptTokens: n.promptTokens + c.promptTokens, completionTokens: n.completionTokens + c.completionTokens }), {
-    requests: 0,
-    errors: 0,
-    promptTokens: 0,
-    completionTokens: 0,
-  });
+  const t = zero();
+  for (const c of all) for (const k of COUNTS) t[k] += c[k];
+  return t;
 }
 
 /** `a` less `b`, count by count. */
 function minus(a: Counts, b: Counts): Counts {
-  return { requests: a.requests - b.requests, errors: a.errors - b.errors, promptTokens: a.promptTokens - b.promptTokens, completionTokens: a.completionTokens - b.completionTokens };
+  const t = zero();
+  for (const k of COUNTS) t[k] = a[k] - b[k];
+  return t;
 }
 
-interface Cell {
+interface Cell extends Counts {
   orgId: string;
   keyId: string;
   model: string;
   minute: number;
-  requests: number;
-  errors: number;
-  promptTokens: number;
-  completionTokens: number;
 }
 
 /** Options of {@link UsageRecorder}. */
@@ -73,7 +81,7 @@ export interface UsageRecorderOptions {
   now?: () => number;
 }
 
-/** Rows of one insert: 8 parameters each, well under SQLite's and PostgreSQL's limits. */
+/** Rows of one insert: 10 parameters each, well under SQLite's and PostgreSQL's limits. */
 const CELLS_PER_STATEMENT = 500;
 
 /**
@@ -106,13 +114,15 @@ export class UsageRecorder {
     const id = `${s.orgId}\u0000${s.keyId}\u0000${s.model}\u0000${minute}`;
     let cell = this.cells.get(id);
     if (!cell) {
-      cell = { orgId: s.orgId, keyId: s.keyId, model: s.model, minute, requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 };
+      cell = { orgId: s.orgId, keyId: s.keyId, model: s.model, minute, ...zero() };
       this.cells.set(id, cell);
     }
     cell.requests++;
     if (s.failed) cell.errors++;
     cell.promptTokens += Math.max(0, s.promptTokens);
     cell.completionTokens += Math.max(0, s.completionTokens);
+    if (s.tier === "priority") cell.priorityRequests++;
+    else if (s.tier === "flex") cell.flexRequests++;
   }
 
   /** Writes what was counted since the last flush. A failed write keeps the counts for the next try. */
@@ -128,12 +138,7 @@ export class UsageRecorder {
       for (const [id, c] of cells) {
         const now = this.cells.get(id);
         if (!now) this.cells.set(id, c);
-        else {
-          now.requests += c.requests;
-          now.errors += c.errors;
-          now.promptTokens += c.promptTokens;
-          now.completionTokens += c.completionTokens;
-        }
+        else for (const k of COUNTS) now[k] += c[k];
       }
       throw err;
     });
@@ -160,6 +165,8 @@ export class UsageRecorder {
               errors: c.errors,
               prompt_tokens: c.promptTokens,
               completion_tokens: c.completionTokens,
+              priority_requests: c.priorityRequests,
+              flex_requests: c.flexRequests,
             })),
           )
           .onConflict((oc) =>
@@ -168,6 +175,8 @@ export class UsageRecorder {
               errors: eb("usage_minutes.errors", "+", eb.ref("excluded.errors")),
               prompt_tokens: eb("usage_minutes.prompt_tokens", "+", eb.ref("excluded.prompt_tokens")),
               completion_tokens: eb("usage_minutes.completion_tokens", "+", eb.ref("excluded.completion_tokens")),
+              priority_requests: eb("usage_minutes.priority_requests", "+", eb.ref("excluded.priority_requests")),
+              flex_requests: eb("usage_minutes.flex_requests", "+", eb.ref("excluded.flex_requests")),
             })),
           )
           .execute();
@@ -202,6 +211,8 @@ export class UsageRecorder {
       sql<number>`sum(errors)`.as("errors"),
       sql<number>`sum(prompt_tokens)`.as("promptTokens"),
       sql<number>`sum(completion_tokens)`.as("completionTokens"),
+      sql<number>`sum(priority_requests)`.as("priorityRequests"),
+      sql<number>`sum(flex_requests)`.as("flexRequests"),
     ] as const;
     const read = await transaction(
       this.db,
@@ -216,7 +227,7 @@ export class UsageRecorder {
       },
       { isolation: "repeatable read" },
     );
-    const emptyPoints = () => Array.from({ length: buckets }, (_, i) => ({ start: start + i * bucketMs, requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 }));
+    const emptyPoints = () => Array.from({ length: buckets }, (_, i) => ({ start: start + i * bucketMs, ...zero() }));
     const series: UsageSeries[] = read.all.slice(0, top).map((g) => ({ group: g.group, points: emptyPoints(), total: g.total }));
     const byGroup = new Map(series.map((g) => [g.group, g]));
     for (const r of read.ofShown) {
@@ -225,7 +236,7 @@ export class UsageRecorder {
     }
     if (read.all.length > top) {
       // The rest, bucket by bucket: every group's sum less the busiest groups'.
-      const other: UsageSeries = { group: "other", points: emptyPoints(), total: sumOf([]) };
+      const other: UsageSeries = { group: "other", points: emptyPoints(), total: zero() };
       for (const r of read.ofAll) {
         const p = other.points[r.bucket];
         if (p) Object.assign(p, totalOf(r));

@@ -89,6 +89,13 @@ describe("service tiers on a stack that runs one request at a time (stand-in mod
     const refusals = await admin<Page<LoggedRequest>>(gw, "GET", `/admin/v1/requests?org=${gw.orgId}&key=${batch.id}&status=403`);
     expect(refusals.data.map((r) => [r.error_code, r.service_tier])).toEqual([["permission_denied", ""]]);
 
+    // Usage counts each key's requests by the tier that served them.
+    const usage = await admin<{ totals: { group: string; total: { requests: number; priority_requests: number; flex_requests: number } }[] }>(gw, "GET", `/admin/v1/usage?org=${gw.orgId}&by=key`);
+    const of = (id: string) => usage.totals.find((t) => t.group === id)!.total;
+    // The batch key: its plain, flex, Responses and refused requests; the chatter: a default and a priority one.
+    expect(of(batch.id)).toMatchObject({ requests: 5, priority_requests: 0, flex_requests: 1 });
+    expect(of(chatter.id)).toMatchObject({ requests: 2, priority_requests: 1, flex_requests: 0 });
+
     // A key's tier is changed by PATCH, from the next request on.
     expect((await admin<{ service_tier: string }>(gw, "PATCH", `/admin/v1/keys/${batch.id}`, { service_tier: "flex" })).service_tier).toBe("flex");
     expect((await openai.chat.completions.create({ model: gw.modelId, messages: [{ role: "user", content: "demoted" }] })).service_tier).toBe("flex");

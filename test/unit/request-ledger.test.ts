@@ -64,7 +64,7 @@ describe("RequestLedger: what a gateway request is billed and logged as", () => 
     ledger.counted({ promptTokens: 3, completionTokens: 2 });
     ledger.closed(done);
     expect(told.admission).toEqual(["settle 5"]);
-    expect(told.usage).toEqual([{ orgId: "org_1", keyId: "key_1", model: "stories", promptTokens: 3, completionTokens: 2, failed: false }]);
+    expect(told.usage).toEqual([{ orgId: "org_1", keyId: "key_1", model: "stories", promptTokens: 3, completionTokens: 2, failed: false, tier: "flex" }]);
     expect(told.tokens).toEqual([["stories", 3, 2]]);
     expect(told.metrics).toEqual([{ model: "stories", status: 200, keyId: "key_1", errorCode: null, durationSeconds: 0.1, firstTokenSeconds: 0.03 }]);
     expect(told.inFlight).toBe(0);
@@ -111,7 +111,7 @@ describe("RequestLedger: what a gateway request is billed and logged as", () => 
     ledger.closed({ statusCode: 503, headersSent: true, writableFinished: true });
     expect(told.admission).toEqual(["refund"]);
     expect(told.refusals).toEqual([503]);
-    expect(told.usage).toEqual([{ orgId: "org_1", keyId: "key_1", model: "stories", promptTokens: 0, completionTokens: 0, failed: true }]);
+    expect(told.usage).toEqual([{ orgId: "org_1", keyId: "key_1", model: "stories", promptTokens: 0, completionTokens: 0, failed: true, tier: "" }]);
     expect(told.log).toEqual([expect.objectContaining({ status: 503, errorCode: "runtime_unavailable", promptTokens: 0, completionTokens: 0, firstTokenMs: null })]);
   });
 

@@ -24,8 +24,8 @@ describe.each(DIALECTS)("usage recording on %s", (dialect) => {
   it("sums requests, errors and tokens per key into hourly buckets of the last 24 hours", async () => {
     const clock = { now: Date.UTC(2026, 10, 23, 12, 30) };
     const r = await recorder(clock);
-    r.record(sample("key_1"));
-    r.record(sample("key_1", "m", 5, true));
+    r.record({ ...sample("key_1"), tier: "priority" });
+    r.record({ ...sample("key_1", "m", 5, true), tier: "flex" });
     clock.now -= 3 * HOUR;
     r.record(sample("key_1"));
     clock.now -= 30 * HOUR; // outside the window
@@ -36,9 +36,9 @@ describe.each(DIALECTS)("usage recording on %s", (dialect) => {
     expect(series).toHaveLength(1);
     const points = series[0]!.points;
     expect(points).toHaveLength(24);
-    expect(points.at(-1)).toMatchObject({ start: Date.UTC(2026, 10, 23, 12), requests: 2, errors: 1, promptTokens: 15, completionTokens: 30 });
+    expect(points.at(-1)).toMatchObject({ start: Date.UTC(2026, 10, 23, 12), requests: 2, errors: 1, promptTokens: 15, completionTokens: 30, priorityRequests: 1, flexRequests: 1 });
     expect(points.at(-4)).toMatchObject({ start: Date.UTC(2026, 10, 23, 9), requests: 1 });
-    expect(totals).toEqual([{ group: "key_1", total: { requests: 3, errors: 1, promptTokens: 25, completionTokens: 50 } }]);
+    expect(totals).toEqual([{ group: "key_1", total: { requests: 3, errors: 1, promptTokens: 25, completionTokens: 50, priorityRequests: 1, flexRequests: 1 } }]);
     // Another organization's usage is not there.
     expect((await r.series("org_b", "24h", "key")).series).toEqual([]);
   });
@@ -131,7 +131,7 @@ describe("usage counted by several relays on one database", () => {
       for (let i = 0; i < 4; i++) rb!.record({ orgId: "org_a", keyId: "key_1", model: "m", promptTokens: 1, completionTokens: 1, failed: i === 0 });
       await rb!.flush();
       const totals = (await ra!.series("org_a", "24h", "key")).totals;
-      expect(totals).toEqual([{ group: "key_1", total: { requests: 7, errors: 1, promptTokens: 7, completionTokens: 7 } }]);
+      expect(totals).toEqual([{ group: "key_1", total: { requests: 7, errors: 1, promptTokens: 7, completionTokens: 7, priorityRequests: 0, flexRequests: 0 } }]);
     } finally {
       await ra!.close();
       await rb!.close();

@@ -26,13 +26,8 @@ export function usageRoutes(control: ControlPlane): RouteHandlers<UsageRoute, Ac
       }));
       // Every match, sorted: the page is cut from it, and the sum is of all of it.
       const found = pageOf(rows, { q, sort, order, page: 1, per_page: Math.max(1, rows.length) }, { searched: (r) => [r.name, r.t.group], state: () => "used" as const }).data;
-      const sum = { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 };
-      for (const { t } of found) {
-        sum.requests += t.total.requests;
-        sum.errors += t.total.errors;
-        sum.promptTokens += t.total.promptTokens;
-        sum.completionTokens += t.total.completionTokens;
-      }
+      const sum = { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, priorityRequests: 0, flexRequests: 0 };
+      for (const { t } of found) for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += t.total[k];
       const first = (page - 1) * per_page;
       return toWire({ object: "usage" as const, range, by, ...usage, totals: found.slice(first, first + per_page).map((r) => r.t), total: found.length, page, per_page, sum });
     },
