@@ -199,13 +199,13 @@ describe("service tiers on a GGUF stack with one sequence: the model process han
   let gw: TestGateway;
   beforeAll(async () => {
     // The relay lets every request through to the machine: the order is the model process's.
-    gw = await startTestGateway({ agentFlags: { parallelSequences: 1 }, relayFlags: { maxInFlightPerStack: 256 } });
+    gw = await startTestGateway({ agentFlags: { parallelSequences: 1 }, relayFlags: { maxInFlightPerStack: 300 } });
   });
   afterAll(async () => {
     await gw?.close();
   });
 
-  it("starts 5 priority requests before 60 flex ones that were waiting for the sequence before them", async () => {
+  it("starts 5 priority requests before 200 flex ones that were waiting for the sequence before them", async () => {
     const batch = await keyOf(gw, "batch", "default");
     const urgent = await keyOf(gw, "urgent", "priority");
     // A stream not read holds the one sequence: its decoding pauses once the relay's window is full.
@@ -225,10 +225,10 @@ describe("service tiers on a GGUF stack with one sequence: the model process han
         () => undefined,
       );
     };
-    const flood = Array.from({ length: 60 }, (_, i) => send(batch.key, `flex-${i}`, "flex"));
-    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBe(61), { timeout: 20_000, interval: 10 });
+    const flood = Array.from({ length: 200 }, (_, i) => send(batch.key, `flex-${i}`, "flex"));
+    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBe(201), { timeout: 20_000, interval: 10 });
     const first = Array.from({ length: 5 }, (_, i) => send(urgent.key, `priority-${i}`, "priority"));
-    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBe(66), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => expect(gw.agent.inference.inFlight).toBe(206), { timeout: 5_000, interval: 10 });
     holder.abort();
     await Promise.all(first);
     // The rest need not run: they are canceled.
