@@ -657,6 +657,12 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.getByTestId("capture-messages").locator(".turn-role").allTextContents()).toEqual(["System", "User", "Answer"]);
     expect([await page.getByTestId("request-api").textContent(), await page.getByTestId("request-tier").textContent()]).toEqual(["Chat completions", "Default"]);
     await shot("request-captured");
+    // The same conversation again: the sequence that served it still holds its prompt, and the log says so.
+    const again = await writer.chat.completions.create({ model: "tiny", messages: [{ role: "system", content: "You tell short stories." }, { role: "user", content: "Tell me a story" }], max_tokens: 6 });
+    const cached = again.usage!.prompt_tokens_details!.cached_tokens!;
+    expect(cached).toBeGreaterThan(0);
+    await nav("Requests");
+    await expect.poll(() => page.getByTestId("request-table").locator("tbody tr").first().textContent(), { timeout: 15_000 }).toContain(`${cached} cached`);
   });
 
   it("edits a deployed stack in the Forge, undeploys it only once confirmed, and deletes it", async () => {
