@@ -62,7 +62,7 @@ describe("a full disk (stand-in: the database capped at its size with max_page_c
         }
       }
     };
-    fill("INSERT INTO usage_minutes VALUES ('o', 'k', 'm', ?, 0, 0, 0, 0)");
+    fill("INSERT INTO usage_minutes VALUES ('o', 'k', 'm', ?, 0, 0, 0, 0, 0, 0)");
     fill(`INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES ('f' || ?, '${gw.orgId}', 'p', 'h' || ?, 0)`);
 
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => chat(`request ${i}`)));
