@@ -25,6 +25,8 @@ const result = await build({
   metafile: true,
   logLevel: "warning",
   legalComments: "none",
+  // Served as UTF-8 (relay/http/web/web-app.ts): its text's arrows and dashes as themselves, not as \u escapes.
+  charset: "utf8",
 });
 const outputs = Object.keys(result.metafile.outputs).map((p) => basename(p));
 const js = outputs.find((f) => f.endsWith(".js"));

@@ -58,6 +58,8 @@ export interface PlannerDeps<S extends RoutableSession = AgentSession> {
   defaultCompletionEstimate: number;
   /** A number that changes with each request: which of equally good replicas takes it. */
   turn?: () => number;
+  /** Requests in flight per stack, as this relay admitted them (a replica's own load, where its machine's counts several). */
+  gate?: { load(stackId: string): { inFlight: number } };
 }
 
 /**
@@ -85,7 +87,8 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   const capable = allowed.filter((st) => request.needs.every((p) => honouredParameters(st.runtime, st.harness, st.orchestrator).includes(p)));
   if (capable.length === 0) throw unsupported(allowed[0]!, request, model);
   // Requests that share a prompt's beginning go where it is held already, when several replicas could take them.
-  const { stack, session } = pickTarget(deps.registry, capable, deps.turn?.() ?? 0, () => promptAffinity(request.input, request.cacheKey));
+  const gate = deps.gate;
+  const { stack, session } = pickTarget(deps.registry, capable, deps.turn?.() ?? 0, () => promptAffinity(request.input, request.cacheKey), gate && ((id) => gate.load(id).inFlight));
   const maxTokens = request.input.maxTokens;
   if (maxTokens > 0 && stack.contextSize !== null && maxTokens > stack.contextSize) {
     const param = request.paramName("max_tokens");

@@ -64,7 +64,13 @@ const NO_ROOM = { slot: true, bytes: 0 };
  * requests. Machines whose link is not draining (the agent does not read what the relay writes) get no new
  * requests: 503 when only they are left.
  */
-export function pickTarget<S extends RoutableSession = AgentSession>(registry: { get(machineId: string): S | undefined }, stacks: Stack[], turn = 0, affinity?: () => number | undefined): { stack: Stack; session: S } {
+export function pickTarget<S extends RoutableSession = AgentSession>(
+  registry: { get(machineId: string): S | undefined },
+  stacks: Stack[],
+  turn = 0,
+  affinity?: () => number | undefined,
+  stackInFlight?: (stackId: string) => number,
+): { stack: Stack; session: S } {
   let best: Rank | undefined;
   let ties: { stack: Stack; session: S }[] = [];
   const loaded: { stack: Stack; session: S }[] = [];
@@ -91,7 +97,7 @@ export function pickTarget<S extends RoutableSession = AgentSession>(registry: {
   }
   if (loaded.length > 1) {
     const key = affinity?.();
-    if (key !== undefined) return byAffinity(loaded, key);
+    if (key !== undefined) return byAffinity(loaded, key, stackInFlight);
   }
   if (ties.length) return ties[turn % ties.length]!;
   if (anyCongested) {
@@ -106,14 +112,14 @@ export function pickTarget<S extends RoutableSession = AgentSession>(registry: {
 /**
  * Where a request goes among loaded replicas, by the prompt it shares with others (`affinity`, see
  * {@link promptAffinity}): each replica's rendezvous score orders them (the same order on every relay, and a
- * replica that leaves moves only its own requests), and the first whose machine is not overloaded takes it:
- * overloaded is more than 25% above the replicas' average requests in flight.
+ * replica that leaves moves only its own requests), and the first that is not overloaded takes it: overloaded
+ * is more than 25% above the replicas' average requests in flight. A replica's requests are its stack's as this
+ * relay admitted them (`stackInFlight`), so two replicas on one machine are told apart; a replica on a machine
+ * linked to another relay counts its machine's.
  */
-function byAffinity<T extends { stack: Stack; session: RoutableSession }>(replicas: T[], affinity: number): T {
-  let total = 0;
-  for (const r of replicas) total += r.session.inFlight;
-  const average = total / replicas.length;
-  const most = average * 1.25;
-  const ordered = replicas.map((r) => ({ r, score: rendezvousScore(affinity, r.stack.id) })).sort((a, b) => b.score - a.score);
-  return (ordered.find((o) => o.r.session.inFlight <= most) ?? ordered[0]!).r;
+function byAffinity<T extends { stack: Stack; session: RoutableSession }>(replicas: T[], affinity: number, stackInFlight?: (stackId: string) => number): T {
+  const loads = replicas.map((r) => (stackInFlight && !(r.session as { admittedWhereLinked?: boolean }).admittedWhereLinked ? stackInFlight(r.stack.id) : r.session.inFlight));
+  const most = (loads.reduce((a, b) => a + b, 0) / replicas.length) * 1.25;
+  const ordered = replicas.map((r, i) => ({ r, load: loads[i]!, score: rendezvousScore(affinity, r.stack.id) })).sort((a, b) => b.score - a.score);
+  return (ordered.find((o) => o.load <= most) ?? ordered[0]!).r;
 }

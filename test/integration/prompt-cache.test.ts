@@ -59,6 +59,38 @@ describe("requests that share a prompt go to the replica that holds it (two mach
   });
 });
 
+describe("two replicas on one machine (stand-in model)", () => {
+  let gw: TestGateway;
+  let other: string;
+  beforeAll(async () => {
+    gw = await startTestGateway({ runtime: "fake" });
+    other = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: gw.modelId });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("keeps a key's requests on one replica, and moves them when that replica (not the machine) has more in flight", async () => {
+    const chat = (content: string, stream = false, signal?: AbortSignal) =>
+      fetch(`${gw.baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: gw.modelId, messages: [{ role: "user", content }], prompt_cache_key: "one conversation", stream }),
+        signal,
+      });
+    const logged = async (n: number) => ((await (await fetch(`${gw.relay.url}/admin/v1/requests?org=${gw.orgId}&per_page=${n}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).json()) as { data: { stack_id: string }[] }).data.map((r) => r.stack_id);
+    for (let i = 0; i < 10; i++) await (await chat(`turn ${i}`)).text();
+    const home = (await logged(10))[0]!;
+    expect(new Set(await logged(10))).toEqual(new Set([home]));
+    // One request held on the home replica: the machine's count is the same for both, the replicas' are not.
+    const holder = new AbortController();
+    expect((await chat("stall holding", true, holder.signal)).status).toBe(200);
+    await (await chat("while it is busy")).text();
+    expect((await logged(1))[0]).toBe(home === gw.stackId ? other : gw.stackId);
+    holder.abort();
+  });
+});
+
 describe("a GGUF stack's sequences keep conversations (real model, two sequences)", () => {
   let gw: TestGateway;
   beforeAll(async () => {
