@@ -23,7 +23,8 @@ export interface QueueEntry<T> {
  *   delays one with 1 by one turn at most;
  * - an item is ranked one better for each `agingMs` it has waited, so a `flex` item waits as a `priority` one
  *   after 2 × `agingMs`: from then on it is served within one turn of each owner waiting at that rank.
- * Cost: pushing is O(1); taking is O(owners waiting) (the ageing looks at each owner's oldest item).
+ * Cost: pushing is O(1); looking for the next (or taking it) is O(items waiting): the ageing looks at each one
+ * (a stack's queue holds at most `MAKINA_MAX_QUEUE_PER_STACK`, a model's at most what the relay lets through).
  */
 export class FairQueue<T> {
   /** By rank: owner → its items at that rank, oldest first. A Map's order is the ring's. */

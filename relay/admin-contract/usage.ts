@@ -14,7 +14,7 @@ export interface UsagePoint {
   errors: number;
   prompt_tokens: number;
   completion_tokens: number;
-  /** Of the requests, those served at the `priority` and at the `flex` service tier (the rest: `default`, or refused before they had one). */
+  /** Of the requests, those of the `priority` and of the `flex` service tier, served or refused once they had it (the rest: `default`, or refused before). */
   priority_requests: number;
   flex_requests: number;
 }

@@ -58,8 +58,8 @@ export interface PlannerDeps<S extends RoutableSession = AgentSession> {
   defaultCompletionEstimate: number;
   /** A number that changes with each request: which of equally good replicas takes it. */
   turn?: () => number;
-  /** Requests in flight per stack, as this relay admitted them (a replica's own load, where its machine's counts several). */
-  gate?: { load(stackId: string): { inFlight: number } };
+  /** Requests in flight and waiting per stack, as this relay admitted them (a replica's own load, where its machine's counts several). */
+  gate?: { load(stackId: string): { inFlight: number; waiting: number } };
 }
 
 /**
@@ -88,7 +88,10 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   if (capable.length === 0) throw unsupported(allowed[0]!, request, model);
   // Requests that share a prompt's beginning go where it is held already, when several replicas could take them.
   const gate = deps.gate;
-  const { stack, session } = pickTarget(deps.registry, capable, deps.turn?.() ?? 0, () => promptAffinity(request.input, request.cacheKey), gate && ((id) => gate.load(id).inFlight));
+  const { stack, session } = pickTarget(deps.registry, capable, deps.turn?.() ?? 0, () => promptAffinity(request.input, request.cacheKey), gate && ((id) => {
+    const load = gate.load(id);
+    return load.inFlight + load.waiting;
+  }));
   const maxTokens = request.input.maxTokens;
   if (maxTokens > 0 && stack.contextSize !== null && maxTokens > stack.contextSize) {
     const param = request.paramName("max_tokens");

@@ -113,12 +113,14 @@ export function pickTarget<S extends RoutableSession = AgentSession>(
  * Where a request goes among loaded replicas, by the prompt it shares with others (`affinity`, see
  * {@link promptAffinity}): each replica's rendezvous score orders them (the same order on every relay, and a
  * replica that leaves moves only its own requests), and the first that is not overloaded takes it: overloaded
- * is more than 25% above the replicas' average requests in flight. A replica's requests are its stack's as this
- * relay admitted them (`stackInFlight`), so two replicas on one machine are told apart; a replica on a machine
- * linked to another relay counts its machine's.
+ * is more than 25% above the replicas' average requests in flight. When every replica's machine is linked to this
+ * relay, a replica's requests are its stack's as this relay admitted them (`stackInFlight`: two replicas on one
+ * machine are told apart); when one is linked to another relay, every replica counts its machine's, the one
+ * count every relay has of every machine.
  */
 function byAffinity<T extends { stack: Stack; session: RoutableSession }>(replicas: T[], affinity: number, stackInFlight?: (stackId: string) => number): T {
-  const loads = replicas.map((r) => (stackInFlight && !(r.session as { admittedWhereLinked?: boolean }).admittedWhereLinked ? stackInFlight(r.stack.id) : r.session.inFlight));
+  const perStack = stackInFlight && replicas.every((r) => !(r.session as { admittedWhereLinked?: boolean }).admittedWhereLinked);
+  const loads = replicas.map((r) => (perStack ? stackInFlight(r.stack.id) : r.session.inFlight));
   const most = (loads.reduce((a, b) => a + b, 0) / replicas.length) * 1.25;
   const ordered = replicas.map((r, i) => ({ r, load: loads[i]!, score: rendezvousScore(affinity, r.stack.id) })).sort((a, b) => b.score - a.score);
   return (ordered.find((o) => o.load <= most) ?? ordered[0]!).r;

@@ -71,3 +71,32 @@ describe("picking the machine that serves a request", () => {
     expect(pickTarget(registryOf({ m1: silent, m2: session({ ready: ["s2"], unloaded: ["s2"], free: GiB }) }), replicas).stack.id).toBe("s2");
   });
 });
+
+describe("picking the replica that holds a prompt (rendezvous hashing)", () => {
+  const replicas = [stack("s1", "m1"), stack("s2", "m1"), stack("s3", "m2")];
+  const idle = () => registryOf({ m1: session({ ready: ["s1", "s2"] }), m2: session({ ready: ["s3"] }) });
+  const home = (affinity: number) => pickTarget(idle(), replicas, 0, () => affinity, () => 0).stack.id;
+
+  it("sends one affinity to one replica whatever the turn, and different ones over all replicas", () => {
+    expect(new Set([0, 1, 2, 3].map((turn) => pickTarget(idle(), replicas, turn, () => 42, () => 0).stack.id)).size).toBe(1);
+    expect(new Set(Array.from({ length: 60 }, (_, i) => home(i * 7919))).size).toBe(3);
+  });
+
+  it("passes over a replica 25% above the replicas' average, by its own count when every machine is this relay's", () => {
+    const affinity = [...Array(100).keys()].find((a) => home(a) === "s1")!;
+    // s1 with 2 in flight, its machine-mate s2 none: the machine's count is the same for both, their own are not.
+    const own = (id: string) => (id === "s1" ? 2 : 0);
+    const next = pickTarget(idle(), replicas, 0, () => affinity, own).stack.id;
+    expect(next).not.toBe("s1");
+    // Loads of zero, or all alike, keep it home.
+    expect(pickTarget(idle(), replicas, 0, () => affinity, () => 3).stack.id).toBe("s1");
+  });
+
+  it("counts machines, for every replica, when one is linked to another relay", () => {
+    const affinity = [...Array(100).keys()].find((a) => home(a) === "s3")!;
+    const remote = { ...session({ ready: ["s3"], inFlight: 4 }), admittedWhereLinked: true };
+    const registry = registryOf({ m1: session({ ready: ["s1", "s2"], inFlight: 0 }), m2: remote });
+    // Its own stack idle here (this relay admitted none of it), but its machine busy: passed over.
+    expect(pickTarget(registry, replicas, 0, () => affinity, () => 0).stack.id).not.toBe("s3");
+  });
+});

@@ -127,11 +127,13 @@ describe("usage counted by several relays on one database", () => {
     const clock = { now: Date.UTC(2026, 10, 23, 12) };
     const [ra, rb] = [a, b].map((s) => new UsageRecorder(s.db, { now: () => clock.now, flushIntervalMs: 60_000 }));
     try {
-      for (let i = 0; i < 3; i++) ra!.record({ orgId: "org_a", keyId: "key_1", model: "m", promptTokens: 1, completionTokens: 1, failed: false });
-      for (let i = 0; i < 4; i++) rb!.record({ orgId: "org_a", keyId: "key_1", model: "m", promptTokens: 1, completionTokens: 1, failed: i === 0 });
+      // Each relay's rows, and each one's tiers, added to the same row (the tier counts too).
+      for (let i = 0; i < 3; i++) ra!.record({ orgId: "org_a", keyId: "key_1", model: "m", promptTokens: 1, completionTokens: 1, failed: false, tier: i === 0 ? "priority" : "flex" });
+      await ra!.flush();
+      for (let i = 0; i < 4; i++) rb!.record({ orgId: "org_a", keyId: "key_1", model: "m", promptTokens: 1, completionTokens: 1, failed: i === 0, tier: i < 2 ? "flex" : "priority" });
       await rb!.flush();
       const totals = (await ra!.series("org_a", "24h", "key")).totals;
-      expect(totals).toEqual([{ group: "key_1", total: { requests: 7, errors: 1, promptTokens: 7, completionTokens: 7, priorityRequests: 0, flexRequests: 0 } }]);
+      expect(totals).toEqual([{ group: "key_1", total: { requests: 7, errors: 1, promptTokens: 7, completionTokens: 7, priorityRequests: 3, flexRequests: 4 } }]);
     } finally {
       await ra!.close();
       await rb!.close();

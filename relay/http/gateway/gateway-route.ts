@@ -166,7 +166,8 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
     ledger.started();
     deps.log.info(codec.label, { requestId: ledger.requestId, model, stackId: stack.id, machineId: stack.machineId, stream: streamed });
     if (encoder) await stream(res, first, events, encoder, ledger, deps.log);
-    else await complete(res, first, events, (answer) => codec.answer(request, meta, answer), controller, deps.requestTimeoutMs, ledger);
+    // (A `flex` request may wait that much longer for a sequence on the machine, as its first token may.)
+    else await complete(res, first, events, (answer) => codec.answer(request, meta, answer), controller, deps.requestTimeoutMs + (tier === "flex" ? deps.flexQueueTimeoutMs : 0), ledger);
   } catch (err) {
     // Not served (refused by the runtime, machine gone before the first byte, or never its turn): the ledger
     // gives the quota back, unless the machine may have worked on it.

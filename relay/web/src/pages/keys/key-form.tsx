@@ -131,7 +131,7 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
           <Field id="key-tier" label="Service tier" hint={TIER_HINTS[tier]} error={err("service_tier")}>
             <select id="key-tier" value={tier} onChange={(e) => setTier(e.currentTarget.value as ApiKey["service_tier"])} aria-describedby={describedBy("key-tier", err("service_tier"))}>
               {/* Only admins give a key priority; a member's key an admin gave it keeps it. */}
-              <option value="priority" disabled={!isAdmin && editing?.service_tier !== "priority"}>
+              <option value="priority" disabled={!isAdmin && editing?.service_tier !== "priority"} title="Admins give it">
                 Priority
               </option>
               <option value="default">Default</option>
