@@ -61,7 +61,8 @@ const PAGES = [
   ["A machine", `/machines/${seeded.machines[42]}`, text("main", "Hardware")],
   ["Forge", "/forge", text('[data-testid="compatibility"]', "Runtime:")],
   ["Stacks", "/stacks", rowsOf("Stacks", 50)],
-  ["A stack", `/stacks/${seeded.stacks[42]}`, text("main", "Install runtime")],
+  // The seeded stacks are drafts with a finished deployment: since issue 43 their page says they are undeployed.
+  ["A stack", `/stacks/${seeded.stacks[42]}`, text("main", "Undeployed:")],
   ["API keys", "/keys", rowsOf("API keys", 50)],
   ["Usage", "/usage", rowsOf("Usage totals", 50)],
   ["Requests", "/requests", rowsOf("Requests", 50)],
