@@ -1,6 +1,5 @@
-// Builds the web application (relay/web) into dist/web: a hashed JS entry (the shell, the sign-in and the
-// Overview), a hashed chunk per page it loads when first shown and the chunks they share, and one hashed CSS
-// file, under assets/, and index.html naming the entry and the CSS. No CDN: everything is served by the relay.
+// Builds the web application (relay/web) into dist/web: one hashed JS bundle and one hashed
+// CSS file under assets/, and index.html naming them. No CDN: everything is served by the relay.
 import { build } from "esbuild";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
@@ -23,9 +22,6 @@ const result = await build({
   jsxImportSource: "preact",
   outdir: join(out, "assets"),
   entryNames: "[name]-[hash]",
-  // Each page a chunk of its own (relay/web/src/components/lazy-page.tsx), and what pages share in chunks of theirs.
-  splitting: true,
-  chunkNames: "chunk-[hash]",
   metafile: true,
   logLevel: "warning",
   legalComments: "none",
@@ -33,15 +29,14 @@ const result = await build({
   charset: "utf8",
 });
 const outputs = Object.keys(result.metafile.outputs).map((p) => basename(p));
-// The entry (the chunks of dynamic imports are entry points too, in the metafile's words).
-const js = basename(Object.entries(result.metafile.outputs).find(([, o]) => o.entryPoint?.endsWith("main.tsx"))?.[0] ?? "");
+const js = outputs.find((f) => f.endsWith(".js"));
 const css = outputs.find((f) => f.endsWith(".css"));
 if (!js || !css) throw new Error(`web build produced ${outputs.join(", ")}`);
 const html = readFileSync(join(root, "relay", "web", "index.html"), "utf8").replace("%SCRIPT%", `/assets/${js}`).replace("%STYLE%", `/assets/${css}`);
 writeFileSync(join(out, "index.html"), html);
 // Each asset compressed beside it (brotli at its best, gzip at its best): the relay sends the one a browser takes,
 // and the bytes it serves are read once, at start (relay/http/web/web-app.ts).
-for (const file of outputs.filter((f) => f.endsWith(".js") || f.endsWith(".css"))) {
+for (const file of [js, css]) {
   const raw = readFileSync(join(out, "assets", file));
   writeFileSync(join(out, "assets", `${file}.br`), brotliCompressSync(raw, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: raw.length } }));
   writeFileSync(join(out, "assets", `${file}.gz`), gzipSync(raw, { level: 9 }));

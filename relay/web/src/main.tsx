@@ -7,30 +7,26 @@ import { AppContext, type AppContextValue } from "./app-context.js";
 import { Layout } from "./components/layout.js";
 import { EmptyState } from "./components/notice.js";
 import { Link } from "./components/link.js";
-import { lazyPage } from "./components/lazy-page.js";
 import { Toasts, useToasts } from "./components/toasts.js";
 import { applyTheme, storedTheme } from "./components/theme-switch.js";
 import { forgetPlaygroundKeys } from "./pages/stacks/playground-key.js";
+import { AccountPage } from "./pages/account/account-page.js";
+import { ForgePage } from "./pages/forge/forge-page.js";
+import { StackEditPage } from "./pages/forge/stack-edit-page.js";
+import { KeysPage } from "./pages/keys/keys-page.js";
+import { MachinePage } from "./pages/machines/machine-page.js";
+import { MachinesPage } from "./pages/machines/machines-page.js";
 import { SignInPage } from "./pages/sign-in/sign-in-page.js";
+import { StackPage } from "./pages/stacks/stack-page.js";
+import { StacksPage } from "./pages/stacks/stacks-page.js";
+import { UsagePage } from "./pages/usage/usage-page.js";
+import { UsersPage } from "./pages/account/users-page.js";
+import { AuditPage } from "./pages/audit/audit-page.js";
+import { RequestPage } from "./pages/requests/request-page.js";
+import { RequestsPage } from "./pages/requests/requests-page.js";
 import { OverviewPage } from "./pages/overview/overview-page.js";
 import { parseRoute, type Route } from "./router.js";
 import "./styles.css";
-
-// Every page but the Overview and the sign-in is a chunk of its own, fetched when first shown: the first load
-// carries only what the first page needs.
-const AccountPage = lazyPage(() => import("./pages/account/account-page.js"), "AccountPage");
-const ForgePage = lazyPage(() => import("./pages/forge/forge-page.js"), "ForgePage");
-const StackEditPage = lazyPage(() => import("./pages/forge/stack-edit-page.js"), "StackEditPage");
-const KeysPage = lazyPage(() => import("./pages/keys/keys-page.js"), "KeysPage");
-const MachinePage = lazyPage(() => import("./pages/machines/machine-page.js"), "MachinePage");
-const MachinesPage = lazyPage(() => import("./pages/machines/machines-page.js"), "MachinesPage");
-const StackPage = lazyPage(() => import("./pages/stacks/stack-page.js"), "StackPage");
-const StacksPage = lazyPage(() => import("./pages/stacks/stacks-page.js"), "StacksPage");
-const UsagePage = lazyPage(() => import("./pages/usage/usage-page.js"), "UsagePage");
-const UsersPage = lazyPage(() => import("./pages/account/users-page.js"), "UsersPage");
-const AuditPage = lazyPage(() => import("./pages/audit/audit-page.js"), "AuditPage");
-const RequestPage = lazyPage(() => import("./pages/requests/request-page.js"), "RequestPage");
-const RequestsPage = lazyPage(() => import("./pages/requests/requests-page.js"), "RequestsPage");
 
 /** Each page's name in the window's title. */
 const PAGE_TITLES: Record<Route["page"], string> = {
