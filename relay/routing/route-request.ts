@@ -86,7 +86,8 @@ export function pickTarget<S extends RoutableSession = AgentSession>(
       continue;
     }
     const unloaded = session.loaded?.(stack.id) === false;
-    if (!unloaded) loaded.push({ stack, session });
+    // Kept only where affinity could choose among several.
+    if (!unloaded && stacks.length > 1) loaded.push({ stack, session });
     const room = unloaded ? (session.roomToLoad?.() ?? NO_ROOM) : NO_ROOM;
     const rank: Rank = [unloaded ? 1 : 0, unloaded && !room.slot ? 1 : 0, unloaded ? -room.bytes : 0, session.inFlight];
     const order = best ? compareRanks(rank, best) : -1;
