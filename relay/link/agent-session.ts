@@ -32,6 +32,7 @@ const MAX_REASON_CHARS = 2000;
 
 /** A request the relay is tracking on this link. */
 interface Tracked {
+  stackId: string;
   /** What the relay itself saw, to check the usage the agent reports against. */
   seen: SeenAnswer;
   pending: PendingInference;
@@ -119,6 +120,13 @@ export class AgentSession {
   get inFlight(): number {
     let n = 0;
     for (const t of this.inferences.values()) if (!t.abandoned) n++;
+    return n;
+  }
+
+  /** Inference requests in flight on this machine for one stack (replicas on one machine told apart). */
+  inFlightFor(stackId: string): number {
+    let n = 0;
+    for (const t of this.inferences.values()) if (!t.abandoned && t.stackId === stackId) n++;
     return n;
   }
 
@@ -239,7 +247,7 @@ export class AgentSession {
     // An embeddings request's inputs are its prompt: a token id is one token, a character at most one.
     if (input.embed) for (const e of input.embed) promptChars += e.text.length + e.tokens.length;
     const seen = { chunks: 0, chars: 0, bytes: 0, promptChars, messages: input.messages.length + (input.embed?.length ?? 0), maxTokens: input.maxTokens, steps: options.steps ?? 1 };
-    const tracked: Tracked = { pending, onUsage: options.onUsage, abandoned: false, seen };
+    const tracked: Tracked = { stackId, pending, onUsage: options.onUsage, abandoned: false, seen };
     this.inferences.set(requestId, tracked);
     const { signal } = options;
     const onAbort = () => pending.fail(MakinaError.from(signal?.reason ?? new DOMException("aborted", "AbortError")));

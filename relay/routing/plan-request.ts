@@ -88,10 +88,7 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   if (capable.length === 0) throw unsupported(allowed[0]!, request, model);
   // Requests that share a prompt's beginning go where it is held already, when several replicas could take them.
   const gate = deps.gate;
-  const { stack, session } = pickTarget(deps.registry, capable, deps.turn?.() ?? 0, () => promptAffinity(request.input, request.cacheKey), gate && ((id) => {
-    const load = gate.load(id);
-    return load.inFlight + load.waiting;
-  }));
+  const { stack, session } = pickTarget(deps.registry, capable, deps.turn?.() ?? 0, () => promptAffinity(request.input, request.cacheKey), gate && ((id) => gate.load(id).waiting));
   const maxTokens = request.input.maxTokens;
   if (maxTokens > 0 && stack.contextSize !== null && maxTokens > stack.contextSize) {
     const param = request.paramName("max_tokens");

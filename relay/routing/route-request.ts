@@ -27,7 +27,7 @@ export function keyAllowsStack(key: ApiKeyRecord, stack: Stack): boolean {
  * What routing needs to know of a machine's link (`loaded` absent: every stack it serves counts as loaded;
  * `roomToLoad` absent: what it has free is not known, as none).
  */
-export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested"> & Partial<Pick<AgentSession, "loaded" | "readySince" | "roomToLoad">>;
+export type RoutableSession = Pick<AgentSession, "state" | "readyStacks" | "inFlight" | "congested"> & Partial<Pick<AgentSession, "loaded" | "readySince" | "roomToLoad" | "inFlightFor">>;
 
 /**
  * Where the gateway sends a request: a machine's link on this relay (an `AgentSession`), or a machine linked to
@@ -69,7 +69,7 @@ export function pickTarget<S extends RoutableSession = AgentSession>(
   stacks: Stack[],
   turn = 0,
   affinity?: () => number | undefined,
-  stackInFlight?: (stackId: string) => number,
+  stackWaiting?: (stackId: string) => number,
 ): { stack: Stack; session: S } {
   let best: Rank | undefined;
   let ties: { stack: Stack; session: S }[] = [];
@@ -98,7 +98,7 @@ export function pickTarget<S extends RoutableSession = AgentSession>(
   }
   if (loaded.length > 1) {
     const key = affinity?.();
-    if (key !== undefined) return byAffinity(loaded, key, stackInFlight);
+    if (key !== undefined) return byAffinity(loaded, key, stackWaiting);
   }
   if (ties.length) return ties[turn % ties.length]!;
   if (anyCongested) {
@@ -115,13 +115,13 @@ export function pickTarget<S extends RoutableSession = AgentSession>(
  * {@link promptAffinity}): each replica's rendezvous score orders them (the same order on every relay, and a
  * replica that leaves moves only its own requests), and the first that is not overloaded takes it: overloaded
  * is more than 25% above the replicas' average requests in flight. When every replica's machine is linked to this
- * relay, a replica's requests are its stack's as this relay admitted them (`stackInFlight`: two replicas on one
- * machine are told apart); when one is linked to another relay, every replica counts its machine's, the one
- * count every relay has of every machine.
+ * relay, a replica's requests are its stack's (two replicas on one machine are told apart): those on its machine's
+ * link plus those waiting at this relay's admission for it (`stackWaiting`); when one is linked to another relay,
+ * every replica counts its machine's, the one count every relay has of every machine.
  */
-function byAffinity<T extends { stack: Stack; session: RoutableSession }>(replicas: T[], affinity: number, stackInFlight?: (stackId: string) => number): T {
-  const perStack = stackInFlight && replicas.every((r) => !(r.session as { admittedWhereLinked?: boolean }).admittedWhereLinked);
-  const loads = replicas.map((r) => (perStack ? stackInFlight(r.stack.id) : r.session.inFlight));
+function byAffinity<T extends { stack: Stack; session: RoutableSession }>(replicas: T[], affinity: number, stackWaiting?: (stackId: string) => number): T {
+  const perStack = replicas.every((r) => r.session.inFlightFor && !(r.session as { admittedWhereLinked?: boolean }).admittedWhereLinked);
+  const loads = replicas.map((r) => (perStack ? r.session.inFlightFor!(r.stack.id) + (stackWaiting?.(r.stack.id) ?? 0) : r.session.inFlight));
   const most = (loads.reduce((a, b) => a + b, 0) / replicas.length) * 1.25;
   const ordered = replicas.map((r, i) => ({ r, load: loads[i]!, score: rendezvousScore(affinity, r.stack.id) })).sort((a, b) => b.score - a.score);
   return (ordered.find((o) => o.load <= most) ?? ordered[0]!).r;

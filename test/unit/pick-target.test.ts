@@ -3,13 +3,14 @@ import { pickTarget, type RoutableSession } from "../../relay/routing/route-requ
 import type { Stack } from "../../relay/store/index.js";
 
 const stack = (id: string, machineId: string) => ({ id, machineId }) as Stack;
-const session = (o: Partial<RoutableSession> & { ready: string[]; unloaded?: string[]; free?: number; slot?: boolean }): RoutableSession => ({
+const session = (o: Partial<RoutableSession> & { ready: string[]; unloaded?: string[]; free?: number; slot?: boolean; perStack?: Record<string, number> }): RoutableSession => ({
   state: "open",
   roomToLoad: () => ({ slot: o.slot ?? true, bytes: o.free ?? Infinity }),
   readyStacks: new Set(o.ready),
   inFlight: o.inFlight ?? 0,
   congested: o.congested ?? false,
   loaded: (id) => o.ready.includes(id) && !o.unloaded?.includes(id),
+  inFlightFor: (id) => o.perStack?.[id] ?? 0,
 });
 const registryOf = (sessions: Record<string, RoutableSession>) => ({ get: (id: string) => sessions[id] });
 
@@ -74,7 +75,7 @@ describe("picking the machine that serves a request", () => {
 
 describe("picking the replica that holds a prompt (rendezvous hashing)", () => {
   const replicas = [stack("s1", "m1"), stack("s2", "m1"), stack("s3", "m2")];
-  const idle = () => registryOf({ m1: session({ ready: ["s1", "s2"] }), m2: session({ ready: ["s3"] }) });
+  const idle = (perStack: Record<string, number> = {}) => registryOf({ m1: session({ ready: ["s1", "s2"], perStack }), m2: session({ ready: ["s3"], perStack }) });
   const home = (affinity: number) => pickTarget(idle(), replicas, 0, () => affinity, () => 0).stack.id;
 
   it("sends one affinity to one replica whatever the turn, and different ones over all replicas", () => {
@@ -84,12 +85,13 @@ describe("picking the replica that holds a prompt (rendezvous hashing)", () => {
 
   it("passes over a replica 25% above the replicas' average, by its own count when every machine is this relay's", () => {
     const affinity = [...Array(100).keys()].find((a) => home(a) === "s1")!;
-    // s1 with 2 in flight, its machine-mate s2 none: the machine's count is the same for both, their own are not.
-    const own = (id: string) => (id === "s1" ? 2 : 0);
-    const next = pickTarget(idle(), replicas, 0, () => affinity, own).stack.id;
-    expect(next).not.toBe("s1");
+    // s1 with 2 on its machine's link, its machine-mate s2 none: the machine's count is the same for both, their own are not.
+    expect(pickTarget(idle({ s1: 2 }), replicas, 0, () => affinity, () => 0).stack.id).not.toBe("s1");
+    // The same with 2 waiting for s1 at this relay's admission.
+    expect(pickTarget(idle(), replicas, 0, () => affinity, (id) => (id === "s1" ? 2 : 0)).stack.id).not.toBe("s1");
     // Loads of zero, or all alike, keep it home.
     expect(pickTarget(idle(), replicas, 0, () => affinity, () => 3).stack.id).toBe("s1");
+    expect(pickTarget(idle({ s1: 1, s2: 1, s3: 1 }), replicas, 0, () => affinity, () => 0).stack.id).toBe("s1");
   });
 
   it("counts machines, for every replica, when one is linked to another relay", () => {
