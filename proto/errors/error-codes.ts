@@ -12,6 +12,7 @@ export type ErrorCode =
   | "model_not_found"
   | "rate_limit_requests"
   | "rate_limit_tokens"
+  | "budget_exceeded"
   | "machine_offline"
   | "runtime_unavailable"
   | "insufficient_memory"
@@ -68,6 +69,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = Object.fre
   model_not_found: { grpc: S.NOT_FOUND, http: 404, type: "invalid_request_error", openaiCode: "model_not_found" },
   rate_limit_requests: { grpc: S.RESOURCE_EXHAUSTED, http: 429, type: "requests", openaiCode: "rate_limit_exceeded" },
   rate_limit_tokens: { grpc: S.RESOURCE_EXHAUSTED, http: 429, type: "tokens", openaiCode: "rate_limit_exceeded" },
+  budget_exceeded: { grpc: S.RESOURCE_EXHAUSTED, http: 429, type: "insufficient_quota", openaiCode: "budget_exceeded" },
   machine_offline: { grpc: S.UNAVAILABLE, http: 503, type: "service_unavailable_error", openaiCode: "machine_offline" },
   runtime_unavailable: { grpc: S.UNAVAILABLE, http: 503, type: "service_unavailable_error", openaiCode: "runtime_unavailable" },
   insufficient_memory: { grpc: S.RESOURCE_EXHAUSTED, http: 503, type: "service_unavailable_error", openaiCode: "insufficient_memory" },

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BUDGET_PERIODS } from "../limits/token-budget.js";
 
 /**
  * The request parameter an issue is about: its path up to the first array index, dotted
@@ -71,6 +72,18 @@ export const orgRef = () => z.string(must("a string")).nullish();
 
 /** A whole number of at least 1, or null (none); `what` says it in the error. */
 export const positiveInt = (what = "a positive integer") => z.number(must(what)).int(must(what)).min(1, must(what));
+
+/**
+ * A token budget: `{tokens, period}` (a positive integer of at most 10^15; `day`, `week` or `month`, calendar
+ * periods in UTC); null removes it, absent keeps it.
+ */
+export const budgetField = () => {
+  const shape = must("an object {tokens, period} with tokens a positive integer and period one of day, week, month, or null for none");
+  return z
+    .strictObject({ tokens: positiveInt("a positive integer").max(1e15, must("at most 1000000000000000")), period: z.enum(BUDGET_PERIODS, must(`one of ${BUDGET_PERIODS.join(", ")}`)) }, shape)
+    .nullable()
+    .optional();
+};
 
 /** A list of ids; null or absent: no restriction. */
 export const idList = () => {

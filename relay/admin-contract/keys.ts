@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
-import { futureTime, idList, must, nameText, orgRef, positiveInt } from "./fields.js";
+import { budgetField, futureTime, idList, must, nameText, orgRef, positiveInt } from "./fields.js";
+import type { BudgetPeriod } from "../limits/token-budget.js";
 import { listQuery, type Page } from "./list.js";
 import { SERVICE_TIERS, type ServiceTier } from "../../proto/flow/service-tier.js";
 
@@ -40,6 +41,10 @@ export interface ApiKey {
    * (or `auto`) is served at it, one that asks more is refused 403.
    */
   service_tier: ServiceTier;
+  /** Its token budget per calendar period (UTC), counting prompt and completion tokens; null: none. */
+  budget: { tokens: number; period: BudgetPeriod } | null;
+  /** Tokens its budget has used this period (and reserved by requests in flight), every relay's; null without a budget. */
+  budget_spent: number | null;
   /** When its secret was last made again; null: never. */
   regenerated_at: number | null;
   /** Until when its old secret (the one before `regenerated_at`) still works; null: there is none. */
@@ -66,7 +71,7 @@ export const KEY_ROUTES = {
   /** Makes a key, optionally limited to stacks and machines, with its own rates and service tier (members: `default` or `flex`). */
   "POST /admin/v1/keys": route({
     status: 201,
-    body: z.strictObject({ org: orgRef(), name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime(), service_tier: serviceTier().optional() }),
+    body: z.strictObject({ org: orgRef(), name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime(), service_tier: serviceTier().optional(), budget: budgetField() }),
     response: answer<NewApiKey>(),
   }),
   /**
@@ -75,7 +80,7 @@ export const KEY_ROUTES = {
    * request, on every relay.
    */
   "PATCH /admin/v1/keys/:id": route({
-    body: z.strictObject({ name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime(), service_tier: serviceTier().optional() }),
+    body: z.strictObject({ name: nameText().nullish(), stacks: idList(), machines: idList(), rpm: positiveInt().nullish(), tpm: positiveInt().nullish(), expires_at: futureTime(), service_tier: serviceTier().optional(), budget: budgetField() }),
     response: answer<ApiKey>(),
   }),
   /** Revokes a key (admins, or the member who made it): refused from the next request on. */

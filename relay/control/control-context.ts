@@ -5,6 +5,7 @@ import type { EventBus } from "../events/index.js";
 import type { ReceivedLoad } from "../link/index.js";
 import { MakinaError, type MachineLog } from "../../proto/index.js";
 import type { Machine, Stack, Store } from "../store/index.js";
+import type { BudgetLine } from "../limits/index.js";
 import type { RequestLog, UsageRecorder } from "../usage/index.js";
 import type { ModelFiles } from "./model-files.js";
 import type { ModelInspector } from "./model-inspector.js";
@@ -52,6 +53,8 @@ export interface ControlDeps {
   readLog: (machineId: string, stackId: string, after: number, limit: number) => Promise<MachineLog>;
   /** The most stacks an organization may have, and keys (not revoked) a person may have made: the operator's caps. */
   caps: { stacksPerOrg: number; keysPerPerson: number };
+  /** Tokens a budget has used (and reserved) in its current period, as the gateway's limits count them. */
+  budgetSpent?: (line: BudgetLine) => Promise<number>;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { ApiKeyChanges, KeyPageAsk, Organization } from "../store/index.js"
 import { given, type ControlContext, type Given } from "./control-context.js";
 
 /** A key as the admin API shows it: `blocked` while blocked, `expired` once past its expiry (both still `active` in the store). */
-export type KeyView = Omit<PublicApiKey, "state"> & { state: "active" | "revoked" | "blocked" | "expired" };
+export type KeyView = Omit<PublicApiKey, "state" | "budgets"> & { state: "active" | "revoked" | "blocked" | "expired"; budgetSpent: number | null };
 
 /** What a key is made with, or changed by: a new key's options but its organization and maker (the caller's). */
 export type KeyInput = Omit<NewApiKey, "orgId" | "createdBy">;
@@ -26,20 +26,28 @@ export class Keys {
     const now = Date.now();
     const usageSince = Math.floor((now - 86_400_000) / 60_000) * 60_000;
     const { keys, total } = await this.c.store.keys.page(org.id, { ...ask, now, usageSince });
-    return { keys: keys.map((k) => ({ ...onWire(publicKey(k), now), requests: k.requests, tokens: k.tokens })), total };
+    const views = await Promise.all(keys.map((k) => this.view(k, now)));
+    return { keys: views.map((v, i) => ({ ...v, requests: keys[i]!.requests, tokens: keys[i]!.tokens })), total };
   }
 
   /** Every key of the organization, oldest first (never their secrets or hashes). */
   async list(actor: Actor, orgRef: string | null | undefined): Promise<KeyView[]> {
     const now = Date.now();
-    return (await this.c.store.keys.listByOrg(this.c.policy(actor).org(orgRef).id)).map((k) => onWire(publicKey(k), now));
+    return Promise.all((await this.c.store.keys.listByOrg(this.c.policy(actor).org(orgRef).id)).map((k) => this.view(k, now)));
   }
 
   /** The key `id` (never its secret or hash), if the actor sees it. */
   async get(actor: Actor, id: string): Promise<KeyView> {
     const key = await this.find(id);
     this.c.policy(actor).see(key.orgId, "API key", id, "key");
-    return onWire(key, Date.now());
+    return this.view(key, Date.now());
+  }
+
+  /** A key as the admin API shows it, with what its budget has spent this period. */
+  private async view(key: PublicApiKey, now: number): Promise<KeyView> {
+    const { budgets: _lines, ...shown } = onWire(key, now);
+    const spent = key.budget && this.c.deps.budgetSpent ? await this.c.deps.budgetSpent({ scope: "key", id: key.id, orgId: key.orgId, ...key.budget }) : null;
+    return { ...shown, budgetSpent: key.budget ? (spent ?? 0) : null };
   }
 
   /**
@@ -50,7 +58,9 @@ export class Keys {
     const policy = this.c.policy(actor);
     const org = policy.org(orgRef);
     if (!policy.isAdmin) withinOrgDefaults(input, org);
+    if (!policy.isAdmin && input.budget) throw budgetsAreAdmins();
     const options = {
+      budget: input.budget ?? null,
       serviceTier: input.serviceTier ?? "default",
       name: input.name ?? null,
       stackIds: input.stackIds ?? null,
@@ -68,8 +78,8 @@ export class Keys {
     const created = await createApiKey(this.c.store, { ...options, orgId: org.id });
     this.c.events.emit({ type: "key", orgId: org.id, keyId: created.record.id });
     const r = created.record;
-    await this.c.record(actor, { orgId: org.id, action: "key.created", target: target(r), detail: { rpm: r.rpm, tpm: r.tpm, stacks: r.stackIds, machines: r.machineIds, expires_at: r.expiresAt, service_tier: r.serviceTier } });
-    return { key: created.key, record: onWire(r, Date.now()) };
+    await this.c.record(actor, { orgId: org.id, action: "key.created", target: target(r), detail: { rpm: r.rpm, tpm: r.tpm, stacks: r.stackIds, machines: r.machineIds, expires_at: r.expiresAt, service_tier: r.serviceTier, budget: r.budget } });
+    return { key: created.key, record: await this.view(r, Date.now()) };
   }
 
   /**
@@ -93,12 +103,15 @@ export class Keys {
       ...(edit.rpm !== undefined && { rpm: edit.rpm }),
       ...(edit.tpm !== undefined && { tpm: edit.tpm }),
       ...(edit.serviceTier !== undefined && edit.serviceTier !== null && { serviceTier: edit.serviceTier }),
+      ...(edit.budget !== undefined && { budget: edit.budget }),
       // The expiry it has already may be past: sent back as it is, it is no change, not a refusal.
       ...(edit.expiresAt !== undefined && { expiresAt: edit.expiresAt === key.expiresAt ? key.expiresAt : inFuture(edit.expiresAt) }),
     };
     // A form sends every field; only what differs from the key as it is changes, and is recorded.
     const changes = Object.fromEntries(Object.entries(asked).filter(([field, value]) => JSON.stringify(value) !== JSON.stringify(key[field as keyof ApiKeyChanges]))) as ApiKeyChanges;
     if (key.state !== "active") throw new MakinaError("conflict", "This key is revoked: it cannot change. Make a new one.");
+    // A budget an admin set holds against its member: only admins set, change or remove one.
+    if (!policy.isAdmin && changes.budget !== undefined) throw budgetsAreAdmins();
     await this.checkTargets(key.orgId, changes);
     const updated = await this.c.store.keys.update(id, changes);
     if (!updated) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
@@ -106,7 +119,7 @@ export class Keys {
     if (Object.keys(changes).length > 0) {
       await this.c.record(actor, { orgId: key.orgId, action: "key.changed", target: target(updated), detail: wireNames(changes) });
     }
-    return onWire(publicKey(updated), Date.now());
+    return this.view(updated, Date.now());
   }
 
   /** Revokes a key (admins any, members the keys they made): refused from the next request on, on every relay. */
@@ -119,7 +132,7 @@ export class Keys {
     if (!revoked) throw new MakinaError("not_found", `No API key '${id}'.`, { param: "key" });
     this.c.events.emit({ type: "key", orgId: revoked.orgId, keyId: revoked.id });
     await this.c.record(actor, { orgId: key.orgId, action: "key.revoked", target: target(revoked) });
-    return onWire(publicKey(revoked), Date.now());
+    return this.view(revoked, Date.now());
   }
 
   /**
@@ -139,7 +152,7 @@ export class Keys {
       this.c.events.emit({ type: "key", orgId: updated.orgId, keyId: updated.id });
       await this.c.record(actor, { orgId: key.orgId, action: blocked ? "key.blocked" : "key.unblocked", target: target(updated) });
     }
-    return onWire(publicKey(updated), Date.now());
+    return this.view(updated, Date.now());
   }
 
   /**
@@ -156,7 +169,7 @@ export class Keys {
     if (!made) throw new MakinaError("conflict", "This key was revoked meanwhile: it cannot be given a new secret.");
     this.c.events.emit({ type: "key", orgId: made.record.orgId, keyId: id });
     await this.c.record(actor, { orgId: key.orgId, action: "key.regenerated", target: target(made.record), detail: { grace_s: graceS, old_secret_stops_at: made.record.oldSecretUntil } });
-    return { key: made.key, record: onWire(made.record, Date.now()) };
+    return { key: made.key, record: await this.view(made.record, Date.now()) };
   }
 
   private async find(id: string): Promise<PublicApiKey> {
@@ -190,8 +203,13 @@ function inFuture(at: number | null | undefined): number | null {
 
 /** A key's changes in the admin API's words, for the audit log. */
 function wireNames(changes: ApiKeyChanges): Record<string, unknown> {
-  const names: Record<string, string> = { name: "name", stackIds: "stack_ids", machineIds: "machine_ids", rpm: "rpm", tpm: "tpm", expiresAt: "expires_at", serviceTier: "service_tier" };
+  const names: Record<string, string> = { name: "name", stackIds: "stack_ids", machineIds: "machine_ids", rpm: "rpm", tpm: "tpm", expiresAt: "expires_at", serviceTier: "service_tier", budget: "budget" };
   return Object.fromEntries(Object.entries(changes).map(([field, value]) => [names[field] ?? field, value]));
+}
+
+/** 403: a member asked to set or change a key's token budget. */
+function budgetsAreAdmins(): MakinaError {
+  return new MakinaError("permission_denied", "Only an admin can set, change or remove a key's token budget.", { param: "budget" });
 }
 
 /**

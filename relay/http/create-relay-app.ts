@@ -37,6 +37,8 @@ export interface RelayAppDeps {
   control: ControlPlane;
   log: Logger;
   limiter: Limiter;
+  /** True when token budgets are set and counted by each of several relays on its own (a shared database without Redis). */
+  budgetsPerRelay?: () => boolean;
   sessions: WebSessions;
   events: EventBus;
   usage: UsageRecorder;
@@ -121,6 +123,9 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
       // Limits applied per relay because Redis is away: still 200, saying so.
       const problem = deps.storage?.problem;
       const limits = deps.limiter.problem ?? null;
+      const budgets = deps.budgetsPerRelay?.()
+        ? "token budgets are counted by each relay on its own (relays share a database but no Redis): a budget may be spent once on each relay; give every relay --redis to make them exact"
+        : null;
       const nats = !deps.fleet
         ? null
         : !deps.fleet.connected
@@ -128,7 +133,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
           : deps.fleet.insecure
             ? "NATS is joined beyond loopback with neither credentials nor TLS (--nats-insecure): anyone who reaches it sees which machines the relays hold and can flood it (the relays' messages are sealed still)"
             : null;
-      const details = { ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}), ...(nats ? { nats } : {}) };
+      const details = { ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}), ...(budgets ? { budgets } : {}), ...(nats ? { nats } : {}) };
       // A relay that may have missed other relays' changes refuses the gateway's requests: 503 here too, so a
       // load balancer sends them to another relay meanwhile.
       if (!deps.directory.leaseHeld) {

@@ -1,6 +1,7 @@
 import { MakinaError, type ServiceTier } from "../../proto/index.js";
 import type { ApiKeyRecord, Store } from "../store/index.js";
 import { bearerToken } from "./bearer-token.js";
+import type { Budget } from "../limits/index.js";
 import { hashSecret, hashesEqual, maskSecret, newSecret } from "./secrets.js";
 
 export type { ApiKeyRecord };
@@ -19,6 +20,8 @@ export interface NewApiKey {
   expiresAt?: number | null;
   /** The most its requests may ask of the service tiers; absent: `default`. */
   serviceTier?: ServiceTier;
+  /** Its token budget per calendar period; absent or `null`: none. */
+  budget?: Budget | null;
 }
 
 /** A key as shown to admins: never a secret or its hash. */
@@ -57,6 +60,7 @@ export async function createApiKey(store: Store, input: NewApiKey): Promise<{ ke
     createdBy: input.createdBy ?? null,
     expiresAt: input.expiresAt ?? null,
     serviceTier: input.serviceTier ?? "default",
+    budget: input.budget ?? null,
   });
   return { key, record: publicKey(record) };
 }

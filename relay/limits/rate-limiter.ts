@@ -1,16 +1,24 @@
 import { MakinaError } from "../../proto/index.js";
+import { BudgetBook, type Reservation } from "./budget-book.js";
+import { budgetHeaders, type BudgetAsk, type BudgetLine } from "./token-budget.js";
 
 /** The limits of one key (`null` = unlimited). */
 export interface KeyLimits {
   id: string;
   rpm: number | null;
   tpm: number | null;
+  /** The token budgets its requests count against (its own, its organization's); none: unbudgeted. */
+  budgets?: readonly BudgetLine[];
+  /** Its organization (where its budgets are kept together); its own id stands in when absent. */
+  orgId?: string;
 }
 
 /** A request admitted against a key's limits. */
 export interface Admission {
-  /** The key's `x-ratelimit-*` headers with this request counted (empty for an unlimited key). */
+  /** The key's `x-ratelimit-*` (and `x-budget-remaining-tokens`) headers with this request counted (empty for an unlimited key). */
   readonly headers: Record<string, string>;
+  /** Tokens reserved of the key's budgets (at most what was asked, at least its `least`); undefined: unbudgeted. */
+  readonly granted?: number;
   /** Replaces the token estimate with what the request really used; `null` keeps the estimate. Ignored after a refund. */
   settle(tokens: number | null): void;
   /** Gives back everything the request took (it was refused or never served), also after a settle. */
@@ -42,11 +50,16 @@ const NOOP: Admission = { headers: {}, settle: () => {}, refund: () => {} };
  * shared by every relay. An admission refused throws 429 (`rate_limit_requests`, `rate_limit_tokens`).
  */
 export interface Limiter {
-  admit(key: KeyLimits, estimatedTokens: number): Admission | Promise<Admission>;
+  /** `budget`: what a budgeted key's request asks of its budgets (else its estimate, whole). */
+  admit(key: KeyLimits, estimatedTokens: number, budget?: BudgetAsk): Admission | Promise<Admission>;
   /** The `x-ratelimit-*` headers of a limited key (empty for an unlimited one). */
   headers(key: KeyLimits): Record<string, string> | Promise<Record<string, string>>;
   /** Why limits are not what they should be now (for `/health`), or null. */
   readonly problem?: string | null;
+  /** Whether the limits are every relay's (Redis) or this relay's own. */
+  readonly scope?: "shared" | "relay";
+  /** Tokens a budget line has used (and reserved) in its current period. */
+  spent(line: BudgetLine): Promise<number>;
   close?(): Promise<void>;
 }
 
@@ -61,9 +74,13 @@ export class RateLimiter implements Limiter {
   private readonly windows = new Map<string, Window>();
   private lastSweep: number;
 
+  readonly scope = "relay";
+
   constructor(
     private readonly now: () => number = Date.now,
     private readonly windowMs = 60_000,
+    /** The keys' token budgets (by default, each line counted from zero: no usage counts to read). */
+    private readonly budgets = new BudgetBook(async () => 0, now),
   ) {
     this.lastSweep = now();
   }
@@ -119,18 +136,32 @@ export class RateLimiter implements Limiter {
    * Admits a request expected to use `estimatedTokens`, or throws 429 with the
    * time to wait. Keys without limits are always admitted and tracked not at all.
    */
-  admit(key: KeyLimits, estimatedTokens: number): Admission {
-    if (key.rpm === null && key.tpm === null) return NOOP;
+  admit(key: KeyLimits & { budgets?: undefined }, estimatedTokens: number): Admission;
+  admit(key: KeyLimits, estimatedTokens: number, budget?: BudgetAsk): Admission | Promise<Admission>;
+  admit(key: KeyLimits, estimatedTokens: number, budget?: BudgetAsk): Admission | Promise<Admission> {
+    const lines = key.budgets;
+    if (lines?.length) {
+      // A budget's count not held yet for this period is read first (once a line and period).
+      const reading = this.budgets.prepare(lines);
+      if (reading) return reading.then(() => this.admitNow(key, estimatedTokens, budget));
+    }
+    return this.admitNow(key, estimatedTokens, budget);
+  }
+
+  /** Checks and reserves in one synchronous step: the rate limits, then the budgets, then both are counted. */
+  private admitNow(key: KeyLimits, estimatedTokens: number, budget?: BudgetAsk): Admission {
+    const lines = key.budgets?.length ? key.budgets : undefined;
+    if (key.rpm === null && key.tpm === null && !lines) return NOOP;
     this.sweep();
     const w = this.window(key.id);
     const count = w?.count ?? 0;
     const used = w?.tokens ?? 0;
     const now = this.now();
     if (key.rpm !== null && w && count >= key.rpm) {
-      throw new LimitRefusal(requestsRefused(key.rpm, count, this.live(w).filter((e) => e.requests === 1)[count - key.rpm]!.at + this.windowMs - now), this.headers(key));
+      throw new LimitRefusal(requestsRefused(key.rpm, count, this.live(w).filter((e) => e.requests === 1)[count - key.rpm]!.at + this.windowMs - now), this.headersNow(key));
     }
     if (key.tpm !== null) {
-      if (estimatedTokens > key.tpm) throw new LimitRefusal(tooLargeRefused(key.tpm, estimatedTokens, this.windowMs), this.headers(key));
+      if (estimatedTokens > key.tpm) throw new LimitRefusal(tooLargeRefused(key.tpm, estimatedTokens, this.windowMs), this.headersNow(key));
       if (w && used + estimatedTokens > key.tpm) {
         let freed = 0;
         let waitMs = this.windowMs;
@@ -141,9 +172,18 @@ export class RateLimiter implements Limiter {
             break;
           }
         }
-        throw new LimitRefusal(tokensRefused(key.tpm, used, estimatedTokens, waitMs), this.headers(key));
+        throw new LimitRefusal(tokensRefused(key.tpm, used, estimatedTokens, waitMs), this.headersNow(key));
       }
     }
+    let reserved: Reservation | undefined;
+    if (lines) {
+      try {
+        reserved = this.budgets.reserve(lines, budget ?? { want: estimatedTokens, least: estimatedTokens });
+      } catch (err) {
+        throw new LimitRefusal(err as MakinaError, this.headersNow(key));
+      }
+    }
+    if (key.rpm === null && key.tpm === null) return budgetOnly(this.budgets, reserved!);
     const entry: Entry = { at: now, tokens: estimatedTokens, requests: 1, live: true };
     const target = w ?? this.windowOf(key.id);
     target.entries.push(entry);
@@ -151,9 +191,11 @@ export class RateLimiter implements Limiter {
     target.tokens += estimatedTokens;
     let refunded = false;
     return {
-      headers: this.headers(key),
+      headers: { ...this.rateHeaders(key), ...budgetHeaders(reserved?.remaining) },
+      granted: reserved?.granted,
       settle: (tokens) => {
         if (refunded || tokens === null) return;
+        if (reserved) this.budgets.settle(reserved, tokens);
         // Age the window first: the request's own entry may have left it while it ran.
         this.window(key.id);
         if (entry.live) {
@@ -173,6 +215,7 @@ export class RateLimiter implements Limiter {
       refund: () => {
         if (refunded) return;
         refunded = true;
+        if (reserved) this.budgets.refund(reserved);
         if (!entry.live) return;
         entry.live = false;
         target.count -= entry.requests;
@@ -181,8 +224,23 @@ export class RateLimiter implements Limiter {
     };
   }
 
-  /** The `x-ratelimit-*` headers of a limited key (empty for an unlimited one). */
-  headers(key: KeyLimits): Record<string, string> {
+  /** The `x-ratelimit-*` and `x-budget-remaining-tokens` headers of a limited key (empty for an unlimited one). */
+  headers(key: KeyLimits & { budgets?: undefined }): Record<string, string>;
+  headers(key: KeyLimits): Record<string, string> | Promise<Record<string, string>>;
+  headers(key: KeyLimits): Record<string, string> | Promise<Record<string, string>> {
+    const reading = key.budgets?.length ? this.budgets.prepare(key.budgets) : undefined;
+    return reading ? reading.then(() => this.headersNow(key)) : this.headersNow(key);
+  }
+
+  async spent(line: BudgetLine): Promise<number> {
+    return this.budgets.spent(line);
+  }
+
+  private headersNow(key: KeyLimits): Record<string, string> {
+    return { ...this.rateHeaders(key), ...budgetHeaders(key.budgets?.length ? this.budgets.remaining(key.budgets) : undefined) };
+  }
+
+  private rateHeaders(key: KeyLimits): Record<string, string> {
     if (key.rpm === null && key.tpm === null) return {};
     const w = this.window(key.id);
     const count = w?.count ?? 0;
@@ -197,6 +255,23 @@ export class RateLimiter implements Limiter {
   get trackedKeys(): number {
     return this.windows.size;
   }
+}
+
+/** The admission of a key with budgets and no rate limits. */
+function budgetOnly(book: BudgetBook, reserved: Reservation): Admission {
+  let refunded = false;
+  return {
+    headers: budgetHeaders(reserved.remaining),
+    granted: reserved.granted,
+    settle: (tokens) => {
+      if (!refunded && tokens !== null) book.settle(reserved, tokens);
+    },
+    refund: () => {
+      if (refunded) return;
+      refunded = true;
+      book.refund(reserved);
+    },
+  };
 }
 
 /**

@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { MakinaError, type Logger } from "../../proto/index.js";
 import { LimitRefusal, RateLimiter, rateLimitHeaders, requestsRefused, tokensRefused, tooLargeRefused, type Admission, type KeyLimits, type Limiter } from "./rate-limiter.js";
+import { BudgetBook } from "./budget-book.js";
+import { budgetHeaders, budgetRefused, lineName, periodOf, type BudgetAsk, type BudgetLine, type BudgetSeed } from "./token-budget.js";
 
 /**
  * The window's bookkeeping, shared by every script: a key's entries leave once older than the window. Per key
@@ -35,19 +37,53 @@ end
 `;
 
 /**
- * Admits one request or refuses it, in one atomic step: ARGV window, rpm (-1: none), tpm (-1: none), the
- * estimate, the admission's id. Answers {admitted 1|0, refusal, wait ms, requests, tokens, reset ms}.
+ * The key's budget lines (KEYS[5..]): each one's count in its period (tokens used and reserved), made from its
+ * seed (read from the usage counts by the relay) when Redis holds none yet, and kept until a week past its
+ * period's end. ARGV from \`first\`: per line its limit, its seed (-1: none read; the script then answers
+ * 'unseeded' and the line's place) and when its count expires. Sets \`room\` (the least left of every line;
+ * nil without lines), or returns the line that has no count and no seed.
  */
-const ADMIT = `${AGE}
+const BUDGETS = `
+local function budgets(n, first)
+  local room, tight, tightUsed = nil, 0, 0
+  for i = 1, n do
+    local k = KEYS[4 + i]
+    local base = first + (i - 1) * 3
+    local limit, seed = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
+    local v = redis.call('GET', k)
+    if not v then
+      if seed < 0 then return nil, i end
+      redis.call('SET', k, seed)
+      redis.call('PEXPIREAT', k, tonumber(ARGV[base + 2]))
+      v = seed
+    end
+    v = tonumber(v)
+    if room == nil or limit - v < room then room, tight, tightUsed = limit - v, i, v end
+  end
+  return room, 0, tight, tightUsed
+end
+`;
+
+/**
+ * Admits one request or refuses it, in one atomic step: ARGV window, rpm (-1: none), tpm (-1: none), the
+ * estimate, the admission's id, the number of budget lines, the tokens wanted of them and the least taken, then
+ * the lines' (see BUDGETS). Answers {admitted 1|0, refusal, wait ms, requests, tokens, reset ms, granted, left
+ * of the budgets (-1: none), the line that refused or has no count}.
+ */
+const ADMIT = `${AGE}${BUDGETS}
 local rpm, tpm, estimate, id = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local n, want, least = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local count = redis.call('ZCARD', req)
 local used = tonumber(redis.call('GET', sum) or '0')
+local room, missing, tight, tightUsed = budgets(n, 9)
+if missing and missing > 0 then return {0, 'unseeded', 0, count, used, reset(), 0, -1, missing} end
+local left = room or -1
 if rpm >= 0 and count >= rpm then
   local at = redis.call('ZRANGE', req, count - rpm, count - rpm, 'WITHSCORES')
-  return {0, 'requests', tonumber(at[2]) + window - now, count, used, reset()}
+  return {0, 'requests', tonumber(at[2]) + window - now, count, used, reset(), 0, left, 0}
 end
 if tpm >= 0 then
-  if estimate > tpm then return {0, 'too_large', window, count, used, reset()} end
+  if estimate > tpm then return {0, 'too_large', window, count, used, reset(), 0, left, 0} end
   if used + estimate > tpm then
     local wait, freed = window, 0
     local entries = redis.call('ZRANGE', tok, 0, -1, 'WITHSCORES')
@@ -58,23 +94,35 @@ if tpm >= 0 then
         break
       end
     end
-    return {0, 'tokens', wait, count, used, reset()}
+    return {0, 'tokens', wait, count, used, reset(), 0, left, 0}
   end
 end
+local granted = 0
+if room then
+  if room < least then return {0, 'budget', tightUsed, count, used, reset(), 0, left, tight} end
+  granted = math.min(want, room)
+  for i = 1, n do redis.call('INCRBY', KEYS[4 + i], granted) end
+  left = room - granted
+end
+if rpm < 0 and tpm < 0 then return {1, '', 0, count, used, 0, granted, left, 0} end
 redis.call('ZADD', req, now, id)
 redis.call('ZADD', tok, now, id)
 redis.call('HSET', amt, id, estimate)
 redis.call('INCRBY', sum, estimate)
 touch()
-return {1, '', 0, count + 1, used + estimate, window}
+return {1, '', 0, count + 1, used + estimate, window, granted, left, 0}
 `;
 
 /**
- * Replaces an admission's estimate with what it used (ARGV window, tokens, id, whether the key has a tpm). An
- * admission that left the window while it ran is charged now, in the window current when it ends.
+ * Replaces an admission's estimate with what it used (ARGV window, tokens, id, whether the key has a tpm, its
+ * budget lines' number and the tokens it reserved of them). An admission that left the window while it ran is
+ * charged now, in the window current when it ends; its budgets, in the period it was admitted in.
  */
 const SETTLE = `${AGE}
 local tokens, id, limited = tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
+for i = 1, tonumber(ARGV[5]) do
+  if redis.call('EXISTS', KEYS[4 + i]) == 1 then redis.call('INCRBY', KEYS[4 + i], tokens - tonumber(ARGV[6])) end
+end
 local old = redis.call('HGET', amt, id)
 if old then
   redis.call('HSET', amt, id, tokens)
@@ -89,9 +137,12 @@ touch()
 return 1
 `;
 
-/** Gives back everything an admission took (ARGV window, id; its late charge too). */
+/** Gives back everything an admission took (ARGV window, id, its budget lines' number and tokens reserved; its late charge too). */
 const REFUND = `${AGE}
 local id = ARGV[2]
+for i = 1, tonumber(ARGV[3]) do
+  if redis.call('EXISTS', KEYS[4 + i]) == 1 then redis.call('DECRBY', KEYS[4 + i], tonumber(ARGV[4])) end
+end
 for _, entry in ipairs({id, id .. ':late'}) do
   local old = redis.call('HGET', amt, entry)
   if old then
@@ -104,17 +155,24 @@ redis.call('ZREM', req, id)
 return 1
 `;
 
-/** The window as it stands: ARGV window. Answers {requests, tokens, reset ms}. */
-const READ = `${AGE}
-return {redis.call('ZCARD', req), tonumber(redis.call('GET', sum) or '0'), reset()}
+/** The window and budgets as they stand: ARGV window, the budget lines' number, then theirs. Answers {requests, tokens, reset ms, left of the budgets (-1: none), the line with no count}. */
+const READ = `${AGE}${BUDGETS}
+local room, missing = budgets(tonumber(ARGV[2]), 3)
+if missing and missing > 0 then return {0, 0, 0, -1, missing} end
+return {redis.call('ZCARD', req), tonumber(redis.call('GET', sum) or '0'), reset(), room or -1, 0}
 `;
 
+type AdmitAnswer = [admitted: number, refusal: string, waitMs: number, count: number, used: number, resetMs: number, granted: number, left: number, line: number];
+
 interface Scripts {
-  makinaAdmit(req: string, tok: string, amt: string, sum: string, window: number, rpm: number, tpm: number, estimate: number, id: string): Promise<[number, string, number, number, number, number]>;
-  makinaSettle(req: string, tok: string, amt: string, sum: string, window: number, tokens: number, id: string, limited: string): Promise<number>;
-  makinaRefund(req: string, tok: string, amt: string, sum: string, window: number, id: string): Promise<number>;
-  makinaRead(req: string, tok: string, amt: string, sum: string, window: number): Promise<[number, number, number]>;
+  makinaAdmit(keyCount: number, ...args: (string | number)[]): Promise<AdmitAnswer>;
+  makinaSettle(keyCount: number, ...args: (string | number)[]): Promise<number>;
+  makinaRefund(keyCount: number, ...args: (string | number)[]): Promise<number>;
+  makinaRead(keyCount: number, ...args: (string | number)[]): Promise<[count: number, used: number, resetMs: number, left: number, line: number]>;
 }
+
+/** How long one read of a budget's count from the usage counts serves this relay's requests that need it. */
+const SEED_REUSE_MS = 10_000;
 
 /** How long a limiter call waits for Redis before the request is admitted by this relay's own limits instead. */
 const COMMAND_TIMEOUT_MS = 1000;
@@ -123,7 +181,9 @@ const COMMAND_TIMEOUT_MS = 1000;
  * The same per-key limits as {@link RateLimiter} (requests and tokens per minute, sliding window, refunds,
  * late settles), kept in Redis so they hold across every relay: each admission is one Lua script, checked and
  * reserved atomically, so 20 requests at once on a key with `rpm 5`, spread over any number of relays, give
- * exactly 5 admissions.
+ * exactly 5 admissions. A key's token budgets (its own, its organization's) are checked and reserved in the
+ * same script, so they too are exact across relays; a budget's count for a period is read from the usage counts
+ * (`seed`) the first time Redis lacks it, then kept in Redis until a week after the period ends.
  *
  * When Redis cannot be reached, by default (`fail: "open"`) requests are not refused for it: each relay admits
  * by its own in-process limits (so a key may get up to its limit on each relay), says so in its log and in
@@ -135,15 +195,18 @@ export class RedisRateLimiter implements Limiter {
   private readonly redis: Redis & Scripts;
   private readonly local: RateLimiter;
   private down: string | null = null;
+  private readonly seeding = new Map<string, { tokens: Promise<number>; until: number }>();
 
   /**
    * Connects to Redis at `url` (without waiting for it: see {@link ready}). The Redis client is loaded here, so
    * a relay without `--redis` never loads it.
    */
-  static async connect(url: string, log: Logger, options: { fail?: "open" | "closed"; windowMs?: number } = {}): Promise<RedisRateLimiter> {
+  static async connect(url: string, log: Logger, options: { fail?: "open" | "closed"; windowMs?: number; seed?: BudgetSeed; now?: () => number } = {}): Promise<RedisRateLimiter> {
     const { Redis: RedisClient } = await import("ioredis");
-    return new RedisRateLimiter(RedisClient, url, log, options.windowMs ?? 60_000, options.fail ?? "open");
+    return new RedisRateLimiter(RedisClient, url, log, options.windowMs ?? 60_000, options.fail ?? "open", options.seed ?? (async () => 0), options.now ?? Date.now);
   }
+
+  readonly scope = "shared";
 
   private constructor(
     RedisClient: typeof Redis,
@@ -151,8 +214,11 @@ export class RedisRateLimiter implements Limiter {
     private readonly log: Logger,
     private readonly windowMs: number,
     private readonly fail: "open" | "closed",
+    private readonly seed: BudgetSeed,
+    /** The clock budgets' periods are read on (the rate window is Redis's own). */
+    private readonly now: () => number,
   ) {
-    this.local = new RateLimiter(Date.now, windowMs);
+    this.local = new RateLimiter(Date.now, windowMs, new BudgetBook(seed, now));
     this.redis = new RedisClient(url, {
       lazyConnect: false,
       // A command while disconnected fails at once (the relay admits locally) instead of waiting in a queue.
@@ -162,10 +228,11 @@ export class RedisRateLimiter implements Limiter {
       connectTimeout: 2000,
       retryStrategy: (times) => Math.min(100 * times, 2000),
     }) as Redis & Scripts;
-    this.redis.defineCommand("makinaAdmit", { numberOfKeys: 4, lua: ADMIT });
-    this.redis.defineCommand("makinaSettle", { numberOfKeys: 4, lua: SETTLE });
-    this.redis.defineCommand("makinaRefund", { numberOfKeys: 4, lua: REFUND });
-    this.redis.defineCommand("makinaRead", { numberOfKeys: 4, lua: READ });
+    // The number of keys comes first in each call: 4 of the rate window, then one per budget line.
+    this.redis.defineCommand("makinaAdmit", { lua: ADMIT });
+    this.redis.defineCommand("makinaSettle", { lua: SETTLE });
+    this.redis.defineCommand("makinaRefund", { lua: REFUND });
+    this.redis.defineCommand("makinaRead", { lua: READ });
     this.redis.on("error", (err: Error) => this.unreachable(err));
     this.redis.on("ready", () => {
       if (this.down === null) return;
@@ -195,21 +262,29 @@ export class RedisRateLimiter implements Limiter {
     });
   }
 
-  async admit(key: KeyLimits, estimatedTokens: number): Promise<Admission> {
-    if (key.rpm === null && key.tpm === null) return this.local.admit(key, estimatedTokens);
+  async admit(key: KeyLimits, estimatedTokens: number, budget?: BudgetAsk): Promise<Admission> {
+    const lines = key.budgets ?? [];
+    if (key.rpm === null && key.tpm === null && lines.length === 0) return this.local.admit(key, estimatedTokens);
     const id = randomUUID();
-    let answer: [number, string, number, number, number, number];
+    const ask = budget ?? { want: estimatedTokens, least: estimatedTokens };
+    const keys = keysOf(key, lines, this.now());
+    let answer: AdmitAnswer;
     try {
-      answer = await this.redis.makinaAdmit(...keysOf(key.id), this.windowMs, key.rpm ?? -1, key.tpm ?? -1, estimatedTokens, id);
+      answer = await this.seeded(lines, (seeds) => this.redis.makinaAdmit(keys.names.length, ...keys.names, this.windowMs, key.rpm ?? -1, key.tpm ?? -1, estimatedTokens, id, lines.length, ask.want, ask.least, ...keys.args(seeds)), (a) => (a[1] === "unseeded" ? a[8] : 0));
     } catch (err) {
       this.unreachable(err);
       if (this.fail === "closed") throw limitsUnavailable();
-      return this.local.admit(key, estimatedTokens);
+      return this.local.admit(key, estimatedTokens, budget);
     }
-    const [admitted, refusal, waitMs, count, used, resetMs] = answer;
+    const [admitted, refusal, waitMs, count, used, resetMs, granted, left, line] = answer;
+    // The headers of the shared count that admitted or refused it, whichever relay answers.
+    const headers = { ...rateLimitHeaders(key, count, used, resetMs), ...budgetHeaders(lines.length ? left : undefined) };
     if (!admitted) {
-      // The same refusals, in the same words, as the in-process limiter; its headers are the shared count that refused it.
-      const headers = rateLimitHeaders(key, count, used, resetMs);
+      // The same refusals, in the same words, as the in-process limiter.
+      if (refusal === "budget") {
+        const { end } = periodOf(lines[line - 1]!.period, this.now());
+        throw new LimitRefusal(budgetRefused(lines[line - 1]!, waitMs, ask.least, end, this.now()), headers);
+      }
       if (refusal === "requests") throw new LimitRefusal(requestsRefused(key.rpm!, count, waitMs), headers);
       throw new LimitRefusal(refusal === "too_large" ? tooLargeRefused(key.tpm!, estimatedTokens, this.windowMs) : tokensRefused(key.tpm!, used, estimatedTokens, waitMs), headers);
     }
@@ -217,29 +292,78 @@ export class RedisRateLimiter implements Limiter {
     let refunded = false;
     const fire = (call: Promise<unknown>) => void call.catch((err: unknown) => this.unreachable(err));
     return {
-      headers: rateLimitHeaders(key, count, used, resetMs),
+      headers,
+      granted: lines.length ? granted : undefined,
       settle: (tokens) => {
         if (refunded || tokens === null) return;
-        fire(this.redis.makinaSettle(...keysOf(key.id), this.windowMs, tokens, id, key.tpm === null ? "0" : "1"));
+        fire(this.redis.makinaSettle(keys.names.length, ...keys.names, this.windowMs, tokens, id, key.tpm === null ? "0" : "1", lines.length, granted));
       },
       // A refund wins over a settle in either order: the script takes back the late charge too.
       refund: () => {
         if (refunded) return;
         refunded = true;
-        fire(this.redis.makinaRefund(...keysOf(key.id), this.windowMs, id));
+        fire(this.redis.makinaRefund(keys.names.length, ...keys.names, this.windowMs, id, lines.length, granted));
       },
     };
   }
 
   async headers(key: KeyLimits): Promise<Record<string, string>> {
-    if (key.rpm === null && key.tpm === null) return {};
+    const lines = key.budgets ?? [];
+    if (key.rpm === null && key.tpm === null && lines.length === 0) return {};
+    const keys = keysOf(key, lines, this.now());
     try {
-      const [count, used, resetMs] = await this.redis.makinaRead(...keysOf(key.id), this.windowMs);
-      return rateLimitHeaders(key, count, used, resetMs);
+      const [count, used, resetMs, left] = await this.seeded(lines, (seeds) => this.redis.makinaRead(keys.names.length, ...keys.names, this.windowMs, lines.length, ...keys.args(seeds)), (a) => a[4]);
+      return { ...rateLimitHeaders(key, count, used, resetMs), ...budgetHeaders(lines.length ? left : undefined) };
     } catch (err) {
       this.unreachable(err);
       return this.local.headers(key);
     }
+  }
+
+  async spent(line: BudgetLine): Promise<number> {
+    const now = this.now();
+    const name = budgetKey(line.orgId, line, periodOf(line.period, now).start);
+    try {
+      const held = await this.redis.get(name);
+      if (held !== null) return Number(held);
+      // Not counted in Redis yet this period: the usage counts say (and Redis keeps it, unless a relay counted first).
+      const seeded = await this.seed(line, periodOf(line.period, now).start);
+      await this.redis.set(name, seeded, "PXAT", expiry(line, now), "NX");
+      return Number((await this.redis.get(name)) ?? seeded);
+    } catch (err) {
+      this.unreachable(err);
+      return this.local.spent(line);
+    }
+  }
+
+  /**
+   * Runs a script that needs every budget line's count in Redis; when it answers that one has none (`missing`
+   * names it, from 1), reads that line's tokens used this period from the usage counts and runs it again.
+   */
+  private async seeded<T>(lines: readonly BudgetLine[], run: (seeds: number[]) => Promise<T>, missing: (answer: T) => number): Promise<T> {
+    const seeds = lines.map(() => -1);
+    for (;;) {
+      const answer = await run(seeds);
+      const line = missing(answer);
+      if (!line || seeds[line - 1]! >= 0) return answer;
+      seeds[line - 1] = await this.seedOf(lines[line - 1]!);
+    }
+  }
+
+  /**
+   * A line's tokens used this period, from the usage counts: one read shared by this relay's requests that find
+   * Redis without the count at once (kept for a few seconds, then read again if Redis lacks it again).
+   */
+  private seedOf(line: BudgetLine): Promise<number> {
+    const now = this.now();
+    const since = periodOf(line.period, now).start;
+    const name = lineName(line, since);
+    const held = this.seeding.get(name);
+    if (held && held.until > now) return held.tokens;
+    for (const [n, s] of this.seeding) if (s.until <= now) this.seeding.delete(n);
+    const tokens = this.seed(line, since).catch(() => 0);
+    this.seeding.set(name, { tokens, until: now + SEED_REUSE_MS });
+    return tokens;
   }
 
   async close(): Promise<void> {
@@ -248,7 +372,7 @@ export class RedisRateLimiter implements Limiter {
 
   private unreachable(err: unknown): void {
     if (this.down !== null) return;
-    const meanwhile = this.fail === "closed" ? "keys with limits are refused (503 limits_unavailable)" : "each relay applies rate limits on its own";
+    const meanwhile = this.fail === "closed" ? "keys with limits are refused (503 limits_unavailable)" : "each relay applies rate limits on its own (and counts token budgets on its own)";
     this.down = `Redis cannot be reached (${err instanceof Error ? err.message : String(err)}): ${meanwhile} until it answers`;
     this.log.warn(`Redis cannot be reached: ${meanwhile} until it answers`, { error: String(err) });
   }
@@ -261,7 +385,25 @@ function limitsUnavailable(): MakinaError {
   });
 }
 
-function keysOf(keyId: string): [string, string, string, string] {
-  const base = `makina:rl:{${keyId}}`;
-  return [`${base}:req`, `${base}:tok`, `${base}:amt`, `${base}:sum`];
+/**
+ * A key's Redis keys: its rate window's four, then one per budget line in its current period, all under its
+ * organization's hash tag (a Redis cluster keeps them on one node, so one script reads and writes them all);
+ * `args(seeds)` are the lines' script arguments: limit, seed, when the count expires.
+ */
+function keysOf(key: KeyLimits, lines: readonly BudgetLine[], now: number): { names: string[]; args(seeds: number[]): number[] } {
+  const tag = key.orgId ?? key.id;
+  const base = `makina:rl:{${tag}}:${key.id}`;
+  const names = [`${base}:req`, `${base}:tok`, `${base}:amt`, `${base}:sum`];
+  for (const line of lines) names.push(budgetKey(tag, line, periodOf(line.period, now).start));
+  return { names, args: (seeds) => lines.flatMap((line, i) => [line.tokens, seeds[i]!, expiry(line, now)]) };
+}
+
+/** A budget line's count in a period, in Redis. */
+function budgetKey(tag: string, line: BudgetLine, start: number): string {
+  return `makina:budget:{${tag}}:${lineName(line, start)}`;
+}
+
+/** When a line's count in the current period leaves Redis: a week after the period ends. */
+function expiry(line: BudgetLine, now: number): number {
+  return periodOf(line.period, now).end + 7 * 86_400_000;
 }

@@ -3,6 +3,7 @@ import { storageError } from "../health/index.js";
 import type { RefusedKey } from "../keys/index.js";
 import type { ApiKeyRecord, Organization, Stack, Store, StoreChange } from "../store/index.js";
 import { RoutePatterns } from "./routed-model.js";
+import type { BudgetLine } from "../limits/index.js";
 
 /** What `/v1/models` lists for an organization: its slug, and its deployed stacks with an endpoint. */
 export interface ModelCatalog {
@@ -238,6 +239,13 @@ export class GatewayDirectory {
   }
 
   /** Whether the relay serves from memory it knows is current (always, without a lease to keep). */
+  /** Whether any organization or active key has a token budget (for `/health`: budgets per relay are worth saying). */
+  get budgeted(): boolean {
+    for (const org of this.state.orgs.values()) if (org.budget) return true;
+    for (const key of this.state.keys.values()) if (key.budget) return true;
+    return false;
+  }
+
   get leaseHeld(): boolean {
     return this.leaseUntil === undefined || performance.now() <= this.leaseUntil;
   }
@@ -355,9 +363,16 @@ export class GatewayDirectory {
     }
     for (const hash of [key.keyHash, key.oldKeyHash]) if (hash) state.refused.delete(hash);
     let effective = key;
+    const org = state.orgs.get(key.orgId);
     if (key.rpm === null || key.tpm === null) {
-      const org = state.orgs.get(key.orgId);
       if (org) effective = { ...key, rpm: key.rpm ?? org.defaultKeyRpm, tpm: key.tpm ?? org.defaultKeyTpm };
+    }
+    // The budgets its requests count against: its own, and its organization's (shared by all its keys).
+    if (key.budget || org?.budget) {
+      const budgets: BudgetLine[] = [];
+      if (key.budget) budgets.push({ scope: "key", id: key.id, orgId: key.orgId, ...key.budget });
+      if (org?.budget) budgets.push({ scope: "org", id: org.id, orgId: org.id, ...org.budget });
+      effective = { ...effective, budgets };
     }
     state.byHash.set(key.keyHash, effective);
     // A regenerated key's old secret names it too (the gateway refuses it once its time is up, saying why), for

@@ -4,7 +4,7 @@ import { ControlPlane, ModelFiles, ModelInspector } from "../control/index.js";
 import { RequestLog, UsageRecorder } from "../usage/index.js";
 import { Deployer } from "../deploy/index.js";
 import type { MachineReach } from "../machines/index.js";
-import { RateLimiter, RedisRateLimiter, type Limiter } from "../limits/index.js";
+import { BudgetBook, RateLimiter, RedisRateLimiter, type BudgetSeed, type Limiter } from "../limits/index.js";
 import type { Store } from "../store/index.js";
 import { AuditLog } from "../audit/index.js";
 import type { Shared } from "./relay-parts.js";
@@ -18,12 +18,20 @@ import type { GatewayDirectory } from "../routing/index.js";
  */
 export async function startBooks(s: Shared, store: Store) {
   const { config, log, parts, storage } = s;
+  // Counts the database still refuses are lost with the process: said so in the log, the stop goes on.
+  const usage = await parts.start({
+    name: "the usage counts",
+    start: () => new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) }),
+    stop: (u) => storage.attempt("usage counts", () => u.close()).then(() => undefined),
+  });
+  // A token budget's count in a period starts from what the usage counts say was used in it.
+  const seed: BudgetSeed = (line, since) => usage.tokensSince(line.orgId, line.scope === "key" ? line.id : null, since);
   const limiter = await parts.start<Limiter>({
     name: "the rate limiter",
     setting: settingOf("redis"),
     start: async () => {
-      if (!config.redis) return new RateLimiter();
-      const redis = await RedisRateLimiter.connect(config.redis, log.child({ component: "limits" }), { fail: config.redisFail });
+      if (!config.redis) return new RateLimiter(Date.now, 60_000, new BudgetBook(seed));
+      const redis = await RedisRateLimiter.connect(config.redis, log.child({ component: "limits" }), { fail: config.redisFail, seed });
       // Limits shared by every relay from the first request on; a Redis that does not answer yet is not a reason
       // to stay down: this relay applies limits on its own meanwhile (or refuses keys with limits, with
       // --redis-fail closed), logged and in /health.
@@ -31,12 +39,6 @@ export async function startBooks(s: Shared, store: Store) {
       return redis;
     },
     stop: (l) => l.close?.(),
-  });
-  // Counts the database still refuses are lost with the process: said so in the log, the stop goes on.
-  const usage = await parts.start({
-    name: "the usage counts",
-    start: () => new UsageRecorder(store.db, { onWriteError: (err) => storage.failed("usage counts", err) }),
-    stop: (u) => storage.attempt("usage counts", () => u.close()).then(() => undefined),
   });
   const requests = await parts.start({
     name: "the request log",
@@ -60,10 +62,10 @@ export async function startBooks(s: Shared, store: Store) {
 /** The control plane, on what the relay has started. */
 export function controlPlane(
   s: Shared,
-  d: { store: Store; directory: GatewayDirectory; deployer: Deployer; feed: ChangeFeed | undefined; machines: MachineReach; linkCaSha256: string | null; tlsOn: boolean; audit: AuditLog; sessions: WebSessions; usage: UsageRecorder; requests: RequestLog },
+  d: { store: Store; directory: GatewayDirectory; deployer: Deployer; feed: ChangeFeed | undefined; machines: MachineReach; linkCaSha256: string | null; tlsOn: boolean; audit: AuditLog; sessions: WebSessions; usage: UsageRecorder; requests: RequestLog; limiter: Limiter },
 ): ControlPlane {
   const { config, registry, events, here } = s;
-  const { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests } = d;
+  const { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter } = d;
   return new ControlPlane({
     store,
     deployer,
@@ -83,5 +85,6 @@ export function controlPlane(
     loadModel: (machineId, stackId, load) => machines.at(machineId).loadModel(stackId, load, 2 * config.loadTimeoutMs + 10_000),
     readLog: (machineId, stackId, after, limit) => machines.at(machineId).readLog(stackId, after, limit),
     caps: { stacksPerOrg: config.maxStacksPerOrg, keysPerPerson: config.maxKeysPerPerson },
+    budgetSpent: (line) => limiter.spent(line),
   });
 }

@@ -153,7 +153,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
   const linkCaSha256 = tls?.caSha256 ?? null;
   const sessions = new WebSessions(store);
   here.userChanged = (userId) => sessions.userChanged(userId);
-  const control = controlPlane(s, { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests });
+  const control = controlPlane(s, { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter });
   const apps = createRelayApp(
     {
       storage,
@@ -166,6 +166,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
       sessions,
       log: log.child({ component: "http" }),
       limiter,
+      budgetsPerRelay: () => store.dialect === "postgres" && limiter.scope !== "shared" && directory.budgeted,
       targets: machines.targets,
       linked: () => registry.models(),
       fleet: fleet && { get connected() { return fleet.connected; }, insecure: config.natsInsecure },

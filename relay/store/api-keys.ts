@@ -1,4 +1,5 @@
 import type { ServiceTier } from "../../proto/index.js";
+import type { Budget, BudgetLine, BudgetPeriod } from "../limits/token-budget.js";
 import type { Db } from "./open-database.js";
 import { transaction } from "./transaction.js";
 import type { Updateable } from "kysely";
@@ -41,10 +42,14 @@ export interface ApiKeyRecord {
   oldSecretUntil: number | null;
   /** The most its requests may ask of the service tiers (they ask it when they ask none). */
   serviceTier: ServiceTier;
+  /** Its token budget per calendar period; `null`: none (its organization's may still hold). */
+  budget: Budget | null;
+  /** The budgets its requests count against (its own, its organization's), as the gateway's directory fills them in. */
+  budgets?: BudgetLine[];
 }
 
 /** What can change of a key after it is made (its secret, organization and maker cannot); absent: unchanged. */
-export type ApiKeyChanges = Partial<Pick<ApiKeyRecord, "name" | "stackIds" | "machineIds" | "rpm" | "tpm" | "expiresAt" | "serviceTier">>;
+export type ApiKeyChanges = Partial<Pick<ApiKeyRecord, "name" | "stackIds" | "machineIds" | "rpm" | "tpm" | "expiresAt" | "serviceTier" | "budget">>;
 
 const toKey = (r: Row<"api_keys">): ApiKeyRecord => ({
   id: r.id,
@@ -67,7 +72,12 @@ const toKey = (r: Row<"api_keys">): ApiKeyRecord => ({
   oldKeyHash: r.old_key_hash,
   oldSecretUntil: r.old_secret_until,
   serviceTier: r.service_tier,
+  budget: budgetOf(r),
 });
+
+/** A row's budget columns as a budget, or null. */
+export const budgetOf = (r: { budget_tokens: number | null; budget_period: BudgetPeriod | null }): Budget | null =>
+  r.budget_tokens !== null && r.budget_period !== null ? { tokens: Number(r.budget_tokens), period: r.budget_period } : null;
 
 /** How long a key's last use may wait in memory before it is written. */
 const TOUCH_FLUSH_MS = 1000;
@@ -92,7 +102,7 @@ export class ApiKeyStore {
   ) {}
 
   async insert(
-    input: Pick<ApiKeyRecord, "orgId" | "name" | "prefix" | "keyHash" | "stackIds" | "machineIds" | "rpm" | "tpm" | "createdBy"> & { expiresAt?: number | null; serviceTier?: ServiceTier },
+    input: Pick<ApiKeyRecord, "orgId" | "name" | "prefix" | "keyHash" | "stackIds" | "machineIds" | "rpm" | "tpm" | "createdBy"> & { expiresAt?: number | null; serviceTier?: ServiceTier; budget?: Budget | null },
     now = Date.now(),
   ): Promise<ApiKeyRecord> {
     const id = newId("key");
@@ -112,6 +122,8 @@ export class ApiKeyStore {
         created_by: input.createdBy,
         expires_at: input.expiresAt ?? null,
         service_tier: input.serviceTier ?? "default",
+        budget_tokens: input.budget?.tokens ?? null,
+        budget_period: input.budget?.period ?? null,
       })
       .execute();
     await this.notices.changed({ kind: "key", keyId: id });
@@ -259,6 +271,10 @@ export class ApiKeyStore {
     if (changes.tpm !== undefined) set.tpm = changes.tpm;
     if (changes.expiresAt !== undefined) set.expires_at = changes.expiresAt;
     if (changes.serviceTier !== undefined) set.service_tier = changes.serviceTier;
+    if (changes.budget !== undefined) {
+      set.budget_tokens = changes.budget?.tokens ?? null;
+      set.budget_period = changes.budget?.period ?? null;
+    }
     if (Object.keys(set).length > 0) {
       await this.notices.after({ kind: "key", keyId: id }, () => this.db.updateTable("api_keys").set(set).where("id", "=", id).where("state", "=", "active").execute());
     }

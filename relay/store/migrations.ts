@@ -385,6 +385,20 @@ export const MIGRATIONS: readonly string[] = [
     ON api_keys FOR EACH ROW EXECUTE FUNCTION makina_changed('key', 'id');
   {{/POSTGRES}}
   `,
+  `
+  -- Token budgets (prompt plus completion tokens per calendar period, UTC) of a key and of an organization
+  -- (which covers all its keys); NULL: none.
+  ALTER TABLE api_keys ADD COLUMN budget_tokens BIGINT;
+  ALTER TABLE api_keys ADD COLUMN budget_period TEXT CHECK (budget_period IN ('day', 'week', 'month'));
+  ALTER TABLE organizations ADD COLUMN budget_tokens BIGINT;
+  ALTER TABLE organizations ADD COLUMN budget_period TEXT CHECK (budget_period IN ('day', 'week', 'month'));
+  {{POSTGRES}}
+  DROP TRIGGER api_keys_changed ON api_keys;
+  CREATE TRIGGER api_keys_changed AFTER INSERT OR DELETE OR UPDATE OF org_id, name, key_hash, stack_ids_json, machine_ids_json, rpm, tpm, state,
+    expires_at, blocked_at, old_key_hash, old_secret_until, service_tier, budget_tokens, budget_period
+    ON api_keys FOR EACH ROW EXECUTE FUNCTION makina_changed('key', 'id');
+  {{/POSTGRES}}
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

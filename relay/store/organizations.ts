@@ -2,6 +2,8 @@ import type { Db } from "./open-database.js";
 import type { Row } from "./tables.js";
 import type { ChangeNotices } from "./change-notices.js";
 import { newId } from "../ids/index.js";
+import type { Budget } from "../limits/token-budget.js";
+import { budgetOf } from "./api-keys.js";
 
 /** An organization: the owner of machines, stacks and keys. */
 export interface Organization {
@@ -13,6 +15,8 @@ export interface Organization {
   /** Tokens per minute, likewise. */
   defaultKeyTpm: number | null;
   createdAt: number;
+  /** Tokens all its keys together may use per calendar period; null: no budget. */
+  budget: Budget | null;
 }
 
 const toOrg = (r: Row<"organizations">): Organization => ({
@@ -22,6 +26,7 @@ const toOrg = (r: Row<"organizations">): Organization => ({
   defaultKeyRpm: r.default_key_rpm,
   defaultKeyTpm: r.default_key_tpm,
   createdAt: r.created_at,
+  budget: budgetOf(r),
 });
 
 /** Turns a display name into a URL-safe slug (`My Team` → `my-team`). */
@@ -39,7 +44,7 @@ export class OrganizationStore {
 
   /** Creates an organization; `null` when the slug is taken. */
   async create(name: string, slug = slugify(name), now = Date.now()): Promise<Organization | null> {
-    const org: Organization = { id: newId("org"), name, slug, defaultKeyRpm: null, defaultKeyTpm: null, createdAt: now };
+    const org: Organization = { id: newId("org"), name, slug, defaultKeyRpm: null, defaultKeyTpm: null, createdAt: now, budget: null };
     const res = await this.db
       .insertInto("organizations")
       .values({ id: org.id, name, slug, created_at: now })
@@ -68,6 +73,12 @@ export class OrganizationStore {
     const set = { ...(limits.rpm !== undefined ? { default_key_rpm: limits.rpm } : {}), ...(limits.tpm !== undefined ? { default_key_tpm: limits.tpm } : {}) };
     if (Object.keys(set).length === 0) return;
     // Announced also when the answer was lost after the commit: the directory reads the organization back.
+    await this.notices.after({ kind: "org", orgId: id }, () => this.db.updateTable("organizations").set(set).where("id", "=", id).execute());
+  }
+
+  /** Sets (or, with null, removes) the token budget of all the organization's keys together. */
+  async setBudget(id: string, budget: Budget | null): Promise<void> {
+    const set = { budget_tokens: budget?.tokens ?? null, budget_period: budget?.period ?? null };
     await this.notices.after({ kind: "org", orgId: id }, () => this.db.updateTable("organizations").set(set).where("id", "=", id).execute());
   }
 

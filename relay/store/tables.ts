@@ -12,6 +12,8 @@ export interface Tables {
     default_key_rpm: number | null;
     default_key_tpm: number | null;
     created_at: number;
+    budget_tokens: Generated<number | null>;
+    budget_period: Generated<"day" | "week" | "month" | null>;
   };
   users: {
     id: string;
@@ -106,6 +108,8 @@ export interface Tables {
     old_key_hash: Generated<string | null>;
     old_secret_until: Generated<number | null>;
     service_tier: Generated<"priority" | "default" | "flex">;
+    budget_tokens: Generated<number | null>;
+    budget_period: Generated<"day" | "week" | "month" | null>;
   };
   settings: {
     key: string;

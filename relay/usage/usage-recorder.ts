@@ -250,6 +250,18 @@ export class UsageRecorder {
     return { bucketMs, start, series, totals, groups: read.all.length };
   }
 
+  /**
+   * Tokens (prompt plus completion) an organization's keys, or one key (`keyId`), used from `since` on, every
+   * relay's: what a token budget's count starts from in a period.
+   */
+  async tokensSince(orgId: string, keyId: string | null, since: number): Promise<number> {
+    await this.flush();
+    let q = this.db.selectFrom("usage_minutes").where("org_id", "=", orgId).where("minute", ">=", Math.floor(since / MINUTE) * MINUTE);
+    if (keyId !== null) q = q.where("key_id", "=", keyId);
+    const row = await q.select(sql<number>`coalesce(sum(prompt_tokens + completion_tokens), 0)`.as("tokens")).executeTakeFirst();
+    return Number(row?.tokens ?? 0);
+  }
+
   /** Writes what is left and stops the timer. */
   async close(): Promise<void> {
     clearInterval(this.timer);

@@ -1,7 +1,7 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MakinaError, silentLogger } from "../../proto/index.js";
-import { RedisRateLimiter, type KeyLimits } from "../../relay/limits/index.js";
+import { RedisRateLimiter, type BudgetLine, type KeyLimits, type LimitRefusal } from "../../relay/limits/index.js";
 import { startRedis, type RedisServer } from "../helpers/redis-server.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
@@ -83,6 +83,53 @@ describe("rate limits kept in Redis", () => {
     await vi.waitFor(async () => expect(await b.headers(k)).toMatchObject({ "x-ratelimit-remaining-tokens": "750", "x-ratelimit-remaining-requests": "10" }));
   });
 
+  it("spends a token budget exactly across relays: 20 requests at once through 3 relays against a budget that fits 5, its count read once from the usage counts, renewed when the period rolls over", async () => {
+    let clock = Date.parse("2026-11-30T23:59:58Z");
+    const seeded: number[] = [];
+    const relays = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const limiter = await RedisRateLimiter.connect(redis.url, silentLogger(), {
+          now: () => clock,
+          // The usage counts say 100 tokens were spent this month before; none in the next.
+          seed: async (_line, since) => {
+            seeded.push(since);
+            return since === Date.parse("2026-11-01T00:00:00Z") ? 100 : 0;
+          },
+        });
+        limiters.push(limiter);
+        await limiter.ready();
+        return limiter;
+      }),
+    );
+    const org = `org_${process.pid}_${++n}`;
+    const line: BudgetLine = { scope: "org", id: org, orgId: org, tokens: 600, period: "month" };
+    const k: KeyLimits = { id: `key_${process.pid}_${++n}`, orgId: org, rpm: 100, tpm: null, budgets: [line] };
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => relays[i % 3]!.admit(k, 100, { want: 100, least: 100 })));
+    const admitted = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as LimitRefusal] : []));
+    expect([admitted.length, refused.length]).toEqual([5, 15]);
+    // Each admission's header is the shared count that admitted it; each refusal's, the count that refused it.
+    expect(admitted.map((a) => a.headers["x-budget-remaining-tokens"]).sort()).toEqual(["0", "100", "200", "300", "400"]);
+    for (const r of refused) {
+      expect([r.code, r.headers["x-budget-remaining-tokens"], r.retryAfterMs]).toEqual(["budget_exceeded", "0", 2000]);
+      // A budget refusal takes no place of the key's rate limit.
+      expect(r.headers["x-ratelimit-remaining-requests"]).toBe("95");
+    }
+    // The count was read from the usage counts by the relays that found Redis without it, no more than once each.
+    expect(seeded.length).toBeGreaterThanOrEqual(1);
+    expect(seeded.length).toBeLessThanOrEqual(3);
+    // What each really used replaces its reservation, on whichever relay: one used 350 (more than it reserved), one was refunded.
+    admitted[0]!.settle(350);
+    admitted[1]!.refund();
+    await vi.waitFor(async () => expect(await relays[2]!.spent(line)).toBe(100 + 350 + 3 * 100));
+    expect((await relays[1]!.headers(k))["x-budget-remaining-tokens"]).toBe("0");
+    // Midnight of the month's end passes: a new period, counted afresh on every relay.
+    clock = Date.parse("2026-12-01T00:00:01Z");
+    const next = await relays[0]!.admit(k, 100, { want: 100, least: 100 });
+    expect(next.headers["x-budget-remaining-tokens"]).toBe("500");
+    expect(await relays[1]!.spent(line)).toBe(100);
+  });
+
   describe("a relay started with --redis", () => {
     let gw: TestGateway;
     const admin = async (method: string, path: string, body?: unknown) =>
@@ -122,8 +169,8 @@ describe("rate limits kept in Redis", () => {
       expect(statuses.slice(0, 2)).toEqual([[200, "1"], [200, "0"]]);
       expect(statuses[2]![0]).toBe(429);
       const other = await relayLimiter();
-      expect(await other.headers({ id, rpm: 2, tpm: null })).toMatchObject({ "x-ratelimit-remaining-requests": "0" });
-      await expect(other.admit({ id, rpm: 2, tpm: null }, 10)).rejects.toMatchObject({ code: "rate_limit_requests" });
+      expect(await other.headers({ id, orgId: gw.orgId, rpm: 2, tpm: null })).toMatchObject({ "x-ratelimit-remaining-requests": "0" });
+      await expect(other.admit({ id, orgId: gw.orgId, rpm: 2, tpm: null }, 10)).rejects.toMatchObject({ code: "rate_limit_requests" });
       expect(await health()).toEqual({ status: "ok" });
     });
 
@@ -141,7 +188,7 @@ describe("rate limits kept in Redis", () => {
         setTimeout(() => {
           void (async () => {
             const other = await relayLimiter();
-            for (let i = 0; i < 2; i++) await other.admit({ id, rpm: 2, tpm: null }, 10);
+            for (let i = 0; i < 2; i++) await other.admit({ id, orgId: gw.orgId, rpm: 2, tpm: null }, 10);
             req.end('"messages": [{"role": "user", "content": "Once"}], "max_tokens": 2}');
           })().catch(reject);
         }, 300);
@@ -163,7 +210,7 @@ describe("rate limits kept in Redis", () => {
       const { id, key: after } = await newKey(1);
       expect((await chat(after)).status).toBe(200);
       const other = await relayLimiter();
-      expect(await other.headers({ id, rpm: 1, tpm: null })).toMatchObject({ "x-ratelimit-remaining-requests": "0" });
+      expect(await other.headers({ id, orgId: gw.orgId, rpm: 1, tpm: null })).toMatchObject({ "x-ratelimit-remaining-requests": "0" });
     });
 
     it("with --redis-fail closed, refuses keys with limits while Redis is down (503 limits_unavailable), serves keys without, and limits again once it is back", async () => {

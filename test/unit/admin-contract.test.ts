@@ -126,7 +126,7 @@ describe("the admin API's answers", () => {
   });
 
   it("must match the contract at build time: npm run typecheck fails if any @ts-expect-error below stops being an error", () => {
-    const org = { id: "org_1", name: "Acme", slug: "acme", defaultKeyRpm: null, defaultKeyTpm: null, createdAt: 1 };
+    const org = { id: "org_1", name: "Acme", slug: "acme", defaultKeyRpm: null, defaultKeyTpm: null, createdAt: 1, budget: null, budgetSpent: null };
     const { createdAt: _dropped, ...withoutCreatedAt } = org;
     // A relay value missing a field the contract names cannot be an answer.
     // @ts-expect-error created_at is missing

@@ -7,7 +7,7 @@ import type { UsageSample } from "../../relay/usage/index.js";
 
 const KEY: ApiKeyRecord = {
   id: "key_1", orgId: "org_1", name: "k", prefix: "mk_live_Ab", keyHash: "h", stackIds: null, machineIds: null, rpm: 10, tpm: 1000,
-  state: "active", createdAt: 0, revokedAt: null, lastUsedAt: null, createdBy: null, expiresAt: null, blockedAt: null, regeneratedAt: null, oldKeyHash: null, oldSecretUntil: null, serviceTier: "default",
+  state: "active", createdAt: 0, revokedAt: null, lastUsedAt: null, createdBy: null, expiresAt: null, blockedAt: null, regeneratedAt: null, oldKeyHash: null, oldSecretUntil: null, serviceTier: "default", budget: null,
 };
 
 /** Books that write down what they are told, a key's admission that says what became of it, and a clock the test moves. */

@@ -15,13 +15,13 @@ export function keyRoutes(control: ControlPlane): RouteHandlers<KeyRoute, Actor>
     },
     "POST /admin/v1/keys": async (input, actor) => {
       const b = input.body();
-      const { key, record } = await control.keys.create(actor, b.org, { name: b.name, stackIds: b.stacks, machineIds: b.machines, rpm: b.rpm, tpm: b.tpm, expiresAt: b.expires_at, serviceTier: b.service_tier });
+      const { key, record } = await control.keys.create(actor, b.org, { name: b.name, stackIds: b.stacks, machineIds: b.machines, rpm: b.rpm, tpm: b.tpm, expiresAt: b.expires_at, serviceTier: b.service_tier, budget: b.budget });
       return toWire({ ...record, key });
     },
     "PATCH /admin/v1/keys/:id": async (input, actor) => {
       const edit = () => {
         const b = input.body();
-        return { name: b.name, stackIds: b.stacks, machineIds: b.machines, rpm: b.rpm, tpm: b.tpm, expiresAt: b.expires_at, serviceTier: b.service_tier };
+        return { name: b.name, stackIds: b.stacks, machineIds: b.machines, rpm: b.rpm, tpm: b.tpm, expiresAt: b.expires_at, serviceTier: b.service_tier, budget: b.budget };
       };
       return toWire(await control.keys.update(actor, input.params.id, edit));
     },

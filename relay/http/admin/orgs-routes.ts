@@ -12,7 +12,7 @@ export function orgRoutes(control: ControlPlane): RouteHandlers<OrgRoute, Actor>
     "PATCH /admin/v1/orgs/:org": async (input, actor) => {
       const limits = () => {
         const body = input.body();
-        return { defaultKeyRpm: body.default_key_rpm, defaultKeyTpm: body.default_key_tpm };
+        return { defaultKeyRpm: body.default_key_rpm, defaultKeyTpm: body.default_key_tpm, budget: body.budget };
       };
       return toWire(await control.orgs.setKeyDefaults(actor, input.params.org, limits));
     },

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { MAX_EMBED_INPUTS, MakinaError, type Logger, type TokenEvent, type ToolCall } from "../../../proto/index.js";
 import { admitApiKey, identifyApiKey } from "../../keys/index.js";
-import { LimitRefusal, type Admission, type Limiter, type RefusalBudget } from "../../limits/index.js";
+import { LimitRefusal, type Admission, type BudgetAsk, type Limiter, type RefusalBudget } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
 import { PooledBase62 } from "../../ids/index.js";
 import { planRequest, type AdmissionGate, type Admitted, type GatewayDirectory, type InferenceTarget, type PlannableRequest } from "../../routing/index.js";
@@ -14,6 +14,7 @@ import { sendJson } from "../send-json.js";
 import type { AnswerMeta, CollectedAnswer, GatewayCodec, StreamEncoder } from "./gateway-codec.js";
 import type { RequestsInFlight } from "./requests-in-flight.js";
 import { SseWriter } from "./sse-writer.js";
+import { budgetAsk, holdToGrant } from "./budget-ask.js";
 
 /** Dependencies and limits of the gateway's routes. */
 export interface GatewayDeps {
@@ -54,9 +55,9 @@ export interface GatewayDeps {
  * The key's admission, or its refusal with the `x-ratelimit-*` headers of the count that refused it (replacing
  * those read before its body came: other requests, on this relay or another, may have been counted since).
  */
-function admitWithHeaders(limiter: Limiter, key: Parameters<Limiter["admit"]>[0], estimate: number, res: ServerResponse): Admission | Promise<Admission> {
+function admitWithHeaders(limiter: Limiter, key: Parameters<Limiter["admit"]>[0], estimate: number, budget: BudgetAsk | undefined, res: ServerResponse): Admission | Promise<Admission> {
   try {
-    const admitted = limiter.admit(key, estimate);
+    const admitted = limiter.admit(key, estimate, budget);
     return admitted instanceof Promise ? admitted.catch((err: unknown) => refusedWith(res, err)) : admitted;
   } catch (err) {
     return refusedWith(res, err);
@@ -116,9 +117,13 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   request.input.serviceTier = tier;
   request.input.fairShareKey = key.id;
   // Admission comes after every check that can refuse the request, so a refused request consumes nothing.
-  const admission = await admitWithHeaders(deps.limiter, key, codec.metered === false ? 0 : estimatedTokens, res);
+  // A budgeted key's request reserves its prompt and the completion it may make, and is held to what it got.
+  const metered = codec.metered !== false;
+  const budget = metered && key.budgets?.length ? budgetAsk(request.input, stack.contextSize, steps, estimatedTokens) : undefined;
+  const admission = await admitWithHeaders(deps.limiter, key, metered ? estimatedTokens : 0, budget, res);
   ledger.admitted(admission);
   setHeaders(res, admission.headers);
+  if (budget) holdToGrant(request.input, admission, steps);
   const { stream: streamed } = request.input;
   // The client going away cancels the generation on the machine.
   const controller = new AbortController();
