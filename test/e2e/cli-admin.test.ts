@@ -254,6 +254,19 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect([cleared.default_key_rpm, cleared.default_key_tpm]).toEqual([null, null]);
   });
 
+  it("gives the organization and a key token budgets, shown with what they spent, and clears them", async () => {
+    const org = await json("org", "budget", "acme-labs", "50M/month");
+    expect([org.budget, org.budget_spent]).toEqual([{ tokens: 50_000_000, period: "month" }, expect.any(Number)]);
+    expect((await runCli(["admin", "org", "list", "--data-dir", dataDir])).stdout).toMatch(/acme-labs\s+Acme Labs\s+none\s+[\d,]+ \/ 50,000,000 a month/);
+    const key = await json("key", "create", "--org", "acme-labs", "--name", "intern", "--budget", "100k/day");
+    expect([key.budget, key.budget_spent]).toEqual([{ tokens: 100_000, period: "day" }, 0]);
+    expect((await runCli(["admin", "key", "list", "--org", "acme-labs", "--data-dir", dataDir])).stdout).toMatch(/intern .* 0 \/ 100,000 a day/);
+    expect(await json("key", "update", String(key.id), "--budget", "none")).toMatchObject({ budget: null, budget_spent: null });
+    expect(await json("org", "budget", "acme-labs", "none")).toMatchObject({ budget: null });
+    const bad = await admin("key", "update", String(key.id), "--budget", "100/year");
+    expect([bad.code, bad.stderr.trim()]).toEqual([2, "makina: --budget is TOKENS/PERIOD, such as 100000/day, 100k/day or 50M/month (period day, week or month, in UTC), or none."]);
+  });
+
   it("exits 2 with a message on bad usage and 1 when the relay refuses", async () => {
     const usage = await runCli(["admin", "key", "create", "--data-dir", dataDir]);
     expect(usage.code).toBe(2);

@@ -91,6 +91,13 @@ describe("relays on one database", () => {
     expect((await models(gw.relay, key)).headers.get("x-ratelimit-limit-requests")).toBe("7");
     expect((await admin(gw.relay, "PATCH", `/orgs/${gw.orgId}`, { default_key_rpm: null })).status).toBe(200);
     expect((await models(b, key)).headers.get("x-ratelimit-limit-requests")).toBeNull();
+    // A budget set through one relay holds on the other from its next request; without Redis each counts it on its own, said in /health.
+    expect((await admin(b, "PATCH", `/orgs/${gw.orgId}`, { budget: { tokens: 1_000_000, period: "month" } })).status).toBe(200);
+    expect(Number((await models(gw.relay, key)).headers.get("x-budget-remaining-tokens"))).toBeGreaterThan(0);
+    expect(await (await fetch(`${gw.relay.url}/health`)).json()).toMatchObject({ status: "degraded", budgets: expect.stringMatching(/^token budgets are counted by each relay on its own/) });
+    expect((await admin(gw.relay, "PATCH", `/orgs/${gw.orgId}`, { budget: null })).status).toBe(200);
+    expect((await models(b, key)).headers.get("x-budget-remaining-tokens")).toBeNull();
+    expect(await (await fetch(`${b.url}/health`)).json()).toEqual({ status: "ok" });
 
     const stackId = await gw.addStack({ orgId: gw.orgId, machineId: gw.machineId, modelId: "second" });
     const listed = async (relay: Relay) => ((await (await models(relay, gw.apiKey)).json()) as { data: { id: string }[] }).data.map((m) => m.id).sort();

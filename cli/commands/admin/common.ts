@@ -44,6 +44,27 @@ export function limitArg(name: string, v: string | undefined): number | null | u
   return n;
 }
 
+/** The multipliers a budget's tokens may end with: `500k`, `50M`, `2G`. */
+const SCALES: Record<string, number> = { "": 1, k: 1e3, K: 1e3, m: 1e6, M: 1e6, g: 1e9, G: 1e9 };
+
+/**
+ * `--budget`: TOKENS/PERIOD (`100000/day`, `100k/day`, `50M/month`; period day, week or month, UTC), or none;
+ * undefined when not given.
+ */
+export function budgetArg(v: string | undefined): { tokens: number; period: "day" | "week" | "month" } | null | undefined {
+  if (v === undefined) return undefined;
+  if (v === "none") return null;
+  const m = /^(\d+(?:\.\d+)?)([kKmMgG]?)\/(day|week|month)$/.exec(v);
+  const tokens = m ? Math.round(Number(m[1]) * SCALES[m[2]!]!) : 0;
+  if (!m || tokens < 1) throw new CliError("--budget is TOKENS/PERIOD, such as 100000/day, 100k/day or 50M/month (period day, week or month, in UTC), or none.", EXIT.usage);
+  return { tokens, period: m[3] as "day" | "week" | "month" };
+}
+
+/** A budget and what it has spent this period, as lists show it: `1,234 / 100,000 a day`; `none` without one. */
+export function budgetText(b: { budget: { tokens: number; period: string } | null; budget_spent: number | null }): string {
+  return b.budget ? `${(b.budget_spent ?? 0).toLocaleString("en-US")} / ${b.budget.tokens.toLocaleString("en-US")} a ${b.budget.period}` : "none";
+}
+
 /** Every item of a paged admin list (`{data, total, page, per_page}`), read a page of 1,000 at a time. */
 export async function allPages<T>(read: (page: number, perPage: number) => Promise<{ data: T[]; total: number }>): Promise<T[]> {
   const all: T[] = [];

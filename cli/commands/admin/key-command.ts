@@ -4,7 +4,7 @@ import { SERVICE_TIERS, type ServiceTier } from "../../../proto/index.js";
 import { adminCall } from "../../admin-client.js";
 import { CliError, EXIT } from "../../cli-error.js";
 import { keyValues, print, table } from "../../output.js";
-import { allPages, adminOptions, limitArg, target, when, type AdminArgs } from "./common.js";
+import { allPages, adminOptions, budgetArg, budgetText, limitArg, target, when, type AdminArgs } from "./common.js";
 
 const restrictions = (k: ApiKey) => [k.stack_ids ? `stacks ${k.stack_ids.join(",")}` : "", k.machine_ids ? `machines ${k.machine_ids.join(",")}` : ""].filter(Boolean).join("; ") || "none";
 const limits = (k: ApiKey) => [k.rpm ? `${k.rpm} rpm` : "", k.tpm ? `${k.tpm} tpm` : ""].filter(Boolean).join(", ") || "none";
@@ -60,15 +60,16 @@ export const keyCommand: CommandModule = {
               .option("rpm", { type: "number", describe: "Requests per minute" })
               .option("tpm", { type: "number", describe: "Tokens per minute" })
               .option("expires", { type: "string", describe: "When it stops working: a date-time (2026-12-31, 2026-12-31T18:00:00Z)" })
-              .option("service-tier", { type: "string", choices: SERVICE_TIERS, describe: "The most its requests may ask: priority, default (the default) or flex" }),
+              .option("service-tier", { type: "string", choices: SERVICE_TIERS, describe: "The most its requests may ask: priority, default (the default) or flex" })
+              .option("budget", { type: "string", describe: "Its token budget: TOKENS/PERIOD, such as 100k/day or 50M/month (admins)" }),
           ),
         handler: async (argv) => {
-          const a = argv as unknown as AdminArgs & { org: string; name?: string; stack?: string[]; machine?: string[]; rpm?: number; tpm?: number; expires?: string; serviceTier?: ServiceTier };
+          const a = argv as unknown as AdminArgs & { org: string; name?: string; stack?: string[]; machine?: string[]; rpm?: number; tpm?: number; expires?: string; serviceTier?: ServiceTier; budget?: string };
           const k = await adminCall(target(a), "POST /admin/v1/keys", {
-            body: { org: a.org, name: a.name, stacks: a.stack, machines: a.machine, rpm: a.rpm, tpm: a.tpm, expires_at: expiresArg(a.expires), service_tier: a.serviceTier },
+            body: { org: a.org, name: a.name, stacks: a.stack, machines: a.machine, rpm: a.rpm, tpm: a.tpm, expires_at: expiresArg(a.expires), service_tier: a.serviceTier, budget: budgetArg(a.budget) },
           });
           print(a, k, () =>
-            keyValues([["id", k.id], ["key", `${k.key}  (shown this once)`], ["restrictions", restrictions(k)], ["limits", limits(k)], ["service tier", k.service_tier], ["expires", expiry(k)]]),
+            keyValues([["id", k.id], ["key", `${k.key}  (shown this once)`], ["restrictions", restrictions(k)], ["limits", limits(k)], ["service tier", k.service_tier], ["budget", budgetText(k)], ["expires", expiry(k)]]),
           );
         },
       })
@@ -88,6 +89,7 @@ export const keyCommand: CommandModule = {
               .option("tpm", { type: "string", describe: "Tokens per minute, or none (the organization's default)" })
               .option("expires", { type: "string", describe: "When it stops working (2026-12-31, 2026-12-31T18:00:00Z), or never" })
               .option("service-tier", { type: "string", choices: SERVICE_TIERS, describe: "The most its requests may ask: priority, default or flex" })
+              .option("budget", { type: "string", describe: "Its token budget: TOKENS/PERIOD (100k/day, 50M/month), or none (admins)" })
               .conflicts("stack", "any-stack")
               .conflicts("machine", "any-machine"),
           ),
@@ -103,6 +105,7 @@ export const keyCommand: CommandModule = {
             tpm?: string;
             expires?: string;
             serviceTier?: ServiceTier;
+            budget?: string;
           };
           const body = {
             name: a.name,
@@ -112,10 +115,11 @@ export const keyCommand: CommandModule = {
             tpm: limitArg("tpm", a.tpm),
             expires_at: expiresArg(a.expires),
             service_tier: a.serviceTier,
+            budget: budgetArg(a.budget),
           };
-          if (Object.values(body).every((v) => v === undefined)) throw new CliError("Nothing to change: give --name, --stack, --any-stack, --machine, --any-machine, --rpm, --tpm, --expires or --service-tier.", EXIT.usage);
+          if (Object.values(body).every((v) => v === undefined)) throw new CliError("Nothing to change: give --name, --stack, --any-stack, --machine, --any-machine, --rpm, --tpm, --expires, --service-tier or --budget.", EXIT.usage);
           const k = await adminCall(target(a), "PATCH /admin/v1/keys/:id", { params: { id: a.id }, body });
-          print(a, k, () => keyValues([["id", k.id], ["name", k.name ?? "-"], ["state", k.state], ["restrictions", restrictions(k)], ["limits", limits(k)], ["service tier", k.service_tier], ["expires", expiry(k)]]));
+          print(a, k, () => keyValues([["id", k.id], ["name", k.name ?? "-"], ["state", k.state], ["restrictions", restrictions(k)], ["limits", limits(k)], ["service tier", k.service_tier], ["budget", budgetText(k)], ["expires", expiry(k)]]));
         },
       })
       .command({
@@ -126,7 +130,7 @@ export const keyCommand: CommandModule = {
           const a = argv as unknown as AdminArgs & { org: string };
           const data = await allPages((page, perPage) => adminCall(target(a), "GET /admin/v1/keys", { query: { org: a.org, page, per_page: perPage } }));
           print(a, data, () =>
-            table(["ID", "NAME", "PREFIX", "STATE", "RESTRICTIONS", "LIMITS", "TIER", "EXPIRES", "LAST USED"], data.map((k) => [k.id, k.name, `${k.prefix}…`, k.state, restrictions(k), limits(k), k.service_tier, expiry(k), when(k.last_used_at)])),
+            table(["ID", "NAME", "PREFIX", "STATE", "RESTRICTIONS", "LIMITS", "TIER", "BUDGET", "EXPIRES", "LAST USED"], data.map((k) => [k.id, k.name, `${k.prefix}…`, k.state, restrictions(k), limits(k), k.service_tier, budgetText(k), expiry(k), when(k.last_used_at)])),
           );
         },
       })

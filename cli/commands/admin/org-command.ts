@@ -3,7 +3,7 @@ import type { Org } from "../../../relay/admin-contract/index.js";
 import { adminCall } from "../../admin-client.js";
 import { CliError, EXIT } from "../../cli-error.js";
 import { keyValues, print, table } from "../../output.js";
-import { adminOptions, limitArg, target, type AdminArgs } from "./common.js";
+import { adminOptions, budgetArg, budgetText, limitArg, target, type AdminArgs } from "./common.js";
 
 const limitsText = (o: Org) =>
   o.default_key_rpm === null && o.default_key_tpm === null
@@ -32,7 +32,7 @@ export const orgCommand: CommandModule = {
         handler: async (argv) => {
           const a = argv as unknown as AdminArgs;
           const { data } = await adminCall(target(a), "GET /admin/v1/orgs");
-          print(a, data, () => table(["ID", "SLUG", "NAME", "DEFAULT KEY LIMITS"], data.map((o) => [o.id, o.slug, o.name, limitsText(o)])));
+          print(a, data, () => table(["ID", "SLUG", "NAME", "DEFAULT KEY LIMITS", "BUDGET"], data.map((o) => [o.id, o.slug, o.name, limitsText(o), budgetText(o)])));
         },
       })
       .command({
@@ -52,6 +52,16 @@ export const orgCommand: CommandModule = {
           if (rpm === undefined && tpm === undefined) throw new CliError("Give --rpm, --tpm or both (a number, or none).", EXIT.usage);
           const org = await adminCall(target(a), "PATCH /admin/v1/orgs/:org", { params: { org: a.org }, body: { default_key_rpm: rpm, default_key_tpm: tpm } });
           print(a, org, () => keyValues([["org", org.slug], ["default key limits", limitsText(org)]]));
+        },
+      })
+      .command({
+        command: "budget <org> <budget>",
+        describe: "Set the token budget all the organization's keys share: TOKENS/PERIOD (50M/month, 2M/week, 100k/day; UTC), or none",
+        builder: (b) => adminOptions(b.positional("org", { type: "string", demandOption: true }).positional("budget", { type: "string", demandOption: true })),
+        handler: async (argv) => {
+          const a = argv as unknown as AdminArgs & { org: string; budget: string };
+          const org = await adminCall(target(a), "PATCH /admin/v1/orgs/:org", { params: { org: a.org }, body: { budget: budgetArg(a.budget) } });
+          print(a, org, () => keyValues([["org", org.slug], ["budget", budgetText(org)]]));
         },
       })
       .demandCommand(1)
