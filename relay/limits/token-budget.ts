@@ -56,7 +56,7 @@ export function budgetRefused(line: BudgetLine, used: number, least: number, end
   const whose = line.scope === "key" ? "This key's" : "The organization's";
   const left = Math.max(0, line.tokens - used);
   const what = left === 0 ? `it is spent (${used} of ${line.tokens} tokens)` : `${left} of ${line.tokens} tokens are left and this request needs at least ${least}`;
-  return new MakinaError("budget_exceeded", `${whose} token budget for this ${line.period} is exceeded: ${what}. It renews at ${new Date(endMs).toISOString()}.`, {
+  return new MakinaError("budget_exceeded", `${whose} token budget for ${line.period === "day" ? "today" : `this ${line.period}`} is exceeded: ${what}. It renews at ${new Date(endMs).toISOString()}.`, {
     retryAfterMs: Math.max(1000, endMs - now),
   });
 }

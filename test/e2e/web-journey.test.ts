@@ -301,6 +301,9 @@ describe("a newcomer's journey through the web application", () => {
     expect(await editForm.getByLabel("Requests per minute").inputValue()).toBe("100");
     await editForm.getByLabel("Requests per minute").fill("200");
     await editForm.getByLabel("Expires").fill("2999-12-31");
+    // A budget of 50,000 tokens a day: what it spends shows beside it, and each answer says what is left.
+    await editForm.getByLabel("Token budget").fill("50000");
+    await editForm.getByLabel("Budget period").selectOption("day");
     await shot("key-edit");
     await editForm.getByRole("button", { name: "Save changes" }).click();
     await expect.poll(() => keyRow.textContent()).toContain("200 RPM");
@@ -308,6 +311,8 @@ describe("a newcomer's journey through the web application", () => {
     expect(await page.getByTestId("edit-key").count()).toBe(0);
     const limited = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 1 }).withResponse();
     expect(limited.response.headers.get("x-ratelimit-limit-requests")).toBe("200");
+    expect(Number(limited.response.headers.get("x-budget-remaining-tokens"))).toBeLessThan(50_000);
+    await expect.poll(() => page.getByTestId(/^key-budget-/).first().textContent(), { timeout: 10_000 }).toMatch(/^[1-9]\d* of 50,000 tokens today$/);
     await keyRow.getByRole("button", { name: "Revoke…" }).click();
     await keyRow.getByRole("button", { name: "Revoke key" }).click();
     await expect.poll(() => keyRow.textContent()).toContain("revoked");
@@ -325,6 +330,11 @@ describe("a newcomer's journey through the web application", () => {
     await defaults.getByLabel("Requests per minute").fill("120");
     await defaults.getByRole("button", { name: "Save defaults" }).click();
     await expect.poll(() => defaults.getByTestId("default-limits-value").textContent()).toBe("120 RPM");
+    // The organization's budget, shared by all its keys: shown here and on the Usage page.
+    await defaults.getByRole("button", { name: "Change…" }).click();
+    await defaults.getByLabel("Token budget").fill("5000000");
+    await defaults.getByRole("button", { name: "Save defaults" }).click();
+    await expect.poll(() => defaults.getByTestId("org-budget").textContent()).toMatch(/^[\d,]+ of 5,000,000 tokens this month$/);
     await shot("keys-defaults");
 
     // The usage page counts the calls, per key (the playground's embeddings too, under its model).
@@ -333,6 +343,7 @@ describe("a newcomer's journey through the web application", () => {
     // Three calls with it: one before the edit, one after, and one refused once it was revoked (counted as its own).
     await expect.poll(() => usageRow.locator("td").nth(1).textContent()).toBe("3");
     await page.getByRole("heading", { name: "Requests" }).waitFor();
+    await expect.poll(() => page.getByTestId("usage-budget").textContent()).toMatch(/^[\d,]+ of 5,000,000 tokens this month$/);
     await shot("usage");
     await page.getByRole("button", { name: "Per model" }).click();
     await expect.poll(() => page.locator("tr", { hasText: "tiny" }).locator("td").nth(1).textContent()).toBe("4");

@@ -63,7 +63,7 @@ describe("token budgets", () => {
     expect(Number(refused.headers.get("retry-after"))).toBeLessThanOrEqual(Math.ceil((midnight - Date.now()) / 1000) + 1);
     expect(refused.headers.get("x-budget-remaining-tokens")).toBe(String(Math.max(0, 400 - spent)));
     expect(((await refused.json()) as { error: unknown }).error).toEqual({
-      message: expect.stringMatching(/^This key's token budget for this day is exceeded: .* It renews at \d{4}-\d\d-\d\dT00:00:00\.000Z\.$/),
+      message: expect.stringMatching(/^This key's token budget for today is exceeded: .* It renews at \d{4}-\d\d-\d\dT00:00:00\.000Z\.$/),
       type: "insufficient_quota",
       param: null,
       code: "budget_exceeded",

@@ -43,7 +43,7 @@ describe("token budgets counted by one relay", () => {
     expect(refused).toBeInstanceOf(LimitRefusal);
     const err = refused as LimitRefusal;
     expect([err.code, err.headers]).toEqual(["budget_exceeded", { "x-budget-remaining-tokens": "0" }]);
-    expect(err.message).toBe("This key's token budget for this day is exceeded: it is spent (1000 of 1000 tokens). It renews at 2026-11-30T00:00:00.000Z.");
+    expect(err.message).toBe("This key's token budget for today is exceeded: it is spent (1000 of 1000 tokens). It renews at 2026-11-30T00:00:00.000Z.");
     // Retry-After: the period's end, a minute away.
     expect(err.retryAfterMs).toBe(60_000);
     // The first used 120 of its 500, the second was refused by its runtime: 300 + 120 spent.

@@ -9,6 +9,7 @@ import { Notice } from "../../components/notice.js";
 import { FormActions } from "../../components/form-actions.js";
 import { NewSecret } from "./new-secret.js";
 import { useEscape } from "../../components/use-escape.js";
+import { BudgetFields, budgetOf, typedBudget } from "../../components/budget.js";
 
 /** `YYYY-MM-DD` of a time, in the browser's time zone (what a date input shows). */
 function localDate(ms: number): string {
@@ -48,6 +49,7 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
   const [expires, setExpires] = useState(editing?.expires_at ? localDate(editing.expires_at) : "");
   const [tier, setTier] = useState<ApiKey["service_tier"]>(editing?.service_tier ?? "default");
   const isAdmin = useIsAdmin();
+  const [budget, setBudget] = useState(typedBudget(editing?.budget));
   const [error, setError] = useState<ApiError | null>(null);
   const [created, setCreated] = useState<NewApiKey | null>(null);
   const [busy, setBusy] = useState(false);
@@ -67,7 +69,7 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
     setError(null);
     // A day left as it was keeps the key's expiry as it is (set to the minute by the API, or already past).
     const sameDay = editing && expires === (editing.expires_at ? localDate(editing.expires_at) : "");
-    const fields = { name: name.trim() || null, stacks: stackIds.length ? stackIds : null, machines: machineIds.length ? machineIds : null, rpm: limit(rpm), tpm: limit(tpm), expires_at: sameDay ? undefined : endOfDay(expires), service_tier: tier };
+    const fields = { name: name.trim() || null, stacks: stackIds.length ? stackIds : null, machines: machineIds.length ? machineIds : null, rpm: limit(rpm), tpm: limit(tpm), expires_at: sameDay ? undefined : endOfDay(expires), service_tier: tier, budget: budgetOf(budget) };
     try {
       if (editing) {
         const saved = await client.call("PATCH /admin/v1/keys/:id", { params: { id: editing.id }, body: fields });
@@ -93,7 +95,7 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
       <h2 id="key-form-title">{title}</h2>
       {editing && <p class="muted small">Changes hold from the key's next request. Its secret stays the same.</p>}
       <form onSubmit={submit} noValidate>
-        {error && !["name", "rpm", "tpm", "stacks", "machines", "machine", "expires_at", "service_tier"].includes(error.param ?? "") && <Notice tone="error">{error.message}</Notice>}
+        {error && !["name", "rpm", "tpm", "stacks", "machines", "machine", "expires_at", "service_tier", "budget"].includes(error.param ?? "") && <Notice tone="error">{error.message}</Notice>}
         <Field id="key-name" label="Name" hint="What uses it, e.g. support-bot." error={err("name")}>
           <input id="key-name" value={name} onInput={(e) => setName(e.currentTarget.value)} aria-describedby={describedBy("key-name", err("name"))} />
         </Field>
@@ -141,6 +143,10 @@ export function KeyForm({ stacks, machines, editing, onClose }: { stacks: StackC
           <Field id="key-expires" label="Expires" hint="Works until the end of this day (your time). Empty: never." error={err("expires_at")}>
             <input id="key-expires" type="date" min={localDate(Date.now())} value={expires} onInput={(e) => setExpires(e.currentTarget.value)} aria-describedby={describedBy("key-expires", err("expires_at"))} />
           </Field>
+        </div>
+        <div class="row">
+          {/* Only admins set a key's budget: a member's key keeps the one an admin gave it. */}
+          <BudgetFields id="key-budget" value={budget} onChange={setBudget} error={err("budget") ?? err("budget.tokens") ?? err("budget.period")} disabled={!isAdmin} />
         </div>
         <FormActions label={verb} busyLabel={editing ? "Saving…" : "Creating…"} busy={busy} onCancel={onClose} />
       </form>

@@ -18,6 +18,7 @@ import { KeyForm } from "./key-form.js";
 import { RegeneratePanel } from "./regenerate-panel.js";
 import { ConfirmBar } from "../../components/confirm-bar.js";
 import { RowMenu } from "../../components/row-menu.js";
+import { BudgetMeter } from "../../components/budget.js";
 
 /** What the keys' table sorts by (the relay's `KEY_SORTS`). */
 const KEY_SORTS = ["name", "state", "created_at", "last_used_at", "expires_at", "requests_24h", "tokens_24h"] as const satisfies readonly NonNullable<AdminCheckedQuery<"GET /admin/v1/keys">["sort"]>[];
@@ -194,6 +195,7 @@ function keyColumns(c: KeyColumns): Column<ApiKeyWithUsage>[] {
           )}
           {/* The default tier goes unsaid; the others are news. */}
           {k.service_tier !== "default" && <div data-testid="key-tier">{k.service_tier === "priority" ? "Priority tier" : "Flex tier"}</div>}
+          {k.budget && <BudgetMeter budget={k.budget} spent={k.budget_spent} testId={`key-budget-${k.id}`} />}
         </>
       ),
     },

@@ -9,6 +9,8 @@ import { ListControls } from "../../components/list-controls.js";
 import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { queryOf, toggleSort, toSearch } from "../../components/table-state.js";
 import { UsageChart } from "./usage-chart.js";
+import { BudgetMeter } from "../../components/budget.js";
+import { Link } from "../../components/link.js";
 
 /** What the totals sort by (the relay's `USAGE_SORTS`). */
 const USAGE_SORTS = ["name", "requests", "errors", "prompt_tokens", "completion_tokens"] as const satisfies readonly NonNullable<AdminCheckedQuery<"GET /admin/v1/usage">["sort"]>[];
@@ -29,11 +31,13 @@ const n = (x: number) => x.toLocaleString("en-US");
  * kept in the page's address.
  */
 export function UsagePage() {
-  const { client } = useApp();
+  const { client, session } = useApp();
   const [view, setView] = useState(() => viewOf(location.search));
   const [table, setTable] = useTableState(USAGE_SORTS, [], ["range", "by"]);
   const { range, by } = view;
   const usage = useLive(() => client.call("GET /admin/v1/usage", { query: { range, by, ...queryOf(table) } }), ["key", "stack"], [range, by, toSearch(table)]);
+  // Its budget, spent against it (the keys' own are on the Keys page).
+  const org = useLive(() => client.call("GET /admin/v1/orgs").then((l) => l.data.find((o) => o.id === session.org.id)), ["key"], []);
   // Requests are counted by the second: the page follows them.
   useRefresh(usage.reload);
   const choose = (next: { range: Range; by: By }) => {
@@ -69,6 +73,11 @@ export function UsagePage() {
         </div>
       </PageHeader>
       {usage.error && <Notice tone="error">{usage.error.message}</Notice>}
+      {org.data?.budget && (
+        <div class="card budget">
+          Token budget of the organization: <BudgetMeter budget={org.data.budget} spent={org.data.budget_spent} testId="usage-budget" /> <Link href="/keys">Keys' budgets</Link>
+        </div>
+      )}
       {usage.data && usage.data.groups === 0 && (
         <EmptyState title="No requests in this period">
           <p>Calls through the gateway show here within seconds.</p>
