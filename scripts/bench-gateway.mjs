@@ -89,11 +89,12 @@ for (const mode of modes) {
   const rows = [];
   for (const stream of [false, true]) {
     for (const c of [1, 16, 64]) {
-      // Interleaved: the stand-in alone, then through the gateway, then with a rate-limited key.
+      // Interleaved: the stand-in alone, then through the gateway, then with a rate-limited key, then with a budgeted one.
       const d = await load(direct, null, c, stream, [standinChild.pid]);
       const g = await load(gateway.url, gateway.plain, c, stream, pids);
       const l = await load(gateway.url, gateway.limited, c, stream, pids);
-      rows.push({ stream, connections: c, direct: d, gateway: g, limited: l });
+      const b = await load(gateway.url, gateway.budgeted, c, stream, pids);
+      rows.push({ stream, connections: c, direct: d, gateway: g, limited: l, budgeted: b });
     }
   }
   // CPU per streamed chunk: the same streamed load with 4 times the chunks.
@@ -132,11 +133,11 @@ if (process.env.MAKINA_BENCH_PEER === "1") {
 console.log(`Machine: ${results.machine}; Node ${results.node}; ${seconds} s per round; ${chunks} chunks per streamed answer; logs to a file at info level\n`);
 for (const [mode, m] of Object.entries(results.modes)) {
   console.log(`### ${mode === "one" ? "One process (relay and agent together, as makina up)" : "Two processes (relay, agent)"}\n`);
-  console.log("| request | conc. | stand-in req/s | gateway req/s | limited key req/s | stand-in p50 / p99 | gateway p50 / p99 | added p50 | gateway CPU per request |");
-  console.log("|---|---|---|---|---|---|---|---|---|");
+  console.log("| request | conc. | stand-in req/s | gateway req/s | limited key req/s | budgeted key req/s | stand-in p50 / p99 | gateway p50 / p99 | added p50 | gateway CPU per request (budgeted key) |");
+  console.log("|---|---|---|---|---|---|---|---|---|---|");
   for (const r of m.rows) {
     console.log(
-      `| ${r.stream ? "streamed" : "non-streamed"} | ${r.connections} | ${r.direct.rps.toFixed(0)} | ${r.gateway.rps.toFixed(0)} | ${r.limited.rps.toFixed(0)} | ${r.direct.p50} / ${r.direct.p99} ms | ${r.gateway.p50} / ${r.gateway.p99} ms | ${(r.gateway.p50 - r.direct.p50).toFixed(2)} ms | ${r.gateway.cpuMsPerRequest.toFixed(2)} ms |`,
+      `| ${r.stream ? "streamed" : "non-streamed"} | ${r.connections} | ${r.direct.rps.toFixed(0)} | ${r.gateway.rps.toFixed(0)} | ${r.limited.rps.toFixed(0)} | ${r.budgeted.rps.toFixed(0)} | ${r.direct.p50} / ${r.direct.p99} ms | ${r.gateway.p50} / ${r.gateway.p99} ms | ${(r.gateway.p50 - r.direct.p50).toFixed(2)} ms | ${r.gateway.cpuMsPerRequest.toFixed(2)} ms (${r.budgeted.cpuMsPerRequest.toFixed(2)} ms) |`,
     );
   }
   const q = m.sequential;

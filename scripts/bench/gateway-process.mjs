@@ -55,7 +55,9 @@ if (mode === "agent") {
   if (deployed.state !== "deployed") throw new Error(`the bench stack did not deploy: ${deployed.stateError}`);
   const plain = (await relay.control.keys.create(OP, org.id, { name: "plain" })).key;
   const limited = (await relay.control.keys.create(OP, org.id, { name: "limited", rpm: 10_000_000, tpm: 1_000_000_000 })).key;
-  process.stdout.write(`${JSON.stringify({ url: relay.url, plain, limited })}\n`);
+  // A key with a token budget it never reaches: what checking and settling a budget costs.
+  const budgeted = (await relay.control.keys.create(OP, org.id, { name: "budgeted", budget: { tokens: 1e15, period: "month" } })).key;
+  process.stdout.write(`${JSON.stringify({ url: relay.url, plain, limited, budgeted })}\n`);
 }
 process.on("SIGTERM", () => process.exit(0));
 setInterval(() => {}, 1 << 30);

@@ -39,7 +39,9 @@ if (role === "first") {
   await relay.control.stacks.deploy(OP, stack.id);
   await relay.deployer.settled(stack.id);
   const key = (await relay.control.keys.create(OP, org.id, { name: "plain" })).key;
-  process.stdout.write(`${JSON.stringify({ url: relay.url, key })}\n`);
+  // A key with a token budget it never reaches: what checking and settling a budget costs (in Redis when scaled).
+  const budgeted = (await relay.control.keys.create(OP, org.id, { name: "budgeted", budget: { tokens: 1e15, period: "month" } })).key;
+  process.stdout.write(`${JSON.stringify({ url: relay.url, key, budgeted })}\n`);
 } else if (role === "fleet") {
   const [count, every] = [Number(process.argv[4]), Number(process.argv[5])];
   const org = await relay.control.orgs.create(OP, { name: "fleet" });

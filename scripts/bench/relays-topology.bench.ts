@@ -92,7 +92,7 @@ it("measures two relays on PostgreSQL, NATS and Redis against one on SQLite", as
   const a = await start("scripts/bench/relay-process.mjs", [join(dir, "a"), "first", upstream], "joining", scaled);
   const j = a.msg.joining as { server: string; machineId: string; token: string };
   const agent = await start("scripts/bench/gateway-process.mjs", ["agent", join(dir, "scaled"), j.server, j.machineId, j.token], "ready");
-  const { url: aUrl, key } = (await a.next("url")) as { url: string; key: string };
+  const { url: aUrl, key, budgeted } = (await a.next("url")) as { url: string; key: string; budgeted: string };
   // B reaches A directly (its default); C only over NATS (--peer-address off), as every relay did before.
   const b = await start("scripts/bench/relay-process.mjs", [join(dir, "b"), "other"], "url", scaled);
   const c = await start("scripts/bench/relay-process.mjs", [join(dir, "c"), "other"], "url", { ...scaled, MAKINA_PEER_ADDRESS: "off" });
@@ -114,7 +114,7 @@ it("measures two relays on PostgreSQL, NATS and Redis against one on SQLite", as
 
   const onePids = [sqlite.child.pid!, agent0.child.pid!];
   const scaledPids = [a.child.pid!, b.child.pid!, c.child.pid!, agent.child.pid!];
-  const rows: { stream: boolean; c: number; sqlite: Load; local: Load; direct: Load; nats: Load }[] = [];
+  const rows: { stream: boolean; c: number; sqlite: Load; local: Load; budgeted: Load; direct: Load; nats: Load }[] = [];
   for (const stream of [false, true]) {
     for (const conc of [1, 16, 64]) {
       // Interleaved: the SQLite relay, then relay A (local), then B (crossing to A directly), then C (crossing over NATS).
@@ -123,6 +123,8 @@ it("measures two relays on PostgreSQL, NATS and Redis against one on SQLite", as
         c: conc,
         sqlite: await load(one.url, one.plain, conc, stream, onePids),
         local: await load(aUrl, key, conc, stream, scaledPids),
+        // The same with a key whose token budget is checked and settled in Redis.
+        budgeted: await load(aUrl, budgeted, conc, stream, scaledPids),
         direct: await load(bUrl, key, conc, stream, scaledPids),
         nats: await load(cUrl, key, conc, stream, scaledPids),
       });
@@ -139,11 +141,11 @@ it("measures two relays on PostgreSQL, NATS and Redis against one on SQLite", as
   const lines = [
     `Machine: ${cpus()[0]?.model ?? "?"}, ${availableParallelism()} CPUs; Node ${process.version}; ${seconds} s per round; ${chunks} chunks per streamed answer.`,
     "",
-    "| request | conc. | SQLite relay req/s | scaled, local req/s | crossing directly req/s | crossing over NATS req/s | SQLite p50 | local p50 | direct p50 | NATS p50 | CPU per request: SQLite / local / direct / NATS |",
-    "|---|---|---|---|---|---|---|---|---|---|---|",
+    "| request | conc. | SQLite relay req/s | scaled, local req/s | local, budgeted key req/s | crossing directly req/s | crossing over NATS req/s | SQLite p50 | local p50 | local budgeted p50 | direct p50 | NATS p50 | CPU per request: SQLite / local / local budgeted / direct / NATS |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ...rows.map(
       (r) =>
-        `| ${r.stream ? "streamed" : "non-streamed"} | ${r.c} | ${r.sqlite.rps.toFixed(0)} | ${r.local.rps.toFixed(0)} | ${r.direct.rps.toFixed(0)} | ${r.nats.rps.toFixed(0)} | ${r.sqlite.p50} ms | ${r.local.p50} ms | ${r.direct.p50} ms | ${r.nats.p50} ms | ${r.sqlite.cpuMsPerRequest.toFixed(2)} / ${r.local.cpuMsPerRequest.toFixed(2)} / ${r.direct.cpuMsPerRequest.toFixed(2)} / ${r.nats.cpuMsPerRequest.toFixed(2)} ms |`,
+        `| ${r.stream ? "streamed" : "non-streamed"} | ${r.c} | ${r.sqlite.rps.toFixed(0)} | ${r.local.rps.toFixed(0)} | ${r.budgeted.rps.toFixed(0)} | ${r.direct.rps.toFixed(0)} | ${r.nats.rps.toFixed(0)} | ${r.sqlite.p50} ms | ${r.local.p50} ms | ${r.budgeted.p50} ms | ${r.direct.p50} ms | ${r.nats.p50} ms | ${r.sqlite.cpuMsPerRequest.toFixed(2)} / ${r.local.cpuMsPerRequest.toFixed(2)} / ${r.budgeted.cpuMsPerRequest.toFixed(2)} / ${r.direct.cpuMsPerRequest.toFixed(2)} / ${r.nats.cpuMsPerRequest.toFixed(2)} ms |`,
     ),
     "",
     `One request at a time (p50 of 300 each, non-streamed, interleaved): SQLite relay ${seq.sqlite.toFixed(2)} ms, scaled local ${seq.local.toFixed(2)} ms, crossing directly ${seq.direct.toFixed(2)} ms, crossing over NATS ${seq.nats.toFixed(2)} ms: the hop adds ${(seq.direct - seq.local).toFixed(2)} ms directly, ${(seq.nats - seq.local).toFixed(2)} ms over NATS.`,
