@@ -8,6 +8,8 @@ interface Count {
 /** What a reservation took: the tokens granted, and from which counts (its lines in their periods then). */
 export interface Reservation {
   granted: number;
+  /** What the counts hold of it now: what was granted, then what it used once settled, 0 once refunded. */
+  charged: number;
   /** What is left of the tightest line after it. */
   remaining: number;
   counts: Count[];
@@ -70,16 +72,19 @@ export class BudgetBook {
     }
     const granted = Math.min(ask.want, room);
     for (const c of counts) c.used += granted;
-    return { granted, remaining: room - granted, counts };
+    return { granted, charged: granted, remaining: room - granted, counts };
   }
 
   /** Replaces a reservation's tokens with what the request used. */
   settle(r: Reservation, used: number): void {
-    for (const c of r.counts) c.used += used - r.granted;
+    for (const c of r.counts) c.used += used - r.charged;
+    r.charged = used;
   }
 
+  /** Gives back what a reservation holds, also after a settle. */
   refund(r: Reservation): void {
-    for (const c of r.counts) c.used -= r.granted;
+    for (const c of r.counts) c.used -= r.charged;
+    r.charged = 0;
   }
 
   /** What is left of the tightest of `lines` now (undefined for none). Call after {@link prepare}. */

@@ -115,13 +115,14 @@ return {1, '', 0, count + 1, used + estimate, window, granted, left, 0}
 
 /**
  * Replaces an admission's estimate with what it used (ARGV window, tokens, id, whether the key has a tpm, its
- * budget lines' number and the tokens it reserved of them). An admission that left the window while it ran is
- * charged now, in the window current when it ends; its budgets, in the period it was admitted in.
+ * budget lines' number and what to add to them: the tokens used less what they hold of it). An admission that
+ * left the window while it ran is charged now, in the window current when it ends; its budgets, in the period
+ * it was admitted in.
  */
 const SETTLE = `${AGE}
 local tokens, id, limited = tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
 for i = 1, tonumber(ARGV[5]) do
-  if redis.call('EXISTS', KEYS[4 + i]) == 1 then redis.call('INCRBY', KEYS[4 + i], tokens - tonumber(ARGV[6])) end
+  if redis.call('EXISTS', KEYS[4 + i]) == 1 then redis.call('INCRBY', KEYS[4 + i], tonumber(ARGV[6])) end
 end
 local old = redis.call('HGET', amt, id)
 if old then
@@ -137,7 +138,7 @@ touch()
 return 1
 `;
 
-/** Gives back everything an admission took (ARGV window, id, its budget lines' number and tokens reserved; its late charge too). */
+/** Gives back everything an admission took (ARGV window, id, its budget lines' number and what they hold of it; its late charge too). */
 const REFUND = `${AGE}
 local id = ARGV[2]
 for i = 1, tonumber(ARGV[3]) do
@@ -162,6 +163,17 @@ if missing and missing > 0 then return {0, 0, 0, -1, missing} end
 return {redis.call('ZCARD', req), tonumber(redis.call('GET', sum) or '0'), reset(), room or -1, 0}
 `;
 
+/** Adds ARGV[i] to each budget count KEYS[i] Redis still holds (one organization's, gathered over a moment). */
+const ADJUST = `
+for i, k in ipairs(KEYS) do
+  if redis.call('EXISTS', k) == 1 then redis.call('INCRBY', k, tonumber(ARGV[i])) end
+end
+return 1
+`;
+
+/** How long budget corrections of keys without rate limits gather before they go to Redis together. */
+const ADJUST_EVERY_MS = 50;
+
 type AdmitAnswer = [admitted: number, refusal: string, waitMs: number, count: number, used: number, resetMs: number, granted: number, left: number, line: number];
 
 interface Scripts {
@@ -169,6 +181,7 @@ interface Scripts {
   makinaSettle(keyCount: number, ...args: (string | number)[]): Promise<number>;
   makinaRefund(keyCount: number, ...args: (string | number)[]): Promise<number>;
   makinaRead(keyCount: number, ...args: (string | number)[]): Promise<[count: number, used: number, resetMs: number, left: number, line: number]>;
+  makinaAdjust(keyCount: number, ...args: (string | number)[]): Promise<number>;
 }
 
 /** How long one read of a budget's count from the usage counts serves this relay's requests that need it. */
@@ -196,6 +209,9 @@ export class RedisRateLimiter implements Limiter {
   private readonly local: RateLimiter;
   private down: string | null = null;
   private readonly seeding = new Map<string, { tokens: Promise<number>; until: number }>();
+  /** Budget corrections not sent yet, by organization (hash tag), then by budget count. */
+  private adjustments = new Map<string, Map<string, number>>();
+  private adjustTimer: NodeJS.Timeout | undefined;
 
   /**
    * Connects to Redis at `url` (without waiting for it: see {@link ready}). The Redis client is loaded here, so
@@ -233,6 +249,7 @@ export class RedisRateLimiter implements Limiter {
     this.redis.defineCommand("makinaSettle", { lua: SETTLE });
     this.redis.defineCommand("makinaRefund", { lua: REFUND });
     this.redis.defineCommand("makinaRead", { lua: READ });
+    this.redis.defineCommand("makinaAdjust", { lua: ADJUST });
     this.redis.on("error", (err: Error) => this.unreachable(err));
     this.redis.on("ready", () => {
       if (this.down === null) return;
@@ -290,19 +307,26 @@ export class RedisRateLimiter implements Limiter {
     }
     // Settles and refunds go out on the same connection as the admission, so Redis runs them in that order.
     let refunded = false;
+    let charged = granted;
+    const rated = key.rpm !== null || key.tpm !== null;
     const fire = (call: Promise<unknown>) => void call.catch((err: unknown) => this.unreachable(err));
     return {
       headers,
       granted: lines.length ? granted : undefined,
       settle: (tokens) => {
         if (refunded || tokens === null) return;
-        fire(this.redis.makinaSettle(keys.names.length, ...keys.names, this.windowMs, tokens, id, key.tpm === null ? "0" : "1", lines.length, granted));
+        const delta = tokens - charged;
+        charged = tokens;
+        // A key with budgets and no rate limits: its budgets' corrections go together, a few times a second.
+        if (!rated) return this.later(keys.names.slice(4), delta);
+        fire(this.redis.makinaSettle(keys.names.length, ...keys.names, this.windowMs, tokens, id, key.tpm === null ? "0" : "1", lines.length, delta));
       },
       // A refund wins over a settle in either order: the script takes back the late charge too.
       refund: () => {
         if (refunded) return;
         refunded = true;
-        fire(this.redis.makinaRefund(keys.names.length, ...keys.names, this.windowMs, id, lines.length, granted));
+        if (!rated) return this.later(keys.names.slice(4), -charged);
+        fire(this.redis.makinaRefund(keys.names.length, ...keys.names, this.windowMs, id, lines.length, charged));
       },
     };
   }
@@ -366,7 +390,35 @@ export class RedisRateLimiter implements Limiter {
     return tokens;
   }
 
+  /**
+   * Adds `delta` to budget counts a moment later, with every other correction of the moment: what a request used
+   * replaces its reservation without a call of its own (its reservation was counted when it was admitted).
+   */
+  private later(names: string[], delta: number): void {
+    if (delta === 0) return;
+    for (const name of names) {
+      const tag = name.slice(name.indexOf("{"), name.indexOf("}") + 1);
+      let of = this.adjustments.get(tag);
+      if (!of) this.adjustments.set(tag, (of = new Map()));
+      of.set(name, (of.get(name) ?? 0) + delta);
+    }
+    this.adjustTimer ??= setTimeout(() => this.adjust(), ADJUST_EVERY_MS);
+    this.adjustTimer.unref();
+  }
+
+  /** Sends the budget corrections gathered: one call per organization. */
+  private adjust(): Promise<unknown> {
+    this.adjustTimer = undefined;
+    const all = this.adjustments;
+    this.adjustments = new Map();
+    return Promise.all(
+      [...all.values()].map((of) => this.redis.makinaAdjust(of.size, ...of.keys(), ...of.values()).catch((err: unknown) => this.unreachable(err))),
+    );
+  }
+
   async close(): Promise<void> {
+    clearTimeout(this.adjustTimer);
+    if (this.adjustments.size) await this.adjust();
     this.redis.disconnect();
   }
 

@@ -128,6 +128,14 @@ describe("rate limits kept in Redis", () => {
     const next = await relays[0]!.admit(k, 100, { want: 100, least: 100 });
     expect(next.headers["x-budget-remaining-tokens"]).toBe("500");
     expect(await relays[1]!.spent(line)).toBe(100);
+    // A key with a budget and no rate limits: what its requests used reaches Redis a moment after they end, gathered;
+    // a refund after a settle gives back what the settle charged.
+    const only: KeyLimits = { id: `key_${process.pid}_${++n}`, orgId: org, rpm: null, tpm: null, budgets: [line] };
+    const [used, refunded] = [await relays[0]!.admit(only, 50, { want: 50, least: 50 }), await relays[1]!.admit(only, 50, { want: 50, least: 50 })];
+    used.settle(80);
+    refunded.settle(70);
+    refunded.refund();
+    await vi.waitFor(async () => expect(await relays[2]!.spent(line)).toBe(100 + 80));
   });
 
   describe("a relay started with --redis", () => {

@@ -73,6 +73,9 @@ describe("token budgets counted by one relay", () => {
     expect([refused.code, refused.message]).toEqual(["budget_exceeded", "The organization's token budget for this month is exceeded: 50 of 150 tokens are left and this request needs at least 60. It renews at 2026-12-01T00:00:00.000Z."]);
     // A refusal for the budget takes no place of the key's rate limit.
     expect(await limiter.headers(a)).toMatchObject({ "x-ratelimit-remaining-requests": "9" });
+    // Refused by its runtime after it counted the prompt: the refund gives back what the settle charged.
+    fromA.settle(130);
+    expect(await limiter.spent(org)).toBe(130);
     fromA.refund();
     expect(await limiter.spent(org)).toBe(0);
   });

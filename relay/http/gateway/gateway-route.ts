@@ -55,18 +55,22 @@ export interface GatewayDeps {
  * The key's admission, or its refusal with the `x-ratelimit-*` headers of the count that refused it (replacing
  * those read before its body came: other requests, on this relay or another, may have been counted since).
  */
-function admitWithHeaders(limiter: Limiter, key: Parameters<Limiter["admit"]>[0], estimate: number, budget: BudgetAsk | undefined, res: ServerResponse): Admission | Promise<Admission> {
+function admitWithHeaders(limiter: Limiter, key: Parameters<Limiter["admit"]>[0], estimate: number, budget: BudgetAsk | undefined, res: ServerResponse, limits: LimitsSeen): Admission | Promise<Admission> {
+  // From here on the answer has the headers of the count that admitted or refused it.
+  limits.told = true;
   try {
     const admitted = limiter.admit(key, estimate, budget);
-    return admitted instanceof Promise ? admitted.catch((err: unknown) => refusedWith(res, err)) : admitted;
+    return admitted instanceof Promise ? admitted.catch((err: unknown) => refusedWith(res, err, limits)) : admitted;
   } catch (err) {
-    return refusedWith(res, err);
+    return refusedWith(res, err, limits);
   }
 }
 
 /** Rethrows a refusal of the limits after setting the headers of the count that refused it. */
-function refusedWith(res: ServerResponse, err: unknown): never {
+function refusedWith(res: ServerResponse, err: unknown, limits: LimitsSeen): never {
   if (err instanceof LimitRefusal) setHeaders(res, err.headers);
+  // Refused for another reason (Redis away under --redis-fail closed): its headers are read at the refusal.
+  else limits.told = false;
   throw err;
 }
 
@@ -87,11 +91,30 @@ export function gatewayRoute<R extends PlannableRequest>(deps: GatewayDeps, code
   return (req, res) => {
     const ledger = new RequestLedger(deps, requestIdFor(req, res), undefined, codec.api);
     res.once("close", () => ledger.closed(res));
-    serve(deps, codec, ids, req, res, ledger).catch((err: unknown) => ledger.refused(codec.sendError(res, err, deps.log, ledger.requestId), res.statusCode));
+    const limits: LimitsSeen = { key: undefined, told: false };
+    serve(deps, codec, ids, req, res, ledger, limits).catch(async (err: unknown) => {
+      // A limited key's refusal before its admission told its limits carries them too, read now (off the way of
+      // the requests that are served: their admission's headers are the count that admitted them).
+      if (limits.key && !limits.told && !res.headersSent) {
+        try {
+          const headers = deps.limiter.headers(limits.key);
+          setHeaders(res, headers instanceof Promise ? await headers : headers);
+        } catch {
+          // Limits unreadable: the refusal goes out without them.
+        }
+      }
+      ledger.refused(codec.sendError(res, err, deps.log, ledger.requestId), res.statusCode);
+    });
   };
 }
 
-async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: GatewayCodec<R>, ids: PooledBase62, req: IncomingMessage, res: ServerResponse, ledger: RequestLedger): Promise<void> {
+/** Whether a request's answer has its key's `x-ratelimit-*` / `x-budget-*` headers yet, and the key. */
+interface LimitsSeen {
+  key: Parameters<Limiter["headers"]>[0] | undefined;
+  told: boolean;
+}
+
+async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: GatewayCodec<R>, ids: PooledBase62, req: IncomingMessage, res: ServerResponse, ledger: RequestLedger, limits: LimitsSeen): Promise<void> {
   const reload = deps.directory.refresh();
   if (reload) await reload;
   // A key refused for what it is (expired, revoked in the last 30 days, its maker disabled) is known from here on:
@@ -99,9 +122,9 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   const named = identifyApiKey(deps.directory, codec.authorization(req));
   ledger.keyKnown(named.record);
   const key = admitApiKey(deps.directory, named);
-  // Every response to a rate-limited key carries its x-ratelimit-* headers.
-  const early = deps.limiter.headers(key);
-  setHeaders(res, early instanceof Promise ? await early : early);
+  // Every response to a limited key carries its x-ratelimit-* (and x-budget-*) headers: its admission's, or, for
+  // a refusal before it, read then.
+  limits.key = key;
   // A key past its budget of refused requests is turned away before its body is read.
   deps.refusals.check(key);
   const body = await readJsonBody(req, deps.bodyLimitBytes);
@@ -120,7 +143,7 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   // A budgeted key's request reserves its prompt and the completion it may make, and is held to what it got.
   const metered = codec.metered !== false;
   const budget = metered && key.budgets?.length ? budgetAsk(request.input, stack.contextSize, steps, estimatedTokens) : undefined;
-  const admission = await admitWithHeaders(deps.limiter, key, metered ? estimatedTokens : 0, budget, res);
+  const admission = await admitWithHeaders(deps.limiter, key, metered ? estimatedTokens : 0, budget, res, limits);
   ledger.admitted(admission);
   setHeaders(res, admission.headers);
   if (budget) holdToGrant(request.input, admission, steps);
