@@ -158,6 +158,12 @@ export interface RelayConfig {
   readonly flexQueueTimeoutMs: number;
   /** A request waiting in a queue is ranked one service tier higher per this many ms waited (no tier starves). @default 30000 */
   readonly queueAgingMs: number;
+  /** Alert webhooks may be plain http and private addresses (on-premises receivers, tests). @default false */
+  readonly alertsAllowPrivate: boolean;
+  /** The first wait before a failed alert delivery is tried again, ms; the later ones are multiples of it. @default 5000 */
+  readonly alertsFirstRetryMs: number;
+  /** How often the relay looks for alert events (machines offline, budgets, error rates, expiring keys), ms. @default 15000 */
+  readonly alertsCheckMs: number;
   /** The most stacks one organization may have (a tenant cannot grow the relays' memory and work without end). @default 10000 */
   readonly maxStacksPerOrg: number;
   /** The most keys (not revoked) one person may have made; the operator's admin token is not counted. @default 1000 */

@@ -2,6 +2,7 @@
 // the relay checks and clients' types come from), its answer and the error envelope, and the event stream's
 // events. The relay's handlers implement exactly these routes; the web application and the CLI import this
 // file's types only (`import type`), so neither carries zod nor any relay code.
+import { ALERT_ROUTES } from "./alerts.js";
 import { AUDIT_ROUTES } from "./audit.js";
 import { CHOICE_ROUTES } from "./choices.js";
 import { EVENT_ROUTES } from "./events.js";
@@ -30,6 +31,7 @@ export const ADMIN_ROUTES = {
   ...CHOICE_ROUTES,
   ...EVENT_ROUTES,
   ...SESSION_ROUTES,
+  ...ALERT_ROUTES,
 };
 
 export type AdminRoutes = typeof ADMIN_ROUTES;
@@ -59,6 +61,7 @@ export type OverviewRoute = keyof typeof OVERVIEW_ROUTES;
 export type ChoiceRoute = keyof typeof CHOICE_ROUTES;
 export type EventRoute = keyof typeof EVENT_ROUTES;
 export type SessionRoute = keyof typeof SESSION_ROUTES;
+export type AlertRoute = keyof typeof ALERT_ROUTES;
 /** The routes that answer CSV, streamed, rather than one JSON document. */
 export type ExportRoute = "GET /admin/v1/audit.csv" | "GET /admin/v1/requests.csv";
 
@@ -68,6 +71,8 @@ export type { ErrorBody } from "./errors.js";
 export type { List, Page } from "./list.js";
 export { MAX_PER_PAGE } from "./list.js";
 export type { Org } from "./orgs.js";
+export type { AlertWebhook, NewAlertWebhook, AlertDelivery } from "./alerts.js";
+export { ALERT_EVENT_NAMES } from "./alerts.js";
 export type { Gpu, Hardware, Machine, MachineInventory, MachineJoining, MachineState } from "./machines.js";
 export type { CatalogModel, Check, Compatibility, DeletedStack, Deployment, DeploymentStep, LayerOptionValue, RuntimeKind, Stack, StackChange, StackResidency, StackState } from "./stacks.js";
 export { KEY_SORTS, type ApiKey, type ApiKeyWithUsage, type NewApiKey } from "./keys.js";

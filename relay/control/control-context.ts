@@ -6,6 +6,7 @@ import type { ReceivedLoad } from "../link/index.js";
 import { MakinaError, type MachineLog } from "../../proto/index.js";
 import type { Machine, Stack, Store } from "../store/index.js";
 import type { BudgetLine } from "../limits/index.js";
+import type { AlertDeps } from "./alerts.js";
 import type { RequestLog, UsageRecorder } from "../usage/index.js";
 import type { ModelFiles } from "./model-files.js";
 import type { ModelInspector } from "./model-inspector.js";
@@ -55,6 +56,8 @@ export interface ControlDeps {
   caps: { stacksPerOrg: number; keysPerPerson: number };
   /** Tokens a budget has used (and reserved) in its current period, as the gateway's limits count them. */
   budgetSpent?: (line: BudgetLine) => Promise<number>;
+  /** Where alerts go out (absent: this relay sends none). */
+  alerts?: AlertDeps;
 }
 
 /**

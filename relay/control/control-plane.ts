@@ -1,6 +1,7 @@
 import type { Actor } from "../auth/index.js";
 import type { Overview } from "../admin-contract/index.js";
 import { Activity } from "./activity.js";
+import { Alerts } from "./alerts.js";
 import { bootstrap, type BootstrapInput, type Bootstrapped } from "./bootstrap.js";
 import { ControlContext, type ControlDeps } from "./control-context.js";
 import { Keys } from "./keys.js";
@@ -27,6 +28,7 @@ export class ControlPlane {
   readonly users: Users;
   readonly signIns: SignIns;
   readonly activity: Activity;
+  readonly alerts: Alerts;
   private readonly c: ControlContext;
 
   constructor(deps: ControlDeps) {
@@ -38,6 +40,7 @@ export class ControlPlane {
     this.users = new Users(this.c);
     this.signIns = new SignIns(this.c);
     this.activity = new Activity(this.c);
+    this.alerts = new Alerts(this.c);
   }
 
   /** The overview of an organization (or one of its machines or stacks), for anyone of it. */

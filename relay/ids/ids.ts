@@ -39,7 +39,7 @@ export class PooledBase62 {
 }
 
 /** A new identifier such as `mach_3kT9…` (`prefix` + `_` + 16 base62 characters). */
-export function newId(prefix: "org" | "user" | "mach" | "stk" | "key" | "dep"): string {
+export function newId(prefix: "org" | "user" | "mach" | "stk" | "key" | "dep" | "alert" | "msg"): string {
   return `${prefix}_${randomBase62(16)}`;
 }
 

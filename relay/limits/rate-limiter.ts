@@ -1,6 +1,6 @@
 import { MakinaError } from "../../proto/index.js";
 import { BudgetBook, type Reservation } from "./budget-book.js";
-import { budgetHeaders, type BudgetAsk, type BudgetLine } from "./token-budget.js";
+import { BudgetRefusal, budgetHeaders, type BudgetAsk, type BudgetLine } from "./token-budget.js";
 
 /** The limits of one key (`null` = unlimited). */
 export interface KeyLimits {
@@ -60,6 +60,8 @@ export interface Limiter {
   readonly scope?: "shared" | "relay";
   /** Tokens a budget line has used (and reserved) in its current period. */
   spent(line: BudgetLine): Promise<number>;
+  /** Told of each request a budget refused (an alert says the budget is spent), when set. */
+  budgetExhausted?: (line: BudgetLine) => void;
   close?(): Promise<void>;
 }
 
@@ -75,6 +77,7 @@ export class RateLimiter implements Limiter {
   private lastSweep: number;
 
   readonly scope = "relay";
+  budgetExhausted?: (line: BudgetLine) => void;
 
   constructor(
     private readonly now: () => number = Date.now,
@@ -180,6 +183,7 @@ export class RateLimiter implements Limiter {
       try {
         reserved = this.budgets.reserve(lines, budget ?? { want: estimatedTokens, least: estimatedTokens });
       } catch (err) {
+        if (err instanceof BudgetRefusal) this.budgetExhausted?.(err.line);
         throw new LimitRefusal(err as MakinaError, this.headersNow(key));
       }
     }

@@ -223,6 +223,7 @@ export class RedisRateLimiter implements Limiter {
   }
 
   readonly scope = "shared";
+  budgetExhausted?: (line: BudgetLine) => void;
 
   private constructor(
     RedisClient: typeof Redis,
@@ -235,6 +236,7 @@ export class RedisRateLimiter implements Limiter {
     private readonly now: () => number,
   ) {
     this.local = new RateLimiter(Date.now, windowMs, new BudgetBook(seed, now));
+    this.local.budgetExhausted = (line) => this.budgetExhausted?.(line);
     this.redis = new RedisClient(url, {
       lazyConnect: false,
       // A command while disconnected fails at once (the relay admits locally) instead of waiting in a queue.
@@ -300,6 +302,7 @@ export class RedisRateLimiter implements Limiter {
       // The same refusals, in the same words, as the in-process limiter.
       if (refusal === "budget") {
         const { end } = periodOf(lines[line - 1]!.period, this.now());
+        this.budgetExhausted?.(lines[line - 1]!);
         throw new LimitRefusal(budgetRefused(lines[line - 1]!, waitMs, ask.least, end, this.now()), headers);
       }
       if (refusal === "requests") throw new LimitRefusal(requestsRefused(key.rpm!, count, waitMs), headers);

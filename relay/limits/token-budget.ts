@@ -51,12 +51,21 @@ export function budgetHeaders(remaining: number | undefined): Record<string, str
   return remaining === undefined ? {} : { "x-budget-remaining-tokens": String(Math.max(0, Math.floor(remaining))) };
 }
 
+/** A budget's refusal, naming the line that refused. */
+export class BudgetRefusal extends MakinaError {
+  constructor(
+    readonly line: BudgetLine,
+    message: string,
+    retryAfterMs: number,
+  ) {
+    super("budget_exceeded", message, { retryAfterMs });
+  }
+}
+
 /** 429 `budget_exceeded`: what the line has left does not cover the request; `Retry-After` is the period's end. */
-export function budgetRefused(line: BudgetLine, used: number, least: number, endMs: number, now: number): MakinaError {
+export function budgetRefused(line: BudgetLine, used: number, least: number, endMs: number, now: number): BudgetRefusal {
   const whose = line.scope === "key" ? "This key's" : "The organization's";
   const left = Math.max(0, line.tokens - used);
   const what = left === 0 ? `it is spent (${used} of ${line.tokens} tokens)` : `${left} of ${line.tokens} tokens are left and this request needs at least ${least}`;
-  return new MakinaError("budget_exceeded", `${whose} token budget for ${line.period === "day" ? "today" : `this ${line.period}`} is exceeded: ${what}. It renews at ${new Date(endMs).toISOString()}.`, {
-    retryAfterMs: Math.max(1000, endMs - now),
-  });
+  return new BudgetRefusal(line, `${whose} token budget for ${line.period === "day" ? "today" : `this ${line.period}`} is exceeded: ${what}. It renews at ${new Date(endMs).toISOString()}.`, Math.max(1000, endMs - now));
 }

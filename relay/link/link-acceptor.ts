@@ -31,6 +31,8 @@ export interface LinkAcceptorDeps {
   /** Where machine changes (online, offline, hardware) and runtime states are announced. */
   events: EventBus;
   /** Where the runtime metrics agents report go (the relay's Prometheus metrics). */
+  /** A runtime reported failed (an alert, where a webhook wants it). */
+  runtimeFailed?: (orgId: string, machine: { id: string; name: string }, stackId: string, error: string | null) => void;
   runtimeMetrics: { reported(machineId: string, stacks: StackMetrics[]): void; machineGone(machineId: string): void; residency(machineId: string, stackId: string, event: ResidencyEvent): void };
   /** Where the machines' loads go (the overview reads them). */
   loads: MachineLoads;
@@ -136,6 +138,7 @@ function acceptMachine(
   });
   const runtimeStates = new RuntimeStateBatch((stackId, state, error) => {
     linkLog.info("runtime state", { stackId, state, error });
+    if (state === "failed") deps.runtimeFailed?.(machine.orgId, machine, stackId, error);
     // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
     void deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error)).then(() => deps.events.emit({ type: "stack", orgId: machine.orgId, stackId }));
   });

@@ -10,6 +10,7 @@ import { AuditLog } from "../audit/index.js";
 import type { Shared } from "./relay-parts.js";
 import type { ChangeFeed } from "../cluster/index.js";
 import type { GatewayDirectory } from "../routing/index.js";
+import type { AlertDeps } from "../control/alerts.js";
 
 
 /**
@@ -62,10 +63,10 @@ export async function startBooks(s: Shared, store: Store) {
 /** The control plane, on what the relay has started. */
 export function controlPlane(
   s: Shared,
-  d: { store: Store; directory: GatewayDirectory; deployer: Deployer; feed: ChangeFeed | undefined; machines: MachineReach; linkCaSha256: string | null; tlsOn: boolean; audit: AuditLog; sessions: WebSessions; usage: UsageRecorder; requests: RequestLog; limiter: Limiter },
+  d: { store: Store; directory: GatewayDirectory; deployer: Deployer; feed: ChangeFeed | undefined; machines: MachineReach; linkCaSha256: string | null; tlsOn: boolean; audit: AuditLog; sessions: WebSessions; usage: UsageRecorder; requests: RequestLog; limiter: Limiter; alerts?: AlertDeps },
 ): ControlPlane {
   const { config, registry, events, here } = s;
-  const { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter } = d;
+  const { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter, alerts } = d;
   return new ControlPlane({
     store,
     deployer,
@@ -86,5 +87,6 @@ export function controlPlane(
     readLog: (machineId, stackId, after, limit) => machines.at(machineId).readLog(stackId, after, limit),
     caps: { stacksPerOrg: config.maxStacksPerOrg, keysPerPerson: config.maxKeysPerPerson },
     budgetSpent: (line) => limiter.spent(line),
+    alerts,
   });
 }

@@ -1,3 +1,4 @@
+import { startAlerts } from "./start-alerts.js";
 import { createLogger, inProcessDialer, Parts, type LinkCredentials, type LinkDialer, type Logger, type PartState } from "../../proto/index.js";
 import { settingOf, type RelayConfig } from "../config.js";
 import { WebSessions } from "../auth/index.js";
@@ -135,6 +136,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
   // Every machine, wherever it is linked: here, or on another relay (the fleet's carrier).
   const machines = new MachineReach(linked, fleet?.carrier);
   const { limiter, usage, requests, audit } = await startBooks(s, store);
+  const alerts = await startAlerts(s, { store, vault, limiter, usage });
   // Several relays share a PostgreSQL database: each one's series carry its id.
   const metrics = new RelayMetrics({ machinesOnline: () => registry.size, relayId: store.dialect === "postgres" ? s.relayId : undefined, otherRelays: fleet?.relays, busDropped: fleet?.dropped });
   const deployer = new Deployer(store, machines, runner, events);
@@ -146,6 +148,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     streamIdleTimeoutMs: config.streamIdleTimeoutMs,
     loads,
+    runtimeFailed: alerts.runtimeFailed,
     runtimeMetrics: { reported: (machineId, stacks) => metrics.runtimeReported(machineId, stacks), machineGone: (machineId) => metrics.machineGone(machineId), residency: (machineId, stackId, event) => metrics.residency(machineId, stackId, event) },
     storage,
   });
@@ -153,7 +156,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
   const linkCaSha256 = tls?.caSha256 ?? null;
   const sessions = new WebSessions(store);
   here.userChanged = (userId) => sessions.userChanged(userId);
-  const control = controlPlane(s, { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter });
+  const control = controlPlane(s, { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter, alerts: alerts.deps });
   const apps = createRelayApp(
     {
       storage,

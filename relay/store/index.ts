@@ -11,6 +11,7 @@ import { SessionStore } from "./sessions.js";
 import { AuditEventStore } from "./audit-events.js";
 import { RequestLogStore } from "./request-log.js";
 import { SignInStore } from "./sign-ins.js";
+import { AlertStore } from "./alerts.js";
 
 export { slugify, type Organization } from "./organizations.js";
 export type { User } from "./users.js";
@@ -24,6 +25,7 @@ export type { SignInStore, FailureCount } from "./sign-ins.js";
 export type { AuditActor, AuditEvent, AuditFilter } from "./audit-events.js";
 export type { RequestLogEntry, NewRequestLogEntry, RequestFilter, CapturedExchange, FiguresScope, RequestFigures, MinuteFigures } from "./request-log.js";
 export type { StoreChange, ChangeListener } from "./change-notices.js";
+export type { AlertStore, AlertWebhook, AlertDelivery, AlertWebhookFields } from "./alerts.js";
 export type { SettingsStore, SettingSwap } from "./settings.js";
 export { type DatabaseLocation, type Db, databaseNowMs } from "./open-database.js";
 export { transaction } from "./transaction.js";
@@ -49,6 +51,7 @@ export interface Store {
   readonly signIns: SignInStore;
   readonly audit: AuditEventStore;
   readonly requests: RequestLogStore;
+  readonly alerts: AlertStore;
   close(): Promise<void>;
 }
 
@@ -83,6 +86,7 @@ export async function openStore(
     signIns: new SignInStore(db, database.dialect),
     audit: new AuditEventStore(db),
     requests: new RequestLogStore(db, database.dialect, database.appendRows),
+    alerts: new AlertStore(db),
     close: () =>
       (closing ??= (async () => {
         try {

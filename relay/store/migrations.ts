@@ -399,6 +399,42 @@ export const MIGRATIONS: readonly string[] = [
     ON api_keys FOR EACH ROW EXECUTE FUNCTION makina_changed('key', 'id');
   {{/POSTGRES}}
   `,
+  `
+  -- Where an organization's alerts go: a URL, the events it wants (a JSON array), when a machine counts as gone
+  -- (seconds offline) and an error rate as too high (percent). Its signing secret is sealed in the settings.
+  CREATE TABLE alert_webhooks (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    name TEXT,
+    url TEXT NOT NULL,
+    events_json TEXT NOT NULL,
+    machine_offline_after_s INTEGER NOT NULL,
+    error_rate_percent INTEGER NOT NULL,
+    created_at BIGINT NOT NULL,
+    created_by TEXT
+  );
+  CREATE INDEX alert_webhooks_org ON alert_webhooks(org_id);
+  -- One event sent to one webhook (once: an event has one id on every relay), and how its sending went.
+  CREATE TABLE alert_deliveries (
+    id TEXT PRIMARY KEY,
+    webhook_id TEXT NOT NULL,
+    org_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    body TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),
+    attempts INTEGER NOT NULL,
+    next_at BIGINT NOT NULL,
+    lease_until BIGINT NOT NULL,
+    last_status INTEGER,
+    last_error TEXT,
+    created_at BIGINT NOT NULL,
+    delivered_at BIGINT,
+    UNIQUE (webhook_id, event_id)
+  );
+  CREATE INDEX alert_deliveries_due ON alert_deliveries(state, next_at);
+  CREATE INDEX alert_deliveries_webhook ON alert_deliveries(webhook_id, created_at);
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

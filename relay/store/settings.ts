@@ -35,6 +35,11 @@ export class SettingsStore {
     await this.notices.changed({ kind: "setting", key });
   }
 
+  async delete(key: string): Promise<void> {
+    await this.db.deleteFrom("settings").where("key", "=", key).execute();
+    await this.notices.changed({ kind: "setting", key });
+  }
+
   /** Sets `key` unless it is set already (two relays starting at once: one sets it); returns whether this call did. */
   async setIfAbsent(key: string, value: string): Promise<boolean> {
     const res = await this.db

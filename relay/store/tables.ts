@@ -115,6 +115,33 @@ export interface Tables {
     key: string;
     value: string;
   };
+  alert_webhooks: {
+    id: string;
+    org_id: string;
+    name: string | null;
+    url: string;
+    events_json: string;
+    machine_offline_after_s: number;
+    error_rate_percent: number;
+    created_at: number;
+    created_by: string | null;
+  };
+  alert_deliveries: {
+    id: string;
+    webhook_id: string;
+    org_id: string;
+    event_id: string;
+    event_type: string;
+    body: string;
+    state: "pending" | "delivered" | "failed";
+    attempts: number;
+    next_at: number;
+    lease_until: number;
+    last_status: number | null;
+    last_error: string | null;
+    created_at: number;
+    delivered_at: number | null;
+  };
   audit_events: {
     id: string;
     org_id: string | null;

@@ -262,6 +262,18 @@ export class UsageRecorder {
     return Number(row?.tokens ?? 0);
   }
 
+  /** Requests and the errors among them an organization's keys made from `since` on, every relay's (for alerts). */
+  async requestsSince(orgId: string, since: number): Promise<{ requests: number; errors: number }> {
+    await this.flush();
+    const row = await this.db
+      .selectFrom("usage_minutes")
+      .where("org_id", "=", orgId)
+      .where("minute", ">=", Math.floor(since / MINUTE) * MINUTE)
+      .select([sql<number>`coalesce(sum(requests), 0)`.as("requests"), sql<number>`coalesce(sum(errors), 0)`.as("errors")])
+      .executeTakeFirst();
+    return { requests: Number(row?.requests ?? 0), errors: Number(row?.errors ?? 0) };
+  }
+
   /** Writes what is left and stops the timer. */
   async close(): Promise<void> {
     clearInterval(this.timer);

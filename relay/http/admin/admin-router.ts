@@ -1,3 +1,4 @@
+import { alertRoutes } from "./alerts-routes.js";
 import { Router } from "express";
 import type { AdminRoute, EventRoute, ExportRoute, SessionRoute } from "../../admin-contract/index.js";
 import type { Actor, WebSessions } from "../../auth/index.js";
@@ -49,6 +50,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     ...requestRoutes(control),
     ...overviewRoutes(control),
     ...choiceRoutes(control),
+    ...alertRoutes(control),
   };
   mountRoutes(r, "/admin/v1/", handlers, actorOf);
   const live = new EventStreams(deps.events, { keepaliveMs: deps.eventsKeepaliveMs });
