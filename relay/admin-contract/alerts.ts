@@ -1,10 +1,9 @@
+import { ALERT_EVENTS as ALERT_EVENT_NAMES } from "../alerts/alert-events.js";
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { must, nameText, orgRef } from "./fields.js";
 import type { List, Page } from "./list.js";
 
-/** The events a webhook may want (relay/alerts's list, said again here for clients, which import no relay code). */
-export const ALERT_EVENT_NAMES = ["budget.threshold", "machine.offline", "runtime.failed", "error_rate", "key.expiring"] as const;
 
 /** Where an organization's alerts go. Never its secret, which only its creation answers. */
 export interface AlertWebhook {

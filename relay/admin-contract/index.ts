@@ -72,7 +72,6 @@ export type { List, Page } from "./list.js";
 export { MAX_PER_PAGE } from "./list.js";
 export type { Org } from "./orgs.js";
 export type { AlertWebhook, NewAlertWebhook, AlertDelivery } from "./alerts.js";
-export { ALERT_EVENT_NAMES } from "./alerts.js";
 export type { Gpu, Hardware, Machine, MachineInventory, MachineJoining, MachineState } from "./machines.js";
 export type { CatalogModel, Check, Compatibility, DeletedStack, Deployment, DeploymentStep, LayerOptionValue, RuntimeKind, Stack, StackChange, StackResidency, StackState } from "./stacks.js";
 export { KEY_SORTS, type ApiKey, type ApiKeyWithUsage, type NewApiKey } from "./keys.js";

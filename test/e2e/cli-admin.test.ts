@@ -267,6 +267,15 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect([bad.code, bad.stderr.trim()]).toEqual([2, "makina: --budget is TOKENS/PERIOD, such as 100000/day, 100k/day or 50M/month (period day, week or month, in UTC), or none."]);
   });
 
+  it("adds an alert webhook (its secret printed once), lists it, and refuses a private address", async () => {
+    const made = await json("alert", "create", "--org", "acme-labs", "--url", "https://hooks.example.com/services/T0/B0/x", "--event", "machine.offline", "--event", "budget.threshold", "--offline-after", "600");
+    expect(made).toMatchObject({ secret: expect.stringMatching(/^whsec_/), events: ["machine.offline", "budget.threshold"], machine_offline_after_s: 600 });
+    expect((await runCli(["admin", "alert", "list", "--org", "acme-labs", "--data-dir", dataDir])).stdout).toMatch(/hooks\.example\.com\S*\s+machine\.offline, budget\.threshold\s+600 s\s+10%/);
+    const refused = await admin("alert", "create", "--org", "acme-labs", "--url", "https://192.168.1.10/hook", "--event", "machine.offline");
+    expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining("192.168.1.10, which is not a public address")]);
+    expect(await json("alert", "delete", String(made.id))).toEqual({ id: made.id, deleted: true });
+  });
+
   it("exits 2 with a message on bad usage and 1 when the relay refuses", async () => {
     const usage = await runCli(["admin", "key", "create", "--data-dir", dataDir]);
     expect(usage.code).toBe(2);

@@ -3,6 +3,7 @@ import { auditCommand } from "./audit-command.js";
 import { requestCommand } from "./request-command.js";
 import { overviewCommand } from "./overview-command.js";
 import { keyCommand } from "./key-command.js";
+import { alertCommand } from "./alert-command.js";
 import { machineCommand } from "./machine-command.js";
 import { orgCommand } from "./org-command.js";
 import { stackCommand } from "./stack-command.js";
@@ -11,6 +12,6 @@ import { userCommand } from "./user-command.js";
 export const adminCommand: CommandModule = {
   command: "admin <command>",
   describe: "Administer a relay (organizations, users, machines, stacks, keys, the audit log, the request log)",
-  builder: (y) => y.command(orgCommand).command(machineCommand).command(stackCommand).command(keyCommand).command(userCommand).command(auditCommand).command(requestCommand).command(overviewCommand).demandCommand(1).strict(),
+  builder: (y) => y.command(orgCommand).command(machineCommand).command(stackCommand).command(keyCommand).command(userCommand).command(auditCommand).command(requestCommand).command(overviewCommand).command(alertCommand).demandCommand(1).strict(),
   handler: () => {},
 };
