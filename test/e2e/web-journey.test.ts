@@ -2,6 +2,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -69,7 +71,8 @@ describe("a newcomer's journey through the web application", () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     dataDir = mkdtempSync(join(tmpdir(), "makina-web-"));
-    relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500 } }), { log: silentLogger() });
+    // Alerts may go to a receiver on loopback (this test's), as MAKINA_ALERTS_ALLOW_PRIVATE=1 allows.
+    relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", heartbeatIntervalMs: 500, alertsAllowPrivate: true } }), { log: silentLogger() });
     const org = await relay.control.orgs.create(OP, { name: "Acme" });
     await relay.store.users.create({ orgId: org.id, login: "admin", passwordHash: await hashPassword("first-admin-password"), role: "admin" });
     browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
@@ -583,6 +586,43 @@ describe("a newcomer's journey through the web application", () => {
       return rows.length > 0 && rows.every((t) => /key\./.test(t));
     }).toBe(true);
     await page.getByLabel("Show").selectOption({ label: "Everything" });
+  });
+
+  it("adds an alert webhook on the Alerts page, shows its secret once, sends a test and lists its delivery", async () => {
+    const got: { body: string; signature: string }[] = [];
+    const receiver = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString()));
+      req.on("end", () => {
+        got.push({ body, signature: String(req.headers["webhook-signature"]) });
+        res.end("ok");
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+    try {
+      await nav("Alerts");
+      await page.getByRole("heading", { name: "No alerts yet" }).waitFor();
+      await page.getByRole("button", { name: "Add webhook" }).click();
+      const form = page.getByTestId("add-alert");
+      await form.getByLabel("URL").fill(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/slack`);
+      await form.getByLabel("Name").fill("#ops");
+      await form.getByLabel("A token budget reaches 80% and 100%").check();
+      await shot("alert-form");
+      await form.getByRole("button", { name: "Add webhook" }).click();
+      const secret = await page.getByTestId("new-alert").getByTestId("new-key-secret").locator("code").textContent();
+      expect(secret).toMatch(/^whsec_/);
+      await page.getByRole("button", { name: "Done" }).click();
+      const row = page.getByTestId("alerts").locator("tr", { hasText: "#ops" });
+      await expect.poll(() => row.textContent()).toContain("A token budget reaches 80% and 100%");
+      await row.getByRole("button", { name: "Send test" }).click();
+      await expect.poll(() => page.getByTestId("deliveries").locator("tbody tr").first().textContent(), { timeout: 10_000 }).toMatch(/alert\.test\s*delivered\s*1\s*200/);
+      expect(got).toHaveLength(1);
+      expect(JSON.parse(got[0]!.body)).toMatchObject({ type: "alert.test", text: expect.stringContaining("#ops") });
+      expect(got[0]!.signature).toMatch(/^v1,/);
+      await shot("alerts");
+    } finally {
+      await new Promise<void>((r) => receiver.close(() => r()));
+    }
   });
 
   it("shows a user of another organization nothing of this one", async () => {

@@ -7,7 +7,7 @@ import express, { Router } from "express";
  * The web application's own pages (relay/web/src/router.ts): only these load the app, so every other
  * path (the gateway's, the APIs', a typo) keeps its JSON 404 in the documented envelope.
  */
-const APP_PAGES = /^\/(?:machines(?:\/[\w-]+)?|stacks(?:\/[\w-]+(?:\/edit)?)?|requests(?:\/[\w-]+)?|forge|keys|usage|users|audit|account)?\/?$/;
+const APP_PAGES = /^\/(?:machines(?:\/[\w-]+)?|stacks(?:\/[\w-]+(?:\/edit)?)?|requests(?:\/[\w-]+)?|forge|keys|usage|users|audit|alerts|account)?\/?$/;
 /** Paths of the relay's APIs and files: a miss there is always the JSON 404, whoever asks. */
 const API_PATHS = /^\/(?:v1|admin|auth|assets|metrics|health|install|agent)(?:[/.]|$)/i;
 

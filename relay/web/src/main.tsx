@@ -22,6 +22,7 @@ import { StacksPage } from "./pages/stacks/stacks-page.js";
 import { UsagePage } from "./pages/usage/usage-page.js";
 import { UsersPage } from "./pages/account/users-page.js";
 import { AuditPage } from "./pages/audit/audit-page.js";
+import { AlertsPage } from "./pages/alerts/alerts-page.js";
 import { RequestPage } from "./pages/requests/request-page.js";
 import { RequestsPage } from "./pages/requests/requests-page.js";
 import { OverviewPage } from "./pages/overview/overview-page.js";
@@ -41,6 +42,7 @@ const PAGE_TITLES: Record<Route["page"], string> = {
   usage: "Usage",
   users: "Users",
   audit: "Audit",
+  alerts: "Alerts",
   requests: "Requests",
   request: "Request",
   account: "Account",
@@ -71,6 +73,8 @@ function Page({ route }: { route: Route }) {
       return <UsersPage />;
     case "audit":
       return <AuditPage />;
+    case "alerts":
+      return <AlertsPage />;
     case "requests":
       return <RequestsPage />;
     case "request":

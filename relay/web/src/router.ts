@@ -11,6 +11,7 @@ export type Route =
   | { page: "usage" }
   | { page: "users" }
   | { page: "audit" }
+  | { page: "alerts" }
   | { page: "requests" }
   | { page: "request"; id: string }
   | { page: "account" }
@@ -26,6 +27,6 @@ export function parseRoute(path: string): Route {
   if (first === "stacks" && parts.length === 3 && parts[2] === "edit") return { page: "stack-edit", id: second! };
   if (first === "stacks" && parts.length <= 2) return second ? { page: "stack", id: second } : { page: "stacks" };
   if (first === "requests" && parts.length <= 2) return second ? { page: "request", id: second } : { page: "requests" };
-  if (parts.length === 1 && (first === "forge" || first === "keys" || first === "usage" || first === "users" || first === "audit" || first === "account")) return { page: first };
+  if (parts.length === 1 && (first === "forge" || first === "keys" || first === "usage" || first === "users" || first === "audit" || first === "alerts" || first === "account")) return { page: first };
   return { page: "not-found" };
 }

@@ -5,6 +5,7 @@ export type {
   AdminEvent,
   AdminEventType,
   AdminRoute,
+  AlertWebhook,
   ApiKey,
   AuditAction,
   AuditEvent,

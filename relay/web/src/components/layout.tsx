@@ -15,6 +15,7 @@ const NAV: { href: string; label: string; pages: Route["page"][]; adminOnly?: bo
   { href: "/usage", label: "Usage", pages: ["usage"] },
   { href: "/requests", label: "Requests", pages: ["requests", "request"] },
   { href: "/users", label: "People", pages: ["users"] },
+  { href: "/alerts", label: "Alerts", pages: ["alerts"], adminOnly: true },
   { href: "/audit", label: "Audit log", pages: ["audit"], adminOnly: true },
 ];
 
