@@ -164,6 +164,10 @@ export interface RelayConfig {
   readonly alertsFirstRetryMs: number;
   /** How often the relay looks for alert events (machines offline, budgets, error rates, expiring keys), ms. @default 15000 */
   readonly alertsCheckMs: number;
+  /** Identity providers may be plain http and private addresses (a Keycloak on the company's network, tests). @default false */
+  readonly ssoAllowPrivate: boolean;
+  /** How long a session opened through an identity provider lasts, hours (then its person signs in there again). @default 12 */
+  readonly ssoSessionHours: number;
   /** The most stacks one organization may have (a tenant cannot grow the relays' memory and work without end). @default 10000 */
   readonly maxStacksPerOrg: number;
   /** The most keys (not revoked) one person may have made; the operator's admin token is not counted. @default 1000 */

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 
 /** The HTTP methods the admin API uses. */
-export type Method = "GET" | "POST" | "PATCH" | "DELETE";
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 /**
  * One route of the contract. Its key in the route table is `METHOD /path` with `:name` for path parameters

@@ -17,6 +17,11 @@ export const SESSION_ROUTES = {
   /** The current session (401 when none). */
   "GET /auth/v1/session": route({ response: answer<SessionInfo>() }),
   "POST /auth/v1/sign-out": route({ response: answer<{ signed_out: true }>() }),
+  /**
+   * The organizations' single sign-on buttons, for the sign-in page (anyone): each `{org, label}`, where
+   * `/auth/v1/sso/{org}/start` begins the sign-in.
+   */
+  "GET /auth/v1/sso": route({ response: answer<{ object: "list"; data: { org: string; label: string }[] }>() }),
   /** Changes the signed-in user's password; its other sessions end. */
   "POST /auth/v1/password": route({
     body: z.strictObject({ current_password: filled("Enter your current password."), new_password: newPassword("Enter a new password.") }),

@@ -1,14 +1,11 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { isIP, type LookupFunction } from "node:net";
-import { addressClass, answerLookup, resolveHost, type ResolveHost } from "../../proto/index.js";
+import { isIP } from "node:net";
+import { addressClass } from "../../proto/index.js";
+import { checkedLookup, type OutboundReach } from "../outbound/checked-lookup.js";
 
-/** What sending a webhook may reach. */
-export interface WebhookReach {
-  /** Plain `http` and private, loopback and link-local addresses too (`MAKINA_ALERTS_ALLOW_PRIVATE=1`). */
-  allowPrivate: boolean;
-  resolve?: ResolveHost;
-}
+/** What sending a webhook may reach (`allowPrivate`: `MAKINA_ALERTS_ALLOW_PRIVATE=1`). */
+export type WebhookReach = OutboundReach;
 
 /** Why a webhook URL cannot be sent to, or null when it can (as far as can be told before its host is resolved). */
 export function webhookUrlProblem(text: string, reach: WebhookReach): string | null {
@@ -35,17 +32,7 @@ export function postWebhook(url: string, body: string, headers: Record<string, s
   const problem = webhookUrlProblem(url, reach);
   if (problem) return Promise.reject(new Error(`the URL ${problem}`));
   const target = new URL(url);
-  const resolve = reach.resolve ?? resolveHost;
-  const lookup: LookupFunction = (hostname, options, callback) => {
-    resolve(hostname).then(
-      (addresses) => {
-        const refused = reach.allowPrivate ? undefined : addresses.find((a) => addressClass(a) !== "public");
-        if (addresses.length === 0 || refused !== undefined) return callback(new Error(`${hostname} resolves to ${refused ?? "nothing"}, not a public address`), "", 4);
-        answerLookup(addresses, options, callback);
-      },
-      (err: Error) => callback(err, "", 4),
-    );
-  };
+  const lookup = checkedLookup(reach);
   const request = target.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolveStatus, reject) => {
     const req = request(

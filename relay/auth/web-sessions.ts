@@ -81,16 +81,23 @@ export class WebSessions {
     if (!ok || !found) return { ok: false, reason: found ? "wrong password" : "unknown login", user: found && withoutHash(found) };
     // Told only to whoever knows the password.
     if (found.disabledAt !== null) return { ok: false, reason: "disabled", user: withoutHash(found) };
-    const user = withoutHash(found);
+    return { ok: true, session: await this.open(withoutHash(found)) };
+  }
+
+  /**
+   * Opens a session for a user whose identity was checked another way (its organization's identity provider),
+   * lasting `ttlMs` at most (the relay's session length by default).
+   */
+  async open(user: User, ttlMs = this.ttlMs): Promise<SessionUser & { cookie: string; expiresAt: number }> {
     const cookie = token();
     const csrfToken = token();
     const now = this.now();
     const sessionHash = hashSecret(cookie);
     // Sessions nobody signed out of are swept here, so the table holds live sessions only.
     await this.store.sessions.deleteExpired(now);
-    const expiresAt = now + this.ttlMs;
+    const expiresAt = now + Math.min(ttlMs, this.ttlMs);
     await this.store.sessions.create(sessionHash, { userId: user.id, csrfToken, createdAt: now, expiresAt });
-    return { ok: true, session: { user, csrfToken, sessionHash, cookie, expiresAt } };
+    return { user, csrfToken, sessionHash, cookie, expiresAt };
   }
 
   /** The user of a session cookie, or undefined when it is unknown, expired or its user is gone. */

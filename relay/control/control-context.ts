@@ -7,6 +7,7 @@ import { MakinaError, type MachineLog } from "../../proto/index.js";
 import type { Machine, Stack, Store } from "../store/index.js";
 import type { BudgetLine } from "../limits/index.js";
 import type { AlertDeps } from "./alerts.js";
+import type { SsoDeps } from "./sso-settings.js";
 import type { RequestLog, UsageRecorder } from "../usage/index.js";
 import type { ModelFiles } from "./model-files.js";
 import type { ModelInspector } from "./model-inspector.js";
@@ -58,6 +59,8 @@ export interface ControlDeps {
   budgetSpent?: (line: BudgetLine) => Promise<number>;
   /** Where alerts go out (absent: this relay sends none). */
   alerts?: AlertDeps;
+  /** How people sign in through their organization's identity provider (absent: no single sign-on). */
+  sso?: SsoDeps;
 }
 
 /**

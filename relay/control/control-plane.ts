@@ -2,6 +2,7 @@ import type { Actor } from "../auth/index.js";
 import type { Overview } from "../admin-contract/index.js";
 import { Activity } from "./activity.js";
 import { Alerts } from "./alerts.js";
+import { SsoSettings } from "./sso-settings.js";
 import { bootstrap, type BootstrapInput, type Bootstrapped } from "./bootstrap.js";
 import { ControlContext, type ControlDeps } from "./control-context.js";
 import { Keys } from "./keys.js";
@@ -29,6 +30,7 @@ export class ControlPlane {
   readonly signIns: SignIns;
   readonly activity: Activity;
   readonly alerts: Alerts;
+  readonly sso: SsoSettings;
   private readonly c: ControlContext;
 
   constructor(deps: ControlDeps) {
@@ -41,6 +43,7 @@ export class ControlPlane {
     this.signIns = new SignIns(this.c);
     this.activity = new Activity(this.c);
     this.alerts = new Alerts(this.c);
+    this.sso = new SsoSettings(this.c);
   }
 
   /** The overview of an organization (or one of its machines or stacks), for anyone of it. */

@@ -2,6 +2,7 @@ export { ControlPlane } from "./control-plane.js";
 export type { ControlDeps, LinkWhereabouts } from "./control-context.js";
 export type { OrgFinder } from "./policy.js";
 export type { OrgKeyDefaults } from "./orgs.js";
+export type { SsoDeps, SsoInput, SsoView } from "./sso-settings.js";
 export type { Joining } from "./machines.js";
 export type { KeyInput, KeyPageQuery, KeyView } from "./keys.js";
 export type { StackEdit, StackEdited, StackInput } from "./stacks.js";

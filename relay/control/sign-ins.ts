@@ -14,6 +14,14 @@ export class SignIns {
   async signIn(login: string, password: string, address: string): Promise<SessionUser & { cookie: string; expiresAt: number }> {
     const result = await this.c.deps.sessions.signIn(login, password, address);
     const user = result.ok ? result.session.user : result.user;
+    // An organization that signs in through its provider lets only its break-glass admin use a password (said
+    // only to whoever knows the password, as a disabled account is).
+    const sso = result.ok ? await this.c.store.sso.get(result.session.user.orgId) : undefined;
+    if (result.ok && sso?.passwords === "break_glass" && sso.breakGlassLogin !== result.session.user.login) {
+      await this.c.deps.sessions.signOut(result.session);
+      await this.c.deps.audit.record({ orgId: sso.orgId, action: "sign_in", outcome: "failure", actor: { kind: "user", id: result.session.user.id, login: result.session.user.login }, address, target: null, detail: { reason: "passwords off: single sign-on only" } });
+      throw new MakinaError("invalid_credentials", `Your organization signs in with single sign-on: use "Sign in with ${sso.label}".`, { param: "login" });
+    }
     await this.c.deps.audit.record({
       orgId: user?.orgId ?? null,
       action: "sign_in",

@@ -11,6 +11,7 @@ import type { Shared } from "./relay-parts.js";
 import type { ChangeFeed } from "../cluster/index.js";
 import type { GatewayDirectory } from "../routing/index.js";
 import type { AlertDeps } from "../control/alerts.js";
+import type { SsoDeps } from "../control/index.js";
 
 
 /**
@@ -63,10 +64,10 @@ export async function startBooks(s: Shared, store: Store) {
 /** The control plane, on what the relay has started. */
 export function controlPlane(
   s: Shared,
-  d: { store: Store; directory: GatewayDirectory; deployer: Deployer; feed: ChangeFeed | undefined; machines: MachineReach; linkCaSha256: string | null; tlsOn: boolean; audit: AuditLog; sessions: WebSessions; usage: UsageRecorder; requests: RequestLog; limiter: Limiter; alerts?: AlertDeps },
+  d: { store: Store; directory: GatewayDirectory; deployer: Deployer; feed: ChangeFeed | undefined; machines: MachineReach; linkCaSha256: string | null; tlsOn: boolean; audit: AuditLog; sessions: WebSessions; usage: UsageRecorder; requests: RequestLog; limiter: Limiter; alerts?: AlertDeps; sso?: SsoDeps },
 ): ControlPlane {
   const { config, registry, events, here } = s;
-  const { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter, alerts } = d;
+  const { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter, alerts, sso } = d;
   return new ControlPlane({
     store,
     deployer,
@@ -88,5 +89,6 @@ export function controlPlane(
     caps: { stacksPerOrg: config.maxStacksPerOrg, keysPerPerson: config.maxKeysPerPerson },
     budgetSpent: (line) => limiter.spent(line),
     alerts,
+    sso,
   });
 }

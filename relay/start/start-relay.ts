@@ -1,3 +1,4 @@
+import { ssoDeps } from "./start-sso.js";
 import { startAlerts } from "./start-alerts.js";
 import { createLogger, inProcessDialer, Parts, type LinkCredentials, type LinkDialer, type Logger, type PartState } from "../../proto/index.js";
 import { settingOf, type RelayConfig } from "../config.js";
@@ -156,7 +157,8 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
   const linkCaSha256 = tls?.caSha256 ?? null;
   const sessions = new WebSessions(store);
   here.userChanged = (userId) => sessions.userChanged(userId);
-  const control = controlPlane(s, { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter, alerts: alerts.deps });
+  const sso = ssoDeps(s, { store, vault, sessions, audit });
+  const control = controlPlane(s, { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter, alerts: alerts.deps, sso });
   const apps = createRelayApp(
     {
       storage,

@@ -12,6 +12,7 @@ import { AuditEventStore } from "./audit-events.js";
 import { RequestLogStore } from "./request-log.js";
 import { SignInStore } from "./sign-ins.js";
 import { AlertStore } from "./alerts.js";
+import { SsoStore } from "./sso.js";
 
 export { slugify, type Organization } from "./organizations.js";
 export type { User } from "./users.js";
@@ -25,6 +26,7 @@ export type { SignInStore, FailureCount } from "./sign-ins.js";
 export type { AuditActor, AuditEvent, AuditFilter } from "./audit-events.js";
 export type { RequestLogEntry, NewRequestLogEntry, RequestFilter, CapturedExchange, FiguresScope, RequestFigures, MinuteFigures } from "./request-log.js";
 export type { StoreChange, ChangeListener } from "./change-notices.js";
+export type { SsoStore, OrgSso, SsoFlow } from "./sso.js";
 export type { AlertStore, AlertWebhook, AlertDelivery, AlertWebhookFields } from "./alerts.js";
 export type { SettingsStore, SettingSwap } from "./settings.js";
 export { type DatabaseLocation, type Db, databaseNowMs } from "./open-database.js";
@@ -52,6 +54,7 @@ export interface Store {
   readonly audit: AuditEventStore;
   readonly requests: RequestLogStore;
   readonly alerts: AlertStore;
+  readonly sso: SsoStore;
   close(): Promise<void>;
 }
 
@@ -87,6 +90,7 @@ export async function openStore(
     audit: new AuditEventStore(db),
     requests: new RequestLogStore(db, database.dialect, database.appendRows),
     alerts: new AlertStore(db),
+    sso: new SsoStore(db),
     close: () =>
       (closing ??= (async () => {
         try {

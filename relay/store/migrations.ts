@@ -435,6 +435,35 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX alert_deliveries_due ON alert_deliveries(state, next_at);
   CREATE INDEX alert_deliveries_webhook ON alert_deliveries(webhook_id, created_at);
   `,
+  `
+  -- An organization's single sign-on: its OpenID provider (the client secret is sealed in the settings), the
+  -- claim that carries groups and the groups that make an admin, what its button says, and whether passwords
+  -- still sign in ('everyone', or 'break_glass': only the login named).
+  CREATE TABLE org_sso (
+    org_id TEXT PRIMARY KEY,
+    issuer TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    role_claim TEXT,
+    admin_groups_json TEXT NOT NULL,
+    passwords TEXT NOT NULL CHECK (passwords IN ('everyone', 'break_glass')),
+    break_glass_login TEXT,
+    updated_at BIGINT NOT NULL
+  );
+  -- The provider's subject a person signs in as (null: a person with a password only).
+  ALTER TABLE users ADD COLUMN sso_subject TEXT;
+  CREATE UNIQUE INDEX users_sso_subject ON users(org_id, sso_subject);
+  -- Sign-ins under way through a provider, by the hash of their state: what the callback checks, used once.
+  CREATE TABLE sso_flows (
+    state_hash TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    browser_hash TEXT NOT NULL,
+    code_verifier TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    redirect_uri TEXT NOT NULL,
+    created_at BIGINT NOT NULL
+  );
+  `,
 ];
 
 /** The SQL of migration `v` for a dialect: `{{WITHOUT_ROWID}}` resolved, `{{POSTGRES}}…{{/POSTGRES}}` kept only on PostgreSQL. */

@@ -23,6 +23,27 @@ export interface Tables {
     role: "admin" | "member";
     created_at: number;
     disabled_at: number | null;
+    sso_subject: Generated<string | null>;
+  };
+  org_sso: {
+    org_id: string;
+    issuer: string;
+    client_id: string;
+    label: string;
+    role_claim: string | null;
+    admin_groups_json: string;
+    passwords: "everyone" | "break_glass";
+    break_glass_login: string | null;
+    updated_at: number;
+  };
+  sso_flows: {
+    state_hash: string;
+    org_id: string;
+    browser_hash: string;
+    code_verifier: string;
+    nonce: string;
+    redirect_uri: string;
+    created_at: number;
   };
   machines: {
     id: string;

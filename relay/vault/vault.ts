@@ -39,6 +39,11 @@ export class Vault {
     return stored;
   }
 
+  /** Stores the secret `name` (sealed), replacing what was there. */
+  async set(name: string, value: string): Promise<void> {
+    await this.settings.set(name, this.usable().seal(name, value));
+  }
+
   private usable(): SecretsKey {
     if (this.key instanceof SecretsKeyError) throw this.key;
     return this.key;

@@ -67,10 +67,10 @@ function refuseUndeclared(spec: MountedSpec, req: Request): void {
 }
 
 /** The route's method and path, refused unless the path is under `prefix` (where the router's authentication is). */
-function placeOf(key: AdminRoute, prefix: string): { method: "get" | "post" | "patch" | "delete"; path: string } {
+function placeOf(key: AdminRoute, prefix: string): { method: "get" | "post" | "put" | "patch" | "delete"; path: string } {
   const [method, path] = key.split(" ") as [Method, string];
   if (!path.startsWith(prefix)) throw new Error(`The admin route '${key}' is not under ${prefix}, where its authentication is.`);
-  return { method: method.toLowerCase() as "get" | "post" | "patch" | "delete", path };
+  return { method: method.toLowerCase() as "get" | "post" | "put" | "patch" | "delete", path };
 }
 
 /**

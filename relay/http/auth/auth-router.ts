@@ -5,7 +5,7 @@ import type { SessionUser, WebSessions } from "../../auth/index.js";
 import type { ControlPlane } from "../../control/index.js";
 import { jsonBody } from "../json-body.js";
 import { mountRoutes, type RouteHandlers } from "../admin/mount-routes.js";
-import { setSessionCookie } from "./cookies.js";
+import { readCookie, setFlowCookie, setSessionCookie, SSO_FLOW_COOKIE } from "./cookies.js";
 import { requestSession, requireCsrf } from "./request-auth.js";
 
 /** What a sign-in handler reads and writes besides its body: the cookie. */
@@ -47,6 +47,7 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
       return view(s);
     },
     "GET /auth/v1/session": async (_input, { req }) => view(await current(req)),
+    "GET /auth/v1/sso": async () => ({ object: "list" as const, data: await control.sso.buttons() }),
     "POST /auth/v1/sign-out": async (_input, { req, res }) => {
       await control.signIns.signOut(await withCsrf(req));
       setSessionCookie(req, res, "", 0);
@@ -59,6 +60,25 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
       return { changed: true };
     },
   };
+  // Single sign-on: the browser goes to the provider, and comes back here; a refusal goes back to the sign-in page, said.
+  const toSignIn = (res: Response, err: unknown) => res.redirect(303, `/?sso_error=${encodeURIComponent(MakinaError.from(err).message)}`);
+  r.get("/auth/v1/sso/:org/start", (req, res) => {
+    control.sso.start(String(req.params.org)).then(({ url, browser }) => {
+      setFlowCookie(req, res, browser, 600_000);
+      res.redirect(303, url);
+    }, (err: unknown) => toSignIn(res, err));
+  });
+  r.get("/auth/v1/sso/callback", (req, res) => {
+    const query = new URLSearchParams(req.originalUrl.slice(req.originalUrl.indexOf("?") + 1));
+    control.sso.finish(query, readCookie(req, SSO_FLOW_COOKIE), req.ip ?? "unknown").then((s) => {
+      setFlowCookie(req, res, "", 0);
+      setSessionCookie(req, res, s.cookie, s.expiresAt - Date.now());
+      res.redirect(303, "/");
+    }, (err: unknown) => {
+      setFlowCookie(req, res, "", 0);
+      toSignIn(res, err);
+    });
+  });
   mountRoutes(r, "/auth/v1/", handlers, (req, res) => ({ req, res }));
   return r;
 }

@@ -30,6 +30,19 @@ export function readCookie(req: Request, name: string): string | undefined {
   return undefined;
 }
 
+/** The cookie that ties a sign-in through a provider to the browser that began it. */
+export const SSO_FLOW_COOKIE = "makina_sso_flow";
+
+/**
+ * Sets (or clears) the single sign-on flow's cookie: HttpOnly, for the callback's path only, and SameSite=Lax,
+ * since the provider's page sends the browser back (a navigation from another site, which Strict would strip).
+ */
+export function setFlowCookie(req: Request, res: Response, value: string, maxAgeMs: number): void {
+  const parts = [`${SSO_FLOW_COOKIE}=${encodeURIComponent(value)}`, "Path=/auth/v1/sso/callback", "HttpOnly", "SameSite=Lax", `Max-Age=${Math.max(0, Math.round(maxAgeMs / 1000))}`];
+  if (req.secure) parts.push("Secure");
+  res.append("set-cookie", parts.join("; "));
+}
+
 /** Sets (or, with `maxAgeMs` 0, clears) the session cookie: HttpOnly, SameSite=Strict, and Secure (and `__Host-`) under HTTPS. */
 export function setSessionCookie(req: Request, res: Response, value: string, maxAgeMs: number): void {
   const parts = [`${sessionCookieName(req)}=${encodeURIComponent(value)}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${Math.max(0, Math.round(maxAgeMs / 1000))}`];

@@ -1,0 +1,133 @@
+import { MakinaError } from "../../proto/index.js";
+import type { Actor } from "../auth/index.js";
+import type { OutboundReach } from "../outbound/checked-lookup.js";
+import type { SingleSignOn } from "../sso/single-sign-on.js";
+import type { OrgSso } from "../store/index.js";
+import { given, type ControlContext, type Given } from "./control-context.js";
+
+/** What the control plane signs people in through providers with (absent: a relay without single sign-on). */
+export interface SsoDeps {
+  signOn: SingleSignOn;
+  secrets: { set(orgId: string, secret: string): Promise<void>; read(orgId: string): Promise<string | undefined>; forget(orgId: string): Promise<void> };
+  reach: OutboundReach;
+}
+
+/** What an admin sets: the provider, and who may still use a password. The client secret only when it changes. */
+export interface SsoInput {
+  issuer: string;
+  clientId: string;
+  clientSecret?: string;
+  label: string;
+  roleClaim: string | null;
+  adminGroups: string[];
+  passwords: OrgSso["passwords"];
+  breakGlassLogin: string | null;
+}
+
+/** An organization's single sign-on as admins see it: never its client secret. */
+export type SsoView = Omit<OrgSso, "updatedAt"> & { hasSecret: boolean; updatedAt: number };
+
+/** An organization's single sign-on: its admins set, read and remove it. */
+export class SsoSettings {
+  constructor(private readonly c: ControlContext) {}
+
+  private deps(): SsoDeps {
+    const s = this.c.deps.sso;
+    if (!s) throw new MakinaError("unsupported_endpoint", "This relay has no single sign-on.");
+    return s;
+  }
+
+  /** Where providers send people back: the relay's public URL's `/auth/v1/sso/callback` (to register at the provider). */
+  redirectUri(): string {
+    return `${this.c.deps.link().relayUrl.replace(/\/+$/, "")}/auth/v1/sso/callback`;
+  }
+
+  /** The sign-in page's buttons: each organization with single sign-on, by slug, and its label (public: anyone sees them). */
+  async buttons(): Promise<{ org: string; label: string }[]> {
+    const out: { org: string; label: string }[] = [];
+    for (const sso of await this.c.store.sso.list()) {
+      const org = this.c.deps.findOrg(sso.orgId);
+      if (org) out.push({ org: org.slug, label: sso.label });
+    }
+    return out;
+  }
+
+  /** Begins a sign-in through an organization's provider: where the browser goes, and the cookie that ties it to the flow. */
+  async start(orgSlug: string): Promise<{ url: string; browser: string }> {
+    const org = this.c.deps.findOrg(orgSlug);
+    const sso = org && (await this.c.store.sso.get(org.id));
+    if (!sso) throw new MakinaError("not_found", `No single sign-on for '${orgSlug}'.`, { param: "org" });
+    return this.deps().signOn.start(sso, this.redirectUri());
+  }
+
+  /** Finishes a sign-in through a provider (see {@link SingleSignOn.finish}). */
+  finish(query: URLSearchParams, browser: string | undefined, address: string) {
+    return this.deps().signOn.finish(query, browser, address);
+  }
+
+  async get(actor: Actor, orgRef: string): Promise<SsoView | null> {
+    const policy = this.c.policy(actor);
+    policy.requireAdmin("read the organization's single sign-on");
+    const sso = await this.c.store.sso.get(policy.org(orgRef).id);
+    return sso ? { ...sso, hasSecret: (await this.deps().secrets.read(sso.orgId)) !== undefined } : null;
+  }
+
+  /**
+   * Sets the organization's provider, after reading its discovery document with these settings (so a wrong
+   * issuer or secret-less first setting is said now, not at someone's sign-in).
+   */
+  async set(actor: Actor, orgRef: string, asked: Given<SsoInput>): Promise<SsoView> {
+    const policy = this.c.policy(actor);
+    policy.requireAdmin("set the organization's single sign-on");
+    const org = policy.org(orgRef);
+    const input = given(asked);
+    const deps = this.deps();
+    const issuer = issuerProblem(input.issuer, deps.reach);
+    if (issuer) throw new MakinaError("invalid_value", `'issuer' ${issuer}.`, { param: "issuer" });
+    await deps.signOn.discover(input.issuer.replace(/\/+$/, ""), input.clientId);
+    const had = await this.c.store.sso.get(org.id);
+    if (input.clientSecret === undefined && (await deps.secrets.read(org.id)) === undefined) {
+      throw new MakinaError("missing_required_parameter", "Missing required parameter: 'client_secret' (the provider's secret for this client; it is kept sealed and never shown again).", { param: "client_secret" });
+    }
+    if (input.passwords === "break_glass") {
+      const admin = input.breakGlassLogin ? await this.c.store.users.findByLogin(input.breakGlassLogin) : undefined;
+      if (!admin || admin.orgId !== org.id || admin.role !== "admin" || admin.disabledAt !== null) {
+        throw new MakinaError("invalid_value", "'break_glass_login' must be the login of an enabled admin of this organization: the one person who may still sign in with a password when the provider is down.", { param: "break_glass_login" });
+      }
+    }
+    const sso: OrgSso = { orgId: org.id, issuer: input.issuer.replace(/\/+$/, ""), clientId: input.clientId, label: input.label, roleClaim: input.roleClaim, adminGroups: input.adminGroups, passwords: input.passwords, breakGlassLogin: input.passwords === "break_glass" ? input.breakGlassLogin : null, updatedAt: Date.now() };
+    if (input.clientSecret !== undefined) await deps.secrets.set(org.id, input.clientSecret);
+    await this.c.store.sso.put(sso);
+    deps.signOn.forget(org.id);
+    await this.c.record(actor, {
+      orgId: org.id,
+      action: "sso.configured",
+      target: { kind: "org", id: org.id, name: org.name },
+      detail: { issuer: sso.issuer, client_id: sso.clientId, role_claim: sso.roleClaim, admin_groups: sso.adminGroups, passwords: sso.passwords, break_glass_login: sso.breakGlassLogin, client_secret_changed: input.clientSecret !== undefined, first: had === undefined },
+    });
+    return { ...sso, hasSecret: true };
+  }
+
+  async remove(actor: Actor, orgRef: string): Promise<void> {
+    const policy = this.c.policy(actor);
+    policy.requireAdmin("remove the organization's single sign-on");
+    const org = policy.org(orgRef);
+    await this.c.store.sso.delete(org.id);
+    await this.deps().secrets.forget(org.id);
+    this.deps().signOn.forget(org.id);
+    await this.c.record(actor, { orgId: org.id, action: "sso.removed", target: { kind: "org", id: org.id, name: org.name } });
+  }
+}
+
+/** Why an issuer URL cannot be used, or null. */
+function issuerProblem(text: string, reach: OutboundReach): string | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return "must be the provider's issuer URL, such as https://login.example.com/realms/acme";
+  }
+  if (url.protocol !== "https:" && !(reach.allowPrivate && url.protocol === "http:")) return "must be an https URL (plain http only where the operator allows private providers: MAKINA_SSO_ALLOW_PRIVATE=1)";
+  if (url.search || url.hash || url.username) return "must be the issuer itself: no query, fragment or credentials";
+  return null;
+}

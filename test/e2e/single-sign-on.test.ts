@@ -1,0 +1,210 @@
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { exportJWK, generateKeyPair, SignJWT, decodeJwt, type CryptoKey } from "jose";
+import Provider from "oidc-provider";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { silentLogger } from "../../proto/index.js";
+import { resolveRelayConfig } from "../../relay/index.js";
+import { hashPassword } from "../../relay/keys/index.js";
+import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
+import { chromiumPath } from "../helpers/chromium.js";
+import { REPO_ROOT } from "../helpers/models.js";
+import { OP } from "../helpers/operator.js";
+
+const SHOTS = join(REPO_ROOT, "test-output", "screenshots");
+
+/**
+ * Single sign-on against a real OpenID provider (`oidc-provider`, a certified implementation) on loopback, in
+ * Chromium: its development sign-in page takes any login. Logins starting `admin` are in the `makina-admins`
+ * group. The provider's token answers can be changed on their way (`tamper`): its ID token signed again with the
+ * provider's own key, with another audience or an expiry past, as a provider with a bug or an attacker would send.
+ */
+describe("single sign-on with an OpenID provider", () => {
+  let relay: Relay;
+  let dataDir: string;
+  let browser: Browser;
+  let idp: Server;
+  let issuer = "";
+  let key: CryptoKey;
+  let kid = "";
+  let tamper: ((claims: Record<string, unknown>) => Record<string, unknown>) | null = null;
+  /** The key the changed ID token is signed with: the provider's, unless a test says another. */
+  let signWith: CryptoKey | null = null;
+  let orgId = "";
+
+  const admin = async <T>(method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${relay.adminUrl}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${relay.adminToken}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as T };
+  };
+
+  /** Signs in through the provider in a fresh browser: the provider's page takes `login`; resolves on the relay's page. */
+  const signInThrough = async (login: string): Promise<Page> => {
+    const page = await (await browser.newContext({ viewport: { width: 1100, height: 760 } })).newPage();
+    page.setDefaultTimeout(20_000);
+    await page.goto(relay.url);
+    await page.getByRole("link", { name: "Sign in with Acme ID" }).click();
+    await page.locator('input[name="login"]').fill(login);
+    await page.locator('input[name="password"]').fill("anything");
+    await page.getByRole("button", { name: "Sign-in" }).click();
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.waitForURL((u) => u.origin === new URL(relay.url).origin && !u.pathname.startsWith("/auth/"));
+    return page;
+  };
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    const pair = await generateKeyPair("RS256", { extractable: true });
+    key = pair.privateKey;
+    const jwk = { ...(await exportJWK(pair.privateKey)), kid: "test-key", alg: "RS256", use: "sig" };
+    kid = jwk.kid;
+    idp = createServer();
+    await new Promise<void>((r) => idp.listen(0, "127.0.0.1", r));
+    issuer = `http://127.0.0.1:${(idp.address() as AddressInfo).port}`;
+    dataDir = mkdtempSync(join(tmpdir(), "makina-sso-"));
+    relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", ssoAllowPrivate: true } }), { log: silentLogger() });
+    const provider = new Provider(issuer, {
+      clients: [{ client_id: "makina", client_secret: "makina-client-secret", redirect_uris: [`${relay.url}/auth/v1/sso/callback`], grant_types: ["authorization_code"], response_types: ["code"] }],
+      jwks: { keys: [jwk] },
+      cookies: { keys: ["test-cookie-key"] },
+      claims: { openid: ["sub"], email: ["email"], profile: ["preferred_username", "groups"] },
+      conformIdTokenClaims: false,
+      findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub, email: `${sub}@acme.test`, preferred_username: sub, groups: sub.startsWith("admin") ? ["makina-admins", "staff"] : ["staff"] }) }),
+    });
+    const handle = provider.callback();
+    idp.on("request", (req: IncomingMessage, res: ServerResponse) => {
+      if (!tamper || !req.url?.startsWith("/token")) return void handle(req, res);
+      // The token answer, changed on its way: the ID token's claims changed and signed again with the provider's key.
+      const chunks: Buffer[] = [];
+      const change = tamper;
+      res.write = ((c: Buffer | string) => (chunks.push(Buffer.from(c)), true)) as typeof res.write;
+      const end = res.end.bind(res);
+      res.end = ((c?: Buffer | string) => {
+        if (c) chunks.push(Buffer.from(c));
+        const answer = JSON.parse(Buffer.concat(chunks).toString()) as { id_token: string };
+        void new SignJWT(change(decodeJwt(answer.id_token)))
+          .setProtectedHeader({ alg: "RS256", kid })
+          .sign(signWith ?? key)
+          .then((signed) => {
+            const body = JSON.stringify({ ...answer, id_token: signed });
+            res.setHeader("content-length", Buffer.byteLength(body));
+            end(body);
+          });
+        return res;
+      }) as typeof res.end;
+      void handle(req, res);
+    });
+    const org = await relay.control.orgs.create(OP, { name: "Acme" });
+    orgId = org.id;
+    await relay.store.users.create({ orgId, login: "root", passwordHash: await hashPassword("break-glass-password"), role: "admin" });
+    await relay.store.users.create({ orgId, login: "carol", passwordHash: await hashPassword("carol-password-1"), role: "member" });
+    browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await relay?.stop();
+    await new Promise((r) => idp?.close(r));
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("is set up by an admin: the issuer read now, the secret never shown again, a wrong issuer refused", async () => {
+    const wrong = await admin<{ error: { param: string; message: string } }>("PUT", `/orgs/${orgId}/sso`, { issuer: `${issuer}/nowhere`, client_id: "makina", client_secret: "x", label: "Acme ID" });
+    expect([wrong.status, wrong.body.error.param]).toEqual([400, "issuer"]);
+    const set = await admin<Record<string, unknown>>("PUT", `/orgs/${orgId}/sso`, { issuer, client_id: "makina", client_secret: "makina-client-secret", label: "Acme ID", role_claim: "groups", admin_groups: ["makina-admins"] });
+    expect(set.status).toBe(200);
+    expect(set.body).toMatchObject({ issuer, client_id: "makina", has_secret: true, label: "Acme ID", redirect_uri: `${relay.url}/auth/v1/sso/callback`, passwords: "everyone" });
+    expect(JSON.stringify(set.body)).not.toContain("makina-client-secret");
+    expect(JSON.stringify((await admin("GET", `/orgs/${orgId}/sso`)).body)).not.toContain("makina-client-secret");
+  });
+
+  it("signs a person in through the provider: a member made on first sign-in, an admin from a group, found again by subject", async () => {
+    const page = await signInThrough("dana");
+    await page.getByRole("navigation", { name: "Main" }).waitFor();
+    await page.screenshot({ path: join(SHOTS, "sso-signed-in.png") });
+    const users = await relay.store.users.listByOrg(orgId);
+    expect(users.find((u) => u.login === "dana@acme.test")).toMatchObject({ role: "member", disabledAt: null });
+    const boss = await signInThrough("admin-eve");
+    await boss.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Audit log" }).click();
+    await boss.getByTestId("audit-table").waitFor();
+    expect((await relay.store.users.listByOrg(orgId)).find((u) => u.login === "admin-eve@acme.test")?.role).toBe("admin");
+    // Signed in again: the same person, not a new one.
+    await signInThrough("dana");
+    expect((await relay.store.users.listByOrg(orgId)).filter((u) => u.login.startsWith("dana"))).toHaveLength(1);
+    const audit = await relay.store.audit.list(orgId, { limit: 50 });
+    expect(audit.map((e) => e.action)).toEqual(expect.arrayContaining(["sso.user_created", "sso.sign_in"]));
+  });
+
+  it("refuses a wrong state, a replayed answer, a token for another audience, an expired ID token, and a person disabled here", async () => {
+    const refusal = async (page: Page) => (await page.getByTestId("sso-error").textContent()) ?? "";
+    // A callback no sign-in started.
+    const forged = await (await browser.newContext()).newPage();
+    await forged.goto(`${relay.url}/auth/v1/sso/callback?code=anything&state=made-up`);
+    expect(await refusal(forged)).toMatch(/unknown or was already used/);
+    // The provider's answer, captured and sent again: its state was used.
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    let answer = "";
+    page.on("request", (r) => {
+      if (r.url().includes("/auth/v1/sso/callback")) answer = r.url();
+    });
+    await page.goto(relay.url);
+    await page.getByRole("link", { name: "Sign in with Acme ID" }).click();
+    await page.locator('input[name="login"]').fill("frank");
+    await page.locator('input[name="password"]').fill("anything");
+    await page.getByRole("button", { name: "Sign-in" }).click();
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.getByRole("navigation", { name: "Main" }).waitFor();
+    // Sent again, with the browser's cookies: refused, and nobody signed in by it.
+    const cookies = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+    const replay = await fetch(answer, { redirect: "manual", headers: { cookie: cookies } });
+    expect(replay.status).toBe(303);
+    expect(decodeURIComponent(replay.headers.get("location") ?? "")).toMatch(/^\/\?sso_error=This sign-in is unknown or was already used/);
+    expect(replay.headers.getSetCookie().some((c) => c.startsWith("makina_session=") && !c.startsWith("makina_session=;"))).toBe(false);
+    // An ID token for another client, and one already expired, each signed by the provider's own key.
+    for (const [change, name] of [
+      [(c: Record<string, unknown>) => ({ ...c, aud: "another-client" }), "another audience"],
+      [(c: Record<string, unknown>) => ({ ...c, exp: Math.floor(Date.now() / 1000) - 3600, iat: Math.floor(Date.now() / 1000) - 7200 }), "expired"],
+    ] as const) {
+      tamper = change;
+      try {
+        const refused = await signInThrough("grace");
+        expect(await refusal(refused), name).toMatch(/identity provider's answer was refused/);
+      } finally {
+        tamper = null;
+      }
+    }
+    // Claims as the provider sent them, but signed by a key that is not the provider's.
+    tamper = (c) => c;
+    signWith = (await generateKeyPair("RS256")).privateKey;
+    try {
+      expect(await refusal(await signInThrough("grace"))).toMatch(/identity provider's answer was refused/);
+    } finally {
+      tamper = null;
+      signWith = null;
+    }
+    expect((await relay.store.users.listByOrg(orgId)).some((u) => u.login === "grace@acme.test")).toBe(false);
+    // Disabled here: the provider still vouches for them, the relay does not let them in.
+    const dana = (await relay.store.users.listByOrg(orgId)).find((u) => u.login === "dana@acme.test")!;
+    expect((await admin("PATCH", `/users/${dana.id}`, { disabled: true })).status).toBe(200);
+    expect(await refusal(await signInThrough("dana"))).toMatch(/This account is disabled/);
+    const reasons = (await relay.store.audit.list(orgId, { limit: 100 })).filter((e) => e.action === "sso.sign_in" && e.outcome === "failure").map((e) => (e.detail as { reason: string }).reason);
+    // (A state no sign-in started names no organization: recorded, but in no organization's log.)
+    expect(reasons).toEqual(expect.arrayContaining(["disabled", "provider answer refused: unexpected JWT claim value encountered", "provider answer refused: JWT timestamp claim value failed validation"]));
+  });
+
+  it("turns passwords off for everyone but the break-glass admin", async () => {
+    const off = await admin("PUT", `/orgs/${orgId}/sso`, { issuer, client_id: "makina", label: "Acme ID", role_claim: "groups", admin_groups: ["makina-admins"], passwords: "break_glass", break_glass_login: "root" });
+    expect(off.status).toBe(200);
+    const signIn = (login: string, password: string) => fetch(`${relay.url}/auth/v1/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ login, password }) });
+    const carol = await signIn("carol", "carol-password-1");
+    expect(carol.status).toBe(401);
+    expect(((await carol.json()) as { error: { message: string } }).error.message).toBe('Your organization signs in with single sign-on: use "Sign in with Acme ID".');
+    expect((await signIn("root", "break-glass-password")).status).toBe(200);
+    // The break-glass login must be an enabled admin of the organization.
+    const notAdmin = await admin<{ error: { param: string } }>("PUT", `/orgs/${orgId}/sso`, { issuer, client_id: "makina", label: "Acme ID", passwords: "break_glass", break_glass_login: "carol" });
+    expect([notAdmin.status, notAdmin.body.error.param]).toEqual([400, "break_glass_login"]);
+  });
+});
