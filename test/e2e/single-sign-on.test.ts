@@ -113,8 +113,29 @@ describe("single sign-on with an OpenID provider", () => {
   it("is set up by an admin: the issuer read now, the secret never shown again, a wrong issuer refused", async () => {
     const wrong = await admin<{ error: { param: string; message: string } }>("PUT", `/orgs/${orgId}/sso`, { issuer: `${issuer}/nowhere`, client_id: "makina", client_secret: "x", label: "Acme ID" });
     expect([wrong.status, wrong.body.error.param]).toEqual([400, "issuer"]);
-    const set = await admin<Record<string, unknown>>("PUT", `/orgs/${orgId}/sso`, { issuer, client_id: "makina", client_secret: "makina-client-secret", label: "Acme ID", role_claim: "groups", admin_groups: ["makina-admins"] });
+    // Set up from the web application: the People page, as the organization's admin.
+    const page = await (await browser.newContext({ viewport: { width: 1200, height: 1100 } })).newPage();
+    await page.goto(relay.url);
+    await page.getByLabel("Login").fill("root");
+    await page.getByLabel("Password").fill("break-glass-password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "People" }).click();
+    const panel = page.getByTestId("sso-settings");
+    await panel.getByRole("button", { name: "Set up…" }).click();
+    expect(await panel.locator("code").textContent()).toBe(`${relay.url}/auth/v1/sso/callback`);
+    await panel.getByLabel("Issuer URL").fill(issuer);
+    await panel.getByLabel("Button label").fill("Acme ID");
+    await panel.getByLabel("Client ID").fill("makina");
+    await panel.getByLabel("Client secret").fill("makina-client-secret");
+    await panel.getByLabel("Groups claim").fill("groups");
+    await panel.getByLabel("Admin groups").fill("makina-admins");
+    await page.screenshot({ path: join(SHOTS, "sso-settings.png") });
+    await panel.getByRole("button", { name: "Save single sign-on" }).click();
+    await expect.poll(() => panel.textContent()).toContain(`People sign in with Acme ID (${issuer}); passwords work too.`);
+    await page.context().close();
+    const set = await admin<Record<string, unknown>>("GET", `/orgs/${orgId}/sso`);
     expect(set.status).toBe(200);
+    expect(set.body).toMatchObject({ role_claim: "groups", admin_groups: ["makina-admins"] });
     expect(set.body).toMatchObject({ issuer, client_id: "makina", has_secret: true, label: "Acme ID", redirect_uri: `${relay.url}/auth/v1/sso/callback`, passwords: "everyone" });
     expect(JSON.stringify(set.body)).not.toContain("makina-client-secret");
     expect(JSON.stringify((await admin("GET", `/orgs/${orgId}/sso`)).body)).not.toContain("makina-client-secret");

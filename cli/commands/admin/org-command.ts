@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { CommandModule } from "yargs";
 import type { Org } from "../../../relay/admin-contract/index.js";
 import { adminCall } from "../../admin-client.js";
@@ -63,6 +64,61 @@ export const orgCommand: CommandModule = {
           const org = await adminCall(target(a), "PATCH /admin/v1/orgs/:org", { params: { org: a.org }, body: { budget: budgetArg(a.budget) } });
           print(a, org, () => keyValues([["org", org.slug], ["budget", budgetText(org)]]));
         },
+      })
+      .command({
+        command: "sso <command>",
+        describe: "The organization's single sign-on (OpenID Connect)",
+        builder: (s) =>
+          s
+            .command({
+              command: "set <org>",
+              describe: "Set its identity provider; the issuer is read now. Prints the redirect URI to register there",
+              builder: (b) =>
+                adminOptions(
+                  b
+                    .positional("org", { type: "string", demandOption: true })
+                    .option("issuer", { type: "string", demandOption: true, describe: "The provider's issuer URL (https://login.example.com/realms/acme)" })
+                    .option("client-id", { type: "string", demandOption: true })
+                    .option("client-secret-file", { type: "string", describe: "A file holding the client secret (needed the first time; kept sealed, never shown)" })
+                    .option("label", { type: "string", demandOption: true, describe: 'What the sign-in button says after "Sign in with"' })
+                    .option("role-claim", { type: "string", describe: "The ID token claim listing the person's groups (e.g. groups)" })
+                    .option("admin-group", { type: "string", array: true, describe: "A group whose people are admins (repeatable)" })
+                    .option("passwords", { type: "string", choices: ["everyone", "break-glass"], default: "everyone", describe: "Who may still sign in with a password" })
+                    .option("break-glass-login", { type: "string", describe: "With --passwords break-glass: the one admin who still may" }),
+                ),
+              handler: async (argv) => {
+                const a = argv as unknown as AdminArgs & { org: string; issuer: string; clientId: string; clientSecretFile?: string; label: string; roleClaim?: string; adminGroup?: string[]; passwords: string; breakGlassLogin?: string };
+                const secret = a.clientSecretFile === undefined ? undefined : readFileSync(a.clientSecretFile, "utf8").trim();
+                const sso = await adminCall(target(a), "PUT /admin/v1/orgs/:org/sso", {
+                  params: { org: a.org },
+                  body: { issuer: a.issuer, client_id: a.clientId, client_secret: secret, label: a.label, role_claim: a.roleClaim ?? null, admin_groups: a.adminGroup ?? [], passwords: a.passwords === "break-glass" ? "break_glass" : "everyone", break_glass_login: a.breakGlassLogin ?? null },
+                });
+                print(a, sso, () => keyValues([["issuer", sso.issuer], ["client id", sso.client_id], ["button", `Sign in with ${sso.label}`], ["redirect URI", `${sso.redirect_uri}  (register it at the provider)`], ["passwords", sso.passwords === "everyone" ? "everyone" : `only ${sso.break_glass_login}`]]));
+              },
+            })
+            .command({
+              command: "show <org>",
+              describe: "Show its single sign-on (never the client secret)",
+              builder: (b) => adminOptions(b.positional("org", { type: "string", demandOption: true })),
+              handler: async (argv) => {
+                const a = argv as unknown as AdminArgs & { org: string };
+                const sso = await adminCall(target(a), "GET /admin/v1/orgs/:org/sso", { params: { org: a.org } });
+                print(a, sso, () => (sso ? keyValues([["issuer", sso.issuer], ["client id", sso.client_id], ["button", `Sign in with ${sso.label}`], ["redirect URI", sso.redirect_uri], ["groups claim", sso.role_claim ?? "-"], ["admin groups", sso.admin_groups.join(", ") || "-"], ["passwords", sso.passwords === "everyone" ? "everyone" : `only ${sso.break_glass_login}`]]) : "No single sign-on."));
+              },
+            })
+            .command({
+              command: "remove <org>",
+              describe: "Remove its single sign-on: its people sign in with passwords again",
+              builder: (b) => adminOptions(b.positional("org", { type: "string", demandOption: true })),
+              handler: async (argv) => {
+                const a = argv as unknown as AdminArgs & { org: string };
+                const r = await adminCall(target(a), "DELETE /admin/v1/orgs/:org/sso", { params: { org: a.org } });
+                print(a, r, () => "Single sign-on removed.");
+              },
+            })
+            .demandCommand(1)
+            .strict(),
+        handler: () => {},
       })
       .demandCommand(1)
       .strict(),

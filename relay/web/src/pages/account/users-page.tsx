@@ -13,6 +13,7 @@ import { EmptyState, Notice, PageHeader } from "../../components/notice.js";
 import { FormActions } from "../../components/form-actions.js";
 import { useEscape } from "../../components/use-escape.js";
 import { StateBadge } from "../../components/state-badge.js";
+import { SsoSettings } from "./sso-settings.js";
 
 /** A first or reset password: 18 random letters and digits, for the admin to pass on. */
 function newPassword(): string {
@@ -158,6 +159,7 @@ export function UsersPage() {
           { header: "Actions", hideHeader: true, class: "row-actions", cell: actions },
         ]}
       />
+      {isAdmin && <SsoSettings />}
     </>
   );
 }
