@@ -162,8 +162,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     const e = sources.env?.[ENV[k]];
     if (e !== undefined && e !== "") return e;
     const file = sources.file?.[k];
-    if (file !== undefined) return file;
-    return DEFAULTS[k];
+    return file !== undefined ? file : DEFAULTS[k];
   };
   const int = (k: keyof RelayConfig, min: number, max: number): number => {
     const v = Number(pick(k));
@@ -253,11 +252,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     queueTimeoutMs: int("queueTimeoutMs", 1, 3_600_000),
     flexQueueTimeoutMs: int("flexQueueTimeoutMs", 1, 24 * 3_600_000),
     queueAgingMs: int("queueAgingMs", 1, 3_600_000),
-    alertsAllowPrivate: [true, "true", "1"].includes(pick("alertsAllowPrivate") as string | boolean),
-    alertsFirstRetryMs: int("alertsFirstRetryMs", 10, 3_600_000),
-    alertsCheckMs: int("alertsCheckMs", 10, 3_600_000),
-    ssoAllowPrivate: [true, "true", "1"].includes(pick("ssoAllowPrivate") as string | boolean),
-    ssoSessionHours: int("ssoSessionHours", 1, 24 * 30),
+    ...outboundSettings(pick, int),
     streamIdleTimeoutMs: int("streamIdleTimeoutMs", 100, 24 * 3_600_000),
     eventsKeepaliveMs: int("eventsKeepaliveMs", 100, 3_600_000),
     auditRetentionDays: int("auditRetentionDays", 1, 36_500),
@@ -278,6 +273,18 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   if (config.headerTimeoutMs > config.bodyTimeoutMs) problems.push("headerTimeoutMs must not be above bodyTimeoutMs (the whole request includes its headers)");
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** The settings of what the relay sends out or signs in through: alert webhooks, identity providers. */
+function outboundSettings(pick: (k: keyof RelayConfig) => unknown, int: (k: keyof RelayConfig, min: number, max: number) => number) {
+  const yes = (k: keyof RelayConfig) => [true, "true", "1"].includes(pick(k) as string | boolean);
+  return {
+    alertsAllowPrivate: yes("alertsAllowPrivate"),
+    alertsFirstRetryMs: int("alertsFirstRetryMs", 10, 3_600_000),
+    alertsCheckMs: int("alertsCheckMs", 10, 3_600_000),
+    ssoAllowPrivate: yes("ssoAllowPrivate"),
+    ssoSessionHours: int("ssoSessionHours", 1, 24 * 30),
+  };
 }
 
 /** Paths inside the data directory. */

@@ -1,8 +1,11 @@
-import { ALERT_EVENTS as ALERT_EVENT_NAMES } from "../alerts/alert-events.js";
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { must, nameText, orgRef } from "./fields.js";
 import type { List, Page } from "./list.js";
+
+/** The events a webhook may want. */
+export const ALERT_EVENTS = ["budget.threshold", "machine.offline", "runtime.failed", "error_rate", "key.expiring"] as const;
+const ALERT_EVENT_NAMES = ALERT_EVENTS;
 
 
 /** Where an organization's alerts go. Never its secret, which only its creation answers. */

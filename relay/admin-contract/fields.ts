@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { BUDGET_PERIODS } from "../limits/token-budget.js";
+import { BUDGET_PERIODS } from "./budgets.js";
 
 /**
  * The request parameter an issue is about: its path up to the first array index, dotted

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { budgetField, futureTime, idList, must, nameText, orgRef, positiveInt } from "./fields.js";
-import type { BudgetPeriod } from "../limits/token-budget.js";
+import type { BudgetPeriod } from "./budgets.js";
 import { listQuery, type Page } from "./list.js";
 import { SERVICE_TIERS, type ServiceTier } from "../../proto/flow/service-tier.js";
 

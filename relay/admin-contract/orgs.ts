@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { answer, route } from "./route.js";
 import { budgetField, must, nameText, positiveInt } from "./fields.js";
-import type { BudgetPeriod } from "../limits/token-budget.js";
+import type { BudgetPeriod } from "./budgets.js";
 import type { List } from "./list.js";
 
 /** An organization: the owner of machines, stacks and keys. */

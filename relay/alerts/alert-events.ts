@@ -1,5 +1,6 @@
-/** The events a webhook may want. */
-export const ALERT_EVENTS = ["budget.threshold", "machine.offline", "runtime.failed", "error_rate", "key.expiring"] as const;
+import type { ALERT_EVENTS } from "../admin-contract/alerts.js";
+
+export { ALERT_EVENTS } from "../admin-contract/alerts.js";
 export type AlertEventType = (typeof ALERT_EVENTS)[number];
 
 /**

@@ -1,13 +1,18 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import type { OutboundReach } from "../outbound/checked-lookup.js";
-import type { SingleSignOn } from "../sso/single-sign-on.js";
-import type { OrgSso } from "../store/index.js";
+import { randomBytes } from "node:crypto";
+import type { SessionUser } from "../auth/index.js";
+import { hashPassword } from "../keys/index.js";
+import { loginOf, roleOf, SsoRefusal, type SingleSignOn } from "../sso/single-sign-on.js";
+import type { OrgSso, User } from "../store/index.js";
 import { given, type ControlContext, type Given } from "./control-context.js";
 
 /** What the control plane signs people in through providers with (absent: a relay without single sign-on). */
 export interface SsoDeps {
   signOn: SingleSignOn;
+  /** How long a session opened through a provider lasts at most (so that offboarding there ends access here soon). */
+  sessionTtlMs: number;
   secrets: { set(orgId: string, secret: string): Promise<void>; read(orgId: string): Promise<string | undefined>; forget(orgId: string): Promise<void> };
   reach: OutboundReach;
 }
@@ -60,9 +65,63 @@ export class SsoSettings {
     return this.deps().signOn.start(sso, this.redirectUri());
   }
 
-  /** Finishes a sign-in through a provider (see {@link SingleSignOn.finish}). */
-  finish(query: URLSearchParams, browser: string | undefined, address: string) {
-    return this.deps().signOn.finish(query, browser, address);
+  /**
+   * Finishes a sign-in through a provider: the answer verified ({@link SingleSignOn.verify}), the person found by
+   * the provider's subject (its role kept in step with its groups) or made a member (an admin from an admin group)
+   * on first sign-in; a person disabled here stays out. A session, lasting `sessionTtlMs` at most; every sign-in,
+   * refusal and person made recorded.
+   */
+  async finish(query: URLSearchParams, browser: string | undefined, address: string): Promise<SessionUser & { cookie: string; expiresAt: number }> {
+    const deps = this.deps();
+    let verified: Awaited<ReturnType<SingleSignOn["verify"]>>;
+    try {
+      verified = await deps.signOn.verify(query, browser);
+    } catch (err) {
+      if (err instanceof SsoRefusal) await this.refused(err.orgId, err.reason, address);
+      throw err;
+    }
+    const { sso, claims } = verified;
+    const user = await this.person(sso, claims, address);
+    if (user.disabledAt !== null) {
+      await this.refused(sso.orgId, "disabled", address, user);
+      throw new SsoRefusal("This account is disabled; ask an admin of your organization.", "disabled", sso.orgId);
+    }
+    const session = await this.c.deps.sessions.open(user, deps.sessionTtlMs);
+    await this.c.deps.audit.record({ orgId: sso.orgId, action: "sso.sign_in", outcome: "success", actor: { kind: "user", id: user.id, login: user.login }, address, target: null, detail: { issuer: sso.issuer, subject: claims.sub } });
+    return session;
+  }
+
+  /** The person the ID token names: found by subject (its role kept in step with its groups), or made now. */
+  private async person(sso: OrgSso, claims: { sub: string; [claim: string]: unknown }, address: string): Promise<User> {
+    const role = roleOf(sso, claims);
+    const existing = await this.c.store.sso.userIdOf(sso.orgId, claims.sub);
+    if (existing) {
+      const user = (await this.c.store.users.get(existing))!;
+      if (!role || user.role === role || user.disabledAt !== null) return user;
+      // The last admin stays one (an organization keeps an enabled admin), whatever the provider's groups say.
+      const changed = await this.c.store.users.update(user.id, { role }, { keepAnAdmin: true });
+      if (changed === "last_admin" || changed === undefined) return user;
+      await this.c.deps.sessions.endUser(user.id);
+      await this.c.deps.audit.record({ orgId: sso.orgId, action: "user.role_changed", outcome: "success", actor: { kind: "user", id: user.id, login: user.login }, address, target: { kind: "user", id: user.id, name: user.login }, detail: { role, by: "identity provider groups" } });
+      return changed;
+    }
+    const login = loginOf(claims);
+    if (!login) {
+      await this.refused(sso.orgId, "no login claim", address);
+      throw new SsoRefusal("The identity provider gave no email or user name to sign in with.", "no login claim", sso.orgId);
+    }
+    const made = await this.c.store.users.create({ orgId: sso.orgId, login, passwordHash: await hashPassword(randomBytes(32).toString("base64url")), role: role ?? "member" });
+    if (!made) {
+      await this.refused(sso.orgId, "login taken", address);
+      throw new SsoRefusal(`The login ${login} is already someone else's here: an admin of your organization can sort it out.`, "login taken", sso.orgId);
+    }
+    await this.c.store.sso.setSubject(made.id, claims.sub);
+    await this.c.deps.audit.record({ orgId: sso.orgId, action: "sso.user_created", outcome: "success", actor: { kind: "user", id: made.id, login: made.login }, address, target: { kind: "user", id: made.id, name: made.login }, detail: { issuer: sso.issuer, subject: claims.sub, role: made.role } });
+    return made;
+  }
+
+  private refused(orgId: string | null, reason: string, address: string, user?: User): Promise<void> {
+    return this.c.deps.audit.record({ orgId, action: "sso.sign_in", outcome: "failure", actor: user ? { kind: "user", id: user.id, login: user.login } : { kind: "anonymous", id: null, login: null }, address, target: null, detail: { reason } });
   }
 
   async get(actor: Actor, orgRef: string): Promise<SsoView | null> {

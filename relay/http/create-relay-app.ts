@@ -121,19 +121,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     app.get("/health", (req, res) => {
       // The gateway serves while its database refuses writes: still 200, with what is wrong.
       // Limits applied per relay because Redis is away: still 200, saying so.
-      const problem = deps.storage?.problem;
-      const limits = deps.limiter.problem ?? null;
-      const budgets = deps.budgetsPerRelay?.()
-        ? "token budgets are counted by each relay on its own (relays share a database but no Redis): a budget may be spent once on each relay; give every relay --redis to make them exact"
-        : null;
-      const nats = !deps.fleet
-        ? null
-        : !deps.fleet.connected
-          ? "NATS cannot be reached: requests for machines linked to other relays are refused until it is back"
-          : deps.fleet.insecure
-            ? "NATS is joined beyond loopback with neither credentials nor TLS (--nats-insecure): anyone who reaches it sees which machines the relays hold and can flood it (the relays' messages are sealed still)"
-            : null;
-      const details = { ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}), ...(budgets ? { budgets } : {}), ...(nats ? { nats } : {}) };
+      const details = healthDetails(deps);
       // A relay that may have missed other relays' changes refuses the gateway's requests: 503 here too, so a
       // load balancer sends them to another relay meanwhile.
       if (!deps.directory.leaseHeld) {
@@ -231,4 +219,21 @@ function gatewayDeps(deps: RelayAppDeps): GatewayDeps {
     inFlight,
     ...deps.limits,
   };
+}
+
+/** What `/health` says is wrong, by part: the database, the limits, the token budgets, NATS (empty: nothing). */
+function healthDetails(deps: RelayAppDeps): Record<string, string> {
+  const problem = deps.storage?.problem;
+  const limits = deps.limiter.problem ?? null;
+  const budgets = deps.budgetsPerRelay?.()
+    ? "token budgets are counted by each relay on its own (relays share a database but no Redis): a budget may be spent once on each relay; give every relay --redis to make them exact"
+    : null;
+  const nats = !deps.fleet
+    ? null
+    : !deps.fleet.connected
+      ? "NATS cannot be reached: requests for machines linked to other relays are refused until it is back"
+      : deps.fleet.insecure
+        ? "NATS is joined beyond loopback with neither credentials nor TLS (--nats-insecure): anyone who reaches it sees which machines the relays hold and can flood it (the relays' messages are sealed still)"
+        : null;
+  return { ...(problem ? { storage: problem } : {}), ...(limits ? { limits } : {}), ...(budgets ? { budgets } : {}), ...(nats ? { nats } : {}) };
 }

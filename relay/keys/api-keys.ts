@@ -1,7 +1,7 @@
 import { MakinaError, type ServiceTier } from "../../proto/index.js";
 import type { ApiKeyRecord, Store } from "../store/index.js";
 import { bearerToken } from "./bearer-token.js";
-import type { Budget } from "../limits/index.js";
+import type { Budget } from "../admin-contract/budgets.js";
 import { hashSecret, hashesEqual, maskSecret, newSecret } from "./secrets.js";
 
 export type { ApiKeyRecord };

@@ -3,7 +3,7 @@ import { storageError } from "../health/index.js";
 import type { RefusedKey } from "../keys/index.js";
 import type { ApiKeyRecord, Organization, Stack, Store, StoreChange } from "../store/index.js";
 import { RoutePatterns } from "./routed-model.js";
-import type { BudgetLine } from "../limits/index.js";
+import { effectiveKey } from "./effective-key.js";
 
 /** What `/v1/models` lists for an organization: its slug, and its deployed stacks with an endpoint. */
 export interface ModelCatalog {
@@ -362,18 +362,7 @@ export class GatewayDirectory {
       return;
     }
     for (const hash of [key.keyHash, key.oldKeyHash]) if (hash) state.refused.delete(hash);
-    let effective = key;
-    const org = state.orgs.get(key.orgId);
-    if (key.rpm === null || key.tpm === null) {
-      if (org) effective = { ...key, rpm: key.rpm ?? org.defaultKeyRpm, tpm: key.tpm ?? org.defaultKeyTpm };
-    }
-    // The budgets its requests count against: its own, and its organization's (shared by all its keys).
-    if (key.budget || org?.budget) {
-      const budgets: BudgetLine[] = [];
-      if (key.budget) budgets.push({ scope: "key", id: key.id, orgId: key.orgId, ...key.budget });
-      if (org?.budget) budgets.push({ scope: "org", id: org.id, orgId: org.id, ...org.budget });
-      effective = { ...effective, budgets };
-    }
+    const effective = effectiveKey(key, state.orgs.get(key.orgId));
     state.byHash.set(key.keyHash, effective);
     // A regenerated key's old secret names it too (the gateway refuses it once its time is up, saying why), for
     // as long as a revoked key's is known.

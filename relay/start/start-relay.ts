@@ -157,7 +157,7 @@ async function startServing(s: Shared, data: Data, metricsTokenHash: string | un
   const linkCaSha256 = tls?.caSha256 ?? null;
   const sessions = new WebSessions(store);
   here.userChanged = (userId) => sessions.userChanged(userId);
-  const sso = ssoDeps(s, { store, vault, sessions, audit });
+  const sso = ssoDeps(s, { store, vault });
   const control = controlPlane(s, { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter, alerts: alerts.deps, sso });
   const apps = createRelayApp(
     {

@@ -1,5 +1,3 @@
-import type { AuditLog } from "../audit/index.js";
-import type { WebSessions } from "../auth/index.js";
 import type { SsoDeps } from "../control/index.js";
 import { SingleSignOn } from "../sso/single-sign-on.js";
 import type { Store } from "../store/index.js";
@@ -7,12 +5,12 @@ import type { Vault } from "../vault/index.js";
 import type { Shared } from "./relay-parts.js";
 
 /** Single sign-on: organizations' client secrets sealed in the vault, and the sign-in through their providers. */
-export function ssoDeps(s: Shared, d: { store: Store; vault: Vault; sessions: WebSessions; audit: AuditLog }): SsoDeps {
+export function ssoDeps(s: Shared, d: { store: Store; vault: Vault }): SsoDeps {
   const { config, log } = s;
-  const { store, vault, sessions, audit } = d;
+  const { store, vault } = d;
   const name = (orgId: string) => `sso_client_secret:${orgId}`;
   const secrets = { set: (orgId: string, secret: string) => vault.set(name(orgId), secret), read: (orgId: string) => vault.get(name(orgId)), forget: (orgId: string) => store.settings.delete(name(orgId)) };
   const reach = { allowPrivate: config.ssoAllowPrivate };
-  const signOn = new SingleSignOn({ store, secrets, sessions, audit, reach, sessionTtlMs: config.ssoSessionHours * 3_600_000, log: log.child({ component: "sso" }) });
-  return { signOn, secrets, reach };
+  const signOn = new SingleSignOn({ store, secrets, reach, log: log.child({ component: "sso" }) });
+  return { signOn, secrets, reach, sessionTtlMs: config.ssoSessionHours * 3_600_000 };
 }

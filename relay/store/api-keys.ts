@@ -1,5 +1,5 @@
 import type { ServiceTier } from "../../proto/index.js";
-import type { Budget, BudgetLine, BudgetPeriod } from "../limits/token-budget.js";
+import type { Budget, BudgetLine, BudgetPeriod } from "../admin-contract/budgets.js";
 import type { Db } from "./open-database.js";
 import { transaction } from "./transaction.js";
 import type { Updateable } from "kysely";

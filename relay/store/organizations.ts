@@ -2,7 +2,7 @@ import type { Db } from "./open-database.js";
 import type { Row } from "./tables.js";
 import type { ChangeNotices } from "./change-notices.js";
 import { newId } from "../ids/index.js";
-import type { Budget } from "../limits/token-budget.js";
+import type { Budget } from "../admin-contract/budgets.js";
 import { budgetOf } from "./api-keys.js";
 
 /** An organization: the owner of machines, stacks and keys. */

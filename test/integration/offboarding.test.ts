@@ -247,7 +247,7 @@ describe("offboarding people, and the audit log", () => {
     expect(mine.map((e) => [e.action, e.outcome, e.actor, e.target])).toEqual(expected);
     for (const e of mine) expect(e.address).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
     expect(mine.find((e) => e.action === "sign_in" && e.outcome === "failure")!.detail).toEqual({ reason: "wrong password" });
-    expect(mine.find((e) => e.action === "key.created")!.detail).toEqual({ rpm: 10, tpm: null, stacks: null, machines: null, expires_at: null, service_tier: "default" });
+    expect(mine.find((e) => e.action === "key.created")!.detail).toEqual({ rpm: 10, tpm: null, stacks: null, machines: null, expires_at: null, service_tier: "default", budget: null });
     expect(mine.find((e) => e.action === "user.role_changed")!.detail).toEqual({ from: "member", to: "admin" });
     // A sign-in to a login that does not exist belongs to no organization: in the log only.
     expect(data.some((e) => e.actor.login === "nobody-at-all")).toBe(false);

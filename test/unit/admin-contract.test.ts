@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { MakinaError } from "../../proto/index.js";
 import { ADMIN_ROUTES, type AdminCallArgs, type AdminRoute, type Org, type OrgRoute } from "../../relay/admin-contract/index.js";
+import { ALERT_ROUTES } from "../../relay/admin-contract/alerts.js";
 import { EVENT_ROUTES } from "../../relay/admin-contract/events.js";
 import { KEY_ROUTES } from "../../relay/admin-contract/keys.js";
 import { MACHINE_ROUTES } from "../../relay/admin-contract/machines.js";
@@ -100,11 +101,11 @@ describe("the admin contract's request checks", () => {
   });
 
   it("declares each route once, under the prefix its authentication covers", () => {
-    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, AUDIT_ROUTES, REQUEST_ROUTES, OVERVIEW_ROUTES, CHOICE_ROUTES, EVENT_ROUTES, SESSION_ROUTES];
+    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, AUDIT_ROUTES, REQUEST_ROUTES, OVERVIEW_ROUTES, CHOICE_ROUTES, EVENT_ROUTES, SESSION_ROUTES, ALERT_ROUTES];
     const keys = tables.flatMap((t) => Object.keys(t));
     expect(new Set(keys).size).toBe(keys.length);
     expect(Object.keys(ADMIN_ROUTES).sort()).toEqual([...keys].sort());
-    expect(keys.filter((k) => !/^(GET|POST|PATCH|DELETE) \/(admin|auth)\/v1\//.test(k))).toEqual([]);
+    expect(keys.filter((k) => !/^(GET|POST|PUT|PATCH|DELETE) \/(admin|auth)\/v1\//.test(k))).toEqual([]);
     expect(Object.keys(SESSION_ROUTES).every((k) => k.includes(" /auth/v1/"))).toBe(true);
     expect(keys.filter((k) => k.includes(" /auth/v1/")).sort()).toEqual(Object.keys(SESSION_ROUTES).sort());
   });

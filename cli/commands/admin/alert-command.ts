@@ -1,6 +1,5 @@
 import type { CommandModule } from "yargs";
 import type { AlertWebhook } from "../../../relay/admin-contract/index.js";
-import { ALERT_EVENTS } from "../../../relay/alerts/alert-events.js";
 import { adminCall } from "../../admin-client.js";
 import { CliError, EXIT } from "../../cli-error.js";
 import { keyValues, print, table } from "../../output.js";
@@ -21,7 +20,7 @@ export const alertCommand: CommandModule = {
             b
               .option("org", { type: "string", demandOption: true })
               .option("url", { type: "string", demandOption: true, describe: "Where the events are POSTed (https; a Slack incoming webhook works as is)" })
-              .option("event", { type: "string", array: true, demandOption: true, choices: ALERT_EVENTS, describe: "An event it wants (repeatable)" })
+              .option("event", { type: "string", array: true, demandOption: true, describe: "An event it wants (repeatable): budget.threshold, machine.offline, runtime.failed, error_rate, key.expiring" })
               .option("name", { type: "string" })
               .option("offline-after", { type: "number", describe: "Seconds a machine is offline before it is told (default 300)" })
               .option("error-rate", { type: "number", describe: "Percent of requests failing over 5 minutes that is told (default 10)" }),

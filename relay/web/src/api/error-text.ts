@@ -73,6 +73,7 @@ export const ERROR_TEXTS: Readonly<Record<string, string | null>> = {
   model_not_found: null,
   rate_limit_requests: null,
   rate_limit_tokens: null,
+  budget_exceeded: null,
   machine_offline: null,
   runtime_unavailable: null,
   // Names the stacks holding the machine: the relay's sentence says more than any of ours.
