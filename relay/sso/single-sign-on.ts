@@ -91,7 +91,9 @@ export class SingleSignOn {
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const browser = randomBytes(32).toString("base64url");
-    await this.d.store.sso.startFlow(hashSecret(state), { orgId: sso.orgId, browserHash: hashSecret(browser), codeVerifier, nonce, redirectUri, createdAt: this.now() });
+    if (!(await this.d.store.sso.startFlow(hashSecret(state), { orgId: sso.orgId, browserHash: hashSecret(browser), codeVerifier, nonce, redirectUri, createdAt: this.now() }))) {
+      throw new MakinaError("runtime_unavailable", "Too many sign-ins are under way for this organization; try again in a minute.", { retryAfterMs: 60_000 });
+    }
     const url = oidc.buildAuthorizationUrl(config, {
       redirect_uri: redirectUri,
       scope: "openid email profile",

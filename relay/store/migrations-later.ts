@@ -145,5 +145,6 @@ export const LATER_MIGRATIONS: readonly string[] = [
     redirect_uri TEXT NOT NULL,
     created_at BIGINT NOT NULL
   );
+  CREATE INDEX sso_flows_org ON sso_flows(org_id);
   `,
 ];

@@ -74,13 +74,17 @@ export class SsoStore {
     await this.db.deleteFrom("org_sso").where("org_id", "=", orgId).execute();
   }
 
-  async startFlow(stateHash: string, flow: SsoFlow): Promise<void> {
+  /** Keeps a sign-in under way; false when the organization has `most` under way already (a flood of starts). */
+  async startFlow(stateHash: string, flow: SsoFlow, most = 10_000): Promise<boolean> {
     // Flows nobody finished are swept here (10 minutes is long enough for any provider's page).
     await this.db.deleteFrom("sso_flows").where("created_at", "<", flow.createdAt - 600_000).execute();
+    const under = await this.db.selectFrom("sso_flows").select((eb) => eb.fn.countAll<number>().as("n")).where("org_id", "=", flow.orgId).executeTakeFirst();
+    if (Number(under?.n ?? 0) >= most) return false;
     await this.db
       .insertInto("sso_flows")
       .values({ state_hash: stateHash, org_id: flow.orgId, browser_hash: flow.browserHash, code_verifier: flow.codeVerifier, nonce: flow.nonce, redirect_uri: flow.redirectUri, created_at: flow.createdAt })
       .execute();
+    return true;
   }
 
   /** The flow of a state, taken (deleted) so that it serves once; undefined when there is none (or it was used). */
