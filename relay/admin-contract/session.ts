@@ -18,10 +18,11 @@ export const SESSION_ROUTES = {
   "GET /auth/v1/session": route({ response: answer<SessionInfo>() }),
   "POST /auth/v1/sign-out": route({ response: answer<{ signed_out: true }>() }),
   /**
-   * The organizations' single sign-on buttons, for the sign-in page (anyone): each `{org, label}`, where
-   * `/auth/v1/sso/{org}/start` begins the sign-in.
+   * What the sign-in page offers for single sign-on (anyone): the button (`{org, label}`) of the one organization
+   * that has it, where a POST to `/auth/v1/sso/{org}/start` begins the sign-in; with several, none, and `ask_org`:
+   * the page asks for the organization.
    */
-  "GET /auth/v1/sso": route({ response: answer<{ object: "list"; data: { org: string; label: string }[] }>() }),
+  "GET /auth/v1/sso": route({ response: answer<{ object: "list"; data: { org: string; label: string }[]; ask_org: boolean }>() }),
   /** Changes the signed-in user's password; its other sessions end. */
   "POST /auth/v1/password": route({
     body: z.strictObject({ current_password: filled("Enter your current password."), new_password: newPassword("Enter a new password.") }),

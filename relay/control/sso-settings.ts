@@ -30,7 +30,7 @@ export interface SsoInput {
 }
 
 /** An organization's single sign-on as admins see it: never its client secret. */
-export type SsoView = Omit<OrgSso, "updatedAt"> & { hasSecret: boolean; updatedAt: number };
+export type SsoView = Omit<OrgSso, "updatedAt"> & { hasSecret: boolean; updatedAt: number; redirectUri: string };
 
 /** An organization's single sign-on: its admins set, read and remove it. */
 export class SsoSettings {
@@ -42,19 +42,23 @@ export class SsoSettings {
     return s;
   }
 
-  /** Where providers send people back: the relay's public URL's `/auth/v1/sso/callback` (to register at the provider). */
-  redirectUri(): string {
-    return `${this.c.deps.link().relayUrl.replace(/\/+$/, "")}/auth/v1/sso/callback`;
+  /**
+   * Where an organization's provider sends people back (to register there): the relay's public URL's
+   * `/auth/v1/sso/{org}/callback`, one per organization, so that an answer cannot be taken for another's.
+   */
+  redirectUri(orgSlug: string): string {
+    return `${this.c.deps.link().relayUrl.replace(/\/+$/, "")}/auth/v1/sso/${encodeURIComponent(orgSlug)}/callback`;
   }
 
-  /** The sign-in page's buttons: each organization with single sign-on, by slug, and its label (public: anyone sees them). */
-  async buttons(): Promise<{ org: string; label: string }[]> {
-    const out: { org: string; label: string }[] = [];
-    for (const sso of await this.c.store.sso.list()) {
-      const org = this.c.deps.findOrg(sso.orgId);
-      if (org) out.push({ org: org.slug, label: sso.label });
-    }
-    return out;
+  /**
+   * What the sign-in page offers (anyone reads it): the button of the one organization with single sign-on; with
+   * several, none (`askOrg`: the page asks which organization, so no tenant's label stands on everyone's page).
+   */
+  async buttons(): Promise<{ buttons: { org: string; label: string }[]; askOrg: boolean }> {
+    const all = await this.c.store.sso.list();
+    if (all.length !== 1) return { buttons: [], askOrg: all.length > 1 };
+    const org = this.c.deps.findOrg(all[0]!.orgId);
+    return { buttons: org ? [{ org: org.slug, label: all[0]!.label }] : [], askOrg: false };
   }
 
   /** Begins a sign-in through an organization's provider: where the browser goes, and the cookie that ties it to the flow. */
@@ -62,7 +66,7 @@ export class SsoSettings {
     const org = this.c.deps.findOrg(orgSlug);
     const sso = org && (await this.c.store.sso.get(org.id));
     if (!sso) throw new MakinaError("not_found", `No single sign-on for '${orgSlug}'.`, { param: "org" });
-    return this.deps().signOn.start(sso, this.redirectUri());
+    return this.deps().signOn.start(sso, this.redirectUri(org.slug));
   }
 
   /**
@@ -71,11 +75,11 @@ export class SsoSettings {
    * on first sign-in; a person disabled here stays out. A session, lasting `sessionTtlMs` at most; every sign-in,
    * refusal and person made recorded.
    */
-  async finish(query: URLSearchParams, browser: string | undefined, address: string): Promise<SessionUser & { cookie: string; expiresAt: number }> {
+  async finish(orgSlug: string, query: URLSearchParams, browser: string | undefined, address: string): Promise<SessionUser & { cookie: string; expiresAt: number }> {
     const deps = this.deps();
     let verified: Awaited<ReturnType<SingleSignOn["verify"]>>;
     try {
-      verified = await deps.signOn.verify(query, browser);
+      verified = await deps.signOn.verify(query, browser, this.c.deps.findOrg(orgSlug)?.id);
     } catch (err) {
       if (err instanceof SsoRefusal) await this.refused(err.orgId, err.reason, address);
       throw err;
@@ -84,7 +88,7 @@ export class SsoSettings {
     const user = await this.person(sso, claims, address);
     if (user.disabledAt !== null) {
       await this.refused(sso.orgId, "disabled", address, user);
-      throw new SsoRefusal("This account is disabled; ask an admin of your organization.", "disabled", sso.orgId);
+      throw new SsoRefusal("disabled", "disabled", sso.orgId);
     }
     const session = await this.c.deps.sessions.open(user, deps.sessionTtlMs);
     await this.c.deps.audit.record({ orgId: sso.orgId, action: "sso.sign_in", outcome: "success", actor: { kind: "user", id: user.id, login: user.login }, address, target: null, detail: { issuer: sso.issuer, subject: claims.sub } });
@@ -108,12 +112,12 @@ export class SsoSettings {
     const login = loginOf(claims);
     if (!login) {
       await this.refused(sso.orgId, "no login claim", address);
-      throw new SsoRefusal("The identity provider gave no email or user name to sign in with.", "no login claim", sso.orgId);
+      throw new SsoRefusal("no_login", "no login claim", sso.orgId);
     }
     const made = await this.c.store.users.create({ orgId: sso.orgId, login, passwordHash: await hashPassword(randomBytes(32).toString("base64url")), role: role ?? "member" });
     if (!made) {
       await this.refused(sso.orgId, "login taken", address);
-      throw new SsoRefusal(`The login ${login} is already someone else's here: an admin of your organization can sort it out.`, "login taken", sso.orgId);
+      throw new SsoRefusal("login_taken", "login taken", sso.orgId);
     }
     await this.c.store.sso.setSubject(made.id, claims.sub);
     await this.c.deps.audit.record({ orgId: sso.orgId, action: "sso.user_created", outcome: "success", actor: { kind: "user", id: made.id, login: made.login }, address, target: { kind: "user", id: made.id, name: made.login }, detail: { issuer: sso.issuer, subject: claims.sub, role: made.role } });
@@ -127,8 +131,9 @@ export class SsoSettings {
   async get(actor: Actor, orgRef: string): Promise<SsoView | null> {
     const policy = this.c.policy(actor);
     policy.requireAdmin("read the organization's single sign-on");
-    const sso = await this.c.store.sso.get(policy.org(orgRef).id);
-    return sso ? { ...sso, hasSecret: (await this.deps().secrets.read(sso.orgId)) !== undefined } : null;
+    const org = policy.org(orgRef);
+    const sso = await this.c.store.sso.get(org.id);
+    return sso ? { ...sso, hasSecret: (await this.deps().secrets.read(sso.orgId)) !== undefined, redirectUri: this.redirectUri(org.slug) } : null;
   }
 
   /**
@@ -145,7 +150,9 @@ export class SsoSettings {
     if (issuer) throw new MakinaError("invalid_value", `'issuer' ${issuer}.`, { param: "issuer" });
     await deps.signOn.discover(input.issuer.replace(/\/+$/, ""), input.clientId);
     const had = await this.c.store.sso.get(org.id);
-    if (input.clientSecret === undefined && (await deps.secrets.read(org.id)) === undefined) {
+    // The kept secret goes only to the provider and client it was given for: a new issuer or client id needs its own.
+    const sameClient = had !== undefined && had.issuer === input.issuer.replace(/\/+$/, "") && had.clientId === input.clientId;
+    if (input.clientSecret === undefined && (!sameClient || (await deps.secrets.read(org.id)) === undefined)) {
       throw new MakinaError("missing_required_parameter", "Missing required parameter: 'client_secret' (the provider's secret for this client; it is kept sealed and never shown again).", { param: "client_secret" });
     }
     if (input.passwords === "break_glass") {
@@ -164,7 +171,7 @@ export class SsoSettings {
       target: { kind: "org", id: org.id, name: org.name },
       detail: { issuer: sso.issuer, client_id: sso.clientId, role_claim: sso.roleClaim, admin_groups: sso.adminGroups, passwords: sso.passwords, break_glass_login: sso.breakGlassLogin, client_secret_changed: input.clientSecret !== undefined, first: had === undefined },
     });
-    return { ...sso, hasSecret: true };
+    return { ...sso, hasSecret: true, redirectUri: this.redirectUri(org.slug) };
   }
 
   async remove(actor: Actor, orgRef: string): Promise<void> {

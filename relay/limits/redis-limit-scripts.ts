@@ -22,7 +22,8 @@ if #expired > 0 then
 end
 redis.call('ZREMRANGEBYSCORE', req, '-inf', cutoff)
 local function touch()
-  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, window * 2) end
+  -- The rate window's four keys only: a budget's count keeps its own expiry (a week past its period).
+  for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], window * 2) end
 end
 local function reset()
   local newest = redis.call('ZRANGE', tok, -1, -1, 'WITHSCORES')

@@ -1,5 +1,7 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { isIP } from "node:net";
+import { addressClass } from "../../proto/index.js";
 import { checkedLookup, type OutboundReach } from "./checked-lookup.js";
 
 /** The largest answer read (a provider's discovery document, its keys, a token response). */
@@ -15,6 +17,9 @@ export function checkedFetch(reach: OutboundReach, timeoutMs = 10_000) {
   return (url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown; signal?: AbortSignal | null }): Promise<Response> => {
     const target = new URL(url);
     if (target.protocol !== "https:" && !(reach.allowPrivate && target.protocol === "http:")) return Promise.reject(new Error(`${target.origin} is not https`));
+    // An address written in the URL is never looked up, so it is checked here.
+    const host = target.hostname.replace(/^\[|\]$/g, "");
+    if (isIP(host) && !reach.allowPrivate && addressClass(host) !== "public") return Promise.reject(new Error(`${host} is not a public address`));
     const body = init.body === undefined || init.body === null ? undefined : init.body instanceof URLSearchParams ? init.body.toString() : typeof init.body === "string" ? init.body : Buffer.from(init.body as ArrayBuffer);
     const request = target.protocol === "https:" ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
@@ -28,10 +33,16 @@ export function checkedFetch(reach: OutboundReach, timeoutMs = 10_000) {
         });
         res.on("error", reject);
         res.on("end", () => {
-          const headers = new Headers();
-          for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-          const status = res.statusCode ?? 0;
-          resolve(new Response([101, 204, 205, 304].includes(status) ? null : Buffer.concat(chunks), { status, headers }));
+          // A status or header a fetch Response cannot hold (a server answering 600) is a failed call, never a throw here.
+          try {
+            const headers = new Headers();
+            for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+            const status = res.statusCode ?? 0;
+            if (status < 200 || status > 599) throw new Error(`${target.host} answered with status ${status}`);
+            resolve(new Response([204, 205, 304].includes(status) ? null : Buffer.concat(chunks), { status, headers }));
+          } catch (err) {
+            reject(err instanceof Error ? err : new Error(String(err)));
+          }
         });
       });
       req.on("timeout", () => req.destroy(new Error(`${target.host} did not answer within ${timeoutMs / 1000} s`)));

@@ -25,15 +25,22 @@ const DISCOVERY_TTL_MS = 10 * 60_000;
 
 /** A refusal of a sign-in through a provider: what the person is told, and why it is recorded. */
 export class SsoRefusal extends MakinaError {
-  // reason: what the audit log records; orgId: whose sign-in it was, when known.
+  /**
+   * @param why what the sign-in page says (one of its own sentences: a code, never text from the request)
+   * @param reason what the audit log records
+   * @param orgId whose sign-in it was, when known
+   */
   constructor(
-    message: string,
+    readonly why: SsoRefusalCode,
     readonly reason: string,
     readonly orgId: string | null,
   ) {
-    super("invalid_credentials", message);
+    super("invalid_credentials", `Single sign-on refused: ${reason}`);
   }
 }
+
+/** Why a sign-in through a provider was refused, as the sign-in page says it (relay/web's sign-in page has the words). */
+export type SsoRefusalCode = "unknown_state" | "another_browser" | "expired" | "not_set_up" | "provider_refused" | "disabled" | "no_login" | "login_taken";
 
 /**
  * Single sign-on with an organization's OpenID provider (authorization code flow with PKCE, `openid-client`):
@@ -63,7 +70,9 @@ export class SingleSignOn {
     try {
       config = await oidc.discovery(new URL(sso.issuer), sso.clientId, undefined, oidc.ClientSecretBasic(secret), { [oidc.customFetch]: checkedFetch(this.d.reach) as oidc.CustomFetch, execute });
     } catch (err) {
-      throw new MakinaError("runtime_unavailable", `The identity provider ${sso.issuer} could not be read: ${err instanceof Error ? err.message : String(err)}.`, { retryAfterMs: 5000 });
+      // The detail (which may say what answers inside a network) for the relay's log; the caller, anyone, is told less.
+      this.d.log.warn("an organization's identity provider could not be read", { orgId: sso.orgId, issuer: sso.issuer, error: String(err) });
+      throw new MakinaError("runtime_unavailable", "The organization's identity provider could not be reached just now. Try again, or ask an admin.", { retryAfterMs: 5000 });
     }
     this.configs.set(sso.orgId, { config, key, at: this.now() });
     return config;
@@ -75,7 +84,11 @@ export class SingleSignOn {
     try {
       await oidc.discovery(new URL(issuer), clientId, undefined, undefined, { [oidc.customFetch]: checkedFetch(this.d.reach) as oidc.CustomFetch, execute });
     } catch (err) {
-      throw new MakinaError("invalid_value", `'issuer' could not be read as an OpenID provider (${issuer}/.well-known/openid-configuration): ${err instanceof Error ? err.message : String(err)}.`, { param: "issuer" });
+      const why = err instanceof Error ? err.message : String(err);
+      this.d.log.info("an issuer could not be read as an OpenID provider", { issuer, error: why });
+      // What the admin is told names the kind of failure, not what answered (no probe of the relay's network).
+      const said = /not a public address|is not https/.test(why) ? why : "it did not answer with a valid discovery document over TLS";
+      throw new MakinaError("invalid_value", `'issuer' could not be read as an OpenID provider (${issuer}/.well-known/openid-configuration): ${said}.`, { param: "issuer" });
     }
   }
 
@@ -110,14 +123,17 @@ export class SingleSignOn {
    * (`browser`: its cookie): the state taken once, the browser's cookie, the code traded for tokens, the ID token
    * verified by `openid-client`. Its claims, or an {@link SsoRefusal} saying why.
    */
-  async verify(query: URLSearchParams, browser: string | undefined): Promise<{ sso: OrgSso; claims: oidc.IDToken }> {
+  async verify(query: URLSearchParams, browser: string | undefined, orgId: string | undefined): Promise<{ sso: OrgSso; claims: oidc.IDToken }> {
     const state = query.get("state") ?? "";
     const flow = state ? await this.d.store.sso.takeFlow(hashSecret(state)) : undefined;
-    if (!flow) throw new SsoRefusal("This sign-in is unknown or was already used: start again from the sign-in page.", "unknown state", null);
-    if (!browser || hashSecret(browser) !== flow.browserHash) throw new SsoRefusal("This sign-in was started in another browser: start again from the sign-in page.", "another browser", flow.orgId);
-    if (this.now() - flow.createdAt > 600_000) throw new SsoRefusal("This sign-in took too long: start again from the sign-in page.", "expired flow", flow.orgId);
+    if (!flow) throw new SsoRefusal("unknown_state", "unknown state", null);
+    // Each organization's provider answers at its own address: an answer at another organization's (a provider
+    // sending a browser on to another's, the "mix-up" attack) is refused before any code is traded.
+    if (flow.orgId !== orgId) throw new SsoRefusal("unknown_state", "answer at another organization's address", flow.orgId);
+    if (!browser || hashSecret(browser) !== flow.browserHash) throw new SsoRefusal("another_browser", "another browser", flow.orgId);
+    if (this.now() - flow.createdAt > 600_000) throw new SsoRefusal("expired", "expired flow", flow.orgId);
     const sso = await this.d.store.sso.get(flow.orgId);
-    if (!sso) throw new SsoRefusal("Single sign-on is no longer set up for this organization.", "not set up", flow.orgId);
+    if (!sso) throw new SsoRefusal("not_set_up", "not set up", flow.orgId);
     const answer = new URL(flow.redirectUri);
     for (const [k, v] of query) answer.searchParams.append(k, v);
     try {
@@ -125,7 +141,7 @@ export class SingleSignOn {
       return { sso, claims: tokens.claims()! };
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
-      throw new SsoRefusal("The identity provider's answer was refused; nothing was signed in. Try again, or ask an admin.", `provider answer refused: ${why.slice(0, 300)}`, sso.orgId);
+      throw new SsoRefusal("provider_refused", `provider answer refused: ${why.slice(0, 300)}`, sso.orgId);
     }
   }
 }

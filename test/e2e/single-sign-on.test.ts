@@ -34,6 +34,8 @@ describe("single sign-on with an OpenID provider", () => {
   let tamper: ((claims: Record<string, unknown>) => Record<string, unknown>) | null = null;
   /** The key the changed ID token is signed with: the provider's, unless a test says another. */
   let signWith: CryptoKey | null = null;
+  /** While set, the provider's redirect back to the relay is kept here instead of followed (the browser stops). */
+  let hold: ((answer: string) => void) | null = null;
   let orgId = "";
 
   const admin = async <T>(method: string, path: string, body?: unknown) => {
@@ -46,7 +48,7 @@ describe("single sign-on with an OpenID provider", () => {
     const page = await (await browser.newContext({ viewport: { width: 1100, height: 760 } })).newPage();
     page.setDefaultTimeout(20_000);
     await page.goto(relay.url);
-    await page.getByRole("link", { name: "Sign in with Acme ID" }).click();
+    await page.getByRole("button", { name: "Sign in with Acme ID" }).click();
     await page.locator('input[name="login"]').fill(login);
     await page.locator('input[name="password"]').fill("anything");
     await page.getByRole("button", { name: "Sign-in" }).click();
@@ -67,7 +69,7 @@ describe("single sign-on with an OpenID provider", () => {
     dataDir = mkdtempSync(join(tmpdir(), "makina-sso-"));
     relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", ssoAllowPrivate: true } }), { log: silentLogger() });
     const provider = new Provider(issuer, {
-      clients: [{ client_id: "makina", client_secret: "makina-client-secret", redirect_uris: [`${relay.url}/auth/v1/sso/callback`], grant_types: ["authorization_code"], response_types: ["code"] }],
+      clients: [{ client_id: "makina", client_secret: "makina-client-secret", redirect_uris: [`${relay.url}/auth/v1/sso/acme/callback`], grant_types: ["authorization_code"], response_types: ["code"] }],
       jwks: { keys: [jwk] },
       cookies: { keys: ["test-cookie-key"] },
       claims: { openid: ["sub"], email: ["email"], profile: ["preferred_username", "groups"] },
@@ -76,6 +78,20 @@ describe("single sign-on with an OpenID provider", () => {
     });
     const handle = provider.callback();
     idp.on("request", (req: IncomingMessage, res: ServerResponse) => {
+      if (hold) {
+        const keep = hold;
+        const end = res.end.bind(res);
+        res.end = ((...args: Parameters<typeof res.end>) => {
+          const location = String(res.getHeader("location") ?? "");
+          if (!location.includes("/auth/v1/sso/")) return end(...args);
+          keep(location);
+          res.statusCode = 200;
+          res.removeHeader("location");
+          res.removeHeader("content-length");
+          return end("held");
+        }) as typeof res.end;
+        return void handle(req, res);
+      }
       if (!tamper || !req.url?.startsWith("/token")) return void handle(req, res);
       // The token answer, changed on its way: the ID token's claims changed and signed again with the provider's key.
       const chunks: Buffer[] = [];
@@ -122,7 +138,7 @@ describe("single sign-on with an OpenID provider", () => {
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "People" }).click();
     const panel = page.getByTestId("sso-settings");
     await panel.getByRole("button", { name: "Set up…" }).click();
-    expect(await panel.locator("code").textContent()).toBe(`${relay.url}/auth/v1/sso/callback`);
+    expect(await panel.locator("code").textContent()).toBe(`${relay.url}/auth/v1/sso/acme/callback`);
     await panel.getByLabel("Issuer URL").fill(issuer);
     await panel.getByLabel("Button label").fill("Acme ID");
     await panel.getByLabel("Client ID").fill("makina");
@@ -136,7 +152,7 @@ describe("single sign-on with an OpenID provider", () => {
     const set = await admin<Record<string, unknown>>("GET", `/orgs/${orgId}/sso`);
     expect(set.status).toBe(200);
     expect(set.body).toMatchObject({ role_claim: "groups", admin_groups: ["makina-admins"] });
-    expect(set.body).toMatchObject({ issuer, client_id: "makina", has_secret: true, label: "Acme ID", redirect_uri: `${relay.url}/auth/v1/sso/callback`, passwords: "everyone" });
+    expect(set.body).toMatchObject({ issuer, client_id: "makina", has_secret: true, label: "Acme ID", redirect_uri: `${relay.url}/auth/v1/sso/acme/callback`, passwords: "everyone" });
     expect(JSON.stringify(set.body)).not.toContain("makina-client-secret");
     expect(JSON.stringify((await admin("GET", `/orgs/${orgId}/sso`)).body)).not.toContain("makina-client-secret");
   });
@@ -162,17 +178,17 @@ describe("single sign-on with an OpenID provider", () => {
     const refusal = async (page: Page) => (await page.getByTestId("sso-error").textContent()) ?? "";
     // A callback no sign-in started.
     const forged = await (await browser.newContext()).newPage();
-    await forged.goto(`${relay.url}/auth/v1/sso/callback?code=anything&state=made-up`);
+    await forged.goto(`${relay.url}/auth/v1/sso/acme/callback?code=anything&state=made-up`);
     expect(await refusal(forged)).toMatch(/unknown or was already used/);
     // The provider's answer, captured and sent again: its state was used.
     const context = await browser.newContext();
     const page = await context.newPage();
     let answer = "";
     page.on("request", (r) => {
-      if (r.url().includes("/auth/v1/sso/callback")) answer = r.url();
+      if (r.url().includes("/auth/v1/sso/acme/callback")) answer = r.url();
     });
     await page.goto(relay.url);
-    await page.getByRole("link", { name: "Sign in with Acme ID" }).click();
+    await page.getByRole("button", { name: "Sign in with Acme ID" }).click();
     await page.locator('input[name="login"]').fill("frank");
     await page.locator('input[name="password"]').fill("anything");
     await page.getByRole("button", { name: "Sign-in" }).click();
@@ -182,8 +198,36 @@ describe("single sign-on with an OpenID provider", () => {
     const cookies = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
     const replay = await fetch(answer, { redirect: "manual", headers: { cookie: cookies } });
     expect(replay.status).toBe(303);
-    expect(decodeURIComponent(replay.headers.get("location") ?? "")).toMatch(/^\/\?sso_error=This sign-in is unknown or was already used/);
+    expect(replay.headers.get("location")).toBe("/?sso_error=unknown_state");
     expect(replay.headers.getSetCookie().some((c) => c.startsWith("makina_session=") && !c.startsWith("makina_session=;"))).toBe(false);
+    // The provider's answer taken to another organization's address (a provider sending a browser on to another's,
+    // the "mix-up" attack): refused there before any code is traded, and no longer good at its own.
+    const held = await (await browser.newContext()).newPage();
+    let heldAnswer = "";
+    await held.goto(relay.url);
+    await held.getByRole("button", { name: "Sign in with Acme ID" }).click();
+    await held.locator('input[name="login"]').fill("henry");
+    await held.locator('input[name="password"]').fill("anything");
+    await held.getByRole("button", { name: "Sign-in" }).click();
+    hold = (answer) => (heldAnswer = answer);
+    try {
+      await held.getByRole("button", { name: "Continue" }).click();
+      await expect.poll(() => heldAnswer, { timeout: 15_000 }).not.toBe("");
+    } finally {
+      hold = null;
+    }
+    const heldCookies = (await held.context().cookies(heldAnswer)).map((c) => `${c.name}=${c.value}`).join("; ");
+    const elsewhere = await fetch(heldAnswer.replace("/sso/acme/callback", "/sso/rivals/callback"), { redirect: "manual", headers: { cookie: heldCookies } });
+    expect(elsewhere.headers.get("location")).toBe("/?sso_error=unknown_state");
+    expect((await fetch(heldAnswer, { redirect: "manual", headers: { cookie: heldCookies } })).headers.get("location")).toBe("/?sso_error=unknown_state");
+    await held.context().close();
+    // A sign-in started from another site (a cross-site form): refused; and never by a GET.
+    const crossSite = await fetch(`${relay.url}/auth/v1/sso/acme/start`, { method: "POST", headers: { origin: "https://evil.example", "content-type": "application/json" }, body: "{}" });
+    expect([crossSite.status, await crossSite.json()]).toEqual([403, { sso_error: "unavailable" }]);
+    // (A form, which any site can post, is not JSON.)
+    const form = await fetch(`${relay.url}/auth/v1/sso/acme/start`, { method: "POST", headers: { origin: relay.url, "content-type": "application/x-www-form-urlencoded" }, body: "" });
+    expect(form.status).toBe(403);
+    expect((await fetch(`${relay.url}/auth/v1/sso/acme/start`, { redirect: "manual" })).status).toBe(404);
     // An ID token for another client, and one already expired, each signed by the provider's own key.
     for (const [change, name] of [
       [(c: Record<string, unknown>) => ({ ...c, aud: "another-client" }), "another audience"],
@@ -224,6 +268,16 @@ describe("single sign-on with an OpenID provider", () => {
     expect(carol.status).toBe(401);
     expect(((await carol.json()) as { error: { message: string } }).error.message).toBe('Your organization signs in with single sign-on: use "Sign in with Acme ID".');
     expect((await signIn("root", "break-glass-password")).status).toBe(200);
+    // A new issuer or client id needs its own secret: the kept one goes only where it was given for.
+    const moved = await admin<{ error: { param: string } }>("PUT", `/orgs/${orgId}/sso`, { issuer, client_id: "another-client", label: "Acme ID" });
+    expect([moved.status, moved.body.error.param]).toEqual([400, "client_secret"]);
+    // With two organizations on single sign-on, the sign-in page shows no tenant's button: it asks which organization.
+    const buttons = async () => (await (await fetch(`${relay.url}/auth/v1/sso`)).json()) as { data: unknown[]; ask_org: boolean };
+    expect(await buttons()).toMatchObject({ data: [{ org: "acme", label: "Acme ID" }], ask_org: false });
+    const rivals = await relay.control.orgs.create(OP, { name: "Rivals" });
+    await relay.control.sso.set(OP, rivals.id, { issuer, clientId: "makina", clientSecret: "x", label: "Contoso (Okta)", roleClaim: null, adminGroups: [], passwords: "everyone", breakGlassLogin: null });
+    expect(await buttons()).toMatchObject({ data: [], ask_org: true });
+    await relay.control.sso.remove(OP, rivals.id);
     // The break-glass login must be an enabled admin of the organization.
     const notAdmin = await admin<{ error: { param: string } }>("PUT", `/orgs/${orgId}/sso`, { issuer, client_id: "makina", label: "Acme ID", passwords: "break_glass", break_glass_login: "carol" });
     expect([notAdmin.status, notAdmin.body.error.param]).toEqual([400, "break_glass_login"]);

@@ -115,6 +115,13 @@ describe("rate limits kept in Redis", () => {
       // A budget refusal takes no place of the key's rate limit.
       expect(r.headers["x-ratelimit-remaining-requests"]).toBe("95");
     }
+    // The budget's count stays in Redis past its period (a week after it ends), whatever the rate window's keys do.
+    const { Redis } = await import("ioredis");
+    const direct = new Redis(redis.url);
+    const counts = await direct.keys(`makina:budget:{${org}}:*`);
+    expect(counts).toHaveLength(1);
+    expect(await direct.pttl(counts[0]!)).toBeGreaterThan(7 * 86_400_000);
+    direct.disconnect();
     // The count was read from the usage counts by the relays that found Redis without it, no more than once each.
     expect(seeded.length).toBeGreaterThanOrEqual(1);
     expect(seeded.length).toBeLessThanOrEqual(3);

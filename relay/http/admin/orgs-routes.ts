@@ -5,9 +5,9 @@ import type { RouteHandlers } from "./mount-routes.js";
 import { toWire } from "./to-wire.js";
 
 /** An organization's single sign-on as the admin API says it. */
-const ssoWire = (s: SsoView, redirectUri: string) => {
+const ssoWire = (s: SsoView) => {
   const { org_id: _org, ...shown } = toWire(s);
-  return { ...shown, redirect_uri: redirectUri };
+  return shown;
 };
 
 /** Organizations (the control plane's `orgs`): those the caller sees, create one, set its default key limits. */
@@ -24,14 +24,14 @@ export function orgRoutes(control: ControlPlane): RouteHandlers<OrgRoute, Actor>
     },
     "GET /admin/v1/orgs/:org/sso": async ({ params }, actor) => {
       const sso = await control.sso.get(actor, params.org);
-      return sso && ssoWire(sso, control.sso.redirectUri());
+      return sso && ssoWire(sso);
     },
     "PUT /admin/v1/orgs/:org/sso": async (input, actor) => {
       const read = () => {
         const b = input.body();
         return { issuer: b.issuer, clientId: b.client_id, clientSecret: b.client_secret, label: b.label, roleClaim: b.role_claim ?? null, adminGroups: b.admin_groups, passwords: b.passwords, breakGlassLogin: b.break_glass_login ?? null };
       };
-      return ssoWire(await control.sso.set(actor, input.params.org, read), control.sso.redirectUri());
+      return ssoWire(await control.sso.set(actor, input.params.org, read));
     },
     "DELETE /admin/v1/orgs/:org/sso": async ({ params }, actor) => {
       await control.sso.remove(actor, params.org);

@@ -6,6 +6,7 @@ import type { ControlPlane } from "../../control/index.js";
 import { jsonBody } from "../json-body.js";
 import { mountRoutes, type RouteHandlers } from "../admin/mount-routes.js";
 import { readCookie, setFlowCookie, setSessionCookie, SSO_FLOW_COOKIE } from "./cookies.js";
+import { SsoRefusal } from "../../sso/single-sign-on.js";
 import { requestSession, requireCsrf } from "./request-auth.js";
 
 /** What a sign-in handler reads and writes besides its body: the cookie. */
@@ -21,6 +22,32 @@ interface HttpExchange {
 export function authRouter(deps: { control: ControlPlane; sessions: WebSessions }): Router {
   const { control, sessions } = deps;
   const r = Router();
+  // Single sign-on (before the JSON body parser: its start is a form's POST): the browser goes to the provider and
+  // comes back here; a refusal goes back to the sign-in page with a code the page says in its own words (never text
+  // from the request).
+  const toSignIn = (res: Response, err: unknown) => res.redirect(303, `/?sso_error=${err instanceof SsoRefusal ? err.why : "unavailable"}`);
+  // Begun by the relay's own sign-in page: a JSON POST (which another site cannot send without the relay's leave) from
+  // this origin, answered with where to go (the page then goes there: a form's redirect to the provider would be
+  // another origin than the page's form-action allows).
+  r.post("/auth/v1/sso/:org/start", (req, res) => {
+    if (!sameOrigin(req) || !req.is("application/json")) return void res.status(403).json({ sso_error: "unavailable" });
+    control.sso.start(String(req.params.org)).then(({ url, browser }) => {
+      setFlowCookie(req, res, browser, 600_000, String(req.params.org));
+      res.set("cache-control", "no-store").json({ url });
+    }, (err: unknown) => res.status(err instanceof SsoRefusal ? 400 : 503).json({ sso_error: err instanceof SsoRefusal ? err.why : "unavailable" }));
+  });
+  r.get("/auth/v1/sso/:org/callback", (req, res) => {
+    const org = String(req.params.org);
+    const query = new URLSearchParams(req.originalUrl.slice(req.originalUrl.indexOf("?") + 1));
+    control.sso.finish(org, query, readCookie(req, SSO_FLOW_COOKIE), req.ip ?? "unknown").then((s) => {
+      setFlowCookie(req, res, "", 0, org);
+      setSessionCookie(req, res, s.cookie, s.expiresAt - Date.now());
+      res.redirect(303, "/");
+    }, (err: unknown) => {
+      setFlowCookie(req, res, "", 0, org);
+      toSignIn(res, err);
+    });
+  });
   r.use("/auth/v1", ...jsonBody(64 * 1024));
 
   const view = async (s: SessionUser): Promise<SessionInfo> => {
@@ -47,7 +74,10 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
       return view(s);
     },
     "GET /auth/v1/session": async (_input, { req }) => view(await current(req)),
-    "GET /auth/v1/sso": async () => ({ object: "list" as const, data: await control.sso.buttons() }),
+    "GET /auth/v1/sso": async () => {
+      const { buttons, askOrg } = await control.sso.buttons();
+      return { object: "list" as const, data: buttons, ask_org: askOrg };
+    },
     "POST /auth/v1/sign-out": async (_input, { req, res }) => {
       await control.signIns.signOut(await withCsrf(req));
       setSessionCookie(req, res, "", 0);
@@ -60,25 +90,15 @@ export function authRouter(deps: { control: ControlPlane; sessions: WebSessions 
       return { changed: true };
     },
   };
-  // Single sign-on: the browser goes to the provider, and comes back here; a refusal goes back to the sign-in page, said.
-  const toSignIn = (res: Response, err: unknown) => res.redirect(303, `/?sso_error=${encodeURIComponent(MakinaError.from(err).message)}`);
-  r.get("/auth/v1/sso/:org/start", (req, res) => {
-    control.sso.start(String(req.params.org)).then(({ url, browser }) => {
-      setFlowCookie(req, res, browser, 600_000);
-      res.redirect(303, url);
-    }, (err: unknown) => toSignIn(res, err));
-  });
-  r.get("/auth/v1/sso/callback", (req, res) => {
-    const query = new URLSearchParams(req.originalUrl.slice(req.originalUrl.indexOf("?") + 1));
-    control.sso.finish(query, readCookie(req, SSO_FLOW_COOKIE), req.ip ?? "unknown").then((s) => {
-      setFlowCookie(req, res, "", 0);
-      setSessionCookie(req, res, s.cookie, s.expiresAt - Date.now());
-      res.redirect(303, "/");
-    }, (err: unknown) => {
-      setFlowCookie(req, res, "", 0);
-      toSignIn(res, err);
-    });
-  });
   mountRoutes(r, "/auth/v1/", handlers, (req, res) => ({ req, res }));
   return r;
+}
+
+/** Whether a request comes from this relay's own pages: its Origin is this host's, or the browser says same-origin. */
+function sameOrigin(req: Request): boolean {
+  // A page whose referrer policy is no-referrer (the web application's) sends `Origin: null` with its forms'
+  // POSTs; the browser's Sec-Fetch-Site says where it came from then.
+  const origin = req.get("origin");
+  if (origin !== undefined && origin !== "null") return origin === `${req.protocol}://${req.get("host")}`;
+  return req.get("sec-fetch-site") === "same-origin";
 }

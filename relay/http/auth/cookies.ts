@@ -37,8 +37,8 @@ export const SSO_FLOW_COOKIE = "makina_sso_flow";
  * Sets (or clears) the single sign-on flow's cookie: HttpOnly, for the callback's path only, and SameSite=Lax,
  * since the provider's page sends the browser back (a navigation from another site, which Strict would strip).
  */
-export function setFlowCookie(req: Request, res: Response, value: string, maxAgeMs: number): void {
-  const parts = [`${SSO_FLOW_COOKIE}=${encodeURIComponent(value)}`, "Path=/auth/v1/sso/callback", "HttpOnly", "SameSite=Lax", `Max-Age=${Math.max(0, Math.round(maxAgeMs / 1000))}`];
+export function setFlowCookie(req: Request, res: Response, value: string, maxAgeMs: number, orgSlug: string): void {
+  const parts = [`${SSO_FLOW_COOKIE}=${encodeURIComponent(value)}`, `Path=/auth/v1/sso/${encodeURIComponent(orgSlug)}/callback`, "HttpOnly", "SameSite=Lax", `Max-Age=${Math.max(0, Math.round(maxAgeMs / 1000))}`];
   if (req.secure) parts.push("Secure");
   res.append("set-cookie", parts.join("; "));
 }

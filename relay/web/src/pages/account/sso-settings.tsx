@@ -78,7 +78,7 @@ export function SsoSettings() {
         <form onSubmit={save} noValidate>
           {error && !(Object.values(PARAMS) as string[]).includes(error.param ?? "") && <Notice tone="error">{error.message}</Notice>}
           <p class="muted small">Register this redirect URI at your provider (a web application with a client secret):</p>
-          <CopyBlock text={now?.redirect_uri ?? `${location.origin}/auth/v1/sso/callback`} label="Copy redirect URI" />
+          <CopyBlock text={now?.redirect_uri ?? `${location.origin}/auth/v1/sso/${encodeURIComponent(session.org.slug)}/callback`} label="Copy redirect URI" />
           <div class="row">
             {input("sso-issuer", "Issuer URL", "issuer", "Its discovery document is read when you save.", "url")}
             {input("sso-label", "Button label", "label", "The sign-in page says: Sign in with …")}
