@@ -55,7 +55,14 @@ export class AlertWatch {
     return this.looking;
   }
 
+  private lastPrune = 0;
+
   private async lookNow(): Promise<void> {
+    // Deliveries done (delivered or failed) are kept a month, then forgotten: looked for once an hour.
+    if (this.now() - this.lastPrune > 3_600_000) {
+      this.lastPrune = this.now();
+      await this.d.store.alerts.prune(this.now() - 30 * 86_400_000);
+    }
     const byOrg = new Map<string, AlertWebhook[]>();
     for (const w of await this.d.store.alerts.list(null)) byOrg.set(w.orgId, [...(byOrg.get(w.orgId) ?? []), w]);
     for (const [orgId, webhooks] of byOrg) {

@@ -49,6 +49,9 @@ export function postWebhook(url: string, body: string, headers: Record<string, s
         resolveStatus(res.statusCode ?? 0);
       },
     );
+    // A deadline for the whole try (a receiver that trickles its answer a byte at a time is cut off too).
+    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    req.on("close", () => clearTimeout(deadline));
     req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)));
     req.on("error", reject);
     req.end(body);

@@ -11,10 +11,16 @@ export interface AlertDeps {
   reach: WebhookReach;
 }
 
-const target = (w: AlertWebhook) => ({ kind: "alert", id: w.id, name: w.name ?? w.url.replace(/[?#].*$/, "") });
+/** A webhook's URL as recorded: its origin only (receivers such as Slack keep their token in the path or the query). */
+export const shownUrl = (url: string) => {
+  try {
+    return `${new URL(url).origin}/…`;
+  } catch {
+    return "(not a URL)";
+  }
+};
 
-/** A webhook's URL as shown and recorded: its query (where receivers keep tokens) left out. */
-export const shownUrl = (url: string) => url.replace(/\?.*$/, "?…");
+const target = (w: AlertWebhook) => ({ kind: "alert", id: w.id, name: w.name ?? shownUrl(w.url) });
 
 /**
  * An organization's alert webhooks: its admins add, change, test and remove them and read their deliveries.

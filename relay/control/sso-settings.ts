@@ -98,7 +98,9 @@ export class SsoSettings {
   /** The person the ID token names: found by subject (its role kept in step with its groups), or made now. */
   private async person(sso: OrgSso, claims: { sub: string; [claim: string]: unknown }, address: string): Promise<User> {
     const role = roleOf(sso, claims);
-    const existing = await this.c.store.sso.userIdOf(sso.orgId, claims.sub);
+    // A subject is its provider's: the same `sub` from another issuer (the organization changed providers) is someone else.
+    const subject = `${sso.issuer} ${claims.sub}`;
+    const existing = await this.c.store.sso.userIdOf(sso.orgId, subject);
     if (existing) {
       const user = (await this.c.store.users.get(existing))!;
       if (!role || user.role === role || user.disabledAt !== null) return user;
@@ -119,7 +121,7 @@ export class SsoSettings {
       await this.refused(sso.orgId, "login taken", address);
       throw new SsoRefusal("login_taken", "login taken", sso.orgId);
     }
-    await this.c.store.sso.setSubject(made.id, claims.sub);
+    await this.c.store.sso.setSubject(made.id, subject);
     await this.c.deps.audit.record({ orgId: sso.orgId, action: "sso.user_created", outcome: "success", actor: { kind: "user", id: made.id, login: made.login }, address, target: { kind: "user", id: made.id, name: made.login }, detail: { issuer: sso.issuer, subject: claims.sub, role: made.role } });
     return made;
   }

@@ -44,10 +44,9 @@ export class BudgetBook {
           (used) => {
             if (!this.counts.has(name)) this.counts.set(name, { used });
           },
-          // The usage counts unreadable: counted from what this relay sees from here on.
-          () => {
-            if (!this.counts.has(name)) this.counts.set(name, { used: 0 });
-          },
+          // The usage counts unreadable (the database refusing): nothing is kept, so a period is never counted from
+          // zero for good; the request goes on uncounted, and the next one reads them again.
+          () => undefined,
         );
         pending.finally(() => this.seeding.delete(name)).catch(() => undefined);
         this.seeding.set(name, pending);

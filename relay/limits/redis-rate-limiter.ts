@@ -126,6 +126,7 @@ export class RedisRateLimiter implements Limiter {
     try {
       answer = await this.seeded(lines, (seeds) => this.redis.makinaAdmit(keys.names.length, ...keys.names, this.windowMs, key.rpm ?? -1, key.tpm ?? -1, estimatedTokens, id, lines.length, ask.want, ask.least, ...keys.args(seeds)), (a) => (a[1] === "unseeded" ? a[8] : 0));
     } catch (err) {
+      if (err instanceof MakinaError && err.code === "limits_unavailable") throw err;
       this.unreachable(err);
       if (this.fail === "closed") throw limitsUnavailable();
       return this.local.admit(key, estimatedTokens, budget);
@@ -177,6 +178,7 @@ export class RedisRateLimiter implements Limiter {
       const [count, used, resetMs, left] = await this.seeded(lines, (seeds) => this.redis.makinaRead(keys.names.length, ...keys.names, this.windowMs, lines.length, ...keys.args(seeds)), (a) => a[4]);
       return { ...rateLimitHeaders(key, count, used, resetMs), ...budgetHeaders(lines.length ? left : undefined) };
     } catch (err) {
+      if (err instanceof MakinaError && err.code === "limits_unavailable") return {};
       this.unreachable(err);
       return this.local.headers(key);
     }
@@ -189,7 +191,9 @@ export class RedisRateLimiter implements Limiter {
       const held = await this.redis.get(name);
       if (held !== null) return Number(held);
       // Not counted in Redis yet this period: the usage counts say (and Redis keeps it, unless a relay counted first).
-      const seeded = await this.seed(line, periodOf(line.period, now).start);
+      // (Unreadable usage counts: nothing written, and nothing said spent for now.)
+      const seeded = await this.seed(line, periodOf(line.period, now).start).catch(() => undefined);
+      if (seeded === undefined) return 0;
       await this.redis.set(name, seeded, "PXAT", expiry(line, now), "NX");
       return Number((await this.redis.get(name)) ?? seeded);
     } catch (err) {
@@ -223,7 +227,11 @@ export class RedisRateLimiter implements Limiter {
     const held = this.seeding.get(name);
     if (held && held.until > now) return held.tokens;
     for (const [n, s] of this.seeding) if (s.until <= now) this.seeding.delete(n);
-    const tokens = this.seed(line, since).catch(() => 0);
+    // The usage counts unreadable: refused now (503) rather than a count of zero written for every relay.
+    const tokens = this.seed(line, since).catch((err: unknown) => {
+      this.seeding.delete(name);
+      throw new MakinaError("limits_unavailable", "This key's token budget cannot be counted just now (the usage counts cannot be read), so the request was not served. Try again in a moment.", { retryAfterMs: 2000, cause: err });
+    });
     this.seeding.set(name, { tokens, until: now + SEED_REUSE_MS });
     return tokens;
   }

@@ -45,6 +45,8 @@ export function checkedFetch(reach: OutboundReach, timeoutMs = 10_000) {
           }
         });
       });
+      const deadline = setTimeout(() => req.destroy(new Error(`${target.host} did not answer within ${timeoutMs / 1000} s`)), timeoutMs);
+      req.on("close", () => clearTimeout(deadline));
       req.on("timeout", () => req.destroy(new Error(`${target.host} did not answer within ${timeoutMs / 1000} s`)));
       req.on("error", reject);
       req.end(body);

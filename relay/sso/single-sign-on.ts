@@ -104,9 +104,7 @@ export class SingleSignOn {
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const browser = randomBytes(32).toString("base64url");
-    if (!(await this.d.store.sso.startFlow(hashSecret(state), { orgId: sso.orgId, browserHash: hashSecret(browser), codeVerifier, nonce, redirectUri, createdAt: this.now() }))) {
-      throw new MakinaError("runtime_unavailable", "Too many sign-ins are under way for this organization; try again in a minute.", { retryAfterMs: 60_000 });
-    }
+    await this.d.store.sso.startFlow(hashSecret(state), { orgId: sso.orgId, browserHash: hashSecret(browser), codeVerifier, nonce, redirectUri, createdAt: this.now() });
     const url = oidc.buildAuthorizationUrl(config, {
       redirect_uri: redirectUri,
       scope: "openid email profile",

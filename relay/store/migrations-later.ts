@@ -145,6 +145,7 @@ export const LATER_MIGRATIONS: readonly string[] = [
     redirect_uri TEXT NOT NULL,
     created_at BIGINT NOT NULL
   );
-  CREATE INDEX sso_flows_org ON sso_flows(org_id);
+  CREATE INDEX sso_flows_org ON sso_flows(org_id, created_at);
+  CREATE INDEX sso_flows_created ON sso_flows(created_at);
   `,
 ];

@@ -74,17 +74,21 @@ export class SsoStore {
     await this.db.deleteFrom("org_sso").where("org_id", "=", orgId).execute();
   }
 
-  /** Keeps a sign-in under way; false when the organization has `most` under way already (a flood of starts). */
-  async startFlow(stateHash: string, flow: SsoFlow, most = 10_000): Promise<boolean> {
-    // Flows nobody finished are swept here (10 minutes is long enough for any provider's page).
+  /**
+   * Keeps a sign-in under way. An organization keeps its `most` newest (a flood of starts drops the oldest, never
+   * refuses the next person's); flows nobody finished are swept after 10 minutes, long enough for any provider's page.
+   */
+  async startFlow(stateHash: string, flow: SsoFlow, most = 10_000): Promise<void> {
     await this.db.deleteFrom("sso_flows").where("created_at", "<", flow.createdAt - 600_000).execute();
     const under = await this.db.selectFrom("sso_flows").select((eb) => eb.fn.countAll<number>().as("n")).where("org_id", "=", flow.orgId).executeTakeFirst();
-    if (Number(under?.n ?? 0) >= most) return false;
+    if (Number(under?.n ?? 0) >= most) {
+      const oldest = this.db.selectFrom("sso_flows").select("state_hash").where("org_id", "=", flow.orgId).orderBy("created_at").limit(Math.max(1, Number(under?.n ?? 0) - most + 1));
+      await this.db.deleteFrom("sso_flows").where("state_hash", "in", oldest).execute();
+    }
     await this.db
       .insertInto("sso_flows")
       .values({ state_hash: stateHash, org_id: flow.orgId, browser_hash: flow.browserHash, code_verifier: flow.codeVerifier, nonce: flow.nonce, redirect_uri: flow.redirectUri, created_at: flow.createdAt })
       .execute();
-    return true;
   }
 
   /** The flow of a state, taken (deleted) so that it serves once; undefined when there is none (or it was used). */

@@ -95,7 +95,7 @@ describe("alerts", () => {
 
   it("tells a machine offline past its grace once, and a budget past 80% and 100% once each", async () => {
     const hook = (await admin<Hook>("POST", "/alerts", { org: gw.orgId, url: `${receiver.url}/fleet`, events: ["machine.offline", "budget.threshold"], machine_offline_after_s: 5 })).body;
-    const key = (await admin<{ id: string; key: string }>("POST", "/keys", { org: gw.orgId, name: "intern", budget: { tokens: 100, period: "day" } })).body;
+    const key = (await admin<{ id: string; key: string }>("POST", "/keys", { org: gw.orgId, name: "intern", budget: { tokens: 1000, period: "day" } })).body;
     const chat = () =>
       fetch(`${gw.baseURL}/chat/completions`, {
         method: "POST",

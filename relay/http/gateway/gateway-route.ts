@@ -146,7 +146,7 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
   const admission = await admitWithHeaders(deps.limiter, key, metered ? estimatedTokens : 0, budget, res, limits);
   ledger.admitted(admission);
   setHeaders(res, admission.headers);
-  if (budget) holdToGrant(request.input, admission, steps);
+  if (budget) holdToGrant(request.input, admission, steps, stack.contextSize);
   const { stream: streamed } = request.input;
   // The client going away cancels the generation on the machine.
   const controller = new AbortController();
