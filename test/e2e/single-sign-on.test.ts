@@ -43,12 +43,23 @@ describe("single sign-on with an OpenID provider", () => {
     return { status: res.status, body: (await res.json()) as T };
   };
 
+  /**
+   * A browser of its own. The provider's development pages import web fonts from the internet, which this machine
+   * cannot reach: those requests are refused at once rather than left to time out while the page waits for them.
+   */
+  const newContext = async (options: Parameters<Browser["newContext"]>[0] = {}) => {
+    const context = await browser.newContext(options);
+    await context.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.abort());
+    context.setDefaultTimeout(30_000);
+    return context;
+  };
+
   /** Signs in through the provider in a fresh browser: the provider's page takes `login`; resolves on the relay's page. */
   const signInThrough = async (login: string): Promise<Page> => {
-    const page = await (await browser.newContext({ viewport: { width: 1100, height: 760 } })).newPage();
-    page.setDefaultTimeout(20_000);
+    const page = await (await newContext({ viewport: { width: 1100, height: 760 } })).newPage();
     await page.goto(relay.url);
     await page.getByRole("button", { name: "Sign in with Acme ID" }).click();
+    await page.waitForURL((u) => u.origin === issuer, { waitUntil: "commit" });
     await page.locator('input[name="login"]').fill(login);
     await page.locator('input[name="password"]').fill("anything");
     await page.getByRole("button", { name: "Sign-in" }).click();
@@ -130,7 +141,7 @@ describe("single sign-on with an OpenID provider", () => {
     const wrong = await admin<{ error: { param: string; message: string } }>("PUT", `/orgs/${orgId}/sso`, { issuer: `${issuer}/nowhere`, client_id: "makina", client_secret: "x", label: "Acme ID" });
     expect([wrong.status, wrong.body.error.param]).toEqual([400, "issuer"]);
     // Set up from the web application: the People page, as the organization's admin.
-    const page = await (await browser.newContext({ viewport: { width: 1200, height: 1100 } })).newPage();
+    const page = await (await newContext({ viewport: { width: 1200, height: 1100 } })).newPage();
     await page.goto(relay.url);
     await page.getByLabel("Login").fill("root");
     await page.getByLabel("Password").fill("break-glass-password");
@@ -177,11 +188,11 @@ describe("single sign-on with an OpenID provider", () => {
   it("refuses a wrong state, a replayed answer, a token for another audience, an expired ID token, and a person disabled here", async () => {
     const refusal = async (page: Page) => (await page.getByTestId("sso-error").textContent()) ?? "";
     // A callback no sign-in started.
-    const forged = await (await browser.newContext()).newPage();
+    const forged = await (await newContext()).newPage();
     await forged.goto(`${relay.url}/auth/v1/sso/acme/callback?code=anything&state=made-up`);
     expect(await refusal(forged)).toMatch(/unknown or was already used/);
     // The provider's answer, captured and sent again: its state was used.
-    const context = await browser.newContext();
+    const context = await newContext();
     const page = await context.newPage();
     let answer = "";
     page.on("request", (r) => {
@@ -189,6 +200,7 @@ describe("single sign-on with an OpenID provider", () => {
     });
     await page.goto(relay.url);
     await page.getByRole("button", { name: "Sign in with Acme ID" }).click();
+    await page.waitForURL((u) => u.origin === issuer, { waitUntil: "commit" });
     await page.locator('input[name="login"]').fill("frank");
     await page.locator('input[name="password"]').fill("anything");
     await page.getByRole("button", { name: "Sign-in" }).click();
@@ -202,10 +214,11 @@ describe("single sign-on with an OpenID provider", () => {
     expect(replay.headers.getSetCookie().some((c) => c.startsWith("makina_session=") && !c.startsWith("makina_session=;"))).toBe(false);
     // The provider's answer taken to another organization's address (a provider sending a browser on to another's,
     // the "mix-up" attack): refused there before any code is traded, and no longer good at its own.
-    const held = await (await browser.newContext()).newPage();
+    const held = await (await newContext()).newPage();
     let heldAnswer = "";
     await held.goto(relay.url);
     await held.getByRole("button", { name: "Sign in with Acme ID" }).click();
+    await held.waitForURL((u) => u.origin === issuer, { waitUntil: "commit" });
     await held.locator('input[name="login"]').fill("henry");
     await held.locator('input[name="password"]').fill("anything");
     await held.getByRole("button", { name: "Sign-in" }).click();
