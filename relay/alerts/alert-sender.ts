@@ -1,15 +1,12 @@
 import type { Logger } from "../../proto/index.js";
 import type { AlertDelivery, AlertStore, AlertWebhook } from "../store/index.js";
+import type { SecretShelf } from "../vault/index.js";
 import { alertBody, type AlertEvent } from "./alert-events.js";
 import { postWebhook, type WebhookReach } from "./webhook-post.js";
 import { signWebhook } from "./webhook-signature.js";
 
-/** Where webhooks' signing secrets are kept (sealed with the relay's secrets key). */
-export interface AlertSecrets {
-  make(webhookId: string): Promise<string>;
-  read(webhookId: string): Promise<string | undefined>;
-  forget(webhookId: string): Promise<void>;
-}
+/** Where webhooks' signing secrets are kept (sealed with the relay's secrets key), by webhook id. */
+export type AlertSecrets = Pick<SecretShelf, "make" | "read" | "forget">;
 
 /**
  * The waits before each try again, in multiples of the first (5 s by default: 5 s, 5 min, 30 min, 2 h, 5 h,

@@ -1,6 +1,6 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
-import { ALERT_EVENTS, webhookUrlProblem, type AlertSender, type AlertSecrets, type WebhookReach } from "../alerts/index.js";
+import { ALERT_EVENTS, newWebhookSecret, webhookUrlProblem, type AlertSender, type AlertSecrets, type WebhookReach } from "../alerts/index.js";
 import type { AlertDelivery, AlertWebhook, AlertWebhookFields } from "../store/index.js";
 import { given, type ControlContext, type Given } from "./control-context.js";
 
@@ -48,7 +48,7 @@ export class Alerts {
     const fields = given(asked);
     this.check(fields);
     const webhook = await this.c.store.alerts.create(org.id, fields, policy.userId);
-    const secret = await this.deps().secrets.make(webhook.id);
+    const secret = await this.deps().secrets.make(webhook.id, newWebhookSecret);
     await this.c.record(actor, { orgId: org.id, action: "alert.created", target: target(webhook), detail: { url: shownUrl(webhook.url), events: webhook.events } });
     return { webhook, secret };
   }

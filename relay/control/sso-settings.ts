@@ -1,6 +1,8 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import type { OutboundReach } from "../outbound/checked-lookup.js";
+import { outboundUrlProblem } from "../outbound/outbound-url.js";
+import type { SecretShelf } from "../vault/index.js";
 import { randomBytes } from "node:crypto";
 import type { SessionUser } from "../auth/index.js";
 import { hashPassword } from "../keys/index.js";
@@ -13,7 +15,8 @@ export interface SsoDeps {
   signOn: SingleSignOn;
   /** How long a session opened through a provider lasts at most (so that offboarding there ends access here soon). */
   sessionTtlMs: number;
-  secrets: { set(orgId: string, secret: string): Promise<void>; read(orgId: string): Promise<string | undefined>; forget(orgId: string): Promise<void> };
+  /** Organizations' client secrets, by organization id. */
+  secrets: Pick<SecretShelf, "set" | "read" | "forget">;
   reach: OutboundReach;
 }
 
@@ -148,7 +151,7 @@ export class SsoSettings {
     const org = policy.org(orgRef);
     const input = given(asked);
     const deps = this.deps();
-    const issuer = issuerProblem(input.issuer, deps.reach);
+    const issuer = outboundUrlProblem(input.issuer, deps.reach, { example: "https://login.example.com/realms/acme", setting: "MAKINA_SSO_ALLOW_PRIVATE", bare: true });
     if (issuer) throw new MakinaError("invalid_value", `'issuer' ${issuer}.`, { param: "issuer" });
     await deps.signOn.discover(input.issuer.replace(/\/+$/, ""), input.clientId);
     const had = await this.c.store.sso.get(org.id);
@@ -185,17 +188,4 @@ export class SsoSettings {
     this.deps().signOn.forget(org.id);
     await this.c.record(actor, { orgId: org.id, action: "sso.removed", target: { kind: "org", id: org.id, name: org.name } });
   }
-}
-
-/** Why an issuer URL cannot be used, or null. */
-function issuerProblem(text: string, reach: OutboundReach): string | null {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return "must be the provider's issuer URL, such as https://login.example.com/realms/acme";
-  }
-  if (url.protocol !== "https:" && !(reach.allowPrivate && url.protocol === "http:")) return "must be an https URL (plain http only where the operator allows private providers: MAKINA_SSO_ALLOW_PRIVATE=1)";
-  if (url.search || url.hash || url.username) return "must be the issuer itself: no query, fragment or credentials";
-  return null;
 }

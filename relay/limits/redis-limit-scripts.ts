@@ -6,7 +6,7 @@
  * charges by time (a request's, or a late settle's); `amt`, each charge's tokens; `sum`, their total. Time is
  * Redis's own (`TIME`), so relays whose clocks differ still share one window.
  */
-export const AGE = `
+const AGE = `
 local req, tok, amt, sum = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local window = tonumber(ARGV[1])
 local t = redis.call('TIME')
@@ -39,7 +39,7 @@ end
  * 'unseeded' and the line's place) and when its count expires. Sets \`room\` (the least left of every line;
  * nil without lines), or returns the line that has no count and no seed.
  */
-export const BUDGETS = `
+const BUDGETS = `
 local function budgets(n, first)
   local room, tight, tightUsed = nil, 0, 0
   for i = 1, n do
@@ -63,8 +63,8 @@ end
 /**
  * Admits one request or refuses it, in one atomic step: ARGV window, rpm (-1: none), tpm (-1: none), the
  * estimate, the admission's id, the number of budget lines, the tokens wanted of them and the least taken, then
- * the lines' (see BUDGETS). Answers {admitted 1|0, refusal, wait ms, requests, tokens, reset ms, granted, left
- * of the budgets (-1: none), the line that refused or has no count}.
+ * the lines' (see BUDGETS). Answers {admitted 1|0, refusal, wait ms (for a budget's refusal: that line's count),
+ * requests, tokens, reset ms, granted, left of the budgets (-1 without lines), the line that refused or has no count}.
  */
 export const ADMIT = `${AGE}${BUDGETS}
 local rpm, tpm, estimate, id = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]

@@ -292,8 +292,14 @@ function keysOf(key: KeyLimits, lines: readonly BudgetLine[], now: number): { na
   const tag = key.orgId ?? key.id;
   const base = `makina:rl:{${tag}}:${key.id}`;
   const names = [`${base}:req`, `${base}:tok`, `${base}:amt`, `${base}:sum`];
-  for (const line of lines) names.push(budgetKey(tag, line, periodOf(line.period, now).start));
-  return { names, args: (seeds) => lines.flatMap((line, i) => [line.tokens, seeds[i]!, expiry(line, now)]) };
+  // Each line's period read once: its count's name, and when the count leaves Redis (a week after the period ends).
+  const expiries: number[] = [];
+  for (const line of lines) {
+    const { start, end } = periodOf(line.period, now);
+    names.push(budgetKey(tag, line, start));
+    expiries.push(end + KEPT_AFTER_PERIOD_MS);
+  }
+  return { names, args: (seeds) => lines.flatMap((line, i) => [line.tokens, seeds[i]!, expiries[i]!]) };
 }
 
 /** A budget line's count in a period, in Redis. */
@@ -301,7 +307,10 @@ function budgetKey(tag: string, line: BudgetLine, start: number): string {
   return `makina:budget:{${tag}}:${lineName(line, start)}`;
 }
 
+/** How long a budget's count stays in Redis after its period ends. */
+const KEPT_AFTER_PERIOD_MS = 7 * 86_400_000;
+
 /** When a line's count in the current period leaves Redis: a week after the period ends. */
 function expiry(line: BudgetLine, now: number): number {
-  return periodOf(line.period, now).end + 7 * 86_400_000;
+  return periodOf(line.period, now).end + KEPT_AFTER_PERIOD_MS;
 }

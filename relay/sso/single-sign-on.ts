@@ -5,15 +5,13 @@ import { hashSecret } from "../keys/index.js";
 import { checkedFetch } from "../outbound/checked-fetch.js";
 import type { OutboundReach } from "../outbound/checked-lookup.js";
 import type { OrgSso, Store } from "../store/index.js";
+import type { SecretShelf } from "../vault/index.js";
 
-/** Where organizations' client secrets are kept (sealed with the relay's secrets key). */
-export interface SsoSecrets {
-  read(orgId: string): Promise<string | undefined>;
-}
 
 export interface SingleSignOnDeps {
   store: Store;
-  secrets: SsoSecrets;
+  /** Organizations' client secrets (sealed with the relay's secrets key), by organization id. */
+  secrets: Pick<SecretShelf, "read">;
   /** Which providers' addresses the relay may reach (`MAKINA_SSO_ALLOW_PRIVATE=1`: private ones and plain http too). */
   reach: OutboundReach;
   log: Logger;

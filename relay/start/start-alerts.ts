@@ -1,4 +1,4 @@
-import { AlertSender, AlertWatch, newWebhookSecret, type AlertSecrets, type WebhookReach } from "../alerts/index.js";
+import { AlertSender, AlertWatch, type WebhookReach } from "../alerts/index.js";
 import type { AlertDeps } from "../control/alerts.js";
 import type { Limiter } from "../limits/index.js";
 import type { Store } from "../store/index.js";
@@ -16,12 +16,7 @@ export type RuntimeFailed = (orgId: string, machine: { id: string; name: string 
 export async function startAlerts(s: Shared, d: { store: Store; vault: Vault; limiter: Limiter; usage: UsageRecorder }): Promise<{ deps: AlertDeps; runtimeFailed: RuntimeFailed }> {
   const { config, log, parts } = s;
   const { store, vault, limiter, usage } = d;
-  const name = (id: string) => `alert_secret:${id}`;
-  const secrets: AlertSecrets = {
-    make: (id) => vault.getOrMake(name(id), newWebhookSecret),
-    read: (id) => vault.get(name(id)),
-    forget: (id) => store.settings.delete(name(id)),
-  };
+  const secrets = vault.shelf("alert_secret");
   const reach: WebhookReach = { allowPrivate: config.alertsAllowPrivate };
   const alertLog = log.child({ component: "alerts" });
   const sender = await parts.start({

@@ -7,10 +7,8 @@ import type { Shared } from "./relay-parts.js";
 /** Single sign-on: organizations' client secrets sealed in the vault, and the sign-in through their providers. */
 export function ssoDeps(s: Shared, d: { store: Store; vault: Vault }): SsoDeps {
   const { config, log } = s;
-  const { store, vault } = d;
-  const name = (orgId: string) => `sso_client_secret:${orgId}`;
-  const secrets = { set: (orgId: string, secret: string) => vault.set(name(orgId), secret), read: (orgId: string) => vault.get(name(orgId)), forget: (orgId: string) => store.settings.delete(name(orgId)) };
+  const secrets = d.vault.shelf("sso_client_secret");
   const reach = { allowPrivate: config.ssoAllowPrivate };
-  const signOn = new SingleSignOn({ store, secrets, reach, log: log.child({ component: "sso" }) });
+  const signOn = new SingleSignOn({ store: d.store, secrets, reach, log: log.child({ component: "sso" }) });
   return { signOn, secrets, reach, sessionTtlMs: config.ssoSessionHours * 3_600_000 };
 }

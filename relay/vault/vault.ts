@@ -2,6 +2,15 @@ import type { Logger } from "../../proto/index.js";
 import type { SettingsStore } from "../store/index.js";
 import { isSealed, SecretsKey, SecretsKeyError } from "./secrets-key.js";
 
+/** Secrets of one kind in the vault, each by the id of what it belongs to. */
+export interface SecretShelf {
+  /** The secret, made by `make` (and kept) when there is none. */
+  make(id: string, make: () => string): Promise<string>;
+  set(id: string, value: string): Promise<void>;
+  read(id: string): Promise<string | undefined>;
+  forget(id: string): Promise<void>;
+}
+
 /** The setting that names the key the database's secrets are sealed with (its id: no secret). */
 export const SECRETS_KEY_ID = "secrets_key_id";
 
@@ -42,6 +51,20 @@ export class Vault {
   /** Stores the secret `name` (sealed), replacing what was there. */
   async set(name: string, value: string): Promise<void> {
     await this.settings.set(name, this.usable().seal(name, value));
+  }
+
+  /**
+   * A shelf of secrets kept under one name each (`{prefix}:{id}`): a webhook's signing secret, an organization's
+   * client secret.
+   */
+  shelf(prefix: string): SecretShelf {
+    const name = (id: string) => `${prefix}:${id}`;
+    return {
+      make: (id, make) => this.getOrMake(name(id), make),
+      set: (id, value) => this.set(name(id), value),
+      read: (id) => this.get(name(id)),
+      forget: (id) => this.settings.delete(name(id)),
+    };
   }
 
   private usable(): SecretsKey {

@@ -14,6 +14,7 @@ import { startRelay, type RelayInternals as Relay } from "../../relay/start/star
 import { chromiumPath } from "../helpers/chromium.js";
 import { REPO_ROOT } from "../helpers/models.js";
 import { OP } from "../helpers/operator.js";
+import { adminApi } from "../helpers/admin-api.js";
 
 const SHOTS = join(REPO_ROOT, "test-output", "screenshots");
 
@@ -38,10 +39,7 @@ describe("single sign-on with an OpenID provider", () => {
   let hold: ((answer: string) => void) | null = null;
   let orgId = "";
 
-  const admin = async <T>(method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${relay.adminUrl}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${relay.adminToken}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as T };
-  };
+  const admin = adminApi(() => relay);
 
   /**
    * A browser of its own. The provider's development pages import web fonts from the internet, which this machine
@@ -191,6 +189,10 @@ describe("single sign-on with an OpenID provider", () => {
     const forged = await (await newContext()).newPage();
     await forged.goto(`${relay.url}/auth/v1/sso/acme/callback?code=anything&state=made-up`);
     expect(await refusal(forged)).toMatch(/unknown or was already used/);
+    await forged.screenshot({ path: join(SHOTS, "sso-refused.png") });
+    // As a phone shows it: the button and the refusal above the password form.
+    await forged.setViewportSize({ width: 390, height: 760 });
+    await forged.screenshot({ path: join(SHOTS, "sso-refused-narrow.png") });
     // The provider's answer, captured and sent again: its state was used.
     const context = await newContext();
     const page = await context.newPage();

@@ -93,6 +93,9 @@ describe("a newcomer's journey through the web application", () => {
 
     // Sign in: a wrong password is said in words next to the field, then the right one gets in.
     await page.goto(relay.url);
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    // A first visit: nothing ended, so nothing says so.
+    expect(await page.getByTestId("session-ended").count()).toBe(0);
     await shot("sign-in");
     await page.getByLabel("Login").fill("admin");
     await page.getByLabel("Password").fill("not the password");
@@ -607,6 +610,9 @@ describe("a newcomer's journey through the web application", () => {
       await form.getByLabel("URL").fill(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/slack`);
       await form.getByLabel("Name").fill("#ops");
       await form.getByLabel("A token budget reaches 80% and 100%").check();
+      // The thresholds of the events chosen, and only those.
+      await form.getByLabel("Requests fail above a rate over 5 minutes").check();
+      await form.getByLabel("Too many failures (percent of requests)").fill("25");
       await shot("alert-form");
       await form.getByRole("button", { name: "Add webhook" }).click();
       const secret = await page.getByTestId("new-alert").getByTestId("new-key-secret").locator("code").textContent();
@@ -617,6 +623,7 @@ describe("a newcomer's journey through the web application", () => {
       await row.getByRole("button", { name: "Send test" }).click();
       await expect.poll(() => page.getByTestId("deliveries").locator("tbody tr").first().textContent(), { timeout: 10_000 }).toMatch(/alert\.test\s*delivered\s*1\s*200/);
       expect(got).toHaveLength(1);
+      expect((await relay.store.alerts.list(null)).find((w) => w.name === "#ops")).toMatchObject({ errorRatePercent: 25, machineOfflineAfterS: 300 });
       expect(JSON.parse(got[0]!.body)).toMatchObject({ type: "alert.test", text: expect.stringContaining("#ops") });
       expect(got[0]!.signature).toMatch(/^v1,/);
       await shot("alerts");

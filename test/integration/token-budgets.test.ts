@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 import { WebClient } from "../helpers/web-client.js";
+import { adminApi } from "../helpers/admin-api.js";
 
 /**
  * Token budgets of keys and organizations through the whole gateway: the real GGUF test model answers, the
@@ -8,14 +9,7 @@ import { WebClient } from "../helpers/web-client.js";
  */
 describe("token budgets", () => {
   let gw: TestGateway;
-  const admin = async <T>(method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${gw.relay.adminUrl}/admin/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${gw.relay.adminToken}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as T };
-  };
+  const admin = adminApi(() => gw.relay);
   type Key = { id: string; key: string; budget: { tokens: number; period: string } | null; budget_spent: number | null };
   const newKey = async (budget: unknown) => (await admin<Key>("POST", "/keys", { org: gw.orgId, name: "budgeted", budget })).body;
   const keyOf = async (id: string) => (await admin<{ data: Key[] }>("GET", `/keys?org=${gw.orgId}&per_page=100`)).body.data.find((k) => k.id === id)!;

@@ -94,8 +94,9 @@ export class AdminClient {
     if (!res.ok) {
       const e = (json as Partial<ErrorBody> | null)?.error;
       const err = new ApiError(res.status, e?.code ?? null, e?.param ?? null, e?.message ?? `The relay answered ${res.status}.`);
-      // A 401 that names a field (a wrong current password) refuses what was typed; the session is still good.
-      if (res.status === 401 && !err.param && !path.startsWith("/auth/v1/sign-in")) this.onSignedOut();
+      // A 401 that names a field (a wrong current password) refuses what was typed; the session is still good. The
+      // first look for a session answers 401 to anyone not signed in yet: nothing ended.
+      if (res.status === 401 && !err.param && !path.startsWith("/auth/v1/sign-in") && path !== "/auth/v1/session") this.onSignedOut();
       throw err;
     }
     return json;

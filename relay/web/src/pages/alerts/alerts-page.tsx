@@ -137,6 +137,7 @@ function AlertForm({ onClose }: { onClose: () => void }) {
   const [name, setName] = useState("");
   const [events, setEvents] = useState<string[]>(["machine.offline", "runtime.failed"]);
   const [offline, setOffline] = useState("300");
+  const [errorRate, setErrorRate] = useState("10");
   const [error, setError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
   const [secret, setSecret] = useState<string | null>(null);
@@ -145,7 +146,7 @@ function AlertForm({ onClose }: { onClose: () => void }) {
     setBusy(true);
     setError(null);
     try {
-      const made = await client.call("POST /admin/v1/alerts", { body: { org: session.org.id, url: url.trim(), name: name.trim() || null, events, machine_offline_after_s: Number(offline) } });
+      const made = await client.call("POST /admin/v1/alerts", { body: { org: session.org.id, url: url.trim(), name: name.trim() || null, events, machine_offline_after_s: Number(offline), error_rate_percent: Number(errorRate) } });
       setSecret(made.secret);
     } catch (err) {
       setError(err as ApiError);
@@ -161,14 +162,14 @@ function AlertForm({ onClose }: { onClose: () => void }) {
     <section class="card panel" aria-labelledby="alert-form-title" data-testid="add-alert">
       <h2 id="alert-form-title">Add a webhook</h2>
       <form onSubmit={submit} noValidate>
-        {error && !["url", "name", "events", "machine_offline_after_s"].includes(error.param ?? "") && <Notice tone="error">{error.message}</Notice>}
+        {error && !["url", "name", "events", "machine_offline_after_s", "error_rate_percent"].includes(error.param ?? "") && <Notice tone="error">{error.message}</Notice>}
         <Field id="alert-url" label="URL" hint="https. A Slack incoming webhook's URL works as it is." error={err("url")}>
           <input id="alert-url" type="url" value={url} onInput={(e) => setUrl(e.currentTarget.value)} aria-describedby={describedBy("alert-url", err("url"))} />
         </Field>
         <Field id="alert-name" label="Name" hint="Who it reaches, e.g. #ops." error={err("name")}>
           <input id="alert-name" value={name} onInput={(e) => setName(e.currentTarget.value)} aria-describedby={describedBy("alert-name", err("name"))} />
         </Field>
-        <fieldset class="field">
+        <fieldset class="field alert-events">
           <legend>Events</legend>
           {EVENTS.map(([key, label]) => (
             <label key={key} class="check-row">
@@ -177,9 +178,19 @@ function AlertForm({ onClose }: { onClose: () => void }) {
           ))}
           {err("events") && <p class="field-error" role="alert">{err("events")}</p>}
         </fieldset>
-        <Field id="alert-offline" label="A machine counts as gone after (seconds)" error={err("machine_offline_after_s")}>
-          <input id="alert-offline" type="number" min="5" step="1" value={offline} onInput={(e) => setOffline(e.currentTarget.value)} aria-describedby={describedBy("alert-offline", err("machine_offline_after_s"))} />
-        </Field>
+        {/* The thresholds of the events chosen. */}
+        <div class="row">
+          {events.includes("machine.offline") && (
+            <Field id="alert-offline" label="A machine counts as gone after (seconds)" hint="5 to 86,400." error={err("machine_offline_after_s")}>
+              <input id="alert-offline" type="number" min="5" step="1" value={offline} onInput={(e) => setOffline(e.currentTarget.value)} aria-describedby={describedBy("alert-offline", err("machine_offline_after_s"))} />
+            </Field>
+          )}
+          {events.includes("error_rate") && (
+            <Field id="alert-error-rate" label="Too many failures (percent of requests)" hint="Over 5 minutes, with 20 requests or more." error={err("error_rate_percent")}>
+              <input id="alert-error-rate" type="number" min="1" max="100" step="1" value={errorRate} onInput={(e) => setErrorRate(e.currentTarget.value)} aria-describedby={describedBy("alert-error-rate", err("error_rate_percent"))} />
+            </Field>
+          )}
+        </div>
         <FormActions label="Add webhook" busyLabel="Adding…" busy={busy} onCancel={onClose} />
       </form>
     </section>
