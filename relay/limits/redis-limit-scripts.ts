@@ -167,3 +167,59 @@ end
 return 1
 `;
 
+
+/**
+ * Admits one organization's requests of keys with budgets and no rate limits, several at once (those that
+ * arrived in one turn of a relay's event loop), each checked and reserved in order, atomically. KEYS: the budget
+ * counts they touch. ARGV: the counts' number m, per count its limit, its seed (-1: none read) and when it
+ * expires; then per admission: its lines' number n, the tokens wanted and the least taken, then n indexes of
+ * KEYS. A count Redis lacks and has no seed for: nothing is done, and the answer is {-1, its indexes…}. Else,
+ * per admission four numbers: {1, granted, left of its budgets, 0} or {0, the refusing line (its place among
+ * the admission's lines, from 1), left, that line's count}.
+ */
+export const ADMIT_BUDGETS = `
+local m = tonumber(ARGV[1])
+local count, limit, missing = {}, {}, {}
+for i = 1, m do
+  local v = redis.call('GET', KEYS[i])
+  limit[i] = tonumber(ARGV[2 + (i - 1) * 3])
+  if v then count[i] = tonumber(v)
+  elseif tonumber(ARGV[3 + (i - 1) * 3]) < 0 then missing[#missing + 1] = i end
+end
+if #missing > 0 then
+  table.insert(missing, 1, -1)
+  return missing
+end
+for i = 1, m do
+  if count[i] == nil then
+    count[i] = tonumber(ARGV[3 + (i - 1) * 3])
+    redis.call('SET', KEYS[i], count[i])
+    redis.call('PEXPIREAT', KEYS[i], tonumber(ARGV[4 + (i - 1) * 3]))
+  end
+end
+local added, out = {}, {}
+local p = 2 + m * 3
+while p <= #ARGV do
+  local n, want, least = tonumber(ARGV[p]), tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
+  local room, tight = nil, 0
+  for j = 1, n do
+    local i = tonumber(ARGV[p + 2 + j])
+    if room == nil or limit[i] - count[i] < room then room, tight = limit[i] - count[i], j end
+  end
+  if room < least then
+    local i = tonumber(ARGV[p + 2 + tight])
+    out[#out + 1] = 0; out[#out + 1] = tight; out[#out + 1] = room; out[#out + 1] = count[i]
+  else
+    local granted = math.min(want, room)
+    for j = 1, n do
+      local i = tonumber(ARGV[p + 2 + j])
+      count[i] = count[i] + granted
+      added[i] = (added[i] or 0) + granted
+    end
+    out[#out + 1] = 1; out[#out + 1] = granted; out[#out + 1] = room - granted; out[#out + 1] = 0
+  end
+  p = p + 3 + n
+end
+for i, a in pairs(added) do redis.call('INCRBY', KEYS[i], a) end
+return out
+`;

@@ -3,7 +3,8 @@ import type { Redis } from "ioredis";
 import { MakinaError, type Logger } from "../../proto/index.js";
 import { LimitRefusal, RateLimiter, rateLimitHeaders, requestsRefused, tokensRefused, tooLargeRefused, type Admission, type KeyLimits, type Limiter } from "./rate-limiter.js";
 import { BudgetBook } from "./budget-book.js";
-import { ADJUST, ADMIT, READ, REFUND, SETTLE } from "./redis-limit-scripts.js";
+import { ADJUST, ADMIT, ADMIT_BUDGETS, READ, REFUND, SETTLE } from "./redis-limit-scripts.js";
+import { BudgetBatches, type BudgetCount } from "./redis-budget-batch.js";
 import { budgetHeaders, budgetRefused, lineName, periodOf, type BudgetAsk, type BudgetLine, type BudgetSeed } from "./token-budget.js";
 
 /** How long budget corrections of keys without rate limits gather before they go to Redis together. */
@@ -17,6 +18,7 @@ interface Scripts {
   makinaRefund(keyCount: number, ...args: (string | number)[]): Promise<number>;
   makinaRead(keyCount: number, ...args: (string | number)[]): Promise<[count: number, used: number, resetMs: number, left: number, line: number]>;
   makinaAdjust(keyCount: number, ...args: (string | number)[]): Promise<number>;
+  makinaAdmitBudgets(keyCount: number, ...args: (string | number)[]): Promise<number[]>;
 }
 
 /** How long one read of a budget's count from the usage counts serves this relay's requests that need it. */
@@ -47,6 +49,8 @@ export class RedisRateLimiter implements Limiter {
   /** Budget corrections not sent yet, by organization (hash tag), then by budget count. */
   private adjustments = new Map<string, Map<string, number>>();
   private adjustTimer: NodeJS.Timeout | undefined;
+  /** Admissions of keys with budgets and no rate limits, one script per organization and turn of the event loop. */
+  private readonly batches: BudgetBatches;
 
   /**
    * Connects to Redis at `url` (without waiting for it: see {@link ready}). The Redis client is loaded here, so
@@ -74,6 +78,7 @@ export class RedisRateLimiter implements Limiter {
     this.local.budgetExhausted = (line) => this.budgetExhausted?.(line);
     this.redis = new RedisClient(url, {
       lazyConnect: false,
+      enableAutoPipelining: true,
       // A command while disconnected fails at once (the relay admits locally) instead of waiting in a queue.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
@@ -87,6 +92,11 @@ export class RedisRateLimiter implements Limiter {
     this.redis.defineCommand("makinaRefund", { lua: REFUND });
     this.redis.defineCommand("makinaRead", { lua: READ });
     this.redis.defineCommand("makinaAdjust", { lua: ADJUST });
+    this.redis.defineCommand("makinaAdmitBudgets", { lua: ADMIT_BUDGETS });
+    this.batches = new BudgetBatches(
+      (names, args) => this.redis.makinaAdmitBudgets(names.length, ...names, ...args),
+      (line) => this.seedOf(line),
+    );
     this.redis.on("error", (err: Error) => this.unreachable(err));
     this.redis.on("ready", () => {
       if (this.down === null) return;
@@ -119,8 +129,9 @@ export class RedisRateLimiter implements Limiter {
   async admit(key: KeyLimits, estimatedTokens: number, budget?: BudgetAsk): Promise<Admission> {
     const lines = key.budgets ?? [];
     if (key.rpm === null && key.tpm === null && lines.length === 0) return this.local.admit(key, estimatedTokens);
-    const id = randomUUID();
     const ask = budget ?? { want: estimatedTokens, least: estimatedTokens };
+    if (key.rpm === null && key.tpm === null) return this.admitBudgeted(key, lines, ask, estimatedTokens);
+    const id = randomUUID();
     const keys = keysOf(key, lines, this.now());
     let answer: AdmitAnswer;
     try {
@@ -147,7 +158,6 @@ export class RedisRateLimiter implements Limiter {
     // Settles and refunds go out on the same connection as the admission, so Redis runs them in that order.
     let refunded = false;
     let charged = granted;
-    const rated = key.rpm !== null || key.tpm !== null;
     const fire = (call: Promise<unknown>) => void call.catch((err: unknown) => this.unreachable(err));
     return {
       headers,
@@ -156,16 +166,57 @@ export class RedisRateLimiter implements Limiter {
         if (refunded || tokens === null) return;
         const delta = tokens - charged;
         charged = tokens;
-        // A key with budgets and no rate limits: its budgets' corrections go together, a few times a second.
-        if (!rated) return this.later(keys.names.slice(4), delta);
         fire(this.redis.makinaSettle(keys.names.length, ...keys.names, this.windowMs, tokens, id, key.tpm === null ? "0" : "1", lines.length, delta));
       },
       // A refund wins over a settle in either order: the script takes back the late charge too.
       refund: () => {
         if (refunded) return;
         refunded = true;
-        if (!rated) return this.later(keys.names.slice(4), -charged);
         fire(this.redis.makinaRefund(keys.names.length, ...keys.names, this.windowMs, id, lines.length, charged));
+      },
+    };
+  }
+
+  /** A key with budgets and no rate limits: admitted with the other such admissions of its organization in this turn. */
+  private async admitBudgeted(key: KeyLimits, lines: readonly BudgetLine[], ask: BudgetAsk, estimatedTokens: number): Promise<Admission> {
+    const now = this.now();
+    const tag = key.orgId ?? key.id;
+    const counts: BudgetCount[] = lines.map((line) => {
+      const { start, end } = periodOf(line.period, now);
+      return { name: budgetKey(tag, line, start), line, expiresAt: end + KEPT_AFTER_PERIOD_MS };
+    });
+    let verdict;
+    try {
+      verdict = await this.batches.admit(tag, counts, ask);
+    } catch (err) {
+      if (err instanceof MakinaError && err.code === "limits_unavailable") throw err;
+      this.unreachable(err);
+      if (this.fail === "closed") throw limitsUnavailable();
+      return this.local.admit(key, estimatedTokens, ask);
+    }
+    const headers = budgetHeaders(verdict.left);
+    if (!verdict.admitted) {
+      const line = lines[verdict.line - 1]!;
+      this.budgetExhausted?.(line);
+      throw new LimitRefusal(budgetRefused(line, verdict.used, ask.least, periodOf(line.period, this.now()).end, this.now()), headers);
+    }
+    const names = counts.map((c) => c.name);
+    let charged = verdict.granted;
+    let refunded = false;
+    return {
+      headers,
+      granted: verdict.granted,
+      // What a request used replaces its reservation a moment later, with every other correction of the moment.
+      settle: (tokens) => {
+        if (refunded || tokens === null) return;
+        const delta = tokens - charged;
+        charged = tokens;
+        this.later(names, delta);
+      },
+      refund: () => {
+        if (refunded) return;
+        refunded = true;
+        this.later(names, -charged);
       },
     };
   }

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -40,6 +41,8 @@ interface Load {
   rps: number;
   p50: number;
   cpuMsPerRequest: number;
+  /** CPU per request of each process measured, in the order given. */
+  cpuMsEach: number[];
 }
 
 async function load(url: string, key: string, connections: number, stream: boolean, pids: number[]): Promise<Load> {
@@ -52,10 +55,11 @@ async function load(url: string, key: string, connections: number, stream: boole
     connections,
     duration: seconds,
   });
-  const cpu = pids.map((pid, i) => cpuMs(pid) - before[i]!).reduce((a, b) => a + b, 0);
+  const each = pids.map((pid, i) => cpuMs(pid) - before[i]!);
+  const cpu = each.reduce((a, b) => a + b, 0);
   const ok = r.requests.total - r.non2xx;
   if (r.non2xx || r.errors) process.stderr.write(`  warning: ${r.non2xx} non-2xx, ${r.errors} errors (${url}, c=${connections})\n`);
-  return { rps: ok / seconds, p50: r.latency.p50, cpuMsPerRequest: cpu / Math.max(1, ok) };
+  return { rps: ok / seconds, p50: r.latency.p50, cpuMsPerRequest: cpu / Math.max(1, ok), cpuMsEach: each.map((c) => c / Math.max(1, ok)) };
 }
 
 /** p50 of 300 non-streamed requests one at a time, to the µs. */
@@ -114,6 +118,7 @@ it("measures two relays on PostgreSQL, NATS and Redis against one on SQLite", as
 
   const onePids = [sqlite.child.pid!, agent0.child.pid!];
   const scaledPids = [a.child.pid!, b.child.pid!, c.child.pid!, agent.child.pid!];
+  if (process.env.MAKINA_BENCH_BUDGET === "1") return budgetOnly(aUrl, key, budgeted, [...scaledPids, redisPid(redis.port)]);
   const rows: { stream: boolean; c: number; sqlite: Load; local: Load; budgeted: Load; direct: Load; nats: Load }[] = [];
   for (const stream of [false, true]) {
     for (const conc of [1, 16, 64]) {
@@ -153,3 +158,31 @@ it("measures two relays on PostgreSQL, NATS and Redis against one on SQLite", as
   console.log(lines.join("\n"));
   if (process.env.MAKINA_BENCH_JSON) writeFileSync(process.env.MAKINA_BENCH_JSON, JSON.stringify({ rows, sequential: seq }, null, 2) + "\n");
 }, 900_000);
+
+/** The Redis server's process (its title names its port), so its CPU is counted with the relays'. */
+function redisPid(port: number): number {
+  return Number(execFileSync("pgrep", ["-f", `redis-server 127.0.0.1:${port}`], { encoding: "utf8" }).trim().split("\n")[0]);
+}
+
+/**
+ * MAKINA_BENCH_BUDGET=1: only relay A's plain key against its budgeted key (what a budget costs with Redis), in
+ * MAKINA_BENCH_PAIRS (default 3) pairs of rounds whose order alternates, CPU counted with Redis's.
+ */
+async function budgetOnly(url: string, plain: string, budgeted: string, pids: number[]): Promise<void> {
+  const pairs = Number(process.env.MAKINA_BENCH_PAIRS ?? 3);
+  // One round of each first, not counted: the processes' code warms up.
+  for (const k of [plain, budgeted]) await load(url, k, 16, false, pids);
+  const lines = [`| request | conc. | plain key req/s | budgeted key req/s | CPU per request (relays, agent, Redis) plain / budgeted | of which relay A / Redis, budgeted |`, "|---|---|---|---|---|---|"];
+  for (const [stream, conc] of [[false, 16], [false, 64], [true, 16]] as const) {
+    const runs: { plain: Load[]; budgeted: Load[] } = { plain: [], budgeted: [] };
+    for (let i = 0; i < pairs; i++) {
+      const order = i % 2 === 0 ? (["plain", "budgeted"] as const) : (["budgeted", "plain"] as const);
+      for (const which of order) runs[which].push(await load(url, which === "plain" ? plain : budgeted, conc, stream, pids));
+    }
+    const say = (l: Load[]) => l.map((x) => x.rps.toFixed(0)).join(", ");
+    const cpu = (l: Load[]) => l.map((x) => x.cpuMsPerRequest.toFixed(3)).join(", ");
+    const parts = (l: Load[]) => l.map((x) => `${x.cpuMsEach[0]!.toFixed(3)} / ${x.cpuMsEach.at(-1)!.toFixed(3)}`).join(", ");
+    lines.push(`| ${stream ? "streamed" : "non-streamed"} | ${conc} | ${say(runs.plain)} | ${say(runs.budgeted)} | ${cpu(runs.plain)} / ${cpu(runs.budgeted)} ms | ${parts(runs.budgeted)} ms (plain: ${parts(runs.plain)}) |`);
+  }
+  console.log(lines.join("\n"));
+}

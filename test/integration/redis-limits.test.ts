@@ -145,6 +145,61 @@ describe("rate limits kept in Redis", () => {
     await vi.waitFor(async () => expect(await relays[2]!.spent(line)).toBe(100 + 80));
   });
 
+  it("admits a key with budgets and no rate limits exactly across relays too, its admissions of one moment sent together: its own budget and its organization's, each read once from the usage counts, an unreadable one refusing only the requests that need it", async () => {
+    const org = `org_${process.pid}_${++n}`;
+    const orgLine: BudgetLine = { scope: "org", id: org, orgId: org, tokens: 1000, period: "day" };
+    let broken = "";
+    const seeded: string[] = [];
+    const relays = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const limiter = await RedisRateLimiter.connect(redis.url, silentLogger(), {
+          // The organization had spent 300 today before; a key's own budget nothing; a broken line cannot be read.
+          seed: async (line) => {
+            if (line.id === broken) throw new Error("usage counts unreadable");
+            seeded.push(line.id);
+            return line.scope === "org" ? 300 : 0;
+          },
+        });
+        limiters.push(limiter);
+        await limiter.ready();
+        return limiter;
+      }),
+    );
+    // Two keys of the organization, each with a budget of its own: 450 for one (4 requests of 100 fit), none for the other.
+    const tight = key({ orgId: org, rpm: null, tpm: null });
+    tight.budgets = [{ scope: "key", id: tight.id, orgId: org, tokens: 450, period: "day" }, orgLine];
+    const wide = key({ orgId: org, rpm: null, tpm: null, budgets: [orgLine] });
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => relays[i % 3]!.admit(i % 2 ? wide : tight, 100, { want: 100, least: 100 })),
+    );
+    const admitted = results.flatMap((r, i) => (r.status === "fulfilled" ? [{ i, a: r.value }] : []));
+    const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as LimitRefusal] : []));
+    // The organization has 700 left: exactly 7 requests of 100, whichever relays and keys, and never more than 4 of the tight key.
+    expect(admitted).toHaveLength(7);
+    expect(admitted.filter(({ i }) => i % 2 === 0).length).toBeLessThanOrEqual(4);
+    expect(refused.every((r) => r.code === "budget_exceeded")).toBe(true);
+    expect(await relays[1]!.spent(orgLine)).toBe(1000);
+    expect(seeded.filter((id) => id === org).length).toBeLessThanOrEqual(3);
+    expect(admitted.map(({ a }) => a.granted)).toEqual(Array(7).fill(100));
+    // What they used replaces their reservations a moment later; a refund gives back all of one.
+    admitted[0]!.a.settle(30);
+    admitted[1]!.a.refund();
+    await vi.waitFor(async () => expect(await relays[2]!.spent(orgLine)).toBe(1000 - 70 - 100));
+    // A request asking more than is left is granted what is left (never below its least), then refused once spent.
+    const rest = await relays[0]!.admit(wide, 100, { want: 500, least: 50 });
+    expect([rest.granted, rest.headers["x-budget-remaining-tokens"]]).toEqual([170, "0"]);
+    await expect(relays[1]!.admit(wide, 10, { want: 10, least: 10 })).rejects.toMatchObject({ code: "budget_exceeded", headers: { "x-budget-remaining-tokens": "0" } });
+    // A line whose usage counts cannot be read refuses the requests that need it (503), not the others sent with them.
+    const other = `org_${process.pid}_${++n}`;
+    broken = `key_${process.pid}_broken`;
+    const brokenKey: KeyLimits = { id: broken, orgId: other, rpm: null, tpm: null, budgets: [{ scope: "key", id: broken, orgId: other, tokens: 100, period: "day" }] };
+    const fineId = `key_${process.pid}_${++n}`;
+    const fine: KeyLimits = { id: fineId, orgId: other, rpm: null, tpm: null, budgets: [{ scope: "key", id: fineId, orgId: other, tokens: 100, period: "day" }] };
+    const [b, f] = await Promise.allSettled([relays[0]!.admit(brokenKey, 10, { want: 10, least: 10 }), relays[0]!.admit(fine, 10, { want: 10, least: 10 })]);
+    expect(b.status === "rejected" && (b.reason as MakinaError).code).toBe("limits_unavailable");
+    expect(f.status === "fulfilled" && f.value.headers["x-budget-remaining-tokens"]).toBe("90");
+  });
+
   describe("a relay started with --redis", () => {
     let gw: TestGateway;
     const admin = async (method: string, path: string, body?: unknown) =>
