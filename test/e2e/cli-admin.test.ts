@@ -267,6 +267,16 @@ describe("an operator runs the relay and an agent as separate processes and admi
     expect([bad.code, bad.stderr.trim()]).toEqual([2, "makina: --budget is TOKENS/PERIOD, such as 100000/day, 100k/day or 50M/month (period day, week or month, in UTC), or none."]);
   });
 
+  it("gives a key a service tier when made and when edited, shown in the list", async () => {
+    const key = await json("key", "create", "--org", "acme-labs", "--name", "chat-front", "--service-tier", "priority");
+    expect(key.service_tier).toBe("priority");
+    // `edit` is `update`'s other name.
+    expect(await json("key", "edit", String(key.id), "--service-tier", "flex")).toMatchObject({ service_tier: "flex" });
+    expect((await runCli(["admin", "key", "list", "--org", "acme-labs", "--data-dir", dataDir])).stdout).toMatch(/chat-front .* flex /);
+    const bad = await admin("key", "update", String(key.id), "--service-tier", "urgent");
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining("service-tier")]);
+  });
+
   it("adds an alert webhook (its secret printed once), lists it, and refuses a private address", async () => {
     const made = await json("alert", "create", "--org", "acme-labs", "--url", "https://hooks.example.com/services/T0/B0/x", "--event", "machine.offline", "--event", "budget.threshold", "--offline-after", "600");
     expect(made).toMatchObject({ secret: expect.stringMatching(/^whsec_/), events: ["machine.offline", "budget.threshold"], machine_offline_after_s: 600 });

@@ -117,7 +117,8 @@ describe("a GGUF stack's sequences keep conversations (real model, two sequences
     const logged = (await (await fetch(`${gw.relay.url}/admin/v1/requests?org=${gw.orgId}&per_page=1`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).json()) as { data: { cached_tokens: number; prompt_tokens: number }[] };
     expect(logged.data[0]).toMatchObject({ prompt_tokens: second.usage!.prompt_tokens, cached_tokens: second.usage!.prompt_tokens_details!.cached_tokens });
 
-    // Anthropic's client: the prompt's tokens read from the cache, apart from those evaluated.
+    // Anthropic's client: the prompt's tokens read from the cache, apart from those evaluated. (The sequence freed
+    // longest ago is now the other conversation's: only the choice by what a sequence holds sends this turn home.)
     const anthropic = new Anthropic({ baseURL: gw.baseURL.replace(/\/v1$/, ""), apiKey: gw.apiKey, maxRetries: 0 });
     const third = await anthropic.messages.create({
       model: gw.modelId,

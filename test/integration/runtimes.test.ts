@@ -90,6 +90,9 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(readFileSync(log, "utf8").trim().split("\n").filter((l) => l.startsWith("request qwen-vllm")).slice(-2)).toEqual(["request qwen-vllm stream=false priority=1", "request qwen-vllm stream=true priority=1"]);
     const flex = await client.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "later" }], service_tier: "flex" });
     expect([flex.service_tier, readFileSync(log, "utf8").trim().split("\n").at(-1)]).toEqual(["flex", "request qwen-vllm stream=false priority=2"]);
+    const urgent = new OpenAI({ baseURL: gw.baseURL, apiKey: (await gw.relay.control.keys.create(OP, gw.orgId, { name: "urgent", serviceTier: "priority" })).key, maxRetries: 0 });
+    const first = await urgent.chat.completions.create({ model: "qwen-vllm", messages: [{ role: "user", content: "now" }] });
+    expect([first.service_tier, readFileSync(log, "utf8").trim().split("\n").at(-1)]).toEqual(["priority", "request qwen-vllm stream=false priority=0"]);
     expect(agent.host.list()).toEqual([expect.objectContaining({ runtime: "vllm", state: "ready", endpoint: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/v1$/), modelId: "qwen-vllm" })]);
     // Only the agent can use it: a key made at its start, in its environment (not its arguments), which another
     // user of the machine calling its port does not have.

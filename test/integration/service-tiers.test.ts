@@ -192,6 +192,17 @@ describe("a full queue", () => {
     const served = await Promise.all([priority, flex[0]!, flex[1]!]);
     expect(served.map((r) => r.status)).toEqual([200, 200, 200]);
     expect(started(gw).slice(1)).toEqual(["the priority one", "flex 0", "flex 1"]);
+    // The request log keeps the tier each refusal asked: the two 503s of flex requests, and a rate limit's 429.
+    const limited = await gw.relay.control.keys.create(OP, gw.orgId, { name: "limited", rpm: 1, serviceTier: "flex" });
+    expect((await chat(gw, limited.key, "first")).status).toBe(200);
+    expect((await chat(gw, limited.key, "second")).status).toBe(429);
+    const refusals = await admin<Page<LoggedRequest>>(gw, "GET", `/admin/v1/requests?org=${gw.orgId}&status=503`);
+    expect(refusals.data.map((r) => [r.service_tier, r.error_code])).toEqual([
+      ["flex", "runtime_unavailable"],
+      ["flex", "runtime_unavailable"],
+    ]);
+    const tooFast = await admin<Page<LoggedRequest>>(gw, "GET", `/admin/v1/requests?org=${gw.orgId}&status=429`);
+    expect(tooFast.data.map((r) => [r.service_tier, r.error_code])).toEqual([["flex", "rate_limit_requests"]]);
   });
 });
 

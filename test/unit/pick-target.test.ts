@@ -94,6 +94,13 @@ describe("picking the replica that holds a prompt (rendezvous hashing)", () => {
     expect(pickTarget(idle({ s1: 1, s2: 1, s3: 1 }), replicas, 0, () => affinity, () => 0).stack.id).toBe("s1");
   });
 
+  it("keeps a replica exactly 25% above the average, and passes over one above that", () => {
+    const affinity = [...Array(100).keys()].find((a) => home(a) === "s1")!;
+    // Average 4: s1 at 5 is 1.25 times it and stays home; at 6 (1.5 times) it is passed over for the next in its order.
+    expect(pickTarget(idle({ s1: 5, s2: 4, s3: 3 }), replicas, 0, () => affinity, () => 0).stack.id).toBe("s1");
+    expect(pickTarget(idle({ s1: 6, s2: 4, s3: 2 }), replicas, 0, () => affinity, () => 0).stack.id).not.toBe("s1");
+  });
+
   it("counts machines, for every replica, when one is linked to another relay", () => {
     const affinity = [...Array(100).keys()].find((a) => home(a) === "s3")!;
     const remote = { ...session({ ready: ["s3"], inFlight: 4 }), admittedWhereLinked: true };

@@ -75,7 +75,8 @@ export const keyCommand: CommandModule = {
       })
       .command({
         command: "update <id>",
-        describe: "Change a key's name, restrictions, limits or expiry; what is not given stays",
+        aliases: ["edit"],
+        describe: "Change a key's name, restrictions, limits, service tier, budget or expiry; what is not given stays (also: edit)",
         builder: (b) =>
           adminOptions(
             b

@@ -194,7 +194,8 @@ const createCommand: CommandModule = {
 /** `makina admin stack update <id>`. */
 const updateCommand: CommandModule = {
   command: "update <id>",
-  describe: "Change a stack: its name and endpoint at once; what its machine builds on, and its residency, is redeployed when the stack is deployed",
+  aliases: ["edit"],
+  describe: "Change a stack (also: edit): its name and endpoint at once; what its machine builds on, and its residency, is redeployed when the stack is deployed",
   builder: (b) =>
     adminOptions(
       b
