@@ -1,10 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { exportJWK, generateKeyPair, SignJWT, decodeJwt, type CryptoKey } from "jose";
-import Provider from "oidc-provider";
+import { SignJWT, decodeJwt, generateKeyPair, type CryptoKey } from "jose";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../proto/index.js";
@@ -15,6 +12,7 @@ import { chromiumPath } from "../helpers/chromium.js";
 import { REPO_ROOT } from "../helpers/models.js";
 import { OP } from "../helpers/operator.js";
 import { adminApi } from "../helpers/admin-api.js";
+import { startIdentityProvider, type TestIdentityProvider } from "../helpers/oidc-provider.js";
 
 const SHOTS = join(REPO_ROOT, "test-output", "screenshots");
 
@@ -28,7 +26,7 @@ describe("single sign-on with an OpenID provider", () => {
   let relay: Relay;
   let dataDir: string;
   let browser: Browser;
-  let idp: Server;
+  let idp: TestIdentityProvider;
   let issuer = "";
   let key: CryptoKey;
   let kid = "";
@@ -68,25 +66,13 @@ describe("single sign-on with an OpenID provider", () => {
 
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    const pair = await generateKeyPair("RS256", { extractable: true });
-    key = pair.privateKey;
-    const jwk = { ...(await exportJWK(pair.privateKey)), kid: "test-key", alg: "RS256", use: "sig" };
-    kid = jwk.kid;
-    idp = createServer();
-    await new Promise<void>((r) => idp.listen(0, "127.0.0.1", r));
-    issuer = `http://127.0.0.1:${(idp.address() as AddressInfo).port}`;
+    const started = await startIdentityProvider();
+    idp = started;
+    ({ issuer, key, kid } = started);
     dataDir = mkdtempSync(join(tmpdir(), "makina-sso-"));
     relay = await startRelay(resolveRelayConfig({ flags: { dataDir, port: 0, grpcPort: 0, grpcHost: "127.0.0.1", ssoAllowPrivate: true } }), { log: silentLogger() });
-    const provider = new Provider(issuer, {
-      clients: [{ client_id: "makina", client_secret: "makina-client-secret", redirect_uris: [`${relay.url}/auth/v1/sso/acme/callback`], grant_types: ["authorization_code"], response_types: ["code"] }],
-      jwks: { keys: [jwk] },
-      cookies: { keys: ["test-cookie-key"] },
-      claims: { openid: ["sub"], email: ["email"], profile: ["preferred_username", "groups"] },
-      conformIdTokenClaims: false,
-      findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub, email: `${sub}@acme.test`, preferred_username: sub, groups: sub.startsWith("admin") ? ["makina-admins", "staff"] : ["staff"] }) }),
-    });
-    const handle = provider.callback();
-    idp.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    started.register([`${relay.url}/auth/v1/sso/acme/callback`]);
+    started.route = (req, res, handle) => {
       if (hold) {
         const keep = hold;
         const end = res.end.bind(res);
@@ -121,7 +107,7 @@ describe("single sign-on with an OpenID provider", () => {
         return res;
       }) as typeof res.end;
       void handle(req, res);
-    });
+    };
     const org = await relay.control.orgs.create(OP, { name: "Acme" });
     orgId = org.id;
     await relay.store.users.create({ orgId, login: "root", passwordHash: await hashPassword("break-glass-password"), role: "admin" });
@@ -131,7 +117,7 @@ describe("single sign-on with an OpenID provider", () => {
   afterAll(async () => {
     await browser?.close();
     await relay?.stop();
-    await new Promise((r) => idp?.close(r));
+    await idp?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
