@@ -95,7 +95,7 @@ export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
     case "hardware":
       return { body: { $case: "hardware", value: message.hardware } };
     case "runtimeState":
-      return { body: { $case: "runtimeState", value: { stackId: message.stackId, state: message.state, error: message.error, reason: message.reason ?? "", loadMs: message.loadMs ?? 0 } } };
+      return { body: { $case: "runtimeState", value: { stackId: message.stackId, state: message.state, error: message.error, reason: message.reason ?? "", loadMs: message.loadMs ?? 0, contextSize: message.contextSize ?? 0 } } };
     case "inventory":
       return { body: { $case: "inventory", value: message.inventory } };
     case "metrics":

@@ -18,7 +18,7 @@ export interface DemandRuntimeOptions {
   idleUnloadMs: number;
   /** The longest a load may take, room made for it included. */
   loadTimeoutMs: number;
-  /** The runtime's state changed: `loading`, `ready`, `unloading`, `unloaded` (with why, when a load failed), with why it unloads or how long a load took. */
+  /** The runtime's state changed: `loading`, `ready`, `unloading`, `unloaded` (with why, when a load failed), with why it unloads, or how long a load took and the context it loaded with. */
   onState: (state: RuntimeState, error: string | null, detail?: StateDetail) => void;
   /** A runtime already loaded for this stack (its residency changed from always): adopted as it is, not reloaded. */
   adopt?: ModelRuntime;
@@ -207,7 +207,8 @@ export class DemandRuntime implements ModelRuntime {
       }
       this.loaded = runtime;
       const loadMs = Math.max(1, Math.round(this.now() - started));
-      this.o.onState("ready", null, { loadMs });
+      // The context it serves is known only now (the relay shows it on the stack from here on).
+      this.o.onState("ready", null, { loadMs, ...(runtime.contextSize > 0 && { contextSize: runtime.contextSize }) });
       this.o.log.info("model loaded on demand", { stackId: this.o.stackId, loadMs });
       return runtime;
     } catch (err) {

@@ -206,6 +206,11 @@ export interface RuntimeStatus {
   reason: string;
   /** With `ready` or `unloaded` ending an on-demand load: how long the load took (room made included), ms. */
   loadMs: number;
+  /**
+   * With `ready` ending an on-demand load: the context the loaded runtime serves, in tokens (what `ConfigureEndpoint`'s
+   * `context_size` says of a runtime started by the deploy); 0: not said.
+   */
+  contextSize: number;
 }
 
 /** Everything the relay sends on the link. */
@@ -2178,7 +2183,7 @@ export const ModelOnDisk: MessageFns<ModelOnDisk> = {
 };
 
 function createBaseRuntimeStatus(): RuntimeStatus {
-  return { stackId: "", state: "", error: "", reason: "", loadMs: 0 };
+  return { stackId: "", state: "", error: "", reason: "", loadMs: 0, contextSize: 0 };
 }
 
 export const RuntimeStatus: MessageFns<RuntimeStatus> = {
@@ -2197,6 +2202,9 @@ export const RuntimeStatus: MessageFns<RuntimeStatus> = {
     }
     if (message.loadMs !== 0) {
       writer.uint32(40).uint32(message.loadMs);
+    }
+    if (message.contextSize !== 0) {
+      writer.uint32(48).uint32(message.contextSize);
     }
     return writer;
   },
@@ -2254,6 +2262,14 @@ export const RuntimeStatus: MessageFns<RuntimeStatus> = {
             message.loadMs = reader.uint32();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.contextSize = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2281,6 +2297,11 @@ export const RuntimeStatus: MessageFns<RuntimeStatus> = {
         : isSet(object.load_ms)
         ? globalThis.Number(object.load_ms)
         : 0,
+      contextSize: isSet(object.contextSize)
+        ? globalThis.Number(object.contextSize)
+        : isSet(object.context_size)
+        ? globalThis.Number(object.context_size)
+        : 0,
     };
   },
 
@@ -2301,6 +2322,9 @@ export const RuntimeStatus: MessageFns<RuntimeStatus> = {
     if (message.loadMs !== 0) {
       obj.loadMs = Math.round(message.loadMs);
     }
+    if (message.contextSize !== 0) {
+      obj.contextSize = Math.round(message.contextSize);
+    }
     return obj;
   },
 
@@ -2314,6 +2338,7 @@ export const RuntimeStatus: MessageFns<RuntimeStatus> = {
     message.error = object.error ?? "";
     message.reason = object.reason ?? "";
     message.loadMs = object.loadMs ?? 0;
+    message.contextSize = object.contextSize ?? 0;
     return message;
   },
 };

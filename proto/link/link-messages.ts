@@ -332,10 +332,12 @@ export type RuntimeState = "loading" | "ready" | "failed" | "unloaded" | "unload
 /** Why an on-demand stack's model unloads: its idle time passed, or another needed the room. */
 export type UnloadReason = "idle" | "memory" | "asked";
 
-/** What comes with a runtime state: why it unloads, or how long the load that ended took. */
+/** What comes with a runtime state: why it unloads, or how long the load that ended took and the context it loaded with. */
 export interface StateDetail {
   reason?: UnloadReason;
   loadMs?: number;
+  /** With `ready` ending an on-demand load: the context the loaded runtime serves, in tokens. */
+  contextSize?: number;
 }
 
 /** Everything the relay sends an agent. */
@@ -360,7 +362,7 @@ export type AgentToRelay =
   | { type: "result"; commandId: string; result: StepResult }
   | { type: "stepFailed"; commandId: string; error: ErrorReport }
   | { type: "hardware"; hardware: HardwareReport }
-  | { type: "runtimeState"; stackId: string; state: RuntimeState; error: string; reason?: UnloadReason; loadMs?: number }
+  | ({ type: "runtimeState"; stackId: string; state: RuntimeState; error: string } & StateDetail)
   | { type: "inventory"; inventory: Inventory }
   | { type: "metrics"; stacks: StackMetrics[] }
   | { type: "load"; load: MachineLoad };

@@ -58,8 +58,16 @@ export function readLoadsReply(m: unknown): LoadsReply["loads"] {
   return m.loads.filter((l): l is LoadsReply["loads"][number] => Array.isArray(l) && isId(l[0]) && isObject(l[1]) && isCount(l[2])).map(([id, load, age]) => [id, cleanLoad(load), age]);
 }
 
-/** One machine a relay holds the link of: its id, requests in flight, whether its link is congested, its ready stacks. */
-export type AnnouncedMachine = [machineId: string, inFlight: number, congested: 0 | 1, readyStacks: string[]];
+/**
+ * One machine a relay holds the link of: its id, requests in flight, whether its link is congested, its ready stacks;
+ * and, when some of those are on-demand stacks whose model is not loaded now, which (`unloadedStacks`) and what the
+ * machine has free to load one (`placeFree`: 1 when it has a place under its `--max-loaded`; `freeBytes`: its memory
+ * budget's bytes left, -1 for no budget), as the machine's link says them to routing on that relay. Absent: every
+ * ready stack's model is loaded (or, from a relay older than these fields, not known: counted loaded).
+ */
+export type AnnouncedMachine =
+  | [machineId: string, inFlight: number, congested: 0 | 1, readyStacks: string[]]
+  | [machineId: string, inFlight: number, congested: 0 | 1, readyStacks: string[], unloadedStacks: string[], placeFree: 0 | 1, freeBytes: number];
 
 /**
  * The machines one relay holds. A relay with many machines sends them in parts (each well under NATS's message
@@ -103,13 +111,23 @@ export type HopReply = { s: number } & ({ e: TokenEvent } | { err: ErrorReport; 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const isId = (v: unknown): v is string => typeof v === "string" && /^[A-Za-z0-9_-]{1,64}$/.test(v);
 const isCount = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 1e9;
+/** A memory budget's bytes left as announced: a whole number of bytes, or -1 for no budget. */
+const isFreeBytes = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= -1;
+
+/**
+ * One announced machine as received: its four fields, and the three of its unloaded stacks all or none (fields after
+ * those, from a newer relay, are not read).
+ */
+function isAnnouncedMachine(a: unknown): a is AnnouncedMachine {
+  if (!Array.isArray(a) || !isId(a[0]) || !isCount(a[1]) || (a[2] !== 0 && a[2] !== 1) || !Array.isArray(a[3]) || !a[3].every(isId)) return false;
+  if (a.length === 4) return true;
+  return a.length >= 7 && Array.isArray(a[4]) && a[4].every(isId) && (a[5] === 0 || a[5] === 1) && isFreeBytes(a[6]);
+}
 
 /** A snapshot as received, or undefined when it is not one. */
 export function readSnapshot(m: unknown): MachinesSnapshot | undefined {
   if (!isObject(m) || !isId(m.relay) || !Array.isArray(m.machines)) return undefined;
-  for (const a of m.machines) {
-    if (!Array.isArray(a) || !isId(a[0]) || !isCount(a[1]) || (a[2] !== 0 && a[2] !== 1) || !Array.isArray(a[3]) || !a[3].every(isId)) return undefined;
-  }
+  if (!m.machines.every(isAnnouncedMachine)) return undefined;
   if (m.peer !== undefined && !isPeerAddress(m.peer)) return undefined;
   if (m.parts !== undefined && !(isCount(m.parts) && m.parts >= 1 && m.parts <= 10_000 && isCount(m.part) && m.part < m.parts && isCount(m.seq))) return undefined;
   return m as unknown as MachinesSnapshot;

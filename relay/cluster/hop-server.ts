@@ -1,5 +1,5 @@
 import { FAIR_SHARE_KEY_MAX, isServiceTier, MakinaError, toErrorReport, type Logger, type Usage } from "../../proto/index.js";
-import { assertEncodable, type AgentRegistry } from "../link/index.js";
+import { assertEncodable, type AgentRegistry, type AgentSession } from "../link/index.js";
 import type { AdmissionGate, Admitted } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
 import { readControl, readRequest, SUBJECTS, type AnnouncedMachine, type HopControl, type HopReply, type HopRequest } from "./hop-messages.js";
@@ -58,12 +58,27 @@ function repliesOnBus(bus: FleetBus, subject: string): (reply: HopReply) => bool
 }
 
 /**
+ * A machine as this relay announces it: what routing here reads of its link, so the other relays rank its replicas as
+ * this one does. Its unloaded on-demand stacks and its room to load one are sent only when it has such stacks (a
+ * fleet of always-loaded models announces no more than before them).
+ */
+function announced(s: AgentSession): AnnouncedMachine {
+  const ready = [...s.readyStacks];
+  const unloaded = ready.filter((id) => !s.loaded(id));
+  if (unloaded.length === 0) return [s.machineId, s.inFlight, s.congested ? 1 : 0, ready];
+  const room = s.roomToLoad();
+  const freeBytes = room.bytes === Infinity ? -1 : Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.floor(room.bytes)));
+  return [s.machineId, s.inFlight, s.congested ? 1 : 0, ready, unloaded, room.slot ? 1 : 0, freeBytes];
+}
+
+/**
  * The serving side of requests crossing relays: this relay announces the machines whose links it holds (with
- * their ready stacks and requests in flight, so every relay routes to the least loaded machine of the fleet),
- * and serves the requests other relays send for them as its own gateway would: the machine's admission
- * (requests in flight per stack and machine, and the queue beyond) is applied here, where its count lives;
- * the answer is sent only against the sender's credit, and the sender's cancellation ends the request on the
- * machine.
+ * their ready stacks, which of those are unloaded and the room to load them, and requests in flight, so every relay
+ * routes as this one would: to a loaded replica first, then to the least loaded machine of the fleet; looked at
+ * every 200 ms, sent when any of it changed and every second regardless), and serves the requests other relays
+ * send for them as its own gateway would: the machine's admission (requests in flight per stack and machine, and
+ * the queue beyond) is applied here, where its count lives; the answer is sent only against the sender's credit,
+ * and the sender's cancellation ends the request on the machine.
  */
 export class HopServer {
   private readonly serving = new Map<string, Serving>();
@@ -142,7 +157,7 @@ export class HopServer {
   /** Publishes this relay's machines when they changed, and every second regardless (so others know it lives). */
   announce(force = false): void {
     const machines: AnnouncedMachine[] = [];
-    if (!this.closing) for (const s of this.deps.registry.all()) if (s.state === "open") machines.push([s.machineId, s.inFlight, s.congested ? 1 : 0, [...s.readyStacks]]);
+    if (!this.closing) for (const s of this.deps.registry.all()) if (s.state === "open") machines.push(announced(s));
     const text = JSON.stringify(machines);
     const now = performance.now();
     if (!force && text === this.last && now - this.lastAt < REPEAT_MS) return;

@@ -1,5 +1,5 @@
 import { fromErrorReport, MakinaError, type ChatInput, type Logger, type TokenEvent, type Usage } from "../../proto/index.js";
-import { assertEncodable, PendingInference, type InferOptions } from "../link/index.js";
+import { assertEncodable, PendingInference, type InferOptions, type Room } from "../link/index.js";
 import type { InferenceTarget } from "../routing/index.js";
 import type { FleetBus } from "./fleet-bus.js";
 import { SEAL_BYTES } from "./bus-seal.js";
@@ -49,6 +49,10 @@ export class RemoteMachine implements InferenceTarget {
   readonly state = "open" as const;
   readonly admittedWhereLinked = true;
   readyStacks = new Set<string>();
+  /** Its ready stacks whose model is not loaded now (on demand), as its relay last said. */
+  unloadedStacks = new Set<string>();
+  /** What it has free for one more model, as its relay last said (nothing said: none, as a local link's). */
+  room: Room = { slot: true, bytes: 0 };
   congested = false;
   /** Requests in flight as its relay last said. */
   announcedInFlight = 0;
@@ -63,6 +67,16 @@ export class RemoteMachine implements InferenceTarget {
 
   get inFlight(): number {
     return this.announcedInFlight + this.sent;
+  }
+
+  /** Whether a stack's model is loaded there now (as a local link's `loaded`, from its relay's last announcement). */
+  loaded(stackId: string): boolean {
+    return this.readyStacks.has(stackId) && !this.unloadedStacks.has(stackId);
+  }
+
+  /** What the machine has free for one more model, as its relay last announced (see `AgentSession.roomToLoad`). */
+  roomToLoad(): Room {
+    return this.room;
   }
 
   infer(stackId: string, input: ChatInput, options: InferOptions = {}): AsyncGenerator<TokenEvent> {
@@ -316,7 +330,7 @@ export class RemoteMachines {
     // Dialed directly once known (a relay whose announcement never completes is not).
     if (snapshot.peer) this.peers?.know(snapshot.relay, snapshot.peer);
     const seen = new Set<string>();
-    for (const [machineId, inFlight, congested, ready] of snapshot.machines) {
+    for (const [machineId, inFlight, congested, ready, unloaded, placeFree, freeBytes] of snapshot.machines) {
       seen.add(machineId);
       let machine = relay.machines.get(machineId);
       if (!machine) {
@@ -328,6 +342,8 @@ export class RemoteMachines {
       machine.announcedInFlight = inFlight;
       machine.congested = congested === 1;
       machine.readyStacks = new Set(ready);
+      machine.unloadedStacks = new Set(unloaded);
+      machine.room = unloaded ? { slot: placeFree === 1, bytes: freeBytes === -1 ? Infinity : (freeBytes ?? 0) } : { slot: true, bytes: 0 };
     }
     for (const [machineId, machine] of relay.machines) {
       if (seen.has(machineId)) continue;

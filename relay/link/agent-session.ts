@@ -195,7 +195,7 @@ export class AgentSession {
         this.reports.onHardware?.(message.hardware);
         return;
       case "runtimeState": {
-        const { stackId, state, error, reason, loadMs } = message;
+        const { stackId, state, error, reason, loadMs, contextSize } = message;
         if (!this.owns(stackId)) {
           this.reports.onForeignStack?.(stackId);
           return;
@@ -205,7 +205,7 @@ export class AgentSession {
         if (loadMs !== undefined && (state === "ready" || state === "unloaded")) this.reports.onResidency?.(stackId, { kind: "load", loaded: state === "ready", seconds: Math.min(loadMs, 86_400_000) / 1000 });
         if (reason !== undefined && state === "unloading") this.reports.onResidency?.(stackId, { kind: "unload", reason });
         // The reason is shown in lists and stored: cut to a size a person reads.
-        this.reports.onRuntimeState?.(stackId, state, error ? error.slice(0, MAX_REASON_CHARS) : null);
+        this.reports.onRuntimeState?.(stackId, state, error ? error.slice(0, MAX_REASON_CHARS) : null, contextSize);
         return;
       }
       case "inventory":

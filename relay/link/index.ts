@@ -7,5 +7,6 @@ export { checkMachineCredentials } from "./machine-credentials.js";
 export { isLinkAddress } from "./link-address.js";
 export { loadLinkTls, certificateSha256, publicKeyPin, type LinkTls } from "./link-tls.js";
 export { PendingInference } from "./pending-inference.js";
+export type { Room } from "./stack-readiness.js";
 export { shareLinkCertificates } from "./shared-link-certificates.js";
 export { MachineLoads, cleanLoad, type ReceivedLoad } from "./machine-loads.js";

@@ -136,11 +136,11 @@ function acceptMachine(
     const inventory = boundedInventory(latest);
     void deps.storage.attempt("machine inventory", () => store.machines.setInventory(machine.id, inventory)).then(machineChanged);
   });
-  const runtimeStates = new RuntimeStateBatch((stackId, state, error) => {
-    linkLog.info("runtime state", { stackId, state, error });
+  const runtimeStates = new RuntimeStateBatch((stackId, state, error, contextSize) => {
+    linkLog.info("runtime state", { stackId, state, error, ...(contextSize !== undefined && { contextSize }) });
     if (state === "failed") deps.runtimeFailed?.(machine.orgId, machine, stackId, error);
     // The stack stays deployed: its requests get 503 runtime_unavailable until the runtime is ready again or redeployed.
-    void deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error)).then(() => deps.events.emit({ type: "stack", orgId: machine.orgId, stackId }));
+    void deps.storage.attempt("runtime state", () => store.stacks.setRuntimeState(stackId, state, error, contextSize)).then(() => deps.events.emit({ type: "stack", orgId: machine.orgId, stackId }));
   });
   let metricsAt = 0;
   let finished = false;
@@ -192,7 +192,7 @@ function acceptMachine(
         deps.runtimeMetrics.reported(machine.id, stacks.filter((st) => s.owns(st.stackId)));
       },
       onLoad: (load) => deps.loads.reported(machine.id, load),
-      onRuntimeState: (stackId, state, error) => runtimeStates.received(stackId, state, error),
+      onRuntimeState: (stackId, state, error, contextSize) => runtimeStates.received(stackId, state, error, contextSize),
       onResidency: (stackId, event) => deps.runtimeMetrics.residency(machine.id, stackId, event),
     });
     watchdog = watchSilence(s, deps, (silentMs) => {

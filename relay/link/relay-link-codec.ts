@@ -47,9 +47,17 @@ export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefi
     case "hardware":
       return { type: "hardware", hardware: body.value };
     case "runtimeState": {
-      const { stackId, state, error, reason, loadMs } = body.value;
+      const { stackId, state, error, reason, loadMs, contextSize } = body.value;
       if (!RUNTIME_STATES.has(state)) return undefined;
-      return { type: "runtimeState", stackId, state: state as RuntimeState, error, ...(UNLOAD_REASONS.has(reason) && { reason: reason as UnloadReason }), ...(loadMs > 0 && { loadMs }) };
+      return {
+        type: "runtimeState",
+        stackId,
+        state: state as RuntimeState,
+        error,
+        ...(UNLOAD_REASONS.has(reason) && { reason: reason as UnloadReason }),
+        ...(loadMs > 0 && { loadMs }),
+        ...(contextSize > 0 && { contextSize }),
+      };
     }
     case "inventory":
       return { type: "inventory", inventory: body.value };

@@ -1,5 +1,8 @@
 import type { RuntimeState } from "../../proto/index.js";
 
+/** Largest context (tokens) a machine is believed to say: what the stacks' `context_size` column holds. */
+const MAX_CONTEXT_SIZE = 2 ** 31 - 1;
+
 /** Runtime states are stored and announced at most this often per link (the latest of each stack). */
 const RUNTIME_STATE_MIN_INTERVAL_MS = 250;
 /**
@@ -13,24 +16,29 @@ export const MAX_STATES_PER_WRITE = 16;
  * The runtime states one link's agent reports, on their way to the database: routing follows a state at once
  * (the session's ready stacks), while what is stored, logged and announced follows it at most every 250 ms per
  * link, the latest state of each stack, at most 16 stacks each time (the rest at the next), and only when the
- * agent's word changed (a state sent again is dropped).
+ * agent's word changed (a state sent again is dropped). A context size the agent said with a load is written with
+ * the stack's next write, even when a later state (an unload at once) took that load's place.
  */
 export class RuntimeStateBatch {
-  private readonly states = new Map<string, { state: RuntimeState; error: string | null }>();
+  private readonly states = new Map<string, { state: RuntimeState; error: string | null; contextSize: number | undefined }>();
   /** The last state the agent sent of each stack. */
   private readonly lastReceived = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
   private writtenAt = 0;
   private closed = false;
 
-  constructor(private readonly write: (stackId: string, state: RuntimeState, error: string | null) => void) {}
+  constructor(private readonly write: (stackId: string, state: RuntimeState, error: string | null, contextSize: number | undefined) => void) {}
 
-  /** The agent's word on a stack's runtime. */
-  received(stackId: string, state: RuntimeState, error: string | null): void {
-    const key = `${state}\u0000${error ?? ""}`;
+  /**
+   * The agent's word on a stack's runtime (`said`: the context a load ended with, in tokens; taken with `ready` only,
+   * and only as a whole number the database holds).
+   */
+  received(stackId: string, state: RuntimeState, error: string | null, said?: number): void {
+    const contextSize = state === "ready" && said !== undefined && Number.isInteger(said) && said > 0 && said <= MAX_CONTEXT_SIZE ? said : undefined;
+    const key = `${state}\u0000${error ?? ""}\u0000${contextSize ?? ""}`;
     if (this.lastReceived.get(stackId) === key) return;
     this.lastReceived.set(stackId, key);
-    this.states.set(stackId, { state, error });
+    this.states.set(stackId, { state, error, contextSize: contextSize ?? this.states.get(stackId)?.contextSize });
     this.schedule();
   }
 
@@ -62,10 +70,10 @@ export class RuntimeStateBatch {
   private flush(most = Infinity): void {
     this.writtenAt = Date.now();
     let n = 0;
-    for (const [stackId, { state, error }] of this.states) {
+    for (const [stackId, { state, error, contextSize }] of this.states) {
       if (n++ >= most) break;
       this.states.delete(stackId);
-      this.write(stackId, state, error);
+      this.write(stackId, state, error, contextSize);
     }
   }
 }

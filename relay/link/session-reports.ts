@@ -4,7 +4,8 @@ import type { ResidencyEvent } from "../metrics/index.js";
 /** What an agent reports on its own over the link. */
 export interface SessionReports {
   onHardware?: (hardware: HardwareReport) => void;
-  onRuntimeState?: (stackId: string, state: RuntimeState, error: string | null) => void;
+  /** A stack's runtime changed state; `contextSize` (tokens), with `ready` ending an on-demand load: the context it loaded with. */
+  onRuntimeState?: (stackId: string, state: RuntimeState, error: string | null, contextSize?: number) => void;
   /** An on-demand stack's model loaded (or failed to, `loaded` false) in `seconds`, or unloaded for `reason`. */
   onResidency?: (stackId: string, event: ResidencyEvent) => void;
   onInventory?: (inventory: Inventory) => void;

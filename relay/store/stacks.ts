@@ -216,9 +216,20 @@ export class StackStore {
     return (await query.orderBy("deployed_at").orderBy("id").execute()).map(toStack);
   }
 
-  /** Records what the machine reports of the stack's runtime. */
-  async setRuntimeState(id: string, state: string, error: string | null): Promise<void> {
+  /**
+   * Records what the machine reports of the stack's runtime, and with `contextSize` (tokens) the context its runtime
+   * loaded with: an on-demand stack deployed unloaded learns it at its first load. That context is written, and
+   * announced (the gateway checks `max_tokens` against it), only when it is new; an undeployed stack keeps none (a
+   * load's word that comes after its undeploy is not its context).
+   */
+  async setRuntimeState(id: string, state: string, error: string | null, contextSize?: number): Promise<void> {
     await this.db.updateTable("stacks").set({ runtime_state: state, runtime_error: error }).where("id", "=", id).execute();
+    if (contextSize === undefined) return;
+    const stack = await this.get(id);
+    if (!stack || stack.state === "draft" || stack.contextSize === contextSize) return;
+    await this.notices.after({ kind: "stacks", orgId: stack.orgId }, () =>
+      this.db.updateTable("stacks").set({ context_size: contextSize }).where("id", "=", id).where("state", "!=", "draft").execute(),
+    );
   }
 
   /**

@@ -317,4 +317,28 @@ describe("stacks loaded on demand", () => {
     expect(await (await fetch(`${gw.relay.url}/health`)).json()).toEqual({ status: "ok" });
     expect(await (await fetch(`${gw.relay.url}/health`, { headers: { authorization: `Bearer ${gw.apiKey}` } })).json()).toEqual({ status: "ok" });
   });
+
+  it("says an on-demand stack's context once a request has loaded its model: the number its runtime reports", async () => {
+    const made = await gw.relay.control.stacks.create(OP, { org: gw.orgId, name: "tale-sized", machine: machineId, runtime: "gguf", model: modelFile("tale-sized"), modelId: "tale-sized", residency: "on_demand", idleUnloadS: 0, maxContext: 256 });
+    await gw.relay.control.stacks.deploy(OP, made.id);
+    await gw.relay.deployer.settled(made.id);
+    const contextSize = async () => ((await (await fetch(`${gw.relay.url}/admin/v1/stacks/${made.id}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).json()) as { context_size: number | null }).context_size;
+    // Deployed unloaded: nothing has said its context yet.
+    expect(states()["tale-sized"]).toBe("unloaded");
+    expect(await contextSize()).toBeNull();
+    expect((await chat("tale-sized")).status).toBe(200);
+    const reported = agent.host.runtime(made.id)!.contextSize;
+    // What it asked, not the machine's default (512 here).
+    expect(reported).toBe(256);
+    await vi.waitFor(async () => expect(await contextSize()).toBe(reported), { timeout: 3000, interval: 50 });
+    // The gateway knows it too: more tokens than it holds are refused before they reach the machine, as for an always stack.
+    const tooLong = async () => {
+      const res = await chat("tale-sized", { maxTokens: 1000 });
+      return [res.status, ((await res.json()) as { error?: { code: string } }).error?.code];
+    };
+    await vi.waitFor(async () => expect(await tooLong()).toEqual([400, "context_length_exceeded"]), { timeout: 3000, interval: 50 });
+    // Unloaded again, it keeps the context its runtime loads with.
+    expect((await fetch(`${gw.relay.url}/admin/v1/stacks/${made.id}/unload`, { method: "POST", headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).status).toBe(200);
+    expect(await contextSize()).toBe(reported);
+  });
 });

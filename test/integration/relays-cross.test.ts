@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { resolveAgentConfig, startAgent } from "../../agent/index.js";
 import { resolveRelayConfig } from "../../relay/index.js";
 import { startRelay, type RelayInternals as Relay } from "../../relay/start/start-relay.js";
 import { createLogger, silentLogger } from "../../proto/index.js";
@@ -293,6 +294,101 @@ describe.each([{ via: "direct" as const }, { via: "nats" as const }])("a request
   const insider = async (as: string) =>
     new BusSeal(readSecretsKeyFile(join(gw.dataDir, "secrets.key")).open("peer_secret", (await gw.relay.store.settings.get("peer_secret"))!), as);
   const encode = (m: unknown) => new TextEncoder().encode(JSON.stringify(m));
+
+  it("sends a model's requests, from either relay, to the replica whose model is loaded, on a machine linked to either", async () => {
+    // A second machine, linked to B; a replica of one model on each machine, both on demand.
+    const { machine, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: `b-machine-${via}` });
+    const agentB = await startAgent(
+      resolveAgentConfig({
+        flags: { server: b.linkAddress, machineId: machine.id, token, dataDir: join(bDir, "agent"), threads: 1, gpu: false, maxContextSize: 512, reconnectMinMs: 50, reconnectMaxMs: 500, drainTimeoutMs: 1000, ...(b.linkCaSha256 ? { caSha256: b.linkCaSha256 } : {}) },
+      }),
+      { log: silentLogger() },
+    );
+    const { connect } = await import("@nats-io/transport-node");
+    const watch = await connect({ servers: nats.url });
+    try {
+      await agentB.link.whenOnline();
+      const modelId = `twin-${via}`;
+      const replica = async (relay: Relay, machineId: string, name: string) => {
+        const made = await relay.control.stacks.create(OP, { org: gw.orgId, name, machine: machineId, runtime: "gguf", model: testModelPath(), modelId, residency: "on_demand" });
+        // Deployed by the relay holding its machine's link.
+        await relay.control.stacks.deploy(OP, made.id);
+        await relay.deployer.settled(made.id);
+        return made.id;
+      };
+      const onA = await replica(gw.relay, gw.machineId, `twin-a-${via}`);
+      const onB = await replica(b, machine.id, `twin-b-${via}`);
+      const held = () => [gw.agent.host.list().find((h) => h.stackId === onA)?.state, agentB.host.list().find((h) => h.stackId === onB)?.state];
+      expect(held()).toEqual(["unloaded", "unloaded"]);
+
+      // Each relay's announcements as another relay hears them (a holder of the relays' key reads them): how many
+      // came, and the stacks of each machine its latest one says are unloaded.
+      const [idA, idB] = await relayIds();
+      const seal = await insider("rly_watch");
+      const heard = new Map<string, { n: number; unloaded: Map<string, string[]> }>();
+      watch.subscribe("makina.machines", {
+        callback: (_e, m) => {
+          const opened = seal.open(m.subject, m.data);
+          if (typeof opened === "string") return;
+          const relay = heard.get(opened.sender) ?? { n: 0, unloaded: new Map<string, string[]>() };
+          relay.n++;
+          for (const [id, , , , unloaded] of (opened.body as { machines: [string, number, number, string[], string[]?][] }).machines) relay.unloaded.set(id, unloaded ?? []);
+          heard.set(opened.sender, relay);
+        },
+      });
+      await watch.flush();
+      /** Until a relay has announced a stack loaded or not, and then once more: by then the other relay has had it. */
+      const announced = async (relayId: string, machineId: string, stackId: string, loaded: boolean) => {
+        const at = await vi.waitFor(
+          () => {
+            const relay = heard.get(relayId);
+            expect(relay?.unloaded.get(machineId)?.includes(stackId)).toBe(!loaded);
+            return relay!.n;
+          },
+          { timeout: 5000, interval: 20 },
+        );
+        await vi.waitFor(() => expect(heard.get(relayId)!.n).toBeGreaterThan(at), { timeout: 5000, interval: 20 });
+      };
+      const ask = async (relay: Relay) => {
+        const res = await fetch(`${relay.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${gw.apiKey}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: modelId, messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 2 }),
+        });
+        await res.arrayBuffer();
+        return res.status;
+      };
+      // Four requests on each relay (replicas equal in all else would take them in turn).
+      const everyRelay = async () => {
+        const statuses: number[] = [];
+        for (const relay of [gw.relay, b, gw.relay, b, gw.relay, b, gw.relay, b]) statuses.push(await ask(relay));
+        return statuses;
+      };
+
+      // Loaded on A's machine: A keeps its requests, and B sends its own there rather than load its machine's replica.
+      await gw.relay.control.stacks.setLoaded(OP, onA, true);
+      // Its context, said by its runtime as it loaded, is the stack's on either relay.
+      await vi.waitFor(async () => expect((await b.control.stacks.get(OP, onA)).contextSize).toBe(gw.agent.host.runtime(onA)!.contextSize), { timeout: 3000, interval: 50 });
+      await announced(idA, gw.machineId, onA, true);
+      await announced(idB, machine.id, onB, false);
+      expect(await everyRelay()).toEqual(new Array(8).fill(200));
+      expect(held()).toEqual(["ready", "unloaded"]);
+
+      // The other way round: loaded on B's machine only, every request goes there.
+      await gw.relay.control.stacks.setLoaded(OP, onA, false);
+      await b.control.stacks.setLoaded(OP, onB, true);
+      await announced(idA, gw.machineId, onA, false);
+      await announced(idB, machine.id, onB, true);
+      expect(await everyRelay()).toEqual(new Array(8).fill(200));
+      expect(held()).toEqual(["unloaded", "ready"]);
+
+      await gw.relay.control.stacks.undeploy(OP, onA);
+      await b.control.stacks.undeploy(OP, onB);
+    } finally {
+      await watch.close();
+      await agentB.stop();
+    }
+  });
 
   it("does not stop a deployed stack because a relay asks on the bus: the database's state decides", async () => {
     const { connect } = await import("@nats-io/transport-node");

@@ -36,4 +36,31 @@ describe("the runtime states a link's agent reports, on their way to the databas
     vi.advanceTimersByTime(10_000);
     expect(written).toHaveLength(40);
   });
+
+  it("writes the context a load ended with, even when an unload took that load's place before its turn", () => {
+    vi.useFakeTimers();
+    const written: string[] = [];
+    const batch = new RuntimeStateBatch((stackId, state, _error, contextSize) => written.push(`${stackId}:${state}:${contextSize ?? "-"}`));
+    batch.received("stk_a", "loading", null);
+    vi.advanceTimersByTime(0);
+    // Loaded with a context of 4096 tokens, and unloaded again within the same 250 ms.
+    batch.received("stk_a", "ready", null, 4096);
+    batch.received("stk_a", "unloading", null);
+    batch.received("stk_a", "unloaded", null);
+    vi.advanceTimersByTime(250);
+    expect(written).toEqual(["stk_a:loading:-", "stk_a:unloaded:4096"]);
+    // Written once: the next state says nothing of a context.
+    batch.received("stk_a", "loading", null);
+    vi.advanceTimersByTime(250);
+    expect(written.at(-1)).toBe("stk_a:loading:-");
+    // A context is taken with `ready` only, and only as a whole number of tokens the database holds.
+    for (const [state, said] of [["unloaded", 512], ["ready", 2 ** 40], ["ready", 1.5], ["ready", -1]] as const) {
+      batch.received("stk_a", "loading", null);
+      vi.advanceTimersByTime(250);
+      batch.received("stk_a", state, null, said);
+      vi.advanceTimersByTime(250);
+      expect(written.slice(-2)).toEqual(["stk_a:loading:-", `stk_a:${state}:-`]);
+    }
+    batch.close();
+  });
 });
