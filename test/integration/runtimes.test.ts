@@ -6,7 +6,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { freePort } from "../../agent/supervisor/index.js";
-import { silentLogger } from "../../proto/index.js";
+import { createLogger, silentLogger, type Logger } from "../../proto/index.js";
 import { runCli } from "../helpers/cli.js";
 import { fixtureSource, type MachineKind } from "../helpers/hardware-fixtures.js";
 import { REPO_ROOT } from "../helpers/models.js";
@@ -26,11 +26,11 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
   const agents: Agent[] = [];
   let existing: ChildProcess | undefined;
 
-  async function machine(kind: MachineKind, name: string, flags: Record<string, unknown> = {}) {
+  async function machine(kind: MachineKind, name: string, flags: Record<string, unknown> = {}, log: Logger = silentLogger()) {
     const { machine: m, token } = await gw.relay.control.machines.create(OP, { org: gw.orgId, name: name });
     const agent = await startAgent(
       resolveAgentConfig({ flags: { server: gw.relay.linkAddress, machineId: m.id, token, dataDir: join(gw.dataDir, name), threads: 1, gpu: false, python: join(STANDINS, "python3"), ...flags }, env: process.env }),
-      { log: silentLogger(), hardwareSource: fixtureSource(kind) },
+      { log, hardwareSource: fixtureSource(kind) },
     );
     agents.push(agent);
     await agent.link.whenOnline();
@@ -221,6 +221,36 @@ describe("runtimes beyond GGUF, supervised by the agent", () => {
     expect(servers(/^wake_up$/)).toHaveLength(1);
     expect(started()).toHaveLength(1);
     expect(state()).toMatchObject({ state: "ready", pid });
+  });
+
+  it("keeps a sleeping on-demand vLLM server that crashes stopped, never restarted awake while the budget counts it unloaded, and starts it for the next request (vLLM stood in for)", async () => {
+    // The stand-in is killed as a crash of vLLM would end it: real vLLM cannot run here (no NVIDIA GPU).
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger({ level: "info", write: (line) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const { machineId, agent } = await machine("nvidia-linux", "gpu-crash-asleep", {}, log);
+    await onDemand(machineId, "vllm", "hf:Qwen/Qwen2.5-0.5B-Instruct", "qwen-crash-asleep");
+    const started = () => servers(/--served-model-name qwen-crash-asleep/);
+    const wakes = () => servers(/^wake_up$/).length;
+    expect((await client.chat.completions.create({ model: "qwen-crash-asleep", messages: [{ role: "user", content: "Hi" }] })).choices[0]!.message.content).toBe("You said: Hi");
+    const state = () => agent.host.list().find((h) => h.modelId === "qwen-crash-asleep")!;
+    const pid = state().pid!;
+    await vi.waitFor(() => expect(state().state).toBe("unloaded"), { timeout: 5000, interval: 50 });
+    expect(isAlive(pid)).toBe(true);
+    const wakesBefore = wakes();
+    // Asleep, its process group dies (the lifeline and the server under it).
+    process.kill(-pid, "SIGKILL");
+    // Its supervisor stops for good instead of starting another (`stopped` is final), and the stack stays unloaded.
+    const processStates = () => lines.filter((l) => l.msg === "runtime process state" && l.runtime === "vllm qwen-crash-asleep").map((l) => l.state);
+    await vi.waitFor(() => expect(processStates()).toEqual(["ready", "restarting", "stopped"]), { timeout: 10_000, interval: 50 });
+    expect(lines.filter((l) => l.msg === "a sleeping model server ended: kept stopped, its next load starts it again")).toHaveLength(1);
+    expect(started()).toHaveLength(1);
+    expect(state()).toMatchObject({ state: "unloaded", pid: null });
+    // The next request starts a new server (not a wake of the dead one) and is answered.
+    expect((await client.chat.completions.create({ model: "qwen-crash-asleep", messages: [{ role: "user", content: "Again" }] })).choices[0]!.message.content).toBe("You said: Again");
+    expect(started()).toEqual([expect.stringMatching(/ --enable-sleep-mode /), expect.stringMatching(/ --enable-sleep-mode /)]);
+    expect(wakes()).toBe(wakesBefore);
+    expect(state()).toMatchObject({ state: "ready", pid: expect.any(Number) });
+    expect(state().pid).not.toBe(pid);
   });
 
   it("stops an idle on-demand MLX server and starts it again for the next request (MLX stood in for)", async () => {

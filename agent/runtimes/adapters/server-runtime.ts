@@ -50,7 +50,10 @@ export async function startSupervisedServer(options: {
    * by the agent and checked by the readiness probe, so no other user of the machine can use the server.
    */
   apiKeyEnv?: string;
-  /** Start it with vLLM's sleep routes (its development mode, `VLLM_SERVER_DEV_MODE=1`): it sleeps when idle instead of stopping. */
+  /**
+   * Start it with vLLM's sleep routes (its development mode, `VLLM_SERVER_DEV_MODE=1`): it sleeps when idle instead
+   * of stopping; a process that ends while it sleeps is kept stopped until the next load starts another.
+   */
   sleepMode?: boolean;
   /** Started to schedule by priority (vLLM's `--scheduling-policy priority`): requests carry their tier's. */
   priorityScheduling?: boolean;
@@ -77,5 +80,5 @@ export async function startSupervisedServer(options: {
     options.onClose?.();
     throw err;
   }
-  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize: 0, supervisor, continuousUsage: options.continuousUsage, onClose: options.onClose, apiKey, sleepMode: options.sleepMode, priorityScheduling: options.priorityScheduling });
+  return new OpenAiServerRuntime({ baseUrl: `http://127.0.0.1:${port}/v1`, model: options.model, contextSize: 0, supervisor, continuousUsage: options.continuousUsage, onClose: options.onClose, apiKey, sleepMode: options.sleepMode, priorityScheduling: options.priorityScheduling, log: options.ctx.log });
 }

@@ -6,6 +6,7 @@ import { forcedCallWrapper } from "./forced-call-wrapper.js";
 import { mergePieces } from "./merge-pieces.js";
 import { ResponseGrammars } from "./json-schema-grammar.js";
 import { paceEvaluation } from "./pace-evaluation.js";
+import { ModelWork } from "./model-work.js";
 import { promptCacheMeter, readAhead, sequenceFit, type Slot } from "./sequence-slot.js";
 import { ToolCallPieces } from "./tool-call-pieces.js";
 import { ToolFunctions } from "./tool-functions.js";
@@ -89,7 +90,9 @@ const CALL_VALIDATION_ERRORS = new Set(["LlamaFunctionCallValidationError", "Lla
 export class GgufRuntime implements ModelRuntime {
   private readonly slots: SlotPool<Slot>;
   private readonly all: Slot[] = [];
-  private closed = false;
+  /** What requests run on the model and its contexts (generations, embeddings): {@link close} stops it and waits for it. */
+  private readonly work = new ModelWork();
+  private closing: Promise<void> | undefined;
   private readonly grammars: ResponseGrammars;
   private readonly toolFunctions: ToolFunctions;
   readonly contextSize: number;
@@ -150,23 +153,30 @@ export class GgufRuntime implements ModelRuntime {
   }
 
   async *chat(input: ChatInput, options: ChatOptions = {}): AsyncGenerator<RuntimeEvent> {
-    if (this.closed) throw new MakinaError("runtime_unavailable", "The model is being unloaded.", { retryAfterMs: 1000 });
-    if (input.embed?.length) {
-      yield* this.embed(input, options);
-      return;
+    this.work.check();
+    // Canceled by its caller, or stopped by the model's unload.
+    const { signal, release } = this.work.join(options.signal);
+    try {
+      if (input.embed?.length) yield* this.embed(input, signal);
+      else if (this.embeddingModel) throw new MakinaError("unsupported_parameter", "This stack's model is an embedding model: it answers embeddings (/v1/embeddings), not chats.", { param: "model" });
+      else if (input.countOnly) yield* this.count(input, signal);
+      else yield* this.generate(input, signal);
+    } finally {
+      release();
     }
-    if (this.embeddingModel) throw new MakinaError("unsupported_parameter", "This stack's model is an embedding model: it answers embeddings (/v1/embeddings), not chats.", { param: "model" });
-    if (input.countOnly) {
-      yield* this.count(input);
-      return;
-    }
+  }
+
+  /** A chat's answer, generated on the free sequence that suits its prompt best; `signal`: canceled, or the model unloads. */
+  private async *generate(input: ChatInput, signal: AbortSignal): AsyncGenerator<RuntimeEvent> {
     // Checked before a sequence is taken: a refused request waits for nothing.
     const functions = await this.functionsFor(input);
+    // The tokenizer is the model's: not read once its unload began.
+    if (signal.aborted) throw MakinaError.from(signal.reason);
     const history = toChatHistory(input.messages);
     // The prompt as the model reads it: of the free sequences, the one that holds most of it evaluated serves it
     // (node-llama-cpp evaluates only the rest). Waiting, a request takes the sequence the next one leaves.
     const prompt = this.promptTokenList(this.all[0]!.chat, history, functions);
-    const slot = await this.slots.acquire(options.signal, { tier: input.serviceTier, owner: input.fairShareKey }, this.lastFreed ? undefined : (s) => sequenceFit(s, prompt));
+    const slot = await this.slots.acquire(signal, { tier: input.serviceTier, owner: input.fairShareKey }, this.lastFreed ? undefined : (s) => sequenceFit(s, prompt));
     const forced = functions !== undefined && (input.toolChoice === "required" || input.toolChoice === "function");
     const chat = forced ? slot.forcedCallChat : slot.chat;
     const stop = new AbortController();
@@ -175,7 +185,7 @@ export class GgufRuntime implements ModelRuntime {
       stop.abort();
       resumeDecoder();
     };
-    options.signal?.addEventListener("abort", onAbort, { once: true });
+    signal.addEventListener("abort", onAbort, { once: true });
     let generation: Promise<unknown> | undefined;
     // What the request used so far: its `end` says it, or its `stopped` when it is canceled or fails midway.
     const usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
@@ -212,7 +222,8 @@ export class GgufRuntime implements ModelRuntime {
           wakeReader?.();
         },
       };
-      generation = (
+      // Not started once the model's unload began; one started before, the unload waits for.
+      generation = this.work.use<{ metadata: { stopReason: string } }>(() =>
         functions
           ? chat.generateResponse(history, {
               ...common,
@@ -228,7 +239,7 @@ export class GgufRuntime implements ModelRuntime {
                 wakeReader?.();
               },
             })
-          : chat.generateResponse(history, { ...common, grammar })
+          : chat.generateResponse(history, { ...common, grammar }),
       ).then(
         (r) => {
           outcome = r.metadata;
@@ -251,14 +262,15 @@ export class GgufRuntime implements ModelRuntime {
         await new Promise<void>((resolve) => (wakeReader = resolve));
         wakeReader = undefined;
       }
-      if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
+      // Stopped early (node-llama-cpp ends an aborted generation as a normal one): canceled, or the model unloads.
+      if (signal.aborted) throw MakinaError.from(signal.reason);
       const finishReason = outcome.stopReason === "functionCalls" ? "tool_calls" : outcome.stopReason === "maxTokens" ? "length" : "stop";
       usage.cachedTokens = meter.cached(promptTokens);
       yield { type: "end", finishReason, usage: { ...usage } };
     } catch (err) {
-      yield stoppedBy(err, usage, options.signal);
+      yield stoppedBy(err, usage, signal);
     } finally {
-      options.signal?.removeEventListener("abort", onAbort);
+      signal.removeEventListener("abort", onAbort);
       stop.abort();
       resumeDecoder();
       // The sequence is handed to the next request only once this generation has fully stopped.
@@ -270,8 +282,10 @@ export class GgufRuntime implements ModelRuntime {
   }
 
   /** A request that only counts its prompt's tokens: as a chat would, the model's template over the messages and the functions it may call. */
-  private async *count(input: ChatInput): AsyncGenerator<RuntimeEvent> {
-    const promptTokens = this.promptTokenList(this.all[0]!.chat, toChatHistory(input.messages), await this.functionsFor(input)).length;
+  private async *count(input: ChatInput, signal: AbortSignal): AsyncGenerator<RuntimeEvent> {
+    const functions = await this.functionsFor(input);
+    if (signal.aborted) throw MakinaError.from(signal.reason);
+    const promptTokens = this.promptTokenList(this.all[0]!.chat, toChatHistory(input.messages), functions).length;
     yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
   }
 
@@ -286,7 +300,7 @@ export class GgufRuntime implements ModelRuntime {
    * Every input is checked before the first is evaluated: a token id past the vocabulary, an input longer than
    * the context, or a `dimensions` other than the model's own is refused with the input or parameter named.
    */
-  private async *embed(input: ChatInput, options: ChatOptions): AsyncGenerator<RuntimeEvent> {
+  private async *embed(input: ChatInput, signal: AbortSignal): AsyncGenerator<RuntimeEvent> {
     const size = this.model.embeddingVectorSize;
     if (input.dimensions && input.dimensions !== size) {
       throw new MakinaError("unsupported_parameter", `This model's embeddings have ${size} dimensions and cannot be shortened: leave 'dimensions' out or set it to ${size}.`, { param: "dimensions" });
@@ -297,8 +311,9 @@ export class GgufRuntime implements ModelRuntime {
     const vocabulary = vocabularySize(this.model);
     const contextSize = Math.min(this.contextSize, EMBED_CONTEXT);
     // Made once, on the first embeddings request; one that could not be made is tried again by the next.
-    this.embedder ??= this.model.createEmbeddingContext({ contextSize, threads: this.threads }).catch((err: unknown) => {
+    this.embedder ??= this.work.use(() => this.model.createEmbeddingContext({ contextSize, threads: this.threads })).catch((err: unknown) => {
       this.embedder = undefined;
+      this.work.check();
       throw new MakinaError("runtime_unavailable", "The model's embedding context could not be made (too little memory?).", { cause: err, retryAfterMs: 5000 });
     });
     const embedder = await this.embedder;
@@ -319,14 +334,14 @@ export class GgufRuntime implements ModelRuntime {
     try {
       await previous;
       for (const [index, x] of inputs.entries()) {
-        if (options.signal?.aborted) throw MakinaError.from(options.signal.reason);
-        const { vector } = await embedder.getEmbeddingFor(x);
+        if (signal.aborted) throw MakinaError.from(signal.reason);
+        const { vector } = await this.work.use(() => embedder.getEmbeddingFor(x));
         const norm = Math.hypot(...vector) || 1;
         yield { type: "embedding", index, values: vector.map((v) => v / norm) };
       }
     } catch (err) {
       // Every input counts once the model began them.
-      yield stoppedBy(err, { promptTokens, completionTokens: 0 }, options.signal);
+      yield stoppedBy(err, { promptTokens, completionTokens: 0 }, signal);
       return;
     } finally {
       done();
@@ -334,13 +349,21 @@ export class GgufRuntime implements ModelRuntime {
     yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    // An embedding context that was never made (or failed) leaves nothing to give back; the model goes either way.
-    await this.embedder?.then((e) => e.dispose()).catch(() => undefined);
-    await this.context.dispose();
-    await this.model.dispose();
+  /**
+   * Unloads the model: the requests running stop (they end `stopped`, canceled if their caller canceled them, else
+   * `runtime_unavailable`), and once every generation and embedding under way has ended, the contexts and the
+   * model are disposed, so that none touches them disposed. Requests waiting for a sequence are refused at once.
+   * Idempotent: a second call resolves with the first.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.work.stop();
+      // An embedding context that was never made (or failed) leaves nothing to give back; the model goes either way.
+      await this.embedder?.then((e) => e.dispose()).catch(() => undefined);
+      await this.context.dispose();
+      await this.model.dispose();
+    })();
+    return this.closing;
   }
 }
 

@@ -64,7 +64,12 @@ say(runtime ? `loaded ${basename(values.model!)}: ${contextSize} tokens of conte
 /** A sleep or wake under way: the next waits for it. */
 let changing: Promise<unknown> = Promise.resolve();
 
-/** Disposes the model and its contexts (`sleep`) or loads it again (`wake`), one change at a time; answers once done. */
+/**
+ * Disposes the model and its contexts (`sleep`) or loads it again (`wake`), one change at a time, in the order they
+ * came; answers once done. A sleep stops the requests still running on the model (one whose cancel or closed
+ * connection has not come yet: it comes on a connection of its own) and disposes it once they ended; a wake sent
+ * meanwhile waits for it.
+ */
 function residency(socket: Socket, frame: Extract<AgentFrame, { type: "sleep" | "wake" }>): void {
   changing = changing.then(async () => {
     try {

@@ -30,8 +30,9 @@ import type { ChatInput } from "../model-runtime.js";
  * as soon as credit comes, and decodes nothing more meanwhile, whatever the interval.
  *
  * An on-demand stack's model is unloaded and loaded again in the same process ({type:"sleep"}, answered
- * {type:"slept"} once the model and its contexts are disposed; {type:"wake", threads}, answered {type:"awake",
- * contextSize, memoryBytes} once loaded again, its contexts with that many threads), on a connection with no request running:
+ * {type:"slept"} once the requests still running on it have stopped and the model and its contexts are disposed;
+ * {type:"wake", threads}, answered {type:"awake", contextSize, memoryBytes} once loaded again, its contexts with that
+ * many threads; each waits for the one before), on a connection with no request running:
  * a load then costs node-llama-cpp's own, not a process's start. Asleep, a chat is refused (503) and a health
  * check answered.
  *

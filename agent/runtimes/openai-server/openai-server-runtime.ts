@@ -1,4 +1,4 @@
-import { isServiceTier, MakinaError, TIER_RANK, type ResponseFormat } from "../../../proto/index.js";
+import { isServiceTier, MakinaError, TIER_RANK, type Logger, type ResponseFormat } from "../../../proto/index.js";
 import type { ProcessSupervisor } from "../../supervisor/index.js";
 import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../model-runtime.js";
 import type { IncomingMessage } from "node:http";
@@ -20,8 +20,13 @@ export interface OpenAiServerOptions {
   onClose?: () => void;
   /** The key the server was started with, sent with every request. */
   apiKey?: string;
-  /** The server has vLLM's sleep routes (`--enable-sleep-mode` in its development mode): it sleeps instead of stopping. */
+  /**
+   * The server has vLLM's sleep routes (`--enable-sleep-mode` in its development mode): it sleeps instead of stopping.
+   * Its process, ending while it sleeps, is not restarted by its supervisor (see {@link OpenAiServerRuntime}).
+   */
   sleepMode?: boolean;
+  /** Where the runtime says what it decided on its own (a server that ended asleep kept stopped). */
+  log?: Logger;
   /**
    * The server was started with vLLM's `--scheduling-policy priority`: each request carries `priority` from its
    * service tier (0 `priority`, 1 `default`, 2 `flex`; vLLM runs lower values first).
@@ -50,6 +55,12 @@ interface Chunk {
  * mlx_lm.server, llama-server, Ollama, LM Studio…), over a pool of keep-alive
  * connections. A streamed request is forwarded as a stream, a non-streamed one
  * in one piece; aborting the signal aborts the HTTP request, which stops the server.
+ *
+ * A supervised server in sleep mode whose process ends (a crash, or killed as wedged) while it sleeps, or while it
+ * is asked to, is kept stopped rather than restarted: vLLM cannot start asleep, and a restart would load its
+ * weights and take its share of the GPU's memory (`--gpu-memory-utilization`) while the machine's memory budget
+ * counts the model unloaded, beside whatever was loaded since. Its {@link wake} then fails at once, and the
+ * next load starts a new server (a cold start instead of a wake).
  */
 export class OpenAiServerRuntime implements ModelRuntime {
   readonly contextSize: number;
@@ -62,14 +73,31 @@ export class OpenAiServerRuntime implements ModelRuntime {
 
   readonly sleep?: () => Promise<void>;
   readonly wake?: () => Promise<void>;
+  /** Asleep, or asked to sleep, and not woken since: its process is not to be restarted if it ends. */
+  private asleep = false;
 
   constructor(private readonly o: OpenAiServerOptions) {
     this.contextSize = o.contextSize;
     this.endpoint = o.baseUrl;
     this.upstream = new UpstreamClient(o.baseUrl, o.apiKey);
     if (o.sleepMode) {
-      this.sleep = () => this.control("/sleep?level=1");
-      this.wake = () => this.control("/wake_up");
+      this.sleep = async () => {
+        // Set before asking: a server that ends while it goes to sleep is not restarted awake either.
+        this.asleep = true;
+        await this.control("/sleep?level=1");
+      };
+      this.wake = async () => {
+        if (o.supervisor?.state === "stopped") throw new MakinaError("runtime_unavailable", "The runtime's server ended while it slept: it is started again.", { retryAfterMs: 5000 });
+        await this.control("/wake_up");
+        this.asleep = false;
+      };
+      const supervisor = o.supervisor;
+      // The supervisor says `restarting` once the process ended and before it starts another: stopped now, it starts none.
+      supervisor?.on("state", (state) => {
+        if (state !== "restarting" || !this.asleep) return;
+        o.log?.warn("a sleeping model server ended: kept stopped, its next load starts it again", { error: supervisor.lastError });
+        void supervisor.stop();
+      });
     }
   }
 
