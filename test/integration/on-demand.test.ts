@@ -1,10 +1,12 @@
 import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../proto/index.js";
 import { operatorActor } from "../../relay/auth/index.js";
 import type { Agent } from "../../agent/index.js";
+import type { ChatInput, RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
 import { processHealth } from "../../agent/runtimes/gguf/process-health.js";
 import { runCli } from "../helpers/cli.js";
 import { testModelPath } from "../helpers/models.js";
@@ -63,7 +65,7 @@ describe("stacks loaded on demand", () => {
     });
   /** The newest entries of the request log. */
   const logged = async (n: number) =>
-    ((await (await fetch(`${gw.relay.url}/admin/v1/requests?org=${gw.orgId}&per_page=${n}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).json()) as { data: { stack_id: string; load_ms: number | null }[] }).data;
+    ((await (await fetch(`${gw.relay.url}/admin/v1/requests?org=${gw.orgId}&per_page=${n}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).json()) as { data: { stack_id: string; status: number; load_ms: number | null; prompt_tokens: number; completion_tokens: number }[] }).data;
   /** The relay's Prometheus series, as text. */
   const metrics = async () => (await fetch(`${gw.relay.url}/metrics`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } })).text();
   /** What the machine holds: each stack's runtime state, by model id. */
@@ -146,6 +148,28 @@ describe("stacks loaded on demand", () => {
     expect(fixed).toBeDefined();
   });
 
+  it("never unloads nor evicts a stack while it streams: not past its idle time, not for another's load, which waits for the stream's end", async () => {
+    // One on-demand place beside the always stack (tale-fixed): the held stack takes it.
+    const held = await stack("tale-held", { idleUnloadS: 1 });
+    expect((await chat("tale-held")).status).toBe(200);
+    expect(states()["tale-held"]).toBe("ready");
+    // A long answer whose reader stops after its first piece: the model process pauses it, the request stays in flight.
+    const input: ChatInput = { messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, topP: 1, maxTokens: 400, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: true };
+    const stream = agent.host.runtime(held)!.chat(input)[Symbol.asyncIterator]();
+    expect((await stream.next()).value).toMatchObject({ type: "text" });
+    // Another model asks for the place meanwhile.
+    const other = chat("tale-a");
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(states()["tale-held"]).toBe("ready");
+    expect(states()["tale-a"]).not.toBe("ready");
+    // The stream read to its end: the waiting load takes the place, the held stack (idle now) leaves it.
+    const events: RuntimeEvent[] = [];
+    for (let ev = await stream.next(); !ev.done; ev = await stream.next()) events.push(ev.value);
+    expect(events.at(-1)).toMatchObject({ type: "end" });
+    expect((await other).status).toBe(200);
+    expect(states()).toMatchObject({ "tale-held": "unloaded", "tale-a": "ready", "tale-fixed": "ready" });
+  });
+
   it("holds requests through a restart without room for two runtimes: they wait for the new one, none gets 404", async () => {
     // Two always stacks fill the machine's two places: a redeploy cannot start the new runtime beside the old one.
     const fixed = agent.host.list().find((h) => h.modelId === "tale-fixed")!.stackId;
@@ -194,11 +218,30 @@ describe("stacks loaded on demand", () => {
     const asked = chat("tale-left", { signal: leaving.signal }).catch((e: unknown) => e);
     // The load has begun (or, on a fast machine, is done already) when the client leaves.
     await vi.waitFor(() => expect(["loading", "ready"]).toContain(states()["tale-left"]), { timeout: 3000, interval: 2 });
+    const leftWhile = states()["tale-left"];
     leaving.abort();
     await asked;
     await vi.waitFor(() => expect(states()["tale-left"]).toBe("ready"), { timeout: 5000, interval: 20 });
     expect((await chat("tale-left")).status).toBe(200);
     expect(loadsOf(id) - loadsBefore).toBe(1);
+    // The client that left is logged as gone (499); left while the model loaded, it is charged nothing.
+    await vi.waitFor(async () => expect((await logged(2)).filter((r) => r.stack_id === id)).toHaveLength(2), { timeout: 3000, interval: 50 });
+    const left = (await logged(2)).find((r) => r.stack_id === id && r.status === 499);
+    expect(left).toBeDefined();
+    if (leftWhile === "loading") expect([left!.prompt_tokens, left!.completion_tokens]).toEqual([0, 0]);
+  });
+
+  it("sends a stream's headers once its model has loaded, with the openai client, and logs how long it waited", async () => {
+    const id = await stack("tale-stream");
+    expect(states()["tale-stream"]).toBe("unloaded");
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
+    // The call resolves with the response's headers: by then the model is loaded, not loading.
+    const stream = await client.chat.completions.create({ model: "tale-stream", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 8, stream: true });
+    expect(states()["tale-stream"]).toBe("ready");
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
+    expect(text.length).toBeGreaterThan(0);
+    await vi.waitFor(async () => expect((await logged(1))[0]).toMatchObject({ stack_id: id, load_ms: expect.any(Number) }), { timeout: 3000, interval: 50 });
   });
 
   it("loads and unloads an on-demand stack's model when an admin asks, from the API and the command line; an always stack is refused", async () => {
