@@ -234,6 +234,15 @@ describe("stacks loaded on demand", () => {
   it("sends a stream's headers once its model has loaded, with the openai client, and logs how long it waited", async () => {
     const id = await stack("tale-stream");
     expect(states()["tale-stream"]).toBe("unloaded");
+    // The events stream (what the web application reloads by), opened once the stack is deployed.
+    const events = new AbortController();
+    const eventStream = await fetch(`${gw.relay.url}/admin/v1/events?org=${gw.orgId}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` }, signal: events.signal });
+    const reader = eventStream.body!.getReader();
+    let heard = "";
+    const told = (async () => {
+      const decoder = new TextDecoder();
+      while (!heard.includes(`"stack_id":"${id}"`)) heard += decoder.decode((await reader.read()).value ?? new Uint8Array(), { stream: true });
+    })();
     const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
     // The call resolves with the response's headers: by then the model is loaded, not loading.
     const stream = await client.chat.completions.create({ model: "tale-stream", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 8, stream: true });
@@ -242,6 +251,11 @@ describe("stacks loaded on demand", () => {
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
     expect(text.length).toBeGreaterThan(0);
     await vi.waitFor(async () => expect((await logged(1))[0]).toMatchObject({ stack_id: id, load_ms: expect.any(Number) }), { timeout: 3000, interval: 50 });
+    // The load's runtime states were told on the events stream: the stack named, to be read again (ready now).
+    await told;
+    expect(heard).toMatch(new RegExp(`event: stack\ndata: \{[^}]*"stack_id":"${id}"`));
+    events.abort();
+    expect((await gw.relay.control.stacks.get(OP, id)).runtimeState).toBe("ready");
   });
 
   it("loads and unloads an on-demand stack's model when an admin asks, from the API and the command line; an always stack is refused", async () => {
