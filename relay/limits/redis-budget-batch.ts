@@ -17,6 +17,9 @@ interface Waiting {
   reject(err: unknown): void;
 }
 
+/** The most admissions one script checks: a flood of one organization's requests is sent in scripts of this many, in order. */
+const MOST_AT_ONCE = 256;
+
 /** Runs ADMIT_BUDGETS: KEYS, then ARGV. */
 export type SendBudgets = (names: string[], args: number[]) => Promise<number[]>;
 
@@ -53,7 +56,12 @@ export class BudgetBatches {
     this.scheduled = false;
     const all = this.waiting;
     this.waiting = new Map();
-    for (const batch of all.values()) void this.run(batch);
+    for (const batch of all.values()) void this.runAll(batch);
+  }
+
+  /** One organization's admissions of a turn, at most {@link MOST_AT_ONCE} a script, in the order they came. */
+  private async runAll(batch: Waiting[]): Promise<void> {
+    for (let i = 0; i < batch.length; i += MOST_AT_ONCE) await this.run(batch.slice(i, i + MOST_AT_ONCE));
   }
 
   /** Sends one organization's batch until every admission in it has its verdict (or its error). */
@@ -82,15 +90,17 @@ export class BudgetBatches {
       try {
         answer = await this.send(names, [names.length, ...countArgs, ...admissionArgs]);
       } catch (err) {
-        for (const w of batch) w.reject(err);
-        return;
+        return this.failAll(batch, err);
       }
       if (answer[0] === -1) {
         // Counts Redis lacks: read from the usage counts, then the whole batch again (nothing was reserved).
         for (const i of answer.slice(1)) {
-          const name = names[i - 1]!;
+          const name = names[i - 1];
+          // Only a count sent without a seed can be missing: any other answer is not this script's.
+          if (name === undefined || seeds.has(name)) return this.failAll(batch, new Error("Redis answered a budget admission with counts it was not sent"));
           try {
-            seeds.set(name, await this.seedOf(lines.get(name)!));
+            // Whole and not negative, as a count in Redis must be.
+            seeds.set(name, Math.max(0, Math.floor((await this.seedOf(lines.get(name)!)) || 0)));
           } catch (err) {
             for (const w of batch.filter((w) => w.counts.some((c) => c.name === name))) w.reject(err);
             batch = batch.filter((w) => !w.counts.some((c) => c.name === name));
@@ -98,11 +108,16 @@ export class BudgetBatches {
         }
         continue;
       }
+      if (answer.length !== batch.length * 4) return this.failAll(batch, new Error(`Redis answered ${answer.length} numbers for ${batch.length} budget admissions`));
       batch.forEach((w, k) => {
         const [admitted, a, left, used] = answer.slice(k * 4, k * 4 + 4) as [number, number, number, number];
         w.resolve(admitted ? { admitted: true, granted: a, left } : { admitted: false, line: a, left, used });
       });
       return;
     }
+  }
+
+  private failAll(batch: Waiting[], err: unknown): void {
+    for (const w of batch) w.reject(err);
   }
 }

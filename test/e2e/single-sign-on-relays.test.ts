@@ -29,7 +29,7 @@ describe("single sign-on across relays behind a reverse proxy", () => {
   let browser: Browser;
   const dirs: string[] = [];
   /** Which relay answered each path the browser asked through the proxy. */
-  const served: { path: string; relay: "a" | "b" }[] = [];
+  const served: { path: string; relay: "a" | "b"; status?: number }[] = [];
 
   beforeAll(async () => {
     idp = await startIdentityProvider();
@@ -51,10 +51,12 @@ describe("single sign-on across relays behind a reverse proxy", () => {
     proxy.on("request", (req, res) => {
       const path = req.url ?? "/";
       const to = /^\/auth\/v1\/sso\/[^/]+\/start/.test(path) ? "a" : /^\/auth\/v1\/sso\/[^/]+\/callback/.test(path) ? "b" : turn++ % 2 ? "b" : "a";
-      served.push({ path, relay: to });
+      const entry: (typeof served)[number] = { path, relay: to };
+      served.push(entry);
       const target = new URL((to === "a" ? a : b).url);
       const forwarded = { ...req.headers, "x-forwarded-for": req.socket.remoteAddress ?? "", "x-forwarded-proto": "http" };
       const upstream = request({ host: target.hostname, port: target.port, method: req.method, path, headers: forwarded }, (answer) => {
+        entry.status = answer.statusCode;
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
       });
@@ -108,6 +110,8 @@ describe("single sign-on across relays behind a reverse proxy", () => {
     await page.getByRole("navigation", { name: "Main" }).waitFor();
     const after = served.slice(before).filter((s) => s.path.startsWith("/admin/v1/") || s.path.startsWith("/auth/v1/session"));
     expect(new Set(after.map((s) => s.relay))).toEqual(new Set(["a", "b"]));
+    // Each relay took the session the other made: every answer signed in.
+    expect(after.filter((s) => s.status === undefined || s.status >= 300)).toEqual([]);
     // The person was made once, by the relay that finished the sign-in.
     const users = await a.store.users.listByOrg((await a.control.orgs.list(OP))[0]!.id);
     expect(users.filter((u) => u.login === "dana@acme.test")).toHaveLength(1);

@@ -158,10 +158,13 @@ describe("stacks loaded on demand", () => {
     const stream = agent.host.runtime(held)!.chat(input)[Symbol.asyncIterator]();
     expect((await stream.next()).value).toMatchObject({ type: "text" });
     // Another model asks for the place meanwhile.
-    const other = chat("tale-a");
+    let answered = false;
+    const other = chat("tale-a").finally(() => (answered = true));
+    // Past the held stack's idle time (1 s) twice over: still loaded, and the other still waits for its place.
     await new Promise((r) => setTimeout(r, 2500));
     expect(states()["tale-held"]).toBe("ready");
     expect(states()["tale-a"]).not.toBe("ready");
+    expect(answered).toBe(false);
     // The stream read to its end: the waiting load takes the place, the held stack (idle now) leaves it.
     const events: RuntimeEvent[] = [];
     for (let ev = await stream.next(); !ev.done; ev = await stream.next()) events.push(ev.value);
@@ -226,9 +229,11 @@ describe("stacks loaded on demand", () => {
     expect(loadsOf(id) - loadsBefore).toBe(1);
     // The client that left is logged as gone (499); left while the model loaded, it is charged nothing.
     await vi.waitFor(async () => expect((await logged(2)).filter((r) => r.stack_id === id)).toHaveLength(2), { timeout: 3000, interval: 50 });
-    const left = (await logged(2)).find((r) => r.stack_id === id && r.status === 499);
-    expect(left).toBeDefined();
-    if (leftWhile === "loading") expect([left!.prompt_tokens, left!.completion_tokens]).toEqual([0, 0]);
+    // (On a machine quick enough to have loaded it before the client left, the request may have been served.)
+    if (leftWhile === "loading") {
+      const left = (await logged(2)).find((r) => r.stack_id === id && r.status === 499);
+      expect(left).toMatchObject({ prompt_tokens: 0, completion_tokens: 0 });
+    }
   });
 
   it("sends a stream's headers once its model has loaded, with the openai client, and logs how long it waited", async () => {
@@ -241,7 +246,11 @@ describe("stacks loaded on demand", () => {
     let heard = "";
     const told = (async () => {
       const decoder = new TextDecoder();
-      while (!heard.includes(`"stack_id":"${id}"`)) heard += decoder.decode((await reader.read()).value ?? new Uint8Array(), { stream: true });
+      while (!heard.includes(`"stack_id":"${id}"`)) {
+        const { done, value } = await reader.read();
+        if (done) throw new Error(`the events stream ended before it named the stack: ${heard}`);
+        heard += decoder.decode(value, { stream: true });
+      }
     })();
     const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 });
     // The call resolves with the response's headers: by then the model is loaded, not loading.

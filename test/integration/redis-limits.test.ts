@@ -169,9 +169,16 @@ describe("rate limits kept in Redis", () => {
     const tight = key({ orgId: org, rpm: null, tpm: null });
     tight.budgets = [{ scope: "key", id: tight.id, orgId: org, tokens: 450, period: "day" }, orgLine];
     const wide = key({ orgId: org, rpm: null, tpm: null, budgets: [orgLine] });
+    const { Redis } = await import("ioredis");
+    const direct = new Redis(redis.url);
+    const scripts = async () => [...(await direct.info("commandstats")).matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    const scriptsBefore = await scripts();
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) => relays[i % 3]!.admit(i % 2 ? wide : tight, 100, { want: 100, least: 100 })),
     );
+    // Sent together: one script per relay (and once more where a count had to be read first), not one per request.
+    expect((await scripts()) - scriptsBefore).toBeLessThan(10);
+    direct.disconnect();
     const admitted = results.flatMap((r, i) => (r.status === "fulfilled" ? [{ i, a: r.value }] : []));
     const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as LimitRefusal] : []));
     // The organization has 700 left: exactly 7 requests of 100, whichever relays and keys, and never more than 4 of the tight key.

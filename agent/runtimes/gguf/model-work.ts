@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { MakinaError } from "../../../proto/index.js";
 
 /**
@@ -8,6 +9,11 @@ import { MakinaError } from "../../../proto/index.js";
 export class ModelWork {
   private readonly unloading = new AbortController();
   private readonly running = new Set<Promise<void>>();
+
+  constructor() {
+    // Every request running listens to it (see `join`): as many as the model serves at once, not a leak.
+    setMaxListeners(0, this.unloading.signal);
+  }
 
   /** Aborted once the unload begins, with its `runtime_unavailable` error as the reason. */
   get signal(): AbortSignal {

@@ -87,7 +87,7 @@ export class OpenAiServerRuntime implements ModelRuntime {
         await this.control("/sleep?level=1");
       };
       this.wake = async () => {
-        if (o.supervisor?.state === "stopped") throw new MakinaError("runtime_unavailable", "The runtime's server ended while it slept: it is started again.", { retryAfterMs: 5000 });
+        if (o.supervisor?.state === "stopped" || o.supervisor?.state === "failed") throw new MakinaError("runtime_unavailable", "The runtime's server ended while it slept: it is started again.", { retryAfterMs: 5000 });
         await this.control("/wake_up");
         this.asleep = false;
       };
