@@ -45,6 +45,7 @@ export type ErrorCode =
   | "conflict"
   | "storage_unavailable"
   | "limits_unavailable"
+  | "hub_unavailable"
   | "internal_error";
 
 /** How one error code appears to each kind of peer. */
@@ -102,6 +103,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = Object.fre
   conflict: { grpc: S.FAILED_PRECONDITION, http: 409, type: "invalid_request_error", openaiCode: "conflict" },
   storage_unavailable: { grpc: S.UNAVAILABLE, http: 503, type: "service_unavailable_error", openaiCode: "storage_unavailable" },
   limits_unavailable: { grpc: S.UNAVAILABLE, http: 503, type: "service_unavailable_error", openaiCode: "limits_unavailable" },
+  hub_unavailable: { grpc: S.UNAVAILABLE, http: 502, type: "server_error", openaiCode: "hub_unavailable" },
   internal_error: { grpc: S.INTERNAL, http: 500, type: "server_error", openaiCode: "internal_error" },
 });
 
@@ -128,6 +130,7 @@ const ANTHROPIC_BY_STATUS: Readonly<Record<number, { status: number; type: strin
   431: { status: 431, type: "invalid_request_error" },
   499: { status: 499, type: "api_error" },
   500: { status: 500, type: "api_error" },
+  502: { status: 502, type: "api_error" },
   503: { status: 529, type: "overloaded_error" },
   504: { status: 504, type: "timeout_error" },
 });

@@ -6,6 +6,7 @@ import { ALERT_ROUTES } from "./alerts.js";
 import { AUDIT_ROUTES } from "./audit.js";
 import { CHOICE_ROUTES } from "./choices.js";
 import { EVENT_ROUTES } from "./events.js";
+import { HUB_ROUTES } from "./hub.js";
 import { KEY_ROUTES } from "./keys.js";
 import { MACHINE_ROUTES } from "./machines.js";
 import { ORG_ROUTES } from "./orgs.js";
@@ -32,6 +33,7 @@ export const ADMIN_ROUTES = {
   ...EVENT_ROUTES,
   ...SESSION_ROUTES,
   ...ALERT_ROUTES,
+  ...HUB_ROUTES,
 };
 
 export type AdminRoutes = typeof ADMIN_ROUTES;
@@ -62,6 +64,7 @@ export type ChoiceRoute = keyof typeof CHOICE_ROUTES;
 export type EventRoute = keyof typeof EVENT_ROUTES;
 export type SessionRoute = keyof typeof SESSION_ROUTES;
 export type AlertRoute = keyof typeof ALERT_ROUTES;
+export type HubRoute = keyof typeof HUB_ROUTES;
 /** The routes that answer CSV, streamed, rather than one JSON document. */
 export type ExportRoute = "GET /admin/v1/audit.csv" | "GET /admin/v1/requests.csv";
 
@@ -72,6 +75,7 @@ export type { List, Page } from "./list.js";
 export { MAX_PER_PAGE } from "./list.js";
 export type { Org } from "./orgs.js";
 export type { AlertWebhook, NewAlertWebhook, AlertDelivery } from "./alerts.js";
+export type { HubFile, HubRepo, HubRepoFiles } from "./hub.js";
 export type { Gpu, Hardware, Machine, MachineInventory, MachineJoining, MachineState } from "./machines.js";
 export type { CatalogModel, Check, Compatibility, DeletedStack, Deployment, DeploymentStep, LayerOptionValue, RuntimeKind, Stack, StackChange, StackResidency, StackState } from "./stacks.js";
 export { KEY_SORTS, type ApiKey, type ApiKeyWithUsage, type NewApiKey } from "./keys.js";

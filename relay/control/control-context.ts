@@ -1,3 +1,4 @@
+import type { HubClient } from "../hub/index.js";
 import type { Actor, WebSessions } from "../auth/index.js";
 import { actorOf, type AuditEntry, type AuditLog } from "../audit/index.js";
 import type { Deployer } from "../deploy/index.js";
@@ -59,6 +60,8 @@ export interface ControlDeps {
   budgetSpent?: (line: BudgetLine) => Promise<number>;
   /** Where alerts go out (absent: this relay sends none). */
   alerts?: AlertDeps;
+  /** The model hub the Forge searches (absent: none). */
+  hub?: HubClient;
   /** How people sign in through their organization's identity provider (absent: no single sign-on). */
   sso?: SsoDeps;
 }

@@ -5,6 +5,7 @@ import { Alerts } from "./alerts.js";
 import { SsoSettings } from "./sso-settings.js";
 import { bootstrap, type BootstrapInput, type Bootstrapped } from "./bootstrap.js";
 import { ControlContext, type ControlDeps } from "./control-context.js";
+import { Hub } from "./hub.js";
 import { Keys } from "./keys.js";
 import { Machines } from "./machines.js";
 import { Orgs } from "./orgs.js";
@@ -31,6 +32,7 @@ export class ControlPlane {
   readonly activity: Activity;
   readonly alerts: Alerts;
   readonly sso: SsoSettings;
+  readonly hub: Hub;
   private readonly c: ControlContext;
 
   constructor(deps: ControlDeps) {
@@ -44,6 +46,7 @@ export class ControlPlane {
     this.activity = new Activity(this.c);
     this.alerts = new Alerts(this.c);
     this.sso = new SsoSettings(this.c);
+    this.hub = new Hub(this.c, this.stacks);
   }
 
   /** The overview of an organization (or one of its machines or stacks), for anyone of it. */

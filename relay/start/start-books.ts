@@ -1,3 +1,4 @@
+import { HubClient } from "../hub/index.js";
 import { settingOf } from "../config.js";
 import { WebSessions } from "../auth/index.js";
 import { ControlPlane, ModelFiles, ModelInspector } from "../control/index.js";
@@ -90,5 +91,6 @@ export function controlPlane(
     budgetSpent: (line) => limiter.spent(line),
     alerts,
     sso,
+    hub: new HubClient({ endpoint: config.hfEndpoint }),
   });
 }

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { MakinaError } from "../../proto/index.js";
 import { ADMIN_ROUTES, type AdminCallArgs, type AdminRoute, type Org, type OrgRoute } from "../../relay/admin-contract/index.js";
 import { ALERT_ROUTES } from "../../relay/admin-contract/alerts.js";
+import { HUB_ROUTES } from "../../relay/admin-contract/hub.js";
 import { EVENT_ROUTES } from "../../relay/admin-contract/events.js";
 import { KEY_ROUTES } from "../../relay/admin-contract/keys.js";
 import { MACHINE_ROUTES } from "../../relay/admin-contract/machines.js";
@@ -101,7 +102,7 @@ describe("the admin contract's request checks", () => {
   });
 
   it("declares each route once, under the prefix its authentication covers", () => {
-    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, AUDIT_ROUTES, REQUEST_ROUTES, OVERVIEW_ROUTES, CHOICE_ROUTES, EVENT_ROUTES, SESSION_ROUTES, ALERT_ROUTES];
+    const tables = [ORG_ROUTES, MACHINE_ROUTES, STACK_ROUTES, KEY_ROUTES, USER_ROUTES, USAGE_ROUTES, AUDIT_ROUTES, REQUEST_ROUTES, OVERVIEW_ROUTES, CHOICE_ROUTES, EVENT_ROUTES, SESSION_ROUTES, ALERT_ROUTES, HUB_ROUTES];
     const keys = tables.flatMap((t) => Object.keys(t));
     expect(new Set(keys).size).toBe(keys.length);
     expect(Object.keys(ADMIN_ROUTES).sort()).toEqual([...keys].sort());

@@ -4,6 +4,7 @@ import { requestCommand } from "./request-command.js";
 import { overviewCommand } from "./overview-command.js";
 import { keyCommand } from "./key-command.js";
 import { alertCommand } from "./alert-command.js";
+import { hubCommand } from "./hub-command.js";
 import { machineCommand } from "./machine-command.js";
 import { orgCommand } from "./org-command.js";
 import { stackCommand } from "./stack-command.js";
@@ -12,6 +13,6 @@ import { userCommand } from "./user-command.js";
 export const adminCommand: CommandModule = {
   command: "admin <command>",
   describe: "Administer a relay (organizations, users, machines, stacks, keys, the audit log, the request log)",
-  builder: (y) => y.command(orgCommand).command(machineCommand).command(stackCommand).command(keyCommand).command(userCommand).command(auditCommand).command(requestCommand).command(overviewCommand).command(alertCommand).demandCommand(1).strict(),
+  builder: (y) => y.command(orgCommand).command(machineCommand).command(stackCommand).command(keyCommand).command(userCommand).command(auditCommand).command(requestCommand).command(overviewCommand).command(alertCommand).command(hubCommand).demandCommand(1).strict(),
   handler: () => {},
 };

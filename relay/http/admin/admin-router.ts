@@ -12,6 +12,7 @@ import { EventStreams } from "./event-stream.js";
 import { exportRoutes } from "./export-routes.js";
 import { keyRoutes } from "./keys-routes.js";
 import { machineRoutes } from "./machines-routes.js";
+import { hubRoutes } from "./hub-routes.js";
 import { mountRoutes, mountStreams, type RouteHandlers, type StreamHandler } from "./mount-routes.js";
 import { orgRoutes } from "./orgs-routes.js";
 import { stackRoutes } from "./stacks-routes.js";
@@ -51,6 +52,7 @@ export function adminRouter(deps: AdminRouterDeps): Router {
     ...overviewRoutes(control),
     ...choiceRoutes(control),
     ...alertRoutes(control),
+    ...hubRoutes(control),
   };
   mountRoutes(r, "/admin/v1/", handlers, actorOf);
   const live = new EventStreams(deps.events, { keepaliveMs: deps.eventsKeepaliveMs });

@@ -79,6 +79,7 @@ export const ERROR_TEXTS: Readonly<Record<string, string | null>> = {
   // Names the stacks holding the machine: the relay's sentence says more than any of ours.
   insufficient_memory: null,
   limits_unavailable: null,
+  hub_unavailable: null,
   unsupported_endpoint: null,
   missing_required_parameter: null,
   invalid_value: null,

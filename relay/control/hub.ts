@@ -1,0 +1,62 @@
+import { MakinaError } from "../../proto/index.js";
+import type { Actor } from "../auth/index.js";
+import type { Compatibility, HubFile, HubRepo, HubRepoFiles } from "../admin-contract/index.js";
+import type { HubFile as FoundFile, HubRepo as FoundRepo } from "../hub/index.js";
+import type { ControlContext } from "./control-context.js";
+import type { Stacks } from "./stacks.js";
+
+/** The most GGUF files of a repository judged (a repository of every quantization has 20 to 30). */
+const MOST_FILES = 40;
+/** The most machines of an organization each file is judged on for "fits on N of M". */
+const MOST_MACHINES = 100;
+
+/**
+ * The Forge's search of the model hub (`--hf-endpoint`): repositories by text, and a repository's GGUF files, each
+ * judged by the compatibility panel's rules (its header read over ranged requests, never the weights) for the
+ * machine asked and across the organization's machines. For any member of the organization.
+ */
+export class Hub {
+  constructor(
+    private readonly c: ControlContext,
+    private readonly stacks: Stacks,
+  ) {}
+
+  async search(actor: Actor, orgRef: string | null | undefined, text: string): Promise<HubRepo[]> {
+    const org = this.c.policy(actor).org(orgRef);
+    return (await this.client().search(org.id, text)).map(repoView);
+  }
+
+  async repo(actor: Actor, orgRef: string | null | undefined, id: string, machineRef?: string): Promise<HubRepoFiles> {
+    const org = this.c.policy(actor).org(orgRef);
+    const chosen = machineRef ? await this.c.machine(org.id, machineRef) : undefined;
+    const { repo, files } = await this.client().repo(org.id, id);
+    const machines = (await this.c.store.machines.listByOrg(org.id)).slice(0, MOST_MACHINES);
+    const judged = await Promise.all(
+      files.slice(0, MOST_FILES).map(async (file): Promise<HubFile> => {
+        const model = `hf:${repo.id}/${file.path}`;
+        const judge = (machine: string) => this.judge(actor, org.id, file, model, machine);
+        const [compatibility, verdicts] = await Promise.all([chosen ? judge(chosen.id) : null, Promise.all(machines.map((m) => judge(m.id)))]);
+        return { path: file.path, model, quantization: file.quantization, size_bytes: file.sizeBytes, parts: file.parts, compatibility, fits: { machines: verdicts.filter((v) => v.ok === true).length, of: machines.length } };
+      }),
+    );
+    return { repo: repoView(repo), machine: chosen?.id ?? null, files: judged };
+  }
+
+  /** The panel's verdict for one file on one machine; a split file cannot be pulled as one yet, and says so. */
+  private async judge(actor: Actor, orgId: string, file: FoundFile, model: string, machine: string): Promise<Compatibility> {
+    if (file.parts > 1) {
+      return { ok: false, serves: [], checks: [{ topic: "format", level: "fail", param: "model", message: `This model is split into ${file.parts} files, and the GGUF runtime pulls one file: choose a quantization in one file.` }] };
+    }
+    return this.stacks.check(actor, orgId, { machine, runtime: "gguf", model });
+  }
+
+  private client() {
+    const hub = this.c.deps.hub;
+    if (!hub) throw new MakinaError("hub_unavailable", "This relay searches no model hub.", { retryAfterMs: 60_000 });
+    return hub;
+  }
+}
+
+function repoView(r: FoundRepo): HubRepo {
+  return { id: r.id, downloads: r.downloads, likes: r.likes, license: r.license, runtimes: r.runtimes, gated: r.gated };
+}

@@ -1,0 +1,130 @@
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { HubRepo, HubRepoFiles } from "../../relay/admin-contract/index.js";
+import { runCli } from "../helpers/cli.js";
+import { testModelPath } from "../helpers/models.js";
+import { OP } from "../helpers/operator.js";
+import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
+
+/**
+ * The Forge's search of the model hub (issue 46, point 1), against a stand-in for Hugging Face's API on loopback
+ * (the hub cannot be reached from here): its search (`/api/models?search=`), a repository's files with their sizes
+ * (`/api/models/{id}?blobs=true`), and the files themselves, whose bytes are the real test model's, served with
+ * ranged requests as the hub serves them: the relay reads their headers, never the whole file.
+ */
+describe("searching the model hub from the Forge", () => {
+  let gw: TestGateway;
+  let hub: Server;
+  const model = readFileSync(testModelPath());
+  /** What the stand-in hub was asked: paths, and the byte ranges of file reads. */
+  const asked: { path: string; range?: string }[] = [];
+  const repos = [
+    {
+      id: "tiny-org/stories-GGUF",
+      downloads: 12_345,
+      likes: 67,
+      tags: ["gguf", "llama", "license:mit", "text-generation"],
+      siblings: [
+        { rfilename: "README.md", size: 1200 },
+        { rfilename: "stories260K.Q8_0.gguf", size: model.length },
+        { rfilename: "stories260K-F32.gguf", size: model.length },
+        { rfilename: "big/stories-Q4_K_M-00001-of-00002.gguf", size: 600_000 },
+        { rfilename: "big/stories-Q4_K_M-00002-of-00002.gguf", size: 585_376 },
+      ],
+    },
+    { id: "tiny-org/stories-mlx", downloads: 99, likes: 1, tags: ["mlx", "safetensors", "license:apache-2.0"], siblings: [{ rfilename: "model.safetensors", size: 10 }] },
+    { id: "other/stories-hf", downloads: 5000, likes: 3, tags: ["safetensors", "transformers"], gated: "manual", siblings: [] },
+  ];
+
+  beforeAll(async () => {
+    hub = createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://hub");
+      asked.push({ path: url.pathname + url.search, range: req.headers.range });
+      if (url.pathname === "/api/models") {
+        const text = (url.searchParams.get("search") ?? "").toLowerCase();
+        const found = repos.filter((r) => r.id.toLowerCase().includes(text)).sort((a, b) => b.downloads - a.downloads);
+        return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(found.map(({ siblings: _s, ...r }) => r)));
+      }
+      const repo = repos.find((r) => url.pathname === `/api/models/${r.id}`);
+      if (repo) return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(repo));
+      if (url.pathname.startsWith("/api/")) return void res.writeHead(404).end(JSON.stringify({ error: "Repository not found" }));
+      // A file: the test model's bytes, ranged.
+      const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? "");
+      if (!/\/resolve\/main\/.*\.gguf$/.test(url.pathname)) return void res.writeHead(404).end();
+      if (!range) return void res.writeHead(200, { "content-length": model.length, "accept-ranges": "bytes" }).end(model);
+      const start = Number(range[1]);
+      const end = Math.min(model.length - 1, range[2] ? Number(range[2]) : model.length - 1);
+      res.writeHead(206, { "content-range": `bytes ${start}-${end}/${model.length}`, "content-length": end - start + 1, "accept-ranges": "bytes" }).end(model.subarray(start, end + 1));
+    });
+    await new Promise<void>((r) => hub.listen(0, "127.0.0.1", r));
+    gw = await startTestGateway({ runtime: "fake", relayFlags: { hfEndpoint: `http://127.0.0.1:${(hub.address() as AddressInfo).port}` } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await new Promise((r) => hub?.close(r));
+  });
+
+  const admin = async <T>(path: string) => {
+    const res = await fetch(`${gw.relay.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${gw.relay.adminToken}` } });
+    return { status: res.status, body: (await res.json()) as T };
+  };
+
+  it("finds repositories by text, most downloaded first, with the runtime each suits, its licence and whether it is gated", async () => {
+    const found = await admin<{ data: HubRepo[] }>(`/hub/search?org=${gw.orgId}&q=stories`);
+    expect(found.status).toBe(200);
+    expect(found.body.data).toEqual([
+      { id: "tiny-org/stories-GGUF", downloads: 12_345, likes: 67, license: "mit", runtimes: ["gguf"], gated: false },
+      { id: "other/stories-hf", downloads: 5000, likes: 3, license: null, runtimes: ["vllm"], gated: true },
+      { id: "tiny-org/stories-mlx", downloads: 99, likes: 1, license: "apache-2.0", runtimes: ["mlx"], gated: false },
+    ]);
+    // Asked again: answered from what the relay keeps, the hub not asked.
+    const searches = asked.filter((a) => a.path.startsWith("/api/models?")).length;
+    expect((await admin<{ data: HubRepo[] }>(`/hub/search?org=${gw.orgId}&q=stories`)).body.data).toHaveLength(3);
+    expect(asked.filter((a) => a.path.startsWith("/api/models?")).length).toBe(searches);
+    const empty = await admin<{ error: { param: string } }>(`/hub/search?org=${gw.orgId}&q=`);
+    expect([empty.status, empty.body.error.param]).toEqual([400, "q"]);
+  });
+
+  it("lists a repository's GGUF files, a split one as one, each judged for a machine and across the organization's", async () => {
+    // A second machine that has never reported its hardware: nothing can be said to fit it yet.
+    await gw.relay.control.machines.create(OP, { org: gw.orgId, name: "not-yet-joined" });
+    const files = await admin<HubRepoFiles>(`/hub/repos/tiny-org/stories-GGUF?org=${gw.orgId}&machine=${gw.machineId}`);
+    expect(files.status).toBe(200);
+    expect(files.body.repo.id).toBe("tiny-org/stories-GGUF");
+    expect(files.body.machine).toBe(gw.machineId);
+    expect(files.body.files.map((f) => [f.model, f.quantization, f.size_bytes, f.parts])).toEqual([
+      ["hf:tiny-org/stories-GGUF/big/stories-Q4_K_M-00001-of-00002.gguf", "Q4_K_M", 1_185_376, 2],
+      ["hf:tiny-org/stories-GGUF/stories260K-F32.gguf", "F32", model.length, 1],
+      ["hf:tiny-org/stories-GGUF/stories260K.Q8_0.gguf", "Q8_0", model.length, 1],
+    ]);
+    const [split, f32] = files.body.files;
+    // A whole file fits the machine that serves: the panel's verdict, its memory from the header read by ranges.
+    expect(f32!.compatibility).toMatchObject({ ok: true, serves: expect.arrayContaining(["chat"]) });
+    expect(f32!.compatibility!.checks.find((c) => c.topic === "memory")?.message).toMatch(/MiB|GiB/);
+    expect(f32!.fits).toEqual({ machines: 1, of: 2 });
+    // A split file is said not to be pulled as one.
+    expect(split!.compatibility).toMatchObject({ ok: false, checks: [expect.objectContaining({ level: "fail", message: expect.stringContaining("split into 2 files") })] });
+    expect(split!.fits).toEqual({ machines: 0, of: 2 });
+    // The files' headers were read with ranged requests, never whole.
+    const reads = asked.filter((a) => a.path.includes("/resolve/main/"));
+    expect(reads.length).toBeGreaterThan(0);
+    expect(reads.every((r) => r.range !== undefined)).toBe(true);
+    // A repository the hub does not have: 404; a name that is not one: 400.
+    expect((await admin<{ error: { code: string } }>(`/hub/repos/nobody/nothing?org=${gw.orgId}`)).body.error.code).toBe("not_found");
+  });
+
+  it("searches and lists from the command line", async () => {
+    const search = await runCli(["admin", "hub", "search", "stories", "--org", gw.orgId, "--data-dir", gw.dataDir]);
+    expect(search.code).toBe(0);
+    expect(search.stdout).toMatch(/tiny-org\/stories-GGUF\s+gguf\s+12,345\s+67\s+mit/);
+    expect(search.stdout).toMatch(/other\/stories-hf \(gated\)\s+vllm/);
+    const files = await runCli(["admin", "hub", "files", "tiny-org/stories-GGUF", "--machine", gw.machineId, "--org", gw.orgId, "--data-dir", gw.dataDir]);
+    expect(files.code).toBe(0);
+    expect(files.stdout).toMatch(/hf:tiny-org\/stories-GGUF\/stories260K\.Q8_0\.gguf\s+Q8_0\s+\S+ \S+\s+fits\s+1 of 2 machines/);
+    expect(files.stdout).toMatch(/Q4_K_M .* no: This model is split into 2 files/);
+    const bad = await runCli(["admin", "hub", "files", "just-a-name", "--data-dir", gw.dataDir]);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining("owner/name")]);
+  });
+});
