@@ -1,10 +1,14 @@
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hashPassword } from "../../relay/keys/index.js";
+import { chromiumPath } from "../helpers/chromium.js";
 import type { HubRepo, HubRepoFiles } from "../../relay/admin-contract/index.js";
 import { runCli } from "../helpers/cli.js";
-import { testModelPath } from "../helpers/models.js";
+import { REPO_ROOT, testModelPath } from "../helpers/models.js";
 import { OP } from "../helpers/operator.js";
 import { startTestGateway, type TestGateway } from "../helpers/test-gateway.js";
 
@@ -113,6 +117,37 @@ describe("searching the model hub from the Forge", () => {
     expect(reads.every((r) => r.range !== undefined)).toBe(true);
     // A repository the hub does not have: 404; a name that is not one: 400.
     expect((await admin<{ error: { code: string } }>(`/hub/repos/nobody/nothing?org=${gw.orgId}`)).body.error.code).toBe("not_found");
+  });
+
+  it("is searched from the Forge in Chromium: a repository's files judged for the machine, and the one chosen fills the model", async () => {
+    await gw.relay.store.users.create({ orgId: gw.orgId, login: "builder", passwordHash: await hashPassword("builder-password-1"), role: "admin" });
+    const browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+      page.setDefaultTimeout(30_000);
+      await page.goto(gw.relay.url);
+      await page.getByLabel("Login").fill("builder");
+      await page.getByLabel("Password").fill("builder-password-1");
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("navigation", { name: "Main" }).waitFor();
+      await page.goto(`${gw.relay.url}/forge`);
+      await page.getByText("Find a model on the hub…").click();
+      await page.getByLabel("Search the hub").fill("stories");
+      await page.getByRole("button", { name: "Search", exact: true }).click();
+      const repos = page.getByTestId("hub-repos");
+      await expect.poll(() => repos.textContent()).toContain("12,345 downloads · mit");
+      await page.getByRole("button", { name: "tiny-org/stories-GGUF" }).click();
+      const table = page.getByTestId("hub-files");
+      await expect.poll(() => table.locator("li").count()).toBe(3);
+      const q8 = table.locator("li", { hasText: "stories260K.Q8_0.gguf" });
+      expect(await q8.innerText()).toMatch(/Q8_0 · 1\.1 MiB · fits on 1 of 2 machines\s+This machine: Fits/);
+      expect(await table.locator("li", { hasText: "00001-of-00002" }).getByRole("button", { name: /^Use/ }).isDisabled()).toBe(true);
+      await page.screenshot({ path: join(REPO_ROOT, "test-output", "screenshots", "forge-hub-search.png") });
+      await q8.getByRole("button", { name: /^Use/ }).click();
+      expect(await page.locator("#forge-custom").inputValue()).toBe("hf:tiny-org/stories-GGUF/stories260K.Q8_0.gguf");
+    } finally {
+      await browser.close();
+    }
   });
 
   it("searches and lists from the command line", async () => {

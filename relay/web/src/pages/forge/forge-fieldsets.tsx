@@ -1,3 +1,4 @@
+import { HubSearch } from "./hub-search.js";
 import { useRef, useState } from "preact/hooks";
 import type { CatalogModel, Check, Machine, Stack } from "../../api/types.js";
 import { formatBytes } from "../../components/format.js";
@@ -100,6 +101,19 @@ export function ModelFieldset({ form, fieldError, refused, models, customShown, 
           <option value={CUSTOM}>{v.runtime === "openai" ? "The server's model name…" : "Custom: a path, URL or hf: reference…"}</option>
         </select>
       </Field>
+      {v.runtime !== "openai" && (
+        <details class="hub">
+          <summary>Find a model on the hub…</summary>
+          <HubSearch
+            runtime={v.runtime}
+            machine={v.machine}
+            onPick={(model) => {
+              form.set("choice", CUSTOM);
+              form.set("custom", model);
+            }}
+          />
+        </details>
+      )}
       {customShown && (
         <Field
           id="forge-custom"
