@@ -1,7 +1,7 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import type { Compatibility, HubFile, HubRepo, HubRepoFiles } from "../admin-contract/index.js";
-import type { HubFile as FoundFile, HubRepo as FoundRepo } from "../hub/index.js";
+import type { HubRepo as FoundRepo } from "../hub/index.js";
 import type { ControlContext } from "./control-context.js";
 import type { Stacks } from "./stacks.js";
 
@@ -31,23 +31,16 @@ export class Hub {
     const chosen = machineRef ? await this.c.machine(org.id, machineRef) : undefined;
     const { repo, files } = await this.client().repo(org.id, id);
     const machines = (await this.c.store.machines.listByOrg(org.id)).slice(0, MOST_MACHINES);
+    // Each file judged on every machine at once (the organization's stacks read once a file, its header once).
     const judged = await Promise.all(
       files.slice(0, MOST_FILES).map(async (file): Promise<HubFile> => {
         const model = `hf:${repo.id}/${file.path}`;
-        const judge = (machine: string) => this.judge(actor, org.id, file, model, machine);
-        const [compatibility, verdicts] = await Promise.all([chosen ? judge(chosen.id) : null, Promise.all(machines.map((m) => judge(m.id)))]);
+        const verdicts = file.parts > 1 ? machines.map(() => splitRefused(file.parts)) : await this.stacks.checkEach(org.id, { runtime: "gguf", model }, machines);
+        const compatibility = !chosen ? null : file.parts > 1 ? splitRefused(file.parts) : (verdicts[machines.findIndex((m) => m.id === chosen.id)] ?? (await this.stacks.checkEach(org.id, { runtime: "gguf", model }, [chosen]))[0]!);
         return { path: file.path, model, quantization: file.quantization, size_bytes: file.sizeBytes, parts: file.parts, compatibility, fits: { machines: verdicts.filter((v) => v.ok === true).length, of: machines.length } };
       }),
     );
     return { repo: repoView(repo), machine: chosen?.id ?? null, files: judged };
-  }
-
-  /** The panel's verdict for one file on one machine; a split file cannot be pulled as one yet, and says so. */
-  private async judge(actor: Actor, orgId: string, file: FoundFile, model: string, machine: string): Promise<Compatibility> {
-    if (file.parts > 1) {
-      return { ok: false, serves: [], checks: [{ topic: "format", level: "fail", param: "model", message: `This model is split into ${file.parts} files, and the GGUF runtime pulls one file: choose a quantization in one file.` }] };
-    }
-    return this.stacks.check(actor, orgId, { machine, runtime: "gguf", model });
   }
 
   private client() {
@@ -55,6 +48,11 @@ export class Hub {
     if (!hub) throw new MakinaError("hub_unavailable", "This relay searches no model hub.", { retryAfterMs: 60_000 });
     return hub;
   }
+}
+
+/** A split file cannot be pulled as one yet: the GGUF runtime pulls one file. */
+function splitRefused(parts: number): Compatibility {
+  return { ok: false, serves: [], checks: [{ topic: "format", level: "fail", param: "model", message: `This model is split into ${parts} files, and the GGUF runtime pulls one file: choose a quantization in one file.` }] };
 }
 
 function repoView(r: FoundRepo): HubRepo {

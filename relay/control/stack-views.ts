@@ -111,6 +111,23 @@ export class StackViews {
   }
 
   /**
+   * The compatibility of one plan on each of one organization's `machines`, asking none of them (the hub search's
+   * "fits on N of M"): the organization's stacks read once, the model's facts once (remembered by the inspector).
+   */
+  async checkEach(plan: PlanInput, orgId: string, machines: readonly Machine[]): Promise<Compatibility[]> {
+    const modelRef = plan.model ?? "";
+    checkModelRefLength(modelRef);
+    const names = namesOf(await this.c.store.stacks.listByOrg(orgId));
+    return Promise.all(
+      machines.map(async (machine) => {
+        const { model } = await this.modelOn(machine, plan.runtime, modelRef, { ask: false, fresh: false });
+        const budget = machine.inventory?.memory ? machineBudget(machine, names) : null;
+        return checkStack(stackPlan(plan.runtime, modelRef, model, { hardware: machine.hardware, budget }, plan, null));
+      }),
+    );
+  }
+
+  /**
    * Throws 400 `incompatible_stack` with the reasons when the rules fail a stack on this machine. A machine
    * that has reported its hardware gets the model's facts read if need be (a GGUF header over the network).
    */

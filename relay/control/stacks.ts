@@ -1,7 +1,7 @@
 import { MakinaError, parseHfRef, redactText, type MachineLog } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import type { Compatibility } from "../compatibility/index.js";
-import type { RuntimeKind, Stack, StackChanges, StackResidency } from "../store/index.js";
+import type { Machine, RuntimeKind, Stack, StackChanges, StackResidency } from "../store/index.js";
 import { given, type ControlContext, type Given } from "./control-context.js";
 import { checkMaxContext, checkResidency, defaultModelId, layerOptions } from "./stack-facts.js";
 import { checkModelRefLength, StackViews, type PlanInput, type StackView } from "./stack-views.js";
@@ -102,6 +102,11 @@ export class Stacks {
     const org = policy.org(orgRef);
     const machine = plan.machine ? await this.c.machine(org.id, plan.machine) : undefined;
     return this.views.check(plan, machine, policy.isAdmin);
+  }
+
+  /** The compatibility of one plan on each of the organization's `machines` (already its own), none asked. */
+  checkEach(orgId: string, plan: PlanInput, machines: readonly Machine[]): Promise<Compatibility[]> {
+    return this.views.checkEach(plan, orgId, machines);
   }
 
   /** Creates a stack; refused with the reasons when the compatibility rules fail it. */
