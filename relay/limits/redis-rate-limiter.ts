@@ -32,7 +32,8 @@ const COMMAND_TIMEOUT_MS = 1000;
  * late settles), kept in Redis so they hold across every relay: each admission is one Lua script, checked and
  * reserved atomically, so 20 requests at once on a key with `rpm 5`, spread over any number of relays, give
  * exactly 5 admissions. A key's token budgets (its own, its organization's) are checked and reserved in the
- * same script, so they too are exact across relays; a budget's count for a period is read from the usage counts
+ * same script, so they too are exact across relays (a key with budgets and no rate limits: with its
+ * organization's other such admissions of the moment, in one script that takes each in turn, {@link BudgetBatches}); a budget's count for a period is read from the usage counts
  * (`seed`) the first time Redis lacks it, then kept in Redis until a week after the period ends.
  *
  * When Redis cannot be reached, by default (`fail: "open"`) requests are not refused for it: each relay admits
