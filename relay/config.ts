@@ -75,6 +75,8 @@ const ENV: Record<keyof RelayConfig, string> = {
   logLevel: "MAKINA_LOG_LEVEL",
   logFormat: "MAKINA_LOG_FORMAT",
   hfEndpoint: "HF_ENDPOINT",
+  hfToken: "HF_TOKEN",
+  hfTokenFile: "MAKINA_HF_TOKEN_FILE",
 };
 
 const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
@@ -138,6 +140,8 @@ const DEFAULTS: Omit<RelayConfig, "dataDir"> & { dataDir: string } = {
   logLevel: "info",
   logFormat: "auto",
   hfEndpoint: "https://huggingface.co",
+  hfToken: null,
+  hfTokenFile: null,
 };
 
 /** How a setting is given, as a failed start names it: `--install-port or MAKINA_INSTALL_PORT`. */
@@ -269,6 +273,9 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     logLevel: logLevel as RelayConfig["logLevel"],
     logFormat: logFormat as RelayConfig["logFormat"],
     hfEndpoint: str("hfEndpoint"),
+    // The token only from the environment (a flag would show in `ps`), or a file; never echoed in an error.
+    hfToken: sources.env?.[ENV.hfToken]?.trim() || null,
+    hfTokenFile: optionalPath("hfTokenFile"),
   };
   if (config.headerTimeoutMs > config.bodyTimeoutMs) problems.push("headerTimeoutMs must not be above bodyTimeoutMs (the whole request includes its headers)");
   if (problems.length) throw new ConfigError(problems);

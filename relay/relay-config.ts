@@ -179,4 +179,11 @@ export interface RelayConfig {
   readonly logFormat: "auto" | "json" | "text";
   /** Where the Forge reads GGUF headers of `hf:` references (a mirror, like the agents'). @default "https://huggingface.co" */
   readonly hfEndpoint: string;
+  /**
+   * A hub token for gated and private repositories (`HF_TOKEN`, from the environment only), sent to `hfEndpoint` only
+   * (the Forge's search, its header reads), never logged or shown. @default null
+   */
+  readonly hfToken: string | null;
+  /** A file holding that token (`MAKINA_HF_TOKEN_FILE`), read at start; `HF_TOKEN` wins. @default null */
+  readonly hfTokenFile: string | null;
 }

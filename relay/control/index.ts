@@ -10,6 +10,6 @@ export type { PlanInput, StackView } from "./stack-views.js";
 export type { BootstrapInput, BootstrapKept, Bootstrapped } from "./bootstrap.js";
 export type { ListedRequest } from "./activity.js";
 export { requestFigures } from "./overview.js";
-export { ModelInspector, readGgufHeader, readGgufHeaderOverPublicHttps, type GgufHeaderReader, type ModelInspectorOptions } from "./model-inspector.js";
+export { ModelInspector, readGgufHeader, readGgufHeaderOverPublicHttps, readGgufHeaderWith, type GgufHeaderReader, type ModelInspectorOptions } from "./model-inspector.js";
 export { ModelFiles, isLocalModel, type AskMachine, type ModelFileVerdict, type ModelFilesOptions } from "./model-files.js";
 export type { ApiKeyChanges, Machine, Organization, RequestFigures, User } from "../store/index.js";

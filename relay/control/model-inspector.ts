@@ -21,6 +21,14 @@ export const readGgufHeader: GgufHeaderReader = async (url, signal) => {
   return factsOf(await readGgufFileInfo(url, { signal, logWarnings: false, fetchRetryOptions: { retries: 0 } }));
 };
 
+/** {@link readGgufHeader} with the hub's token (gated and private repositories): sent only to the hub's URLs, which are the only ones it reads. */
+export function readGgufHeaderWith(token: string): GgufHeaderReader {
+  return async (url, signal) => {
+    const { readGgufFileInfo } = await import("node-llama-cpp");
+    return factsOf(await readGgufFileInfo(url, { signal, logWarnings: false, fetchRetryOptions: { retries: 0 }, fetchHeaders: { authorization: `Bearer ${token}` } }));
+  };
+}
+
 /** The first bytes of a file read for its header, doubling while the header is longer, up to the last. */
 const HEADER_READS = [4, 16, 64].map((mib) => mib * 1024 * 1024);
 

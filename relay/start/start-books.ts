@@ -1,7 +1,9 @@
+import { readFileSync } from "node:fs";
 import { HubClient } from "../hub/index.js";
+import type { RelayConfig } from "../relay-config.js";
 import { settingOf } from "../config.js";
 import { WebSessions } from "../auth/index.js";
-import { ControlPlane, ModelFiles, ModelInspector } from "../control/index.js";
+import { ControlPlane, ModelFiles, ModelInspector, readGgufHeaderWith } from "../control/index.js";
 import { RequestLog, UsageRecorder } from "../usage/index.js";
 import { Deployer } from "../deploy/index.js";
 import type { MachineReach } from "../machines/index.js";
@@ -69,12 +71,13 @@ export function controlPlane(
 ): ControlPlane {
   const { config, registry, events, here } = s;
   const { store, directory, deployer, feed, machines, linkCaSha256, tlsOn, audit, sessions, usage, requests, limiter, alerts, sso } = d;
+  const hubToken = readHubToken(config);
   return new ControlPlane({
     store,
     deployer,
     link: () => ({ address: here.linkAddress, tls: tlsOn, caSha256: linkCaSha256, relayUrl: here.relayUrl, install: here.install, reach: here.reach, otherAddresses: feed ? () => feed.linkAddresses() : undefined }),
     events,
-    inspector: new ModelInspector({ hubEndpoint: config.hfEndpoint }),
+    inspector: new ModelInspector({ hubEndpoint: config.hfEndpoint, readHeader: hubToken ? readGgufHeaderWith(hubToken) : undefined }),
     dropLink: (machineId) => registry.get(machineId)?.end(),
     // A model file named by a local path is looked for on its machine, wherever it is linked.
     files: new ModelFiles((machineId, check, signal) => machines.at(machineId).checkModel(check, signal)),
@@ -91,6 +94,17 @@ export function controlPlane(
     budgetSpent: (line) => limiter.spent(line),
     alerts,
     sso,
-    hub: new HubClient({ endpoint: config.hfEndpoint }),
+    hub: new HubClient({ endpoint: config.hfEndpoint, token: () => hubToken }),
   });
+}
+
+/** The hub token: `HF_TOKEN`, else the file `MAKINA_HF_TOKEN_FILE` names (read once, at start), else none. */
+function readHubToken(config: RelayConfig): string | undefined {
+  if (config.hfToken) return config.hfToken;
+  if (!config.hfTokenFile) return undefined;
+  try {
+    return readFileSync(config.hfTokenFile, "utf8").trim() || undefined;
+  } catch (err) {
+    throw new Error(`The hub token file (MAKINA_HF_TOKEN_FILE) cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
 }

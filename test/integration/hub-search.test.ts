@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -23,7 +24,7 @@ describe("searching the model hub from the Forge", () => {
   let hub: Server;
   const model = readFileSync(testModelPath());
   /** What the stand-in hub was asked: paths, and the byte ranges of file reads. */
-  const asked: { path: string; range?: string }[] = [];
+  const asked: { path: string; range?: string; token: boolean }[] = [];
   const repos = [
     {
       id: "tiny-org/stories-GGUF",
@@ -40,12 +41,16 @@ describe("searching the model hub from the Forge", () => {
     },
     { id: "tiny-org/stories-mlx", downloads: 99, likes: 1, tags: ["mlx", "safetensors", "license:apache-2.0"], siblings: [{ rfilename: "model.safetensors", size: 10 }] },
     { id: "other/stories-hf", downloads: 5000, likes: 3, tags: ["safetensors", "transformers"], gated: "manual", siblings: [] },
+    // Gated: its answers and files only with the relay's hub token.
+    { id: "gated-org/secret-GGUF", downloads: 1, likes: 0, tags: ["gguf"], gated: "manual", siblings: [{ rfilename: "secret.Q4_0.gguf", size: model.length }] },
   ];
+  const TOKEN = "hf_test_token_123";
 
   beforeAll(async () => {
     hub = createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://hub");
-      asked.push({ path: url.pathname + url.search, range: req.headers.range });
+      asked.push({ path: url.pathname + url.search, range: req.headers.range, token: req.headers.authorization === `Bearer ${TOKEN}` });
+      if (url.pathname.includes("gated-org/") && req.headers.authorization !== `Bearer ${TOKEN}`) return void res.writeHead(401).end("{}");
       if (url.pathname === "/api/models") {
         const text = (url.searchParams.get("search") ?? "").toLowerCase();
         const found = repos.filter((r) => r.id.toLowerCase().includes(text)).sort((a, b) => b.downloads - a.downloads);
@@ -63,7 +68,10 @@ describe("searching the model hub from the Forge", () => {
       res.writeHead(206, { "content-range": `bytes ${start}-${end}/${model.length}`, "content-length": end - start + 1, "accept-ranges": "bytes" }).end(model.subarray(start, end + 1));
     });
     await new Promise<void>((r) => hub.listen(0, "127.0.0.1", r));
-    gw = await startTestGateway({ runtime: "fake", relayFlags: { hfEndpoint: `http://127.0.0.1:${(hub.address() as AddressInfo).port}` } });
+    // The hub token, in a file (MAKINA_HF_TOKEN_FILE), as an operator keeps it.
+    const tokenFile = join(mkdtempSync(join(tmpdir(), "makina-hub-token-")), "hf-token");
+    writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
+    gw = await startTestGateway({ runtime: "fake", relayFlags: { hfEndpoint: `http://127.0.0.1:${(hub.address() as AddressInfo).port}`, hfTokenFile: tokenFile } });
   });
   afterAll(async () => {
     await gw?.close();
@@ -78,14 +86,14 @@ describe("searching the model hub from the Forge", () => {
   it("finds repositories by text, most downloaded first, with the runtime each suits, its licence and whether it is gated", async () => {
     const found = await admin<{ data: HubRepo[] }>(`/hub/search?org=${gw.orgId}&q=stories`);
     expect(found.status).toBe(200);
-    expect(found.body.data).toEqual([
+    expect(found.body.data.filter((r) => r.id !== "gated-org/secret-GGUF")).toEqual([
       { id: "tiny-org/stories-GGUF", downloads: 12_345, likes: 67, license: "mit", runtimes: ["gguf"], gated: false },
       { id: "other/stories-hf", downloads: 5000, likes: 3, license: null, runtimes: ["vllm"], gated: true },
       { id: "tiny-org/stories-mlx", downloads: 99, likes: 1, license: "apache-2.0", runtimes: ["mlx"], gated: false },
     ]);
     // Asked again: answered from what the relay keeps, the hub not asked.
     const searches = asked.filter((a) => a.path.startsWith("/api/models?")).length;
-    expect((await admin<{ data: HubRepo[] }>(`/hub/search?org=${gw.orgId}&q=stories`)).body.data).toHaveLength(3);
+    expect((await admin<{ data: HubRepo[] }>(`/hub/search?org=${gw.orgId}&q=stories`)).body.data).toHaveLength(found.body.data.length);
     expect(asked.filter((a) => a.path.startsWith("/api/models?")).length).toBe(searches);
     const empty = await admin<{ error: { param: string } }>(`/hub/search?org=${gw.orgId}&q=`);
     expect([empty.status, empty.body.error.param]).toEqual([400, "q"]);
@@ -115,6 +123,10 @@ describe("searching the model hub from the Forge", () => {
     const reads = asked.filter((a) => a.path.includes("/resolve/main/"));
     expect(reads.length).toBeGreaterThan(0);
     expect(reads.every((r) => r.range !== undefined)).toBe(true);
+    // A gated repository: read with the relay's hub token, its file's header too; the token goes to the hub only.
+    const gated = await admin<HubRepoFiles>(`/hub/repos/gated-org/secret-GGUF?org=${gw.orgId}&machine=${gw.machineId}`);
+    expect([gated.status, gated.body.repo.gated, gated.body.files[0]?.compatibility?.ok]).toEqual([200, true, true]);
+    expect(asked.filter((a) => a.path.includes("gated-org/")).every((a) => a.token)).toBe(true);
     // A repository the hub does not have: 404; a name that is not one: 400.
     expect((await admin<{ error: { code: string } }>(`/hub/repos/nobody/nothing?org=${gw.orgId}`)).body.error.code).toBe("not_found");
   });
