@@ -155,6 +155,13 @@ describe("searching the model hub from the Forge", () => {
       expect(await q8.innerText()).toMatch(/Q8_0 · 1\.1 MiB · fits on 1 of 2 machines\s+This machine: Fits/);
       expect(await table.locator("li", { hasText: "00001-of-00002" }).getByRole("button", { name: /^Use/ }).isDisabled()).toBe(true);
       await page.screenshot({ path: join(REPO_ROOT, "test-output", "screenshots", "forge-hub-search.png") });
+      // As a phone in the dark shows it: nothing runs past the screen's width.
+      await page.emulateMedia({ colorScheme: "dark" });
+      await page.setViewportSize({ width: 390, height: 900 });
+      await q8.scrollIntoViewIfNeeded();
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      await page.screenshot({ path: join(REPO_ROOT, "test-output", "screenshots", "forge-hub-search-narrow-dark.png") });
+      await page.setViewportSize({ width: 1200, height: 1000 });
       await q8.getByRole("button", { name: /^Use/ }).click();
       expect(await page.locator("#forge-custom").inputValue()).toBe("hf:tiny-org/stories-GGUF/stories260K.Q8_0.gguf");
     } finally {
