@@ -159,7 +159,7 @@ describe("searching the model hub from the Forge", () => {
       await page.emulateMedia({ colorScheme: "dark" });
       await page.setViewportSize({ width: 390, height: 900 });
       await q8.scrollIntoViewIfNeeded();
-      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
       await page.screenshot({ path: join(REPO_ROOT, "test-output", "screenshots", "forge-hub-search-narrow-dark.png") });
       await page.setViewportSize({ width: 1200, height: 1000 });
       await q8.getByRole("button", { name: /^Use/ }).click();
