@@ -204,7 +204,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
   // The key only from the environment; never echoed in an error.
   const secretsKey = sources.env?.[ENV.secretsKey]?.trim() || null;
   problems.push(...secretsKeyProblems(secretsKey, secretsKeyFile, ENV));
-  if (!/^https?:\/\/[^/]/.test(str("hfEndpoint"))) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(str("hfEndpoint"))}`);
+  const hub = hubSettings(str("hfEndpoint"), sources.env?.[ENV.hfToken], optionalPath("hfTokenFile"), problems);
   const adminPort = (): number | "shared" => {
     const given = sources.flags?.adminPort ?? sources.env?.[ENV.adminPort] ?? sources.file?.adminPort;
     if (given === undefined || given === "") return ["127.0.0.1", "localhost", "::1"].includes(str("host")) ? "shared" : 8082;
@@ -272,10 +272,7 @@ export function resolveRelayConfig(sources: RelayConfigSources = {}): RelayConfi
     maxKeysPerPerson: int("maxKeysPerPerson", 1, 1_000_000),
     logLevel: logLevel as RelayConfig["logLevel"],
     logFormat: logFormat as RelayConfig["logFormat"],
-    hfEndpoint: str("hfEndpoint"),
-    // The token only from the environment (a flag would show in `ps`), or a file; never echoed in an error.
-    hfToken: sources.env?.[ENV.hfToken]?.trim() || null,
-    hfTokenFile: optionalPath("hfTokenFile"),
+    ...hub,
   };
   if (config.headerTimeoutMs > config.bodyTimeoutMs) problems.push("headerTimeoutMs must not be above bodyTimeoutMs (the whole request includes its headers)");
   if (problems.length) throw new ConfigError(problems);
@@ -300,3 +297,12 @@ export const relayPaths = (dataDir: string) => ({
   adminToken: join(dataDir, "admin-token"),
   info: join(dataDir, "relay.json"),
 });
+
+/**
+ * The model hub's settings: its address (an http(s) URL, else a problem) and its token, from the environment only
+ * (a flag would show in `ps`) or a file; the token is never echoed in an error.
+ */
+function hubSettings(hfEndpoint: string, token: string | undefined, hfTokenFile: string | null, problems: string[]): Pick<RelayConfig, "hfEndpoint" | "hfToken" | "hfTokenFile"> {
+  if (!/^https?:\/\/[^/]/.test(hfEndpoint)) problems.push(`hfEndpoint (${ENV.hfEndpoint}) must be an http(s) URL, got ${JSON.stringify(hfEndpoint)}`);
+  return { hfEndpoint, hfToken: token?.trim() || null, hfTokenFile };
+}
