@@ -1,7 +1,6 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
 import type { Compatibility, HubFile, HubRepo, HubRepoFiles } from "../admin-contract/index.js";
-import type { HubRepo as FoundRepo } from "../hub/index.js";
 import type { ControlContext } from "./control-context.js";
 import type { Stacks } from "./stacks.js";
 
@@ -23,7 +22,7 @@ export class Hub {
 
   async search(actor: Actor, orgRef: string | null | undefined, text: string): Promise<HubRepo[]> {
     const org = this.c.policy(actor).org(orgRef);
-    return (await this.client().search(org.id, text)).map(repoView);
+    return this.client().search(org.id, text);
   }
 
   async repo(actor: Actor, orgRef: string | null | undefined, id: string, machineRef?: string): Promise<HubRepoFiles> {
@@ -40,7 +39,7 @@ export class Hub {
         return { path: file.path, model, quantization: file.quantization, size_bytes: file.sizeBytes, parts: file.parts, compatibility, fits: { machines: verdicts.filter((v) => v.ok === true).length, of: machines.length } };
       }),
     );
-    return { repo: repoView(repo), machine: chosen?.id ?? null, files: judged };
+    return { repo, machine: chosen?.id ?? null, files: judged };
   }
 
   private client() {
@@ -55,6 +54,3 @@ function splitRefused(parts: number): Compatibility {
   return { ok: false, serves: [], checks: [{ topic: "format", level: "fail", param: "model", message: `This model is split into ${parts} files, and the GGUF runtime pulls one file: choose a quantization in one file.` }] };
 }
 
-function repoView(r: FoundRepo): HubRepo {
-  return { id: r.id, downloads: r.downloads, likes: r.likes, license: r.license, runtimes: r.runtimes, gated: r.gated };
-}

@@ -1,16 +1,6 @@
-/** What the hub says of a repository, checked (the hub's answers are read as untrusted JSON). */
-export interface HubRepo {
-  /** `owner/name`. */
-  id: string;
-  downloads: number;
-  likes: number;
-  /** From its `license:…` tag, or null. */
-  license: string | null;
-  /** The runtimes its files suit: GGUF files for `gguf`, an MLX repository for `mlx`, safetensors for `vllm`. */
-  runtimes: ("gguf" | "mlx" | "vllm")[];
-  /** Whether the hub asks people to accept terms before downloading (a token is needed). */
-  gated: boolean;
-}
+import type { HubRepo } from "../admin-contract/index.js";
+
+export type { HubRepo };
 
 /** One model file of a repository as the Forge offers it: a GGUF file, or the parts of one split GGUF file as one. */
 export interface HubFile {

@@ -5,26 +5,11 @@ import { ggufAdapter } from "../../agent/runtimes/adapters/gguf-adapter.js";
 import { createLlama } from "../../agent/runtimes/gguf/gguf-engine.js";
 import { loadGgufModel, type GgufRuntime } from "../../agent/runtimes/gguf/gguf-runtime.js";
 import { processHealth } from "../../agent/runtimes/gguf/process-health.js";
-import type { ChatInput, RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
+import type { RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
 import { silentLogger } from "../../proto/index.js";
 import { testModelPath } from "../helpers/models.js";
+import { drain, story } from "../helpers/story-input.js";
 
-const story = (maxTokens: number): ChatInput => ({
-  messages: [{ role: "user", content: "Tell me a long story" }],
-  temperature: 0,
-  topP: 1,
-  maxTokens,
-  stop: [],
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  stream: true,
-});
-
-async function drain(events: AsyncIterator<RuntimeEvent>): Promise<RuntimeEvent[]> {
-  const all: RuntimeEvent[] = [];
-  for (let ev = await events.next(); !ev.done; ev = await events.next()) all.push(ev.value);
-  return all;
-}
 
 describe("a GGUF model decodes only as fast as its reader reads", () => {
   let llama: Llama;

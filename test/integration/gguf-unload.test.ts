@@ -1,26 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ggufAdapter } from "../../agent/runtimes/adapters/gguf-adapter.js";
 import { ProcessConnection } from "../../agent/runtimes/gguf/process-connection.js";
-import type { ChatInput, RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
+import type { RuntimeEvent } from "../../agent/runtimes/model-runtime.js";
 import { silentLogger } from "../../proto/index.js";
 import { testModelPath } from "../helpers/models.js";
+import { drain, story } from "../helpers/story-input.js";
 
-const story = (maxTokens: number): ChatInput => ({
-  messages: [{ role: "user", content: "Tell me a long story" }],
-  temperature: 0,
-  topP: 1,
-  maxTokens,
-  stop: [],
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  stream: true,
-});
-
-async function drain(events: AsyncIterator<RuntimeEvent>): Promise<RuntimeEvent[]> {
-  const all: RuntimeEvent[] = [];
-  for (let ev = await events.next(); !ev.done; ev = await events.next()) all.push(ev.value);
-  return all;
-}
 const textOf = (events: RuntimeEvent[]) => events.map((e) => (e.type === "text" ? e.text : "")).join("");
 
 describe("a GGUF model process unloading its model (an on-demand stack's sleep)", () => {
