@@ -14,6 +14,7 @@ export { bodyText, serverSentEvents, ServerSentEventParser, type ServerSentEvent
 export { addressClass, type AddressClass } from "./net/address-class.js";
 export { answerLookup, getPublicHttps, resolveHost, type PublicHttpsOptions, type ResolveHost } from "./net/public-https.js";
 export { Slots } from "./flow/slots.js";
+export { KeptAnswers, MinuteQuota } from "./flow/kept-answers.js";
 export { FairQueue, type QueueEntry } from "./flow/fair-queue.js";
 export { SERVICE_TIERS, TIER_RANK, TIER_AGING_MS, FAIR_SHARE_KEY_MAX, flexPlaces, isServiceTier, type ServiceTier } from "./flow/service-tier.js";
 export { Parts, PartStartError, type Part, type PartState } from "./lifecycle/parts.js";

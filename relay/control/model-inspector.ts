@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getPublicHttps, ggufFacts, hfResolveUrl, parseHfRef, Slots, type PublicHttpsOptions } from "../../proto/index.js";
+import { getPublicHttps, ggufFacts, hfResolveUrl, KeptAnswers, MinuteQuota, parseHfRef, Slots, type PublicHttpsOptions } from "../../proto/index.js";
 import { findCatalogModel, UNKNOWN_MODEL, type ModelFacts } from "../compatibility/index.js";
 
 /** Reads what the compatibility rules need from a GGUF file's header at a URL. */
@@ -96,10 +96,10 @@ export const MAX_MODEL_REF_CHARS = 2048;
  * - at most `readsPerMinute` reads an organization starts a minute, and `maxRemembered` answers kept.
  */
 export class ModelInspector {
-  private readonly cache = new Map<string, { facts: ModelFacts; until: number }>();
+  private readonly cache: KeptAnswers<ModelFacts>;
   private readonly inFlight = new Map<string, Promise<ModelFacts>>();
   /** Reads started per organization in the current minute. */
-  private readonly reads = new Map<string, { minute: number; count: number }>();
+  private readonly reads: MinuteQuota;
   private readonly o: Required<ModelInspectorOptions>;
   private readonly reading = new Slots(2);
 
@@ -115,6 +115,8 @@ export class ModelInspector {
       now: Date.now,
       ...options,
     };
+    this.cache = new KeptAnswers(this.o.maxRemembered);
+    this.reads = new MinuteQuota(this.o.readsPerMinute);
   }
 
   /** What is known without reading anything: the catalog, or a header read before. */
@@ -122,7 +124,7 @@ export class ModelInspector {
     const known = findCatalogModel(ref);
     if (known) return known.facts;
     const url = this.headerUrl(ref);
-    return (url && this.cache.get(url)?.facts) || UNKNOWN_MODEL;
+    return (url && this.cache.peek(url)) || UNKNOWN_MODEL;
   }
 
   /** What is known, reading the header when it can be read (`orgId`: whose read it is, for the bound per minute). */
@@ -131,27 +133,22 @@ export class ModelInspector {
     if (known) return known.facts;
     const url = this.headerUrl(ref);
     if (!url) return UNKNOWN_MODEL;
-    const cached = this.cache.get(url);
-    if (cached && cached.until > this.o.now()) {
-      // The most recently asked is forgotten last.
-      this.cache.delete(url);
-      this.cache.set(url, cached);
-      return cached.facts;
-    }
+    const cached = this.cache.get(url, this.o.now());
+    if (cached) return cached;
     let pending = this.inFlight.get(url);
     if (!pending) {
-      if (!this.mayRead(orgId)) return UNKNOWN_MODEL;
+      if (!this.reads.take(orgId, this.o.now())) return UNKNOWN_MODEL;
       const read = ref.startsWith("hf:") ? this.o.readHeader : this.o.readDirect;
       // Two reads at a time for the whole relay (a direct URL's may hold up to 64 MiB while it is parsed).
       pending = this.reading
         .run(() => read(url, AbortSignal.timeout(this.o.timeoutMs)))
         .then(
           (facts) => {
-            this.remember(url, facts, Number.POSITIVE_INFINITY);
+            this.cache.set(url, facts, Number.POSITIVE_INFINITY);
             return facts;
           },
           () => {
-            this.remember(url, UNKNOWN_MODEL, this.o.now() + this.o.retryAfterMs);
+            this.cache.set(url, UNKNOWN_MODEL, this.o.now() + this.o.retryAfterMs);
             return UNKNOWN_MODEL;
           },
         )
@@ -159,23 +156,6 @@ export class ModelInspector {
       this.inFlight.set(url, pending);
     }
     return pending;
-  }
-
-  private remember(url: string, facts: ModelFacts, until: number): void {
-    this.cache.delete(url);
-    this.cache.set(url, { facts, until });
-    while (this.cache.size > this.o.maxRemembered) this.cache.delete(this.cache.keys().next().value!);
-  }
-
-  /** Counts a read against the organization's reads of this minute; false when it has none left. */
-  private mayRead(orgId: string): boolean {
-    const minute = Math.floor(this.o.now() / 60_000);
-    for (const [id, r] of this.reads) if (r.minute !== minute) this.reads.delete(id);
-    const r = this.reads.get(orgId) ?? { minute, count: 0 };
-    if (r.count >= this.o.readsPerMinute) return false;
-    r.count++;
-    this.reads.set(orgId, r);
-    return true;
   }
 
   /** The URL a GGUF reference's header can be read from, or null. */

@@ -1,4 +1,4 @@
-import { MakinaError } from "../../proto/index.js";
+import { KeptAnswers, MakinaError, MinuteQuota } from "../../proto/index.js";
 import { readGgufFiles, readHubRepo, REPO_ID, type HubFile, type HubRepo } from "./hub-repos.js";
 
 /** Options of {@link HubClient}. */
@@ -31,12 +31,15 @@ const SEARCH_LIMIT = 30;
  * `rate_limit_requests`). The hub's answers are shape-checked; what it fails to answer is 502 `hub_unavailable`.
  */
 export class HubClient {
-  private readonly kept = new Map<string, { value: unknown; until: number }>();
-  private readonly calls = new Map<string, { minute: number; count: number }>();
+  private readonly kept: KeptAnswers<unknown>;
+  /** Calls that reached the hub, per organization, this minute. */
+  private readonly calls: MinuteQuota;
   private readonly o: Required<Omit<HubClientOptions, "token">> & Pick<HubClientOptions, "token">;
 
   constructor(options: HubClientOptions) {
     this.o = { timeoutMs: 8000, keepMs: 300_000, callsPerMinute: 30, maxKept: 500, fetch: globalThis.fetch, now: Date.now, ...options, endpoint: options.endpoint.replace(/\/+$/, "") };
+    this.kept = new KeptAnswers(this.o.maxKept);
+    this.calls = new MinuteQuota(this.o.callsPerMinute);
   }
 
   /** Repositories whose name matches `text`, most downloaded first. */
@@ -58,13 +61,11 @@ export class HubClient {
 
   private async get(orgId: string, path: string, signal?: AbortSignal): Promise<unknown> {
     const now = this.o.now();
-    const kept = this.kept.get(path);
-    if (kept && kept.until > now) {
-      this.kept.delete(path);
-      this.kept.set(path, kept);
-      return kept.value;
+    const kept = this.kept.get(path, now);
+    if (kept !== undefined) return kept;
+    if (!this.calls.take(orgId, now)) {
+      throw new MakinaError("rate_limit_requests", `This organization asked the model hub ${this.o.callsPerMinute} times this minute: try again in a minute (searches already made are answered at once).`, { retryAfterMs: 60_000 - (now % 60_000) });
     }
-    this.count(orgId, now);
     const token = this.o.token?.();
     let res: Response;
     try {
@@ -81,22 +82,8 @@ export class HubClient {
     }
     if (!res.ok) throw unavailable(`it answered HTTP ${res.status}`);
     const value = await readJson(res);
-    this.kept.delete(path);
-    this.kept.set(path, { value, until: now + this.o.keepMs });
-    while (this.kept.size > this.o.maxKept) this.kept.delete(this.kept.keys().next().value!);
+    this.kept.set(path, value, now + this.o.keepMs);
     return value;
-  }
-
-  /** Counts a call to the hub against the organization's calls of this minute; 429 when it has none left. */
-  private count(orgId: string, now: number): void {
-    const minute = Math.floor(now / 60_000);
-    for (const [id, c] of this.calls) if (c.minute !== minute) this.calls.delete(id);
-    const c = this.calls.get(orgId) ?? { minute, count: 0 };
-    if (c.count >= this.o.callsPerMinute) {
-      throw new MakinaError("rate_limit_requests", `This organization asked the model hub ${this.o.callsPerMinute} times this minute: try again in a minute (searches already made are answered at once).`, { retryAfterMs: 60_000 - (now % 60_000) });
-    }
-    c.count++;
-    this.calls.set(orgId, c);
   }
 }
 

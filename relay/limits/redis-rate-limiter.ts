@@ -182,10 +182,7 @@ export class RedisRateLimiter implements Limiter {
   private async admitBudgeted(key: KeyLimits, lines: readonly BudgetLine[], ask: BudgetAsk, estimatedTokens: number): Promise<Admission> {
     const now = this.now();
     const tag = key.orgId ?? key.id;
-    const counts: BudgetCount[] = lines.map((line) => {
-      const { start, end } = periodOf(line.period, now);
-      return { name: budgetKey(tag, line, start), line, expiresAt: end + KEPT_AFTER_PERIOD_MS };
-    });
+    const counts = budgetCounts(tag, lines, now);
     let verdict;
     try {
       verdict = await this.batches.admit(tag, counts, ask);
@@ -344,14 +341,17 @@ function keysOf(key: KeyLimits, lines: readonly BudgetLine[], now: number): { na
   const tag = key.orgId ?? key.id;
   const base = `makina:rl:{${tag}}:${key.id}`;
   const names = [`${base}:req`, `${base}:tok`, `${base}:amt`, `${base}:sum`];
-  // Each line's period read once: its count's name, and when the count leaves Redis (a week after the period ends).
-  const expiries: number[] = [];
-  for (const line of lines) {
+  const counts = budgetCounts(tag, lines, now);
+  names.push(...counts.map((c) => c.name));
+  return { names, args: (seeds) => counts.flatMap((c, i) => [c.line.tokens, seeds[i]!, c.expiresAt]) };
+}
+
+/** Each budget line's count in its current period (its period read once): its name, and when it leaves Redis (a week after the period ends). */
+function budgetCounts(tag: string, lines: readonly BudgetLine[], now: number): BudgetCount[] {
+  return lines.map((line) => {
     const { start, end } = periodOf(line.period, now);
-    names.push(budgetKey(tag, line, start));
-    expiries.push(end + KEPT_AFTER_PERIOD_MS);
-  }
-  return { names, args: (seeds) => lines.flatMap((line, i) => [line.tokens, seeds[i]!, expiries[i]!]) };
+    return { name: budgetKey(tag, line, start), line, expiresAt: end + KEPT_AFTER_PERIOD_MS };
+  });
 }
 
 /** A budget line's count in a period, in Redis. */
