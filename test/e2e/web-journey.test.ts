@@ -1034,7 +1034,7 @@ describe("a newcomer's journey through the web application", () => {
     await nav("API keys");
     await page.getByRole("searchbox", { name: "Search keys" }).fill("live-counter");
     const counter = page.getByTestId(`key-usage-${record.id}`);
-    await expect.poll(() => counter.textContent()).toContain("2 requests");
+    await expect.poll(() => counter.textContent(), { timeout: 20_000 }).toContain("2 requests");
     await call();
     await expect.poll(() => counter.textContent(), { timeout: 20_000 }).toContain("3 requests");
     await page.getByRole("searchbox", { name: "Search keys" }).fill("");

@@ -22,6 +22,8 @@ export function useLive<T>(load: () => Promise<T>, on: AdminEventType[], deps: u
   const inFlight = useRef(false);
   const queued = useRef(false);
   const alive = useRef(true);
+  // Bumped when the deps change: a load started for the previous ones is not shown.
+  const generation = useRef(0);
   const loadRef = useRef(load);
   loadRef.current = load;
 
@@ -31,11 +33,13 @@ export function useLive<T>(load: () => Promise<T>, on: AdminEventType[], deps: u
       return;
     }
     inFlight.current = true;
+    const started = generation.current;
+    const current = () => alive.current && started === generation.current;
     loadRef
       .current()
       .then(
-        (data) => alive.current && setState({ data, loading: false }),
-        (error: ApiError) => alive.current && setState((s) => ({ data: s.data, error, loading: false })),
+        (data) => current() && setState({ data, loading: false }),
+        (error: ApiError) => current() && setState((s) => ({ data: s.data, error, loading: false })),
       )
       .finally(() => {
         inFlight.current = false;
@@ -48,6 +52,7 @@ export function useLive<T>(load: () => Promise<T>, on: AdminEventType[], deps: u
 
   useEffect(() => {
     alive.current = true;
+    generation.current++;
     setState({ loading: true });
     run();
     const unsubscribe = events.subscribe((type, event) => {
