@@ -141,7 +141,7 @@ describe("repository rules", () => {
   });
 
   it("has each API decode its own body into the domain: no API's folder imports another's, and only relay/http/chat checks a chat request", () => {
-    const apis = ["openai", "anthropic"].map((api) => join(REPO_ROOT, "relay", "http", api) + "/");
+    const apis = ["openai", "anthropic", "rerank"].map((api) => join(REPO_ROOT, "relay", "http", api) + "/");
     const crossing = serverFiles.flatMap(({ file }) => {
       const own = apis.find((dir) => file.startsWith(dir));
       if (!own) return [];

@@ -71,13 +71,15 @@ export function decodeRelayMessage(message: RelayMessage): RelayToAgent | undefi
 export function encodeAgentMessage(message: AgentToRelay): AgentMessage {
   switch (message.type) {
     case "text":
-      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: message.text, toolCall: undefined, embedding: undefined } } };
+      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: message.text, toolCall: undefined, embedding: undefined, score: undefined } } };
     case "toolCall": {
       const { requestId, index, id, name, arguments: args } = message;
-      return { body: { $case: "inferenceChunk", value: { requestId, text: "", toolCall: { index, id, name, arguments: args }, embedding: undefined } } };
+      return { body: { $case: "inferenceChunk", value: { requestId, text: "", toolCall: { index, id, name, arguments: args }, embedding: undefined, score: undefined } } };
     }
     case "embedding":
-      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: "", toolCall: undefined, embedding: { index: message.index, values: message.values } } } };
+      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: "", toolCall: undefined, embedding: { index: message.index, values: message.values }, score: undefined } } };
+    case "score":
+      return { body: { $case: "inferenceChunk", value: { requestId: message.requestId, text: "", toolCall: undefined, embedding: undefined, score: { index: message.index, relevanceScore: message.score } } } };
     case "end":
       return { body: { $case: "inferenceEnd", value: { requestId: message.requestId, outcome: { $case: "done", value: { finishReason: message.finishReason } }, usage: wireUsage(message.usage) } } };
     case "failed":

@@ -28,5 +28,5 @@ export async function checkModelFile(ref: string, runtime: string, log: Logger, 
     log.info("a model file the relay asked about cannot be read as GGUF", { path: source.path, err });
     throw new MakinaError("invalid_value", `${source.path} on this machine is not a GGUF model the runtime can read.`, { param: "model" });
   }
-  return { ...EMPTY_STEP_RESULT, modelPath: source.path, modelSizeBytes: info.size, kvBytesPerToken: facts.kvBytesPerToken, trainContextSize: facts.trainContextSize ?? 0, embeddingModel: facts.embeddingModel };
+  return { ...EMPTY_STEP_RESULT, modelPath: source.path, modelSizeBytes: info.size, kvBytesPerToken: facts.kvBytesPerToken, trainContextSize: facts.trainContextSize ?? 0, embeddingModel: facts.embeddingModel, rankingModel: facts.rankingModel };
 }

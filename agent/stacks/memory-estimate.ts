@@ -7,7 +7,7 @@ export type MemoryOf = (contextSize: number) => number;
 
 /**
  * What the budget counts for a model (its weights, its KV cache at the context it gets, and the runtime's own, as
- * the compatibility panel estimates it), and whether it is an embedding model, from its file's header (GGUF); vLLM
+ * the compatibility panel estimates it), and whether it is an embedding model or a reranker, from its file's header (GGUF); vLLM
  * takes 90% of a GPU's memory whatever it serves; a model whose size is not known here (a hub repository a runtime
  * downloads itself, an existing server) counts 0.
  */
@@ -18,12 +18,12 @@ export async function estimateMemory(
   machine: { hardware: HardwareReport; contextSize: number; sequences: number },
   log: Logger,
   signal?: AbortSignal,
-): Promise<{ memoryOf: MemoryOf; embeddingModel?: boolean }> {
+): Promise<{ memoryOf: MemoryOf; embeddingModel?: boolean; rankingModel?: boolean }> {
   if (kind === "gguf" && spec.path) {
     const facts = await checkModelFile(spec.path, kind, log, signal);
     const size = facts.modelSizeBytes ?? sizeBytes ?? 0;
     const train = facts.trainContextSize || null;
-    return { memoryOf: (loaded) => memoryNeed(size, facts.kvBytesPerToken ?? null, loaded || (spec.maxContext ?? machine.contextSize), train, machine.sequences).totalBytes, embeddingModel: facts.embeddingModel };
+    return { memoryOf: (loaded) => memoryNeed(size, facts.kvBytesPerToken ?? null, loaded || (spec.maxContext ?? machine.contextSize), train, machine.sequences).totalBytes, embeddingModel: facts.embeddingModel, rankingModel: facts.rankingModel };
   }
   const gpu = Math.max(0, ...machine.hardware.gpus.map((g) => g.vramBytes));
   if (kind === "vllm" && gpu > 0) return { memoryOf: () => Math.floor(0.9 * gpu) };

@@ -7,34 +7,11 @@ import { unmetRequirements, type ModelToServe, type RuntimeAdapter, type Runtime
 import { DemandRuntime } from "./demand-runtime.js";
 import { CountedRuntime, PendingRuntime } from "./runtime-swap.js";
 import { estimateMemory, type MemoryOf } from "./memory-estimate.js";
+import type { HostedStack } from "./hosted-stack.js";
 import type { ResidencyBook, Resident } from "./residency-book.js";
 
 export type { RuntimeState };
-
-/** A stack's runtime on this machine. */
-export interface HostedStack {
-  stackId: string;
-  modelId: string;
-  runtime: string;
-  state: RuntimeState;
-  /** Where requests are served: `in-process` for GGUF, a local URL for server runtimes. */
-  endpoint: string;
-  modelRef: string;
-  modelPath: string | null;
-  modelSha256: string | null;
-  modelSizeBytes: number | null;
-  contextSize: number | null;
-  /** The context the stack asked for; null: the machine's default. */
-  maxContext: number | null;
-  /** `on_demand`: loaded by the first request, unloaded when idle or for room; `always`: loaded until removed. */
-  residency: "always" | "on_demand";
-  error: string | null;
-  since: number;
-  /** The runtime's process, when the agent runs one. */
-  pid: number | null;
-  /** The memory it counts against the machine's budget when loaded (what it says it holds, else an estimate), bytes; 0: not known. */
-  memoryBytes: number;
-}
+export type { HostedStack };
 
 /** What the host needs from its surroundings, passed in by `startAgent`. */
 export interface StackHostDeps {
@@ -80,6 +57,8 @@ export class StackHost {
   private readonly pending = new Map<string, PendingRuntime>();
   /** Each stack's memory as the budget counts it. */
   private readonly memoryOf = new Map<string, MemoryOf>();
+  /** Stacks whose model is a reranker (by its file's header): they answer rerank requests only. */
+  private readonly rankers = new Set<string>();
 
   constructor(private readonly deps: StackHostDeps) {}
 
@@ -188,6 +167,7 @@ export class StackHost {
         this.pending.get(stackId)?.fail(new MakinaError("runtime_unavailable", "This stack is no longer served on this machine.", { retryAfterMs: 5000 }));
         this.pending.delete(stackId);
         this.memoryOf.delete(stackId);
+        this.rankers.delete(stackId);
         await runtime?.close();
         this.deps.book.leave(stackId);
         this.deps.logs.forget(stackId);
@@ -202,7 +182,6 @@ export class StackHost {
    * runtime it has, loaded or not: a new residency or idle time applies without a restart.
    */
   private async configure(stackId: string, step: Extract<DeployStep, { kind: "configureEndpoint" }>, onProgress: (p: StepProgress) => void, log: Logger, signal?: AbortSignal): Promise<StepResult> {
-    const empty: StepResult = EMPTY_STEP_RESULT;
     const { runtime: kind, modelRef, modelId } = step;
     const maxContext = step.maxContext || null;
     // An existing server is not started or stopped by Makina: always on, whatever was asked.
@@ -220,18 +199,20 @@ export class StackHost {
       // that name; so does another file for the same reference, a new SHA-256 pinned, and another context asked.)
       const kept = await this.keep(stackId, current, onDemand, idleUnloadMs, (adopt) => this.demand(stackId, spec, adapter, step.idleUnloadS, adopt.embeddingModel, adopt), signal);
       this.served.set(stackId, withLayers(kept));
-      return { ...empty, contextSize: kept.contextSize, embeddingModel: kept.embeddingModel ?? false };
+      return this.endpointResult(stackId, kept.contextSize, kept);
     }
     const facts = { modelId, runtime: kind, modelRef, modelPath: spec.path, modelSha256: model?.sha256 ?? null, modelSizeBytes: model?.sizeBytes ?? null, maxContext };
-    const { memoryOf, embeddingModel } = await estimateMemory(adapter.kind, spec, model?.sizeBytes ?? null, { hardware: this.deps.hardware(), ...this.deps.ggufContext }, log, signal);
+    const { memoryOf, embeddingModel, rankingModel } = await estimateMemory(adapter.kind, spec, model?.sizeBytes ?? null, { hardware: this.deps.hardware(), ...this.deps.ggufContext }, log, signal);
     this.memoryOf.set(stackId, memoryOf);
+    if (rankingModel) this.rankers.add(stackId);
+    else this.rankers.delete(stackId);
     const serving = current && existing?.state !== "failed" ? current : undefined;
     if (serving instanceof CountedRuntime && !onDemand && existing?.modelId === modelId && existing.runtime === kind) {
       const handed = await this.handOver(stackId, modelId, serving, (quiet) => adapter.start({ ...spec, replaces: serving.inner }, this.context(onProgress, signal, stackId, quiet)), withLayers, signal);
       if (handed) {
         this.record(stackId, { ...facts, state: "ready", residency: "always", endpoint: handed.endpoint, contextSize: handed.contextSize || null, error: null });
         log.info("endpoint configured, handed over from the runtime it replaces", { modelId, runtime: kind, contextSize: handed.contextSize });
-        return { ...empty, contextSize: handed.contextSize, embeddingModel: handed.embeddingModel ?? false };
+        return this.endpointResult(stackId, handed.contextSize, handed);
       }
     }
     // A stack serving now is restarted: its requests wait for the new runtime meanwhile, as for a load.
@@ -255,17 +236,22 @@ export class StackHost {
       this.pending.delete(stackId);
       if (onDemand) {
         log.info("endpoint configured, loaded on demand", { modelId, runtime: kind, idleUnloadS: step.idleUnloadS });
-        return { ...empty, contextSize: 0, embeddingModel: runtime.embeddingModel ?? false };
+        return this.endpointResult(stackId, 0, runtime);
       }
       this.record(stackId, { state: "ready", endpoint: runtime.endpoint, contextSize: runtime.contextSize || null, error: null });
       log.info("endpoint configured", { modelId, runtime: kind, contextSize: runtime.contextSize });
-      return { ...empty, contextSize: runtime.contextSize, embeddingModel: runtime.embeddingModel ?? false };
+      return this.endpointResult(stackId, runtime.contextSize, runtime);
     } catch (err) {
       const e = MakinaError.from(err);
       pending?.fail(new MakinaError("runtime_unavailable", `This stack's runtime could not be restarted: ${e.message}`, { retryAfterMs: 5000 }));
       this.pending.delete(stackId);
       throw err;
     }
+  }
+
+  /** A configured endpoint's result: the context its runtime serves, and what its model is for. */
+  private endpointResult(stackId: string, contextSize: number, runtime: { embeddingModel?: boolean | undefined }): StepResult {
+    return { ...EMPTY_STEP_RESULT, contextSize, embeddingModel: runtime.embeddingModel ?? false, rankingModel: this.rankers.has(stackId) };
   }
 
   /** An on-demand stack's runtime, unloaded: its first request loads it. */

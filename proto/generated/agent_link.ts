@@ -428,6 +428,17 @@ export interface InferenceRequest {
    * turn shared by every request without one.
    */
   fairShareKey: string;
+  /**
+   * Present: a rerank request, not a chat (`messages` is empty). The runtime answers one
+   * `InferenceChunk.score` per document, then `InferenceEnd` with the tokens it read as `prompt_tokens`.
+   */
+  rerank?: RerankInput | undefined;
+}
+
+/** A rerank request's query and the documents to score against it. */
+export interface RerankInput {
+  query: string;
+  documents: string[];
 }
 
 /** One input of an embeddings request: a text, or the model's token ids. */
@@ -472,7 +483,19 @@ export interface InferenceChunk {
     | ToolCallDelta
     | undefined;
   /** Instead of text, for an embeddings request: the vector of one input. */
-  embedding?: Embedding | undefined;
+  embedding?:
+    | Embedding
+    | undefined;
+  /** Instead of text, for a rerank request: the relevance of one document. */
+  score?: RerankScore | undefined;
+}
+
+/** The relevance of one document of a rerank request to its query. */
+export interface RerankScore {
+  /** Which document (0, 1, …). */
+  index: number;
+  /** Higher is more relevant. */
+  relevanceScore: number;
 }
 
 /** The vector of one input of an embeddings request. */
@@ -697,6 +720,11 @@ export interface CommandResult {
    */
   logLines: LogLine[];
   logTruncated: boolean;
+  /**
+   * For `CheckModel` and `ConfigureEndpoint` of a GGUF file: a reranker (a classification head that ranks), which
+   * answers rerank requests only.
+   */
+  rankingModel: boolean;
 }
 
 function createBaseAgentMessage(): AgentMessage {
@@ -3905,6 +3933,7 @@ function createBaseInferenceRequest(): InferenceRequest {
     countOnly: false,
     serviceTier: "",
     fairShareKey: "",
+    rerank: undefined,
   };
 }
 
@@ -3978,6 +4007,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     }
     if (message.fairShareKey !== "") {
       writer.uint32(186).string(message.fairShareKey);
+    }
+    if (message.rerank !== undefined) {
+      RerankInput.encode(message.rerank, writer.uint32(194).fork()).join();
     }
     return writer;
   },
@@ -4179,6 +4211,14 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
             message.fairShareKey = reader.string();
             continue;
           }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            message.rerank = RerankInput.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4282,6 +4322,7 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
         : isSet(object.fair_share_key)
         ? globalThis.String(object.fair_share_key)
         : "",
+      rerank: isSet(object.rerank) ? RerankInput.fromJSON(object.rerank) : undefined,
     };
   },
 
@@ -4356,6 +4397,9 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     if (message.fairShareKey !== "") {
       obj.fairShareKey = message.fairShareKey;
     }
+    if (message.rerank !== undefined) {
+      obj.rerank = RerankInput.toJSON(message.rerank);
+    }
     return obj;
   },
 
@@ -4389,6 +4433,96 @@ export const InferenceRequest: MessageFns<InferenceRequest> = {
     message.countOnly = object.countOnly ?? false;
     message.serviceTier = object.serviceTier ?? "";
     message.fairShareKey = object.fairShareKey ?? "";
+    message.rerank = (object.rerank !== undefined && object.rerank !== null)
+      ? RerankInput.fromPartial(object.rerank)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRerankInput(): RerankInput {
+  return { query: "", documents: [] };
+}
+
+export const RerankInput: MessageFns<RerankInput> = {
+  encode(message: RerankInput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.query !== "") {
+      writer.uint32(10).string(message.query);
+    }
+    for (const v of message.documents) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RerankInput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRerankInput();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.documents.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RerankInput {
+    return {
+      query: isSet(object.query) ? globalThis.String(object.query) : "",
+      documents: globalThis.Array.isArray(object?.documents)
+        ? object.documents.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: RerankInput): unknown {
+    const obj: any = {};
+    if (message.query !== "") {
+      obj.query = message.query;
+    }
+    if (message.documents?.length) {
+      obj.documents = message.documents;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RerankInput>, I>>(base?: I): RerankInput {
+    return RerankInput.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RerankInput>, I>>(object: I): RerankInput {
+    const message = createBaseRerankInput();
+    message.query = object.query ?? "";
+    message.documents = object.documents?.map((e) => e) || [];
     return message;
   },
 };
@@ -4792,7 +4926,7 @@ export const InferenceCredit: MessageFns<InferenceCredit> = {
 };
 
 function createBaseInferenceChunk(): InferenceChunk {
-  return { requestId: "", text: "", toolCall: undefined, embedding: undefined };
+  return { requestId: "", text: "", toolCall: undefined, embedding: undefined, score: undefined };
 }
 
 export const InferenceChunk: MessageFns<InferenceChunk> = {
@@ -4808,6 +4942,9 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
     }
     if (message.embedding !== undefined) {
       Embedding.encode(message.embedding, writer.uint32(34).fork()).join();
+    }
+    if (message.score !== undefined) {
+      RerankScore.encode(message.score, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -4857,6 +4994,14 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
             message.embedding = Embedding.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.score = RerankScore.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4883,6 +5028,7 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
         ? ToolCallDelta.fromJSON(object.tool_call)
         : undefined,
       embedding: isSet(object.embedding) ? Embedding.fromJSON(object.embedding) : undefined,
+      score: isSet(object.score) ? RerankScore.fromJSON(object.score) : undefined,
     };
   },
 
@@ -4900,6 +5046,9 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
     if (message.embedding !== undefined) {
       obj.embedding = Embedding.toJSON(message.embedding);
     }
+    if (message.score !== undefined) {
+      obj.score = RerankScore.toJSON(message.score);
+    }
     return obj;
   },
 
@@ -4916,6 +5065,98 @@ export const InferenceChunk: MessageFns<InferenceChunk> = {
     message.embedding = (object.embedding !== undefined && object.embedding !== null)
       ? Embedding.fromPartial(object.embedding)
       : undefined;
+    message.score = (object.score !== undefined && object.score !== null)
+      ? RerankScore.fromPartial(object.score)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRerankScore(): RerankScore {
+  return { index: 0, relevanceScore: 0 };
+}
+
+export const RerankScore: MessageFns<RerankScore> = {
+  encode(message: RerankScore, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.relevanceScore !== 0) {
+      writer.uint32(17).double(message.relevanceScore);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RerankScore {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRerankScore();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.relevanceScore = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RerankScore {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      relevanceScore: isSet(object.relevanceScore)
+        ? globalThis.Number(object.relevanceScore)
+        : isSet(object.relevance_score)
+        ? globalThis.Number(object.relevance_score)
+        : 0,
+    };
+  },
+
+  toJSON(message: RerankScore): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.relevanceScore !== 0) {
+      obj.relevanceScore = floatToJson(message.relevanceScore);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RerankScore>, I>>(base?: I): RerankScore {
+    return RerankScore.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RerankScore>, I>>(object: I): RerankScore {
+    const message = createBaseRerankScore();
+    message.index = object.index ?? 0;
+    message.relevanceScore = object.relevanceScore ?? 0;
     return message;
   },
 };
@@ -6848,6 +7089,7 @@ function createBaseCommandResult(): CommandResult {
     embeddingModel: false,
     logLines: [],
     logTruncated: false,
+    rankingModel: false,
   };
 }
 
@@ -6885,6 +7127,9 @@ export const CommandResult: MessageFns<CommandResult> = {
     }
     if (message.logTruncated !== false) {
       writer.uint32(88).bool(message.logTruncated);
+    }
+    if (message.rankingModel !== false) {
+      writer.uint32(96).bool(message.rankingModel);
     }
     return writer;
   },
@@ -6990,6 +7235,14 @@ export const CommandResult: MessageFns<CommandResult> = {
             message.logTruncated = reader.bool();
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.rankingModel = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7055,6 +7308,11 @@ export const CommandResult: MessageFns<CommandResult> = {
         : isSet(object.log_truncated)
         ? globalThis.Boolean(object.log_truncated)
         : false,
+      rankingModel: isSet(object.rankingModel)
+        ? globalThis.Boolean(object.rankingModel)
+        : isSet(object.ranking_model)
+        ? globalThis.Boolean(object.ranking_model)
+        : false,
     };
   },
 
@@ -7093,6 +7351,9 @@ export const CommandResult: MessageFns<CommandResult> = {
     if (message.logTruncated !== false) {
       obj.logTruncated = message.logTruncated;
     }
+    if (message.rankingModel !== false) {
+      obj.rankingModel = message.rankingModel;
+    }
     return obj;
   },
 
@@ -7114,6 +7375,7 @@ export const CommandResult: MessageFns<CommandResult> = {
     message.embeddingModel = object.embeddingModel ?? false;
     message.logLines = object.logLines?.map((e) => LogLine.fromPartial(e)) || [];
     message.logTruncated = object.logTruncated ?? false;
+    message.rankingModel = object.rankingModel ?? false;
     return message;
   },
 };

@@ -15,11 +15,13 @@ export const RUNTIME_CAPABILITIES: Readonly<Record<RuntimeKind, readonly string[
   // "embeddings" (with "dimensions") are requests of /v1/embeddings: GGUF through node-llama-cpp's embedding
   // context (its own size only), vLLM (a pooling model) and OpenAI-compatible servers passed through; MLX's server
   // has no embeddings endpoint. "count_tokens" (Anthropic's) counts with the model's own tokenizer and chat
-  // template, which only the GGUF runtime holds on the machine.
-  gguf: ["presence_penalty", "frequency_penalty", "response_format", "embeddings", "dimensions", "count_tokens"],
-  vllm: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url", "embeddings", "dimensions"],
+  // template, which only the GGUF runtime holds on the machine. "rerank" (/v1/rerank): GGUF through node-llama-cpp's
+  // ranking context (a reranker model: one with a classification head), vLLM and OpenAI-compatible servers passed
+  // through to their /rerank; MLX's server has none.
+  gguf: ["presence_penalty", "frequency_penalty", "response_format", "embeddings", "dimensions", "count_tokens", "rerank"],
+  vllm: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url", "embeddings", "dimensions", "rerank"],
   mlx: [],
-  openai: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url", "embeddings", "dimensions"],
+  openai: ["presence_penalty", "frequency_penalty", "response_format", "tools", "tool_choice", "image_url", "embeddings", "dimensions", "rerank"],
 });
 
 /**
@@ -35,8 +37,8 @@ export function harnessHonouring(runtime: RuntimeKind, param: string): string | 
   return Object.keys(HARNESS_CAPABILITIES).find((h) => HARNESS_CAPABILITIES[h]![runtime]?.includes(param));
 }
 
-/** What an orchestrator takes away: tools belong to one run of the model, and an orchestrator runs it several times (an embedding is no answer to refine or vote on, and its prompts are not the one a count would count). */
-const ORCHESTRATED_EXCLUDES: readonly string[] = ["tools", "tool_choice", "embeddings", "dimensions", "count_tokens"];
+/** What an orchestrator takes away: tools belong to one run of the model, and an orchestrator runs it several times (an embedding or a score is no answer to refine or vote on, and its prompts are not the one a count would count). */
+const ORCHESTRATED_EXCLUDES: readonly string[] = ["tools", "tool_choice", "embeddings", "dimensions", "count_tokens", "rerank"];
 
 /** The request parameters (beyond the basics) a stack of this runtime and layers honours. */
 export function honouredParameters(runtime: RuntimeKind, harness: string | null, orchestrator: string | null = null): readonly string[] {

@@ -60,7 +60,7 @@ export interface RequestDetail extends LoggedRequest {
 /** What the log's `status` filter takes. */
 export const REQUEST_STATUSES = ["ok", "error", "2xx", "4xx", "5xx"] as const;
 /** The APIs whose requests the log keeps, as it names them. */
-export const REQUEST_APIS = ["chat/completions", "embeddings", "responses", "messages", "messages/count_tokens"] as const;
+export const REQUEST_APIS = ["chat/completions", "embeddings", "responses", "messages", "messages/count_tokens", "rerank"] as const;
 const STATUS = must(`one of ${REQUEST_STATUSES.join(", ")}, or an HTTP status (e.g. 429)`);
 const PAGE = must("an integer of at least 1");
 const PER_PAGE = must("an integer from 1 to 500");

@@ -22,8 +22,8 @@ export interface Check {
 export interface Compatibility {
   ok: boolean | null;
   checks: Check[];
-  /** The APIs the stack answers: "chat" (chat completions, Responses, Messages) and "embeddings". */
-  serves: ("chat" | "embeddings")[];
+  /** The APIs the stack answers: "chat" (chat completions, Responses, Messages), "embeddings" and "rerank". */
+  serves: ("chat" | "embeddings" | "rerank")[];
 }
 
 /** One step of a deployment. `detail` is the step's progress (`stage`, `done_bytes`, `total_bytes`, `bytes_per_second`, `eta_seconds`) or result. */

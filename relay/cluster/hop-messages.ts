@@ -240,7 +240,7 @@ export function readModelFileReply(m: unknown): StepResult | undefined {
   if (!isObject(r) || typeof r.modelPath !== "string" || r.modelPath.length > 4096) return undefined;
   const size = r.modelSizeBytes;
   if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0 || !isCount(r.kvBytesPerToken) || !isCount(r.trainContextSize)) return undefined;
-  return { ...EMPTY_STEP_RESULT, modelPath: r.modelPath, modelSizeBytes: size, kvBytesPerToken: r.kvBytesPerToken, trainContextSize: r.trainContextSize, embeddingModel: r.embeddingModel === true };
+  return { ...EMPTY_STEP_RESULT, modelPath: r.modelPath, modelSizeBytes: size, kvBytesPerToken: r.kvBytesPerToken, trainContextSize: r.trainContextSize, embeddingModel: r.embeddingModel === true, rankingModel: r.rankingModel === true };
 }
 
 /** An on-demand stack's model to load or unload on a machine linked to the relay asked (`makina.model-loads.<relay>`). */

@@ -12,6 +12,8 @@ export interface ModelFacts {
   trainContextSize: number | null;
   /** An embedding model (by its header): it answers embeddings and no chat; absent: not known to be one. */
   embeddingModel?: boolean;
+  /** A reranker (by its header's classification head): it answers rerank requests only; absent: not known to be one. */
+  rankingModel?: boolean;
   /** Where these facts come from, said in the panel. */
   source: "catalog" | "gguf-header" | "pulled" | "machine" | "unknown";
 }

@@ -31,12 +31,12 @@ type Said = Omit<CompatibilityCheck, "param"> & { param?: CheckedParam };
 export interface Compatibility {
   ok: boolean | null;
   checks: CompatibilityCheck[];
-  /** The APIs the stack answers, by its runtime and layers: chat (with the Responses and Messages APIs on it), and embeddings. */
+  /** The APIs the stack answers, by its runtime, layers and model: chat (with the Responses and Messages APIs on it), embeddings, rerank. */
   serves: ServedApi[];
 }
 
-/** What a stack can answer: chat requests (of every chat API) and embeddings requests. */
-export type ServedApi = "chat" | "embeddings";
+/** What a stack can answer: chat requests (of every chat API), embeddings requests and rerank requests. */
+export type ServedApi = "chat" | "embeddings" | "rerank";
 
 /** A stack as the rules see it: the Forge's choices, or a stack being created or deployed. */
 export interface StackPlan {
@@ -274,12 +274,13 @@ export function checkStack(plan: StackPlan): Compatibility {
     if (disk) said.push(disk);
   }
   said.push(...layerChecks(plan));
-  const serves = servedApis(plan.runtime, plan.harness, plan.orchestrator, plan.model.embeddingModel === true);
+  const kind = modelKind(plan.model);
+  const serves = servedApis(plan.runtime, plan.harness, plan.orchestrator, kind);
   said.push(
     plan.hasEndpoint
       ? serves.length === 0
-        ? { topic: "endpoint", level: "fail", message: `An embedding model answers embeddings only, and ${plan.orchestrator ? `the ${plan.orchestrator} orchestrator answers chats only` : `the ${plan.runtime} runtime has no embeddings`}: no request could reach it.` }
-        : { topic: "endpoint", level: "ok", message: `Reachable through the API as its model id, for ${serves.length === 2 ? "chat and embeddings" : serves[0] === "chat" ? "chat only" : "embeddings only"}${servesWhy(plan)}.` }
+        ? { topic: "endpoint", level: "fail", message: `${kind === "ranking" ? "A reranker answers rerank requests" : "An embedding model answers embeddings"} only, and ${plan.orchestrator ? `the ${plan.orchestrator} orchestrator answers chats only` : `the ${plan.runtime} runtime has ${kind === "ranking" ? "no rerank" : "no embeddings"}`}: no request could reach it.` }
+        : { topic: "endpoint", level: "ok", message: `Reachable through the API as its model id, for ${servedWords(serves)}${servesWhy(plan, kind)}.` }
       : { topic: "endpoint", level: "warn", message: "No Endpoint layer: the stack runs, but no API request can reach it." },
   );
   const checks = said.map((c): CompatibilityCheck => ({ ...c, param: c.param ?? PARAM_OF_TOPIC[c.topic] }));
@@ -287,20 +288,39 @@ export function checkStack(plan: StackPlan): Compatibility {
   return { ok: failed ? false : hw && model ? true : null, checks, serves };
 }
 
+/** What a model is for, by its header: chats, embeddings only, or rerank only. */
+export type ModelKind = "chat" | "embedding" | "ranking";
+
+/** A model's kind from what is known of it (a chat model unless its header said otherwise). */
+export function modelKind(model: { embeddingModel?: boolean; rankingModel?: boolean }): ModelKind {
+  return model.rankingModel ? "ranking" : model.embeddingModel ? "embedding" : "chat";
+}
+
 /**
- * The APIs a stack of this runtime and layers answers: chat, unless its model is an embedding model; embeddings
- * where its runtime makes them and no orchestrator stands in front.
+ * The APIs a stack of this runtime and layers answers: chat, unless its model is an embedding model or a reranker;
+ * embeddings where its runtime makes them and no orchestrator stands in front; rerank from a reranker, or passed
+ * through to a server (vLLM, OpenAI-compatible) that may serve it (GGUF ranks only with a reranker: its header says).
  */
-export function servedApis(runtime: RuntimeKind, harness: string | null, orchestrator: string | null, embeddingModel = false): ServedApi[] {
-  const embeds = honouredParameters(runtime, harness, orchestrator).includes("embeddings");
-  if (embeddingModel) return embeds ? ["embeddings"] : [];
-  return embeds ? ["chat", "embeddings"] : ["chat"];
+export function servedApis(runtime: RuntimeKind, harness: string | null, orchestrator: string | null, kind: ModelKind = "chat"): ServedApi[] {
+  const honoured = honouredParameters(runtime, harness, orchestrator);
+  const embeds = honoured.includes("embeddings");
+  const reranks = honoured.includes("rerank");
+  if (kind === "ranking") return reranks ? ["rerank"] : [];
+  if (kind === "embedding") return embeds ? ["embeddings"] : [];
+  return [...(["chat"] as const), ...(embeds ? (["embeddings"] as const) : []), ...(reranks && runtime !== "gguf" ? (["rerank"] as const) : [])];
+}
+
+/** The APIs served, in words: "chat only", "chat and embeddings", "chat, embeddings and rerank", "rerank only". */
+function servedWords(serves: ServedApi[]): string {
+  if (serves.length === 1) return `${serves[0]} only`;
+  return `${serves.slice(0, -1).join(", ")} and ${serves.at(-1)}`;
 }
 
 /** Why a stack serves what it does, in words. */
-function servesWhy(plan: StackPlan): string {
-  if (plan.model.embeddingModel) return " (an embedding model: chat requests are refused)";
-  if (servedApis(plan.runtime, plan.harness, plan.orchestrator).includes("embeddings")) return plan.runtime === "gguf" ? " (embeddings from the model's own embedding context)" : "";
+function servesWhy(plan: StackPlan, kind: ModelKind): string {
+  if (kind === "ranking") return " (a reranker: chat and embeddings requests are refused)";
+  if (kind === "embedding") return " (an embedding model: chat requests are refused)";
+  if (servedApis(plan.runtime, plan.harness, plan.orchestrator).includes("embeddings")) return plan.runtime === "gguf" ? " (embeddings from the model's own embedding context)" : " (passed to its server: what its model does not serve, the server refuses)";
   if (plan.orchestrator) return ` (the ${plan.orchestrator} orchestrator answers chats only)`;
   return ` (the ${plan.runtime} runtime has no embeddings)`;
 }

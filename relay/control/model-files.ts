@@ -103,7 +103,7 @@ export class ModelFiles {
       return {
         verdict: {
           usable: true,
-          facts: { weightsBytes: weights, kvBytesPerToken: r.kvBytesPerToken || null, trainContextSize: r.trainContextSize || null, embeddingModel: r.embeddingModel, source: weights === null ? "unknown" : "machine" },
+          facts: { weightsBytes: weights, kvBytesPerToken: r.kvBytesPerToken || null, trainContextSize: r.trainContextSize || null, embeddingModel: r.embeddingModel, rankingModel: r.rankingModel, source: weights === null ? "unknown" : "machine" },
         },
         keep: true,
       };

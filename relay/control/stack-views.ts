@@ -185,8 +185,10 @@ export class StackViews {
     // Once pulled, the model's size on the machine is known even when nothing else is.
     const pulled = deployment?.steps.find((s) => s.kind === "pull_model" && s.state === "succeeded")?.detail?.sizeBytes;
     if (model.weightsBytes === null && typeof pulled === "number" && pulled > 0) model = { ...model, weightsBytes: pulled, source: "pulled" };
-    // Once served, the runtime said whether the model is an embedding model (its header, read on the machine).
-    if (deployment?.steps.some((s) => s.kind === "configure_endpoint" && s.state === "succeeded" && s.detail?.embeddingModel === true)) model = { ...model, embeddingModel: true };
+    // Once served, the runtime said whether the model is an embedding model or a reranker (its header, read on the machine).
+    const served = deployment?.steps.find((s) => s.kind === "configure_endpoint" && s.state === "succeeded")?.detail;
+    if (served?.embeddingModel === true) model = { ...model, embeddingModel: true };
+    if (served?.rankingModel === true) model = { ...model, rankingModel: true };
     const onMachine = machine && { hardware: machine.hardware, budget: machineBudget(machine, names) };
     const compatibility = checkStack(stackPlan(stack.runtime, stack.modelRef, model, onMachine, { ...stack, endpoint: stack.hasEndpoint }, null, stack.id));
     return { ...stack, compatibility, deployment, modelUnverified: /^https?:\/\//i.test(stack.modelRef) && !stack.modelSha256, replicas, requestsLastHour };

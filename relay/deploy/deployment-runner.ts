@@ -165,8 +165,8 @@ export class DeploymentRunner implements LocalDeployments {
           }
           if (step.kind === "configureEndpoint") {
             contextSize = result.contextSize || null;
-            // What the runtime found the model to be, for what the stack serves (an embedding model: no chats).
-            if (result.embeddingModel) await this.store.deployments.stepDetail(deploymentId, seq, { embeddingModel: true });
+            // What the runtime found the model to be, for what the stack serves (an embedding model: no chats; a reranker: rerank only).
+            if (result.embeddingModel || result.rankingModel) await this.store.deployments.stepDetail(deploymentId, seq, result.rankingModel ? { rankingModel: true } : { embeddingModel: true });
           }
           await this.store.deployments.stepFinished(deploymentId, seq, null);
           changed();

@@ -342,9 +342,11 @@ export function formatDuration(ms: number): string {
 }
 
 /** Tokens a chat request is expected to use before its prompt is tokenized: about 4 characters a token, plus the completion. */
-export function estimateTokens(messages: { content: string }[], maxTokens: number | null, defaultCompletion: number, embed?: readonly { text: string; tokens: readonly number[] }[]): number {
+export function estimateTokens(messages: { content: string }[], maxTokens: number | null, defaultCompletion: number, embed?: readonly { text: string; tokens: readonly number[] }[], rerank?: { query: string; documents: readonly string[] }): number {
   // An embeddings request generates nothing: its inputs are all it uses.
   if (embed?.length) return embed.reduce((n, e) => n + (e.tokens.length || Math.ceil(e.text.length / 4) + 1), 0);
+  // Nor does a rerank request: a reranker reads the query with each document.
+  if (rerank) return rerank.documents.reduce((n, d) => n + Math.ceil((rerank.query.length + d.length) / 4) + 2, 0);
   const chars = messages.reduce((n, m) => n + m.content.length, 0);
   return Math.ceil(chars / 4) + messages.length * 4 + (maxTokens ?? defaultCompletion);
 }

@@ -2,7 +2,7 @@ import { DEFAULT_INITIAL_CREDIT, MAX_EMBED_NUMBERS, MakinaError } from "../../pr
 import type { AgentToRelay, ChatInput, DeployStep, LinkEnd, Logger, RelayToAgent, StepProgress, StepResult, TokenEvent, Usage } from "../../proto/index.js";
 import { fromAgentError } from "./agent-errors.js";
 import type { SessionReports } from "./session-reports.js";
-import { clampUsage, type SeenAnswer } from "./clamp-usage.js";
+import { clampUsage, seenFor, type SeenAnswer } from "./clamp-usage.js";
 import { assertEncodable } from "./encodable-input.js";
 import { StackReadiness, type Room } from "./stack-readiness.js";
 import { PendingInference } from "./pending-inference.js";
@@ -145,14 +145,16 @@ export class AgentSession {
     switch (message.type) {
       case "text":
       case "toolCall":
-      case "embedding": {
+      case "embedding":
+      case "score": {
         const tracked = this.inferences.get(message.requestId);
         if (!tracked) return;
         tracked.seen.chunks++;
         // A vector's numbers count as 4 characters each against the limit: MAX_EMBED_NUMBERS of them fill it.
-        tracked.seen.chars += message.type === "text" ? message.text.length : message.type === "toolCall" ? message.arguments.length + message.name.length : message.values.length * (MAX_ANSWER_CHARS / MAX_EMBED_NUMBERS);
+        // (A document's score counts as a number of a vector: MAX_RERANK_DOCUMENTS of them are far from the limit.)
+        tracked.seen.chars += message.type === "text" ? message.text.length : message.type === "toolCall" ? message.arguments.length + message.name.length : (message.type === "score" ? 1 : message.values.length) * (MAX_ANSWER_CHARS / MAX_EMBED_NUMBERS);
         // Every token of an answer brings at least one byte of its text (a chunk may carry many tokens).
-        if (message.type !== "embedding") tracked.seen.bytes += Buffer.byteLength(message.type === "text" ? message.text : message.arguments) + (message.type === "toolCall" ? message.name.length : 0);
+        if (message.type === "text" || message.type === "toolCall") tracked.seen.bytes += Buffer.byteLength(message.type === "text" ? message.text : message.arguments) + (message.type === "toolCall" ? message.name.length : 0);
         if (tracked.seen.chars > MAX_ANSWER_CHARS) {
           tracked.pending.fail(
             message.type === "embedding"
@@ -235,18 +237,7 @@ export class AgentSession {
     assertEncodable(input);
     const requestId = `r${++this.nextId}`;
     const pending = new PendingInference(this.window);
-    let promptChars = 0;
-    for (const m of input.messages) {
-      promptChars += m.content.length;
-      if (m.toolCalls) for (const c of m.toolCalls) promptChars += c.name.length + c.arguments.length + 32;
-      // An image costs a model a few hundred to a few thousand tokens, whatever its URL's length.
-      if (m.parts) for (const p of m.parts) if (p.type === "image_url") promptChars += 8192;
-    }
-    // A runtime tells the model about the tools in the prompt.
-    if (input.tools) for (const t of input.tools) promptChars += t.name.length + t.description.length + t.parametersJson.length + 256;
-    // An embeddings request's inputs are its prompt: a token id is one token, a character at most one.
-    if (input.embed) for (const e of input.embed) promptChars += e.text.length + e.tokens.length;
-    const seen = { chunks: 0, chars: 0, bytes: 0, promptChars, messages: input.messages.length + (input.embed?.length ?? 0), maxTokens: input.maxTokens, steps: options.steps ?? 1 };
+    const seen = seenFor(input, options.steps ?? 1);
     const tracked: Tracked = { stackId, pending, onUsage: options.onUsage, abandoned: false, seen };
     this.inferences.set(requestId, tracked);
     const { signal } = options;

@@ -1,4 +1,4 @@
-import type { Usage } from "../../proto/index.js";
+import type { ChatInput, Usage } from "../../proto/index.js";
 
 /** Tokens a runtime may decode beyond what reached the relay before a cancel stops it (its read-ahead windows). */
 const DECODED_AHEAD = 64;
@@ -12,6 +12,25 @@ export interface SeenAnswer {
   messages: number;
   maxTokens: number;
   steps: number;
+}
+
+/** What the relay knows of a request before its answer: its prompt's characters (and its messages or inputs), its `max_tokens`, its steps. */
+export function seenFor(input: ChatInput, steps: number): SeenAnswer {
+  let promptChars = 0;
+  for (const m of input.messages) {
+    promptChars += m.content.length;
+    if (m.toolCalls) for (const c of m.toolCalls) promptChars += c.name.length + c.arguments.length + 32;
+    // An image costs a model a few hundred to a few thousand tokens, whatever its URL's length.
+    if (m.parts) for (const p of m.parts) if (p.type === "image_url") promptChars += 8192;
+  }
+  // A runtime tells the model about the tools in the prompt.
+  if (input.tools) for (const t of input.tools) promptChars += t.name.length + t.description.length + t.parametersJson.length + 256;
+  // An embeddings request's inputs are its prompt: a token id is one token, a character at most one.
+  if (input.embed) for (const e of input.embed) promptChars += e.text.length + e.tokens.length;
+  // A rerank request's: the query read with each document.
+  if (input.rerank) for (const d of input.rerank.documents) promptChars += input.rerank.query.length + d.length;
+  const messages = input.messages.length + (input.embed?.length ?? 0) + (input.rerank?.documents.length ?? 0);
+  return { chunks: 0, chars: 0, bytes: 0, promptChars, messages, maxTokens: input.maxTokens, steps };
 }
 
 /**

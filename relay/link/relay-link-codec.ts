@@ -10,8 +10,9 @@ export function decodeAgentMessage(message: AgentMessage): AgentToRelay | undefi
   const body = message.body;
   switch (body?.$case) {
     case "inferenceChunk": {
-      const { requestId, text, toolCall, embedding } = body.value;
+      const { requestId, text, toolCall, embedding, score } = body.value;
       if (embedding) return { type: "embedding", requestId, index: embedding.index, values: embedding.values };
+      if (score) return { type: "score", requestId, index: score.index, score: score.relevanceScore };
       return toolCall ? { type: "toolCall", requestId, ...toolCall } : { type: "text", requestId, text };
     }
     case "inferenceEnd": {
@@ -100,6 +101,7 @@ export function encodeRelayMessage(message: RelayToAgent): RelayMessage {
             parallelToolCalls: input.parallelToolCalls,
             embed: input.embed ?? [],
             dimensions: input.dimensions ?? 0,
+            rerank: input.rerank,
             countOnly: input.countOnly ?? false,
             serviceTier: input.serviceTier ?? "",
             fairShareKey: input.fairShareKey ?? "",

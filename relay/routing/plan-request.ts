@@ -96,7 +96,7 @@ export function planRequest<S extends RoutableSession>(deps: PlannerDeps<S>, req
   }
   // An orchestrator runs the model several times for one answer: every run counts.
   const steps = stack.orchestrator ? orchestratorSteps(stack.orchestrator, stack.orchestratorOptions) : 1;
-  const estimatedTokens = steps * estimateTokens(request.input.messages, maxTokens > 0 ? maxTokens : null, deps.defaultCompletionEstimate, request.input.embed);
+  const estimatedTokens = steps * estimateTokens(request.input.messages, maxTokens > 0 ? maxTokens : null, deps.defaultCompletionEstimate, request.input.embed, request.input.rerank);
   return { model, stack, session, steps, estimatedTokens, captureHours: Math.max(stack.captureHours ?? 0, via?.captureHours ?? 0) || null, tier };
 }
 
@@ -106,6 +106,9 @@ function unsupported(first: Stack, request: PlannableRequest, model: string): Ma
   const param = request.paramName(need);
   if (need === "embeddings") {
     return new MakinaError("unsupported_parameter", first.orchestrator ? `\`${model}\` is served by a stack with the '${first.orchestrator}' orchestrator, which answers chats only: it has no embeddings.` : `The ${first.runtime} runtime serving \`${model}\` has no embeddings.`, { param: "model" });
+  }
+  if (need === "rerank") {
+    return new MakinaError("unsupported_parameter", first.orchestrator ? `\`${model}\` is served by a stack with the '${first.orchestrator}' orchestrator, which answers chats only: it does not rerank.` : `The ${first.runtime} runtime serving \`${model}\` does not rerank.`, { param: "model" });
   }
   if (need === "count_tokens") {
     return new MakinaError("unsupported_parameter", first.orchestrator ? `\`${model}\` is served by a stack with the '${first.orchestrator}' orchestrator, which runs several prompts for one answer: its tokens cannot be counted.` : `The ${first.runtime} runtime serving \`${model}\` cannot count tokens: only a GGUF stack holds its model's tokenizer on the machine.`, { param: "model" });

@@ -26,7 +26,7 @@ function mix(h: number): number {
  * counts, which keep no prompt.
  */
 export function promptAffinity(input: ChatInput, cacheKey: string | undefined): number | undefined {
-  if (input.embed?.length || input.countOnly) return undefined;
+  if (input.embed?.length || input.rerank || input.countOnly) return undefined;
   if (cacheKey) return fnv1a(cacheKey, 0x01234567);
   let system = "";
   let first = "";

@@ -25,7 +25,7 @@ export interface RequestLogEntry {
   /** The `x-request-id` the client got. */
   requestId: string;
   keyId: string | null;
-  /** The API it called (`chat/completions`, `embeddings`, `responses`, `messages`, `messages/count_tokens`); empty when not known (logged before it was kept). */
+  /** The API it called (`chat/completions`, `embeddings`, `responses`, `messages`, `messages/count_tokens`, `rerank`); empty when not known (logged before it was kept). */
   api: string;
   /** The service tier it was served at (`priority`, `default`, `flex`); empty when refused before it had one. */
   serviceTier: string;

@@ -12,7 +12,8 @@ import { isErrorCode, MakinaError } from "../../proto/index.js";
  * - `slow <ms> <words…>`: waits that long before each word;
  * - `stall <words…>`: sends the words, then nothing more until the request is canceled.
  * Usage counts the words of every message as the prompt and each word sent as a completion token. An embeddings
- * request gets the vector [characters, words] of each input.
+ * request gets the vector [characters, words] of each input; a rerank request a score per document, the share of
+ * the query's words it has (the query read with each document: its words and the document's are the tokens).
  */
 export class FakeRuntime implements ModelRuntime {
   readonly endpoint = "fake:";
@@ -43,6 +44,10 @@ export class FakeRuntime implements ModelRuntime {
     this.seen.push(input);
     if (input.embed?.length) {
       yield* this.embed(input, usage);
+      return;
+    }
+    if (input.rerank) {
+      yield* this.rank(input, usage);
       return;
     }
     usage.promptTokens = input.messages.reduce((n, m) => n + words(m.content).length, 0);
@@ -78,17 +83,31 @@ export class FakeRuntime implements ModelRuntime {
    */
   private async *embed(input: ChatInput, usage: { promptTokens: number; completionTokens: number }): AsyncGenerator<RuntimeEvent> {
     const texts = input.embed!.map((e) => e.text);
-    const [directive, code] = words(texts[0] ?? "");
-    if (directive === "fail") {
-      if (!code || !isErrorCode(code)) throw new Error(`the fake model was told to fail with '${code}'`);
-      throw new MakinaError(code, `The fake model failed with ${code} as told.`, { retryAfterMs: code === "runtime_unavailable" ? 2000 : undefined });
-    }
+    failIfTold(texts[0] ?? "");
     usage.promptTokens = texts.reduce((n, t) => n + words(t).length, 0);
     for (const [index, text] of texts.entries()) yield { type: "embedding", index, values: [text.length, words(text).length] };
     yield { type: "end", finishReason: "stop", usage: { ...usage } };
   }
 
+  /** A rerank request: a query that is a directive (`fail <code>`) acts as a chat's does. */
+  private async *rank(input: ChatInput, usage: { promptTokens: number; completionTokens: number }): AsyncGenerator<RuntimeEvent> {
+    const { query, documents } = input.rerank!;
+    failIfTold(query);
+    const asked = words(query);
+    usage.promptTokens = documents.reduce((n, d) => n + asked.length + words(d).length, 0);
+    for (const [index, d] of documents.entries()) yield { type: "score", index, score: asked.filter((w) => words(d).includes(w)).length / asked.length };
+    yield { type: "end", finishReason: "stop", usage: { ...usage } };
+  }
+
   async close(): Promise<void> {}
+}
+
+/** Throws the error `fail <code>` names. */
+function failIfTold(text: string): void {
+  const [directive, code] = words(text);
+  if (directive !== "fail") return;
+  if (!code || !isErrorCode(code)) throw new Error(`the fake model was told to fail with '${code}'`);
+  throw new MakinaError(code, `The fake model failed with ${code} as told.`, { retryAfterMs: code === "runtime_unavailable" ? 2000 : undefined });
 }
 
 function words(text: string): string[] {

@@ -167,6 +167,19 @@ export function generator(seed: number, ctx: { key: string; model: string }) {
     user: [5, {}],
   };
   const badEmbeddings = badOf(BAD_EMBEDDINGS, embeddingsBase);
+  const rerank = post("/v1/rerank");
+  const rerankBase = () => ({ model: ctx.model, query: "hi", documents: ["a", "b"] });
+  const BAD_RERANK: Record<string, unknown[]> = {
+    model: [null, 0, [], "", "x".repeat(300)],
+    query: [null, "", " ", 5, {}, ["hi"]],
+    documents: [null, "a", 5, {}, [], [5], [null], [{}], [{ text: 5 }], [{ text: "a", id: 1 }], Array.from({ length: 1001 }, () => "a")],
+    top_n: [0, -1, 1.5, "2", {}],
+    return_documents: ["yes", 1, {}],
+    max_chunks_per_doc: [1, 10],
+    rank_fields: [["text"]],
+    user: [5, {}],
+  };
+  const badRerank = badOf(BAD_RERANK, rerankBase);
   const badMessages = badOf(BAD_MESSAGES, messagesBase);
   const badResponses = badOf(BAD_RESPONSES, responsesBase);
   const makers: (() => HostileRequest)[] = [
@@ -190,6 +203,9 @@ export function generator(seed: number, ctx: { key: string; model: string }) {
     () => embeddings("unknown parameter", { ...embeddingsBase(), [`x_${weird().slice(0, 30)}${int(1e6)}`]: randomValue() }),
     () => embeddings("random object", Object.fromEntries(Array.from({ length: 1 + int(5) }, () => [weird() || "k", randomValue()]))),
     () => embeddings("prototype key", `{"input":[{"__proto__":{"admin":true}}],"model":"${ctx.model}"}`),
+    () => rerank(...badRerank()),
+    () => rerank("unknown parameter", { ...rerankBase(), [`x_${weird().slice(0, 30)}${int(1e6)}`]: randomValue() }),
+    () => rerank("prototype key", `{"query":"hi","documents":[{"__proto__":{"admin":true}}],"model":"${ctx.model}"}`),
     () => responses("malformed JSON", pick(['{"input":', "{'a': 1}", '{"model":"m",}', "NaN"])),
     () => chat("bad tool schema", { ...base(), tools: [{ type: "function", function: { name: "f", parameters: faultySchema() } }], tool_choice: pick(["auto", "required"]) }),
     () => chat("bad response schema", { ...base(), response_format: { type: "json_schema", json_schema: { name: "out", schema: faultySchema(), strict: rnd() < 0.5 } } }),

@@ -12,7 +12,7 @@ interface Api {
   /** A body whose fault the API's own checks find, and the code of its refusal. */
   badBody: (model: string) => Record<string, unknown>;
   badCode: string;
-  /** Whether it generates: an embeddings request's tokens are its inputs' alone. */
+  /** Whether it generates: an embeddings or rerank request's tokens are its inputs' alone. */
   generates: boolean;
   /** Whether it streams. */
   streams: boolean;
@@ -68,9 +68,21 @@ const APIS: Api[] = [
     streams: false,
     refusal: (code, type) => openAiRefusal(code, type),
   },
+  {
+    name: "rerank",
+    path: "/v1/rerank",
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+    // The text is the query, read with one empty document: its words are the request's tokens.
+    body: (model, text, extra) => ({ model, query: text, documents: [""], ...(extra?.stream ? {} : extra) }),
+    badBody: (model) => ({ model, query: "", documents: ["a"] }),
+    badCode: "invalid_value",
+    generates: false,
+    streams: false,
+    refusal: (code, type) => openAiRefusal(code, type),
+  },
 ];
 
-// Every rule that holds for chat holds for the other APIs (embeddings too), in their own shapes: keys, restrictions, limits,
+// Every rule that holds for chat holds for the other APIs (embeddings and rerank too), in their own shapes: keys, restrictions, limits,
 // revocation, unknown models, bad bodies and failing runtimes, and the usage and request log they leave. With the
 // stand-in model of test/fakes (no llama.cpp), so each runtime failure is reached on purpose.
 describe.each(APIS)("the $name API's refusals", (api) => {

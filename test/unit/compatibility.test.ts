@@ -189,17 +189,27 @@ describe("a stack's model id when none is given", () => {
 });
 
 describe("what a stack serves", () => {
-  it("says chat and embeddings for GGUF, vLLM and OpenAI-compatible servers; chat only for MLX and behind an orchestrator", () => {
-    const serves = (p: Partial<StackPlan>) => {
-      const result = checkStack(plan(p));
-      return [result.serves, result.checks.find((c) => c.topic === "endpoint")!.message];
-    };
+  const serves = (p: Partial<StackPlan>) => {
+    const result = checkStack(plan(p));
+    return [result.serves, result.checks.find((c) => c.topic === "endpoint")!.message];
+  };
+  it("says chat and embeddings for GGUF, and rerank too for vLLM and OpenAI-compatible servers (passed through); chat only for MLX and behind an orchestrator", () => {
     expect(serves({ runtime: "gguf" })).toEqual([["chat", "embeddings"], "Reachable through the API as its model id, for chat and embeddings (embeddings from the model's own embedding context)."]);
-    expect(serves({ runtime: "vllm", hardware: h100 })[0]).toEqual(["chat", "embeddings"]);
-    expect(serves({ runtime: "openai" })[0]).toEqual(["chat", "embeddings"]);
+    expect(serves({ runtime: "vllm", hardware: h100 })).toEqual([["chat", "embeddings", "rerank"], "Reachable through the API as its model id, for chat, embeddings and rerank (passed to its server: what its model does not serve, the server refuses)."]);
+    expect(serves({ runtime: "openai" })[0]).toEqual(["chat", "embeddings", "rerank"]);
     expect(serves({ runtime: "mlx", hardware: mac })).toEqual([["chat"], "Reachable through the API as its model id, for chat only (the mlx runtime has no embeddings)."]);
     expect(serves({ runtime: "gguf", orchestrator: "vote" })).toEqual([["chat"], "Reachable through the API as its model id, for chat only (the vote orchestrator answers chats only)."]);
     expect(serves({ runtime: "gguf", harness: "tools" })[0]).toEqual(["chat", "embeddings"]);
+  });
+
+  it("says a reranker answers rerank only (GGUF by its header, vLLM passed through), and that no request reaches one behind an orchestrator or on MLX", () => {
+    const reranker = { weightsBytes: 600 * 1024 ** 2, kvBytesPerToken: 1024, trainContextSize: 8192, rankingModel: true, source: "gguf-header" as const };
+    expect(serves({ runtime: "gguf", model: reranker })).toEqual([["rerank"], "Reachable through the API as its model id, for rerank only (a reranker: chat and embeddings requests are refused)."]);
+    expect(serves({ runtime: "vllm", hardware: h100, model: reranker })[0]).toEqual(["rerank"]);
+    const behind = checkStack(plan({ runtime: "gguf", model: reranker, orchestrator: "vote" }));
+    expect([behind.ok, behind.serves]).toEqual([false, []]);
+    expect(behind.checks.find((c) => c.topic === "endpoint")!.message).toBe("A reranker answers rerank requests only, and the vote orchestrator answers chats only: no request could reach it.");
+    expect(checkStack(plan({ runtime: "mlx", hardware: mac, model: reranker })).checks.find((c) => c.topic === "endpoint")!.message).toBe("A reranker answers rerank requests only, and the mlx runtime has no rerank: no request could reach it.");
   });
 });
 

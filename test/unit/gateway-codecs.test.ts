@@ -253,7 +253,7 @@ describe("the Anthropic column of the error table", () => {
 
 describe("what a prompt reused, in each API's words", () => {
   const usage = { promptTokens: 10, completionTokens: 2, cachedTokens: 6 };
-  const answer = { text: "hi", calls: [], vectors: [], finishReason: "stop" as const, usage };
+  const answer = { text: "hi", calls: [], vectors: [], scores: [], finishReason: "stop" as const, usage };
   it("says the cached tokens: chat's prompt_tokens_details, Responses' input_tokens_details, Messages' cache reads apart from input_tokens", () => {
     const chat = chatCompletionsCodec.answer(chatCompletionsCodec.decode({ model: "m", messages: [{ role: "user", content: "hi" }] }), meta, answer) as { usage: unknown };
     expect(chat.usage).toEqual({ prompt_tokens: 10, completion_tokens: 2, total_tokens: 12, prompt_tokens_details: { cached_tokens: 6 } });

@@ -107,6 +107,7 @@ export class GgufProcessRuntime implements ModelRuntime {
         if (signal?.aborted) continue;
         if (frame.type === "text") yield { type: "text", text: frame.text };
         else if (frame.type === "embedding") yield { type: "embedding", index: frame.index, values: frame.values };
+        else if (frame.type === "score") yield { type: "score", index: frame.index, score: frame.score };
         else yield { type: "toolCall", index: frame.index, id: frame.id, name: frame.name, arguments: frame.arguments };
         owed += frameCost(frame);
         if (owed >= GGUF_WINDOW / 4) {

@@ -1,8 +1,10 @@
-import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel, type Token } from "node-llama-cpp";
-import { isEmbeddingModel, isServiceTier, MAX_EMBED_NUMBERS, MakinaError, runtimeOverheadBytes, type ChatMessage } from "../../../proto/index.js";
+import { LlamaChat, type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type Llama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
+import { isEmbeddingModel, isServiceTier, MakinaError, runtimeOverheadBytes, type ChatMessage } from "../../../proto/index.js";
 import { stoppedBy, type ChatInput, type ChatOptions, type ModelRuntime, type RuntimeEvent } from "../model-runtime.js";
 import { SlotPool } from "../slot-pool.js";
 import { forcedCallWrapper } from "./forced-call-wrapper.js";
+import { GgufEmbedder } from "./gguf-embedder.js";
+import { GgufRanker } from "./gguf-ranker.js";
 import { mergePieces } from "./merge-pieces.js";
 import { ResponseGrammars } from "./json-schema-grammar.js";
 import { paceEvaluation } from "./pace-evaluation.js";
@@ -77,9 +79,6 @@ export async function loadGgufModel(llama: Llama, modelPath: string, options: Gg
   return new GgufRuntime(model, context, options.threads, options.sequenceChoice === "last-freed");
 }
 
-/** The most tokens of context the embedding context holds (a second context beside the chat one: kept small). */
-const EMBED_CONTEXT = 8192;
-
 /** The batch priority of a request's tokens by its tier, when the context's batch is full (node-llama-cpp: 5 first). */
 const EVALUATION_PRIORITY = { priority: 5, default: 4, flex: 3 } as const;
 
@@ -90,19 +89,20 @@ const CALL_VALIDATION_ERRORS = new Set(["LlamaFunctionCallValidationError", "Lla
 export class GgufRuntime implements ModelRuntime {
   private readonly slots: SlotPool<Slot>;
   private readonly all: Slot[] = [];
-  /** What requests run on the model and its contexts (generations, embeddings): {@link close} stops it and waits for it. */
+  /** What requests run on the model and its contexts (generations, embeddings, scores): {@link close} stops it and waits for it. */
   private readonly work = new ModelWork();
   private closing: Promise<void> | undefined;
   private readonly grammars: ResponseGrammars;
   private readonly toolFunctions: ToolFunctions;
   readonly contextSize: number;
   readonly endpoint = "in-process";
-  /** The model's embedding context, made on the first embeddings request (a context of its own, of at most EMBED_CONTEXT tokens). */
-  private embedder: Promise<LlamaEmbeddingContext> | undefined;
-  /** Embeddings requests take the embedding context one after another. */
-  private embedTurn: Promise<void> = Promise.resolve();
+  /** The model's embeddings and a reranker's scores, each from a context of its own made on the first request that needs it. */
+  private readonly embedder: GgufEmbedder;
+  private readonly ranker: GgufRanker;
   /** An embedding model (an encoder, or one with a pooling type): it answers embeddings, and refuses chats. */
   readonly embeddingModel: boolean;
+  /** A reranker (a classification head): it answers rerank requests only. */
+  readonly rankingModel: boolean;
 
   constructor(
     private readonly model: LlamaModel,
@@ -112,7 +112,10 @@ export class GgufRuntime implements ModelRuntime {
     private readonly lastFreed = false,
   ) {
     this.contextSize = context.contextSize;
-    this.embeddingModel = isEmbeddingModel(model.fileInfo.metadata);
+    this.embedder = new GgufEmbedder(model, this.work, context.contextSize, threads);
+    this.ranker = new GgufRanker(model, this.work, context.contextSize, threads);
+    this.rankingModel = this.ranker.ranks;
+    this.embeddingModel = !this.rankingModel && isEmbeddingModel(model.fileInfo.metadata);
     this.grammars = new ResponseGrammars(model.llama);
     this.toolFunctions = new ToolFunctions(model.llama);
     // Resolving the chat wrapper (rendering the model's Jinja template) is synchronous and
@@ -157,7 +160,9 @@ export class GgufRuntime implements ModelRuntime {
     // Canceled by its caller, or stopped by the model's unload.
     const { signal, release } = this.work.join(options.signal);
     try {
-      if (input.embed?.length) yield* this.embed(input, signal);
+      if (input.rerank) yield* this.ranker.rank(input, signal);
+      else if (this.rankingModel) throw new MakinaError("unsupported_parameter", `This stack's model is a reranker: it answers rerank requests (/v1/rerank), not ${input.embed?.length ? "embeddings" : "chats"}.`, { param: "model" });
+      else if (input.embed?.length) yield* this.embedder.embed(input, signal);
       else if (this.embeddingModel) throw new MakinaError("unsupported_parameter", "This stack's model is an embedding model: it answers embeddings (/v1/embeddings), not chats.", { param: "model" });
       else if (input.countOnly) yield* this.count(input, signal);
       else yield* this.generate(input, signal);
@@ -295,71 +300,17 @@ export class GgufRuntime implements ModelRuntime {
   }
 
   /**
-   * An embeddings request: each input's vector (from the model's embedding context, scaled to unit length as
-   * the vendor's are), in order, one event each, so the reader's pace and a cancellation hold between inputs.
-   * Every input is checked before the first is evaluated: a token id past the vocabulary, an input longer than
-   * the context, or a `dimensions` other than the model's own is refused with the input or parameter named.
-   */
-  private async *embed(input: ChatInput, signal: AbortSignal): AsyncGenerator<RuntimeEvent> {
-    const size = this.model.embeddingVectorSize;
-    if (input.dimensions && input.dimensions !== size) {
-      throw new MakinaError("unsupported_parameter", `This model's embeddings have ${size} dimensions and cannot be shortened: leave 'dimensions' out or set it to ${size}.`, { param: "dimensions" });
-    }
-    if (input.embed!.length * size > MAX_EMBED_NUMBERS) {
-      throw new MakinaError("request_too_large", `The vectors of ${input.embed!.length} inputs of this model (${size} numbers each) would hold more than ${MAX_EMBED_NUMBERS} numbers: send fewer inputs in each request.`, { param: "input" });
-    }
-    const vocabulary = vocabularySize(this.model);
-    const contextSize = Math.min(this.contextSize, EMBED_CONTEXT);
-    // Made once, on the first embeddings request; one that could not be made is tried again by the next.
-    this.embedder ??= this.work.use(() => this.model.createEmbeddingContext({ contextSize, threads: this.threads })).catch((err: unknown) => {
-      this.embedder = undefined;
-      this.work.check();
-      throw new MakinaError("runtime_unavailable", "The model's embedding context could not be made (too little memory?).", { cause: err, retryAfterMs: 5000 });
-    });
-    const embedder = await this.embedder;
-    const inputs = input.embed!.map((e, i): Token[] | string => {
-      if (!e.tokens.length) return e.text;
-      const bad = e.tokens.find((t) => t >= vocabulary);
-      if (bad !== undefined) throw new MakinaError("invalid_value", `Invalid 'input[${i}]': token ${bad} is not in this model's vocabulary of ${vocabulary} tokens.`, { param: `input[${i}]` });
-      return e.tokens as Token[];
-    });
-    const lengths = inputs.map((x) => embedder.calculateInputLength(x));
-    lengths.forEach((n, i) => {
-      if (n >= contextSize) throw new MakinaError("context_length_exceeded", `This model's embeddings take at most ${contextSize - 1} tokens an input, but 'input[${i}]' has ${n}. Please shorten it.`, { param: `input[${i}]` });
-    });
-    const promptTokens = lengths.reduce((a, b) => a + b, 0);
-    const previous = this.embedTurn;
-    let done!: () => void;
-    this.embedTurn = new Promise((resolve) => (done = resolve));
-    try {
-      await previous;
-      for (const [index, x] of inputs.entries()) {
-        if (signal.aborted) throw MakinaError.from(signal.reason);
-        const { vector } = await this.work.use(() => embedder.getEmbeddingFor(x));
-        const norm = Math.hypot(...vector) || 1;
-        yield { type: "embedding", index, values: vector.map((v) => v / norm) };
-      }
-    } catch (err) {
-      // Every input counts once the model began them.
-      yield stoppedBy(err, { promptTokens, completionTokens: 0 }, signal);
-      return;
-    } finally {
-      done();
-    }
-    yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
-  }
-
-  /**
    * Unloads the model: the requests running stop (they end `stopped`, canceled if their caller canceled them, else
-   * `runtime_unavailable`), and once every generation and embedding under way has ended, the contexts and the
+   * `runtime_unavailable`), and once every generation, embedding and score under way has ended, the contexts and the
    * model are disposed, so that none touches them disposed. Requests waiting for a sequence are refused at once.
    * Idempotent: a second call resolves with the first.
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
       await this.work.stop();
-      // An embedding context that was never made (or failed) leaves nothing to give back; the model goes either way.
-      await this.embedder?.then((e) => e.dispose()).catch(() => undefined);
+      // An embedding or ranking context that was never made (or failed) leaves nothing to give back; the model goes either way.
+      await this.embedder.dispose();
+      await this.ranker.dispose();
       await this.context.dispose();
       await this.model.dispose();
     })();
@@ -386,10 +337,4 @@ function generationError(failure: unknown): MakinaError {
     return new MakinaError("internal_error", `The model's tool call did not hold to the function's schema: ${failure.message.slice(0, 300)}`, { cause: failure });
   }
   return MakinaError.from(failure);
-}
-
-/** How many tokens the model's vocabulary has (token ids are below it), from its file's metadata. */
-function vocabularySize(model: LlamaModel): number {
-  const tokens = (model.fileInfo.metadata as unknown as { tokenizer?: { ggml?: { tokens?: unknown[] } } }).tokenizer?.ggml?.tokens;
-  return Array.isArray(tokens) ? tokens.length : 2 ** 32;
 }

@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { MakinaError, isErrorCode } from "../../../proto/index.js";
-import type { EmbeddingVector, ToolCallDelta, Usage } from "../../../proto/index.js";
+import type { EmbeddingVector, RerankScore, ToolCallDelta, Usage } from "../../../proto/index.js";
 import type { ChatInput } from "../model-runtime.js";
 
 /**
@@ -17,6 +17,7 @@ import type { ChatInput } from "../model-runtime.js";
  *   process → agent  {type:"text", text}            only against credit
  *                    {type:"toolCall", index, id, name, arguments}   a piece of a tool call, against credit too
  *                    {type:"embedding", index, values}   an input's vector (embeddings request), against credit too
+ *                    {type:"score", index, score}   a document's relevance (rerank request), against credit too
  *                    {type:"end", finishReason, promptTokens, completionTokens}
  *                    {type:"error", code, message, param, retryAfterMs, promptTokens, completionTokens}
  *                    {type:"stopped", promptTokens, completionTokens}   the request canceled, what it used
@@ -49,6 +50,7 @@ export type ProcessFrame =
   | { type: "text"; text: string }
   | ({ type: "toolCall" } & ToolCallDelta)
   | ({ type: "embedding" } & EmbeddingVector)
+  | ({ type: "score" } & RerankScore)
   | ({ type: "end"; finishReason: "stop" | "length" | "tool_calls" } & Usage)
   | ({ type: "error"; code: string; message: string; param: string | null; retryAfterMs: number | null } & Usage)
   | ({ type: "stopped" } & Usage)
@@ -81,10 +83,11 @@ export function frameInterval(baseMs: number, active: number): number {
   return Math.max(baseMs, Math.min(GGUF_MAX_FRAME_MS, (baseMs * active) / 2));
 }
 
-/** What a frame costs of the window: the UTF-8 bytes of its text or call piece, 4 per number of a vector. */
-export function frameCost(frame: { type: "text"; text: string } | ({ type: "toolCall" } & ToolCallDelta) | ({ type: "embedding" } & EmbeddingVector)): number {
+/** What a frame costs of the window: the UTF-8 bytes of its text or call piece, 4 per number of a vector, 8 a score. */
+export function frameCost(frame: { type: "text"; text: string } | ({ type: "toolCall" } & ToolCallDelta) | ({ type: "embedding" } & EmbeddingVector) | ({ type: "score" } & RerankScore)): number {
   if (frame.type === "text") return Buffer.byteLength(frame.text);
   if (frame.type === "toolCall") return frame.id.length + frame.name.length + Buffer.byteLength(frame.arguments);
+  if (frame.type === "score") return 8;
   return frame.values.length * 4;
 }
 

@@ -122,6 +122,10 @@ export class OpenAiServerRuntime implements ModelRuntime {
       yield* this.embed(input, options);
       return;
     }
+    if (input.rerank) {
+      yield* this.rerank(input, options);
+      return;
+    }
     // The relay sends counts only to GGUF stacks: one that reaches a server here is refused, never run as a chat.
     if (input.countOnly) throw new MakinaError("unsupported_parameter", "This runtime cannot count tokens: only a GGUF stack holds its model's tokenizer on the machine.", { param: "model" });
     const body = {
@@ -200,20 +204,8 @@ export class OpenAiServerRuntime implements ModelRuntime {
 
   /** An embeddings request, passed to the server's `/embeddings` as the client sent it (vLLM serves it with a pooling model). */
   private async *embed(input: ChatInput, options: ChatOptions): AsyncGenerator<RuntimeEvent> {
-    const { signal } = options;
     const body = { model: this.o.model, input: input.embed!.map((e) => (e.tokens.length ? e.tokens : e.text)), encoding_format: "float", ...(input.dimensions ? { dimensions: input.dimensions } : {}), ...this.priority(input) };
-    const res = await this.upstream.post("embeddings", JSON.stringify(body), signal).catch((err: unknown) => {
-      if (signal?.aborted) throw MakinaError.from(signal.reason);
-      throw err instanceof MakinaError ? err : new MakinaError("runtime_unavailable", "The runtime's server is not reachable.", { cause: err, retryAfterMs: 5000 });
-    });
-    await refuseUnlessOk(res);
-    let reply: { data?: { index?: number; embedding?: unknown }[]; usage?: { prompt_tokens?: number } };
-    try {
-      reply = JSON.parse(await readText(res)) as typeof reply;
-    } catch (err) {
-      if (signal?.aborted) throw MakinaError.from(signal.reason);
-      throw new MakinaError("runtime_unavailable", "The runtime's server answered embeddings that are not JSON.", { cause: err, retryAfterMs: 5000 });
-    }
+    const reply = await this.postForJson<{ data?: { index?: number; embedding?: unknown }[]; usage?: { prompt_tokens?: number } }>("embeddings", body, "embeddings", options.signal);
     // A server that says no usage is charged as the relay estimates: about 4 characters a token.
     const promptTokens = reply.usage?.prompt_tokens ?? input.embed!.reduce((n, e) => n + (e.tokens.length || Math.ceil(e.text.length / 4)), 0);
     const count = input.embed!.length;
@@ -228,6 +220,44 @@ export class OpenAiServerRuntime implements ModelRuntime {
       yield { type: "embedding", index, values };
     }
     yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
+  }
+
+  /**
+   * A rerank request, passed to the server's `/rerank` (vLLM's and llama.cpp's server's) with every document and
+   * no `top_n`: the relay sorts and cuts what the client asked for.
+   */
+  private async *rerank(input: ChatInput, options: ChatOptions): AsyncGenerator<RuntimeEvent> {
+    const { query, documents } = input.rerank!;
+    const body = { model: this.o.model, query, documents, ...this.priority(input) };
+    const reply = await this.postForJson<{ results?: { index?: unknown; relevance_score?: unknown }[]; usage?: { prompt_tokens?: number; total_tokens?: number } }>("rerank", body, "rerank results", options.signal);
+    // A server that says no usage is charged as the relay estimates: the query read with each document, about 4 characters a token.
+    const promptTokens = reply.usage?.prompt_tokens ?? reply.usage?.total_tokens ?? documents.reduce((n, d) => n + Math.ceil((query.length + d.length) / 4), 0);
+    const scores = new Array<number | undefined>(documents.length);
+    for (const item of Array.isArray(reply.results) ? reply.results : []) {
+      const { index, relevance_score: score } = item ?? {};
+      if (typeof index === "number" && Number.isInteger(index) && index >= 0 && index < documents.length && typeof score === "number" && Number.isFinite(score)) scores[index] = score;
+    }
+    for (let index = 0; index < documents.length; index++) {
+      const score = scores[index];
+      if (score === undefined) return yield stoppedBy(new MakinaError("runtime_unavailable", `The runtime's server answered no score for document ${index}.`, { retryAfterMs: 5000 }), { promptTokens, completionTokens: 0 });
+      yield { type: "score", index, score };
+    }
+    yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
+  }
+
+  /** Posts `body` to one of the server's routes and reads its JSON answer (`what` names it in a refusal). */
+  private async postForJson<T>(path: string, body: unknown, what: string, signal: AbortSignal | undefined): Promise<T> {
+    const res = await this.upstream.post(path, JSON.stringify(body), signal).catch((err: unknown) => {
+      if (signal?.aborted) throw MakinaError.from(signal.reason);
+      throw err instanceof MakinaError ? err : new MakinaError("runtime_unavailable", "The runtime's server is not reachable.", { cause: err, retryAfterMs: 5000 });
+    });
+    await refuseUnlessOk(res);
+    try {
+      return JSON.parse(await readText(res)) as T;
+    } catch (err) {
+      if (signal?.aborted) throw MakinaError.from(signal.reason);
+      throw new MakinaError("runtime_unavailable", `The runtime's server answered ${what} that are not JSON.`, { cause: err, retryAfterMs: 5000 });
+    }
   }
 
   private closed = false;

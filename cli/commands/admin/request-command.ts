@@ -16,7 +16,7 @@ const filters = <T>(b: Argv<T>) =>
     .option("model", { type: "string", describe: "Only requests for this model id" })
     .option("status", { type: "string", describe: "ok, error, 2xx, 4xx, 5xx, or one HTTP status (429)" })
     .option("q", { type: "string", describe: "A request id, or part of a model's name" })
-    .option("api", { type: "string", describe: "Only this API's: chat/completions, embeddings, responses, messages, messages/count_tokens" })
+    .option("api", { type: "string", describe: "Only this API's: chat/completions, embeddings, responses, messages, messages/count_tokens, rerank" })
     .option("service-tier", { type: "string", describe: "Only those served at this service tier: priority, default, flex" });
 
 /** What the filters gave. */

@@ -67,7 +67,7 @@ const describeStack = (s: Stack) =>
     ],
     ["model id", s.has_endpoint ? s.model_id : `${s.model_id} (no endpoint: not reachable through the API)`],
     ...(s.has_endpoint && s.replicas.length ? [["replicas", replicasText(s)] as [string, string]] : []),
-    ["serves", s.compatibility.serves.includes("embeddings") ? "chat and embeddings" : "chat only"],
+    ["serves", servedText(s.compatibility.serves)],
     ["harness", layerLine(s.harness, s.harness_options)],
     ["orchestrator", layerLine(s.orchestrator, s.orchestrator_options)],
     ["context", `${s.max_context === null ? "the machine's default" : `${s.max_context.toLocaleString("en-US")} tokens asked`}${s.context_size ? `; serves ${s.context_size.toLocaleString("en-US")}` : ""}`],
@@ -77,6 +77,12 @@ const describeStack = (s: Stack) =>
   ]);
 
 /** The other stacks serving a stack's model id, and what that means for its requests now. */
+/** The APIs a stack answers, in words: "chat only", "chat and embeddings", "chat, embeddings and rerank", "rerank only". */
+function servedText(serves: Stack["compatibility"]["serves"]): string {
+  if (serves.length === 0) return "nothing (no API reaches its model)";
+  return serves.length === 1 ? `${serves[0]} only` : `${serves.slice(0, -1).join(", ")} and ${serves.at(-1)}`;
+}
+
 function replicasText(s: Stack): string {
   const serving = s.replicas.filter((r) => r.state === "deployed" || r.state === "deploying");
   const names = s.replicas.map((r) => `${r.name} on ${r.machine_id} (${r.state})`).join(", ");

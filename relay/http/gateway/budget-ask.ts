@@ -25,10 +25,10 @@ function promptBound(input: ChatInput, contextSize: number | null): number {
 /**
  * What a budgeted key's request asks of its budgets: its prompt's bound and the completion it may make (its
  * `max_tokens`, else what its model's context leaves), for each step of an orchestrator; and at least its prompt
- * and one token. An embeddings request asks its inputs, whole.
+ * and one token. An embeddings or rerank request asks its inputs, whole.
  */
 export function budgetAsk(input: ChatInput, contextSize: number | null, steps: number, estimatedTokens: number): BudgetAsk {
-  if (input.embed?.length) return { want: estimatedTokens, least: estimatedTokens };
+  if (input.embed?.length || input.rerank) return { want: estimatedTokens, least: estimatedTokens };
   const prompt = promptBound(input, contextSize);
   const completion = input.maxTokens > 0 ? input.maxTokens : contextSize !== null ? Math.max(1, contextSize - prompt) : OPEN_COMPLETION;
   return { want: steps * (prompt + completion), least: steps * (prompt + 1) };
@@ -40,7 +40,7 @@ export function budgetAsk(input: ChatInput, contextSize: number | null, steps: n
  * takes its budgets past what it reserved.
  */
 export function holdToGrant(input: ChatInput, admission: Admission, steps: number, contextSize: number | null): void {
-  if (admission.granted === undefined || input.embed?.length) return;
+  if (admission.granted === undefined || input.embed?.length || input.rerank) return;
   const allowed = Math.max(1, Math.floor(admission.granted / steps) - promptBound(input, contextSize));
   if (input.maxTokens <= 0 || allowed < input.maxTokens) input.maxTokens = allowed;
 }

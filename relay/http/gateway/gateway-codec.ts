@@ -20,6 +20,8 @@ export interface CollectedAnswer {
   calls: ToolCall[];
   /** Of an embeddings request: the vector of each input, by its place. */
   vectors: number[][];
+  /** Of a rerank request: the relevance of each document, by its place. */
+  scores: number[];
   finishReason: FinishReason;
   usage: Usage;
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { MAX_EMBED_INPUTS, MakinaError, type Logger, type TokenEvent, type ToolCall } from "../../../proto/index.js";
+import { MAX_EMBED_INPUTS, MAX_RERANK_DOCUMENTS, MakinaError, type Logger, type TokenEvent, type ToolCall } from "../../../proto/index.js";
 import { admitApiKey, identifyApiKey } from "../../keys/index.js";
 import { LimitRefusal, type Admission, type BudgetAsk, type Limiter, type RefusalBudget } from "../../limits/index.js";
 import type { RelayMetrics } from "../../metrics/index.js";
@@ -79,7 +79,7 @@ const ADMITTED_ELSEWHERE: Admitted = { release: () => undefined };
 
 /**
  * One API's inference endpoint (`POST /v1/chat/completions`, `/v1/embeddings`, `/v1/responses`, `/v1/messages`,
- * `/v1/messages/count_tokens`), streamed and
+ * `/v1/messages/count_tokens`, `/v1/rerank`), streamed and
  * not, as a plain Node handler: the gateway's one path for every API, with the API's codec at its edges. It
  * does its own request id, key check, body reading and error envelope (the same helpers the Express side
  * uses) rather than pass through Express's router and body parser. What the request comes to (its key, its
@@ -175,8 +175,8 @@ async function serve<R extends PlannableRequest>(deps: GatewayDeps, codec: Gatew
     );
     const meta: AnswerMeta = { id: codec.answerId(ids), created: Math.floor(Date.now() / 1000), model, serviceTier: tier };
     // A stack that captures keeps what was asked (cut to its size) and, as it comes, what was answered: of a chat
-    // (embeddings and token counts have no conversation to keep, and are logged without their inputs).
-    if (captureHours !== null && !request.input.embed?.length && !request.input.countOnly) ledger.capturing(request.input.messages, Date.now() + captureHours * 3_600_000);
+    // (embeddings, rerank and token counts have no conversation to keep, and are logged without their inputs).
+    if (captureHours !== null && !request.input.embed?.length && !request.input.rerank && !request.input.countOnly) ledger.capturing(request.input.messages, Date.now() + captureHours * 3_600_000);
     const encoder = streamed ? codec.streamEncoder(request, meta) : undefined;
     // A request sent to a model not loaded waits for its load: for how long, from the machine's word that it is ready.
     const cold = session.loaded?.(stack.id) === false ? performance.now() : undefined;
@@ -242,6 +242,7 @@ async function complete(res: ServerResponse, first: Promise<IteratorResult<Token
     let text = "";
     const calls: ToolCall[] = [];
     const vectors: number[][] = [];
+    const scores: number[] = [];
     for (let next = await first; !next.done; next = await events.next()) {
       const ev = next.value;
       if (ev.type === "text") {
@@ -258,11 +259,15 @@ async function complete(res: ServerResponse, first: Promise<IteratorResult<Token
         if (Number.isInteger(ev.index) && ev.index >= 0 && ev.index < MAX_EMBED_INPUTS) vectors[ev.index] = ev.values;
         continue;
       }
+      if (ev.type === "score") {
+        if (Number.isInteger(ev.index) && ev.index >= 0 && ev.index < MAX_RERANK_DOCUMENTS && Number.isFinite(ev.score)) scores[ev.index] = ev.score;
+        continue;
+      }
       ledger.firstToken();
       const made = calls.filter(Boolean);
       ledger.answerText(text);
       made.forEach((c, i) => ledger.answerToolCall(c.name, c.arguments, i));
-      sendJson(res, 200, render({ text, calls: made, vectors, finishReason: ev.finishReason, usage: ev.usage }));
+      sendJson(res, 200, render({ text, calls: made, vectors, scores, finishReason: ev.finishReason, usage: ev.usage }));
     }
   } finally {
     clearTimeout(timer);
@@ -294,8 +299,8 @@ async function stream(res: ServerResponse, firstPull: Promise<IteratorResult<Tok
       } else if (value.type === "toolCall") {
         ledger.answerToolCall(value.name, value.arguments, value.index);
         frames = encoder.toolCall(value);
-      } else if (value.type === "embedding") {
-        // Embeddings are never streamed: a machine that sends one here has nothing to add to a chat's stream.
+      } else if (value.type === "embedding" || value.type === "score") {
+        // Embeddings and scores are never streamed: a machine that sends one here has nothing to add to a chat's stream.
         frames = "";
       } else {
         await sse.write(encoder.end(value.finishReason, value.usage));

@@ -73,6 +73,7 @@ export const API_WORDS = {
   responses: "Responses",
   messages: "Messages (Anthropic)",
   "messages/count_tokens": "Token count (Anthropic)",
+  rerank: "Rerank",
 } as const satisfies Record<NonNullable<AdminCheckedQuery<"GET /admin/v1/requests">["api"]>, string>;
 
 /** A request's API in words; a dash for one logged before the API was kept. */

@@ -6,6 +6,7 @@ import { useApp } from "../../app-context.js";
 import { Notice } from "../../components/notice.js";
 import { TabList } from "../../components/tab-list.js";
 import { EmbeddingsPanel } from "./embeddings-panel.js";
+import { RerankPanel } from "./rerank-panel.js";
 import { isPlaygroundKeyChange, keepPlaygroundKey, keptPlaygroundKey, PLAYGROUND_KEY_MS, PLAYGROUND_NAME, PLAYGROUND_RPM } from "./playground-key.js";
 
 const MODES = [
@@ -14,7 +15,7 @@ const MODES = [
 ] as const;
 
 /**
- * A chat box (and, for a stack that serves embeddings, two texts to compare) that talks to the stack through the real gateway path
+ * A chat box (and, for a stack that serves embeddings, two texts to compare; for a reranker, documents to rank) that talks to the stack through the real gateway path
  * (`/v1/chat/completions`, streamed) with an API key restricted to this stack:
  * one the user creates here or pastes. The playground's own key is one per person and stack, shared by every tab
  * of this browser, limited and working for a day; a new one revokes the one before.
@@ -119,7 +120,11 @@ export function Playground({ stack }: { stack: Stack }) {
       ) : (
         <>
           {!chats ? (
-            <EmbeddingsPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={() => rememberKey("")} />
+            embeds ? (
+              <EmbeddingsPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={() => rememberKey("")} />
+            ) : (
+              <RerankPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={() => rememberKey("")} />
+            )
           ) : embeds ? (
             <TabList id="playground" label="What to try" tabs={MODES} value={mode} onChange={setMode}>
               {mode === "chat" ? chat : <EmbeddingsPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={() => rememberKey("")} />}

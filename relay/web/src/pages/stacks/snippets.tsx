@@ -16,13 +16,53 @@ const APIS = [
   { value: "embeddings", label: "Embeddings" },
   { value: "responses", label: "Responses" },
   { value: "messages", label: "Anthropic Messages" },
+  { value: "rerank", label: "Rerank" },
 ] as const;
 
 type Api = (typeof APIS)[number]["value"];
 
+/** Rerank calls: no vendor SDK takes a base URL for it, so plain HTTP (vLLM's, Jina's and Cohere's shape). */
+function rerankSnippets(m: string, b: string, shellModel: string): Record<Language, string> {
+  const url = JSON.stringify(`${b.slice(1, -1)}/rerank`);
+  return {
+    curl: `curl ${b.slice(1, -1)}/rerank \\
+  -H "Authorization: Bearer $MAKINA_API_KEY" \\
+  -H "Content-Type: application/json" \\
+  -d '{"model": ${shellModel}, "query": "What is a GPU?", "documents": ["A GPU renders graphics and runs models.", "Bread is baked from flour."], "top_n": 1}'`,
+    python: `import os
+
+import requests
+
+reply = requests.post(
+    ${url},
+    headers={"Authorization": f"Bearer {os.environ['MAKINA_API_KEY']}"},
+    json={
+        "model": ${m},
+        "query": "What is a GPU?",
+        "documents": ["A GPU renders graphics and runs models.", "Bread is baked from flour."],
+        "top_n": 1,
+    },
+)
+print(reply.json()["results"])`,
+    javascript: `const reply = await fetch(${url}, {
+  method: "POST",
+  headers: { Authorization: \`Bearer \${process.env.MAKINA_API_KEY}\`, "Content-Type": "application/json" },
+  body: JSON.stringify({
+    model: ${m},
+    query: "What is a GPU?",
+    documents: ["A GPU renders graphics and runs models.", "Bread is baked from flour."],
+    top_n: 1,
+  }),
+});
+console.log((await reply.json()).results);`,
+  };
+}
+
 /** Each API's call of a model, in each language: `m` is the model id and `b` the base URL, both as string literals. */
 function snippetsOf(api: Api, m: string, b: string, origin: string, shellModel: string): Record<Language, string> {
   switch (api) {
+    case "rerank":
+      return rerankSnippets(m, b, shellModel);
     case "chat":
       return {
         curl: `curl ${b.slice(1, -1)}/chat/completions \\
@@ -121,7 +161,7 @@ console.log(message.content[0].text);`,
 export function Snippets({ stack }: { stack: Stack }) {
   const [language, setLanguage] = useState<Language>("curl");
   const serves = stack.compatibility.serves;
-  const apis = APIS.filter((a) => (a.value === "embeddings" ? serves.includes("embeddings") : serves.includes("chat")));
+  const apis = APIS.filter((a) => (a.value === "embeddings" || a.value === "rerank" ? serves.includes(a.value) : serves.includes("chat")));
   const [chosen, setApi] = useState<Api>(apis[0]?.value ?? "chat");
   const api = apis.some((a) => a.value === chosen) ? chosen : (apis[0]?.value ?? "chat");
   // Pasted as a string literal each language reads as it is (JSON's is Python's and JavaScript's too), and in
@@ -140,7 +180,13 @@ export function Snippets({ stack }: { stack: Stack }) {
       </TabList>
       <p class="hint">
         Set MAKINA_API_KEY to a key from the API keys page. Nothing else changes from the vendor's SDK
-        {serves.includes("embeddings") ? (serves.includes("chat") ? "." : ". Its model is an embedding model: it answers embeddings only.") : ". This stack answers chats only: it has no embeddings."}
+        {serves.includes("chat")
+          ? serves.includes("embeddings")
+            ? "."
+            : ". This stack answers chats only: it has no embeddings."
+          : serves.includes("rerank")
+            ? ". Its model is a reranker: it answers rerank requests only (the shape vLLM, Jina and Cohere clients send)."
+            : ". Its model is an embedding model: it answers embeddings only."}
       </p>
     </section>
   );
