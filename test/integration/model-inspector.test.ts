@@ -35,7 +35,7 @@ describe("what the Forge knows of a model before it is pulled", () => {
   it("reads a remote GGUF file's header with node-llama-cpp: size, KV cache per token and trained context", async () => {
     const inspector = new ModelInspector({ hubEndpoint: origin });
     const facts = await inspector.facts("hf:karpathy/tinyllamas@v1/stories260K.gguf");
-    expect(facts).toEqual({ weightsBytes: 1_171_200, kvBytesPerToken: expect.any(Number), trainContextSize: 2048, embeddingModel: false, source: "gguf-header" });
+    expect(facts).toEqual({ weightsBytes: 1_171_200, kvBytesPerToken: expect.any(Number), trainContextSize: 2048, embeddingModel: false, rankingModel: false, source: "gguf-header" });
     expect(facts.kvBytesPerToken).toBeGreaterThan(0);
     expect(requests.every((r) => r.url === "/karpathy/tinyllamas/resolve/v1/stories260K.gguf")).toBe(true);
     // Remembered: asking again reads nothing, and the stack views see it without a read.

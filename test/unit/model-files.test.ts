@@ -14,7 +14,7 @@ describe("looking for model files on machines", () => {
       "/models/dir": async () => Promise.reject(new MakinaError("invalid_value", "/models/dir is a directory on this machine; the GGUF runtime needs a .gguf file.")),
     };
     const files = new ModelFiles((_machine, step) => answers[step.ref]!());
-    expect(await files.check("mach_1", "gguf", "/models/m.gguf")).toEqual({ usable: true, facts: { weightsBytes: 4_000_000, kvBytesPerToken: 2048, trainContextSize: 2048, embeddingModel: false, source: "machine" } });
+    expect(await files.check("mach_1", "gguf", "/models/m.gguf")).toEqual({ usable: true, facts: { weightsBytes: 4_000_000, kvBytesPerToken: 2048, trainContextSize: 2048, embeddingModel: false, rankingModel: false, source: "machine" } });
     expect(await files.check("mach_1", "gguf", "/models/none.gguf")).toEqual({ usable: false, reason: "There is no file at /models/none.gguf on this machine." });
     expect(await files.check("mach_1", "gguf", "/models/dir")).toMatchObject({ usable: false, reason: expect.stringContaining("is a directory") });
   });

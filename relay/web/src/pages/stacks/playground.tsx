@@ -120,11 +120,7 @@ export function Playground({ stack }: { stack: Stack }) {
       ) : (
         <>
           {!chats ? (
-            embeds ? (
-              <EmbeddingsPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={() => rememberKey("")} />
-            ) : (
-              <RerankPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={() => rememberKey("")} />
-            )
+            <ScoringPanel stack={stack} apiKey={apiKey} onUnauthorized={() => rememberKey("")} />
           ) : embeds ? (
             <TabList id="playground" label="What to try" tabs={MODES} value={mode} onChange={setMode}>
               {mode === "chat" ? chat : <EmbeddingsPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={() => rememberKey("")} />}
@@ -141,6 +137,15 @@ export function Playground({ stack }: { stack: Stack }) {
         </>
       )}
     </section>
+  );
+}
+
+/** What to try on a stack that answers no chat: two texts to compare (an embedding model), or documents to rank (a reranker). */
+function ScoringPanel({ stack, apiKey, onUnauthorized }: { stack: Stack; apiKey: string; onUnauthorized: () => void }) {
+  return stack.compatibility.serves.includes("embeddings") ? (
+    <EmbeddingsPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={onUnauthorized} />
+  ) : (
+    <RerankPanel apiKey={apiKey} model={stack.model_id} onUnauthorized={onUnauthorized} />
   );
 }
 
