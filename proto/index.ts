@@ -8,6 +8,7 @@ export { RUNTIME_CAPABILITIES, honouredParameters, harnessHonouring, RUNTIME_LAY
 export { LAYER_OPTIONS, validateLayerOptions, orchestratorSteps, DEFAULT_REFINE_ROUNDS, DEFAULT_VOTE_SAMPLES, type LayerOptionSpec, type LayerOptionValue, type RouteRule } from "./runtimes/layer-options.js";
 export { compileRoutePattern, routePatternFound, ROUTE_PATTERN_TEXT_CHARS, ROUTER_PATTERNS_MAX_PROGRAM, type RoutePattern } from "./runtimes/route-pattern.js";
 export { parseHfRef, hfResolveUrl, type HfRef } from "./models/hf-ref.js";
+export { MOST_SPLIT_PARTS, splitPartNames, splitPartUrls } from "./models/gguf-split.js";
 export { ggufFacts, isEmbeddingModel, isRankingModel, type GgufFacts } from "./models/gguf-facts.js";
 export { memoryNeed, runtimeOverheadBytes, sizeInWords, type MemoryNeed } from "./models/memory-need.js";
 export { bodyText, serverSentEvents, ServerSentEventParser, type ServerSentEvent } from "./sse/index.js";

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { MakinaError, type Logger } from "../../proto/index.js";
+import { link, mkdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { MakinaError, splitPartNames, splitPartUrls, type Logger } from "../../proto/index.js";
 import { downloadFile, type DownloadProgress } from "./download.js";
 import type { Resolve } from "./redirect-policy.js";
 import { DEFAULT_HF_ENDPOINT, parseModelRef } from "./model-ref.js";
@@ -50,7 +50,9 @@ export interface ModelStoreOptions {
  * bytes land in a partial file that survives interruptions (the next attempt
  * resumes it), and the finished file is renamed atomically into place, so a
  * half-written file is never taken for a model. Concurrent pulls of one URL
- * share one download.
+ * share one download. A split GGUF model (named by its first part, `…-00001-of-00003.gguf`) is pulled part by part
+ * into the cache, and served from a directory of links named as llama.cpp looks for them (`models/split-<sha256 of
+ * the first part>/`): its digest is the first part's, its size all of theirs.
  */
 export class ModelStore {
   private readonly dir: string;
@@ -79,6 +81,14 @@ export class ModelStore {
     if (source.kind === "file") {
       const info = await stat(source.path).catch(() => undefined);
       if (!info?.isFile()) throw new MakinaError("not_found", `Model file not found: ${source.path}`);
+      // llama.cpp reads a split model's other parts beside its first: they must be there, and count in its size.
+      const others = splitPartNames(source.path)?.slice(1) ?? [];
+      let sizeBytes = info.size;
+      for (const part of others) {
+        const partInfo = await stat(part).catch(() => undefined);
+        if (!partInfo?.isFile()) throw new MakinaError("not_found", `Model file not found: ${part} (a part of the split model ${source.path}).`);
+        sizeBytes += partInfo.size;
+      }
       // A file hashed before and unchanged since (same size and modification time) is not read again:
       // a reconnect or a restart costs a stat, not minutes of hashing gigabytes.
       const known = await this.knownDigest(source.path, info);
@@ -87,8 +97,45 @@ export class ModelStore {
       if (options.expectedSha256 && options.expectedSha256 !== sha256) {
         throw new MakinaError("invalid_value", `The model file ${source.path} has sha256 ${sha256}, expected ${options.expectedSha256}.`);
       }
-      return { path: source.path, sha256, sizeBytes: info.size };
+      return { path: source.path, sha256, sizeBytes };
     }
+    const parts = splitPartUrls(source.url);
+    return parts ? this.pullSplit(parts, options) : this.pullUrl(source.url, options);
+  }
+
+  /**
+   * Every part of a split model, one after another (the first checked against a pinned digest), linked under the names
+   * llama.cpp finds them by. Progress counts the parts before and estimates those after as large as the current one.
+   */
+  private async pullSplit(urls: string[], options: PullOptions): Promise<LocalModel> {
+    const pulled: LocalModel[] = [];
+    let before = 0;
+    for (const [i, url] of urls.entries()) {
+      const onProgress = options.onProgress && ((p: DownloadProgress) => {
+        const totalBytes = p.totalBytes && before + p.totalBytes * (urls.length - i);
+        const doneBytes = before + p.doneBytes;
+        options.onProgress!({ ...p, doneBytes, totalBytes, etaSeconds: totalBytes && p.bytesPerSecond ? Math.ceil((totalBytes - doneBytes) / p.bytesPerSecond) : 0 });
+      });
+      const part = await this.pullUrl(url, { signal: options.signal, expectedSha256: i === 0 ? options.expectedSha256 : undefined, onProgress });
+      pulled.push(part);
+      before += part.sizeBytes;
+    }
+    const dir = join(this.dir, `split-${pulled[0]!.sha256}`);
+    await mkdir(dir, { recursive: true });
+    const names = urls.map((u) => basename(decodeURIComponent(new URL(u).pathname)));
+    for (const [i, part] of pulled.entries()) {
+      // Made again each pull: a part the server replaced since is linked as it is now.
+      const target = join(dir, names[i]!);
+      await rm(target, { force: true });
+      // A hard link where the file system has them; else a symbolic one.
+      await link(part.path, target).catch(() => symlink(part.path, target));
+    }
+    return { path: join(dir, names[0]!), sha256: pulled[0]!.sha256, sizeBytes: before };
+  }
+
+  /** One file from a URL: from the cache, or downloaded into it (one download shared by the pulls asking meanwhile). */
+  private async pullUrl(url: string, options: PullOptions): Promise<LocalModel> {
+    const source = { url };
     const cached = await this.lookup(source.url);
     if (cached) {
       if (options.expectedSha256 && options.expectedSha256 !== cached.sha256) {

@@ -1,6 +1,6 @@
 import { MakinaError } from "../../proto/index.js";
 import type { Actor } from "../auth/index.js";
-import type { Compatibility, HubFile, HubRepo, HubRepoFiles } from "../admin-contract/index.js";
+import type { HubFile, HubRepo, HubRepoFiles } from "../admin-contract/index.js";
 import type { ControlContext } from "./control-context.js";
 import type { Stacks } from "./stacks.js";
 
@@ -34,8 +34,9 @@ export class Hub {
     const judged = await Promise.all(
       files.slice(0, MOST_FILES).map(async (file): Promise<HubFile> => {
         const model = `hf:${repo.id}/${file.path}`;
-        const verdicts = file.parts > 1 ? machines.map(() => splitRefused(file.parts)) : await this.stacks.checkEach(org.id, { runtime: "gguf", model }, machines);
-        const compatibility = !chosen ? null : file.parts > 1 ? splitRefused(file.parts) : (verdicts[machines.findIndex((m) => m.id === chosen.id)] ?? (await this.stacks.checkEach(org.id, { runtime: "gguf", model }, [chosen]))[0]!);
+        // A split file is named by its first part: the agent pulls every part, and its headers are read together.
+        const verdicts = await this.stacks.checkEach(org.id, { runtime: "gguf", model }, machines);
+        const compatibility = !chosen ? null : (verdicts[machines.findIndex((m) => m.id === chosen.id)] ?? (await this.stacks.checkEach(org.id, { runtime: "gguf", model }, [chosen]))[0]!);
         return { path: file.path, model, quantization: file.quantization, size_bytes: file.sizeBytes, parts: file.parts, compatibility, fits: { machines: verdicts.filter((v) => v.ok === true).length, of: machines.length } };
       }),
     );
@@ -47,10 +48,5 @@ export class Hub {
     if (!hub) throw new MakinaError("hub_unavailable", "This relay searches no model hub.", { retryAfterMs: 60_000 });
     return hub;
   }
-}
-
-/** A split file cannot be pulled as one yet: the GGUF runtime pulls one file. */
-function splitRefused(parts: number): Compatibility {
-  return { ok: false, serves: [], checks: [{ topic: "format", level: "fail", param: "model", message: `This model is split into ${parts} files, and the GGUF runtime pulls one file: choose a quantization in one file.` }] };
 }
 

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getPublicHttps, ggufFacts, hfResolveUrl, KeptAnswers, MinuteQuota, parseHfRef, Slots, type PublicHttpsOptions } from "../../proto/index.js";
+import { getPublicHttps, ggufFacts, hfResolveUrl, KeptAnswers, MinuteQuota, parseHfRef, Slots, splitPartNames, splitPartUrls, type PublicHttpsOptions } from "../../proto/index.js";
 import { findCatalogModel, UNKNOWN_MODEL, type ModelFacts } from "../compatibility/index.js";
 
 /** Reads what the compatibility rules need from a GGUF file's header at a URL. */
@@ -42,17 +42,24 @@ export function readGgufHeaderOverPublicHttps(options: Omit<PublicHttpsOptions, 
   const { reads = HEADER_READS, ...policy } = options;
   return async (url, signal) => {
     const { readGgufFileInfo } = await import("node-llama-cpp");
+    // A split model's parts each hold their tensors' infos: all are read, into files named as node-llama-cpp finds them.
+    const parts = splitPartUrls(url) ?? [url];
+    if (parts.length > MOST_HEADER_PARTS) throw new Error(`A model split into ${parts.length} parts is not judged from its headers.`);
     const dir = await mkdtemp(join(tmpdir(), "makina-header-"));
     try {
       for (const size of reads) {
-        const { body: bytes } = await getPublicHttps(url, { ...policy, range: [0, size - 1], signal });
-        const file = join(dir, "head.gguf");
-        await writeFile(file, bytes);
+        const files = splitPartNames(join(dir, `head-00001-of-${String(parts.length).padStart(5, "0")}.gguf`)) ?? [join(dir, "head.gguf")];
+        let short = true;
+        for (const [i, part] of parts.entries()) {
+          const { body: bytes } = await getPublicHttps(part, { ...policy, range: [0, size - 1], signal });
+          if (bytes.length >= size) short = false;
+          await writeFile(files[i]!, bytes);
+        }
         try {
-          return await factsOf(await readGgufFileInfo(file, { sourceType: "filesystem", logWarnings: false, signal }));
+          return await factsOf(await readGgufFileInfo(files[0]!, { sourceType: "filesystem", logWarnings: false, signal }));
         } catch (err) {
-          // The whole file was read: the header itself is wrong. Otherwise it may go on past what was read.
-          if (bytes.length < size || size === reads.at(-1)) throw err;
+          // Every file was read whole: the header itself is wrong. Otherwise it may go on past what was read.
+          if (short || size === reads.at(-1)) throw err;
         }
       }
       throw new Error("unreachable");
@@ -61,6 +68,9 @@ export function readGgufHeaderOverPublicHttps(options: Omit<PublicHttpsOptions, 
     }
   };
 }
+
+/** The most parts of a split model whose headers are read from a URL (each part's first MiB at least). */
+const MOST_HEADER_PARTS = 16;
 
 /** Options of {@link ModelInspector}. */
 export interface ModelInspectorOptions {

@@ -126,3 +126,50 @@ export function writeGgufWithUint32(source: string, target: string, key: string,
   const kvs = [...parts.kvs.map((k) => k.bytes), ggufEntry(key, { u32: value })];
   writeFileSync(target, ggufFile(kvs, parts.tensorCount, parts.tensorInfos, parts.data, parts.alignment, parts.version));
 }
+
+/** One metadata entry of a type llama.cpp's split keys have: a uint16 or an int32. */
+function ggufNumber(key: string, type: "u16" | "i32", value: number): Buffer {
+  const body = Buffer.alloc(type === "u16" ? 2 : 4);
+  if (type === "u16") body.writeUInt16LE(value);
+  else body.writeInt32LE(value);
+  const t = Buffer.alloc(4);
+  t.writeUInt32LE(type === "u16" ? UINT16 : INT32);
+  return Buffer.concat([ggufString(key), t, body]);
+}
+
+/**
+ * Writes a GGUF model as llama.cpp's gguf-split does, in two parts (`<stem>-00001-of-00002.gguf` and `-00002-of-…`):
+ * the first with the model's metadata and the first half of its tensors, the second with the rest; each says its
+ * number (`split.no`), the parts' count and the tensors' count. llama.cpp loads it from the first part's path.
+ * Returns the two paths.
+ */
+export function writeSplitGguf(source: string, stem: string): [string, string] {
+  const parts = readGgufParts(readFileSync(source), source);
+  // Each tensor's info: its name, dimensions, type and offset in the data.
+  const infos: { bytes: Buffer; offset: number }[] = [];
+  let at = 0;
+  for (let i = 0; i < parts.tensorCount; i++) {
+    const start = at;
+    const nameLength = Number(parts.tensorInfos.readBigUInt64LE(at));
+    at += 8 + nameLength;
+    const dims = parts.tensorInfos.readUInt32LE(at);
+    at += 4 + dims * 8 + 4;
+    const offset = Number(parts.tensorInfos.readBigUInt64LE(at));
+    at += 8;
+    infos.push({ bytes: parts.tensorInfos.subarray(start, at), offset });
+  }
+  const half = Math.ceil(infos.length / 2);
+  const [first, second] = [infos.slice(0, half), infos.slice(half)];
+  const cut = second[0]!.offset;
+  // The second part's offsets count from its own data (aligned, as the cut is).
+  const moved = second.map(({ bytes, offset }) => {
+    const copy = Buffer.from(bytes);
+    copy.writeBigUInt64LE(BigInt(offset - cut), copy.length - 8);
+    return copy;
+  });
+  const split = (no: number, tensors: number) => [ggufNumber("split.no", "u16", no), ggufNumber("split.count", "u16", 2), ggufNumber("split.tensors.count", "i32", tensors)];
+  const paths: [string, string] = [`${stem}-00001-of-00002.gguf`, `${stem}-00002-of-00002.gguf`];
+  writeFileSync(paths[0], ggufFile([...parts.kvs.map((k) => k.bytes), ...split(0, infos.length)], first.length, Buffer.concat(first.map((f) => f.bytes)), parts.data.subarray(0, cut), parts.alignment, parts.version));
+  writeFileSync(paths[1], ggufFile([ggufEntry("general.alignment", { u32: parts.alignment }), ...split(1, infos.length)], second.length, Buffer.concat(moved), parts.data.subarray(cut), parts.alignment, parts.version));
+  return paths;
+}

@@ -116,9 +116,10 @@ describe("searching the model hub from the Forge", () => {
     expect(f32!.compatibility).toMatchObject({ ok: true, serves: expect.arrayContaining(["chat"]) });
     expect(f32!.compatibility!.checks.find((c) => c.topic === "memory")?.message).toMatch(/MiB|GiB/);
     expect(f32!.fits).toEqual({ machines: 1, of: 2 });
-    // A split file is said not to be pulled as one.
-    expect(split!.compatibility).toMatchObject({ ok: false, checks: [expect.objectContaining({ level: "fail", message: expect.stringContaining("split into 2 files") })] });
-    expect(split!.fits).toEqual({ machines: 0, of: 2 });
+    // A split file is judged as one model: the agent pulls every part (split-model.test.ts), and the headers of both
+    // parts are read together.
+    expect(split!.compatibility).toMatchObject({ ok: true });
+    expect(split!.fits).toEqual({ machines: 1, of: 2 });
     // The files' headers were read with ranged requests, never whole.
     const reads = asked.filter((a) => a.path.includes("/resolve/main/"));
     expect(reads.length).toBeGreaterThan(0);
@@ -153,7 +154,7 @@ describe("searching the model hub from the Forge", () => {
       await expect.poll(() => table.locator("li").count()).toBe(3);
       const q8 = table.locator("li", { hasText: "stories260K.Q8_0.gguf" });
       expect(await q8.innerText()).toMatch(/Q8_0 · 1\.1 MiB · fits on 1 of 2 machines\s+This machine: Fits/);
-      expect(await table.locator("li", { hasText: "00001-of-00002" }).getByRole("button", { name: /^Use/ }).isDisabled()).toBe(true);
+      expect(await table.locator("li", { hasText: "00001-of-00002" }).innerText()).toMatch(/Q4_K_M · 1\.1 MiB in 2 parts · fits on 1 of 2 machines/);
       await page.screenshot({ path: join(REPO_ROOT, "test-output", "screenshots", "forge-hub-search.png") });
       // As a phone in the dark shows it: nothing runs past the screen's width.
       await page.emulateMedia({ colorScheme: "dark" });
@@ -177,7 +178,7 @@ describe("searching the model hub from the Forge", () => {
     const files = await runCli(["admin", "hub", "files", "tiny-org/stories-GGUF", "--machine", gw.machineId, "--org", gw.orgId, "--data-dir", gw.dataDir]);
     expect(files.code).toBe(0);
     expect(files.stdout).toMatch(/hf:tiny-org\/stories-GGUF\/stories260K\.Q8_0\.gguf\s+Q8_0\s+\S+ \S+\s+fits\s+1 of 2 machines/);
-    expect(files.stdout).toMatch(/Q4_K_M .* no: This model is split into 2 files/);
+    expect(files.stdout).toMatch(/Q4_K_M\s+1\.1 MiB \(2 parts\)\s+fits/);
     const bad = await runCli(["admin", "hub", "files", "just-a-name", "--data-dir", gw.dataDir]);
     expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining("owner/name")]);
   });

@@ -1,11 +1,14 @@
-import { readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addressClass } from "../../proto/index.js";
 import { ModelInspector, readGgufHeaderOverPublicHttps } from "../../relay/control/index.js";
 import { operatorCertificates, type OperatorCertificates } from "../helpers/certificates.js";
+import { writeSplitGguf } from "../helpers/gguf-metadata.js";
 import { testModelPath } from "../helpers/models.js";
 
 // A local HTTP server stands in for Hugging Face and for any https:// host (nothing outside can be reached here).
@@ -78,6 +81,9 @@ describe("what the Forge knows of a model before it is pulled", () => {
     const allowed = (a: string) => a === "127.0.0.1" || addressClass(a) === "public";
     /** A URL on the stand-in's port (the name resolving to it). */
     const at = (host: string, path: string) => `https://${host}:${(secure.address() as AddressInfo).port}${path}`;
+    // The test model split in two as llama.cpp's gguf-split writes it.
+    const splitDir = mkdtempSync(join(tmpdir(), "makina-inspect-split-"));
+    const splitParts = Object.fromEntries(writeSplitGguf(testModelPath(), join(splitDir, "stories")).map((p) => [basename(p), readFileSync(p)]));
     const inspector = (reads?: number[]) =>
       new ModelInspector({ hubEndpoint: origin, readDirect: readGgufHeaderOverPublicHttps({ resolve, allowed, ca: readFileSync(certs.ca), reads }) });
 
@@ -93,15 +99,26 @@ describe("what the Forge knows of a model before it is pulled", () => {
         };
         const to = redirects[req.url!];
         if (to) return void res.writeHead(302, { location: to }).end();
+        // A split model's parts, by their names.
+        const body = req.url!.startsWith("/split/") ? splitParts[req.url!.slice("/split/".length)] : file;
+        if (!body) return void res.writeHead(404).end();
         const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "")!;
-        const end = Math.min(file.length - 1, Number(m[2]));
-        res.writeHead(206, { "content-range": `bytes ${m[1]}-${end}/${file.length}` }).end(file.subarray(Number(m[1]), end + 1));
+        const end = Math.min(body.length - 1, Number(m[2]));
+        res.writeHead(206, { "content-range": `bytes ${m[1]}-${end}/${body.length}` }).end(body.subarray(Number(m[1]), end + 1));
       });
       await new Promise<void>((r) => secure.listen(0, "127.0.0.1", r));
     });
     afterAll(async () => {
       await new Promise((r) => secure.close(r));
       rmSync(certs.dir, { recursive: true, force: true });
+    });
+
+    it("reads every part's header of a split model named by its first part: the model's whole size", async () => {
+      hits.length = 0;
+      const facts = await inspector().facts(at("models.example", "/split/stories-00001-of-00002.gguf"), "org_a");
+      expect(facts).toMatchObject({ weightsBytes: 1_171_200, trainContextSize: 2048, source: "gguf-header" });
+      expect(hits.map((h) => h.path).sort()).toEqual(["/split/stories-00001-of-00002.gguf", "/split/stories-00002-of-00002.gguf"]);
+      hits.length = 0;
     });
 
     it("reads the header over https from a public host, following its redirects to public https hosts", async () => {

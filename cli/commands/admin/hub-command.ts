@@ -53,7 +53,7 @@ export const hubCommand: CommandModule = {
               ? `${r.repo.id} has no GGUF file.`
               : table(
                   ["MODEL", "QUANT", "SIZE", ...(r.machine ? ["ON THE MACHINE"] : []), "FITS ON"],
-                  r.files.map((f) => [f.model, f.quantization ?? "-", f.size_bytes === null ? "-" : humanBytes(f.size_bytes), ...(r.machine ? [verdict(f)] : []), `${f.fits.machines} of ${f.fits.of} machines`]),
+                  r.files.map((f) => [f.model, f.quantization ?? "-", `${f.size_bytes === null ? "-" : humanBytes(f.size_bytes)}${f.parts > 1 ? ` (${f.parts} parts)` : ""}`, ...(r.machine ? [verdict(f)] : []), `${f.fits.machines} of ${f.fits.of} machines`]),
                 ),
           );
         },

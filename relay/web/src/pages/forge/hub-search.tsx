@@ -69,11 +69,12 @@ export function HubSearch({ runtime, machine, onPick }: { runtime: RuntimeKind; 
                 <div>
                   <strong>{f.path}</strong>
                   <div class="muted small">
-                    {f.quantization ?? "—"} · {formatBytes(f.size_bytes)} · fits on {f.fits.machines} of {f.fits.of} machines
+                    {f.quantization ?? "—"} · {formatBytes(f.size_bytes)}
+                    {f.parts > 1 ? ` in ${f.parts} parts` : ""} · fits on {f.fits.machines} of {f.fits.of} machines
                   </div>
                   {f.compatibility && <div class="small">This machine: {verdictText(f)}</div>}
                 </div>
-                <button type="button" class="button small secondary" onClick={() => onPick(f.model)} disabled={f.parts > 1} aria-label={`Use ${f.path}`}>
+                <button type="button" class="button small secondary" onClick={() => onPick(f.model)} aria-label={`Use ${f.path}`}>
                   Use
                 </button>
               </li>

@@ -1,4 +1,4 @@
-import { MakinaError } from "../../proto/index.js";
+import { MakinaError } from "../errors/index.js";
 
 /** How llama.cpp names the parts of a split GGUF model: `name-00001-of-00003.gguf`. */
 const SPLIT_PART = /-(\d{5})-of-(\d{5})\.gguf$/i;
