@@ -9,7 +9,7 @@ export { LAYER_OPTIONS, validateLayerOptions, orchestratorSteps, DEFAULT_REFINE_
 export { compileRoutePattern, routePatternFound, ROUTE_PATTERN_TEXT_CHARS, ROUTER_PATTERNS_MAX_PROGRAM, type RoutePattern } from "./runtimes/route-pattern.js";
 export { parseHfRef, hfResolveUrl, type HfRef } from "./models/hf-ref.js";
 export { MOST_SPLIT_PARTS, splitPartNames, splitPartUrls } from "./models/gguf-split.js";
-export { ggufFacts, isEmbeddingModel, isRankingModel, type GgufFacts } from "./models/gguf-facts.js";
+export { ggufFacts, isEmbeddingModel, type GgufFacts } from "./models/gguf-facts.js";
 export { memoryNeed, runtimeOverheadBytes, sizeInWords, type MemoryNeed } from "./models/memory-need.js";
 export { bodyText, serverSentEvents, ServerSentEventParser, type ServerSentEvent } from "./sse/index.js";
 export { addressClass, type AddressClass } from "./net/address-class.js";

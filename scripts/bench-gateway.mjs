@@ -5,6 +5,8 @@
 // agent → stand-in, an `openai`-kind stack), in interleaved rounds, at concurrency 1, 16 and 64,
 // non-streamed and streamed. The gateway runs as one process (relay and agent together, as `makina up`)
 // and as two (relay, agent). CPU per request comes from the scheduler (bench-children.mjs cpuMs) for the gateway's processes.
+// The floor (issue 47): a bare node:http pass-through proxy (scripts/bench/bare-proxy.mjs) in front of the same
+// stand-in, measured in the same rounds; each of the gateway's figures is also given as a ratio to the floor's.
 // Knobs: MAKINA_BENCH_SECONDS (per round, default 3), MAKINA_BENCH_CHUNKS (streamed chunks, default 16),
 // MAKINA_BENCH_MODES (one,separate), MAKINA_BENCH_JSON (also write the results there as JSON),
 // MAKINA_BENCH_PEER=1 (also measure Portkey's open-source Node gateway doing the same job; install it first
@@ -69,6 +71,8 @@ async function sequential(url, key, n = 300) {
 
 const { msg: standin, child: standinChild } = await start("scripts/bench/instant-openai-server.mjs", ["0", String(chunks)], "port");
 const direct = `http://127.0.0.1:${standin.port}`;
+const { msg: floorMsg, child: floorChild } = await start("scripts/bench/bare-proxy.mjs", [direct], "port");
+const floor = `http://127.0.0.1:${floorMsg.port}`;
 const results = { machine: `${cpus()[0]?.model ?? "?"}, ${availableParallelism()} CPUs`, node: process.version, seconds, chunks, modes: {} };
 
 for (const mode of modes) {
@@ -89,20 +93,24 @@ for (const mode of modes) {
   const rows = [];
   for (const stream of [false, true]) {
     for (const c of [1, 16, 64]) {
-      // Interleaved: the stand-in alone, then through the gateway, then with a rate-limited key, then with a budgeted one.
+      // Interleaved: the stand-in alone, through the bare proxy, then through the gateway, then with a rate-limited key,
+      // then with a budgeted one.
       const d = await load(direct, null, c, stream, [standinChild.pid]);
+      const f = await load(floor, null, c, stream, [floorChild.pid]);
       const g = await load(gateway.url, gateway.plain, c, stream, pids);
       const l = await load(gateway.url, gateway.limited, c, stream, pids);
       const b = await load(gateway.url, gateway.budgeted, c, stream, pids);
-      rows.push({ stream, connections: c, direct: d, gateway: g, limited: l, budgeted: b });
+      rows.push({ stream, connections: c, direct: d, floor: f, gateway: g, limited: l, budgeted: b });
     }
   }
   // CPU per streamed chunk: the same streamed load with 4 times the chunks.
   const longer = await load(gateway.url, gateway.plain, 64, true, pids, chunks * 4);
   const shorter = rows.find((r) => r.stream && r.connections === 64).gateway;
   const perChunkUs = ((longer.cpuMsPerRequest - shorter.cpuMsPerRequest) / (chunks * 3)) * 1000;
-  const seq = { direct: await sequential(direct, null), gateway: await sequential(gateway.url, gateway.plain) };
-  results.modes[mode] = { idleRssMiB: idleRss, rssAfterMiB: pids.map(rssMiB), rows, sequential: seq, perChunkUs };
+  const floorLonger = await load(floor, null, 64, true, [floorChild.pid], chunks * 4);
+  const floorPerChunkUs = ((floorLonger.cpuMsPerRequest - rows.find((r) => r.stream && r.connections === 64).floor.cpuMsPerRequest) / (chunks * 3)) * 1000;
+  const seq = { direct: await sequential(direct, null), floor: await sequential(floor, null), gateway: await sequential(gateway.url, gateway.plain) };
+  results.modes[mode] = { idleRssMiB: idleRss, rssAfterMiB: pids.map(rssMiB), rows, sequential: seq, perChunkUs, floorPerChunkUs };
   for (const pid of pids) process.kill(pid, "SIGTERM");
 }
 
@@ -147,6 +155,24 @@ for (const [mode, m] of Object.entries(results.modes)) {
       `(added ${(q.gateway.firstByte - q.direct.firstByte).toFixed(2)} ms). CPU per streamed chunk (c=64, ${chunks} vs ${chunks * 4} chunks): ${m.perChunkUs.toFixed(1)} µs. ` +
       `Idle RSS: ${m.idleRssMiB.map((x) => `${x.toFixed(0)} MiB`).join(" + ")}; after the runs: ${m.rssAfterMiB.map((x) => `${x.toFixed(0)} MiB`).join(" + ")}.\n`,
   );
+}
+for (const [mode, m] of Object.entries(results.modes)) {
+  // Against the floor: what the gateway adds beyond the stand-in, over what the bare proxy adds (issue 47's targets).
+  const q = m.sequential;
+  const added = (x) => x - q.direct.p50;
+  const addedFirst = (x) => x - q.direct.firstByte;
+  const ratio = (a, b) => (b > 0 ? `${(a / b).toFixed(2)}×` : "—");
+  const c64 = m.rows.find((r) => !r.stream && r.connections === 64);
+  console.log(`### Against the floor (${mode === "one" ? "one process" : "two processes"}; the bare proxy is one process)\n`);
+  console.log("| figure | floor | gateway | ratio | target |\n|---|---|---|---|---|");
+  console.log(`| added p50, one request at a time | ${added(q.floor.p50).toFixed(3)} ms | ${added(q.gateway.p50).toFixed(3)} ms | ${ratio(added(q.gateway.p50), added(q.floor.p50))} | ≤ 1.5× |`);
+  console.log(`| added time to first byte, streamed | ${addedFirst(q.floor.firstByte).toFixed(3)} ms | ${addedFirst(q.gateway.firstByte).toFixed(3)} ms | ${ratio(addedFirst(q.gateway.firstByte), addedFirst(q.floor.firstByte))} | ≤ 1.5× |`);
+  console.log(`| CPU per streamed chunk (c=64) | ${m.floorPerChunkUs.toFixed(1)} µs | ${m.perChunkUs.toFixed(1)} µs | ${ratio(m.perChunkUs, m.floorPerChunkUs)} | ≤ 2× |`);
+  console.log(`| req/s, non-streamed, c=64 | ${c64.floor.rps.toFixed(0)} | ${c64.gateway.rps.toFixed(0)} | ${ratio(c64.gateway.rps, c64.floor.rps)} | ≥ 0.6× |`);
+  for (const r of m.rows) {
+    console.log(`| CPU per request, ${r.stream ? "streamed" : "non-streamed"}, c=${r.connections} | ${r.floor.cpuMsPerRequest.toFixed(3)} ms | ${r.gateway.cpuMsPerRequest.toFixed(3)} ms | ${ratio(r.gateway.cpuMsPerRequest, r.floor.cpuMsPerRequest)} | |`);
+  }
+  console.log("");
 }
 if (results.peer) {
   console.log("### Peer gateway (@portkey-ai/gateway 1.15.2, one process)\n");

@@ -1,6 +1,7 @@
 import { stat } from "node:fs/promises";
 import { EMPTY_STEP_RESULT, ggufFacts, MakinaError, type Logger, type StepResult } from "../../proto/index.js";
 import { parseModelRef } from "./model-ref.js";
+import { partsOnDisk } from "./parts-on-disk.js";
 
 /**
  * Whether this machine has the model a stack would name at a local path, and what its header says (for a GGUF
@@ -28,5 +29,7 @@ export async function checkModelFile(ref: string, runtime: string, log: Logger, 
     log.info("a model file the relay asked about cannot be read as GGUF", { path: source.path, err });
     throw new MakinaError("invalid_value", `${source.path} on this machine is not a GGUF model the runtime can read.`, { param: "model" });
   }
-  return { ...EMPTY_STEP_RESULT, modelPath: source.path, modelSizeBytes: info.size, kvBytesPerToken: facts.kvBytesPerToken, trainContextSize: facts.trainContextSize ?? 0, embeddingModel: facts.embeddingModel, rankingModel: facts.rankingModel };
+  // A split model's size is all its parts' (llama.cpp loads them beside its first).
+  const size = (await partsOnDisk(source.path)).reduce((n, p) => n + p.size, 0);
+  return { ...EMPTY_STEP_RESULT, modelPath: source.path, modelSizeBytes: size, kvBytesPerToken: facts.kvBytesPerToken, trainContextSize: facts.trainContextSize ?? 0, embeddingModel: facts.embeddingModel, rankingModel: facts.rankingModel };
 }

@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from "node:crypto";
-import { link, mkdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { link, mkdir, readFile, rename, stat, symlink, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { MakinaError, splitPartNames, splitPartUrls, type Logger } from "../../proto/index.js";
+import { MakinaError, splitPartUrls, type Logger } from "../../proto/index.js";
 import { downloadFile, type DownloadProgress } from "./download.js";
 import type { Resolve } from "./redirect-policy.js";
 import { DEFAULT_HF_ENDPOINT, parseModelRef } from "./model-ref.js";
+import { partsOnDisk } from "./parts-on-disk.js";
 import { sha256File } from "./sha256-file.js";
 
 /** A model available on disk. */
@@ -51,8 +52,8 @@ export interface ModelStoreOptions {
  * resumes it), and the finished file is renamed atomically into place, so a
  * half-written file is never taken for a model. Concurrent pulls of one URL
  * share one download. A split GGUF model (named by its first part, `…-00001-of-00003.gguf`) is pulled part by part
- * into the cache, and served from a directory of links named as llama.cpp looks for them (`models/split-<sha256 of
- * the first part>/`): its digest is the first part's, its size all of theirs.
+ * into the cache, and served from a directory of links named as llama.cpp looks for them (`models/split-<digest>/`):
+ * its digest is the sha256 of its parts' sha256s ({@link splitDigest}, which a pin names), its size all of theirs.
  */
 export class ModelStore {
   private readonly dir: string;
@@ -79,25 +80,22 @@ export class ModelStore {
   async pull(ref: string, options: PullOptions = {}): Promise<LocalModel> {
     const source = parseModelRef(ref, process.cwd(), this.hub.endpoint);
     if (source.kind === "file") {
-      const info = await stat(source.path).catch(() => undefined);
-      if (!info?.isFile()) throw new MakinaError("not_found", `Model file not found: ${source.path}`);
-      // llama.cpp reads a split model's other parts beside its first: they must be there, and count in its size.
-      const others = splitPartNames(source.path)?.slice(1) ?? [];
-      let sizeBytes = info.size;
-      for (const part of others) {
-        const partInfo = await stat(part).catch(() => undefined);
-        if (!partInfo?.isFile()) throw new MakinaError("not_found", `Model file not found: ${part} (a part of the split model ${source.path}).`);
-        sizeBytes += partInfo.size;
-      }
+      const files = await partsOnDisk(source.path);
       // A file hashed before and unchanged since (same size and modification time) is not read again:
       // a reconnect or a restart costs a stat, not minutes of hashing gigabytes.
-      const known = await this.knownDigest(source.path, info);
-      const sha256 = known ?? (await sha256File(source.path, options.signal));
-      if (!known) await this.rememberDigest(source.path, info, sha256);
+      const digests: string[] = [];
+      for (const file of files) {
+        const info = await stat(file.path);
+        const known = await this.knownDigest(file.path, info);
+        const sha256 = known ?? (await sha256File(file.path, options.signal));
+        if (!known) await this.rememberDigest(file.path, info, sha256);
+        digests.push(sha256);
+      }
+      const sha256 = digests.length === 1 ? digests[0]! : splitDigest(digests);
       if (options.expectedSha256 && options.expectedSha256 !== sha256) {
         throw new MakinaError("invalid_value", `The model file ${source.path} has sha256 ${sha256}, expected ${options.expectedSha256}.`);
       }
-      return { path: source.path, sha256, sizeBytes };
+      return { path: source.path, sha256, sizeBytes: files.reduce((n, f) => n + f.size, 0) };
     }
     const parts = splitPartUrls(source.url);
     return parts ? this.pullSplit(parts, options) : this.pullUrl(source.url, options);
@@ -108,29 +106,45 @@ export class ModelStore {
    * llama.cpp finds them by. Progress counts the parts before and estimates those after as large as the current one.
    */
   private async pullSplit(urls: string[], options: PullOptions): Promise<LocalModel> {
+    // The names llama.cpp finds the parts by, checked before anything is downloaded.
+    const names = urls.map((u) => {
+      const name = basename(decodeURIComponentSafe(new URL(u).pathname));
+      if (!/^[^\0/]+\.gguf$/i.test(name)) throw new MakinaError("invalid_value", `${u} names no file a split model's part can be saved as.`, { param: "model" });
+      return name;
+    });
     const pulled: LocalModel[] = [];
     let before = 0;
+    let total = 0;
     for (const [i, url] of urls.entries()) {
       const onProgress = options.onProgress && ((p: DownloadProgress) => {
-        const totalBytes = p.totalBytes && before + p.totalBytes * (urls.length - i);
+        // The parts after this one counted as large as it (gguf-split makes them alike), never less than said before
+        // until the last part, whose total is the whole model's.
+        const estimate = p.totalBytes && before + p.totalBytes * (urls.length - i);
+        total = i === urls.length - 1 ? estimate : Math.max(total, estimate);
         const doneBytes = before + p.doneBytes;
-        options.onProgress!({ ...p, doneBytes, totalBytes, etaSeconds: totalBytes && p.bytesPerSecond ? Math.ceil((totalBytes - doneBytes) / p.bytesPerSecond) : 0 });
+        options.onProgress!({ ...p, doneBytes, totalBytes: total, etaSeconds: total && p.bytesPerSecond ? Math.ceil((total - doneBytes) / p.bytesPerSecond) : 0 });
       });
-      const part = await this.pullUrl(url, { signal: options.signal, expectedSha256: i === 0 ? options.expectedSha256 : undefined, onProgress });
+      const part = await this.pullUrl(url, { signal: options.signal, onProgress });
       pulled.push(part);
       before += part.sizeBytes;
     }
-    const dir = join(this.dir, `split-${pulled[0]!.sha256}`);
-    await mkdir(dir, { recursive: true });
-    const names = urls.map((u) => basename(decodeURIComponent(new URL(u).pathname)));
-    for (const [i, part] of pulled.entries()) {
-      // Made again each pull: a part the server replaced since is linked as it is now.
-      const target = join(dir, names[i]!);
-      await rm(target, { force: true });
-      // A hard link where the file system has them; else a symbolic one.
-      await link(part.path, target).catch(() => symlink(part.path, target));
+    // Its digest covers every part: a pinned one holds the whole model to what was pinned.
+    const sha256 = splitDigest(pulled.map((p) => p.sha256));
+    if (options.expectedSha256 && options.expectedSha256 !== sha256) {
+      throw new MakinaError("invalid_value", `The split model downloaded from ${urls[0]} has sha256 ${sha256} (of its parts' sha256s), but the stack expects ${options.expectedSha256}.`);
     }
-    return { path: join(dir, names[0]!), sha256: pulled[0]!.sha256, sizeBytes: before };
+    const dir = join(this.dir, `split-${sha256}`);
+    await mkdir(dir, { recursive: true });
+    for (const [i, part] of pulled.entries()) {
+      // Linked under a name of its own, then renamed into place: a pull beside this one, or a model loading, never
+      // finds the part missing.
+      const target = join(dir, names[i]!);
+      const temporary = `${target}.${randomUUID()}.tmp`;
+      // A hard link where the file system has them; else a symbolic one.
+      await link(part.path, temporary).catch(() => symlink(part.path, temporary));
+      await rename(temporary, target);
+    }
+    return { path: join(dir, names[0]!), sha256, sizeBytes: before };
   }
 
   /** One file from a URL: from the cache, or downloaded into it (one download shared by the pulls asking meanwhile). */
@@ -245,5 +259,19 @@ export class ModelStore {
     await rename(indexTmp, this.indexFile());
     log.info("model downloaded", { sha256, sizeBytes });
     return { path, sha256, sizeBytes };
+  }
+}
+
+/** A split model's digest: the sha256 of its parts' sha256s (hex, one a line, in order). */
+export function splitDigest(parts: string[]): string {
+  return createHash("sha256").update(parts.join("\n")).digest("hex");
+}
+
+/** A URL path's name decoded, or as it is when it does not decode. */
+function decodeURIComponentSafe(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
   }
 }

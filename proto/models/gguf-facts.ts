@@ -13,7 +13,7 @@ export interface GgufFacts {
   trainContextSize: number | null;
   /** An embedding model: it answers embeddings, and no chat ({@link isEmbeddingModel}). */
   embeddingModel: boolean;
-  /** A reranker: it answers rerank requests only ({@link isRankingModel}). */
+  /** A reranker, as node-llama-cpp's ranking context takes one: it answers rerank requests only. */
   rankingModel: boolean;
 }
 
@@ -33,19 +33,6 @@ export function isEmbeddingModel(metadata: GgufFileInfo["metadata"]): boolean {
 }
 
 /**
- * Whether a GGUF model ranks documents, from its header's tensors: a classification head (`cls.weight`, or
- * `cls.output.weight` as rerankers converted from Qwen3 and others have), which node-llama-cpp's ranking context
- * needs. Such a model answers `/v1/rerank` only (a BERT-family reranker is no embedding model, whatever its
- * architecture).
- */
-export function isRankingModel(info: Pick<GgufFileInfo, "fullTensorInfo">): boolean {
-  const tensors = info.fullTensorInfo ?? [];
-  // The head is among the last tensors: looked for from the end.
-  for (let i = tensors.length - 1; i >= 0; i--) if (tensors[i]!.name === "cls.weight" || tensors[i]!.name === "cls.output.weight") return true;
-  return false;
-}
-
-/**
  * node-llama-cpp's estimate from a parsed header: the model's size, and its context's memory per token. The relay
  * reads headers over the network (the Forge's panel) and the agent from its disk (a local path): one estimate.
  */
@@ -53,6 +40,9 @@ export async function ggufFacts(info: GgufFileInfo): Promise<GgufFacts> {
   const { GgufInsights } = await import("node-llama-cpp");
   const insights = await GgufInsights.from(info);
   const context = insights.estimateContextResourceRequirements({ contextSize: PROBE_CONTEXT, modelGpuLayers: 0, sequences: 1 });
-  const rankingModel = isRankingModel(info);
+  // A reranker: a classification head (`cls.weight`, or `cls.output.weight` as Qwen3 rerankers have) and what
+  // node-llama-cpp's ranking context needs besides. It answers rerank only (a BERT-family reranker is no embedding
+  // model, whatever its architecture).
+  const rankingModel = insights.supportsRanking;
   return { weightsBytes: insights.modelSize, kvBytesPerToken: Math.ceil(context.cpuRam / PROBE_CONTEXT), trainContextSize: insights.trainContextSize ?? null, embeddingModel: !rankingModel && isEmbeddingModel(info.metadata), rankingModel };
 }

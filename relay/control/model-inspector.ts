@@ -47,19 +47,17 @@ export function readGgufHeaderOverPublicHttps(options: Omit<PublicHttpsOptions, 
     if (parts.length > MOST_HEADER_PARTS) throw new Error(`A model split into ${parts.length} parts is not judged from its headers.`);
     const dir = await mkdtemp(join(tmpdir(), "makina-header-"));
     try {
+      const files = splitPartNames(join(dir, `head-00001-of-${String(parts.length).padStart(5, "0")}.gguf`)) ?? [join(dir, "head.gguf")];
+      // A later part's header holds only its tensors' infos: its first read is all of it that is read.
+      for (const [i, part] of parts.entries()) if (i > 0) await writeFile(files[i]!, (await getPublicHttps(part, { ...policy, range: [0, reads[0]! - 1], signal })).body);
       for (const size of reads) {
-        const files = splitPartNames(join(dir, `head-00001-of-${String(parts.length).padStart(5, "0")}.gguf`)) ?? [join(dir, "head.gguf")];
-        let short = true;
-        for (const [i, part] of parts.entries()) {
-          const { body: bytes } = await getPublicHttps(part, { ...policy, range: [0, size - 1], signal });
-          if (bytes.length >= size) short = false;
-          await writeFile(files[i]!, bytes);
-        }
+        const { body: bytes } = await getPublicHttps(url, { ...policy, range: [0, size - 1], signal });
+        await writeFile(files[0]!, bytes);
         try {
           return await factsOf(await readGgufFileInfo(files[0]!, { sourceType: "filesystem", logWarnings: false, signal }));
         } catch (err) {
-          // Every file was read whole: the header itself is wrong. Otherwise it may go on past what was read.
-          if (short || size === reads.at(-1)) throw err;
+          // The whole file was read: the header itself is wrong. Otherwise it may go on past what was read.
+          if (bytes.length < size || size === reads.at(-1)) throw err;
         }
       }
       throw new Error("unreachable");
@@ -69,8 +67,17 @@ export function readGgufHeaderOverPublicHttps(options: Omit<PublicHttpsOptions, 
   };
 }
 
-/** The most parts of a split model whose headers are read from a URL (each part's first MiB at least). */
+/** The most parts of a split model whose headers are read (each part's first bytes at least). */
 const MOST_HEADER_PARTS = 16;
+
+/** Whether a model's headers may be read: a whole file, or the first part of a split model of at most MOST_HEADER_PARTS (a later part names no model). */
+function readableParts(url: string): boolean {
+  try {
+    return (splitPartUrls(url)?.length ?? 1) <= MOST_HEADER_PARTS;
+  } catch {
+    return false;
+  }
+}
 
 /** Options of {@link ModelInspector}. */
 export interface ModelInspectorOptions {
@@ -142,7 +149,7 @@ export class ModelInspector {
     const known = findCatalogModel(ref);
     if (known) return known.facts;
     const url = this.headerUrl(ref);
-    if (!url) return UNKNOWN_MODEL;
+    if (!url || !readableParts(url)) return UNKNOWN_MODEL;
     const cached = this.cache.get(url, this.o.now());
     if (cached) return cached;
     let pending = this.inFlight.get(url);

@@ -18,7 +18,7 @@ import { authRouter } from "./auth/auth-router.js";
 import { findWebDir, webApp } from "./web/web-app.js";
 import { errorHandler, unknownUrl } from "./error-handler.js";
 import { chatCompletionsCodec, embeddingsCodec, openAiRouter, responsesCodec } from "./openai/index.js";
-import { rerankCodec } from "./rerank/index.js";
+import { rerankCodec, rerankV2Codec } from "./rerank/index.js";
 import { gatewayRoute, type GatewayDeps } from "./gateway/index.js";
 import { RequestsInFlight } from "./gateway/requests-in-flight.js";
 import { countTokensCodec, messagesCodec } from "./anthropic/index.js";
@@ -98,6 +98,7 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
   const embeddings = gatewayRoute(gateway, embeddingsCodec);
   const countTokens = gatewayRoute(gateway, countTokensCodec);
   const rerank = gatewayRoute(gateway, rerankCodec);
+  const rerankV2 = gatewayRoute(gateway, rerankV2Codec);
   // The gateway's routes, matched exactly (query string aside) before Express: its hot paths skip Express's router.
   const gatewayPaths = new Map<string, RequestListener>([
     [CHAT_PATH, chat],
@@ -105,9 +106,9 @@ export function createRelayApp(deps: RelayAppDeps, options: { separateAdmin?: bo
     ["/v1/responses", responses],
     ["/v1/messages", messages],
     ["/v1/messages/count_tokens", countTokens],
-    // Rerank as vLLM and llama.cpp's server serve it, and under Cohere's v2 path (the same request and answer).
+    // Rerank as vLLM and llama.cpp's server serve it, and under Cohere's v2 path (documents back only when asked).
     ["/v1/rerank", rerank],
-    ["/v2/rerank", rerank],
+    ["/v2/rerank", rerankV2],
   ]);
   const install = deps.install ?? loadInstallFiles(findInstallDir());
   /** An app with what every listener serves; `operator`: the one that also serves `/metrics` (and `/health`'s detail). */

@@ -12,6 +12,8 @@ export interface SeenAnswer {
   messages: number;
   maxTokens: number;
   steps: number;
+  /** False for a request that generates nothing (embeddings, rerank, a token count): no completion tokens. @default true */
+  generates?: boolean;
 }
 
 /** What the relay knows of a request before its answer: its prompt's characters (and its messages or inputs), its `max_tokens`, its steps. */
@@ -30,7 +32,8 @@ export function seenFor(input: ChatInput, steps: number): SeenAnswer {
   // A rerank request's: the query read with each document.
   if (input.rerank) for (const d of input.rerank.documents) promptChars += input.rerank.query.length + d.length;
   const messages = input.messages.length + (input.embed?.length ?? 0) + (input.rerank?.documents.length ?? 0);
-  return { chunks: 0, chars: 0, bytes: 0, promptChars, messages, maxTokens: input.maxTokens, steps };
+  const generates = !input.embed?.length && !input.rerank && !input.countOnly;
+  return { chunks: 0, chars: 0, bytes: 0, promptChars, messages, maxTokens: input.maxTokens, steps, generates };
 }
 
 /**
@@ -42,7 +45,8 @@ export function seenFor(input: ChatInput, steps: number): SeenAnswer {
  */
 export function clampUsage(reported: Usage, seen: SeenAnswer): Usage {
   const whole = (n: number) => (Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);
-  let completion = whole(reported.completionTokens);
+  // A request that generates nothing has no completion, whatever the agent says.
+  let completion = seen.generates === false ? 0 : whole(reported.completionTokens);
   // The steps before an orchestrator's last are not seen here: only max_tokens holds each of them.
   if (seen.steps === 1) completion = Math.min(completion, seen.bytes + seen.chunks + DECODED_AHEAD);
   if (seen.maxTokens > 0) completion = Math.min(completion, seen.maxTokens * seen.steps);

@@ -171,9 +171,9 @@ export function generator(seed: number, ctx: { key: string; model: string }) {
   const rerankBase = () => ({ model: ctx.model, query: "hi", documents: ["a", "b"] });
   const BAD_RERANK: Record<string, unknown[]> = {
     model: [null, 0, [], "", "x".repeat(300)],
-    query: [null, "", " ", 5, {}, ["hi"]],
+    query: [null, "", " ", 5, {}, ["hi"], "q".repeat(40_000)],
     documents: [null, "a", 5, {}, [], [5], [null], [{}], [{ text: 5 }], [{ text: "a", id: 1 }], Array.from({ length: 1001 }, () => "a")],
-    top_n: [0, -1, 1.5, "2", {}],
+    top_n: [-1, 1.5, "2", {}],
     return_documents: ["yes", 1, {}],
     max_chunks_per_doc: [1, 10],
     rank_fields: [["text"]],

@@ -88,9 +88,11 @@ describe("rerank through the gateway", () => {
       await context.dispose();
       await model.dispose();
     }
-    // Cohere's shape, under its v2 path: documents as {text}, top_n, no documents back.
-    const cohere = (await (await rerank({ model: "reranker", query, documents: documents.map((text) => ({ text })), top_n: 2, return_documents: false }, "/v2/rerank")).json()) as RerankAnswer;
+    // Cohere's shape, under its v2 path: documents as {text}, top_n, and no documents back unless asked.
+    const cohere = (await (await rerank({ model: "reranker", query, documents: documents.map((text) => ({ text })), top_n: 2 }, "/v2/rerank")).json()) as RerankAnswer;
     expect(cohere.results).toEqual(answer.results.slice(0, 2).map(({ index, relevance_score }) => ({ index, relevance_score })));
+    // vLLM's top_n of 0: every document.
+    expect(((await (await rerank({ model: "reranker", query, documents, top_n: 0 })).json()) as RerankAnswer).results).toHaveLength(documents.length);
   });
 
   it("logs each rerank under its API and counts it against the key's token limit by what the documents hold", async () => {
@@ -135,7 +137,11 @@ describe("rerank through the gateway", () => {
     expect(await refusal({ query, documents: Array.from({ length: 1001 }, () => "a") })).toMatchObject({ status: 400, code: "invalid_value", param: "documents" });
     expect(await refusal({ query, documents: ["a", 3] })).toMatchObject({ status: 400, code: "invalid_value", param: "documents[1]" });
     expect(await refusal({ query, documents: [{ text: "a", title: "t" }] })).toMatchObject({ status: 400, code: "unknown_parameter", param: "documents[0].title" });
-    expect(await refusal({ query, documents, top_n: 0 })).toMatchObject({ status: 400, code: "invalid_value", param: "top_n" });
+    expect(await refusal({ query, documents, top_n: -1 })).toMatchObject({ status: 400, code: "invalid_value", param: "top_n" });
+    // A query is read with every document: past 32 KiB it is refused by the relay, and one that alone fills the
+    // model's context by the machine, before any document is read.
+    expect(await refusal({ query: "q".repeat(33_000), documents })).toMatchObject({ status: 400, code: "invalid_value", param: "query" });
+    expect(await refusal({ query: "word ".repeat(2000), documents })).toMatchObject({ status: 400, code: "context_length_exceeded", param: "query" });
     expect(await refusal({ query, documents, return_documents: "yes" })).toMatchObject({ status: 400, code: "invalid_value", param: "return_documents" });
     expect(await refusal({ query, documents, max_chunks_per_doc: 10 })).toMatchObject({ status: 400, code: "unsupported_parameter", param: "max_chunks_per_doc" });
     expect(await refusal({ query, documents, temperature: 1 })).toMatchObject({ status: 400, code: "unknown_parameter", param: "temperature" });

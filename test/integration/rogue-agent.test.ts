@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resolveAgentConfig, startAgent, type Agent } from "../../agent/index.js";
 import { GrpcDialer } from "../../agent/link/grpc-dialer.js";
-import { clampUsage } from "../../relay/link/clamp-usage.js";
+import { clampUsage, seenFor } from "../../relay/link/clamp-usage.js";
 import { EMPTY_STEP_RESULT, PROTOCOL_VERSION, createLogger, silentLogger, type AgentToRelay, type LinkEnd, type RelayToAgent } from "../../proto/index.js";
 import { fakeAdapter } from "../fakes/fake-runtime.js";
 import { runCli, startCli, stopCli } from "../helpers/cli.js";
@@ -303,6 +303,12 @@ describe("usage an agent reports", () => {
     expect(clampUsage({ promptTokens: 1e9, completionTokens: 1e9 }, seen)).toEqual({ promptTokens: 100 + 64 + 1024, completionTokens: 10 + 3 + 64 });
     expect(clampUsage({ promptTokens: 5, completionTokens: 50 }, { ...seen, maxTokens: 7 })).toEqual({ promptTokens: 5, completionTokens: 7 });
     expect(clampUsage({ promptTokens: -5, completionTokens: Number.NaN }, seen)).toEqual({ promptTokens: 0, completionTokens: 0 });
+  });
+  it("charges no completion to a request that generates nothing (embeddings, rerank, a count), whatever the agent says", () => {
+    const rerank = seenFor({ messages: [], temperature: 1, topP: 1, maxTokens: 1, stop: [], presencePenalty: 0, frequencyPenalty: 0, stream: false, rerank: { query: "a cat", documents: ["the cat sat", "a dog"] } }, 1);
+    expect(clampUsage({ promptTokens: 12, completionTokens: 1 }, rerank)).toEqual({ promptTokens: 12, completionTokens: 0 });
+    // Its prompt is held to the query read with each document.
+    expect(clampUsage({ promptTokens: 1e9, completionTokens: 0 }, rerank).promptTokens).toBe(2 * 5 + 11 + 5 + 32 * 2 + 1024);
   });
   it("allows an orchestrated request each of its steps: max_tokens per step, the prompt per step plus what earlier steps wrote", () => {
     const refine = { ...seen, maxTokens: 20, steps: 3 };

@@ -7,7 +7,8 @@ import { basename, dirname, join } from "node:path";
 import { readGgufFileInfo } from "node-llama-cpp";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ModelStore } from "../../agent/models/model-store.js";
+import { checkModelFile } from "../../agent/models/check-model-file.js";
+import { ModelStore, splitDigest } from "../../agent/models/model-store.js";
 import { silentLogger } from "../../proto/index.js";
 import { writeSplitGguf } from "../helpers/gguf-metadata.js";
 import { testModelPath } from "../helpers/models.js";
@@ -49,8 +50,10 @@ describe("a split GGUF model", () => {
       const progress: { doneBytes: number; totalBytes: number }[] = [];
       const total = bytes[0]!.length + bytes[1]!.length;
       const local = await store.pull(`${base}/${basename(first)}`, { onProgress: (p) => progress.push(p) });
-      // Named by its first part: its digest, and the size of both.
-      expect(local).toEqual({ path: join(data, "models", `split-${sha(bytes[0]!)}`, basename(first)), sha256: sha(bytes[0]!), sizeBytes: total });
+      // Named by its first part; its digest covers both parts' (the sha256 of their sha256s), its size both sizes.
+      const digest = createHash("sha256").update(`${sha(bytes[0]!)}\n${sha(bytes[1]!)}`).digest("hex");
+      expect(splitDigest([sha(bytes[0]!), sha(bytes[1]!)])).toBe(digest);
+      expect(local).toEqual({ path: join(data, "models", `split-${digest}`, basename(first)), sha256: digest, sizeBytes: total });
       // Each part is the cache's own file, linked beside the other under its name.
       expect(statSync(local.path).ino).toBe(statSync(join(data, "models", `${sha(bytes[0]!)}.gguf`)).ino);
       expect(statSync(join(dirname(local.path), basename(second))).ino).toBe(statSync(join(data, "models", `${sha(bytes[1]!)}.gguf`)).ino);
@@ -63,17 +66,24 @@ describe("a split GGUF model", () => {
       const before = asked.length;
       expect(await store.pull(`${base}/${basename(first)}`)).toEqual(local);
       expect(asked.length).toBe(before);
-      // A later part is refused, naming the first; a pinned digest is the first part's.
+      // A later part is refused, naming the first.
       await expect(store.pull(`${base}/${basename(second)}`)).rejects.toMatchObject({ code: "invalid_value", message: expect.stringContaining("name its first part (stories-00001-of-00002.gguf)") });
-      await expect(new ModelStore(mkdtempSync(join(tmpdir(), "makina-split-pin-")), silentLogger()).pull(`${base}/${basename(first)}`, { expectedSha256: sha(bytes[1]!) })).rejects.toMatchObject({ code: "invalid_value" });
+      // A pin names the whole model: the first part's digest alone is not it; the whole one is.
+      await expect(new ModelStore(mkdtempSync(join(tmpdir(), "makina-split-pin-")), silentLogger()).pull(`${base}/${basename(first)}`, { expectedSha256: sha(bytes[0]!) })).rejects.toMatchObject({ code: "invalid_value" });
+      expect((await store.pull(`${base}/${basename(first)}`, { expectedSha256: digest })).sha256).toBe(digest);
+      // Two pulls at once link the parts side by side without either failing.
+      const twice = await Promise.all([store.pull(`${base}/${basename(first)}`), store.pull(`${base}/${basename(first)}`)]);
+      expect(twice.map((t) => t.path)).toEqual([local.path, local.path]);
     } finally {
       rmSync(data, { recursive: true, force: true });
     }
   });
 
-  it("counts every part of a split model on disk, and refuses one whose other part is missing", async () => {
+  it("counts every part of a split model on disk, in its size, digest and header check, and refuses one whose other part is missing", async () => {
     const store = new ModelStore(mkdtempSync(join(tmpdir(), "makina-split-local-")), silentLogger());
-    expect((await store.pull(first)).sizeBytes).toBe(bytes[0]!.length + bytes[1]!.length);
+    expect(await store.pull(first)).toMatchObject({ sizeBytes: bytes[0]!.length + bytes[1]!.length, sha256: splitDigest([sha(bytes[0]!), sha(bytes[1]!)]) });
+    // What the relay's panel and the memory budget read of it: both parts' size, the whole model's weights.
+    expect(await checkModelFile(first, "gguf", silentLogger())).toMatchObject({ modelSizeBytes: bytes[0]!.length + bytes[1]!.length, trainContextSize: 2048 });
     const lone = mkdtempSync(join(tmpdir(), "makina-split-lone-"));
     const [alone, other] = writeSplitGguf(testModelPath(), join(lone, "alone"));
     rmSync(other);

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { isEmbeddingModel, isRankingModel, MakinaError } from "../../../proto/index.js";
+import { ggufFacts, MakinaError } from "../../../proto/index.js";
 import { dependencyVersion } from "../../version.js";
 import type { RuntimeAdapter } from "../runtime-adapter.js";
 import { ProcessSupervisor } from "../../supervisor/index.js";
@@ -136,7 +136,7 @@ export function ggufAdapter(options: GgufAdapterOptions): RuntimeAdapter {
         const { contextSize, memoryBytes } = await processHealth(socketPath, ctx.signal);
         // What the model is for, from its header (the model process refuses chats of an embedding model itself).
         const { readGgufFileInfo } = await import("node-llama-cpp");
-        const embeddingModel = await readGgufFileInfo(path, { sourceType: "filesystem", logWarnings: false }).then((info) => !isRankingModel(info) && isEmbeddingModel(info.metadata), () => false);
+        const embeddingModel = await readGgufFileInfo(path, { sourceType: "filesystem", logWarnings: false }).then(async (info) => (await ggufFacts(info)).embeddingModel, () => false);
         runtime = new GgufProcessRuntime({ socketPath, contextSize, supervisor, onClose: release, embeddingModel, threads: sleeping, memoryBytes });
         heldBy.set(runtime, () => held);
         return runtime;

@@ -36,8 +36,12 @@ export class GgufRanker {
    */
   async *rank(input: ChatInput, signal: AbortSignal): AsyncGenerator<RuntimeEvent> {
     if (!this.ranks) throw new MakinaError("unsupported_parameter", "This stack's model does not rank documents: a reranker (a model with a classification head, such as bge-reranker or Qwen3-Reranker) answers /v1/rerank.", { param: "model" });
-    const { query, documents } = input.rerank!;
+    const { documents } = input.rerank!;
     const ranker = await this.context.get();
+    // The query tokenized once (node-llama-cpp would for each document), and refused before any document when it
+    // alone leaves no room.
+    const query = this.model.tokenize(input.rerank!.query, false, "trimLeadingSpace");
+    if (query.length >= this.contextSize) throw new MakinaError("context_length_exceeded", `This model ranks at most ${this.contextSize - 1} tokens of the query and a document together, but the query alone has ${query.length}. Please shorten it.`, { param: "query" });
     const lengths = documents.map((d) => ranker.calculateInputLength(query, d));
     lengths.forEach((n, i) => {
       if (n >= this.contextSize) throw new MakinaError("context_length_exceeded", `This model ranks at most ${this.contextSize - 1} tokens of the query and a document together, but the query and 'documents[${i}]' have ${n}. Please shorten them.`, { param: `documents[${i}]` });

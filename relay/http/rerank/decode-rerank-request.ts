@@ -11,8 +11,11 @@ export interface RerankRequest extends PlannableRequest {
   returnDocuments: boolean;
 }
 
-/** Longest query or document, in characters (a 4 MiB body is the bound of them all). */
+/** Longest document, in characters (a 4 MiB body is the bound of them all). */
 const MAX_TEXT_CHARS = 1024 * 1024;
+
+/** Longest query, in characters: a reranker reads it with every document, within a context of a few thousand tokens. */
+const MAX_QUERY_CHARS = 32 * 1024;
 
 const { invalid, missing } = refuse;
 
@@ -33,7 +36,7 @@ function document(v: unknown, i: number): string {
 }
 
 /** Checks a `/v1/rerank` body and makes it the domain request: no messages, the query and documents in `rerank`. */
-export function decodeRerankRequest(body: unknown): RerankRequest {
+export function decodeRerankRequest(body: unknown, defaults: { returnDocuments: boolean } = { returnDocuments: true }): RerankRequest {
   if (!isPlainObject(body)) throw refuse.notObject(body);
   for (const k of Object.keys(body)) {
     if (REFUSED.includes(k)) {
@@ -44,7 +47,7 @@ export function decodeRerankRequest(body: unknown): RerankRequest {
   if (body.query === undefined || body.query === null) throw missing("query");
   if (typeof body.query !== "string") throw invalid("query", `Invalid type for 'query': expected a string, but got ${describeValue(body.query)}.`);
   if (body.query.trim() === "") throw invalid("query", "Invalid 'query': an empty query has nothing to rank the documents against.");
-  if (body.query.length > MAX_TEXT_CHARS) throw invalid("query", `Invalid 'query': longer than ${MAX_TEXT_CHARS} characters.`);
+  if (body.query.length > MAX_QUERY_CHARS) throw invalid("query", `Invalid 'query': longer than ${MAX_QUERY_CHARS} characters (a reranker reads it with each document, within its context).`);
   if (body.documents === undefined || body.documents === null) throw missing("documents");
   if (!Array.isArray(body.documents)) throw invalid("documents", `Invalid type for 'documents': expected an array of strings or of objects with a 'text', but got ${describeValue(body.documents)}.`);
   if (body.documents.length === 0) throw invalid("documents", "Invalid 'documents': empty array. Expected an array with minimum length 1.");
@@ -52,10 +55,10 @@ export function decodeRerankRequest(body: unknown): RerankRequest {
   const documents = body.documents.map(document);
   let topN: number | undefined;
   if (body.top_n !== undefined && body.top_n !== null) {
-    if (typeof body.top_n !== "number" || !Number.isInteger(body.top_n) || body.top_n < 1) throw invalid("top_n", "Invalid 'top_n': an integer of at least 1.");
-    topN = body.top_n;
+    if (typeof body.top_n !== "number" || !Number.isInteger(body.top_n) || body.top_n < 0) throw invalid("top_n", "Invalid 'top_n': an integer of at least 0 (0: every document, as vLLM reads it).");
+    topN = body.top_n || undefined;
   }
-  const returnDocuments = body.return_documents ?? true;
+  const returnDocuments = body.return_documents ?? defaults.returnDocuments;
   if (typeof returnDocuments !== "boolean") throw invalid("return_documents", `Invalid type for 'return_documents': expected a boolean, but got ${describeValue(returnDocuments)}.`);
   if (body.user !== undefined && body.user !== null && (typeof body.user !== "string" || body.user.length > 1024)) throw invalid("user", "Invalid 'user': a string of at most 1024 characters.");
   return {

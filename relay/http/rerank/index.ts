@@ -1,2 +1,2 @@
-export { rerankCodec } from "./rerank-codec.js";
+export { rerankCodec, rerankV2Codec } from "./rerank-codec.js";
 export { decodeRerankRequest, type RerankRequest } from "./decode-rerank-request.js";

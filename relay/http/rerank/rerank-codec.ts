@@ -15,8 +15,8 @@ export const rerankCodec: GatewayCodec<RerankRequest> = {
   decode: decodeRerankRequest,
   answerId: (ids) => `rerank-${ids.next(24)}`,
   answer(request, meta, { text, calls, scores, usage }) {
-    // An agent older than rerank answers it as a chat (of one token): no scores, and a clear reason.
-    if (text !== "" || calls.length > 0) throw new MakinaError("runtime_unavailable", "The agent on this stack's machine is older than this relay and has no rerank: update it.", { retryAfterMs: 60_000 });
+    // An agent older than rerank answers it as a chat (of one token, maybe empty): no scores, and a clear reason.
+    if (text !== "" || calls.length > 0 || scores.length === 0) throw new MakinaError("runtime_unavailable", "The agent on this stack's machine is older than this relay and has no rerank: update it.", { retryAfterMs: 60_000 });
     const { documents } = request.input.rerank!;
     const results = documents.map((document, index) => {
       const score = scores[index];
@@ -32,3 +32,6 @@ export const rerankCodec: GatewayCodec<RerankRequest> = {
   },
   sendError,
 };
+
+/** `POST /v2/rerank`: the same, as Cohere's v2 client calls it, which answers no documents unless asked. */
+export const rerankV2Codec: GatewayCodec<RerankRequest> = { ...rerankCodec, decode: (body) => decodeRerankRequest(body, { returnDocuments: false }) };
