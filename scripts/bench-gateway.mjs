@@ -9,7 +9,8 @@
 // stand-in, measured in the same rounds; each of the gateway's figures is also given as a ratio to the floor's.
 // Knobs: MAKINA_BENCH_SECONDS (per round, default 3), MAKINA_BENCH_CHUNKS (streamed chunks, default 16),
 // MAKINA_BENCH_MODES (one,separate), MAKINA_BENCH_JSON (also write the results there as JSON),
-// MAKINA_BENCH_PEER=1 (also measure Portkey's open-source Node gateway doing the same job; install it first
+// MAKINA_BENCH_APART=1 (the stand-in writes a stream's chunks apart, one a turn of its event loop, as a server
+// generating tokens does: the floor's per-chunk cost is then a read and a write per chunk too), MAKINA_BENCH_PEER=1 (also measure Portkey's open-source Node gateway doing the same job; install it first
 // with `npm --prefix scripts/bench/peer ci`, which pins it with the hono versions it needs).
 import autocannon from "autocannon";
 import { spawn } from "node:child_process";
@@ -69,7 +70,7 @@ async function sequential(url, key, n = 300) {
   return { p50: pct(whole, 50), firstByte: pct(first, 50) };
 }
 
-const { msg: standin, child: standinChild } = await start("scripts/bench/instant-openai-server.mjs", ["0", String(chunks)], "port");
+const { msg: standin, child: standinChild } = await start("scripts/bench/instant-openai-server.mjs", ["0", String(chunks)], "port", { STANDIN_APART: process.env.MAKINA_BENCH_APART === "1" ? "1" : "0" });
 const direct = `http://127.0.0.1:${standin.port}`;
 const { msg: floorMsg, child: floorChild } = await start("scripts/bench/bare-proxy.mjs", [direct], "port");
 const floor = `http://127.0.0.1:${floorMsg.port}`;
@@ -138,7 +139,7 @@ if (process.env.MAKINA_BENCH_PEER === "1") {
   results.peer = { rows, idleRssMiB: [rssMiB(peer.pid)] };
 }
 
-console.log(`Machine: ${results.machine}; Node ${results.node}; ${seconds} s per round; ${chunks} chunks per streamed answer; logs to a file at info level\n`);
+console.log(`Machine: ${results.machine}; Node ${results.node}; ${seconds} s per round; ${chunks} chunks per streamed answer${process.env.MAKINA_BENCH_APART === "1" ? ", written apart by the stand-in" : ""}; logs to a file at info level\n`);
 for (const [mode, m] of Object.entries(results.modes)) {
   console.log(`### ${mode === "one" ? "One process (relay and agent together, as makina up)" : "Two processes (relay, agent)"}\n`);
   console.log("| request | conc. | stand-in req/s | gateway req/s | limited key req/s | budgeted key req/s | stand-in p50 / p99 | gateway p50 / p99 | added p50 | gateway CPU per request (budgeted key) |");
