@@ -182,4 +182,39 @@ describe("searching the model hub from the Forge", () => {
     const bad = await runCli(["admin", "hub", "files", "just-a-name", "--data-dir", gw.dataDir]);
     expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining("owner/name")]);
   });
+
+  it("says when nothing matches and when the hub is down, in Chromium, and the Forge still takes a model by reference", async () => {
+    const browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+      page.setDefaultTimeout(30_000);
+      await page.goto(gw.relay.url);
+      await page.getByLabel("Login").fill("builder");
+      await page.getByLabel("Password").fill("builder-password-1");
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("navigation", { name: "Main" }).waitFor();
+      await page.goto(`${gw.relay.url}/forge`);
+      await page.getByText("Find a model on the hub…").click();
+      await page.getByLabel("Search the hub").fill("no-such-model-anywhere");
+      await page.getByRole("button", { name: "Search", exact: true }).click();
+      await expect.poll(() => page.getByTestId("hub-repos").textContent()).toBe("Nothing on the hub matches.");
+      // The hub goes down: a search says so in the relay's words, and nothing else of the Forge changes.
+      await new Promise((r) => hub.close(r));
+      hub.closeAllConnections();
+      await page.getByLabel("Search the hub").fill("llama");
+      await page.getByRole("button", { name: "Search", exact: true }).click();
+      const alert = page.getByTestId("hub-search").getByRole("alert");
+      await expect.poll(() => alert.textContent()).toMatch(/hub cannot be searched just now/);
+      // The previous search's results are not shown as this one's.
+      expect(await page.getByTestId("hub-repos").count()).toBe(0);
+      await page.screenshot({ path: join(REPO_ROOT, "test-output", "screenshots", "forge-hub-down.png") });
+      // A model named by reference is judged as ever: the test model's path, read on the machine.
+      await page.locator("#forge-model").selectOption({ label: "Custom: a path, URL or hf: reference…" });
+      await page.locator("#forge-custom").fill(testModelPath());
+      const panel = page.getByTestId("compatibility");
+      await expect.poll(() => panel.locator('[data-topic="format"]').textContent()).toContain("GGUF");
+    } finally {
+      await browser.close();
+    }
+  });
 });

@@ -33,7 +33,9 @@ export function HubSearch({ runtime, machine, onPick }: { runtime: RuntimeKind; 
   const search = (e: Event) => {
     e.preventDefault();
     if (!q.trim()) return;
+    // The results of the search before are not this one's: gone while it runs, and when it fails.
     setFiles(null);
+    setRepos(null);
     run(client.call("GET /admin/v1/hub/search", { query: { org: session.org.id, q: q.trim() } }), (l) => setRepos(l.data));
   };
   const open = (id: string) => {
