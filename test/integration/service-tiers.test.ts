@@ -210,7 +210,8 @@ describe("service tiers on a GGUF stack with one sequence: the model process han
   let gw: TestGateway;
   beforeAll(async () => {
     // The relay lets every request through to the machine: the order is the model process's.
-    gw = await startTestGateway({ agentFlags: { parallelSequences: 1 }, relayFlags: { maxInFlightPerStack: 300 } });
+    // The model's whole trained context: the stream that holds its one sequence is long enough to outlast the flood.
+    gw = await startTestGateway({ agentFlags: { parallelSequences: 1, maxContextSize: 2048 }, relayFlags: { maxInFlightPerStack: 300 } });
   });
   afterAll(async () => {
     await gw?.close();
@@ -219,9 +220,11 @@ describe("service tiers on a GGUF stack with one sequence: the model process han
   it("starts 5 priority requests before 200 flex ones that were waiting for the sequence before them", async () => {
     const batch = await keyOf(gw, "batch", "default");
     const urgent = await keyOf(gw, "urgent", "priority");
-    // A stream not read holds the one sequence: its decoding pauses once the relay's window is full.
+    // A stream not read holds the one sequence: 1,900 tokens (seconds of decoding on a loaded machine, which pauses
+    // once the unread answer fills the connection's buffers) while 205 requests are sent. (400 tokens were once
+    // decoded whole before a loaded machine had sent the flood: every request then ran, and the order was not seen.)
     const holder = new AbortController();
-    const held = await chat(gw, batch.key, "Once upon a time", { stream: true, max_tokens: 400 }, holder.signal);
+    const held = await chat(gw, batch.key, "Once upon a time", { stream: true, max_tokens: 1900 }, holder.signal);
     expect(held.status).toBe(200);
     const firstBytes: string[] = [];
     const controllers: AbortController[] = [];
