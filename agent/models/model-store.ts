@@ -149,22 +149,21 @@ export class ModelStore {
 
   /** One file from a URL: from the cache, or downloaded into it (one download shared by the pulls asking meanwhile). */
   private async pullUrl(url: string, options: PullOptions): Promise<LocalModel> {
-    const source = { url };
-    const cached = await this.lookup(source.url);
+    const cached = await this.lookup(url);
     if (cached) {
       if (options.expectedSha256 && options.expectedSha256 !== cached.sha256) {
-        throw new MakinaError("invalid_value", `The model downloaded from ${source.url} has sha256 ${cached.sha256}, but the stack expects ${options.expectedSha256}.`);
+        throw new MakinaError("invalid_value", `The model downloaded from ${url} has sha256 ${cached.sha256}, but the stack expects ${options.expectedSha256}.`);
       }
       return cached;
     }
-    const running = this.inflight.get(source.url);
+    const running = this.inflight.get(url);
     if (running) {
       if (options.onProgress) running.listeners.add(options.onProgress);
       return running.promise;
     }
     const listeners = new Set<(p: DownloadProgress) => void>(options.onProgress ? [options.onProgress] : []);
-    const promise = this.download(source.url, options, (p) => listeners.forEach((l) => l(p))).finally(() => this.inflight.delete(source.url));
-    this.inflight.set(source.url, { promise, listeners });
+    const promise = this.download(url, options, (p) => listeners.forEach((l) => l(p))).finally(() => this.inflight.delete(url));
+    this.inflight.set(url, { promise, listeners });
     return promise;
   }
 
