@@ -8,12 +8,13 @@ import { readFileSync } from "node:fs";
 /** Stages of Makina's code, by the file's path under dist/. First match wins. */
 const FILES = [
   [/relay\/http\/gateway\/sse-writer\.js$/, "SSE out (writer)"],
-  [/relay\/http\/(openai|anthropic)\//, "API codec (decode, encode)"],
+  [/relay\/http\/(openai|anthropic|rerank)\//, "API codec (decode, encode)"],
   [/relay\/http\/gateway\//, "gateway route"],
   [/relay\/http\//, "HTTP in (body, ids, app)"],
-  [/relay\/(keys|limits|routing|usage|metrics|ids)\//, "keys, limits, plan, usage"],
+  [/relay\/(keys|limits|routing|usage|metrics|ids|ledger)\//, "keys, limits, plan, usage"],
   [/relay\/link\/|proto\/link\//, "link (relay side)"],
   [/agent\/link\/|agent\/flow\//, "agent dispatch and credit"],
+  [/agent\/runtimes\/openai-server\//, "upstream server (agent's HTTP client, its events)"],
   [/agent\/runtimes\/gguf\/(gguf-process-runtime|gguf-wire)\.js$/, "model socket and frames"],
   [/agent\/runtimes\/gguf\/(gguf-server|frame-outbox)\.js$/, "model socket and frames"],
   [/agent\/runtimes\/gguf\/(gguf-runtime|pace-evaluation)\.js$/, "pacing and runtime glue"],
