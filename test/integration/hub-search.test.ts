@@ -3,10 +3,9 @@ import { tmpdir } from "node:os";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashPassword } from "../../relay/keys/index.js";
-import { chromiumPath } from "../helpers/chromium.js";
+import { signedInPage } from "../helpers/chromium.js";
 import type { HubRepo, HubRepoFiles } from "../../relay/admin-contract/index.js";
 import { runCli } from "../helpers/cli.js";
 import { REPO_ROOT, testModelPath } from "../helpers/models.js";
@@ -134,15 +133,8 @@ describe("searching the model hub from the Forge", () => {
 
   it("is searched from the Forge in Chromium: a repository's files judged for the machine, and the one chosen fills the model", async () => {
     await gw.relay.store.users.create({ orgId: gw.orgId, login: "builder", passwordHash: await hashPassword("builder-password-1"), role: "admin" });
-    const browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    const { browser, page } = await signedInPage(gw.relay.url, "builder", "builder-password-1");
     try {
-      const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
-      page.setDefaultTimeout(30_000);
-      await page.goto(gw.relay.url);
-      await page.getByLabel("Login").fill("builder");
-      await page.getByLabel("Password").fill("builder-password-1");
-      await page.getByRole("button", { name: "Sign in" }).click();
-      await page.getByRole("navigation", { name: "Main" }).waitFor();
       await page.goto(`${gw.relay.url}/forge`);
       await page.getByText("Find a model on the hub…").click();
       await page.getByLabel("Search the hub").fill("stories");
@@ -184,15 +176,8 @@ describe("searching the model hub from the Forge", () => {
   });
 
   it("says when nothing matches and when the hub is down, in Chromium, and the Forge still takes a model by reference", async () => {
-    const browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    const { browser, page } = await signedInPage(gw.relay.url, "builder", "builder-password-1");
     try {
-      const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
-      page.setDefaultTimeout(30_000);
-      await page.goto(gw.relay.url);
-      await page.getByLabel("Login").fill("builder");
-      await page.getByLabel("Password").fill("builder-password-1");
-      await page.getByRole("button", { name: "Sign in" }).click();
-      await page.getByRole("navigation", { name: "Main" }).waitFor();
       await page.goto(`${gw.relay.url}/forge`);
       await page.getByText("Find a model on the hub…").click();
       await page.getByLabel("Search the hub").fill("no-such-model-anywhere");

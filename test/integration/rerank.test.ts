@@ -4,10 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 import OpenAI from "openai";
-import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { hashPassword } from "../../relay/keys/index.js";
-import { chromiumPath } from "../helpers/chromium.js";
+import { signedInPage } from "../helpers/chromium.js";
 import { freePort } from "../helpers/free-port.js";
 import { REPO_ROOT } from "../helpers/models.js";
 import { OP } from "../helpers/operator.js";
@@ -152,15 +151,8 @@ describe("rerank through the gateway", () => {
 
   it("shows a reranker's page in Chromium as it is: rerank snippets only, one that runs as pasted, and a playground that ranks documents", async () => {
     await gw.relay.store.users.create({ orgId: gw.orgId, login: "ranker-admin", passwordHash: await hashPassword("ranker-password-1"), role: "admin" });
-    const browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    const { browser, page } = await signedInPage(gw.relay.url, "ranker-admin", "ranker-password-1");
     try {
-      const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
-      page.setDefaultTimeout(30_000);
-      await page.goto(gw.relay.url);
-      await page.getByLabel("Login").fill("ranker-admin");
-      await page.getByLabel("Password").fill("ranker-password-1");
-      await page.getByRole("button", { name: "Sign in" }).click();
-      await page.getByRole("navigation", { name: "Main" }).waitFor();
       await page.goto(`${gw.relay.url}/stacks/${rerankerId}`);
       await page.getByRole("heading", { name: "Playground" }).waitFor();
       // Its snippets: rerank only, and the page says why.
@@ -186,6 +178,12 @@ describe("rerank through the gateway", () => {
       const own = (await (await rerank({ model: "reranker", query, documents: documents.slice(0, 3) })).json()) as RerankAnswer;
       expect(shown).toEqual(own.results.map((r) => Number(r.relevance_score.toFixed(3))));
       await page.screenshot({ path: join(REPO_ROOT, "test-output", "screenshots", "stack-reranker.png"), fullPage: true });
+      // As a phone in the dark shows it: the ranked documents and the snippets within the screen's width.
+      await page.emulateMedia({ colorScheme: "dark" });
+      await page.setViewportSize({ width: 390, height: 900 });
+      await page.getByTestId("ranked").scrollIntoViewIfNeeded();
+      expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+      await page.screenshot({ path: join(REPO_ROOT, "test-output", "screenshots", "stack-reranker-narrow-dark.png") });
     } finally {
       await browser.close();
     }

@@ -1,6 +1,6 @@
 import type { LlamaEmbeddingContext, LlamaModel, Token } from "node-llama-cpp";
 import { MAX_EMBED_NUMBERS, MakinaError } from "../../../proto/index.js";
-import { stoppedBy, type ChatInput, type RuntimeEvent } from "../model-runtime.js";
+import type { ChatInput, RuntimeEvent } from "../model-runtime.js";
 import type { ModelWork } from "./model-work.js";
 import { SideContext } from "./side-context.js";
 
@@ -14,7 +14,7 @@ export class GgufEmbedder {
 
   constructor(
     private readonly model: LlamaModel,
-    private readonly work: ModelWork,
+    work: ModelWork,
     chatContextSize: number,
     threads: number,
   ) {
@@ -49,22 +49,11 @@ export class GgufEmbedder {
       if (n >= this.contextSize) throw new MakinaError("context_length_exceeded", `This model's embeddings take at most ${this.contextSize - 1} tokens an input, but 'input[${i}]' has ${n}. Please shorten it.`, { param: `input[${i}]` });
     });
     const promptTokens = lengths.reduce((a, b) => a + b, 0);
-    const done = await this.context.take();
-    try {
-      for (const [index, x] of inputs.entries()) {
-        if (signal.aborted) throw MakinaError.from(signal.reason);
-        const { vector } = await this.work.use(() => embedder.getEmbeddingFor(x));
-        const norm = Math.hypot(...vector) || 1;
-        yield { type: "embedding", index, values: vector.map((v) => v / norm) };
-      }
-    } catch (err) {
-      // Every input counts once the model began them.
-      yield stoppedBy(err, { promptTokens, completionTokens: 0 }, signal);
-      return;
-    } finally {
-      done();
-    }
-    yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
+    yield* this.context.each(inputs, signal, promptTokens, async (x, index) => {
+      const { vector } = await embedder.getEmbeddingFor(x);
+      const norm = Math.hypot(...vector) || 1;
+      return { type: "embedding", index, values: vector.map((v) => v / norm) };
+    });
   }
 
   dispose(): Promise<void> {

@@ -1,6 +1,6 @@
 import type { LlamaModel, LlamaRankingContext } from "node-llama-cpp";
 import { MakinaError } from "../../../proto/index.js";
-import { stoppedBy, type ChatInput, type RuntimeEvent } from "../model-runtime.js";
+import type { ChatInput, RuntimeEvent } from "../model-runtime.js";
 import type { ModelWork } from "./model-work.js";
 import { SideContext } from "./side-context.js";
 
@@ -17,7 +17,7 @@ export class GgufRanker {
 
   constructor(
     private readonly model: LlamaModel,
-    private readonly work: ModelWork,
+    work: ModelWork,
     chatContextSize: number,
     threads: number,
   ) {
@@ -47,20 +47,7 @@ export class GgufRanker {
       if (n >= this.contextSize) throw new MakinaError("context_length_exceeded", `This model ranks at most ${this.contextSize - 1} tokens of the query and a document together, but the query and 'documents[${i}]' have ${n}. Please shorten them.`, { param: `documents[${i}]` });
     });
     const promptTokens = lengths.reduce((a, b) => a + b, 0);
-    const done = await this.context.take();
-    try {
-      for (const [index, document] of documents.entries()) {
-        if (signal.aborted) throw MakinaError.from(signal.reason);
-        yield { type: "score", index, score: await this.work.use(() => ranker.rank(query, document)) };
-      }
-    } catch (err) {
-      // Every document counts once the model began them.
-      yield stoppedBy(err, { promptTokens, completionTokens: 0 }, signal);
-      return;
-    } finally {
-      done();
-    }
-    yield { type: "end", finishReason: "stop", usage: { promptTokens, completionTokens: 0 } };
+    yield* this.context.each(documents, signal, promptTokens, async (document, index) => ({ type: "score", index, score: await ranker.rank(query, document) }));
   }
 
   dispose(): Promise<void> {
